@@ -1,0 +1,572 @@
+//===- XfmrOps.cpp - xfmr operations ----------------------------*- C++ -*-===//
+//
+// Verifiers and result-type inference. Diagnostics name the operand and the
+// dimension at fault so that a malformed model reads as a precise message.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xfmr/Dialect/XfmrOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace xfmr;
+
+namespace {
+
+RankedTensorType tensorTypeOf(Value value) {
+  return cast<RankedTensorType>(value.getType());
+}
+
+std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string text = "[";
+  llvm::interleave(
+      shape, [&](int64_t d) { text += std::to_string(d); },
+      [&] { text += ", "; });
+  return text + "]";
+}
+
+/// Maps a possibly negative axis into [0, rank), or fails.
+FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank)
+    return failure();
+  return axis < 0 ? axis + rank : axis;
+}
+
+} // namespace
+
+FailureOr<SmallVector<int64_t>> xfmr::broadcastShapes(ArrayRef<int64_t> lhs,
+                                                      ArrayRef<int64_t> rhs) {
+  size_t rank = std::max(lhs.size(), rhs.size());
+  SmallVector<int64_t> result(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t l = i < lhs.size() ? lhs[lhs.size() - 1 - i] : 1;
+    int64_t r = i < rhs.size() ? rhs[rhs.size() - 1 - i] : 1;
+    if (l != r && l != 1 && r != 1)
+      return failure();
+    result[rank - 1 - i] = l == 1 ? r : l;
+  }
+  return result;
+}
+
+//===----------------------------------------------------------------------===//
+// EmbeddingOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  auto ids = tensorTypeOf(adaptor.getIds());
+  auto table = tensorTypeOf(adaptor.getTable());
+  if (table.getRank() != 2)
+    return emitOptionalError(loc, "embedding table must be rank 2 [vocab, d_model], got ",
+                             table);
+  SmallVector<int64_t> shape(ids.getShape());
+  shape.push_back(table.getDimSize(1));
+  results.push_back(RankedTensorType::get(shape, table.getElementType()));
+  return success();
+}
+
+LogicalResult EmbeddingOp::verify() {
+  double scale = getScale().convertToDouble();
+  if (!(scale > 0) || !std::isfinite(scale))
+    return emitOpError("scale must be a positive finite number, got ") << scale;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Position encodings
+//===----------------------------------------------------------------------===//
+
+LogicalResult SinusoidalPositionEncodingOp::verify() {
+  auto type = tensorTypeOf(getInput());
+  if (type.getRank() < 2)
+    return emitOpError("input must be [..., seq, d_model], got rank ") << type.getRank();
+  if (type.getShape().back() % 2 != 0)
+    return emitOpError("d_model must be even for the sinusoidal encoding, got ")
+           << type.getShape().back();
+  return success();
+}
+
+LogicalResult LearnedPositionEncodingOp::verify() {
+  auto type = tensorTypeOf(getInput());
+  auto table = tensorTypeOf(getTable());
+  if (type.getRank() < 2)
+    return emitOpError("input must be [..., seq, d_model], got rank ") << type.getRank();
+  if (table.getRank() != 2)
+    return emitOpError("position table must be rank 2 [max_positions, d_model], got ")
+           << table;
+  if (table.getElementType() != type.getElementType())
+    return emitOpError("position table element type ")
+           << table.getElementType() << " differs from input element type "
+           << type.getElementType();
+  int64_t seq = type.getDimSize(type.getRank() - 2);
+  int64_t dModel = type.getShape().back();
+  if (table.getDimSize(1) != dModel)
+    return emitOpError("position table width ")
+           << table.getDimSize(1) << " differs from d_model " << dModel;
+  if (seq > table.getDimSize(0))
+    return emitOpError("sequence length ")
+           << seq << " exceeds the " << table.getDimSize(0) << " learned positions";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// LinearOp and FusedLinearOp
+//===----------------------------------------------------------------------===//
+
+/// Checks input [..., in] against weight ([in, out] or [out, in]) and bias
+/// [out]; returns the result type.
+static FailureOr<RankedTensorType>
+inferLinearType(std::optional<Location> loc, Value input, Value weight, Value bias,
+                bool transposeWeight) {
+  auto x = tensorTypeOf(input);
+  auto w = tensorTypeOf(weight);
+  if (x.getRank() < 1)
+    return emitOptionalError(loc, "linear input must have rank >= 1");
+  if (w.getRank() != 2)
+    return emitOptionalError(loc, "linear weight must be rank 2, got ", w);
+  if (x.getElementType() != w.getElementType())
+    return emitOptionalError(loc, "linear weight element type ", w.getElementType(),
+                             " differs from input element type ", x.getElementType());
+  int64_t in = transposeWeight ? w.getDimSize(1) : w.getDimSize(0);
+  int64_t out = transposeWeight ? w.getDimSize(0) : w.getDimSize(1);
+  if (x.getShape().back() != in)
+    return emitOptionalError(loc, "linear input feature size ", x.getShape().back(),
+                             " does not match weight ", shapeString(w.getShape()),
+                             transposeWeight ? " ([out, in] layout)" : " ([in, out] layout)");
+  if (bias) {
+    auto b = tensorTypeOf(bias);
+    if (b.getRank() != 1 || b.getDimSize(0) != out)
+      return emitOptionalError(loc, "linear bias must be [", out, "], got ",
+                               shapeString(b.getShape()));
+  }
+  SmallVector<int64_t> shape(x.getShape());
+  shape.back() = out;
+  return RankedTensorType::get(shape, x.getElementType());
+}
+
+LogicalResult LinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  auto type = inferLinearType(loc, adaptor.getInput(), adaptor.getWeight(),
+                              adaptor.getBias(), adaptor.getTransposeWeight());
+  if (failed(type))
+    return failure();
+  results.push_back(*type);
+  return success();
+}
+
+LogicalResult FusedLinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &results) {
+  auto type = inferLinearType(loc, adaptor.getInput(), adaptor.getWeight(),
+                              adaptor.getBias(), adaptor.getTransposeWeight());
+  if (failed(type))
+    return failure();
+  if (Value residual = adaptor.getResidual(); residual && residual.getType() != *type)
+    return emitOptionalError(loc, "residual type ", residual.getType(),
+                             " differs from the result type ", *type);
+  results.push_back(*type);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Attention
+//===----------------------------------------------------------------------===//
+
+/// Checks that `bias` broadcasts to [batch, heads, seqQ, seqK].
+static LogicalResult verifyAttentionBias(Operation *op, Value bias,
+                                         ArrayRef<int64_t> scoresShape) {
+  auto type = tensorTypeOf(bias);
+  auto broadcast = broadcastShapes(type.getShape(), scoresShape);
+  if (type.getRank() > 4 || failed(broadcast) ||
+      ArrayRef<int64_t>(*broadcast) != scoresShape)
+    return op->emitOpError("attn_bias of shape ")
+           << shapeString(type.getShape())
+           << " does not broadcast to the scores [batch, heads, seq_q, seq_k] = "
+           << shapeString(scoresShape);
+  return success();
+}
+
+static LogicalResult verifyPaddingMask(Operation *op, Value mask, int64_t batch,
+                                       int64_t seqK) {
+  auto type = tensorTypeOf(mask);
+  if (type.getRank() != 2 || type.getDimSize(0) != batch || type.getDimSize(1) != seqK)
+    return op->emitOpError("padding_mask must be [batch, seq_k] = ")
+           << shapeString({batch, seqK}) << ", got " << shapeString(type.getShape());
+  return success();
+}
+
+int64_t MultiHeadAttentionOp::getHeadDim() {
+  return tensorTypeOf(getQuery()).getShape().back() / getNumHeads();
+}
+
+double MultiHeadAttentionOp::getScaleOrDefault() {
+  if (auto scale = getScale())
+    return scale->convertToDouble();
+  return 1.0 / std::sqrt(static_cast<double>(getHeadDim()));
+}
+
+LogicalResult MultiHeadAttentionOp::inferReturnTypes(MLIRContext *,
+                                                     std::optional<Location>,
+                                                     Adaptor adaptor,
+                                                     SmallVectorImpl<Type> &results) {
+  results.push_back(adaptor.getQuery().getType());
+  return success();
+}
+
+LogicalResult MultiHeadAttentionOp::verify() {
+  auto query = tensorTypeOf(getQuery());
+  if (query.getRank() != 3)
+    return emitOpError("query must be [batch, seq_q, d_model], got ") << query;
+  int64_t batch = query.getDimSize(0), seqQ = query.getDimSize(1);
+  int64_t dModel = query.getDimSize(2), heads = getNumHeads();
+  if (dModel % heads != 0)
+    return emitOpError("d_model ") << dModel << " is not divisible by num_heads " << heads;
+  Type elementType = query.getElementType();
+
+  int64_t seqK = seqQ, dKv = dModel;
+  if (Value kv = getKeyValue()) {
+    auto kvType = tensorTypeOf(kv);
+    if (kvType.getRank() != 3 || kvType.getDimSize(0) != batch)
+      return emitOpError("key_value must be [batch = ")
+             << batch << ", seq_k, d_kv], got " << shapeString(kvType.getShape());
+    seqK = kvType.getDimSize(1);
+    dKv = kvType.getDimSize(2);
+  }
+
+  auto checkWeight = [&](Value weight, int64_t in, int64_t out,
+                         StringRef name) -> LogicalResult {
+    auto type = tensorTypeOf(weight);
+    SmallVector<int64_t> expected =
+        getTransposeWeights() ? SmallVector<int64_t>{out, in} : SmallVector<int64_t>{in, out};
+    if (type.getShape() != ArrayRef<int64_t>(expected))
+      return emitOpError() << name << " weight must be " << shapeString(expected)
+                           << (getTransposeWeights() ? " ([out, in] layout)" : "")
+                           << ", got " << shapeString(type.getShape());
+    if (type.getElementType() != elementType)
+      return emitOpError() << name << " weight element type " << type.getElementType()
+                           << " differs from query element type " << elementType;
+    return success();
+  };
+  auto checkBias = [&](Value bias, int64_t size, StringRef name) -> LogicalResult {
+    auto type = tensorTypeOf(bias);
+    if (type.getRank() != 1 || type.getDimSize(0) != size)
+      return emitOpError() << name << " bias must be [" << size << "], got "
+                           << shapeString(type.getShape());
+    return success();
+  };
+
+  ValueRange weights = getInWeights(), biases = getInBiases();
+  if (weights.size() != 1 && weights.size() != 3)
+    return emitOpError("in_proj takes one fused QKV weight or three (Q, K, V) weights, got ")
+           << weights.size();
+  if (!biases.empty() && biases.size() != weights.size())
+    return emitOpError("in_bias needs one bias per in_proj weight (")
+           << weights.size() << "), got " << biases.size();
+  if (weights.size() == 1) {
+    if (getKeyValue())
+      return emitOpError("a fused QKV projection needs self-attention; cross-attention "
+                         "takes separate Q, K, V weights");
+    if (failed(checkWeight(weights[0], dModel, 3 * dModel, "fused QKV")))
+      return failure();
+    if (!biases.empty() && failed(checkBias(biases[0], 3 * dModel, "fused QKV")))
+      return failure();
+  } else {
+    static constexpr StringLiteral names[] = {"query", "key", "value"};
+    for (int i = 0; i < 3; ++i) {
+      if (failed(checkWeight(weights[i], i == 0 ? dModel : dKv, dModel, names[i])))
+        return failure();
+      if (!biases.empty() && failed(checkBias(biases[i], dModel, names[i])))
+        return failure();
+    }
+  }
+  if (failed(checkWeight(getOutWeight(), dModel, dModel, "output")))
+    return failure();
+  if (getOutBias() && failed(checkBias(getOutBias(), dModel, "output")))
+    return failure();
+  if (getPaddingMask() && failed(verifyPaddingMask(*this, getPaddingMask(), batch, seqK)))
+    return failure();
+  if (getAttnBias() &&
+      failed(verifyAttentionBias(*this, getAttnBias(), {batch, heads, seqQ, seqK})))
+    return failure();
+  if (getCausal() && seqK < seqQ)
+    return emitOpError("causal attention needs seq_k >= seq_q, got seq_q = ")
+           << seqQ << ", seq_k = " << seqK;
+  if (auto scale = getScale(); scale && !(scale->convertToDouble() > 0))
+    return emitOpError("scale must be positive");
+  return success();
+}
+
+FusedAttentionOp::Dims FusedAttentionOp::getDims() {
+  if (getLayout() == AttentionLayout::bshd)
+    return {0, 2, 1, 3};
+  return {0, 1, 2, 3};
+}
+
+LogicalResult FusedAttentionOp::verify() {
+  auto q = tensorTypeOf(getQuery()), k = tensorTypeOf(getKey()),
+       v = tensorTypeOf(getValue());
+  for (auto [type, name] : {std::pair{q, "query"}, {k, "key"}, {v, "value"}})
+    if (type.getRank() != 4)
+      return emitOpError() << name << " must be rank 4 ("
+                           << stringifyAttentionLayout(getLayout()) << "), got " << type;
+  Dims dims = getDims();
+  int64_t batch = q.getDimSize(dims.batch), heads = q.getDimSize(dims.heads);
+  int64_t seqQ = q.getDimSize(dims.seq), headDim = q.getDimSize(dims.headDim);
+  int64_t seqK = k.getDimSize(dims.seq);
+  SmallVector<int64_t> kvShape(4);
+  kvShape[dims.batch] = batch;
+  kvShape[dims.heads] = heads;
+  kvShape[dims.seq] = seqK;
+  kvShape[dims.headDim] = headDim;
+  if (k.getShape() != ArrayRef<int64_t>(kvShape) || v.getShape() != ArrayRef<int64_t>(kvShape))
+    return emitOpError("key and value must both be ")
+           << shapeString(kvShape) << " to match query " << shapeString(q.getShape())
+           << ", got key " << shapeString(k.getShape()) << " and value "
+           << shapeString(v.getShape());
+  if (k.getElementType() != q.getElementType() || v.getElementType() != q.getElementType())
+    return emitOpError("query, key and value must share one element type");
+  if (getPaddingMask() && failed(verifyPaddingMask(*this, getPaddingMask(), batch, seqK)))
+    return failure();
+  if (getAttnBias() &&
+      failed(verifyAttentionBias(*this, getAttnBias(), {batch, heads, seqQ, seqK})))
+    return failure();
+  if (getCausal() && seqK < seqQ)
+    return emitOpError("causal attention needs seq_k >= seq_q, got seq_q = ")
+           << seqQ << ", seq_k = " << seqK;
+  if (!(getScale().convertToDouble() > 0))
+    return emitOpError("scale must be positive");
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Normalization, softmax, dropout, loss
+//===----------------------------------------------------------------------===//
+
+int64_t SoftmaxOp::getNormalizedAxis() {
+  return *normalizeAxis(getAxis(), tensorTypeOf(getInput()).getRank());
+}
+
+LogicalResult SoftmaxOp::verify() {
+  int64_t rank = tensorTypeOf(getInput()).getRank();
+  if (failed(normalizeAxis(getAxis(), rank)))
+    return emitOpError("axis ") << static_cast<int64_t>(getAxis()) << " is out of range for rank " << rank;
+  return success();
+}
+
+/// Checks optional gamma/beta [d] of a layer norm over `input`'s last dim.
+static LogicalResult verifyLayerNormParams(Operation *op, Value input, Value gamma,
+                                           Value beta, double epsilon) {
+  auto type = tensorTypeOf(input);
+  if (type.getRank() < 1)
+    return op->emitOpError("input must have rank >= 1");
+  if (static_cast<bool>(gamma) != static_cast<bool>(beta))
+    return op->emitOpError("gamma and beta must both be given (affine) or both omitted");
+  int64_t d = type.getShape().back();
+  for (auto [param, name] : {std::pair{gamma, "gamma"}, {beta, "beta"}}) {
+    if (!param)
+      continue;
+    auto paramType = tensorTypeOf(param);
+    if (paramType.getRank() != 1 || paramType.getDimSize(0) != d)
+      return op->emitOpError() << name << " must be [" << d << "], got "
+                               << shapeString(paramType.getShape());
+    if (paramType.getElementType() != type.getElementType())
+      return op->emitOpError() << name << " element type " << paramType.getElementType()
+                               << " differs from input element type "
+                               << type.getElementType();
+  }
+  if (!(epsilon > 0) || !std::isfinite(epsilon))
+    return op->emitOpError("epsilon must be a positive finite number, got ") << epsilon;
+  return success();
+}
+
+LogicalResult LayerNormOp::verify() {
+  if (getResult().getType() != getInput().getType())
+    return emitOpError("result type ")
+           << getResult().getType() << " differs from input type " << getInput().getType();
+  return verifyLayerNormParams(*this, getInput(), getGamma(), getBeta(),
+                               getEpsilon().convertToDouble());
+}
+
+LogicalResult FusedAddLayerNormOp::verify() {
+  Type type = getInput().getType();
+  if (getResidual().getType() != type)
+    return emitOpError("residual type ")
+           << getResidual().getType() << " differs from input type " << type;
+  if (getSum().getType() != type || getResult().getType() != type)
+    return emitOpError("both results must have the input type ") << type;
+  return verifyLayerNormParams(*this, getInput(), getGamma(), getBeta(),
+                               getEpsilon().convertToDouble());
+}
+
+LogicalResult DropoutOp::verify() {
+  double rate = getRate().convertToDouble();
+  if (!(rate >= 0 && rate < 1))
+    return emitOpError("rate must be in [0, 1), got ") << rate;
+  return success();
+}
+
+OpFoldResult DropoutOp::fold(FoldAdaptor) {
+  if (getRate().isZero())
+    return getInput();
+  return {};
+}
+
+LogicalResult CrossEntropyOp::inferReturnTypes(MLIRContext *, std::optional<Location>,
+                                               Adaptor adaptor,
+                                               SmallVectorImpl<Type> &results) {
+  results.push_back(RankedTensorType::get(
+      {}, tensorTypeOf(adaptor.getLogits()).getElementType()));
+  return success();
+}
+
+LogicalResult CrossEntropyOp::verify() {
+  auto logits = tensorTypeOf(getLogits());
+  auto targets = tensorTypeOf(getTargets());
+  if (logits.getRank() < 1)
+    return emitOpError("logits must be [..., vocab]");
+  if (targets.getShape() != logits.getShape().drop_back())
+    return emitOpError("targets ") << shapeString(targets.getShape())
+                                   << " must have the logits shape without the vocab dim, "
+                                   << shapeString(logits.getShape().drop_back());
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Primitive ops
+//===----------------------------------------------------------------------===//
+
+static LogicalResult inferBroadcastType(std::optional<Location> loc, ValueRange operands,
+                                        Type elementType,
+                                        SmallVectorImpl<Type> &results) {
+  SmallVector<int64_t> shape;
+  for (Value operand : operands) {
+    auto broadcast = broadcastShapes(shape, tensorTypeOf(operand).getShape());
+    if (failed(broadcast))
+      return emitOptionalError(loc, "operand shapes ", shapeString(shape), " and ",
+                               shapeString(tensorTypeOf(operand).getShape()),
+                               " do not broadcast");
+    shape = *broadcast;
+  }
+  results.push_back(RankedTensorType::get(shape, elementType));
+  return success();
+}
+
+LogicalResult xfmr::inferBroadcastBinaryType(std::optional<Location> loc, Value lhs,
+                                             Value rhs, SmallVectorImpl<Type> &results) {
+  Type elementType = tensorTypeOf(lhs).getElementType();
+  if (tensorTypeOf(rhs).getElementType() != elementType)
+    return emitOptionalError(loc, "operands must share one element type, got ",
+                             lhs.getType(), " and ", rhs.getType());
+  return inferBroadcastType(loc, {lhs, rhs}, elementType, results);
+}
+
+LogicalResult SelectOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  Type elementType = tensorTypeOf(adaptor.getTrueValue()).getElementType();
+  if (tensorTypeOf(adaptor.getFalseValue()).getElementType() != elementType)
+    return emitOptionalError(loc, "true and false values must share one element type");
+  return inferBroadcastType(loc, adaptor.getOperands(), elementType, results);
+}
+
+LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  auto lhs = tensorTypeOf(adaptor.getLhs()), rhs = tensorTypeOf(adaptor.getRhs());
+  if (lhs.getRank() < 2 || rhs.getRank() < 2)
+    return emitOptionalError(loc, "matmul operands must have rank >= 2, got ", lhs, " and ",
+                             rhs);
+  if (lhs.getElementType() != rhs.getElementType())
+    return emitOptionalError(loc, "matmul operands must share one element type");
+  int64_t m = lhs.getDimSize(lhs.getRank() - 2), k = lhs.getShape().back();
+  bool transposed = adaptor.getTransposeRhs();
+  int64_t rhsK = rhs.getDimSize(rhs.getRank() - (transposed ? 1 : 2));
+  int64_t n = rhs.getDimSize(rhs.getRank() - (transposed ? 2 : 1));
+  if (k != rhsK)
+    return emitOptionalError(loc, "matmul contraction sizes differ: lhs ",
+                             shapeString(lhs.getShape()), " and rhs ",
+                             shapeString(rhs.getShape()),
+                             transposed ? " (rhs transposed)" : "");
+  auto batch = broadcastShapes(lhs.getShape().drop_back(2), rhs.getShape().drop_back(2));
+  if (failed(batch))
+    return emitOptionalError(loc, "matmul batch dimensions ", shapeString(lhs.getShape()),
+                             " and ", shapeString(rhs.getShape()), " do not broadcast");
+  SmallVector<int64_t> shape = *batch;
+  shape.append({m, n});
+  results.push_back(RankedTensorType::get(shape, lhs.getElementType()));
+  return success();
+}
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &results) {
+  auto type = tensorTypeOf(adaptor.getInput());
+  ArrayRef<int64_t> perm = adaptor.getPermutation();
+  if (static_cast<int64_t>(perm.size()) != type.getRank())
+    return emitOptionalError(loc, "permutation has ", perm.size(),
+                             " entries for an input of rank ", type.getRank());
+  SmallVector<bool> seen(perm.size(), false);
+  SmallVector<int64_t> shape;
+  for (int64_t p : perm) {
+    if (p < 0 || p >= type.getRank() || seen[p])
+      return emitOptionalError(loc, "permutation ", shapeString(perm),
+                               " is not a permutation of 0..", type.getRank() - 1);
+    seen[p] = true;
+    shape.push_back(type.getDimSize(p));
+  }
+  results.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+LogicalResult ReshapeOp::verify() {
+  auto in = tensorTypeOf(getInput()), out = tensorTypeOf(getResult());
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError("cannot reshape ")
+           << shapeString(in.getShape()) << " (" << in.getNumElements() << " elements) to "
+           << shapeString(out.getShape()) << " (" << out.getNumElements() << " elements)";
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("reshape must keep the element type");
+  return success();
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  return {};
+}
+
+int64_t ReduceOp::getNormalizedAxis() {
+  return *normalizeAxis(getAxis(), tensorTypeOf(getInput()).getRank());
+}
+
+LogicalResult ReduceOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                         Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  auto type = tensorTypeOf(adaptor.getInput());
+  auto axis = normalizeAxis(adaptor.getAxis(), type.getRank());
+  if (failed(axis))
+    return emitOptionalError(loc, "axis ", static_cast<int64_t>(adaptor.getAxis()),
+                             " is out of range for rank ",
+                             type.getRank());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[*axis] = 1;
+  results.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+LogicalResult CausalMaskOp::verify() {
+  auto type = tensorTypeOf(getResult());
+  if (type.getRank() != 2)
+    return emitOpError("causal mask must be [seq_q, seq_k], got ") << type;
+  if (type.getDimSize(1) < type.getDimSize(0))
+    return emitOpError("causal mask needs seq_k >= seq_q, got ") << type;
+  return success();
+}
+
+#define GET_OP_CLASSES
+#include "xfmr/XfmrOps.cpp.inc"

@@ -1,0 +1,499 @@
+//===- XfmrOps.td - xfmr operations -------------------------*- tablegen -*-===//
+
+#ifndef XFMR_OPS_TD
+#define XFMR_OPS_TD
+
+include "XfmrDialect.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// High-level ops
+//===----------------------------------------------------------------------===//
+
+def Xfmr_EmbeddingOp : Xfmr_Op<"embedding",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "token embedding lookup";
+  let description = [{
+    Gathers rows of `table` ([vocab, d_model]) by the integer token ids in
+    `ids`; the result has the shape of `ids` with `d_model` appended. `scale`
+    multiplies the gathered rows (the original transformer scales by
+    sqrt(d_model)). Ids outside [0, vocab) are undefined behaviour here: the
+    runtime rejects them before a kernel runs.
+
+    ```mlir
+    %x = xfmr.embedding %ids, %wte : (tensor<2x8xi32>, tensor<100x64xf32>) -> tensor<2x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_IntTensor:$ids, Xfmr_FloatTensor:$table,
+                   DefaultValuedAttr<F64Attr, "1.0">:$scale);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$ids `,` $table attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Xfmr_SinusoidalPositionEncodingOp : Xfmr_Op<"sinusoidal_position_encoding",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "adds the fixed sinusoidal position encoding";
+  let description = [{
+    Adds the encoding of "Attention Is All You Need" to `input`
+    ([..., seq, d_model], d_model even):
+    `pe[p, 2i] = sin(p / 10000^(2i/d_model))`,
+    `pe[p, 2i+1] = cos(p / 10000^(2i/d_model))`, with positions starting at 0.
+
+    ```mlir
+    %y = xfmr.sinusoidal_position_encoding %x : tensor<2x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Xfmr_LearnedPositionEncodingOp : Xfmr_Op<"learned_position_encoding",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "adds learned position embeddings";
+  let description = [{
+    Adds rows `0 .. seq-1` of `table` ([max_positions, d_model]) to `input`
+    ([..., seq, d_model]). `seq` must not exceed `max_positions`.
+
+    ```mlir
+    %y = xfmr.learned_position_encoding %x, %wpe : tensor<2x8x64xf32>, tensor<1024x64xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input, Xfmr_FloatTensor:$table);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $table attr-dict `:` type($input) `,` type($table)";
+  let hasVerifier = 1;
+}
+
+def Xfmr_LinearOp : Xfmr_Op<"linear",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "affine map over the last dimension";
+  let description = [{
+    `result = input @ weight (+ bias)` over the last dimension of `input`
+    ([..., in]). `weight` is [in, out] (GPT-2's Conv1D layout) or, with
+    `transpose_weight`, [out, in] (torch.nn.Linear's layout); `bias` is [out].
+
+    ```mlir
+    %y = xfmr.linear %x, %w, %b : (tensor<2x8x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> tensor<2x8x256xf32>
+    %z = xfmr.linear %x, %w2 {transpose_weight} : (tensor<2x8x64xf32>, tensor<32x64xf32>) -> tensor<2x8x32xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input, Xfmr_FloatTensor:$weight,
+                   Optional<Xfmr_FloatTensor>:$bias, UnitAttr:$transpose_weight);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`,` $bias^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Xfmr_MultiHeadAttentionOp : Xfmr_Op<"multi_head_attention",
+    [Pure, AttrSizedOperandSegments,
+     InferTypeOpAdaptor]> {
+  let summary = "multi-head attention with input and output projections";
+  let description = [{
+    Multi-head scaled dot-product attention of `query` ([batch, seq_q,
+    d_model]) over `key_value` ([batch, seq_k, d_kv]; absent for
+    self-attention, where keys and values come from `query`).
+
+    Input projections are either one fused QKV weight [d_model, 3*d_model]
+    (self-attention only) or three weights (Q, K, V), each with an optional
+    bias; with `transpose_weights` all weights are in [out, in] layout.
+    `num_heads` must divide d_model; the scores are scaled by `scale`
+    (default 1/sqrt(d_model/num_heads)).
+
+    Masks combine: `causal` hides keys after the query position (aligned to
+    the bottom right when seq_k > seq_q); `padding_mask` ([batch, seq_k], i1,
+    true = attend) hides padded keys; `attn_bias` is added to the scores and
+    must broadcast to [batch, num_heads, seq_q, seq_k] (an additive mask uses
+    -inf or a large negative value). A query row whose keys are all masked
+    yields zeros.
+
+    ```mlir
+    %y = xfmr.multi_head_attention %x in_proj(%wqkv) in_bias(%bqkv)
+           out_proj(%wo, %bo) padding_mask(%m) {num_heads = 4 : i64, causal}
+           : (tensor<2x8x64xf32>, tensor<64x192xf32>, tensor<192xf32>,
+              tensor<64x64xf32>, tensor<64xf32>, tensor<2x8xi1>) -> tensor<2x8x64xf32>
+    ```
+  }];
+  let arguments = (ins
+    Xfmr_FloatTensor:$query,
+    Optional<Xfmr_FloatTensor>:$key_value,
+    Variadic<Xfmr_FloatTensor>:$in_weights,
+    Variadic<Xfmr_FloatTensor>:$in_biases,
+    Xfmr_FloatTensor:$out_weight,
+    Optional<Xfmr_FloatTensor>:$out_bias,
+    Optional<Xfmr_BoolTensor>:$padding_mask,
+    Optional<Xfmr_FloatTensor>:$attn_bias,
+    ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
+    UnitAttr:$causal,
+    UnitAttr:$transpose_weights,
+    OptionalAttr<F64Attr>:$scale);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query (`kv` `(` $key_value^ `)`)?
+    `in_proj` `(` $in_weights `)` (`in_bias` `(` $in_biases^ `)`)?
+    `out_proj` `(` $out_weight (`,` $out_bias^)? `)`
+    (`padding_mask` `(` $padding_mask^ `)`)? (`attn_bias` `(` $attn_bias^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Head dimension d_model / num_heads.
+    int64_t getHeadDim();
+    /// The scale applied to the scores, defaulted to 1/sqrt(head_dim).
+    double getScaleOrDefault();
+    bool hasFusedInProjection() { return getInWeights().size() == 1; }
+  }];
+}
+
+def Xfmr_SoftmaxOp : Xfmr_Op<"softmax", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "softmax along one axis, lowered as one fused kernel";
+  let description = [{
+    `exp(x - max(x)) / sum(exp(x - max(x)))` along `axis` (negative counts
+    from the end). The lowering reads each row once for an online max+sum and
+    once to write the output, so it is safe at logits of +/-1e4; this is the
+    op `xfmr-fuse-softmax` forms from max/sub/exp/sum/div chains.
+
+    ```mlir
+    %p = xfmr.softmax %s {axis = -1 : i64} : tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input, DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The axis as a non-negative dimension index.
+    int64_t getNormalizedAxis();
+  }];
+}
+
+def Xfmr_LayerNormOp : Xfmr_Op<"layer_norm", [Pure, AttrSizedOperandSegments]> {
+  let summary = "layer normalization over the last dimension";
+  let description = [{
+    `(x - mean) / sqrt(var + epsilon) * gamma + beta` over the last dimension
+    (biased variance, as torch.nn.LayerNorm). `gamma` and `beta` ([d]) are
+    both present (affine) or both absent. One kernel: the lowering reads the
+    row once for mean and variance and writes it once.
+
+    ```mlir
+    %y = xfmr.layer_norm %x, %g, %b {epsilon = 1.0e-05 : f64}
+           : (tensor<2x8x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input, Optional<Xfmr_FloatTensor>:$gamma,
+                   Optional<Xfmr_FloatTensor>:$beta,
+                   DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`,` $gamma^)? (`,` $beta^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Xfmr_GeluOp : Xfmr_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+  let summary = "Gaussian error linear unit";
+  let description = [{
+    `x * 0.5 * (1 + erf(x / sqrt(2)))`, or with `approximate = tanh`
+    `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))` (GPT-2's
+    "gelu_new").
+
+    ```mlir
+    %y = xfmr.gelu %x {approximate = #xfmr.gelu_approximation<tanh>} : tensor<2x8x256xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input,
+                   DefaultValuedAttr<Xfmr_GeluApproximationAttr,
+                                     "GeluApproximation::none">:$approximate);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Xfmr_ReluOp : Xfmr_Op<"relu", [Pure, SameOperandsAndResultType]> {
+  let summary = "rectified linear unit";
+  let description = [{
+    `max(x, 0)`.
+
+    ```mlir
+    %y = xfmr.relu %x : tensor<2x8x256xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Xfmr_DropoutOp : Xfmr_Op<"dropout", [Pure, SameOperandsAndResultType]> {
+  let summary = "dropout (the identity at inference)";
+  let description = [{
+    Zeroes each element with probability `rate` and scales the others by
+    1/(1-rate) when training; inference programs treat it as the identity.
+
+    ```mlir
+    %y = xfmr.dropout %x {rate = 1.000000e-01 : f64} : tensor<2x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input,
+                   DefaultValuedAttr<F64Attr, "0.0">:$rate);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Xfmr_CrossEntropyOp : Xfmr_Op<"cross_entropy",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "mean cross-entropy of logits against integer targets";
+  let description = [{
+    `mean over targets != ignore_index of (logsumexp(logits[t]) -
+    logits[t, target[t]])` with `logits` [..., vocab] and `targets` [...]
+    (the semantics of torch.nn.functional.cross_entropy with
+    `ignore_index`). The result is a rank-0 tensor; it is 0 when every target
+    is ignored.
+
+    ```mlir
+    %l = xfmr.cross_entropy %logits, %t : (tensor<2x8x100xf32>, tensor<2x8xi32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$logits, Xfmr_IntTensor:$targets,
+                   DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$logits `,` $targets attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Primitive ops
+//===----------------------------------------------------------------------===//
+
+class Xfmr_BroadcastBinaryOp<string mnemonic, string what>
+    : Xfmr_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise " # what # " with numpy broadcasting";
+  let description = [{
+    Elementwise }] # what # [{ of two tensors of one element type whose
+    shapes broadcast numpy-style (aligned at the right; a dimension of size 1
+    or a missing dimension stretches).
+
+    ```mlir
+    %r = xfmr.}] # mnemonic # [{ %a, %b : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$lhs, Xfmr_FloatTensor:$rhs);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+  let extraClassDefinition = [{
+    ::llvm::LogicalResult $cppClass::inferReturnTypes(
+        ::mlir::MLIRContext *, std::optional<::mlir::Location> loc, Adaptor adaptor,
+        ::llvm::SmallVectorImpl<::mlir::Type> &results) {
+      return inferBroadcastBinaryType(loc, adaptor.getLhs(), adaptor.getRhs(), results);
+    }
+  }];
+}
+
+def Xfmr_AddOp : Xfmr_BroadcastBinaryOp<"add", "addition">;
+def Xfmr_SubOp : Xfmr_BroadcastBinaryOp<"sub", "subtraction">;
+def Xfmr_MulOp : Xfmr_BroadcastBinaryOp<"mul", "multiplication">;
+def Xfmr_DivOp : Xfmr_BroadcastBinaryOp<"div", "division">;
+def Xfmr_MaximumOp : Xfmr_BroadcastBinaryOp<"maximum", "maximum">;
+
+def Xfmr_SelectOp : Xfmr_Op<"select",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "elementwise choice with numpy broadcasting";
+  let description = [{
+    `condition ? true_value : false_value` elementwise, all three operands
+    broadcast together; how tutorial code writes `masked_fill`.
+
+    ```mlir
+    %r = xfmr.select %mask, %scores, %ninf
+           : (tensor<8x8xi1>, tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_BoolTensor:$condition, Xfmr_FloatTensor:$true_value,
+                   Xfmr_FloatTensor:$false_value);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $true_value `,` $false_value attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+def Xfmr_MatmulOp : Xfmr_Op<"matmul",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "batched matrix product";
+  let description = [{
+    `lhs` [..., M, K] times `rhs` [..., K, N] (or [..., N, K] with
+    `transpose_rhs`). Batch dimensions broadcast numpy-style, so a rank-2
+    `rhs` applies to every batch of `lhs`.
+
+    ```mlir
+    %s = xfmr.matmul %q, %k {transpose_rhs} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x8xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$lhs, Xfmr_FloatTensor:$rhs, UnitAttr:$transpose_rhs);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
+}
+
+def Xfmr_TransposeOp : Xfmr_Op<"transpose",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "permutes dimensions";
+  let description = [{
+    `result.shape[i] = input.shape[permutation[i]]`.
+
+    ```mlir
+    %t = xfmr.transpose %x {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x8x4x16xf32>) -> tensor<2x4x8x16xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+}
+
+def Xfmr_ReshapeOp : Xfmr_Op<"reshape", [Pure]> {
+  let summary = "reinterprets the shape, keeping row-major element order";
+  let description = [{
+    ```mlir
+    %h = xfmr.reshape %x : (tensor<2x8x64xf32>) -> tensor<2x8x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Xfmr_ReduceOp : Xfmr_Op<"reduce",
+    [Pure, InferTypeOpAdaptor]> {
+  let summary = "reduces one axis, keeping it with size 1";
+  let description = [{
+    Sum, max or mean along `axis` (negative counts from the end); the reduced
+    dimension stays with size 1 (keepdim) so the result broadcasts against
+    the input.
+
+    ```mlir
+    %m = xfmr.reduce %x {kind = #xfmr.reduce_kind<max>, axis = -1 : i64} : (tensor<2x8xf32>) -> tensor<2x1xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input, Xfmr_ReduceKindAttr:$kind,
+                   DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
+  let extraClassDeclaration = [{
+    int64_t getNormalizedAxis();
+  }];
+}
+
+def Xfmr_CausalMaskOp : Xfmr_Op<"causal_mask", [Pure]> {
+  let summary = "lower-triangular attention mask";
+  let description = [{
+    A [seq_q, seq_k] i1 tensor, true where key `j` may be attended from query
+    `i`: `j <= i + (seq_k - seq_q)` (bottom-right aligned, so a query block
+    appended to a KV cache sees all earlier keys).
+
+    ```mlir
+    %m = xfmr.causal_mask : tensor<8x8xi1>
+    ```
+  }];
+  let results = (outs Xfmr_BoolTensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Fused ops
+//===----------------------------------------------------------------------===//
+
+def Xfmr_FusedAttentionOp : Xfmr_Op<"fused_attention",
+    [Pure, AttrSizedOperandSegments, AllTypesMatch<["query", "result"]>]> {
+  let summary = "scaled dot-product attention as one tiled kernel";
+  let description = [{
+    `softmax(scale * query @ key^T + mask) @ value` per batch and head,
+    computed FlashAttention-style: key/value blocks stream through an online
+    softmax (running max, running sum, rescaled accumulator), causal blocks
+    above the diagonal are skipped, and no [seq_q, seq_k] buffer exists.
+    Operands are rank 4 in `layout` (`bshd` = [batch, seq, heads, head_dim],
+    `bhsd` = [batch, heads, seq, head_dim]). Masks as in
+    `multi_head_attention`; `attn_bias` broadcasts to [batch, heads, seq_q,
+    seq_k]. Fully masked query rows produce zeros.
+
+    ```mlir
+    %o = xfmr.fused_attention %q, %k, %v padding_mask(%m)
+           {causal, scale = 2.500000e-01 : f64, layout = #xfmr.layout<bshd>}
+           : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8xi1>)
+           -> tensor<2x8x4x16xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$query, Xfmr_FloatTensor:$key,
+                   Xfmr_FloatTensor:$value,
+                   Optional<Xfmr_BoolTensor>:$padding_mask,
+                   Optional<Xfmr_FloatTensor>:$attn_bias,
+                   F64Attr:$scale, UnitAttr:$causal,
+                   DefaultValuedAttr<Xfmr_AttentionLayoutAttr,
+                                     "AttentionLayout::bshd">:$layout);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value (`padding_mask` `(` $padding_mask^ `)`)?
+    (`attn_bias` `(` $attn_bias^ `)`)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Positions of the batch, heads, sequence and head-dim dimensions.
+    struct Dims { int64_t batch, heads, seq, headDim; };
+    Dims getDims();
+  }];
+}
+
+def Xfmr_FusedAddLayerNormOp : Xfmr_Op<"fused_add_layer_norm",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "residual add followed by layer normalization, one kernel";
+  let description = [{
+    `sum = input + residual; result = layer_norm(sum)` over the last
+    dimension. Both are returned because pre-LN blocks carry `sum` on as the
+    residual stream. One read of each input row, one write of each output.
+
+    ```mlir
+    %sum, %y = xfmr.fused_add_layer_norm %x, %r, %g, %b {epsilon = 1.0e-05 : f64}
+                 : (tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<64xf32>, tensor<64xf32>)
+                 -> (tensor<2x8x64xf32>, tensor<2x8x64xf32>)
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input, Xfmr_FloatTensor:$residual,
+                   Optional<Xfmr_FloatTensor>:$gamma, Optional<Xfmr_FloatTensor>:$beta,
+                   DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Xfmr_FloatTensor:$sum, Xfmr_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $residual (`,` $gamma^)? (`,` $beta^)? attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Xfmr_FusedLinearOp : Xfmr_Op<"fused_linear",
+    [Pure, AttrSizedOperandSegments,
+     InferTypeOpAdaptor]> {
+  let summary = "matmul with bias, activation and residual fused into its store";
+  let description = [{
+    `result = activation(input @ weight + bias) + residual`, the epilogue
+    applied to each output tile while it is still in registers. Weight layout
+    as in `linear`; `bias` [out] and `residual` (the result's shape) are
+    optional.
+
+    ```mlir
+    %y = xfmr.fused_linear %x, %w bias(%b) {activation = #xfmr.activation<gelu_tanh>}
+           : (tensor<2x8x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> tensor<2x8x256xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input, Xfmr_FloatTensor:$weight,
+                   Optional<Xfmr_FloatTensor>:$bias, Optional<Xfmr_FloatTensor>:$residual,
+                   DefaultValuedAttr<Xfmr_ActivationAttr, "Activation::none">:$activation,
+                   UnitAttr:$transpose_weight);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` `(` $bias^ `)`)? (`residual` `(` $residual^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+#endif // XFMR_OPS_TD

@@ -1,0 +1,38 @@
+//===- XfmrOps.h - xfmr operations ------------------------------*- C++ -*-===//
+
+#ifndef XFMR_DIALECT_XFMROPS_H
+#define XFMR_DIALECT_XFMROPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "xfmr/Dialect/XfmrDialect.h"
+
+#include "xfmr/XfmrEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "xfmr/XfmrAttrs.h.inc"
+
+namespace xfmr {
+/// Result type of a broadcasting binary op (shared by add, sub, mul, ...).
+llvm::LogicalResult inferBroadcastBinaryType(std::optional<mlir::Location> loc,
+                                             mlir::Value lhs, mlir::Value rhs,
+                                             llvm::SmallVectorImpl<mlir::Type> &results);
+} // namespace xfmr
+
+#define GET_OP_CLASSES
+#include "xfmr/XfmrOps.h.inc"
+
+namespace xfmr {
+
+/// The numpy broadcast of two static shapes, or failure if they do not
+/// broadcast.
+mlir::FailureOr<llvm::SmallVector<int64_t>>
+broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);
+
+} // namespace xfmr
+
+#endif // XFMR_DIALECT_XFMROPS_H

@@ -1,0 +1,362 @@
+// RUN: xfmr-opt %s -split-input-file -verify-diagnostics
+
+func.func @embedding_table_rank(%ids: tensor<2x8xi32>, %t: tensor<100xf32>) {
+  // expected-error @+2 {{embedding table must be rank 2 [vocab, d_model], got 'tensor<100xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %x = xfmr.embedding %ids, %t : (tensor<2x8xi32>, tensor<100xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_float_ids(%ids: tensor<2x8xf32>, %t: tensor<100x64xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of signless integer values}}
+  %x = xfmr.embedding %ids, %t : (tensor<2x8xf32>, tensor<100x64xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_result(%ids: tensor<2x8xi32>, %t: tensor<100x64xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<2x8x64xf32>' are incompatible with return type(s) of operation 'tensor<2x8x32xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %x = xfmr.embedding %ids, %t : (tensor<2x8xi32>, tensor<100x64xf32>) -> tensor<2x8x32xf32>
+  return
+}
+
+// -----
+
+func.func @embedding_scale(%ids: tensor<2x8xi32>, %t: tensor<100x64xf32>) {
+  // expected-error @+1 {{scale must be a positive finite number, got -1}}
+  %x = xfmr.embedding %ids, %t {scale = -1.0 : f64} : (tensor<2x8xi32>, tensor<100x64xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @dynamic_shape(%x: tensor<?x64xf32>) {
+  // expected-error @+1 {{operand #0 must be statically shaped tensor of floating-point values}}
+  %y = xfmr.relu %x : tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @sinusoidal_odd(%x: tensor<2x8x63xf32>) {
+  // expected-error @+1 {{d_model must be even for the sinusoidal encoding, got 63}}
+  %y = xfmr.sinusoidal_position_encoding %x : tensor<2x8x63xf32>
+  return
+}
+
+// -----
+
+func.func @learned_too_long(%x: tensor<2x32x64xf32>, %t: tensor<16x64xf32>) {
+  // expected-error @+1 {{sequence length 32 exceeds the 16 learned positions}}
+  %y = xfmr.learned_position_encoding %x, %t : tensor<2x32x64xf32>, tensor<16x64xf32>
+  return
+}
+
+// -----
+
+func.func @learned_width(%x: tensor<2x8x64xf32>, %t: tensor<16x32xf32>) {
+  // expected-error @+1 {{position table width 32 differs from d_model 64}}
+  %y = xfmr.learned_position_encoding %x, %t : tensor<2x8x64xf32>, tensor<16x32xf32>
+  return
+}
+
+// -----
+
+func.func @linear_mismatch(%x: tensor<2x8x64xf32>, %w: tensor<32x256xf32>) {
+  // expected-error @+2 {{linear input feature size 64 does not match weight [32, 256] ([in, out] layout)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = xfmr.linear %x, %w : (tensor<2x8x64xf32>, tensor<32x256xf32>) -> tensor<2x8x256xf32>
+  return
+}
+
+// -----
+
+func.func @linear_bias(%x: tensor<2x8x64xf32>, %w: tensor<64x256xf32>, %b: tensor<64xf32>) {
+  // expected-error @+2 {{linear bias must be [256], got [64]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = xfmr.linear %x, %w, %b : (tensor<2x8x64xf32>, tensor<64x256xf32>, tensor<64xf32>) -> tensor<2x8x256xf32>
+  return
+}
+
+// -----
+
+func.func @linear_element_type(%x: tensor<2x8x64xf32>, %w: tensor<64x256xf16>) {
+  // expected-error @+2 {{linear weight element type 'f16' differs from input element type 'f32'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = xfmr.linear %x, %w : (tensor<2x8x64xf32>, tensor<64x256xf16>) -> tensor<2x8x256xf32>
+  return
+}
+
+// -----
+
+func.func @mha_heads(%x: tensor<2x8x64xf32>, %w: tensor<64x192xf32>, %wo: tensor<64x64xf32>) {
+  // expected-error @+1 {{d_model 64 is not divisible by num_heads 5}}
+  %y = xfmr.multi_head_attention %x in_proj(%w) out_proj(%wo) {num_heads = 5 : i64}
+       : (tensor<2x8x64xf32>, tensor<64x192xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @mha_zero_heads(%x: tensor<2x8x64xf32>, %w: tensor<64x192xf32>, %wo: tensor<64x64xf32>) {
+  // expected-error @+1 {{attribute 'num_heads' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+  %y = xfmr.multi_head_attention %x in_proj(%w) out_proj(%wo) {num_heads = 0 : i64}
+       : (tensor<2x8x64xf32>, tensor<64x192xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @mha_qkv_shape(%x: tensor<2x8x64xf32>, %w: tensor<64x128xf32>, %wo: tensor<64x64xf32>) {
+  // expected-error @+1 {{fused QKV weight must be [64, 192], got [64, 128]}}
+  %y = xfmr.multi_head_attention %x in_proj(%w) out_proj(%wo) {num_heads = 4 : i64}
+       : (tensor<2x8x64xf32>, tensor<64x128xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @mha_two_weights(%x: tensor<2x8x64xf32>, %w: tensor<64x64xf32>) {
+  // expected-error @+1 {{in_proj takes one fused QKV weight or three (Q, K, V) weights, got 2}}
+  %y = xfmr.multi_head_attention %x in_proj(%w, %w) out_proj(%w) {num_heads = 4 : i64}
+       : (tensor<2x8x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @mha_bias_count(%x: tensor<2x8x64xf32>, %w: tensor<64x64xf32>, %b: tensor<64xf32>) {
+  // expected-error @+1 {{in_bias needs one bias per in_proj weight (3), got 1}}
+  %y = xfmr.multi_head_attention %x in_proj(%w, %w, %w) in_bias(%b) out_proj(%w) {num_heads = 4 : i64}
+       : (tensor<2x8x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @mha_transposed_weight(%x: tensor<2x8x64xf32>, %w: tensor<64x64xf32>, %wk: tensor<32x64xf32>, %m: tensor<2x6x32xf32>) {
+  // expected-error @+1 {{key weight must be [64, 32] ([out, in] layout), got [32, 64]}}
+  %y = xfmr.multi_head_attention %x kv(%m) in_proj(%w, %wk, %wk) out_proj(%w) {num_heads = 4 : i64, transpose_weights}
+       : (tensor<2x8x64xf32>, tensor<2x6x32xf32>, tensor<64x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @mha_fused_cross(%x: tensor<2x8x64xf32>, %w: tensor<64x192xf32>, %wo: tensor<64x64xf32>) {
+  // expected-error @+1 {{a fused QKV projection needs self-attention; cross-attention takes separate Q, K, V weights}}
+  %y = xfmr.multi_head_attention %x kv(%x) in_proj(%w) out_proj(%wo) {num_heads = 4 : i64}
+       : (tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<64x192xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @mha_padding_mask(%x: tensor<2x8x64xf32>, %w: tensor<64x192xf32>, %wo: tensor<64x64xf32>, %m: tensor<2x7xi1>) {
+  // expected-error @+1 {{padding_mask must be [batch, seq_k] = [2, 8], got [2, 7]}}
+  %y = xfmr.multi_head_attention %x in_proj(%w) out_proj(%wo) padding_mask(%m) {num_heads = 4 : i64}
+       : (tensor<2x8x64xf32>, tensor<64x192xf32>, tensor<64x64xf32>, tensor<2x7xi1>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @mha_padding_mask_type(%x: tensor<2x8x64xf32>, %w: tensor<64x192xf32>, %wo: tensor<64x64xf32>, %m: tensor<2x8xi32>) {
+  // expected-error @+1 {{operand #3 must be statically shaped tensor of 1-bit signless integer values}}
+  %y = xfmr.multi_head_attention %x in_proj(%w) out_proj(%wo) padding_mask(%m) {num_heads = 4 : i64}
+       : (tensor<2x8x64xf32>, tensor<64x192xf32>, tensor<64x64xf32>, tensor<2x8xi32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @mha_attn_bias(%x: tensor<2x8x64xf32>, %w: tensor<64x192xf32>, %wo: tensor<64x64xf32>, %b: tensor<3x8x8xf32>) {
+  // expected-error @+1 {{attn_bias of shape [3, 8, 8] does not broadcast to the scores [batch, heads, seq_q, seq_k] = [2, 4, 8, 8]}}
+  %y = xfmr.multi_head_attention %x in_proj(%w) out_proj(%wo) attn_bias(%b) {num_heads = 4 : i64}
+       : (tensor<2x8x64xf32>, tensor<64x192xf32>, tensor<64x64xf32>, tensor<3x8x8xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @mha_query_rank(%x: tensor<8x64xf32>, %w: tensor<64x192xf32>, %wo: tensor<64x64xf32>) {
+  // expected-error @+1 {{query must be [batch, seq_q, d_model], got 'tensor<8x64xf32>'}}
+  %y = xfmr.multi_head_attention %x in_proj(%w) out_proj(%wo) {num_heads = 4 : i64}
+       : (tensor<8x64xf32>, tensor<64x192xf32>, tensor<64x64xf32>) -> tensor<8x64xf32>
+  return
+}
+
+// -----
+
+func.func @mha_causal_short_keys(%x: tensor<2x8x64xf32>, %m: tensor<2x4x64xf32>, %w: tensor<64x64xf32>) {
+  // expected-error @+1 {{causal attention needs seq_k >= seq_q, got seq_q = 8, seq_k = 4}}
+  %y = xfmr.multi_head_attention %x kv(%m) in_proj(%w, %w, %w) out_proj(%w) {num_heads = 4 : i64, causal}
+       : (tensor<2x8x64xf32>, tensor<2x4x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
+  return
+}
+
+// -----
+
+func.func @softmax_axis(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %y = xfmr.softmax %x {axis = 2} : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_half_affine(%x: tensor<2x8xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{gamma and beta must both be given (affine) or both omitted}}
+  %y = "xfmr.layer_norm"(%x, %g) {operandSegmentSizes = array<i32: 1, 1, 0>} : (tensor<2x8xf32>, tensor<8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_gamma(%x: tensor<2x8xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{gamma must be [8], got [4]}}
+  %y = xfmr.layer_norm %x, %g, %g : (tensor<2x8xf32>, tensor<4xf32>, tensor<4xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_eps(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{epsilon must be a positive finite number, got 0}}
+  %y = xfmr.layer_norm %x {epsilon = 0.0 : f64} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @add_ln_residual(%x: tensor<2x8xf32>, %r: tensor<2x4xf32>) {
+  // expected-error @+1 {{residual type 'tensor<2x4xf32>' differs from input type 'tensor<2x8xf32>'}}
+  %s, %y = xfmr.fused_add_layer_norm %x, %r : (tensor<2x8xf32>, tensor<2x4xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>)
+  return
+}
+
+// -----
+
+func.func @dropout_rate(%x: tensor<2x8xf32>) {
+  // expected-error @+1 {{rate must be in [0, 1), got 1}}
+  %y = xfmr.dropout %x {rate = 1.0 : f64} : tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_targets(%l: tensor<2x8x100xf32>, %t: tensor<2x7xi32>) {
+  // expected-error @+1 {{targets [2, 7] must have the logits shape without the vocab dim, [2, 8]}}
+  %y = xfmr.cross_entropy %l, %t : (tensor<2x8x100xf32>, tensor<2x7xi32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @broadcast(%a: tensor<2x8xf32>, %b: tensor<3xf32>) {
+  // expected-error @+2 {{operand shapes [2, 8] and [3] do not broadcast}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = xfmr.add %a, %b : (tensor<2x8xf32>, tensor<3xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @binary_types(%a: tensor<2x8xf32>, %b: tensor<8xf16>) {
+  // expected-error @+2 {{operands must share one element type, got 'tensor<2x8xf32>' and 'tensor<8xf16>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = xfmr.mul %a, %b : (tensor<2x8xf32>, tensor<8xf16>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_k(%a: tensor<2x8x16xf32>, %b: tensor<2x8x16xf32>) {
+  // expected-error @+2 {{matmul contraction sizes differ: lhs [2, 8, 16] and rhs [2, 8, 16]}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = xfmr.matmul %a, %b : (tensor<2x8x16xf32>, tensor<2x8x16xf32>) -> tensor<2x8x16xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_batch(%a: tensor<2x8x16xf32>, %b: tensor<3x16x4xf32>) {
+  // expected-error @+2 {{matmul batch dimensions [2, 8, 16] and [3, 16, 4] do not broadcast}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = xfmr.matmul %a, %b : (tensor<2x8x16xf32>, tensor<3x16x4xf32>) -> tensor<2x8x4xf32>
+  return
+}
+
+// -----
+
+func.func @transpose_perm(%a: tensor<2x8x16xf32>) {
+  // expected-error @+2 {{permutation [0, 0, 1] is not a permutation of 0..2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = xfmr.transpose %a {permutation = array<i64: 0, 0, 1>} : (tensor<2x8x16xf32>) -> tensor<2x2x8xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_count(%a: tensor<2x8x16xf32>) {
+  // expected-error @+1 {{cannot reshape [2, 8, 16] (256 elements) to [2, 8, 8] (128 elements)}}
+  %y = xfmr.reshape %a : (tensor<2x8x16xf32>) -> tensor<2x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_axis(%a: tensor<2x8xf32>) {
+  // expected-error @+2 {{axis -3 is out of range for rank 2}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = xfmr.reduce %a {kind = #xfmr.reduce_kind<sum>, axis = -3} : (tensor<2x8xf32>) -> tensor<2x8xf32>
+  return
+}
+
+// -----
+
+func.func @causal_mask_shape() {
+  // expected-error @+1 {{causal mask needs seq_k >= seq_q, got 'tensor<8x4xi1>'}}
+  %m = xfmr.causal_mask : tensor<8x4xi1>
+  return
+}
+
+// -----
+
+func.func @fused_attention_kv(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x4x8xf32>) {
+  // expected-error @+1 {{key and value must both be [2, 8, 4, 16] to match query [2, 8, 4, 16], got key [2, 8, 4, 8] and value [2, 8, 4, 8]}}
+  %o = xfmr.fused_attention %q, %k, %k {scale = 0.25 : f64}
+       : (tensor<2x8x4x16xf32>, tensor<2x8x4x8xf32>, tensor<2x8x4x8xf32>) -> tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @fused_attention_rank(%q: tensor<8x4x16xf32>) {
+  // expected-error @+1 {{query must be rank 4 (bshd), got 'tensor<8x4x16xf32>'}}
+  %o = xfmr.fused_attention %q, %q, %q {scale = 0.25 : f64}
+       : (tensor<8x4x16xf32>, tensor<8x4x16xf32>, tensor<8x4x16xf32>) -> tensor<8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @fused_attention_scale(%q: tensor<2x8x4x16xf32>) {
+  // expected-error @+1 {{scale must be positive}}
+  %o = xfmr.fused_attention %q, %q, %q {scale = 0.0 : f64}
+       : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @fused_linear_residual(%x: tensor<2x64xf32>, %w: tensor<64x32xf32>, %r: tensor<2x64xf32>) {
+  // expected-error @+2 {{residual type 'tensor<2x64xf32>' differs from the result type 'tensor<2x32xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = xfmr.fused_linear %x, %w residual(%r) : (tensor<2x64xf32>, tensor<64x32xf32>, tensor<2x64xf32>) -> tensor<2x32xf32>
+  return
+}

@@ -1,0 +1,114 @@
+// RUN: xfmr-opt %s | FileCheck %s
+// RUN: xfmr-opt %s | xfmr-opt | FileCheck %s
+// RUN: xfmr-opt %s --mlir-print-op-generic | xfmr-opt | FileCheck %s
+
+// CHECK-LABEL: func @high_level
+func.func @high_level(%ids: tensor<2x8xi32>, %wte: tensor<100x64xf32>, %wpe: tensor<16x64xf32>,
+                      %w: tensor<64x256xf32>, %b: tensor<256xf32>, %wt: tensor<32x64xf32>,
+                      %g: tensor<64xf32>, %beta: tensor<64xf32>, %t: tensor<2x8xi32>) -> tensor<f32> {
+  // CHECK: xfmr.embedding %{{.*}}, %{{.*}} {scale = 8.000000e+00 : f64} : (tensor<2x8xi32>, tensor<100x64xf32>) -> tensor<2x8x64xf32>
+  %x = xfmr.embedding %ids, %wte {scale = 8.0 : f64} : (tensor<2x8xi32>, tensor<100x64xf32>) -> tensor<2x8x64xf32>
+  // CHECK: xfmr.sinusoidal_position_encoding %{{.*}} : tensor<2x8x64xf32>
+  %p = xfmr.sinusoidal_position_encoding %x : tensor<2x8x64xf32>
+  // CHECK: xfmr.learned_position_encoding %{{.*}}, %{{.*}} : tensor<2x8x64xf32>, tensor<16x64xf32>
+  %q = xfmr.learned_position_encoding %p, %wpe : tensor<2x8x64xf32>, tensor<16x64xf32>
+  // CHECK: xfmr.linear %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> tensor<2x8x256xf32>
+  %h = xfmr.linear %q, %w, %b : (tensor<2x8x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> tensor<2x8x256xf32>
+  // CHECK: xfmr.linear %{{.*}}, %{{.*}} {transpose_weight} : (tensor<2x8x64xf32>, tensor<32x64xf32>) -> tensor<2x8x32xf32>
+  %h2 = xfmr.linear %q, %wt {transpose_weight} : (tensor<2x8x64xf32>, tensor<32x64xf32>) -> tensor<2x8x32xf32>
+  // CHECK: xfmr.gelu %{{.*}} {approximate = #xfmr.gelu_approximation<tanh>} : tensor<2x8x256xf32>
+  %a = xfmr.gelu %h {approximate = #xfmr.gelu_approximation<tanh>} : tensor<2x8x256xf32>
+  // CHECK: xfmr.gelu %{{.*}} : tensor<2x8x256xf32>
+  %a2 = xfmr.gelu %a : tensor<2x8x256xf32>
+  // CHECK: xfmr.relu
+  %r = xfmr.relu %a2 : tensor<2x8x256xf32>
+  // CHECK: xfmr.softmax %{{.*}} {axis = 1 : i64} : tensor<2x8x256xf32>
+  %s = xfmr.softmax %r {axis = 1} : tensor<2x8x256xf32>
+  // CHECK: xfmr.dropout %{{.*}} {rate = 1.000000e-01 : f64} : tensor<2x8x64xf32>
+  %d = xfmr.dropout %q {rate = 0.1 : f64} : tensor<2x8x64xf32>
+  // CHECK: xfmr.layer_norm %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 1.000000e-03 : f64} : (tensor<2x8x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  %n = xfmr.layer_norm %d, %g, %beta {epsilon = 1.0e-3 : f64} : (tensor<2x8x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  // CHECK: xfmr.layer_norm %{{.*}} : (tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  %n2 = xfmr.layer_norm %n : (tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  %logits = xfmr.linear %n2, %wte {transpose_weight} : (tensor<2x8x64xf32>, tensor<100x64xf32>) -> tensor<2x8x100xf32>
+  // CHECK: xfmr.cross_entropy %{{.*}}, %{{.*}} {ignore_index = 0 : i64} : (tensor<2x8x100xf32>, tensor<2x8xi32>) -> tensor<f32>
+  %l = xfmr.cross_entropy %logits, %t {ignore_index = 0} : (tensor<2x8x100xf32>, tensor<2x8xi32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// CHECK-LABEL: func @attention
+func.func @attention(%x: tensor<2x8x64xf32>, %mem: tensor<2x6x32xf32>,
+                     %wqkv: tensor<64x192xf32>, %bqkv: tensor<192xf32>,
+                     %wq: tensor<64x64xf32>, %wkv: tensor<64x32xf32>, %bq: tensor<64xf32>,
+                     %wo: tensor<64x64xf32>, %bo: tensor<64xf32>,
+                     %pm: tensor<2x8xi1>, %pm6: tensor<2x6xi1>, %bias: tensor<8x6xf32>) -> tensor<2x8x64xf32> {
+  // CHECK: xfmr.multi_head_attention %{{.*}} in_proj(%{{.*}}) in_bias(%{{.*}}) out_proj(%{{.*}}, %{{.*}}) padding_mask(%{{.*}}) {causal, num_heads = 4 : i64}
+  %a = xfmr.multi_head_attention %x in_proj(%wqkv) in_bias(%bqkv) out_proj(%wo, %bo)
+         padding_mask(%pm) {num_heads = 4 : i64, causal}
+         : (tensor<2x8x64xf32>, tensor<64x192xf32>, tensor<192xf32>, tensor<64x64xf32>,
+            tensor<64xf32>, tensor<2x8xi1>) -> tensor<2x8x64xf32>
+  // CHECK: xfmr.multi_head_attention %{{.*}} kv(%{{.*}}) in_proj(%{{.*}}, %{{.*}}, %{{.*}}) in_bias(%{{.*}}, %{{.*}}, %{{.*}}) out_proj(%{{.*}}) padding_mask(%{{.*}}) attn_bias(%{{.*}}) {num_heads = 2 : i64, transpose_weights}
+  %wkvt = arith.constant dense<0.5> : tensor<64x32xf32>
+  %wqt = arith.constant dense<0.25> : tensor<64x64xf32>
+  %c = xfmr.multi_head_attention %a kv(%mem) in_proj(%wqt, %wkvt, %wkvt) in_bias(%bq, %bq, %bq)
+         out_proj(%wo) padding_mask(%pm6) attn_bias(%bias) {num_heads = 2 : i64, transpose_weights}
+         : (tensor<2x8x64xf32>, tensor<2x6x32xf32>, tensor<64x64xf32>, tensor<64x32xf32>, tensor<64x32xf32>,
+            tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64x64xf32>, tensor<2x6xi1>, tensor<8x6xf32>) -> tensor<2x8x64xf32>
+  return %c : tensor<2x8x64xf32>
+}
+
+// CHECK-LABEL: func @primitives
+func.func @primitives(%q: tensor<2x4x8x16xf32>, %k: tensor<2x4x8x16xf32>, %x: tensor<2x8x64xf32>,
+                      %row: tensor<64xf32>) -> tensor<2x4x8x16xf32> {
+  // CHECK: xfmr.matmul %{{.*}}, %{{.*}} {transpose_rhs} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x8xf32>
+  %s = xfmr.matmul %q, %k {transpose_rhs} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x8xf32>
+  %scale = arith.constant dense<0.25> : tensor<f32>
+  // CHECK: xfmr.mul %{{.*}}, %{{.*}} : (tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  %ss = xfmr.mul %s, %scale : (tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  // CHECK: xfmr.fused_attention %{{.*}}, %{{.*}}, %{{.*}} attn_bias(%{{.*}}) {layout = #xfmr.layout<bhsd>, scale = 1.000000e+00 : f64}
+  %fa = xfmr.fused_attention %q, %k, %k attn_bias(%ss) {scale = 1.0 : f64, layout = #xfmr.layout<bhsd>}
+         : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x16xf32>
+  // CHECK: xfmr.causal_mask : tensor<8x8xi1>
+  %m = xfmr.causal_mask : tensor<8x8xi1>
+  %ninf = arith.constant dense<0xFF800000> : tensor<f32>
+  // CHECK: xfmr.select %{{.*}}, %{{.*}}, %{{.*}} : (tensor<8x8xi1>, tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  %masked = xfmr.select %m, %ss, %ninf : (tensor<8x8xi1>, tensor<2x4x8x8xf32>, tensor<f32>) -> tensor<2x4x8x8xf32>
+  // CHECK: xfmr.reduce %{{.*}} {kind = #xfmr.reduce_kind<max>} : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x1xf32>
+  %mx = xfmr.reduce %masked {kind = #xfmr.reduce_kind<max>, axis = -1} : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x1xf32>
+  // CHECK: xfmr.sub
+  %sh = xfmr.sub %masked, %mx : (tensor<2x4x8x8xf32>, tensor<2x4x8x1xf32>) -> tensor<2x4x8x8xf32>
+  %e = math.exp %sh : tensor<2x4x8x8xf32>
+  // CHECK: xfmr.reduce %{{.*}} {axis = 3 : i64, kind = #xfmr.reduce_kind<sum>}
+  %sum = xfmr.reduce %e {kind = #xfmr.reduce_kind<sum>, axis = 3} : (tensor<2x4x8x8xf32>) -> tensor<2x4x8x1xf32>
+  // CHECK: xfmr.div
+  %p = xfmr.div %e, %sum : (tensor<2x4x8x8xf32>, tensor<2x4x8x1xf32>) -> tensor<2x4x8x8xf32>
+  // CHECK: xfmr.maximum
+  %p2 = xfmr.maximum %p, %p : (tensor<2x4x8x8xf32>, tensor<2x4x8x8xf32>) -> tensor<2x4x8x8xf32>
+  // CHECK: xfmr.matmul %{{.*}}, %{{.*}} : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  %o = xfmr.matmul %p2, %k : (tensor<2x4x8x8xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x16xf32>
+  // CHECK: xfmr.transpose %{{.*}} {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xf32>) -> tensor<2x8x4x16xf32>
+  %t = xfmr.transpose %o {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x4x8x16xf32>) -> tensor<2x8x4x16xf32>
+  // CHECK: xfmr.reshape %{{.*}} : (tensor<2x8x4x16xf32>) -> tensor<2x8x64xf32>
+  %r = xfmr.reshape %t : (tensor<2x8x4x16xf32>) -> tensor<2x8x64xf32>
+  // CHECK: xfmr.add %{{.*}}, %{{.*}} : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  %a = xfmr.add %r, %row : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  return %o : tensor<2x4x8x16xf32>
+}
+
+// CHECK-LABEL: func @fused
+func.func @fused(%q: tensor<2x8x4x16xf32>, %pm: tensor<2x8xi1>, %x: tensor<2x8x64xf32>,
+                 %g: tensor<64xf32>, %w: tensor<64x256xf32>, %b: tensor<256xf32>,
+                 %w2: tensor<256x64xf32>) -> tensor<2x8x64xf32> {
+  // CHECK: xfmr.fused_attention %{{.*}}, %{{.*}}, %{{.*}} padding_mask(%{{.*}}) {causal, scale = 2.500000e-01 : f64}
+  %o = xfmr.fused_attention %q, %q, %q padding_mask(%pm) {causal, scale = 0.25 : f64, layout = #xfmr.layout<bshd>}
+         : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8xi1>) -> tensor<2x8x4x16xf32>
+  // CHECK: xfmr.fused_add_layer_norm %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} :
+  %sum, %y = xfmr.fused_add_layer_norm %x, %x, %g, %g {epsilon = 1.0e-5 : f64}
+         : (tensor<2x8x64xf32>, tensor<2x8x64xf32>, tensor<64xf32>, tensor<64xf32>) -> (tensor<2x8x64xf32>, tensor<2x8x64xf32>)
+  // CHECK: xfmr.fused_linear %{{.*}}, %{{.*}} bias(%{{.*}}) {activation = #xfmr.activation<gelu_tanh>}
+  %h = xfmr.fused_linear %y, %w bias(%b) {activation = #xfmr.activation<gelu_tanh>}
+         : (tensor<2x8x64xf32>, tensor<64x256xf32>, tensor<256xf32>) -> tensor<2x8x256xf32>
+  // CHECK: xfmr.fused_linear %{{.*}}, %{{.*}} residual(%{{.*}}) : (tensor<2x8x256xf32>, tensor<256x64xf32>, tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  %z = xfmr.fused_linear %h, %w2 residual(%sum) : (tensor<2x8x256xf32>, tensor<256x64xf32>, tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
+  return %z : tensor<2x8x64xf32>
+}

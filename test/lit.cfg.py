@@ -1,0 +1,39 @@
+# -*- Python -*-
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "xfmr"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test", ".json"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "e2e_lib"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.xfmr_obj_root, "test")
+
+llvm_config.with_system_environment(["HOME", "TMPDIR", "OMP_NUM_THREADS"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.xfmr_tools_dir, config.llvm_tools_dir]
+llvm_config.add_tool_substitutions(["xfmr-opt", "xfmrc", "xfmr-gen-weights"], tool_dirs)
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.xfmr_tools_dir, append_path=True)
+
+# PyTorch is the numeric oracle; Debian's python3-torch lives with /usr/bin/python3,
+# which a pyenv python3 earlier on PATH would not see.
+config.substitutions.append(("%python", "/usr/bin/python3"))
+config.substitutions.append(("%testlib", os.path.join(config.test_source_root, "e2e_lib")))
+try:
+    import subprocess
+    subprocess.run(["/usr/bin/python3", "-c", "import torch"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    config.available_features.add("torch")
+except Exception:
+    lit_config.warning("PyTorch (python3-torch) not importable by /usr/bin/python3: "
+                       "numeric end-to-end tests are UNSUPPORTED")
+
+ptxas = os.path.join(config.cuda_root, "bin", "ptxas")
+if os.path.exists(ptxas):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))

@@ -1,0 +1,20 @@
+//===- xfmr-opt.cpp - mlir-opt with the xfmr dialect and passes -----------===//
+
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "xfmr/Dialect/XfmrDialect.h"
+
+int main(int argc, char **argv) {
+  mlir::registerAllPasses();
+  mlir::DialectRegistry registry;
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+  mlir::registerAllGPUToLLVMIRTranslations(registry);
+  registry.insert<xfmr::XfmrDialect>();
+  return mlir::asMainReturnCode(
+      mlir::MlirOptMain(argc, argv, "xfmr optimizer driver\n", registry));
+}
