@@ -346,8 +346,8 @@ def Xfmr_TransposeOp : Xfmr_Op<"transpose",
     %t = xfmr.transpose %x {permutation = array<i64: 0, 2, 1, 3>} : (tensor<2x8x4x16xf32>) -> tensor<2x4x8x16xf32>
     ```
   }];
-  let arguments = (ins Xfmr_FloatTensor:$input, DenseI64ArrayAttr:$permutation);
-  let results = (outs Xfmr_FloatTensor:$result);
+  let arguments = (ins Xfmr_AnyTensor:$input, DenseI64ArrayAttr:$permutation);
+  let results = (outs Xfmr_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
@@ -358,8 +358,8 @@ def Xfmr_ReshapeOp : Xfmr_Op<"reshape", [Pure]> {
     %h = xfmr.reshape %x : (tensor<2x8x64xf32>) -> tensor<2x8x4x16xf32>
     ```
   }];
-  let arguments = (ins Xfmr_FloatTensor:$input);
-  let results = (outs Xfmr_FloatTensor:$result);
+  let arguments = (ins Xfmr_AnyTensor:$input);
+  let results = (outs Xfmr_AnyTensor:$result);
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
   let hasFolder = 1;

@@ -6,10 +6,16 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "xfmr/Conversion/Passes.h"
 #include "xfmr/Dialect/XfmrDialect.h"
+#include "xfmr/Pipelines/Pipelines.h"
+#include "xfmr/Transforms/Passes.h"
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
+  xfmr::registerXfmrTransformsPasses();
+  xfmr::registerXfmrConversionPasses();
+  xfmr::registerPipelines();
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);
   mlir::registerAllExtensions(registry);

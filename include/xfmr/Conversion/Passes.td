@@ -1,0 +1,53 @@
+//===- Passes.td - xfmr conversion passes ------------------*- tablegen -*-===//
+
+#ifndef XFMR_CONVERSION_PASSES_TD
+#define XFMR_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertXfmrToLinalg : Pass<"convert-xfmr-to-linalg"> {
+  let summary = "Lower every xfmr op to linalg, tensor, arith and math on tensors";
+  let description = [{
+    Fused ops (`fused_attention`, `softmax`, `layer_norm`,
+    `fused_add_layer_norm`, `fused_linear`) each become one kernel: a tiled
+    loop nest (attention: an `scf.forall` over batch, heads and query blocks
+    around an `scf.for` over key blocks with an online softmax, no
+    [seq_q, seq_k] buffer) or a short chain of linalg ops over one row.
+    Primitive ops become linalg named or generic ops with numpy broadcasting
+    encoded in indexing maps. High-level ops without a direct lowering
+    (`multi_head_attention`, `linear`) are first decomposed with the
+    `xfmr-decompose` patterns. Fails, naming the op, if any xfmr op is left.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect"];
+}
+
+def XfmrDestinationPassingEntry : Pass<"xfmr-destination-passing-entry", "::mlir::ModuleOp"> {
+  let summary = "Give public functions caller-allocated result buffers";
+  let description = [{
+    Rewrites each public function on tensors into one on memrefs that writes
+    its results into extra trailing memref arguments (destination-passing
+    style), so that one-shot bufferization writes results in place and the C
+    ABI is `void f(in..., out...)` with caller-owned buffers. Argument and
+    result attributes move with them (results' attributes land on the new
+    arguments). Does nothing to private functions.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def XfmrEmitPackedEntry : Pass<"xfmr-emit-packed-entry", "::mlir::ModuleOp"> {
+  let summary = "Add `<f>_packed(void **args)` wrappers to LLVM functions";
+  let description = [{
+    For each public LLVM-dialect function marked `xfmr.entry`, adds
+    `void <name>_packed(void **args)` that loads one pointer per parameter
+    from `args` and calls `<name>`. A generic runner (lib/Runtime) calls
+    models of any signature through this one function type. Runs after the
+    lowering to the LLVM dialect with the bare-pointer memref convention.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // XFMR_CONVERSION_PASSES_TD

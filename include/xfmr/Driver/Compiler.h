@@ -1,0 +1,75 @@
+//===- Compiler.h - model file to executable, object or header -*- C++ -*-===//
+//
+// The library behind `xfmrc`: load a model description, lower it with the
+// pipelines, generate native code and link it with the runtime.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XFMR_DRIVER_COMPILER_H
+#define XFMR_DRIVER_COMPILER_H
+
+#include "xfmr/Frontend/ModelBuilder.h"
+#include "xfmr/Pipelines/Pipelines.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+#include <vector>
+
+namespace xfmr {
+
+enum class EmitKind { Executable, Object, Header, Mlir, Llvm };
+
+struct CompileOptions {
+  std::string inputPath;
+  /// "-" writes text formats to stdout.
+  std::string outputPath;
+  EmitKind emit = EmitKind::Executable;
+  ModelShape shape;
+  /// Entry function of an .mlir input (default: its only public function).
+  std::string entry;
+  /// Prefix of the generated symbols (`<prefix>_forward`, ...).
+  std::string symbolPrefix;
+  /// Target CPU for code generation; "native" is the host's.
+  std::string cpu = "native";
+  CpuPipelineOptions pipeline;
+  /// Where xfmrc finds libxfmr_runtime.a and libxfmr_main.a.
+  std::string runtimeLibraryDir;
+};
+
+/// One argument or result of a model's entry function, as the runtime and a
+/// C caller see it.
+struct ModelArgument {
+  enum class Kind { Input, Param, Output } kind;
+  std::string name;
+  std::string dtype; // safetensors spelling: F32, I32, ...
+  std::vector<int64_t> shape;
+  /// For token-id inputs: the embedding table size their ids index.
+  int64_t vocabSize = 0;
+};
+
+struct ModelSignature {
+  ModelInfo info;
+  std::string entryName;
+  std::vector<ModelArgument> arguments;
+};
+
+/// Loads `options.inputPath` (.json config or .mlir), checks and returns
+/// the module and its signature. Diagnostics name file and line/key.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
+loadModel(mlir::MLIRContext &context, const CompileOptions &options, ModelSignature &signature);
+
+/// The JSON manifest the runner reads.
+std::string buildManifest(const ModelSignature &signature);
+
+/// A C header declaring `<prefix>_forward` and friends.
+std::string buildHeader(const ModelSignature &signature, llvm::StringRef prefix,
+                        llvm::StringRef source);
+
+/// Runs the whole compilation described by `options`.
+llvm::Error compileModel(const CompileOptions &options);
+
+} // namespace xfmr
+
+#endif // XFMR_DRIVER_COMPILER_H

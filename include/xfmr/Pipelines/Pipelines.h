@@ -1,0 +1,28 @@
+//===- Pipelines.h - the named xfmr compilation pipelines -------*- C++ -*-===//
+
+#ifndef XFMR_PIPELINES_PIPELINES_H
+#define XFMR_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace xfmr {
+
+struct CpuPipelineOptions : mlir::PassPipelineOptions<CpuPipelineOptions> {
+  Option<bool> openmp{*this, "openmp",
+                      llvm::cl::desc("Run parallel loops on OpenMP threads"),
+                      llvm::cl::init(true)};
+};
+
+/// xfmr IR on tensors -> the LLVM dialect for the host CPU: decomposition,
+/// fusion, lowering to linalg, bufferization into caller-owned outputs,
+/// loops (OpenMP-parallel), LLVM. Entry functions use the bare-pointer
+/// convention and get `<name>_packed(void **)` wrappers.
+void buildCpuPipeline(mlir::OpPassManager &pm, const CpuPipelineOptions &options);
+
+/// Registers `xfmr-cpu-pipeline` for xfmr-opt.
+void registerPipelines();
+
+} // namespace xfmr
+
+#endif // XFMR_PIPELINES_PIPELINES_H

@@ -1,0 +1,26 @@
+//===- Passes.h - xfmr transform passes -------------------------*- C++ -*-===//
+
+#ifndef XFMR_TRANSFORMS_PASSES_H
+#define XFMR_TRANSFORMS_PASSES_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Pass/Pass.h"
+
+namespace xfmr {
+
+#define GEN_PASS_DECL
+#include "xfmr/Transforms/Passes.h.inc"
+
+/// Patterns rewriting high-level ops (multi_head_attention, softmax,
+/// layer_norm, linear) into xfmr primitives.
+void populateDecompositionPatterns(mlir::RewritePatternSet &patterns);
+
+#define GEN_PASS_REGISTRATION
+#include "xfmr/Transforms/Passes.h.inc"
+
+} // namespace xfmr
+
+#endif // XFMR_TRANSFORMS_PASSES_H

@@ -1,0 +1,67 @@
+//===- LoweringUtils.h - helpers shared by the xfmr lowerings --*- C++ -*-===//
+
+#ifndef XFMR_LIB_CONVERSION_XFMRTOLINALG_LOWERINGUTILS_H
+#define XFMR_LIB_CONVERSION_XFMRTOLINALG_LOWERINGUTILS_H
+
+#include "xfmr/Dialect/XfmrOps.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+namespace xfmr::lowering {
+
+using BodyBuilder =
+    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>;
+
+inline mlir::RankedTensorType tensorTypeOf(mlir::Value value) {
+  return llvm::cast<mlir::RankedTensorType>(value.getType());
+}
+
+/// `tensor.empty` of `type` filled with `value`.
+mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
+                         mlir::RankedTensorType type, double value);
+
+/// A scalar float constant of `type`.
+mlir::Value floatConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
+                          double value);
+
+/// The indexing map reading `operandShape` (right-aligned, size-1 dims
+/// broadcast) inside a loop nest over `resultShape`.
+mlir::AffineMap broadcastMap(mlir::MLIRContext *context, llvm::ArrayRef<int64_t> operandShape,
+                             llvm::ArrayRef<int64_t> resultShape);
+
+/// An all-parallel linalg.generic producing `resultType` from `inputs` that
+/// broadcast numpy-style to it. `body` gets one scalar per input.
+mlir::Value broadcastGeneric(mlir::OpBuilder &b, mlir::Location loc,
+                             mlir::RankedTensorType resultType, mlir::ValueRange inputs,
+                             BodyBuilder body);
+
+/// Reduces dimension `axis` of `input` with `combine` starting from `init`;
+/// the result drops the axis.
+mlir::Value reduceAxis(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
+                       int64_t axis, double init, BodyBuilder combine);
+
+/// Reinterprets `input` as `resultType` (same element count, row-major).
+mlir::Value reshapeTensor(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
+                          mlir::RankedTensorType resultType);
+
+/// activation(x) for one scalar.
+mlir::Value buildActivation(mlir::OpBuilder &b, mlir::Location loc, Activation activation,
+                            mlir::Value x);
+
+/// x @ weight over the last dim of x (weight [in, out], or [out, in] when
+/// `transposeWeight`), as a linalg.matmul on x collapsed to 2-D. Returns the
+/// 2-D [rows, out] product.
+mlir::Value buildLinearProduct(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                               mlir::Value weight, bool transposeWeight);
+
+/// Layer norm of each row of the 2-D `rows` [n, d]; gamma/beta may be null.
+mlir::Value buildLayerNormRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value rows,
+                               mlir::Value gamma, mlir::Value beta, double epsilon);
+
+/// Patterns for the fused kernels (FusedKernels.cpp).
+void populateFusedKernelLoweringPatterns(mlir::RewritePatternSet &patterns);
+
+} // namespace xfmr::lowering
+
+#endif // XFMR_LIB_CONVERSION_XFMRTOLINALG_LOWERINGUTILS_H

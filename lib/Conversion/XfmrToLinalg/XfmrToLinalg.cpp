@@ -1,0 +1,561 @@
+//===- XfmrToLinalg.cpp - lower xfmr ops to linalg on tensors ---*- C++ -*-===//
+//
+// Primitive and high-level ops; the fused kernels are in FusedKernels.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#include "LoweringUtils.h"
+
+#include "xfmr/Conversion/Passes.h"
+#include "xfmr/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/IR/AffineMap.h"
+
+#include <cmath>
+#include <limits>
+
+namespace xfmr {
+#define GEN_PASS_DEF_CONVERTXFMRTOLINALG
+#include "xfmr/Conversion/Passes.h.inc"
+} // namespace xfmr
+
+using namespace mlir;
+using namespace xfmr;
+using namespace xfmr::lowering;
+
+//===----------------------------------------------------------------------===//
+// Shared helpers
+//===----------------------------------------------------------------------===//
+
+Value lowering::floatConstant(OpBuilder &b, Location loc, Type type, double value) {
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+}
+
+Value lowering::filledTensor(OpBuilder &b, Location loc, RankedTensorType type,
+                             double value) {
+  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+  Value scalar = floatConstant(b, loc, type.getElementType(), value);
+  return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
+}
+
+AffineMap lowering::broadcastMap(MLIRContext *context, ArrayRef<int64_t> operandShape,
+                                 ArrayRef<int64_t> resultShape) {
+  int64_t offset = resultShape.size() - operandShape.size();
+  SmallVector<AffineExpr> exprs;
+  for (auto [i, size] : llvm::enumerate(operandShape)) {
+    bool stretched = size == 1 && resultShape[offset + i] != 1;
+    exprs.push_back(stretched ? getAffineConstantExpr(0, context)
+                              : getAffineDimExpr(offset + i, context));
+  }
+  return AffineMap::get(resultShape.size(), 0, exprs, context);
+}
+
+Value lowering::broadcastGeneric(OpBuilder &b, Location loc, RankedTensorType resultType,
+                                 ValueRange inputs, BodyBuilder body) {
+  MLIRContext *context = b.getContext();
+  ArrayRef<int64_t> shape = resultType.getShape();
+  SmallVector<AffineMap> maps;
+  for (Value input : inputs)
+    maps.push_back(broadcastMap(context, tensorTypeOf(input).getShape(), shape));
+  maps.push_back(AffineMap::getMultiDimIdentityMap(shape.size(), context));
+  SmallVector<utils::IteratorType> iterators(shape.size(), utils::IteratorType::parallel);
+  Value init = tensor::EmptyOp::create(b, loc, shape, resultType.getElementType());
+  auto generic = linalg::GenericOp::create(
+      b, loc, resultType, inputs, init, maps, iterators,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        linalg::YieldOp::create(nb, nloc, body(nb, nloc, args.drop_back()));
+      });
+  return generic.getResult(0);
+}
+
+Value lowering::reduceAxis(OpBuilder &b, Location loc, Value input, int64_t axis,
+                           double init, BodyBuilder combine) {
+  auto type = tensorTypeOf(input);
+  SmallVector<int64_t> shape(type.getShape());
+  shape.erase(shape.begin() + axis);
+  Value acc = filledTensor(b, loc, RankedTensorType::get(shape, type.getElementType()), init);
+  auto reduce = linalg::ReduceOp::create(
+      b, loc, input, acc, ArrayRef<int64_t>{axis},
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        linalg::YieldOp::create(nb, nloc, combine(nb, nloc, args));
+      });
+  return reduce.getResult(0);
+}
+
+Value lowering::reshapeTensor(OpBuilder &b, Location loc, Value input,
+                              RankedTensorType resultType) {
+  auto sourceType = tensorTypeOf(input);
+  if (sourceType == resultType)
+    return input;
+  if (auto reassociation = getReassociationIndicesForReshape(sourceType, resultType)) {
+    if (sourceType.getRank() > resultType.getRank())
+      return tensor::CollapseShapeOp::create(b, loc, resultType, input, *reassociation);
+    if (sourceType.getRank() < resultType.getRank())
+      return tensor::ExpandShapeOp::create(b, loc, resultType, input, *reassociation);
+  }
+  // No single collapse or expand relates the shapes: go through 1-D.
+  auto flatType =
+      RankedTensorType::get({sourceType.getNumElements()}, sourceType.getElementType());
+  return reshapeTensor(b, loc, reshapeTensor(b, loc, input, flatType), resultType);
+}
+
+Value lowering::buildActivation(OpBuilder &b, Location loc, Activation activation, Value x) {
+  Type type = x.getType();
+  auto constant = [&](double value) { return floatConstant(b, loc, type, value); };
+  switch (activation) {
+  case Activation::none:
+    return x;
+  case Activation::relu:
+    // max(x, 0) that keeps NaN, like torch.relu.
+    return arith::MaximumFOp::create(b, loc, x, constant(0.0));
+  case Activation::gelu: {
+    Value scaled = arith::MulFOp::create(b, loc, x, constant(M_SQRT1_2));
+    Value erf = math::ErfOp::create(b, loc, scaled);
+    Value onePlus = arith::AddFOp::create(b, loc, erf, constant(1.0));
+    Value half = arith::MulFOp::create(b, loc, x, constant(0.5));
+    return arith::MulFOp::create(b, loc, half, onePlus);
+  }
+  case Activation::gelu_tanh: {
+    Value cube = arith::MulFOp::create(b, loc, arith::MulFOp::create(b, loc, x, x), x);
+    Value inner = arith::AddFOp::create(
+        b, loc, x, arith::MulFOp::create(b, loc, cube, constant(0.044715)));
+    Value tanh = math::TanhOp::create(
+        b, loc, arith::MulFOp::create(b, loc, inner, constant(std::sqrt(2.0 / M_PI))));
+    Value onePlus = arith::AddFOp::create(b, loc, tanh, constant(1.0));
+    Value half = arith::MulFOp::create(b, loc, x, constant(0.5));
+    return arith::MulFOp::create(b, loc, half, onePlus);
+  }
+  }
+  llvm_unreachable("unknown activation");
+}
+
+Value lowering::buildLinearProduct(OpBuilder &b, Location loc, Value x, Value weight,
+                                   bool transposeWeight) {
+  auto xType = tensorTypeOf(x);
+  auto wType = tensorTypeOf(weight);
+  int64_t in = xType.getShape().back();
+  int64_t rows = xType.getNumElements() / in;
+  int64_t out = transposeWeight ? wType.getDimSize(0) : wType.getDimSize(1);
+  Type elementType = xType.getElementType();
+  Value rows2d = reshapeTensor(b, loc, x, RankedTensorType::get({rows, in}, elementType));
+  auto resultType = RankedTensorType::get({rows, out}, elementType);
+  Value init = filledTensor(b, loc, resultType, 0.0);
+  if (transposeWeight)
+    return linalg::MatmulTransposeBOp::create(b, loc, resultType, ValueRange{rows2d, weight},
+                                              init)
+        .getResult(0);
+  return linalg::MatmulOp::create(b, loc, resultType, ValueRange{rows2d, weight}, init)
+      .getResult(0);
+}
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy, typename ArithOpTy>
+struct BinaryLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, broadcastGeneric(rewriter, op.getLoc(), op.getType(),
+                                            adaptor.getOperands(),
+                                            [](OpBuilder &b, Location loc, ValueRange args) {
+                                              return ArithOpTy::create(b, loc, args[0],
+                                                                       args[1]);
+                                            }));
+    return success();
+  }
+};
+
+struct SelectLowering : OpConversionPattern<SelectOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(SelectOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, broadcastGeneric(rewriter, op.getLoc(), op.getType(),
+                                            adaptor.getOperands(),
+                                            [](OpBuilder &b, Location loc, ValueRange args) {
+                                              return arith::SelectOp::create(
+                                                  b, loc, args[0], args[1], args[2]);
+                                            }));
+    return success();
+  }
+};
+
+template <typename OpTy>
+struct ActivationLowering : OpConversionPattern<OpTy> {
+  using OpConversionPattern<OpTy>::OpConversionPattern;
+  LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Activation activation = Activation::relu;
+    if constexpr (std::is_same_v<OpTy, GeluOp>)
+      activation = op.getApproximate() == GeluApproximation::tanh ? Activation::gelu_tanh
+                                                                   : Activation::gelu;
+    rewriter.replaceOp(op, broadcastGeneric(rewriter, op.getLoc(), op.getType(),
+                                            adaptor.getInput(),
+                                            [&](OpBuilder &b, Location loc, ValueRange args) {
+                                              return buildActivation(b, loc, activation,
+                                                                     args[0]);
+                                            }));
+    return success();
+  }
+};
+
+/// Dropout is the identity in the programs this lowering produces (inference).
+struct DropoutLowering : OpConversionPattern<DropoutOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(DropoutOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, adaptor.getInput());
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+struct TransposeLowering : OpConversionPattern<TransposeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(TransposeOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto type = op.getType();
+    Value init = tensor::EmptyOp::create(rewriter, op.getLoc(), type.getShape(),
+                                         type.getElementType());
+    rewriter.replaceOp(op, linalg::TransposeOp::create(rewriter, op.getLoc(),
+                                                       adaptor.getInput(), init,
+                                                       op.getPermutation())
+                               .getResult());
+    return success();
+  }
+};
+
+struct ReshapeLowering : OpConversionPattern<ReshapeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ReshapeOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op,
+                       reshapeTensor(rewriter, op.getLoc(), adaptor.getInput(), op.getType()));
+    return success();
+  }
+};
+
+struct ReduceLowering : OpConversionPattern<ReduceOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(ReduceOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    int64_t axis = op.getNormalizedAxis();
+    ReduceKind kind = op.getKind();
+    Type elementType = op.getType().getElementType();
+    double init = kind == ReduceKind::max ? -std::numeric_limits<double>::infinity() : 0.0;
+    Value reduced = reduceAxis(rewriter, loc, adaptor.getInput(), axis, init,
+                               [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                                 if (kind == ReduceKind::max)
+                                   return arith::MaximumFOp::create(b, l, args[0], args[1]);
+                                 return arith::AddFOp::create(b, l, args[0], args[1]);
+                               });
+    if (kind == ReduceKind::mean) {
+      double count = tensorTypeOf(adaptor.getInput()).getDimSize(axis);
+      reduced = broadcastGeneric(rewriter, loc, tensorTypeOf(reduced), reduced,
+                                 [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                                   return arith::DivFOp::create(
+                                       b, l, args[0], floatConstant(b, l, elementType, count));
+                                 });
+    }
+    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, reduced, op.getType()));
+    return success();
+  }
+};
+
+struct MatmulLowering : OpConversionPattern<MatmulOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(MatmulOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+    auto lhsType = tensorTypeOf(lhs), rhsType = tensorTypeOf(rhs);
+    auto resultType = op.getType();
+    bool transposed = op.getTransposeRhs();
+
+    // A shared 2-D right-hand side: one GEMM over all rows of lhs.
+    if (rhsType.getRank() == 2) {
+      Value product = buildLinearProduct(rewriter, loc, lhs, rhs, transposed);
+      rewriter.replaceOp(op, reshapeTensor(rewriter, loc, product, resultType));
+      return success();
+    }
+
+    // General case: a contraction whose batch dims broadcast.
+    MLIRContext *context = rewriter.getContext();
+    int64_t rank = resultType.getRank();
+    int64_t loops = rank + 1; // batch..., m, n, k
+    AffineExpr m = getAffineDimExpr(rank - 2, context), n = getAffineDimExpr(rank - 1, context),
+               k = getAffineDimExpr(rank, context);
+    auto operandMap = [&](RankedTensorType type, AffineExpr row, AffineExpr col) {
+      SmallVector<AffineExpr> exprs;
+      int64_t batchRank = type.getRank() - 2, offset = rank - 2 - batchRank;
+      for (int64_t i = 0; i < batchRank; ++i) {
+        bool stretched = type.getDimSize(i) == 1 && resultType.getDimSize(offset + i) != 1;
+        exprs.push_back(stretched ? getAffineConstantExpr(0, context)
+                                  : getAffineDimExpr(offset + i, context));
+      }
+      exprs.append({row, col});
+      return AffineMap::get(loops, 0, exprs, context);
+    };
+    SmallVector<AffineExpr> resultExprs;
+    for (int64_t i = 0; i < rank; ++i)
+      resultExprs.push_back(getAffineDimExpr(i, context));
+    SmallVector<AffineMap> maps = {operandMap(lhsType, m, k),
+                                   transposed ? operandMap(rhsType, n, k)
+                                              : operandMap(rhsType, k, n),
+                                   AffineMap::get(loops, 0, resultExprs, context)};
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    iterators.push_back(utils::IteratorType::reduction);
+    Value init = filledTensor(rewriter, loc, resultType, 0.0);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, resultType, ValueRange{lhs, rhs}, init, maps, iterators,
+        [](OpBuilder &b, Location l, ValueRange args) {
+          Value product = arith::MulFOp::create(b, l, args[0], args[1]);
+          linalg::YieldOp::create(b, l, arith::AddFOp::create(b, l, args[2], product).getResult());
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+struct CausalMaskLowering : OpConversionPattern<CausalMaskOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(CausalMaskOp op, OpAdaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto type = op.getType();
+    int64_t offset = type.getDimSize(1) - type.getDimSize(0);
+    rewriter.replaceOp(op, broadcastGeneric(
+                               rewriter, op.getLoc(), type, {},
+                               [&](OpBuilder &b, Location loc, ValueRange) -> Value {
+                                 Value i = linalg::IndexOp::create(b, loc, 0);
+                                 Value j = linalg::IndexOp::create(b, loc, 1);
+                                 Value limit = arith::AddIOp::create(
+                                     b, loc, i, arith::ConstantIndexOp::create(b, loc, offset));
+                                 return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle,
+                                                              j, limit);
+                               }));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Embeddings and position encodings
+//===----------------------------------------------------------------------===//
+
+struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(EmbeddingOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto resultType = op.getType();
+    Value table = adaptor.getTable();
+    Value ids = adaptor.getIds();
+    Type elementType = resultType.getElementType();
+    double scale = op.getScale().convertToDouble();
+    int64_t rank = resultType.getRank();
+    MLIRContext *context = rewriter.getContext();
+    SmallVector<AffineMap> maps = {
+        AffineMap::getMultiDimIdentityMap(rank, context).dropResult(rank - 1),
+        AffineMap::getMultiDimIdentityMap(rank, context)};
+    SmallVector<utils::IteratorType> iterators(rank, utils::IteratorType::parallel);
+    Value init = tensor::EmptyOp::create(rewriter, loc, resultType.getShape(), elementType);
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, resultType, ids, init, maps, iterators,
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
+          Value col = linalg::IndexOp::create(b, l, rank - 1);
+          Value value = tensor::ExtractOp::create(b, l, table, ValueRange{row, col});
+          if (scale != 1.0)
+            value = arith::MulFOp::create(b, l, value, floatConstant(b, l, elementType, scale));
+          linalg::YieldOp::create(b, l, value);
+        });
+    rewriter.replaceOp(op, generic.getResult(0));
+    return success();
+  }
+};
+
+struct SinusoidalPositionLowering : OpConversionPattern<SinusoidalPositionEncodingOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(SinusoidalPositionEncodingOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    auto type = op.getType();
+    int64_t rank = type.getRank();
+    int64_t dModel = type.getShape().back();
+    Type elementType = type.getElementType();
+    // Evaluated as PyTorch's reference implementation does, in the element
+    // type: div = exp(2i * -ln(10000)/d), angle = pos * div.
+    double logStep = -std::log(10000.0) / static_cast<double>(dModel);
+    rewriter.replaceOp(
+        op, broadcastGeneric(
+                rewriter, op.getLoc(), type, adaptor.getInput(),
+                [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
+                  Value pos = linalg::IndexOp::create(b, loc, rank - 2);
+                  Value dim = linalg::IndexOp::create(b, loc, rank - 1);
+                  Value two = arith::ConstantIndexOp::create(b, loc, 2);
+                  Value odd = arith::RemUIOp::create(b, loc, dim, two);
+                  Value even = arith::SubIOp::create(b, loc, dim, odd);
+                  auto toFloat = [&](Value index) -> Value {
+                    Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
+                    return arith::SIToFPOp::create(b, loc, elementType, i64);
+                  };
+                  Value div = math::ExpOp::create(
+                      b, loc,
+                      arith::MulFOp::create(b, loc, toFloat(even),
+                                            floatConstant(b, loc, elementType, logStep)));
+                  Value angle = arith::MulFOp::create(b, loc, toFloat(pos), div);
+                  Value isOdd = arith::CmpIOp::create(
+                      b, loc, arith::CmpIPredicate::ne, odd,
+                      arith::ConstantIndexOp::create(b, loc, 0));
+                  Value encoding =
+                      arith::SelectOp::create(b, loc, isOdd, math::CosOp::create(b, loc, angle),
+                                              math::SinOp::create(b, loc, angle));
+                  return arith::AddFOp::create(b, loc, args[0], encoding);
+                }));
+    return success();
+  }
+};
+
+struct LearnedPositionLowering : OpConversionPattern<LearnedPositionEncodingOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(LearnedPositionEncodingOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = op.getType();
+    int64_t seq = type.getDimSize(type.getRank() - 2), dModel = type.getShape().back();
+    auto sliceType = RankedTensorType::get({seq, dModel}, type.getElementType());
+    Value positions = tensor::ExtractSliceOp::create(
+        rewriter, loc, sliceType, adaptor.getTable(),
+        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0), rewriter.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(seq), rewriter.getIndexAttr(dModel)},
+        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
+    rewriter.replaceOp(op, broadcastGeneric(rewriter, loc, type,
+                                            ValueRange{adaptor.getInput(), positions},
+                                            [](OpBuilder &b, Location l, ValueRange args) {
+                                              return arith::AddFOp::create(b, l, args[0],
+                                                                           args[1]);
+                                            }));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Loss
+//===----------------------------------------------------------------------===//
+
+/// Mean over non-ignored rows of logsumexp(row) - row[target].
+struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(CrossEntropyOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto logitsType = tensorTypeOf(adaptor.getLogits());
+    Type elementType = logitsType.getElementType();
+    int64_t vocab = logitsType.getShape().back();
+    int64_t rows = logitsType.getNumElements() / vocab;
+    Value logits = reshapeTensor(rewriter, loc, adaptor.getLogits(),
+                                 RankedTensorType::get({rows, vocab}, elementType));
+    auto targetType = tensorTypeOf(adaptor.getTargets());
+    Value targets = reshapeTensor(rewriter, loc, adaptor.getTargets(),
+                                  RankedTensorType::get({rows}, targetType.getElementType()));
+
+    auto add = [](OpBuilder &b, Location l, ValueRange args) -> Value {
+      return arith::AddFOp::create(b, l, args[0], args[1]);
+    };
+    Value max = reduceAxis(rewriter, loc, logits, 1, -std::numeric_limits<double>::infinity(),
+                           [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                             return arith::MaximumFOp::create(b, l, args[0], args[1]);
+                           });
+    Value maxColumn = reshapeTensor(rewriter, loc, max,
+                                    RankedTensorType::get({rows, 1}, elementType));
+    Value exps = broadcastGeneric(rewriter, loc, tensorTypeOf(logits),
+                                  ValueRange{logits, maxColumn},
+                                  [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                                    return math::ExpOp::create(
+                                        b, l, arith::SubFOp::create(b, l, args[0], args[1]));
+                                  });
+    Value sumExp = reduceAxis(rewriter, loc, exps, 1, 0.0, add);
+
+    // Per row: (loss, counted) with ignored rows contributing (0, 0).
+    int64_t ignoreIndex = static_cast<int64_t>(op.getIgnoreIndex());
+    auto rowType = RankedTensorType::get({rows}, elementType);
+    auto perRow = [&](bool wantCount) {
+      return broadcastGeneric(
+          rewriter, loc, rowType, ValueRange{targets, max, sumExp},
+          [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+            Value target = args[0];
+            Value ignore = arith::ConstantOp::create(
+                b, l, b.getIntegerAttr(target.getType(), ignoreIndex));
+            Value counted = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, target, ignore);
+            Value zero = floatConstant(b, l, elementType, 0.0);
+            if (wantCount)
+              return arith::SelectOp::create(b, l, counted, floatConstant(b, l, elementType, 1.0),
+                                             zero);
+            // Ignored rows may carry any id: clamp the gather index to 0.
+            Value safe = arith::SelectOp::create(
+                b, l, counted, target, arith::ConstantOp::create(b, l, b.getIntegerAttr(target.getType(), 0)));
+            Value row = linalg::IndexOp::create(b, l, 0);
+            Value col = arith::IndexCastOp::create(b, l, b.getIndexType(), safe);
+            Value picked = tensor::ExtractOp::create(b, l, logits, ValueRange{row, col});
+            Value lse = arith::AddFOp::create(b, l, math::LogOp::create(b, l, args[2]), args[1]);
+            Value loss = arith::SubFOp::create(b, l, lse, picked);
+            return arith::SelectOp::create(b, l, counted, loss, zero);
+          });
+    };
+    auto scalarOf = [&](Value vector) {
+      return reduceAxis(rewriter, loc, vector, 0, 0.0, add);
+    };
+    Value total = scalarOf(perRow(false));
+    Value count = scalarOf(perRow(true));
+    Value mean = broadcastGeneric(rewriter, loc, op.getType(), ValueRange{total, count},
+                                  [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                                    // max(count, 1): all-ignored batches give 0, not NaN.
+                                    Value denominator = arith::MaximumFOp::create(
+                                        b, l, args[1], floatConstant(b, l, elementType, 1.0));
+                                    return arith::DivFOp::create(b, l, args[0], denominator);
+                                  });
+    rewriter.replaceOp(op, mean);
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+struct ConvertXfmrToLinalgPass
+    : xfmr::impl::ConvertXfmrToLinalgBase<ConvertXfmrToLinalgPass> {
+  void runOnOperation() override {
+    MLIRContext *context = &getContext();
+    ConversionTarget target(*context);
+    target.addIllegalDialect<XfmrDialect>();
+    target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect, math::MathDialect,
+                           scf::SCFDialect, tensor::TensorDialect>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+
+    RewritePatternSet patterns(context);
+    populateDecompositionPatterns(patterns);
+    patterns.add<BinaryLowering<AddOp, arith::AddFOp>, BinaryLowering<SubOp, arith::SubFOp>,
+                 BinaryLowering<MulOp, arith::MulFOp>, BinaryLowering<DivOp, arith::DivFOp>,
+                 BinaryLowering<MaximumOp, arith::MaximumFOp>, SelectLowering,
+                 ActivationLowering<GeluOp>, ActivationLowering<ReluOp>, DropoutLowering,
+                 TransposeLowering, ReshapeLowering, ReduceLowering, MatmulLowering,
+                 CausalMaskLowering, EmbeddingLowering, SinusoidalPositionLowering,
+                 LearnedPositionLowering, CrossEntropyLowering>(context);
+    populateFusedKernelLoweringPatterns(patterns);
+    if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

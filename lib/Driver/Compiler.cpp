@@ -1,0 +1,233 @@
+//===- Compiler.cpp - lower, generate code, link ----------------*- C++ -*-===//
+
+#include "xfmr/Driver/Compiler.h"
+
+#include "xfmr/Conversion/Passes.h"
+#include "xfmr/Dialect/XfmrDialect.h"
+#include "xfmr/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/GlobalVariable.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/IR/Verifier.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Passes/PassBuilder.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+using namespace mlir;
+using namespace xfmr;
+
+namespace {
+
+llvm::Error writeText(StringRef path, StringRef text) {
+  std::error_code ec;
+  llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return llvm::createStringError(path + ": cannot write: " + ec.message());
+  out.os() << text;
+  out.keep();
+  return llvm::Error::success();
+}
+
+/// Collects MLIR diagnostics emitted during the pipeline into one error.
+class DiagnosticCollector {
+public:
+  explicit DiagnosticCollector(MLIRContext &context)
+      : handler(context.getDiagEngine().registerHandler([this](Diagnostic &diagnostic) {
+          if (diagnostic.getSeverity() != DiagnosticSeverity::Error)
+            return success();
+          std::string location;
+          llvm::raw_string_ostream os(location);
+          diagnostic.getLocation().print(os);
+          messages.push_back(location + ": " + diagnostic.str());
+          return success();
+        })),
+        context(context) {}
+  ~DiagnosticCollector() { context.getDiagEngine().eraseHandler(handler); }
+  llvm::Error error(const Twine &what) {
+    std::string text = what.str();
+    for (const std::string &message : messages)
+      text += "\n" + message;
+    return llvm::createStringError(text);
+  }
+
+private:
+  DiagnosticEngine::HandlerID handler;
+  MLIRContext &context;
+  std::vector<std::string> messages;
+};
+
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine(StringRef cpu) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getDefaultTargetTriple());
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return llvm::createStringError("no code generator for " + triple.str() + ": " + error);
+  std::string cpuName = cpu == "native" ? llvm::sys::getHostCPUName().str() : cpu.str();
+  std::string features;
+  if (cpu == "native") {
+    llvm::SubtargetFeatures subtarget;
+    for (const auto &[feature, enabled] : llvm::sys::getHostCPUFeatures())
+      subtarget.AddFeature(feature, enabled);
+    features = subtarget.getString();
+  }
+  llvm::TargetOptions targetOptions;
+  std::unique_ptr<llvm::TargetMachine> machine(target->createTargetMachine(
+      triple, cpuName, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
+      llvm::CodeGenOptLevel::Aggressive));
+  if (!machine)
+    return llvm::createStringError("cannot create a target machine for CPU '" + cpuName + "'");
+  if (cpu != "native" && !machine->getMCSubtargetInfo()->isCPUStringValid(cpuName))
+    return llvm::createStringError("unknown --mcpu '" + cpuName + "' for " + triple.str());
+  return std::move(machine);
+}
+
+void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
+  llvm::LoopAnalysisManager loops;
+  llvm::FunctionAnalysisManager functions;
+  llvm::CGSCCAnalysisManager cgscc;
+  llvm::ModuleAnalysisManager modules;
+  llvm::PassBuilder builder(&machine);
+  builder.registerModuleAnalyses(modules);
+  builder.registerCGSCCAnalyses(cgscc);
+  builder.registerFunctionAnalyses(functions);
+  builder.registerLoopAnalyses(loops);
+  builder.crossRegisterProxies(loops, functions, cgscc, modules);
+  builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, modules);
+}
+
+llvm::Error emitObject(llvm::Module &module, llvm::TargetMachine &machine, StringRef path) {
+  std::error_code ec;
+  llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return llvm::createStringError(path + ": cannot write: " + ec.message());
+  llvm::legacy::PassManager passes;
+  if (machine.addPassesToEmitFile(passes, out.os(), nullptr, llvm::CodeGenFileType::ObjectFile))
+    return llvm::createStringError("the target cannot emit object files");
+  passes.run(module);
+  out.keep();
+  return llvm::Error::success();
+}
+
+llvm::Error link(StringRef object, const CompileOptions &options) {
+  llvm::ErrorOr<std::string> linker = llvm::sys::findProgramByName("c++");
+  if (!linker)
+    linker = llvm::sys::findProgramByName("clang++-22");
+  if (!linker)
+    return llvm::createStringError("no C++ linker driver (c++ or clang++-22) on PATH");
+  SmallString<256> mainLib(options.runtimeLibraryDir), runtimeLib(options.runtimeLibraryDir);
+  llvm::sys::path::append(mainLib, "libxfmr_main.a");
+  llvm::sys::path::append(runtimeLib, "libxfmr_runtime.a");
+  for (StringRef lib : {StringRef(mainLib), StringRef(runtimeLib)})
+    if (!llvm::sys::fs::exists(lib))
+      return llvm::createStringError("runtime library " + lib + " not found");
+  std::string rpath = "-Wl,-rpath," XFMR_OPENMP_LIB_DIR;
+  SmallVector<StringRef> args = {*linker, object, mainLib, runtimeLib, "-L" XFMR_OPENMP_LIB_DIR,
+                                 "-lomp", rpath, "-lm", "-o", options.outputPath};
+  std::string message;
+  int status = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0, &message);
+  if (status != 0)
+    return llvm::createStringError("linking " + options.outputPath + " failed" +
+                                   (message.empty() ? "" : ": " + message));
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Error xfmr::compileModel(const CompileOptions &options) {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+  registry.insert<XfmrDialect>();
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  ModelSignature signature;
+  auto module = loadModel(context, options, signature);
+  if (!module)
+    return module.takeError();
+  bool executable = options.emit == EmitKind::Executable;
+  std::string prefix = executable ? "xfmr_model" : options.symbolPrefix;
+
+  if (options.emit == EmitKind::Mlir) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    (*module)->print(os);
+    return writeText(options.outputPath, text);
+  }
+  if (options.emit == EmitKind::Header)
+    return writeText(options.outputPath,
+                     buildHeader(signature, prefix, llvm::sys::path::filename(options.inputPath)));
+
+  // Name the entry after the prefix; drop other public functions' bodies
+  // from the ABI by making them private.
+  for (auto func : llvm::make_early_inc_range((*module)->getOps<func::FuncOp>())) {
+    if (func.getName() == signature.entryName)
+      func.setName(prefix + "_forward");
+    else if (!func.isExternal())
+      func.setPrivate();
+  }
+
+  DiagnosticCollector diagnostics(context);
+  PassManager pm(&context);
+  buildCpuPipeline(pm, options.pipeline);
+  if (failed(pm.run(**module)))
+    return diagnostics.error("lowering " + options.inputPath + " failed");
+
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(**module, llvmContext, prefix);
+  if (!llvmModule)
+    return diagnostics.error("translating " + options.inputPath + " to LLVM IR failed");
+  auto machine = createHostTargetMachine(options.cpu);
+  if (!machine)
+    return machine.takeError();
+  llvmModule->setTargetTriple((*machine)->getTargetTriple());
+  llvmModule->setDataLayout((*machine)->createDataLayout());
+
+  auto *manifestData =
+      llvm::ConstantDataArray::getString(llvmContext, buildManifest(signature), true);
+  new llvm::GlobalVariable(*llvmModule, manifestData->getType(), /*isConstant=*/true,
+                           llvm::GlobalValue::ExternalLinkage, manifestData,
+                           prefix + "_manifest");
+  if (llvm::verifyModule(*llvmModule, &llvm::errs()))
+    return llvm::createStringError("internal error: the generated LLVM IR does not verify");
+  optimize(*llvmModule, **machine);
+
+  if (options.emit == EmitKind::Llvm) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    llvmModule->print(os, nullptr);
+    return writeText(options.outputPath, text);
+  }
+  if (options.emit == EmitKind::Object)
+    return emitObject(*llvmModule, **machine, options.outputPath);
+
+  SmallString<128> objectPath;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("xfmr-model", "o", objectPath))
+    return llvm::createStringError("cannot create a temporary object file: " + ec.message());
+  llvm::FileRemover removeObject(objectPath);
+  if (llvm::Error error = emitObject(*llvmModule, **machine, objectPath))
+    return error;
+  return link(objectPath, options);
+}

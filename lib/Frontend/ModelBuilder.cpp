@@ -1,0 +1,314 @@
+//===- ModelBuilder.cpp - config.json to xfmr IR ----------------*- C++ -*-===//
+
+#include "FrontendSupport.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace xfmr;
+using namespace xfmr::frontend;
+namespace json = llvm::json;
+
+//===----------------------------------------------------------------------===//
+// ConfigReader
+//===----------------------------------------------------------------------===//
+
+static std::string keyList(ArrayRef<StringRef> keys) {
+  std::string text = "'" + keys.front().str() + "'";
+  for (StringRef key : keys.drop_front())
+    text += " (or '" + key.str() + "')";
+  return text;
+}
+
+void ConfigReader::error(StringRef key, const Twine &message) {
+  if (!firstError)
+    firstError = path + ": key '" + key.str() + "': " + message.str();
+}
+
+const json::Value *ConfigReader::lookup(ArrayRef<StringRef> keys, StringRef &found) {
+  for (StringRef key : keys)
+    if (const json::Value *value = object.get(key)) {
+      found = key;
+      return value;
+    }
+  return nullptr;
+}
+
+int64_t ConfigReader::positiveInt(ArrayRef<StringRef> keys, int64_t fallback) {
+  StringRef key;
+  const json::Value *value = lookup(keys, key);
+  if (!value) {
+    if (fallback > 0)
+      return fallback;
+    if (!firstError)
+      firstError = path + ": missing key " + keyList(keys);
+    return 1;
+  }
+  std::optional<int64_t> number = value->getAsInteger();
+  if (!number || *number <= 0) {
+    std::string text;
+    llvm::raw_string_ostream(text) << *value;
+    error(key, "expected a positive integer, got " + text);
+    return 1;
+  }
+  // Sizes beyond this cannot describe a real model and would overflow shape
+  // arithmetic.
+  if (*number > (int64_t(1) << 31)) {
+    error(key, "value " + Twine(*number) + " is too large");
+    return 1;
+  }
+  return *number;
+}
+
+int64_t ConfigReader::nonNegativeInt(StringRef key, int64_t fallback) {
+  const json::Value *value = object.get(key);
+  if (!value || value->getAsNull())
+    return fallback;
+  std::optional<int64_t> number = value->getAsInteger();
+  if (!number || *number < 0) {
+    error(key, "expected a non-negative integer");
+    return fallback;
+  }
+  return *number;
+}
+
+double ConfigReader::positiveNumber(StringRef key, double fallback) {
+  const json::Value *value = object.get(key);
+  if (!value)
+    return fallback;
+  std::optional<double> number = value->getAsNumber();
+  if (!number || !(*number > 0) || !std::isfinite(*number)) {
+    error(key, "expected a positive number");
+    return fallback;
+  }
+  return *number;
+}
+
+double ConfigReader::probability(StringRef key, double fallback) {
+  const json::Value *value = object.get(key);
+  if (!value)
+    return fallback;
+  std::optional<double> number = value->getAsNumber();
+  if (!number || !(*number >= 0 && *number < 1)) {
+    error(key, "expected a probability in [0, 1)");
+    return fallback;
+  }
+  return *number;
+}
+
+bool ConfigReader::boolean(StringRef key, bool fallback) {
+  const json::Value *value = object.get(key);
+  if (!value)
+    return fallback;
+  std::optional<bool> flag = value->getAsBoolean();
+  if (!flag) {
+    error(key, "expected true or false");
+    return fallback;
+  }
+  return *flag;
+}
+
+std::string ConfigReader::string(ArrayRef<StringRef> keys, StringRef fallback) {
+  StringRef key;
+  const json::Value *value = lookup(keys, key);
+  if (!value)
+    return fallback.str();
+  std::optional<StringRef> text = value->getAsString();
+  if (!text) {
+    error(key, "expected a string");
+    return fallback.str();
+  }
+  return text->str();
+}
+
+Activation ConfigReader::activation(ArrayRef<StringRef> keys, StringRef fallback) {
+  std::string name = string(keys, fallback);
+  if (name == "relu")
+    return Activation::relu;
+  if (name == "gelu")
+    return Activation::gelu;
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast")
+    return Activation::gelu_tanh;
+  StringRef key;
+  lookup(keys, key);
+  error(key.empty() ? keys.front() : key,
+        "unsupported activation \"" + name + "\" (relu, gelu, gelu_new, gelu_pytorch_tanh)");
+  return Activation::relu;
+}
+
+void ConfigReader::requireDivisible(StringRef modelKey, int64_t dModel, StringRef headsKey,
+                                    int64_t heads) {
+  if (!failed() && dModel % heads != 0)
+    error(modelKey, Twine(dModel) + " is not divisible by '" + headsKey + "' (" +
+                        Twine(heads) + ")");
+}
+
+llvm::Error ConfigReader::takeError() {
+  if (!firstError)
+    return llvm::Error::success();
+  return llvm::createStringError(*firstError);
+}
+
+int64_t frontend::resolveSeqLen(ConfigReader &config, int64_t requested, int64_t maxPositions,
+                                StringRef positionsKey, StringRef flag) {
+  if (requested == 0)
+    return maxPositions;
+  if (requested > maxPositions)
+    config.error(positionsKey, Twine(flag) + "=" + Twine(requested) +
+                                   " exceeds the model's " + Twine(maxPositions) +
+                                   " positions");
+  return std::min(requested, maxPositions);
+}
+
+//===----------------------------------------------------------------------===//
+// GraphBuilder
+//===----------------------------------------------------------------------===//
+
+GraphBuilder::GraphBuilder(ModuleOp module, int64_t batch)
+    : b(module.getContext()), loc(module.getLoc()), batch(batch) {
+  b.setInsertionPointToEnd(module.getBody());
+  func = func::FuncOp::create(b, loc, "forward", b.getFunctionType({}, {}));
+  body = func.addEntryBlock();
+  b.setInsertionPointToStart(body);
+}
+
+Value GraphBuilder::addArgument(Type type, StringRef attrName, StringRef name) {
+  Value arg = body->addArgument(type, loc);
+  func.setType(b.getFunctionType(body->getArgumentTypes(), {}));
+  func.setArgAttr(body->getNumArguments() - 1, attrName, b.getStringAttr(name));
+  return arg;
+}
+
+Value GraphBuilder::input(StringRef name, int64_t length) {
+  return addArgument(RankedTensorType::get({batch, length}, b.getI32Type()), "xfmr.input", name);
+}
+
+Value GraphBuilder::param(StringRef name, ArrayRef<int64_t> shape) {
+  auto type = RankedTensorType::get(shape, f32());
+  auto it = params.find(name);
+  if (it != params.end()) {
+    assert(it->second.getType() == type && "a tied weight is used with two shapes");
+    return it->second;
+  }
+  Value arg = addArgument(type, "xfmr.param", name);
+  params[name] = arg;
+  return arg;
+}
+
+Value GraphBuilder::paddingMask(Value attentionMask) {
+  auto type = cast<RankedTensorType>(attentionMask.getType());
+  Value zeros = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getI32IntegerAttr(0)));
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, attentionMask, zeros);
+}
+
+Value GraphBuilder::layerNorm(Value x, StringRef prefix, double epsilon) {
+  int64_t d = cast<RankedTensorType>(x.getType()).getShape().back();
+  return LayerNormOp::create(b, loc, x.getType(), x, param((prefix + ".weight").str(), {d}),
+                             param((prefix + ".bias").str(), {d}),
+                             b.getF64FloatAttr(epsilon));
+}
+
+Value GraphBuilder::linear(Value x, StringRef prefix, int64_t in, int64_t out,
+                           bool torchLayout) {
+  SmallVector<int64_t> shape = torchLayout ? SmallVector<int64_t>{out, in}
+                                           : SmallVector<int64_t>{in, out};
+  return LinearOp::create(b, loc, x, param((prefix + ".weight").str(), shape),
+                          param((prefix + ".bias").str(), {out}), torchLayout);
+}
+
+Value GraphBuilder::add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
+
+Value GraphBuilder::dropout(Value x, double rate) {
+  if (rate <= 0)
+    return x;
+  return DropoutOp::create(b, loc, x, b.getF64FloatAttr(rate));
+}
+
+Value GraphBuilder::activation(Value x, Activation activation) {
+  switch (activation) {
+  case Activation::none:
+    return x;
+  case Activation::relu:
+    return ReluOp::create(b, loc, x);
+  case Activation::gelu:
+    return GeluOp::create(b, loc, x, GeluApproximation::none);
+  case Activation::gelu_tanh:
+    return GeluOp::create(b, loc, x, GeluApproximation::tanh);
+  }
+  llvm_unreachable("unknown activation");
+}
+
+void GraphBuilder::finish(Value logits) {
+  func::ReturnOp::create(b, loc, logits);
+  func.setType(b.getFunctionType(body->getArgumentTypes(), {logits.getType()}));
+  func.setResultAttr(0, "xfmr.output", b.getStringAttr("logits"));
+}
+
+//===----------------------------------------------------------------------===//
+// Entry point
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct Architecture {
+  StringRef modelType;
+  ArchitectureBuilder build;
+};
+constexpr Architecture kArchitectures[] = {
+    {"gpt2", buildGpt2},
+    {"bert", buildBert},
+    {"transformer", buildTransformer},
+};
+} // namespace
+
+ArrayRef<StringRef> xfmr::supportedModelTypes() {
+  static const SmallVector<StringRef> types = [] {
+    SmallVector<StringRef> names;
+    for (const Architecture &arch : kArchitectures)
+      names.push_back(arch.modelType);
+    return names;
+  }();
+  return types;
+}
+
+llvm::Expected<OwningOpRef<ModuleOp>>
+xfmr::buildModelFromConfig(MLIRContext &context, StringRef path, StringRef contents,
+                           const ModelShape &shape, ModelInfo &info) {
+  context.loadDialect<XfmrDialect, func::FuncDialect, arith::ArithDialect>();
+  llvm::Expected<json::Value> parsed = json::parse(contents);
+  if (!parsed)
+    return llvm::createStringError(path + ": invalid JSON: " + toString(parsed.takeError()));
+  const json::Object *object = parsed->getAsObject();
+  if (!object)
+    return llvm::createStringError(path + ": the config must be a JSON object");
+  ConfigReader config(path, *object);
+
+  std::string modelType = config.string({"model_type"}, "");
+  if (modelType.empty())
+    return llvm::createStringError(path + ": missing key 'model_type' (one of " +
+                                   llvm::join(supportedModelTypes(), ", ") + ")");
+  const Architecture *arch = nullptr;
+  for (const Architecture &candidate : kArchitectures)
+    if (candidate.modelType == modelType)
+      arch = &candidate;
+  if (!arch)
+    return llvm::createStringError(path + ": key 'model_type': unsupported model type \"" +
+                                   modelType + "\" (supported: " +
+                                   llvm::join(supportedModelTypes(), ", ") + ")");
+  if (shape.batch <= 0)
+    return llvm::createStringError("the batch size must be positive");
+
+  OwningOpRef<ModuleOp> module =
+      ModuleOp::create(FileLineColLoc::get(&context, path, 1, 1));
+  (*module)->setAttr("xfmr.model_type", StringAttr::get(&context, modelType));
+  GraphBuilder graph(*module, shape.batch);
+  info = ModelInfo();
+  info.modelType = modelType;
+  if (llvm::Error error = arch->build(config, graph, shape, info))
+    return std::move(error);
+  return std::move(module);
+}

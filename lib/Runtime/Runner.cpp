@@ -1,0 +1,557 @@
+//===- Runner.cpp - the command line of compiled model executables --------===//
+//
+// `xfmrc model.json -o model` links a model object with this runner. The
+// object carries a JSON manifest (argument order, names, shapes, the
+// vocabulary size behind each token input) and a packed entry point; the
+// runner loads the weights by name, reads token sequences, runs them in
+// batches of the compiled batch size (padding as needed) and writes logits.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xfmr-rt/xfmr_runtime.h"
+
+#include "Json.h"
+#include "RuntimeSupport.h"
+
+#include <algorithm>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+
+extern "C" void omp_set_num_threads(int) __attribute__((weak));
+
+using namespace xfmr::rt;
+
+namespace {
+
+constexpr size_t kErrorSize = 512;
+
+struct ArgSpec {
+  enum class Kind { Input, Param, Output } kind;
+  std::string name;
+  xfmr_dtype dtype;
+  std::vector<int64_t> shape;
+  int64_t vocabSize = 0; // token inputs only
+};
+
+struct Manifest {
+  std::string modelType;
+  int64_t padTokenId = 0;
+  std::vector<std::string> weightPrefixes{""};
+  std::vector<ArgSpec> args;
+};
+
+/// How the runner fills a model input from the token file.
+struct InputRole {
+  const char *name;
+  int segment;     // 0: before '|', 1: after
+  bool isMask;     // 1 for real tokens, 0 for padding
+  bool isTokenIds; // otherwise zeros (token_type_ids)
+};
+
+constexpr InputRole kInputRoles[] = {
+    {"input_ids", 0, false, true},
+    {"attention_mask", 0, true, false},
+    {"token_type_ids", 0, false, false},
+    {"decoder_input_ids", 1, false, true},
+    {"decoder_attention_mask", 1, true, false},
+};
+
+const InputRole *roleOf(const std::string &name) {
+  for (const InputRole &role : kInputRoles)
+    if (name == role.name)
+      return &role;
+  return nullptr;
+}
+
+class Failure {
+public:
+  explicit Failure(std::string message) : message(std::move(message)) {}
+  std::string message;
+};
+
+[[noreturn]] void fail(const std::string &message) { throw Failure(message); }
+
+std::optional<xfmr_dtype> parseDtype(const std::string &name) {
+  for (int d = XFMR_DTYPE_F32; d <= XFMR_DTYPE_BOOL; ++d)
+    if (name == xfmr_dtype_name(static_cast<xfmr_dtype>(d)))
+      return static_cast<xfmr_dtype>(d);
+  return std::nullopt;
+}
+
+Manifest parseManifest(const char *text) {
+  std::string error;
+  std::optional<JsonValue> json = parseJson(text, error);
+  if (!json || !json->isObject())
+    fail("corrupt model manifest: " + error);
+  Manifest manifest;
+  if (const JsonValue *type = json->get("model_type"))
+    manifest.modelType = type->text;
+  if (const JsonValue *pad = json->get("pad_token_id"))
+    manifest.padTokenId = pad->asInt().value_or(0);
+  if (const JsonValue *prefixes = json->get("weight_prefixes")) {
+    manifest.weightPrefixes.clear();
+    for (const JsonValue &prefix : prefixes->array)
+      manifest.weightPrefixes.push_back(prefix.text);
+  }
+  const JsonValue *args = json->get("args");
+  if (!args || !args->isArray())
+    fail("corrupt model manifest: no \"args\"");
+  for (const JsonValue &arg : args->array) {
+    ArgSpec spec;
+    const JsonValue *kind = arg.get("kind");
+    const JsonValue *name = arg.get("name");
+    const JsonValue *dtype = arg.get("dtype");
+    const JsonValue *shape = arg.get("shape");
+    if (!kind || !name || !dtype || !shape)
+      fail("corrupt model manifest: argument without kind/name/dtype/shape");
+    spec.kind = kind->text == "input"   ? ArgSpec::Kind::Input
+                : kind->text == "param" ? ArgSpec::Kind::Param
+                                        : ArgSpec::Kind::Output;
+    spec.name = name->text;
+    std::optional<xfmr_dtype> parsed = parseDtype(dtype->text);
+    if (!parsed)
+      fail("corrupt model manifest: dtype " + dtype->text);
+    spec.dtype = *parsed;
+    for (const JsonValue &dim : shape->array)
+      spec.shape.push_back(dim.asInt().value_or(0));
+    if (const JsonValue *vocab = arg.get("vocab_size"))
+      spec.vocabSize = vocab->asInt().value_or(0);
+    manifest.args.push_back(std::move(spec));
+  }
+  return manifest;
+}
+
+/// A 64-byte aligned buffer.
+struct Buffer {
+  explicit Buffer(size_t bytes)
+      : data(static_cast<uint8_t *>(std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64)))),
+        size(bytes) {
+    if (!data)
+      fail("out of memory allocating " + std::to_string(bytes) + " bytes");
+    std::memset(data, 0, size);
+  }
+  ~Buffer() { std::free(data); }
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  uint8_t *data;
+  size_t size;
+};
+
+struct Sequence {
+  std::vector<int64_t> segments[2];
+  int line;
+};
+
+struct Options {
+  std::string weights, input = "-", output = "-", format;
+  int top = 0;
+  int threads = 0;
+  bool info = false;
+};
+
+void printHelp(const char *argv0, const Manifest &manifest) {
+  std::printf(
+      "usage: %s --weights=FILE.safetensors [--input=FILE|-] [--output=FILE|-] [options]\n"
+      "\n"
+      "Runs the compiled %s model on token-id sequences and writes its logits.\n"
+      "\n"
+      "  --weights=FILE   safetensors file with the model's tensors (Hugging Face names)\n"
+      "  --input=FILE     token ids, one sequence per line, separated by spaces; for\n"
+      "                   encoder-decoder models 'source ids | target ids'. '-' = stdin\n"
+      "                   (default). Blank lines and lines starting with '#' are skipped.\n"
+      "  --output=FILE    '-' = stdout (default). The format follows the extension:\n"
+      "                   .npy (float32 [sequences, seq_len, vocab], padding positions 0),\n"
+      "                   .safetensors ('logits' as for .npy, 'lengths' int32), else text\n"
+      "  --format=F       text | npy | safetensors, overriding the extension\n"
+      "  --top=K          text: print the K highest logits of each position as id:logit\n"
+      "  --threads=N      OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
+      "  --info           print the model's inputs, outputs and parameters and exit\n",
+      argv0, manifest.modelType.empty() ? "xfmr" : manifest.modelType.c_str());
+}
+
+Options parseOptions(int argc, char **argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const char *flag) -> std::optional<std::string> {
+      std::string prefix = std::string(flag) + "=";
+      if (arg.rfind(prefix, 0) == 0)
+        return arg.substr(prefix.size());
+      if (arg == flag) {
+        if (i + 1 >= argc)
+          fail(std::string("flag ") + flag + " needs a value");
+        return std::string(argv[++i]);
+      }
+      return std::nullopt;
+    };
+    auto number = [&](const char *flag, const std::string &text) {
+      char *end = nullptr;
+      long parsed = std::strtol(text.c_str(), &end, 10);
+      if (text.empty() || *end || parsed < 0 || parsed > 1 << 20)
+        fail(std::string("flag ") + flag + " needs a non-negative integer, got '" + text + "'");
+      return static_cast<int>(parsed);
+    };
+    if (auto v = value("--weights"))
+      options.weights = *v;
+    else if (auto v = value("--input"))
+      options.input = *v;
+    else if (auto v = value("--output"))
+      options.output = *v;
+    else if (auto v = value("--format")) {
+      if (*v != "text" && *v != "npy" && *v != "safetensors")
+        fail("--format must be text, npy or safetensors, got '" + *v + "'");
+      options.format = *v;
+    } else if (auto v = value("--top"))
+      options.top = number("--top", *v);
+    else if (auto v = value("--threads"))
+      options.threads = number("--threads", *v);
+    else if (arg == "--info")
+      options.info = true;
+    else
+      fail("unknown argument '" + arg + "' (see --help)");
+  }
+  return options;
+}
+
+std::vector<Sequence> readSequences(const std::string &path, const std::string &displayName) {
+  std::ifstream file;
+  std::istream *in = &std::cin;
+  if (path != "-") {
+    file.open(path);
+    if (!file)
+      fail("cannot open input '" + path + "': " + std::strerror(errno));
+    in = &file;
+  }
+  std::vector<Sequence> sequences;
+  std::string line;
+  for (int lineNumber = 1; std::getline(*in, line); ++lineNumber) {
+    size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#')
+      continue;
+    Sequence sequence;
+    sequence.line = lineNumber;
+    int segment = 0;
+    std::istringstream words(line);
+    std::string word;
+    while (words >> word) {
+      if (word == "|") {
+        if (++segment > 1)
+          fail(displayName + ":" + std::to_string(lineNumber) + ": more than one '|'");
+        continue;
+      }
+      char *end = nullptr;
+      errno = 0;
+      long long id = std::strtoll(word.c_str(), &end, 10);
+      if (*end || errno == ERANGE)
+        fail(displayName + ":" + std::to_string(lineNumber) + ": '" + word +
+             "' is not a token id");
+      sequence.segments[segment].push_back(id);
+    }
+    sequences.push_back(std::move(sequence));
+  }
+  if (in->bad())
+    fail("error reading input '" + displayName + "'");
+  return sequences;
+}
+
+class Runner {
+public:
+  Runner(const char *argv0, const Manifest &manifest, void (*entry)(void **))
+      : argv0(argv0), manifest(manifest), entry(entry) {}
+
+  int run(int argc, char **argv) {
+    for (int i = 1; i < argc; ++i)
+      if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+        printHelp(argv0, manifest);
+        return 0;
+      }
+    options = parseOptions(argc, argv);
+    checkManifest();
+    if (options.info) {
+      printInfo();
+      return 0;
+    }
+    if (options.weights.empty())
+      fail("missing --weights=FILE.safetensors (see --help)");
+    if (options.threads > 0 && omp_set_num_threads)
+      omp_set_num_threads(options.threads);
+    loadWeights();
+    std::string inputName = options.input == "-" ? "<stdin>" : options.input;
+    std::vector<Sequence> sequences = readSequences(options.input, inputName);
+    validate(sequences, inputName);
+    computeAndWrite(sequences);
+    return 0;
+  }
+
+private:
+  void checkManifest() {
+    for (const ArgSpec &arg : manifest.args) {
+      if (arg.kind == ArgSpec::Kind::Input) {
+        if (!roleOf(arg.name))
+          fail("model input '" + arg.name + "' is not one this runner can fill (input_ids, "
+               "attention_mask, token_type_ids, decoder_input_ids, decoder_attention_mask)");
+        if (arg.shape.size() != 2 || arg.dtype != XFMR_DTYPE_I32)
+          fail("model input '" + arg.name + "' must be int32 [batch, seq_len]");
+        if (batch && arg.shape[0] != batch)
+          fail("model inputs disagree on the batch size");
+        batch = arg.shape[0];
+        segmentLength[roleOf(arg.name)->segment] = arg.shape[1];
+      } else if (arg.kind == ArgSpec::Kind::Output) {
+        if (arg.dtype != XFMR_DTYPE_F32 || arg.shape.size() != 3)
+          fail("model output '" + arg.name + "' must be float32 [batch, seq_len, vocab]");
+      }
+    }
+    if (batch == 0)
+      fail("the model has no token inputs");
+  }
+
+  void printInfo() {
+    std::printf("model: %s, batch %" PRId64 "\n", manifest.modelType.c_str(), batch);
+    size_t parameters = 0;
+    for (const ArgSpec &arg : manifest.args) {
+      if (arg.kind == ArgSpec::Kind::Param) {
+        parameters += elementCount(arg.shape);
+        continue;
+      }
+      std::printf("%s %s %s %s", arg.kind == ArgSpec::Kind::Input ? "input " : "output",
+                  arg.name.c_str(), xfmr_dtype_name(arg.dtype), shapeToString(arg.shape).c_str());
+      if (arg.vocabSize)
+        std::printf(" (ids < %" PRId64 ")", arg.vocabSize);
+      std::printf("\n");
+    }
+    std::printf("parameters: %zu in %zu tensors\n", parameters,
+                static_cast<size_t>(std::count_if(manifest.args.begin(), manifest.args.end(),
+                                                  [](const ArgSpec &a) {
+                                                    return a.kind == ArgSpec::Kind::Param;
+                                                  })));
+  }
+
+  void loadWeights() {
+    char err[kErrorSize];
+    xfmr_safetensors *file = xfmr_safetensors_open(options.weights.c_str(), err, sizeof(err));
+    if (!file)
+      fail(err);
+    std::unique_ptr<xfmr_safetensors, void (*)(xfmr_safetensors *)> guard(
+        file, xfmr_safetensors_close);
+    for (const ArgSpec &arg : manifest.args) {
+      if (arg.kind != ArgSpec::Kind::Param)
+        continue;
+      std::string found;
+      xfmr_tensor_info info;
+      for (const std::string &prefix : manifest.weightPrefixes)
+        if (found.empty() && !xfmr_safetensors_find(file, (prefix + arg.name).c_str(), &info))
+          found = prefix + arg.name;
+      if (found.empty())
+        fail("weights file '" + options.weights + "': no tensor '" + arg.name + "' (the model "
+             "needs " + std::string(xfmr_dtype_name(arg.dtype)) + " " +
+             shapeToString(arg.shape) + ")");
+      auto buffer = std::make_unique<Buffer>(elementCount(arg.shape) * sizeof(float));
+      if (xfmr_safetensors_read_f32(file, found.c_str(), static_cast<int32_t>(arg.shape.size()),
+                                    arg.shape.data(), reinterpret_cast<float *>(buffer->data),
+                                    err, sizeof(err)))
+        fail(err);
+      for (float value : std::vector<float>(reinterpret_cast<float *>(buffer->data),
+                                            reinterpret_cast<float *>(buffer->data) +
+                                                elementCount(arg.shape)))
+        if (!std::isfinite(value))
+          fail("weights file '" + options.weights + "': tensor '" + found +
+               "' contains NaN or infinity");
+      params[arg.name] = std::move(buffer);
+    }
+  }
+
+  void validate(const std::vector<Sequence> &sequences, const std::string &inputName) {
+    if (sequences.empty())
+      fail("input '" + inputName + "' holds no token sequences");
+    bool twoSegments = segmentLength[1] > 0;
+    for (const Sequence &sequence : sequences) {
+      std::string where = inputName + ":" + std::to_string(sequence.line) + ": ";
+      for (int s = 0; s < 2; ++s) {
+        const std::vector<int64_t> &ids = sequence.segments[s];
+        bool used = s == 0 || twoSegments;
+        if (!used) {
+          if (!ids.empty())
+            fail(where + "this model takes one sequence per line, found a '|'");
+          continue;
+        }
+        const char *which = s == 0 ? (twoSegments ? "source sequence" : "sequence")
+                                   : "target sequence (after '|')";
+        if (ids.empty())
+          fail(where + which + " is empty");
+        if (static_cast<int64_t>(ids.size()) > segmentLength[s])
+          fail(where + which + " has " + std::to_string(ids.size()) +
+               " tokens, longer than the " + std::to_string(segmentLength[s]) +
+               " positions the model was compiled for (xfmrc --seq-len)");
+        for (const ArgSpec &arg : manifest.args) {
+          const InputRole *role = arg.kind == ArgSpec::Kind::Input ? roleOf(arg.name) : nullptr;
+          if (!role || role->segment != s || !role->isTokenIds || !arg.vocabSize)
+            continue;
+          for (int64_t id : ids)
+            if (id < 0 || id >= arg.vocabSize)
+              fail(where + "token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                   std::to_string(arg.vocabSize) + ")");
+        }
+      }
+    }
+  }
+
+  void fillInputs(const std::vector<Sequence> &sequences, size_t first,
+                  std::vector<std::unique_ptr<Buffer>> &inputs) {
+    size_t inputIndex = 0;
+    for (const ArgSpec &arg : manifest.args) {
+      if (arg.kind != ArgSpec::Kind::Input)
+        continue;
+      const InputRole *role = roleOf(arg.name);
+      auto *values = reinterpret_cast<int32_t *>(inputs[inputIndex++]->data);
+      int64_t length = arg.shape[1];
+      for (int64_t row = 0; row < batch; ++row) {
+        // Rows past the last sequence run a one-token dummy that is never
+        // written out.
+        static const std::vector<int64_t> dummy{0};
+        bool real = first + row < sequences.size();
+        const std::vector<int64_t> &ids =
+            real ? sequences[first + row].segments[role->segment] : dummy;
+        for (int64_t t = 0; t < length; ++t) {
+          bool valid = t < static_cast<int64_t>(ids.size());
+          int64_t value = 0;
+          if (role->isMask)
+            value = valid;
+          else if (role->isTokenIds)
+            value = valid && real ? ids[t] : manifest.padTokenId;
+          values[row * length + t] = static_cast<int32_t>(value);
+        }
+      }
+    }
+  }
+
+  void computeAndWrite(const std::vector<Sequence> &sequences) {
+    std::vector<std::unique_ptr<Buffer>> inputs, outputs;
+    std::vector<void *> args;
+    const ArgSpec *output = nullptr;
+    for (const ArgSpec &arg : manifest.args) {
+      if (arg.kind == ArgSpec::Kind::Param) {
+        args.push_back(params[arg.name]->data);
+        continue;
+      }
+      auto buffer = std::make_unique<Buffer>(elementCount(arg.shape) * xfmr_dtype_size(arg.dtype));
+      args.push_back(buffer->data);
+      if (arg.kind == ArgSpec::Kind::Input) {
+        inputs.push_back(std::move(buffer));
+      } else {
+        output = &arg;
+        outputs.push_back(std::move(buffer));
+      }
+    }
+    if (outputs.size() != 1)
+      fail("the runner writes models with exactly one output");
+    // The output covers the positions of the decoder sequence when there is one.
+    int outSegment = segmentLength[1] > 0 ? 1 : 0;
+    int64_t seqLen = output->shape[1], vocab = output->shape[2];
+    size_t count = sequences.size();
+    std::vector<float> logits(count * seqLen * vocab, 0.0f);
+    std::vector<int32_t> lengths(count);
+    for (size_t first = 0; first < count; first += batch) {
+      fillInputs(sequences, first, inputs);
+      entry(args.data());
+      const float *result = reinterpret_cast<const float *>(outputs[0]->data);
+      for (int64_t row = 0; row < batch && first + row < count; ++row) {
+        size_t n = first + row;
+        lengths[n] = static_cast<int32_t>(sequences[n].segments[outSegment].size());
+        std::copy_n(result + row * seqLen * vocab, lengths[n] * vocab,
+                    logits.data() + n * seqLen * vocab);
+      }
+    }
+    write(logits, lengths, seqLen, vocab, *output);
+  }
+
+  void write(const std::vector<float> &logits, const std::vector<int32_t> &lengths,
+             int64_t seqLen, int64_t vocab, const ArgSpec &output) {
+    std::string format = options.format;
+    auto endsWith = [&](const char *suffix) {
+      size_t n = std::strlen(suffix);
+      return options.output.size() >= n &&
+             options.output.compare(options.output.size() - n, n, suffix) == 0;
+    };
+    if (format.empty())
+      format = endsWith(".npy") ? "npy" : endsWith(".safetensors") ? "safetensors" : "text";
+    int64_t count = static_cast<int64_t>(lengths.size());
+    int64_t shape[3] = {count, seqLen, vocab};
+    xfmr_tensor_ref tensors[2] = {{output.name.c_str(), XFMR_DTYPE_F32, 3, shape, logits.data()},
+                                  {"lengths", XFMR_DTYPE_I32, 1, shape, lengths.data()}};
+    char err[kErrorSize];
+    if (format == "npy") {
+      if (xfmr_npy_write(options.output.c_str(), &tensors[0], err, sizeof(err)))
+        fail(err);
+      return;
+    }
+    if (format == "safetensors") {
+      if (xfmr_safetensors_write(options.output.c_str(), tensors, 2, err, sizeof(err)))
+        fail(err);
+      return;
+    }
+    OutputFile out(options.output.c_str());
+    if (!out)
+      fail("cannot write '" + options.output + "': " + std::strerror(errno));
+    char number[64];
+    for (int64_t n = 0; n < count; ++n) {
+      out.print("# sequence " + std::to_string(n) + ": " + std::to_string(lengths[n]) +
+                " positions x " + std::to_string(vocab) + " " + output.name + "\n");
+      for (int32_t t = 0; t < lengths[n]; ++t) {
+        const float *row = logits.data() + (n * seqLen + t) * vocab;
+        std::string line;
+        if (options.top > 0) {
+          std::vector<int64_t> order(vocab);
+          for (int64_t v = 0; v < vocab; ++v)
+            order[v] = v;
+          int64_t k = std::min<int64_t>(options.top, vocab);
+          std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                            [&](int64_t a, int64_t b) { return row[a] > row[b]; });
+          for (int64_t i = 0; i < k; ++i) {
+            std::snprintf(number, sizeof(number), "%s%" PRId64 ":%.4f", i ? " " : "", order[i],
+                          row[order[i]]);
+            line += number;
+          }
+        } else {
+          for (int64_t v = 0; v < vocab; ++v) {
+            std::snprintf(number, sizeof(number), "%s%.7g", v ? " " : "", row[v]);
+            line += number;
+          }
+        }
+        out.print(line + "\n");
+      }
+    }
+    if (!out.close())
+      fail("error writing '" + options.output + "'");
+  }
+
+  const char *argv0;
+  const Manifest &manifest;
+  void (*entry)(void **);
+  Options options;
+  int64_t batch = 0;
+  int64_t segmentLength[2] = {0, 0};
+  std::map<std::string, std::unique_ptr<Buffer>> params;
+};
+
+} // namespace
+
+extern "C" int xfmr_runner_main(int argc, char **argv, const char *manifestJson,
+                                void (*entry)(void **)) {
+  const char *argv0 = argc > 0 ? argv[0] : "model";
+  try {
+    Manifest manifest = parseManifest(manifestJson);
+    return Runner(argv0, manifest, entry).run(argc, argv);
+  } catch (const Failure &failure) {
+    std::fprintf(stderr, "%s: error: %s\n", argv0, failure.message.c_str());
+    return 1;
+  }
+}

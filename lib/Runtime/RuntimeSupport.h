@@ -1,0 +1,48 @@
+//===- RuntimeSupport.h - small helpers of the runtime ---------*- C++ -*-===//
+
+#ifndef XFMR_LIB_RUNTIME_RUNTIMESUPPORT_H
+#define XFMR_LIB_RUNTIME_RUNTIMESUPPORT_H
+
+#include "xfmr-rt/xfmr_runtime.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace xfmr::rt {
+
+/// Copies `message` into the caller's buffer (truncating, always terminated).
+void setError(char *err, size_t errSize, const std::string &message);
+
+/// "[2, 8, 64]".
+std::string shapeToString(const std::vector<int64_t> &shape);
+
+uint64_t elementCount(const std::vector<int64_t> &shape);
+
+/// Converts `count` floating-point elements of `dtype` at the (possibly
+/// unaligned) `src` to float32; false if `dtype` is not floating-point.
+bool convertToF32(xfmr_dtype dtype, const void *src, size_t count, float *dst);
+
+/// A FILE* that is closed on destruction and remembers write errors.
+class OutputFile {
+public:
+  explicit OutputFile(const char *path);
+  ~OutputFile();
+  OutputFile(const OutputFile &) = delete;
+  OutputFile &operator=(const OutputFile &) = delete;
+  explicit operator bool() const { return file != nullptr; }
+  void write(const void *data, size_t size);
+  void print(const std::string &text) { write(text.data(), text.size()); }
+  /// Flushes and closes; false if any write failed.
+  bool close();
+
+private:
+  FILE *file;
+  bool ownsFile;
+  bool failed = false;
+};
+
+} // namespace xfmr::rt
+
+#endif // XFMR_LIB_RUNTIME_RUNTIMESUPPORT_H

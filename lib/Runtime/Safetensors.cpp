@@ -1,0 +1,356 @@
+//===- Safetensors.cpp - validated safetensors reading and writing --------===//
+//
+// Format: an 8-byte little-endian header length N, N bytes of JSON mapping
+// tensor names to {"dtype", "shape", "data_offsets": [begin, end]} (offsets
+// relative to the byte after the header) plus an optional "__metadata__",
+// then the data. Every field is checked before any pointer into the file is
+// handed out: a truncated or corrupt file is an error, never a crash.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xfmr-rt/xfmr_runtime.h"
+
+#include "Json.h"
+#include "RuntimeSupport.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <memory>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace xfmr::rt;
+
+namespace {
+
+struct DtypeName {
+  const char *name;
+  xfmr_dtype dtype;
+  size_t size;
+};
+
+constexpr DtypeName kDtypes[] = {
+    {"F32", XFMR_DTYPE_F32, 4},  {"F64", XFMR_DTYPE_F64, 8},   {"F16", XFMR_DTYPE_F16, 2},
+    {"BF16", XFMR_DTYPE_BF16, 2}, {"I64", XFMR_DTYPE_I64, 8},   {"I32", XFMR_DTYPE_I32, 4},
+    {"I16", XFMR_DTYPE_I16, 2},   {"I8", XFMR_DTYPE_I8, 1},     {"U8", XFMR_DTYPE_U8, 1},
+    {"BOOL", XFMR_DTYPE_BOOL, 1},
+};
+
+struct TensorEntry {
+  std::string name;
+  xfmr_dtype dtype;
+  std::vector<int64_t> shape;
+  uint64_t begin, end;
+};
+
+} // namespace
+
+struct xfmr_safetensors {
+  std::string path;
+  void *mapping = nullptr;
+  size_t fileSize = 0;
+  const uint8_t *data = nullptr; // start of the data section
+  std::vector<TensorEntry> tensors;
+
+  ~xfmr_safetensors() {
+    if (mapping)
+      munmap(mapping, fileSize);
+  }
+
+  const TensorEntry *find(const char *name) const {
+    for (const TensorEntry &entry : tensors)
+      if (entry.name == name)
+        return &entry;
+    return nullptr;
+  }
+
+  void describe(const TensorEntry &entry, xfmr_tensor_info *info) const {
+    info->name = entry.name.c_str();
+    info->dtype = entry.dtype;
+    info->rank = static_cast<int32_t>(entry.shape.size());
+    info->shape = entry.shape.data();
+    info->data = data + entry.begin;
+    info->num_bytes = entry.end - entry.begin;
+  }
+};
+
+size_t xfmr_dtype_size(xfmr_dtype dtype) {
+  for (const DtypeName &d : kDtypes)
+    if (d.dtype == dtype)
+      return d.size;
+  return 0;
+}
+
+const char *xfmr_dtype_name(xfmr_dtype dtype) {
+  for (const DtypeName &d : kDtypes)
+    if (d.dtype == dtype)
+      return d.name;
+  return "?";
+}
+
+/// Parses and checks one header entry; returns an error message or "".
+static std::string parseEntry(const std::string &name, const JsonValue &value,
+                              uint64_t dataSize, TensorEntry &entry) {
+  std::string where = "tensor '" + name + "'";
+  if (!value.isObject())
+    return where + ": header entry is not an object";
+  const JsonValue *dtype = value.get("dtype");
+  if (!dtype || !dtype->isString())
+    return where + ": missing string \"dtype\"";
+  const DtypeName *known = nullptr;
+  for (const DtypeName &d : kDtypes)
+    if (dtype->text == d.name)
+      known = &d;
+  if (!known)
+    return where + ": unsupported dtype \"" + dtype->text + "\"";
+  const JsonValue *shape = value.get("shape");
+  if (!shape || !shape->isArray())
+    return where + ": missing array \"shape\"";
+  if (shape->array.size() > 16)
+    return where + ": rank " + std::to_string(shape->array.size()) + " is too large";
+  uint64_t elements = 1;
+  for (const JsonValue &dim : shape->array) {
+    std::optional<int64_t> size = dim.asInt();
+    if (!size || *size < 0)
+      return where + ": shape entries must be non-negative integers";
+    if (*size != 0 && elements > (uint64_t(1) << 62) / uint64_t(*size))
+      return where + ": shape is too large";
+    elements *= uint64_t(*size);
+    entry.shape.push_back(*size);
+  }
+  const JsonValue *offsets = value.get("data_offsets");
+  if (!offsets || !offsets->isArray() || offsets->array.size() != 2)
+    return where + ": missing \"data_offsets\" [begin, end]";
+  std::optional<uint64_t> begin = offsets->array[0].asUInt();
+  std::optional<uint64_t> end = offsets->array[1].asUInt();
+  if (!begin || !end || *begin > *end)
+    return where + ": data_offsets must be integers with begin <= end";
+  if (*end > dataSize)
+    return where + ": data_offsets [" + std::to_string(*begin) + ", " + std::to_string(*end) +
+           "] run past the end of the data (" + std::to_string(dataSize) +
+           " bytes; file truncated?)";
+  if (*end - *begin != elements * known->size)
+    return where + ": data_offsets span " + std::to_string(*end - *begin) + " bytes but " +
+           known->name + " " + shapeToString(entry.shape) + " needs " +
+           std::to_string(elements * known->size);
+  entry.name = name;
+  entry.dtype = known->dtype;
+  entry.begin = *begin;
+  entry.end = *end;
+  return "";
+}
+
+xfmr_safetensors *xfmr_safetensors_open(const char *path, char *err, size_t errSize) {
+  auto file = std::make_unique<xfmr_safetensors>();
+  file->path = path;
+  std::string prefix = std::string("weights file '") + path + "': ";
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    setError(err, errSize, prefix + "cannot open: " + std::strerror(errno));
+    return nullptr;
+  }
+  struct stat info;
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd);
+    setError(err, errSize, prefix + "not a regular file");
+    return nullptr;
+  }
+  file->fileSize = static_cast<size_t>(info.st_size);
+  if (file->fileSize < 8) {
+    ::close(fd);
+    setError(err, errSize, prefix + "too short for a safetensors header (" +
+                               std::to_string(file->fileSize) + " bytes)");
+    return nullptr;
+  }
+  file->mapping = mmap(nullptr, file->fileSize, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (file->mapping == MAP_FAILED) {
+    file->mapping = nullptr;
+    setError(err, errSize, prefix + "cannot map: " + std::strerror(errno));
+    return nullptr;
+  }
+  const auto *bytes = static_cast<const uint8_t *>(file->mapping);
+  uint64_t headerSize = 0;
+  for (int i = 7; i >= 0; --i)
+    headerSize = (headerSize << 8) | bytes[i];
+  if (headerSize > file->fileSize - 8) {
+    setError(err, errSize, prefix + "header length " + std::to_string(headerSize) +
+                               " exceeds the file size " + std::to_string(file->fileSize) +
+                               " (truncated or not a safetensors file)");
+    return nullptr;
+  }
+  std::string jsonError;
+  std::optional<JsonValue> header = parseJson(
+      std::string_view(reinterpret_cast<const char *>(bytes + 8), headerSize), jsonError);
+  if (!header) {
+    setError(err, errSize, prefix + "corrupt header JSON: " + jsonError);
+    return nullptr;
+  }
+  if (!header->isObject()) {
+    setError(err, errSize, prefix + "header JSON is not an object");
+    return nullptr;
+  }
+  file->data = bytes + 8 + headerSize;
+  uint64_t dataSize = file->fileSize - 8 - headerSize;
+  for (const auto &[name, value] : header->object) {
+    if (name == "__metadata__")
+      continue;
+    TensorEntry entry;
+    std::string problem = parseEntry(name, value, dataSize, entry);
+    if (!problem.empty()) {
+      setError(err, errSize, prefix + problem);
+      return nullptr;
+    }
+    file->tensors.push_back(std::move(entry));
+  }
+  std::vector<const TensorEntry *> byOffset;
+  for (const TensorEntry &entry : file->tensors)
+    byOffset.push_back(&entry);
+  std::sort(byOffset.begin(), byOffset.end(),
+            [](const TensorEntry *a, const TensorEntry *b) { return a->begin < b->begin; });
+  for (size_t i = 1; i < byOffset.size(); ++i)
+    if (byOffset[i]->begin < byOffset[i - 1]->end) {
+      setError(err, errSize, prefix + "tensors '" + byOffset[i - 1]->name + "' and '" +
+                                 byOffset[i]->name + "' overlap");
+      return nullptr;
+    }
+  return file.release();
+}
+
+void xfmr_safetensors_close(xfmr_safetensors *file) { delete file; }
+
+size_t xfmr_safetensors_count(const xfmr_safetensors *file) { return file->tensors.size(); }
+
+int xfmr_safetensors_get(const xfmr_safetensors *file, size_t index, xfmr_tensor_info *info) {
+  if (index >= file->tensors.size())
+    return 1;
+  file->describe(file->tensors[index], info);
+  return 0;
+}
+
+int xfmr_safetensors_find(const xfmr_safetensors *file, const char *name,
+                          xfmr_tensor_info *info) {
+  const TensorEntry *entry = file->find(name);
+  if (!entry)
+    return 1;
+  file->describe(*entry, info);
+  return 0;
+}
+
+int xfmr_safetensors_read_f32(const xfmr_safetensors *file, const char *name, int32_t rank,
+                              const int64_t *shape, float *dst, char *err, size_t errSize) {
+  std::string prefix = "weights file '" + file->path + "': ";
+  std::vector<int64_t> expected(shape, shape + rank);
+  const TensorEntry *entry = file->find(name);
+  if (!entry) {
+    setError(err, errSize, prefix + "no tensor '" + name + "' (expected " +
+                               shapeToString(expected) + ")");
+    return 1;
+  }
+  if (entry->shape != expected) {
+    setError(err, errSize, prefix + "tensor '" + name + "' has shape " +
+                               shapeToString(entry->shape) + ", the model needs " +
+                               shapeToString(expected));
+    return 1;
+  }
+  const uint8_t *src = file->data + entry->begin;
+  size_t count = static_cast<size_t>(elementCount(expected));
+  if (!convertToF32(entry->dtype, src, count, dst)) {
+    setError(err, errSize, prefix + "tensor '" + name + "' has dtype " +
+                               xfmr_dtype_name(entry->dtype) + ", not a floating-point type");
+    return 1;
+  }
+  return 0;
+}
+
+int xfmr_safetensors_write(const char *path, const xfmr_tensor_ref *tensors, size_t count,
+                           char *err, size_t errSize) {
+  std::string header = "{";
+  uint64_t offset = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const xfmr_tensor_ref &t = tensors[i];
+    std::vector<int64_t> shape(t.shape, t.shape + t.rank);
+    uint64_t bytes = elementCount(shape) * xfmr_dtype_size(t.dtype);
+    if (i)
+      header += ',';
+    appendJsonString(header, t.name);
+    header += ":{\"dtype\":\"" + std::string(xfmr_dtype_name(t.dtype)) + "\",\"shape\":[";
+    for (int32_t d = 0; d < t.rank; ++d)
+      header += (d ? "," : "") + std::to_string(t.shape[d]);
+    header += "],\"data_offsets\":[" + std::to_string(offset) + "," +
+              std::to_string(offset + bytes) + "]}";
+    offset += bytes;
+  }
+  header += '}';
+  // Pad with spaces so the data starts 8-byte aligned, as the reference
+  // implementation does.
+  while ((8 + header.size()) % 8)
+    header += ' ';
+  OutputFile out(path);
+  if (!out) {
+    setError(err, errSize, "cannot write '" + std::string(path) + "': " + std::strerror(errno));
+    return 1;
+  }
+  uint8_t length[8];
+  for (int i = 0; i < 8; ++i)
+    length[i] = static_cast<uint8_t>(uint64_t(header.size()) >> (8 * i));
+  out.write(length, 8);
+  out.write(header.data(), header.size());
+  for (size_t i = 0; i < count; ++i) {
+    std::vector<int64_t> shape(tensors[i].shape, tensors[i].shape + tensors[i].rank);
+    out.write(tensors[i].data, elementCount(shape) * xfmr_dtype_size(tensors[i].dtype));
+  }
+  if (!out.close()) {
+    setError(err, errSize, "error writing '" + std::string(path) + "'");
+    return 1;
+  }
+  return 0;
+}
+
+int xfmr_npy_write(const char *path, const xfmr_tensor_ref *tensor, char *err,
+                   size_t errSize) {
+  const char *descr = nullptr;
+  switch (tensor->dtype) {
+  case XFMR_DTYPE_F32: descr = "<f4"; break;
+  case XFMR_DTYPE_F64: descr = "<f8"; break;
+  case XFMR_DTYPE_F16: descr = "<f2"; break;
+  case XFMR_DTYPE_I64: descr = "<i8"; break;
+  case XFMR_DTYPE_I32: descr = "<i4"; break;
+  case XFMR_DTYPE_I16: descr = "<i2"; break;
+  case XFMR_DTYPE_I8: descr = "|i1"; break;
+  case XFMR_DTYPE_U8: descr = "|u1"; break;
+  case XFMR_DTYPE_BOOL: descr = "|b1"; break;
+  case XFMR_DTYPE_BF16:
+    setError(err, errSize, "cannot write bf16 to .npy (NumPy has no bfloat16)");
+    return 1;
+  }
+  std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (";
+  for (int32_t d = 0; d < tensor->rank; ++d)
+    dict += std::to_string(tensor->shape[d]) + (tensor->rank == 1 || d + 1 < tensor->rank ? "," : "");
+  dict += "), }";
+  // Magic (6) + version (2) + length (2) + dict + '\n' is a multiple of 64.
+  while ((10 + dict.size() + 1) % 64)
+    dict += ' ';
+  dict += '\n';
+  OutputFile out(path);
+  if (!out) {
+    setError(err, errSize, "cannot write '" + std::string(path) + "': " + std::strerror(errno));
+    return 1;
+  }
+  const uint8_t preamble[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+                                static_cast<uint8_t>(dict.size() & 0xFF),
+                                static_cast<uint8_t>(dict.size() >> 8)};
+  out.write(preamble, sizeof(preamble));
+  out.write(dict.data(), dict.size());
+  std::vector<int64_t> shape(tensor->shape, tensor->shape + tensor->rank);
+  out.write(tensor->data, elementCount(shape) * xfmr_dtype_size(tensor->dtype));
+  if (!out.close()) {
+    setError(err, errSize, "error writing '" + std::string(path) + "'");
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,95 @@
+//===- xfmrc.cpp - the xfmr model compiler --------------------------------===//
+
+#include "xfmr/Driver/Compiler.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/WithColor.h"
+
+using namespace llvm;
+
+static cl::OptionCategory category("xfmrc options");
+
+static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
+                                      cl::desc("<model.json | model.mlir>"), cl::cat(category));
+static cl::opt<std::string> outputPath("o", cl::desc("Output file (default: from the input name; "
+                                                     "'-' = stdout for text formats)"),
+                                       cl::value_desc("path"), cl::cat(category));
+static cl::opt<xfmr::EmitKind> emit(
+    "emit", cl::desc("What to produce"), cl::init(xfmr::EmitKind::Executable),
+    cl::values(clEnumValN(xfmr::EmitKind::Executable, "exe", "a runnable executable (default)"),
+               clEnumValN(xfmr::EmitKind::Object, "obj", "an object file to link elsewhere"),
+               clEnumValN(xfmr::EmitKind::Header, "header", "the C header of --emit=obj"),
+               clEnumValN(xfmr::EmitKind::Mlir, "mlir", "the model in the xfmr dialect"),
+               clEnumValN(xfmr::EmitKind::Llvm, "llvm", "optimized LLVM IR")),
+    cl::cat(category));
+static cl::opt<int64_t> batch("batch", cl::desc("Sequences per call (default 1)"), cl::init(1),
+                              cl::cat(category));
+static cl::opt<int64_t> seqLen("seq-len",
+                               cl::desc("Tokens per sequence (default: the model's positions)"),
+                               cl::init(0), cl::cat(category));
+static cl::opt<int64_t> decoderSeqLen(
+    "decoder-seq-len", cl::desc("Decoder tokens per sequence (default: --seq-len)"), cl::init(0),
+    cl::cat(category));
+static cl::opt<std::string> entry("entry", cl::desc("Entry function of an .mlir model"),
+                                  cl::cat(category));
+static cl::opt<std::string> symbolPrefix(
+    "name", cl::desc("Prefix of the symbols of --emit=obj/header (default: the input's name)"),
+    cl::cat(category));
+static cl::opt<std::string> cpu("mcpu", cl::desc("Target CPU (default: native)"),
+                                cl::init("native"), cl::cat(category));
+static cl::opt<bool> openmp("openmp", cl::desc("Run parallel loops on OpenMP threads"),
+                            cl::init(true), cl::cat(category));
+
+static std::string identifierFrom(StringRef path) {
+  std::string name;
+  for (char c : sys::path::stem(path))
+    name += isAlnum(c) ? c : '_';
+  if (name.empty() || isDigit(name.front()))
+    name.insert(name.begin(), 'm');
+  return name;
+}
+
+int main(int argc, char **argv) {
+  InitLLVM initLLVM(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "xfmr model compiler: compiles a transformer model description "
+                              "(Hugging Face config.json or xfmr .mlir) for the host CPU\n");
+  auto fail = [](const Twine &message) {
+    WithColor::error(errs(), "xfmrc") << message << "\n";
+    return 1;
+  };
+  if (batch <= 0)
+    return fail("--batch must be positive, got " + Twine(batch));
+  if (seqLen < 0 || decoderSeqLen < 0)
+    return fail("--seq-len and --decoder-seq-len must not be negative");
+
+  xfmr::CompileOptions options;
+  options.inputPath = inputPath;
+  options.emit = emit;
+  options.shape.batch = batch;
+  options.shape.seqLen = seqLen;
+  options.shape.decoderSeqLen = decoderSeqLen;
+  options.entry = entry;
+  options.cpu = cpu;
+  options.pipeline.openmp = openmp;
+  options.symbolPrefix = symbolPrefix.empty() ? identifierFrom(inputPath) : symbolPrefix;
+  options.outputPath = outputPath;
+  if (options.outputPath.empty()) {
+    static constexpr const char *suffixes[] = {"", ".o", ".h", ".xfmr.mlir", ".ll"};
+    options.outputPath =
+        (sys::path::stem(inputPath) + suffixes[static_cast<int>(options.emit)]).str();
+  }
+  std::string executable = sys::fs::getMainExecutable(argv[0], (void *)&main);
+  SmallString<256> libDir(sys::path::parent_path(sys::path::parent_path(executable)));
+  sys::path::append(libDir, "lib");
+  options.runtimeLibraryDir = std::string(libDir);
+
+  if (Error error = xfmr::compileModel(options))
+    return fail(toString(std::move(error)));
+  return 0;
+}
