@@ -43,7 +43,7 @@ typedef struct xfmr_tensor_info {
   xfmr_dtype dtype;
   int32_t rank;
   const int64_t *shape;
-  const void *data; /* may be unaligned: use xfmr_safetensors_read_f32 */
+  const void *data; /* may be unaligned: use xfmr_safetensors_read */
   uint64_t num_bytes;
 } xfmr_tensor_info;
 
@@ -63,10 +63,13 @@ int xfmr_safetensors_get(const xfmr_safetensors *file, size_t index, xfmr_tensor
 /* Fills `info` for the tensor called `name`; 0 on success, non-zero if absent. */
 int xfmr_safetensors_find(const xfmr_safetensors *file, const char *name,
                           xfmr_tensor_info *info);
-/* Copies `name` into `dst` as float32, converting F64/F16/BF16 and checking
- * that it has exactly the `rank` dims in `shape`. 0 on success. */
-int xfmr_safetensors_read_f32(const xfmr_safetensors *file, const char *name, int32_t rank,
-                              const int64_t *shape, float *dst, char *err, size_t err_size);
+/* Copies `name` into `dst` as `dtype`, checking that it has exactly the
+ * `rank` dims in `shape`. Converts F64/F16/BF16 to F32, any integer type to
+ * I32 (values must fit) and U8 to BOOL; other dtypes must match. 0 on
+ * success. */
+int xfmr_safetensors_read(const xfmr_safetensors *file, const char *name, xfmr_dtype dtype,
+                          int32_t rank, const int64_t *shape, void *dst, char *err,
+                          size_t err_size);
 
 /*===--- Writing tensors -------------------------------------------------===*/
 

@@ -56,8 +56,12 @@ public:
             return success();
           std::string location;
           llvm::raw_string_ostream os(location);
-          diagnostic.getLocation().print(os);
-          messages.push_back(location + ": " + diagnostic.str());
+          if (auto file = diagnostic.getLocation()->findInstanceOf<FileLineColLoc>())
+            os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+               << file.getColumn();
+          else
+            diagnostic.getLocation().print(os);
+          messages.push_back(location + ": error: " + diagnostic.str());
           return success();
         })),
         context(context) {}

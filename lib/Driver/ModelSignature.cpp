@@ -234,7 +234,7 @@ std::string xfmr::buildHeader(const ModelSignature &signature, StringRef prefix,
      << " * listed element type and shape (64-byte alignment recommended). Inputs and\n"
      << " * weights are only read; the caller owns the output buffers, which the call\n"
      << " * overwrites. Calls are reentrant; each uses the OpenMP thread pool. Weights\n"
-     << " * load by name from a .safetensors file with xfmr_safetensors_read_f32()\n"
+     << " * load by name from a .safetensors file with xfmr_safetensors_read()\n"
      << " * (xfmr-rt/xfmr_runtime.h); link with libxfmr_runtime.a and -lomp. */\n"
      << "#ifndef " << upper << "_H\n#define " << upper << "_H\n\n"
      << "#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";

@@ -6,6 +6,7 @@
 #include "xfmr/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -27,7 +28,9 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
 
   // Bufferization into caller-owned result buffers.
   pm.addPass(createXfmrDestinationPassingEntry());
-  pm.addPass(bufferization::createEmptyTensorEliminationPass());
+  // No empty-tensor elimination: it would let one function result's producer
+  // compute into another result's caller buffer (seen with two results fed
+  // by one CSE'd init tensor). The price is one copy per result.
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
@@ -35,6 +38,7 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
   pm.addPass(createConvertBufferizationToMemRefPass());
+  pm.addPass(createXfmrExpandStridedCopies());
 
   // Loops.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
@@ -51,6 +55,15 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
   // before scf-to-cf.
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
+  // bf16 arithmetic in f32, and bf16 <-> f32 conversions as integer ops (the
+  // toolchain's libgcc has no __truncsfbf2).
+  arith::ArithEmulateUnsupportedFloatsOptions emulate;
+  emulate.sourceTypeStrs = {"bf16"};
+  emulate.targetTypeStr = "f32";
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());

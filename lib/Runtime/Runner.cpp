@@ -153,6 +153,8 @@ struct Sequence {
 
 struct Options {
   std::string weights, input = "-", output = "-", format;
+  /// Tensor mode: every model input read by name from this safetensors file.
+  std::string inputs;
   int top = 0;
   int threads = 0;
   bool info = false;
@@ -168,6 +170,9 @@ void printHelp(const char *argv0, const Manifest &manifest) {
       "  --input=FILE     token ids, one sequence per line, separated by spaces; for\n"
       "                   encoder-decoder models 'source ids | target ids'. '-' = stdin\n"
       "                   (default). Blank lines and lines starting with '#' are skipped.\n"
+      "  --inputs=FILE    tensor mode: read every model input by name from a\n"
+      "                   .safetensors file instead (any model, one call); all outputs\n"
+      "                   are written, named, to --output\n"
       "  --output=FILE    '-' = stdout (default). The format follows the extension:\n"
       "                   .npy (float32 [sequences, seq_len, vocab], padding positions 0),\n"
       "                   .safetensors ('logits' as for .npy, 'lengths' int32), else text\n"
@@ -202,6 +207,8 @@ Options parseOptions(int argc, char **argv) {
     };
     if (auto v = value("--weights"))
       options.weights = *v;
+    else if (auto v = value("--inputs"))
+      options.inputs = *v;
     else if (auto v = value("--input"))
       options.input = *v;
     else if (auto v = value("--output"))
@@ -275,16 +282,25 @@ public:
         return 0;
       }
     options = parseOptions(argc, argv);
-    checkManifest();
+    bool tensorMode = !options.inputs.empty();
+    if (!tensorMode)
+      checkTokenInputs();
     if (options.info) {
       printInfo();
       return 0;
     }
-    if (options.weights.empty())
+    bool hasParams = std::any_of(manifest.args.begin(), manifest.args.end(),
+                                 [](const ArgSpec &a) { return a.kind == ArgSpec::Kind::Param; });
+    if (options.weights.empty() && hasParams)
       fail("missing --weights=FILE.safetensors (see --help)");
     if (options.threads > 0 && omp_set_num_threads)
       omp_set_num_threads(options.threads);
-    loadWeights();
+    if (hasParams)
+      loadWeights();
+    if (tensorMode) {
+      runTensors();
+      return 0;
+    }
     std::string inputName = options.input == "-" ? "<stdin>" : options.input;
     std::vector<Sequence> sequences = readSequences(options.input, inputName);
     validate(sequences, inputName);
@@ -293,12 +309,14 @@ public:
   }
 
 private:
-  void checkManifest() {
+  /// Token mode fills inputs by role from the token file.
+  void checkTokenInputs() {
     for (const ArgSpec &arg : manifest.args) {
       if (arg.kind == ArgSpec::Kind::Input) {
         if (!roleOf(arg.name))
-          fail("model input '" + arg.name + "' is not one this runner can fill (input_ids, "
-               "attention_mask, token_type_ids, decoder_input_ids, decoder_attention_mask)");
+          fail("model input '" + arg.name + "' is not one the token reader can fill (input_ids, "
+               "attention_mask, token_type_ids, decoder_input_ids, decoder_attention_mask); "
+               "pass every input by name with --inputs=FILE.safetensors");
         if (arg.shape.size() != 2 || arg.dtype != XFMR_DTYPE_I32)
           fail("model input '" + arg.name + "' must be int32 [batch, seq_len]");
         if (batch && arg.shape[0] != batch)
@@ -311,11 +329,11 @@ private:
       }
     }
     if (batch == 0)
-      fail("the model has no token inputs");
+      fail("the model has no token inputs; pass its inputs with --inputs=FILE.safetensors");
   }
 
   void printInfo() {
-    std::printf("model: %s, batch %" PRId64 "\n", manifest.modelType.c_str(), batch);
+    std::printf("model: %s\n", manifest.modelType.empty() ? "(xfmr IR)" : manifest.modelType.c_str());
     size_t parameters = 0;
     for (const ArgSpec &arg : manifest.args) {
       if (arg.kind == ArgSpec::Kind::Param) {
@@ -355,18 +373,116 @@ private:
              "needs " + std::string(xfmr_dtype_name(arg.dtype)) + " " +
              shapeToString(arg.shape) + ")");
       auto buffer = std::make_unique<Buffer>(elementCount(arg.shape) * sizeof(float));
-      if (xfmr_safetensors_read_f32(file, found.c_str(), static_cast<int32_t>(arg.shape.size()),
-                                    arg.shape.data(), reinterpret_cast<float *>(buffer->data),
-                                    err, sizeof(err)))
-        fail(err);
-      for (float value : std::vector<float>(reinterpret_cast<float *>(buffer->data),
-                                            reinterpret_cast<float *>(buffer->data) +
-                                                elementCount(arg.shape)))
-        if (!std::isfinite(value))
-          fail("weights file '" + options.weights + "': tensor '" + found +
-               "' contains NaN or infinity");
+      if (xfmr_safetensors_read(file, found.c_str(), XFMR_DTYPE_F32,
+                                static_cast<int32_t>(arg.shape.size()), arg.shape.data(),
+                                buffer->data, err, sizeof(err)))
+        fail(std::string("weights file ") + err);
+      const auto *values = reinterpret_cast<const float *>(buffer->data);
+      if (!std::all_of(values, values + elementCount(arg.shape),
+                       [](float v) { return std::isfinite(v); }))
+        fail("weights file '" + options.weights + "': tensor '" + found +
+             "' contains NaN or infinity");
       params[arg.name] = std::move(buffer);
     }
+  }
+
+  /// Runs the model once on inputs read by name and writes every output.
+  void runTensors() {
+    char err[kErrorSize];
+    xfmr_safetensors *file = xfmr_safetensors_open(options.inputs.c_str(), err, sizeof(err));
+    if (!file)
+      fail(std::string("inputs ") + err);
+    std::unique_ptr<xfmr_safetensors, void (*)(xfmr_safetensors *)> guard(
+        file, xfmr_safetensors_close);
+    std::vector<std::unique_ptr<Buffer>> buffers;
+    std::vector<void *> args;
+    for (const ArgSpec &arg : manifest.args) {
+      if (arg.kind == ArgSpec::Kind::Param) {
+        args.push_back(params[arg.name]->data);
+        continue;
+      }
+      buffers.push_back(
+          std::make_unique<Buffer>(elementCount(arg.shape) * xfmr_dtype_size(arg.dtype)));
+      args.push_back(buffers.back()->data);
+      if (arg.kind == ArgSpec::Kind::Output)
+        continue;
+      if (xfmr_safetensors_read(file, arg.name.c_str(), arg.dtype,
+                                static_cast<int32_t>(arg.shape.size()), arg.shape.data(),
+                                buffers.back()->data, err, sizeof(err)))
+        fail(std::string("inputs ") + err);
+      if (arg.vocabSize)
+        for (int32_t id : std::vector<int32_t>(
+                 reinterpret_cast<int32_t *>(buffers.back()->data),
+                 reinterpret_cast<int32_t *>(buffers.back()->data) + elementCount(arg.shape)))
+          if (id < 0 || id >= arg.vocabSize)
+            fail("inputs '" + options.inputs + "': tensor '" + arg.name + "' holds token id " +
+                 std::to_string(id) + ", outside the vocabulary [0, " +
+                 std::to_string(arg.vocabSize) + ")");
+    }
+    entry(args.data());
+
+    std::vector<xfmr_tensor_ref> refs;
+    for (size_t i = 0; i < manifest.args.size(); ++i) {
+      const ArgSpec &arg = manifest.args[i];
+      if (arg.kind == ArgSpec::Kind::Output)
+        refs.push_back({arg.name.c_str(), arg.dtype, static_cast<int32_t>(arg.shape.size()),
+                        arg.shape.data(), args[i]});
+    }
+    std::string format = outputFormat();
+    if (format == "safetensors") {
+      if (xfmr_safetensors_write(options.output.c_str(), refs.data(), refs.size(), err,
+                                 sizeof(err)))
+        fail(err);
+    } else if (format == "npy") {
+      if (refs.size() != 1)
+        fail(".npy holds one tensor but the model has " + std::to_string(refs.size()) +
+             " outputs: write .safetensors");
+      if (xfmr_npy_write(options.output.c_str(), &refs[0], err, sizeof(err)))
+        fail(err);
+    } else {
+      OutputFile out(options.output.c_str());
+      if (!out)
+        fail("cannot write '" + options.output + "': " + std::strerror(errno));
+      for (const xfmr_tensor_ref &ref : refs) {
+        std::vector<int64_t> shape(ref.shape, ref.shape + ref.rank);
+        out.print("# " + std::string(ref.name) + " " + xfmr_dtype_name(ref.dtype) + " " +
+                  shapeToString(shape) + "\n");
+        int64_t row = ref.rank && shape.back() ? shape.back() : 1;
+        uint64_t count = elementCount(shape);
+        // Print every dtype through float32 or int32.
+        std::vector<float> floats(count);
+        std::vector<int32_t> ints(count);
+        bool asFloat = convertElements(ref.dtype, ref.data, count, XFMR_DTYPE_F32,
+                                       floats.data()).empty();
+        if (!asFloat)
+          convertElements(ref.dtype == XFMR_DTYPE_BOOL ? XFMR_DTYPE_U8 : ref.dtype, ref.data,
+                          count, XFMR_DTYPE_I32, ints.data());
+        std::string line;
+        char number[64];
+        for (uint64_t e = 0; e < count; ++e) {
+          double value = asFloat ? floats[e] : ints[e];
+          std::snprintf(number, sizeof(number), "%s%.7g", line.empty() ? "" : " ", value);
+          line += number;
+          if ((e + 1) % row == 0) {
+            out.print(line + "\n");
+            line.clear();
+          }
+        }
+      }
+      if (!out.close())
+        fail("error writing '" + options.output + "'");
+    }
+  }
+
+  std::string outputFormat() const {
+    if (!options.format.empty())
+      return options.format;
+    auto endsWith = [&](const char *suffix) {
+      size_t n = std::strlen(suffix);
+      return options.output.size() >= n &&
+             options.output.compare(options.output.size() - n, n, suffix) == 0;
+    };
+    return endsWith(".npy") ? "npy" : endsWith(".safetensors") ? "safetensors" : "text";
   }
 
   void validate(const std::vector<Sequence> &sequences, const std::string &inputName) {
@@ -475,14 +591,7 @@ private:
 
   void write(const std::vector<float> &logits, const std::vector<int32_t> &lengths,
              int64_t seqLen, int64_t vocab, const ArgSpec &output) {
-    std::string format = options.format;
-    auto endsWith = [&](const char *suffix) {
-      size_t n = std::strlen(suffix);
-      return options.output.size() >= n &&
-             options.output.compare(options.output.size() - n, n, suffix) == 0;
-    };
-    if (format.empty())
-      format = endsWith(".npy") ? "npy" : endsWith(".safetensors") ? "safetensors" : "text";
+    std::string format = outputFormat();
     int64_t count = static_cast<int64_t>(lengths.size());
     int64_t shape[3] = {count, seqLen, vocab};
     xfmr_tensor_ref tensors[2] = {{output.name.c_str(), XFMR_DTYPE_F32, 3, shape, logits.data()},

@@ -56,37 +56,80 @@ static float halfToFloat(uint16_t h) {
   return value;
 }
 
-bool xfmr::rt::convertToF32(xfmr_dtype dtype, const void *src, size_t count, float *dst) {
-  const auto *bytes = static_cast<const uint8_t *>(src);
+static bool isFloat(xfmr_dtype dtype) {
+  return dtype == XFMR_DTYPE_F32 || dtype == XFMR_DTYPE_F64 || dtype == XFMR_DTYPE_F16 ||
+         dtype == XFMR_DTYPE_BF16;
+}
+
+static bool isInteger(xfmr_dtype dtype) {
+  return dtype == XFMR_DTYPE_I64 || dtype == XFMR_DTYPE_I32 || dtype == XFMR_DTYPE_I16 ||
+         dtype == XFMR_DTYPE_I8 || dtype == XFMR_DTYPE_U8;
+}
+
+/// One element of `dtype` at `src`, widened.
+template <typename T>
+static T load(const uint8_t *src) {
+  T value;
+  std::memcpy(&value, src, sizeof(T));
+  return value;
+}
+
+static double loadFloat(xfmr_dtype dtype, const uint8_t *src) {
   switch (dtype) {
-  case XFMR_DTYPE_F32:
-    std::memcpy(dst, bytes, count * 4);
-    return true;
-  case XFMR_DTYPE_F64:
-    for (size_t i = 0; i < count; ++i) {
-      double value;
-      std::memcpy(&value, bytes + 8 * i, 8);
-      dst[i] = static_cast<float>(value);
-    }
-    return true;
-  case XFMR_DTYPE_F16:
-    for (size_t i = 0; i < count; ++i) {
-      uint16_t h;
-      std::memcpy(&h, bytes + 2 * i, 2);
-      dst[i] = halfToFloat(h);
-    }
-    return true;
-  case XFMR_DTYPE_BF16:
-    for (size_t i = 0; i < count; ++i) {
-      uint16_t h;
-      std::memcpy(&h, bytes + 2 * i, 2);
-      uint32_t bits = uint32_t(h) << 16;
-      std::memcpy(dst + i, &bits, 4);
-    }
-    return true;
-  default:
-    return false;
+  case XFMR_DTYPE_F32: return load<float>(src);
+  case XFMR_DTYPE_F64: return load<double>(src);
+  case XFMR_DTYPE_F16: return halfToFloat(load<uint16_t>(src));
+  default: {
+    uint32_t bits = uint32_t(load<uint16_t>(src)) << 16;
+    float value;
+    std::memcpy(&value, &bits, 4);
+    return value;
   }
+  }
+}
+
+static int64_t loadInteger(xfmr_dtype dtype, const uint8_t *src) {
+  switch (dtype) {
+  case XFMR_DTYPE_I64: return load<int64_t>(src);
+  case XFMR_DTYPE_I32: return load<int32_t>(src);
+  case XFMR_DTYPE_I16: return load<int16_t>(src);
+  case XFMR_DTYPE_I8: return load<int8_t>(src);
+  default: return load<uint8_t>(src);
+  }
+}
+
+std::string xfmr::rt::convertElements(xfmr_dtype from, const void *source, size_t count,
+                                      xfmr_dtype to, void *dst) {
+  const auto *src = static_cast<const uint8_t *>(source);
+  size_t size = xfmr_dtype_size(from);
+  if (from == to) {
+    std::memcpy(dst, src, count * size);
+    return "";
+  }
+  if (to == XFMR_DTYPE_F32 && isFloat(from)) {
+    auto *out = static_cast<float *>(dst);
+    for (size_t i = 0; i < count; ++i)
+      out[i] = static_cast<float>(loadFloat(from, src + i * size));
+    return "";
+  }
+  if (to == XFMR_DTYPE_I32 && isInteger(from)) {
+    auto *out = static_cast<int32_t *>(dst);
+    for (size_t i = 0; i < count; ++i) {
+      int64_t value = loadInteger(from, src + i * size);
+      if (value < INT32_MIN || value > INT32_MAX)
+        return "value " + std::to_string(value) + " does not fit in int32";
+      out[i] = static_cast<int32_t>(value);
+    }
+    return "";
+  }
+  if (to == XFMR_DTYPE_BOOL && from == XFMR_DTYPE_U8) {
+    auto *out = static_cast<uint8_t *>(dst);
+    for (size_t i = 0; i < count; ++i)
+      out[i] = src[i] != 0;
+    return "";
+  }
+  return std::string("dtype ") + xfmr_dtype_name(from) + " cannot be read as " +
+         xfmr_dtype_name(to);
 }
 
 OutputFile::OutputFile(const char *path)

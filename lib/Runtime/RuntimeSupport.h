@@ -20,9 +20,11 @@ std::string shapeToString(const std::vector<int64_t> &shape);
 
 uint64_t elementCount(const std::vector<int64_t> &shape);
 
-/// Converts `count` floating-point elements of `dtype` at the (possibly
-/// unaligned) `src` to float32; false if `dtype` is not floating-point.
-bool convertToF32(xfmr_dtype dtype, const void *src, size_t count, float *dst);
+/// Converts `count` elements of `from` at the (possibly unaligned) `src` into
+/// `to` at `dst` (floats to F32, integers to I32, U8 to BOOL, or the same
+/// dtype); returns "" or what makes the conversion impossible.
+std::string convertElements(xfmr_dtype from, const void *src, size_t count, xfmr_dtype to,
+                            void *dst);
 
 /// A FILE* that is closed on destruction and remembers write errors.
 class OutputFile {

@@ -241,14 +241,15 @@ int xfmr_safetensors_find(const xfmr_safetensors *file, const char *name,
   return 0;
 }
 
-int xfmr_safetensors_read_f32(const xfmr_safetensors *file, const char *name, int32_t rank,
-                              const int64_t *shape, float *dst, char *err, size_t errSize) {
-  std::string prefix = "weights file '" + file->path + "': ";
+int xfmr_safetensors_read(const xfmr_safetensors *file, const char *name, xfmr_dtype dtype,
+                          int32_t rank, const int64_t *shape, void *dst, char *err,
+                          size_t errSize) {
+  std::string prefix = "'" + file->path + "': ";
   std::vector<int64_t> expected(shape, shape + rank);
   const TensorEntry *entry = file->find(name);
   if (!entry) {
     setError(err, errSize, prefix + "no tensor '" + name + "' (expected " +
-                               shapeToString(expected) + ")");
+                               xfmr_dtype_name(dtype) + " " + shapeToString(expected) + ")");
     return 1;
   }
   if (entry->shape != expected) {
@@ -257,11 +258,10 @@ int xfmr_safetensors_read_f32(const xfmr_safetensors *file, const char *name, in
                                shapeToString(expected));
     return 1;
   }
-  const uint8_t *src = file->data + entry->begin;
-  size_t count = static_cast<size_t>(elementCount(expected));
-  if (!convertToF32(entry->dtype, src, count, dst)) {
-    setError(err, errSize, prefix + "tensor '" + name + "' has dtype " +
-                               xfmr_dtype_name(entry->dtype) + ", not a floating-point type");
+  std::string problem = convertElements(entry->dtype, file->data + entry->begin,
+                                        static_cast<size_t>(elementCount(expected)), dtype, dst);
+  if (!problem.empty()) {
+    setError(err, errSize, prefix + "tensor '" + name + "': " + problem);
     return 1;
   }
   return 0;

@@ -2,7 +2,9 @@
 //
 // The primitive form written here is the "unfused" graph the fusion passes
 // recognise; keep the two in step (test/Transforms/decompose.mlir and the
-// fusion tests pin the shapes of these chains).
+// fusion tests pin the shapes of these chains). Softmax and layer norm are
+// kept as ops: each already lowers to one kernel, and their guarded
+// semantics (a fully masked row gives 0) must survive the expansion.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,19 +38,6 @@ Value scalarConstant(OpBuilder &b, Location loc, Type elementType, double value)
       b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elementType, value)));
 }
 
-Value reduce(OpBuilder &b, Location loc, Value input, ReduceKind kind) {
-  return ReduceOp::create(b, loc, input, kind, /*axis=*/-1);
-}
-
-/// Softmax along the last axis as max / sub / exp / sum / div.
-Value buildSoftmaxChain(OpBuilder &b, Location loc, Value input, int64_t axis) {
-  Value max = ReduceOp::create(b, loc, input, ReduceKind::max, axis);
-  Value shifted = SubOp::create(b, loc, input, max);
-  Value exp = math::ExpOp::create(b, loc, shifted);
-  Value sum = ReduceOp::create(b, loc, exp, ReduceKind::sum, axis);
-  return DivOp::create(b, loc, exp, sum);
-}
-
 struct DecomposeLinear : OpRewritePattern<LinearOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(LinearOp op, PatternRewriter &rewriter) const override {
@@ -56,37 +45,6 @@ struct DecomposeLinear : OpRewritePattern<LinearOp> {
                                     op.getTransposeWeight());
     if (Value bias = op.getBias())
       result = AddOp::create(rewriter, op.getLoc(), result, bias);
-    rewriter.replaceOp(op, result);
-    return success();
-  }
-};
-
-struct DecomposeSoftmax : OpRewritePattern<SoftmaxOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(SoftmaxOp op, PatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, buildSoftmaxChain(rewriter, op.getLoc(), op.getInput(),
-                                             op.getNormalizedAxis()));
-    return success();
-  }
-};
-
-struct DecomposeLayerNorm : OpRewritePattern<LayerNormOp> {
-  using OpRewritePattern::OpRewritePattern;
-  LogicalResult matchAndRewrite(LayerNormOp op, PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value x = op.getInput();
-    Type elementType = tensorTypeOf(x).getElementType();
-    Value mean = reduce(rewriter, loc, x, ReduceKind::mean);
-    Value centered = SubOp::create(rewriter, loc, x, mean);
-    Value squared = MulOp::create(rewriter, loc, centered, centered);
-    Value variance = reduce(rewriter, loc, squared, ReduceKind::mean);
-    Value eps = scalarConstant(rewriter, loc, elementType, op.getEpsilon().convertToDouble());
-    Value rstd = math::RsqrtOp::create(rewriter, loc, AddOp::create(rewriter, loc, variance, eps));
-    Value result = MulOp::create(rewriter, loc, centered, rstd);
-    if (op.getGamma()) {
-      result = MulOp::create(rewriter, loc, result, op.getGamma());
-      result = AddOp::create(rewriter, loc, result, op.getBeta());
-    }
     rewriter.replaceOp(op, result);
     return success();
   }
@@ -181,7 +139,7 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     if (Value attnBias = op.getAttnBias())
       scores = AddOp::create(rewriter, loc, scores, attnBias);
 
-    Value probabilities = buildSoftmaxChain(rewriter, loc, scores, /*axis=*/3);
+    Value probabilities = SoftmaxOp::create(rewriter, loc, scores, /*axis=*/3);
     Value context = MatmulOp::create(rewriter, loc, probabilities, v, false);
     Value merged = mergeHeads(rewriter, loc, context);
     rewriter.replaceOp(op, project(merged, op.getOutWeight(), op.getOutBias()));
@@ -201,6 +159,5 @@ struct XfmrDecomposePass : xfmr::impl::XfmrDecomposeBase<XfmrDecomposePass> {
 } // namespace
 
 void xfmr::populateDecompositionPatterns(RewritePatternSet &patterns) {
-  patterns.add<DecomposeLinear, DecomposeSoftmax, DecomposeLayerNorm,
-               DecomposeMultiHeadAttention>(patterns.getContext());
+  patterns.add<DecomposeLinear, DecomposeMultiHeadAttention>(patterns.getContext());
 }

@@ -20,51 +20,20 @@ under test.
 import argparse
 import json
 import math
-import struct
 import sys
 
 import numpy as np
 import torch
 
+import safetensors_io
+
 torch.set_num_threads(2)
 DTYPE = torch.float64
 
 
-# --------------------------------------------------------------------------
-# safetensors (written and read here: no dependency beyond numpy)
-
-def write_safetensors(path, tensors):
-    header, offset, blobs = {}, 0, []
-    for name, array in tensors.items():
-        array = np.ascontiguousarray(array, dtype=np.float32)
-        header[name] = {"dtype": "F32", "shape": list(array.shape),
-                        "data_offsets": [offset, offset + array.nbytes]}
-        offset += array.nbytes
-        blobs.append(array.tobytes())
-    text = json.dumps(header).encode()
-    text += b" " * ((8 - (8 + len(text)) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for blob in blobs:
-            f.write(blob)
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        data = f.read()
-    (length,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + length])
-    base = 8 + length
-    tensors = {}
-    for name, entry in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = entry["data_offsets"]
-        assert entry["dtype"] == "F32", name
-        array = np.frombuffer(data[base + begin:base + end], dtype=np.float32)
-        tensors[name] = torch.tensor(array.reshape(entry["shape"]), dtype=DTYPE)
-    return tensors
+def read_weights(path):
+    return {name: torch.tensor(array, dtype=DTYPE)
+            for name, array in safetensors_io.read(path).items()}
 
 
 # --------------------------------------------------------------------------
@@ -389,7 +358,7 @@ def generate(args):
     with open(args.config) as f:
         c = describe(json.load(f))
     generator = torch.Generator().manual_seed(args.seed)
-    write_safetensors(args.weights, {k: v.numpy() for k, v in random_weights(c, generator).items()})
+    safetensors_io.write(args.weights, {k: v.numpy() for k, v in random_weights(c, generator).items()})
     seq_len = args.seq_len or c["positions"]
     dec_len = args.decoder_seq_len or seq_len
     lines = []
@@ -410,7 +379,7 @@ def generate(args):
 def check(args):
     with open(args.config) as f:
         c = describe(json.load(f))
-    weights = read_safetensors(args.weights)
+    weights = read_weights(args.weights)
     sequences = read_tokens(args.tokens)
     expected, lengths = reference_logits(c, weights, sequences)
     actual = np.load(args.output)

@@ -38,6 +38,18 @@ def XfmrDestinationPassingEntry : Pass<"xfmr-destination-passing-entry", "::mlir
                            "::mlir::memref::MemRefDialect"];
 }
 
+def XfmrExpandStridedCopies : Pass<"xfmr-expand-strided-copies"> {
+  let summary = "Rewrite memref.copy of non-contiguous buffers into linalg.copy";
+  let description = [{
+    The LLVM lowering turns `memref.copy` between contiguous buffers into a
+    memcpy, but copies involving strided views into calls to
+    `memrefCopy` from MLIR's runner utilities, which neither Debian nor the
+    xfmr runtime ships. This pass rewrites those copies (and only those) into
+    `linalg.copy`, which lowers to loops. Runs after bufferization.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def XfmrEmitPackedEntry : Pass<"xfmr-emit-packed-entry", "::mlir::ModuleOp"> {
   let summary = "Add `<f>_packed(void **args)` wrappers to LLVM functions";
   let description = [{

@@ -14,13 +14,13 @@ def XfmrDecompose : Pass<"xfmr-decompose"> {
   let summary = "Rewrite high-level xfmr ops into xfmr primitives";
   let description = [{
     Expands `multi_head_attention` (projections, head split, scaled scores,
-    masks, softmax, value product, head merge, output projection), `softmax`
-    (max, subtract, exp, sum, divide), `layer_norm` (mean, centre, variance,
-    rsqrt, scale and shift) and `linear` (matmul and bias add) into the
-    primitive form an importer or tutorial code produces. The fusion passes
-    run next and find the fused kernels again in this form, so every fusion
-    is exercised on every model, and with a fusion switched off the primitive
-    graph is what gets lowered. Other ops are left alone.
+    masks, softmax, value product, head merge, output projection) and
+    `linear` (matmul and bias add) into the primitive form an importer or
+    tutorial code produces. The fusion passes run next and form the fused
+    kernels again from this form, so they are exercised on every model, and
+    with a fusion switched off the primitive graph is what gets lowered.
+    `softmax` and `layer_norm` are kept: each is already one kernel. Other ops
+    are left alone.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::tensor::TensorDialect"];

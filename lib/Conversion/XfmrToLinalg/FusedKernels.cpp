@@ -72,9 +72,27 @@ Value lowering::buildLayerNormRows(OpBuilder &b, Location loc, Value rows, Value
                               return arith::DivFOp::create(nb, l, args[0], width);
                             });
   };
-  // Two-pass mean and centred variance: stable for rows with a large mean.
-  Value mean = divideByWidth(
-      reduceRows(b, loc, rows, filledTensor(b, loc, vectorType, 0.0), firstArg, addValues));
+  // The mean is summed relative to each row's first element and the variance
+  // around the mean, so rows with a large mean lose no precision.
+  Value shift = reshapeTensor(
+      b, loc,
+      tensor::ExtractSliceOp::create(
+          b, loc, RankedTensorType::get({type.getDimSize(0), 1}, elementType), rows,
+          ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(type.getDimSize(0)), b.getIndexAttr(1)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)}),
+      vectorType);
+  Value shiftedSum = reduceRows(b, loc, ValueRange{rows, shift},
+                                filledTensor(b, loc, vectorType, 0.0),
+                                [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                                  return arith::SubFOp::create(nb, l, args[0], args[1]);
+                                },
+                                addValues);
+  Value mean = broadcastGeneric(b, loc, vectorType, ValueRange{shiftedSum, shift},
+                                [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                                  return arith::AddFOp::create(
+                                      nb, l, args[1], arith::DivFOp::create(nb, l, args[0], width));
+                                });
   Value variance = divideByWidth(reduceRows(
       b, loc, ValueRange{rows, mean}, filledTensor(b, loc, vectorType, 0.0),
       [](OpBuilder &nb, Location l, ValueRange args) -> Value {
@@ -259,16 +277,15 @@ public:
       llvm::append_range(shape, biasType.getShape());
       bias4d = reshapeTensor(b, loc, bias, RankedTensorType::get(shape, elementType));
     }
-    auto forall = scf::ForallOp::create(
-        b, loc, ArrayRef<OpFoldResult>{b.getIndexAttr(batch), b.getIndexAttr(heads),
-                                       b.getIndexAttr(seqQ / blockQ)},
-        init, std::nullopt, nullptr);
+    SmallVector<OpFoldResult> upperBounds = {b.getIndexAttr(batch), b.getIndexAttr(heads),
+                                             b.getIndexAttr(seqQ / blockQ)};
+    auto forall = scf::ForallOp::create(b, loc, upperBounds, init, std::nullopt, nullptr);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(forall.getTerminator());
-    ValueRange ivs = forall.getInductionVars();
-    Value tile = buildQueryBlock(b, loc, ivs[0], ivs[1], ivs[2]);
-    b.setInsertionPointToStart(forall.getTerminator().getBody());
+    SmallVector<Value> ivs = forall.getInductionVars();
     Value qStart = scaled(b, loc, ivs[2], blockQ);
+    Value tile = buildQueryBlock(b, loc, ivs[0], ivs[1], qStart);
+    b.setInsertionPointToStart(forall.getTerminator().getBody());
     auto [offsets, sizes] = tileGeometry(b, ivs[0], ivs[1], qStart, blockQ);
     tensor::ParallelInsertSliceOp::create(b, loc, tile, forall.getRegionIterArgs()[0], offsets,
                                           sizes, unitStrides(b));
@@ -390,8 +407,7 @@ private:
 
   /// The online-softmax loop over key blocks for one query block; returns
   /// the normalised [blockQ, head_dim] output tile.
-  Value buildQueryBlock(OpBuilder &b, Location loc, Value batchIv, Value head, Value qb) {
-    Value qStart = scaled(b, loc, qb, blockQ);
+  Value buildQueryBlock(OpBuilder &b, Location loc, Value batchIv, Value head, Value qStart) {
     Value qTile = extractTile(b, loc, adaptor.getQuery(), batchIv, head, qStart, blockQ);
     auto rowType = RankedTensorType::get({blockQ}, elementType);
     auto accType = RankedTensorType::get({blockQ, headDim}, elementType);
@@ -436,7 +452,14 @@ private:
           Value newAcc = linalg::MatmulOp::create(nb, l, accType, ValueRange{probs, vTile},
                                                   rescale(acc))
                              .getResult(0);
-          scf::YieldOp::create(nb, l, ValueRange{newMax, newSum, newAcc});
+          // Write the new state back over the loop-carried tiles so that the
+          // loop bufferizes in place (no allocation per iteration).
+          auto overwrite = [&](Value value, Value carried) {
+            return linalg::CopyOp::create(nb, l, value, carried).getResult(0);
+          };
+          scf::YieldOp::create(nb, l,
+                               ValueRange{overwrite(newMax, runningMax),
+                                          overwrite(newSum, runningSum), overwrite(newAcc, acc)});
         });
     Value sum = loop.getResult(1), acc = loop.getResult(2);
     return broadcastGeneric(b, loc, accType, ValueRange{acc, asColumn(b, loc, sum)},

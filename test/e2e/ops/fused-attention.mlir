@@ -1,0 +1,40 @@
+// fused_attention against softmax(q k^T * scale + mask) v in float64, several
+// key blocks per query block, every mask kind, and rows whose keys are all
+// masked (which must give 0, not NaN).
+// REQUIRES: torch
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: %python %testlib/ops.py generate attention %t/inputs.safetensors
+// RUN: xfmrc %s -o %t/model
+// RUN: %t/model --inputs=%t/inputs.safetensors --output=%t/outputs.safetensors
+// RUN: %python %testlib/ops.py check attention %t/inputs.safetensors %t/outputs.safetensors | FileCheck %s
+// CHECK: PASS: causal_padding
+// CHECK: PASS: cross_bias
+// CHECK: PASS: causal_offset
+// CHECK: PASS: fully_masked
+// CHECK: PASS: large_scores
+
+func.func @forward(
+    %q: tensor<2x96x3x16xf32> {xfmr.input = "q"}, %k: tensor<2x96x3x16xf32> {xfmr.input = "k"},
+    %v: tensor<2x96x3x16xf32> {xfmr.input = "v"}, %pad: tensor<2x96xi1> {xfmr.input = "pad"},
+    %cq: tensor<2x3x40x8xf32> {xfmr.input = "cq"}, %ck: tensor<2x3x72x8xf32> {xfmr.input = "ck"},
+    %cv: tensor<2x3x72x8xf32> {xfmr.input = "cv"}, %cbias: tensor<2x1x40x72xf32> {xfmr.input = "cbias"},
+    %oq: tensor<1x2x24x8xf32> {xfmr.input = "oq"}, %ok: tensor<1x2x64x8xf32> {xfmr.input = "ok"},
+    %ov: tensor<1x2x64x8xf32> {xfmr.input = "ov"}, %dead: tensor<1x64xi1> {xfmr.input = "dead"},
+    %lq: tensor<1x16x1x8xf32> {xfmr.input = "lq"})
+    -> (tensor<2x96x3x16xf32> {xfmr.output = "causal_padding"},
+        tensor<2x3x40x8xf32> {xfmr.output = "cross_bias"},
+        tensor<1x2x24x8xf32> {xfmr.output = "causal_offset"},
+        tensor<1x2x24x8xf32> {xfmr.output = "fully_masked"},
+        tensor<1x16x1x8xf32> {xfmr.output = "large_scores"}) {
+  %a = xfmr.fused_attention %q, %k, %v padding_mask(%pad) {causal, scale = 0.25 : f64}
+       : (tensor<2x96x3x16xf32>, tensor<2x96x3x16xf32>, tensor<2x96x3x16xf32>, tensor<2x96xi1>) -> tensor<2x96x3x16xf32>
+  %b = xfmr.fused_attention %cq, %ck, %cv attn_bias(%cbias) {scale = 0.35355339 : f64, layout = #xfmr.layout<bhsd>}
+       : (tensor<2x3x40x8xf32>, tensor<2x3x72x8xf32>, tensor<2x3x72x8xf32>, tensor<2x1x40x72xf32>) -> tensor<2x3x40x8xf32>
+  %c = xfmr.fused_attention %oq, %ok, %ov {causal, scale = 0.35355339 : f64, layout = #xfmr.layout<bhsd>}
+       : (tensor<1x2x24x8xf32>, tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>) -> tensor<1x2x24x8xf32>
+  %d = xfmr.fused_attention %oq, %ok, %ov padding_mask(%dead) {scale = 0.35355339 : f64, layout = #xfmr.layout<bhsd>}
+       : (tensor<1x2x24x8xf32>, tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>, tensor<1x64xi1>) -> tensor<1x2x24x8xf32>
+  %e = xfmr.fused_attention %lq, %lq, %lq {causal, scale = 1.0 : f64}
+       : (tensor<1x16x1x8xf32>, tensor<1x16x1x8xf32>, tensor<1x16x1x8xf32>) -> tensor<1x16x1x8xf32>
+  return %a, %b, %c, %d, %e : tensor<2x96x3x16xf32>, tensor<2x3x40x8xf32>, tensor<1x2x24x8xf32>, tensor<1x2x24x8xf32>, tensor<1x16x1x8xf32>
+}

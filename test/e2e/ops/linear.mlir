@@ -1,0 +1,37 @@
+// linear and fused_linear (every activation, bias, residual, both weight
+// layouts) and the primitive matmul with broadcast batch dimensions.
+// REQUIRES: torch
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: %python %testlib/ops.py generate linear %t/inputs.safetensors
+// RUN: xfmrc %s -o %t/model
+// RUN: %t/model --inputs=%t/inputs.safetensors --output=%t/outputs.safetensors
+// RUN: %python %testlib/ops.py check linear %t/inputs.safetensors %t/outputs.safetensors | FileCheck %s
+// CHECK: PASS: linear_bias
+// CHECK: PASS: linear_nk
+// CHECK: PASS: fused_relu
+// CHECK: PASS: fused_gelu
+// CHECK: PASS: fused_gelu_tanh_residual
+// CHECK: PASS: fused_none_nk
+// CHECK: PASS: matmul_broadcast
+// CHECK: PASS: matmul_transposed
+
+func.func @forward(%x: tensor<3x5x24xf32> {xfmr.input = "x"}, %w: tensor<24x36xf32> {xfmr.input = "w"},
+                   %wt: tensor<36x24xf32> {xfmr.input = "wt"}, %bias: tensor<36xf32> {xfmr.input = "bias"},
+                   %res: tensor<3x5x36xf32> {xfmr.input = "res"},
+                   %a: tensor<2x1x5x4xf32> {xfmr.input = "a"}, %m: tensor<3x4x6xf32> {xfmr.input = "m"},
+                   %n: tensor<2x3x6x4xf32> {xfmr.input = "n"})
+    -> (tensor<3x5x36xf32> {xfmr.output = "linear_bias"}, tensor<3x5x36xf32> {xfmr.output = "linear_nk"},
+        tensor<3x5x36xf32> {xfmr.output = "fused_relu"}, tensor<3x5x36xf32> {xfmr.output = "fused_gelu"},
+        tensor<3x5x36xf32> {xfmr.output = "fused_gelu_tanh_residual"}, tensor<3x5x36xf32> {xfmr.output = "fused_none_nk"},
+        tensor<2x3x5x6xf32> {xfmr.output = "matmul_broadcast"}, tensor<2x3x5x6xf32> {xfmr.output = "matmul_transposed"}) {
+  %0 = xfmr.linear %x, %w, %bias : (tensor<3x5x24xf32>, tensor<24x36xf32>, tensor<36xf32>) -> tensor<3x5x36xf32>
+  %1 = xfmr.linear %x, %wt {transpose_weight} : (tensor<3x5x24xf32>, tensor<36x24xf32>) -> tensor<3x5x36xf32>
+  %2 = xfmr.fused_linear %x, %w bias(%bias) {activation = #xfmr.activation<relu>} : (tensor<3x5x24xf32>, tensor<24x36xf32>, tensor<36xf32>) -> tensor<3x5x36xf32>
+  %3 = xfmr.fused_linear %x, %w bias(%bias) {activation = #xfmr.activation<gelu>} : (tensor<3x5x24xf32>, tensor<24x36xf32>, tensor<36xf32>) -> tensor<3x5x36xf32>
+  %4 = xfmr.fused_linear %x, %w bias(%bias) residual(%res) {activation = #xfmr.activation<gelu_tanh>}
+       : (tensor<3x5x24xf32>, tensor<24x36xf32>, tensor<36xf32>, tensor<3x5x36xf32>) -> tensor<3x5x36xf32>
+  %5 = xfmr.fused_linear %x, %wt residual(%res) {transpose_weight} : (tensor<3x5x24xf32>, tensor<36x24xf32>, tensor<3x5x36xf32>) -> tensor<3x5x36xf32>
+  %6 = xfmr.matmul %a, %m : (tensor<2x1x5x4xf32>, tensor<3x4x6xf32>) -> tensor<2x3x5x6xf32>
+  %7 = xfmr.matmul %a, %n {transpose_rhs} : (tensor<2x1x5x4xf32>, tensor<2x3x6x4xf32>) -> tensor<2x3x5x6xf32>
+  return %0, %1, %2, %3, %4, %5, %6, %7 : tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<2x3x5x6xf32>, tensor<2x3x5x6xf32>
+}

@@ -1,0 +1,30 @@
+// softmax, layer_norm and fused_add_layer_norm in float64 PyTorch terms, on
+// rows that break naive formulas: logits of +-1e4, an all -inf row, and
+// layer-norm rows with a mean of 1e3.
+// REQUIRES: torch
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: %python %testlib/ops.py generate normalization %t/inputs.safetensors
+// RUN: xfmrc %s -o %t/model
+// RUN: %t/model --inputs=%t/inputs.safetensors --output=%t/outputs.safetensors
+// RUN: %python %testlib/ops.py check normalization %t/inputs.safetensors %t/outputs.safetensors | FileCheck %s
+// CHECK: PASS: softmax_last
+// CHECK: PASS: softmax_first
+// CHECK: PASS: layer_norm
+// CHECK: PASS: layer_norm_plain
+// CHECK: PASS: add_ln_sum
+// CHECK: PASS: add_ln
+
+func.func @forward(%x: tensor<6x50xf32> {xfmr.input = "x"}, %y: tensor<5x3x7xf32> {xfmr.input = "y"},
+                   %h: tensor<4x9x40xf32> {xfmr.input = "h"}, %r: tensor<4x9x40xf32> {xfmr.input = "r"},
+                   %g: tensor<40xf32> {xfmr.input = "g"}, %b: tensor<40xf32> {xfmr.input = "b"})
+    -> (tensor<6x50xf32> {xfmr.output = "softmax_last"}, tensor<5x3x7xf32> {xfmr.output = "softmax_first"},
+        tensor<4x9x40xf32> {xfmr.output = "layer_norm"}, tensor<4x9x40xf32> {xfmr.output = "layer_norm_plain"},
+        tensor<4x9x40xf32> {xfmr.output = "add_ln_sum"}, tensor<4x9x40xf32> {xfmr.output = "add_ln"}) {
+  %s0 = xfmr.softmax %x : tensor<6x50xf32>
+  %s1 = xfmr.softmax %y {axis = 0} : tensor<5x3x7xf32>
+  %l0 = xfmr.layer_norm %h, %g, %b {epsilon = 1.0e-5 : f64} : (tensor<4x9x40xf32>, tensor<40xf32>, tensor<40xf32>) -> tensor<4x9x40xf32>
+  %l1 = xfmr.layer_norm %h {epsilon = 1.0e-3 : f64} : (tensor<4x9x40xf32>) -> tensor<4x9x40xf32>
+  %sum, %l2 = xfmr.fused_add_layer_norm %h, %r, %g, %b {epsilon = 1.0e-5 : f64}
+      : (tensor<4x9x40xf32>, tensor<4x9x40xf32>, tensor<40xf32>, tensor<40xf32>) -> (tensor<4x9x40xf32>, tensor<4x9x40xf32>)
+  return %s0, %s1, %l0, %l1, %sum, %l2 : tensor<6x50xf32>, tensor<5x3x7xf32>, tensor<4x9x40xf32>, tensor<4x9x40xf32>, tensor<4x9x40xf32>, tensor<4x9x40xf32>
+}

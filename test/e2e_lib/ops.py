@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Inputs and float64 PyTorch references for the per-op tests in test/e2e/ops.
+
+  ops.py generate CASE inputs.safetensors
+  ops.py check CASE inputs.safetensors outputs.safetensors
+
+Each case matches one .mlir file: `generate` writes random inputs under the
+argument names the file uses, `check` recomputes every output from them and
+prints one PASS/FAIL line per output: max |xfmr - torch| <= tol * max(1, max |torch|).
+"""
+
+import math
+import sys
+
+import numpy as np
+import torch
+
+import safetensors_io
+
+torch.set_num_threads(2)
+F64 = torch.float64
+RNG = np.random.default_rng(1234)
+
+
+def randn(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype(np.float32)
+
+
+def t(array):
+    return torch.tensor(np.asarray(array)).to(F64) if np.asarray(array).dtype.kind == "f" \
+        else torch.tensor(np.asarray(array))
+
+
+def attention_reference(q, k, v, scale, keep=None, bias=None, layout="bshd"):
+    """softmax(q k^T * scale + bias, masked) v in [B, H, S, D]; rows with no
+    visible key are 0."""
+    if layout == "bshd":
+        q, k, v = (x.transpose(1, 2) for x in (q, k, v))
+    scores = q @ k.transpose(-1, -2) * scale
+    if bias is not None:
+        scores = scores + bias
+    if keep is not None:
+        scores = scores.masked_fill(~keep, float("-inf"))
+    visible = torch.isfinite(scores).any(dim=-1, keepdim=True)
+    probs = torch.softmax(torch.where(visible, scores, torch.zeros_like(scores)), dim=-1)
+    out = torch.where(visible, probs, torch.zeros_like(probs)) @ v
+    return out.transpose(1, 2) if layout == "bshd" else out
+
+
+def causal_keep(sq, sk):
+    i = torch.arange(sq)[:, None]
+    j = torch.arange(sk)[None, :]
+    return j <= i + (sk - sq)
+
+
+# --------------------------------------------------------------------------
+
+def gen_attention():
+    pad = np.ones((2, 96), dtype=np.bool_)
+    pad[1, 70:] = False
+    dead = np.ones((1, 64), dtype=np.bool_)
+    dead[0, :] = False
+    return dict(q=randn(2, 96, 3, 16), k=randn(2, 96, 3, 16), v=randn(2, 96, 3, 16), pad=pad,
+                cq=randn(2, 3, 40, 8), ck=randn(2, 3, 72, 8), cv=randn(2, 3, 72, 8),
+                cbias=randn(2, 1, 40, 72),
+                oq=randn(1, 2, 24, 8), ok=randn(1, 2, 64, 8), ov=randn(1, 2, 64, 8), dead=dead,
+                lq=randn(1, 16, 1, 8, scale=30.0))
+
+
+def ref_attention(x):
+    keep = t(x["pad"])[:, None, None, :] & causal_keep(96, 96)
+    return dict(
+        causal_padding=attention_reference(t(x["q"]), t(x["k"]), t(x["v"]), 0.25, keep=keep),
+        cross_bias=attention_reference(t(x["cq"]), t(x["ck"]), t(x["cv"]), 0.35355339,
+                                       bias=t(x["cbias"]), layout="bhsd"),
+        causal_offset=attention_reference(t(x["oq"]), t(x["ok"]), t(x["ov"]), 0.35355339,
+                                          keep=causal_keep(24, 64), layout="bhsd"),
+        fully_masked=attention_reference(t(x["oq"]), t(x["ok"]), t(x["ov"]), 0.35355339,
+                                         keep=t(x["dead"])[:, None, None, :], layout="bhsd"),
+        large_scores=attention_reference(t(x["lq"]), t(x["lq"]), t(x["lq"]), 1.0,
+                                         keep=causal_keep(16, 16)))
+
+
+def gen_normalization():
+    x = randn(6, 50, scale=3.0)
+    x[0] *= 1e4 / np.abs(x[0]).max()  # logits of +-1e4
+    x[1, :] = -np.inf                 # nothing visible: 0, not NaN
+    x[2, 10:] = -np.inf
+    h = randn(4, 9, 40) + 1e3 * np.float32(1.0)  # large mean
+    h[1] = randn(9, 40, scale=1e-2)
+    return dict(x=x, y=randn(5, 3, 7, scale=5.0), h=h.astype(np.float32), r=randn(4, 9, 40),
+                g=1.0 + randn(40, scale=0.1), b=randn(40, scale=0.1))
+
+
+def ref_normalization(x):
+    def softmax(v, dim):
+        out = torch.softmax(v, dim=dim)
+        return torch.nan_to_num(out, nan=0.0)
+
+    h, g, b = t(x["h"]), t(x["g"]), t(x["b"])
+    ln = lambda v, w, c, eps: torch.nn.functional.layer_norm(v, (40,), w, c, eps)
+    s = h + t(x["r"])
+    return dict(softmax_last=softmax(t(x["x"]), -1), softmax_first=softmax(t(x["y"]), 0),
+                layer_norm=ln(h, g, b, 1e-5), layer_norm_plain=ln(h, None, None, 1e-3),
+                add_ln_sum=s, add_ln=ln(s, g, b, 1e-5))
+
+
+def gen_linear():
+    return dict(x=randn(3, 5, 24), w=randn(24, 36, scale=0.3), wt=randn(36, 24, scale=0.3),
+                bias=randn(36, scale=0.5), res=randn(3, 5, 36), a=randn(2, 1, 5, 4),
+                m=randn(3, 4, 6), n=randn(2, 3, 6, 4))
+
+
+def ref_linear(x):
+    X, W, WT, B, R = (t(x[k]) for k in ("x", "w", "wt", "bias", "res"))
+    gelu = torch.nn.functional.gelu
+    return dict(linear_bias=X @ W + B, linear_nk=X @ WT.T, fused_relu=torch.relu(X @ W + B),
+                fused_gelu=gelu(X @ W + B),
+                fused_gelu_tanh_residual=gelu(X @ W + B, approximate="tanh") + R,
+                fused_none_nk=X @ WT.T + R,
+                matmul_broadcast=t(x["a"]) @ t(x["m"]),
+                matmul_transposed=t(x["a"]) @ t(x["n"]).transpose(-1, -2))
+
+
+def gen_elementwise():
+    targets = RNG.integers(0, 50, (3, 7)).astype(np.int32)
+    targets[0, :3] = 3  # ignore_index
+    return dict(ids=RNG.integers(0, 50, (3, 7)).astype(np.int32), table=randn(50, 16),
+                pos=randn(12, 16), x=randn(4, 6, 10, scale=2.0), y=randn(6, 1),
+                s=randn(2, 5, 5), logits=randn(3, 7, 50, scale=3.0), targets=targets,
+                none=np.full((2, 3), -1, dtype=np.int32))
+
+
+def ref_elementwise(x):
+    e = t(x["table"])[t(x["ids"]).long()] * 4.0
+    position = torch.arange(7, dtype=F64)[:, None]
+    div = torch.exp(torch.arange(0, 16, 2, dtype=F64) * (-math.log(10000.0) / 16))
+    pe = torch.zeros(7, 16, dtype=F64)
+    pe[:, 0::2] = torch.sin(position * div)
+    pe[:, 1::2] = torch.cos(position * div)
+    X, Y = t(x["x"]), t(x["y"])
+    arith = torch.maximum((X - Y) * X / (Y.abs() + 1.0), X)
+    select = torch.where(causal_keep(5, 5), t(x["s"]), torch.tensor(-3.0, dtype=F64))
+    ce = torch.nn.functional.cross_entropy(t(x["logits"]).reshape(-1, 50),
+                                           t(x["targets"]).long().reshape(-1), ignore_index=3)
+    gelu = torch.nn.functional.gelu
+    return dict(embed=e, sinusoidal=e + pe, learned=e + t(x["pos"])[:7], gelu=gelu(X),
+                gelu_tanh=gelu(X, approximate="tanh"), relu=torch.relu(X), dropout=X,
+                arith=arith, select_causal=select, reduce_max=X.amax(1, keepdim=True),
+                reduce_mean=X.mean(2, keepdim=True), reduce_sum=X.sum(0, keepdim=True),
+                transpose_reshape=X.transpose(0, 1).reshape(6, 40), cross_entropy=ce,
+                cross_entropy_ignored=torch.tensor(0.0, dtype=F64))
+
+
+CASES = {"attention": (gen_attention, ref_attention),
+         "normalization": (gen_normalization, ref_normalization),
+         "linear": (gen_linear, ref_linear),
+         "elementwise": (gen_elementwise, ref_elementwise)}
+TOLERANCE = 2e-5
+
+
+def main():
+    command, case = sys.argv[1], sys.argv[2]
+    generate, reference = CASES[case]
+    if command == "generate":
+        safetensors_io.write(sys.argv[3], generate())
+        return 0
+    inputs = safetensors_io.read(sys.argv[3])
+    outputs = safetensors_io.read(sys.argv[4])
+    failed = False
+    for name, want in reference(inputs).items():
+        want = want.numpy()
+        got = outputs[name]
+        if got.shape != want.shape:
+            print(f"FAIL: {name}: shape {got.shape}, expected {want.shape}")
+            failed = True
+            continue
+        if not np.all(np.isfinite(got)):
+            print(f"FAIL: {name}: non-finite values")
+            failed = True
+            continue
+        error = float(np.max(np.abs(got - want))) if want.size else 0.0
+        scale = max(1.0, float(np.max(np.abs(want))) if want.size else 0.0)
+        ok = error <= TOLERANCE * scale
+        failed |= not ok
+        print(f"{'PASS' if ok else 'FAIL'}: {name}: max error {error:.2e} "
+              f"(scale {scale:.2e}, tolerance {TOLERANCE:g})")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

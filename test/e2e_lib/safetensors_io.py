@@ -1,0 +1,44 @@
+"""Minimal safetensors reader and writer on numpy (no dependency on the
+safetensors package), used by the test oracles."""
+
+import json
+import struct
+
+import numpy as np
+
+_DTYPES = {"F32": np.float32, "F64": np.float64, "I32": np.int32, "I64": np.int64,
+           "BOOL": np.bool_, "U8": np.uint8}
+_NAMES = {np.dtype(v): k for k, v in _DTYPES.items()}
+
+
+def write(path, tensors):
+    header, offset, blobs = {}, 0, []
+    for name, array in tensors.items():
+        array = np.ascontiguousarray(array)
+        header[name] = {"dtype": _NAMES[array.dtype], "shape": list(array.shape),
+                        "data_offsets": [offset, offset + array.nbytes]}
+        offset += array.nbytes
+        blobs.append(array.tobytes())
+    text = json.dumps(header).encode()
+    text += b" " * ((8 - (8 + len(text)) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for blob in blobs:
+            f.write(blob)
+
+
+def read(path):
+    with open(path, "rb") as f:
+        data = f.read()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + length])
+    base = 8 + length
+    tensors = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = entry["data_offsets"]
+        array = np.frombuffer(data[base + begin:base + end], dtype=_DTYPES[entry["dtype"]])
+        tensors[name] = array.reshape(entry["shape"])
+    return tensors
