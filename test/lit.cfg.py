@@ -16,7 +16,7 @@ llvm_config.with_system_environment(["HOME", "TMPDIR", "OMP_NUM_THREADS"])
 llvm_config.use_default_substitutions()
 
 tool_dirs = [config.xfmr_tools_dir, config.llvm_tools_dir]
-llvm_config.add_tool_substitutions(["xfmr-opt", "xfmrc", "xfmr-gen-weights"], tool_dirs)
+llvm_config.add_tool_substitutions(["xfmr-opt", "xfmrc"], tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.with_environment("PATH", config.xfmr_tools_dir, append_path=True)
 
@@ -24,6 +24,13 @@ llvm_config.with_environment("PATH", config.xfmr_tools_dir, append_path=True)
 # which a pyenv python3 earlier on PATH would not see.
 config.substitutions.append(("%python", "/usr/bin/python3"))
 config.substitutions.append(("%testlib", os.path.join(config.test_source_root, "e2e_lib")))
+# Building a C program against a compiled model and the runtime library.
+config.substitutions.append(("%cc", config.c_compiler))
+config.substitutions.append(("%xfmr_include", os.path.join(config.xfmr_src_root, "include")))
+config.substitutions.append(("%xfmr_examples", os.path.join(config.xfmr_src_root, "examples")))
+config.substitutions.append(("%xfmr_runtime_libs",
+    "%s/lib/libxfmr_runtime.a -lstdc++ -lm -L%s -lomp -Wl,-rpath,%s"
+    % (config.xfmr_obj_root, config.openmp_lib_dir, config.openmp_lib_dir)))
 try:
     import subprocess
     subprocess.run(["/usr/bin/python3", "-c", "import torch"], check=True,

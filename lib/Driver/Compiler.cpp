@@ -13,6 +13,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/LLVMContext.h"
@@ -67,10 +68,9 @@ public:
         context(context) {}
   ~DiagnosticCollector() { context.getDiagEngine().eraseHandler(handler); }
   llvm::Error error(const Twine &what) {
-    std::string text = what.str();
-    for (const std::string &message : messages)
-      text += "\n" + message;
-    return llvm::createStringError(text);
+    if (messages.empty())
+      return llvm::createStringError(what);
+    return llvm::make_error<LocatedDiagnosticsError>(llvm::join(messages, "\n"));
   }
 
 private:

@@ -18,6 +18,8 @@
 using namespace mlir;
 using namespace xfmr;
 
+char LocatedDiagnosticsError::ID = 0;
+
 namespace {
 
 std::string dtypeName(Type type) {
@@ -50,12 +52,8 @@ int64_t vocabularyOf(Value arg) {
   return vocab;
 }
 
-llvm::Error signatureError(func::FuncOp func, const Twine &message) {
-  std::string location;
-  llvm::raw_string_ostream os(location);
-  func.getLoc().print(os);
-  return llvm::createStringError(location + ": @" + func.getName().str() + ": " +
-                                 message.str());
+LogicalResult signatureError(func::FuncOp func, const Twine &message) {
+  return func.emitError() << "@" << func.getName() << ": " << message;
 }
 
 llvm::Expected<func::FuncOp> findEntry(ModuleOp module, StringRef requested, StringRef path) {
@@ -74,14 +72,14 @@ llvm::Expected<func::FuncOp> findEntry(ModuleOp module, StringRef requested, Str
                                  " public functions; choose one with --entry");
 }
 
-llvm::Error describeEntry(func::FuncOp func, ModelSignature &signature) {
+LogicalResult describeEntry(func::FuncOp func, ModelSignature &signature) {
   llvm::StringSet<> names;
-  auto addName = [&](StringRef name) -> llvm::Error {
+  auto addName = [&](StringRef name) -> LogicalResult {
     if (name.empty())
       return signatureError(func, "argument names must not be empty");
     if (!names.insert(name).second)
       return signatureError(func, "two arguments are named '" + name + "'");
-    return llvm::Error::success();
+    return success();
   };
   for (BlockArgument arg : func.getArguments()) {
     unsigned index = arg.getArgNumber();
@@ -105,8 +103,8 @@ llvm::Error describeEntry(func::FuncOp func, ModelSignature &signature) {
       return signatureError(func, "weight '" + argument.name + "' must be f32");
     if (input)
       argument.vocabSize = vocabularyOf(arg);
-    if (llvm::Error error = addName(argument.name))
-      return error;
+    if (failed(addName(argument.name)))
+      return failure();
     signature.arguments.push_back(std::move(argument));
   }
   for (auto [index, type] : llvm::enumerate(func.getResultTypes())) {
@@ -120,14 +118,14 @@ llvm::Error describeEntry(func::FuncOp func, ModelSignature &signature) {
     argument.name = name ? name.getValue().str() : "output" + std::to_string(index);
     argument.dtype = dtypeName(tensor.getElementType());
     argument.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
-    if (llvm::Error error = addName(argument.name))
-      return error;
+    if (failed(addName(argument.name)))
+      return failure();
     signature.arguments.push_back(std::move(argument));
   }
   if (func.getNumResults() == 0)
     return signatureError(func, "the entry function returns nothing");
   signature.entryName = func.getName().str();
-  return llvm::Error::success();
+  return success();
 }
 
 /// Prints diagnostics as `file:line:col: error: ...` while parsing and
@@ -140,7 +138,9 @@ public:
     std::string text = stream.str();
     while (!text.empty() && text.back() == '\n')
       text.pop_back();
-    return llvm::createStringError(text.empty() ? fallback.str() : text);
+    if (text.empty())
+      return llvm::createStringError(fallback);
+    return llvm::make_error<LocatedDiagnosticsError>(text);
   }
 
 private:
@@ -183,8 +183,8 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options, ModelSignat
   auto entry = findEntry(*module, options.entry, path);
   if (!entry)
     return entry.takeError();
-  if (llvm::Error error = describeEntry(*entry, signature))
-    return std::move(error);
+  if (failed(describeEntry(*entry, signature)))
+    return diagnostics.error(path + ": unusable entry function");
   return std::move(module);
 }
 
@@ -210,6 +210,30 @@ std::string xfmr::buildManifest(const ModelSignature &signature) {
   std::string text;
   llvm::raw_string_ostream(text) << llvm::json::Value(std::move(manifest));
   return text;
+}
+
+/// The xfmr_dtype enumerator (xfmr-rt/xfmr_runtime.h) of a safetensors dtype.
+static int dtypeEnum(StringRef dtype) {
+  static constexpr StringLiteral order[] = {"F32", "F64", "F16", "BF16", "I64",
+                                            "I32", "I16", "I8",  "U8",   "BOOL"};
+  return llvm::find(order, dtype) - std::begin(order);
+}
+
+/// `text` as a C string literal.
+static std::string cString(StringRef text) {
+  std::string literal = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\')
+      literal += '\\';
+    if (llvm::isPrint(c)) {
+      literal += c;
+      continue;
+    }
+    literal += '\\';
+    for (int shift : {6, 3, 0})
+      literal += static_cast<char>('0' + ((static_cast<unsigned char>(c) >> shift) & 7));
+  }
+  return literal + "\"";
 }
 
 static std::string cIdentifier(StringRef name) {
@@ -257,7 +281,8 @@ std::string xfmr::buildHeader(const ModelSignature &signature, StringRef prefix,
   static constexpr const char *kinds[] = {"input", "weight", "output"};
   for (auto [index, argument] : llvm::enumerate(signature.arguments)) {
     os << (index ? ",\n    " : "\n    ") << cType(argument) << cIdentifier(argument.name)
-       << " /* " << kinds[static_cast<int>(argument.kind)] << " '" << argument.name << "' "
+       << " /* " << kinds[static_cast<int>(argument.kind)] << " "
+       << cString(StringRef(argument.name).contains("*/") ? "?" : argument.name) << " "
        << argument.dtype << " [";
     llvm::interleaveComma(argument.shape, os);
     os << "]";
@@ -265,7 +290,39 @@ std::string xfmr::buildHeader(const ModelSignature &signature, StringRef prefix,
       os << ", ids in [0, " << argument.vocabSize << ")";
     os << " */";
   }
-  os << ");\n\n"
+  os << ");\n\n";
+
+  // Argument tables, so a caller can fill `args` of the packed call in a
+  // loop (load weights by name, size buffers by shape).
+  size_t maxRank = 1;
+  for (const ModelArgument &argument : signature.arguments)
+    maxRank = std::max(maxRank, argument.shape.size());
+  os << "#define " << upper << "_NUM_ARGS " << signature.arguments.size() << "\n"
+     << "#define " << upper << "_MAX_RANK " << maxRank << "\n"
+     << "enum { " << upper << "_INPUT = 0, " << upper << "_WEIGHT = 1, " << upper
+     << "_OUTPUT = 2 };\n"
+     << "static const char *const " << prefix << "_arg_names[] = {";
+  for (auto [index, argument] : llvm::enumerate(signature.arguments))
+    os << (index ? ", " : "") << cString(argument.name);
+  os << "};\nstatic const int " << prefix << "_arg_kinds[] = {";
+  for (auto [index, argument] : llvm::enumerate(signature.arguments))
+    os << (index ? ", " : "") << static_cast<int>(argument.kind);
+  os << "};\n/* Element types as xfmr_dtype values (xfmr-rt/xfmr_runtime.h). */\n"
+     << "static const int " << prefix << "_arg_dtypes[] = {";
+  for (auto [index, argument] : llvm::enumerate(signature.arguments))
+    os << (index ? ", " : "") << dtypeEnum(argument.dtype);
+  os << "};\nstatic const int " << prefix << "_arg_ranks[] = {";
+  for (auto [index, argument] : llvm::enumerate(signature.arguments))
+    os << (index ? ", " : "") << argument.shape.size();
+  os << "};\nstatic const int64_t " << prefix << "_arg_shapes[][" << maxRank << "] = {";
+  for (auto [index, argument] : llvm::enumerate(signature.arguments)) {
+    os << (index ? ", {" : "{");
+    llvm::interleaveComma(argument.shape, os);
+    if (argument.shape.empty())
+      os << "0";
+    os << "}";
+  }
+  os << "};\n\n"
      << "/* The same call with args[i] pointing at the i-th argument above. */\n"
      << "void " << prefix << "_forward_packed(void **args);\n\n"
      << "/* JSON description of the arguments: kind, name, dtype, shape, vocab_size. */\n"

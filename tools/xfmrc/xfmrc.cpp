@@ -89,7 +89,14 @@ int main(int argc, char **argv) {
   sys::path::append(libDir, "lib");
   options.runtimeLibraryDir = std::string(libDir);
 
-  if (Error error = xfmr::compileModel(options))
-    return fail(toString(std::move(error)));
-  return 0;
+  int status = 0;
+  handleAllErrors(
+      xfmr::compileModel(options),
+      [&](const xfmr::LocatedDiagnosticsError &diagnostics) {
+        diagnostics.log(errs());
+        errs() << "\n";
+        status = 1;
+      },
+      [&](const ErrorInfoBase &error) { status = fail(error.message()); });
+  return status;
 }

@@ -19,6 +19,19 @@
 
 namespace xfmr {
 
+/// Diagnostics that already carry their `file:line:col: error:` prefix;
+/// tools print them as they are.
+class LocatedDiagnosticsError : public llvm::ErrorInfo<LocatedDiagnosticsError> {
+public:
+  static char ID;
+  explicit LocatedDiagnosticsError(std::string text) : text(std::move(text)) {}
+  void log(llvm::raw_ostream &os) const override { os << text; }
+  std::error_code convertToErrorCode() const override { return llvm::inconvertibleErrorCode(); }
+
+private:
+  std::string text;
+};
+
 enum class EmitKind { Executable, Object, Header, Mlir, Llvm };
 
 struct CompileOptions {

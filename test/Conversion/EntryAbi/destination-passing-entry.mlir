@@ -1,0 +1,34 @@
+// RUN: xfmr-opt %s --xfmr-destination-passing-entry --split-input-file --verify-diagnostics | FileCheck %s
+
+// Tensors in, memrefs out: results become trailing caller-owned buffers and
+// keep their attributes.
+// CHECK-LABEL: func @forward
+// CHECK-SAME: (%[[X:.*]]: memref<2x4xf32> {xfmr.input = "x"}, %[[W:.*]]: memref<4xf32> {xfmr.param = "w"},
+// CHECK-SAME: %[[OUT:.*]]: memref<2x4xf32> {xfmr.output = "y"})
+// CHECK-SAME: attributes {xfmr.entry}
+// CHECK-DAG: %[[XT:.*]] = bufferization.to_tensor %[[X]] restrict : memref<2x4xf32> to tensor<2x4xf32>
+// CHECK-DAG: %[[WT:.*]] = bufferization.to_tensor %[[W]] restrict : memref<4xf32> to tensor<4xf32>
+// CHECK: %[[Y:.*]] = xfmr.add %[[XT]], %[[WT]]
+// CHECK: bufferization.materialize_in_destination %[[Y]] in restrict writable %[[OUT]] : (tensor<2x4xf32>, memref<2x4xf32>) -> ()
+// CHECK-NEXT: return{{$}}
+func.func @forward(%x: tensor<2x4xf32> {xfmr.input = "x"}, %w: tensor<4xf32> {xfmr.param = "w"})
+    -> (tensor<2x4xf32> {xfmr.output = "y"}) {
+  %y = xfmr.add %x, %w : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32>
+  return %y : tensor<2x4xf32>
+}
+
+// Negative: private functions keep their signature.
+// CHECK-LABEL: func private @helper
+// CHECK-SAME: (%{{.*}}: tensor<4xf32>) -> tensor<4xf32>
+// CHECK-NOT: xfmr.entry
+func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
+
+// -----
+
+// Negative: dynamic shapes have no fixed C ABI.
+// expected-error @+1 {{entry function arguments and results must be statically shaped tensors, got 'tensor<?xf32>'}}
+func.func @dynamic(%x: tensor<?xf32>) -> tensor<?xf32> {
+  return %x : tensor<?xf32>
+}

@@ -1,0 +1,239 @@
+// RUN: xfmr-opt %s --convert-xfmr-to-linalg --canonicalize --split-input-file | FileCheck %s
+
+// Broadcasting binary ops become one generic whose maps encode the broadcast.
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func @add_broadcast
+// CHECK: linalg.generic {indexing_maps = [#[[ID]], #[[ROW]], #[[ID]]], iterator_types = ["parallel", "parallel"]}
+// CHECK: arith.addf
+// CHECK-NOT: xfmr.
+func.func @add_broadcast(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf32> {
+  %r = xfmr.add %a, %b : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return %r : tensor<2x3xf32>
+}
+
+// -----
+
+// A shared 2-D weight: one GEMM over all rows (batch dims collapsed).
+// CHECK-LABEL: func @matmul_2d_weight
+// CHECK: %[[ROWS:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : tensor<2x5x8xf32> into tensor<10x8xf32>
+// CHECK: %[[P:.*]] = linalg.matmul indexing_maps = [{{.*}}] ins(%[[ROWS]], %{{.*}} : tensor<10x8xf32>, tensor<4x8xf32>)
+// CHECK: tensor.expand_shape %[[P]] {{\[}}[0, 1], [2]] output_shape [2, 5, 4]
+func.func @matmul_2d_weight(%x: tensor<2x5x8xf32>, %w: tensor<4x8xf32>) -> tensor<2x5x4xf32> {
+  %r = xfmr.matmul %x, %w {transpose_rhs} : (tensor<2x5x8xf32>, tensor<4x8xf32>) -> tensor<2x5x4xf32>
+  return %r : tensor<2x5x4xf32>
+}
+
+// -----
+
+// Batched with broadcast batch dims: a contraction generic.
+// CHECK-DAG: #[[LHS:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, 0, d2, d4)>
+// CHECK-DAG: #[[RHS:.*]] = affine_map<(d0, d1, d2, d3, d4) -> (d1, d4, d3)>
+// CHECK-LABEL: func @matmul_batched
+// CHECK: linalg.generic {indexing_maps = [#[[LHS]], #[[RHS]], #{{.*}}], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+func.func @matmul_batched(%a: tensor<2x1x5x4xf32>, %b: tensor<3x4x6xf32>) -> tensor<2x3x5x6xf32> {
+  %r = xfmr.matmul %a, %b : (tensor<2x1x5x4xf32>, tensor<3x4x6xf32>) -> tensor<2x3x5x6xf32>
+  return %r : tensor<2x3x5x6xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @shape_ops
+// CHECK: linalg.transpose ins(%{{.*}} : tensor<2x8xf32>) outs(%{{.*}} : tensor<8x2xf32>) permutation = [1, 0]
+// CHECK: tensor.expand_shape %{{.*}} {{\[}}[0, 1], [2]] output_shape [4, 2, 2] : tensor<8x2xf32> into tensor<4x2x2xf32>
+func.func @shape_ops(%x: tensor<2x8xf32>) -> tensor<4x2x2xf32> {
+  %t = xfmr.transpose %x {permutation = array<i64: 1, 0>} : (tensor<2x8xf32>) -> tensor<8x2xf32>
+  %r = xfmr.reshape %t : (tensor<8x2xf32>) -> tensor<4x2x2xf32>
+  return %r : tensor<4x2x2xf32>
+}
+
+// -----
+
+// Keepdim reductions: reduce, then reinsert the axis.
+// CHECK-LABEL: func @reduce_mean
+// CHECK: %[[R:.*]] = linalg.reduce ins(%{{.*}} : tensor<2x8xf32>) outs(%{{.*}} : tensor<2xf32>) dimensions = [1]
+// CHECK: arith.addf
+// CHECK: %[[M:.*]] = linalg.generic
+// CHECK: arith.divf %{{.*}}, %{{.*}} : f32
+// CHECK: tensor.expand_shape %[[M]] {{\[}}[0, 1]] output_shape [2, 1]
+func.func @reduce_mean(%x: tensor<2x8xf32>) -> tensor<2x1xf32> {
+  %r = xfmr.reduce %x {kind = #xfmr.reduce_kind<mean>} : (tensor<2x8xf32>) -> tensor<2x1xf32>
+  return %r : tensor<2x1xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @causal_mask
+// CHECK: linalg.generic
+// CHECK: %[[I:.*]] = linalg.index 0
+// CHECK: %[[J:.*]] = linalg.index 1
+// CHECK: %[[LIMIT:.*]] = arith.addi %[[I]], %c2
+// CHECK: arith.cmpi sle, %[[J]], %[[LIMIT]]
+func.func @causal_mask() -> tensor<4x6xi1> {
+  %m = xfmr.causal_mask : tensor<4x6xi1>
+  return %m : tensor<4x6xi1>
+}
+
+// -----
+
+// CHECK-LABEL: func @embedding
+// CHECK: linalg.generic
+// CHECK: %[[ROW:.*]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK: %[[COL:.*]] = linalg.index 2
+// CHECK: %[[V:.*]] = tensor.extract %{{.*}}[%[[ROW]], %[[COL]]] : tensor<10x8xf32>
+// CHECK: arith.mulf %[[V]], %cst
+func.func @embedding(%ids: tensor<2x3xi32>, %t: tensor<10x8xf32>) -> tensor<2x3x8xf32> {
+  %e = xfmr.embedding %ids, %t {scale = 2.0 : f64} : (tensor<2x3xi32>, tensor<10x8xf32>) -> tensor<2x3x8xf32>
+  return %e : tensor<2x3x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @positions
+// CHECK: math.exp
+// CHECK: math.cos
+// CHECK: math.sin
+// CHECK: tensor.extract_slice %{{.*}}[0, 0] [3, 8] [1, 1] : tensor<16x8xf32> to tensor<3x8xf32>
+func.func @positions(%x: tensor<2x3x8xf32>, %t: tensor<16x8xf32>) -> tensor<2x3x8xf32> {
+  %s = xfmr.sinusoidal_position_encoding %x : tensor<2x3x8xf32>
+  %l = xfmr.learned_position_encoding %s, %t : tensor<2x3x8xf32>, tensor<16x8xf32>
+  return %l : tensor<2x3x8xf32>
+}
+
+// -----
+
+// Activations; dropout is the identity.
+// CHECK-LABEL: func @activations
+// CHECK: math.erf
+// CHECK: math.tanh
+// CHECK: arith.maximumf
+// CHECK-NOT: xfmr.dropout
+func.func @activations(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %a = xfmr.gelu %x : tensor<8xf32>
+  %b = xfmr.gelu %a {approximate = #xfmr.gelu_approximation<tanh>} : tensor<8xf32>
+  %c = xfmr.relu %b : tensor<8xf32>
+  %d = xfmr.dropout %c {rate = 0.1 : f64} : tensor<8xf32>
+  return %d : tensor<8xf32>
+}
+
+// -----
+
+// The fused softmax: max, exp with the -inf row guard, sum, guarded divide.
+// CHECK-LABEL: func @softmax
+// CHECK: linalg.reduce
+// CHECK: arith.maximumf
+// CHECK: linalg.generic
+// CHECK: arith.cmpf oeq, %{{.*}}, %[[NINF:.*]] : f32
+// CHECK: math.exp
+// CHECK: linalg.reduce
+// CHECK: arith.addf
+// CHECK: linalg.generic
+// CHECK: arith.divf
+// CHECK: arith.select
+func.func @softmax(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %s = xfmr.softmax %x : tensor<2x8xf32>
+  return %s : tensor<2x8xf32>
+}
+
+// -----
+
+// Add + layer norm over rows: shifted mean, centred variance, one normalize.
+// CHECK-LABEL: func @add_layer_norm
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<2x8xf32>, tensor<2x8xf32>)
+// CHECK: arith.addf
+// CHECK: tensor.extract_slice %[[SUM]][0, 0] [2, 1] [1, 1]
+// CHECK: iterator_types = ["parallel", "reduction"]
+// CHECK: arith.subf
+// CHECK: iterator_types = ["parallel", "reduction"]
+// CHECK: arith.mulf
+// CHECK: math.rsqrt
+// CHECK: return %[[SUM]],
+func.func @add_layer_norm(%x: tensor<2x8xf32>, %r: tensor<2x8xf32>, %g: tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  %sum, %n = xfmr.fused_add_layer_norm %x, %r, %g, %g : (tensor<2x8xf32>, tensor<2x8xf32>, tensor<8xf32>, tensor<8xf32>) -> (tensor<2x8xf32>, tensor<2x8xf32>)
+  return %sum, %n : tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+// The epilogue is one generic over the GEMM's result: bias, GELU, residual.
+// CHECK-LABEL: func @fused_linear
+// CHECK: %[[P:.*]] = linalg.matmul
+// CHECK: linalg.generic {{.*}} ins(%[[P]], %{{.*}}, %{{.*}} : tensor<6x16xf32>, tensor<16xf32>, tensor<6x16xf32>)
+// CHECK: arith.addf
+// CHECK: math.tanh
+// CHECK: %[[HALF:.*]] = arith.mulf
+// CHECK-NEXT: %[[ACT:.*]] = arith.mulf %[[HALF]]
+// CHECK-NEXT: %[[OUT:.*]] = arith.addf %[[ACT]], %{{.*}} : f32
+// CHECK-NEXT: linalg.yield %[[OUT]]
+func.func @fused_linear(%x: tensor<2x3x8xf32>, %w: tensor<8x16xf32>, %b: tensor<16xf32>, %r: tensor<2x3x16xf32>) -> tensor<2x3x16xf32> {
+  %y = xfmr.fused_linear %x, %w bias(%b) residual(%r) {activation = #xfmr.activation<gelu_tanh>}
+       : (tensor<2x3x8xf32>, tensor<8x16xf32>, tensor<16xf32>, tensor<2x3x16xf32>) -> tensor<2x3x16xf32>
+  return %y : tensor<2x3x16xf32>
+}
+
+// -----
+
+// Attention is one loop nest: a forall over (batch, heads, query blocks)
+// around a loop over key blocks carrying the running max, sum and output;
+// causal query blocks stop at the diagonal; no [seq_q, seq_k] tensor exists.
+// CHECK-LABEL: func @attention
+// CHECK-NOT: tensor<256x256xf32>
+// CHECK: scf.forall (%[[B:.*]], %[[H:.*]], %[[QB:.*]]) in (2, 4, 4)
+// CHECK: %[[Q0:.*]] = arith.muli %[[QB]], %c64
+// CHECK: tensor.extract_slice %{{.*}}[%[[B]], %[[Q0]], %[[H]], 0] [1, 64, 1, 32]
+// CHECK: %[[END:.*]] = arith.addi %[[Q0]], %c64
+// CHECK: %[[BLOCKS:.*]] = arith.ceildivui %[[END]], %c64
+// CHECK: %[[N:.*]] = arith.minui %[[BLOCKS]], %c4
+// CHECK: scf.for %{{.*}} = %c0 to %[[N]] step %c1 iter_args({{.*}}) -> (tensor<64xf32>, tensor<64xf32>, tensor<64x32xf32>)
+// CHECK: linalg.matmul {{.*}} -> tensor<64x64xf32>
+// CHECK: arith.cmpi sle
+// CHECK: arith.andi
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: linalg.matmul {{.*}} -> tensor<64x32xf32>
+// CHECK: scf.yield
+// CHECK: arith.divf
+// CHECK: scf.forall.in_parallel
+// CHECK-NEXT: tensor.parallel_insert_slice
+// CHECK-NOT: tensor<256x256xf32>
+func.func @attention(%q: tensor<2x256x4x32xf32>, %m: tensor<2x256xi1>) -> tensor<2x256x4x32xf32> {
+  %o = xfmr.fused_attention %q, %q, %q padding_mask(%m) {causal, scale = 0.17677669 : f64}
+       : (tensor<2x256x4x32xf32>, tensor<2x256x4x32xf32>, tensor<2x256x4x32xf32>, tensor<2x256xi1>) -> tensor<2x256x4x32xf32>
+  return %o : tensor<2x256x4x32xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @cross_entropy
+// CHECK: arith.cmpi ne
+// CHECK: tensor.extract
+// CHECK: math.log
+// CHECK: arith.maximumf
+// CHECK: arith.divf
+func.func @cross_entropy(%l: tensor<4x10xf32>, %t: tensor<4xi32>) -> tensor<f32> {
+  %c = xfmr.cross_entropy %l, %t : (tensor<4x10xf32>, tensor<4xi32>) -> tensor<f32>
+  return %c : tensor<f32>
+}
+
+// -----
+
+// High-level ops without a kernel of their own go through the decomposition.
+// CHECK-LABEL: func @linear
+// CHECK: linalg.matmul
+// CHECK: arith.addf
+// CHECK-NOT: xfmr.
+func.func @linear(%x: tensor<4x8xf32>, %w: tensor<8x2xf32>, %b: tensor<2xf32>) -> tensor<4x2xf32> {
+  %y = xfmr.linear %x, %w, %b : (tensor<4x8xf32>, tensor<8x2xf32>, tensor<2xf32>) -> tensor<4x2xf32>
+  return %y : tensor<4x2xf32>
+}
+
+// -----
+
+// Negative: IR without xfmr ops is left as it is.
+// CHECK-LABEL: func @no_xfmr
+// CHECK-NEXT: arith.addf
+// CHECK-NEXT: return
+func.func @no_xfmr(%a: f32) -> f32 {
+  %r = arith.addf %a, %a : f32
+  return %r : f32
+}
