@@ -180,6 +180,8 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
     (*module)->print(os);
     return writeText(options.outputPath, text);
   }
+  if (options.emit == EmitKind::RandomWeights)
+    return writeRandomWeights(signature, options.outputPath, options.seed);
   if (options.emit == EmitKind::Header)
     return writeText(options.outputPath,
                      buildHeader(signature, prefix, llvm::sys::path::filename(options.inputPath)));

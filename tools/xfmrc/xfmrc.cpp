@@ -24,7 +24,9 @@ static cl::opt<xfmr::EmitKind> emit(
                clEnumValN(xfmr::EmitKind::Object, "obj", "an object file to link elsewhere"),
                clEnumValN(xfmr::EmitKind::Header, "header", "the C header of --emit=obj"),
                clEnumValN(xfmr::EmitKind::Mlir, "mlir", "the model in the xfmr dialect"),
-               clEnumValN(xfmr::EmitKind::Llvm, "llvm", "optimized LLVM IR")),
+               clEnumValN(xfmr::EmitKind::Llvm, "llvm", "optimized LLVM IR"),
+               clEnumValN(xfmr::EmitKind::RandomWeights, "random-weights",
+                          "a .safetensors file of freshly initialised weights")),
     cl::cat(category));
 static cl::opt<int64_t> batch("batch", cl::desc("Sequences per call (default 1)"), cl::init(1),
                               cl::cat(category));
@@ -41,6 +43,8 @@ static cl::opt<std::string> symbolPrefix(
     cl::cat(category));
 static cl::opt<std::string> cpu("mcpu", cl::desc("Target CPU (default: native)"),
                                 cl::init("native"), cl::cat(category));
+static cl::opt<uint64_t> seed("seed", cl::desc("Seed of --emit=random-weights"), cl::init(0),
+                              cl::cat(category));
 static cl::opt<bool> openmp("openmp", cl::desc("Run parallel loops on OpenMP threads"),
                             cl::init(true), cl::cat(category));
 
@@ -77,10 +81,12 @@ int main(int argc, char **argv) {
   options.entry = entry;
   options.cpu = cpu;
   options.pipeline.openmp = openmp;
+  options.seed = seed;
   options.symbolPrefix = symbolPrefix.empty() ? identifierFrom(inputPath) : symbolPrefix;
   options.outputPath = outputPath;
   if (options.outputPath.empty()) {
-    static constexpr const char *suffixes[] = {"", ".o", ".h", ".xfmr.mlir", ".ll"};
+    static constexpr const char *suffixes[] = {"", ".o", ".h", ".xfmr.mlir", ".ll",
+                                               ".safetensors"};
     options.outputPath =
         (sys::path::stem(inputPath) + suffixes[static_cast<int>(options.emit)]).str();
   }

@@ -32,7 +32,7 @@ private:
   std::string text;
 };
 
-enum class EmitKind { Executable, Object, Header, Mlir, Llvm };
+enum class EmitKind { Executable, Object, Header, Mlir, Llvm, RandomWeights };
 
 struct CompileOptions {
   std::string inputPath;
@@ -47,6 +47,8 @@ struct CompileOptions {
   /// Target CPU for code generation; "native" is the host's.
   std::string cpu = "native";
   CpuPipelineOptions pipeline;
+  /// Seed of --emit=random-weights.
+  uint64_t seed = 0;
   /// Where xfmrc finds libxfmr_runtime.a and libxfmr_main.a.
   std::string runtimeLibraryDir;
 };
@@ -79,6 +81,12 @@ std::string buildManifest(const ModelSignature &signature);
 /// A C header declaring `<prefix>_forward` and friends.
 std::string buildHeader(const ModelSignature &signature, llvm::StringRef prefix,
                         llvm::StringRef source);
+
+/// Writes a .safetensors file with every weight of the model, initialised
+/// as Hugging Face models are: N(0, 0.02) for matrices, 0 for biases, 1 for
+/// layer-norm scales.
+llvm::Error writeRandomWeights(const ModelSignature &signature, llvm::StringRef path,
+                               uint64_t seed);
 
 /// Runs the whole compilation described by `options`.
 llvm::Error compileModel(const CompileOptions &options);

@@ -1,0 +1,41 @@
+//===- RandomWeights.cpp - freshly initialised weights files ----*- C++ -*-===//
+
+#include "xfmr/Driver/Compiler.h"
+
+#include "xfmr-rt/xfmr_runtime.h"
+
+#include <random>
+
+using namespace xfmr;
+
+llvm::Error xfmr::writeRandomWeights(const ModelSignature &signature, llvm::StringRef path,
+                                     uint64_t seed) {
+  std::mt19937_64 generator(seed);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  std::vector<std::vector<float>> data;
+  std::vector<xfmr_tensor_ref> refs;
+  for (const ModelArgument &argument : signature.arguments) {
+    if (argument.kind != ModelArgument::Kind::Param)
+      continue;
+    llvm::StringRef name = argument.name;
+    size_t count = 1;
+    for (int64_t d : argument.shape)
+      count *= d;
+    bool bias = name.ends_with("bias");
+    bool normScale = argument.shape.size() == 1 && name.ends_with(".weight") &&
+                     (name.contains("ln") || name.contains("LayerNorm") ||
+                      name.contains("layer_norm"));
+    std::vector<float> values(count);
+    for (float &value : values)
+      value = bias ? 0.0f : normScale ? 1.0f : normal(generator);
+    data.push_back(std::move(values));
+    refs.push_back({argument.name.c_str(), XFMR_DTYPE_F32,
+                    static_cast<int32_t>(argument.shape.size()), argument.shape.data(),
+                    data.back().data()});
+  }
+  char err[512];
+  std::string file = path.str();
+  if (xfmr_safetensors_write(file.c_str(), refs.data(), refs.size(), err, sizeof(err)))
+    return llvm::createStringError(err);
+  return llvm::Error::success();
+}
