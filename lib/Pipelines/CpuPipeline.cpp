@@ -18,9 +18,23 @@
 
 using namespace mlir;
 
-void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
-  // xfmr level.
+void xfmr::buildXfmrFusionPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
   pm.addPass(createXfmrDecompose());
+  pm.addPass(createCanonicalizerPass());
+  if (options.fuseSoftmax)
+    pm.addPass(createXfmrFuseSoftmax());
+  if (options.fuseAttention)
+    pm.addPass(createXfmrFuseAttention());
+  if (options.fuseLayerNorm)
+    pm.addPass(createXfmrFuseLayerNorm());
+  if (options.fuseEpilogues)
+    pm.addPass(createXfmrFuseEpilogues());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
+  buildXfmrFusionPipeline(pm, options);
   pm.addPass(createConvertXfmrToLinalg());
   pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());

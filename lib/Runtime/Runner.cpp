@@ -14,6 +14,7 @@
 #include "RuntimeSupport.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -25,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <sys/resource.h>
 
 extern "C" void omp_set_num_threads(int) __attribute__((weak));
 
@@ -157,6 +159,8 @@ struct Options {
   std::string inputs;
   int top = 0;
   int threads = 0;
+  /// Tensor mode: time this many calls after a warm-up and report them.
+  int benchmark = 0;
   bool info = false;
 };
 
@@ -179,6 +183,8 @@ void printHelp(const char *argv0, const Manifest &manifest) {
       "  --format=F       text | npy | safetensors, overriding the extension\n"
       "  --top=K          text: print the K highest logits of each position as id:logit\n"
       "  --threads=N      OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
+      "  --benchmark=N    tensor mode: after one warm-up call, time N calls and print\n"
+      "                   'benchmark: min M ms, median M ms, peak extra memory B bytes'\n"
       "  --info           print the model's inputs, outputs and parameters and exit\n",
       argv0, manifest.modelType.empty() ? "xfmr" : manifest.modelType.c_str());
 }
@@ -221,6 +227,8 @@ Options parseOptions(int argc, char **argv) {
       options.top = number("--top", *v);
     else if (auto v = value("--threads"))
       options.threads = number("--threads", *v);
+    else if (auto v = value("--benchmark"))
+      options.benchmark = number("--benchmark", *v);
     else if (arg == "--info")
       options.info = true;
     else
@@ -419,7 +427,10 @@ private:
                  std::to_string(id) + ", outside the vocabulary [0, " +
                  std::to_string(arg.vocabSize) + ")");
     }
-    entry(args.data());
+    if (options.benchmark > 0)
+      benchmarkCalls(args);
+    else
+      entry(args.data());
 
     std::vector<xfmr_tensor_ref> refs;
     for (size_t i = 0; i < manifest.args.size(); ++i) {
@@ -472,6 +483,32 @@ private:
       if (!out.close())
         fail("error writing '" + options.output + "'");
     }
+  }
+
+  /// Times `options.benchmark` calls after a warm-up; peak extra memory is
+  /// the growth of the peak resident set over the warm-up call, which is
+  /// what the model allocates beyond its inputs, weights and outputs.
+  void benchmarkCalls(std::vector<void *> &args) {
+    long baseline = peakResidentBytes();
+    entry(args.data());
+    long extra = peakResidentBytes() - baseline;
+    std::vector<double> times;
+    for (int i = 0; i < options.benchmark; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      entry(args.data());
+      times.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count());
+    }
+    std::sort(times.begin(), times.end());
+    std::fprintf(stderr, "benchmark: min %.3f ms, median %.3f ms, peak extra memory %ld bytes\n",
+                 times.front(), times[times.size() / 2], extra);
+  }
+
+  static long peakResidentBytes() {
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    return usage.ru_maxrss * 1024L;
   }
 
   std::string outputFormat() const {

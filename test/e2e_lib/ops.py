@@ -152,7 +152,20 @@ def ref_elementwise(x):
                 cross_entropy_ignored=torch.tensor(0.0, dtype=F64))
 
 
+def gen_tutorial():
+    mask = (RNG.random((2, 1, 20, 20)) < 0.7).astype(np.int32)
+    mask[:, :, :, 0] = 1  # every query sees at least one key
+    return dict(q=randn(2, 3, 20, 16), k=randn(2, 3, 20, 16), v=randn(2, 3, 20, 16), mask=mask)
+
+
+def ref_tutorial(x):
+    keep = t(x["mask"]) != 0
+    return dict(o=attention_reference(t(x["q"]), t(x["k"]), t(x["v"]), 0.25, keep=keep,
+                                      layout="bhsd"))
+
+
 CASES = {"attention": (gen_attention, ref_attention),
+         "tutorial": (gen_tutorial, ref_tutorial),
          "normalization": (gen_normalization, ref_normalization),
          "linear": (gen_linear, ref_linear),
          "elementwise": (gen_elementwise, ref_elementwise)}

@@ -45,6 +45,16 @@ static cl::opt<std::string> cpu("mcpu", cl::desc("Target CPU (default: native)")
                                 cl::init("native"), cl::cat(category));
 static cl::opt<uint64_t> seed("seed", cl::desc("Seed of --emit=random-weights"), cl::init(0),
                               cl::cat(category));
+static cl::opt<bool> fuseAttention("fuse-attention", cl::desc("Fuse attention (default on)"),
+                                   cl::init(true), cl::cat(category));
+static cl::opt<bool> fuseSoftmax("fuse-softmax", cl::desc("Fuse softmax chains (default on)"),
+                                 cl::init(true), cl::cat(category));
+static cl::opt<bool> fuseLayerNorm("fuse-layer-norm",
+                                   cl::desc("Fuse layer norms and residual adds (default on)"),
+                                   cl::init(true), cl::cat(category));
+static cl::opt<bool> fuseEpilogues("fuse-epilogues",
+                                   cl::desc("Fuse matmul epilogues (default on)"),
+                                   cl::init(true), cl::cat(category));
 static cl::opt<bool> openmp("openmp", cl::desc("Run parallel loops on OpenMP threads"),
                             cl::init(true), cl::cat(category));
 
@@ -81,6 +91,10 @@ int main(int argc, char **argv) {
   options.entry = entry;
   options.cpu = cpu;
   options.pipeline.openmp = openmp;
+  options.pipeline.fuseAttention = fuseAttention;
+  options.pipeline.fuseSoftmax = fuseSoftmax;
+  options.pipeline.fuseLayerNorm = fuseLayerNorm;
+  options.pipeline.fuseEpilogues = fuseEpilogues;
   options.seed = seed;
   options.symbolPrefix = symbolPrefix.empty() ? identifierFrom(inputPath) : symbolPrefix;
   options.outputPath = outputPath;

@@ -12,7 +12,19 @@ struct CpuPipelineOptions : mlir::PassPipelineOptions<CpuPipelineOptions> {
   Option<bool> openmp{*this, "openmp",
                       llvm::cl::desc("Run parallel loops on OpenMP threads"),
                       llvm::cl::init(true)};
+  Option<bool> fuseAttention{*this, "fuse-attention",
+                             llvm::cl::desc("Run xfmr-fuse-attention"), llvm::cl::init(true)};
+  Option<bool> fuseSoftmax{*this, "fuse-softmax", llvm::cl::desc("Run xfmr-fuse-softmax"),
+                           llvm::cl::init(true)};
+  Option<bool> fuseLayerNorm{*this, "fuse-layer-norm",
+                             llvm::cl::desc("Run xfmr-fuse-layer-norm"), llvm::cl::init(true)};
+  Option<bool> fuseEpilogues{*this, "fuse-epilogues",
+                             llvm::cl::desc("Run xfmr-fuse-epilogues"), llvm::cl::init(true)};
 };
+
+/// The xfmr-level part shared by every target: decomposition, then each
+/// fusion the options enable (softmax before attention, which consumes it).
+void buildXfmrFusionPipeline(mlir::OpPassManager &pm, const CpuPipelineOptions &options);
 
 /// xfmr IR on tensors -> the LLVM dialect for the host CPU: decomposition,
 /// fusion, lowering to linalg, bufferization into caller-owned outputs,

@@ -26,4 +26,59 @@ def XfmrDecompose : Pass<"xfmr-decompose"> {
                            "::mlir::tensor::TensorDialect"];
 }
 
+def XfmrFuseSoftmax : Pass<"xfmr-fuse-softmax"> {
+  let summary = "Form xfmr.softmax from max / sub / exp / sum / div chains";
+  let description = [{
+    Rewrites `div(exp(sub(x, reduce_max(x, a))), reduce_sum(exp(..), a))` --
+    softmax as tutorial code writes it -- and the form without the max
+    subtraction into one `xfmr.softmax` along `a`, which lowers to a single
+    numerically safe kernel. Does nothing when an intermediate value of the
+    chain has another use, or when the reductions disagree on the axis.
+  }];
+}
+
+def XfmrFuseAttention : Pass<"xfmr-fuse-attention"> {
+  let summary = "Form xfmr.fused_attention from scaled dot-product attention";
+  let description = [{
+    Finds `matmul(softmax(mask(scale * matmul(q, k^T))), v)` with rank-4
+    operands, where softmax is `xfmr.softmax` or its primitive chain along
+    the last axis, the scale a positive constant multiplying (or dividing)
+    the scores or the queries, and the masks any of: `select` with a
+    `causal_mask`, with a [batch, 1, 1, seq_k] padding mask (either
+    polarity), with any other boolean mask (which becomes an additive bias),
+    or an `add` of a float bias; masked entries must be -inf or at most
+    -1e30. When q, k and v are all `transpose(x, [0, 2, 1, 3])` of
+    [batch, seq, heads, head_dim] tensors the fused op takes x directly
+    (`bshd` layout) and absorbs the output's transpose back, so the head
+    split and merge cost nothing. Does nothing when an intermediate value is
+    used elsewhere or the softmax is not over the keys.
+  }];
+}
+
+def XfmrFuseLayerNorm : Pass<"xfmr-fuse-layer-norm"> {
+  let summary = "Form layer norms from primitive chains and fuse residual adds into them";
+  let description = [{
+    Rewrites `(x - mean(x)) * rsqrt(mean((x - mean(x))^2) + eps)` (or a
+    division by `sqrt`), optionally followed by `* gamma + beta` with [d]
+    vectors, over the last axis into `xfmr.layer_norm`; and
+    `layer_norm(a + b)` with same-shaped `a` and `b` into
+    `xfmr.fused_add_layer_norm`, whose first result replaces the sum
+    wherever else it is used (the residual stream of pre-LN blocks). Does
+    nothing for reductions over other axes, broadcasting adds, or chains
+    whose intermediates have other uses.
+  }];
+}
+
+def XfmrFuseEpilogues : Pass<"xfmr-fuse-epilogues"> {
+  let summary = "Fuse bias, activation and residual add into the producing matmul";
+  let description = [{
+    Rewrites `matmul(x, w)` with a 2-D weight followed by any prefix of
+    `add([out] bias)`, `gelu`/`relu`, `add(residual)` into one
+    `xfmr.fused_linear`, whose lowering applies them to each output tile
+    while it is in registers. Does nothing when the matmul's result (or an
+    intermediate of the epilogue) has another use, for batched matmuls, or
+    when there is no epilogue to fuse.
+  }];
+}
+
 #endif // XFMR_TRANSFORMS_PASSES_TD

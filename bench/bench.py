@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""xfmr CPU benchmark: one table of xfmr against PyTorch (eager, fp32) and the
+machine's FMA peak, measured in the same run.
+
+  bench.py [--build DIR] [--quick]
+
+Workloads: GPT-2 small block forward at seq 128/512/2048, the 12-block stack
+at seq 128, causal attention (12 heads x 64) at seq 512/2048/4096. FLOPs are
+2*M*N*K per matmul; attention counts the full seq^2 (causal work is half).
+PyTorch runs with Debian's OpenMP OpenBLAS (libopenblas0-openmp); outputs of
+both are cross-checked. Times are the minimum over the repeats.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "test", "e2e_lib"))
+import models  # noqa: E402
+import safetensors_io  # noqa: E402
+
+OPENBLAS_OPENMP = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
+TIMING = re.compile(r"min ([0-9.]+) ms, median ([0-9.]+) ms, peak extra memory (-?[0-9]+) bytes")
+
+
+def block_flops(seq):
+    return 2 * seq * models.D * (3 * models.D + models.D + 2 * models.INNER) + attention_flops(seq)
+
+
+def attention_flops(seq):
+    return 4 * seq * seq * models.HEADS * 64
+
+
+def run(command, env=None, **kwargs):
+    result = subprocess.run(command, env=env, capture_output=True, text=True, **kwargs)
+    if result.returncode != 0:
+        sys.exit(f"command failed: {' '.join(command)}\n{result.stdout}{result.stderr}")
+    return result
+
+
+def fma_peak(workdir, threads):
+    binary = os.path.join(workdir, "fma_peak")
+    if not os.path.exists(binary):
+        run(["clang-22", "-O2", "-march=native", "-fopenmp", os.path.join(HERE, "fma_peak.c"),
+             "-o", binary, "-L/usr/lib/llvm-22/lib", "-Wl,-rpath,/usr/lib/llvm-22/lib"])
+    best = 0.0
+    for _ in range(3):
+        out = run([binary], env=dict(os.environ, OMP_NUM_THREADS=str(threads))).stdout
+        best = max(best, float(out.split()[0]))
+    return best
+
+
+class Workload:
+    def __init__(self, name, kind, seq, blocks, flops, repeats):
+        self.name, self.kind, self.seq, self.blocks = name, kind, seq, blocks
+        self.flops, self.repeats = flops, repeats
+
+    def prepare(self, xfmrc, workdir):
+        stem = os.path.join(workdir, self.name)
+        if self.kind == "attention":
+            source = models.attention_mlir(self.seq)
+        else:
+            source, _ = models.gpt2_stack_mlir(self.seq, self.blocks)
+        with open(stem + ".mlir", "w") as f:
+            f.write(source)
+        self.inputs = stem + ".inputs.safetensors"
+        safetensors_io.write(self.inputs, models.random_inputs(self.kind, self.seq, self.blocks))
+        self.binary = stem
+        start = time.perf_counter()
+        run([xfmrc, stem + ".mlir", "-o", self.binary])
+        self.compile_seconds = time.perf_counter() - start
+        self.stem = stem
+
+    def time_xfmr(self, threads):
+        out = self.stem + f".xfmr{threads}.safetensors"
+        result = run([self.binary, f"--inputs={self.inputs}", f"--weights={self.inputs}", f"--output={out}",
+                      f"--benchmark={self.repeats}", f"--threads={threads}"])
+        minimum, _, extra = TIMING.search(result.stderr).groups()
+        self.xfmr_output = safetensors_io.read(out)
+        return float(minimum), int(extra)
+
+    def time_torch(self, threads):
+        out = self.stem + f".torch{threads}.npy"
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads),
+                   LD_LIBRARY_PATH=OPENBLAS_OPENMP + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
+        result = run(["/usr/bin/python3", os.path.join(HERE, "run_torch.py"), self.kind,
+                      str(self.seq), str(self.blocks), str(threads), self.inputs, out,
+                      str(self.repeats)], env=env)
+        minimum, _, extra = TIMING.search(result.stdout).groups()
+        self.torch_output = np.load(out)
+        return float(minimum), int(extra)
+
+    def discrepancy(self):
+        got = next(iter(self.xfmr_output.values()))
+        want = self.torch_output
+        return float(np.max(np.abs(got - want)) / max(1e-30, np.max(np.abs(want))))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--quick", action="store_true", help="fewer, smaller workloads")
+    args = parser.parse_args()
+    xfmrc = os.path.join(args.build, "bin", "xfmrc")
+    workdir = os.path.join(args.build, "bench")
+    os.makedirs(workdir, exist_ok=True)
+    if not os.path.isdir(OPENBLAS_OPENMP):
+        print(f"note: {OPENBLAS_OPENMP} missing (apt install libopenblas0-openmp): PyTorch uses "
+              "the pthread OpenBLAS and is slower than it can be", file=sys.stderr)
+
+    workloads = [Workload("block-128", "block", 128, 1, block_flops(128), 20),
+                 Workload("block-512", "block", 512, 1, block_flops(512), 5),
+                 Workload("block-2048", "block", 2048, 1, block_flops(2048), 2),
+                 Workload("stack12-128", "block", 128, 12, 12 * block_flops(128), 3),
+                 Workload("attention-512", "attention", 512, 0, attention_flops(512), 5),
+                 Workload("attention-2048", "attention", 2048, 0, attention_flops(2048), 2),
+                 Workload("attention-4096", "attention", 4096, 0, attention_flops(4096), 1)]
+    if args.quick:
+        workloads = [w for w in workloads if w.name in ("block-128", "attention-512")]
+
+    peaks = {t: fma_peak(workdir, t) for t in (1, 2)}
+    print(f"fp32 FMA peak: {peaks[1]:.1f} GFLOP/s (1 thread), {peaks[2]:.1f} GFLOP/s (2 threads)")
+
+    # Compile time of the full 12-layer GPT-2 small model from its config.
+    config = os.path.join(workdir, "gpt2-small.json")
+    with open(config, "w") as f:
+        f.write('{"model_type": "gpt2", "n_layer": 12, "n_head": 12, "n_embd": 768, '
+                '"vocab_size": 50257, "n_positions": 1024}\n')
+    start = time.perf_counter()
+    run([xfmrc, config, "--seq-len=128", "-o", os.path.join(workdir, "gpt2-small")])
+    print(f"compile GPT-2 small (12 layers, seq 128, config.json -> executable): "
+          f"{time.perf_counter() - start:.1f} s")
+
+    header = (f"{'workload':<16}{'thr':>4}{'GFLOP':>8}{'xfmr ms':>10}{'torch ms':>10}"
+              f"{'speedup':>9}{'xfmr GF/s':>11}{'%peak':>7}{'torch %pk':>10}"
+              f"{'xfmr MiB':>10}{'torch MiB':>10}{'rel.err':>9}")
+    print(header)
+    print("-" * len(header))
+    for w in workloads:
+        w.prepare(xfmrc, workdir)
+        for threads in (2, 1):
+            xfmr_ms, xfmr_mem = w.time_xfmr(threads)
+            torch_ms, torch_mem = w.time_torch(threads)
+            gflop = w.flops * 1e-9
+            print(f"{w.name:<16}{threads:>4}{gflop:>8.2f}{xfmr_ms:>10.2f}{torch_ms:>10.2f}"
+                  f"{torch_ms / xfmr_ms:>8.2f}x{gflop / xfmr_ms * 1e3:>11.1f}"
+                  f"{100 * gflop / xfmr_ms * 1e3 / peaks[threads]:>6.1f}%"
+                  f"{100 * gflop / torch_ms * 1e3 / peaks[threads]:>9.1f}%"
+                  f"{xfmr_mem / 2**20:>10.1f}{torch_mem / 2**20:>10.1f}{w.discrepancy():>9.1e}",
+                  flush=True)
+        print(f"{'':<16}    (compiled in {w.compile_seconds:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()

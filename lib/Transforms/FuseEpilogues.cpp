@@ -1,0 +1,90 @@
+//===- FuseEpilogues.cpp - bias, activation, residual into GEMMs -*- C++ -*-===//
+
+#include "xfmr/Dialect/XfmrOps.h"
+#include "xfmr/Transforms/Passes.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace xfmr {
+#define GEN_PASS_DEF_XFMRFUSEEPILOGUES
+#include "xfmr/Transforms/Passes.h.inc"
+} // namespace xfmr
+
+using namespace mlir;
+using namespace xfmr;
+
+namespace {
+
+/// The op that is the only user of `value`, if any.
+Operation *soleUser(Value value) {
+  return value.hasOneUse() ? *value.getUsers().begin() : nullptr;
+}
+
+/// The other operand of an add whose operands are `value` and something of
+/// `type` (or, when `type` is null, any rank-1 [n] vector).
+Value otherAddend(AddOp add, Value value, Type type, int64_t n) {
+  Value other = add.getLhs() == value ? add.getRhs() : add.getLhs();
+  if (add.getLhs() == add.getRhs() || add.getType() != value.getType())
+    return Value();
+  auto otherType = cast<RankedTensorType>(other.getType());
+  if (type)
+    return otherType == type ? other : Value();
+  return otherType.getRank() == 1 && otherType.getDimSize(0) == n ? other : Value();
+}
+
+struct FuseMatmulEpilogue : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp matmul, PatternRewriter &rewriter) const override {
+    if (cast<RankedTensorType>(matmul.getRhs().getType()).getRank() != 2)
+      return rewriter.notifyMatchFailure(matmul, "batched matmul");
+    auto type = matmul.getType();
+    int64_t n = type.getShape().back();
+    Value current = matmul.getResult();
+    Operation *last = matmul;
+    Value bias, residual;
+    Activation activation = Activation::none;
+
+    if (auto add = dyn_cast_or_null<AddOp>(soleUser(current)))
+      if ((bias = otherAddend(add, current, Type(), n))) {
+        current = add.getResult();
+        last = add;
+      }
+    Operation *user = soleUser(current);
+    if (auto gelu = dyn_cast_or_null<GeluOp>(user)) {
+      activation = gelu.getApproximate() == GeluApproximation::tanh ? Activation::gelu_tanh
+                                                                     : Activation::gelu;
+      current = gelu.getResult();
+      last = gelu;
+    } else if (auto relu = dyn_cast_or_null<ReluOp>(user)) {
+      activation = Activation::relu;
+      current = relu.getResult();
+      last = relu;
+    }
+    if (auto add = dyn_cast_or_null<AddOp>(soleUser(current)))
+      if ((residual = otherAddend(add, current, type, n))) {
+        current = add.getResult();
+        last = add;
+      }
+    if (last == matmul.getOperation())
+      return rewriter.notifyMatchFailure(matmul, "no epilogue");
+
+    // Every operand of the epilogue dominates its last op: build there.
+    rewriter.setInsertionPoint(last);
+    auto fused = FusedLinearOp::create(rewriter, last->getLoc(), matmul.getLhs(),
+                                       matmul.getRhs(), bias, residual, activation,
+                                       matmul.getTransposeRhs());
+    rewriter.replaceOp(last, fused.getResult());
+    return success();
+  }
+};
+
+struct FuseEpiloguesPass : xfmr::impl::XfmrFuseEpiloguesBase<FuseEpiloguesPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<FuseMatmulEpilogue>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,40 @@
+//===- FuseSoftmax.cpp - max/sub/exp/sum/div chains to softmax --*- C++ -*-===//
+
+#include "FusionMatchers.h"
+#include "xfmr/Transforms/Passes.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace xfmr {
+#define GEN_PASS_DEF_XFMRFUSESOFTMAX
+#include "xfmr/Transforms/Passes.h.inc"
+} // namespace xfmr
+
+using namespace mlir;
+using namespace xfmr;
+
+namespace {
+
+struct FuseSoftmaxChain : OpRewritePattern<DivOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(DivOp div, PatternRewriter &rewriter) const override {
+    std::optional<fusion::SoftmaxChain> chain = fusion::matchSoftmaxChain(div);
+    if (!chain)
+      return rewriter.notifyMatchFailure(div, "not a softmax chain");
+    if (!fusion::isSelfContained(chain->ops))
+      return rewriter.notifyMatchFailure(div, "an intermediate of the chain has other uses");
+    rewriter.replaceOpWithNewOp<SoftmaxOp>(div, chain->input, chain->axis);
+    return success();
+  }
+};
+
+struct FuseSoftmaxPass : xfmr::impl::XfmrFuseSoftmaxBase<FuseSoftmaxPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<FuseSoftmaxChain>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
