@@ -21,7 +21,13 @@ typedef __m256 vec;
 #define ADD _mm256_add_ps
 #define STORE _mm256_storeu_ps
 #endif
+/* Enough independent chains to cover FMA latency x ports, few enough to stay
+ * in registers with the two operands (AVX2 has 16 vector registers). */
+#if defined(__AVX512F__)
 #define CHAINS 16
+#else
+#define CHAINS 12
+#endif
 
 int main(int argc, char **argv) {
   long iterations = argc > 1 ? atol(argv[1]) : 200000000L;

@@ -195,9 +195,20 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
       func.setPrivate();
   }
 
+  auto machine = createHostTargetMachine(options.cpu);
+  if (!machine)
+    return machine.takeError();
+  // Vector code for the widest unit the target has.
+  CpuPipelineOptions pipeline;
+  pipeline.copyOptionValuesFrom(options.pipeline);
+  if ((*machine)->getMCSubtargetInfo()->checkFeatures("+avx512f")) {
+    pipeline.vectorLanes = 16;
+    pipeline.vectorRegisters = 32;
+  }
+
   DiagnosticCollector diagnostics(context);
   PassManager pm(&context);
-  buildCpuPipeline(pm, options.pipeline);
+  buildCpuPipeline(pm, pipeline);
   if (failed(pm.run(**module)))
     return diagnostics.error("lowering " + options.inputPath + " failed");
 
@@ -205,9 +216,6 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
   std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(**module, llvmContext, prefix);
   if (!llvmModule)
     return diagnostics.error("translating " + options.inputPath + " to LLVM IR failed");
-  auto machine = createHostTargetMachine(options.cpu);
-  if (!machine)
-    return machine.takeError();
   llvmModule->setTargetTriple((*machine)->getTargetTriple());
   llvmModule->setDataLayout((*machine)->createDataLayout());
 

@@ -35,6 +35,10 @@ void xfmr::buildXfmrFusionPipeline(OpPassManager &pm, const CpuPipelineOptions &
 
 void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
   buildXfmrFusionPipeline(pm, options);
+  ConvertXfmrToCpuKernelsOptions kernels;
+  kernels.lanes = options.vectorLanes;
+  kernels.registers = options.vectorRegisters;
+  pm.addPass(createConvertXfmrToCpuKernels(kernels));
   pm.addPass(createConvertXfmrToLinalg());
   pm.addPass(createConvertElementwiseToLinalgPass());
   pm.addPass(createCanonicalizerPass());
@@ -67,6 +71,7 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
   // LLVM. Math first: math-to-libm declares libm functions as func.func,
   // which func-to-llvm must still see. memref (with OpenMP's alloca_scope)
   // before scf-to-cf.
+  pm.addPass(createXfmrApproximateVectorMath());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   // bf16 arithmetic in f32, and bf16 <-> f32 conversions as integer ops (the

@@ -24,6 +24,43 @@ def ConvertXfmrToLinalg : Pass<"convert-xfmr-to-linalg"> {
     "::mlir::tensor::TensorDialect"];
 }
 
+def ConvertXfmrToCpuKernels : Pass<"convert-xfmr-to-cpu-kernels"> {
+  let summary = "Lower fused xfmr ops to vectorized CPU kernels";
+  let description = [{
+    Rewrites `fused_linear` and `matmul` with a 2-D weight into a
+    register-tiled GEMM whose epilogue (bias, activation, residual) is
+    applied in registers; ops on other element types than f32 are left for
+    `convert-xfmr-to-linalg`. Kernels are loop nests over memrefs with vector
+    arithmetic, parallel over `scf.forall` (OpenMP), embedded in the tensor
+    program through `bufferization.to_buffer read_only` and
+    `bufferization.to_tensor`; inputs are read through strided views, so
+    slices and head splits are never copied.
+  }];
+  let options = [
+    Option<"lanes", "lanes", "int64_t", /*default=*/"8",
+           "f32 lanes per vector register (8: AVX2, 16: AVX-512)">,
+    Option<"registers", "registers", "int64_t", /*default=*/"16",
+           "vector registers (16: AVX2, 32: AVX-512)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::math::MathDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::vector::VectorDialect"];
+}
+
+def XfmrApproximateVectorMath : Pass<"xfmr-approximate-vector-math"> {
+  let summary = "Evaluate exp, tanh, erf and log on vectors with polynomials";
+  let description = [{
+    Rewrites `math.exp`, `math.tanh`, `math.erf` and `math.log` on f32
+    vectors into MLIR's polynomial approximations (a few ulp), which stay
+    vectorized; the LLVM lowering would otherwise call libm once per lane.
+    Scalar math is left to libm.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
 def XfmrDestinationPassingEntry : Pass<"xfmr-destination-passing-entry", "::mlir::ModuleOp"> {
   let summary = "Give public functions caller-allocated result buffers";
   let description = [{

@@ -12,6 +12,12 @@ struct CpuPipelineOptions : mlir::PassPipelineOptions<CpuPipelineOptions> {
   Option<bool> openmp{*this, "openmp",
                       llvm::cl::desc("Run parallel loops on OpenMP threads"),
                       llvm::cl::init(true)};
+  Option<int64_t> vectorLanes{*this, "lanes",
+                              llvm::cl::desc("f32 lanes per vector register (8: AVX2, 16: AVX-512)"),
+                              llvm::cl::init(8)};
+  Option<int64_t> vectorRegisters{*this, "registers",
+                                  llvm::cl::desc("Vector registers (16: AVX2, 32: AVX-512)"),
+                                  llvm::cl::init(16)};
   Option<bool> fuseAttention{*this, "fuse-attention",
                              llvm::cl::desc("Run xfmr-fuse-attention"), llvm::cl::init(true)};
   Option<bool> fuseSoftmax{*this, "fuse-softmax", llvm::cl::desc("Run xfmr-fuse-softmax"),

@@ -4,7 +4,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "LoweringUtils.h"
+#include "../LoweringUtils.h"
 
 #include "xfmr/Conversion/Passes.h"
 #include "xfmr/Transforms/Passes.h"
@@ -33,6 +33,9 @@ using namespace xfmr::lowering;
 //===----------------------------------------------------------------------===//
 
 Value lowering::floatConstant(OpBuilder &b, Location loc, Type type, double value) {
+  if (auto shaped = dyn_cast<ShapedType>(type))
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(shaped, b.getFloatAttr(shaped.getElementType(), value)));
   return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
 }
 

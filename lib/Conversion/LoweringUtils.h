@@ -1,7 +1,7 @@
 //===- LoweringUtils.h - helpers shared by the xfmr lowerings --*- C++ -*-===//
 
-#ifndef XFMR_LIB_CONVERSION_XFMRTOLINALG_LOWERINGUTILS_H
-#define XFMR_LIB_CONVERSION_XFMRTOLINALG_LOWERINGUTILS_H
+#ifndef XFMR_LIB_CONVERSION_LOWERINGUTILS_H
+#define XFMR_LIB_CONVERSION_LOWERINGUTILS_H
 
 #include "xfmr/Dialect/XfmrOps.h"
 
@@ -21,7 +21,7 @@ inline mlir::RankedTensorType tensorTypeOf(mlir::Value value) {
 mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
                          mlir::RankedTensorType type, double value);
 
-/// A scalar float constant of `type`.
+/// A float constant of `type`: a scalar, or a splat vector or tensor.
 mlir::Value floatConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
                           double value);
 
@@ -45,7 +45,7 @@ mlir::Value reduceAxis(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input
 mlir::Value reshapeTensor(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
                           mlir::RankedTensorType resultType);
 
-/// activation(x) for one scalar.
+/// activation(x) for a scalar or a vector.
 mlir::Value buildActivation(mlir::OpBuilder &b, mlir::Location loc, Activation activation,
                             mlir::Value x);
 
@@ -64,4 +64,4 @@ void populateFusedKernelLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace xfmr::lowering
 
-#endif // XFMR_LIB_CONVERSION_XFMRTOLINALG_LOWERINGUTILS_H
+#endif // XFMR_LIB_CONVERSION_LOWERINGUTILS_H

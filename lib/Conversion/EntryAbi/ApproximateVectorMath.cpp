@@ -1,0 +1,38 @@
+//===- ApproximateVectorMath.cpp - polynomial math on vectors ---*- C++ -*-===//
+
+#include "xfmr/Conversion/Passes.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace xfmr {
+#define GEN_PASS_DEF_XFMRAPPROXIMATEVECTORMATH
+#include "xfmr/Conversion/Passes.h.inc"
+} // namespace xfmr
+
+using namespace mlir;
+
+namespace {
+
+struct ApproximateVectorMathPass
+    : xfmr::impl::XfmrApproximateVectorMathBase<ApproximateVectorMathPass> {
+  void runOnOperation() override {
+    SmallVector<Operation *> vectorMath;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<math::ExpOp, math::TanhOp, math::ErfOp, math::LogOp>(op) &&
+          isa<VectorType>(op->getResult(0).getType()))
+        vectorMath.push_back(op);
+    });
+    RewritePatternSet patterns(&getContext());
+    populateMathPolynomialApproximationPatterns(patterns, [](StringRef name) {
+      return llvm::is_contained({math::ExpOp::getOperationName(), math::TanhOp::getOperationName(),
+                                 math::ErfOp::getOperationName(), math::LogOp::getOperationName()},
+                                name);
+    });
+    if (failed(applyOpPatternsGreedily(vectorMath, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,131 @@
+//===- CpuKernels.cpp - fused xfmr ops to vectorized CPU kernels -*- C++ -*-===//
+
+#include "Kernels.h"
+
+#include "../LoweringUtils.h"
+#include "xfmr/Conversion/Passes.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <limits>
+
+namespace xfmr {
+#define GEN_PASS_DEF_CONVERTXFMRTOCPUKERNELS
+#include "xfmr/Conversion/Passes.h.inc"
+} // namespace xfmr
+
+using namespace mlir;
+using namespace xfmr;
+using namespace xfmr::cpu;
+
+namespace {
+
+bool isF32(Value value) {
+  return cast<RankedTensorType>(value.getType()).getElementType().isF32();
+}
+
+/// [..., d] as [rows, d].
+Value asMatrix(OpBuilder &b, Location loc, Value x) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t cols = type.getShape().back();
+  return lowering::reshapeTensor(
+      b, loc, x, RankedTensorType::get({type.getNumElements() / cols, cols}, type.getElementType()));
+}
+
+template <typename OpTy>
+struct CpuKernelPattern : OpRewritePattern<OpTy> {
+  CpuKernelPattern(MLIRContext *context, const CpuTarget &target)
+      : OpRewritePattern<OpTy>(context), target(target) {}
+  const CpuTarget &target;
+};
+
+struct FusedLinearKernel : CpuKernelPattern<FusedLinearOp> {
+  using CpuKernelPattern::CpuKernelPattern;
+  LogicalResult matchAndRewrite(FusedLinearOp op, PatternRewriter &rewriter) const override {
+    if (!isF32(op.getInput()))
+      return rewriter.notifyMatchFailure(op, "the GEMM kernel is f32");
+    Location loc = op.getLoc();
+    KernelBuilder kb(rewriter, loc, target);
+    Value residual = op.getResidual() ? asMatrix(rewriter, loc, op.getResidual()) : Value();
+    Value c = emitGemm(kb, asMatrix(rewriter, loc, op.getInput()), op.getWeight(),
+                       op.getTransposeWeight(), op.getBias(), residual, op.getActivation());
+    rewriter.replaceOp(op, lowering::reshapeTensor(rewriter, loc, c, op.getType()));
+    return success();
+  }
+};
+
+struct MatmulKernel : CpuKernelPattern<MatmulOp> {
+  using CpuKernelPattern::CpuKernelPattern;
+  LogicalResult matchAndRewrite(MatmulOp op, PatternRewriter &rewriter) const override {
+    if (cast<RankedTensorType>(op.getRhs().getType()).getRank() != 2 || !isF32(op.getLhs()))
+      return rewriter.notifyMatchFailure(op, "not an f32 product with a 2-D weight");
+    Location loc = op.getLoc();
+    KernelBuilder kb(rewriter, loc, target);
+    Value c = emitGemm(kb, asMatrix(rewriter, loc, op.getLhs()), op.getRhs(), op.getTransposeRhs(),
+                       Value(), Value(), Activation::none);
+    rewriter.replaceOp(op, lowering::reshapeTensor(rewriter, loc, c, op.getType()));
+    return success();
+  }
+};
+
+struct FusedAttentionKernel : CpuKernelPattern<FusedAttentionOp> {
+  using CpuKernelPattern::CpuKernelPattern;
+  LogicalResult matchAndRewrite(FusedAttentionOp op, PatternRewriter &rewriter) const override {
+    if (!isF32(op.getQuery()))
+      return rewriter.notifyMatchFailure(op, "the attention kernel is f32");
+    Location loc = op.getLoc();
+    KernelBuilder kb(rewriter, loc, target);
+    auto type = op.getType();
+    Type f32 = type.getElementType();
+    AttentionOperands in;
+    in.q = kb.readBuffer(op.getQuery());
+    in.k = kb.readBuffer(op.getKey());
+    in.v = kb.readBuffer(op.getValue());
+    in.dims = op.getDims();
+    in.scale = op.getScale().convertToDouble();
+    in.causal = op.getCausal();
+    if (Value padding = op.getPaddingMask()) {
+      auto scalar = [&](double value) -> Value {
+        auto scalarType = RankedTensorType::get({}, f32);
+        return arith::ConstantOp::create(
+            rewriter, loc, DenseElementsAttr::get(scalarType, rewriter.getFloatAttr(f32, value)));
+      };
+      Value keyBias = SelectOp::create(rewriter, loc, padding, scalar(0.0),
+                                       scalar(-std::numeric_limits<double>::infinity()));
+      in.keyBias = kb.readBuffer(keyBias);
+    }
+    if (Value bias = op.getAttnBias()) {
+      auto biasType = cast<RankedTensorType>(bias.getType());
+      SmallVector<int64_t> shape(4 - biasType.getRank(), 1);
+      llvm::append_range(shape, biasType.getShape());
+      in.bias = kb.readBuffer(
+          lowering::reshapeTensor(rewriter, loc, bias, RankedTensorType::get(shape, f32)));
+    }
+    in.out = kb.allocate(type.getShape(), f32);
+    emitAttention(kb, in);
+    rewriter.replaceOp(op, kb.asTensor(in.out));
+    return success();
+  }
+};
+
+struct ConvertXfmrToCpuKernelsPass
+    : xfmr::impl::ConvertXfmrToCpuKernelsBase<ConvertXfmrToCpuKernelsPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    if (lanes != 8 && lanes != 16) {
+      getOperation()->emitError("lanes must be 8 or 16, got ") << lanes;
+      return signalPassFailure();
+    }
+    target = CpuTarget{lanes, registers};
+    RewritePatternSet patterns(&getContext());
+    patterns.add<FusedAttentionKernel, FusedLinearKernel, MatmulKernel>(&getContext(), target);
+    // Kernels are built once; nothing they create is rewritten again.
+    GreedyRewriteConfig config;
+    config.setStrictness(GreedyRewriteStrictness::ExistingOps);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+      signalPassFailure();
+  }
+  CpuTarget target;
+};
+
+} // namespace

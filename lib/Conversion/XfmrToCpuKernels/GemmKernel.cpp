@@ -1,0 +1,161 @@
+//===- GemmKernel.cpp - register-tiled GEMM with a fused epilogue --*- C++ -*-===//
+//
+// C = epilogue(A B). Threads take chunks of C's columns; within a chunk each
+// panel of 2 vectors of columns is swept down all row tiles, so the panel of
+// B it reads (K x 2 vectors, contiguous along N) stays in L2 while A's rows
+// stream by. A tile's accumulators stay in registers over the whole K loop
+// and the epilogue (bias, activation, residual) is applied to them before
+// the one store. Column tails use masked loads and stores; row tails a
+// smaller tile.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include "../LoweringUtils.h"
+
+using namespace mlir;
+using namespace xfmr;
+using namespace xfmr::cpu;
+
+namespace {
+
+/// Panels of columns per parallel chunk: small enough that 2 threads
+/// balance, large enough that each chunk streams a useful amount of B.
+constexpr int64_t kPanelsPerChunk = 4;
+
+struct GemmOperands {
+  Value a, b, c, bias, residual;
+  int64_t m, n, k;
+  Activation activation;
+};
+
+/// B^T for an [N, K] weight: a [K, N] copy, transposed in 8 x 8 blocks.
+Value transposedCopy(KernelBuilder &kb, Value weight) {
+  auto type = cast<RankedTensorType>(weight.getType());
+  int64_t n = type.getDimSize(0), k = type.getDimSize(1);
+  Value source = kb.readBuffer(weight);
+  Value copy = kb.allocate({k, n}, type.getElementType());
+  constexpr int64_t block = 8;
+  kb.parallelFor((n + block - 1) / block, [&](Value nb) {
+    Value n0 = kb.muli(nb, block);
+    Value n1 = kb.mini(kb.addi(n0, kb.index(block)), kb.index(n));
+    kb.forLoop(kb.index(0), kb.index(k), 1, [&](Value kk) {
+      kb.forLoop(n0, n1, 1, [&](Value nn) {
+        kb.store(kb.load(source, {nn, kk}), copy, {kk, nn});
+      });
+    });
+  });
+  return copy;
+}
+
+/// Where a tile reads B: the weight itself (`packed` null), or a packed
+/// panel `packed[panel][k][0 .. 2 * lanes)` whose rows are contiguous.
+struct PanelSource {
+  Value packed, panel;
+};
+
+/// One register tile: rows [row, row + rows), `vectors` vectors of columns
+/// from `col`, the last holding `lastValid` valid lanes.
+void emitGemmTile(KernelBuilder &kb, const GemmOperands &g, Value row, int64_t rows, Value col,
+                  int64_t vectors, int64_t lastValid, PanelSource source) {
+  int64_t lanes = kb.cpu().lanes;
+  auto valid = [&](int64_t j) { return j + 1 == vectors ? lastValid : lanes; };
+  auto column = [&](int64_t j) { return kb.addi(col, kb.index(j * lanes)); };
+  auto rowIndex = [&](int64_t i) { return kb.addi(row, kb.index(i)); };
+
+  Tile tile{rows, vectors, {}};
+  for (int64_t i = 0; i < rows * vectors; ++i)
+    tile.values.push_back(kb.splat(0.0));
+  tile = emitTileUpdate(
+      kb, tile, kb.index(0), kb.index(g.k),
+      [&](int64_t i, Value k) { return kb.load(g.a, {rowIndex(i), k}); },
+      [&](int64_t j, Value k) {
+        if (source.packed)
+          return kb.loadVector(source.packed, {source.panel, k, kb.index(j * lanes)});
+        return kb.loadVector(g.b, {k, column(j)}, valid(j));
+      });
+
+  OpBuilder &b = kb.builder();
+  SmallVector<Value> biasVectors;
+  for (int64_t j = 0; g.bias && j < vectors; ++j)
+    biasVectors.push_back(kb.loadVector(g.bias, {column(j)}, valid(j)));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < vectors; ++j) {
+      Value value = tile.at(i, j);
+      if (g.bias)
+        value = kb.add(value, biasVectors[j]);
+      value = lowering::buildActivation(b, kb.location(), g.activation, value);
+      if (g.residual)
+        value = kb.add(value, kb.loadVector(g.residual, {rowIndex(i), column(j)}, valid(j)));
+      kb.storeVector(value, g.c, {rowIndex(i), column(j)}, valid(j));
+    }
+}
+
+/// All row tiles of the columns [col, col + vectors * lanes).
+void emitGemmPanel(KernelBuilder &kb, const GemmOperands &g, Value col, int64_t vectors,
+                   int64_t lastValid, PanelSource source = {}) {
+  kb.forRowTiles(kb.index(0), g.m, kb.cpu().tileRows(), [&](Value row, int64_t rows) {
+    emitGemmTile(kb, g, row, rows, col, vectors, lastValid, source);
+  });
+}
+
+/// Copies the full panels of columns [begin, end) of B into
+/// packed[panel][k][0 .. 2 * lanes): each tile then reads B sequentially
+/// instead of one row stride (a new page, for wide weights) per k.
+void packPanels(KernelBuilder &kb, const GemmOperands &g, Value packed, Value begin, Value end) {
+  int64_t lanes = kb.cpu().lanes, panel = 2 * lanes;
+  kb.forLoop(begin, end, panel, [&](Value col) {
+    Value index = arith::DivUIOp::create(kb.builder(), kb.location(),
+                                         arith::SubIOp::create(kb.builder(), kb.location(), col, begin),
+                                         kb.index(panel));
+    kb.forLoop(kb.index(0), kb.index(g.k), 1, [&](Value k) {
+      for (int64_t j = 0; j < 2; ++j) {
+        Value offset = kb.index(j * lanes);
+        kb.storeVector(kb.loadVector(g.b, {k, kb.addi(col, offset)}), packed, {index, k, offset});
+      }
+    });
+  });
+}
+
+} // namespace
+
+Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, Value b, bool transposeB, Value bias,
+                          Value residual, Activation activation) {
+  auto aType = cast<RankedTensorType>(a.getType());
+  auto bType = cast<RankedTensorType>(b.getType());
+  GemmOperands g;
+  g.m = aType.getDimSize(0);
+  g.k = aType.getDimSize(1);
+  g.n = transposeB ? bType.getDimSize(0) : bType.getDimSize(1);
+  g.activation = activation;
+  g.a = kb.readBuffer(a);
+  g.b = transposeB ? transposedCopy(kb, b) : kb.readBuffer(b);
+  g.bias = bias ? kb.readBuffer(bias) : Value();
+  g.residual = residual ? kb.readBuffer(residual) : Value();
+  g.c = kb.allocate({g.m, g.n}, aType.getElementType());
+
+  int64_t lanes = kb.cpu().lanes, panel = 2 * lanes;
+  int64_t fullColumns = g.n / panel * panel;
+  int64_t panels = fullColumns / panel;
+  if (panels > 0) {
+    int64_t chunkColumns = kPanelsPerChunk * panel;
+    kb.parallelFor((panels + kPanelsPerChunk - 1) / kPanelsPerChunk, [&](Value chunk) {
+      Value begin = kb.muli(chunk, chunkColumns);
+      Value end = kb.mini(kb.addi(begin, kb.index(chunkColumns)), kb.index(fullColumns));
+      Value packed = kb.allocate({kPanelsPerChunk, g.k, panel}, kb.builder().getF32Type());
+      packPanels(kb, g, packed, begin, end);
+      kb.forLoop(begin, end, panel, [&](Value col) {
+        Value index = arith::DivUIOp::create(
+            kb.builder(), kb.location(), arith::SubIOp::create(kb.builder(), kb.location(), col, begin),
+            kb.index(panel));
+        emitGemmPanel(kb, g, col, 2, lanes, PanelSource{packed, index});
+      });
+    });
+  }
+  if (int64_t tail = g.n - fullColumns) {
+    int64_t vectors = (tail + lanes - 1) / lanes;
+    emitGemmPanel(kb, g, kb.index(fullColumns), vectors, tail - (vectors - 1) * lanes);
+  }
+  return kb.asTensor(g.c);
+}

@@ -1,0 +1,174 @@
+//===- KernelBuilder.cpp - writing CPU kernels as MLIR ----------*- C++ -*-===//
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+
+using namespace mlir;
+using namespace xfmr::cpu;
+
+Value KernelBuilder::index(int64_t value) { return arith::ConstantIndexOp::create(b, loc, value); }
+
+Value KernelBuilder::f32(double value) {
+  return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(static_cast<float>(value)));
+}
+
+VectorType KernelBuilder::vectorType(int64_t lanes) {
+  return VectorType::get({lanes ? lanes : target.lanes}, b.getF32Type());
+}
+
+Value KernelBuilder::splat(Value value, int64_t lanes) {
+  return vector::BroadcastOp::create(b, loc, vectorType(lanes), value);
+}
+
+Value KernelBuilder::splat(double value, int64_t lanes) {
+  return arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(vectorType(lanes), b.getF32FloatAttr(static_cast<float>(value))));
+}
+
+Value KernelBuilder::add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+Value KernelBuilder::sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+Value KernelBuilder::mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+Value KernelBuilder::div(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
+Value KernelBuilder::max(Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); }
+Value KernelBuilder::fma(Value a, Value x, Value c) { return vector::FMAOp::create(b, loc, a, x, c); }
+Value KernelBuilder::exp(Value x) { return math::ExpOp::create(b, loc, x); }
+Value KernelBuilder::addi(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+Value KernelBuilder::muli(Value x, int64_t y) { return arith::MulIOp::create(b, loc, x, index(y)); }
+Value KernelBuilder::mini(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+Value KernelBuilder::select(Value condition, Value x, Value y) {
+  return arith::SelectOp::create(b, loc, condition, x, y);
+}
+
+Value KernelBuilder::reduceMax(Value vector) {
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, vector);
+}
+
+Value KernelBuilder::reduceAdd(Value vector) {
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, vector);
+}
+
+Value KernelBuilder::readBuffer(Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);
+  if (!strides.empty())
+    strides.back() = 1;
+  auto layout = StridedLayoutAttr::get(b.getContext(), ShapedType::kDynamic, strides);
+  auto memrefType = MemRefType::get(type.getShape(), type.getElementType(), layout);
+  return bufferization::ToBufferOp::create(b, loc, memrefType, tensor, b.getUnitAttr());
+}
+
+Value KernelBuilder::allocate(ArrayRef<int64_t> shape, Type elementType) {
+  // 64-byte alignment: whole cache lines, aligned vector stores.
+  return memref::AllocOp::create(b, loc, MemRefType::get(shape, elementType),
+                                 b.getI64IntegerAttr(64));
+}
+
+Value KernelBuilder::asTensor(Value buffer) {
+  auto type = cast<MemRefType>(buffer.getType());
+  return bufferization::ToTensorOp::create(
+      b, loc, RankedTensorType::get(type.getShape(), type.getElementType()), buffer,
+      /*restrict=*/true, /*writable=*/false);
+}
+
+Value KernelBuilder::load(Value buffer, ValueRange indices) {
+  return memref::LoadOp::create(b, loc, buffer, indices);
+}
+
+void KernelBuilder::store(Value value, Value buffer, ValueRange indices) {
+  memref::StoreOp::create(b, loc, value, buffer, indices);
+}
+
+Value KernelBuilder::loadVector(Value buffer, ValueRange indices, int64_t valid, double padding,
+                                int64_t lanes) {
+  VectorType type = vectorType(lanes);
+  if (valid < 0 || valid >= type.getNumElements())
+    return vector::LoadOp::create(b, loc, type, buffer, indices);
+  auto maskType = VectorType::get(type.getShape(), b.getI1Type());
+  Value mask = vector::ConstantMaskOp::create(b, loc, maskType, ArrayRef<int64_t>{valid});
+  return vector::MaskedLoadOp::create(b, loc, type, buffer, indices, mask,
+                                      splat(padding, type.getNumElements()));
+}
+
+void KernelBuilder::storeVector(Value vector, Value buffer, ValueRange indices, int64_t valid) {
+  auto type = cast<VectorType>(vector.getType());
+  if (valid < 0 || valid >= type.getNumElements()) {
+    vector::StoreOp::create(b, loc, vector, buffer, indices);
+    return;
+  }
+  auto maskType = VectorType::get(type.getShape(), b.getI1Type());
+  Value mask = vector::ConstantMaskOp::create(b, loc, maskType, ArrayRef<int64_t>{valid});
+  vector::MaskedStoreOp::create(b, loc, buffer, indices, mask, vector);
+}
+
+Value KernelBuilder::loadVectorClipped(Value buffer, ValueRange indices, double padding) {
+  return vector::TransferReadOp::create(b, loc, vectorType(), buffer, indices,
+                                        std::optional<Value>(f32(padding)), ArrayRef<bool>{false});
+}
+
+ValueRange KernelBuilder::forLoop(
+    Value lower, Value upper, int64_t step, ValueRange init,
+    function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  auto loop = scf::ForOp::create(b, loc, lower, upper, index(step), init);
+  OpBuilder::InsertionGuard guard(b);
+  Block *block = loop.getBody();
+  if (block->mightHaveTerminator())
+    block->getTerminator()->erase();
+  b.setInsertionPointToEnd(block);
+  SmallVector<Value> results = body(loop.getInductionVar(), loop.getRegionIterArgs());
+  scf::YieldOp::create(b, loc, results);
+  return loop.getResults();
+}
+
+void KernelBuilder::forLoop(Value lower, Value upper, int64_t step,
+                            function_ref<void(Value)> body) {
+  auto loop = scf::ForOp::create(b, loc, lower, upper, index(step));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  body(loop.getInductionVar());
+}
+
+void KernelBuilder::parallelFor(int64_t count, function_ref<void(Value)> body) {
+  SmallVector<OpFoldResult> upper = {b.getIndexAttr(count)};
+  auto forall = scf::ForallOp::create(b, loc, upper, ValueRange{}, std::nullopt, nullptr);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(forall.getTerminator());
+  body(forall.getInductionVar(0));
+}
+
+void KernelBuilder::ifThen(Value condition, function_ref<void()> body) {
+  auto branch = scf::IfOp::create(b, loc, condition, /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(branch.thenBlock()->getTerminator());
+  body();
+}
+
+void KernelBuilder::forRowTiles(Value begin, int64_t count, int64_t tile,
+                                function_ref<void(Value, int64_t)> body) {
+  int64_t full = count / tile * tile;
+  if (full > 0)
+    forLoop(begin, addi(begin, index(full)), tile, [&](Value row) { body(row, tile); });
+  if (count % tile)
+    body(addi(begin, index(full)), count % tile);
+}
+
+Tile xfmr::cpu::emitTileUpdate(KernelBuilder &kb, Tile tile, Value kBegin, Value kEnd,
+                               function_ref<Value(int64_t, Value)> loadA,
+                               function_ref<Value(int64_t, Value)> loadB) {
+  ValueRange results = kb.forLoop(
+      kBegin, kEnd, 1, tile.values, [&](Value k, ValueRange acc) {
+        SmallVector<Value> next(acc.begin(), acc.end());
+        SmallVector<Value> bVectors;
+        for (int64_t j = 0; j < tile.vectors; ++j)
+          bVectors.push_back(loadB(j, k));
+        for (int64_t i = 0; i < tile.rows; ++i) {
+          Value a = kb.splat(loadA(i, k));
+          for (int64_t j = 0; j < tile.vectors; ++j)
+            next[i * tile.vectors + j] = kb.fma(a, bVectors[j], next[i * tile.vectors + j]);
+        }
+        return next;
+      });
+  tile.values.assign(results.begin(), results.end());
+  return tile;
+}

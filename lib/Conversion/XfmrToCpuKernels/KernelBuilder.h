@@ -1,0 +1,126 @@
+//===- KernelBuilder.h - writing CPU kernels as MLIR ------------*- C++ -*-===//
+//
+// The CPU kernels are loop nests over memrefs with vector arithmetic, built
+// inside tensor programs: inputs enter through `bufferization.to_buffer
+// read_only` (strided views, so slices and head splits are read in place),
+// results leave through a fresh buffer and `bufferization.to_tensor`.
+// KernelBuilder wraps the OpBuilder calls such code needs; emitTileUpdate is
+// the register-tiled multiply-accumulate all matrix products share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XFMR_LIB_CONVERSION_XFMRTOCPUKERNELS_KERNELBUILDER_H
+#define XFMR_LIB_CONVERSION_XFMRTOCPUKERNELS_KERNELBUILDER_H
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/Builders.h"
+
+namespace xfmr::cpu {
+
+/// What the generated code may assume about the vector unit.
+struct CpuTarget {
+  /// f32 lanes per vector register: 8 (AVX2) or 16 (AVX-512).
+  int64_t lanes = 8;
+  /// Vector registers: 16 (AVX2) or 32 (AVX-512).
+  int64_t registers = 16;
+
+  /// Rows of a register tile of 2 vectors per row, leaving registers for the
+  /// two B vectors and the broadcast A value.
+  int64_t tileRows() const { return (registers - 3) / 2; }
+};
+
+class KernelBuilder {
+public:
+  KernelBuilder(mlir::OpBuilder &b, mlir::Location loc, const CpuTarget &target)
+      : b(b), loc(loc), target(target) {}
+
+  mlir::OpBuilder &builder() { return b; }
+  mlir::Location location() const { return loc; }
+  const CpuTarget &cpu() const { return target; }
+
+  mlir::Value index(int64_t value);
+  mlir::Value f32(double value);
+  mlir::VectorType vectorType(int64_t lanes = 0);
+  /// A splat vector of `value` (a scalar Value).
+  mlir::Value splat(mlir::Value value, int64_t lanes = 0);
+  mlir::Value splat(double value, int64_t lanes = 0);
+
+  mlir::Value add(mlir::Value x, mlir::Value y);
+  mlir::Value sub(mlir::Value x, mlir::Value y);
+  mlir::Value mul(mlir::Value x, mlir::Value y);
+  mlir::Value div(mlir::Value x, mlir::Value y);
+  mlir::Value max(mlir::Value x, mlir::Value y);
+  mlir::Value fma(mlir::Value a, mlir::Value b, mlir::Value c);
+  mlir::Value exp(mlir::Value x);
+  /// Index arithmetic.
+  mlir::Value addi(mlir::Value x, mlir::Value y);
+  mlir::Value muli(mlir::Value x, int64_t y);
+  mlir::Value mini(mlir::Value x, mlir::Value y);
+  mlir::Value select(mlir::Value condition, mlir::Value x, mlir::Value y);
+  /// Horizontal reductions of a vector.
+  mlir::Value reduceMax(mlir::Value vector);
+  mlir::Value reduceAdd(mlir::Value vector);
+
+  /// A view of a tensor as a read-only buffer with arbitrary strides but a
+  /// contiguous innermost dimension.
+  mlir::Value readBuffer(mlir::Value tensor);
+  /// A fresh buffer of `type`'s shape, and its tensor value.
+  mlir::Value allocate(llvm::ArrayRef<int64_t> shape, mlir::Type elementType);
+  mlir::Value asTensor(mlir::Value buffer);
+
+  mlir::Value load(mlir::Value buffer, mlir::ValueRange indices);
+  void store(mlir::Value value, mlir::Value buffer, mlir::ValueRange indices);
+  /// A vector of `lanes` from `buffer` at `indices` along the last dim;
+  /// `valid` < lanes loads only the first `valid` lanes (others `padding`).
+  mlir::Value loadVector(mlir::Value buffer, mlir::ValueRange indices, int64_t valid = -1,
+                         double padding = 0.0, int64_t lanes = 0);
+  void storeVector(mlir::Value vector, mlir::Value buffer, mlir::ValueRange indices,
+                   int64_t valid = -1);
+  /// A vector along the last dim that may run past the buffer's end; lanes
+  /// outside read `padding`.
+  mlir::Value loadVectorClipped(mlir::Value buffer, mlir::ValueRange indices, double padding);
+
+  /// scf.for from `lower` to `upper` by `step` with loop-carried `init`;
+  /// `body` returns the values to yield.
+  mlir::ValueRange forLoop(
+      mlir::Value lower, mlir::Value upper, int64_t step, mlir::ValueRange init,
+      llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value, mlir::ValueRange)> body);
+  void forLoop(mlir::Value lower, mlir::Value upper, int64_t step,
+               llvm::function_ref<void(mlir::Value)> body);
+  /// An scf.forall over [0, count) whose iterations run on OpenMP threads.
+  void parallelFor(int64_t count, llvm::function_ref<void(mlir::Value)> body);
+  void ifThen(mlir::Value condition, llvm::function_ref<void()> body);
+
+  /// Calls `body(row0, rows)` for the tiles of `tile` rows covering
+  /// [begin, begin + count) with a static `count`: a loop over the full tiles
+  /// and, if `count` is not a multiple of `tile`, one smaller tile.
+  void forRowTiles(mlir::Value begin, int64_t count, int64_t tile,
+                   llvm::function_ref<void(mlir::Value, int64_t)> body);
+
+private:
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  const CpuTarget &target;
+};
+
+/// A register tile of `rows` x `vectors` vectors, row-major.
+struct Tile {
+  int64_t rows;
+  int64_t vectors;
+  llvm::SmallVector<mlir::Value> values;
+  mlir::Value &at(int64_t row, int64_t vector) { return values[row * vectors + vector]; }
+};
+
+/// tile[i][j] += sum over k in [kBegin, kEnd) of a(i, k) * b(k, j), where
+/// `loadA` gives the scalar a(i, k) and `loadB` the j-th vector of row k.
+/// The loop body loads the B vectors once and broadcasts each A value once.
+Tile emitTileUpdate(KernelBuilder &kb, Tile tile, mlir::Value kBegin, mlir::Value kEnd,
+                    llvm::function_ref<mlir::Value(int64_t row, mlir::Value k)> loadA,
+                    llvm::function_ref<mlir::Value(int64_t vector, mlir::Value k)> loadB);
+
+} // namespace xfmr::cpu
+
+#endif // XFMR_LIB_CONVERSION_XFMRTOCPUKERNELS_KERNELBUILDER_H

@@ -1,0 +1,36 @@
+//===- Kernels.h - the CPU kernels of the fused xfmr ops --------*- C++ -*-===//
+
+#ifndef XFMR_LIB_CONVERSION_XFMRTOCPUKERNELS_KERNELS_H
+#define XFMR_LIB_CONVERSION_XFMRTOCPUKERNELS_KERNELS_H
+
+#include "KernelBuilder.h"
+#include "xfmr/Dialect/XfmrOps.h"
+
+namespace xfmr::cpu {
+
+/// activation(a @ b + bias) + residual for a [M, K], b [K, N] (or [N, K]
+/// with `transposeB`), bias [N] and residual [M, N] (either may be null).
+/// Returns the [M, N] tensor.
+mlir::Value emitGemm(KernelBuilder &kb, mlir::Value a, mlir::Value b, bool transposeB,
+                     mlir::Value bias, mlir::Value residual, Activation activation);
+
+/// Buffers and attributes of one fused attention.
+struct AttentionOperands {
+  /// Rank-4 q, k, v buffers (strided views) and the output buffer, all in
+  /// the dimension order `dims` gives.
+  mlir::Value q, k, v, out;
+  /// [batch, seq_k] additive 0 / -inf from the padding mask, or null.
+  mlir::Value keyBias;
+  /// Rank-4 additive bias with broadcast dims of size 1, or null.
+  mlir::Value bias;
+  FusedAttentionOp::Dims dims;
+  double scale;
+  bool causal;
+};
+
+/// Writes softmax(scale q k^T + masks) v into `operands.out`.
+void emitAttention(KernelBuilder &kb, const AttentionOperands &operands);
+
+} // namespace xfmr::cpu
+
+#endif // XFMR_LIB_CONVERSION_XFMRTOCPUKERNELS_KERNELS_H
