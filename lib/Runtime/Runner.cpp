@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <malloc.h>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -693,6 +694,11 @@ private:
 extern "C" int xfmr_runner_main(int argc, char **argv, const char *manifestJson,
                                 void (*entry)(void **)) {
   const char *argv0 = argc > 0 ? argv[0] : "model";
+  // Models allocate their intermediate tensors on every call. Served by
+  // mmap, each would cost fresh zeroed pages per call; kept in the heap they
+  // are reused.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   try {
     Manifest manifest = parseManifest(manifestJson);
     return Runner(argv0, manifest, entry).run(argc, argv);

@@ -6,7 +6,7 @@
 // CHECK-NOT: xfmr.
 // CHECK-NOT: func.func
 // CHECK-LABEL: llvm.func @attention(
-// CHECK-SAME: !llvm.ptr {xfmr.input = "q"}, %{{.*}}: !llvm.ptr {xfmr.input = "m"}, %{{.*}}: !llvm.ptr {xfmr.output = "o"}) attributes {xfmr.entry}
+// CHECK-SAME: %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) attributes {xfmr.entry}
 // CHECK: omp.parallel
 // CHECK: omp.wsloop
 // CHECK-LABEL: llvm.func @attention_packed(

@@ -93,8 +93,10 @@ def XfmrEmitPackedEntry : Pass<"xfmr-emit-packed-entry", "::mlir::ModuleOp"> {
     For each public LLVM-dialect function marked `xfmr.entry`, adds
     `void <name>_packed(void **args)` that loads one pointer per parameter
     from `args` and calls `<name>`. A generic runner (lib/Runtime) calls
-    models of any signature through this one function type. Runs after the
-    lowering to the LLVM dialect with the bare-pointer memref convention.
+    models of any signature through this one function type. Also drops the
+    entries' `xfmr.input`/`xfmr.param`/`xfmr.output` argument attributes,
+    which LLVM IR has no place for. Runs after the lowering to the LLVM
+    dialect with the bare-pointer memref convention.
   }];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

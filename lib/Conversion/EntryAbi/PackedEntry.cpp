@@ -26,6 +26,12 @@ struct EmitPackedEntryPass : xfmr::impl::XfmrEmitPackedEntryBase<EmitPackedEntry
         entries.push_back(func);
 
     for (LLVM::LLVMFuncOp func : entries) {
+      // The signature was recorded (manifest, header) before lowering; LLVM
+      // IR cannot carry these attributes, and its translation warns about
+      // each one.
+      for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+        for (StringRef name : {"xfmr.input", "xfmr.param", "xfmr.output"})
+          func.removeArgAttr(i, StringAttr::get(context, name));
       LLVM::LLVMFunctionType type = func.getFunctionType();
       if (!llvm::all_of(type.getParams(), [](Type t) { return isa<LLVM::LLVMPointerType>(t); }) ||
           !isa<LLVM::LLVMVoidType>(type.getReturnType())) {

@@ -1,6 +1,7 @@
 // RUN: xfmr-opt %s --xfmr-emit-packed-entry --split-input-file --verify-diagnostics | FileCheck %s
 
 // CHECK-LABEL: llvm.func @model_forward(
+// CHECK-SAME: %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
 // CHECK-LABEL: llvm.func @model_forward_packed(
 // CHECK-SAME: %[[ARGS:.*]]: !llvm.ptr)
 // CHECK: %[[S0:.*]] = llvm.getelementptr %[[ARGS]][0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
@@ -9,7 +10,7 @@
 // CHECK: %[[P1:.*]] = llvm.load %[[S1]] : !llvm.ptr -> !llvm.ptr
 // CHECK: llvm.call @model_forward(%[[P0]], %[[P1]]) : (!llvm.ptr, !llvm.ptr) -> ()
 // CHECK: llvm.return
-llvm.func @model_forward(%in: !llvm.ptr, %out: !llvm.ptr) attributes {xfmr.entry} {
+llvm.func @model_forward(%in: !llvm.ptr {xfmr.input = "x"}, %out: !llvm.ptr {xfmr.output = "y"}) attributes {xfmr.entry} {
   llvm.return
 }
 
