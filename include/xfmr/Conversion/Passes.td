@@ -29,8 +29,12 @@ def ConvertXfmrToCpuKernels : Pass<"convert-xfmr-to-cpu-kernels"> {
   let description = [{
     Rewrites `fused_linear` and `matmul` with a 2-D weight into a
     register-tiled GEMM whose epilogue (bias, activation, residual) is
-    applied in registers; ops on other element types than f32 are left for
-    `convert-xfmr-to-linalg`. Kernels are loop nests over memrefs with vector
+    applied in registers; `fused_attention` into a flash-attention kernel
+    (online softmax over key blocks, causal blocks skipped, no
+    [seq_q, seq_k] buffer); `softmax` over the last axis, `layer_norm` and
+    `fused_add_layer_norm` into row kernels (one sweep for the statistics,
+    one for the output). Ops on other element types than f32, and softmax
+    over another axis, are left for `convert-xfmr-to-linalg`. Kernels are loop nests over memrefs with vector
     arithmetic, parallel over `scf.forall` (OpenMP), embedded in the tensor
     program through `bufferization.to_buffer read_only` and
     `bufferization.to_tensor`; inputs are read through strided views, so

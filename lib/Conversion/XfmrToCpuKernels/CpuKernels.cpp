@@ -108,6 +108,51 @@ struct FusedAttentionKernel : CpuKernelPattern<FusedAttentionOp> {
   }
 };
 
+struct SoftmaxKernel : CpuKernelPattern<SoftmaxOp> {
+  using CpuKernelPattern::CpuKernelPattern;
+  LogicalResult matchAndRewrite(SoftmaxOp op, PatternRewriter &rewriter) const override {
+    if (!isF32(op.getInput()) || op.getNormalizedAxis() != op.getType().getRank() - 1)
+      return rewriter.notifyMatchFailure(op, "the row kernel is f32 over the last axis");
+    Location loc = op.getLoc();
+    KernelBuilder kb(rewriter, loc, target);
+    Value y = emitSoftmaxRows(kb, asMatrix(rewriter, loc, op.getInput()));
+    rewriter.replaceOp(op, lowering::reshapeTensor(rewriter, loc, y, op.getType()));
+    return success();
+  }
+};
+
+struct LayerNormKernel : CpuKernelPattern<LayerNormOp> {
+  using CpuKernelPattern::CpuKernelPattern;
+  LogicalResult matchAndRewrite(LayerNormOp op, PatternRewriter &rewriter) const override {
+    if (!isF32(op.getInput()))
+      return rewriter.notifyMatchFailure(op, "the row kernel is f32");
+    Location loc = op.getLoc();
+    KernelBuilder kb(rewriter, loc, target);
+    auto [sum, y] = emitLayerNormRows(kb, asMatrix(rewriter, loc, op.getInput()), Value(),
+                                      op.getGamma(), op.getBeta(),
+                                      op.getEpsilon().convertToDouble());
+    rewriter.replaceOp(op, lowering::reshapeTensor(rewriter, loc, y, op.getType()));
+    return success();
+  }
+};
+
+struct FusedAddLayerNormKernel : CpuKernelPattern<FusedAddLayerNormOp> {
+  using CpuKernelPattern::CpuKernelPattern;
+  LogicalResult matchAndRewrite(FusedAddLayerNormOp op, PatternRewriter &rewriter) const override {
+    if (!isF32(op.getInput()))
+      return rewriter.notifyMatchFailure(op, "the row kernel is f32");
+    Location loc = op.getLoc();
+    KernelBuilder kb(rewriter, loc, target);
+    auto [sum, y] = emitLayerNormRows(
+        kb, asMatrix(rewriter, loc, op.getInput()), asMatrix(rewriter, loc, op.getResidual()),
+        op.getGamma(), op.getBeta(), op.getEpsilon().convertToDouble());
+    auto type = op.getSum().getType();
+    rewriter.replaceOp(op, {lowering::reshapeTensor(rewriter, loc, sum, type),
+                            lowering::reshapeTensor(rewriter, loc, y, type)});
+    return success();
+  }
+};
+
 struct ConvertXfmrToCpuKernelsPass
     : xfmr::impl::ConvertXfmrToCpuKernelsBase<ConvertXfmrToCpuKernelsPass> {
   using Base::Base;
@@ -118,7 +163,8 @@ struct ConvertXfmrToCpuKernelsPass
     }
     target = CpuTarget{lanes, registers};
     RewritePatternSet patterns(&getContext());
-    patterns.add<FusedAttentionKernel, FusedLinearKernel, MatmulKernel>(&getContext(), target);
+    patterns.add<FusedAttentionKernel, FusedAddLayerNormKernel, FusedLinearKernel,
+                 LayerNormKernel, MatmulKernel, SoftmaxKernel>(&getContext(), target);
     // Kernels are built once; nothing they create is rewritten again.
     GreedyRewriteConfig config;
     config.setStrictness(GreedyRewriteStrictness::ExistingOps);

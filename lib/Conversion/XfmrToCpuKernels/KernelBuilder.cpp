@@ -34,6 +34,13 @@ Value KernelBuilder::div(Value x, Value y) { return arith::DivFOp::create(b, loc
 Value KernelBuilder::max(Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); }
 Value KernelBuilder::fma(Value a, Value x, Value c) { return vector::FMAOp::create(b, loc, a, x, c); }
 Value KernelBuilder::exp(Value x) { return math::ExpOp::create(b, loc, x); }
+Value KernelBuilder::rsqrt(Value x) { return math::RsqrtOp::create(b, loc, x); }
+Value KernelBuilder::equals(Value x, double value) {
+  Value constant = isa<VectorType>(x.getType())
+                       ? splat(value, cast<VectorType>(x.getType()).getNumElements())
+                       : f32(value);
+  return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, constant);
+}
 Value KernelBuilder::addi(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
 Value KernelBuilder::muli(Value x, int64_t y) { return arith::MulIOp::create(b, loc, x, index(y)); }
 Value KernelBuilder::mini(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
@@ -85,10 +92,17 @@ Value KernelBuilder::loadVector(Value buffer, ValueRange indices, int64_t valid,
   VectorType type = vectorType(lanes);
   if (valid < 0 || valid >= type.getNumElements())
     return vector::LoadOp::create(b, loc, type, buffer, indices);
+  return loadVector(buffer, indices, valid, splat(padding, type.getNumElements()));
+}
+
+Value KernelBuilder::loadVector(Value buffer, ValueRange indices, int64_t valid,
+                                Value passThrough) {
+  auto type = cast<VectorType>(passThrough.getType());
+  if (valid < 0 || valid >= type.getNumElements())
+    return vector::LoadOp::create(b, loc, type, buffer, indices);
   auto maskType = VectorType::get(type.getShape(), b.getI1Type());
   Value mask = vector::ConstantMaskOp::create(b, loc, maskType, ArrayRef<int64_t>{valid});
-  return vector::MaskedLoadOp::create(b, loc, type, buffer, indices, mask,
-                                      splat(padding, type.getNumElements()));
+  return vector::MaskedLoadOp::create(b, loc, type, buffer, indices, mask, passThrough);
 }
 
 void KernelBuilder::storeVector(Value vector, Value buffer, ValueRange indices, int64_t valid) {

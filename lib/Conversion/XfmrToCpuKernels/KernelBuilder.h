@@ -55,6 +55,8 @@ public:
   mlir::Value max(mlir::Value x, mlir::Value y);
   mlir::Value fma(mlir::Value a, mlir::Value b, mlir::Value c);
   mlir::Value exp(mlir::Value x);
+  mlir::Value rsqrt(mlir::Value x);
+  mlir::Value equals(mlir::Value x, double value);
   /// Index arithmetic.
   mlir::Value addi(mlir::Value x, mlir::Value y);
   mlir::Value muli(mlir::Value x, int64_t y);
@@ -77,6 +79,9 @@ public:
   /// `valid` < lanes loads only the first `valid` lanes (others `padding`).
   mlir::Value loadVector(mlir::Value buffer, mlir::ValueRange indices, int64_t valid = -1,
                          double padding = 0.0, int64_t lanes = 0);
+  /// As loadVector, with the lanes past `valid` taken from `passThrough`.
+  mlir::Value loadVector(mlir::Value buffer, mlir::ValueRange indices, int64_t valid,
+                         mlir::Value passThrough);
   void storeVector(mlir::Value vector, mlir::Value buffer, mlir::ValueRange indices,
                    int64_t valid = -1);
   /// A vector along the last dim that may run past the buffer's end; lanes

@@ -14,6 +14,18 @@ namespace xfmr::cpu {
 mlir::Value emitGemm(KernelBuilder &kb, mlir::Value a, mlir::Value b, bool transposeB,
                      mlir::Value bias, mlir::Value residual, Activation activation);
 
+/// Softmax of each row of `x` [rows, n]: one pass for a per-lane online max
+/// and sum, one for the output. Rows of only -inf give 0.
+mlir::Value emitSoftmaxRows(KernelBuilder &kb, mlir::Value x);
+
+/// Layer norm of each row of `x` [rows, d] (of `x + residual` when
+/// `residual` is given, also returning that sum): one read of the row for
+/// Welford mean and variance, one pass for the output. gamma/beta may be
+/// null. Returns {sum or null, normalized}.
+std::pair<mlir::Value, mlir::Value> emitLayerNormRows(KernelBuilder &kb, mlir::Value x,
+                                                      mlir::Value residual, mlir::Value gamma,
+                                                      mlir::Value beta, double epsilon);
+
 /// Buffers and attributes of one fused attention.
 struct AttentionOperands {
   /// Rank-4 q, k, v buffers (strided views) and the output buffer, all in

@@ -1,0 +1,188 @@
+//===- RowKernels.cpp - softmax and layer norm, one row at a time -*- C++ -*-===//
+//
+// Rows are independent: threads take chunks of rows, and within a row the
+// vector lanes keep separate partial statistics that are combined once at the
+// end of the row, so each statistic is a single sweep over the row.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Kernels.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace xfmr;
+using namespace xfmr::cpu;
+
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+/// Rows per parallel chunk: enough work per chunk to amortise scheduling,
+/// enough chunks to balance two threads.
+int64_t rowsPerChunk(int64_t rows, int64_t width) {
+  int64_t byWork = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, width));
+  return std::max<int64_t>(1, std::min(byWork, (rows + 7) / 8));
+}
+
+/// Calls body(row) for every row, the rows split into parallel chunks.
+void forEachRow(KernelBuilder &kb, int64_t rows, int64_t width, function_ref<void(Value)> body) {
+  int64_t chunk = rowsPerChunk(rows, width);
+  kb.parallelFor((rows + chunk - 1) / chunk, [&](Value c) {
+    Value begin = kb.muli(c, chunk);
+    Value end = kb.mini(kb.addi(begin, kb.index(chunk)), kb.index(rows));
+    kb.forLoop(begin, end, 1, body);
+  });
+}
+
+/// Calls body(column, valid) for the vectors covering [0, width).
+void forEachVector(KernelBuilder &kb, int64_t width, function_ref<void(Value, int64_t)> body) {
+  int64_t lanes = kb.cpu().lanes;
+  int64_t full = width / lanes * lanes;
+  if (full > 0)
+    kb.forLoop(kb.index(0), kb.index(full), lanes, [&](Value c) { body(c, lanes); });
+  if (width % lanes)
+    body(kb.index(full), width % lanes);
+}
+
+/// exp(a - b), or 0 where b is -inf (nothing seen yet).
+Value expRelative(KernelBuilder &kb, Value a, Value b) {
+  Value zero = isa<VectorType>(b.getType()) ? kb.splat(0.0) : kb.f32(0.0);
+  return kb.select(kb.equals(b, kNegInf), zero, kb.exp(kb.sub(a, b)));
+}
+
+} // namespace
+
+Value xfmr::cpu::emitSoftmaxRows(KernelBuilder &kb, Value x) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
+  int64_t lanes = kb.cpu().lanes;
+  Value in = kb.readBuffer(x);
+  Value out = kb.allocate({rows, width}, type.getElementType());
+  forEachRow(kb, rows, width, [&](Value row) {
+    // Per-lane running max and sum of exp(x - max).
+    Value negInf = kb.splat(kNegInf);
+    Value max = negInf, sum = kb.splat(0.0);
+    int64_t full = width / lanes * lanes;
+    auto update = [&](Value value, Value m, Value s) -> std::pair<Value, Value> {
+      Value next = kb.max(m, value);
+      Value rescaled = kb.mul(s, expRelative(kb, m, next));
+      return {next, kb.add(rescaled, expRelative(kb, value, next))};
+    };
+    if (full > 0) {
+      ValueRange state = kb.forLoop(kb.index(0), kb.index(full), lanes, {max, sum},
+                                    [&](Value c, ValueRange carried) -> SmallVector<Value> {
+                                      auto [m, s] = update(kb.loadVector(in, {row, c}),
+                                                           carried[0], carried[1]);
+                                      return {m, s};
+                                    });
+      max = state[0];
+      sum = state[1];
+    }
+    if (width % lanes)
+      std::tie(max, sum) =
+          update(kb.loadVector(in, {row, kb.index(full)}, width % lanes, kNegInf), max, sum);
+    // Combine the lanes.
+    Value rowMax = kb.reduceMax(max);
+    Value rowSum = kb.reduceAdd(kb.mul(sum, expRelative(kb, max, kb.splat(rowMax))));
+    Value empty = kb.equals(rowSum, 0.0);
+    Value inverse = kb.splat(kb.select(empty, kb.f32(0.0), kb.div(kb.f32(1.0), rowSum)));
+    Value shift = kb.splat(rowMax);
+    forEachVector(kb, width, [&](Value c, int64_t valid) {
+      Value value = kb.loadVector(in, {row, c}, valid, kNegInf);
+      kb.storeVector(kb.mul(expRelative(kb, value, shift), inverse), out, {row, c}, valid);
+    });
+  });
+  return kb.asTensor(out);
+}
+
+std::pair<Value, Value> xfmr::cpu::emitLayerNormRows(KernelBuilder &kb, Value x, Value residual,
+                                                     Value gamma, Value beta, double epsilon) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
+  int64_t lanes = kb.cpu().lanes;
+  Type f32 = type.getElementType();
+  Value in = kb.readBuffer(x);
+  Value other = residual ? kb.readBuffer(residual) : Value();
+  Value g = gamma ? kb.readBuffer(gamma) : Value();
+  Value b = beta ? kb.readBuffer(beta) : Value();
+  Value sumOut = residual ? kb.allocate({rows, width}, f32) : Value();
+  Value out = kb.allocate({rows, width}, f32);
+  // The normalised rows are read from here: the input, or the sums.
+  Value source = residual ? sumOut : in;
+  int64_t full = width / lanes * lanes;
+
+  forEachRow(kb, rows, width, [&](Value row) {
+    auto value = [&](Value c, int64_t valid) {
+      Value v = kb.loadVector(in, {row, c}, valid);
+      if (!residual)
+        return v;
+      v = kb.add(v, kb.loadVector(other, {row, c}, valid));
+      kb.storeVector(v, sumOut, {row, c}, valid);
+      return v;
+    };
+    // Statistics of the row shifted by its first element: the values are
+    // then of the size of their spread, not of their mean (a row around 1e3
+    // would lose the mean's low bits to rounding).
+    Value shift = kb.load(in, {row, kb.index(0)});
+    if (residual)
+      shift = kb.add(shift, kb.load(other, {row, kb.index(0)}));
+    Value shiftVector = kb.splat(shift);
+    // Welford per lane over the full vectors: after n vectors each lane
+    // holds the mean and the sum of squared deviations of its n values.
+    Value mean = kb.splat(0.0), m2 = kb.splat(0.0);
+    if (full > 0) {
+      ValueRange state = kb.forLoop(
+          kb.index(0), kb.index(full), lanes, {mean, m2},
+          [&](Value c, ValueRange carried) -> SmallVector<Value> {
+            OpBuilder &bb = kb.builder();
+            Value n = arith::DivUIOp::create(bb, kb.location(), c, kb.index(lanes));
+            Value count = arith::UIToFPOp::create(
+                bb, kb.location(), f32,
+                arith::IndexCastUIOp::create(bb, kb.location(), bb.getI64Type(),
+                                             kb.addi(n, kb.index(1))));
+            Value v = kb.sub(value(c, lanes), shiftVector);
+            Value delta = kb.sub(v, carried[0]);
+            Value nextMean = kb.add(carried[0], kb.mul(delta, kb.splat(kb.div(kb.f32(1.0), count))));
+            Value nextM2 = kb.fma(delta, kb.sub(v, nextMean), carried[1]);
+            return {nextMean, nextM2};
+          });
+      mean = state[0];
+      m2 = state[1];
+    }
+    // Lanes hold equal counts: the row mean is the mean of lane means and
+    // M2 adds the lanes' spread around it (Chan et al.).
+    double perLane = static_cast<double>(full / lanes);
+    Value rowMean = kb.f32(0.0), rowM2 = kb.f32(0.0);
+    if (full > 0) {
+      rowMean = kb.div(kb.reduceAdd(mean), kb.f32(lanes));
+      Value spread = kb.sub(mean, kb.splat(rowMean));
+      rowM2 = kb.add(kb.reduceAdd(m2), kb.mul(kb.reduceAdd(kb.mul(spread, spread)), kb.f32(perLane)));
+    }
+    // The tail, one element at a time.
+    for (int64_t t = 0; t < width % lanes; ++t) {
+      Value c = kb.index(full + t);
+      Value v = kb.load(in, {row, c});
+      if (residual) {
+        v = kb.add(v, kb.load(other, {row, c}));
+        kb.store(v, sumOut, {row, c});
+      }
+      v = kb.sub(v, shift);
+      double count = static_cast<double>(full + t + 1);
+      Value delta = kb.sub(v, rowMean);
+      rowMean = kb.add(rowMean, kb.div(delta, kb.f32(count)));
+      rowM2 = kb.add(rowM2, kb.mul(delta, kb.sub(v, rowMean)));
+    }
+    Value rstd = kb.rsqrt(kb.add(kb.div(rowM2, kb.f32(width)), kb.f32(epsilon)));
+    // rowMean is of the shifted row.
+    Value meanVector = kb.splat(rowMean), rstdVector = kb.splat(rstd);
+    forEachVector(kb, width, [&](Value c, int64_t valid) {
+      Value shifted = kb.sub(kb.loadVector(source, {row, c}, valid), shiftVector);
+      Value normed = kb.mul(kb.sub(shifted, meanVector), rstdVector);
+      if (g)
+        normed = kb.fma(normed, kb.loadVector(g, {c}, valid), kb.loadVector(b, {c}, valid));
+      kb.storeVector(normed, out, {row, c}, valid);
+    });
+  });
+  return {residual ? kb.asTensor(sumOut) : Value(), kb.asTensor(out)};
+}
