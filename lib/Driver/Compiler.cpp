@@ -201,10 +201,10 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
   // Vector code for the widest unit the target has.
   CpuPipelineOptions pipeline;
   pipeline.copyOptionValuesFrom(options.pipeline);
-  if ((*machine)->getMCSubtargetInfo()->checkFeatures("+avx512f")) {
-    pipeline.vectorLanes = 16;
-    pipeline.vectorRegisters = 32;
-  }
+  bool wide = options.vectorLanes ? options.vectorLanes == 16
+                                   : (*machine)->getMCSubtargetInfo()->checkFeatures("+avx512f");
+  pipeline.vectorLanes = wide ? 16 : 8;
+  pipeline.vectorRegisters = wide ? 32 : 16;
 
   DiagnosticCollector diagnostics(context);
   PassManager pm(&context);

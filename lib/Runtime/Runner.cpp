@@ -28,6 +28,8 @@
 #include <optional>
 #include <sstream>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 extern "C" void omp_set_num_threads(int) __attribute__((weak));
 
@@ -486,13 +488,14 @@ private:
     }
   }
 
-  /// Times `options.benchmark` calls after a warm-up; peak extra memory is
-  /// the growth of the peak resident set over the warm-up call, which is
-  /// what the model allocates beyond its inputs, weights and outputs.
+  /// Times `options.benchmark` calls after a warm-up. Peak extra memory is
+  /// what one call adds to the resident set at its peak, beyond inputs,
+  /// weights and outputs: measured in a forked child, whose peak starts
+  /// from the current resident set rather than from this process's history
+  /// (loading the weights file peaked higher than the model ever will).
   void benchmarkCalls(std::vector<void *> &args) {
-    long baseline = peakResidentBytes();
+    long extra = extraMemoryOfOneCall(args);
     entry(args.data());
-    long extra = peakResidentBytes() - baseline;
     std::vector<double> times;
     for (int i = 0; i < options.benchmark; ++i) {
       auto start = std::chrono::steady_clock::now();
@@ -506,10 +509,40 @@ private:
                  times.front(), times[times.size() / 2], extra);
   }
 
-  static long peakResidentBytes() {
-    struct rusage usage;
-    getrusage(RUSAGE_SELF, &usage);
-    return usage.ru_maxrss * 1024L;
+  long extraMemoryOfOneCall(std::vector<void *> &args) {
+    int pipe[2];
+    if (::pipe(pipe) != 0)
+      return -1;
+    std::fflush(nullptr);
+    pid_t child = fork();
+    if (child == 0) {
+      ::close(pipe[0]);
+      long before = residentBytes();
+      entry(args.data());
+      struct rusage usage;
+      getrusage(RUSAGE_SELF, &usage);
+      long extra = usage.ru_maxrss * 1024L - before;
+      ssize_t written = ::write(pipe[1], &extra, sizeof(extra));
+      _exit(written == sizeof(extra) ? 0 : 1);
+    }
+    ::close(pipe[1]);
+    long extra = -1;
+    if (child < 0 || ::read(pipe[0], &extra, sizeof(extra)) != sizeof(extra))
+      extra = -1;
+    ::close(pipe[0]);
+    if (child > 0)
+      waitpid(child, nullptr, 0);
+    return std::max(extra, -1L);
+  }
+
+  static long residentBytes() {
+    long pages = 0, resident = 0;
+    if (FILE *statm = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(statm, "%ld %ld", &pages, &resident) != 2)
+        resident = 0;
+      std::fclose(statm);
+    }
+    return resident * sysconf(_SC_PAGESIZE);
   }
 
   std::string outputFormat() const {

@@ -55,6 +55,10 @@ static cl::opt<bool> fuseLayerNorm("fuse-layer-norm",
 static cl::opt<bool> fuseEpilogues("fuse-epilogues",
                                    cl::desc("Fuse matmul epilogues (default on)"),
                                    cl::init(true), cl::cat(category));
+static cl::opt<int64_t> vectorLanes(
+    "vector-lanes",
+    cl::desc("f32 lanes of the generated vector code: 8 or 16 (default: the target's widest)"),
+    cl::init(0), cl::cat(category), cl::Hidden);
 static cl::opt<bool> openmp("openmp", cl::desc("Run parallel loops on OpenMP threads"),
                             cl::init(true), cl::cat(category));
 
@@ -96,6 +100,9 @@ int main(int argc, char **argv) {
   options.pipeline.fuseLayerNorm = fuseLayerNorm;
   options.pipeline.fuseEpilogues = fuseEpilogues;
   options.seed = seed;
+  if (vectorLanes != 0 && vectorLanes != 8 && vectorLanes != 16)
+    return fail("--vector-lanes must be 8 or 16, got " + Twine(vectorLanes));
+  options.vectorLanes = vectorLanes;
   options.symbolPrefix = symbolPrefix.empty() ? identifierFrom(inputPath) : symbolPrefix;
   options.outputPath = outputPath;
   if (options.outputPath.empty()) {

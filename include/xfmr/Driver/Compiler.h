@@ -47,6 +47,10 @@ struct CompileOptions {
   /// Target CPU for code generation; "native" is the host's.
   std::string cpu = "native";
   CpuPipelineOptions pipeline;
+  /// Lanes of the generated vector code (8 or 16); 0 picks the target's
+  /// widest. 16 on an AVX2 machine is legal (each vector takes two
+  /// registers) and is how the AVX-512 code shape is tested there.
+  int64_t vectorLanes = 0;
   /// Seed of --emit=random-weights.
   uint64_t seed = 0;
   /// Where xfmrc finds libxfmr_runtime.a and libxfmr_main.a.

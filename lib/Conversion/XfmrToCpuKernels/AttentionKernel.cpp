@@ -122,10 +122,25 @@ private:
       kb.store(kb.f32(kNegInf), s.max, {i});
       kb.store(kb.f32(0.0), s.sum, {i});
     });
-    kb.forLoop(kb.index(0), keyBlockCount(q0, rows), 1, [&](Value blockIndex) {
+    // Key blocks entirely visible from every row of the query block need no
+    // masking: all blocks before the diagonal (causal) and before seq_k.
+    Value unmasked = kb.index(seqK / kBlockK);
+    if (in.causal)
+      unmasked = kb.mini(unmasked, arith::DivUIOp::create(b, loc, kb.addi(q0, kb.index(seqK - seqQ + 1)),
+                                                          kb.index(kBlockK)));
+    Value blocks = keyBlockCount(q0, rows);
+    kb.forLoop(kb.index(0), blocks, 1, [&](Value blockIndex) {
       Value k0 = kb.muli(blockIndex, kBlockK);
       emitScores(keysT, s, k0, rows);
-      emitSoftmaxUpdate(bi, hi, s, q0, k0, rows);
+      Value masked = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, blockIndex, unmasked);
+      auto branch = scf::IfOp::create(b, loc, masked, /*withElseRegion=*/true);
+      {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(branch.thenBlock()->getTerminator());
+        emitSoftmaxUpdate(bi, hi, s, q0, k0, rows, /*masked=*/true);
+        b.setInsertionPoint(branch.elseBlock()->getTerminator());
+        emitSoftmaxUpdate(bi, hi, s, q0, k0, rows, /*masked=*/false);
+      }
       emitValueProduct(bi, hi, s, k0, rows);
     });
     // out = O / l, 0 where nothing was visible.
@@ -163,9 +178,11 @@ private:
     }
   }
 
-  /// Masks and bias on the score tile, then the online-softmax update of
-  /// each row: probabilities in place of the scores, rescaled O, m and l.
-  void emitSoftmaxUpdate(Value bi, Value hi, const Scratch &s, Value q0, Value k0, int64_t rows) {
+  /// Masks (if `masked`: causal and past seq_k) and bias on the score tile,
+  /// then the online-softmax update of each row: probabilities in place of
+  /// the scores, rescaled O, m and l.
+  void emitSoftmaxUpdate(Value bi, Value hi, const Scratch &s, Value q0, Value k0, int64_t rows,
+                         bool masked) {
     OpBuilder &b = kb.builder();
     Location loc = kb.location();
     int64_t vectors = kBlockK / lanes;
@@ -189,10 +206,13 @@ private:
           score = kb.add(score, kb.loadVectorClipped(in.keyBias, {bi, j0}, 0.0));
         if (in.bias)
           score = kb.add(score, loadBias(bi, hi, qi, j0));
-        Value keys = arith::AddIOp::create(b, loc, iota,
-                                           vector::BroadcastOp::create(b, loc, iotaType, j0));
-        Value visible = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, keys, limitVector);
-        score = kb.select(visible, score, negInf);
+        if (masked) {
+          Value keys = arith::AddIOp::create(b, loc, iota,
+                                             vector::BroadcastOp::create(b, loc, iotaType, j0));
+          Value visible =
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, keys, limitVector);
+          score = kb.select(visible, score, negInf);
+        }
         scores.push_back(score);
         rowMax = kb.max(rowMax, score);
       }

@@ -6,6 +6,10 @@
 // RUN: xfmrc %s -o %t/model
 // RUN: %t/model --inputs=%t/inputs.safetensors --output=%t/outputs.safetensors
 // RUN: %python %testlib/ops.py check linear %t/inputs.safetensors %t/outputs.safetensors | FileCheck %s
+// The AVX-512 code shape (16 lanes, 32 registers), run here as split vectors.
+// RUN: xfmrc %s --vector-lanes=16 -o %t/model16
+// RUN: %t/model16 --inputs=%t/inputs.safetensors --output=%t/outputs16.safetensors
+// RUN: %python %testlib/ops.py check linear %t/inputs.safetensors %t/outputs16.safetensors | FileCheck %s
 // CHECK: PASS: linear_bias
 // CHECK: PASS: linear_nk
 // CHECK: PASS: fused_relu

@@ -1,0 +1,92 @@
+// RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels --split-input-file | FileCheck %s
+// RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="lanes=16 registers=32" --split-input-file | FileCheck %s --check-prefix=WIDE
+
+// The GEMM: weights read in place, B packed per chunk of column panels, a
+// 6 x 2-vector register tile (AVX2) accumulated over all of K, the epilogue
+// applied in registers, one store per vector; the 12-column tail (44 = 2 x 16
+// + 12: one full and one masked vector) and the 4-row tail (16 = 2 x 6 + 4)
+// get their own tiles.
+// CHECK-LABEL: func @gemm
+// CHECK: %[[W:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<16x44xf32> to memref<16x44xf32, strided<[?, 1], offset: ?>>
+// CHECK: %[[C:.*]] = memref.alloc() {alignment = 64 : i64} : memref<16x44xf32>
+// CHECK: scf.forall
+// CHECK: %[[PACKED:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x16x16xf32>
+// CHECK: vector.load %[[W]]
+// CHECK: vector.store %{{.*}}, %[[PACKED]]
+// CHECK: scf.for %{{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: vector.load %[[PACKED]]
+// CHECK: vector.broadcast
+// CHECK: vector.fma
+// CHECK: arith.maximumf %{{.*}}, %{{.*}} : vector<8xf32>
+// CHECK: vector.store %{{.*}}, %[[C]]
+// CHECK: scf.for %{{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: vector.load %[[W]]
+// CHECK: vector.maskedload %[[W]]
+// CHECK: vector.maskedstore %[[C]]
+// CHECK: bufferization.to_tensor %[[C]] restrict
+// CHECK-NOT: xfmr.fused_linear
+// WIDE-LABEL: func @gemm
+// WIDE: -> (vector<16xf32>, vector<16xf32>,
+func.func @gemm(%x: tensor<2x8x16xf32>, %w: tensor<16x44xf32>, %b: tensor<44xf32>) -> tensor<2x8x44xf32> {
+  %y = xfmr.fused_linear %x, %w bias(%b) {activation = #xfmr.activation<relu>} : (tensor<2x8x16xf32>, tensor<16x44xf32>, tensor<44xf32>) -> tensor<2x8x44xf32>
+  return %y : tensor<2x8x44xf32>
+}
+
+// -----
+
+// Attention: (batch, head) pairs in parallel; keys transposed once per pair;
+// key blocks up to the diagonal; masks only on the blocks that need them.
+// CHECK-LABEL: func @attention
+// CHECK: %[[Q:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<1x128x2x16xf32> to memref<1x128x2x16xf32, strided<[?, ?, ?, 1], offset: ?>>
+// CHECK: scf.forall (%{{.*}}) in (2)
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<16x128xf32>
+// CHECK: arith.ceildivui
+// CHECK: scf.for
+// CHECK: vector.fma
+// CHECK: scf.if
+// CHECK: vector.step
+// CHECK: math.exp
+// CHECK: } else {
+// CHECK-NOT: vector.step
+// CHECK: math.exp
+// CHECK: }
+// CHECK: vector.fma
+// CHECK-NOT: tensor<128x128xf32>
+// CHECK-NOT: memref<128x128xf32>
+func.func @attention(%q: tensor<1x128x2x16xf32>) -> tensor<1x128x2x16xf32> {
+  %o = xfmr.fused_attention %q, %q, %q {causal, scale = 0.25 : f64}
+       : (tensor<1x128x2x16xf32>, tensor<1x128x2x16xf32>, tensor<1x128x2x16xf32>) -> tensor<1x128x2x16xf32>
+  return %o : tensor<1x128x2x16xf32>
+}
+
+// -----
+
+// Row kernels: softmax over the last axis, add + layer norm.
+// CHECK-LABEL: func @rows
+// CHECK: scf.forall
+// CHECK: vector.reduction <maximumf>
+// CHECK: vector.reduction <add>
+// CHECK: scf.forall
+// CHECK: vector.fma
+// CHECK: math.rsqrt
+func.func @rows(%x: tensor<4x32xf32>, %r: tensor<4x32xf32>, %g: tensor<32xf32>) -> (tensor<4x32xf32>, tensor<4x32xf32>, tensor<4x32xf32>) {
+  %s = xfmr.softmax %x : tensor<4x32xf32>
+  %sum, %n = xfmr.fused_add_layer_norm %x, %r, %g, %g : (tensor<4x32xf32>, tensor<4x32xf32>, tensor<32xf32>, tensor<32xf32>) -> (tensor<4x32xf32>, tensor<4x32xf32>)
+  return %s, %sum, %n : tensor<4x32xf32>, tensor<4x32xf32>, tensor<4x32xf32>
+}
+
+// -----
+
+// Negative: kernels are f32; softmax over a leading axis and batched matmuls
+// are left for the linalg lowering.
+// CHECK-LABEL: func @left_alone
+// CHECK: xfmr.fused_linear {{.*}} -> tensor<4x8xf16>
+// CHECK: xfmr.softmax %{{.*}} {axis = 0 : i64}
+// CHECK: xfmr.matmul {{.*}} -> tensor<2x4x4xf32>
+// CHECK-NOT: vector.
+func.func @left_alone(%x: tensor<4x8xf16>, %w: tensor<8x8xf16>, %y: tensor<4x8xf32>, %b: tensor<2x4x8xf32>) -> (tensor<4x8xf16>, tensor<4x8xf32>, tensor<2x4x4xf32>) {
+  %l = xfmr.fused_linear %x, %w : (tensor<4x8xf16>, tensor<8x8xf16>) -> tensor<4x8xf16>
+  %s = xfmr.softmax %y {axis = 0} : tensor<4x8xf32>
+  %m = xfmr.matmul %b, %b {transpose_rhs} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x4xf32>
+  return %l, %s, %m : tensor<4x8xf16>, tensor<4x8xf32>, tensor<2x4x4xf32>
+}
