@@ -39,7 +39,8 @@ func.func @gemm(%x: tensor<2x8x16xf32>, %w: tensor<16x44xf32>, %b: tensor<44xf32
 // CHECK-LABEL: func @attention
 // CHECK: %[[Q:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<1x128x2x16xf32> to memref<1x128x2x16xf32, strided<[?, ?, ?, 1], offset: ?>>
 // CHECK: scf.forall (%{{.*}}) in (2)
-// CHECK: memref.alloc() {alignment = 64 : i64} : memref<16x128xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<2x16x64xf32>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<128x16xf32>
 // CHECK: arith.ceildivui
 // CHECK: scf.for
 // CHECK: vector.fma

@@ -1,10 +1,10 @@
 //===- AttentionKernel.cpp - flash attention on CPU vectors -----*- C++ -*-===//
 //
 // Threads take (batch, head) pairs, which all cost the same even with a
-// causal mask. Per pair, K^T is copied once into a [head_dim][seq_k] scratch
-// (rows contiguous along the keys, so QK^T vectorizes over keys like a GEMM
-// over columns). Queries go in blocks of kBlockQ rows; for each block the
-// key blocks up to the diagonal are visited:
+// causal mask. Per pair, K^T and V are copied once into block-contiguous
+// scratch (K^T rows contiguous along the keys, so QK^T vectorizes over keys
+// like a GEMM over columns). Queries go in blocks of kBlockQ rows; for each
+// block the key blocks up to the diagonal are visited:
 //
 //   S = (scale * Q_block) K^T_block      register-tiled, into a [bq][bk] tile
 //   S += bias; masked entries = -inf     causal, key padding, past seq_k
@@ -52,12 +52,12 @@ public:
       Location loc = kb.location();
       Value bi = arith::DivUIOp::create(b, loc, pair, kb.index(heads));
       Value hi = arith::RemUIOp::create(b, loc, pair, kb.index(heads));
-      Value keysT = transposeKeys(bi, hi);
+      auto [keysT, values] = packKeysAndValues(bi, hi);
       Scratch scratch{kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ, kBlockK}, f32()),
                       kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ}, f32()),
                       kb.allocate({kBlockQ}, f32())};
       kb.forRowTiles(kb.index(0), seqQ, kBlockQ, [&](Value q0, int64_t rows) {
-        emitQueryBlock(bi, hi, keysT, scratch, q0, rows);
+        emitQueryBlock(bi, hi, keysT, values, scratch, q0, rows);
       });
     });
   }
@@ -82,19 +82,30 @@ private:
     return indices;
   }
 
-  /// keysT[c][j] = K[b, j, h, c], zero for the padding keys j >= seq_k.
-  Value transposeKeys(Value bi, Value hi) {
-    Value keysT = kb.allocate({headDim, paddedK}, f32());
+  /// Keys and values of pair (b, h) copied to block-contiguous scratch, so
+  /// that a key block's 64 x head_dim values are 16 contiguous KiB rather
+  /// than rows strided through the whole sequence (pages and prefetch):
+  ///   keysT[block][c][j] = K[b, block * bk + j, h, c],
+  ///   values[j][c]      = V[b, j, h, c],
+  /// zero for the padding keys past seq_k.
+  std::pair<Value, Value> packKeysAndValues(Value bi, Value hi) {
+    Value keysT = kb.allocate({paddedK / kBlockK, headDim, kBlockK}, f32());
+    Value values = kb.allocate({paddedK, headDim}, f32());
+    OpBuilder &b = kb.builder();
+    Location loc = kb.location();
     kb.forLoop(kb.index(0), kb.index(paddedK), 1, [&](Value j) {
-      Value valid = arith::CmpIOp::create(kb.builder(), kb.location(), arith::CmpIPredicate::ult,
-                                          j, kb.index(seqK));
+      Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, kb.index(seqK));
       Value row = kb.mini(j, kb.index(seqK - 1));
+      Value block = arith::DivUIOp::create(b, loc, j, kb.index(kBlockK));
+      Value inBlock = arith::RemUIOp::create(b, loc, j, kb.index(kBlockK));
       kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
-        Value value = kb.load(in.k, at(bi, row, hi, c));
-        kb.store(kb.select(valid, value, kb.f32(0.0)), keysT, {c, j});
+        Value key = kb.load(in.k, at(bi, row, hi, c));
+        kb.store(kb.select(valid, key, kb.f32(0.0)), keysT, {block, c, inBlock});
+        Value value = kb.load(in.v, at(bi, row, hi, c));
+        kb.store(kb.select(valid, value, kb.f32(0.0)), values, {j, c});
       });
     });
-    return keysT;
+    return {keysT, values};
   }
 
   /// Number of key blocks a query block starting at q0 with `rows` rows sees.
@@ -109,7 +120,8 @@ private:
     return arith::MinUIOp::create(b, loc, blocks, all);
   }
 
-  void emitQueryBlock(Value bi, Value hi, Value keysT, const Scratch &s, Value q0, int64_t rows) {
+  void emitQueryBlock(Value bi, Value hi, Value keysT, Value values, const Scratch &s, Value q0,
+                      int64_t rows) {
     OpBuilder &b = kb.builder();
     Location loc = kb.location();
     // Scaled queries, running max/sum and output.
@@ -131,7 +143,7 @@ private:
     Value blocks = keyBlockCount(q0, rows);
     kb.forLoop(kb.index(0), blocks, 1, [&](Value blockIndex) {
       Value k0 = kb.muli(blockIndex, kBlockK);
-      emitScores(keysT, s, k0, rows);
+      emitScores(keysT, s, blockIndex, rows);
       Value masked = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, blockIndex, unmasked);
       auto branch = scf::IfOp::create(b, loc, masked, /*withElseRegion=*/true);
       {
@@ -141,7 +153,7 @@ private:
         b.setInsertionPoint(branch.elseBlock()->getTerminator());
         emitSoftmaxUpdate(bi, hi, s, q0, k0, rows, /*masked=*/false);
       }
-      emitValueProduct(bi, hi, s, k0, rows);
+      emitValueProduct(values, s, k0, rows);
     });
     // out = O / l, 0 where nothing was visible.
     kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
@@ -155,11 +167,12 @@ private:
     });
   }
 
-  /// scores[i][j] = sum_c queries[i][c] keysT[c][k0 + j] for a full key block.
-  void emitScores(Value keysT, const Scratch &s, Value k0, int64_t rows) {
+  /// scores[i][j] = sum_c queries[i][c] keysT[block][c][j] for a full key
+  /// block.
+  void emitScores(Value keysT, const Scratch &s, Value block, int64_t rows) {
     int64_t panel = 2 * lanes;
     for (int64_t p = 0; p < kBlockK / panel; ++p) {
-      Value col = kb.addi(k0, kb.index(p * panel));
+      Value col = kb.index(p * panel);
       kb.forRowTiles(kb.index(0), rows, kb.cpu().tileRows(), [&](Value row, int64_t tileRows) {
         Tile tile{tileRows, 2, {}};
         for (int64_t i = 0; i < tileRows * 2; ++i)
@@ -168,7 +181,7 @@ private:
             kb, tile, kb.index(0), kb.index(headDim),
             [&](int64_t i, Value c) { return kb.load(s.queries, {kb.addi(row, kb.index(i)), c}); },
             [&](int64_t j, Value c) {
-              return kb.loadVector(keysT, {c, kb.addi(col, kb.index(j * lanes))});
+              return kb.loadVector(keysT, {block, c, kb.addi(col, kb.index(j * lanes))});
             });
         for (int64_t i = 0; i < tileRows; ++i)
           for (int64_t j = 0; j < 2; ++j)
@@ -260,9 +273,9 @@ private:
       body(kb.index(c), std::min(lanes, headDim - c));
   }
 
-  /// output[i][:] += sum_j scores[i][j] V[b, k0 + j, h, :] over the visible
+  /// output[i][:] += sum_j scores[i][j] values[k0 + j][:] over the visible
   /// keys of the block, register-tiled over panels of head_dim.
-  void emitValueProduct(Value bi, Value hi, const Scratch &s, Value k0, int64_t rows) {
+  void emitValueProduct(Value values, const Scratch &s, Value k0, int64_t rows) {
     Value kEnd = kb.mini(kb.addi(k0, kb.index(kBlockK)), kb.index(seqK));
     int64_t panel = 2 * lanes;
     for (int64_t c0 = 0; c0 < headDim; c0 += panel) {
@@ -283,7 +296,7 @@ private:
               return kb.load(s.scores, {kb.addi(row, kb.index(i)), j});
             },
             [&](int64_t j, Value key) {
-              return kb.loadVector(in.v, at(bi, key, hi, kb.index(c0 + j * lanes)), valid(j));
+              return kb.loadVector(values, {key, kb.index(c0 + j * lanes)}, valid(j));
             });
         for (int64_t i = 0; i < tileRows; ++i)
           for (int64_t j = 0; j < vectors; ++j)
