@@ -11,6 +11,7 @@ using namespace xfmr;
 
 #include "xfmr/XfmrDialect.cpp.inc"
 #include "xfmr/XfmrEnums.cpp.inc"
+#include "xfmr/XfmrInterfaces.cpp.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "xfmr/XfmrAttrs.cpp.inc"

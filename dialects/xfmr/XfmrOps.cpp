@@ -304,7 +304,7 @@ LogicalResult MultiHeadAttentionOp::verify() {
   return success();
 }
 
-FusedAttentionOp::Dims FusedAttentionOp::getDims() {
+AttentionDims FusedAttentionOp::getDims() {
   if (getLayout() == AttentionLayout::bshd)
     return {0, 2, 1, 3};
   return {0, 1, 2, 3};
@@ -317,7 +317,7 @@ LogicalResult FusedAttentionOp::verify() {
     if (type.getRank() != 4)
       return emitOpError() << name << " must be rank 4 ("
                            << stringifyAttentionLayout(getLayout()) << "), got " << type;
-  Dims dims = getDims();
+  AttentionDims dims = getDims();
   int64_t batch = q.getDimSize(dims.batch), heads = q.getDimSize(dims.heads);
   int64_t seqQ = q.getDimSize(dims.seq), headDim = q.getDimSize(dims.headDim);
   int64_t seqK = k.getDimSize(dims.seq);
@@ -343,6 +343,86 @@ LogicalResult FusedAttentionOp::verify() {
            << seqQ << ", seq_k = " << seqK;
   if (!(getScale().convertToDouble() > 0))
     return emitOpError("scale must be positive");
+  if (Value lse = getLogsumexp()) {
+    auto type = tensorTypeOf(lse);
+    SmallVector<int64_t> expected = {batch, heads, seqQ};
+    if (type.getShape() != ArrayRef<int64_t>(expected) ||
+        type.getElementType() != q.getElementType())
+      return emitOpError("logsumexp must be ")
+             << shapeString(expected) << " of the query element type, got " << type;
+  }
+  return success();
+}
+
+AttentionDims FusedAttentionBackwardOp::getDims() {
+  if (getLayout() == AttentionLayout::bshd)
+    return {0, 2, 1, 3};
+  return {0, 1, 2, 3};
+}
+
+LogicalResult FusedAttentionBackwardOp::verify() {
+  for (auto [value, name] : {std::pair{getQuery(), "query"}, {getOutput(), "output"},
+                             {getGradOutput(), "grad_output"}, {getGradQuery(), "grad_query"}})
+    if (value.getType() != getQuery().getType())
+      return emitOpError() << name << " must have the query type " << getQuery().getType();
+  for (auto [value, name] : {std::pair{getValue(), "value"}, {getGradKey(), "grad_key"},
+                             {getGradValue(), "grad_value"}})
+    if (value.getType() != getKey().getType())
+      return emitOpError() << name << " must have the key type " << getKey().getType();
+  auto q = tensorTypeOf(getQuery());
+  if (q.getRank() != 4)
+    return emitOpError("query must be rank 4, got ") << q;
+  AttentionDims dims = getDims();
+  SmallVector<int64_t> lse = {q.getDimSize(dims.batch), q.getDimSize(dims.heads),
+                              q.getDimSize(dims.seq)};
+  if (tensorTypeOf(getLogsumexp()).getShape() != ArrayRef<int64_t>(lse))
+    return emitOpError("logsumexp must be ") << shapeString(lse);
+  if (!(getScale().convertToDouble() > 0))
+    return emitOpError("scale must be positive");
+  return success();
+}
+
+LogicalResult SoftmaxBackwardOp::verify() {
+  int64_t rank = tensorTypeOf(getOutput()).getRank();
+  if (failed(normalizeAxis(getAxis(), rank)))
+    return emitOpError("axis ") << static_cast<int64_t>(getAxis()) << " is out of range for rank "
+                                << rank;
+  return success();
+}
+
+int64_t SoftmaxBackwardOp::getNormalizedAxis() {
+  return *normalizeAxis(getAxis(), tensorTypeOf(getOutput()).getRank());
+}
+
+LogicalResult LayerNormBackwardOp::verify() {
+  auto x = tensorTypeOf(getInput());
+  if (getGrad().getType() != x || getGradInput().getType() != x)
+    return emitOpError("grad and grad_input must have the input type ") << x;
+  SmallVector<int64_t> row = {x.getShape().back()};
+  for (Value v : {getGradGamma(), getGradBeta()})
+    if (tensorTypeOf(v).getShape() != ArrayRef<int64_t>(row))
+      return emitOpError("gamma and beta gradients must be ") << shapeString(row);
+  if (getGamma() && tensorTypeOf(getGamma()).getShape() != ArrayRef<int64_t>(row))
+    return emitOpError("gamma must be ") << shapeString(row);
+  return success();
+}
+
+LogicalResult EmbeddingBackwardOp::verify() {
+  auto ids = tensorTypeOf(getIds()), grad = tensorTypeOf(getGrad()), table = getType();
+  if (table.getRank() != 2 || grad.getShape().drop_back() != ids.getShape() ||
+      grad.getShape().back() != table.getDimSize(1))
+    return emitOpError("grad ") << shapeString(grad.getShape())
+                                << " must be the ids shape plus d_model of the table "
+                                << shapeString(table.getShape());
+  return success();
+}
+
+LogicalResult CrossEntropyBackwardOp::verify() {
+  auto logits = tensorTypeOf(getLogits());
+  if (tensorTypeOf(getTargets()).getShape() != logits.getShape().drop_back())
+    return emitOpError("targets must have the logits shape without the vocab dim");
+  if (tensorTypeOf(getGrad()).getRank() != 0)
+    return emitOpError("grad must be rank 0");
   return success();
 }
 
@@ -410,11 +490,13 @@ LogicalResult DropoutOp::verify() {
   double rate = getRate().convertToDouble();
   if (!(rate >= 0 && rate < 1))
     return emitOpError("rate must be in [0, 1), got ") << rate;
+  if (getSeed() && tensorTypeOf(getSeed()).getRank() != 0)
+    return emitOpError("seed must be a rank-0 i64 tensor");
   return success();
 }
 
 OpFoldResult DropoutOp::fold(FoldAdaptor) {
-  if (getRate().isZero())
+  if (getRate().isZero() || !getSeed())
     return getInput();
   return {};
 }
@@ -484,7 +566,9 @@ LogicalResult MatmulOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
                              rhs);
   if (lhs.getElementType() != rhs.getElementType())
     return emitOptionalError(loc, "matmul operands must share one element type");
-  int64_t m = lhs.getDimSize(lhs.getRank() - 2), k = lhs.getShape().back();
+  bool lhsTransposed = adaptor.getTransposeLhs();
+  int64_t m = lhs.getDimSize(lhs.getRank() - (lhsTransposed ? 1 : 2));
+  int64_t k = lhs.getDimSize(lhs.getRank() - (lhsTransposed ? 2 : 1));
   bool transposed = adaptor.getTransposeRhs();
   int64_t rhsK = rhs.getDimSize(rhs.getRank() - (transposed ? 1 : 2));
   int64_t n = rhs.getDimSize(rhs.getRank() - (transposed ? 2 : 1));

@@ -4,6 +4,7 @@
 #define XFMR_OPS_TD
 
 include "XfmrDialect.td"
+include "XfmrInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
@@ -12,7 +13,7 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 //===----------------------------------------------------------------------===//
 
 def Xfmr_EmbeddingOp : Xfmr_Op<"embedding",
-    [Pure, InferTypeOpAdaptor]> {
+    [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "token embedding lookup";
   let description = [{
     Gathers rows of `table` ([vocab, d_model]) by the integer token ids in
@@ -33,7 +34,7 @@ def Xfmr_EmbeddingOp : Xfmr_Op<"embedding",
 }
 
 def Xfmr_SinusoidalPositionEncodingOp : Xfmr_Op<"sinusoidal_position_encoding",
-    [Pure, AllTypesMatch<["input", "result"]>]> {
+    [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "adds the fixed sinusoidal position encoding";
   let description = [{
     Adds the encoding of "Attention Is All You Need" to `input`
@@ -52,7 +53,7 @@ def Xfmr_SinusoidalPositionEncodingOp : Xfmr_Op<"sinusoidal_position_encoding",
 }
 
 def Xfmr_LearnedPositionEncodingOp : Xfmr_Op<"learned_position_encoding",
-    [Pure, AllTypesMatch<["input", "result"]>]> {
+    [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "adds learned position embeddings";
   let description = [{
     Adds rows `0 .. seq-1` of `table` ([max_positions, d_model]) to `input`
@@ -69,7 +70,7 @@ def Xfmr_LearnedPositionEncodingOp : Xfmr_Op<"learned_position_encoding",
 }
 
 def Xfmr_LinearOp : Xfmr_Op<"linear",
-    [Pure, InferTypeOpAdaptor]> {
+    [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "affine map over the last dimension";
   let description = [{
     `result = input @ weight (+ bias)` over the last dimension of `input`
@@ -149,7 +150,7 @@ def Xfmr_MultiHeadAttentionOp : Xfmr_Op<"multi_head_attention",
   }];
 }
 
-def Xfmr_SoftmaxOp : Xfmr_Op<"softmax", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Xfmr_SoftmaxOp : Xfmr_Op<"softmax", [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "softmax along one axis, lowered as one fused kernel";
   let description = [{
     `exp(x - max(x)) / sum(exp(x - max(x)))` along `axis` (negative counts
@@ -171,7 +172,7 @@ def Xfmr_SoftmaxOp : Xfmr_Op<"softmax", [Pure, AllTypesMatch<["input", "result"]
   }];
 }
 
-def Xfmr_LayerNormOp : Xfmr_Op<"layer_norm", [Pure, AttrSizedOperandSegments]> {
+def Xfmr_LayerNormOp : Xfmr_Op<"layer_norm", [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, AttrSizedOperandSegments]> {
   let summary = "layer normalization over the last dimension";
   let description = [{
     `(x - mean) / sqrt(var + epsilon) * gamma + beta` over the last dimension
@@ -194,7 +195,7 @@ def Xfmr_LayerNormOp : Xfmr_Op<"layer_norm", [Pure, AttrSizedOperandSegments]> {
   let hasVerifier = 1;
 }
 
-def Xfmr_GeluOp : Xfmr_Op<"gelu", [Pure, SameOperandsAndResultType]> {
+def Xfmr_GeluOp : Xfmr_Op<"gelu", [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "Gaussian error linear unit";
   let description = [{
     `x * 0.5 * (1 + erf(x / sqrt(2)))`, or with `approximate = tanh`
@@ -212,7 +213,7 @@ def Xfmr_GeluOp : Xfmr_Op<"gelu", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Xfmr_ReluOp : Xfmr_Op<"relu", [Pure, SameOperandsAndResultType]> {
+def Xfmr_ReluOp : Xfmr_Op<"relu", [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "rectified linear unit";
   let description = [{
     `max(x, 0)`.
@@ -226,26 +227,33 @@ def Xfmr_ReluOp : Xfmr_Op<"relu", [Pure, SameOperandsAndResultType]> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Xfmr_DropoutOp : Xfmr_Op<"dropout", [Pure, SameOperandsAndResultType]> {
-  let summary = "dropout (the identity at inference)";
+def Xfmr_DropoutOp : Xfmr_Op<"dropout", [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "dropout: the identity at inference, a seeded random mask in training";
   let description = [{
-    Zeroes each element with probability `rate` and scales the others by
-    1/(1-rate) when training; inference programs treat it as the identity.
+    Without `seed` (inference) this is the identity. With a rank-0 i64
+    `seed` (training) each element is kept with probability 1 - `rate` and
+    scaled by 1/(1 - rate); whether element i is kept is a counter-based
+    hash of (seed, i), so the same seed gives the same mask -- which is how
+    the backward pass, `dropout(grad)` with the same seed, drops the same
+    elements without storing a mask.
 
     ```mlir
     %y = xfmr.dropout %x {rate = 1.000000e-01 : f64} : tensor<2x8x64xf32>
+    %z = xfmr.dropout %x seed(%s : tensor<i64>) {rate = 1.000000e-01 : f64} : tensor<2x8x64xf32>
     ```
   }];
-  let arguments = (ins Xfmr_FloatTensor:$input,
+  let arguments = (ins Xfmr_FloatTensor:$input, Optional<StaticShapeTensorOf<[I64]>>:$seed,
                    DefaultValuedAttr<F64Attr, "0.0">:$rate);
   let results = (outs Xfmr_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = [{
+    $input (`seed` `(` $seed^ `:` type($seed) `)`)? attr-dict `:` type($input)
+  }];
   let hasVerifier = 1;
   let hasFolder = 1;
 }
 
 def Xfmr_CrossEntropyOp : Xfmr_Op<"cross_entropy",
-    [Pure, InferTypeOpAdaptor]> {
+    [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "mean cross-entropy of logits against integer targets";
   let description = [{
     `mean over targets != ignore_index of (logsumexp(logits[t]) -
@@ -270,7 +278,8 @@ def Xfmr_CrossEntropyOp : Xfmr_Op<"cross_entropy",
 //===----------------------------------------------------------------------===//
 
 class Xfmr_BroadcastBinaryOp<string mnemonic, string what>
-    : Xfmr_Op<mnemonic, [Pure, InferTypeOpAdaptor]> {
+    : Xfmr_Op<mnemonic, [Pure, InferTypeOpAdaptor,
+                         DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>]> {
   let summary = "elementwise " # what # " with numpy broadcasting";
   let description = [{
     Elementwise }] # what # [{ of two tensors of one element type whose
@@ -300,7 +309,7 @@ def Xfmr_DivOp : Xfmr_BroadcastBinaryOp<"div", "division">;
 def Xfmr_MaximumOp : Xfmr_BroadcastBinaryOp<"maximum", "maximum">;
 
 def Xfmr_SelectOp : Xfmr_Op<"select",
-    [Pure, InferTypeOpAdaptor]> {
+    [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "elementwise choice with numpy broadcasting";
   let description = [{
     `condition ? true_value : false_value` elementwise, all three operands
@@ -320,24 +329,26 @@ def Xfmr_SelectOp : Xfmr_Op<"select",
 }
 
 def Xfmr_MatmulOp : Xfmr_Op<"matmul",
-    [Pure, InferTypeOpAdaptor]> {
+    [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "batched matrix product";
   let description = [{
-    `lhs` [..., M, K] times `rhs` [..., K, N] (or [..., N, K] with
-    `transpose_rhs`). Batch dimensions broadcast numpy-style, so a rank-2
-    `rhs` applies to every batch of `lhs`.
+    `lhs` [..., M, K] (or [..., K, M] with `transpose_lhs`) times `rhs`
+    [..., K, N] (or [..., N, K] with `transpose_rhs`). Batch dimensions
+    broadcast numpy-style, so a rank-2 `rhs` applies to every batch of
+    `lhs`.
 
     ```mlir
     %s = xfmr.matmul %q, %k {transpose_rhs} : (tensor<2x4x8x16xf32>, tensor<2x4x8x16xf32>) -> tensor<2x4x8x8xf32>
     ```
   }];
-  let arguments = (ins Xfmr_FloatTensor:$lhs, Xfmr_FloatTensor:$rhs, UnitAttr:$transpose_rhs);
+  let arguments = (ins Xfmr_FloatTensor:$lhs, Xfmr_FloatTensor:$rhs, UnitAttr:$transpose_rhs,
+                   UnitAttr:$transpose_lhs);
   let results = (outs Xfmr_FloatTensor:$result);
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` functional-type(operands, results)";
 }
 
 def Xfmr_TransposeOp : Xfmr_Op<"transpose",
-    [Pure, InferTypeOpAdaptor]> {
+    [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "permutes dimensions";
   let description = [{
     `result.shape[i] = input.shape[permutation[i]]`.
@@ -351,7 +362,7 @@ def Xfmr_TransposeOp : Xfmr_Op<"transpose",
   let assemblyFormat = "$input attr-dict `:` functional-type(operands, results)";
 }
 
-def Xfmr_ReshapeOp : Xfmr_Op<"reshape", [Pure]> {
+def Xfmr_ReshapeOp : Xfmr_Op<"reshape", [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure]> {
   let summary = "reinterprets the shape, keeping row-major element order";
   let description = [{
     ```mlir
@@ -366,7 +377,7 @@ def Xfmr_ReshapeOp : Xfmr_Op<"reshape", [Pure]> {
 }
 
 def Xfmr_ReduceOp : Xfmr_Op<"reduce",
-    [Pure, InferTypeOpAdaptor]> {
+    [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "reduces one axis, keeping it with size 1";
   let description = [{
     Sum, max or mean along `axis` (negative counts from the end); the reduced
@@ -407,7 +418,7 @@ def Xfmr_CausalMaskOp : Xfmr_Op<"causal_mask", [Pure]> {
 //===----------------------------------------------------------------------===//
 
 def Xfmr_FusedAttentionOp : Xfmr_Op<"fused_attention",
-    [Pure, AttrSizedOperandSegments, AllTypesMatch<["query", "result"]>]> {
+    [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, AttrSizedOperandSegments, AllTypesMatch<["query", "result"]>]> {
   let summary = "scaled dot-product attention as one tiled kernel";
   let description = [{
     `softmax(scale * query @ key^T + mask) @ value` per batch and head,
@@ -417,7 +428,10 @@ def Xfmr_FusedAttentionOp : Xfmr_Op<"fused_attention",
     Operands are rank 4 in `layout` (`bshd` = [batch, seq, heads, head_dim],
     `bhsd` = [batch, heads, seq, head_dim]). Masks as in
     `multi_head_attention`; `attn_bias` broadcasts to [batch, heads, seq_q,
-    seq_k]. Fully masked query rows produce zeros.
+    seq_k]. Fully masked query rows produce zeros. The optional second result
+    is the per-row log-sum-exp of the masked, scaled scores ([batch, heads,
+    seq_q], -inf for fully masked rows), which the backward pass uses to
+    recompute probabilities.
 
     ```mlir
     %o = xfmr.fused_attention %q, %k, %v padding_mask(%m)
@@ -433,7 +447,7 @@ def Xfmr_FusedAttentionOp : Xfmr_Op<"fused_attention",
                    F64Attr:$scale, UnitAttr:$causal,
                    DefaultValuedAttr<Xfmr_AttentionLayoutAttr,
                                      "AttentionLayout::bshd">:$layout);
-  let results = (outs Xfmr_FloatTensor:$result);
+  let results = (outs Xfmr_FloatTensor:$result, Optional<Xfmr_FloatTensor>:$logsumexp);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`padding_mask` `(` $padding_mask^ `)`)?
     (`attn_bias` `(` $attn_bias^ `)`)? attr-dict `:` functional-type(operands, results)
@@ -441,13 +455,12 @@ def Xfmr_FusedAttentionOp : Xfmr_Op<"fused_attention",
   let hasVerifier = 1;
   let extraClassDeclaration = [{
     /// Positions of the batch, heads, sequence and head-dim dimensions.
-    struct Dims { int64_t batch, heads, seq, headDim; };
-    Dims getDims();
+    AttentionDims getDims();
   }];
 }
 
 def Xfmr_FusedAddLayerNormOp : Xfmr_Op<"fused_add_layer_norm",
-    [Pure, AttrSizedOperandSegments]> {
+    [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, AttrSizedOperandSegments]> {
   let summary = "residual add followed by layer normalization, one kernel";
   let description = [{
     `sum = input + residual; result = layer_norm(sum)` over the last
@@ -471,7 +484,7 @@ def Xfmr_FusedAddLayerNormOp : Xfmr_Op<"fused_add_layer_norm",
 }
 
 def Xfmr_FusedLinearOp : Xfmr_Op<"fused_linear",
-    [Pure, AttrSizedOperandSegments,
+    [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, AttrSizedOperandSegments,
      InferTypeOpAdaptor]> {
   let summary = "matmul with bias, activation and residual fused into its store";
   let description = [{
@@ -493,6 +506,149 @@ def Xfmr_FusedLinearOp : Xfmr_Op<"fused_linear",
   let assemblyFormat = [{
     $input `,` $weight (`bias` `(` $bias^ `)`)? (`residual` `(` $residual^ `)`)?
     attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Backward ops (what adjoints are built from)
+//===----------------------------------------------------------------------===//
+
+def Xfmr_SoftmaxBackwardOp : Xfmr_Op<"softmax_backward",
+    [Pure, AllTypesMatch<["output", "grad", "result"]>]> {
+  let summary = "gradient of softmax from its output";
+  let description = [{
+    `output * (grad - sum(grad * output, axis))`, the input gradient of
+    `softmax(x, axis)` given its output and the output gradient. One row
+    kernel, like softmax.
+
+    ```mlir
+    %dx = xfmr.softmax_backward %y, %dy {axis = -1 : i64} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$output, Xfmr_FloatTensor:$grad,
+                   DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$output `,` $grad attr-dict `:` type($output)";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    int64_t getNormalizedAxis();
+  }];
+}
+
+def Xfmr_LayerNormBackwardOp : Xfmr_Op<"layer_norm_backward", [Pure]> {
+  let summary = "gradients of layer norm over the last dimension";
+  let description = [{
+    From the forward input, gamma (absent for a non-affine norm) and the
+    output gradient, recomputes each row's mean and 1/std and returns the
+    input gradient and the [d] gradients of gamma and beta (zero for a
+    non-affine norm). One row kernel for the input gradient.
+
+    ```mlir
+    %dx, %dg, %db = xfmr.layer_norm_backward %x, %g, %dy {epsilon = 1.0e-05 : f64}
+        : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input, Optional<Xfmr_FloatTensor>:$gamma,
+                   Xfmr_FloatTensor:$grad, DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let results = (outs Xfmr_FloatTensor:$grad_input, Xfmr_FloatTensor:$grad_gamma,
+                      Xfmr_FloatTensor:$grad_beta);
+  let assemblyFormat = [{
+    $input (`,` $gamma^)? `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Xfmr_ActivationBackwardOp : Xfmr_Op<"activation_backward",
+    [Pure, AllTypesMatch<["input", "grad", "result"]>]> {
+  let summary = "gradient of an activation at its input";
+  let description = [{
+    `grad * activation'(input)` elementwise, for relu, gelu and gelu_tanh.
+
+    ```mlir
+    %dz = xfmr.activation_backward %z, %dy {activation = #xfmr.activation<gelu_tanh>} : tensor<4x8xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input, Xfmr_FloatTensor:$grad,
+                   Xfmr_ActivationAttr:$activation);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` type($input)";
+}
+
+def Xfmr_EmbeddingBackwardOp : Xfmr_Op<"embedding_backward", [Pure]> {
+  let summary = "gradient of an embedding table";
+  let description = [{
+    Scatter-adds `scale * grad[..., :]` into row `ids[...]` of a zero
+    [vocab, d_model] table: the gradient of `embedding(ids, table)`. The
+    result type gives the vocabulary size.
+
+    ```mlir
+    %dw = xfmr.embedding_backward %ids, %dy : (tensor<2x8xi32>, tensor<2x8x64xf32>) -> tensor<100x64xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_IntTensor:$ids, Xfmr_FloatTensor:$grad,
+                   DefaultValuedAttr<F64Attr, "1.0">:$scale);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$ids `,` $grad attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Xfmr_CrossEntropyBackwardOp : Xfmr_Op<"cross_entropy_backward",
+    [Pure, AllTypesMatch<["logits", "result"]>]> {
+  let summary = "gradient of cross_entropy at its logits";
+  let description = [{
+    `grad * (softmax(logits) - onehot(target)) / count` on rows whose target
+    is not `ignore_index` (0 on the others), `count` being the number of
+    such rows: the logits gradient of the mean cross-entropy scaled by the
+    rank-0 `grad`.
+
+    ```mlir
+    %dl = xfmr.cross_entropy_backward %logits, %t, %g : (tensor<2x8x100xf32>, tensor<2x8xi32>, tensor<f32>) -> tensor<2x8x100xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$logits, Xfmr_IntTensor:$targets, Xfmr_FloatTensor:$grad,
+                   DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = [{
+    $logits `,` $targets `,` $grad attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Xfmr_FusedAttentionBackwardOp : Xfmr_Op<"fused_attention_backward",
+    [Pure, AttrSizedOperandSegments]> {
+  let summary = "gradients of fused_attention, recomputing probabilities tile by tile";
+  let description = [{
+    FlashAttention-2's backward pass: from q, k, v, the forward output, its
+    per-row log-sum-exp and the output gradient, returns the gradients of q,
+    k and v. Probabilities are recomputed per (query block, key block) tile
+    from the log-sum-exp, so no [seq_q, seq_k] buffer exists. Masks, scale
+    and layout as in `fused_attention`.
+
+    ```mlir
+    %dq, %dk, %dv = xfmr.fused_attention_backward %q, %k, %v, %o, %lse, %do {causal, scale = 2.500000e-01 : f64}
+        : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>,
+           tensor<2x4x8xf32>, tensor<2x8x4x16xf32>)
+        -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>)
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$query, Xfmr_FloatTensor:$key, Xfmr_FloatTensor:$value,
+                   Xfmr_FloatTensor:$output, Xfmr_FloatTensor:$logsumexp,
+                   Xfmr_FloatTensor:$grad_output,
+                   Optional<Xfmr_BoolTensor>:$padding_mask,
+                   Optional<Xfmr_FloatTensor>:$attn_bias,
+                   F64Attr:$scale, UnitAttr:$causal,
+                   DefaultValuedAttr<Xfmr_AttentionLayoutAttr,
+                                     "AttentionLayout::bshd">:$layout);
+  let results = (outs Xfmr_FloatTensor:$grad_query, Xfmr_FloatTensor:$grad_key,
+                      Xfmr_FloatTensor:$grad_value);
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $output `,` $logsumexp `,` $grad_output
+    (`padding_mask` `(` $padding_mask^ `)`)? (`attn_bias` `(` $attn_bias^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    AttentionDims getDims();
   }];
 }
 

@@ -49,6 +49,10 @@ mlir::Value reshapeTensor(mlir::OpBuilder &b, mlir::Location loc, mlir::Value in
 mlir::Value buildActivation(mlir::OpBuilder &b, mlir::Location loc, Activation activation,
                             mlir::Value x);
 
+/// d activation(x) / dx for a scalar or a vector.
+mlir::Value buildActivationDerivative(mlir::OpBuilder &b, mlir::Location loc,
+                                      Activation activation, mlir::Value x);
+
 /// x @ weight over the last dim of x (weight [in, out], or [out, in] when
 /// `transposeWeight`), as a linalg.matmul on x collapsed to 2-D. Returns the
 /// 2-D [rows, out] product.
@@ -59,8 +63,24 @@ mlir::Value buildLinearProduct(mlir::OpBuilder &b, mlir::Location loc, mlir::Val
 mlir::Value buildLayerNormRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value rows,
                                mlir::Value gamma, mlir::Value beta, double epsilon);
 
+/// Per-row mean and (biased) variance of the 2-D `rows` [n, d], each [n].
+std::pair<mlir::Value, mlir::Value> buildRowMoments(mlir::OpBuilder &b, mlir::Location loc,
+                                                    mlir::Value rows);
+
+/// Appends a unit dimension: [n] -> [n, 1], for broadcasting a per-row value.
+mlir::Value asColumn(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row);
+
+/// Views [..., d] as [n, d].
+mlir::Value asRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
+
+/// Sums `input` over all but the last dimension: [..., d] -> [d].
+mlir::Value sumRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input);
+
 /// Patterns for the fused kernels (FusedKernels.cpp).
 void populateFusedKernelLoweringPatterns(mlir::RewritePatternSet &patterns);
+
+/// Patterns for the backward ops (BackwardKernels.cpp).
+void populateBackwardLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace xfmr::lowering
 

@@ -166,6 +166,8 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
   registry.insert<XfmrDialect>();
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
+  // Diagnostics name the location; the operation dump would bury that.
+  context.printOpOnDiagnostic(false);
 
   ModelSignature signature;
   auto module = loadModel(context, options, signature);

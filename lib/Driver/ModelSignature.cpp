@@ -3,11 +3,13 @@
 #include "xfmr/Driver/Compiler.h"
 
 #include "xfmr/Dialect/XfmrOps.h"
+#include "xfmr/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/JSON.h"
@@ -163,8 +165,9 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options, ModelSignat
   StringRef contents = (*file)->getBuffer();
   CollectingDiagnostics diagnostics(context, sourceMgr);
   if (llvm::sys::path::extension(path) == ".json") {
-    auto built =
-        buildModelFromConfig(context, path, contents, options.shape, signature.info);
+    ModelShape shape = options.shape;
+    shape.training = options.mode != CompileMode::Inference;
+    auto built = buildModelFromConfig(context, path, contents, shape, signature.info);
     if (!built)
       return built.takeError();
     module = std::move(*built);
@@ -183,6 +186,16 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options, ModelSignat
   auto entry = findEntry(*module, options.entry, path);
   if (!entry)
     return entry.takeError();
+  if (options.mode == CompileMode::Gradient) {
+    XfmrAutodiffOptions autodiff;
+    autodiff.function = entry->getName().str();
+    autodiff.wrtInputs.assign(options.gradientInputs.begin(), options.gradientInputs.end());
+    PassManager pm(&context);
+    pm.addPass(createXfmrAutodiff(autodiff));
+    if (failed(pm.run(*module)))
+      return diagnostics.error(path + ": cannot differentiate @" + entry->getName());
+    entry = (*module).lookupSymbol<func::FuncOp>((entry->getName() + "_grad").str());
+  }
   if (failed(describeEntry(*entry, signature)))
     return diagnostics.error(path + ": unusable entry function");
   return std::move(module);

@@ -59,7 +59,7 @@ private:
 /// one argument used twice).
 class GraphBuilder {
 public:
-  GraphBuilder(mlir::ModuleOp module, int64_t batch);
+  GraphBuilder(mlir::ModuleOp module, int64_t batch, bool training);
 
   mlir::OpBuilder &builder() { return b; }
   mlir::Location location() const { return loc; }
@@ -78,10 +78,12 @@ public:
   mlir::Value linear(mlir::Value x, llvm::StringRef prefix, int64_t in, int64_t out,
                      bool torchLayout);
   mlir::Value add(mlir::Value x, mlir::Value y);
+  /// Dropout, active (seeded) in the training form only.
   mlir::Value dropout(mlir::Value x, double rate);
   mlir::Value activation(mlir::Value x, Activation activation);
 
-  /// Finishes the function returning `logits` as output "logits".
+  /// Finishes the function returning `logits` as output "logits" (after
+  /// the loss, in the training form).
   void finish(mlir::Value logits);
 
 private:
@@ -92,7 +94,11 @@ private:
   mlir::func::FuncOp func;
   mlir::Block *body;
   int64_t batch;
+  bool training;
   llvm::StringMap<mlir::Value> params;
+  /// The `dropout_seed` input, and how many dropouts drew from it.
+  mlir::Value dropoutSeed;
+  int64_t dropouts = 0;
 };
 
 /// One architecture: reads its config and emits its graph.
@@ -105,6 +111,8 @@ llvm::Error buildBert(ConfigReader &config, GraphBuilder &graph, const ModelShap
                       ModelInfo &info);
 llvm::Error buildTransformer(ConfigReader &config, GraphBuilder &graph,
                              const ModelShape &shape, ModelInfo &info);
+llvm::Error buildEncoder(ConfigReader &config, GraphBuilder &graph, const ModelShape &shape,
+                         ModelInfo &info);
 
 /// Resolves the compiled sequence length against the model's max positions,
 /// naming `positionsKey` when it is too long.

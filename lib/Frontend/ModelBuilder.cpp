@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -168,10 +169,10 @@ int64_t frontend::resolveSeqLen(ConfigReader &config, int64_t requested, int64_t
 // GraphBuilder
 //===----------------------------------------------------------------------===//
 
-GraphBuilder::GraphBuilder(ModuleOp module, int64_t batch)
-    : b(module.getContext()), loc(module.getLoc()), batch(batch) {
+GraphBuilder::GraphBuilder(ModuleOp module, int64_t batch, bool training)
+    : b(module.getContext()), loc(module.getLoc()), batch(batch), training(training) {
   b.setInsertionPointToEnd(module.getBody());
-  func = func::FuncOp::create(b, loc, "forward", b.getFunctionType({}, {}));
+  func = func::FuncOp::create(b, loc, training ? "loss" : "forward", b.getFunctionType({}, {}));
   body = func.addEntryBlock();
   b.setInsertionPointToStart(body);
 }
@@ -224,9 +225,19 @@ Value GraphBuilder::linear(Value x, StringRef prefix, int64_t in, int64_t out,
 Value GraphBuilder::add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
 
 Value GraphBuilder::dropout(Value x, double rate) {
-  if (rate <= 0)
+  if (rate <= 0 || !training)
     return x;
-  return DropoutOp::create(b, loc, x, b.getF64FloatAttr(rate));
+  auto seedType = RankedTensorType::get({}, b.getI64Type());
+  if (!dropoutSeed)
+    dropoutSeed = addArgument(seedType, "xfmr.input", "dropout_seed");
+  // Each dropout draws its own mask: seed + k * (an odd 64-bit constant),
+  // which changes the seed's high and low words.
+  Value seed = tensor::ExtractOp::create(b, loc, dropoutSeed, ValueRange{});
+  Value offset = arith::ConstantOp::create(
+      b, loc, b.getI64IntegerAttr(static_cast<int64_t>(0x9E3779B97F4A7C15ull * ++dropouts)));
+  Value own = tensor::FromElementsOp::create(b, loc, seedType,
+                                             ValueRange{arith::AddIOp::create(b, loc, seed, offset)});
+  return DropoutOp::create(b, loc, x.getType(), x, own, b.getF64FloatAttr(rate));
 }
 
 Value GraphBuilder::activation(Value x, Activation activation) {
@@ -244,9 +255,20 @@ Value GraphBuilder::activation(Value x, Activation activation) {
 }
 
 void GraphBuilder::finish(Value logits) {
-  func::ReturnOp::create(b, loc, logits);
-  func.setType(b.getFunctionType(body->getArgumentTypes(), {logits.getType()}));
-  func.setResultAttr(0, "xfmr.output", b.getStringAttr("logits"));
+  SmallVector<Value> results = {logits};
+  SmallVector<StringRef> names = {"logits"};
+  if (training) {
+    auto logitsType = cast<RankedTensorType>(logits.getType());
+    auto labelsType = RankedTensorType::get(logitsType.getShape().drop_back(), b.getI32Type());
+    Value labels = addArgument(labelsType, "xfmr.input", "labels");
+    Value loss = CrossEntropyOp::create(b, loc, logits, labels, b.getI64IntegerAttr(-100));
+    results.insert(results.begin(), loss);
+    names.insert(names.begin(), "loss");
+  }
+  func::ReturnOp::create(b, loc, results);
+  func.setType(b.getFunctionType(body->getArgumentTypes(), ValueRange(results).getTypes()));
+  for (auto [index, name] : llvm::enumerate(names))
+    func.setResultAttr(index, "xfmr.output", b.getStringAttr(name));
 }
 
 //===----------------------------------------------------------------------===//
@@ -262,6 +284,7 @@ constexpr Architecture kArchitectures[] = {
     {"gpt2", buildGpt2},
     {"bert", buildBert},
     {"transformer", buildTransformer},
+    {"encoder", buildEncoder},
 };
 } // namespace
 
@@ -278,7 +301,8 @@ ArrayRef<StringRef> xfmr::supportedModelTypes() {
 llvm::Expected<OwningOpRef<ModuleOp>>
 xfmr::buildModelFromConfig(MLIRContext &context, StringRef path, StringRef contents,
                            const ModelShape &shape, ModelInfo &info) {
-  context.loadDialect<XfmrDialect, func::FuncDialect, arith::ArithDialect>();
+  context.loadDialect<XfmrDialect, func::FuncDialect, arith::ArithDialect,
+                      tensor::TensorDialect>();
   llvm::Expected<json::Value> parsed = json::parse(contents);
   if (!parsed)
     return llvm::createStringError(path + ": invalid JSON: " + toString(parsed.takeError()));
@@ -305,7 +329,7 @@ xfmr::buildModelFromConfig(MLIRContext &context, StringRef path, StringRef conte
   OwningOpRef<ModuleOp> module =
       ModuleOp::create(FileLineColLoc::get(&context, path, 1, 1));
   (*module)->setAttr("xfmr.model_type", StringAttr::get(&context, modelType));
-  GraphBuilder graph(*module, shape.batch);
+  GraphBuilder graph(*module, shape.batch, shape.training);
   info = ModelInfo();
   info.modelType = modelType;
   if (llvm::Error error = arch->build(config, graph, shape, info))

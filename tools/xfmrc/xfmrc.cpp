@@ -28,6 +28,15 @@ static cl::opt<xfmr::EmitKind> emit(
                clEnumValN(xfmr::EmitKind::RandomWeights, "random-weights",
                           "a .safetensors file of freshly initialised weights")),
     cl::cat(category));
+static cl::opt<bool> gradient(
+    "grad",
+    cl::desc("Compile the loss and its gradients: a config's training loss (labels input, "
+             "dropout active), or the --entry of an .mlir model (its first result is the loss)"),
+    cl::cat(category));
+static cl::list<std::string> gradientInputs(
+    "grad-inputs", cl::desc("With --grad: inputs to differentiate besides the weights "
+                            "(names, or * for all float inputs)"),
+    cl::CommaSeparated, cl::cat(category));
 static cl::opt<int64_t> batch("batch", cl::desc("Sequences per call (default 1)"), cl::init(1),
                               cl::cat(category));
 static cl::opt<int64_t> seqLen("seq-len",
@@ -89,6 +98,10 @@ int main(int argc, char **argv) {
   xfmr::CompileOptions options;
   options.inputPath = inputPath;
   options.emit = emit;
+  if (!gradientInputs.empty() && !gradient)
+    return fail("--grad-inputs needs --grad");
+  options.mode = gradient ? xfmr::CompileMode::Gradient : xfmr::CompileMode::Inference;
+  options.gradientInputs.assign(gradientInputs.begin(), gradientInputs.end());
   options.shape.batch = batch;
   options.shape.seqLen = seqLen;
   options.shape.decoderSeqLen = decoderSeqLen;

@@ -12,11 +12,18 @@
 #include "xfmr/Dialect/XfmrDialect.h"
 
 #include "xfmr/XfmrEnums.h.inc"
+#include "xfmr/XfmrInterfaces.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "xfmr/XfmrAttrs.h.inc"
 
 namespace xfmr {
+/// Positions of the batch, heads, sequence and head-dim dimensions of an
+/// attention operand in its layout.
+struct AttentionDims {
+  int64_t batch, heads, seq, headDim;
+};
+
 /// Result type of a broadcasting binary op (shared by add, sub, mul, ...).
 llvm::LogicalResult inferBroadcastBinaryType(std::optional<mlir::Location> loc,
                                              mlir::Value lhs, mlir::Value rhs,

@@ -34,11 +34,24 @@ private:
 
 enum class EmitKind { Executable, Object, Header, Mlir, Llvm, RandomWeights };
 
+/// What the compiled entry computes.
+enum class CompileMode {
+  /// The model's forward pass: logits.
+  Inference,
+  /// The loss and its gradients (xfmr-autodiff of the entry, or of the
+  /// training loss a config builds).
+  Gradient,
+};
+
 struct CompileOptions {
   std::string inputPath;
   /// "-" writes text formats to stdout.
   std::string outputPath;
   EmitKind emit = EmitKind::Executable;
+  CompileMode mode = CompileMode::Inference;
+  /// Gradient mode: inputs differentiated besides the weights (`*`: all
+  /// float inputs).
+  std::vector<std::string> gradientInputs;
   ModelShape shape;
   /// Entry function of an .mlir input (default: its only public function).
   std::string entry;

@@ -19,6 +19,10 @@ struct ModelShape {
   int64_t seqLen = 0;
   /// Tokens per decoder sequence (encoder-decoder models); 0 means seqLen.
   int64_t decoderSeqLen = 0;
+  /// Build the training form: `@loss` returning the mean cross-entropy of
+  /// the logits against a `labels` input (-100 ignored) and the logits, with
+  /// dropout active, its masks drawn from a `dropout_seed` input.
+  bool training = false;
 };
 
 /// What the runtime needs beyond the entry function's signature.
@@ -31,10 +35,10 @@ struct ModelInfo {
   std::vector<std::string> weightPrefixes{""};
 };
 
-/// Builds `func.func @forward` from a Hugging Face style config.json: token
-/// inputs carry `xfmr.input = "<name>"`, weights `xfmr.param = "<checkpoint
-/// name>"`, the logits result `xfmr.output = "logits"`. Errors name the file
-/// and the offending key.
+/// Builds `func.func @forward` (or, with `shape.training`, `@loss`) from a
+/// Hugging Face style config.json: token inputs carry `xfmr.input =
+/// "<name>"`, weights `xfmr.param = "<checkpoint name>"`, the logits result
+/// `xfmr.output = "logits"`. Errors name the file and the offending key.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 buildModelFromConfig(mlir::MLIRContext &context, llvm::StringRef path,
                      llvm::StringRef contents, const ModelShape &shape, ModelInfo &info);

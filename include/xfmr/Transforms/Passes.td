@@ -81,4 +81,33 @@ def XfmrFuseEpilogues : Pass<"xfmr-fuse-epilogues"> {
   }];
 }
 
+def XfmrAutodiff : Pass<"xfmr-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Reverse-mode differentiation of a loss function";
+  let description = [{
+    Adds `<function>_grad` beside the function `function`, whose first
+    result must be a rank-0 float loss (further results are passed through).
+    The new function takes the same arguments and returns the loss, the
+    pass-through results, then the gradient of every `xfmr.param` argument
+    (and of the float `xfmr.input`s named in `wrt-inputs`, `*` meaning all of
+    them), in argument order;
+    results are named `xfmr.output = "loss"` and `"grad:<name>"`.
+
+    The forward part is kept; the backward part is built by walking the ops
+    in reverse and asking each op (DifferentiableOpInterface) for its
+    operands' gradients, adding up gradients of values used several times.
+    `multi_head_attention` is first decomposed; `fused_attention` gets its
+    logsumexp result so that its backward recomputes probabilities instead
+    of storing them. Fails, naming the op, when a value that depends on a
+    parameter reaches an op without an adjoint.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"loss\"",
+           "Name of the function to differentiate">,
+    ListOption<"wrtInputs", "wrt-inputs", "std::string",
+               "Inputs (xfmr.input names, or * for all float inputs) to also differentiate">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+                           "::mlir::tensor::TensorDialect", "::mlir::func::FuncDialect"];
+}
+
 #endif // XFMR_TRANSFORMS_PASSES_TD

@@ -1,10 +1,12 @@
 //===- AttentionKernel.cpp - flash attention on CPU vectors -----*- C++ -*-===//
 //
 // Threads take (batch, head) pairs, which all cost the same even with a
-// causal mask. Per pair, K^T and V are copied once into block-contiguous
-// scratch (K^T rows contiguous along the keys, so QK^T vectorizes over keys
-// like a GEMM over columns). Queries go in blocks of kBlockQ rows; for each
-// block the key blocks up to the diagonal are visited:
+// causal mask, so everything a pair needs is private to its thread. Per
+// pair, K^T (and for the backward V^T) is copied once into block-contiguous
+// scratch, so products with it vectorize over keys like a GEMM over columns.
+//
+// Forward: queries go in blocks of kBlockQ rows; for each block the key
+// blocks up to the diagonal are visited:
 //
 //   S = (scale * Q_block) K^T_block      register-tiled, into a [bq][bk] tile
 //   S += bias; masked entries = -inf     causal, key padding, past seq_k
@@ -12,8 +14,19 @@
 //            O *= e^(m - m')             (online softmax)
 //   O += P V_block                       register-tiled over head_dim
 //
-// and finally O / l is written (0 where no key was visible). Extra memory is
-// O(head_dim * seq_k) per thread; no [seq_q, seq_k] buffer exists.
+// and finally O / l is written (0 where no key was visible), with the row
+// log-sum-exp m + log l when the backward will need it.
+//
+// Backward (FlashAttention-2): for each key block, over the query blocks
+// that see it, the probabilities are recomputed from the log-sum-exp:
+//
+//   P = exp(S - lse); dP = dO V^T; dS = P (dP - rowsum(dO O))
+//   dV_block += P^T dO; dK_block += dS^T (scale Q); dQ += dS (scale K)
+//
+// dK and dV of the block stay in scratch until it is done; dQ accumulates
+// in a per-pair buffer, which needs no atomics because the pair is the
+// thread's. Extra memory is O(head_dim * seq) per thread; no [seq_q, seq_k]
+// buffer exists.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,13 +44,15 @@ constexpr int64_t kBlockQ = 64;
 constexpr int64_t kBlockK = 64;
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-class AttentionKernel {
+/// What the forward and backward kernels share: the geometry, operand
+/// packing, masks and the register-tiled block products.
+class AttentionKernelBase {
 public:
-  AttentionKernel(KernelBuilder &kb, const AttentionOperands &in)
-      : kb(kb), in(in), lanes(kb.cpu().lanes) {
+  AttentionKernelBase(KernelBuilder &kb, const AttentionOperands &in)
+      : kb(kb), b(kb.builder()), loc(kb.location()), in(in), lanes(kb.cpu().lanes) {
     auto q = cast<MemRefType>(in.q.getType());
     auto k = cast<MemRefType>(in.k.getType());
-    const FusedAttentionOp::Dims &d = in.dims;
+    const AttentionDims &d = in.dims;
     batch = q.getDimSize(d.batch);
     heads = q.getDimSize(d.heads);
     seqQ = q.getDimSize(d.seq);
@@ -46,66 +61,61 @@ public:
     paddedK = (seqK + kBlockK - 1) / kBlockK * kBlockK;
   }
 
-  void emit() {
+protected:
+  Type f32() { return b.getF32Type(); }
+
+  /// Calls `body(batch, head)` for each pair on the thread pool.
+  void forEachPair(function_ref<void(Value, Value)> body) {
     kb.parallelFor(batch * heads, [&](Value pair) {
-      OpBuilder &b = kb.builder();
-      Location loc = kb.location();
-      Value bi = arith::DivUIOp::create(b, loc, pair, kb.index(heads));
-      Value hi = arith::RemUIOp::create(b, loc, pair, kb.index(heads));
-      auto [keysT, values] = packKeysAndValues(bi, hi);
-      Scratch scratch{kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ, kBlockK}, f32()),
-                      kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ}, f32()),
-                      kb.allocate({kBlockQ}, f32())};
-      kb.forRowTiles(kb.index(0), seqQ, kBlockQ, [&](Value q0, int64_t rows) {
-        emitQueryBlock(bi, hi, keysT, values, scratch, q0, rows);
-      });
+      body(arith::DivUIOp::create(b, loc, pair, kb.index(heads)),
+           arith::RemUIOp::create(b, loc, pair, kb.index(heads)));
     });
   }
 
-private:
-  struct Scratch {
-    Value queries; // [bq][d], scaled
-    Value scores;  // [bq][bk], scores then probabilities
-    Value output;  // [bq][d], unnormalised
-    Value max, sum;
-  };
-
-  Type f32() { return kb.builder().getF32Type(); }
-
   /// Indices of element (b, s, h, c) of a q/k/v operand in its layout.
-  SmallVector<Value> at(Value b, Value s, Value h, Value c) {
+  SmallVector<Value> at(Value bi, Value s, Value h, Value c) {
     SmallVector<Value> indices(4);
-    indices[in.dims.batch] = b;
+    indices[in.dims.batch] = bi;
     indices[in.dims.seq] = s;
     indices[in.dims.heads] = h;
     indices[in.dims.headDim] = c;
     return indices;
   }
 
-  /// Keys and values of pair (b, h) copied to block-contiguous scratch, so
-  /// that a key block's 64 x head_dim values are 16 contiguous KiB rather
-  /// than rows strided through the whole sequence (pages and prefetch):
-  ///   keysT[block][c][j] = K[b, block * bk + j, h, c],
-  ///   values[j][c]      = V[b, j, h, c],
-  /// zero for the padding keys past seq_k.
-  std::pair<Value, Value> packKeysAndValues(Value bi, Value hi) {
-    Value keysT = kb.allocate({paddedK / kBlockK, headDim, kBlockK}, f32());
-    Value values = kb.allocate({paddedK, headDim}, f32());
-    OpBuilder &b = kb.builder();
-    Location loc = kb.location();
+  /// A key-side operand of pair (b, h) transposed into key blocks,
+  ///   packed[block][c][j] = X[b, block * bk + j, h, c],  0 past seq_k,
+  /// so a block's 64 x head_dim values are 16 contiguous KiB rather than
+  /// rows strided through the whole sequence (pages and prefetch).
+  Value packTransposedBlocks(Value source, Value bi, Value hi) {
+    Value packed = kb.allocate({paddedK / kBlockK, headDim, kBlockK}, f32());
     kb.forLoop(kb.index(0), kb.index(paddedK), 1, [&](Value j) {
       Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, kb.index(seqK));
       Value row = kb.mini(j, kb.index(seqK - 1));
       Value block = arith::DivUIOp::create(b, loc, j, kb.index(kBlockK));
       Value inBlock = arith::RemUIOp::create(b, loc, j, kb.index(kBlockK));
       kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
-        Value key = kb.load(in.k, at(bi, row, hi, c));
-        kb.store(kb.select(valid, key, kb.f32(0.0)), keysT, {block, c, inBlock});
-        Value value = kb.load(in.v, at(bi, row, hi, c));
-        kb.store(kb.select(valid, value, kb.f32(0.0)), values, {j, c});
+        Value value = kb.load(source, at(bi, row, hi, c));
+        kb.store(kb.select(valid, value, kb.f32(0.0)), packed, {block, c, inBlock});
       });
     });
-    return {keysT, values};
+    return packed;
+  }
+
+  /// packed[j][c] = factor * X[b, j, h, c] for j < rows, 0 up to paddedRows.
+  Value packRows(Value source, Value bi, Value hi, int64_t rows, int64_t paddedRows,
+                 double factor) {
+    Value packed = kb.allocate({paddedRows, headDim}, f32());
+    kb.forLoop(kb.index(0), kb.index(paddedRows), 1, [&](Value j) {
+      Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, kb.index(rows));
+      Value row = kb.mini(j, kb.index(rows - 1));
+      kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
+        Value value = kb.load(source, at(bi, row, hi, c));
+        if (factor != 1.0)
+          value = kb.mul(value, kb.f32(factor));
+        kb.store(kb.select(valid, value, kb.f32(0.0)), packed, {j, c});
+      });
+    });
+    return packed;
   }
 
   /// Number of key blocks a query block starting at q0 with `rows` rows sees.
@@ -113,63 +123,39 @@ private:
     Value all = kb.index(paddedK / kBlockK);
     if (!in.causal)
       return all;
-    OpBuilder &b = kb.builder();
-    Location loc = kb.location();
     Value end = kb.addi(q0, kb.index(rows + seqK - seqQ));
     Value blocks = arith::CeilDivUIOp::create(b, loc, end, kb.index(kBlockK));
     return arith::MinUIOp::create(b, loc, blocks, all);
   }
 
-  void emitQueryBlock(Value bi, Value hi, Value keysT, Value values, const Scratch &s, Value q0,
-                      int64_t rows) {
-    OpBuilder &b = kb.builder();
-    Location loc = kb.location();
-    // Scaled queries, running max/sum and output.
-    kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
-      Value qi = kb.addi(q0, i);
-      kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
-        kb.store(kb.mul(kb.load(in.q, at(bi, qi, hi, c)), kb.f32(in.scale)), s.queries, {i, c});
-        kb.store(kb.f32(0.0), s.output, {i, c});
-      });
-      kb.store(kb.f32(kNegInf), s.max, {i});
-      kb.store(kb.f32(0.0), s.sum, {i});
-    });
-    // Key blocks entirely visible from every row of the query block need no
-    // masking: all blocks before the diagonal (causal) and before seq_k.
+  /// Key blocks below this one are visible from every row of the query
+  /// block at q0, so need no masking: those before seq_k and, when causal,
+  /// before the diagonal.
+  Value unmaskedBlockCount(Value q0) {
     Value unmasked = kb.index(seqK / kBlockK);
     if (in.causal)
       unmasked = kb.mini(unmasked, arith::DivUIOp::create(b, loc, kb.addi(q0, kb.index(seqK - seqQ + 1)),
                                                           kb.index(kBlockK)));
-    Value blocks = keyBlockCount(q0, rows);
-    kb.forLoop(kb.index(0), blocks, 1, [&](Value blockIndex) {
-      Value k0 = kb.muli(blockIndex, kBlockK);
-      emitScores(keysT, s, blockIndex, rows);
-      Value masked = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, blockIndex, unmasked);
-      auto branch = scf::IfOp::create(b, loc, masked, /*withElseRegion=*/true);
-      {
-        OpBuilder::InsertionGuard guard(b);
-        b.setInsertionPoint(branch.thenBlock()->getTerminator());
-        emitSoftmaxUpdate(bi, hi, s, q0, k0, rows, /*masked=*/true);
-        b.setInsertionPoint(branch.elseBlock()->getTerminator());
-        emitSoftmaxUpdate(bi, hi, s, q0, k0, rows, /*masked=*/false);
-      }
-      emitValueProduct(values, s, k0, rows);
-    });
-    // out = O / l, 0 where nothing was visible.
-    kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
-      Value l = kb.load(s.sum, {i});
-      Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, kb.f32(0.0));
-      Value inverse = kb.select(empty, kb.f32(0.0), kb.div(kb.f32(1.0), l));
-      Value qi = kb.addi(q0, i);
-      kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
-        kb.store(kb.mul(kb.load(s.output, {i, c}), inverse), in.out, at(bi, qi, hi, c));
-      });
-    });
+    return unmasked;
   }
 
-  /// scores[i][j] = sum_c queries[i][c] keysT[block][c][j] for a full key
-  /// block.
-  void emitScores(Value keysT, const Scratch &s, Value block, int64_t rows) {
+  /// Calls `body(masked)` under an scf.if on whether key block `block` of
+  /// the query block at q0 needs masking.
+  void ifMasked(Value block, Value q0, function_ref<void(bool)> body) {
+    Value masked =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, block, unmaskedBlockCount(q0));
+    auto branch = scf::IfOp::create(b, loc, masked, /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(branch.thenBlock()->getTerminator());
+    body(true);
+    b.setInsertionPoint(branch.elseBlock()->getTerminator());
+    body(false);
+  }
+
+  /// dest[i][j] = sum_c lhs[row0 + i][c] packed[block][c][j] for i < rows
+  /// and the bk keys of the block.
+  void emitBlockProduct(Value lhs, Value row0, Value packed, Value block, int64_t rows,
+                        Value dest) {
     int64_t panel = 2 * lanes;
     for (int64_t p = 0; p < kBlockK / panel; ++p) {
       Value col = kb.index(p * panel);
@@ -179,77 +165,81 @@ private:
           tile.values.push_back(kb.splat(0.0));
         tile = emitTileUpdate(
             kb, tile, kb.index(0), kb.index(headDim),
-            [&](int64_t i, Value c) { return kb.load(s.queries, {kb.addi(row, kb.index(i)), c}); },
+            [&](int64_t i, Value c) {
+              return kb.load(lhs, {kb.addi(row0, kb.addi(row, kb.index(i))), c});
+            },
             [&](int64_t j, Value c) {
-              return kb.loadVector(keysT, {block, c, kb.addi(col, kb.index(j * lanes))});
+              return kb.loadVector(packed, {block, c, kb.addi(col, kb.index(j * lanes))});
             });
         for (int64_t i = 0; i < tileRows; ++i)
           for (int64_t j = 0; j < 2; ++j)
-            kb.storeVector(tile.at(i, j), s.scores,
+            kb.storeVector(tile.at(i, j), dest,
                            {kb.addi(row, kb.index(i)), kb.index(p * panel + j * lanes)});
       });
     }
   }
 
-  /// Masks (if `masked`: causal and past seq_k) and bias on the score tile,
-  /// then the online-softmax update of each row: probabilities in place of
-  /// the scores, rescaled O, m and l.
-  void emitSoftmaxUpdate(Value bi, Value hi, const Scratch &s, Value q0, Value k0, int64_t rows,
-                         bool masked) {
-    OpBuilder &b = kb.builder();
-    Location loc = kb.location();
-    int64_t vectors = kBlockK / lanes;
+  /// acc[accRow0 + r][:] += sum over k in [kBegin, kEnd) of a(r, k) B(k)[:]
+  /// for r < rows, register-tiled over panels of head_dim; `loadB(k, col,
+  /// valid)` reads a vector of row k of B.
+  void emitAccumulate(Value acc, Value accRow0, int64_t rows, Value kBegin, Value kEnd,
+                      function_ref<Value(Value, Value)> loadA,
+                      function_ref<Value(Value, Value, int64_t)> loadB) {
+    int64_t panel = 2 * lanes;
+    for (int64_t c0 = 0; c0 < headDim; c0 += panel) {
+      int64_t width = std::min(panel, headDim - c0);
+      int64_t vectors = (width + lanes - 1) / lanes;
+      int64_t lastValid = width - (vectors - 1) * lanes;
+      auto valid = [&](int64_t j) { return j + 1 == vectors ? lastValid : lanes; };
+      kb.forRowTiles(kb.index(0), rows, kb.cpu().tileRows(), [&](Value row, int64_t tileRows) {
+        auto accIndices = [&](int64_t i, int64_t j) -> SmallVector<Value> {
+          return {kb.addi(accRow0, kb.addi(row, kb.index(i))), kb.index(c0 + j * lanes)};
+        };
+        Tile tile{tileRows, vectors, {}};
+        for (int64_t i = 0; i < tileRows; ++i)
+          for (int64_t j = 0; j < vectors; ++j)
+            tile.values.push_back(kb.loadVector(acc, accIndices(i, j), valid(j)));
+        tile = emitTileUpdate(
+            kb, tile, kBegin, kEnd,
+            [&](int64_t i, Value k) { return loadA(kb.addi(row, kb.index(i)), k); },
+            [&](int64_t j, Value k) { return loadB(k, kb.index(c0 + j * lanes), valid(j)); });
+        for (int64_t i = 0; i < tileRows; ++i)
+          for (int64_t j = 0; j < vectors; ++j)
+            kb.storeVector(tile.at(i, j), acc, accIndices(i, j), valid(j));
+      });
+    }
+  }
+
+  /// The bk / lanes score vectors of row i of `scores` (query qi, keys from
+  /// k0) with bias and key padding added and, when `masked`, the causal and
+  /// past-seq_k entries set to -inf.
+  SmallVector<Value> maskedRow(Value bi, Value hi, Value scores, Value i, Value qi, Value k0,
+                               bool masked) {
     auto iotaType = VectorType::get({lanes}, b.getIndexType());
     Value iota = vector::StepOp::create(b, loc, iotaType);
-    Value negInf = kb.splat(kNegInf);
-    kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
-      Value qi = kb.addi(q0, i);
-      // Keys j may be seen from query qi iff j < seq_k and, when causal,
-      // j <= qi + seq_k - seq_q.
-      Value limit = kb.index(seqK);
-      if (in.causal)
-        limit = kb.mini(limit, kb.addi(qi, kb.index(seqK - seqQ + 1)));
-      Value limitVector = vector::BroadcastOp::create(b, loc, iotaType, limit);
-      SmallVector<Value> scores;
-      Value rowMax = negInf;
-      for (int64_t v = 0; v < vectors; ++v) {
-        Value j0 = kb.addi(k0, kb.index(v * lanes));
-        Value score = kb.loadVector(s.scores, {i, kb.index(v * lanes)});
-        if (in.keyBias)
-          score = kb.add(score, kb.loadVectorClipped(in.keyBias, {bi, j0}, 0.0));
-        if (in.bias)
-          score = kb.add(score, loadBias(bi, hi, qi, j0));
-        if (masked) {
-          Value keys = arith::AddIOp::create(b, loc, iota,
-                                             vector::BroadcastOp::create(b, loc, iotaType, j0));
-          Value visible =
-              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, keys, limitVector);
-          score = kb.select(visible, score, negInf);
-        }
-        scores.push_back(score);
-        rowMax = kb.max(rowMax, score);
+    // Keys j may be seen from query qi iff j < seq_k and, when causal,
+    // j <= qi + seq_k - seq_q.
+    Value limit = kb.index(seqK);
+    if (in.causal)
+      limit = kb.mini(limit, kb.addi(qi, kb.index(seqK - seqQ + 1)));
+    Value limitVector = vector::BroadcastOp::create(b, loc, iotaType, limit);
+    SmallVector<Value> row;
+    for (int64_t v = 0; v < kBlockK / lanes; ++v) {
+      Value j0 = kb.addi(k0, kb.index(v * lanes));
+      Value score = kb.loadVector(scores, {i, kb.index(v * lanes)});
+      if (in.keyBias)
+        score = kb.add(score, kb.loadVectorClipped(in.keyBias, {bi, j0}, 0.0));
+      if (in.bias)
+        score = kb.add(score, loadBias(bi, hi, qi, j0));
+      if (masked) {
+        Value keys = arith::AddIOp::create(b, loc, iota,
+                                           vector::BroadcastOp::create(b, loc, iotaType, j0));
+        Value visible = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, keys, limitVector);
+        score = kb.select(visible, score, kb.splat(kNegInf));
       }
-      Value oldMax = kb.load(s.max, {i});
-      Value newMax = kb.max(oldMax, kb.reduceMax(rowMax));
-      // Nothing visible yet: keep probabilities and corrections at 0.
-      Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, newMax, kb.f32(kNegInf));
-      Value shift = kb.select(none, kb.f32(0.0), newMax);
-      Value shiftVector = kb.splat(shift);
-      Value rowSum = kb.splat(0.0);
-      for (int64_t v = 0; v < vectors; ++v) {
-        Value p = kb.exp(kb.sub(scores[v], shiftVector));
-        kb.storeVector(p, s.scores, {i, kb.index(v * lanes)});
-        rowSum = kb.add(rowSum, p);
-      }
-      Value correction = kb.exp(kb.sub(oldMax, shift));
-      kb.store(newMax, s.max, {i});
-      kb.store(kb.add(kb.mul(kb.load(s.sum, {i}), correction), kb.reduceAdd(rowSum)), s.sum, {i});
-      Value correctionVector = kb.splat(correction);
-      forHeadDimVectors([&](Value c, int64_t valid) {
-        Value o = kb.loadVector(s.output, {i, c}, valid);
-        kb.storeVector(kb.mul(o, correctionVector), s.output, {i, c}, valid);
-      });
-    });
+      row.push_back(score);
+    }
+    return row;
   }
 
   /// `lanes` bias values for query qi and keys [j0, j0 + lanes), reading the
@@ -273,47 +263,267 @@ private:
       body(kb.index(c), std::min(lanes, headDim - c));
   }
 
-  /// output[i][:] += sum_j scores[i][j] values[k0 + j][:] over the visible
-  /// keys of the block, register-tiled over panels of head_dim.
-  void emitValueProduct(Value values, const Scratch &s, Value k0, int64_t rows) {
-    Value kEnd = kb.mini(kb.addi(k0, kb.index(kBlockK)), kb.index(seqK));
-    int64_t panel = 2 * lanes;
-    for (int64_t c0 = 0; c0 < headDim; c0 += panel) {
-      int64_t width = std::min(panel, headDim - c0);
-      int64_t vectors = (width + lanes - 1) / lanes;
-      int64_t lastValid = width - (vectors - 1) * lanes;
-      auto valid = [&](int64_t j) { return j + 1 == vectors ? lastValid : lanes; };
-      kb.forRowTiles(kb.index(0), rows, kb.cpu().tileRows(), [&](Value row, int64_t tileRows) {
-        Tile tile{tileRows, vectors, {}};
-        for (int64_t i = 0; i < tileRows; ++i)
-          for (int64_t j = 0; j < vectors; ++j)
-            tile.values.push_back(kb.loadVector(
-                s.output, {kb.addi(row, kb.index(i)), kb.index(c0 + j * lanes)}, valid(j)));
-        tile = emitTileUpdate(
-            kb, tile, k0, kEnd,
-            [&](int64_t i, Value key) {
-              Value j = arith::SubIOp::create(kb.builder(), kb.location(), key, k0);
-              return kb.load(s.scores, {kb.addi(row, kb.index(i)), j});
-            },
-            [&](int64_t j, Value key) {
-              return kb.loadVector(values, {key, kb.index(c0 + j * lanes)}, valid(j));
-            });
-        for (int64_t i = 0; i < tileRows; ++i)
-          for (int64_t j = 0; j < vectors; ++j)
-            kb.storeVector(tile.at(i, j), s.output,
-                           {kb.addi(row, kb.index(i)), kb.index(c0 + j * lanes)}, valid(j));
-      });
-    }
-  }
-
   KernelBuilder &kb;
+  OpBuilder &b;
+  Location loc;
   const AttentionOperands &in;
   int64_t lanes;
   int64_t batch, heads, seqQ, seqK, headDim, paddedK;
 };
 
+class ForwardKernel : AttentionKernelBase {
+public:
+  using AttentionKernelBase::AttentionKernelBase;
+
+  void emit() {
+    forEachPair([&](Value bi, Value hi) {
+      Value keysT = packTransposedBlocks(in.k, bi, hi);
+      Value values = packRows(in.v, bi, hi, seqK, paddedK, 1.0);
+      Scratch scratch{kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ, kBlockK}, f32()),
+                      kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ}, f32()),
+                      kb.allocate({kBlockQ}, f32())};
+      kb.forRowTiles(kb.index(0), seqQ, kBlockQ, [&](Value q0, int64_t rows) {
+        emitQueryBlock(bi, hi, keysT, values, scratch, q0, rows);
+      });
+    });
+  }
+
+private:
+  struct Scratch {
+    Value queries; // [bq][d], scaled
+    Value scores;  // [bq][bk], scores then probabilities
+    Value output;  // [bq][d], unnormalised
+    Value max, sum;
+  };
+
+  void emitQueryBlock(Value bi, Value hi, Value keysT, Value values, const Scratch &s, Value q0,
+                      int64_t rows) {
+    // Scaled queries, running max/sum and output.
+    kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
+      Value qi = kb.addi(q0, i);
+      kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
+        kb.store(kb.mul(kb.load(in.q, at(bi, qi, hi, c)), kb.f32(in.scale)), s.queries, {i, c});
+        kb.store(kb.f32(0.0), s.output, {i, c});
+      });
+      kb.store(kb.f32(kNegInf), s.max, {i});
+      kb.store(kb.f32(0.0), s.sum, {i});
+    });
+    kb.forLoop(kb.index(0), keyBlockCount(q0, rows), 1, [&](Value block) {
+      Value k0 = kb.muli(block, kBlockK);
+      emitBlockProduct(s.queries, kb.index(0), keysT, block, rows, s.scores);
+      ifMasked(block, q0, [&](bool masked) { emitSoftmaxUpdate(bi, hi, s, q0, k0, rows, masked); });
+      // O += P V over the block's keys before seq_k.
+      Value kEnd = kb.mini(kb.addi(k0, kb.index(kBlockK)), kb.index(seqK));
+      emitAccumulate(
+          s.output, kb.index(0), rows, k0, kEnd,
+          [&](Value i, Value key) {
+            return kb.load(s.scores, {i, arith::SubIOp::create(b, loc, key, k0)});
+          },
+          [&](Value key, Value col, int64_t valid) {
+            return kb.loadVector(values, {key, col}, valid);
+          });
+    });
+    // out = O / l, 0 where nothing was visible; lse = m + log l.
+    kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
+      Value l = kb.load(s.sum, {i});
+      Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, kb.f32(0.0));
+      Value inverse = kb.select(empty, kb.f32(0.0), kb.div(kb.f32(1.0), l));
+      Value qi = kb.addi(q0, i);
+      kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
+        kb.store(kb.mul(kb.load(s.output, {i, c}), inverse), in.out, at(bi, qi, hi, c));
+      });
+      if (in.lse)
+        kb.store(kb.add(kb.load(s.max, {i}), kb.log(l)), in.lse, {bi, hi, qi});
+    });
+  }
+
+  /// The online-softmax update of each row of the score tile: probabilities
+  /// in place of the scores, rescaled O, m and l.
+  void emitSoftmaxUpdate(Value bi, Value hi, const Scratch &s, Value q0, Value k0, int64_t rows,
+                         bool masked) {
+    kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
+      SmallVector<Value> scores = maskedRow(bi, hi, s.scores, i, kb.addi(q0, i), k0, masked);
+      Value rowMax = kb.splat(kNegInf);
+      for (Value score : scores)
+        rowMax = kb.max(rowMax, score);
+      Value oldMax = kb.load(s.max, {i});
+      Value newMax = kb.max(oldMax, kb.reduceMax(rowMax));
+      // Nothing visible yet: keep probabilities and corrections at 0.
+      Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, newMax, kb.f32(kNegInf));
+      Value shift = kb.select(none, kb.f32(0.0), newMax);
+      Value shiftVector = kb.splat(shift);
+      Value rowSum = kb.splat(0.0);
+      for (auto [v, score] : llvm::enumerate(scores)) {
+        Value p = kb.exp(kb.sub(score, shiftVector));
+        kb.storeVector(p, s.scores, {i, kb.index(v * lanes)});
+        rowSum = kb.add(rowSum, p);
+      }
+      Value correction = kb.exp(kb.sub(oldMax, shift));
+      kb.store(newMax, s.max, {i});
+      kb.store(kb.add(kb.mul(kb.load(s.sum, {i}), correction), kb.reduceAdd(rowSum)), s.sum, {i});
+      Value correctionVector = kb.splat(correction);
+      forHeadDimVectors([&](Value c, int64_t valid) {
+        Value o = kb.loadVector(s.output, {i, c}, valid);
+        kb.storeVector(kb.mul(o, correctionVector), s.output, {i, c}, valid);
+      });
+    });
+  }
+};
+
+class BackwardKernel : AttentionKernelBase {
+public:
+  using AttentionKernelBase::AttentionKernelBase;
+
+  void emit() {
+    forEachPair([&](Value bi, Value hi) {
+      Pair p;
+      p.bi = bi;
+      p.hi = hi;
+      p.keysT = packTransposedBlocks(in.k, bi, hi);
+      p.valuesT = packTransposedBlocks(in.v, bi, hi);
+      p.keys = packRows(in.k, bi, hi, seqK, paddedK, in.scale);
+      p.queries = packRows(in.q, bi, hi, seqQ, seqQ, in.scale);
+      p.gradOut = packRows(in.gradOut, bi, hi, seqQ, seqQ, 1.0);
+      p.gradQ = kb.allocate({seqQ, headDim}, f32());
+      p.probs = kb.allocate({kBlockQ, kBlockK}, f32());
+      p.gradScores = kb.allocate({kBlockQ, kBlockK}, f32());
+      p.gradK = kb.allocate({kBlockK, headDim}, f32());
+      p.gradV = kb.allocate({kBlockK, headDim}, f32());
+      emitRowTerms(p);
+      zeroRows(p.gradQ, kb.index(seqQ));
+      kb.forLoop(kb.index(0), kb.index(paddedK / kBlockK), 1, [&](Value block) {
+        emitKeyBlock(p, block);
+      });
+      kb.forLoop(kb.index(0), kb.index(seqQ), 1, [&](Value i) {
+        forHeadDimVectors([&](Value c, int64_t valid) {
+          kb.storeVector(kb.loadVector(p.gradQ, {i, c}, valid), in.gradQ, at(bi, i, hi, c), valid);
+        });
+      });
+    });
+  }
+
+private:
+  /// The buffers of one (batch, head) pair.
+  struct Pair {
+    Value bi, hi;
+    Value keysT, valuesT; // [block][d][bk]
+    Value keys;           // [paddedK][d], scaled
+    Value queries;        // [seq_q][d], scaled
+    Value gradOut;        // [seq_q][d]
+    Value rowDot;         // [seq_q]: rowsum(dO * O)
+    Value rowLse;         // [seq_q]: lse, +inf for rows that saw nothing
+    Value gradQ;          // [seq_q][d], accumulated
+    Value probs, gradScores; // [bq][bk] tiles
+    Value gradK, gradV;      // [bk][d] of the current key block
+  };
+
+  void zeroRows(Value buffer, Value rows) {
+    kb.forLoop(kb.index(0), rows, 1, [&](Value i) {
+      forHeadDimVectors([&](Value c, int64_t valid) {
+        kb.storeVector(kb.splat(0.0), buffer, {i, c}, valid);
+      });
+    });
+  }
+
+  /// rowsum(dO * O) and the log-sum-exp with -inf (no visible key) as
+  /// +inf, so that exp(S - lse) is 0 on such rows rather than NaN.
+  void emitRowTerms(Pair &p) {
+    p.rowDot = kb.allocate({seqQ}, f32());
+    p.rowLse = kb.allocate({seqQ}, f32());
+    kb.forLoop(kb.index(0), kb.index(seqQ), 1, [&](Value i) {
+      Value dot = kb.splat(0.0);
+      forHeadDimVectors([&](Value c, int64_t valid) {
+        Value o = kb.loadVector(in.out, at(p.bi, i, p.hi, c), valid);
+        dot = kb.fma(o, kb.loadVector(p.gradOut, {i, c}, valid), dot);
+      });
+      kb.store(kb.reduceAdd(dot), p.rowDot, {i});
+      Value lse = kb.load(in.lse, {p.bi, p.hi, i});
+      Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, lse, kb.f32(kNegInf));
+      kb.store(kb.select(none, kb.f32(std::numeric_limits<double>::infinity()), lse), p.rowLse, {i});
+    });
+  }
+
+  void emitKeyBlock(Pair &p, Value block) {
+    Value k0 = kb.muli(block, kBlockK);
+    zeroRows(p.gradK, kb.index(kBlockK));
+    zeroRows(p.gradV, kb.index(kBlockK));
+    // Query blocks that see this key block: from the first row i with
+    // k0 <= i + seq_k - seq_q (causal), to the end.
+    Value firstBlock = kb.index(0);
+    if (in.causal) {
+      Value firstRow = arith::MaxSIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, k0, kb.index(seqK - seqQ)), kb.index(0));
+      firstBlock = arith::DivUIOp::create(b, loc, firstRow, kb.index(kBlockQ));
+    }
+    int64_t fullBlocks = seqQ / kBlockQ;
+    kb.forLoop(kb.muli(firstBlock, kBlockQ), kb.index(fullBlocks * kBlockQ), kBlockQ,
+               [&](Value q0) { emitTile(p, block, q0, kBlockQ); });
+    // The last query rows see every key, so a partial query block visits
+    // all key blocks.
+    if (int64_t tail = seqQ % kBlockQ)
+      emitTile(p, block, kb.index(fullBlocks * kBlockQ), tail);
+    // Write dK, dV for the block's keys before seq_k.
+    Value rows = kb.mini(kb.index(kBlockK), kb.index(seqK));
+    rows = kb.mini(rows, arith::SubIOp::create(b, loc, kb.index(seqK), k0));
+    kb.forLoop(kb.index(0), rows, 1, [&](Value j) {
+      Value key = kb.addi(k0, j);
+      forHeadDimVectors([&](Value c, int64_t valid) {
+        kb.storeVector(kb.loadVector(p.gradK, {j, c}, valid), in.gradK, at(p.bi, key, p.hi, c),
+                       valid);
+        kb.storeVector(kb.loadVector(p.gradV, {j, c}, valid), in.gradV, at(p.bi, key, p.hi, c),
+                       valid);
+      });
+    });
+  }
+
+  /// The contributions of the (query block at q0, key block) tile.
+  void emitTile(Pair &p, Value block, Value q0, int64_t rows) {
+    Value k0 = kb.muli(block, kBlockK);
+    emitBlockProduct(p.queries, q0, p.keysT, block, rows, p.probs);
+    emitBlockProduct(p.gradOut, q0, p.valuesT, block, rows, p.gradScores);
+    ifMasked(block, q0, [&](bool masked) {
+      kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
+        Value qi = kb.addi(q0, i);
+        SmallVector<Value> scores = maskedRow(p.bi, p.hi, p.probs, i, qi, k0, masked);
+        Value lse = kb.splat(kb.load(p.rowLse, {qi}));
+        Value dot = kb.splat(kb.load(p.rowDot, {qi}));
+        for (auto [v, score] : llvm::enumerate(scores)) {
+          Value column = kb.index(v * lanes);
+          Value prob = kb.exp(kb.sub(score, lse));
+          Value gradProb = kb.loadVector(p.gradScores, {i, column});
+          kb.storeVector(prob, p.probs, {i, column});
+          kb.storeVector(kb.mul(prob, kb.sub(gradProb, dot)), p.gradScores, {i, column});
+        }
+      });
+    });
+    Value zero = kb.index(0);
+    auto transposedTile = [&](Value tile) {
+      return [&, tile](Value key, Value i) { return kb.load(tile, {i, key}); };
+    };
+    auto rowsOf = [&](Value buffer, Value row0) {
+      return [&, buffer, row0](Value k, Value col, int64_t valid) {
+        return kb.loadVector(buffer, {kb.addi(row0, k), col}, valid);
+      };
+    };
+    // dV += P^T dO and dK += dS^T (scale Q), over the tile's query rows.
+    emitAccumulate(p.gradV, zero, kBlockK, zero, kb.index(rows), transposedTile(p.probs),
+                   rowsOf(p.gradOut, q0));
+    emitAccumulate(p.gradK, zero, kBlockK, zero, kb.index(rows), transposedTile(p.gradScores),
+                   rowsOf(p.queries, q0));
+    // dQ += dS (scale K), over the block's keys.
+    emitAccumulate(
+        p.gradQ, q0, rows, zero, kb.index(kBlockK),
+        [&](Value i, Value key) { return kb.load(p.gradScores, {i, key}); },
+        rowsOf(p.keys, k0));
+  }
+};
+
 } // namespace
 
 void xfmr::cpu::emitAttention(KernelBuilder &kb, const AttentionOperands &operands) {
-  AttentionKernel(kb, operands).emit();
+  ForwardKernel(kb, operands).emit();
+}
+
+void xfmr::cpu::emitAttentionBackward(KernelBuilder &kb, const AttentionOperands &operands) {
+  BackwardKernel(kb, operands).emit();
 }

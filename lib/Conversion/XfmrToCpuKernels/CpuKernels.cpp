@@ -47,8 +47,8 @@ struct FusedLinearKernel : CpuKernelPattern<FusedLinearOp> {
     Location loc = op.getLoc();
     KernelBuilder kb(rewriter, loc, target);
     Value residual = op.getResidual() ? asMatrix(rewriter, loc, op.getResidual()) : Value();
-    Value c = emitGemm(kb, asMatrix(rewriter, loc, op.getInput()), op.getWeight(),
-                       op.getTransposeWeight(), op.getBias(), residual, op.getActivation());
+    Value c = emitGemm(kb, asMatrix(rewriter, loc, op.getInput()), /*transposeA=*/false,
+                       op.getWeight(), op.getTransposeWeight(), op.getBias(), residual, op.getActivation());
     rewriter.replaceOp(op, lowering::reshapeTensor(rewriter, loc, c, op.getType()));
     return success();
   }
@@ -57,53 +57,92 @@ struct FusedLinearKernel : CpuKernelPattern<FusedLinearOp> {
 struct MatmulKernel : CpuKernelPattern<MatmulOp> {
   using CpuKernelPattern::CpuKernelPattern;
   LogicalResult matchAndRewrite(MatmulOp op, PatternRewriter &rewriter) const override {
-    if (cast<RankedTensorType>(op.getRhs().getType()).getRank() != 2 || !isF32(op.getLhs()))
-      return rewriter.notifyMatchFailure(op, "not an f32 product with a 2-D weight");
+    bool transposeA = op.getTransposeLhs();
+    if (cast<RankedTensorType>(op.getRhs().getType()).getRank() != 2 || !isF32(op.getLhs()) ||
+        (transposeA && cast<RankedTensorType>(op.getLhs().getType()).getRank() != 2))
+      return rewriter.notifyMatchFailure(op, "not an f32 product of matrices or with a 2-D weight");
     Location loc = op.getLoc();
     KernelBuilder kb(rewriter, loc, target);
-    Value c = emitGemm(kb, asMatrix(rewriter, loc, op.getLhs()), op.getRhs(), op.getTransposeRhs(),
-                       Value(), Value(), Activation::none);
+    Value a = transposeA ? op.getLhs() : asMatrix(rewriter, loc, op.getLhs());
+    Value c = emitGemm(kb, a, transposeA, op.getRhs(), op.getTransposeRhs(), Value(), Value(),
+                       Activation::none);
     rewriter.replaceOp(op, lowering::reshapeTensor(rewriter, loc, c, op.getType()));
     return success();
   }
 };
+
+/// The operands both attention kernels read: q, k, v, masks and attributes.
+template <typename OpTy>
+AttentionOperands attentionOperands(KernelBuilder &kb, OpTy op) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  Type f32 = b.getF32Type();
+  AttentionOperands in;
+  in.q = kb.readBuffer(op.getQuery());
+  in.k = kb.readBuffer(op.getKey());
+  in.v = kb.readBuffer(op.getValue());
+  in.dims = op.getDims();
+  in.scale = op.getScale().convertToDouble();
+  in.causal = op.getCausal();
+  if (Value padding = op.getPaddingMask()) {
+    auto scalar = [&](double value) -> Value {
+      auto scalarType = RankedTensorType::get({}, f32);
+      return arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(scalarType, b.getFloatAttr(f32, value)));
+    };
+    Value keyBias = SelectOp::create(b, loc, padding, scalar(0.0),
+                                     scalar(-std::numeric_limits<double>::infinity()));
+    in.keyBias = kb.readBuffer(keyBias);
+  }
+  if (Value bias = op.getAttnBias()) {
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    SmallVector<int64_t> shape(4 - biasType.getRank(), 1);
+    llvm::append_range(shape, biasType.getShape());
+    in.bias = kb.readBuffer(
+        lowering::reshapeTensor(b, loc, bias, RankedTensorType::get(shape, f32)));
+  }
+  return in;
+}
+
+ArrayRef<int64_t> shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
 
 struct FusedAttentionKernel : CpuKernelPattern<FusedAttentionOp> {
   using CpuKernelPattern::CpuKernelPattern;
   LogicalResult matchAndRewrite(FusedAttentionOp op, PatternRewriter &rewriter) const override {
     if (!isF32(op.getQuery()))
       return rewriter.notifyMatchFailure(op, "the attention kernel is f32");
-    Location loc = op.getLoc();
-    KernelBuilder kb(rewriter, loc, target);
-    auto type = op.getType();
-    Type f32 = type.getElementType();
-    AttentionOperands in;
-    in.q = kb.readBuffer(op.getQuery());
-    in.k = kb.readBuffer(op.getKey());
-    in.v = kb.readBuffer(op.getValue());
-    in.dims = op.getDims();
-    in.scale = op.getScale().convertToDouble();
-    in.causal = op.getCausal();
-    if (Value padding = op.getPaddingMask()) {
-      auto scalar = [&](double value) -> Value {
-        auto scalarType = RankedTensorType::get({}, f32);
-        return arith::ConstantOp::create(
-            rewriter, loc, DenseElementsAttr::get(scalarType, rewriter.getFloatAttr(f32, value)));
-      };
-      Value keyBias = SelectOp::create(rewriter, loc, padding, scalar(0.0),
-                                       scalar(-std::numeric_limits<double>::infinity()));
-      in.keyBias = kb.readBuffer(keyBias);
-    }
-    if (Value bias = op.getAttnBias()) {
-      auto biasType = cast<RankedTensorType>(bias.getType());
-      SmallVector<int64_t> shape(4 - biasType.getRank(), 1);
-      llvm::append_range(shape, biasType.getShape());
-      in.bias = kb.readBuffer(
-          lowering::reshapeTensor(rewriter, loc, bias, RankedTensorType::get(shape, f32)));
-    }
-    in.out = kb.allocate(type.getShape(), f32);
+    KernelBuilder kb(rewriter, op.getLoc(), target);
+    AttentionOperands in = attentionOperands(kb, op);
+    Type f32 = rewriter.getF32Type();
+    in.out = kb.allocate(shapeOf(op.getResult()), f32);
+    SmallVector<Value> results = {in.out};
+    if (Value lse = op.getLogsumexp())
+      results.push_back(in.lse = kb.allocate(shapeOf(lse), f32));
     emitAttention(kb, in);
-    rewriter.replaceOp(op, kb.asTensor(in.out));
+    rewriter.replaceOp(op, llvm::map_to_vector(results, [&](Value buffer) { return kb.asTensor(buffer); }));
+    return success();
+  }
+};
+
+struct FusedAttentionBackwardKernel : CpuKernelPattern<FusedAttentionBackwardOp> {
+  using CpuKernelPattern::CpuKernelPattern;
+  LogicalResult matchAndRewrite(FusedAttentionBackwardOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!isF32(op.getQuery()))
+      return rewriter.notifyMatchFailure(op, "the attention kernel is f32");
+    KernelBuilder kb(rewriter, op.getLoc(), target);
+    AttentionOperands in = attentionOperands(kb, op);
+    Type f32 = rewriter.getF32Type();
+    in.out = kb.readBuffer(op.getOutput());
+    in.lse = kb.readBuffer(op.getLogsumexp());
+    in.gradOut = kb.readBuffer(op.getGradOutput());
+    in.gradQ = kb.allocate(shapeOf(op.getQuery()), f32);
+    in.gradK = kb.allocate(shapeOf(op.getKey()), f32);
+    in.gradV = kb.allocate(shapeOf(op.getValue()), f32);
+    emitAttentionBackward(kb, in);
+    rewriter.replaceOp(op, {kb.asTensor(in.gradQ), kb.asTensor(in.gradK), kb.asTensor(in.gradV)});
     return success();
   }
 };
@@ -163,7 +202,7 @@ struct ConvertXfmrToCpuKernelsPass
     }
     target = CpuTarget{lanes, registers};
     RewritePatternSet patterns(&getContext());
-    patterns.add<FusedAttentionKernel, FusedAddLayerNormKernel, FusedLinearKernel,
+    patterns.add<FusedAttentionKernel, FusedAttentionBackwardKernel, FusedAddLayerNormKernel, FusedLinearKernel,
                  LayerNormKernel, MatmulKernel, SoftmaxKernel>(&getContext(), target);
     // Kernels are built once; nothing they create is rewritten again.
     GreedyRewriteConfig config;

@@ -26,6 +26,8 @@ constexpr int64_t kPanelsPerChunk = 4;
 
 struct GemmOperands {
   Value a, b, c, bias, residual;
+  /// A is stored [K, M].
+  bool transposeA;
   int64_t m, n, k;
   Activation activation;
 };
@@ -69,7 +71,9 @@ void emitGemmTile(KernelBuilder &kb, const GemmOperands &g, Value row, int64_t r
     tile.values.push_back(kb.splat(0.0));
   tile = emitTileUpdate(
       kb, tile, kb.index(0), kb.index(g.k),
-      [&](int64_t i, Value k) { return kb.load(g.a, {rowIndex(i), k}); },
+      [&](int64_t i, Value k) {
+        return g.transposeA ? kb.load(g.a, {k, rowIndex(i)}) : kb.load(g.a, {rowIndex(i), k});
+      },
       [&](int64_t j, Value k) {
         if (source.packed)
           return kb.loadVector(source.packed, {source.panel, k, kb.index(j * lanes)});
@@ -120,13 +124,14 @@ void packPanels(KernelBuilder &kb, const GemmOperands &g, Value packed, Value be
 
 } // namespace
 
-Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, Value b, bool transposeB, Value bias,
-                          Value residual, Activation activation) {
+Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB,
+                          Value bias, Value residual, Activation activation) {
   auto aType = cast<RankedTensorType>(a.getType());
   auto bType = cast<RankedTensorType>(b.getType());
   GemmOperands g;
-  g.m = aType.getDimSize(0);
-  g.k = aType.getDimSize(1);
+  g.transposeA = transposeA;
+  g.m = aType.getDimSize(transposeA ? 1 : 0);
+  g.k = aType.getDimSize(transposeA ? 0 : 1);
   g.n = transposeB ? bType.getDimSize(0) : bType.getDimSize(1);
   g.activation = activation;
   g.a = kb.readBuffer(a);

@@ -35,6 +35,7 @@ Value KernelBuilder::max(Value x, Value y) { return arith::MaximumFOp::create(b,
 Value KernelBuilder::fma(Value a, Value x, Value c) { return vector::FMAOp::create(b, loc, a, x, c); }
 Value KernelBuilder::exp(Value x) { return math::ExpOp::create(b, loc, x); }
 Value KernelBuilder::rsqrt(Value x) { return math::RsqrtOp::create(b, loc, x); }
+Value KernelBuilder::log(Value x) { return math::LogOp::create(b, loc, x); }
 Value KernelBuilder::equals(Value x, double value) {
   Value constant = isa<VectorType>(x.getType())
                        ? splat(value, cast<VectorType>(x.getType()).getNumElements())

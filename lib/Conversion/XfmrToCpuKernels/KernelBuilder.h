@@ -56,6 +56,7 @@ public:
   mlir::Value fma(mlir::Value a, mlir::Value b, mlir::Value c);
   mlir::Value exp(mlir::Value x);
   mlir::Value rsqrt(mlir::Value x);
+  mlir::Value log(mlir::Value x);
   mlir::Value equals(mlir::Value x, double value);
   /// Index arithmetic.
   mlir::Value addi(mlir::Value x, mlir::Value y);

@@ -22,12 +22,26 @@ using namespace xfmr::lowering;
 
 static constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-/// Appends a unit dimension: [n] -> [n, 1], for broadcasting a per-row value.
-static Value asColumn(OpBuilder &b, Location loc, Value row) {
+Value lowering::asColumn(OpBuilder &b, Location loc, Value row) {
   auto type = tensorTypeOf(row);
   SmallVector<int64_t> shape(type.getShape());
   shape.push_back(1);
   return reshapeTensor(b, loc, row, RankedTensorType::get(shape, type.getElementType()));
+}
+
+Value lowering::asRows(OpBuilder &b, Location loc, Value x) {
+  auto type = tensorTypeOf(x);
+  int64_t width = type.getShape().back();
+  return reshapeTensor(
+      b, loc, x,
+      RankedTensorType::get({type.getNumElements() / width, width}, type.getElementType()));
+}
+
+Value lowering::sumRows(OpBuilder &b, Location loc, Value input) {
+  return reduceAxis(b, loc, asRows(b, loc, input), 0, 0.0,
+                    [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                      return arith::AddFOp::create(nb, l, args[0], args[1]);
+                    });
 }
 
 /// Row-wise reduction of [n, d] `input` into the [n] `init` with `combine`
@@ -60,18 +74,11 @@ static Value maxValues(OpBuilder &b, Location loc, Value x, Value y) {
 }
 static Value firstArg(OpBuilder &, Location, ValueRange args) { return args[0]; }
 
-Value lowering::buildLayerNormRows(OpBuilder &b, Location loc, Value rows, Value gamma,
-                                   Value beta, double epsilon) {
+std::pair<Value, Value> lowering::buildRowMoments(OpBuilder &b, Location loc, Value rows) {
   auto type = tensorTypeOf(rows);
   Type elementType = type.getElementType();
   auto vectorType = RankedTensorType::get({type.getDimSize(0)}, elementType);
   Value width = floatConstant(b, loc, elementType, type.getDimSize(1));
-  auto divideByWidth = [&](Value sums) {
-    return broadcastGeneric(b, loc, vectorType, sums,
-                            [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                              return arith::DivFOp::create(nb, l, args[0], width);
-                            });
-  };
   // The mean is summed relative to each row's first element and the variance
   // around the mean, so rows with a large mean lose no precision.
   Value shift = reshapeTensor(
@@ -93,13 +100,24 @@ Value lowering::buildLayerNormRows(OpBuilder &b, Location loc, Value rows, Value
                                   return arith::AddFOp::create(
                                       nb, l, args[1], arith::DivFOp::create(nb, l, args[0], width));
                                 });
-  Value variance = divideByWidth(reduceRows(
-      b, loc, ValueRange{rows, mean}, filledTensor(b, loc, vectorType, 0.0),
-      [](OpBuilder &nb, Location l, ValueRange args) -> Value {
-        Value centered = arith::SubFOp::create(nb, l, args[0], args[1]);
-        return arith::MulFOp::create(nb, l, centered, centered);
-      },
-      addValues));
+  Value squares = reduceRows(b, loc, ValueRange{rows, mean}, filledTensor(b, loc, vectorType, 0.0),
+                             [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                               Value centered = arith::SubFOp::create(nb, l, args[0], args[1]);
+                               return arith::MulFOp::create(nb, l, centered, centered);
+                             },
+                             addValues);
+  Value variance = broadcastGeneric(b, loc, vectorType, squares,
+                                    [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                                      return arith::DivFOp::create(nb, l, args[0], width);
+                                    });
+  return {mean, variance};
+}
+
+Value lowering::buildLayerNormRows(OpBuilder &b, Location loc, Value rows, Value gamma,
+                                   Value beta, double epsilon) {
+  auto type = tensorTypeOf(rows);
+  Type elementType = type.getElementType();
+  auto [mean, variance] = buildRowMoments(b, loc, rows);
   SmallVector<Value> inputs = {rows, asColumn(b, loc, mean), asColumn(b, loc, variance)};
   if (gamma)
     inputs.append({gamma, beta});
@@ -115,15 +133,6 @@ Value lowering::buildLayerNormRows(OpBuilder &b, Location loc, Value rows, Value
                             return arith::AddFOp::create(
                                 nb, l, arith::MulFOp::create(nb, l, normed, args[3]), args[4]);
                           });
-}
-
-/// Views [..., d] as [n, d].
-static Value asRows(OpBuilder &b, Location loc, Value x) {
-  auto type = tensorTypeOf(x);
-  int64_t width = type.getShape().back();
-  return reshapeTensor(
-      b, loc, x,
-      RankedTensorType::get({type.getNumElements() / width, width}, type.getElementType()));
 }
 
 namespace {
@@ -252,10 +261,26 @@ int64_t tileSizeFor(int64_t size, int64_t limit) {
   return 1;
 }
 
-class AttentionKernelBuilder {
+Value scaledIndex(OpBuilder &b, Location loc, Value index, int64_t factor) {
+  return arith::MulIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, factor));
+}
+
+Value multiply(OpBuilder &b, Location loc, Value x, Value y) {
+  return broadcastGeneric(b, loc, tensorTypeOf(x), ValueRange{x, y},
+                          [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                            return arith::MulFOp::create(nb, l, args[0], args[1]);
+                          });
+}
+
+/// The tiling of one attention problem into [blockQ, blockK] score tiles,
+/// shared by the forward kernel and the two backward kernels: operand
+/// tiles, masks and the probabilities of a tile.
+class AttentionTiling {
 public:
-  AttentionKernelBuilder(FusedAttentionOp op, FusedAttentionOp::Adaptor adaptor)
-      : op(op), adaptor(adaptor), dims(op.getDims()) {
+  template <typename OpTy>
+  AttentionTiling(OpBuilder &b, Location loc, OpTy op, typename OpTy::Adaptor adaptor)
+      : dims(op.getDims()), paddingMask(adaptor.getPaddingMask()),
+        scale(op.getScale().convertToDouble()), causal(op.getCausal()) {
     auto q = tensorTypeOf(op.getQuery());
     elementType = q.getElementType();
     batch = q.getDimSize(dims.batch);
@@ -265,89 +290,62 @@ public:
     seqK = tensorTypeOf(op.getKey()).getDimSize(dims.seq);
     blockQ = tileSizeFor(seqQ, 64);
     blockK = tileSizeFor(seqK, 64);
-  }
-
-  Value build(OpBuilder &b, Location loc) {
-    auto resultType = tensorTypeOf(op.getQuery());
-    Value init = tensor::EmptyOp::create(b, loc, resultType.getShape(), elementType);
-    Value bias = adaptor.getAttnBias();
-    if (bias) {
+    if (Value bias = adaptor.getAttnBias()) {
       auto biasType = tensorTypeOf(bias);
       SmallVector<int64_t> shape(4 - biasType.getRank(), 1);
       llvm::append_range(shape, biasType.getShape());
       bias4d = reshapeTensor(b, loc, bias, RankedTensorType::get(shape, elementType));
     }
+  }
+
+  /// An scf.forall over (batch, head, block of `blockRows` rows of `seq`)
+  /// whose shared outputs start as `inits`. `body(batch, head, start)`
+  /// returns one tile per output: [blockRows, head_dim] for rank-4 outputs,
+  /// [blockRows] for rank-3 ([batch, heads, seq]) ones.
+  SmallVector<Value> forallBlocks(OpBuilder &b, Location loc, int64_t seq, int64_t blockRows,
+                                  ValueRange inits,
+                                  function_ref<SmallVector<Value>(Value, Value, Value)> body) {
     SmallVector<OpFoldResult> upperBounds = {b.getIndexAttr(batch), b.getIndexAttr(heads),
-                                             b.getIndexAttr(seqQ / blockQ)};
-    auto forall = scf::ForallOp::create(b, loc, upperBounds, init, std::nullopt, nullptr);
+                                             b.getIndexAttr(seq / blockRows)};
+    auto forall = scf::ForallOp::create(b, loc, upperBounds, inits, std::nullopt, nullptr);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(forall.getTerminator());
     SmallVector<Value> ivs = forall.getInductionVars();
-    Value qStart = scaled(b, loc, ivs[2], blockQ);
-    Value tile = buildQueryBlock(b, loc, ivs[0], ivs[1], qStart);
+    Value start = scaledIndex(b, loc, ivs[2], blockRows);
+    SmallVector<Value> tiles = body(ivs[0], ivs[1], start);
     b.setInsertionPointToStart(forall.getTerminator().getBody());
-    auto [offsets, sizes] = tileGeometry(b, ivs[0], ivs[1], qStart, blockQ);
-    tensor::ParallelInsertSliceOp::create(b, loc, tile, forall.getRegionIterArgs()[0], offsets,
-                                          sizes, unitStrides(b));
-    return forall.getResult(0);
+    for (auto [tile, shared] : llvm::zip_equal(tiles, forall.getRegionIterArgs())) {
+      bool rowVector = tensorTypeOf(tile).getRank() == 1;
+      auto [offsets, sizes] = rowVector ? rowGeometry(b, ivs[0], ivs[1], start, blockRows)
+                                        : tileGeometry(b, ivs[0], ivs[1], start, blockRows);
+      tensor::ParallelInsertSliceOp::create(b, loc, tile, shared, offsets, sizes,
+                                            unitStrides(b, offsets.size()));
+    }
+    return forall.getResults();
   }
 
-private:
-  static Value scaled(OpBuilder &b, Location loc, Value index, int64_t factor) {
-    return arith::MulIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, factor));
-  }
-  static SmallVector<OpFoldResult> unitStrides(OpBuilder &b) {
-    return SmallVector<OpFoldResult>(4, b.getIndexAttr(1));
-  }
-
-  /// Offsets and sizes of the [rows, head_dim] tile at (b, h, seqStart).
-  std::pair<SmallVector<OpFoldResult>, SmallVector<OpFoldResult>>
-  tileGeometry(OpBuilder &b, Value batchIv, Value head, Value seqStart, int64_t rows) {
-    SmallVector<OpFoldResult> offsets(4), sizes(4);
-    offsets[dims.batch] = batchIv;
-    sizes[dims.batch] = b.getIndexAttr(1);
-    offsets[dims.heads] = head;
-    sizes[dims.heads] = b.getIndexAttr(1);
-    offsets[dims.seq] = seqStart;
-    sizes[dims.seq] = b.getIndexAttr(rows);
-    offsets[dims.headDim] = b.getIndexAttr(0);
-    sizes[dims.headDim] = b.getIndexAttr(headDim);
-    return {offsets, sizes};
-  }
-
+  /// The [rows, head_dim] tile of a rank-4 operand at (batch, head, seqStart).
   Value extractTile(OpBuilder &b, Location loc, Value operand, Value batchIv, Value head,
                     Value seqStart, int64_t rows) {
     auto [offsets, sizes] = tileGeometry(b, batchIv, head, seqStart, rows);
     return tensor::ExtractSliceOp::create(b, loc,
                                           RankedTensorType::get({rows, headDim}, elementType),
-                                          operand, offsets, sizes, unitStrides(b));
+                                          operand, offsets, sizes, unitStrides(b, 4));
   }
 
-  /// The [blockQ | 1, blockK | 1] slice of the rank-4 bias for this tile.
-  Value extractBiasTile(OpBuilder &b, Location loc, Value batchIv, Value head, Value qStart,
-                        Value kStart) {
-    auto type = tensorTypeOf(bias4d);
-    Value starts[4] = {batchIv, head, qStart, kStart};
-    int64_t fullSizes[4] = {1, 1, blockQ, blockK};
-    SmallVector<OpFoldResult> offsets, sizes;
-    for (int i = 0; i < 4; ++i) {
-      bool broadcast = type.getDimSize(i) == 1;
-      offsets.push_back(broadcast ? OpFoldResult(b.getIndexAttr(0)) : OpFoldResult(starts[i]));
-      sizes.push_back(b.getIndexAttr(broadcast ? 1 : fullSizes[i]));
-    }
-    int64_t rows = type.getDimSize(2) == 1 ? 1 : blockQ;
-    int64_t cols = type.getDimSize(3) == 1 ? 1 : blockK;
-    Value slice = tensor::ExtractSliceOp::create(
-        b, loc, RankedTensorType::get({1, 1, rows, cols}, elementType), bias4d, offsets, sizes,
-        unitStrides(b));
-    return reshapeTensor(b, loc, slice, RankedTensorType::get({rows, cols}, elementType));
+  /// The [rows] slice of a [batch, heads, seq] per-row value.
+  Value extractRows(OpBuilder &b, Location loc, Value perRow, Value batchIv, Value head,
+                    Value seqStart, int64_t rows) {
+    auto [offsets, sizes] = rowGeometry(b, batchIv, head, seqStart, rows);
+    return tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get({rows}, elementType),
+                                          perRow, offsets, sizes, unitStrides(b, 3));
   }
 
-  /// Number of key blocks query block `qb` must visit: all of them, or with a
-  /// causal mask only those at or below the diagonal.
+  /// Number of key blocks query block `qStart` must visit: all of them, or
+  /// with a causal mask only those at or below the diagonal.
   Value keyBlockCount(OpBuilder &b, Location loc, Value qStart) {
     Value all = arith::ConstantIndexOp::create(b, loc, seqK / blockK);
-    if (!op.getCausal())
+    if (!causal)
       return all;
     // Last visible key of the block: qStart + blockQ - 1 + (seqK - seqQ).
     Value end = arith::AddIOp::create(
@@ -357,14 +355,30 @@ private:
     return arith::MinUIOp::create(b, loc, blocks, all);
   }
 
-  /// Scaled scores with masked entries set to -inf.
-  Value maskedScores(OpBuilder &b, Location loc, Value scores, Value batchIv, Value head,
-                     Value qStart, Value kStart) {
+  /// The first query block that sees any key of the block at `kStart`.
+  Value firstQueryBlock(OpBuilder &b, Location loc, Value kStart) {
+    if (!causal)
+      return arith::ConstantIndexOp::create(b, loc, 0);
+    // Row i sees key j when j <= i + (seqK - seqQ).
+    Value firstRow = arith::SubIOp::create(
+        b, loc, kStart, arith::ConstantIndexOp::create(b, loc, seqK - seqQ));
+    firstRow = arith::MaxSIOp::create(b, loc, firstRow, arith::ConstantIndexOp::create(b, loc, 0));
+    return arith::DivUIOp::create(b, loc, firstRow, arith::ConstantIndexOp::create(b, loc, blockQ));
+  }
+
+  /// scale * qTile kTile^T + masks, masked entries -inf: the [blockQ, blockK]
+  /// scores at (qStart, kStart).
+  Value maskedScores(OpBuilder &b, Location loc, Value qTile, Value kTile, Value batchIv,
+                     Value head, Value qStart, Value kStart) {
+    auto scoreType = RankedTensorType::get({blockQ, blockK}, elementType);
+    Value scores = linalg::MatmulTransposeBOp::create(b, loc, scoreType, ValueRange{qTile, kTile},
+                                                      filledTensor(b, loc, scoreType, 0.0))
+                       .getResult(0);
     SmallVector<Value> inputs = {scores};
-    bool hasPadding = static_cast<bool>(adaptor.getPaddingMask());
+    bool hasPadding = static_cast<bool>(paddingMask);
     if (hasPadding) {
       Value maskTile = tensor::ExtractSliceOp::create(
-          b, loc, RankedTensorType::get({blockK}, b.getI1Type()), adaptor.getPaddingMask(),
+          b, loc, RankedTensorType::get({blockK}, b.getI1Type()), paddingMask,
           ArrayRef<OpFoldResult>{batchIv, kStart},
           ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(blockK)},
           ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
@@ -372,12 +386,9 @@ private:
     }
     if (bias4d)
       inputs.push_back(extractBiasTile(b, loc, batchIv, head, qStart, kStart));
-    double scale = op.getScale().convertToDouble();
-    bool causal = op.getCausal();
     int64_t diagonalOffset = seqK - seqQ;
     return broadcastGeneric(
-        b, loc, tensorTypeOf(scores), inputs,
-        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        b, loc, scoreType, inputs, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
           Value value =
               arith::MulFOp::create(nb, l, args[0], floatConstant(nb, l, elementType, scale));
           if (bias4d)
@@ -397,7 +408,7 @@ private:
         });
   }
 
-  /// exp(x - max), or 0 when max is -inf (nothing visible yet).
+  /// exp(x - max), or 0 when max is -inf (nothing visible).
   Value safeExp(OpBuilder &b, Location l, Value x, Value max) {
     Value negInf = floatConstant(b, l, elementType, kNegInf);
     Value none = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, max, negInf);
@@ -405,90 +416,296 @@ private:
     return arith::SelectOp::create(b, l, none, floatConstant(b, l, elementType, 0.0), exp);
   }
 
-  /// The online-softmax loop over key blocks for one query block; returns
-  /// the normalised [blockQ, head_dim] output tile.
-  Value buildQueryBlock(OpBuilder &b, Location loc, Value batchIv, Value head, Value qStart) {
-    Value qTile = extractTile(b, loc, adaptor.getQuery(), batchIv, head, qStart, blockQ);
-    auto rowType = RankedTensorType::get({blockQ}, elementType);
-    auto accType = RankedTensorType::get({blockQ, headDim}, elementType);
-    auto scoreType = RankedTensorType::get({blockQ, blockK}, elementType);
-    Value initMax = filledTensor(b, loc, rowType, kNegInf);
-    Value initSum = filledTensor(b, loc, rowType, 0.0);
-    Value initAcc = filledTensor(b, loc, accType, 0.0);
-
-    auto loop = scf::ForOp::create(
-        b, loc, arith::ConstantIndexOp::create(b, loc, 0), keyBlockCount(b, loc, qStart),
-        arith::ConstantIndexOp::create(b, loc, 1), ValueRange{initMax, initSum, initAcc},
-        [&](OpBuilder &nb, Location l, Value kb, ValueRange iter) {
-          Value runningMax = iter[0], runningSum = iter[1], acc = iter[2];
-          Value kStart = scaled(nb, l, kb, blockK);
-          Value kTile = extractTile(nb, l, adaptor.getKey(), batchIv, head, kStart, blockK);
-          Value vTile = extractTile(nb, l, adaptor.getValue(), batchIv, head, kStart, blockK);
-          Value scores = linalg::MatmulTransposeBOp::create(
-                             nb, l, scoreType, ValueRange{qTile, kTile},
-                             filledTensor(nb, l, scoreType, 0.0))
-                             .getResult(0);
-          scores = maskedScores(nb, l, scores, batchIv, head, qStart, kStart);
-          Value newMax = reduceRows(nb, l, scores, runningMax, firstArg, maxValues);
-          Value probs = broadcastGeneric(
-              nb, l, scoreType, ValueRange{scores, asColumn(nb, l, newMax)},
-              [&](OpBuilder &bb, Location bl, ValueRange args) {
-                return safeExp(bb, bl, args[0], args[1]);
-              });
-          Value correction = broadcastGeneric(
-              nb, l, rowType, ValueRange{runningMax, newMax},
-              [&](OpBuilder &bb, Location bl, ValueRange args) {
-                return safeExp(bb, bl, args[0], args[1]);
-              });
-          auto rescale = [&](Value value) {
-            Value factor = tensorTypeOf(value).getRank() == 1 ? correction
-                                                              : asColumn(nb, l, correction);
-            return broadcastGeneric(nb, l, tensorTypeOf(value), ValueRange{value, factor},
-                                    [](OpBuilder &bb, Location bl, ValueRange args) -> Value {
-                                      return arith::MulFOp::create(bb, bl, args[0], args[1]);
-                                    });
-          };
-          Value newSum = reduceRows(nb, l, probs, rescale(runningSum), firstArg, addValues);
-          Value newAcc = linalg::MatmulOp::create(nb, l, accType, ValueRange{probs, vTile},
-                                                  rescale(acc))
-                             .getResult(0);
-          // Write the new state back over the loop-carried tiles so that the
-          // loop bufferizes in place (no allocation per iteration).
-          auto overwrite = [&](Value value, Value carried) {
-            return linalg::CopyOp::create(nb, l, value, carried).getResult(0);
-          };
-          scf::YieldOp::create(nb, l,
-                               ValueRange{overwrite(newMax, runningMax),
-                                          overwrite(newSum, runningSum), overwrite(newAcc, acc)});
-        });
-    Value sum = loop.getResult(1), acc = loop.getResult(2);
-    return broadcastGeneric(b, loc, accType, ValueRange{acc, asColumn(b, loc, sum)},
-                            [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                              // Rows that saw no visible key give 0, never NaN.
-                              Value zero = floatConstant(nb, l, elementType, 0.0);
-                              Value empty = arith::CmpFOp::create(
-                                  nb, l, arith::CmpFPredicate::OEQ, args[1], zero);
-                              return arith::SelectOp::create(
-                                  nb, l, empty, zero,
-                                  arith::DivFOp::create(nb, l, args[0], args[1]));
+  /// exp(scores - rowValue) per row, 0 on rows whose value is -inf.
+  Value rowExp(OpBuilder &b, Location loc, Value scores, Value rowValue) {
+    return broadcastGeneric(b, loc, tensorTypeOf(scores),
+                            ValueRange{scores, asColumn(b, loc, rowValue)},
+                            [&](OpBuilder &nb, Location l, ValueRange args) {
+                              return safeExp(nb, l, args[0], args[1]);
                             });
   }
 
-  FusedAttentionOp op;
-  FusedAttentionOp::Adaptor adaptor;
-  FusedAttentionOp::Dims dims;
+  Value scaleTile(OpBuilder &b, Location loc, Value tile) {
+    return broadcastGeneric(b, loc, tensorTypeOf(tile), tile,
+                            [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                              return arith::MulFOp::create(
+                                  nb, l, args[0], floatConstant(nb, l, elementType, scale));
+                            });
+  }
+
+  AttentionDims dims;
+  Value paddingMask, bias4d;
+  double scale;
+  bool causal;
   Type elementType;
   int64_t batch, heads, seqQ, seqK, headDim, blockQ, blockK;
-  Value bias4d;
+
+private:
+  static SmallVector<OpFoldResult> unitStrides(OpBuilder &b, int64_t rank) {
+    return SmallVector<OpFoldResult>(rank, b.getIndexAttr(1));
+  }
+
+  /// Offsets and sizes of the [rows, head_dim] tile at (b, h, seqStart).
+  std::pair<SmallVector<OpFoldResult>, SmallVector<OpFoldResult>>
+  tileGeometry(OpBuilder &b, Value batchIv, Value head, Value seqStart, int64_t rows) {
+    SmallVector<OpFoldResult> offsets(4), sizes(4);
+    offsets[dims.batch] = batchIv;
+    sizes[dims.batch] = b.getIndexAttr(1);
+    offsets[dims.heads] = head;
+    sizes[dims.heads] = b.getIndexAttr(1);
+    offsets[dims.seq] = seqStart;
+    sizes[dims.seq] = b.getIndexAttr(rows);
+    offsets[dims.headDim] = b.getIndexAttr(0);
+    sizes[dims.headDim] = b.getIndexAttr(headDim);
+    return {offsets, sizes};
+  }
+
+  /// Offsets and sizes of `rows` entries of a [batch, heads, seq] tensor.
+  std::pair<SmallVector<OpFoldResult>, SmallVector<OpFoldResult>>
+  rowGeometry(OpBuilder &b, Value batchIv, Value head, Value seqStart, int64_t rows) {
+    return {{batchIv, head, seqStart}, {b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(rows)}};
+  }
+
+  /// The [blockQ | 1, blockK | 1] slice of the rank-4 bias for this tile.
+  Value extractBiasTile(OpBuilder &b, Location loc, Value batchIv, Value head, Value qStart,
+                        Value kStart) {
+    auto type = tensorTypeOf(bias4d);
+    Value starts[4] = {batchIv, head, qStart, kStart};
+    int64_t fullSizes[4] = {1, 1, blockQ, blockK};
+    SmallVector<OpFoldResult> offsets, sizes;
+    for (int i = 0; i < 4; ++i) {
+      bool broadcast = type.getDimSize(i) == 1;
+      offsets.push_back(broadcast ? OpFoldResult(b.getIndexAttr(0)) : OpFoldResult(starts[i]));
+      sizes.push_back(b.getIndexAttr(broadcast ? 1 : fullSizes[i]));
+    }
+    int64_t rows = type.getDimSize(2) == 1 ? 1 : blockQ;
+    int64_t cols = type.getDimSize(3) == 1 ? 1 : blockK;
+    Value slice = tensor::ExtractSliceOp::create(
+        b, loc, RankedTensorType::get({1, 1, rows, cols}, elementType), bias4d, offsets, sizes,
+        unitStrides(b, 4));
+    return reshapeTensor(b, loc, slice, RankedTensorType::get({rows, cols}, elementType));
+  }
 };
 
+/// Write `value` over the loop-carried `carried` so the loop bufferizes in
+/// place (no allocation per iteration).
+Value overwrite(OpBuilder &b, Location loc, Value value, Value carried) {
+  return linalg::CopyOp::create(b, loc, value, carried).getResult(0);
+}
+
+/// Forward: per query block, an online-softmax loop over key blocks.
 struct FusedAttentionLowering : OpConversionPattern<FusedAttentionOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(FusedAttentionOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    AttentionKernelBuilder kernel(op, adaptor);
-    rewriter.replaceOp(op, kernel.build(rewriter, op.getLoc()));
+    Location loc = op.getLoc();
+    AttentionTiling t(rewriter, loc, op, adaptor);
+    bool wantLse = static_cast<bool>(op.getLogsumexp());
+    auto outType = tensorTypeOf(op.getQuery());
+    SmallVector<Value> inits = {
+        tensor::EmptyOp::create(rewriter, loc, outType.getShape(), t.elementType)};
+    if (wantLse)
+      inits.push_back(tensor::EmptyOp::create(rewriter, loc,
+                                              ArrayRef<int64_t>{t.batch, t.heads, t.seqQ},
+                                              t.elementType));
+    SmallVector<Value> results = t.forallBlocks(
+        rewriter, loc, t.seqQ, t.blockQ, inits, [&](Value batchIv, Value head, Value qStart) {
+          auto [out, lse] = buildQueryBlock(rewriter, loc, t, adaptor, batchIv, head, qStart);
+          SmallVector<Value> tiles = {out};
+          if (wantLse)
+            tiles.push_back(lse);
+          return tiles;
+        });
+    rewriter.replaceOp(op, results);
     return success();
+  }
+
+  /// The normalised [blockQ, head_dim] output tile and its [blockQ] row
+  /// log-sum-exp.
+  static std::pair<Value, Value> buildQueryBlock(OpBuilder &b, Location loc, AttentionTiling &t,
+                                                 OpAdaptor adaptor, Value batchIv, Value head,
+                                                 Value qStart) {
+    Type elementType = t.elementType;
+    Value qTile = t.extractTile(b, loc, adaptor.getQuery(), batchIv, head, qStart, t.blockQ);
+    auto rowType = RankedTensorType::get({t.blockQ}, elementType);
+    auto accType = RankedTensorType::get({t.blockQ, t.headDim}, elementType);
+    auto loop = scf::ForOp::create(
+        b, loc, arith::ConstantIndexOp::create(b, loc, 0), t.keyBlockCount(b, loc, qStart),
+        arith::ConstantIndexOp::create(b, loc, 1),
+        ValueRange{filledTensor(b, loc, rowType, kNegInf), filledTensor(b, loc, rowType, 0.0),
+                   filledTensor(b, loc, accType, 0.0)},
+        [&](OpBuilder &nb, Location l, Value kb, ValueRange iter) {
+          Value runningMax = iter[0], runningSum = iter[1], acc = iter[2];
+          Value kStart = scaledIndex(nb, l, kb, t.blockK);
+          Value kTile = t.extractTile(nb, l, adaptor.getKey(), batchIv, head, kStart, t.blockK);
+          Value vTile = t.extractTile(nb, l, adaptor.getValue(), batchIv, head, kStart, t.blockK);
+          Value scores = t.maskedScores(nb, l, qTile, kTile, batchIv, head, qStart, kStart);
+          Value newMax = reduceRows(nb, l, scores, runningMax, firstArg, maxValues);
+          Value probs = t.rowExp(nb, l, scores, newMax);
+          Value correction = broadcastGeneric(
+              nb, l, rowType, ValueRange{runningMax, newMax},
+              [&](OpBuilder &bb, Location bl, ValueRange args) {
+                return t.safeExp(bb, bl, args[0], args[1]);
+              });
+          Value newSum =
+              reduceRows(nb, l, probs, multiply(nb, l, runningSum, correction), firstArg, addValues);
+          Value newAcc = linalg::MatmulOp::create(
+                             nb, l, accType, ValueRange{probs, vTile},
+                             multiply(nb, l, acc, asColumn(nb, l, correction)))
+                             .getResult(0);
+          scf::YieldOp::create(nb, l,
+                               ValueRange{overwrite(nb, l, newMax, runningMax),
+                                          overwrite(nb, l, newSum, runningSum),
+                                          overwrite(nb, l, newAcc, acc)});
+        });
+    Value max = loop.getResult(0), sum = loop.getResult(1), acc = loop.getResult(2);
+    Value out = broadcastGeneric(b, loc, accType, ValueRange{acc, asColumn(b, loc, sum)},
+                                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                                   // Rows that saw no visible key give 0, never NaN.
+                                   Value zero = floatConstant(nb, l, elementType, 0.0);
+                                   Value empty = arith::CmpFOp::create(
+                                       nb, l, arith::CmpFPredicate::OEQ, args[1], zero);
+                                   return arith::SelectOp::create(
+                                       nb, l, empty, zero,
+                                       arith::DivFOp::create(nb, l, args[0], args[1]));
+                                 });
+    // max + log(sum): -inf for rows that saw nothing (log 0 = -inf).
+    Value lse = broadcastGeneric(b, loc, rowType, ValueRange{max, sum},
+                                 [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                                   return arith::AddFOp::create(
+                                       nb, l, args[0], math::LogOp::create(nb, l, args[1]));
+                                 });
+    return {out, lse};
+  }
+};
+
+/// Backward, FlashAttention-2 style: one kernel over key blocks accumulates
+/// dK and dV, one over query blocks dQ; both recompute each probability
+/// tile from the saved log-sum-exp, so nothing seq_q x seq_k is stored.
+struct FusedAttentionBackwardLowering : OpConversionPattern<FusedAttentionBackwardOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(FusedAttentionBackwardOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    AttentionTiling t(rewriter, loc, op, adaptor);
+    Value rowDot = outputDotGrad(rewriter, loc, t, adaptor.getOutput(), adaptor.getGradOutput());
+    Value lse = adaptor.getLogsumexp();
+    auto keyType = tensorTypeOf(op.getKey());
+    auto tileType = [&](int64_t rows) {
+      return RankedTensorType::get({rows, t.headDim}, t.elementType);
+    };
+
+    // dS = P * (dP - D) for the tile at (qStart, kStart), with
+    // P = exp(S - lse) and dP = dO V^T.
+    auto gradScores = [&](OpBuilder &b, Location l, Value batchIv, Value head, Value qStart,
+                          Value kStart, Value qTile, Value kTile, Value vTile, Value doTile,
+                          Value &probs) {
+      Value scores = t.maskedScores(b, l, qTile, kTile, batchIv, head, qStart, kStart);
+      probs = t.rowExp(b, l, scores, t.extractRows(b, l, lse, batchIv, head, qStart, t.blockQ));
+      auto scoreType = tensorTypeOf(scores);
+      Value gradProbs = linalg::MatmulTransposeBOp::create(b, l, scoreType,
+                                                           ValueRange{doTile, vTile},
+                                                           filledTensor(b, l, scoreType, 0.0))
+                            .getResult(0);
+      Value dTile = t.extractRows(b, l, rowDot, batchIv, head, qStart, t.blockQ);
+      return broadcastGeneric(b, l, scoreType,
+                              ValueRange{probs, gradProbs, asColumn(b, l, dTile)},
+                              [](OpBuilder &nb, Location bl, ValueRange args) -> Value {
+                                Value diff = arith::SubFOp::create(nb, bl, args[1], args[2]);
+                                return arith::MulFOp::create(nb, bl, args[0], diff);
+                              });
+    };
+
+    // dK, dV: per key block, over the query blocks that see it.
+    Value empty = tensor::EmptyOp::create(rewriter, loc, keyType.getShape(), t.elementType);
+    SmallVector<Value> keyGrads = t.forallBlocks(
+        rewriter, loc, t.seqK, t.blockK, ValueRange{empty, empty},
+        [&](Value batchIv, Value head, Value kStart) -> SmallVector<Value> {
+          OpBuilder &b = rewriter;
+          Value kTile = t.extractTile(b, loc, adaptor.getKey(), batchIv, head, kStart, t.blockK);
+          Value vTile = t.extractTile(b, loc, adaptor.getValue(), batchIv, head, kStart, t.blockK);
+          auto loop = scf::ForOp::create(
+              b, loc, t.firstQueryBlock(b, loc, kStart),
+              arith::ConstantIndexOp::create(b, loc, t.seqQ / t.blockQ),
+              arith::ConstantIndexOp::create(b, loc, 1),
+              ValueRange{filledTensor(b, loc, tileType(t.blockK), 0.0),
+                         filledTensor(b, loc, tileType(t.blockK), 0.0)},
+              [&](OpBuilder &nb, Location l, Value qb, ValueRange iter) {
+                Value qStart = scaledIndex(nb, l, qb, t.blockQ);
+                Value qTile =
+                    t.extractTile(nb, l, adaptor.getQuery(), batchIv, head, qStart, t.blockQ);
+                Value doTile =
+                    t.extractTile(nb, l, adaptor.getGradOutput(), batchIv, head, qStart, t.blockQ);
+                Value probs;
+                Value dS = gradScores(nb, l, batchIv, head, qStart, kStart, qTile, kTile, vTile,
+                                      doTile, probs);
+                Value dV = linalg::MatmulTransposeAOp::create(nb, l, tileType(t.blockK),
+                                                              ValueRange{probs, doTile}, iter[1])
+                               .getResult(0);
+                Value dK = linalg::MatmulTransposeAOp::create(nb, l, tileType(t.blockK),
+                                                              ValueRange{dS, qTile}, iter[0])
+                               .getResult(0);
+                scf::YieldOp::create(nb, l, ValueRange{dK, dV});
+              });
+          return {t.scaleTile(b, loc, loop.getResult(0)), loop.getResult(1)};
+        });
+
+    // dQ: per query block, over the key blocks it sees.
+    Value queryEmpty = tensor::EmptyOp::create(rewriter, loc, tensorTypeOf(op.getQuery()).getShape(),
+                                               t.elementType);
+    SmallVector<Value> queryGrad = t.forallBlocks(
+        rewriter, loc, t.seqQ, t.blockQ, queryEmpty,
+        [&](Value batchIv, Value head, Value qStart) -> SmallVector<Value> {
+          OpBuilder &b = rewriter;
+          Value qTile = t.extractTile(b, loc, adaptor.getQuery(), batchIv, head, qStart, t.blockQ);
+          Value doTile =
+              t.extractTile(b, loc, adaptor.getGradOutput(), batchIv, head, qStart, t.blockQ);
+          auto loop = scf::ForOp::create(
+              b, loc, arith::ConstantIndexOp::create(b, loc, 0), t.keyBlockCount(b, loc, qStart),
+              arith::ConstantIndexOp::create(b, loc, 1),
+              ValueRange{filledTensor(b, loc, tileType(t.blockQ), 0.0)},
+              [&](OpBuilder &nb, Location l, Value kb, ValueRange iter) {
+                Value kStart = scaledIndex(nb, l, kb, t.blockK);
+                Value kTile =
+                    t.extractTile(nb, l, adaptor.getKey(), batchIv, head, kStart, t.blockK);
+                Value vTile =
+                    t.extractTile(nb, l, adaptor.getValue(), batchIv, head, kStart, t.blockK);
+                Value probs;
+                Value dS = gradScores(nb, l, batchIv, head, qStart, kStart, qTile, kTile, vTile,
+                                      doTile, probs);
+                Value dQ = linalg::MatmulOp::create(nb, l, tileType(t.blockQ),
+                                                    ValueRange{dS, kTile}, iter[0])
+                               .getResult(0);
+                scf::YieldOp::create(nb, l, dQ);
+              });
+          return {t.scaleTile(b, loc, loop.getResult(0))};
+        });
+    rewriter.replaceOp(op, {queryGrad[0], keyGrads[0], keyGrads[1]});
+    return success();
+  }
+
+  /// D = rowsum(dO * O) as [batch, heads, seq_q].
+  static Value outputDotGrad(OpBuilder &b, Location loc, AttentionTiling &t, Value output,
+                             Value gradOutput) {
+    MLIRContext *context = b.getContext();
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(4, context);
+    AffineMap rows = AffineMap::get(4, 0,
+                                    {getAffineDimExpr(t.dims.batch, context),
+                                     getAffineDimExpr(t.dims.heads, context),
+                                     getAffineDimExpr(t.dims.seq, context)},
+                                    context);
+    SmallVector<utils::IteratorType> iterators(4, utils::IteratorType::parallel);
+    iterators[t.dims.headDim] = utils::IteratorType::reduction;
+    auto type = RankedTensorType::get({t.batch, t.heads, t.seqQ}, t.elementType);
+    return linalg::GenericOp::create(
+               b, loc, type, ValueRange{output, gradOutput}, filledTensor(b, loc, type, 0.0),
+               ArrayRef<AffineMap>{identity, identity, rows}, iterators,
+               [](OpBuilder &nb, Location l, ValueRange args) {
+                 Value product = arith::MulFOp::create(nb, l, args[0], args[1]);
+                 linalg::YieldOp::create(nb, l,
+                                         arith::AddFOp::create(nb, l, args[2], product).getResult());
+               })
+        .getResult(0);
   }
 };
 
@@ -496,5 +713,6 @@ struct FusedAttentionLowering : OpConversionPattern<FusedAttentionOp> {
 
 void lowering::populateFusedKernelLoweringPatterns(RewritePatternSet &patterns) {
   patterns.add<SoftmaxLowering, LayerNormLowering, FusedAddLayerNormLowering,
-               FusedLinearLowering, FusedAttentionLowering>(patterns.getContext());
+               FusedLinearLowering, FusedAttentionLowering, FusedAttentionBackwardLowering>(
+      patterns.getContext());
 }

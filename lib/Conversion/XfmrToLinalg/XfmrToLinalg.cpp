@@ -137,6 +137,42 @@ Value lowering::buildActivation(OpBuilder &b, Location loc, Activation activatio
   llvm_unreachable("unknown activation");
 }
 
+Value lowering::buildActivationDerivative(OpBuilder &b, Location loc, Activation activation,
+                                         Value x) {
+  Type type = x.getType();
+  auto constant = [&](double value) { return floatConstant(b, loc, type, value); };
+  auto mul = [&](Value p, Value q) { return arith::MulFOp::create(b, loc, p, q).getResult(); };
+  auto add = [&](Value p, Value q) { return arith::AddFOp::create(b, loc, p, q).getResult(); };
+  switch (activation) {
+  case Activation::none:
+    return constant(1.0);
+  case Activation::relu: {
+    // 1 where x > 0, as torch's relu backward (0 at x = 0).
+    Value positive = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, constant(0.0));
+    return arith::SelectOp::create(b, loc, positive, constant(1.0), constant(0.0));
+  }
+  case Activation::gelu: {
+    // Phi(x) + x * phi(x).
+    Value cdf = mul(constant(0.5),
+                    add(constant(1.0), math::ErfOp::create(b, loc, mul(x, constant(M_SQRT1_2)))));
+    Value pdf = mul(constant(0.5 * M_2_SQRTPI * M_SQRT1_2),
+                    math::ExpOp::create(b, loc, mul(mul(x, x), constant(-0.5))));
+    return add(cdf, mul(x, pdf));
+  }
+  case Activation::gelu_tanh: {
+    // u = c (x + a x^3): 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) c (1 + 3 a x^2).
+    double c = std::sqrt(2.0 / M_PI), a = 0.044715;
+    Value square = mul(x, x);
+    Value u = mul(constant(c), add(x, mul(constant(a), mul(square, x))));
+    Value t = math::TanhOp::create(b, loc, u);
+    Value du = mul(constant(c), add(constant(1.0), mul(constant(3 * a), square)));
+    Value sech2 = arith::SubFOp::create(b, loc, constant(1.0), mul(t, t));
+    return add(mul(constant(0.5), add(constant(1.0), t)), mul(mul(constant(0.5), x), mul(sech2, du)));
+  }
+  }
+  llvm_unreachable("unknown activation");
+}
+
 Value lowering::buildLinearProduct(OpBuilder &b, Location loc, Value x, Value weight,
                                    bool transposeWeight) {
   auto xType = tensorTypeOf(x);
@@ -210,13 +246,74 @@ struct ActivationLowering : OpConversionPattern<OpTy> {
   }
 };
 
-/// Dropout is the identity in the programs this lowering produces (inference).
+/// Dropout without a seed is the identity (inference). With one, element i
+/// is kept when a 32-bit hash of (seed, i) clears the rate: counter-based,
+/// so any pass over the same tensor shape and seed draws the same mask.
 struct DropoutLowering : OpConversionPattern<DropoutOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(DropoutOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    rewriter.replaceOp(op, adaptor.getInput());
+    double rate = op.getRate().convertToDouble();
+    if (!adaptor.getSeed() || rate == 0) {
+      rewriter.replaceOp(op, adaptor.getInput());
+      return success();
+    }
+    Location loc = op.getLoc();
+    auto type = op.getType();
+    Type elementType = type.getElementType();
+    Value seed = tensor::ExtractOp::create(rewriter, loc, adaptor.getSeed(), ValueRange{});
+    rewriter.replaceOp(
+        op, broadcastGeneric(
+                rewriter, loc, type, adaptor.getInput(),
+                [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                  Value counter = linearIndex(b, l, type.getShape());
+                  Value keep = keepElement(b, l, seed, counter, rate);
+                  Value scaled = arith::MulFOp::create(
+                      b, l, args[0], floatConstant(b, l, elementType, 1.0 / (1.0 - rate)));
+                  return arith::SelectOp::create(b, l, keep, scaled,
+                                                 floatConstant(b, l, elementType, 0.0));
+                }));
     return success();
+  }
+
+  /// The row-major position of the current element, as i32.
+  static Value linearIndex(OpBuilder &b, Location l, ArrayRef<int64_t> shape) {
+    Value linear = arith::ConstantIndexOp::create(b, l, 0);
+    for (auto [dim, size] : llvm::enumerate(shape)) {
+      linear = arith::MulIOp::create(b, l, linear, arith::ConstantIndexOp::create(b, l, size));
+      linear = arith::AddIOp::create(b, l, linear, linalg::IndexOp::create(b, l, dim));
+    }
+    return arith::IndexCastUIOp::create(b, l, b.getI32Type(), linear);
+  }
+
+  /// murmur3's finalizer of (counter ^ seed_hi) * golden + seed_lo; the top
+  /// 24 bits against rate * 2^24.
+  static Value keepElement(OpBuilder &b, Location l, Value seed, Value counter, double rate) {
+    Type i32 = b.getI32Type();
+    auto constant = [&](uint32_t value) {
+      return arith::ConstantOp::create(b, l, b.getIntegerAttr(i32, static_cast<int32_t>(value)))
+          .getResult();
+    };
+    auto shiftXor = [&](Value h, uint32_t bits) {
+      return arith::XOrIOp::create(b, l, h, arith::ShRUIOp::create(b, l, h, constant(bits)))
+          .getResult();
+    };
+    auto mul = [&](Value h, uint32_t factor) {
+      return arith::MulIOp::create(b, l, h, constant(factor)).getResult();
+    };
+    Value seedLo = arith::TruncIOp::create(b, l, i32, seed);
+    Value seedHi = arith::TruncIOp::create(
+        b, l, i32,
+        arith::ShRUIOp::create(
+            b, l, seed, arith::ConstantOp::create(b, l, b.getIntegerAttr(seed.getType(), 32))));
+    Value h = arith::AddIOp::create(b, l, mul(arith::XOrIOp::create(b, l, counter, seedHi), 0x9E3779B1u),
+                                    seedLo);
+    h = mul(shiftXor(h, 16), 0x85EBCA6Bu);
+    h = mul(shiftXor(h, 13), 0xC2B2AE35u);
+    h = shiftXor(h, 16);
+    uint32_t threshold = static_cast<uint32_t>(std::llround(rate * 16777216.0));
+    return arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge,
+                                 arith::ShRUIOp::create(b, l, h, constant(8)), constant(threshold));
   }
 };
 
@@ -285,10 +382,10 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
     Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
     auto lhsType = tensorTypeOf(lhs), rhsType = tensorTypeOf(rhs);
     auto resultType = op.getType();
-    bool transposed = op.getTransposeRhs();
+    bool transposed = op.getTransposeRhs(), lhsTransposed = op.getTransposeLhs();
 
     // A shared 2-D right-hand side: one GEMM over all rows of lhs.
-    if (rhsType.getRank() == 2) {
+    if (rhsType.getRank() == 2 && !lhsTransposed) {
       Value product = buildLinearProduct(rewriter, loc, lhs, rhs, transposed);
       rewriter.replaceOp(op, reshapeTensor(rewriter, loc, product, resultType));
       return success();
@@ -314,7 +411,8 @@ struct MatmulLowering : OpConversionPattern<MatmulOp> {
     SmallVector<AffineExpr> resultExprs;
     for (int64_t i = 0; i < rank; ++i)
       resultExprs.push_back(getAffineDimExpr(i, context));
-    SmallVector<AffineMap> maps = {operandMap(lhsType, m, k),
+    SmallVector<AffineMap> maps = {lhsTransposed ? operandMap(lhsType, k, m)
+                                                 : operandMap(lhsType, m, k),
                                    transposed ? operandMap(rhsType, n, k)
                                               : operandMap(rhsType, k, n),
                                    AffineMap::get(loops, 0, resultExprs, context)};
@@ -456,78 +554,135 @@ struct LearnedPositionLowering : OpConversionPattern<LearnedPositionEncodingOp> 
 // Loss
 //===----------------------------------------------------------------------===//
 
+/// Logits and targets of a cross-entropy as [rows, vocab] and [rows], with
+/// each row's max and sum of exp(logit - max).
+struct CrossEntropyRows {
+  CrossEntropyRows(OpBuilder &b, Location loc, Value logitsTensor, Value targetsTensor) {
+    auto logitsType = tensorTypeOf(logitsTensor);
+    elementType = logitsType.getElementType();
+    vocab = logitsType.getShape().back();
+    rows = logitsType.getNumElements() / vocab;
+    logits = reshapeTensor(b, loc, logitsTensor, RankedTensorType::get({rows, vocab}, elementType));
+    targets = reshapeTensor(
+        b, loc, targetsTensor,
+        RankedTensorType::get({rows}, tensorTypeOf(targetsTensor).getElementType()));
+    max = reduceAxis(b, loc, logits, 1, -std::numeric_limits<double>::infinity(),
+                     [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                       return arith::MaximumFOp::create(nb, l, args[0], args[1]);
+                     });
+    Value exps = broadcastGeneric(b, loc, tensorTypeOf(logits), ValueRange{logits, asColumn(b, loc, max)},
+                                  [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                                    return math::ExpOp::create(
+                                        nb, l, arith::SubFOp::create(nb, l, args[0], args[1]));
+                                  });
+    sumExp = reduceAxis(b, loc, exps, 1, 0.0, add);
+  }
+
+  static Value add(OpBuilder &b, Location l, ValueRange args) {
+    return arith::AddFOp::create(b, l, args[0], args[1]);
+  }
+
+  /// Whether `target` (a scalar) counts, i.e. is not `ignoreIndex`.
+  static Value counts(OpBuilder &b, Location l, Value target, int64_t ignoreIndex) {
+    Value ignore = arith::ConstantOp::create(b, l, b.getIntegerAttr(target.getType(), ignoreIndex));
+    return arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, target, ignore);
+  }
+
+  /// max(number of counted rows, 1), rank 0: all-ignored batches give 0, not NaN.
+  Value countedRows(OpBuilder &b, Location loc, int64_t ignoreIndex) {
+    Value perRow = broadcastGeneric(
+        b, loc, RankedTensorType::get({rows}, elementType), targets,
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          return arith::SelectOp::create(nb, l, counts(nb, l, args[0], ignoreIndex),
+                                         floatConstant(nb, l, elementType, 1.0),
+                                         floatConstant(nb, l, elementType, 0.0));
+        });
+    Value count = reduceAxis(b, loc, perRow, 0, 0.0, add);
+    return broadcastGeneric(b, loc, tensorTypeOf(count), count,
+                            [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                              return arith::MaximumFOp::create(
+                                  nb, l, args[0], floatConstant(nb, l, elementType, 1.0));
+                            });
+  }
+
+  Type elementType;
+  int64_t vocab, rows;
+  Value logits, targets, max, sumExp;
+};
+
 /// Mean over non-ignored rows of logsumexp(row) - row[target].
 struct CrossEntropyLowering : OpConversionPattern<CrossEntropyOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(CrossEntropyOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    auto logitsType = tensorTypeOf(adaptor.getLogits());
-    Type elementType = logitsType.getElementType();
-    int64_t vocab = logitsType.getShape().back();
-    int64_t rows = logitsType.getNumElements() / vocab;
-    Value logits = reshapeTensor(rewriter, loc, adaptor.getLogits(),
-                                 RankedTensorType::get({rows, vocab}, elementType));
-    auto targetType = tensorTypeOf(adaptor.getTargets());
-    Value targets = reshapeTensor(rewriter, loc, adaptor.getTargets(),
-                                  RankedTensorType::get({rows}, targetType.getElementType()));
-
-    auto add = [](OpBuilder &b, Location l, ValueRange args) -> Value {
-      return arith::AddFOp::create(b, l, args[0], args[1]);
-    };
-    Value max = reduceAxis(rewriter, loc, logits, 1, -std::numeric_limits<double>::infinity(),
-                           [](OpBuilder &b, Location l, ValueRange args) -> Value {
-                             return arith::MaximumFOp::create(b, l, args[0], args[1]);
-                           });
-    Value maxColumn = reshapeTensor(rewriter, loc, max,
-                                    RankedTensorType::get({rows, 1}, elementType));
-    Value exps = broadcastGeneric(rewriter, loc, tensorTypeOf(logits),
-                                  ValueRange{logits, maxColumn},
-                                  [](OpBuilder &b, Location l, ValueRange args) -> Value {
-                                    return math::ExpOp::create(
-                                        b, l, arith::SubFOp::create(b, l, args[0], args[1]));
-                                  });
-    Value sumExp = reduceAxis(rewriter, loc, exps, 1, 0.0, add);
-
-    // Per row: (loss, counted) with ignored rows contributing (0, 0).
+    CrossEntropyRows ce(rewriter, loc, adaptor.getLogits(), adaptor.getTargets());
+    Type elementType = ce.elementType;
     int64_t ignoreIndex = static_cast<int64_t>(op.getIgnoreIndex());
-    auto rowType = RankedTensorType::get({rows}, elementType);
-    auto perRow = [&](bool wantCount) {
-      return broadcastGeneric(
-          rewriter, loc, rowType, ValueRange{targets, max, sumExp},
-          [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-            Value target = args[0];
-            Value ignore = arith::ConstantOp::create(
-                b, l, b.getIntegerAttr(target.getType(), ignoreIndex));
-            Value counted = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, target, ignore);
-            Value zero = floatConstant(b, l, elementType, 0.0);
-            if (wantCount)
-              return arith::SelectOp::create(b, l, counted, floatConstant(b, l, elementType, 1.0),
-                                             zero);
-            // Ignored rows may carry any id: clamp the gather index to 0.
-            Value safe = arith::SelectOp::create(
-                b, l, counted, target, arith::ConstantOp::create(b, l, b.getIntegerAttr(target.getType(), 0)));
-            Value row = linalg::IndexOp::create(b, l, 0);
-            Value col = arith::IndexCastOp::create(b, l, b.getIndexType(), safe);
-            Value picked = tensor::ExtractOp::create(b, l, logits, ValueRange{row, col});
-            Value lse = arith::AddFOp::create(b, l, math::LogOp::create(b, l, args[2]), args[1]);
-            Value loss = arith::SubFOp::create(b, l, lse, picked);
-            return arith::SelectOp::create(b, l, counted, loss, zero);
-          });
-    };
-    auto scalarOf = [&](Value vector) {
-      return reduceAxis(rewriter, loc, vector, 0, 0.0, add);
-    };
-    Value total = scalarOf(perRow(false));
-    Value count = scalarOf(perRow(true));
-    Value mean = broadcastGeneric(rewriter, loc, op.getType(), ValueRange{total, count},
-                                  [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-                                    // max(count, 1): all-ignored batches give 0, not NaN.
-                                    Value denominator = arith::MaximumFOp::create(
-                                        b, l, args[1], floatConstant(b, l, elementType, 1.0));
-                                    return arith::DivFOp::create(b, l, args[0], denominator);
-                                  });
-    rewriter.replaceOp(op, mean);
+    Value perRow = broadcastGeneric(
+        rewriter, loc, RankedTensorType::get({ce.rows}, elementType),
+        ValueRange{ce.targets, ce.max, ce.sumExp},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value target = args[0];
+          Value counted = CrossEntropyRows::counts(b, l, target, ignoreIndex);
+          // Ignored rows may carry any id: clamp the gather index to 0.
+          Value safe = arith::SelectOp::create(
+              b, l, counted, target,
+              arith::ConstantOp::create(b, l, b.getIntegerAttr(target.getType(), 0)));
+          Value row = linalg::IndexOp::create(b, l, 0);
+          Value col = arith::IndexCastOp::create(b, l, b.getIndexType(), safe);
+          Value picked = tensor::ExtractOp::create(b, l, ce.logits, ValueRange{row, col});
+          Value lse = arith::AddFOp::create(b, l, math::LogOp::create(b, l, args[2]), args[1]);
+          Value loss = arith::SubFOp::create(b, l, lse, picked);
+          return arith::SelectOp::create(b, l, counted, loss,
+                                         floatConstant(b, l, elementType, 0.0));
+        });
+    Value total = reduceAxis(rewriter, loc, perRow, 0, 0.0, CrossEntropyRows::add);
+    Value count = ce.countedRows(rewriter, loc, ignoreIndex);
+    rewriter.replaceOp(op, broadcastGeneric(rewriter, loc, op.getType(), ValueRange{total, count},
+                                            [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                                              return arith::DivFOp::create(b, l, args[0], args[1]);
+                                            }));
+    return success();
+  }
+};
+
+/// grad / count * (softmax(row) - onehot(target)) on counted rows, else 0.
+struct CrossEntropyBackwardLowering : OpConversionPattern<CrossEntropyBackwardOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(CrossEntropyBackwardOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    CrossEntropyRows ce(rewriter, loc, adaptor.getLogits(), adaptor.getTargets());
+    Type elementType = ce.elementType;
+    int64_t ignoreIndex = static_cast<int64_t>(op.getIgnoreIndex());
+    Value count = ce.countedRows(rewriter, loc, ignoreIndex);
+    Value weight = broadcastGeneric(rewriter, loc, tensorTypeOf(count),
+                                    ValueRange{adaptor.getGrad(), count},
+                                    [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                                      return arith::DivFOp::create(b, l, args[0], args[1]);
+                                    });
+    Value grad = broadcastGeneric(
+        rewriter, loc, tensorTypeOf(ce.logits),
+        ValueRange{ce.logits, asColumn(rewriter, loc, ce.targets), asColumn(rewriter, loc, ce.max),
+                   asColumn(rewriter, loc, ce.sumExp), weight},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value target = args[1];
+          Value prob = arith::DivFOp::create(
+              b, l, math::ExpOp::create(b, l, arith::SubFOp::create(b, l, args[0], args[2])),
+              args[3]);
+          Value col = arith::IndexCastOp::create(b, l, target.getType(),
+                                                 linalg::IndexOp::create(b, l, 1));
+          Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, col, target);
+          Value zero = floatConstant(b, l, elementType, 0.0);
+          Value onehot = arith::SelectOp::create(b, l, hit, floatConstant(b, l, elementType, 1.0),
+                                                 zero);
+          Value value =
+              arith::MulFOp::create(b, l, arith::SubFOp::create(b, l, prob, onehot), args[4]);
+          return arith::SelectOp::create(b, l, CrossEntropyRows::counts(b, l, target, ignoreIndex),
+                                         value, zero);
+        });
+    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, grad, op.getType()));
     return success();
   }
 };
@@ -554,8 +709,10 @@ struct ConvertXfmrToLinalgPass
                  ActivationLowering<GeluOp>, ActivationLowering<ReluOp>, DropoutLowering,
                  TransposeLowering, ReshapeLowering, ReduceLowering, MatmulLowering,
                  CausalMaskLowering, EmbeddingLowering, SinusoidalPositionLowering,
-                 LearnedPositionLowering, CrossEntropyLowering>(context);
+                 LearnedPositionLowering, CrossEntropyLowering, CrossEntropyBackwardLowering>(
+        context);
     populateFusedKernelLoweringPatterns(patterns);
+    populateBackwardLoweringPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

@@ -1,0 +1,429 @@
+//===- XfmrAdjoints.cpp - reverse-mode adjoints of the xfmr ops -*- C++ -*-===//
+//
+// DifferentiableOpInterface::buildAdjoint for each op: the gradients of the
+// operands from those of the results, written with xfmr ops (backward ops
+// where a kernel should see the whole computation). `multi_head_attention`
+// has no rule of its own: xfmr-autodiff decomposes it and differentiates the
+// parts.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xfmr/Dialect/XfmrOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace xfmr;
+
+namespace {
+
+RankedTensorType typeOf(Value value) { return cast<RankedTensorType>(value.getType()); }
+
+Value scalar(OpBuilder &b, Location loc, Type elementType, double value) {
+  auto type = RankedTensorType::get({}, elementType);
+  return arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elementType, value)));
+}
+
+Value zeros(OpBuilder &b, Location loc, RankedTensorType type) {
+  return arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 0.0)));
+}
+
+/// `value` broadcast to `type`'s shape (adding zeros, which is exact).
+Value broadcastTo(OpBuilder &b, Location loc, Value value, RankedTensorType type) {
+  if (value.getType() == type)
+    return value;
+  return AddOp::create(b, loc, value, zeros(b, loc, type));
+}
+
+/// Sums `grad` over the dimensions along which a value of `type` was
+/// broadcast to grad's shape: the adjoint of numpy broadcasting.
+Value sumToShape(OpBuilder &b, Location loc, Value grad, RankedTensorType type) {
+  auto gradType = typeOf(grad);
+  if (gradType.getShape() == type.getShape())
+    return grad;
+  int64_t offset = gradType.getRank() - type.getRank();
+  for (int64_t d = 0; d < gradType.getRank(); ++d) {
+    bool leading = d < offset;
+    if (leading || (type.getDimSize(d - offset) == 1 && gradType.getDimSize(d) != 1))
+      grad = ReduceOp::create(b, loc, grad, ReduceKind::sum, d);
+  }
+  return ReshapeOp::create(b, loc, RankedTensorType::get(type.getShape(), type.getElementType()),
+                           grad);
+}
+
+Value negate(OpBuilder &b, Location loc, Value x) {
+  return MulOp::create(b, loc, x, scalar(b, loc, typeOf(x).getElementType(), -1.0));
+}
+
+bool isFloat(Value value) { return isa<FloatType>(typeOf(value).getElementType()); }
+
+/// [..., d] as [n, d].
+Value asRows(OpBuilder &b, Location loc, Value x) {
+  auto type = typeOf(x);
+  int64_t d = type.getShape().back();
+  return ReshapeOp::create(
+      b, loc, RankedTensorType::get({type.getNumElements() / d, d}, type.getElementType()), x);
+}
+
+/// Gradients of x @ weight (+ bias) from the output gradient `g`, for a
+/// weight in [in, out] or, when `transposed`, [out, in] layout.
+void linearAdjoint(OpBuilder &b, Location loc, Value x, Value weight, Value bias, bool transposed,
+                   Value g, Value &dx, Value &dWeight, Value &dBias) {
+  // dx = g W^T ([in, out] weights) or g W ([out, in] weights).
+  dx = MatmulOp::create(b, loc, g, weight, /*transpose_rhs=*/!transposed,
+                        /*transpose_lhs=*/false);
+  Value x2 = asRows(b, loc, x), g2 = asRows(b, loc, g);
+  // dW = x^T g, or (g^T x) for [out, in] weights: one GEMM over all rows.
+  dWeight = transposed ? MatmulOp::create(b, loc, g2, x2, false, /*transpose_lhs=*/true)
+                       : MatmulOp::create(b, loc, x2, g2, false, /*transpose_lhs=*/true);
+  if (bias)
+    dBias = sumToShape(b, loc, g2, typeOf(bias));
+}
+
+template <typename OpTy>
+LogicalResult broadcastBinaryAdjoint(OpTy op, OpBuilder &b, ValueRange resultGrads,
+                                     SmallVectorImpl<Value> &operandGrads,
+                                     function_ref<std::pair<Value, Value>(Value)> partials) {
+  operandGrads.assign(2, Value());
+  Value g = resultGrads[0];
+  if (!g)
+    return success();
+  auto [dl, dr] = partials(g);
+  Location loc = op.getLoc();
+  operandGrads[0] = sumToShape(b, loc, dl, typeOf(op.getLhs()));
+  operandGrads[1] = sumToShape(b, loc, dr, typeOf(op.getRhs()));
+  return success();
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Elementwise and shape ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult AddOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  return broadcastBinaryAdjoint(*this, b, rg, og, [](Value g) { return std::pair{g, g}; });
+}
+
+LogicalResult SubOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  return broadcastBinaryAdjoint(*this, b, rg, og, [&](Value g) {
+    return std::pair{g, negate(b, getLoc(), g)};
+  });
+}
+
+LogicalResult MulOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  return broadcastBinaryAdjoint(*this, b, rg, og, [&](Value g) {
+    return std::pair{MulOp::create(b, getLoc(), g, getRhs()).getResult(),
+                     MulOp::create(b, getLoc(), g, getLhs()).getResult()};
+  });
+}
+
+LogicalResult DivOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  return broadcastBinaryAdjoint(*this, b, rg, og, [&](Value g) {
+    Location loc = getLoc();
+    Value dl = DivOp::create(b, loc, g, getRhs());
+    // d(l/r)/dr = -(l/r)/r.
+    Value dr = negate(b, loc, DivOp::create(b, loc, MulOp::create(b, loc, g, getResult()), getRhs()));
+    return std::pair{dl, dr};
+  });
+}
+
+LogicalResult MaximumOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  return broadcastBinaryAdjoint(*this, b, rg, og, [&](Value g) {
+    // The gradient goes to the larger operand (to the left one on ties).
+    Location loc = getLoc();
+    auto type = getType();
+    Value lhs = broadcastTo(b, loc, getLhs(), type), rhs = broadcastTo(b, loc, getRhs(), type);
+    Value left = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGE, lhs, rhs);
+    Value zero = scalar(b, loc, type.getElementType(), 0.0);
+    return std::pair{SelectOp::create(b, loc, left, g, zero).getResult(),
+                     SelectOp::create(b, loc, left, zero, g).getResult()};
+  });
+}
+
+LogicalResult SelectOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  og.assign(3, Value());
+  Value g = rg[0];
+  if (!g)
+    return success();
+  Location loc = getLoc();
+  Value zero = scalar(b, loc, getType().getElementType(), 0.0);
+  og[1] = sumToShape(b, loc, SelectOp::create(b, loc, getCondition(), g, zero),
+                     typeOf(getTrueValue()));
+  og[2] = sumToShape(b, loc, SelectOp::create(b, loc, getCondition(), zero, g),
+                     typeOf(getFalseValue()));
+  return success();
+}
+
+LogicalResult MatmulOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  og.assign(2, Value());
+  Value g = rg[0];
+  if (!g)
+    return success();
+  Location loc = getLoc();
+  Value lhs = getLhs(), rhs = getRhs();
+  auto lhsType = typeOf(lhs), rhsType = typeOf(rhs);
+  bool tl = getTransposeLhs(), tr = getTransposeRhs();
+  // A weight shared by every batch: one GEMM over all rows, no transposes.
+  if (rhsType.getRank() == 2 && !tl) {
+    Value dx, dw, db;
+    linearAdjoint(b, loc, lhs, rhs, Value(), tr, g, dx, dw, db);
+    og[0] = dx;
+    og[1] = dw;
+    return success();
+  }
+  // C = op(A) op(B): dop(A) = g op(B)^T, dop(B) = op(A)^T g.
+  SmallVector<int64_t> swap(lhsType.getRank());
+  auto lastTwoSwapped = [&](Value x) -> Value {
+    SmallVector<int64_t> perm;
+    int64_t rank = typeOf(x).getRank();
+    for (int64_t i = 0; i < rank; ++i)
+      perm.push_back(i);
+    std::swap(perm[rank - 1], perm[rank - 2]);
+    return TransposeOp::create(b, loc, x, perm);
+  };
+  Value dOpA = MatmulOp::create(b, loc, g, rhs, /*transpose_rhs=*/!tr, false);
+  Value dOpB = MatmulOp::create(b, loc, lhs, g, false, /*transpose_lhs=*/!tl);
+  Value dA = tl ? lastTwoSwapped(dOpA) : dOpA;
+  Value dB = tr ? lastTwoSwapped(dOpB) : dOpB;
+  og[0] = sumToShape(b, loc, dA, lhsType);
+  og[1] = sumToShape(b, loc, dB, rhsType);
+  return success();
+}
+
+LogicalResult TransposeOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  og.assign(1, Value());
+  if (!rg[0])
+    return success();
+  ArrayRef<int64_t> perm = getPermutation();
+  SmallVector<int64_t> inverse(perm.size());
+  for (auto [i, p] : llvm::enumerate(perm))
+    inverse[p] = i;
+  og[0] = TransposeOp::create(b, getLoc(), rg[0], inverse);
+  return success();
+}
+
+LogicalResult ReshapeOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  og.assign(1, Value());
+  if (rg[0])
+    og[0] = ReshapeOp::create(b, getLoc(), getInput().getType(), rg[0]);
+  return success();
+}
+
+LogicalResult ReduceOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  og.assign(1, Value());
+  Value g = rg[0];
+  if (!g)
+    return success();
+  Location loc = getLoc();
+  auto type = typeOf(getInput());
+  switch (getKind()) {
+  case ReduceKind::sum:
+    og[0] = broadcastTo(b, loc, g, type);
+    break;
+  case ReduceKind::mean:
+    og[0] = broadcastTo(b, loc,
+                        DivOp::create(b, loc, g,
+                                      scalar(b, loc, type.getElementType(),
+                                             type.getDimSize(getNormalizedAxis()))),
+                        type);
+    break;
+  case ReduceKind::max: {
+    Value max = broadcastTo(b, loc, getResult(), type);
+    Value isMax = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, getInput(), max);
+    og[0] = SelectOp::create(b, loc, isMax, broadcastTo(b, loc, g, type),
+                             scalar(b, loc, type.getElementType(), 0.0));
+    break;
+  }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Transformer ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult EmbeddingOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  og.assign(2, Value());
+  if (rg[0])
+    og[1] = EmbeddingBackwardOp::create(b, getLoc(), getTable().getType(), getIds(), rg[0],
+                                        getScaleAttr());
+  return success();
+}
+
+LogicalResult SinusoidalPositionEncodingOp::buildAdjoint(OpBuilder &, ValueRange rg,
+                                                         SmallVectorImpl<Value> &og) {
+  og.assign(1, rg[0]);
+  return success();
+}
+
+LogicalResult LearnedPositionEncodingOp::buildAdjoint(OpBuilder &b, ValueRange rg,
+                                                      SmallVectorImpl<Value> &og) {
+  og.assign(2, Value());
+  Value g = rg[0];
+  if (!g)
+    return success();
+  og[0] = g;
+  // The table's first seq rows get the gradient summed over the batch.
+  Location loc = getLoc();
+  auto table = typeOf(getTable());
+  auto gType = typeOf(g);
+  int64_t seq = gType.getDimSize(gType.getRank() - 2), d = gType.getShape().back();
+  auto rows = RankedTensorType::get({seq, d}, gType.getElementType());
+  Value used = sumToShape(b, loc, g, rows);
+  SmallVector<OpFoldResult> offsets(2, b.getIndexAttr(0)),
+      sizes = {b.getIndexAttr(seq), b.getIndexAttr(d)}, strides(2, b.getIndexAttr(1));
+  og[1] = tensor::InsertSliceOp::create(b, loc, used, zeros(b, loc, table), offsets, sizes,
+                                        strides);
+  return success();
+}
+
+LogicalResult LinearOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  og.assign(getNumOperands(), Value());
+  if (!rg[0])
+    return success();
+  Value dx, dw, db;
+  linearAdjoint(b, getLoc(), getInput(), getWeight(), getBias(), getTransposeWeight(), rg[0], dx,
+                dw, db);
+  og[0] = dx;
+  og[1] = dw;
+  if (getBias())
+    og[2] = db;
+  return success();
+}
+
+LogicalResult FusedLinearOp::buildAdjoint(OpBuilder &b, ValueRange rg,
+                                          SmallVectorImpl<Value> &og) {
+  og.assign(getNumOperands(), Value());
+  Value g = rg[0];
+  if (!g)
+    return success();
+  Location loc = getLoc();
+  Value dz = g;
+  if (getActivation() != Activation::none) {
+    // The pre-activation is not kept by the fused forward: recompute it.
+    Value z = FusedLinearOp::create(b, loc, getInput(), getWeight(), getBias(), Value(),
+                                    Activation::none, getTransposeWeight());
+    dz = ActivationBackwardOp::create(b, loc, z, g, getActivationAttr());
+  }
+  Value dx, dw, db;
+  linearAdjoint(b, loc, getInput(), getWeight(), getBias(), getTransposeWeight(), dz, dx, dw, db);
+  // Operand order: input, weight, bias?, residual?.
+  unsigned next = 0;
+  og[next++] = dx;
+  og[next++] = dw;
+  if (getBias())
+    og[next++] = db;
+  if (getResidual())
+    og[next++] = g;
+  return success();
+}
+
+LogicalResult SoftmaxOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  og.assign(1, Value());
+  if (rg[0])
+    og[0] = SoftmaxBackwardOp::create(b, getLoc(), getResult(), rg[0], getAxisAttr());
+  return success();
+}
+
+/// (dx, dgamma, dbeta) of a layer norm of `x`, or nulls when no gradient.
+static std::tuple<Value, Value, Value> layerNormGradients(OpBuilder &b, Location loc, Value x,
+                                                          Value gamma, Value g,
+                                                          FloatAttr epsilon) {
+  auto row = RankedTensorType::get({typeOf(x).getShape().back()}, typeOf(x).getElementType());
+  auto backward = LayerNormBackwardOp::create(b, loc, TypeRange{x.getType(), row, row}, x, gamma,
+                                              g, epsilon);
+  return {backward.getGradInput(), backward.getGradGamma(), backward.getGradBeta()};
+}
+
+LogicalResult LayerNormOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  og.assign(getNumOperands(), Value());
+  if (!rg[0])
+    return success();
+  auto [dx, dg, db] =
+      layerNormGradients(b, getLoc(), getInput(), getGamma(), rg[0], getEpsilonAttr());
+  og[0] = dx;
+  if (getGamma()) {
+    og[1] = dg;
+    og[2] = db;
+  }
+  return success();
+}
+
+LogicalResult FusedAddLayerNormOp::buildAdjoint(OpBuilder &b, ValueRange rg,
+                                                SmallVectorImpl<Value> &og) {
+  og.assign(getNumOperands(), Value());
+  Value gSum = rg[0], gNorm = rg[1];
+  if (!gSum && !gNorm)
+    return success();
+  Location loc = getLoc();
+  Value total = gSum;
+  if (gNorm) {
+    auto [dx, dg, db] = layerNormGradients(b, loc, getSum(), getGamma(), gNorm, getEpsilonAttr());
+    total = gSum ? AddOp::create(b, loc, gSum, dx).getResult() : dx;
+    if (getGamma()) {
+      og[2] = dg;
+      og[3] = db;
+    }
+  }
+  og[0] = og[1] = total;
+  return success();
+}
+
+LogicalResult GeluOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  og.assign(1, Value());
+  if (rg[0])
+    og[0] = ActivationBackwardOp::create(
+        b, getLoc(), getInput(), rg[0],
+        ActivationAttr::get(b.getContext(), getApproximate() == GeluApproximation::tanh
+                                                ? Activation::gelu_tanh
+                                                : Activation::gelu));
+  return success();
+}
+
+LogicalResult ReluOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  og.assign(1, Value());
+  if (rg[0])
+    og[0] = ActivationBackwardOp::create(b, getLoc(), getInput(), rg[0],
+                                         ActivationAttr::get(b.getContext(), Activation::relu));
+  return success();
+}
+
+LogicalResult DropoutOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  og.assign(getNumOperands(), Value());
+  // Linear in the input with the mask the seed determines: the same op.
+  if (rg[0])
+    og[0] = DropoutOp::create(b, getLoc(), rg[0].getType(), rg[0], getSeed(), getRateAttr());
+  return success();
+}
+
+LogicalResult CrossEntropyOp::buildAdjoint(OpBuilder &b, ValueRange rg,
+                                           SmallVectorImpl<Value> &og) {
+  og.assign(2, Value());
+  if (rg[0])
+    og[0] = CrossEntropyBackwardOp::create(b, getLoc(), getLogits().getType(), getLogits(),
+                                           getTargets(), rg[0], getIgnoreIndexAttr());
+  return success();
+}
+
+LogicalResult FusedAttentionOp::buildAdjoint(OpBuilder &b, ValueRange rg,
+                                             SmallVectorImpl<Value> &og) {
+  og.assign(getNumOperands(), Value());
+  if (rg.size() > 1 && rg[1])
+    return emitOpError("cannot differentiate through the logsumexp result");
+  if (!rg[0])
+    return success();
+  if (!getLogsumexp())
+    return emitOpError("the backward pass needs the forward's logsumexp result");
+  auto backward = FusedAttentionBackwardOp::create(
+      b, getLoc(), TypeRange{getQuery().getType(), getKey().getType(), getValue().getType()},
+      getQuery(), getKey(), getValue(), getResult(), getLogsumexp(), rg[0], getPaddingMask(),
+      getAttnBias(), getScaleAttr(), getCausalAttr(), getLayoutAttr());
+  og[0] = backward.getGradQuery();
+  og[1] = backward.getGradKey();
+  og[2] = backward.getGradValue();
+  return success();
+}

@@ -1,0 +1,264 @@
+//===- Autodiff.cpp - reverse-mode differentiation of xfmr IR ---*- C++ -*-===//
+
+#include "xfmr/Dialect/XfmrOps.h"
+#include "xfmr/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace xfmr {
+#define GEN_PASS_DEF_XFMRAUTODIFF
+#include "xfmr/Transforms/Passes.h.inc"
+} // namespace xfmr
+
+using namespace mlir;
+using namespace xfmr;
+
+namespace {
+
+RankedTensorType typeOf(Value value) { return cast<RankedTensorType>(value.getType()); }
+
+bool isFloatTensor(Value value) {
+  auto type = dyn_cast<RankedTensorType>(value.getType());
+  return type && isa<FloatType>(type.getElementType());
+}
+
+Value zerosOf(OpBuilder &b, Location loc, RankedTensorType type) {
+  return arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getFloatAttr(type.getElementType(), 0.0)));
+}
+
+Value scalarOf(OpBuilder &b, Location loc, Type elementType, double value) {
+  auto type = RankedTensorType::get({}, elementType);
+  return arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elementType, value)));
+}
+
+/// Adjoints of the upstream ops that appear in xfmr programs: slices of a
+/// fused QKV projection and same-shape math on tensors.
+LogicalResult upstreamAdjoint(Operation *op, OpBuilder &b, ValueRange rg,
+                              SmallVectorImpl<Value> &og) {
+  og.assign(op->getNumOperands(), Value());
+  Value g = rg.empty() ? Value() : rg[0];
+  if (!g)
+    return success();
+  Location loc = op->getLoc();
+  Value y = op->getNumResults() ? op->getResult(0) : Value();
+  auto constant = [&](double value) { return scalarOf(b, loc, typeOf(g).getElementType(), value); };
+  auto mul = [&](Value x, Value z) { return MulOp::create(b, loc, x, z).getResult(); };
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
+    og[0] = tensor::InsertSliceOp::create(b, loc, g, zerosOf(b, loc, typeOf(slice.getSource())),
+                                          slice.getMixedOffsets(), slice.getMixedSizes(),
+                                          slice.getMixedStrides());
+    return success();
+  }
+  if (isa<math::ExpOp>(op)) {
+    og[0] = mul(g, y);
+    return success();
+  }
+  if (isa<math::TanhOp>(op)) {
+    og[0] = mul(g, SubOp::create(b, loc, constant(1.0), mul(y, y)));
+    return success();
+  }
+  if (isa<math::SqrtOp>(op)) {
+    og[0] = DivOp::create(b, loc, mul(g, constant(0.5)), y);
+    return success();
+  }
+  if (isa<math::RsqrtOp>(op)) {
+    og[0] = mul(mul(g, constant(-0.5)), mul(y, mul(y, y)));
+    return success();
+  }
+  if (isa<math::LogOp>(op)) {
+    og[0] = DivOp::create(b, loc, g, op->getOperand(0));
+    return success();
+  }
+  if (isa<arith::NegFOp>(op)) {
+    og[0] = mul(g, constant(-1.0));
+    return success();
+  }
+  return op->emitOpError("has no adjoint, but a value depending on a parameter reaches it");
+}
+
+class Differentiator {
+public:
+  Differentiator(func::FuncOp func, ArrayRef<unsigned> wrt) : func(func), wrt(wrt) {}
+
+  /// Builds the backward part before the return; returns the gradients of
+  /// the `wrt` arguments, or failure.
+  FailureOr<SmallVector<Value>> run() {
+    Block &body = func.getBody().front();
+    auto ret = cast<func::ReturnOp>(body.getTerminator());
+    Value loss = ret.getOperand(0);
+    findActiveValues(body);
+    OpBuilder b(ret);
+    Location loc = func.getLoc();
+    grads[loss] = scalarOf(b, loc, typeOf(loss).getElementType(), 1.0);
+
+    SmallVector<Operation *> forward;
+    for (Operation &op : body.without_terminator())
+      forward.push_back(&op);
+    for (Operation *op : llvm::reverse(forward)) {
+      SmallVector<Value> resultGrads;
+      bool any = false;
+      for (Value result : op->getResults()) {
+        resultGrads.push_back(grads.lookup(result));
+        any |= static_cast<bool>(resultGrads.back());
+      }
+      if (!any)
+        continue;
+      SmallVector<Value> operandGrads;
+      LogicalResult built = success();
+      if (auto differentiable = dyn_cast<DifferentiableOpInterface>(op))
+        built = differentiable.buildAdjoint(b, resultGrads, operandGrads);
+      else
+        built = upstreamAdjoint(op, b, resultGrads, operandGrads);
+      if (failed(built))
+        return failure();
+      for (auto [index, operand] : llvm::enumerate(op->getOperands())) {
+        if (!active.contains(operand))
+          continue;
+        Value g = index < operandGrads.size() ? operandGrads[index] : Value();
+        if (!g)
+          return op->emitOpError("gives no gradient for operand #")
+                 << index << ", which depends on a parameter";
+        Value &slot = grads[operand];
+        slot = slot ? AddOp::create(b, op->getLoc(), slot, g).getResult() : g;
+      }
+    }
+    SmallVector<Value> result;
+    for (unsigned index : wrt) {
+      Value arg = body.getArgument(index);
+      Value g = grads.lookup(arg);
+      result.push_back(g ? g : zerosOf(b, loc, typeOf(arg)));
+    }
+    return result;
+  }
+
+private:
+  /// Values that depend on a differentiated argument through float data.
+  void findActiveValues(Block &body) {
+    for (unsigned index : wrt)
+      active.insert(body.getArgument(index));
+    for (Operation &op : body.without_terminator()) {
+      if (!llvm::any_of(op.getOperands(), [&](Value v) { return active.contains(v); }))
+        continue;
+      for (Value result : op.getResults())
+        if (isFloatTensor(result))
+          active.insert(result);
+    }
+  }
+
+  func::FuncOp func;
+  ArrayRef<unsigned> wrt;
+  llvm::DenseSet<Value> active;
+  DenseMap<Value, Value> grads;
+};
+
+/// Gives fused attentions their logsumexp result, which the backward needs.
+void addLogsumexp(func::FuncOp func) {
+  SmallVector<FusedAttentionOp> attentions;
+  func.walk([&](FusedAttentionOp op) {
+    if (!op.getLogsumexp())
+      attentions.push_back(op);
+  });
+  for (FusedAttentionOp op : attentions) {
+    OpBuilder b(op);
+    AttentionDims dims = op.getDims();
+    auto q = typeOf(op.getQuery());
+    auto lseType = RankedTensorType::get(
+        {q.getDimSize(dims.batch), q.getDimSize(dims.heads), q.getDimSize(dims.seq)},
+        q.getElementType());
+    auto withLse = FusedAttentionOp::create(
+        b, op.getLoc(), TypeRange{op.getResult().getType(), lseType}, op.getOperands(),
+        op->getAttrs());
+    op.getResult().replaceAllUsesWith(withLse.getResult());
+    op.erase();
+  }
+}
+
+struct AutodiffPass : xfmr::impl::XfmrAutodiffBase<AutodiffPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    auto func = module.lookupSymbol<func::FuncOp>(function);
+    if (!func || func.isExternal()) {
+      module.emitError("xfmr-autodiff: no function @") << function << " with a body";
+      return signalPassFailure();
+    }
+    if (!func.getBody().hasOneBlock() || func.getNumResults() == 0 ||
+        !isFloatTensor(cast<func::ReturnOp>(func.getBody().front().getTerminator()).getOperand(0)) ||
+        typeOf(cast<func::ReturnOp>(func.getBody().front().getTerminator()).getOperand(0))
+                .getRank() != 0) {
+      func.emitError("xfmr-autodiff: @")
+          << function << " must be one block returning a rank-0 float loss first";
+      return signalPassFailure();
+    }
+
+    // The gradient function starts as a copy, with composite ops expanded.
+    OpBuilder b(module.getContext());
+    b.setInsertionPointAfter(func);
+    auto grad = cast<func::FuncOp>(b.clone(*func));
+    grad.setName(function.getValue() + "_grad");
+    RewritePatternSet patterns(&getContext());
+    populateDecompositionPatterns(patterns);
+    if (failed(applyPatternsGreedily(grad, std::move(patterns))))
+      return signalPassFailure();
+    addLogsumexp(grad);
+
+    llvm::StringSet<> requested;
+    for (const std::string &name : wrtInputs)
+      requested.insert(name);
+    bool allInputs = requested.contains("*");
+    SmallVector<unsigned> wrt;
+    for (BlockArgument arg : grad.getArguments()) {
+      unsigned index = arg.getArgNumber();
+      bool param = static_cast<bool>(grad.getArgAttr(index, "xfmr.param"));
+      auto input = grad.getArgAttrOfType<StringAttr>(index, "xfmr.input");
+      bool named = input && requested.erase(input.getValue());
+      if (!param && !named && !(input && allInputs && isFloatTensor(arg)))
+        continue;
+      if (!isFloatTensor(arg)) {
+        func.emitError("xfmr-autodiff: argument ") << index << " of @" << function
+                                                   << " is not a float tensor";
+        return signalPassFailure();
+      }
+      wrt.push_back(index);
+    }
+    requested.erase("*");
+    if (!requested.empty()) {
+      func.emitError("xfmr-autodiff: @")
+          << function << " has no input named '" << requested.begin()->getKey() << "'";
+      return signalPassFailure();
+    }
+    FailureOr<SmallVector<Value>> gradients = Differentiator(grad, wrt).run();
+    if (failed(gradients))
+      return signalPassFailure();
+
+    auto ret = cast<func::ReturnOp>(grad.getBody().front().getTerminator());
+    SmallVector<Value> results(ret.getOperands());
+    llvm::append_range(results, *gradients);
+    SmallVector<DictionaryAttr> resultAttrs;
+    grad.getAllResultAttrs(resultAttrs);
+    if (resultAttrs.empty())
+      resultAttrs.assign(grad.getNumResults(), DictionaryAttr::get(&getContext()));
+    resultAttrs[0] = b.getDictionaryAttr(b.getNamedAttr("xfmr.output", b.getStringAttr("loss")));
+    for (unsigned index : wrt) {
+      StringAttr name = grad.getArgAttrOfType<StringAttr>(index, "xfmr.param");
+      if (!name)
+        name = grad.getArgAttrOfType<StringAttr>(index, "xfmr.input");
+      resultAttrs.push_back(b.getDictionaryAttr(
+          b.getNamedAttr("xfmr.output", b.getStringAttr("grad:" + name.getValue().str()))));
+    }
+    ret->setOperands(results);
+    grad.setType(b.getFunctionType(grad.getArgumentTypes(), ValueRange(results).getTypes()));
+    grad.setAllResultAttrs(resultAttrs);
+  }
+};
+
+} // namespace
