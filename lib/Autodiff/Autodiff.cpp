@@ -78,6 +78,14 @@ LogicalResult upstreamAdjoint(Operation *op, OpBuilder &b, ValueRange rg,
     og[0] = DivOp::create(b, loc, g, op->getOperand(0));
     return success();
   }
+  if (isa<math::AbsFOp>(op)) {
+    Value x = op->getOperand(0);
+    Value zero = constant(0.0);
+    Value negative = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, x,
+                                           AddOp::create(b, loc, zero, zerosOf(b, loc, typeOf(x))));
+    og[0] = SelectOp::create(b, loc, negative, mul(g, constant(-1.0)), g);
+    return success();
+  }
   if (isa<arith::NegFOp>(op)) {
     og[0] = mul(g, constant(-1.0));
     return success();

@@ -134,6 +134,8 @@ LogicalResult matchScores(Value scores, AttentionMatch &match) {
       continue;
     }
     if (auto matmul = dyn_cast<MatmulOp>(op)) {
+      if (matmul.getTransposeLhs())
+        return failure();
       match.q = matmul.getLhs();
       Value keysT;
       if (matmul.getTransposeRhs())
@@ -179,7 +181,7 @@ Value scalarTensor(PatternRewriter &rewriter, Location loc, Type elementType, do
 struct FuseScaledDotProductAttention : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatmulOp pv, PatternRewriter &rewriter) const override {
-    if (pv.getTransposeRhs() || typeOf(pv.getLhs()).getRank() != 4 ||
+    if (pv.getTransposeRhs() || pv.getTransposeLhs() || typeOf(pv.getLhs()).getRank() != 4 ||
         typeOf(pv.getRhs()).getRank() != 4)
       return rewriter.notifyMatchFailure(pv, "not a rank-4 probabilities x values product");
     AttentionMatch match;

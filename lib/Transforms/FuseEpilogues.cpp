@@ -35,7 +35,8 @@ Value otherAddend(AddOp add, Value value, Type type, int64_t n) {
 struct FuseMatmulEpilogue : OpRewritePattern<MatmulOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MatmulOp matmul, PatternRewriter &rewriter) const override {
-    if (cast<RankedTensorType>(matmul.getRhs().getType()).getRank() != 2)
+    if (cast<RankedTensorType>(matmul.getRhs().getType()).getRank() != 2 ||
+        matmul.getTransposeLhs())
       return rewriter.notifyMatchFailure(matmul, "batched matmul");
     auto type = matmul.getType();
     int64_t n = type.getShape().back();

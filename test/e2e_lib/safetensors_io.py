@@ -14,7 +14,8 @@ _NAMES = {np.dtype(v): k for k, v in _DTYPES.items()}
 def write(path, tensors):
     header, offset, blobs = {}, 0, []
     for name, array in tensors.items():
-        array = np.ascontiguousarray(array)
+        # Not np.ascontiguousarray: it turns rank-0 arrays into rank 1.
+        array = np.asarray(array).copy(order="C")
         header[name] = {"dtype": _NAMES[array.dtype], "shape": list(array.shape),
                         "data_offsets": [offset, offset + array.nbytes]}
         offset += array.nbytes
