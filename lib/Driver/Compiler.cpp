@@ -13,6 +13,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/GlobalVariable.h"
@@ -188,14 +189,19 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
     return writeText(options.outputPath,
                      buildHeader(signature, prefix, llvm::sys::path::filename(options.inputPath)));
 
-  // Name the entry after the prefix; drop other public functions' bodies
-  // from the ABI by making them private.
+  // Name the entry after the prefix; other functions are not part of the
+  // ABI (e.g. the loss a gradient entry was derived from): drop them unless
+  // the entry calls them.
   for (auto func : llvm::make_early_inc_range((*module)->getOps<func::FuncOp>())) {
     if (func.getName() == signature.entryName)
       func.setName(prefix + "_forward");
     else if (!func.isExternal())
       func.setPrivate();
   }
+  PassManager cleanup(&context);
+  cleanup.addPass(createSymbolDCEPass());
+  if (failed(cleanup.run(**module)))
+    return llvm::createStringError("internal error: removing unused functions failed");
 
   auto machine = createHostTargetMachine(options.cpu);
   if (!machine)

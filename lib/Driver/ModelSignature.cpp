@@ -187,11 +187,8 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options, ModelSignat
   if (!entry)
     return entry.takeError();
   if (options.mode == CompileMode::Gradient) {
-    XfmrAutodiffOptions autodiff;
-    autodiff.function = entry->getName().str();
-    autodiff.wrtInputs.assign(options.gradientInputs.begin(), options.gradientInputs.end());
     PassManager pm(&context);
-    pm.addPass(createXfmrAutodiff(autodiff));
+    buildGradientPipeline(pm, options.pipeline, entry->getName(), options.gradientInputs);
     if (failed(pm.run(*module)))
       return diagnostics.error(path + ": cannot differentiate @" + entry->getName());
     entry = (*module).lookupSymbol<func::FuncOp>((entry->getName() + "_grad").str());

@@ -33,6 +33,18 @@ void xfmr::buildXfmrFusionPipeline(OpPassManager &pm, const CpuPipelineOptions &
   pm.addPass(createCSEPass());
 }
 
+void xfmr::buildGradientPipeline(OpPassManager &pm, const CpuPipelineOptions &options,
+                                 StringRef function, ArrayRef<std::string> wrtInputs) {
+  CpuPipelineOptions beforeAutodiff;
+  beforeAutodiff.copyOptionValuesFrom(options);
+  beforeAutodiff.fuseEpilogues = false;
+  buildXfmrFusionPipeline(pm, beforeAutodiff);
+  XfmrAutodiffOptions autodiff;
+  autodiff.function = function.str();
+  autodiff.wrtInputs.assign(wrtInputs.begin(), wrtInputs.end());
+  pm.addPass(createXfmrAutodiff(autodiff));
+}
+
 void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
   buildXfmrFusionPipeline(pm, options);
   ConvertXfmrToCpuKernelsOptions kernels;
@@ -41,8 +53,12 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
   pm.addPass(createConvertXfmrToCpuKernels(kernels));
   pm.addPass(createConvertXfmrToLinalg());
   pm.addPass(createConvertElementwiseToLinalgPass());
+  // No CSE from here to bufferization: the kernels read tensors through
+  // `bufferization.to_buffer` right where they run, and CSE would merge a
+  // late read into an earlier identical one, hiding it from the
+  // bufferization analysis (which then lets a later op overwrite the
+  // buffer before the kernel reads it).
   pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
 
   // Bufferization into caller-owned result buffers.
   pm.addPass(createXfmrDestinationPassingEntry());

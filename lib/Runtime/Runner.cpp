@@ -293,13 +293,13 @@ public:
         return 0;
       }
     options = parseOptions(argc, argv);
-    bool tensorMode = !options.inputs.empty();
-    if (!tensorMode)
-      checkTokenInputs();
     if (options.info) {
       printInfo();
       return 0;
     }
+    bool tensorMode = !options.inputs.empty();
+    if (!tensorMode)
+      checkTokenInputs();
     bool hasParams = std::any_of(manifest.args.begin(), manifest.args.end(),
                                  [](const ArgSpec &a) { return a.kind == ArgSpec::Kind::Param; });
     if (options.weights.empty() && hasParams)

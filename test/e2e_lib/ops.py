@@ -164,7 +164,38 @@ def ref_tutorial(x):
                                       layout="bhsd"))
 
 
+def gen_backward():
+    pad = np.ones((2, 150), dtype=np.bool_)
+    pad[1, 100:] = False
+    return dict(q=randn(2, 150, 2, 32), k=randn(2, 150, 2, 32), v=randn(2, 150, 2, 32), pad=pad,
+                cq=randn(1, 2, 40, 16), ck=randn(1, 2, 100, 16), cv=randn(1, 2, 100, 16),
+                bias=randn(1, 1, 40, 100), x=randn(3, 37, 48), w1=randn(48, 80, scale=0.2),
+                b1=randn(80, scale=0.1), w2=randn(48, 80, scale=0.2),
+                gamma=1.0 + randn(48, scale=0.1), beta=randn(48, scale=0.1),
+                r1=randn(2, 150, 2, 32), r2=randn(1, 2, 40, 16), r3=randn(3, 37, 48))
+
+
+def ref_backward(x):
+    """The loss of test/e2e/grad/kernels.mlir and its gradients by autograd."""
+    leaves = {name: t(x[name]).requires_grad_() for name in
+              ("q", "k", "v", "cq", "ck", "cv", "x", "w1", "b1", "w2", "gamma", "beta")}
+    p = leaves
+    keep = t(x["pad"])[:, None, None, :] & causal_keep(150, 150)
+    a = attention_reference(p["q"], p["k"], p["v"], 0.17677669, keep=keep)
+    b = attention_reference(p["cq"], p["ck"], p["cv"], 0.25, keep=causal_keep(40, 100),
+                            bias=t(x["bias"]), layout="bhsd")
+    h = torch.nn.functional.gelu(p["x"] @ p["w1"] + p["b1"], approximate="tanh")
+    n = torch.nn.functional.layer_norm(p["x"] + h @ p["w2"].T, (48,), p["gamma"], p["beta"], 1e-5)
+    loss = (a * t(x["r1"])).sum() + (b * t(x["r2"])).sum() + \
+        (torch.softmax(n, -1) * t(x["r3"])).sum()
+    loss.backward()
+    out = {"loss": loss.detach()}
+    out.update({f"grad:{name}": leaf.grad for name, leaf in leaves.items()})
+    return out
+
+
 CASES = {"attention": (gen_attention, ref_attention),
+         "backward": (gen_backward, ref_backward),
          "tutorial": (gen_tutorial, ref_tutorial),
          "normalization": (gen_normalization, ref_normalization),
          "linear": (gen_linear, ref_linear),

@@ -32,6 +32,14 @@ struct CpuPipelineOptions : mlir::PassPipelineOptions<CpuPipelineOptions> {
 /// fusion the options enable (softmax before attention, which consumes it).
 void buildXfmrFusionPipeline(mlir::OpPassManager &pm, const CpuPipelineOptions &options);
 
+/// Adds `<function>_grad` (xfmr-autodiff) after the fusions that change what
+/// the backward computes: attention (so its backward is FlashAttention-2's,
+/// from the saved log-sum-exp), softmax and layer norm. Matmul epilogues are
+/// fused later, over forward and backward together: fused into its GEMM, an
+/// activation's input would have to be recomputed for the backward.
+void buildGradientPipeline(mlir::OpPassManager &pm, const CpuPipelineOptions &options,
+                           llvm::StringRef function, llvm::ArrayRef<std::string> wrtInputs);
+
 /// xfmr IR on tensors -> the LLVM dialect for the host CPU: decomposition,
 /// fusion, lowering to linalg, bufferization into caller-owned outputs,
 /// loops (OpenMP-parallel), LLVM. Entry functions use the bare-pointer

@@ -1,0 +1,68 @@
+// The f32 CPU kernels of the backward pass (FlashAttention-2 attention
+// backward with causal + padding masks, partial query and key blocks and
+// seq_k > seq_q with a bias; GEMMs with a transposed left operand for the
+// weight gradients; layer-norm and softmax backward) against PyTorch
+// autograd in float64.
+// REQUIRES: torch
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: %python %testlib/ops.py generate backward %t/inputs.safetensors
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x -o %t/grad
+// RUN: %t/grad --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs.safetensors
+// RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs.safetensors | FileCheck %s
+// The AVX-512 code shape (16 lanes, 32 registers), run here as split vectors.
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x --vector-lanes=16 -o %t/grad16
+// RUN: %t/grad16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs16.safetensors
+// RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs16.safetensors | FileCheck %s
+// CHECK-DAG: PASS: loss
+// CHECK-DAG: PASS: grad:q
+// CHECK-DAG: PASS: grad:k
+// CHECK-DAG: PASS: grad:v
+// CHECK-DAG: PASS: grad:cq
+// CHECK-DAG: PASS: grad:ck
+// CHECK-DAG: PASS: grad:cv
+// CHECK-DAG: PASS: grad:x
+// CHECK-DAG: PASS: grad:w1
+// CHECK-DAG: PASS: grad:b1
+// CHECK-DAG: PASS: grad:w2
+// CHECK-DAG: PASS: grad:gamma
+// CHECK-DAG: PASS: grad:beta
+// CHECK-NOT: FAIL
+
+func.func @loss(%q: tensor<2x150x2x32xf32> {xfmr.input = "q"}, %k: tensor<2x150x2x32xf32> {xfmr.input = "k"},
+                %v: tensor<2x150x2x32xf32> {xfmr.input = "v"}, %pad: tensor<2x150xi1> {xfmr.input = "pad"},
+                %cq: tensor<1x2x40x16xf32> {xfmr.input = "cq"}, %ck: tensor<1x2x100x16xf32> {xfmr.input = "ck"},
+                %cv: tensor<1x2x100x16xf32> {xfmr.input = "cv"}, %bias: tensor<1x1x40x100xf32> {xfmr.input = "bias"},
+                %x: tensor<3x37x48xf32> {xfmr.input = "x"}, %w1: tensor<48x80xf32> {xfmr.param = "w1"},
+                %b1: tensor<80xf32> {xfmr.param = "b1"}, %w2: tensor<48x80xf32> {xfmr.param = "w2"},
+                %gamma: tensor<48xf32> {xfmr.param = "gamma"}, %beta: tensor<48xf32> {xfmr.param = "beta"},
+                %r1: tensor<2x150x2x32xf32> {xfmr.input = "r1"}, %r2: tensor<1x2x40x16xf32> {xfmr.input = "r2"},
+                %r3: tensor<3x37x48xf32> {xfmr.input = "r3"})
+    -> (tensor<f32> {xfmr.output = "loss"}) {
+  %a = xfmr.fused_attention %q, %k, %v padding_mask(%pad) {causal, scale = 0.17677669 : f64}
+       : (tensor<2x150x2x32xf32>, tensor<2x150x2x32xf32>, tensor<2x150x2x32xf32>, tensor<2x150xi1>) -> tensor<2x150x2x32xf32>
+  %p1 = xfmr.mul %a, %r1 : (tensor<2x150x2x32xf32>, tensor<2x150x2x32xf32>) -> tensor<2x150x2x32xf32>
+  %f1 = xfmr.reshape %p1 : (tensor<2x150x2x32xf32>) -> tensor<19200xf32>
+  %s1 = xfmr.reduce %f1 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<19200xf32>) -> tensor<1xf32>
+
+  %b = xfmr.fused_attention %cq, %ck, %cv attn_bias(%bias) {causal, scale = 0.25 : f64, layout = #xfmr.layout<bhsd>}
+       : (tensor<1x2x40x16xf32>, tensor<1x2x100x16xf32>, tensor<1x2x100x16xf32>, tensor<1x1x40x100xf32>) -> tensor<1x2x40x16xf32>
+  %p2 = xfmr.mul %b, %r2 : (tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>) -> tensor<1x2x40x16xf32>
+  %f2 = xfmr.reshape %p2 : (tensor<1x2x40x16xf32>) -> tensor<1280xf32>
+  %s2 = xfmr.reduce %f2 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<1280xf32>) -> tensor<1xf32>
+
+  // LN(x + W2 gelu_tanh(x W1 + b1)) with W2 in [out, in] layout.
+  %h = xfmr.linear %x, %w1, %b1 : (tensor<3x37x48xf32>, tensor<48x80xf32>, tensor<80xf32>) -> tensor<3x37x80xf32>
+  %g = xfmr.gelu %h {approximate = #xfmr.gelu_approximation<tanh>} : tensor<3x37x80xf32>
+  %o = xfmr.linear %g, %w2 {transpose_weight} : (tensor<3x37x80xf32>, tensor<48x80xf32>) -> tensor<3x37x48xf32>
+  %sum = xfmr.add %x, %o : (tensor<3x37x48xf32>, tensor<3x37x48xf32>) -> tensor<3x37x48xf32>
+  %n = xfmr.layer_norm %sum, %gamma, %beta {epsilon = 1.0e-5 : f64} : (tensor<3x37x48xf32>, tensor<48xf32>, tensor<48xf32>) -> tensor<3x37x48xf32>
+  %sm = xfmr.softmax %n : tensor<3x37x48xf32>
+  %p3 = xfmr.mul %sm, %r3 : (tensor<3x37x48xf32>, tensor<3x37x48xf32>) -> tensor<3x37x48xf32>
+  %f3 = xfmr.reshape %p3 : (tensor<3x37x48xf32>) -> tensor<5328xf32>
+  %s3 = xfmr.reduce %f3 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<5328xf32>) -> tensor<1xf32>
+
+  %a12 = xfmr.add %s1, %s2 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
+  %total = xfmr.add %a12, %s3 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
+  %loss = xfmr.reshape %total : (tensor<1xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Whole-model gradients: `xfmrc --grad` of a config (its training loss:
+mean cross-entropy of the logits against `labels`, -100 ignored) against
+PyTorch autograd of the reference model (reference.py) in float64, on the
+same random weights and batch (padded rows, ignored labels).
+
+  grads.py --xfmrc PATH --config C --workdir DIR [--batch B] [--seq-len S]
+           [--decoder-seq-len T] [--seed K] [--rel-tol 1e-4]
+
+Dropout is switched off in a copy of the config (its masks are xfmr's own
+counter-based RNG, which PyTorch does not reproduce; the dropout gradient is
+checked per op by gradcheck.py). Prints the loss line and one PASS/FAIL line
+per weight: max |xfmr - torch| <= rel_tol * max |torch| over the tensor.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+
+import reference
+import safetensors_io
+
+DROPOUT_KEYS = ("resid_pdrop", "embd_pdrop", "attn_pdrop", "hidden_dropout_prob",
+                "attention_probs_dropout_prob", "dropout", "attention_dropout",
+                "activation_dropout")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--xfmrc", required=True)
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--batch", type=int, default=2)
+    parser.add_argument("--seq-len", type=int, default=0)
+    parser.add_argument("--decoder-seq-len", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--rel-tol", type=float, default=1e-4)
+    parser.add_argument("--xfmrc-flag", action="append", default=[],
+                        help="extra xfmrc flag (repeatable), e.g. --fuse-attention=false")
+    args = parser.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+
+    with open(args.config) as f:
+        config = json.load(f)
+    for key in DROPOUT_KEYS:
+        config[key] = 0.0
+    config_path = os.path.join(args.workdir, "config.json")
+    with open(config_path, "w") as f:
+        json.dump(config, f)
+    c = reference.describe(config)
+    generator = torch.Generator().manual_seed(args.seed)
+    weights = reference.random_weights(c, generator)
+    weights_path = os.path.join(args.workdir, "weights.safetensors")
+    safetensors_io.write(weights_path, {k: v.numpy() for k, v in weights.items()})
+
+    # A batch whose last row is padded; labels ignored on padding and at
+    # random positions.
+    seq = args.seq_len or c["positions"]
+    dec = args.decoder_seq_len or seq
+    def batch_of(length):
+        ids = torch.randint(0, c["vocab"], (args.batch, length), generator=generator)
+        mask = torch.ones(args.batch, length, dtype=torch.bool)
+        mask[-1, length // 2:] = False
+        return ids, mask
+    ids, mask = batch_of(seq)
+    out_len = seq
+    inputs = {"input_ids": ids.int().numpy(), "attention_mask": mask.int().numpy()}
+    if c["kind"] == "bert":
+        inputs["token_type_ids"] = np.zeros_like(inputs["input_ids"])
+    if c["kind"] == "transformer":
+        tgt, tgt_mask = batch_of(dec)
+        inputs["decoder_input_ids"] = tgt.int().numpy()
+        inputs["decoder_attention_mask"] = tgt_mask.int().numpy()
+        out_len, out_mask = dec, tgt_mask
+    else:
+        out_mask = mask
+    labels = torch.randint(0, c["vocab"], (args.batch, out_len), generator=generator)
+    labels[~out_mask] = -100
+    labels[0, 0] = -100
+    inputs["labels"] = labels.int().numpy()
+    inputs_path = os.path.join(args.workdir, "inputs.safetensors")
+    safetensors_io.write(inputs_path, inputs)
+
+    model = os.path.join(args.workdir, "grad")
+    subprocess.run([args.xfmrc, config_path, "--grad", f"--batch={args.batch}",
+                    f"--seq-len={args.seq_len}", f"--decoder-seq-len={args.decoder_seq_len}",
+                    "-o", model] + args.xfmrc_flag, check=True)
+    outputs_path = os.path.join(args.workdir, "outputs.safetensors")
+    subprocess.run([model, f"--weights={weights_path}", f"--inputs={inputs_path}",
+                    f"--output={outputs_path}"], check=True)
+    got = safetensors_io.read(outputs_path)
+
+    leaves = {name: value.to(reference.DTYPE).requires_grad_() for name, value in weights.items()}
+    if c["kind"] == "transformer":
+        logits = reference.transformer(c, leaves, ids, mask, tgt, tgt_mask)
+    else:
+        logits = (reference.gpt2 if c["kind"] == "gpt2" else reference.bert)(c, leaves, ids, mask)
+    loss = torch.nn.functional.cross_entropy(logits.reshape(-1, c["vocab"]), labels.reshape(-1),
+                                             ignore_index=-100)
+    loss.backward()
+
+    failed = False
+    loss_error = abs(float(got["loss"]) - loss.item())
+    ok = loss_error <= args.rel_tol * max(1.0, abs(loss.item()))
+    failed |= not ok
+    print(f"{'PASS' if ok else 'FAIL'}: {c['kind']} loss {float(got['loss']):.6f} "
+          f"(torch {loss.item():.6f})")
+    largest = max(float(leaf.grad.abs().max()) for leaf in leaves.values())
+    for name, leaf in sorted(leaves.items()):
+        key = "grad:" + name
+        if key not in got:
+            print(f"FAIL: no gradient for {name}")
+            failed = True
+            continue
+        want = leaf.grad.numpy()
+        error = float(np.max(np.abs(got[key] - want)))
+        scale = float(np.max(np.abs(want)))
+        note = ""
+        if scale < 1e-10 * largest:
+            # Zero in exact arithmetic (e.g. a key bias, which shifts every
+            # score of a row equally): rounding noise is measured against
+            # the model's largest gradient instead.
+            scale, note = largest, " (zero gradient: scale of the largest)"
+        ok = np.all(np.isfinite(got[key])) and error <= args.rel_tol * scale
+        failed |= not ok
+        print(f"{'PASS' if ok else 'FAIL'}: {name}: max error {error:.2e}, "
+              f"max |torch| {scale:.2e}, ratio {error / scale:.2e}{note}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
