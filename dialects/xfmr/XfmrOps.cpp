@@ -659,3 +659,68 @@ LogicalResult CausalMaskOp::verify() {
 
 #define GET_OP_CLASSES
 #include "xfmr/XfmrOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Training ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult LearningRateOp::verify() {
+  if (!(getPeak().convertToDouble() > 0))
+    return emitOpError("peak must be positive");
+  int64_t warmup = static_cast<int64_t>(getWarmupSteps());
+  int64_t decay = static_cast<int64_t>(getDecaySteps());
+  if (warmup < 0 || decay < 0)
+    return emitOpError("warmup_steps and decay_steps must not be negative");
+  if (decay != 0 && decay <= warmup)
+    return emitOpError("decay_steps (") << decay << ") must exceed warmup_steps (" << warmup
+                                        << "), or be 0 for no decay";
+  double minRatio = getMinRatio().convertToDouble();
+  if (!(minRatio >= 0 && minRatio <= 1))
+    return emitOpError("min_ratio must be in [0, 1], got ") << minRatio;
+  return success();
+}
+
+LogicalResult GlobalNormOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one tensor");
+  for (Value input : getInputs())
+    if (tensorTypeOf(input).getElementType() != getType().getElementType())
+      return emitOpError("inputs must have the result element type ")
+             << getType().getElementType() << ", got " << input.getType();
+  return success();
+}
+
+/// Shared checks of the optimizer updates: hyperparameters in range and a
+/// learning rate of the parameters' element type.
+static LogicalResult verifyOptimizer(Operation *op, Value param, Value lr, Value gradNorm,
+                                     double maxGradNorm,
+                                     ArrayRef<std::pair<StringRef, double>> unitInterval) {
+  Type elementType = tensorTypeOf(param).getElementType();
+  for (Value scalar : {lr, gradNorm})
+    if (scalar && tensorTypeOf(scalar).getElementType() != elementType)
+      return op->emitOpError("lr and grad_norm must be ")
+             << elementType << " like the parameter, got " << scalar.getType();
+  if (gradNorm && !(maxGradNorm > 0))
+    return op->emitOpError("max_grad_norm must be positive, got ") << maxGradNorm;
+  for (auto [name, value] : unitInterval)
+    if (!(value >= 0 && value < 1))
+      return op->emitOpError() << name << " must be in [0, 1), got " << value;
+  return success();
+}
+
+LogicalResult AdamWUpdateOp::verify() {
+  if (!(getEpsilon().convertToDouble() > 0))
+    return emitOpError("epsilon must be positive");
+  return verifyOptimizer(*this, getParam(), getLr(), getGradNorm(),
+                         getMaxGradNorm().convertToDouble(),
+                         {{"beta1", getBeta1().convertToDouble()},
+                          {"beta2", getBeta2().convertToDouble()},
+                          {"weight_decay", getWeightDecay().convertToDouble()}});
+}
+
+LogicalResult SgdUpdateOp::verify() {
+  return verifyOptimizer(*this, getParam(), getLr(), getGradNorm(),
+                         getMaxGradNorm().convertToDouble(),
+                         {{"momentum", getMomentum().convertToDouble()},
+                          {"weight_decay", getWeightDecay().convertToDouble()}});
+}

@@ -652,4 +652,125 @@ def Xfmr_FusedAttentionBackwardOp : Xfmr_Op<"fused_attention_backward",
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Training: learning-rate schedule, gradient norm, optimizer updates
+//===----------------------------------------------------------------------===//
+
+def Xfmr_ScalarStep : 0DTensorOf<[I64]>;
+def Xfmr_ScalarFloat : 0DTensorOf<[AnyFloat]>;
+
+def Xfmr_LearningRateOp : Xfmr_Op<"learning_rate", [Pure]> {
+  let summary = "learning rate of a step: linear warm-up, then cosine decay";
+  let description = [{
+    For 0-based `step`: `peak * (step + 1) / warmup_steps` during the
+    `warmup_steps` first steps, then
+    `peak * (min_ratio + (1 - min_ratio) * (1 + cos(pi * p)) / 2)` with
+    `p = min(1, (step - warmup_steps) / (decay_steps - warmup_steps))`:
+    a cosine from `peak` down to `min_ratio * peak` at step `decay_steps`,
+    constant after. `decay_steps = 0` keeps `peak` after the warm-up.
+
+    ```mlir
+    %lr = xfmr.learning_rate %step {peak = 1.0e-03 : f64, warmup_steps = 100 : i64,
+                                    decay_steps = 1000 : i64, min_ratio = 0.1 : f64}
+        : tensor<i64> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Xfmr_ScalarStep:$step, F64Attr:$peak,
+                   DefaultValuedAttr<I64Attr, "0">:$warmup_steps,
+                   DefaultValuedAttr<I64Attr, "0">:$decay_steps,
+                   DefaultValuedAttr<F64Attr, "0.0">:$min_ratio);
+  let results = (outs Xfmr_ScalarFloat:$result);
+  let assemblyFormat = "$step attr-dict `:` type($step) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Xfmr_GlobalNormOp : Xfmr_Op<"global_norm", [Pure]> {
+  let summary = "Euclidean norm of several tensors taken together";
+  let description = [{
+    `sqrt(sum over inputs of sum(x^2))`, the norm gradient clipping by global
+    norm scales by. Squares are summed in f64.
+
+    ```mlir
+    %n = xfmr.global_norm %g0, %g1 : (tensor<8x8xf32>, tensor<8xf32>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Variadic<Xfmr_FloatTensor>:$inputs);
+  let results = (outs Xfmr_ScalarFloat:$result);
+  let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $result)";
+  let hasVerifier = 1;
+}
+
+class Xfmr_OptimizerOp<string mnemonic, list<string> tensors>
+    : Xfmr_Op<mnemonic, [Pure, AllTypesMatch<tensors>]> {
+  code clippingDescription = [{
+    With `grad_norm` (the global norm of all gradients), the gradient is
+    first scaled by `min(1, max_grad_norm / (grad_norm + 1e-6))`, as
+    `torch.nn.utils.clip_grad_norm_` does.
+  }];
+}
+
+def Xfmr_AdamWUpdateOp : Xfmr_OptimizerOp<"adamw_update",
+    ["param", "grad", "exp_avg", "exp_avg_sq", "new_param", "new_exp_avg", "new_exp_avg_sq"]> {
+  let summary = "one AdamW step of a parameter, as torch.optim.AdamW";
+  let description = [{
+    With `t = step + 1` (0-based `step`) and the first and second moment
+    estimates `exp_avg`, `exp_avg_sq`:
+
+        p = p * (1 - lr * weight_decay)
+        m = beta1 m + (1 - beta1) g;   v = beta2 v + (1 - beta2) g^2
+        p = p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + epsilon)
+
+    returning the new parameter and moments (one pass over the four
+    tensors). }] # clippingDescription # [{
+
+    ```mlir
+    %p1, %m1, %v1 = xfmr.adamw_update %p, %g, %m, %v lr(%lr : tensor<f32>) step(%s : tensor<i64>)
+        grad_norm(%n : tensor<f32>) {max_grad_norm = 1.0 : f64, weight_decay = 0.01 : f64} : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$param, Xfmr_FloatTensor:$grad, Xfmr_FloatTensor:$exp_avg,
+                   Xfmr_FloatTensor:$exp_avg_sq, Xfmr_ScalarFloat:$lr, Xfmr_ScalarStep:$step,
+                   Optional<Xfmr_ScalarFloat>:$grad_norm,
+                   DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+                   DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+                   DefaultValuedAttr<F64Attr, "1.0e-8">:$epsilon,
+                   DefaultValuedAttr<F64Attr, "0.01">:$weight_decay,
+                   DefaultValuedAttr<F64Attr, "1.0">:$max_grad_norm);
+  let results = (outs Xfmr_FloatTensor:$new_param, Xfmr_FloatTensor:$new_exp_avg,
+                      Xfmr_FloatTensor:$new_exp_avg_sq);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `lr` `(` $lr `:` type($lr) `)`
+    `step` `(` $step `:` type($step) `)` (`grad_norm` `(` $grad_norm^ `:` type($grad_norm) `)`)?
+    attr-dict `:` type($param)
+  }];
+  let hasVerifier = 1;
+}
+
+def Xfmr_SgdUpdateOp : Xfmr_OptimizerOp<"sgd_update",
+    ["param", "grad", "momentum_buffer", "new_param", "new_momentum_buffer"]> {
+  let summary = "one SGD step with momentum of a parameter, as torch.optim.SGD";
+  let description = [{
+    `g = g + weight_decay * p; buf = momentum * buf + g; p = p - lr * buf`
+    (torch.optim.SGD without dampening or Nesterov; a zero initial buffer
+    makes the first step plain SGD, as torch's first step is), returning
+    the new parameter and momentum buffer. }] # clippingDescription # [{
+
+    ```mlir
+    %p1, %b1 = xfmr.sgd_update %p, %g, %b lr(%lr : tensor<f32>) {momentum = 0.9 : f64} : tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$param, Xfmr_FloatTensor:$grad,
+                   Xfmr_FloatTensor:$momentum_buffer, Xfmr_ScalarFloat:$lr,
+                   Optional<Xfmr_ScalarFloat>:$grad_norm,
+                   DefaultValuedAttr<F64Attr, "0.9">:$momentum,
+                   DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
+                   DefaultValuedAttr<F64Attr, "1.0">:$max_grad_norm);
+  let results = (outs Xfmr_FloatTensor:$new_param, Xfmr_FloatTensor:$new_momentum_buffer);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $momentum_buffer `lr` `(` $lr `:` type($lr) `)`
+    (`grad_norm` `(` $grad_norm^ `:` type($grad_norm) `)`)? attr-dict `:` type($param)
+  }];
+  let hasVerifier = 1;
+}
+
 #endif // XFMR_OPS_TD

@@ -97,6 +97,15 @@ int xfmr_npy_write(const char *path, const xfmr_tensor_ref *tensor, char *err,
 int xfmr_runner_main(int argc, char **argv, const char *manifest_json,
                      void (*entry)(void **args));
 
+/* The command line of compiled training executables (see `--help`):
+ * initialises or loads the weights, runs `train_step` (a model's
+ * `<prefix>_train_step_packed`) on shuffled batches of a token file,
+ * evaluates with `evaluate` and saves the weights. Returns the process exit
+ * code. */
+int xfmr_trainer_main(int argc, char **argv, const char *train_step_manifest,
+                      void (*train_step)(void **args), const char *evaluate_manifest,
+                      void (*evaluate)(void **args));
+
 #ifdef __cplusplus
 }
 #endif

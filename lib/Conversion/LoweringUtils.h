@@ -82,6 +82,9 @@ void populateFusedKernelLoweringPatterns(mlir::RewritePatternSet &patterns);
 /// Patterns for the backward ops (BackwardKernels.cpp).
 void populateBackwardLoweringPatterns(mlir::RewritePatternSet &patterns);
 
+/// Patterns for the training ops (TrainingKernels.cpp).
+void populateTrainingLoweringPatterns(mlir::RewritePatternSet &patterns);
+
 } // namespace xfmr::lowering
 
 #endif // XFMR_LIB_CONVERSION_LOWERINGUTILS_H

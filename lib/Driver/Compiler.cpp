@@ -134,14 +134,14 @@ llvm::Error emitObject(llvm::Module &module, llvm::TargetMachine &machine, Strin
   return llvm::Error::success();
 }
 
-llvm::Error link(StringRef object, const CompileOptions &options) {
+llvm::Error link(StringRef object, const CompileOptions &options, StringRef mainLibrary) {
   llvm::ErrorOr<std::string> linker = llvm::sys::findProgramByName("c++");
   if (!linker)
     linker = llvm::sys::findProgramByName("clang++-22");
   if (!linker)
     return llvm::createStringError("no C++ linker driver (c++ or clang++-22) on PATH");
   SmallString<256> mainLib(options.runtimeLibraryDir), runtimeLib(options.runtimeLibraryDir);
-  llvm::sys::path::append(mainLib, "libxfmr_main.a");
+  llvm::sys::path::append(mainLib, mainLibrary);
   llvm::sys::path::append(runtimeLib, "libxfmr_runtime.a");
   for (StringRef lib : {StringRef(mainLib), StringRef(runtimeLib)})
     if (!llvm::sys::fs::exists(lib))
@@ -170,8 +170,8 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
   // Diagnostics name the location; the operation dump would bury that.
   context.printOpOnDiagnostic(false);
 
-  ModelSignature signature;
-  auto module = loadModel(context, options, signature);
+  std::vector<ModelSignature> entries;
+  auto module = loadModel(context, options, entries);
   if (!module)
     return module.takeError();
   bool executable = options.emit == EmitKind::Executable;
@@ -184,17 +184,21 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
     return writeText(options.outputPath, text);
   }
   if (options.emit == EmitKind::RandomWeights)
-    return writeRandomWeights(signature, options.outputPath, options.seed);
+    return writeRandomWeights(entries.front(), options.outputPath, options.seed);
   if (options.emit == EmitKind::Header)
     return writeText(options.outputPath,
-                     buildHeader(signature, prefix, llvm::sys::path::filename(options.inputPath)));
+                     buildHeader(entries, prefix, llvm::sys::path::filename(options.inputPath)));
 
-  // Name the entry after the prefix; other functions are not part of the
-  // ABI (e.g. the loss a gradient entry was derived from): drop them unless
-  // the entry calls them.
+  // Name the entries `<prefix>_<symbol>`; other functions are not part of
+  // the ABI (e.g. the loss a gradient entry was derived from): drop them
+  // unless an entry calls them.
+  llvm::StringMap<std::string> symbols;
+  for (const ModelSignature &entry : entries)
+    symbols[entry.entryName] = prefix + "_" + entry.symbol;
   for (auto func : llvm::make_early_inc_range((*module)->getOps<func::FuncOp>())) {
-    if (func.getName() == signature.entryName)
-      func.setName(prefix + "_forward");
+    auto it = symbols.find(func.getName());
+    if (it != symbols.end())
+      func.setName(it->second);
     else if (!func.isExternal())
       func.setPrivate();
   }
@@ -227,11 +231,13 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
   llvmModule->setTargetTriple((*machine)->getTargetTriple());
   llvmModule->setDataLayout((*machine)->createDataLayout());
 
-  auto *manifestData =
-      llvm::ConstantDataArray::getString(llvmContext, buildManifest(signature), true);
-  new llvm::GlobalVariable(*llvmModule, manifestData->getType(), /*isConstant=*/true,
-                           llvm::GlobalValue::ExternalLinkage, manifestData,
-                           prefix + "_manifest");
+  for (const ModelSignature &entry : entries) {
+    std::string base = entry.symbol == "forward" ? prefix : prefix + "_" + entry.symbol;
+    auto *manifestData =
+        llvm::ConstantDataArray::getString(llvmContext, buildManifest(entry), true);
+    new llvm::GlobalVariable(*llvmModule, manifestData->getType(), /*isConstant=*/true,
+                             llvm::GlobalValue::ExternalLinkage, manifestData, base + "_manifest");
+  }
   if (llvm::verifyModule(*llvmModule, &llvm::errs()))
     return llvm::createStringError("internal error: the generated LLVM IR does not verify");
   optimize(*llvmModule, **machine);
@@ -251,5 +257,6 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
   llvm::FileRemover removeObject(objectPath);
   if (llvm::Error error = emitObject(*llvmModule, **machine, objectPath))
     return error;
-  return link(objectPath, options);
+  return link(objectPath, options, options.mode == CompileMode::Train ? "libxfmr_train_main.a"
+                                                                      : "libxfmr_main.a");
 }

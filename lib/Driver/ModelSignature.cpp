@@ -74,8 +74,39 @@ llvm::Expected<func::FuncOp> findEntry(ModuleOp module, StringRef requested, Str
                                  " public functions; choose one with --entry");
 }
 
-LogicalResult describeEntry(func::FuncOp func, ModelSignature &signature) {
+/// How a fresh model initialises weight `arg`, from what uses it: layer-norm
+/// scales 1, biases 0, everything else N(0, 0.02).
+std::string initOf(BlockArgument arg) {
+  for (OpOperand &use : arg.getUses()) {
+    Operation *user = use.getOwner();
+    if (auto norm = dyn_cast<LayerNormOp>(user)) {
+      if (arg == norm.getGamma())
+        return "ones";
+      if (arg == norm.getBeta())
+        return "zeros";
+    }
+    if (auto norm = dyn_cast<FusedAddLayerNormOp>(user)) {
+      if (arg == norm.getGamma())
+        return "ones";
+      if (arg == norm.getBeta())
+        return "zeros";
+    }
+    if (auto linear = dyn_cast<LinearOp>(user); linear && arg == linear.getBias())
+      return "zeros";
+    if (auto linear = dyn_cast<FusedLinearOp>(user); linear && arg == linear.getBias())
+      return "zeros";
+    if (auto mha = dyn_cast<MultiHeadAttentionOp>(user)) {
+      if (arg == mha.getOutBias() || llvm::is_contained(mha.getInBiases(), arg))
+        return "zeros";
+    }
+  }
+  return "normal";
+}
+
+LogicalResult describeEntry(func::FuncOp func, const llvm::StringMap<std::string> &inits,
+                            ModelSignature &signature) {
   llvm::StringSet<> names;
+  llvm::StringMap<Type> updatable;
   auto addName = [&](StringRef name) -> LogicalResult {
     if (name.empty())
       return signatureError(func, "argument names must not be empty");
@@ -88,7 +119,8 @@ LogicalResult describeEntry(func::FuncOp func, ModelSignature &signature) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
     auto input = func.getArgAttrOfType<StringAttr>(index, "xfmr.input");
     auto param = func.getArgAttrOfType<StringAttr>(index, "xfmr.param");
-    if (static_cast<bool>(input) == static_cast<bool>(param))
+    auto state = func.getArgAttrOfType<StringAttr>(index, "xfmr.state");
+    if (static_cast<int>(!!input) + static_cast<int>(!!param) + static_cast<int>(!!state) != 1)
       return signatureError(func, "argument " + Twine(index) +
                                       " needs exactly one of the attributes xfmr.input = "
                                       "\"<name>\" or xfmr.param = \"<weight name>\"");
@@ -97,14 +129,22 @@ LogicalResult describeEntry(func::FuncOp func, ModelSignature &signature) {
                                       " must be a statically shaped tensor of f32, f64, f16, "
                                       "bf16, i64, i32 or i1");
     ModelArgument argument;
-    argument.kind = input ? ModelArgument::Kind::Input : ModelArgument::Kind::Param;
-    argument.name = (input ? input : param).getValue().str();
+    argument.kind = input   ? ModelArgument::Kind::Input
+                    : param ? ModelArgument::Kind::Param
+                            : ModelArgument::Kind::State;
+    argument.name = (input ? input : param ? param : state).getValue().str();
     argument.dtype = dtypeName(type.getElementType());
     argument.shape.assign(type.getShape().begin(), type.getShape().end());
-    if (param && !type.getElementType().isF32())
+    if (!input && !type.getElementType().isF32())
       return signatureError(func, "weight '" + argument.name + "' must be f32");
     if (input)
       argument.vocabSize = vocabularyOf(arg);
+    if (param) {
+      auto it = inits.find(argument.name);
+      argument.init = it != inits.end() ? it->second : initOf(arg);
+    }
+    if (!input)
+      updatable[argument.name] = type;
     if (failed(addName(argument.name)))
       return failure();
     signature.arguments.push_back(std::move(argument));
@@ -120,6 +160,14 @@ LogicalResult describeEntry(func::FuncOp func, ModelSignature &signature) {
     argument.name = name ? name.getValue().str() : "output" + std::to_string(index);
     argument.dtype = dtypeName(tensor.getElementType());
     argument.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+    if (auto updates = func.getResultAttrOfType<StringAttr>(index, "xfmr.updates")) {
+      auto it = updatable.find(updates.getValue());
+      if (it == updatable.end() || it->second != type)
+        return signatureError(func, "result " + Twine(index) + " updates '" +
+                                        updates.getValue() +
+                                        "', which is no weight or state of its type");
+      argument.updates = updates.getValue().str();
+    }
     if (failed(addName(argument.name)))
       return failure();
     signature.arguments.push_back(std::move(argument));
@@ -128,6 +176,38 @@ LogicalResult describeEntry(func::FuncOp func, ModelSignature &signature) {
     return signatureError(func, "the entry function returns nothing");
   signature.entryName = func.getName().str();
   return success();
+}
+
+/// A copy of the training loss `loss` named `evaluate`, without dropout:
+/// what a held-out evaluation runs.
+func::FuncOp buildEvaluation(func::FuncOp loss) {
+  OpBuilder b(loss);
+  b.setInsertionPointAfter(loss);
+  auto evaluate = cast<func::FuncOp>(b.clone(*loss));
+  evaluate.setName("evaluate");
+  evaluate.walk([](DropoutOp dropout) {
+    dropout.getResult().replaceAllUsesWith(dropout.getInput());
+    dropout.erase();
+  });
+  // The dropout seed and what derived per-dropout seeds from it.
+  for (BlockArgument arg : llvm::reverse(evaluate.getArguments())) {
+    auto name = evaluate.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "xfmr.input");
+    if (!name || name.getValue() != "dropout_seed")
+      continue;
+    SmallVector<Operation *> derived;
+    for (Operation *user : arg.getUsers())
+      derived.push_back(user);
+    while (!derived.empty()) {
+      Operation *op = derived.pop_back_val();
+      for (Operation *user : op->getUsers())
+        derived.push_back(user);
+      if (op->use_empty())
+        op->erase();
+    }
+    if (arg.use_empty())
+      (void)evaluate.eraseArgument(arg.getArgNumber());
+  }
+  return evaluate;
 }
 
 /// Prints diagnostics as `file:line:col: error: ...` while parsing and
@@ -154,7 +234,8 @@ private:
 } // namespace
 
 llvm::Expected<OwningOpRef<ModuleOp>>
-xfmr::loadModel(MLIRContext &context, const CompileOptions &options, ModelSignature &signature) {
+xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
+                std::vector<ModelSignature> &entries) {
   StringRef path = options.inputPath;
   auto file = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
   if (!file)
@@ -164,10 +245,11 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options, ModelSignat
   llvm::SourceMgr sourceMgr;
   StringRef contents = (*file)->getBuffer();
   CollectingDiagnostics diagnostics(context, sourceMgr);
+  ModelInfo info;
   if (llvm::sys::path::extension(path) == ".json") {
     ModelShape shape = options.shape;
     shape.training = options.mode != CompileMode::Inference;
-    auto built = buildModelFromConfig(context, path, contents, shape, signature.info);
+    auto built = buildModelFromConfig(context, path, contents, shape, info);
     if (!built)
       return built.takeError();
     module = std::move(*built);
@@ -177,7 +259,7 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options, ModelSignat
     if (!module)
       return diagnostics.error(path + ": cannot parse");
     if (auto type = (*module)->getAttrOfType<StringAttr>("xfmr.model_type"))
-      signature.info.modelType = type.getValue().str();
+      info.modelType = type.getValue().str();
   } else {
     return llvm::createStringError(path + ": unknown model file type (expected .json or .mlir)");
   }
@@ -186,28 +268,73 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options, ModelSignat
   auto entry = findEntry(*module, options.entry, path);
   if (!entry)
     return entry.takeError();
-  if (options.mode == CompileMode::Gradient) {
+
+  // Weight initialisation is read off the model as written, before the
+  // transformations below rewrite the ops that reveal it.
+  llvm::StringMap<std::string> inits;
+  for (BlockArgument arg : entry->getArguments())
+    if (auto name = entry->getArgAttrOfType<StringAttr>(arg.getArgNumber(), "xfmr.param"))
+      inits[name.getValue()] = initOf(arg);
+
+  SmallVector<std::pair<func::FuncOp, StringRef>> described = {{*entry, "forward"}};
+  if (options.mode != CompileMode::Inference) {
+    func::FuncOp evaluation =
+        options.mode == CompileMode::Train ? buildEvaluation(*entry) : func::FuncOp();
     PassManager pm(&context);
     buildGradientPipeline(pm, options.pipeline, entry->getName(), options.gradientInputs);
+    if (options.mode == CompileMode::Train) {
+      const TrainOptions &t = options.train;
+      XfmrTrainStepOptions step;
+      step.function = entry->getName().str();
+      step.optimizer = t.optimizer;
+      step.learningRate = t.learningRate;
+      step.warmupSteps = t.warmupSteps;
+      step.decaySteps = t.steps;
+      step.minLrRatio = t.minLrRatio;
+      step.beta1 = t.beta1;
+      step.beta2 = t.beta2;
+      step.epsilon = t.epsilon;
+      step.weightDecay = t.weightDecay;
+      step.momentum = t.momentum;
+      step.maxGradNorm = t.maxGradNorm;
+      pm.addPass(createXfmrTrainStep(step));
+    }
+    std::string name = entry->getName().str();
     if (failed(pm.run(*module)))
-      return diagnostics.error(path + ": cannot differentiate @" + entry->getName());
-    entry = (*module).lookupSymbol<func::FuncOp>((entry->getName() + "_grad").str());
+      return diagnostics.error(path + ": cannot differentiate @" + name);
+    if (options.mode == CompileMode::Train)
+      described = {{(*module).lookupSymbol<func::FuncOp>("train_step"), "train_step"},
+                   {evaluation, "evaluate"}};
+    else
+      described = {{(*module).lookupSymbol<func::FuncOp>(name + "_grad"), "forward"}};
   }
-  if (failed(describeEntry(*entry, signature)))
-    return diagnostics.error(path + ": unusable entry function");
+  for (auto [func, symbol] : described) {
+    ModelSignature signature;
+    signature.info = info;
+    signature.symbol = symbol.str();
+    if (symbol == "train_step")
+      signature.training = options.train;
+    if (failed(describeEntry(func, inits, signature)))
+      return diagnostics.error(path + ": unusable entry function");
+    entries.push_back(std::move(signature));
+  }
   return std::move(module);
 }
 
 std::string xfmr::buildManifest(const ModelSignature &signature) {
   llvm::json::Array args;
   for (const ModelArgument &argument : signature.arguments) {
-    static constexpr const char *kinds[] = {"input", "param", "output"};
+    static constexpr const char *kinds[] = {"input", "param", "output", "state"};
     llvm::json::Object arg{{"kind", kinds[static_cast<int>(argument.kind)]},
                            {"name", argument.name},
                            {"dtype", argument.dtype},
                            {"shape", llvm::json::Array(argument.shape)}};
     if (argument.vocabSize)
       arg["vocab_size"] = argument.vocabSize;
+    if (!argument.init.empty())
+      arg["init"] = argument.init;
+    if (!argument.updates.empty())
+      arg["updates"] = argument.updates;
     args.push_back(std::move(arg));
   }
   llvm::json::Object manifest{
@@ -217,6 +344,12 @@ std::string xfmr::buildManifest(const ModelSignature &signature) {
       {"pad_token_id", signature.info.padTokenId},
       {"weight_prefixes", llvm::json::Array(signature.info.weightPrefixes)},
       {"args", std::move(args)}};
+  if (const std::optional<TrainOptions> &t = signature.training)
+    manifest["training"] = llvm::json::Object{
+        {"optimizer", t->optimizer},       {"lr", t->learningRate},
+        {"warmup_steps", t->warmupSteps},  {"steps", t->steps},
+        {"min_lr_ratio", t->minLrRatio},   {"weight_decay", t->weightDecay},
+        {"max_grad_norm", t->maxGradNorm}};
   std::string text;
   llvm::raw_string_ostream(text) << llvm::json::Value(std::move(manifest));
   return text;
@@ -255,40 +388,33 @@ static std::string cIdentifier(StringRef name) {
   return id;
 }
 
-std::string xfmr::buildHeader(const ModelSignature &signature, StringRef prefix,
-                              StringRef source) {
-  std::string upper = StringRef(cIdentifier(prefix)).upper();
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << "/* Generated by xfmrc from " << source << " ("
-     << (signature.info.modelType.empty() ? "xfmr IR" : signature.info.modelType)
-     << "). Do not edit.\n"
-     << " *\n"
-     << " * C ABI: every argument is a pointer to a dense, row-major buffer of the\n"
-     << " * listed element type and shape (64-byte alignment recommended). Inputs and\n"
-     << " * weights are only read; the caller owns the output buffers, which the call\n"
-     << " * overwrites. Calls are reentrant; each uses the OpenMP thread pool. Weights\n"
-     << " * load by name from a .safetensors file with xfmr_safetensors_read()\n"
-     << " * (xfmr-rt/xfmr_runtime.h); link with libxfmr_runtime.a and -lomp. */\n"
-     << "#ifndef " << upper << "_H\n#define " << upper << "_H\n\n"
-     << "#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
-  size_t counts[3] = {0, 0, 0};
+/// The declarations of one entry: `<prefix>_<symbol>`, its packed form, its
+/// manifest and argument tables, named after `base` (the prefix itself for
+/// the forward entry, `<prefix>_<symbol>` for the others).
+static void emitEntryDeclarations(llvm::raw_ostream &os, const ModelSignature &signature,
+                                  StringRef prefix) {
+  std::string function = (prefix + "_" + signature.symbol).str();
+  std::string base = signature.symbol == "forward" ? prefix.str() : function;
+  std::string upper = StringRef(cIdentifier(base)).upper();
+  size_t counts[4] = {0, 0, 0, 0};
   for (const ModelArgument &argument : signature.arguments)
     ++counts[static_cast<int>(argument.kind)];
   os << "#define " << upper << "_NUM_INPUTS " << counts[0] << "\n#define " << upper
      << "_NUM_PARAMS " << counts[1] << "\n#define " << upper << "_NUM_OUTPUTS " << counts[2]
-     << "\n\n";
-  os << "void " << prefix << "_forward(";
+     << "\n";
+  if (counts[3])
+    os << "#define " << upper << "_NUM_STATES " << counts[3] << "\n";
+  os << "\nvoid " << function << "(";
   auto cType = [](const ModelArgument &argument) -> std::string {
-    std::string base = argument.dtype == "F32"    ? "float"
+    std::string type = argument.dtype == "F32"    ? "float"
                        : argument.dtype == "F64"  ? "double"
                        : argument.dtype == "I64"  ? "int64_t"
                        : argument.dtype == "I32"  ? "int32_t"
                        : argument.dtype == "BOOL" ? "uint8_t"
                                                   : "uint16_t";
-    return argument.kind == ModelArgument::Kind::Output ? base + " *" : "const " + base + " *";
+    return argument.kind == ModelArgument::Kind::Output ? type + " *" : "const " + type + " *";
   };
-  static constexpr const char *kinds[] = {"input", "weight", "output"};
+  static constexpr const char *kinds[] = {"input", "weight", "output", "state"};
   for (auto [index, argument] : llvm::enumerate(signature.arguments)) {
     os << (index ? ",\n    " : "\n    ") << cType(argument) << cIdentifier(argument.name)
        << " /* " << kinds[static_cast<int>(argument.kind)] << " "
@@ -298,6 +424,9 @@ std::string xfmr::buildHeader(const ModelSignature &signature, StringRef prefix,
     os << "]";
     if (argument.vocabSize)
       os << ", ids in [0, " << argument.vocabSize << ")";
+    if (!argument.updates.empty())
+      os << ", may be the buffer of "
+         << cString(StringRef(argument.updates).contains("*/") ? "?" : argument.updates);
     os << " */";
   }
   os << ");\n\n";
@@ -310,21 +439,21 @@ std::string xfmr::buildHeader(const ModelSignature &signature, StringRef prefix,
   os << "#define " << upper << "_NUM_ARGS " << signature.arguments.size() << "\n"
      << "#define " << upper << "_MAX_RANK " << maxRank << "\n"
      << "enum { " << upper << "_INPUT = 0, " << upper << "_WEIGHT = 1, " << upper
-     << "_OUTPUT = 2 };\n"
-     << "static const char *const " << prefix << "_arg_names[] = {";
+     << "_OUTPUT = 2" << (counts[3] ? ", " + upper + "_STATE = 3" : "") << " };\n"
+     << "static const char *const " << base << "_arg_names[] = {";
   for (auto [index, argument] : llvm::enumerate(signature.arguments))
     os << (index ? ", " : "") << cString(argument.name);
-  os << "};\nstatic const int " << prefix << "_arg_kinds[] = {";
+  os << "};\nstatic const int " << base << "_arg_kinds[] = {";
   for (auto [index, argument] : llvm::enumerate(signature.arguments))
     os << (index ? ", " : "") << static_cast<int>(argument.kind);
   os << "};\n/* Element types as xfmr_dtype values (xfmr-rt/xfmr_runtime.h). */\n"
-     << "static const int " << prefix << "_arg_dtypes[] = {";
+     << "static const int " << base << "_arg_dtypes[] = {";
   for (auto [index, argument] : llvm::enumerate(signature.arguments))
     os << (index ? ", " : "") << dtypeEnum(argument.dtype);
-  os << "};\nstatic const int " << prefix << "_arg_ranks[] = {";
+  os << "};\nstatic const int " << base << "_arg_ranks[] = {";
   for (auto [index, argument] : llvm::enumerate(signature.arguments))
     os << (index ? ", " : "") << argument.shape.size();
-  os << "};\nstatic const int64_t " << prefix << "_arg_shapes[][" << maxRank << "] = {";
+  os << "};\nstatic const int64_t " << base << "_arg_shapes[][" << maxRank << "] = {";
   for (auto [index, argument] : llvm::enumerate(signature.arguments)) {
     os << (index ? ", {" : "{");
     llvm::interleaveComma(argument.shape, os);
@@ -334,9 +463,32 @@ std::string xfmr::buildHeader(const ModelSignature &signature, StringRef prefix,
   }
   os << "};\n\n"
      << "/* The same call with args[i] pointing at the i-th argument above. */\n"
-     << "void " << prefix << "_forward_packed(void **args);\n\n"
+     << "void " << function << "_packed(void **args);\n\n"
      << "/* JSON description of the arguments: kind, name, dtype, shape, vocab_size. */\n"
-     << "extern const char " << prefix << "_manifest[];\n\n"
-     << "#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << upper << "_H */\n";
+     << "extern const char " << base << "_manifest[];\n\n";
+}
+
+std::string xfmr::buildHeader(ArrayRef<ModelSignature> entries, StringRef prefix,
+                              StringRef source) {
+  std::string upper = StringRef(cIdentifier(prefix)).upper();
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  const ModelInfo &info = entries.front().info;
+  os << "/* Generated by xfmrc from " << source << " ("
+     << (info.modelType.empty() ? "xfmr IR" : info.modelType) << "). Do not edit.\n"
+     << " *\n"
+     << " * C ABI: every argument is a pointer to a dense, row-major buffer of the\n"
+     << " * listed element type and shape (64-byte alignment recommended). Inputs,\n"
+     << " * weights and states are only read; the caller owns the output buffers,\n"
+     << " * which the call overwrites (an output marked 'may be the buffer of' X may\n"
+     << " * be given X's own buffer, updating it in place). Calls are reentrant; each\n"
+     << " * uses the OpenMP thread pool. Weights load by name from a .safetensors\n"
+     << " * file with xfmr_safetensors_read() (xfmr-rt/xfmr_runtime.h); link with\n"
+     << " * libxfmr_runtime.a and -lomp. */\n"
+     << "#ifndef " << upper << "_H\n#define " << upper << "_H\n\n"
+     << "#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n";
+  for (const ModelSignature &signature : entries)
+    emitEntryDeclarations(os, signature, prefix);
+  os << "#ifdef __cplusplus\n}\n#endif\n\n#endif /* " << upper << "_H */\n";
   return text;
 }

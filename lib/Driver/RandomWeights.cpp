@@ -17,17 +17,14 @@ llvm::Error xfmr::writeRandomWeights(const ModelSignature &signature, llvm::Stri
   for (const ModelArgument &argument : signature.arguments) {
     if (argument.kind != ModelArgument::Kind::Param)
       continue;
-    llvm::StringRef name = argument.name;
     size_t count = 1;
     for (int64_t d : argument.shape)
       count *= d;
-    bool bias = name.ends_with("bias");
-    bool normScale = argument.shape.size() == 1 && name.ends_with(".weight") &&
-                     (name.contains("ln") || name.contains("LayerNorm") ||
-                      name.contains("layer_norm"));
     std::vector<float> values(count);
     for (float &value : values)
-      value = bias ? 0.0f : normScale ? 1.0f : normal(generator);
+      value = argument.init == "zeros"  ? 0.0f
+              : argument.init == "ones" ? 1.0f
+                                        : normal(generator);
     data.push_back(std::move(values));
     refs.push_back({argument.name.c_str(), XFMR_DTYPE_F32,
                     static_cast<int32_t>(argument.shape.size()), argument.shape.data(),

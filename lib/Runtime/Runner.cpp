@@ -10,7 +10,7 @@
 
 #include "xfmr-rt/xfmr_runtime.h"
 
-#include "Json.h"
+#include "Manifest.h"
 #include "RuntimeSupport.h"
 
 #include <algorithm>
@@ -39,21 +39,6 @@ namespace {
 
 constexpr size_t kErrorSize = 512;
 
-struct ArgSpec {
-  enum class Kind { Input, Param, Output } kind;
-  std::string name;
-  xfmr_dtype dtype;
-  std::vector<int64_t> shape;
-  int64_t vocabSize = 0; // token inputs only
-};
-
-struct Manifest {
-  std::string modelType;
-  int64_t padTokenId = 0;
-  std::vector<std::string> weightPrefixes{""};
-  std::vector<ArgSpec> args;
-};
-
 /// How the runner fills a model input from the token file.
 struct InputRole {
   const char *name;
@@ -76,85 +61,6 @@ const InputRole *roleOf(const std::string &name) {
       return &role;
   return nullptr;
 }
-
-class Failure {
-public:
-  explicit Failure(std::string message) : message(std::move(message)) {}
-  std::string message;
-};
-
-[[noreturn]] void fail(const std::string &message) { throw Failure(message); }
-
-std::optional<xfmr_dtype> parseDtype(const std::string &name) {
-  for (int d = XFMR_DTYPE_F32; d <= XFMR_DTYPE_BOOL; ++d)
-    if (name == xfmr_dtype_name(static_cast<xfmr_dtype>(d)))
-      return static_cast<xfmr_dtype>(d);
-  return std::nullopt;
-}
-
-Manifest parseManifest(const char *text) {
-  std::string error;
-  std::optional<JsonValue> json = parseJson(text, error);
-  if (!json || !json->isObject())
-    fail("corrupt model manifest: " + error);
-  Manifest manifest;
-  if (const JsonValue *type = json->get("model_type"))
-    manifest.modelType = type->text;
-  if (const JsonValue *pad = json->get("pad_token_id"))
-    manifest.padTokenId = pad->asInt().value_or(0);
-  if (const JsonValue *prefixes = json->get("weight_prefixes")) {
-    manifest.weightPrefixes.clear();
-    for (const JsonValue &prefix : prefixes->array)
-      manifest.weightPrefixes.push_back(prefix.text);
-  }
-  const JsonValue *args = json->get("args");
-  if (!args || !args->isArray())
-    fail("corrupt model manifest: no \"args\"");
-  for (const JsonValue &arg : args->array) {
-    ArgSpec spec;
-    const JsonValue *kind = arg.get("kind");
-    const JsonValue *name = arg.get("name");
-    const JsonValue *dtype = arg.get("dtype");
-    const JsonValue *shape = arg.get("shape");
-    if (!kind || !name || !dtype || !shape)
-      fail("corrupt model manifest: argument without kind/name/dtype/shape");
-    spec.kind = kind->text == "input"   ? ArgSpec::Kind::Input
-                : kind->text == "param" ? ArgSpec::Kind::Param
-                                        : ArgSpec::Kind::Output;
-    spec.name = name->text;
-    std::optional<xfmr_dtype> parsed = parseDtype(dtype->text);
-    if (!parsed)
-      fail("corrupt model manifest: dtype " + dtype->text);
-    spec.dtype = *parsed;
-    for (const JsonValue &dim : shape->array)
-      spec.shape.push_back(dim.asInt().value_or(0));
-    if (const JsonValue *vocab = arg.get("vocab_size"))
-      spec.vocabSize = vocab->asInt().value_or(0);
-    manifest.args.push_back(std::move(spec));
-  }
-  return manifest;
-}
-
-/// A 64-byte aligned buffer.
-struct Buffer {
-  explicit Buffer(size_t bytes)
-      : data(static_cast<uint8_t *>(std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64)))),
-        size(bytes) {
-    if (!data)
-      fail("out of memory allocating " + std::to_string(bytes) + " bytes");
-    std::memset(data, 0, size);
-  }
-  ~Buffer() { std::free(data); }
-  Buffer(const Buffer &) = delete;
-  Buffer &operator=(const Buffer &) = delete;
-  uint8_t *data;
-  size_t size;
-};
-
-struct Sequence {
-  std::vector<int64_t> segments[2];
-  int line;
-};
 
 struct Options {
   std::string weights, input = "-", output = "-", format;
@@ -195,90 +101,33 @@ void printHelp(const char *argv0, const Manifest &manifest) {
 Options parseOptions(int argc, char **argv) {
   Options options;
   for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&](const char *flag) -> std::optional<std::string> {
-      std::string prefix = std::string(flag) + "=";
-      if (arg.rfind(prefix, 0) == 0)
-        return arg.substr(prefix.size());
-      if (arg == flag) {
-        if (i + 1 >= argc)
-          fail(std::string("flag ") + flag + " needs a value");
-        return std::string(argv[++i]);
-      }
-      return std::nullopt;
-    };
-    auto number = [&](const char *flag, const std::string &text) {
-      char *end = nullptr;
-      long parsed = std::strtol(text.c_str(), &end, 10);
-      if (text.empty() || *end || parsed < 0 || parsed > 1 << 20)
-        fail(std::string("flag ") + flag + " needs a non-negative integer, got '" + text + "'");
-      return static_cast<int>(parsed);
-    };
-    if (auto v = value("--weights"))
-      options.weights = *v;
-    else if (auto v = value("--inputs"))
-      options.inputs = *v;
-    else if (auto v = value("--input"))
-      options.input = *v;
-    else if (auto v = value("--output"))
-      options.output = *v;
-    else if (auto v = value("--format")) {
-      if (*v != "text" && *v != "npy" && *v != "safetensors")
-        fail("--format must be text, npy or safetensors, got '" + *v + "'");
-      options.format = *v;
-    } else if (auto v = value("--top"))
-      options.top = number("--top", *v);
-    else if (auto v = value("--threads"))
-      options.threads = number("--threads", *v);
-    else if (auto v = value("--benchmark"))
-      options.benchmark = number("--benchmark", *v);
+    std::string arg = argv[i], v;
+    auto value = [&](const char *flag) { return flagValue(argc, argv, i, flag, v); };
+    auto number = [&](const char *flag) { return static_cast<int>(parseCount(flag, v, 1 << 20)); };
+    if (value("--weights"))
+      options.weights = v;
+    else if (value("--inputs"))
+      options.inputs = v;
+    else if (value("--input"))
+      options.input = v;
+    else if (value("--output"))
+      options.output = v;
+    else if (value("--format")) {
+      if (v != "text" && v != "npy" && v != "safetensors")
+        fail("--format must be text, npy or safetensors, got '" + v + "'");
+      options.format = v;
+    } else if (value("--top"))
+      options.top = number("--top");
+    else if (value("--threads"))
+      options.threads = number("--threads");
+    else if (value("--benchmark"))
+      options.benchmark = number("--benchmark");
     else if (arg == "--info")
       options.info = true;
     else
       fail("unknown argument '" + arg + "' (see --help)");
   }
   return options;
-}
-
-std::vector<Sequence> readSequences(const std::string &path, const std::string &displayName) {
-  std::ifstream file;
-  std::istream *in = &std::cin;
-  if (path != "-") {
-    file.open(path);
-    if (!file)
-      fail("cannot open input '" + path + "': " + std::strerror(errno));
-    in = &file;
-  }
-  std::vector<Sequence> sequences;
-  std::string line;
-  for (int lineNumber = 1; std::getline(*in, line); ++lineNumber) {
-    size_t first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#')
-      continue;
-    Sequence sequence;
-    sequence.line = lineNumber;
-    int segment = 0;
-    std::istringstream words(line);
-    std::string word;
-    while (words >> word) {
-      if (word == "|") {
-        if (++segment > 1)
-          fail(displayName + ":" + std::to_string(lineNumber) + ": more than one '|'");
-        continue;
-      }
-      char *end = nullptr;
-      errno = 0;
-      long long id = std::strtoll(word.c_str(), &end, 10);
-      if (*end || errno == ERANGE)
-        fail(displayName + ":" + std::to_string(lineNumber) + ": '" + word +
-             "' is not a token id");
-      sequence.segments[segment].push_back(id);
-    }
-    sequences.push_back(std::move(sequence));
-  }
-  if (in->bad())
-    fail("error reading input '" + displayName + "'");
-  return sequences;
 }
 
 class Runner {
@@ -307,7 +156,7 @@ public:
     if (options.threads > 0 && omp_set_num_threads)
       omp_set_num_threads(options.threads);
     if (hasParams)
-      loadWeights();
+      params = loadWeights(manifest, options.weights);
     if (tensorMode) {
       runTensors();
       return 0;
@@ -323,6 +172,9 @@ private:
   /// Token mode fills inputs by role from the token file.
   void checkTokenInputs() {
     for (const ArgSpec &arg : manifest.args) {
+      if (arg.kind == ArgSpec::Kind::State)
+        fail("model argument '" + arg.name + "' is optimizer state: pass it with the inputs "
+             "by name (--inputs=FILE.safetensors), or build a trainer with xfmrc --train");
       if (arg.kind == ArgSpec::Kind::Input) {
         if (!roleOf(arg.name))
           fail("model input '" + arg.name + "' is not one the token reader can fill (input_ids, "
@@ -351,7 +203,8 @@ private:
         parameters += elementCount(arg.shape);
         continue;
       }
-      std::printf("%s %s %s %s", arg.kind == ArgSpec::Kind::Input ? "input " : "output",
+      static constexpr const char *kinds[] = {"input ", "param ", "output", "state "};
+      std::printf("%s %s %s %s", kinds[static_cast<int>(arg.kind)],
                   arg.name.c_str(), xfmr_dtype_name(arg.dtype), shapeToString(arg.shape).c_str());
       if (arg.vocabSize)
         std::printf(" (ids < %" PRId64 ")", arg.vocabSize);
@@ -362,39 +215,6 @@ private:
                                                   [](const ArgSpec &a) {
                                                     return a.kind == ArgSpec::Kind::Param;
                                                   })));
-  }
-
-  void loadWeights() {
-    char err[kErrorSize];
-    xfmr_safetensors *file = xfmr_safetensors_open(options.weights.c_str(), err, sizeof(err));
-    if (!file)
-      fail(err);
-    std::unique_ptr<xfmr_safetensors, void (*)(xfmr_safetensors *)> guard(
-        file, xfmr_safetensors_close);
-    for (const ArgSpec &arg : manifest.args) {
-      if (arg.kind != ArgSpec::Kind::Param)
-        continue;
-      std::string found;
-      xfmr_tensor_info info;
-      for (const std::string &prefix : manifest.weightPrefixes)
-        if (found.empty() && !xfmr_safetensors_find(file, (prefix + arg.name).c_str(), &info))
-          found = prefix + arg.name;
-      if (found.empty())
-        fail("weights file '" + options.weights + "': no tensor '" + arg.name + "' (the model "
-             "needs " + std::string(xfmr_dtype_name(arg.dtype)) + " " +
-             shapeToString(arg.shape) + ")");
-      auto buffer = std::make_unique<Buffer>(elementCount(arg.shape) * sizeof(float));
-      if (xfmr_safetensors_read(file, found.c_str(), XFMR_DTYPE_F32,
-                                static_cast<int32_t>(arg.shape.size()), arg.shape.data(),
-                                buffer->data, err, sizeof(err)))
-        fail(std::string("weights file ") + err);
-      const auto *values = reinterpret_cast<const float *>(buffer->data);
-      if (!std::all_of(values, values + elementCount(arg.shape),
-                       [](float v) { return std::isfinite(v); }))
-        fail("weights file '" + options.weights + "': tensor '" + found +
-             "' contains NaN or infinity");
-      params[arg.name] = std::move(buffer);
-    }
   }
 
   /// Runs the model once on inputs read by name and writes every output.
@@ -413,7 +233,7 @@ private:
         continue;
       }
       buffers.push_back(
-          std::make_unique<Buffer>(elementCount(arg.shape) * xfmr_dtype_size(arg.dtype)));
+          allocate(arg));
       args.push_back(buffers.back()->data);
       if (arg.kind == ArgSpec::Kind::Output)
         continue;
@@ -629,7 +449,7 @@ private:
         args.push_back(params[arg.name]->data);
         continue;
       }
-      auto buffer = std::make_unique<Buffer>(elementCount(arg.shape) * xfmr_dtype_size(arg.dtype));
+      auto buffer = allocate(arg);
       args.push_back(buffer->data);
       if (arg.kind == ArgSpec::Kind::Input) {
         inputs.push_back(std::move(buffer));

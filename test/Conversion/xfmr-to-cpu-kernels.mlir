@@ -1,16 +1,18 @@
 // RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels --split-input-file | FileCheck %s
 // RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="lanes=16 registers=32" --split-input-file | FileCheck %s --check-prefix=WIDE
 
-// The GEMM: weights read in place, B packed per chunk of column panels, a
-// 6 x 2-vector register tile (AVX2) accumulated over all of K, the epilogue
-// applied in registers, one store per vector; the 12-column tail (44 = 2 x 16
-// + 12: one full and one masked vector) and the 4-row tail (16 = 2 x 6 + 4)
-// get their own tiles.
+// The GEMM: weights read in place; threads take column chunks (here three:
+// two one-panel chunks and the 12-column tail, 44 = 2 x 16 + 12); B packed
+// per chunk, a 6 x 2-vector register tile (AVX2) accumulated over all of K,
+// the epilogue applied in registers, one store per vector; the tail (one
+// full and one masked vector) and the 4-row tail (16 = 2 x 6 + 4) get their
+// own tiles.
 // CHECK-LABEL: func @gemm
 // CHECK: %[[W:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<16x44xf32> to memref<16x44xf32, strided<[?, 1], offset: ?>>
 // CHECK: %[[C:.*]] = memref.alloc() {alignment = 64 : i64} : memref<16x44xf32>
-// CHECK: scf.forall
-// CHECK: %[[PACKED:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x16x16xf32>
+// CHECK: scf.forall (%{{.*}}) in (3)
+// CHECK: scf.if
+// CHECK: %[[PACKED:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x16x16xf32>
 // CHECK: vector.load %[[W]]
 // CHECK: vector.store %{{.*}}, %[[PACKED]]
 // CHECK: scf.for %{{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
@@ -19,6 +21,7 @@
 // CHECK: vector.fma
 // CHECK: arith.maximumf %{{.*}}, %{{.*}} : vector<8xf32>
 // CHECK: vector.store %{{.*}}, %[[C]]
+// CHECK: scf.if
 // CHECK: scf.for %{{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK: vector.load %[[W]]
 // CHECK: vector.maskedload %[[W]]
@@ -30,6 +33,19 @@
 func.func @gemm(%x: tensor<2x8x16xf32>, %w: tensor<16x44xf32>, %b: tensor<44xf32>) -> tensor<2x8x44xf32> {
   %y = xfmr.fused_linear %x, %w bias(%b) {activation = #xfmr.activation<relu>} : (tensor<2x8x16xf32>, tensor<16x44xf32>, tensor<44xf32>) -> tensor<2x8x44xf32>
   return %y : tensor<2x8x44xf32>
+}
+
+// -----
+
+// Too few column chunks for the threads (two panels of a 32-column product):
+// the rows split into bands as well, 2 chunks x 4 bands of 128 rows.
+// CHECK-LABEL: func @gemm_bands
+// CHECK: scf.forall (%[[BLOCK:.*]]) in (8)
+// CHECK: %[[BAND:.*]] = arith.divui %[[BLOCK]], %c2
+// CHECK: arith.muli %[[BAND]], %c128
+func.func @gemm_bands(%x: tensor<4x128x32xf32>, %w: tensor<32x32xf32>) -> tensor<4x128x32xf32> {
+  %y = xfmr.fused_linear %x, %w : (tensor<4x128x32xf32>, tensor<32x32xf32>) -> tensor<4x128x32xf32>
+  return %y : tensor<4x128x32xf32>
 }
 
 // -----
@@ -90,4 +106,21 @@ func.func @left_alone(%x: tensor<4x8xf16>, %w: tensor<8x8xf16>, %y: tensor<4x8xf
   %s = xfmr.softmax %y {axis = 0} : tensor<4x8xf32>
   %m = xfmr.matmul %b, %b {transpose_rhs} : (tensor<2x4x8xf32>, tensor<2x4x8xf32>) -> tensor<2x4x4xf32>
   return %l, %s, %m : tensor<4x8xf16>, tensor<4x8xf32>, tensor<2x4x4xf32>
+}
+
+// -----
+
+// FlashAttention-2 backward: probabilities are recomputed per (query block,
+// key block) tile from the saved logsumexp, so no buffer is seq x seq.
+// CHECK-LABEL: func @attention_backward
+// CHECK: scf.forall
+// CHECK-NOT: 256x256
+// CHECK: return
+func.func @attention_backward(%q: tensor<1x256x2x16xf32>, %o: tensor<1x256x2x16xf32>, %lse: tensor<1x2x256xf32>)
+    -> (tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>) {
+  %dq, %dk, %dv = xfmr.fused_attention_backward %q, %q, %q, %o, %lse, %o {causal, scale = 0.25 : f64}
+      : (tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>,
+         tensor<1x2x256xf32>, tensor<1x256x2x16xf32>)
+      -> (tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>)
+  return %dq, %dk, %dv : tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>
 }

@@ -237,3 +237,59 @@ func.func @no_xfmr(%a: f32) -> f32 {
   %r = arith.addf %a, %a : f32
   return %r : f32
 }
+
+// -----
+
+// The portable FlashAttention-2 backward (linalg on tiles): no seq x seq
+// tensor either.
+// CHECK-LABEL: func @attention_backward
+// CHECK-NOT: 256x256
+// CHECK: return
+func.func @attention_backward(%q: tensor<1x256x2x16xf32>, %o: tensor<1x256x2x16xf32>, %lse: tensor<1x2x256xf32>)
+    -> (tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>) {
+  %dq, %dk, %dv = xfmr.fused_attention_backward %q, %q, %q, %o, %lse, %o {causal, scale = 0.25 : f64}
+      : (tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>,
+         tensor<1x2x256xf32>, tensor<1x256x2x16xf32>)
+      -> (tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>)
+  return %dq, %dk, %dv : tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>
+}
+
+// -----
+
+// The schedule: warm-up ramp and cosine, computed in f64 from the step.
+// CHECK-LABEL: func @learning_rate
+// CHECK: tensor.extract
+// CHECK: arith.sitofp %{{.*}} : i64 to f64
+// CHECK: math.cos
+// CHECK: arith.select
+// CHECK: arith.truncf %{{.*}} : f64 to f32
+func.func @learning_rate(%step: tensor<i64>) -> tensor<f32> {
+  %lr = xfmr.learning_rate %step {peak = 1.0e-3 : f64, warmup_steps = 100 : i64, decay_steps = 1000 : i64} : tensor<i64> -> tensor<f32>
+  return %lr : tensor<f32>
+}
+
+// -----
+
+// The global norm: one reduction of squares per tensor, accumulated in f64.
+// CHECK-LABEL: func @global_norm
+// CHECK-COUNT-2: linalg.generic {{.*}}iterator_types = ["reduction"{{.*}}
+// CHECK: math.sqrt %{{.*}} : f64
+func.func @global_norm(%a: tensor<8x4xf32>, %b: tensor<4xf32>) -> tensor<f32> {
+  %n = xfmr.global_norm %a, %b : (tensor<8x4xf32>, tensor<4xf32>) -> tensor<f32>
+  return %n : tensor<f32>
+}
+
+// -----
+
+// AdamW: one elementwise pass over parameter, gradient and both moments,
+// with three results.
+// CHECK-LABEL: func @adamw
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) outs(%{{.*}}, %{{.*}}, %{{.*}} : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>)
+// CHECK: math.sqrt
+// CHECK: linalg.yield
+// CHECK-NOT: linalg.generic
+func.func @adamw(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x8xf32>, %v: tensor<4x8xf32>,
+                 %lr: tensor<f32>, %step: tensor<i64>) -> (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>) {
+  %0:3 = xfmr.adamw_update %p, %g, %m, %v lr(%lr : tensor<f32>) step(%step : tensor<i64>) : tensor<4x8xf32>
+  return %0#0, %0#1, %0#2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
+}

@@ -360,3 +360,102 @@ func.func @fused_linear_residual(%x: tensor<2x64xf32>, %w: tensor<64x32xf32>, %r
   %y = xfmr.fused_linear %x, %w residual(%r) : (tensor<2x64xf32>, tensor<64x32xf32>, tensor<2x64xf32>) -> tensor<2x32xf32>
   return
 }
+
+// -----
+
+func.func @softmax_backward_axis(%y: tensor<4x8xf32>) {
+  // expected-error @+1 {{axis 2 is out of range for rank 2}}
+  %0 = xfmr.softmax_backward %y, %y {axis = 2 : i64} : tensor<4x8xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_backward_gamma(%x: tensor<4x8xf32>, %g: tensor<4xf32>) {
+  // expected-error @+1 {{gamma must be [8]}}
+  %0:3 = xfmr.layer_norm_backward %x, %g, %x : (tensor<4x8xf32>, tensor<4xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  return
+}
+
+// -----
+
+func.func @embedding_backward_shape(%ids: tensor<2x8xi32>, %dy: tensor<2x7x64xf32>) {
+  // expected-error @+1 {{grad [2, 7, 64] must be the ids shape plus d_model of the table [100, 64]}}
+  %0 = xfmr.embedding_backward %ids, %dy : (tensor<2x8xi32>, tensor<2x7x64xf32>) -> tensor<100x64xf32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_backward_grad(%l: tensor<2x8x100xf32>, %t: tensor<2x8xi32>, %g: tensor<1xf32>) {
+  // expected-error @+1 {{grad must be rank 0}}
+  %0 = xfmr.cross_entropy_backward %l, %t, %g : (tensor<2x8x100xf32>, tensor<2x8xi32>, tensor<1xf32>) -> tensor<2x8x100xf32>
+  return
+}
+
+// -----
+
+func.func @attention_backward_lse(%q: tensor<2x8x4x16xf32>, %lse: tensor<2x8x4xf32>) {
+  // expected-error @+1 {{logsumexp must be [2, 4, 8]}}
+  %0:3 = xfmr.fused_attention_backward %q, %q, %q, %q, %lse, %q {scale = 0.25 : f64}
+         : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>,
+            tensor<2x8x4xf32>, tensor<2x8x4x16xf32>)
+         -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>)
+  return
+}
+
+// -----
+
+func.func @learning_rate_decay(%s: tensor<i64>) {
+  // expected-error @+1 {{decay_steps (50) must exceed warmup_steps (100), or be 0 for no decay}}
+  %lr = xfmr.learning_rate %s {peak = 1.0e-3 : f64, warmup_steps = 100 : i64, decay_steps = 50 : i64} : tensor<i64> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @learning_rate_ratio(%s: tensor<i64>) {
+  // expected-error @+1 {{min_ratio must be in [0, 1], got 1.5}}
+  %lr = xfmr.learning_rate %s {peak = 1.0e-3 : f64, min_ratio = 1.5 : f64} : tensor<i64> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @global_norm_type(%a: tensor<4xf64>) {
+  // expected-error @+1 {{inputs must have the result element type 'f32'}}
+  %n = xfmr.global_norm %a : (tensor<4xf64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @adamw_beta(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
+  // expected-error @+1 {{beta2 must be in [0, 1), got 1}}
+  %0:3 = xfmr.adamw_update %p, %p, %p, %p lr(%lr : tensor<f32>) step(%s : tensor<i64>) {beta2 = 1.0 : f64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @adamw_lr_type(%p: tensor<4xf32>, %lr: tensor<f64>, %s: tensor<i64>) {
+  // expected-error @+1 {{lr and grad_norm must be 'f32' like the parameter, got 'tensor<f64>'}}
+  %0:3 = xfmr.adamw_update %p, %p, %p, %p lr(%lr : tensor<f64>) step(%s : tensor<i64>) : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_clip(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{max_grad_norm must be positive, got 0}}
+  %0:2 = xfmr.sgd_update %p, %p, %p lr(%lr : tensor<f32>) grad_norm(%lr : tensor<f32>) {max_grad_norm = 0.0 : f64} : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_types(%p: tensor<4xf32>, %g: tensor<5xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{all of {param, grad, momentum_buffer, new_param, new_momentum_buffer} have same type}}
+  %0:2 = "xfmr.sgd_update"(%p, %g, %p, %lr) : (tensor<4xf32>, tensor<5xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}

@@ -112,3 +112,45 @@ func.func @fused(%q: tensor<2x8x4x16xf32>, %pm: tensor<2x8xi1>, %x: tensor<2x8x6
   %z = xfmr.fused_linear %h, %w2 residual(%sum) : (tensor<2x8x256xf32>, tensor<256x64xf32>, tensor<2x8x64xf32>) -> tensor<2x8x64xf32>
   return %z : tensor<2x8x64xf32>
 }
+
+// The backward ops that adjoints are built from.
+// CHECK-LABEL: func @backward
+func.func @backward(%y: tensor<4x8xf32>, %dy: tensor<4x8xf32>, %g: tensor<8xf32>,
+                    %ids: tensor<2x8xi32>, %de: tensor<2x8x64xf32>, %logits: tensor<2x8x100xf32>,
+                    %t: tensor<2x8xi32>, %dl: tensor<f32>, %q: tensor<2x8x4x16xf32>,
+                    %lse: tensor<2x4x8xf32>, %pm: tensor<2x8xi1>) {
+  // CHECK: xfmr.softmax_backward %{{.*}}, %{{.*}} {axis = 0 : i64} : tensor<4x8xf32>
+  %0 = xfmr.softmax_backward %y, %dy {axis = 0 : i64} : tensor<4x8xf32>
+  // CHECK: xfmr.layer_norm_backward %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 1.000000e-03 : f64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %1:3 = xfmr.layer_norm_backward %y, %g, %dy {epsilon = 1.0e-3 : f64}
+         : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  // CHECK: xfmr.activation_backward %{{.*}}, %{{.*}} {activation = #xfmr.activation<gelu_tanh>} : tensor<4x8xf32>
+  %2 = xfmr.activation_backward %y, %dy {activation = #xfmr.activation<gelu_tanh>} : tensor<4x8xf32>
+  // CHECK: xfmr.embedding_backward %{{.*}}, %{{.*}} {scale = 2.000000e+00 : f64} : (tensor<2x8xi32>, tensor<2x8x64xf32>) -> tensor<100x64xf32>
+  %3 = xfmr.embedding_backward %ids, %de {scale = 2.0 : f64} : (tensor<2x8xi32>, tensor<2x8x64xf32>) -> tensor<100x64xf32>
+  // CHECK: xfmr.cross_entropy_backward %{{.*}}, %{{.*}}, %{{.*}} : (tensor<2x8x100xf32>, tensor<2x8xi32>, tensor<f32>) -> tensor<2x8x100xf32>
+  %4 = xfmr.cross_entropy_backward %logits, %t, %dl : (tensor<2x8x100xf32>, tensor<2x8xi32>, tensor<f32>) -> tensor<2x8x100xf32>
+  // CHECK: xfmr.fused_attention_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} padding_mask(%{{.*}}) {causal, scale = 2.500000e-01 : f64}
+  %5:3 = xfmr.fused_attention_backward %q, %q, %q, %q, %lse, %q padding_mask(%pm) {causal, scale = 0.25 : f64}
+         : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>,
+            tensor<2x4x8xf32>, tensor<2x8x4x16xf32>, tensor<2x8xi1>)
+         -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>)
+  return
+}
+
+// The training-step ops: schedule, gradient norm, optimizer updates.
+// CHECK-LABEL: func @training
+func.func @training(%step: tensor<i64>, %p: tensor<64x64xf32>, %g: tensor<64x64xf32>,
+                    %m: tensor<64x64xf32>, %v: tensor<64x64xf32>, %b: tensor<64xf32>) {
+  // CHECK: xfmr.learning_rate %{{.*}} {decay_steps = 1000 : i64, min_ratio = 1.000000e-01 : f64, peak = 1.000000e-03 : f64, warmup_steps = 100 : i64} : tensor<i64> -> tensor<f32>
+  %lr = xfmr.learning_rate %step {peak = 1.0e-3 : f64, warmup_steps = 100 : i64, decay_steps = 1000 : i64,
+                                  min_ratio = 0.1 : f64} : tensor<i64> -> tensor<f32>
+  // CHECK: xfmr.global_norm %{{.*}}, %{{.*}} : (tensor<64x64xf32>, tensor<64xf32>) -> tensor<f32>
+  %n = xfmr.global_norm %g, %b : (tensor<64x64xf32>, tensor<64xf32>) -> tensor<f32>
+  // CHECK: xfmr.adamw_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lr(%{{.*}} : tensor<f32>) step(%{{.*}} : tensor<i64>) grad_norm(%{{.*}} : tensor<f32>) {weight_decay = 0.000000e+00 : f64} : tensor<64x64xf32>
+  %p1:3 = xfmr.adamw_update %p, %g, %m, %v lr(%lr : tensor<f32>) step(%step : tensor<i64>)
+          grad_norm(%n : tensor<f32>) {weight_decay = 0.0 : f64} : tensor<64x64xf32>
+  // CHECK: xfmr.sgd_update %{{.*}}, %{{.*}}, %{{.*}} lr(%{{.*}} : tensor<f32>) {momentum = 5.000000e-01 : f64} : tensor<64x64xf32>
+  %p2:2 = xfmr.sgd_update %p, %g, %m lr(%lr : tensor<f32>) {momentum = 0.5 : f64} : tensor<64x64xf32>
+  return
+}

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """PyTorch reference for xfmr's end-to-end tests.
 
-Independent of xfmr: the three architectures are written here from their
+Independent of xfmr: the architectures are written here from their
 definitions (Hugging Face GPT-2 / BERT-for-masked-LM semantics, and the
-original encoder-decoder transformer with BART/Marian tensor names) and
-evaluated in float64, so the reference is more accurate than the fp32 code
-under test.
+original encoder-decoder transformer with BART/Marian tensor names), or, for
+`encoder`, are PyTorch's own nn.TransformerEncoder, and are evaluated in
+float64, so the reference is more accurate than the fp32 code under test.
 
   reference.py generate --config C --weights W.safetensors --tokens T.txt
                [--sequences N] [--seed S] [--seq-len L] [--decoder-seq-len L]
@@ -82,6 +82,18 @@ def describe(config):
                     pre_ln=config.get("normalize_before", False),
                     scale_embedding=config.get("scale_embedding", True),
                     tied=config.get("tie_word_embeddings", True))
+    if kind == "encoder":
+        d = first(config, ["d_model", "hidden_size"])
+        vocab = config["vocab_size"]
+        return dict(kind=kind, d=d, vocab=vocab,
+                    layers=first(config, ["num_layers", "num_hidden_layers"]),
+                    heads=first(config, ["num_heads", "num_attention_heads"]),
+                    positions=first(config, ["max_position_embeddings", "n_positions"]),
+                    ffn=first(config, ["dim_feedforward", "intermediate_size"], 4 * d),
+                    labels=config.get("num_labels", vocab), eps=config.get("layer_norm_eps", 1e-5),
+                    act=config.get("activation", "relu"), norm_first=config.get("norm_first", True),
+                    scale_embedding=config.get("scale_embedding", False),
+                    learned=config.get("position_embedding", "learned") == "learned")
     raise ValueError("unknown model_type " + kind)
 
 
@@ -176,11 +188,34 @@ def weight_shapes(c):
     return shapes
 
 
+def encoder_shapes(c):
+    d, ffn, shapes = c["d"], c["ffn"], {"embedding.weight": (c["vocab"], c["d"])}
+    if c["learned"]:
+        shapes["position_embedding.weight"] = (c["positions"], d)
+    for i in range(c["layers"]):
+        p = f"encoder.layers.{i}."
+        shapes.update({p + "self_attn.in_proj_weight": (3 * d, d), p + "self_attn.in_proj_bias": (3 * d,),
+                       p + "self_attn.out_proj.weight": (d, d), p + "self_attn.out_proj.bias": (d,),
+                       p + "linear1.weight": (ffn, d), p + "linear1.bias": (ffn,),
+                       p + "linear2.weight": (d, ffn), p + "linear2.bias": (d,)})
+        for norm in ("norm1", "norm2"):
+            shapes[p + norm + ".weight"] = (d,)
+            shapes[p + norm + ".bias"] = (d,)
+    if c["norm_first"]:
+        shapes["encoder.norm.weight"] = (d,)
+        shapes["encoder.norm.bias"] = (d,)
+    shapes["head.weight"] = (c["labels"], d)
+    shapes["head.bias"] = (c["labels"],)
+    return shapes
+
+
 def random_weights(c, generator):
     weights = {}
-    for name, shape in weight_shapes(c).items():
+    shapes = encoder_shapes(c) if c["kind"] == "encoder" else weight_shapes(c)
+    for name, shape in shapes.items():
         if name.endswith("LayerNorm.weight") or "ln_" in name and name.endswith(".weight") \
-                or "layer_norm" in name and name.endswith(".weight"):
+                or "layer_norm" in name and name.endswith(".weight") or "norm" in name and len(shape) == 1 \
+                and name.endswith(".weight"):
             value = 1.0 + 0.1 * torch.randn(shape, generator=generator)
         elif len(shape) == 1 or name == "final_logits_bias":
             value = 0.1 * torch.randn(shape, generator=generator)
@@ -274,6 +309,25 @@ def sinusoidal(length, d):
     return pe
 
 
+def encoder(c, w, ids, mask):
+    """PyTorch's nn.TransformerEncoder (batch_first) with the checkpoint loaded
+    by its state_dict names, between the embedding and the token head."""
+    layer = torch.nn.TransformerEncoderLayer(
+        c["d"], c["heads"], c["ffn"], dropout=0.0, activation=lambda x: activation(c["act"], x),
+        layer_norm_eps=c["eps"], batch_first=True, norm_first=c["norm_first"])
+    norm = torch.nn.LayerNorm(c["d"], eps=c["eps"]) if c["norm_first"] else None
+    stack = torch.nn.TransformerEncoder(layer, c["layers"], norm=norm, enable_nested_tensor=False)
+    stack.load_state_dict({k[len("encoder."):]: v for k, v in w.items() if k.startswith("encoder.")})
+    stack = stack.to(DTYPE).train()  # train(): the reference math path, not the fused fast path
+    scale = math.sqrt(c["d"]) if c["scale_embedding"] else 1.0
+    x = w["embedding.weight"][ids] * scale
+    length = ids.shape[1]
+    x = x + (w["position_embedding.weight"][:length] if c["learned"] else sinusoidal(length, c["d"]))
+    with torch.no_grad():
+        h = stack(x, src_key_padding_mask=~mask)
+    return h @ w["head.weight"].T + w["head.bias"]
+
+
 def transformer(c, w, src, src_mask, tgt, tgt_mask):
     d = c["d"]
     scale = math.sqrt(d) if c["scale_embedding"] else 1.0
@@ -348,7 +402,7 @@ def reference_logits(c, w, sequences):
         tgt, tgt_mask = pad([s[1] for s in sequences], max(len(s[1]) for s in sequences))
         return transformer(c, w, src, src_mask, tgt, tgt_mask), [len(s[1]) for s in sequences]
     ids, mask = pad([s[0] for s in sequences], max(len(s[0]) for s in sequences))
-    model = gpt2 if c["kind"] == "gpt2" else bert
+    model = {"gpt2": gpt2, "bert": bert, "encoder": encoder}[c["kind"]]
     return model(c, w, ids, mask), [len(s[0]) for s in sequences]
 
 

@@ -5,6 +5,7 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
@@ -37,6 +38,40 @@ static cl::list<std::string> gradientInputs(
     "grad-inputs", cl::desc("With --grad: inputs to differentiate besides the weights "
                             "(names, or * for all float inputs)"),
     cl::CommaSeparated, cl::cat(category));
+static cl::opt<bool> train(
+    "train",
+    cl::desc("Compile a training executable: a training step (loss, gradients, optimizer "
+             "update) and a held-out evaluation, with the trainer as main() (see its --help)"),
+    cl::cat(category));
+static cl::OptionCategory trainCategory("xfmrc --train options");
+static cl::opt<std::string> optimizer("optimizer", cl::desc("adamw (default) or sgd"),
+                                      cl::init("adamw"), cl::cat(trainCategory));
+static cl::opt<double> learningRate("lr", cl::desc("Peak learning rate (default 1e-3)"),
+                                    cl::init(1e-3), cl::cat(trainCategory));
+static cl::opt<int64_t> warmupSteps("warmup-steps",
+                                    cl::desc("Steps of linear learning-rate warm-up (default 0)"),
+                                    cl::init(0), cl::cat(trainCategory));
+static cl::opt<int64_t> trainSteps(
+    "steps", cl::desc("Steps of the run: the cosine decay reaches --min-lr-ratio here, and the "
+                      "trainer's --steps defaults to it (default 1000; 0: constant rate)"),
+    cl::init(1000), cl::cat(trainCategory));
+static cl::opt<double> minLrRatio("min-lr-ratio",
+                                  cl::desc("Final learning rate / peak (default 0)"),
+                                  cl::init(0.0), cl::cat(trainCategory));
+static cl::opt<double> beta1("beta1", cl::desc("AdamW beta1 (default 0.9)"), cl::init(0.9),
+                             cl::cat(trainCategory));
+static cl::opt<double> beta2("beta2", cl::desc("AdamW beta2 (default 0.999)"), cl::init(0.999),
+                             cl::cat(trainCategory));
+static cl::opt<double> epsilon("adam-epsilon", cl::desc("AdamW epsilon (default 1e-8)"),
+                               cl::init(1e-8), cl::cat(trainCategory));
+static cl::opt<double> weightDecay(
+    "weight-decay", cl::desc("AdamW decoupled / SGD L2 weight decay (default 0)"), cl::init(0.0),
+    cl::cat(trainCategory));
+static cl::opt<double> momentum("momentum", cl::desc("SGD momentum (default 0.9)"),
+                                cl::init(0.9), cl::cat(trainCategory));
+static cl::opt<double> maxGradNorm(
+    "max-grad-norm", cl::desc("Clip gradients to this global norm (default 1; 0: no clipping)"),
+    cl::init(1.0), cl::cat(trainCategory));
 static cl::opt<int64_t> batch("batch", cl::desc("Sequences per call (default 1)"), cl::init(1),
                               cl::cat(category));
 static cl::opt<int64_t> seqLen("seq-len",
@@ -82,7 +117,7 @@ static std::string identifierFrom(StringRef path) {
 
 int main(int argc, char **argv) {
   InitLLVM initLLVM(argc, argv);
-  cl::HideUnrelatedOptions(category);
+  cl::HideUnrelatedOptions({&category, &trainCategory});
   cl::ParseCommandLineOptions(argc, argv,
                               "xfmr model compiler: compiles a transformer model description "
                               "(Hugging Face config.json or xfmr .mlir) for the host CPU\n");
@@ -100,7 +135,49 @@ int main(int argc, char **argv) {
   options.emit = emit;
   if (!gradientInputs.empty() && !gradient)
     return fail("--grad-inputs needs --grad");
-  options.mode = gradient ? xfmr::CompileMode::Gradient : xfmr::CompileMode::Inference;
+  if (gradient && train)
+    return fail("--grad and --train exclude each other");
+  options.mode = train      ? xfmr::CompileMode::Train
+                 : gradient ? xfmr::CompileMode::Gradient
+                            : xfmr::CompileMode::Inference;
+  for (cl::Option *option :
+       {static_cast<cl::Option *>(&optimizer), static_cast<cl::Option *>(&learningRate),
+        static_cast<cl::Option *>(&warmupSteps), static_cast<cl::Option *>(&trainSteps),
+        static_cast<cl::Option *>(&minLrRatio), static_cast<cl::Option *>(&beta1),
+        static_cast<cl::Option *>(&beta2), static_cast<cl::Option *>(&epsilon),
+        static_cast<cl::Option *>(&weightDecay), static_cast<cl::Option *>(&momentum),
+        static_cast<cl::Option *>(&maxGradNorm)})
+    if (option->getNumOccurrences() && !train)
+      return fail("--" + option->ArgStr + " needs --train");
+  if (optimizer != "adamw" && optimizer != "sgd")
+    return fail("--optimizer must be adamw or sgd, got '" + optimizer + "'");
+  if (!(learningRate > 0))
+    return fail("--lr must be positive, got " + formatv("{0}", learningRate.getValue()));
+  if (warmupSteps < 0 || trainSteps < 0)
+    return fail("--warmup-steps and --steps must not be negative");
+  if (trainSteps && warmupSteps >= trainSteps)
+    return fail("--warmup-steps (" + Twine(warmupSteps) + ") must be below --steps (" +
+                Twine(trainSteps) + "), or --steps=0 for a constant rate");
+  if (!(minLrRatio >= 0 && minLrRatio <= 1))
+    return fail("--min-lr-ratio must be in [0, 1], got " + formatv("{0}", minLrRatio.getValue()));
+  if (!(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1))
+    return fail("--beta1 and --beta2 must be in [0, 1)");
+  if (!(epsilon > 0))
+    return fail("--adam-epsilon must be positive");
+  if (!(weightDecay >= 0 && momentum >= 0 && momentum < 1 && maxGradNorm >= 0))
+    return fail("--weight-decay and --max-grad-norm must not be negative, --momentum must be in "
+                "[0, 1)");
+  options.train.optimizer = optimizer;
+  options.train.learningRate = learningRate;
+  options.train.warmupSteps = warmupSteps;
+  options.train.steps = trainSteps;
+  options.train.minLrRatio = minLrRatio;
+  options.train.beta1 = beta1;
+  options.train.beta2 = beta2;
+  options.train.epsilon = epsilon;
+  options.train.weightDecay = weightDecay;
+  options.train.momentum = momentum;
+  options.train.maxGradNorm = maxGradNorm;
   options.gradientInputs.assign(gradientInputs.begin(), gradientInputs.end());
   options.shape.batch = batch;
   options.shape.seqLen = seqLen;

@@ -14,6 +14,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,23 @@ enum class CompileMode {
   /// The loss and its gradients (xfmr-autodiff of the entry, or of the
   /// training loss a config builds).
   Gradient,
+  /// A training step (xfmr-train-step) and a held-out evaluation entry.
+  Train,
+};
+
+/// Optimizer and schedule of a compiled training step (xfmr-train-step).
+struct TrainOptions {
+  std::string optimizer = "adamw";
+  double learningRate = 1e-3;
+  int64_t warmupSteps = 0;
+  /// Steps of the run; the cosine decay ends here (0: constant after warm-up).
+  int64_t steps = 1000;
+  double minLrRatio = 0.0;
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+  double weightDecay = 0.0;
+  double momentum = 0.9;
+  /// Clip gradients to this global norm; 0 disables clipping.
+  double maxGradNorm = 1.0;
 };
 
 struct CompileOptions {
@@ -52,6 +70,7 @@ struct CompileOptions {
   /// Gradient mode: inputs differentiated besides the weights (`*`: all
   /// float inputs).
   std::vector<std::string> gradientInputs;
+  TrainOptions train;
   ModelShape shape;
   /// Entry function of an .mlir input (default: its only public function).
   std::string entry;
@@ -73,35 +92,48 @@ struct CompileOptions {
 /// One argument or result of a model's entry function, as the runtime and a
 /// C caller see it.
 struct ModelArgument {
-  enum class Kind { Input, Param, Output } kind;
+  /// State: an optimizer state tensor of a training step.
+  enum class Kind { Input, Param, Output, State } kind;
   std::string name;
   std::string dtype; // safetensors spelling: F32, I32, ...
   std::vector<int64_t> shape;
   /// For token-id inputs: the embedding table size their ids index.
   int64_t vocabSize = 0;
+  /// For weights: how a fresh model initialises them (normal, zeros, ones).
+  std::string init;
+  /// For outputs: the weight or state argument whose buffer the output may
+  /// overwrite (a training step's updates).
+  std::string updates;
 };
 
 struct ModelSignature {
   ModelInfo info;
   std::string entryName;
+  /// The entry's symbol is `<prefix>_<symbol>`: forward, train_step, evaluate.
+  std::string symbol = "forward";
   std::vector<ModelArgument> arguments;
+  /// For a training step: its optimizer and schedule.
+  std::optional<TrainOptions> training;
 };
 
-/// Loads `options.inputPath` (.json config or .mlir), checks and returns
-/// the module and its signature. Diagnostics name file and line/key.
+/// Loads `options.inputPath` (.json config or .mlir), applies the
+/// compilation mode (gradient, training step) and returns the module and
+/// the signature of each entry, the main one first. Diagnostics name file
+/// and line/key.
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
-loadModel(mlir::MLIRContext &context, const CompileOptions &options, ModelSignature &signature);
+loadModel(mlir::MLIRContext &context, const CompileOptions &options,
+          std::vector<ModelSignature> &entries);
 
 /// The JSON manifest the runner reads.
 std::string buildManifest(const ModelSignature &signature);
 
-/// A C header declaring `<prefix>_forward` and friends.
-std::string buildHeader(const ModelSignature &signature, llvm::StringRef prefix,
+/// A C header declaring each entry (`<prefix>_forward` and friends).
+std::string buildHeader(llvm::ArrayRef<ModelSignature> entries, llvm::StringRef prefix,
                         llvm::StringRef source);
 
 /// Writes a .safetensors file with every weight of the model, initialised
-/// as Hugging Face models are: N(0, 0.02) for matrices, 0 for biases, 1 for
-/// layer-norm scales.
+/// as Hugging Face models are (ModelArgument::init): N(0, 0.02), 0 for
+/// biases, 1 for layer-norm scales.
 llvm::Error writeRandomWeights(const ModelSignature &signature, llvm::StringRef path,
                                uint64_t seed);
 

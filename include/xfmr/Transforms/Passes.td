@@ -110,4 +110,47 @@ def XfmrAutodiff : Pass<"xfmr-autodiff", "::mlir::ModuleOp"> {
                            "::mlir::tensor::TensorDialect", "::mlir::func::FuncDialect"];
 }
 
+def XfmrTrainStep : Pass<"xfmr-train-step", "::mlir::ModuleOp"> {
+  let summary = "A training step from a loss function and its gradient";
+  let description = [{
+    From `<function>_grad` (built by xfmr-autodiff) adds `@train_step`,
+    which computes the loss and gradients, the step's learning rate
+    (`xfmr.learning_rate`: linear warm-up, cosine decay), optionally the
+    global gradient norm for clipping, and one optimizer update
+    (`xfmr.adamw_update` or `xfmr.sgd_update`) per weight.
+
+    Its arguments are those of the gradient function, then the optimizer
+    state of every weight (`xfmr.state = "<weight>.exp_avg"`, ...:
+    AdamW's two moments or SGD's momentum buffer, zero before the first
+    step) and the 0-based `step` (an i64 input). It returns the loss, the
+    loss function's other results, the learning rate (`"lr"`), and the new
+    value of every weight and state, each marked `xfmr.updates = "<name>"`:
+    callers may pass the weight's own buffer as that output, since every
+    update reads only its own weight and state, after all gradients are
+    computed.
+  }];
+  let options = [
+    Option<"function", "function", "std::string", /*default=*/"\"loss\"",
+           "The loss function (its gradient is <function>_grad)">,
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
+           "adamw or sgd">,
+    Option<"learningRate", "lr", "double", /*default=*/"1.0e-3", "Peak learning rate">,
+    Option<"warmupSteps", "warmup-steps", "int64_t", /*default=*/"0",
+           "Steps of linear warm-up">,
+    Option<"decaySteps", "decay-steps", "int64_t", /*default=*/"0",
+           "Step at which the cosine decay ends (0: no decay)">,
+    Option<"minLrRatio", "min-lr-ratio", "double", /*default=*/"0.0",
+           "Learning rate at the end of the decay, relative to the peak">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
+    Option<"epsilon", "epsilon", "double", /*default=*/"1.0e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.0",
+           "Decoupled (AdamW) or L2 (SGD) weight decay">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.9", "SGD momentum">,
+    Option<"maxGradNorm", "max-grad-norm", "double", /*default=*/"0.0",
+           "Clip gradients to this global norm (0: no clipping)">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 #endif // XFMR_TRANSFORMS_PASSES_TD

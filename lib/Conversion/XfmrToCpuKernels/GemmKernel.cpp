@@ -1,9 +1,11 @@
 //===- GemmKernel.cpp - register-tiled GEMM with a fused epilogue --*- C++ -*-===//
 //
-// C = epilogue(A B). Threads take chunks of C's columns; within a chunk each
-// panel of 2 vectors of columns is swept down all row tiles, so the panel of
-// B it reads (K x 2 vectors, contiguous along N) stays in L2 while A's rows
-// stream by. A tile's accumulators stay in registers over the whole K loop
+// C = epilogue(A B). Threads take blocks of C: a chunk of columns times a
+// band of rows (bands only when there are too few column chunks to keep the
+// threads busy, as in the small products of training). Within a block each
+// panel of 2 vectors of columns is swept down the band's row tiles, so the
+// panel of B it reads (K x 2 vectors, contiguous along N) stays in L2 while
+// A's rows stream by. A tile's accumulators stay in registers over the whole K loop
 // and the epilogue (bias, activation, residual) is applied to them before
 // the one store. Column tails use masked loads and stores; row tails a
 // smaller tile.
@@ -14,15 +16,22 @@
 
 #include "../LoweringUtils.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace xfmr;
 using namespace xfmr::cpu;
 
 namespace {
 
-/// Panels of columns per parallel chunk: small enough that 2 threads
-/// balance, large enough that each chunk streams a useful amount of B.
+/// At most this many panels of columns per parallel chunk: small enough
+/// that threads balance, large enough that each chunk streams a useful
+/// amount of B.
 constexpr int64_t kPanelsPerChunk = 4;
+/// Parallel blocks the partition aims for, and the fewest register tiles of
+/// rows a band may have.
+constexpr int64_t kTargetBlocks = 8;
+constexpr int64_t kMinTilesPerBand = 4;
 
 struct GemmOperands {
   Value a, b, c, bias, residual;
@@ -96,11 +105,12 @@ void emitGemmTile(KernelBuilder &kb, const GemmOperands &g, Value row, int64_t r
     }
 }
 
-/// All row tiles of the columns [col, col + vectors * lanes).
-void emitGemmPanel(KernelBuilder &kb, const GemmOperands &g, Value col, int64_t vectors,
-                   int64_t lastValid, PanelSource source = {}) {
-  kb.forRowTiles(kb.index(0), g.m, kb.cpu().tileRows(), [&](Value row, int64_t rows) {
-    emitGemmTile(kb, g, row, rows, col, vectors, lastValid, source);
+/// The row tiles of rows [row, row + rows) of the columns
+/// [col, col + vectors * lanes).
+void emitGemmPanel(KernelBuilder &kb, const GemmOperands &g, Value row, int64_t rows, Value col,
+                   int64_t vectors, int64_t lastValid, PanelSource source = {}) {
+  kb.forRowTiles(row, rows, kb.cpu().tileRows(), [&](Value tileRow, int64_t tileRows) {
+    emitGemmTile(kb, g, tileRow, tileRows, col, vectors, lastValid, source);
   });
 }
 
@@ -140,27 +150,60 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
   g.residual = residual ? kb.readBuffer(residual) : Value();
   g.c = kb.allocate({g.m, g.n}, aType.getElementType());
 
+  // Column chunks: full panels, then the tail columns (masked vectors).
   int64_t lanes = kb.cpu().lanes, panel = 2 * lanes;
   int64_t fullColumns = g.n / panel * panel;
   int64_t panels = fullColumns / panel;
-  if (panels > 0) {
-    int64_t chunkColumns = kPanelsPerChunk * panel;
-    kb.parallelFor((panels + kPanelsPerChunk - 1) / kPanelsPerChunk, [&](Value chunk) {
+  int64_t panelsPerChunk = std::clamp<int64_t>(panels / kTargetBlocks, 1, kPanelsPerChunk);
+  int64_t panelChunks = (panels + panelsPerChunk - 1) / panelsPerChunk;
+  int64_t tail = g.n - fullColumns;
+  int64_t columnChunks = panelChunks + (tail ? 1 : 0);
+  // Row bands of equal height, as many as needed to reach kTargetBlocks.
+  int64_t bands = 1;
+  for (int64_t candidate = (kTargetBlocks + columnChunks - 1) / columnChunks; candidate > 1;
+       --candidate)
+    if (g.m % candidate == 0 && g.m / candidate >= kMinTilesPerBand * kb.cpu().tileRows()) {
+      bands = candidate;
+      break;
+    }
+  int64_t bandRows = g.m / bands;
+
+  OpBuilder &builder = kb.builder();
+  Location loc = kb.location();
+  auto divide = [&](Value x, int64_t y) {
+    return arith::DivUIOp::create(builder, loc, x, kb.index(y)).getResult();
+  };
+  auto remainder = [&](Value x, int64_t y) {
+    return arith::RemUIOp::create(builder, loc, x, kb.index(y)).getResult();
+  };
+  auto compare = [&](arith::CmpIPredicate predicate, Value x, int64_t y) {
+    return arith::CmpIOp::create(builder, loc, predicate, x, kb.index(y)).getResult();
+  };
+  kb.parallelFor(bands * columnChunks, [&](Value block) {
+    Value chunk = remainder(block, columnChunks);
+    Value row = kb.muli(divide(block, columnChunks), bandRows);
+    auto fullPanels = [&] {
+      int64_t chunkColumns = panelsPerChunk * panel;
       Value begin = kb.muli(chunk, chunkColumns);
       Value end = kb.mini(kb.addi(begin, kb.index(chunkColumns)), kb.index(fullColumns));
-      Value packed = kb.allocate({kPanelsPerChunk, g.k, panel}, kb.builder().getF32Type());
+      Value packed = kb.allocate({panelsPerChunk, g.k, panel}, builder.getF32Type());
       packPanels(kb, g, packed, begin, end);
       kb.forLoop(begin, end, panel, [&](Value col) {
-        Value index = arith::DivUIOp::create(
-            kb.builder(), kb.location(), arith::SubIOp::create(kb.builder(), kb.location(), col, begin),
-            kb.index(panel));
-        emitGemmPanel(kb, g, col, 2, lanes, PanelSource{packed, index});
+        Value index = divide(arith::SubIOp::create(builder, loc, col, begin), panel);
+        emitGemmPanel(kb, g, row, bandRows, col, 2, lanes, PanelSource{packed, index});
       });
-    });
-  }
-  if (int64_t tail = g.n - fullColumns) {
-    int64_t vectors = (tail + lanes - 1) / lanes;
-    emitGemmPanel(kb, g, kb.index(fullColumns), vectors, tail - (vectors - 1) * lanes);
-  }
+    };
+    auto tailColumns = [&] {
+      int64_t vectors = (tail + lanes - 1) / lanes;
+      emitGemmPanel(kb, g, row, bandRows, kb.index(fullColumns), vectors,
+                    tail - (vectors - 1) * lanes);
+    };
+    if (!tail)
+      return fullPanels();
+    if (!panelChunks)
+      return tailColumns();
+    kb.ifThen(compare(arith::CmpIPredicate::ult, chunk, panelChunks), fullPanels);
+    kb.ifThen(compare(arith::CmpIPredicate::eq, chunk, panelChunks), tailColumns);
+  });
   return kb.asTensor(g.c);
 }

@@ -713,6 +713,7 @@ struct ConvertXfmrToLinalgPass
         context);
     populateFusedKernelLoweringPatterns(patterns);
     populateBackwardLoweringPatterns(patterns);
+    populateTrainingLoweringPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target, std::move(patterns))))
       signalPassFailure();
   }

@@ -1,0 +1,183 @@
+//===- TrainStep.cpp - a compiled training step -----------------*- C++ -*-===//
+
+#include "xfmr/Dialect/XfmrOps.h"
+#include "xfmr/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace xfmr {
+#define GEN_PASS_DEF_XFMRTRAINSTEP
+#include "xfmr/Transforms/Passes.h.inc"
+} // namespace xfmr
+
+using namespace mlir;
+using namespace xfmr;
+
+namespace {
+
+/// An argument or result of the step function being built.
+struct Slot {
+  Value value;
+  DictionaryAttr attrs;
+};
+
+struct TrainStepPass : xfmr::impl::XfmrTrainStepBase<TrainStepPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::string gradName = function + "_grad";
+    auto grad = module.lookupSymbol<func::FuncOp>(gradName);
+    if (!grad || grad.isExternal() || !grad.getBody().hasOneBlock()) {
+      module.emitError("xfmr-train-step: no function @")
+          << gradName << " (run xfmr-autodiff{function=" << function << "} first)";
+      return signalPassFailure();
+    }
+    if (optimizer != "adamw" && optimizer != "sgd") {
+      module.emitError("xfmr-train-step: optimizer must be adamw or sgd, got '")
+          << optimizer << "'";
+      return signalPassFailure();
+    }
+    if (module.lookupSymbol("train_step")) {
+      module.emitError("xfmr-train-step: the module already has a @train_step");
+      return signalPassFailure();
+    }
+    if (failed(build(module, grad)))
+      signalPassFailure();
+  }
+
+  LogicalResult build(ModuleOp module, func::FuncOp grad) {
+    MLIRContext *context = &getContext();
+    OpBuilder b(context);
+    b.setInsertionPointAfter(grad);
+    Location loc = grad.getLoc();
+    auto step = func::FuncOp::create(b, loc, "train_step", b.getFunctionType({}, {}));
+    Block *body = step.addEntryBlock();
+    SmallVector<Slot> args, results;
+    auto named = [&](StringRef attr, StringRef name) {
+      return b.getDictionaryAttr(b.getNamedAttr(attr, b.getStringAttr(name)));
+    };
+
+    // The gradient function's arguments, then state, then the step.
+    IRMapping mapping;
+    llvm::StringMap<Value> params;
+    for (BlockArgument arg : grad.getArguments()) {
+      Value copy = body->addArgument(arg.getType(), arg.getLoc());
+      mapping.map(arg, copy);
+      args.push_back({copy, grad.getArgAttrDict(arg.getArgNumber())});
+      if (auto name = grad.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "xfmr.param"))
+        params[name.getValue()] = copy;
+    }
+    b.setInsertionPointToStart(body);
+    for (Operation &op : grad.getBody().front().without_terminator())
+      b.clone(op, mapping);
+
+    // Split the gradient function's results into pass-through values and
+    // the gradient of each weight.
+    auto ret = cast<func::ReturnOp>(grad.getBody().front().getTerminator());
+    SmallVector<std::pair<std::string, Value>> gradients;
+    for (auto [index, value] : llvm::enumerate(ret.getOperands())) {
+      auto name = grad.getResultAttrOfType<StringAttr>(index, "xfmr.output");
+      Value mapped = mapping.lookup(value);
+      if (name && name.getValue().starts_with("grad:")) {
+        std::string weight = name.getValue().drop_front(5).str();
+        if (!params.count(weight))
+          return grad.emitError("xfmr-train-step: result '")
+                 << name.getValue() << "' is not the gradient of a weight";
+        gradients.push_back({weight, mapped});
+        continue;
+      }
+      results.push_back({mapped, grad.getResultAttrDict(index)});
+    }
+    if (gradients.empty())
+      return grad.emitError("xfmr-train-step: @") << grad.getName() << " returns no weight gradients";
+
+    // Arguments: the gradient function's, each weight's optimizer state,
+    // then the step.
+    SmallVector<Slot> states;
+    auto addState = [&](StringRef weight, StringRef kind) {
+      Value state = body->addArgument(params[weight].getType(), loc);
+      states.push_back({state, named("xfmr.state", (weight + "." + kind).str())});
+      return state;
+    };
+    SmallVector<SmallVector<Value, 2>> weightStates;
+    for (auto &entry : gradients) {
+      SmallVector<Value, 2> own;
+      if (optimizer == "adamw")
+        own = {addState(entry.first, "exp_avg"), addState(entry.first, "exp_avg_sq")};
+      else
+        own = {addState(entry.first, "momentum_buffer")};
+      weightStates.push_back(own);
+    }
+    llvm::append_range(args, states);
+    Value stepArg = body->addArgument(RankedTensorType::get({}, b.getI64Type()), loc);
+    args.push_back({stepArg, named("xfmr.input", "step")});
+
+    Type elementType = cast<RankedTensorType>(gradients.front().second.getType()).getElementType();
+    auto scalarType = RankedTensorType::get({}, elementType);
+    Value lr = LearningRateOp::create(b, loc, scalarType, stepArg,
+                                      b.getF64FloatAttr(learningRate),
+                                      b.getI64IntegerAttr(warmupSteps),
+                                      b.getI64IntegerAttr(decaySteps),
+                                      b.getF64FloatAttr(minLrRatio));
+    results.push_back({lr, named("xfmr.output", "lr")});
+    Value norm;
+    if (maxGradNorm > 0) {
+      SmallVector<Value> all;
+      for (auto &entry : gradients)
+        all.push_back(entry.second);
+      norm = GlobalNormOp::create(b, loc, scalarType, all);
+      results.push_back({norm, named("xfmr.output", "grad_norm")});
+    }
+
+    auto updated = [&](Value value, StringRef name) {
+      NamedAttribute attrs[] = {b.getNamedAttr("xfmr.output", b.getStringAttr("new:" + name)),
+                                b.getNamedAttr("xfmr.updates", b.getStringAttr(name))};
+      results.push_back({value, b.getDictionaryAttr(attrs)});
+    };
+    FloatAttr clipTo = b.getF64FloatAttr(maxGradNorm > 0 ? maxGradNorm : 1.0);
+    for (auto [entry, own] : llvm::zip_equal(gradients, weightStates)) {
+      auto &[weight, gradient] = entry;
+      Value param = params[weight];
+      if (cast<RankedTensorType>(param.getType()).getElementType() != elementType)
+        return grad.emitError("xfmr-train-step: weights of mixed element types");
+      if (optimizer == "adamw") {
+        auto update = AdamWUpdateOp::create(
+            b, loc, param, gradient, own[0], own[1], lr, stepArg, norm, b.getF64FloatAttr(beta1),
+            b.getF64FloatAttr(beta2), b.getF64FloatAttr(epsilon), b.getF64FloatAttr(weightDecay),
+            clipTo);
+        updated(update.getNewParam(), weight);
+        updated(update.getNewExpAvg(), weight + ".exp_avg");
+        updated(update.getNewExpAvgSq(), weight + ".exp_avg_sq");
+      } else {
+        auto update = SgdUpdateOp::create(b, loc, param, gradient, own[0], lr, norm,
+                                          b.getF64FloatAttr(momentum),
+                                          b.getF64FloatAttr(weightDecay), clipTo);
+        updated(update.getNewParam(), weight);
+        updated(update.getNewMomentumBuffer(), weight + ".momentum_buffer");
+      }
+    }
+
+    SmallVector<Value> returned;
+    SmallVector<Type> argTypes, resultTypes;
+    SmallVector<DictionaryAttr> argAttrs, resultAttrs;
+    for (Slot &slot : results) {
+      returned.push_back(slot.value);
+      resultTypes.push_back(slot.value.getType());
+      resultAttrs.push_back(slot.attrs);
+    }
+    for (Slot &slot : args) {
+      argTypes.push_back(slot.value.getType());
+      argAttrs.push_back(slot.attrs);
+    }
+    func::ReturnOp::create(b, loc, returned);
+    step.setType(b.getFunctionType(argTypes, resultTypes));
+    step.setAllArgAttrs(argAttrs);
+    step.setAllResultAttrs(resultAttrs);
+    return success();
+  }
+};
+
+} // namespace

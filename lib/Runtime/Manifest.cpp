@@ -1,0 +1,211 @@
+//===- Manifest.cpp - what the runner and trainer share -------------------===//
+
+#include "Manifest.h"
+
+#include "Json.h"
+#include "RuntimeSupport.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <sstream>
+
+using namespace xfmr::rt;
+
+void xfmr::rt::fail(const std::string &message) { throw Failure(message); }
+
+static std::optional<xfmr_dtype> parseDtype(const std::string &name) {
+  for (int d = XFMR_DTYPE_F32; d <= XFMR_DTYPE_BOOL; ++d)
+    if (name == xfmr_dtype_name(static_cast<xfmr_dtype>(d)))
+      return static_cast<xfmr_dtype>(d);
+  return std::nullopt;
+}
+
+const ArgSpec *Manifest::find(const std::string &name, ArgSpec::Kind kind) const {
+  for (const ArgSpec &arg : args)
+    if (arg.kind == kind && arg.name == name)
+      return &arg;
+  return nullptr;
+}
+
+Manifest xfmr::rt::parseManifest(const char *text) {
+  std::string error;
+  std::optional<JsonValue> json = parseJson(text, error);
+  if (!json || !json->isObject())
+    fail("corrupt model manifest: " + error);
+  Manifest manifest;
+  if (const JsonValue *type = json->get("model_type"))
+    manifest.modelType = type->text;
+  if (const JsonValue *pad = json->get("pad_token_id"))
+    manifest.padTokenId = pad->asInt().value_or(0);
+  if (const JsonValue *prefixes = json->get("weight_prefixes")) {
+    manifest.weightPrefixes.clear();
+    for (const JsonValue &prefix : prefixes->array)
+      manifest.weightPrefixes.push_back(prefix.text);
+  }
+  if (const JsonValue *training = json->get("training"))
+    for (const auto &[key, value] : training->object) {
+      if (key == "optimizer")
+        manifest.optimizer = value.text;
+      else if (std::optional<double> number = value.asDouble())
+        manifest.training[key] = *number;
+    }
+  const JsonValue *args = json->get("args");
+  if (!args || !args->isArray())
+    fail("corrupt model manifest: no \"args\"");
+  for (const JsonValue &arg : args->array) {
+    ArgSpec spec;
+    const JsonValue *kind = arg.get("kind");
+    const JsonValue *name = arg.get("name");
+    const JsonValue *dtype = arg.get("dtype");
+    const JsonValue *shape = arg.get("shape");
+    if (!kind || !name || !dtype || !shape)
+      fail("corrupt model manifest: argument without kind/name/dtype/shape");
+    static constexpr std::pair<const char *, ArgSpec::Kind> kinds[] = {
+        {"input", ArgSpec::Kind::Input},
+        {"param", ArgSpec::Kind::Param},
+        {"output", ArgSpec::Kind::Output},
+        {"state", ArgSpec::Kind::State}};
+    auto known = std::find_if(std::begin(kinds), std::end(kinds),
+                              [&](const auto &k) { return kind->text == k.first; });
+    if (known == std::end(kinds))
+      fail("corrupt model manifest: argument kind '" + kind->text + "'");
+    spec.kind = known->second;
+    spec.name = name->text;
+    std::optional<xfmr_dtype> parsed = parseDtype(dtype->text);
+    if (!parsed)
+      fail("corrupt model manifest: dtype " + dtype->text);
+    spec.dtype = *parsed;
+    for (const JsonValue &dim : shape->array)
+      spec.shape.push_back(dim.asInt().value_or(0));
+    if (const JsonValue *vocab = arg.get("vocab_size"))
+      spec.vocabSize = vocab->asInt().value_or(0);
+    if (const JsonValue *init = arg.get("init"))
+      spec.init = init->text;
+    if (const JsonValue *updates = arg.get("updates"))
+      spec.updates = updates->text;
+    manifest.args.push_back(std::move(spec));
+  }
+  return manifest;
+}
+
+Buffer::Buffer(size_t bytes)
+    : data(static_cast<uint8_t *>(
+          std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64)))),
+      size(bytes) {
+  if (!data)
+    fail("out of memory allocating " + std::to_string(bytes) + " bytes");
+  std::memset(data, 0, size);
+}
+
+Buffer::~Buffer() { std::free(data); }
+
+std::unique_ptr<Buffer> xfmr::rt::allocate(const ArgSpec &arg) {
+  return std::make_unique<Buffer>(elementCount(arg.shape) * xfmr_dtype_size(arg.dtype));
+}
+
+std::map<std::string, std::unique_ptr<Buffer>>
+xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path) {
+  char err[512];
+  xfmr_safetensors *file = xfmr_safetensors_open(path.c_str(), err, sizeof(err));
+  if (!file)
+    fail(err);
+  std::unique_ptr<xfmr_safetensors, void (*)(xfmr_safetensors *)> guard(file,
+                                                                         xfmr_safetensors_close);
+  std::map<std::string, std::unique_ptr<Buffer>> weights;
+  for (const ArgSpec &arg : manifest.args) {
+    if (arg.kind != ArgSpec::Kind::Param)
+      continue;
+    std::string found;
+    xfmr_tensor_info info;
+    for (const std::string &prefix : manifest.weightPrefixes)
+      if (found.empty() && !xfmr_safetensors_find(file, (prefix + arg.name).c_str(), &info))
+        found = prefix + arg.name;
+    if (found.empty())
+      fail("weights file '" + path + "': no tensor '" + arg.name + "' (the model needs " +
+           std::string(xfmr_dtype_name(arg.dtype)) + " " + shapeToString(arg.shape) + ")");
+    std::unique_ptr<Buffer> buffer = allocate(arg);
+    if (xfmr_safetensors_read(file, found.c_str(), XFMR_DTYPE_F32,
+                              static_cast<int32_t>(arg.shape.size()), arg.shape.data(),
+                              buffer->data, err, sizeof(err)))
+      fail(std::string("weights file ") + err);
+    const float *values = buffer->as<float>();
+    if (!std::all_of(values, values + elementCount(arg.shape),
+                     [](float v) { return std::isfinite(v); }))
+      fail("weights file '" + path + "': tensor '" + found + "' contains NaN or infinity");
+    weights[arg.name] = std::move(buffer);
+  }
+  return weights;
+}
+
+std::vector<Sequence> xfmr::rt::readSequences(const std::string &path,
+                                              const std::string &displayName) {
+  std::ifstream file;
+  std::istream *in = &std::cin;
+  if (path != "-") {
+    file.open(path);
+    if (!file)
+      fail("cannot open input '" + path + "': " + std::strerror(errno));
+    in = &file;
+  }
+  std::vector<Sequence> sequences;
+  std::string line;
+  for (int lineNumber = 1; std::getline(*in, line); ++lineNumber) {
+    size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#')
+      continue;
+    Sequence sequence;
+    sequence.line = lineNumber;
+    int segment = 0;
+    std::istringstream words(line);
+    std::string word;
+    while (words >> word) {
+      if (word == "|") {
+        if (++segment > 1)
+          fail(displayName + ":" + std::to_string(lineNumber) + ": more than one '|'");
+        continue;
+      }
+      char *end = nullptr;
+      errno = 0;
+      long long id = std::strtoll(word.c_str(), &end, 10);
+      if (*end || errno == ERANGE)
+        fail(displayName + ":" + std::to_string(lineNumber) + ": '" + word +
+             "' is not a token id");
+      sequence.segments[segment].push_back(id);
+    }
+    sequences.push_back(std::move(sequence));
+  }
+  if (in->bad())
+    fail("error reading input '" + displayName + "'");
+  return sequences;
+}
+
+bool xfmr::rt::flagValue(int argc, char **argv, int &i, const char *flag, std::string &value) {
+  std::string arg = argv[i];
+  std::string prefix = std::string(flag) + "=";
+  if (arg.rfind(prefix, 0) == 0) {
+    value = arg.substr(prefix.size());
+    return true;
+  }
+  if (arg != flag)
+    return false;
+  if (i + 1 >= argc)
+    fail(std::string("flag ") + flag + " needs a value");
+  value = argv[++i];
+  return true;
+}
+
+int64_t xfmr::rt::parseCount(const char *flag, const std::string &text, int64_t max) {
+  char *end = nullptr;
+  errno = 0;
+  long long parsed = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end || errno == ERANGE || parsed < 0 || parsed > max)
+    fail(std::string("flag ") + flag + " needs an integer in [0, " + std::to_string(max) +
+         "], got '" + text + "'");
+  return parsed;
+}

@@ -1,0 +1,545 @@
+//===- Trainer.cpp - the command line of compiled training executables ----===//
+//
+// `xfmrc --train model.json -o train` links two entries with this trainer:
+// `train_step` (loss, gradients and one optimizer update, in place) and
+// `evaluate` (the loss without dropout). The trainer initialises or loads
+// the weights, zeroes the optimizer state, feeds shuffled batches of a
+// token file to the step, logs progress, evaluates on held-out data and
+// saves the weights for the inference executable.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xfmr-rt/xfmr_runtime.h"
+
+#include "Manifest.h"
+#include "RuntimeSupport.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <malloc.h>
+#include <random>
+
+extern "C" void omp_set_num_threads(int) __attribute__((weak));
+
+using namespace xfmr::rt;
+
+namespace {
+
+constexpr int32_t kIgnoreIndex = -100;
+
+/// One training or evaluation example, as the model inputs see it.
+struct Example {
+  std::vector<int32_t> sourceIds; // input_ids
+  std::vector<int32_t> targetIds; // decoder_input_ids (encoder-decoder models)
+  std::vector<int32_t> labels;    // aligned with the positions of the logits
+};
+
+struct Options {
+  std::string train, eval, weights, save;
+  int64_t steps = -1;
+  int64_t logEvery = 100;
+  int64_t evalEvery = 0;
+  uint64_t seed = 0;
+  int threads = 0;
+};
+
+void printHelp(const char *argv0, const Manifest &manifest) {
+  std::printf(
+      "usage: %s --train=FILE [--eval=FILE] [--weights=FILE] [--save=FILE] [options]\n"
+      "\n"
+      "Trains the compiled %s model (%s) and evaluates it on held-out data.\n"
+      "\n"
+      "  --train=FILE     training examples, one per line:\n"
+      "                     'ids | labels'   one label per position (-100: no loss there)\n"
+      "                     'ids'            causal language modelling: each position\n"
+      "                                      predicts the next token\n"
+      "                     'source | target' for encoder-decoder models: the decoder reads\n"
+      "                                      the target shifted right (starting with the\n"
+      "                                      pad token) and predicts it\n"
+      "                   Blank lines and lines starting with '#' are skipped.\n"
+      "  --eval=FILE      held-out examples (same format): loss, token and sequence\n"
+      "                   accuracy every --eval-every steps and at the end\n"
+      "  --weights=FILE   start from these weights (.safetensors, Hugging Face names);\n"
+      "                   default: a fresh initialisation (N(0, 0.02), biases 0,\n"
+      "                   layer-norm scales 1) from --seed\n"
+      "  --save=FILE      write the trained weights (.safetensors) for the inference\n"
+      "                   executable (xfmrc without --train)\n"
+      "  --steps=N        optimizer steps (default: xfmrc --steps, here %" PRId64 ")\n"
+      "  --log-every=N    print a progress line every N steps (default 100; 0: never)\n"
+      "  --eval-every=N   evaluate every N steps (default 0: only at the end)\n"
+      "  --seed=N         seed of the initialisation, the shuffling and dropout\n"
+      "  --threads=N      OpenMP threads (default: OMP_NUM_THREADS or all cores)\n",
+      argv0, manifest.modelType.empty() ? "xfmr" : manifest.modelType.c_str(),
+      manifest.optimizer.c_str(),
+      static_cast<int64_t>(manifest.training.count("steps") ? manifest.training.at("steps") : 0));
+}
+
+Options parseOptions(int argc, char **argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    std::string v;
+    auto value = [&](const char *flag) { return flagValue(argc, argv, i, flag, v); };
+    if (value("--train"))
+      options.train = v;
+    else if (value("--eval"))
+      options.eval = v;
+    else if (value("--weights"))
+      options.weights = v;
+    else if (value("--save"))
+      options.save = v;
+    else if (value("--steps"))
+      options.steps = parseCount("--steps", v);
+    else if (value("--log-every"))
+      options.logEvery = parseCount("--log-every", v);
+    else if (value("--eval-every"))
+      options.evalEvery = parseCount("--eval-every", v);
+    else if (value("--seed"))
+      options.seed = static_cast<uint64_t>(parseCount("--seed", v, INT64_MAX));
+    else if (value("--threads"))
+      options.threads = static_cast<int>(parseCount("--threads", v, 1 << 20));
+    else
+      fail("unknown argument '" + std::string(argv[i]) + "' (see --help)");
+  }
+  if (options.train.empty())
+    fail("missing --train=FILE (see --help)");
+  return options;
+}
+
+/// SplitMix64: the dropout seed of each step, from the run's seed.
+uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/// The model's shape as the trainer needs it, read off the training step.
+struct Layout {
+  int64_t batch = 0;
+  int64_t sourceLength = 0, targetLength = 0; // targetLength: encoder-decoder only
+  int64_t sourceVocab = 0, targetVocab = 0;
+  int64_t classes = 0; // last dim of the logits
+  int64_t labelLength = 0;
+  bool causal = false;
+};
+
+Layout layoutOf(const Manifest &manifest) {
+  Layout layout;
+  for (const ArgSpec &arg : manifest.args) {
+    if (arg.kind == ArgSpec::Kind::Input) {
+      static const char *const tokenInputs[] = {"input_ids", "attention_mask", "token_type_ids",
+                                               "decoder_input_ids", "decoder_attention_mask",
+                                               "labels"};
+      bool token = std::find_if(std::begin(tokenInputs), std::end(tokenInputs),
+                                [&](const char *n) { return arg.name == n; }) !=
+                   std::end(tokenInputs);
+      if (!token) {
+        if ((arg.name == "dropout_seed" || arg.name == "step") && arg.shape.empty() &&
+            arg.dtype == XFMR_DTYPE_I64)
+          continue;
+        fail("model input '" + arg.name + "' is not one the trainer can fill (input_ids, "
+             "attention_mask, token_type_ids, decoder_input_ids, decoder_attention_mask, "
+             "labels, dropout_seed, step)");
+      }
+      if (arg.shape.size() != 2 || arg.dtype != XFMR_DTYPE_I32)
+        fail("model input '" + arg.name + "' must be int32 [batch, seq_len]");
+      if (layout.batch && arg.shape[0] != layout.batch)
+        fail("model inputs disagree on the batch size");
+      layout.batch = arg.shape[0];
+      bool decoder = arg.name.rfind("decoder_", 0) == 0;
+      if (arg.name == "labels")
+        layout.labelLength = arg.shape[1];
+      else
+        (decoder ? layout.targetLength : layout.sourceLength) = arg.shape[1];
+      if (arg.name == "input_ids")
+        layout.sourceVocab = arg.vocabSize;
+      if (arg.name == "decoder_input_ids")
+        layout.targetVocab = arg.vocabSize;
+    } else if (arg.kind == ArgSpec::Kind::Output && arg.name == "logits") {
+      if (arg.shape.size() != 3 || arg.dtype != XFMR_DTYPE_F32)
+        fail("model output 'logits' must be float32 [batch, seq_len, classes]");
+      layout.classes = arg.shape[2];
+    }
+  }
+  if (!layout.sourceLength || !layout.labelLength || !layout.classes)
+    fail("the model is no trainable token model: it needs input_ids and labels inputs and a "
+         "logits output (compile a config with xfmrc --train)");
+  if (layout.labelLength != (layout.targetLength ? layout.targetLength : layout.sourceLength))
+    fail("labels must cover the positions of the (decoder) sequence");
+  layout.causal = manifest.modelType == "gpt2";
+  return layout;
+}
+
+/// Turns token-file lines into examples, checking lengths and ranges.
+std::vector<Example> readExamples(const std::string &path, const Layout &layout,
+                                  int64_t padTokenId) {
+  std::vector<Sequence> sequences = readSequences(path, path);
+  if (sequences.empty())
+    fail("'" + path + "' holds no examples");
+  std::vector<Example> examples;
+  for (const Sequence &sequence : sequences) {
+    std::string where = path + ":" + std::to_string(sequence.line) + ": ";
+    const std::vector<int64_t> &first = sequence.segments[0], &second = sequence.segments[1];
+    auto check = [&](const std::vector<int64_t> &ids, int64_t length, int64_t vocab,
+                     bool labels, const char *what) {
+      if (ids.empty())
+        fail(where + what + " is empty");
+      if (static_cast<int64_t>(ids.size()) > length)
+        fail(where + what + " has " + std::to_string(ids.size()) + " tokens, more than the " +
+             std::to_string(length) + " positions the model was compiled for (xfmrc --seq-len)");
+      for (int64_t id : ids)
+        if ((id < 0 || id >= vocab) && !(labels && id == kIgnoreIndex))
+          fail(where + std::string(what) + ": id " + std::to_string(id) +
+               " is outside [0, " + std::to_string(vocab) + ")" +
+               (labels ? " (and is not -100)" : ""));
+      return std::vector<int32_t>(ids.begin(), ids.end());
+    };
+    Example example;
+    if (layout.targetLength) {
+      if (second.empty())
+        fail(where + "expected 'source ids | target ids'");
+      example.sourceIds = check(first, layout.sourceLength, layout.sourceVocab, false, "source");
+      example.labels = check(second, layout.targetLength, layout.classes, false, "target");
+      example.targetIds.push_back(static_cast<int32_t>(padTokenId));
+      example.targetIds.insert(example.targetIds.end(), example.labels.begin(),
+                               example.labels.end() - 1);
+      check(std::vector<int64_t>(example.targetIds.begin(), example.targetIds.end()),
+            layout.targetLength, layout.targetVocab, false, "target");
+    } else if (!second.empty()) {
+      example.sourceIds = check(first, layout.sourceLength, layout.sourceVocab, false, "input");
+      example.labels = check(second, layout.labelLength, layout.classes, true, "labels");
+      if (example.labels.size() != example.sourceIds.size())
+        fail(where + "the input has " + std::to_string(example.sourceIds.size()) +
+             " tokens but there are " + std::to_string(example.labels.size()) + " labels");
+    } else {
+      if (!layout.causal)
+        fail(where + "expected 'input ids | labels' (one label per input token)");
+      if (first.size() < 2)
+        fail(where + "a language-modelling example needs at least 2 tokens");
+      example.sourceIds = check(first, layout.sourceLength, layout.sourceVocab, false, "input");
+      example.labels.assign(example.sourceIds.begin() + 1, example.sourceIds.end());
+      example.labels.push_back(kIgnoreIndex);
+    }
+    examples.push_back(std::move(example));
+  }
+  return examples;
+}
+
+/// The buffers of one compiled entry. Weights and optimizer states live in
+/// `shared` (the trainer's, common to both entries); an output that
+/// `updates` one of them is written into its buffer.
+class EntryCall {
+public:
+  EntryCall(const Manifest &manifest, void (*entry)(void **),
+            std::map<std::string, std::unique_ptr<Buffer>> &shared)
+      : manifest(manifest), entry(entry) {
+    for (const ArgSpec &arg : manifest.args) {
+      if (arg.kind == ArgSpec::Kind::Param || arg.kind == ArgSpec::Kind::State) {
+        std::unique_ptr<Buffer> &buffer = shared[arg.name];
+        if (!buffer)
+          buffer = allocate(arg); // optimizer state: zero before the first step
+        if (buffer->size != elementCount(arg.shape) * xfmr_dtype_size(arg.dtype))
+          fail("corrupt model manifest: entries disagree on the size of '" + arg.name + "'");
+        args.push_back(buffer->data);
+      } else if (!arg.updates.empty()) {
+        auto it = shared.find(arg.updates);
+        if (it == shared.end())
+          fail("corrupt model manifest: output '" + arg.name + "' updates unknown '" +
+               arg.updates + "'");
+        args.push_back(it->second->data);
+      } else {
+        own.push_back(allocate(arg));
+        named[arg.name] = own.back().get();
+        args.push_back(own.back()->data);
+      }
+    }
+  }
+
+  Buffer *get(const std::string &name) const {
+    auto it = named.find(name);
+    return it == named.end() ? nullptr : it->second;
+  }
+
+  /// Fills the token inputs with the examples `rows`; rows past them are
+  /// padding without labels. Returns the number of labelled positions.
+  int64_t fill(const std::vector<Example> &examples, const std::vector<size_t> &rows,
+               const Layout &layout, int64_t padTokenId) {
+    int64_t labelled = 0;
+    for (const ArgSpec &arg : manifest.args) {
+      if (arg.kind != ArgSpec::Kind::Input || arg.shape.size() != 2)
+        continue;
+      int32_t *values = get(arg.name)->as<int32_t>();
+      int64_t length = arg.shape[1];
+      for (int64_t row = 0; row < layout.batch; ++row) {
+        const Example *example =
+            row < static_cast<int64_t>(rows.size()) ? &examples[rows[row]] : nullptr;
+        const std::vector<int32_t> *ids = nullptr;
+        int32_t fill = 0;
+        bool mask = false;
+        if (arg.name == "input_ids" || arg.name == "attention_mask") {
+          ids = example ? &example->sourceIds : nullptr;
+          fill = static_cast<int32_t>(padTokenId);
+          mask = arg.name == "attention_mask";
+        } else if (arg.name == "decoder_input_ids" || arg.name == "decoder_attention_mask") {
+          ids = example ? &example->targetIds : nullptr;
+          fill = static_cast<int32_t>(padTokenId);
+          mask = arg.name == "decoder_attention_mask";
+        } else if (arg.name == "labels") {
+          ids = example ? &example->labels : nullptr;
+          fill = kIgnoreIndex;
+        }
+        int64_t size = ids ? static_cast<int64_t>(ids->size()) : 0;
+        for (int64_t t = 0; t < length; ++t) {
+          int32_t value = 0; // token_type_ids
+          if (mask)
+            value = t < size || (!ids && t == 0); // padding rows attend to one token
+          else if (ids || arg.name != "token_type_ids")
+            value = t < size ? (*ids)[t] : fill;
+          values[row * length + t] = value;
+          if (arg.name == "labels" && value != kIgnoreIndex)
+            ++labelled;
+        }
+      }
+    }
+    return labelled;
+  }
+
+  void setScalar(const std::string &name, int64_t value) {
+    if (Buffer *buffer = get(name))
+      *buffer->as<int64_t>() = value;
+  }
+
+  void call() { entry(args.data()); }
+
+private:
+  const Manifest &manifest;
+  void (*entry)(void **);
+  std::vector<void *> args;
+  std::vector<std::unique_ptr<Buffer>> own;
+  std::map<std::string, Buffer *> named;
+};
+
+/// Correct predictions of the labelled positions of one batch.
+struct Accuracy {
+  int64_t tokens = 0, correct = 0, sequences = 0, correctSequences = 0;
+
+  void add(const float *logits, const int32_t *labels, int64_t rows, const Layout &layout) {
+    int64_t length = layout.labelLength, classes = layout.classes;
+    for (int64_t row = 0; row < rows; ++row) {
+      bool allRight = true, any = false;
+      for (int64_t t = 0; t < length; ++t) {
+        int32_t label = labels[row * length + t];
+        if (label == kIgnoreIndex)
+          continue;
+        const float *scores = logits + (row * length + t) * classes;
+        bool right = std::max_element(scores, scores + classes) - scores == label;
+        correct += right;
+        ++tokens;
+        allRight &= right;
+        any = true;
+      }
+      sequences += any;
+      correctSequences += any && allRight;
+    }
+  }
+  double tokenRate() const { return tokens ? 100.0 * correct / tokens : 0.0; }
+  double sequenceRate() const { return sequences ? 100.0 * correctSequences / sequences : 0.0; }
+};
+
+class Trainer {
+public:
+  Trainer(const char *argv0, const Manifest &step, void (*stepEntry)(void **),
+          const Manifest &evaluation, void (*evaluateEntry)(void **))
+      : argv0(argv0), step(step), stepEntry(stepEntry), evaluation(evaluation),
+        evaluateEntry(evaluateEntry) {}
+
+  int run(int argc, char **argv) {
+    for (int i = 1; i < argc; ++i)
+      if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+        printHelp(argv0, step);
+        return 0;
+      }
+    options = parseOptions(argc, argv);
+    if (options.steps < 0)
+      options.steps = static_cast<int64_t>(step.training.count("steps") ? step.training.at("steps")
+                                                                        : 1000);
+    if (options.threads > 0 && omp_set_num_threads)
+      omp_set_num_threads(options.threads);
+    layout = layoutOf(step);
+    Layout evalLayout = layoutOf(evaluation);
+    if (evalLayout.batch != layout.batch || evalLayout.labelLength != layout.labelLength)
+      fail("corrupt model manifest: the evaluation entry has another shape");
+
+    std::vector<Example> train = readExamples(options.train, layout, step.padTokenId);
+    std::vector<Example> eval;
+    if (!options.eval.empty())
+      eval = readExamples(options.eval, layout, step.padTokenId);
+    if (options.weights.empty())
+      initialiseWeights();
+    else
+      weights = loadWeights(step, options.weights);
+
+    EntryCall stepCall(step, stepEntry, weights);
+    EntryCall evalCall(evaluation, evaluateEntry, weights);
+    std::printf("training %zu examples, batch %" PRId64 ", %" PRId64 " steps; %zu parameters\n",
+                train.size(), layout.batch, options.steps, parameterCount());
+    trainLoop(train, eval, stepCall, evalCall);
+    if (!eval.empty())
+      evaluate(eval, evalCall, options.steps);
+    if (!options.save.empty())
+      save();
+    return 0;
+  }
+
+private:
+  void initialiseWeights() {
+    std::mt19937_64 generator(options.seed);
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    for (const ArgSpec &arg : step.args) {
+      if (arg.kind != ArgSpec::Kind::Param)
+        continue;
+      std::unique_ptr<Buffer> buffer = allocate(arg);
+      float *values = buffer->as<float>();
+      for (uint64_t i = 0, e = elementCount(arg.shape); i < e; ++i)
+        values[i] = arg.init == "zeros" ? 0.0f : arg.init == "ones" ? 1.0f : normal(generator);
+      weights[arg.name] = std::move(buffer);
+    }
+  }
+
+  size_t parameterCount() const {
+    size_t count = 0;
+    for (const ArgSpec &arg : step.args)
+      if (arg.kind == ArgSpec::Kind::Param)
+        count += elementCount(arg.shape);
+    return count;
+  }
+
+  void trainLoop(const std::vector<Example> &train, const std::vector<Example> &eval,
+                 EntryCall &call, EntryCall &evalCall) {
+    std::mt19937_64 shuffler(mix(options.seed));
+    std::vector<size_t> order(train.size());
+    for (size_t i = 0; i < order.size(); ++i)
+      order[i] = i;
+    std::shuffle(order.begin(), order.end(), shuffler);
+    size_t next = 0;
+    double windowLoss = 0, windowSeconds = 0;
+    int64_t windowTokens = 0, windowSteps = 0;
+    Accuracy windowAccuracy;
+    const Buffer *loss = call.get("loss"), *logits = call.get("logits"), *labels = call.get("labels"),
+                 *lr = call.get("lr"), *norm = call.get("grad_norm");
+    if (!loss || !logits || !lr)
+      fail("corrupt model manifest: the training step lacks loss, logits or lr");
+    for (int64_t s = 0; s < options.steps; ++s) {
+      std::vector<size_t> rows;
+      while (static_cast<int64_t>(rows.size()) < layout.batch) {
+        if (next == order.size()) {
+          std::shuffle(order.begin(), order.end(), shuffler);
+          next = 0;
+        }
+        rows.push_back(order[next++]);
+      }
+      auto start = std::chrono::steady_clock::now();
+      int64_t labelled = call.fill(train, rows, layout, step.padTokenId);
+      call.setScalar("step", s);
+      call.setScalar("dropout_seed", static_cast<int64_t>(mix(options.seed ^ mix(s))));
+      call.call();
+      windowSeconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      float value = *reinterpret_cast<const float *>(loss->data);
+      if (!std::isfinite(value))
+        fail("step " + std::to_string(s + 1) + ": the loss is " + std::to_string(value) +
+             " (try a lower --lr or a larger --warmup-steps at compile time)");
+      windowLoss += value;
+      windowTokens += labelled;
+      ++windowSteps;
+      windowAccuracy.add(reinterpret_cast<const float *>(logits->data),
+                         reinterpret_cast<const int32_t *>(labels->data), layout.batch, layout);
+      bool last = s + 1 == options.steps;
+      if (options.logEvery && ((s + 1) % options.logEvery == 0 || last)) {
+        std::printf("step %6" PRId64 "  loss %.4f  acc %6.2f%%  lr %.3e", s + 1,
+                    windowLoss / windowSteps, windowAccuracy.tokenRate(),
+                    *reinterpret_cast<const float *>(lr->data));
+        if (norm)
+          std::printf("  |grad| %.3f", *reinterpret_cast<const float *>(norm->data));
+        std::printf("  %.0f tok/s  %.2f ms/step\n", windowTokens / windowSeconds,
+                    1e3 * windowSeconds / windowSteps);
+        std::fflush(stdout);
+        windowLoss = windowSeconds = 0;
+        windowTokens = windowSteps = 0;
+        windowAccuracy = Accuracy();
+      }
+      if (!eval.empty() && options.evalEvery && (s + 1) % options.evalEvery == 0 && !last)
+        evaluate(eval, evalCall, s + 1);
+    }
+  }
+
+  void evaluate(const std::vector<Example> &eval, EntryCall &call, int64_t steps) {
+    const Buffer *loss = call.get("loss"), *logits = call.get("logits"),
+                 *labels = call.get("labels");
+    if (!loss || !logits || !labels)
+      fail("corrupt model manifest: the evaluation entry lacks loss, logits or labels");
+    double lossSum = 0;
+    Accuracy accuracy;
+    for (size_t first = 0; first < eval.size(); first += layout.batch) {
+      std::vector<size_t> rows;
+      for (size_t i = first; i < eval.size() && static_cast<int64_t>(rows.size()) < layout.batch;
+           ++i)
+        rows.push_back(i);
+      int64_t labelled = call.fill(eval, rows, layout, evaluation.padTokenId);
+      call.call();
+      // The loss is the mean over the batch's labelled positions.
+      lossSum += *reinterpret_cast<const float *>(loss->data) * labelled;
+      accuracy.add(reinterpret_cast<const float *>(logits->data),
+                   reinterpret_cast<const int32_t *>(labels->data),
+                   static_cast<int64_t>(rows.size()), layout);
+    }
+    std::printf("eval after %" PRId64 " steps: loss %.4f  token accuracy %.2f%%  "
+                "sequence accuracy %.2f%%  (%zu examples)\n",
+                steps, accuracy.tokens ? lossSum / accuracy.tokens : 0.0, accuracy.tokenRate(),
+                accuracy.sequenceRate(), eval.size());
+    std::fflush(stdout);
+  }
+
+  void save() {
+    std::vector<xfmr_tensor_ref> refs;
+    for (const ArgSpec &arg : step.args)
+      if (arg.kind == ArgSpec::Kind::Param)
+        refs.push_back({arg.name.c_str(), XFMR_DTYPE_F32, static_cast<int32_t>(arg.shape.size()),
+                        arg.shape.data(), weights.at(arg.name)->data});
+    char err[512];
+    if (xfmr_safetensors_write(options.save.c_str(), refs.data(), refs.size(), err, sizeof(err)))
+      fail(err);
+    std::printf("saved %zu tensors to %s\n", refs.size(), options.save.c_str());
+  }
+
+  const char *argv0;
+  const Manifest &step;
+  void (*stepEntry)(void **);
+  const Manifest &evaluation;
+  void (*evaluateEntry)(void **);
+  Options options;
+  Layout layout;
+  std::map<std::string, std::unique_ptr<Buffer>> weights;
+};
+
+} // namespace
+
+extern "C" int xfmr_trainer_main(int argc, char **argv, const char *trainStepManifest,
+                                 void (*trainStep)(void **), const char *evaluateManifest,
+                                 void (*evaluate)(void **)) {
+  const char *argv0 = argc > 0 ? argv[0] : "train";
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  try {
+    Manifest step = parseManifest(trainStepManifest);
+    Manifest evaluation = parseManifest(evaluateManifest);
+    return Trainer(argv0, step, trainStep, evaluation, evaluate).run(argc, argv);
+  } catch (const Failure &failure) {
+    std::fprintf(stderr, "%s: error: %s\n", argv0, failure.message.c_str());
+    return 1;
+  }
+}

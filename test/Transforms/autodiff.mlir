@@ -1,0 +1,73 @@
+// RUN: xfmr-opt %s --xfmr-autodiff=function=loss | FileCheck %s
+// RUN: xfmr-opt %s --xfmr-autodiff='function=loss wrt-inputs=x' | FileCheck %s --check-prefix=WRT
+// RUN: xfmr-opt %s --xfmr-autodiff=function=attention | FileCheck %s --check-prefix=ATTN
+// RUN: not xfmr-opt %s --xfmr-autodiff=function=nope 2>&1 | FileCheck %s --check-prefix=MISSING
+// RUN: not xfmr-opt %s --xfmr-autodiff=function=scores 2>&1 | FileCheck %s --check-prefix=NOTSCALAR
+// RUN: not xfmr-opt %s --xfmr-autodiff='function=loss wrt-inputs=y' 2>&1 | FileCheck %s --check-prefix=NOINPUT
+// RUN: not xfmr-opt %s --xfmr-autodiff='function=loss wrt-inputs=t' 2>&1 | FileCheck %s --check-prefix=INTINPUT
+// MISSING: error: xfmr-autodiff: no function @nope with a body
+// NOTSCALAR: error: xfmr-autodiff: @scores must be one block returning a rank-0 float loss first
+// NOINPUT: error: xfmr-autodiff: @loss has no input named 'y'
+// INTINPUT: error: xfmr-autodiff: argument 1 of @loss is not a float tensor
+
+// The reverse sweep of linear -> relu -> layer_norm -> softmax ->
+// cross_entropy: each op's adjoint, in reverse order; a linear's weight
+// gradient is x^T dy over the flattened rows, its bias gradient the sum of dy.
+// CHECK-LABEL: func.func @loss_grad
+// CHECK-SAME: -> (tensor<f32> {xfmr.output = "loss"}, tensor<8x16xf32> {xfmr.output = "grad:w"}, tensor<16xf32> {xfmr.output = "grad:b"}, tensor<16xf32> {xfmr.output = "grad:g"}, tensor<16xf32> {xfmr.output = "grad:beta"})
+// CHECK: %[[PRE:.*]] = xfmr.add
+// CHECK: %[[ACT:.*]] = xfmr.relu %[[PRE]]
+// CHECK: %[[PROBS:.*]] = xfmr.softmax
+// CHECK: %[[LOSS:.*]] = xfmr.cross_entropy %[[PROBS]]
+// CHECK: %[[SEED:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[DPROBS:.*]] = xfmr.cross_entropy_backward %[[PROBS]], %{{.*}}, %[[SEED]]
+// CHECK: %[[DNORM:.*]] = xfmr.softmax_backward %[[PROBS]], %[[DPROBS]]
+// CHECK: %[[DACT:.*]], %[[DG:.*]], %[[DBETA:.*]] = xfmr.layer_norm_backward %[[ACT]], %{{.*}}, %[[DNORM]]
+// CHECK: %[[DPRE:.*]] = xfmr.activation_backward %[[PRE]], %[[DACT]] {activation = #xfmr.activation<relu>}
+// CHECK: xfmr.reduce %[[DPRE]] {axis = 0 : i64, kind = #xfmr.reduce_kind<sum>}
+// CHECK: %[[DB:.*]] = xfmr.reshape %{{.*}} : (tensor<1x1x16xf32>) -> tensor<16xf32>
+// CHECK: %[[X2:.*]] = xfmr.reshape %arg0 : (tensor<2x4x8xf32>) -> tensor<8x8xf32>
+// CHECK: %[[DY2:.*]] = xfmr.reshape %[[DPRE]] : (tensor<2x4x16xf32>) -> tensor<8x16xf32>
+// CHECK: %[[DW:.*]] = xfmr.matmul %[[X2]], %[[DY2]] {transpose_lhs}
+// CHECK: return %[[LOSS]], %[[DW]], %[[DB]], %[[DG]], %[[DBETA]]
+
+// Inputs on request: dx = dy w^T.
+// WRT-LABEL: func.func @loss_grad
+// WRT-SAME: tensor<2x4x8xf32> {xfmr.output = "grad:x"}
+// WRT: %[[DX:.*]] = xfmr.matmul %{{.*}}, %arg2 {transpose_rhs} : (tensor<2x4x16xf32>, tensor<8x16xf32>) -> tensor<2x4x8xf32>
+// WRT: return %{{.*}}, %[[DX]],
+func.func @loss(%x: tensor<2x4x8xf32> {xfmr.input = "x"}, %t: tensor<2x4xi32> {xfmr.input = "t"},
+                %w: tensor<8x16xf32> {xfmr.param = "w"}, %b: tensor<16xf32> {xfmr.param = "b"},
+                %g: tensor<16xf32> {xfmr.param = "g"}, %beta: tensor<16xf32> {xfmr.param = "beta"})
+    -> (tensor<f32> {xfmr.output = "loss"}) {
+  %h = xfmr.linear %x, %w, %b : (tensor<2x4x8xf32>, tensor<8x16xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>
+  %a = xfmr.relu %h : tensor<2x4x16xf32>
+  %n = xfmr.layer_norm %a, %g, %beta : (tensor<2x4x16xf32>, tensor<16xf32>, tensor<16xf32>) -> tensor<2x4x16xf32>
+  %s = xfmr.softmax %n {axis = -1 : i64} : tensor<2x4x16xf32>
+  %l = xfmr.cross_entropy %s, %t : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// Fused attention: the forward also returns the per-row logsumexp, which
+// the FlashAttention-2 backward takes instead of a probability matrix.
+// ATTN-LABEL: func.func @attention_grad
+// ATTN: %[[O:.*]], %[[LSE:.*]] = xfmr.fused_attention %arg0, %arg1, %arg2 {causal, scale = 2.500000e-01 : f64} {{.*}} -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
+// ATTN: xfmr.fused_attention_backward %arg0, %arg1, %arg2, %[[O]], %[[LSE]], %{{.*}} {causal, scale = 2.500000e-01 : f64}
+// ATTN-NOT: tensor<2x4x8x8xf32>
+// ATTN: return
+func.func @attention(%q: tensor<2x8x4x16xf32> {xfmr.param = "q"}, %k: tensor<2x8x4x16xf32> {xfmr.param = "k"},
+                     %v: tensor<2x8x4x16xf32> {xfmr.param = "v"}, %r: tensor<2x8x4x16xf32> {xfmr.input = "r"})
+    -> (tensor<f32> {xfmr.output = "loss"}) {
+  %o = xfmr.fused_attention %q, %k, %v {causal, scale = 0.25 : f64}
+       : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  %p = xfmr.mul %o, %r : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  %f = xfmr.reshape %p : (tensor<2x8x4x16xf32>) -> tensor<1024xf32>
+  %s = xfmr.reduce %f {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<1024xf32>) -> tensor<1xf32>
+  %l = xfmr.reshape %s : (tensor<1xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+func.func @scores(%x: tensor<4xf32> {xfmr.param = "x"}) -> tensor<4xf32> {
+  %y = xfmr.relu %x : tensor<4xf32>
+  return %y : tensor<4xf32>
+}
