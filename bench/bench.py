@@ -2,11 +2,16 @@
 """xfmr CPU benchmark: one table of xfmr against PyTorch (eager, fp32) and the
 machine's FMA peak, measured in the same run.
 
-  bench.py [--build DIR] [--quick]
+  bench.py [--build DIR] [--quick] [--only NAME,...]
 
 Workloads: GPT-2 small block forward at seq 128/512/2048, the 12-block stack
-at seq 128, causal attention (12 heads x 64) at seq 512/2048/4096. FLOPs are
-2*M*N*K per matmul; attention counts the full seq^2 (causal work is half).
+at seq 128, causal attention (12 heads x 64) at seq 512/2048/4096, forward +
+backward of one GPT-2 small block at seq 128/512 (xfmrc --grad against
+PyTorch autograd; the row also gives the ratio to xfmr's own forward), and
+the training step of examples/reverse-sequence (the compiled trainer against
+the same model, optimizer and batches in PyTorch). FLOPs are 2*M*N*K per
+matmul, 3x the forward for forward + backward; attention counts the full
+seq^2 (causal work is half).
 PyTorch runs with Debian's OpenMP OpenBLAS (libopenblas0-openmp); outputs of
 both are cross-checked. Times are the minimum over the repeats.
 """
@@ -29,6 +34,13 @@ import safetensors_io  # noqa: E402
 
 OPENBLAS_OPENMP = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
 TIMING = re.compile(r"min ([0-9.]+) ms, median ([0-9.]+) ms, peak extra memory (-?[0-9]+) bytes")
+
+
+REVERSE = os.path.join(ROOT, "examples", "reverse-sequence")
+# Forward FLOPs of the reverse-sequence model per step (batch 32 x 16 tokens,
+# d 32, 2 blocks with FFN 128, 2 heads of 16, a 10-way head).
+REVERSE_TOKENS = 32 * 16
+REVERSE_FLOPS = 2 * REVERSE_TOKENS * (2 * (4 * 32 * 32 + 2 * 32 * 128) + 32 * 10) + 2 * 4 * 32 * 2 * 16 * 16 * 16
 
 
 def block_flops(seq):
@@ -65,8 +77,12 @@ class Workload:
 
     def prepare(self, xfmrc, workdir):
         stem = os.path.join(workdir, self.name)
+        flags = []
         if self.kind == "attention":
             source = models.attention_mlir(self.seq)
+        elif self.kind == "grad":
+            source, _ = models.gpt2_block_loss_mlir(self.seq)
+            flags = ["--grad", "--grad-inputs=x"]
         else:
             source, _ = models.gpt2_stack_mlir(self.seq, self.blocks)
         with open(stem + ".mlir", "w") as f:
@@ -75,7 +91,7 @@ class Workload:
         safetensors_io.write(self.inputs, models.random_inputs(self.kind, self.seq, self.blocks))
         self.binary = stem
         start = time.perf_counter()
-        run([xfmrc, stem + ".mlir", "-o", self.binary])
+        run([xfmrc, stem + ".mlir", "-o", self.binary] + flags)
         self.compile_seconds = time.perf_counter() - start
         self.stem = stem
 
@@ -99,9 +115,32 @@ class Workload:
         return float(minimum), int(extra)
 
     def discrepancy(self):
-        got = next(iter(self.xfmr_output.values()))
+        got = self.xfmr_output["grad:x"] if self.kind == "grad" else next(iter(self.xfmr_output.values()))
         want = self.torch_output
         return float(np.max(np.abs(got - want)) / max(1e-30, np.max(np.abs(want))))
+
+
+def reverse_task(xfmrc, workdir, threads, steps=600):
+    """ms per training step of examples/reverse-sequence: the compiled trainer
+    and PyTorch, each the mean over `steps` steps, and each one's held-out
+    token accuracy after them."""
+    data = os.path.join(workdir, "reverse-data")
+    trainer = os.path.join(workdir, "reverse-train")
+    if not os.path.exists(trainer):
+        run(["/usr/bin/python3", os.path.join(REVERSE, "make_data.py"), data])
+        run([xfmrc, "--train", os.path.join(REVERSE, "model.json"), "--batch=32", "--lr=1e-3",
+             "--warmup-steps=100", f"--steps={steps}", "-o", trainer])
+    out = run([trainer, f"--train={data}/train.txt", f"--eval={data}/eval.txt", f"--steps={steps}",
+               f"--log-every={steps}", f"--threads={threads}"]).stdout
+    xfmr_ms = float(re.search(r"([0-9.]+) ms/step", out).group(1))
+    xfmr_acc = float(re.search(r"token accuracy ([0-9.]+)%", out).group(1))
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads),
+               LD_LIBRARY_PATH=OPENBLAS_OPENMP + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
+    out = run(["/usr/bin/python3", os.path.join(HERE, "reverse_torch.py"), f"{data}/train.txt",
+               f"{data}/eval.txt", str(steps), str(threads)], env=env).stdout
+    torch_ms = float(re.search(r"mean ([0-9.]+) ms", out).group(1))
+    torch_acc = float(re.search(r"token accuracy ([0-9.]+)%", out).group(1))
+    return xfmr_ms, torch_ms, xfmr_acc, torch_acc
 
 
 def main():
@@ -109,6 +148,8 @@ def main():
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--quick", action="store_true", help="fewer, smaller workloads")
+    parser.add_argument("--only", default="", help="comma-separated workload names (and/or "
+                        "'reverse-train', 'compile')")
     args = parser.parse_args()
     xfmrc = os.path.join(args.build, "bin", "xfmrc")
     workdir = os.path.join(args.build, "bench")
@@ -123,22 +164,29 @@ def main():
                  Workload("stack12-128", "block", 128, 12, 12 * block_flops(128), 3),
                  Workload("attention-512", "attention", 512, 0, attention_flops(512), 5),
                  Workload("attention-2048", "attention", 2048, 0, attention_flops(2048), 2),
-                 Workload("attention-4096", "attention", 4096, 0, attention_flops(4096), 1)]
+                 Workload("attention-4096", "attention", 4096, 0, attention_flops(4096), 1),
+                 Workload("block-grad-128", "grad", 128, 1, 3 * block_flops(128), 10),
+                 Workload("block-grad-512", "grad", 512, 1, 3 * block_flops(512), 3)]
+    only = set(filter(None, args.only.split(",")))
     if args.quick:
-        workloads = [w for w in workloads if w.name in ("block-128", "attention-512")]
+        only = {"block-128", "attention-512", "reverse-train"}
+    if only:
+        workloads = [w for w in workloads if w.name in only]
+    forward_ms = {}
 
     peaks = {t: fma_peak(workdir, t) for t in (1, 2)}
     print(f"fp32 FMA peak: {peaks[1]:.1f} GFLOP/s (1 thread), {peaks[2]:.1f} GFLOP/s (2 threads)")
 
-    # Compile time of the full 12-layer GPT-2 small model from its config.
-    config = os.path.join(workdir, "gpt2-small.json")
-    with open(config, "w") as f:
-        f.write('{"model_type": "gpt2", "n_layer": 12, "n_head": 12, "n_embd": 768, '
-                '"vocab_size": 50257, "n_positions": 1024}\n')
-    start = time.perf_counter()
-    run([xfmrc, config, "--seq-len=128", "-o", os.path.join(workdir, "gpt2-small")])
-    print(f"compile GPT-2 small (12 layers, seq 128, config.json -> executable): "
-          f"{time.perf_counter() - start:.1f} s")
+    if not only or "compile" in only:
+        # Compile time of the full 12-layer GPT-2 small model from its config.
+        config = os.path.join(workdir, "gpt2-small.json")
+        with open(config, "w") as f:
+            f.write('{"model_type": "gpt2", "n_layer": 12, "n_head": 12, "n_embd": 768, '
+                    '"vocab_size": 50257, "n_positions": 1024}\n')
+        start = time.perf_counter()
+        run([xfmrc, config, "--seq-len=128", "-o", os.path.join(workdir, "gpt2-small")])
+        print(f"compile GPT-2 small (12 layers, seq 128, config.json -> executable): "
+              f"{time.perf_counter() - start:.1f} s")
 
     header = (f"{'workload':<16}{'thr':>4}{'GFLOP':>8}{'xfmr ms':>10}{'torch ms':>10}"
               f"{'speedup':>9}{'xfmr GF/s':>11}{'%peak':>7}{'torch %pk':>10}"
@@ -150,6 +198,8 @@ def main():
         for threads in (2, 1):
             xfmr_ms, xfmr_mem = w.time_xfmr(threads)
             torch_ms, torch_mem = w.time_torch(threads)
+            if w.kind == "block":
+                forward_ms[(w.seq, w.blocks, threads)] = xfmr_ms
             gflop = w.flops * 1e-9
             print(f"{w.name:<16}{threads:>4}{gflop:>8.2f}{xfmr_ms:>10.2f}{torch_ms:>10.2f}"
                   f"{torch_ms / xfmr_ms:>8.2f}x{gflop / xfmr_ms * 1e3:>11.1f}"
@@ -157,7 +207,22 @@ def main():
                   f"{100 * gflop / torch_ms * 1e3 / peaks[threads]:>9.1f}%"
                   f"{xfmr_mem / 2**20:>10.1f}{torch_mem / 2**20:>10.1f}{w.discrepancy():>9.1e}",
                   flush=True)
+            if w.kind == "grad" and (w.seq, 1, threads) in forward_ms:
+                print(f"{'':<16}    forward + backward = {xfmr_ms / forward_ms[(w.seq, 1, threads)]:.2f}x "
+                      f"xfmr's forward ({threads} thr)")
         print(f"{'':<16}    (compiled in {w.compile_seconds:.1f} s)")
+    if not only or "reverse-train" in only:
+        print("reverse-sequence training step (examples/reverse-sequence, batch 32, mean over 600 "
+              "steps)")
+        for threads in (2, 1):
+            xfmr_ms, torch_ms, xfmr_acc, torch_acc = reverse_task(xfmrc, workdir, threads)
+            gflop = 3 * REVERSE_FLOPS * 1e-9
+            print(f"{'reverse-train':<16}{threads:>4}{gflop:>8.3f}{xfmr_ms:>10.2f}{torch_ms:>10.2f}"
+                  f"{torch_ms / xfmr_ms:>8.2f}x{gflop / xfmr_ms * 1e3:>11.1f}"
+                  f"{100 * gflop / xfmr_ms * 1e3 / peaks[threads]:>6.1f}%"
+                  f"{100 * gflop / torch_ms * 1e3 / peaks[threads]:>9.1f}%"
+                  f"   held-out token accuracy: xfmr {xfmr_acc:.2f}%, torch {torch_acc:.2f}%",
+                  flush=True)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,22 @@ def gpt2_stack_mlir(seq, blocks):
     return "\n".join(lines) + "\n", params
 
 
+def gpt2_block_loss_mlir(seq):
+    """One GPT-2 block as a loss, sum(block(x) * r), for timing forward +
+    backward (xfmrc --grad): the gradient that reaches the block is r."""
+    source, params = gpt2_stack_mlir(seq, 1)
+    x = _tensor((1, seq, D))
+    source = source.replace("func.func @forward(%x", f"func.func @loss(%r: {x} {{xfmr.input = \"r\"}}, %x")
+    source = source.replace(f"-> ({x} {{xfmr.output = \"y\"}})", "-> (tensor<f32> {xfmr.output = \"loss\"})")
+    source = source.replace(f"  return %b0out : {x}\n", f"""  %prod = xfmr.mul %b0out, %r : ({x}, {x}) -> {x}
+  %flat = xfmr.reshape %prod : ({x}) -> tensor<{seq * D}xf32>
+  %sum = xfmr.reduce %flat {{kind = #xfmr.reduce_kind<sum>, axis = 0}} : (tensor<{seq * D}xf32>) -> tensor<1xf32>
+  %loss = xfmr.reshape %sum : (tensor<1xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+""")
+    return source, params
+
+
 def attention_mlir(seq):
     """Causal attention written as tutorial code writes it."""
     qkv = _tensor((1, HEADS, seq, 64))
@@ -82,6 +98,8 @@ def random_inputs(kind, seq, blocks=1, seed=0):
     if kind == "attention":
         return {n: rng.standard_normal((1, HEADS, seq, 64)).astype(np.float32) for n in "qkv"}
     tensors = {"x": rng.standard_normal((1, seq, D)).astype(np.float32)}
+    if kind == "grad":
+        tensors["r"] = rng.standard_normal((1, seq, D)).astype(np.float32)
     for b in range(blocks):
         for name, shape in block_params(f"h.{b}."):
             if name.endswith("ln_1.weight") or name.endswith("ln_2.weight"):

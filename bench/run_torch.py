@@ -24,6 +24,13 @@ inputs = {k: torch.from_numpy(np.array(v)) for k, v in safetensors_io.read(input
 
 
 def run():
+    if kind == "grad":
+        # Forward + backward of sum(block(x) * r), gradients of x and weights.
+        leaves = {k: v.requires_grad_(k != "r") for k, v in inputs.items()}
+        for v in leaves.values():
+            v.grad = None
+        (models.torch_stack(leaves, 1) * leaves["r"]).sum().backward()
+        return leaves["x"].grad
     with torch.no_grad():
         if kind == "attention":
             return models.torch_attention(inputs["q"], inputs["k"], inputs["v"])

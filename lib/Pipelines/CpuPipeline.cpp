@@ -53,6 +53,7 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
   pm.addPass(createConvertXfmrToCpuKernels(kernels));
   pm.addPass(createConvertXfmrToLinalg());
   pm.addPass(createConvertElementwiseToLinalgPass());
+  pm.addPass(createXfmrCollapseLinalgDims());
   // No CSE from here to bufferization: the kernels read tensors through
   // `bufferization.to_buffer` right where they run, and CSE would merge a
   // late read into an earlier identical one, hiding it from the
@@ -101,7 +102,12 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
   pm.addPass(arith::createArithExpandOpsPass(expand));
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  // aligned_alloc rather than malloc plus pointer arithmetic: the result
+  // keeps its noalias provenance, so LLVM can vectorize loops that read one
+  // buffer and write another.
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useAlignedAlloc = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
   pm.addPass(createSCFToControlFlowPass());
   // Functions before OpenMP: convert-openmp-to-llvm would otherwise convert
   // them with the default (descriptor) memref convention.

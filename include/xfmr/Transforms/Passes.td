@@ -153,4 +153,20 @@ def XfmrTrainStep : Pass<"xfmr-train-step", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def XfmrCollapseLinalgDims : Pass<"xfmr-collapse-linalg-dims"> {
+  let summary = "Merge loop dimensions of linalg.generic that are contiguous in every operand";
+  let description = [{
+    An elementwise op on a [32, 16, 32] tensor becomes one on [16384] (a
+    tensor.collapse_shape of each operand, which bufferizes to a view, and
+    an expand_shape of the result). Its loop nest is then one long loop
+    that LLVM vectorizes, instead of a nest whose short innermost loop LLVM
+    unrolls into scalar code. Adjacent dimensions merge when they have the
+    same iterator type and are adjacent, in order, in every indexing map
+    (so broadcasts and reductions keep the dimensions they need). Ops with
+    a constant in an indexing map (broadcast through a unit dim) are left
+    alone.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
+}
+
 #endif // XFMR_TRANSFORMS_PASSES_TD

@@ -32,6 +32,7 @@
 
 #include "Kernels.h"
 
+#include <algorithm>
 #include <limits>
 
 using namespace mlir;
@@ -41,7 +42,9 @@ using namespace xfmr::cpu;
 namespace {
 
 constexpr int64_t kBlockQ = 64;
-constexpr int64_t kBlockK = 64;
+/// Keys per block, fewer for short key sequences (rounded up to a panel of
+/// 2 vectors), which would otherwise compute mostly padding.
+constexpr int64_t kMaxBlockK = 64;
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 /// What the forward and backward kernels share: the geometry, operand
@@ -58,7 +61,9 @@ public:
     seqQ = q.getDimSize(d.seq);
     headDim = q.getDimSize(d.headDim);
     seqK = k.getDimSize(d.seq);
-    paddedK = (seqK + kBlockK - 1) / kBlockK * kBlockK;
+    int64_t panel = 2 * lanes;
+    blockK = std::min(kMaxBlockK, (seqK + panel - 1) / panel * panel);
+    paddedK = (seqK + blockK - 1) / blockK * blockK;
   }
 
 protected:
@@ -87,12 +92,12 @@ protected:
   /// so a block's 64 x head_dim values are 16 contiguous KiB rather than
   /// rows strided through the whole sequence (pages and prefetch).
   Value packTransposedBlocks(Value source, Value bi, Value hi) {
-    Value packed = kb.allocate({paddedK / kBlockK, headDim, kBlockK}, f32());
+    Value packed = kb.allocate({paddedK / blockK, headDim, blockK}, f32());
     kb.forLoop(kb.index(0), kb.index(paddedK), 1, [&](Value j) {
       Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, kb.index(seqK));
       Value row = kb.mini(j, kb.index(seqK - 1));
-      Value block = arith::DivUIOp::create(b, loc, j, kb.index(kBlockK));
-      Value inBlock = arith::RemUIOp::create(b, loc, j, kb.index(kBlockK));
+      Value block = arith::DivUIOp::create(b, loc, j, kb.index(blockK));
+      Value inBlock = arith::RemUIOp::create(b, loc, j, kb.index(blockK));
       kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
         Value value = kb.load(source, at(bi, row, hi, c));
         kb.store(kb.select(valid, value, kb.f32(0.0)), packed, {block, c, inBlock});
@@ -120,11 +125,11 @@ protected:
 
   /// Number of key blocks a query block starting at q0 with `rows` rows sees.
   Value keyBlockCount(Value q0, int64_t rows) {
-    Value all = kb.index(paddedK / kBlockK);
+    Value all = kb.index(paddedK / blockK);
     if (!in.causal)
       return all;
     Value end = kb.addi(q0, kb.index(rows + seqK - seqQ));
-    Value blocks = arith::CeilDivUIOp::create(b, loc, end, kb.index(kBlockK));
+    Value blocks = arith::CeilDivUIOp::create(b, loc, end, kb.index(blockK));
     return arith::MinUIOp::create(b, loc, blocks, all);
   }
 
@@ -132,10 +137,10 @@ protected:
   /// block at q0, so need no masking: those before seq_k and, when causal,
   /// before the diagonal.
   Value unmaskedBlockCount(Value q0) {
-    Value unmasked = kb.index(seqK / kBlockK);
+    Value unmasked = kb.index(seqK / blockK);
     if (in.causal)
       unmasked = kb.mini(unmasked, arith::DivUIOp::create(b, loc, kb.addi(q0, kb.index(seqK - seqQ + 1)),
-                                                          kb.index(kBlockK)));
+                                                          kb.index(blockK)));
     return unmasked;
   }
 
@@ -157,7 +162,7 @@ protected:
   void emitBlockProduct(Value lhs, Value row0, Value packed, Value block, int64_t rows,
                         Value dest) {
     int64_t panel = 2 * lanes;
-    for (int64_t p = 0; p < kBlockK / panel; ++p) {
+    for (int64_t p = 0; p < blockK / panel; ++p) {
       Value col = kb.index(p * panel);
       kb.forRowTiles(kb.index(0), rows, kb.cpu().tileRows(), [&](Value row, int64_t tileRows) {
         Tile tile{tileRows, 2, {}};
@@ -224,7 +229,7 @@ protected:
       limit = kb.mini(limit, kb.addi(qi, kb.index(seqK - seqQ + 1)));
     Value limitVector = vector::BroadcastOp::create(b, loc, iotaType, limit);
     SmallVector<Value> row;
-    for (int64_t v = 0; v < kBlockK / lanes; ++v) {
+    for (int64_t v = 0; v < blockK / lanes; ++v) {
       Value j0 = kb.addi(k0, kb.index(v * lanes));
       Value score = kb.loadVector(scores, {i, kb.index(v * lanes)});
       if (in.keyBias)
@@ -268,7 +273,7 @@ protected:
   Location loc;
   const AttentionOperands &in;
   int64_t lanes;
-  int64_t batch, heads, seqQ, seqK, headDim, paddedK;
+  int64_t batch, heads, seqQ, seqK, headDim, blockK, paddedK;
 };
 
 class ForwardKernel : AttentionKernelBase {
@@ -279,7 +284,7 @@ public:
     forEachPair([&](Value bi, Value hi) {
       Value keysT = packTransposedBlocks(in.k, bi, hi);
       Value values = packRows(in.v, bi, hi, seqK, paddedK, 1.0);
-      Scratch scratch{kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ, kBlockK}, f32()),
+      Scratch scratch{kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ, blockK}, f32()),
                       kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ}, f32()),
                       kb.allocate({kBlockQ}, f32())};
       kb.forRowTiles(kb.index(0), seqQ, kBlockQ, [&](Value q0, int64_t rows) {
@@ -309,11 +314,11 @@ private:
       kb.store(kb.f32(0.0), s.sum, {i});
     });
     kb.forLoop(kb.index(0), keyBlockCount(q0, rows), 1, [&](Value block) {
-      Value k0 = kb.muli(block, kBlockK);
+      Value k0 = kb.muli(block, blockK);
       emitBlockProduct(s.queries, kb.index(0), keysT, block, rows, s.scores);
       ifMasked(block, q0, [&](bool masked) { emitSoftmaxUpdate(bi, hi, s, q0, k0, rows, masked); });
       // O += P V over the block's keys before seq_k.
-      Value kEnd = kb.mini(kb.addi(k0, kb.index(kBlockK)), kb.index(seqK));
+      Value kEnd = kb.mini(kb.addi(k0, kb.index(blockK)), kb.index(seqK));
       emitAccumulate(
           s.output, kb.index(0), rows, k0, kEnd,
           [&](Value i, Value key) {
@@ -385,13 +390,13 @@ public:
       p.queries = packRows(in.q, bi, hi, seqQ, seqQ, in.scale);
       p.gradOut = packRows(in.gradOut, bi, hi, seqQ, seqQ, 1.0);
       p.gradQ = kb.allocate({seqQ, headDim}, f32());
-      p.probs = kb.allocate({kBlockQ, kBlockK}, f32());
-      p.gradScores = kb.allocate({kBlockQ, kBlockK}, f32());
-      p.gradK = kb.allocate({kBlockK, headDim}, f32());
-      p.gradV = kb.allocate({kBlockK, headDim}, f32());
+      p.probs = kb.allocate({kBlockQ, blockK}, f32());
+      p.gradScores = kb.allocate({kBlockQ, blockK}, f32());
+      p.gradK = kb.allocate({blockK, headDim}, f32());
+      p.gradV = kb.allocate({blockK, headDim}, f32());
       emitRowTerms(p);
       zeroRows(p.gradQ, kb.index(seqQ));
-      kb.forLoop(kb.index(0), kb.index(paddedK / kBlockK), 1, [&](Value block) {
+      kb.forLoop(kb.index(0), kb.index(paddedK / blockK), 1, [&](Value block) {
         emitKeyBlock(p, block);
       });
       kb.forLoop(kb.index(0), kb.index(seqQ), 1, [&](Value i) {
@@ -444,9 +449,9 @@ private:
   }
 
   void emitKeyBlock(Pair &p, Value block) {
-    Value k0 = kb.muli(block, kBlockK);
-    zeroRows(p.gradK, kb.index(kBlockK));
-    zeroRows(p.gradV, kb.index(kBlockK));
+    Value k0 = kb.muli(block, blockK);
+    zeroRows(p.gradK, kb.index(blockK));
+    zeroRows(p.gradV, kb.index(blockK));
     // Query blocks that see this key block: from the first row i with
     // k0 <= i + seq_k - seq_q (causal), to the end.
     Value firstBlock = kb.index(0);
@@ -463,7 +468,7 @@ private:
     if (int64_t tail = seqQ % kBlockQ)
       emitTile(p, block, kb.index(fullBlocks * kBlockQ), tail);
     // Write dK, dV for the block's keys before seq_k.
-    Value rows = kb.mini(kb.index(kBlockK), kb.index(seqK));
+    Value rows = kb.mini(kb.index(blockK), kb.index(seqK));
     rows = kb.mini(rows, arith::SubIOp::create(b, loc, kb.index(seqK), k0));
     kb.forLoop(kb.index(0), rows, 1, [&](Value j) {
       Value key = kb.addi(k0, j);
@@ -478,7 +483,7 @@ private:
 
   /// The contributions of the (query block at q0, key block) tile.
   void emitTile(Pair &p, Value block, Value q0, int64_t rows) {
-    Value k0 = kb.muli(block, kBlockK);
+    Value k0 = kb.muli(block, blockK);
     emitBlockProduct(p.queries, q0, p.keysT, block, rows, p.probs);
     emitBlockProduct(p.gradOut, q0, p.valuesT, block, rows, p.gradScores);
     ifMasked(block, q0, [&](bool masked) {
@@ -506,13 +511,13 @@ private:
       };
     };
     // dV += P^T dO and dK += dS^T (scale Q), over the tile's query rows.
-    emitAccumulate(p.gradV, zero, kBlockK, zero, kb.index(rows), transposedTile(p.probs),
+    emitAccumulate(p.gradV, zero, blockK, zero, kb.index(rows), transposedTile(p.probs),
                    rowsOf(p.gradOut, q0));
-    emitAccumulate(p.gradK, zero, kBlockK, zero, kb.index(rows), transposedTile(p.gradScores),
+    emitAccumulate(p.gradK, zero, blockK, zero, kb.index(rows), transposedTile(p.gradScores),
                    rowsOf(p.queries, q0));
     // dQ += dS (scale K), over the block's keys.
     emitAccumulate(
-        p.gradQ, q0, rows, zero, kb.index(kBlockK),
+        p.gradQ, q0, rows, zero, kb.index(blockK),
         [&](Value i, Value key) { return kb.load(p.gradScores, {i, key}); },
         rowsOf(p.keys, k0));
   }
