@@ -102,13 +102,18 @@ struct TrainStepPass : xfmr::impl::XfmrTrainStepBase<TrainStepPass> {
       states.push_back({state, named("xfmr.state", (weight + "." + kind).str())});
       return state;
     };
+    // Each optimizer's state tensors per weight, in the order its update op
+    // takes and returns them.
+    SmallVector<StringRef, 2> stateKinds;
+    if (optimizer == "adamw")
+      stateKinds = {"exp_avg", "exp_avg_sq"};
+    else
+      stateKinds = {"momentum_buffer"};
     SmallVector<SmallVector<Value, 2>> weightStates;
     for (auto &entry : gradients) {
       SmallVector<Value, 2> own;
-      if (optimizer == "adamw")
-        own = {addState(entry.first, "exp_avg"), addState(entry.first, "exp_avg_sq")};
-      else
-        own = {addState(entry.first, "momentum_buffer")};
+      for (StringRef kind : stateKinds)
+        own.push_back(addState(entry.first, kind));
       weightStates.push_back(own);
     }
     llvm::append_range(args, states);
@@ -143,21 +148,20 @@ struct TrainStepPass : xfmr::impl::XfmrTrainStepBase<TrainStepPass> {
       Value param = params[weight];
       if (cast<RankedTensorType>(param.getType()).getElementType() != elementType)
         return grad.emitError("xfmr-train-step: weights of mixed element types");
-      if (optimizer == "adamw") {
-        auto update = AdamWUpdateOp::create(
-            b, loc, param, gradient, own[0], own[1], lr, stepArg, norm, b.getF64FloatAttr(beta1),
-            b.getF64FloatAttr(beta2), b.getF64FloatAttr(epsilon), b.getF64FloatAttr(weightDecay),
-            clipTo);
-        updated(update.getNewParam(), weight);
-        updated(update.getNewExpAvg(), weight + ".exp_avg");
-        updated(update.getNewExpAvgSq(), weight + ".exp_avg_sq");
-      } else {
-        auto update = SgdUpdateOp::create(b, loc, param, gradient, own[0], lr, norm,
-                                          b.getF64FloatAttr(momentum),
-                                          b.getF64FloatAttr(weightDecay), clipTo);
-        updated(update.getNewParam(), weight);
-        updated(update.getNewMomentumBuffer(), weight + ".momentum_buffer");
-      }
+      Operation *update;
+      if (optimizer == "adamw")
+        update = AdamWUpdateOp::create(b, loc, param, gradient, own[0], own[1], lr, stepArg, norm,
+                                       b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
+                                       b.getF64FloatAttr(epsilon),
+                                       b.getF64FloatAttr(weightDecay), clipTo);
+      else
+        update = SgdUpdateOp::create(b, loc, param, gradient, own[0], lr, norm,
+                                     b.getF64FloatAttr(momentum), b.getF64FloatAttr(weightDecay),
+                                     clipTo);
+      // Results: the new parameter, then the new states.
+      updated(update->getResult(0), weight);
+      for (auto [kind, state] : llvm::zip_equal(stateKinds, update->getResults().drop_front()))
+        updated(state, weight + "." + kind.str());
     }
 
     SmallVector<Value> returned;

@@ -12,8 +12,11 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <malloc.h>
 #include <optional>
 #include <sstream>
+
+extern "C" void omp_set_num_threads(int) __attribute__((weak));
 
 using namespace xfmr::rt;
 
@@ -208,4 +211,44 @@ int64_t xfmr::rt::parseCount(const char *flag, const std::string &text, int64_t 
     fail(std::string("flag ") + flag + " needs an integer in [0, " + std::to_string(max) +
          "], got '" + text + "'");
   return parsed;
+}
+
+const InputRole *xfmr::rt::roleOf(const std::string &name) {
+  static constexpr InputRole roles[] = {
+      {"input_ids", 0, false, true},
+      {"attention_mask", 0, true, false},
+      {"token_type_ids", 0, false, false},
+      {"decoder_input_ids", 1, false, true},
+      {"decoder_attention_mask", 1, true, false},
+  };
+  for (const InputRole &role : roles)
+    if (name == role.name)
+      return &role;
+  return nullptr;
+}
+
+bool xfmr::rt::wantsHelp(int argc, char **argv) {
+  for (int i = 1; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h"))
+      return true;
+  return false;
+}
+
+void xfmr::rt::setThreads(int threads) {
+  if (threads > 0 && omp_set_num_threads)
+    omp_set_num_threads(threads);
+}
+
+int xfmr::rt::runCommandLine(const char *argv0, const std::function<int()> &body) {
+  // Models allocate their intermediate tensors on every call. Served by
+  // mmap, each would cost fresh zeroed pages per call; kept in the heap they
+  // are reused.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  try {
+    return body();
+  } catch (const Failure &failure) {
+    std::fprintf(stderr, "%s: error: %s\n", argv0, failure.message.c_str());
+    return 1;
+  }
 }

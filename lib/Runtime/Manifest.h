@@ -12,6 +12,7 @@
 #include "xfmr-rt/xfmr_runtime.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -87,6 +88,27 @@ bool flagValue(int argc, char **argv, int &i, const char *flag, std::string &val
 
 /// A non-negative integer flag value no larger than `max`.
 int64_t parseCount(const char *flag, const std::string &text, int64_t max = int64_t(1) << 40);
+
+/// How a model input is filled from a line of a token file.
+struct InputRole {
+  const char *name;
+  int segment;     // 0: before '|', 1: after
+  bool isMask;     // 1 for real tokens, 0 for padding
+  bool isTokenIds; // otherwise zeros (token_type_ids)
+};
+
+/// The role of the input called `name`, or null if a token file cannot fill it.
+const InputRole *roleOf(const std::string &name);
+
+/// Whether the command line asks for --help (or -h).
+bool wantsHelp(int argc, char **argv);
+
+/// Sets the OpenMP thread count; 0 keeps the default.
+void setThreads(int threads);
+
+/// Runs `body` as a program's main: with the heap tuned for per-call
+/// temporaries, and a Failure reported as `argv0: error: ...`, exit code 1.
+int runCommandLine(const char *argv0, const std::function<int()> &body);
 
 } // namespace xfmr::rt
 

@@ -21,7 +21,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <malloc.h>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -31,36 +30,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-extern "C" void omp_set_num_threads(int) __attribute__((weak));
-
 using namespace xfmr::rt;
 
 namespace {
 
 constexpr size_t kErrorSize = 512;
-
-/// How the runner fills a model input from the token file.
-struct InputRole {
-  const char *name;
-  int segment;     // 0: before '|', 1: after
-  bool isMask;     // 1 for real tokens, 0 for padding
-  bool isTokenIds; // otherwise zeros (token_type_ids)
-};
-
-constexpr InputRole kInputRoles[] = {
-    {"input_ids", 0, false, true},
-    {"attention_mask", 0, true, false},
-    {"token_type_ids", 0, false, false},
-    {"decoder_input_ids", 1, false, true},
-    {"decoder_attention_mask", 1, true, false},
-};
-
-const InputRole *roleOf(const std::string &name) {
-  for (const InputRole &role : kInputRoles)
-    if (name == role.name)
-      return &role;
-  return nullptr;
-}
 
 struct Options {
   std::string weights, input = "-", output = "-", format;
@@ -136,11 +110,10 @@ public:
       : argv0(argv0), manifest(manifest), entry(entry) {}
 
   int run(int argc, char **argv) {
-    for (int i = 1; i < argc; ++i)
-      if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-        printHelp(argv0, manifest);
-        return 0;
-      }
+    if (wantsHelp(argc, argv)) {
+      printHelp(argv0, manifest);
+      return 0;
+    }
     options = parseOptions(argc, argv);
     if (options.info) {
       printInfo();
@@ -153,8 +126,7 @@ public:
                                  [](const ArgSpec &a) { return a.kind == ArgSpec::Kind::Param; });
     if (options.weights.empty() && hasParams)
       fail("missing --weights=FILE.safetensors (see --help)");
-    if (options.threads > 0 && omp_set_num_threads)
-      omp_set_num_threads(options.threads);
+    setThreads(options.threads);
     if (hasParams)
       params = loadWeights(manifest, options.weights);
     if (tensorMode) {
@@ -547,16 +519,8 @@ private:
 extern "C" int xfmr_runner_main(int argc, char **argv, const char *manifestJson,
                                 void (*entry)(void **)) {
   const char *argv0 = argc > 0 ? argv[0] : "model";
-  // Models allocate their intermediate tensors on every call. Served by
-  // mmap, each would cost fresh zeroed pages per call; kept in the heap they
-  // are reused.
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  try {
+  return runCommandLine(argv0, [&] {
     Manifest manifest = parseManifest(manifestJson);
     return Runner(argv0, manifest, entry).run(argc, argv);
-  } catch (const Failure &failure) {
-    std::fprintf(stderr, "%s: error: %s\n", argv0, failure.message.c_str());
-    return 1;
-  }
+  });
 }

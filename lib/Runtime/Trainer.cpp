@@ -20,10 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <malloc.h>
 #include <random>
-
-extern "C" void omp_set_num_threads(int) __attribute__((weak));
 
 using namespace xfmr::rt;
 
@@ -131,13 +128,8 @@ Layout layoutOf(const Manifest &manifest) {
   Layout layout;
   for (const ArgSpec &arg : manifest.args) {
     if (arg.kind == ArgSpec::Kind::Input) {
-      static const char *const tokenInputs[] = {"input_ids", "attention_mask", "token_type_ids",
-                                               "decoder_input_ids", "decoder_attention_mask",
-                                               "labels"};
-      bool token = std::find_if(std::begin(tokenInputs), std::end(tokenInputs),
-                                [&](const char *n) { return arg.name == n; }) !=
-                   std::end(tokenInputs);
-      if (!token) {
+      const InputRole *role = roleOf(arg.name);
+      if (!role && arg.name != "labels") {
         if ((arg.name == "dropout_seed" || arg.name == "step") && arg.shape.empty() &&
             arg.dtype == XFMR_DTYPE_I64)
           continue;
@@ -150,11 +142,10 @@ Layout layoutOf(const Manifest &manifest) {
       if (layout.batch && arg.shape[0] != layout.batch)
         fail("model inputs disagree on the batch size");
       layout.batch = arg.shape[0];
-      bool decoder = arg.name.rfind("decoder_", 0) == 0;
-      if (arg.name == "labels")
+      if (!role)
         layout.labelLength = arg.shape[1];
       else
-        (decoder ? layout.targetLength : layout.sourceLength) = arg.shape[1];
+        (role->segment ? layout.targetLength : layout.sourceLength) = arg.shape[1];
       if (arg.name == "input_ids")
         layout.sourceVocab = arg.vocabSize;
       if (arg.name == "decoder_input_ids")
@@ -277,30 +268,21 @@ public:
       for (int64_t row = 0; row < layout.batch; ++row) {
         const Example *example =
             row < static_cast<int64_t>(rows.size()) ? &examples[rows[row]] : nullptr;
-        const std::vector<int32_t> *ids = nullptr;
-        int32_t fill = 0;
-        bool mask = false;
-        if (arg.name == "input_ids" || arg.name == "attention_mask") {
-          ids = example ? &example->sourceIds : nullptr;
-          fill = static_cast<int32_t>(padTokenId);
-          mask = arg.name == "attention_mask";
-        } else if (arg.name == "decoder_input_ids" || arg.name == "decoder_attention_mask") {
-          ids = example ? &example->targetIds : nullptr;
-          fill = static_cast<int32_t>(padTokenId);
-          mask = arg.name == "decoder_attention_mask";
-        } else if (arg.name == "labels") {
-          ids = example ? &example->labels : nullptr;
-          fill = kIgnoreIndex;
-        }
+        const InputRole *role = roleOf(arg.name); // null: the labels
+        const std::vector<int32_t> *ids = !example ? nullptr
+                                          : !role  ? &example->labels
+                                          : role->segment ? &example->targetIds
+                                                          : &example->sourceIds;
         int64_t size = ids ? static_cast<int64_t>(ids->size()) : 0;
+        int32_t fill = role ? static_cast<int32_t>(padTokenId) : kIgnoreIndex;
         for (int64_t t = 0; t < length; ++t) {
           int32_t value = 0; // token_type_ids
-          if (mask)
-            value = t < size || (!ids && t == 0); // padding rows attend to one token
-          else if (ids || arg.name != "token_type_ids")
+          if (role && role->isMask)
+            value = t < size || (!example && t == 0); // padding rows attend to one token
+          else if (!role || role->isTokenIds)
             value = t < size ? (*ids)[t] : fill;
           values[row * length + t] = value;
-          if (arg.name == "labels" && value != kIgnoreIndex)
+          if (!role && value != kIgnoreIndex)
             ++labelled;
         }
       }
@@ -358,17 +340,15 @@ public:
         evaluateEntry(evaluateEntry) {}
 
   int run(int argc, char **argv) {
-    for (int i = 1; i < argc; ++i)
-      if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
-        printHelp(argv0, step);
-        return 0;
-      }
+    if (wantsHelp(argc, argv)) {
+      printHelp(argv0, step);
+      return 0;
+    }
     options = parseOptions(argc, argv);
     if (options.steps < 0)
       options.steps = static_cast<int64_t>(step.training.count("steps") ? step.training.at("steps")
                                                                         : 1000);
-    if (options.threads > 0 && omp_set_num_threads)
-      omp_set_num_threads(options.threads);
+    setThreads(options.threads);
     layout = layoutOf(step);
     Layout evalLayout = layoutOf(evaluation);
     if (evalLayout.batch != layout.batch || evalLayout.labelLength != layout.labelLength)
@@ -532,14 +512,9 @@ extern "C" int xfmr_trainer_main(int argc, char **argv, const char *trainStepMan
                                  void (*trainStep)(void **), const char *evaluateManifest,
                                  void (*evaluate)(void **)) {
   const char *argv0 = argc > 0 ? argv[0] : "train";
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  try {
+  return runCommandLine(argv0, [&] {
     Manifest step = parseManifest(trainStepManifest);
     Manifest evaluation = parseManifest(evaluateManifest);
     return Trainer(argv0, step, trainStep, evaluation, evaluate).run(argc, argv);
-  } catch (const Failure &failure) {
-    std::fprintf(stderr, "%s: error: %s\n", argv0, failure.message.c_str());
-    return 1;
-  }
+  });
 }
