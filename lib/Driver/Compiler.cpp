@@ -7,6 +7,7 @@
 #include "xfmr/Transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -140,20 +141,50 @@ llvm::Error link(StringRef object, const CompileOptions &options, StringRef main
     linker = llvm::sys::findProgramByName("clang++-22");
   if (!linker)
     return llvm::createStringError("no C++ linker driver (c++ or clang++-22) on PATH");
-  SmallString<256> mainLib(options.runtimeLibraryDir), runtimeLib(options.runtimeLibraryDir);
-  llvm::sys::path::append(mainLib, mainLibrary);
-  llvm::sys::path::append(runtimeLib, "libxfmr_runtime.a");
-  for (StringRef lib : {StringRef(mainLib), StringRef(runtimeLib)})
+  auto library = [&](StringRef name) {
+    SmallString<256> path(options.runtimeLibraryDir);
+    llvm::sys::path::append(path, name);
+    return std::string(path);
+  };
+  std::vector<std::string> libraries = {library(mainLibrary), library("libxfmr_runtime.a")};
+  if (options.target == Target::Nvptx) {
+    libraries.push_back(library("libxfmr_cuda.a"));
+    if (!llvm::sys::fs::exists(libraries.back()))
+      return llvm::createStringError(
+          "GPU executables need " + libraries.back() +
+          ", which this build of xfmr skipped (no cuda.h under XFMR_CUDA_ROOT); "
+          "--emit=obj and --emit=ptx work without it");
+  }
+  for (StringRef lib : libraries)
     if (!llvm::sys::fs::exists(lib))
       return llvm::createStringError("runtime library " + lib + " not found");
   std::string rpath = "-Wl,-rpath," XFMR_OPENMP_LIB_DIR;
-  SmallVector<StringRef> args = {*linker, object, mainLib, runtimeLib, "-L" XFMR_OPENMP_LIB_DIR,
-                                 "-lomp", rpath, "-lm", "-o", options.outputPath};
+  SmallVector<StringRef> args = {*linker, object};
+  args.append(libraries.begin(), libraries.end());
+  args.append({"-L" XFMR_OPENMP_LIB_DIR, "-lomp", rpath, "-ldl", "-lm", "-o",
+               options.outputPath});
   std::string message;
   int status = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0, &message);
   if (status != 0)
     return llvm::createStringError("linking " + options.outputPath + " failed" +
                                    (message.empty() ? "" : ": " + message));
+  return llvm::Error::success();
+}
+
+/// Writes the kernels of the GPU pipeline's `gpu.binary` as they are: PTX
+/// text, a cubin or a fatbin.
+llvm::Error writeKernels(ModuleOp module, StringRef path) {
+  auto binaries = llvm::to_vector(module.getOps<gpu::BinaryOp>());
+  if (binaries.size() != 1 || binaries.front().getObjects().size() != 1)
+    return llvm::createStringError("internal error: expected one kernel binary, found " +
+                                   Twine(binaries.size()));
+  auto object = cast<gpu::ObjectAttr>(binaries.front().getObjects()[0]);
+  std::error_code ec;
+  llvm::ToolOutputFile out(path, ec, llvm::sys::fs::OF_None);
+  if (ec)
+    return llvm::createStringError(path + ": cannot write: " + ec.message());
+  out.os() << object.getObject().getValue();
+  out.keep();
   return llvm::Error::success();
 }
 
@@ -210,19 +241,34 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
   auto machine = createHostTargetMachine(options.cpu);
   if (!machine)
     return machine.takeError();
-  // Vector code for the widest unit the target has.
-  CpuPipelineOptions pipeline;
-  pipeline.copyOptionValuesFrom(options.pipeline);
-  bool wide = options.vectorLanes ? options.vectorLanes == 16
-                                   : (*machine)->getMCSubtargetInfo()->checkFeatures("+avx512f");
-  pipeline.vectorLanes = wide ? 16 : 8;
-  pipeline.vectorRegisters = wide ? 32 : 16;
-
   DiagnosticCollector diagnostics(context);
   PassManager pm(&context);
-  buildCpuPipeline(pm, pipeline);
+  if (options.target == Target::Nvptx) {
+    GpuPipelineOptions pipeline;
+    pipeline.setFusion(options.fusion);
+    pipeline.chip = options.gpuArch;
+    pipeline.format = options.emit == EmitKind::Cubin    ? "bin"
+                      : options.emit == EmitKind::Fatbin ? "fatbin"
+                                                         : "isa";
+    pipeline.toolkit = options.cudaRoot;
+    buildGpuPipeline(pm, pipeline);
+  } else {
+    // Vector code for the widest unit the target has.
+    CpuPipelineOptions pipeline;
+    pipeline.setFusion(options.fusion);
+    pipeline.openmp = options.openmp;
+    bool wide = options.vectorLanes
+                    ? options.vectorLanes == 16
+                    : (*machine)->getMCSubtargetInfo()->checkFeatures("+avx512f");
+    pipeline.vectorLanes = wide ? 16 : 8;
+    pipeline.vectorRegisters = wide ? 32 : 16;
+    buildCpuPipeline(pm, pipeline);
+  }
   if (failed(pm.run(**module)))
     return diagnostics.error("lowering " + options.inputPath + " failed");
+  if (options.emit == EmitKind::Ptx || options.emit == EmitKind::Cubin ||
+      options.emit == EmitKind::Fatbin)
+    return writeKernels(**module, options.outputPath);
 
   llvm::LLVMContext llvmContext;
   std::unique_ptr<llvm::Module> llvmModule = translateModuleToLLVMIR(**module, llvmContext, prefix);

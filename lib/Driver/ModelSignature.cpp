@@ -281,7 +281,7 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
     func::FuncOp evaluation =
         options.mode == CompileMode::Train ? buildEvaluation(*entry) : func::FuncOp();
     PassManager pm(&context);
-    buildGradientPipeline(pm, options.pipeline, entry->getName(), options.gradientInputs);
+    buildGradientPipeline(pm, options.fusion, entry->getName(), options.gradientInputs);
     if (options.mode == CompileMode::Train) {
       const TrainOptions &t = options.train;
       XfmrTrainStepOptions step;

@@ -18,35 +18,8 @@
 
 using namespace mlir;
 
-void xfmr::buildXfmrFusionPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
-  pm.addPass(createXfmrDecompose());
-  pm.addPass(createCanonicalizerPass());
-  if (options.fuseSoftmax)
-    pm.addPass(createXfmrFuseSoftmax());
-  if (options.fuseAttention)
-    pm.addPass(createXfmrFuseAttention());
-  if (options.fuseLayerNorm)
-    pm.addPass(createXfmrFuseLayerNorm());
-  if (options.fuseEpilogues)
-    pm.addPass(createXfmrFuseEpilogues());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(createCSEPass());
-}
-
-void xfmr::buildGradientPipeline(OpPassManager &pm, const CpuPipelineOptions &options,
-                                 StringRef function, ArrayRef<std::string> wrtInputs) {
-  CpuPipelineOptions beforeAutodiff;
-  beforeAutodiff.copyOptionValuesFrom(options);
-  beforeAutodiff.fuseEpilogues = false;
-  buildXfmrFusionPipeline(pm, beforeAutodiff);
-  XfmrAutodiffOptions autodiff;
-  autodiff.function = function.str();
-  autodiff.wrtInputs.assign(wrtInputs.begin(), wrtInputs.end());
-  pm.addPass(createXfmrAutodiff(autodiff));
-}
-
 void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
-  buildXfmrFusionPipeline(pm, options);
+  buildXfmrFusionPipeline(pm, options.fusion());
   ConvertXfmrToCpuKernelsOptions kernels;
   kernels.lanes = options.vectorLanes;
   kernels.registers = options.vectorRegisters;
@@ -61,18 +34,7 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
   // buffer before the kernel reads it).
   pm.addPass(createCanonicalizerPass());
 
-  // Bufferization into caller-owned result buffers.
-  pm.addPass(createXfmrDestinationPassingEntry());
-  // No empty-tensor elimination: it would let one function result's producer
-  // compute into another result's caller buffer (seen with two results fed
-  // by one CSE'd init tensor). The price is one copy per result.
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
-  bufferization::BufferDeallocationPipelineOptions deallocation;
-  bufferization::buildBufferDeallocationPipeline(pm, deallocation);
-  pm.addPass(createConvertBufferizationToMemRefPass());
+  buildBufferizationPipeline(pm);
   pm.addPass(createXfmrExpandStridedCopies());
 
   // Loops.
@@ -85,49 +47,6 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
   }
   pm.addPass(createCanonicalizerPass());
 
-  // LLVM. Math first: math-to-libm declares libm functions as func.func,
-  // which func-to-llvm must still see. memref (with OpenMP's alloca_scope)
-  // before scf-to-cf.
-  pm.addPass(createXfmrApproximateVectorMath());
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
-  // bf16 arithmetic in f32, and bf16 <-> f32 conversions as integer ops (the
-  // toolchain's libgcc has no __truncsfbf2).
-  arith::ArithEmulateUnsupportedFloatsOptions emulate;
-  emulate.sourceTypeStrs = {"bf16"};
-  emulate.targetTypeStr = "f32";
-  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
-  arith::ArithExpandOpsPassOptions expand;
-  expand.includeBf16 = true;
-  pm.addPass(arith::createArithExpandOpsPass(expand));
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  // aligned_alloc rather than malloc plus pointer arithmetic: the result
-  // keeps its noalias provenance, so LLVM can vectorize loops that read one
-  // buffer and write another.
-  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
-  memrefToLLVM.useAlignedAlloc = true;
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
-  pm.addPass(createSCFToControlFlowPass());
-  // Functions before OpenMP: convert-openmp-to-llvm would otherwise convert
-  // them with the default (descriptor) memref convention.
-  ConvertFuncToLLVMPassOptions funcToLLVM;
-  funcToLLVM.useBarePtrCallConv = true;
-  pm.addPass(createConvertFuncToLLVMPass(funcToLLVM));
-  pm.addPass(createConvertOpenMPToLLVMPass());
-  pm.addPass(createConvertVectorToLLVMPass());
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createUBToLLVMConversionPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(createXfmrEmitPackedEntry());
-  pm.addPass(createCanonicalizerPass());
+  buildHostToLLVMPipeline(pm, /*gpu=*/false);
 }
 
-void xfmr::registerPipelines() {
-  PassPipelineRegistration<CpuPipelineOptions>(
-      "xfmr-cpu-pipeline",
-      "Lower xfmr IR on tensors to the LLVM dialect for the host CPU",
-      buildCpuPipeline);
-}

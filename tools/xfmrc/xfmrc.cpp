@@ -8,6 +8,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/WithColor.h"
 
 using namespace llvm;
@@ -27,7 +28,12 @@ static cl::opt<xfmr::EmitKind> emit(
                clEnumValN(xfmr::EmitKind::Mlir, "mlir", "the model in the xfmr dialect"),
                clEnumValN(xfmr::EmitKind::Llvm, "llvm", "optimized LLVM IR"),
                clEnumValN(xfmr::EmitKind::RandomWeights, "random-weights",
-                          "a .safetensors file of freshly initialised weights")),
+                          "a .safetensors file of freshly initialised weights"),
+               clEnumValN(xfmr::EmitKind::Ptx, "ptx", "the kernels as PTX (--target=nvptx)"),
+               clEnumValN(xfmr::EmitKind::Cubin, "cubin",
+                          "the kernels as a cubin (--target=nvptx; needs ptxas)"),
+               clEnumValN(xfmr::EmitKind::Fatbin, "fatbin",
+                          "the kernels as a fatbin (--target=nvptx; needs ptxas, fatbinary)")),
     cl::cat(category));
 static cl::opt<bool> gradient(
     "grad",
@@ -85,6 +91,19 @@ static cl::opt<std::string> entry("entry", cl::desc("Entry function of an .mlir 
 static cl::opt<std::string> symbolPrefix(
     "name", cl::desc("Prefix of the symbols of --emit=obj/header (default: the input's name)"),
     cl::cat(category));
+static cl::opt<xfmr::Target> target(
+    "target", cl::desc("What the model runs on"), cl::init(xfmr::Target::Host),
+    cl::values(clEnumValN(xfmr::Target::Host, "host", "this machine's CPU (default)"),
+               clEnumValN(xfmr::Target::Nvptx, "nvptx", "an NVIDIA GPU (CUDA)")),
+    cl::cat(category));
+static cl::opt<std::string> gpuArch("gpu-arch",
+                                    cl::desc("NVIDIA architecture of --target=nvptx: sm_80, "
+                                             "sm_90, ... (default sm_90)"),
+                                    cl::init("sm_90"), cl::cat(category));
+static cl::opt<std::string> cudaPath(
+    "cuda-path", cl::desc("CUDA toolkit root, for ptxas and fatbinary (default " XFMR_CUDA_ROOT
+                          ")"),
+    cl::init(XFMR_CUDA_ROOT), cl::cat(category));
 static cl::opt<std::string> cpu("mcpu", cl::desc("Target CPU (default: native)"),
                                 cl::init("native"), cl::cat(category));
 static cl::opt<uint64_t> seed("seed", cl::desc("Seed of --emit=random-weights"), cl::init(0),
@@ -120,7 +139,8 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions({&category, &trainCategory});
   cl::ParseCommandLineOptions(argc, argv,
                               "xfmr model compiler: compiles a transformer model description "
-                              "(Hugging Face config.json or xfmr .mlir) for the host CPU\n");
+                              "(Hugging Face config.json or xfmr .mlir) for the host CPU or an "
+                              "NVIDIA GPU\n");
   auto fail = [](const Twine &message) {
     WithColor::error(errs(), "xfmrc") << message << "\n";
     return 1;
@@ -184,11 +204,19 @@ int main(int argc, char **argv) {
   options.shape.decoderSeqLen = decoderSeqLen;
   options.entry = entry;
   options.cpu = cpu;
-  options.pipeline.openmp = openmp;
-  options.pipeline.fuseAttention = fuseAttention;
-  options.pipeline.fuseSoftmax = fuseSoftmax;
-  options.pipeline.fuseLayerNorm = fuseLayerNorm;
-  options.pipeline.fuseEpilogues = fuseEpilogues;
+  bool kernelsOnly = emit == xfmr::EmitKind::Ptx || emit == xfmr::EmitKind::Cubin ||
+                     emit == xfmr::EmitKind::Fatbin;
+  if (kernelsOnly && target != xfmr::Target::Nvptx)
+    return fail("--emit=ptx, cubin and fatbin need --target=nvptx");
+  if (gpuArch.getNumOccurrences() && target != xfmr::Target::Nvptx)
+    return fail("--gpu-arch needs --target=nvptx");
+  if (!Regex("^sm_[0-9]+a?$").match(gpuArch))
+    return fail("--gpu-arch must look like sm_80 or sm_90a, got '" + gpuArch + "'");
+  options.target = target;
+  options.gpuArch = gpuArch;
+  options.cudaRoot = cudaPath;
+  options.openmp = openmp;
+  options.fusion = {fuseAttention, fuseSoftmax, fuseLayerNorm, fuseEpilogues};
   options.seed = seed;
   if (vectorLanes != 0 && vectorLanes != 8 && vectorLanes != 16)
     return fail("--vector-lanes must be 8 or 16, got " + Twine(vectorLanes));
@@ -196,8 +224,8 @@ int main(int argc, char **argv) {
   options.symbolPrefix = symbolPrefix.empty() ? identifierFrom(inputPath) : symbolPrefix;
   options.outputPath = outputPath;
   if (options.outputPath.empty()) {
-    static constexpr const char *suffixes[] = {"", ".o", ".h", ".xfmr.mlir", ".ll",
-                                               ".safetensors"};
+    static constexpr const char *suffixes[] = {
+        "", ".o", ".h", ".xfmr.mlir", ".ll", ".safetensors", ".ptx", ".cubin", ".fatbin"};
     options.outputPath =
         (sys::path::stem(inputPath) + suffixes[static_cast<int>(options.emit)]).str();
   }

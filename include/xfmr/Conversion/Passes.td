@@ -105,4 +105,75 @@ def XfmrEmitPackedEntry : Pass<"xfmr-emit-packed-entry", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+//===----------------------------------------------------------------------===//
+// GPU (NVPTX)
+//===----------------------------------------------------------------------===//
+
+def XfmrGpuManagedBuffers : Pass<"xfmr-gpu-managed-buffers", "::mlir::func::FuncOp"> {
+  let summary = "Place a bufferized function's buffers in CUDA managed memory";
+  let description = [{
+    Runs on bufferized functions whose loops are about to become GPU kernels.
+    Every `memref.alloc` becomes `gpu.alloc host_shared` (CUDA managed memory,
+    addressable by the kernels and by whatever host code remains between
+    them) and every `memref.dealloc` a `gpu.dealloc`; constants read with
+    `memref.get_global` are copied into managed buffers at entry. The
+    caller's arguments stay host pointers (the ABI of the CPU build): each is
+    copied into a managed buffer at entry, and the arguments the function
+    writes are copied back before it returns. Copies between buffers inside
+    the function become `linalg.copy`, so they run as kernels too. Fails on
+    `memref.alloca` outside loops, which a kernel could not address.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::linalg::LinalgDialect"];
+}
+
+def XfmrGpuMapParallelLoops : Pass<"xfmr-gpu-map-parallel-loops", "::mlir::func::FuncOp"> {
+  let summary = "Tile outermost scf.parallel loops into GPU blocks and threads";
+  let description = [{
+    Tiles every outermost `scf.parallel` so that its innermost dimensions
+    form a thread block of at most `block-size` threads (the innermost
+    dimension on `threadIdx.x`, so neighbouring threads touch neighbouring
+    addresses) and maps the tile loops to `blockIdx` x/y/z, innermost first.
+    Tiles have constant bounds guarded by a bounds check, so
+    `convert-parallel-loops-to-gpu` can size the launch. Dimensions beyond
+    three, and block dimensions over the grid's y/z limit, stay sequential
+    loops inside the kernel.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block (a power of two)">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::scf::SCFDialect"];
+}
+
+def XfmrGpuMergeKernelModules : Pass<"xfmr-gpu-merge-kernel-modules", "::mlir::ModuleOp"> {
+  let summary = "Gather the outlined kernels into one gpu.module";
+  let description = [{
+    `gpu-kernel-outlining` gives each kernel its own `gpu.module`, which
+    would become one PTX image (and one module load at start-up) per kernel.
+    This pass moves every `gpu.func` into a single `gpu.module` named
+    `module-name`, renaming kernels whose names clash, and updates the
+    `gpu.launch_func` references.
+  }];
+  let options = [
+    Option<"moduleName", "module-name", "std::string", /*default=*/"\"xfmr_kernels\"",
+           "Name of the merged gpu.module">,
+  ];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def XfmrGpuKernelMath : Pass<"xfmr-gpu-kernel-math", "::mlir::gpu::GPUModuleOp"> {
+  let summary = "Self-contained math in GPU kernels: polynomials and PTX sqrt";
+  let description = [{
+    Rewrites the math ops of kernels so that the PTX needs no libdevice (the
+    CUDA toolkit's bitcode library) and PTX emission works with LLVM alone:
+    `math.powf` and friends are expanded, `exp`, `log`, `tanh`, `erf`,
+    `sin`, `cos` and the like become MLIR's polynomial approximations (a few
+    ulp, as on the CPU), and `math.sqrt` / `math.rsqrt` on f32 become PTX's
+    correctly rounded `sqrt.rn.f32` (and a division). Fails, naming the op,
+    if a math op is left that would need libdevice.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::LLVM::LLVMDialect",
+                           "::mlir::math::MathDialect", "::mlir::vector::VectorDialect"];
+}
+
 #endif // XFMR_CONVERSION_PASSES_TD

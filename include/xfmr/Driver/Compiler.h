@@ -33,7 +33,10 @@ private:
   std::string text;
 };
 
-enum class EmitKind { Executable, Object, Header, Mlir, Llvm, RandomWeights };
+enum class EmitKind { Executable, Object, Header, Mlir, Llvm, RandomWeights, Ptx, Cubin, Fatbin };
+
+/// What the model's code runs on.
+enum class Target { Host, Nvptx };
 
 /// What the compiled entry computes.
 enum class CompileMode {
@@ -76,9 +79,18 @@ struct CompileOptions {
   std::string entry;
   /// Prefix of the generated symbols (`<prefix>_forward`, ...).
   std::string symbolPrefix;
-  /// Target CPU for code generation; "native" is the host's.
+  /// Target CPU for code generation (host code, with --target=nvptx too);
+  /// "native" is the host's.
   std::string cpu = "native";
-  CpuPipelineOptions pipeline;
+  Target target = Target::Host;
+  /// NVIDIA architecture of --target=nvptx.
+  std::string gpuArch = "sm_90";
+  /// CUDA toolkit root: ptxas and fatbinary for cubin and fatbin output, and
+  /// libxfmr_cuda for GPU executables.
+  std::string cudaRoot;
+  FusionOptions fusion;
+  /// CPU: run parallel loops on OpenMP threads.
+  bool openmp = true;
   /// Lanes of the generated vector code (8 or 16); 0 picks the target's
   /// widest. 16 on an AVX2 machine is legal (each vector takes two
   /// registers) and is how the AVX-512 code shape is tested there.

@@ -8,37 +8,80 @@
 
 namespace xfmr {
 
-struct CpuPipelineOptions : mlir::PassPipelineOptions<CpuPipelineOptions> {
-  Option<bool> openmp{*this, "openmp",
-                      llvm::cl::desc("Run parallel loops on OpenMP threads"),
-                      llvm::cl::init(true)};
+/// Which xfmr fusion passes run (each has a flag to turn it off).
+struct FusionOptions {
+  bool attention = true, softmax = true, layerNorm = true, epilogues = true;
+};
+
+/// The fusion flags every target pipeline takes.
+template <typename Derived>
+struct FusionPipelineOptions : mlir::PassPipelineOptions<Derived> {
+  using BoolOption = mlir::detail::PassOptions::Option<bool>;
+  BoolOption fuseAttention{*this, "fuse-attention", llvm::cl::desc("Run xfmr-fuse-attention"),
+                           llvm::cl::init(true)};
+  BoolOption fuseSoftmax{*this, "fuse-softmax", llvm::cl::desc("Run xfmr-fuse-softmax"),
+                         llvm::cl::init(true)};
+  BoolOption fuseLayerNorm{*this, "fuse-layer-norm", llvm::cl::desc("Run xfmr-fuse-layer-norm"),
+                           llvm::cl::init(true)};
+  BoolOption fuseEpilogues{*this, "fuse-epilogues", llvm::cl::desc("Run xfmr-fuse-epilogues"),
+                           llvm::cl::init(true)};
+
+  FusionOptions fusion() const {
+    return {fuseAttention, fuseSoftmax, fuseLayerNorm, fuseEpilogues};
+  }
+  void setFusion(const FusionOptions &fusion) {
+    fuseAttention = fusion.attention;
+    fuseSoftmax = fusion.softmax;
+    fuseLayerNorm = fusion.layerNorm;
+    fuseEpilogues = fusion.epilogues;
+  }
+};
+
+struct CpuPipelineOptions : FusionPipelineOptions<CpuPipelineOptions> {
+  BoolOption openmp{*this, "openmp", llvm::cl::desc("Run parallel loops on OpenMP threads"),
+                    llvm::cl::init(true)};
   Option<int64_t> vectorLanes{*this, "lanes",
                               llvm::cl::desc("f32 lanes per vector register (8: AVX2, 16: AVX-512)"),
                               llvm::cl::init(8)};
   Option<int64_t> vectorRegisters{*this, "registers",
                                   llvm::cl::desc("Vector registers (16: AVX2, 32: AVX-512)"),
                                   llvm::cl::init(16)};
-  Option<bool> fuseAttention{*this, "fuse-attention",
-                             llvm::cl::desc("Run xfmr-fuse-attention"), llvm::cl::init(true)};
-  Option<bool> fuseSoftmax{*this, "fuse-softmax", llvm::cl::desc("Run xfmr-fuse-softmax"),
-                           llvm::cl::init(true)};
-  Option<bool> fuseLayerNorm{*this, "fuse-layer-norm",
-                             llvm::cl::desc("Run xfmr-fuse-layer-norm"), llvm::cl::init(true)};
-  Option<bool> fuseEpilogues{*this, "fuse-epilogues",
-                             llvm::cl::desc("Run xfmr-fuse-epilogues"), llvm::cl::init(true)};
+};
+
+struct GpuPipelineOptions : FusionPipelineOptions<GpuPipelineOptions> {
+  Option<std::string> chip{*this, "chip", llvm::cl::desc("GPU architecture: sm_80, sm_90, ..."),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("What the kernels are embedded as: isa (PTX), bin (cubin) or fatbin"),
+      llvm::cl::init("isa")};
+  Option<std::string> toolkit{*this, "toolkit",
+                              llvm::cl::desc("CUDA toolkit root, for ptxas and fatbinary"),
+                              llvm::cl::init("")};
+  Option<int64_t> blockSize{*this, "block-size", llvm::cl::desc("Threads per block"),
+                            llvm::cl::init(256)};
 };
 
 /// The xfmr-level part shared by every target: decomposition, then each
 /// fusion the options enable (softmax before attention, which consumes it).
-void buildXfmrFusionPipeline(mlir::OpPassManager &pm, const CpuPipelineOptions &options);
+void buildXfmrFusionPipeline(mlir::OpPassManager &pm, const FusionOptions &fusion);
 
 /// Adds `<function>_grad` (xfmr-autodiff) after the fusions that change what
 /// the backward computes: attention (so its backward is FlashAttention-2's,
 /// from the saved log-sum-exp), softmax and layer norm. Matmul epilogues are
 /// fused later, over forward and backward together: fused into its GEMM, an
 /// activation's input would have to be recomputed for the backward.
-void buildGradientPipeline(mlir::OpPassManager &pm, const CpuPipelineOptions &options,
+void buildGradientPipeline(mlir::OpPassManager &pm, const FusionOptions &fusion,
                            llvm::StringRef function, llvm::ArrayRef<std::string> wrtInputs);
+
+/// Tensors -> memrefs: function results become caller-owned buffers
+/// (xfmr-destination-passing-entry), one-shot bufferization, deallocation.
+void buildBufferizationPipeline(mlir::OpPassManager &pm);
+
+/// Host code (scf, memref, arith, math, vector, OpenMP and, with `gpu`,
+/// kernel launches and GPU buffers) -> the LLVM dialect. Entry functions use
+/// the bare-pointer convention and get `<name>_packed(void **)` wrappers.
+void buildHostToLLVMPipeline(mlir::OpPassManager &pm, bool gpu);
 
 /// xfmr IR on tensors -> the LLVM dialect for the host CPU: decomposition,
 /// fusion, lowering to linalg, bufferization into caller-owned outputs,
@@ -46,7 +89,20 @@ void buildGradientPipeline(mlir::OpPassManager &pm, const CpuPipelineOptions &op
 /// convention and get `<name>_packed(void **)` wrappers.
 void buildCpuPipeline(mlir::OpPassManager &pm, const CpuPipelineOptions &options);
 
-/// Registers `xfmr-cpu-pipeline` for xfmr-opt.
+/// xfmr IR on tensors -> host LLVM dialect plus one `gpu.binary` of NVPTX
+/// kernels: the same fusion, lowering and bufferization as for the CPU,
+/// buffers in CUDA managed memory, linalg ops as parallel loops tiled into
+/// blocks and threads (one kernel each), kernels outlined into one
+/// gpu.module, lowered to NVVM and serialized (PTX, cubin or fatbin). The
+/// entry keeps the CPU build's ABI (host pointers, `<name>_packed`).
+void buildGpuPipeline(mlir::OpPassManager &pm, const GpuPipelineOptions &options);
+
+/// The PTX ISA version the NVVM target asks for: 8.0 runs on CUDA 12 and
+/// later drivers and covers sm_80 and sm_90 (the default 6.0 cannot target
+/// sm_90).
+inline constexpr const char *kPtxFeatures = "+ptx80";
+
+/// Registers `xfmr-cpu-pipeline` and `xfmr-gpu-pipeline` for xfmr-opt.
 void registerPipelines();
 
 } // namespace xfmr

@@ -1,0 +1,143 @@
+//===- GpuManagedBuffers.cpp - buffers the kernels can address --*- C++ -*-===//
+
+#include "xfmr/Conversion/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+
+namespace xfmr {
+#define GEN_PASS_DEF_XFMRGPUMANAGEDBUFFERS
+#include "xfmr/Conversion/Passes.h.inc"
+} // namespace xfmr
+
+using namespace mlir;
+
+namespace {
+
+/// Whether `value`, or a view of it, may be written by one of its users.
+/// Users that declare no memory effects count as writers.
+bool mayBeWritten(Value value) {
+  for (Operation *user : value.getUsers()) {
+    if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
+      if (view.getViewSource() == value && mayBeWritten(view->getResult(0)))
+        return true;
+      continue;
+    }
+    auto effects = dyn_cast<MemoryEffectOpInterface>(user);
+    if (!effects)
+      return true;
+    SmallVector<MemoryEffects::EffectInstance> instances;
+    effects.getEffectsOnValue(value, instances);
+    if (llvm::any_of(instances, [](const MemoryEffects::EffectInstance &instance) {
+          return isa<MemoryEffects::Write>(instance.getEffect());
+        }))
+      return true;
+  }
+  return false;
+}
+
+Value allocateManaged(OpBuilder &b, Location loc, MemRefType type, ValueRange dynamicSizes = {},
+                      ValueRange symbols = {}) {
+  return gpu::AllocOp::create(b, loc, type, /*asyncToken=*/Type(), ValueRange(), dynamicSizes,
+                              symbols, /*hostShared=*/true)
+      .getMemref();
+}
+
+/// gpu-to-llvm lowers only stream-ordered deallocations: free on a fresh
+/// stream and wait for it.
+void freeManaged(OpBuilder &b, Location loc, Value buffer) {
+  Type token = b.getType<gpu::AsyncTokenType>();
+  Value stream = gpu::WaitOp::create(b, loc, token, ValueRange()).getAsyncToken();
+  Value freed = gpu::DeallocOp::create(b, loc, token, ValueRange{stream}, buffer).getAsyncToken();
+  gpu::WaitOp::create(b, loc, Type(), ValueRange{freed});
+}
+
+struct GpuManagedBuffersPass
+    : xfmr::impl::XfmrGpuManagedBuffersBase<GpuManagedBuffersPass> {
+  void runOnOperation() override {
+    func::FuncOp func = getOperation();
+    if (func.isExternal())
+      return;
+
+    WalkResult hostAlloca = func.walk([](memref::AllocaOp alloca) {
+      if (alloca->getParentOfType<scf::ParallelOp>() || alloca->getParentOfType<scf::ForallOp>())
+        return WalkResult::advance();
+      alloca.emitOpError("outside parallel loops cannot be placed in GPU-visible memory");
+      return WalkResult::interrupt();
+    });
+    if (hostAlloca.wasInterrupted())
+      return signalPassFailure();
+
+    OpBuilder b(&getContext());
+    // Copies between the function's own buffers run as kernels. Done first:
+    // the argument copies made below are host copies on purpose.
+    func.walk([&](memref::CopyOp copy) {
+      b.setInsertionPoint(copy);
+      linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(), copy.getTarget());
+      copy.erase();
+    });
+
+    func.walk([&](memref::AllocOp alloc) {
+      b.setInsertionPoint(alloc);
+      alloc.replaceAllUsesWith(allocateManaged(b, alloc.getLoc(), alloc.getType(),
+                                               alloc.getDynamicSizes(),
+                                               alloc.getSymbolOperands()));
+      alloc.erase();
+    });
+    func.walk([&](memref::DeallocOp dealloc) {
+      b.setInsertionPoint(dealloc);
+      freeManaged(b, dealloc.getLoc(), dealloc.getMemref());
+      dealloc.erase();
+    });
+
+    // Arguments (host memory) and constants (host globals) are copied into
+    // managed buffers at entry; written arguments are copied back.
+    Block &entry = func.getBody().front();
+    SmallVector<func::ReturnOp> returns;
+    func.walk([&](func::ReturnOp ret) { returns.push_back(ret); });
+    SmallVector<Value> managedBuffers;
+    auto stage = [&](Value hostValue, Location loc) {
+      auto type = cast<MemRefType>(hostValue.getType());
+      Value managed = allocateManaged(b, loc, type);
+      auto copyIn = memref::CopyOp::create(b, loc, hostValue, managed);
+      hostValue.replaceAllUsesExcept(managed, copyIn);
+      managedBuffers.push_back(managed);
+      return managed;
+    };
+    b.setInsertionPointToStart(&entry);
+    for (BlockArgument argument : func.getArguments()) {
+      auto type = dyn_cast<MemRefType>(argument.getType());
+      if (!type || argument.use_empty())
+        continue;
+      if (!type.getLayout().isIdentity() || !type.hasStaticShape()) {
+        func.emitOpError("argument #") << argument.getArgNumber()
+                                       << " must be a statically shaped, contiguous memref";
+        return signalPassFailure();
+      }
+      bool written = mayBeWritten(argument);
+      Value managed = stage(argument, func.getLoc());
+      if (!written)
+        continue;
+      for (func::ReturnOp ret : returns) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPoint(ret);
+        memref::CopyOp::create(b, ret.getLoc(), managed, argument);
+      }
+    }
+    SmallVector<memref::GetGlobalOp> globals;
+    func.walk([&](memref::GetGlobalOp global) { globals.push_back(global); });
+    for (memref::GetGlobalOp global : globals) {
+      global->moveBefore(&entry, b.getInsertionPoint());
+      b.setInsertionPointAfter(global);
+      stage(global.getResult(), global.getLoc());
+    }
+    for (func::ReturnOp ret : returns) {
+      b.setInsertionPoint(ret);
+      for (Value managed : managedBuffers)
+        freeManaged(b, ret.getLoc(), managed);
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,70 @@
+//===- GpuMergeKernelModules.cpp - one gpu.module for all kernels ---------===//
+
+#include "xfmr/Conversion/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace xfmr {
+#define GEN_PASS_DEF_XFMRGPUMERGEKERNELMODULES
+#include "xfmr/Conversion/Passes.h.inc"
+} // namespace xfmr
+
+using namespace mlir;
+
+namespace {
+
+struct GpuMergeKernelModulesPass
+    : xfmr::impl::XfmrGpuMergeKernelModulesBase<GpuMergeKernelModulesPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<gpu::GPUModuleOp> kernelModules(module.getOps<gpu::GPUModuleOp>());
+    if (kernelModules.empty())
+      return;
+    for (gpu::GPUModuleOp kernels : kernelModules)
+      if (kernels.getTargetsAttr() != kernelModules.front().getTargetsAttr()) {
+        kernels.emitOpError("has other targets than '")
+            << kernelModules.front().getName() << "'; cannot merge them";
+        return signalPassFailure();
+      }
+
+    OpBuilder b(kernelModules.front());
+    auto merged = gpu::GPUModuleOp::create(b, kernelModules.front().getLoc(), moduleName,
+                                           kernelModules.front().getTargetsAttr());
+    SymbolTable mergedSymbols(merged);
+    // (old module, old symbol) -> symbol in the merged module; SymbolTable
+    // renames a symbol whose name is taken.
+    DenseMap<std::pair<StringAttr, StringAttr>, StringAttr> moved;
+    for (gpu::GPUModuleOp kernels : kernelModules) {
+      for (Operation &op : llvm::make_early_inc_range(kernels.getBody()->getOperations())) {
+        auto symbol = dyn_cast<SymbolOpInterface>(op);
+        if (!symbol) {
+          op.emitOpError("in a kernel module is not a symbol; cannot merge it");
+          return signalPassFailure();
+        }
+        StringAttr oldName = symbol.getNameAttr();
+        op.remove();
+        moved[{kernels.getNameAttr(), oldName}] = mergedSymbols.insert(&op);
+      }
+    }
+    WalkResult updated = module.walk([&](gpu::LaunchFuncOp launch) {
+      SymbolRefAttr kernel = launch.getKernel();
+      auto it = moved.find({kernel.getRootReference(), kernel.getLeafReference()});
+      if (it == moved.end()) {
+        launch.emitOpError("launches ") << kernel << ", which is in no kernel module";
+        return WalkResult::interrupt();
+      }
+      launch.setKernelAttr(SymbolRefAttr::get(merged.getNameAttr(),
+                                              {FlatSymbolRefAttr::get(it->second)}));
+      return WalkResult::advance();
+    });
+    if (updated.wasInterrupted())
+      return signalPassFailure();
+    for (gpu::GPUModuleOp kernels : kernelModules)
+      kernels.erase();
+  }
+};
+
+} // namespace

@@ -1,0 +1,62 @@
+//===- GpuPipeline.cpp - xfmr IR to host code and NVPTX kernels -*- C++ -*-===//
+
+#include "xfmr/Pipelines/Pipelines.h"
+
+#include "xfmr/Conversion/Passes.h"
+#include "xfmr/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void xfmr::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options) {
+  buildXfmrFusionPipeline(pm, options.fusion());
+  pm.addPass(createConvertXfmrToLinalg());
+  pm.addPass(createConvertElementwiseToLinalgPass());
+  pm.addPass(createXfmrCollapseLinalgDims());
+  pm.addPass(createCanonicalizerPass());
+  buildBufferizationPipeline(pm);
+
+  // One kernel per linalg op: parallel dimensions become blocks and threads,
+  // reductions loops inside the thread. The loops fused kernels keep on the
+  // host (attention's blocks) launch their linalg ops one after another.
+  OpPassManager &funcs = pm.nest<func::FuncOp>();
+  funcs.addPass(createXfmrGpuManagedBuffers());
+  funcs.addPass(createConvertLinalgToParallelLoopsPass());
+  funcs.addPass(createForallToForLoopPass());
+  funcs.addPass(createCanonicalizerPass());
+  XfmrGpuMapParallelLoopsOptions mapping;
+  mapping.blockSize = options.blockSize;
+  funcs.addPass(createXfmrGpuMapParallelLoops(mapping));
+  funcs.addPass(createConvertParallelLoopToGpuPass());
+  funcs.addPass(createCanonicalizerPass());
+
+  // Kernels: outlined into one module, self-contained math, NVVM.
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(createXfmrGpuMergeKernelModules());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = options.chip;
+  target.features = kPtxFeatures;
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
+  kernels.addPass(createXfmrGpuKernelMath());
+  kernels.addPass(createLowerAffinePass());
+  kernels.addPass(createConvertGpuOpsToNVVMOps());
+  kernels.addPass(createCanonicalizerPass());
+  kernels.addPass(createCSEPass());
+  kernels.addPass(createReconcileUnrealizedCastsPass());
+
+  buildHostToLLVMPipeline(pm, /*gpu=*/true);
+  GpuModuleToBinaryPassOptions binary;
+  binary.compilationTarget = options.format;
+  binary.toolkitPath = options.toolkit;
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}

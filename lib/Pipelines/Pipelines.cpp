@@ -1,0 +1,112 @@
+//===- Pipelines.cpp - the stages the CPU and GPU pipelines share ---------===//
+
+#include "xfmr/Pipelines/Pipelines.h"
+
+#include "xfmr/Conversion/Passes.h"
+#include "xfmr/Transforms/Passes.h"
+
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Arith/Transforms/Passes.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void xfmr::buildXfmrFusionPipeline(OpPassManager &pm, const FusionOptions &fusion) {
+  pm.addPass(createXfmrDecompose());
+  pm.addPass(createCanonicalizerPass());
+  if (fusion.softmax)
+    pm.addPass(createXfmrFuseSoftmax());
+  if (fusion.attention)
+    pm.addPass(createXfmrFuseAttention());
+  if (fusion.layerNorm)
+    pm.addPass(createXfmrFuseLayerNorm());
+  if (fusion.epilogues)
+    pm.addPass(createXfmrFuseEpilogues());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void xfmr::buildGradientPipeline(OpPassManager &pm, const FusionOptions &fusion,
+                                 StringRef function, ArrayRef<std::string> wrtInputs) {
+  FusionOptions beforeAutodiff = fusion;
+  beforeAutodiff.epilogues = false;
+  buildXfmrFusionPipeline(pm, beforeAutodiff);
+  XfmrAutodiffOptions autodiff;
+  autodiff.function = function.str();
+  autodiff.wrtInputs.assign(wrtInputs.begin(), wrtInputs.end());
+  pm.addPass(createXfmrAutodiff(autodiff));
+}
+
+void xfmr::buildBufferizationPipeline(OpPassManager &pm) {
+  pm.addPass(createXfmrDestinationPassingEntry());
+  // No empty-tensor elimination: it would let one function result's producer
+  // compute into another result's caller buffer (seen with two results fed
+  // by one CSE'd init tensor). The price is one copy per result.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::BufferDeallocationPipelineOptions deallocation;
+  bufferization::buildBufferDeallocationPipeline(pm, deallocation);
+  pm.addPass(createConvertBufferizationToMemRefPass());
+}
+
+void xfmr::buildHostToLLVMPipeline(OpPassManager &pm, bool gpu) {
+  // LLVM. Math first: math-to-libm declares libm functions as func.func,
+  // which func-to-llvm must still see. memref (with OpenMP's alloca_scope)
+  // before scf-to-cf.
+  pm.addPass(createXfmrApproximateVectorMath());
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  // bf16 arithmetic in f32, and bf16 <-> f32 conversions as integer ops (the
+  // toolchain's libgcc has no __truncsfbf2).
+  arith::ArithEmulateUnsupportedFloatsOptions emulate;
+  emulate.sourceTypeStrs = {"bf16"};
+  emulate.targetTypeStr = "f32";
+  pm.addPass(arith::createArithEmulateUnsupportedFloats(emulate));
+  arith::ArithExpandOpsPassOptions expand;
+  expand.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expand));
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  // aligned_alloc rather than malloc plus pointer arithmetic: the result
+  // keeps its noalias provenance, so LLVM can vectorize loops that read one
+  // buffer and write another.
+  FinalizeMemRefToLLVMConversionPassOptions memrefToLLVM;
+  memrefToLLVM.useAlignedAlloc = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefToLLVM));
+  pm.addPass(createSCFToControlFlowPass());
+  // Functions before OpenMP: convert-openmp-to-llvm would otherwise convert
+  // them with the default (descriptor) memref convention.
+  ConvertFuncToLLVMPassOptions funcToLLVM;
+  funcToLLVM.useBarePtrCallConv = true;
+  pm.addPass(createConvertFuncToLLVMPass(funcToLLVM));
+  pm.addPass(createConvertOpenMPToLLVMPass());
+  if (gpu)
+    pm.addPass(createGpuToLLVMConversionPass());
+  pm.addPass(createConvertVectorToLLVMPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createXfmrEmitPackedEntry());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void xfmr::registerPipelines() {
+  PassPipelineRegistration<CpuPipelineOptions>(
+      "xfmr-cpu-pipeline", "Lower xfmr IR on tensors to the LLVM dialect for the host CPU",
+      buildCpuPipeline);
+  PassPipelineRegistration<GpuPipelineOptions>(
+      "xfmr-gpu-pipeline",
+      "Lower xfmr IR on tensors to host LLVM dialect code launching NVPTX kernels",
+      buildGpuPipeline);
+}

@@ -1,0 +1,259 @@
+//===- CudaRuntime.cpp - MLIR's mgpu* GPU ABI over the CUDA driver --------===//
+//
+// Host code from MLIR's gpu-to-llvm lowering and gpu.binary translation
+// calls `mgpu*` functions (module loading, launches, streams, memory).
+// Debian's MLIR ships no library with them, so xfmr provides this one
+// (libxfmr_cuda.a), written against the CUDA driver API. libcuda is opened
+// at run time rather than linked: a GPU executable starts anywhere, and on a
+// machine without the driver or a GPU it stops with a clear error when the
+// model first needs the GPU. Kernel images are loaded at that point too, not
+// in the static constructors that register them.
+//
+// The ABI has no error results: a failing driver call prints the call and
+// CUDA's error name, and exits with status 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cuda.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <dlfcn.h>
+#include <mutex>
+#include <string>
+
+namespace {
+
+// The driver functions used; cuda.h maps several names to versioned symbols
+// (cuMemAlloc -> cuMemAlloc_v2), which the stringized name follows.
+#define XFMR_CUDA_FUNCTIONS(X)                                                                     \
+  X(cuInit)                                                                                        \
+  X(cuGetErrorName)                                                                                \
+  X(cuDeviceGet)                                                                                   \
+  X(cuDevicePrimaryCtxRetain)                                                                      \
+  X(cuCtxSetCurrent)                                                                               \
+  X(cuModuleLoadData)                                                                              \
+  X(cuModuleLoadDataEx)                                                                            \
+  X(cuModuleUnload)                                                                                \
+  X(cuModuleGetFunction)                                                                           \
+  X(cuFuncSetAttribute)                                                                            \
+  X(cuLaunchKernel)                                                                                \
+  X(cuStreamCreate)                                                                                \
+  X(cuStreamDestroy)                                                                               \
+  X(cuStreamSynchronize)                                                                           \
+  X(cuStreamWaitEvent)                                                                             \
+  X(cuEventCreate)                                                                                 \
+  X(cuEventDestroy)                                                                                \
+  X(cuEventSynchronize)                                                                            \
+  X(cuEventRecord)                                                                                 \
+  X(cuMemAlloc)                                                                                    \
+  X(cuMemAllocManaged)                                                                             \
+  X(cuMemFree)                                                                                     \
+  X(cuMemcpyAsync)                                                                                 \
+  X(cuMemsetD16Async)                                                                              \
+  X(cuMemsetD32Async)
+
+#define XFMR_STRINGIZE(name) #name
+#define XFMR_SYMBOL(name) XFMR_STRINGIZE(name)
+
+struct Driver {
+#define XFMR_DECLARE(name) decltype(&name) name##_ = nullptr;
+  XFMR_CUDA_FUNCTIONS(XFMR_DECLARE)
+#undef XFMR_DECLARE
+  CUcontext context = nullptr;
+};
+
+[[noreturn]] void fail(const std::string &message) {
+  std::fprintf(stderr, "%s: error: %s\n", program_invocation_name, message.c_str());
+  std::exit(1);
+}
+
+/// Set once libcuda's functions are found (before cuInit, whose failure
+/// check() must already be able to name).
+Driver *loadedDriver = nullptr;
+
+void check(CUresult result, const char *call) {
+  if (result == CUDA_SUCCESS)
+    return;
+  const char *name = nullptr;
+  if (loadedDriver->cuGetErrorName_(result, &name) != CUDA_SUCCESS || !name)
+    name = "unknown error";
+  std::string message = std::string("CUDA: ") + call + " failed: " + name;
+  if (result == CUDA_ERROR_NO_DEVICE)
+    message += " (this model was compiled for an NVIDIA GPU and none is visible)";
+  fail(message);
+}
+
+Driver &loadDriver() {
+  static Driver loaded;
+  void *library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!library)
+    fail(std::string("this model was compiled for an NVIDIA GPU, but the CUDA driver "
+                     "cannot be loaded: ") +
+         dlerror());
+#define XFMR_LOAD(name)                                                                            \
+  loaded.name##_ = reinterpret_cast<decltype(&name)>(dlsym(library, XFMR_SYMBOL(name)));          \
+  if (!loaded.name##_)                                                                             \
+    fail("the CUDA driver has no " XFMR_SYMBOL(name) "; it is older than this program needs");
+  XFMR_CUDA_FUNCTIONS(XFMR_LOAD)
+#undef XFMR_LOAD
+  loadedDriver = &loaded;
+  return loaded;
+}
+
+#define XFMR_CHECK(call) check(driver().call, #call)
+
+/// The driver, initialized with device 0's primary context current on this
+/// thread.
+Driver &driver() {
+  static std::once_flag once;
+  static Driver *loaded = nullptr;
+  std::call_once(once, [] {
+    loaded = &loadDriver();
+    CUdevice device;
+    check(loaded->cuInit_(0), "cuInit(0)");
+    check(loaded->cuDeviceGet_(&device, 0), "cuDeviceGet(0)");
+    check(loaded->cuDevicePrimaryCtxRetain_(&loaded->context, device),
+          "cuDevicePrimaryCtxRetain");
+  });
+  static thread_local bool current = false;
+  if (!current) {
+    check(loaded->cuCtxSetCurrent_(loaded->context), "cuCtxSetCurrent");
+    current = true;
+  }
+  return *loaded;
+}
+
+/// A kernel image registered by a static constructor, loaded on first use.
+struct LazyModule {
+  const void *image;
+  bool isPtx;
+  int optLevel;
+  CUmodule module = nullptr;
+  std::once_flag loaded;
+};
+
+CUmodule loadedModule(LazyModule &lazy) {
+  std::call_once(lazy.loaded, [&] {
+    if (!lazy.isPtx) {
+      XFMR_CHECK(cuModuleLoadData_(&lazy.module, lazy.image));
+      return;
+    }
+    char log[8192] = {0};
+    CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                              CU_JIT_OPTIMIZATION_LEVEL};
+    void *values[] = {log, reinterpret_cast<void *>(sizeof(log)),
+                      reinterpret_cast<void *>(static_cast<intptr_t>(lazy.optLevel))};
+    CUresult result = driver().cuModuleLoadDataEx_(&lazy.module, lazy.image, 3, options, values);
+    if (result != CUDA_SUCCESS && log[0])
+      std::fprintf(stderr, "%s: PTX JIT log:\n%s\n", program_invocation_name, log);
+    check(result, "cuModuleLoadDataEx (PTX JIT; was the model compiled for a newer --gpu-arch?)");
+  });
+  return lazy.module;
+}
+
+} // namespace
+
+extern "C" {
+
+void *mgpuModuleLoad(void *image, size_t /*size*/) {
+  return new LazyModule{image, /*isPtx=*/false, 0};
+}
+
+void *mgpuModuleLoadJIT(void *image, int optLevel) {
+  return new LazyModule{image, /*isPtx=*/true, optLevel};
+}
+
+void mgpuModuleUnload(void *handle) {
+  auto *lazy = static_cast<LazyModule *>(handle);
+  // At exit the driver may already be shutting down; its answer no longer
+  // matters.
+  if (lazy->module)
+    (void)driver().cuModuleUnload_(lazy->module);
+  delete lazy;
+}
+
+CUfunction mgpuModuleGetFunction(void *handle, const char *name) {
+  CUfunction function = nullptr;
+  XFMR_CHECK(cuModuleGetFunction_(&function, loadedModule(*static_cast<LazyModule *>(handle)),
+                                  name));
+  return function;
+}
+
+void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY, intptr_t gridZ,
+                      intptr_t blockX, intptr_t blockY, intptr_t blockZ, int32_t sharedBytes,
+                      CUstream stream, void **params, void **extra, size_t /*paramCount*/) {
+  if (sharedBytes > 48 * 1024)
+    XFMR_CHECK(cuFuncSetAttribute_(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                   sharedBytes));
+  XFMR_CHECK(cuLaunchKernel_(function, gridX, gridY, gridZ, blockX, blockY, blockZ, sharedBytes,
+                             stream, params, extra));
+}
+
+CUstream mgpuStreamCreate() {
+  CUstream stream = nullptr;
+  XFMR_CHECK(cuStreamCreate_(&stream, CU_STREAM_NON_BLOCKING));
+  return stream;
+}
+
+void mgpuStreamDestroy(CUstream stream) { XFMR_CHECK(cuStreamDestroy_(stream)); }
+
+void mgpuStreamSynchronize(CUstream stream) { XFMR_CHECK(cuStreamSynchronize_(stream)); }
+
+void mgpuStreamWaitEvent(CUstream stream, CUevent event) {
+  XFMR_CHECK(cuStreamWaitEvent_(stream, event, 0));
+}
+
+CUevent mgpuEventCreate() {
+  CUevent event = nullptr;
+  XFMR_CHECK(cuEventCreate_(&event, CU_EVENT_DISABLE_TIMING));
+  return event;
+}
+
+void mgpuEventDestroy(CUevent event) { XFMR_CHECK(cuEventDestroy_(event)); }
+
+void mgpuEventSynchronize(CUevent event) { XFMR_CHECK(cuEventSynchronize_(event)); }
+
+void mgpuEventRecord(CUevent event, CUstream stream) {
+  XFMR_CHECK(cuEventRecord_(event, stream));
+}
+
+/// `hostShared` buffers are CUDA managed memory: kernels and host code both
+/// address them.
+void *mgpuMemAlloc(uint64_t bytes, CUstream /*stream*/, bool hostShared) {
+  if (bytes == 0)
+    return nullptr;
+  CUdeviceptr pointer = 0;
+  if (hostShared)
+    XFMR_CHECK(cuMemAllocManaged_(&pointer, bytes, CU_MEM_ATTACH_GLOBAL));
+  else
+    XFMR_CHECK(cuMemAlloc_(&pointer, bytes));
+  return reinterpret_cast<void *>(pointer);
+}
+
+void mgpuMemFree(void *pointer, CUstream /*stream*/) {
+  if (pointer)
+    XFMR_CHECK(cuMemFree_(reinterpret_cast<CUdeviceptr>(pointer)));
+}
+
+void mgpuMemcpy(void *destination, void *source, size_t bytes, CUstream stream) {
+  XFMR_CHECK(cuMemcpyAsync_(reinterpret_cast<CUdeviceptr>(destination),
+                            reinterpret_cast<CUdeviceptr>(source), bytes, stream));
+}
+
+void mgpuMemset32(void *destination, unsigned int value, size_t count, CUstream stream) {
+  XFMR_CHECK(cuMemsetD32Async_(reinterpret_cast<CUdeviceptr>(destination), value, count, stream));
+}
+
+void mgpuMemset16(void *destination, unsigned short value, size_t count, CUstream stream) {
+  XFMR_CHECK(cuMemsetD16Async_(reinterpret_cast<CUdeviceptr>(destination), value, count, stream));
+}
+
+void mgpuSetDefaultDevice(int32_t device) {
+  if (device != 0)
+    fail("xfmr's CUDA runtime runs on device 0 only");
+}
+
+} // extern "C"
