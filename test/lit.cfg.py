@@ -44,3 +44,30 @@ ptxas = os.path.join(config.cuda_root, "bin", "ptxas")
 if os.path.exists(ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+fatbinary = os.path.join(config.cuda_root, "bin", "fatbinary")
+if os.path.exists(ptxas) and os.path.exists(fatbinary):
+    config.available_features.add("fatbinary")
+
+# GPU executables link libxfmr_cuda, built where cuda.h was found.
+if os.path.exists(os.path.join(config.xfmr_obj_root, "lib", "libxfmr_cuda.a")):
+    config.available_features.add("cuda-runtime")
+
+
+def cuda_device_count():
+    """GPUs the CUDA driver reports (0 without a driver or a GPU)."""
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return 0
+    count = ctypes.c_int(0)
+    if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return 0
+    return count.value
+
+
+if cuda_device_count() > 0:
+    config.available_features.add("cuda-device")
+else:
+    lit_config.note("no NVIDIA GPU visible to the CUDA driver: GPU execution tests are "
+                    "UNSUPPORTED (PTX is still checked with ptxas)")

@@ -6,7 +6,7 @@ PyTorch reference (reference.py check). Prints one PASS/FAIL line per
 compilation.
 
   e2e.py --xfmrc PATH --config C --workdir DIR [--batch B] [--seq-len S]
-         [--decoder-seq-len T] [--sequences N] [--seed K]
+         [--decoder-seq-len T] [--sequences N] [--seed K] [--xfmrc-flag F]...
 """
 
 import argparse
@@ -29,6 +29,8 @@ def main():
     parser.add_argument("--decoder-seq-len", type=int, default=0)
     parser.add_argument("--sequences", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--xfmrc-flag", action="append", default=[],
+                        help="extra xfmrc flag for every compilation (e.g. --target=nvptx)")
     args = parser.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     weights = os.path.join(args.workdir, "weights.safetensors")
@@ -46,7 +48,7 @@ def main():
         logits = model + ".npy"
         subprocess.run([args.xfmrc, args.config, f"--batch={args.batch}",
                         f"--seq-len={args.seq_len}", f"--decoder-seq-len={args.decoder_seq_len}",
-                        "-o", model] + flags, check=True)
+                        "-o", model] + args.xfmrc_flag + flags, check=True)
         subprocess.run([model, f"--weights={weights}", f"--input={tokens}",
                         f"--output={logits}"], check=True)
         check = subprocess.run(reference + ["check", "--config", args.config, "--weights",

@@ -64,9 +64,10 @@ struct GpuMapParallelLoopsPass
       tiles.push_back(trips ? std::optional<int64_t>(llvm::divideCeil(*trips, tileSizes[dim]))
                             : std::nullopt);
     }
+    MLIRContext *context = loop.getContext();
+    // Replaces (and erases) `loop`.
     auto [tileLoop, threadLoop] = scf::tileParallelLoop(loop, tileSizes, /*noMinMaxBounds=*/true);
 
-    MLIRContext *context = loop.getContext();
     AffineMap identity = AffineMap::getMultiDimIdentityMap(1, context);
     auto mappingOf = [&](gpu::Processor processor) {
       return gpu::ParallelLoopDimMappingAttr::get(context, processor, identity, identity);
