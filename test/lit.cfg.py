@@ -71,3 +71,5 @@ if cuda_device_count() > 0:
 else:
     lit_config.note("no NVIDIA GPU visible to the CUDA driver: GPU execution tests are "
                     "UNSUPPORTED (PTX is still checked with ptxas)")
+# MLIR's runner libraries, for tests that execute IR with mlir-runner.
+config.substitutions.append(("%mlir_lib_dir", config.openmp_lib_dir))

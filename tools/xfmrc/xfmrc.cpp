@@ -212,6 +212,8 @@ int main(int argc, char **argv) {
     return fail("--gpu-arch needs --target=nvptx");
   if (!Regex("^sm_[0-9]+a?$").match(gpuArch))
     return fail("--gpu-arch must look like sm_80 or sm_90a, got '" + gpuArch + "'");
+  if (openmp.getNumOccurrences() && target == xfmr::Target::Nvptx)
+    return fail("--openmp applies to --target=host only");
   options.target = target;
   options.gpuArch = gpuArch;
   options.cudaRoot = cudaPath;
