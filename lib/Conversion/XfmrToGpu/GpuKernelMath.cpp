@@ -60,9 +60,7 @@ struct UnaryToPtx : OpRewritePattern<MathOp> {
   bool reciprocal;
 };
 
-} // namespace
-
-static void populateUnaryToPtxPatterns(RewritePatternSet &patterns) {
+void populateUnaryToPtxPatterns(RewritePatternSet &patterns) {
   MLIRContext *context = patterns.getContext();
   patterns.add<UnaryToPtx<math::SqrtOp>>(context, "sqrt.rn.T");
   patterns.add<UnaryToPtx<math::RsqrtOp>>(context, "sqrt.rn.T", /*reciprocal=*/true);
@@ -71,8 +69,6 @@ static void populateUnaryToPtxPatterns(RewritePatternSet &patterns) {
   patterns.add<UnaryToPtx<math::TruncOp>>(context, "cvt.rzi.T.T");
   patterns.add<UnaryToPtx<math::RoundEvenOp>>(context, "cvt.rni.T.T");
 }
-
-namespace {
 
 struct GpuKernelMathPass : xfmr::impl::XfmrGpuKernelMathBase<GpuKernelMathPass> {
   void runOnOperation() override {
