@@ -147,17 +147,16 @@ llvm::Error link(StringRef object, const CompileOptions &options, StringRef main
     return std::string(path);
   };
   std::vector<std::string> libraries = {library(mainLibrary), library("libxfmr_runtime.a")};
-  if (options.target == Target::Nvptx) {
+  if (options.target == Target::Nvptx)
     libraries.push_back(library("libxfmr_cuda.a"));
-    if (!llvm::sys::fs::exists(libraries.back()))
-      return llvm::createStringError(
-          "GPU executables need " + libraries.back() +
-          ", which this build of xfmr skipped (no cuda.h under XFMR_CUDA_ROOT); "
-          "--emit=obj and --emit=ptx work without it");
-  }
   for (StringRef lib : libraries)
     if (!llvm::sys::fs::exists(lib))
-      return llvm::createStringError("runtime library " + lib + " not found");
+      return llvm::createStringError(
+          "runtime library " + lib + " not found" +
+          (lib.ends_with("libxfmr_cuda.a")
+               ? " (this build of xfmr skipped it: no cuda.h under XFMR_CUDA_ROOT; "
+                 "--emit=obj and --emit=ptx work without it)"
+               : ""));
   std::string rpath = "-Wl,-rpath," XFMR_OPENMP_LIB_DIR;
   SmallVector<StringRef> args = {*linker, object};
   args.append(libraries.begin(), libraries.end());
@@ -266,8 +265,7 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
   }
   if (failed(pm.run(**module)))
     return diagnostics.error("lowering " + options.inputPath + " failed");
-  if (options.emit == EmitKind::Ptx || options.emit == EmitKind::Cubin ||
-      options.emit == EmitKind::Fatbin)
+  if (emitsKernelsOnly(options.emit))
     return writeKernels(**module, options.outputPath);
 
   llvm::LLVMContext llvmContext;

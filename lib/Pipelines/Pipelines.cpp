@@ -44,7 +44,17 @@ void xfmr::buildGradientPipeline(OpPassManager &pm, const FusionOptions &fusion,
   pm.addPass(createXfmrAutodiff(autodiff));
 }
 
-void xfmr::buildBufferizationPipeline(OpPassManager &pm) {
+void xfmr::buildLinalgBufferizationPipeline(OpPassManager &pm) {
+  pm.addPass(createConvertXfmrToLinalg());
+  pm.addPass(createConvertElementwiseToLinalgPass());
+  pm.addPass(createXfmrCollapseLinalgDims());
+  // No CSE from here to bufferization: the CPU kernels read tensors through
+  // `bufferization.to_buffer` right where they run, and CSE would merge a
+  // late read into an earlier identical one, hiding it from the
+  // bufferization analysis (which then lets a later op overwrite the
+  // buffer before the kernel reads it).
+  pm.addPass(createCanonicalizerPass());
+
   pm.addPass(createXfmrDestinationPassingEntry());
   // No empty-tensor elimination: it would let one function result's producer
   // compute into another result's caller buffer (seen with two results fed

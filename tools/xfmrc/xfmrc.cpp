@@ -204,9 +204,7 @@ int main(int argc, char **argv) {
   options.shape.decoderSeqLen = decoderSeqLen;
   options.entry = entry;
   options.cpu = cpu;
-  bool kernelsOnly = emit == xfmr::EmitKind::Ptx || emit == xfmr::EmitKind::Cubin ||
-                     emit == xfmr::EmitKind::Fatbin;
-  if (kernelsOnly && target != xfmr::Target::Nvptx)
+  if (xfmr::emitsKernelsOnly(emit) && target != xfmr::Target::Nvptx)
     return fail("--emit=ptx, cubin and fatbin need --target=nvptx");
   if (gpuArch.getNumOccurrences() && target != xfmr::Target::Nvptx)
     return fail("--gpu-arch needs --target=nvptx");

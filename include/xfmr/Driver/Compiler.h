@@ -35,6 +35,11 @@ private:
 
 enum class EmitKind { Executable, Object, Header, Mlir, Llvm, RandomWeights, Ptx, Cubin, Fatbin };
 
+/// Whether `emit` asks for the GPU kernels alone (PTX, cubin, fatbin).
+inline bool emitsKernelsOnly(EmitKind emit) {
+  return emit == EmitKind::Ptx || emit == EmitKind::Cubin || emit == EmitKind::Fatbin;
+}
+
 /// What the model's code runs on.
 enum class Target { Host, Nvptx };
 

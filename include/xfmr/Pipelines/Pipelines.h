@@ -74,9 +74,11 @@ void buildXfmrFusionPipeline(mlir::OpPassManager &pm, const FusionOptions &fusio
 void buildGradientPipeline(mlir::OpPassManager &pm, const FusionOptions &fusion,
                            llvm::StringRef function, llvm::ArrayRef<std::string> wrtInputs);
 
-/// Tensors -> memrefs: function results become caller-owned buffers
-/// (xfmr-destination-passing-entry), one-shot bufferization, deallocation.
-void buildBufferizationPipeline(mlir::OpPassManager &pm);
+/// The xfmr ops a target has no kernels of -> linalg (convert-xfmr-to-linalg,
+/// elementwise ops, collapsed loop dims), then tensors -> memrefs: function
+/// results become caller-owned buffers (xfmr-destination-passing-entry),
+/// one-shot bufferization, deallocation.
+void buildLinalgBufferizationPipeline(mlir::OpPassManager &pm);
 
 /// Host code (scf, memref, arith, math, vector, OpenMP and, with `gpu`,
 /// kernel launches and GPU buffers) -> the LLVM dialect. Entry functions use
@@ -96,11 +98,6 @@ void buildCpuPipeline(mlir::OpPassManager &pm, const CpuPipelineOptions &options
 /// gpu.module, lowered to NVVM and serialized (PTX, cubin or fatbin). The
 /// entry keeps the CPU build's ABI (host pointers, `<name>_packed`).
 void buildGpuPipeline(mlir::OpPassManager &pm, const GpuPipelineOptions &options);
-
-/// The PTX ISA version the NVVM target asks for: 8.0 runs on CUDA 12 and
-/// later drivers and covers sm_80 and sm_90 (the default 6.0 cannot target
-/// sm_90).
-inline constexpr const char *kPtxFeatures = "+ptx80";
 
 /// Registers `xfmr-cpu-pipeline` and `xfmr-gpu-pipeline` for xfmr-opt.
 void registerPipelines();
