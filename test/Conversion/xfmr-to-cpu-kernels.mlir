@@ -51,21 +51,27 @@ func.func @gemm_bands(%x: tensor<4x128x32xf32>, %w: tensor<32x32xf32>) -> tensor
 // -----
 
 // Attention: (batch, head) pairs in parallel; keys transposed once per pair;
-// key blocks up to the diagonal; masks only on the blocks that need them.
+// key blocks up to the diagonal; masks only on the blocks that need them;
+// scores in base 2 (scale 0.25 times log2 e), so probabilities are exp2 of
+// shifted scores: a rounding and a polynomial, no math.exp.
 // CHECK-LABEL: func @attention
+// CHECK: %[[SCALE:.*]] = arith.constant 0.360673{{[0-9]*}} : f32
 // CHECK: %[[Q:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<1x128x2x16xf32> to memref<1x128x2x16xf32, strided<[?, ?, ?, 1], offset: ?>>
 // CHECK: scf.forall (%{{.*}}) in (2)
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<2x16x64xf32>
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<128x16xf32>
+// CHECK: arith.mulf %{{.*}}, %[[SCALE]] : f32
 // CHECK: arith.ceildivui
 // CHECK: scf.for
 // CHECK: vector.fma
 // CHECK: scf.if
 // CHECK: vector.step
-// CHECK: math.exp
+// CHECK-NOT: math.exp
+// CHECK: math.roundeven
 // CHECK: } else {
 // CHECK-NOT: vector.step
-// CHECK: math.exp
+// CHECK-NOT: math.exp
+// CHECK: math.roundeven
 // CHECK: }
 // CHECK: vector.fma
 // CHECK-NOT: tensor<128x128xf32>
@@ -81,8 +87,8 @@ func.func @attention(%q: tensor<1x128x2x16xf32>) -> tensor<1x128x2x16xf32> {
 // Row kernels: softmax over the last axis, add + layer norm.
 // CHECK-LABEL: func @rows
 // CHECK: scf.forall
-// CHECK: vector.reduction <maximumf>
-// CHECK: vector.reduction <add>
+// CHECK: vector.reduction <maxnumf>, %{{.*}} fastmath<nnan>
+// CHECK: vector.reduction <add>, %{{.*}} fastmath<reassoc>
 // CHECK: scf.forall
 // CHECK: vector.fma
 // CHECK: math.rsqrt

@@ -15,7 +15,9 @@
 //   O += P V_block                       register-tiled over head_dim
 //
 // and finally O / l is written (0 where no key was visible), with the row
-// log-sum-exp m + log l when the backward will need it.
+// log-sum-exp m + log l when the backward will need it. The forward keeps S
+// in base 2 (Q scaled by log2 e as well), so that each exponential is an
+// exp2 of a non-positive number, the cheapest kind.
 //
 // Backward (FlashAttention-2): for each key block, over the query blocks
 // that see it, the probabilities are recomputed from the log-sum-exp:
@@ -46,6 +48,8 @@ constexpr int64_t kBlockQ = 64;
 /// 2 vectors), which would otherwise compute mostly padding.
 constexpr int64_t kMaxBlockK = 64;
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+constexpr double kLog2E = 1.4426950408889634;
+constexpr double kLn2 = 0.6931471805599453;
 
 /// What the forward and backward kernels share: the geometry, operand
 /// packing, masks and the register-tiled block products.
@@ -216,10 +220,10 @@ protected:
   }
 
   /// The bk / lanes score vectors of row i of `scores` (query qi, keys from
-  /// k0) with bias and key padding added and, when `masked`, the causal and
-  /// past-seq_k entries set to -inf.
+  /// k0) with bias and key padding added (times `biasFactor`, the scores'
+  /// unit) and, when `masked`, the causal and past-seq_k entries set to -inf.
   SmallVector<Value> maskedRow(Value bi, Value hi, Value scores, Value i, Value qi, Value k0,
-                               bool masked) {
+                               bool masked, double biasFactor = 1.0) {
     auto iotaType = VectorType::get({lanes}, b.getIndexType());
     Value iota = vector::StepOp::create(b, loc, iotaType);
     // Keys j may be seen from query qi iff j < seq_k and, when causal,
@@ -232,10 +236,13 @@ protected:
     for (int64_t v = 0; v < blockK / lanes; ++v) {
       Value j0 = kb.addi(k0, kb.index(v * lanes));
       Value score = kb.loadVector(scores, {i, kb.index(v * lanes)});
+      auto addBias = [&](Value bias) {
+        score = biasFactor == 1.0 ? kb.add(score, bias) : kb.fma(bias, kb.splat(biasFactor), score);
+      };
       if (in.keyBias)
-        score = kb.add(score, kb.loadVectorClipped(in.keyBias, {bi, j0}, 0.0));
+        addBias(kb.loadVectorClipped(in.keyBias, {bi, j0}, 0.0));
       if (in.bias)
-        score = kb.add(score, loadBias(bi, hi, qi, j0));
+        addBias(loadBias(bi, hi, qi, j0));
       if (masked) {
         Value keys = arith::AddIOp::create(b, loc, iota,
                                            vector::BroadcastOp::create(b, loc, iotaType, j0));
@@ -286,7 +293,7 @@ public:
       Value values = packRows(in.v, bi, hi, seqK, paddedK, 1.0);
       Scratch scratch{kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ, blockK}, f32()),
                       kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ}, f32()),
-                      kb.allocate({kBlockQ}, f32())};
+                      kb.allocate({kBlockQ, lanes}, f32())};
       kb.forRowTiles(kb.index(0), seqQ, kBlockQ, [&](Value q0, int64_t rows) {
         emitQueryBlock(bi, hi, keysT, values, scratch, q0, rows);
       });
@@ -298,7 +305,8 @@ private:
     Value queries; // [bq][d], scaled
     Value scores;  // [bq][bk], scores then probabilities
     Value output;  // [bq][d], unnormalised
-    Value max, sum;
+    Value max; // [bq]
+    Value sum; // [bq][lanes], per-lane partial sums
   };
 
   void emitQueryBlock(Value bi, Value hi, Value keysT, Value values, const Scratch &s, Value q0,
@@ -307,11 +315,12 @@ private:
     kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
       Value qi = kb.addi(q0, i);
       kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
-        kb.store(kb.mul(kb.load(in.q, at(bi, qi, hi, c)), kb.f32(in.scale)), s.queries, {i, c});
+        kb.store(kb.mul(kb.load(in.q, at(bi, qi, hi, c)), kb.f32(in.scale * kLog2E)), s.queries,
+                 {i, c});
         kb.store(kb.f32(0.0), s.output, {i, c});
       });
       kb.store(kb.f32(kNegInf), s.max, {i});
-      kb.store(kb.f32(0.0), s.sum, {i});
+      kb.storeVector(kb.splat(0.0), s.sum, {i, kb.index(0)});
     });
     kb.forLoop(kb.index(0), keyBlockCount(q0, rows), 1, [&](Value block) {
       Value k0 = kb.muli(block, blockK);
@@ -330,7 +339,7 @@ private:
     });
     // out = O / l, 0 where nothing was visible; lse = m + log l.
     kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
-      Value l = kb.load(s.sum, {i});
+      Value l = kb.reduceAdd(kb.loadVector(s.sum, {i, kb.index(0)}));
       Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, kb.f32(0.0));
       Value inverse = kb.select(empty, kb.f32(0.0), kb.div(kb.f32(1.0), l));
       Value qi = kb.addi(q0, i);
@@ -338,38 +347,46 @@ private:
         kb.store(kb.mul(kb.load(s.output, {i, c}), inverse), in.out, at(bi, qi, hi, c));
       });
       if (in.lse)
-        kb.store(kb.add(kb.load(s.max, {i}), kb.log(l)), in.lse, {bi, hi, qi});
+        kb.store(kb.add(kb.mul(kb.load(s.max, {i}), kb.f32(kLn2)), kb.log(l)), in.lse, {bi, hi, qi});
     });
   }
 
   /// The online-softmax update of each row of the score tile: probabilities
-  /// in place of the scores, rescaled O, m and l.
+  /// in place of the scores, rescaled O, m and l. Two passes over the row
+  /// (max, then exp) reload the scores rather than keep all bk / lanes of
+  /// them live across the exponentials' constants, which would spill; l is
+  /// kept per lane and reduced once at the end.
   void emitSoftmaxUpdate(Value bi, Value hi, const Scratch &s, Value q0, Value k0, int64_t rows,
                          bool masked) {
+    bool rewritesScores = masked || in.bias || in.keyBias;
     kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
-      SmallVector<Value> scores = maskedRow(bi, hi, s.scores, i, kb.addi(q0, i), k0, masked);
+      SmallVector<Value> scores =
+          maskedRow(bi, hi, s.scores, i, kb.addi(q0, i), k0, masked, kLog2E);
       Value rowMax = kb.splat(kNegInf);
-      for (Value score : scores)
+      for (auto [v, score] : llvm::enumerate(scores)) {
         rowMax = kb.max(rowMax, score);
+        if (rewritesScores)
+          kb.storeVector(score, s.scores, {i, kb.index(v * lanes)});
+      }
       Value oldMax = kb.load(s.max, {i});
       Value newMax = kb.max(oldMax, kb.reduceMax(rowMax));
       // Nothing visible yet: keep probabilities and corrections at 0.
       Value none = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, newMax, kb.f32(kNegInf));
-      Value shift = kb.select(none, kb.f32(0.0), newMax);
-      Value shiftVector = kb.splat(shift);
-      Value rowSum = kb.splat(0.0);
-      for (auto [v, score] : llvm::enumerate(scores)) {
-        Value p = kb.exp(kb.sub(score, shiftVector));
-        kb.storeVector(p, s.scores, {i, kb.index(v * lanes)});
+      Value shift = kb.splat(kb.select(none, kb.f32(0.0), newMax));
+      // A vector exponential: the scalar one is a libm call.
+      Value correction = kb.exp2NonPositive(kb.sub(kb.splat(oldMax), shift));
+      kb.store(newMax, s.max, {i});
+      Value rowSum = kb.mul(kb.loadVector(s.sum, {i, kb.index(0)}), correction);
+      for (int64_t v = 0; v < blockK / lanes; ++v) {
+        Value column = kb.index(v * lanes);
+        Value p = kb.exp2NonPositive(kb.sub(kb.loadVector(s.scores, {i, column}), shift));
+        kb.storeVector(p, s.scores, {i, column});
         rowSum = kb.add(rowSum, p);
       }
-      Value correction = kb.exp(kb.sub(oldMax, shift));
-      kb.store(newMax, s.max, {i});
-      kb.store(kb.add(kb.mul(kb.load(s.sum, {i}), correction), kb.reduceAdd(rowSum)), s.sum, {i});
-      Value correctionVector = kb.splat(correction);
+      kb.storeVector(rowSum, s.sum, {i, kb.index(0)});
       forHeadDimVectors([&](Value c, int64_t valid) {
         Value o = kb.loadVector(s.output, {i, c}, valid);
-        kb.storeVector(kb.mul(o, correctionVector), s.output, {i, c}, valid);
+        kb.storeVector(kb.mul(o, correction), s.output, {i, c}, valid);
       });
     });
   }

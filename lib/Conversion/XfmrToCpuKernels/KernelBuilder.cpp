@@ -31,9 +31,40 @@ Value KernelBuilder::add(Value x, Value y) { return arith::AddFOp::create(b, loc
 Value KernelBuilder::sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
 Value KernelBuilder::mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
 Value KernelBuilder::div(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y); }
-Value KernelBuilder::max(Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); }
+Value KernelBuilder::max(Value x, Value y) {
+  // x86's maxps is exactly `x > y ? x : y`; arith.maxnumf would be expanded
+  // (arith-expand) into a compare, an unordered check and two selects.
+  Value greater = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, y);
+  return select(greater, x, y);
+}
 Value KernelBuilder::fma(Value a, Value x, Value c) { return vector::FMAOp::create(b, loc, a, x, c); }
 Value KernelBuilder::exp(Value x) { return math::ExpOp::create(b, loc, x); }
+
+Value KernelBuilder::exp2NonPositive(Value x) {
+  auto type = cast<VectorType>(x.getType());
+  auto intType = VectorType::get(type.getShape(), b.getI32Type());
+  auto intSplat = [&](int32_t value) {
+    return arith::ConstantOp::create(b, loc, DenseElementsAttr::get(intType, value));
+  };
+  // 2^x = 2^k 2^f with k = round(x), |f| <= 1/2. Below -127, k = -127 makes
+  // the 2^k factor's exponent field 0: the result is 0, as for x = -inf.
+  // The operands are in this order so that a NaN x stays NaN.
+  x = max(splat(-127.0), x);
+  Value k = math::RoundEvenOp::create(b, loc, x);
+  Value f = sub(x, k);
+  // Minimax polynomial for 2^f on [-1/2, 1/2], relative error 7.5e-8
+  // (Lawson-weighted least squares in float64).
+  static constexpr double kCoefficients[] = {1.00000007,  0.69314697, 0.2402212,
+                                             0.05550713,  0.00967554, 0.00132765};
+  Value poly = splat(kCoefficients[5]);
+  for (int i = 4; i >= 0; --i)
+    poly = fma(poly, f, splat(kCoefficients[i]));
+  Value biased = arith::AddIOp::create(b, loc, arith::FPToSIOp::create(b, loc, intType, k),
+                                       intSplat(127));
+  Value scale = arith::BitcastOp::create(
+      b, loc, type, arith::ShLIOp::create(b, loc, biased, intSplat(23)));
+  return mul(poly, scale);
+}
 Value KernelBuilder::rsqrt(Value x) { return math::RsqrtOp::create(b, loc, x); }
 Value KernelBuilder::log(Value x) { return math::LogOp::create(b, loc, x); }
 Value KernelBuilder::equals(Value x, double value) {
@@ -50,12 +81,16 @@ Value KernelBuilder::select(Value condition, Value x, Value y) {
 }
 
 Value KernelBuilder::reduceMax(Value vector) {
-  return vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, vector);
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF, vector,
+                                     arith::FastMathFlags::nnan);
 }
 
 Value KernelBuilder::reduceAdd(Value vector) {
-  return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, vector);
+  // A tree of adds rather than a chain through each lane in order.
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, vector,
+                                     arith::FastMathFlags::reassoc);
 }
+
 
 Value KernelBuilder::readBuffer(Value tensor) {
   auto type = cast<RankedTensorType>(tensor.getType());
