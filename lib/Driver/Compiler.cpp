@@ -195,6 +195,7 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
   registerAllExtensions(registry);
   registerAllToLLVMIRTranslations(registry);
   registry.insert<XfmrDialect>();
+  registerGpuBarrierMemoryEffects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   // Diagnostics name the location; the operation dump would bury that.
@@ -256,6 +257,7 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
     CpuPipelineOptions pipeline;
     pipeline.setFusion(options.fusion);
     pipeline.openmp = options.openmp;
+    pipeline.emulateGpuKernels = options.emulateGpuKernels;
     bool wide = options.vectorLanes
                     ? options.vectorLanes == 16
                     : (*machine)->getMCSubtargetInfo()->checkFeatures("+avx512f");

@@ -14,6 +14,11 @@ using namespace mlir;
 
 void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
   buildXfmrFusionPipeline(pm, options.fusion());
+  if (options.emulateGpuKernels) {
+    ConvertXfmrToGpuKernelsOptions emulation;
+    emulation.emulateThreads = true;
+    pm.addPass(createConvertXfmrToGpuKernels(emulation));
+  }
   ConvertXfmrToCpuKernelsOptions kernels;
   kernels.lanes = options.vectorLanes;
   kernels.registers = options.vectorRegisters;

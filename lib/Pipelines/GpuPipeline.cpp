@@ -22,11 +22,12 @@ static constexpr const char *kPtxFeatures = "+ptx80";
 
 void xfmr::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options) {
   buildXfmrFusionPipeline(pm, options.fusion());
+  pm.addPass(createConvertXfmrToGpuKernels());
   buildLinalgBufferizationPipeline(pm);
 
-  // One kernel per linalg op: parallel dimensions become blocks and threads,
-  // reductions loops inside the thread. The loops fused kernels keep on the
-  // host (attention's blocks) launch their linalg ops one after another.
+  // Fused attention is one hand-built kernel; every other op is one kernel
+  // per linalg op: parallel dimensions become blocks and threads, reduction
+  // loops inside the thread.
   OpPassManager &funcs = pm.nest<func::FuncOp>();
   funcs.addPass(createXfmrGpuManagedBuffers());
   funcs.addPass(createConvertLinalgToParallelLoopsPass());
@@ -40,6 +41,9 @@ void xfmr::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options
 
   // Kernels: outlined into one module, self-contained math, NVVM.
   pm.addPass(createGpuKernelOutliningPass());
+  // The shared-memory globals the kernels referenced now live in their
+  // modules.
+  pm.addPass(createSymbolDCEPass());
   pm.addPass(createXfmrGpuMergeKernelModules());
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;

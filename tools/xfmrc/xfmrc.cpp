@@ -122,6 +122,10 @@ static cl::opt<int64_t> vectorLanes(
     "vector-lanes",
     cl::desc("f32 lanes of the generated vector code: 8 or 16 (default: the target's widest)"),
     cl::init(0), cl::cat(category), cl::Hidden);
+static cl::opt<bool> emulateGpuKernels(
+    "emulate-gpu-kernels",
+    cl::desc("Build the GPU kernels for the host, thread blocks run as loops (for testing)"),
+    cl::init(false), cl::cat(category), cl::Hidden);
 static cl::opt<bool> openmp("openmp", cl::desc("Run parallel loops on OpenMP threads"),
                             cl::init(true), cl::cat(category));
 
@@ -221,6 +225,9 @@ int main(int argc, char **argv) {
   if (vectorLanes != 0 && vectorLanes != 8 && vectorLanes != 16)
     return fail("--vector-lanes must be 8 or 16, got " + Twine(vectorLanes));
   options.vectorLanes = vectorLanes;
+  if (emulateGpuKernels && target == xfmr::Target::Nvptx)
+    return fail("--emulate-gpu-kernels applies to --target=host only");
+  options.emulateGpuKernels = emulateGpuKernels;
   options.symbolPrefix = symbolPrefix.empty() ? identifierFrom(inputPath) : symbolPrefix;
   options.outputPath = outputPath;
   if (options.outputPath.empty()) {

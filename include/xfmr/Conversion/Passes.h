@@ -24,6 +24,12 @@ namespace xfmr {
 #define GEN_PASS_REGISTRATION
 #include "xfmr/Conversion/Passes.h.inc"
 
+/// Declares that gpu.barrier reads and writes memory. Upstream gives it no
+/// memory-effect interface, and the buffer deallocation pipeline rejects
+/// ops of unknown effects; convert-xfmr-to-gpu-kernels builds its kernels
+/// (barriers included) before bufferization.
+void registerGpuBarrierMemoryEffects(mlir::DialectRegistry &registry);
+
 } // namespace xfmr
 
 #endif // XFMR_CONVERSION_PASSES_H

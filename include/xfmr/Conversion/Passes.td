@@ -24,6 +24,37 @@ def ConvertXfmrToLinalg : Pass<"convert-xfmr-to-linalg"> {
     "::mlir::tensor::TensorDialect"];
 }
 
+def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
+  let summary = "Lower fused attention to one FlashAttention-style GPU kernel";
+  let description = [{
+    Rewrites each f32 `fused_attention` into one `gpu.launch`: a thread block
+    per (query tile, head, batch), one thread per query row. The block
+    streams the keys and values through workgroup (shared) memory a tile at
+    a time, loaded cooperatively and coalesced; each thread keeps its scaled
+    query, its output accumulator and the online-softmax state (running max
+    and sum, the accumulator rescaled once per key tile) private. Causal
+    key tiles past the block's last row are never loaded; rows whose keys
+    are all masked give 0 (and a log-sum-exp of -inf), never NaN. No
+    [seq_q, seq_k] buffer exists. Other element types, and the backward, are
+    left for `convert-xfmr-to-linalg`.
+
+    With `emulate-threads`, the same kernel is built for the CPU instead:
+    blocks become loops, and each stretch between two barriers a loop over
+    the block's threads, with per-thread state in arrays indexed by thread.
+    That is how the kernel's arithmetic is tested where no GPU exists.
+  }];
+  let options = [
+    Option<"emulateThreads", "emulate-threads", "bool", /*default=*/"false",
+           "Build the kernels as CPU loops over blocks and threads (for testing)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 def ConvertXfmrToCpuKernels : Pass<"convert-xfmr-to-cpu-kernels"> {
   let summary = "Lower fused xfmr ops to vectorized CPU kernels";
   let description = [{

@@ -100,6 +100,9 @@ struct CompileOptions {
   /// widest. 16 on an AVX2 machine is legal (each vector takes two
   /// registers) and is how the AVX-512 code shape is tested there.
   int64_t vectorLanes = 0;
+  /// CPU: build the GPU kernels instead of the CPU ones, their thread blocks
+  /// run as loops (how the GPU kernels are tested without a GPU).
+  bool emulateGpuKernels = false;
   /// Seed of --emit=random-weights.
   uint64_t seed = 0;
   /// Where xfmrc finds libxfmr_runtime.a and libxfmr_main.a.

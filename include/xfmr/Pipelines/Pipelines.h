@@ -43,6 +43,10 @@ struct CpuPipelineOptions : FusionPipelineOptions<CpuPipelineOptions> {
   Option<int64_t> vectorLanes{*this, "lanes",
                               llvm::cl::desc("f32 lanes per vector register (8: AVX2, 16: AVX-512)"),
                               llvm::cl::init(8)};
+  BoolOption emulateGpuKernels{
+      *this, "emulate-gpu-kernels",
+      llvm::cl::desc("Build the GPU kernels, their thread blocks run as CPU loops (for testing)"),
+      llvm::cl::init(false)};
   Option<int64_t> vectorRegisters{*this, "registers",
                                   llvm::cl::desc("Vector registers (16: AVX2, 32: AVX-512)"),
                                   llvm::cl::init(16)};

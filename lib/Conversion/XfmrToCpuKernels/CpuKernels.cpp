@@ -7,7 +7,6 @@
 
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
-#include <limits>
 
 namespace xfmr {
 #define GEN_PASS_DEF_CONVERTXFMRTOCPUKERNELS
@@ -70,39 +69,6 @@ struct MatmulKernel : CpuKernelPattern<MatmulOp> {
     return success();
   }
 };
-
-/// The operands both attention kernels read: q, k, v, masks and attributes.
-template <typename OpTy>
-AttentionOperands attentionOperands(KernelBuilder &kb, OpTy op) {
-  OpBuilder &b = kb.builder();
-  Location loc = kb.location();
-  Type f32 = b.getF32Type();
-  AttentionOperands in;
-  in.q = kb.readBuffer(op.getQuery());
-  in.k = kb.readBuffer(op.getKey());
-  in.v = kb.readBuffer(op.getValue());
-  in.dims = op.getDims();
-  in.scale = op.getScale().convertToDouble();
-  in.causal = op.getCausal();
-  if (Value padding = op.getPaddingMask()) {
-    auto scalar = [&](double value) -> Value {
-      auto scalarType = RankedTensorType::get({}, f32);
-      return arith::ConstantOp::create(
-          b, loc, DenseElementsAttr::get(scalarType, b.getFloatAttr(f32, value)));
-    };
-    Value keyBias = SelectOp::create(b, loc, padding, scalar(0.0),
-                                     scalar(-std::numeric_limits<double>::infinity()));
-    in.keyBias = kb.readBuffer(keyBias);
-  }
-  if (Value bias = op.getAttnBias()) {
-    auto biasType = cast<RankedTensorType>(bias.getType());
-    SmallVector<int64_t> shape(4 - biasType.getRank(), 1);
-    llvm::append_range(shape, biasType.getShape());
-    in.bias = kb.readBuffer(
-        lowering::reshapeTensor(b, loc, bias, RankedTensorType::get(shape, f32)));
-  }
-  return in;
-}
 
 ArrayRef<int64_t> shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();

@@ -4,7 +4,10 @@
 #define XFMR_LIB_CONVERSION_XFMRTOCPUKERNELS_KERNELS_H
 
 #include "KernelBuilder.h"
+#include "../LoweringUtils.h"
 #include "xfmr/Dialect/XfmrOps.h"
+
+#include <limits>
 
 namespace xfmr::cpu {
 
@@ -46,6 +49,41 @@ struct AttentionOperands {
   double scale;
   bool causal;
 };
+
+/// The operands every attention kernel reads (forward or backward, CPU or
+/// GPU): q, k, v, masks and attributes.
+template <typename OpTy>
+AttentionOperands attentionOperands(KernelBuilder &kb, OpTy op) {
+  using namespace mlir;
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  Type f32 = b.getF32Type();
+  AttentionOperands in;
+  in.q = kb.readBuffer(op.getQuery());
+  in.k = kb.readBuffer(op.getKey());
+  in.v = kb.readBuffer(op.getValue());
+  in.dims = op.getDims();
+  in.scale = op.getScale().convertToDouble();
+  in.causal = op.getCausal();
+  if (Value padding = op.getPaddingMask()) {
+    auto scalar = [&](double value) -> Value {
+      auto scalarType = RankedTensorType::get({}, f32);
+      return arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(scalarType, b.getFloatAttr(f32, value)));
+    };
+    Value keyBias = SelectOp::create(b, loc, padding, scalar(0.0),
+                                     scalar(-std::numeric_limits<double>::infinity()));
+    in.keyBias = kb.readBuffer(keyBias);
+  }
+  if (Value bias = op.getAttnBias()) {
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    SmallVector<int64_t> shape(4 - biasType.getRank(), 1);
+    llvm::append_range(shape, biasType.getShape());
+    in.bias = kb.readBuffer(
+        lowering::reshapeTensor(b, loc, bias, RankedTensorType::get(shape, f32)));
+  }
+  return in;
+}
 
 /// Writes softmax(scale q k^T + masks) v into `operands.out` (and the row
 /// log-sum-exp into `operands.lse` when given).

@@ -61,7 +61,8 @@ struct GpuManagedBuffersPass
       return;
 
     WalkResult hostAlloca = func.walk([](memref::AllocaOp alloca) {
-      if (alloca->getParentOfType<scf::ParallelOp>() || alloca->getParentOfType<scf::ForallOp>())
+      if (alloca->getParentOfType<scf::ParallelOp>() || alloca->getParentOfType<scf::ForallOp>() ||
+          alloca->getParentOfType<gpu::LaunchOp>())
         return WalkResult::advance();
       alloca.emitOpError("outside parallel loops cannot be placed in GPU-visible memory");
       return WalkResult::interrupt();
@@ -126,7 +127,11 @@ struct GpuManagedBuffersPass
       }
     }
     SmallVector<memref::GetGlobalOp> globals;
-    func.walk([&](memref::GetGlobalOp global) { globals.push_back(global); });
+    // Host constants; a kernel's own (shared-memory) globals stay put.
+    func.walk([&](memref::GetGlobalOp global) {
+      if (!global->getParentOfType<gpu::LaunchOp>())
+        globals.push_back(global);
+    });
     for (memref::GetGlobalOp global : globals) {
       global->moveBefore(&entry, b.getInsertionPoint());
       b.setInsertionPointAfter(global);

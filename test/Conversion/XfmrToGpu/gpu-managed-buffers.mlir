@@ -65,3 +65,30 @@ func.func @dynamic_argument(%arg: memref<?xf32>, %v: f32) {
   linalg.fill ins(%v : f32) outs(%arg : memref<?xf32>)
   return
 }
+
+// -----
+
+// A hand-built kernel's private arrays (alloca) and shared memory (a
+// workgroup-space global) belong to the kernel: neither is staged.
+memref.global "private" @tile : memref<8xf32, #gpu.address_space<workgroup>>
+// CHECK-LABEL: func.func @kernel_memory
+// CHECK: gpu.launch
+// CHECK-NEXT: memref.get_global @tile
+// CHECK-NEXT: memref.alloca() : memref<4xf32>
+// CHECK-NOT: gpu.alloc
+// CHECK: gpu.terminator
+func.func @kernel_memory(%out: memref<8xf32>) {
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %tile = memref.get_global @tile : memref<8xf32, #gpu.address_space<workgroup>>
+    %private = memref.alloca() : memref<4xf32>
+    %v = memref.load %private[%tx] : memref<4xf32>
+    memref.store %v, %tile[%tx] : memref<8xf32, #gpu.address_space<workgroup>>
+    gpu.barrier
+    %w = memref.load %tile[%tx] : memref<8xf32, #gpu.address_space<workgroup>>
+    memref.store %w, %out[%tx] : memref<8xf32>
+    gpu.terminator
+  }
+  return
+}

@@ -11,6 +11,11 @@
 // RUN: xfmrc %s --vector-lanes=16 -o %t/model16
 // RUN: %t/model16 --inputs=%t/inputs.safetensors --output=%t/outputs16.safetensors
 // RUN: %python %testlib/ops.py check attention %t/inputs.safetensors %t/outputs16.safetensors | FileCheck %s
+// The GPU kernel (convert-xfmr-to-gpu-kernels), its thread blocks run as
+// loops on the CPU: the same arithmetic a GPU runs.
+// RUN: xfmrc %s --emulate-gpu-kernels -o %t/gpu-emulated
+// RUN: %t/gpu-emulated --inputs=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
+// RUN: %python %testlib/ops.py check attention %t/inputs.safetensors %t/outputs-gpu.safetensors | FileCheck %s
 // CHECK: PASS: causal_padding
 // CHECK: PASS: cross_bias
 // CHECK: PASS: causal_offset
