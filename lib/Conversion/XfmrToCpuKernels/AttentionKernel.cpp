@@ -352,10 +352,9 @@ private:
   }
 
   /// The online-softmax update of each row of the score tile: probabilities
-  /// in place of the scores, rescaled O, m and l. Two passes over the row
-  /// (max, then exp) reload the scores rather than keep all bk / lanes of
-  /// them live across the exponentials' constants, which would spill; l is
-  /// kept per lane and reduced once at the end.
+  /// in place of the scores, rescaled O, m and l. The exponentials read the
+  /// scores back from the tile (written back first when masks or biases
+  /// changed them); l is kept per lane and reduced once at the end.
   void emitSoftmaxUpdate(Value bi, Value hi, const Scratch &s, Value q0, Value k0, int64_t rows,
                          bool masked) {
     bool rewritesScores = masked || in.bias || in.keyBias;

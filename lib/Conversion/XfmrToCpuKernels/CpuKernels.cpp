@@ -7,7 +7,6 @@
 
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
-
 namespace xfmr {
 #define GEN_PASS_DEF_CONVERTXFMRTOCPUKERNELS
 #include "xfmr/Conversion/Passes.h.inc"

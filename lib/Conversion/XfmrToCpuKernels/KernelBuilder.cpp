@@ -91,7 +91,6 @@ Value KernelBuilder::reduceAdd(Value vector) {
                                      arith::FastMathFlags::reassoc);
 }
 
-
 Value KernelBuilder::readBuffer(Value tensor) {
   auto type = cast<RankedTensorType>(tensor.getType());
   SmallVector<int64_t> strides(type.getRank(), ShapedType::kDynamic);

@@ -59,8 +59,8 @@ public:
   mlir::Value fma(mlir::Value a, mlir::Value b, mlir::Value c);
   mlir::Value exp(mlir::Value x);
   /// 2^x of an f32 vector with x <= 0, in 12 instructions (a relative error
-  /// of 1.5e-7; results below 2^-126 are 0). For softmax, whose shifted
-  /// logits are never positive, in base 2.
+  /// of 1.5e-7; results under about 2^-126 flush to 0). For softmax, whose
+  /// shifted logits are never positive, in base 2.
   mlir::Value exp2NonPositive(mlir::Value x);
   mlir::Value rsqrt(mlir::Value x);
   mlir::Value log(mlir::Value x);
