@@ -47,7 +47,6 @@ constexpr int64_t kBlockQ = 64;
 /// Keys per block, fewer for short key sequences (rounded up to a panel of
 /// 2 vectors), which would otherwise compute mostly padding.
 constexpr int64_t kMaxBlockK = 64;
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 constexpr double kLog2E = 1.4426950408889634;
 constexpr double kLn2 = 0.6931471805599453;
 
@@ -81,16 +80,6 @@ protected:
     });
   }
 
-  /// Indices of element (b, s, h, c) of a q/k/v operand in its layout.
-  SmallVector<Value> at(Value bi, Value s, Value h, Value c) {
-    SmallVector<Value> indices(4);
-    indices[in.dims.batch] = bi;
-    indices[in.dims.seq] = s;
-    indices[in.dims.heads] = h;
-    indices[in.dims.headDim] = c;
-    return indices;
-  }
-
   /// A key-side operand of pair (b, h) transposed into key blocks,
   ///   packed[block][c][j] = X[b, block * bk + j, h, c],  0 past seq_k,
   /// so a block's 64 x head_dim values are 16 contiguous KiB rather than
@@ -103,7 +92,7 @@ protected:
       Value block = arith::DivUIOp::create(b, loc, j, kb.index(blockK));
       Value inBlock = arith::RemUIOp::create(b, loc, j, kb.index(blockK));
       kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
-        Value value = kb.load(source, at(bi, row, hi, c));
+        Value value = kb.load(source, in.at(bi, row, hi, c));
         kb.store(kb.select(valid, value, kb.f32(0.0)), packed, {block, c, inBlock});
       });
     });
@@ -118,7 +107,7 @@ protected:
       Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, kb.index(rows));
       Value row = kb.mini(j, kb.index(rows - 1));
       kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
-        Value value = kb.load(source, at(bi, row, hi, c));
+        Value value = kb.load(source, in.at(bi, row, hi, c));
         if (factor != 1.0)
           value = kb.mul(value, kb.f32(factor));
         kb.store(kb.select(valid, value, kb.f32(0.0)), packed, {j, c});
@@ -257,14 +246,9 @@ protected:
   /// `lanes` bias values for query qi and keys [j0, j0 + lanes), reading the
   /// broadcast dims of the rank-4 bias at index 0.
   Value loadBias(Value bi, Value hi, Value qi, Value j0) {
-    auto type = cast<MemRefType>(in.bias.getType());
-    Value zero = kb.index(0);
-    SmallVector<Value> indices = {type.getDimSize(0) == 1 ? zero : bi,
-                                  type.getDimSize(1) == 1 ? zero : hi,
-                                  type.getDimSize(2) == 1 ? zero : qi, zero};
-    if (type.getDimSize(3) == 1)
+    SmallVector<Value> indices = in.biasAt(kb.index(0), bi, hi, qi, j0);
+    if (cast<MemRefType>(in.bias.getType()).getDimSize(3) == 1)
       return kb.splat(kb.load(in.bias, indices));
-    indices[3] = j0;
     // Lanes past seq_k are masked anyway.
     return kb.loadVectorClipped(in.bias, indices, 0.0);
   }
@@ -315,7 +299,7 @@ private:
     kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
       Value qi = kb.addi(q0, i);
       kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
-        kb.store(kb.mul(kb.load(in.q, at(bi, qi, hi, c)), kb.f32(in.scale * kLog2E)), s.queries,
+        kb.store(kb.mul(kb.load(in.q, in.at(bi, qi, hi, c)), kb.f32(in.scale * kLog2E)), s.queries,
                  {i, c});
         kb.store(kb.f32(0.0), s.output, {i, c});
       });
@@ -344,7 +328,7 @@ private:
       Value inverse = kb.select(empty, kb.f32(0.0), kb.div(kb.f32(1.0), l));
       Value qi = kb.addi(q0, i);
       kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
-        kb.store(kb.mul(kb.load(s.output, {i, c}), inverse), in.out, at(bi, qi, hi, c));
+        kb.store(kb.mul(kb.load(s.output, {i, c}), inverse), in.out, in.at(bi, qi, hi, c));
       });
       if (in.lse)
         kb.store(kb.add(kb.mul(kb.load(s.max, {i}), kb.f32(kLn2)), kb.log(l)), in.lse, {bi, hi, qi});
@@ -417,7 +401,7 @@ public:
       });
       kb.forLoop(kb.index(0), kb.index(seqQ), 1, [&](Value i) {
         forHeadDimVectors([&](Value c, int64_t valid) {
-          kb.storeVector(kb.loadVector(p.gradQ, {i, c}, valid), in.gradQ, at(bi, i, hi, c), valid);
+          kb.storeVector(kb.loadVector(p.gradQ, {i, c}, valid), in.gradQ, in.at(bi, i, hi, c), valid);
         });
       });
     });
@@ -454,7 +438,7 @@ private:
     kb.forLoop(kb.index(0), kb.index(seqQ), 1, [&](Value i) {
       Value dot = kb.splat(0.0);
       forHeadDimVectors([&](Value c, int64_t valid) {
-        Value o = kb.loadVector(in.out, at(p.bi, i, p.hi, c), valid);
+        Value o = kb.loadVector(in.out, in.at(p.bi, i, p.hi, c), valid);
         dot = kb.fma(o, kb.loadVector(p.gradOut, {i, c}, valid), dot);
       });
       kb.store(kb.reduceAdd(dot), p.rowDot, {i});
@@ -489,9 +473,9 @@ private:
     kb.forLoop(kb.index(0), rows, 1, [&](Value j) {
       Value key = kb.addi(k0, j);
       forHeadDimVectors([&](Value c, int64_t valid) {
-        kb.storeVector(kb.loadVector(p.gradK, {j, c}, valid), in.gradK, at(p.bi, key, p.hi, c),
+        kb.storeVector(kb.loadVector(p.gradK, {j, c}, valid), in.gradK, in.at(p.bi, key, p.hi, c),
                        valid);
-        kb.storeVector(kb.loadVector(p.gradV, {j, c}, valid), in.gradV, at(p.bi, key, p.hi, c),
+        kb.storeVector(kb.loadVector(p.gradV, {j, c}, valid), in.gradV, in.at(p.bi, key, p.hi, c),
                        valid);
       });
     });

@@ -18,7 +18,11 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/Builders.h"
 
+#include <limits>
+
 namespace xfmr::cpu {
+
+inline constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 /// What the generated code may assume about the vector unit.
 struct CpuTarget {

@@ -48,6 +48,28 @@ struct AttentionOperands {
   AttentionDims dims;
   double scale;
   bool causal;
+
+  /// Indices of element (b, s, h, c) of a q/k/v/out operand in its layout.
+  llvm::SmallVector<mlir::Value> at(mlir::Value b, mlir::Value s, mlir::Value h,
+                                    mlir::Value c) const {
+    llvm::SmallVector<mlir::Value> indices(4);
+    indices[dims.batch] = b;
+    indices[dims.seq] = s;
+    indices[dims.heads] = h;
+    indices[dims.headDim] = c;
+    return indices;
+  }
+
+  /// Indices of the bias at (b, h, query, key), broadcast dims read at `zero`.
+  llvm::SmallVector<mlir::Value> biasAt(mlir::Value zero, mlir::Value b, mlir::Value h,
+                                        mlir::Value query, mlir::Value key) const {
+    auto shape = llvm::cast<mlir::MemRefType>(bias.getType()).getShape();
+    llvm::SmallVector<mlir::Value> indices = {b, h, query, key};
+    for (auto [index, size] : llvm::zip(indices, shape))
+      if (size == 1)
+        index = zero;
+    return indices;
+  }
 };
 
 /// The operands every attention kernel reads (forward or backward, CPU or

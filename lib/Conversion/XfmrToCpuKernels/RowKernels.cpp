@@ -8,15 +8,12 @@
 
 #include "Kernels.h"
 
-#include <limits>
-
 using namespace mlir;
 using namespace xfmr;
 using namespace xfmr::cpu;
 
 namespace {
 
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 /// Rows per parallel chunk: enough work per chunk to amortise scheduling,
 /// enough chunks to balance two threads.

@@ -42,7 +42,6 @@ constexpr int64_t kMaxRowsPerBlock = 128;
 constexpr int64_t kWarp = 32;
 constexpr int64_t kSharedBytes = 32 * 1024;
 constexpr int64_t kMaxKeysPerTile = 64;
-constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
 /// Where the code of one thread block goes: a gpu.launch body, or (when
 /// emulating) loops on the CPU.
@@ -166,16 +165,6 @@ public:
   }
 
 private:
-  /// Indices of element (b, s, h, c) of a q/k/v/out operand in its layout.
-  SmallVector<Value> at(Value bi, Value s, Value h, Value c) {
-    SmallVector<Value> indices(4);
-    indices[in.dims.batch] = bi;
-    indices[in.dims.seq] = s;
-    indices[in.dims.heads] = h;
-    indices[in.dims.headDim] = c;
-    return indices;
-  }
-
   Value cmpi(arith::CmpIPredicate predicate, Value x, Value y) {
     return arith::CmpIOp::create(b, loc, predicate, x, y);
   }
@@ -215,7 +204,7 @@ private:
     block->phase([&](Value t) {
       ifRowExists(q0, t, [&](Value row) {
         forHeadDim([&](Value c) {
-          kb.store(kb.mul(kb.load(in.q, at(bi, row, hi, c)), kb.f32(in.scale)), query,
+          kb.store(kb.mul(kb.load(in.q, in.at(bi, row, hi, c)), kb.f32(in.scale)), query,
                    block->at(t, {c}));
           kb.store(kb.f32(0.0), acc, block->at(t, {c}));
         });
@@ -235,7 +224,7 @@ private:
           Value valid = cmpi(arith::CmpIPredicate::ult, key, kb.index(seqK));
           Value source = kb.mini(key, kb.index(seqK - 1));
           for (auto [operand, tileBuffer] : {std::pair(in.k, keyTile), std::pair(in.v, valueTile)})
-            kb.store(kb.select(valid, kb.load(operand, at(bi, source, hi, c)), kb.f32(0.0)),
+            kb.store(kb.select(valid, kb.load(operand, in.at(bi, source, hi, c)), kb.f32(0.0)),
                      tileBuffer, {j, c});
         });
       });
@@ -252,7 +241,7 @@ private:
         Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, kb.f32(0.0));
         Value inverse = kb.select(empty, kb.f32(0.0), kb.div(kb.f32(1.0), l));
         forHeadDim([&](Value c) {
-          kb.store(kb.mul(kb.load(acc, block->at(t, {c})), inverse), in.out, at(bi, row, hi, c));
+          kb.store(kb.mul(kb.load(acc, block->at(t, {c})), inverse), in.out, in.at(bi, row, hi, c));
         });
         if (in.lse) {
           Value lse = kb.add(kb.load(max, block->at(t, {zero})), kb.log(l));
@@ -283,7 +272,7 @@ private:
       if (in.keyBias)
         dot = kb.add(dot, kb.load(in.keyBias, {bi, clamped}));
       if (in.bias)
-        dot = kb.add(dot, loadBias(bi, hi, row, clamped));
+        dot = kb.add(dot, kb.load(in.bias, in.biasAt(zero, bi, hi, row, clamped)));
       Value score = kb.select(cmpi(arith::CmpIPredicate::ult, key, limit), dot, kb.f32(kNegInf));
       kb.store(score, scores, block->at(t, {j}));
       return {kb.max(carried[0], score)};
@@ -317,15 +306,6 @@ private:
       kb.store(kb.add(kb.mul(l, correction), tileSum), sum, block->at(t, {zero}));
       kb.store(newMax, max, block->at(t, {zero}));
     });
-  }
-
-  /// The rank-4 bias at (bi, hi, row, key), reading broadcast dims at 0.
-  Value loadBias(Value bi, Value hi, Value row, Value key) {
-    auto type = cast<MemRefType>(in.bias.getType());
-    Value zero = kb.index(0);
-    return kb.load(in.bias, {type.getDimSize(0) == 1 ? zero : bi, type.getDimSize(1) == 1 ? zero : hi,
-                             type.getDimSize(2) == 1 ? zero : row,
-                             type.getDimSize(3) == 1 ? zero : key});
   }
 
   KernelBuilder &kb;
