@@ -39,7 +39,11 @@ void xfmr::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options
   funcs.addPass(createConvertParallelLoopToGpuPass());
   funcs.addPass(createCanonicalizerPass());
 
-  // Kernels: outlined into one module, self-contained math, NVVM.
+  // Kernels: outlined into one module, self-contained math, NVVM. Constants
+  // the canonicalizer hoisted out of the launches go back in first: as kernel
+  // parameters they would hide constant indices (private arrays could not
+  // live in registers) and trip counts from the kernel's optimizer.
+  pm.addPass(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   // The shared-memory globals the kernels referenced now live in their
   // modules.

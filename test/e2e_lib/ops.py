@@ -88,8 +88,13 @@ def gen_normalization():
     x[2, 10:] = -np.inf
     h = randn(4, 9, 40) + 1e3 * np.float32(1.0)  # large mean
     h[1] = randn(9, 40, scale=1e-2)
+    # Rows wider than a GPU block of 256 threads.
+    xw = randn(3, 600, scale=4.0)
+    xw[1, 300:] = -np.inf
+    hw = (randn(5, 520) + 1e2 * np.float32(1.0)).astype(np.float32)
     return dict(x=x, y=randn(5, 3, 7, scale=5.0), h=h.astype(np.float32), r=randn(4, 9, 40),
-                g=1.0 + randn(40, scale=0.1), b=randn(40, scale=0.1))
+                g=1.0 + randn(40, scale=0.1), b=randn(40, scale=0.1), xw=xw, hw=hw,
+                gw=1.0 + randn(520, scale=0.1), bw=randn(520, scale=0.1))
 
 
 def ref_normalization(x):
@@ -102,13 +107,18 @@ def ref_normalization(x):
     s = h + t(x["r"])
     return dict(softmax_last=softmax(t(x["x"]), -1), softmax_first=softmax(t(x["y"]), 0),
                 layer_norm=ln(h, g, b, 1e-5), layer_norm_plain=ln(h, None, None, 1e-3),
-                add_ln_sum=s, add_ln=ln(s, g, b, 1e-5))
+                add_ln_sum=s, add_ln=ln(s, g, b, 1e-5), softmax_wide=softmax(t(x["xw"]), -1),
+                layer_norm_wide=torch.nn.functional.layer_norm(t(x["hw"]), (520,), t(x["gw"]),
+                                                               t(x["bw"]), 1e-5))
 
 
 def gen_linear():
     return dict(x=randn(3, 5, 24), w=randn(24, 36, scale=0.3), wt=randn(36, 24, scale=0.3),
                 bias=randn(36, scale=0.5), res=randn(3, 5, 36), a=randn(2, 1, 5, 4),
-                m=randn(3, 4, 6), n=randn(2, 3, 6, 4))
+                m=randn(3, 4, 6), n=randn(2, 3, 6, 4),
+                # Several 64 x 64 GPU tiles and 16-deep stages, all with tails.
+                xb=randn(2, 70, 40), wb=randn(40, 136, scale=0.2), wbt=randn(136, 40, scale=0.2),
+                bb=randn(136, scale=0.5), rb=randn(2, 70, 136), pt=randn(40, 140))
 
 
 def ref_linear(x):
@@ -119,7 +129,10 @@ def ref_linear(x):
                 fused_gelu_tanh_residual=gelu(X @ W + B, approximate="tanh") + R,
                 fused_none_nk=X @ WT.T + R,
                 matmul_broadcast=t(x["a"]) @ t(x["m"]),
-                matmul_transposed=t(x["a"]) @ t(x["n"]).transpose(-1, -2))
+                matmul_transposed=t(x["a"]) @ t(x["n"]).transpose(-1, -2),
+                wide_gelu=gelu(t(x["xb"]) @ t(x["wb"]) + t(x["bb"])),
+                wide_nk_residual=t(x["xb"]) @ t(x["wbt"]).T + t(x["rb"]),
+                wide_tn=t(x["pt"]).T @ t(x["wb"]))
 
 
 def gen_elementwise():

@@ -25,23 +25,42 @@ def ConvertXfmrToLinalg : Pass<"convert-xfmr-to-linalg"> {
 }
 
 def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
-  let summary = "Lower fused attention to one FlashAttention-style GPU kernel";
+  let summary = "Lower fused xfmr ops to hand-built GPU kernels, one launch each";
   let description = [{
-    Rewrites each f32 `fused_attention` into one `gpu.launch`: a thread block
-    per (query tile, head, batch), one thread per query row. The block
-    streams the keys and values through workgroup (shared) memory a tile at
-    a time, loaded cooperatively and coalesced; each thread keeps its scaled
-    query, its output accumulator and the online-softmax state (running max
-    and sum, the accumulator rescaled once per key tile) private. Causal
-    key tiles past the block's last row are never loaded; rows whose keys
-    are all masked give 0 (and a log-sum-exp of -inf), never NaN. No
-    [seq_q, seq_k] buffer exists. Other element types, and the backward, are
+    Rewrites f32 ops into one `gpu.launch` each, with shared (workgroup)
+    memory as `memref.global`s and `gpu.barrier`s between phases:
+
+    - `fused_attention`: FlashAttention style, a thread block per (query
+      tile, head, batch), one thread per query row. The block streams the
+      keys and values through shared memory a tile at a time, loaded
+      cooperatively and coalesced; each thread keeps its scaled query, its
+      output accumulator and the online-softmax state private. Causal key
+      tiles past the block's last row are never loaded; rows whose keys are
+      all masked give 0 (and a log-sum-exp of -inf), never NaN. No
+      [seq_q, seq_k] buffer exists.
+    - `fused_attention_backward` (FlashAttention-2): two launches, so that
+      each gradient row has one writer and no atomics are needed. dK and dV
+      with a thread per key row, streaming the query tiles that see the
+      block's keys (scaled Q, dO, lse and rowsum(dO * O) in shared memory);
+      then dQ with a thread per query row, streaming key and value tiles.
+      Probabilities are recomputed from the forward's log-sum-exp.
+    - `fused_linear` and `matmul` with a 2-D weight (either operand
+      transposed): a block per 64 x 64 tile of the result, 16 x 16 threads
+      with a 4 x 4 register tile each, A and B staged through shared memory
+      16 deep, products by `math.fma`; bias, activation and residual applied
+      to the accumulators before the one store.
+    - `softmax` over the last axis, `layer_norm` and `fused_add_layer_norm`:
+      a block per row, each thread a strided part of the row, statistics
+      combined by a tree through shared memory (online max and sum for
+      softmax; shifted mean, then centred second moment, for layer norm).
+
+    Other element types, softmax over other axes and batched products are
     left for `convert-xfmr-to-linalg`.
 
-    With `emulate-threads`, the same kernel is built for the CPU instead:
+    With `emulate-threads`, the same kernels are built for the CPU instead:
     blocks become loops, and each stretch between two barriers a loop over
     the block's threads, with per-thread state in arrays indexed by thread.
-    That is how the kernel's arithmetic is tested where no GPU exists.
+    That is how the kernels' arithmetic is tested where no GPU exists.
   }];
   let options = [
     Option<"emulateThreads", "emulate-threads", "bool", /*default=*/"false",

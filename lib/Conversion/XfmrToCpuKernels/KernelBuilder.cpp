@@ -37,7 +37,11 @@ Value KernelBuilder::max(Value x, Value y) {
   Value greater = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OGT, x, y);
   return select(greater, x, y);
 }
-Value KernelBuilder::fma(Value a, Value x, Value c) { return vector::FMAOp::create(b, loc, a, x, c); }
+Value KernelBuilder::fma(Value a, Value x, Value c) {
+  if (isa<VectorType>(a.getType()))
+    return vector::FMAOp::create(b, loc, a, x, c);
+  return math::FmaOp::create(b, loc, a, x, c);
+}
 Value KernelBuilder::exp(Value x) { return math::ExpOp::create(b, loc, x); }
 
 Value KernelBuilder::exp2NonPositive(Value x) {

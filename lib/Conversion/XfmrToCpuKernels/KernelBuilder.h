@@ -60,6 +60,7 @@ public:
   /// kernels take maxima to shift exponentials, through which a NaN input
   /// still reaches the output.
   mlir::Value max(mlir::Value x, mlir::Value y);
+  /// a * b + c, rounded once (vectors or scalars).
   mlir::Value fma(mlir::Value a, mlir::Value b, mlir::Value c);
   mlir::Value exp(mlir::Value x);
   /// 2^x of an f32 vector with x <= 0, in 12 instructions (a relative error

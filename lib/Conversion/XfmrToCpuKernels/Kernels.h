@@ -7,6 +7,8 @@
 #include "../LoweringUtils.h"
 #include "xfmr/Dialect/XfmrOps.h"
 
+#include "mlir/IR/PatternMatch.h"
+
 #include <limits>
 
 namespace xfmr::cpu {
@@ -113,6 +115,39 @@ void emitAttention(KernelBuilder &kb, const AttentionOperands &operands);
 
 /// Writes the gradients of q, k and v from q, k, v, out, lse and gradOut.
 void emitAttentionBackward(KernelBuilder &kb, const AttentionOperands &operands);
+
+/// The kernels of one target, which the rewrite patterns of the fused ops
+/// (populateKernelPatterns) build: the CPU's vector kernels above, or the
+/// GPU's thread-block kernels (XfmrToGpu). The operands and results are as
+/// for the CPU kernels of the same name.
+class KernelSet {
+public:
+  explicit KernelSet(const CpuTarget &target) : target(target) {}
+  virtual ~KernelSet() = default;
+
+  /// The vector unit the kernels' KernelBuilder assumes.
+  const CpuTarget &cpu() const { return target; }
+
+  virtual mlir::Value gemm(KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Value b,
+                           bool transposeB, mlir::Value bias, mlir::Value residual,
+                           Activation activation) const = 0;
+  virtual mlir::Value softmaxRows(KernelBuilder &kb, mlir::Value x) const = 0;
+  virtual std::pair<mlir::Value, mlir::Value> layerNormRows(KernelBuilder &kb, mlir::Value x,
+                                                            mlir::Value residual,
+                                                            mlir::Value gamma, mlir::Value beta,
+                                                            double epsilon) const = 0;
+  virtual void attention(KernelBuilder &kb, const AttentionOperands &operands) const = 0;
+  virtual void attentionBackward(KernelBuilder &kb, const AttentionOperands &operands) const = 0;
+
+private:
+  CpuTarget target;
+};
+
+/// Rewrites each f32 fused_linear, matmul with a 2-D weight, fused_attention
+/// (and its backward), softmax over the last axis, layer_norm and
+/// fused_add_layer_norm into the kernel `kernels` builds. Ops are rewritten
+/// once: nothing the kernels create is matched again.
+void populateKernelPatterns(mlir::RewritePatternSet &patterns, const KernelSet &kernels);
 
 } // namespace xfmr::cpu
 

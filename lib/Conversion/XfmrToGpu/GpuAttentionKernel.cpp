@@ -1,6 +1,7 @@
-//===- GpuAttentionKernel.cpp - fused attention as one GPU kernel -*- C++ -*-===//
+//===- GpuAttentionKernel.cpp - fused attention as GPU kernels ---*- C++ -*-===//
 //
-// One thread block per (query tile, head, batch), one thread per query row:
+// Forward, one kernel: a thread block per (query tile, head, batch), a
+// thread per query row:
 //
 //   q = scale * Q[row]; o = 0; m = -inf; l = 0        private to the thread
 //   for each key tile (up to the block's causal limit):
@@ -12,134 +13,45 @@
 //     barrier
 //   out[row] = o / l (0 where nothing was visible); lse = m + log l
 //
-// The code between barriers is written once, as a function of the thread
-// id, and placed either inside a gpu.launch (threads are GPU threads) or,
-// when emulating, inside a loop over the block's threads with the private
-// state in arrays indexed by thread, so that the same kernel runs on a CPU.
+// Backward (FlashAttention-2), two kernels, so that every gradient row has
+// one writer and no atomics are needed. With P = e^(S - lse) recomputed
+// from the forward's log-sum-exp and D = rowsum(dO * O):
+//
+//   dK/dV: a block per key tile, a thread per key row j:
+//     for each query tile that sees the block's keys:
+//       scale * Q_tile, dO_tile, lse_tile, D_tile -> shared; barrier
+//       for each query i: p = e^(s_ij - lse_i); dV_j += p dO_i;
+//                         dK_j += p (dO_i . V_j - D_i) scale Q_i
+//       barrier
+//   dQ: a block per query tile, a thread per query row i:
+//     for each key tile the row's block sees:
+//       K_tile, V_tile -> shared; barrier
+//       for each key j: dQ_i += p (dO_i . V_j - D_i) scale K_j
+//       barrier
 //
 //===----------------------------------------------------------------------===//
 
-#include "../XfmrToCpuKernels/Kernels.h"
-#include "xfmr/Conversion/Passes.h"
-
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
-
-namespace xfmr {
-#define GEN_PASS_DEF_CONVERTXFMRTOGPUKERNELS
-#include "xfmr/Conversion/Passes.h.inc"
-} // namespace xfmr
+#include "GpuKernels.h"
+#include "ThreadBlockBuilder.h"
 
 using namespace mlir;
 using namespace xfmr;
 using namespace xfmr::cpu;
+using namespace xfmr::gpu;
 
 namespace {
 
-/// Query rows (threads) per block, and the bytes of shared memory the key
-/// and value tiles may take (leaving room for two blocks per SM).
+/// Rows (threads) per block, and the bytes of shared memory the two tiles
+/// of a block may take (leaving room for two blocks per SM).
 constexpr int64_t kMaxRowsPerBlock = 128;
 constexpr int64_t kWarp = 32;
 constexpr int64_t kSharedBytes = 32 * 1024;
-constexpr int64_t kMaxKeysPerTile = 64;
+constexpr int64_t kMaxRowsPerTile = 64;
 
-/// Where the code of one thread block goes: a gpu.launch body, or (when
-/// emulating) loops on the CPU.
-class ThreadBlockBuilder {
-public:
-  ThreadBlockBuilder(KernelBuilder &kb, bool emulate, int64_t threads)
-      : kb(kb), b(kb.builder()), loc(kb.location()), emulate(emulate), threads(threads) {}
-
-  /// Builds `body(blockX, blockY, blockZ)` for each block of the grid; the
-  /// shared arrays of `sharedShapes` are passed to it.
-  void forEachBlock(std::array<int64_t, 3> grid, ArrayRef<SmallVector<int64_t>> sharedShapes,
-                    function_ref<void(std::array<Value, 3>, ArrayRef<Value>)> body) {
-    Type f32 = b.getF32Type();
-    if (emulate) {
-      kb.forLoop(kb.index(0), kb.index(grid[2]), 1, [&](Value z) {
-        kb.forLoop(kb.index(0), kb.index(grid[1]), 1, [&](Value y) {
-          kb.forLoop(kb.index(0), kb.index(grid[0]), 1, [&](Value x) {
-            SmallVector<Value> shared;
-            for (ArrayRef<int64_t> shape : sharedShapes)
-              shared.push_back(kb.allocate(shape, f32));
-            body({x, y, z}, shared);
-          });
-        });
-      });
-      return;
-    }
-    // Shared memory as workgroup-space globals rather than launch
-    // attributions: the buffer deallocation pipeline, which runs after this,
-    // would add ownership arguments to a launch body with memref arguments.
-    auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
-    auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
-    SymbolTable symbols(module);
-    SmallVector<memref::GlobalOp> globals;
-    for (ArrayRef<int64_t> shape : sharedShapes) {
-      auto type = MemRefType::get(shape, f32, MemRefLayoutAttrInterface(), workgroup);
-      OpBuilder detached(b.getContext());
-      auto global = memref::GlobalOp::create(detached, loc, "__xfmr_shared",
-                                             b.getStringAttr("private"), type, Attribute(),
-                                             /*constant=*/false, b.getI64IntegerAttr(16));
-      symbols.insert(global, module.getBody()->begin());
-      globals.push_back(global);
-    }
-    auto launch = gpu::LaunchOp::create(b, loc, kb.index(grid[0]), kb.index(grid[1]),
-                                        kb.index(grid[2]), kb.index(threads), kb.index(1),
-                                        kb.index(1));
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&launch.getBody().front());
-    gpu::TerminatorOp::create(b, loc);
-    b.setInsertionPointToStart(&launch.getBody().front());
-    threadId = launch.getThreadIds().x;
-    gpu::KernelDim3 blocks = launch.getBlockIds();
-    SmallVector<Value> shared;
-    for (memref::GlobalOp global : globals)
-      shared.push_back(memref::GetGlobalOp::create(b, loc, global.getType(), global.getSymName()));
-    body({blocks.x, blocks.y, blocks.z}, shared);
-  }
-
-  /// Code run by every thread of the block, followed by a barrier.
-  void phase(function_ref<void(Value)> body) {
-    if (emulate) {
-      kb.forLoop(kb.index(0), kb.index(threads), 1, body);
-      return;
-    }
-    body(threadId);
-    gpu::BarrierOp::create(b, loc);
-  }
-
-  /// An f32 array of `shape` that each thread has its own copy of.
-  Value privateArray(ArrayRef<int64_t> shape) {
-    Type f32 = b.getF32Type();
-    if (!emulate)
-      return memref::AllocaOp::create(b, loc, MemRefType::get(shape, f32));
-    SmallVector<int64_t> perThread = {threads};
-    llvm::append_range(perThread, shape);
-    return kb.allocate(perThread, f32);
-  }
-
-  /// Indices of a private array for `thread`.
-  SmallVector<Value> at(Value thread, ValueRange indices) {
-    SmallVector<Value> result;
-    if (emulate)
-      result.push_back(thread);
-    llvm::append_range(result, indices);
-    return result;
-  }
-
-private:
-  KernelBuilder &kb;
-  OpBuilder &b;
-  Location loc;
-  bool emulate;
-  int64_t threads;
-  Value threadId;
-};
-
-class AttentionKernel {
-public:
-  AttentionKernel(KernelBuilder &kb, const AttentionOperands &in, bool emulate)
+/// The geometry and the helpers the forward and backward kernels share.
+class AttentionKernelBase {
+protected:
+  AttentionKernelBase(KernelBuilder &kb, const AttentionOperands &in)
       : kb(kb), b(kb.builder()), loc(kb.location()), in(in) {
     auto q = cast<MemRefType>(in.q.getType());
     auto k = cast<MemRefType>(in.k.getType());
@@ -148,163 +60,98 @@ public:
     seqQ = q.getDimSize(in.dims.seq);
     headDim = q.getDimSize(in.dims.headDim);
     seqK = k.getDimSize(in.dims.seq);
-    rowsPerBlock = std::min(kMaxRowsPerBlock, (seqQ + kWarp - 1) / kWarp * kWarp);
-    keysPerTile = std::clamp<int64_t>(kSharedBytes / (2 * 4 * headDim), 1, kMaxKeysPerTile);
-    keysPerTile = std::min(keysPerTile, seqK);
-    block.emplace(kb, emulate, rowsPerBlock);
   }
 
-  void emit() {
-    int64_t queryTiles = (seqQ + rowsPerBlock - 1) / rowsPerBlock;
-    SmallVector<int64_t> tileShape = {keysPerTile, headDim};
-    block->forEachBlock({queryTiles, heads, batch}, {tileShape, tileShape},
-                        [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
-                          emitBlock(ids[2], ids[1], kb.muli(ids[0], rowsPerBlock), shared[0],
-                                    shared[1]);
-                        });
+  /// Threads of a block with one thread per row of a sequence of `rows`.
+  static int64_t threadsFor(int64_t rows) {
+    return std::min(kMaxRowsPerBlock, (rows + kWarp - 1) / kWarp * kWarp);
+  }
+  /// Rows of the two [rows, head_dim] shared tiles streamed from a sequence
+  /// of `seq` rows.
+  int64_t rowsPerTile(int64_t seq) const {
+    return std::min(std::clamp<int64_t>(kSharedBytes / (2 * 4 * headDim), 1, kMaxRowsPerTile), seq);
+  }
+  static int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
+
+  Value below(Value x, int64_t bound) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, kb.index(bound));
+  }
+  Value isNegInf(Value x) { return kb.equals(x, kNegInf); }
+  void forHeadDim(function_ref<void(Value)> body) {
+    kb.forLoop(kb.index(0), kb.index(headDim), 1, body);
+  }
+  /// init + sum over the head dim of x(c) * y(c).
+  Value dot(function_ref<Value(Value)> x, function_ref<Value(Value)> y, Value init) {
+    return kb.forLoop(kb.index(0), kb.index(headDim), 1, {init},
+                      [&](Value c, ValueRange partial) -> SmallVector<Value> {
+                        return {kb.fma(x(c), y(c), partial[0])};
+                      })[0];
   }
 
-private:
-  Value cmpi(arith::CmpIPredicate predicate, Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, predicate, x, y);
-  }
-  Value isNegInf(Value x) {
-    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, x, kb.f32(kNegInf));
-  }
-
-  /// Calls `body(row)` for a thread whose query row exists.
-  void ifRowExists(Value q0, Value thread, function_ref<void(Value)> body) {
-    Value row = kb.addi(q0, thread);
-    kb.ifThen(cmpi(arith::CmpIPredicate::ult, row, kb.index(seqQ)), [&] { body(row); });
+  /// Calls `body(row)` when row first + thread is inside a sequence of
+  /// `count` rows.
+  void ifRowExists(Value first, Value thread, int64_t count, function_ref<void(Value)> body) {
+    Value row = kb.addi(first, thread);
+    kb.ifThen(below(row, count), [&] { body(row); });
   }
 
-  /// Key tiles the block at q0 reads: all, or when causal those holding a
-  /// key its last row sees (key <= row + seq_k - seq_q).
-  Value keyTileCount(Value q0) {
-    int64_t all = (seqK + keysPerTile - 1) / keysPerTile;
+  /// `dot` (the scaled q . k of a row and a key) plus the biases, or -inf
+  /// where the mask hides the key: past seq_k or, when causal, after
+  /// row + seq_k - seq_q. Rows and keys outside the sequences read the
+  /// biases of the last ones.
+  Value score(Value bi, Value hi, Value row, Value key, Value dot) {
+    Value zero = kb.index(0);
+    Value limit = kb.index(seqK);
+    if (in.causal)
+      limit = kb.mini(limit, kb.addi(row, kb.index(seqK - seqQ + 1)));
+    Value clampedKey = kb.mini(key, kb.index(seqK - 1));
+    if (in.keyBias)
+      dot = kb.add(dot, kb.load(in.keyBias, {bi, clampedKey}));
+    if (in.bias)
+      dot = kb.add(dot, kb.load(in.bias, in.biasAt(zero, bi, hi, kb.mini(row, kb.index(seqQ - 1)),
+                                                   clampedKey)));
+    Value visible = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, key, limit);
+    return kb.select(visible, dot, kb.f32(kNegInf));
+  }
+
+  /// e^(score - lse), 0 where the score or the row's lse is -inf (a masked
+  /// key, a row that sees nothing), without relying on the exponential's
+  /// range.
+  Value probability(Value score, Value lse) {
+    Value hidden = arith::OrIOp::create(b, loc, isNegInf(score), isNegInf(lse));
+    return kb.select(hidden, kb.f32(0.0), kb.exp(kb.sub(score, lse)));
+  }
+
+  /// Key tiles of `keysPerTile` that the query rows [q0, q0 + rows) read:
+  /// all, or when causal those holding a key the last row sees.
+  Value keyTileCount(Value q0, int64_t rows, int64_t keysPerTile) {
+    int64_t all = ceilDiv(seqK, keysPerTile);
     if (!in.causal)
       return kb.index(all);
-    Value lastRow = kb.mini(kb.addi(q0, kb.index(rowsPerBlock - 1)), kb.index(seqQ - 1));
+    Value lastRow = kb.mini(kb.addi(q0, kb.index(rows - 1)), kb.index(seqQ - 1));
     Value keys = kb.addi(lastRow, kb.index(seqK - seqQ + 1));
     keys = arith::MaxSIOp::create(b, loc, kb.mini(keys, kb.index(seqK)), kb.index(0));
     return arith::CeilDivSIOp::create(b, loc, keys, kb.index(keysPerTile));
   }
 
-  void emitBlock(Value bi, Value hi, Value q0, Value keyTile, Value valueTile) {
-    Value query = block->privateArray({headDim});
-    Value acc = block->privateArray({headDim});
-    Value scores = block->privateArray({keysPerTile});
-    Value max = block->privateArray({1});
-    Value sum = block->privateArray({1});
-    Value zero = kb.index(0);
-    auto forHeadDim = [&](function_ref<void(Value)> body) {
-      kb.forLoop(zero, kb.index(headDim), 1, body);
-    };
-
-    block->phase([&](Value t) {
-      ifRowExists(q0, t, [&](Value row) {
-        forHeadDim([&](Value c) {
-          kb.store(kb.mul(kb.load(in.q, in.at(bi, row, hi, c)), kb.f32(in.scale)), query,
-                   block->at(t, {c}));
-          kb.store(kb.f32(0.0), acc, block->at(t, {c}));
-        });
-        kb.store(kb.f32(kNegInf), max, block->at(t, {zero}));
-        kb.store(kb.f32(0.0), sum, block->at(t, {zero}));
-      });
-    });
-
-    kb.forLoop(zero, keyTileCount(q0), 1, [&](Value tile) {
-      Value k0 = kb.muli(tile, keysPerTile);
-      // Coalesced: consecutive threads read consecutive head-dim elements.
-      block->phase([&](Value t) {
-        kb.forLoop(t, kb.index(keysPerTile * headDim), rowsPerBlock, [&](Value element) {
-          Value j = arith::DivUIOp::create(b, loc, element, kb.index(headDim));
-          Value c = arith::RemUIOp::create(b, loc, element, kb.index(headDim));
-          Value key = kb.addi(k0, j);
-          Value valid = cmpi(arith::CmpIPredicate::ult, key, kb.index(seqK));
-          Value source = kb.mini(key, kb.index(seqK - 1));
-          for (auto [operand, tileBuffer] : {std::pair(in.k, keyTile), std::pair(in.v, valueTile)})
-            kb.store(kb.select(valid, kb.load(operand, in.at(bi, source, hi, c)), kb.f32(0.0)),
-                     tileBuffer, {j, c});
-        });
-      });
-      block->phase([&](Value t) {
-        ifRowExists(q0, t, [&](Value row) {
-          emitTileUpdate(bi, hi, row, k0, keyTile, valueTile, t, query, acc, scores, max, sum);
-        });
-      });
-    });
-
-    block->phase([&](Value t) {
-      ifRowExists(q0, t, [&](Value row) {
-        Value l = kb.load(sum, block->at(t, {zero}));
-        Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, kb.f32(0.0));
-        Value inverse = kb.select(empty, kb.f32(0.0), kb.div(kb.f32(1.0), l));
-        forHeadDim([&](Value c) {
-          kb.store(kb.mul(kb.load(acc, block->at(t, {c})), inverse), in.out, in.at(bi, row, hi, c));
-        });
-        if (in.lse) {
-          Value lse = kb.add(kb.load(max, block->at(t, {zero})), kb.log(l));
-          kb.store(kb.select(empty, kb.f32(kNegInf), lse), in.lse, {bi, hi, row});
-        }
-      });
-    });
-  }
-
-  /// The online-softmax step of one thread's row over the keys of a tile.
-  void emitTileUpdate(Value bi, Value hi, Value row, Value k0, Value keyTile, Value valueTile,
-                      Value t, Value query, Value acc, Value scores, Value max, Value sum) {
-    Value zero = kb.index(0);
-    Value tileKeys = kb.index(keysPerTile);
-    // Keys the row sees: before seq_k and, when causal, up to the diagonal.
-    Value limit = kb.index(seqK);
-    if (in.causal)
-      limit = kb.mini(limit, kb.addi(row, kb.index(seqK - seqQ + 1)));
-    Value tileMax = kb.forLoop(zero, tileKeys, 1, {kb.f32(kNegInf)},
-                               [&](Value j, ValueRange carried) -> SmallVector<Value> {
-      Value key = kb.addi(k0, j);
-      Value dot = kb.forLoop(zero, kb.index(headDim), 1, {kb.f32(0.0)},
-                             [&](Value c, ValueRange partial) -> SmallVector<Value> {
-        Value product = kb.mul(kb.load(query, block->at(t, {c})), kb.load(keyTile, {j, c}));
-        return {kb.add(partial[0], product)};
-      })[0];
-      Value clamped = kb.mini(key, kb.index(seqK - 1));
-      if (in.keyBias)
-        dot = kb.add(dot, kb.load(in.keyBias, {bi, clamped}));
-      if (in.bias)
-        dot = kb.add(dot, kb.load(in.bias, in.biasAt(zero, bi, hi, row, clamped)));
-      Value score = kb.select(cmpi(arith::CmpIPredicate::ult, key, limit), dot, kb.f32(kNegInf));
-      kb.store(score, scores, block->at(t, {j}));
-      return {kb.max(carried[0], score)};
-    })[0];
-    Value oldMax = kb.load(max, block->at(t, {zero}));
-    Value newMax = kb.max(tileMax, oldMax);
-    // Nothing visible yet: the state stays as it is.
-    Value anything = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, newMax, kb.f32(kNegInf));
-    kb.ifThen(anything, [&] {
-      // e^(-inf) computed as 0 without relying on the exponential's range.
-      auto expShifted = [&](Value x) {
-        return kb.select(isNegInf(x), kb.f32(0.0), kb.exp(kb.sub(x, newMax)));
-      };
-      Value correction = expShifted(oldMax);
-      Value tileSum = kb.forLoop(zero, tileKeys, 1, {kb.f32(0.0)},
-                                 [&](Value j, ValueRange partial) -> SmallVector<Value> {
-        Value p = expShifted(kb.load(scores, block->at(t, {j})));
-        kb.store(p, scores, block->at(t, {j}));
-        return {kb.add(partial[0], p)};
-      })[0];
-      kb.forLoop(zero, kb.index(headDim), 1, [&](Value c) {
-        Value start = kb.mul(kb.load(acc, block->at(t, {c})), correction);
-        Value total = kb.forLoop(zero, tileKeys, 1, {start},
-                                 [&](Value j, ValueRange partial) -> SmallVector<Value> {
-          Value p = kb.load(scores, block->at(t, {j}));
-          return {kb.add(partial[0], kb.mul(p, kb.load(valueTile, {j, c})))};
-        })[0];
-        kb.store(total, acc, block->at(t, {c}));
-      });
-      Value l = kb.load(sum, block->at(t, {zero}));
-      kb.store(kb.add(kb.mul(l, correction), tileSum), sum, block->at(t, {zero}));
-      kb.store(newMax, max, block->at(t, {zero}));
+  /// A thread's share of loading rows [first, first + tileRows) of the
+  /// rank-4 `operands` (a sequence of `seq` rows) into [tileRows, head_dim]
+  /// shared `tiles`, times `scale`, 0 past the sequence. Consecutive
+  /// threads read consecutive head-dim elements.
+  void loadTiles(Value thread, int64_t threads, Value bi, Value hi, Value first, int64_t tileRows,
+                 int64_t seq, ArrayRef<std::pair<Value, Value>> operandsAndTiles,
+                 double scale = 1.0) {
+    kb.forLoop(thread, kb.index(tileRows * headDim), threads, [&](Value element) {
+      Value j = arith::DivUIOp::create(b, loc, element, kb.index(headDim));
+      Value c = arith::RemUIOp::create(b, loc, element, kb.index(headDim));
+      Value row = kb.addi(first, j);
+      Value source = kb.mini(row, kb.index(seq - 1));
+      for (auto [operand, tile] : operandsAndTiles) {
+        Value value = kb.load(operand, in.at(bi, source, hi, c));
+        if (scale != 1.0)
+          value = kb.mul(value, kb.f32(scale));
+        kb.store(kb.select(below(row, seq), value, kb.f32(0.0)), tile, {j, c});
+      }
     });
   }
 
@@ -312,61 +159,293 @@ private:
   OpBuilder &b;
   Location loc;
   const AttentionOperands &in;
-  int64_t batch, heads, seqQ, seqK, headDim, rowsPerBlock, keysPerTile;
-  std::optional<ThreadBlockBuilder> block;
+  int64_t batch, heads, seqQ, seqK, headDim;
 };
 
-struct FusedAttentionGpuKernel : OpRewritePattern<FusedAttentionOp> {
-  FusedAttentionGpuKernel(MLIRContext *context, bool emulate)
-      : OpRewritePattern(context), emulate(emulate) {}
+class ForwardKernel : AttentionKernelBase {
+public:
+  ForwardKernel(KernelBuilder &kb, const AttentionOperands &in, bool emulate)
+      : AttentionKernelBase(kb, in), rowsPerBlock(threadsFor(seqQ)),
+        keysPerTile(rowsPerTile(seqK)), block(kb, emulate, rowsPerBlock) {}
 
-  LogicalResult matchAndRewrite(FusedAttentionOp op, PatternRewriter &rewriter) const override {
-    if (!cast<RankedTensorType>(op.getQuery().getType()).getElementType().isF32())
-      return rewriter.notifyMatchFailure(op, "the attention kernel is f32");
-    // Only the kernel-building helpers of KernelBuilder are used: no vectors.
-    CpuTarget scalarTarget;
-    KernelBuilder kb(rewriter, op.getLoc(), scalarTarget);
-    AttentionOperands in = attentionOperands(kb, op);
-    Type f32 = rewriter.getF32Type();
-    auto shapeOf = [](Value value) { return cast<RankedTensorType>(value.getType()).getShape(); };
-    in.out = kb.allocate(shapeOf(op.getResult()), f32);
-    SmallVector<Value> buffers = {in.out};
-    if (Value lse = op.getLogsumexp())
-      buffers.push_back(in.lse = kb.allocate(shapeOf(lse), f32));
-    AttentionKernel(kb, in, emulate).emit();
-    rewriter.replaceOp(op, llvm::map_to_vector(buffers, [&](Value buffer) { return kb.asTensor(buffer); }));
-    return success();
+  void emit() {
+    SmallVector<int64_t> tileShape = {keysPerTile, headDim};
+    block.forEachBlock({ceilDiv(seqQ, rowsPerBlock), heads, batch}, {tileShape, tileShape},
+                       [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
+                         emitBlock(ids[2], ids[1], kb.muli(ids[0], rowsPerBlock), shared[0],
+                                   shared[1]);
+                       });
+  }
+
+private:
+  void emitBlock(Value bi, Value hi, Value q0, Value keyTile, Value valueTile) {
+    Value query = block.privateArray({headDim});
+    Value acc = block.privateArray({headDim});
+    Value scores = block.privateArray({keysPerTile});
+    Value max = block.privateArray({1});
+    Value sum = block.privateArray({1});
+    Value zero = kb.index(0);
+
+    block.phase([&](Value t) {
+      ifRowExists(q0, t, seqQ, [&](Value row) {
+        forHeadDim([&](Value c) {
+          kb.store(kb.mul(kb.load(in.q, in.at(bi, row, hi, c)), kb.f32(in.scale)), query,
+                   block.at(t, {c}));
+          kb.store(kb.f32(0.0), acc, block.at(t, {c}));
+        });
+        kb.store(kb.f32(kNegInf), max, block.at(t, {zero}));
+        kb.store(kb.f32(0.0), sum, block.at(t, {zero}));
+      });
+    });
+
+    kb.forLoop(zero, keyTileCount(q0, rowsPerBlock, keysPerTile), 1, [&](Value tile) {
+      Value k0 = kb.muli(tile, keysPerTile);
+      block.phase([&](Value t) {
+        loadTiles(t, rowsPerBlock, bi, hi, k0, keysPerTile, seqK,
+                  {{in.k, keyTile}, {in.v, valueTile}});
+      });
+      block.phase([&](Value t) {
+        ifRowExists(q0, t, seqQ, [&](Value row) {
+          emitTileUpdate(bi, hi, row, k0, keyTile, valueTile, t, query, acc, scores, max, sum);
+        });
+      });
+    });
+
+    block.phase([&](Value t) {
+      ifRowExists(q0, t, seqQ, [&](Value row) {
+        Value l = kb.load(sum, block.at(t, {zero}));
+        Value empty = kb.equals(l, 0.0);
+        Value inverse = kb.select(empty, kb.f32(0.0), kb.div(kb.f32(1.0), l));
+        forHeadDim([&](Value c) {
+          kb.store(kb.mul(kb.load(acc, block.at(t, {c})), inverse), in.out, in.at(bi, row, hi, c));
+        });
+        if (in.lse) {
+          Value lse = kb.add(kb.load(max, block.at(t, {zero})), kb.log(l));
+          kb.store(kb.select(empty, kb.f32(kNegInf), lse), in.lse, {bi, hi, row});
+        }
+      });
+    }, /*barrier=*/false);
+  }
+
+  /// The online-softmax step of one thread's row over the keys of a tile.
+  void emitTileUpdate(Value bi, Value hi, Value row, Value k0, Value keyTile, Value valueTile,
+                      Value t, Value query, Value acc, Value scores, Value max, Value sum) {
+    Value zero = kb.index(0);
+    Value tileKeys = kb.index(keysPerTile);
+    Value tileMax = kb.forLoop(zero, tileKeys, 1, {kb.f32(kNegInf)},
+                               [&](Value j, ValueRange carried) -> SmallVector<Value> {
+      Value qk = dot([&](Value c) { return kb.load(query, block.at(t, {c})); },
+                     [&](Value c) { return kb.load(keyTile, {j, c}); }, kb.f32(0.0));
+      Value s = score(bi, hi, row, kb.addi(k0, j), qk);
+      kb.store(s, scores, block.at(t, {j}));
+      return {kb.max(carried[0], s)};
+    })[0];
+    Value oldMax = kb.load(max, block.at(t, {zero}));
+    Value newMax = kb.max(tileMax, oldMax);
+    // Nothing visible yet: the state stays as it is.
+    Value anything = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, newMax, kb.f32(kNegInf));
+    kb.ifThen(anything, [&] {
+      Value correction = probability(oldMax, newMax);
+      Value tileSum = kb.forLoop(zero, tileKeys, 1, {kb.f32(0.0)},
+                                 [&](Value j, ValueRange partial) -> SmallVector<Value> {
+        Value p = probability(kb.load(scores, block.at(t, {j})), newMax);
+        kb.store(p, scores, block.at(t, {j}));
+        return {kb.add(partial[0], p)};
+      })[0];
+      forHeadDim([&](Value c) {
+        Value start = kb.mul(kb.load(acc, block.at(t, {c})), correction);
+        Value total = kb.forLoop(zero, tileKeys, 1, {start},
+                                 [&](Value j, ValueRange partial) -> SmallVector<Value> {
+          Value p = kb.load(scores, block.at(t, {j}));
+          return {kb.fma(p, kb.load(valueTile, {j, c}), partial[0])};
+        })[0];
+        kb.store(total, acc, block.at(t, {c}));
+      });
+      Value l = kb.load(sum, block.at(t, {zero}));
+      kb.store(kb.fma(l, correction, tileSum), sum, block.at(t, {zero}));
+      kb.store(newMax, max, block.at(t, {zero}));
+    });
+  }
+
+  int64_t rowsPerBlock, keysPerTile;
+  ThreadBlockBuilder block;
+};
+
+class BackwardKernel : AttentionKernelBase {
+public:
+  BackwardKernel(KernelBuilder &kb, const AttentionOperands &in, bool emulate)
+      : AttentionKernelBase(kb, in), emulate(emulate) {}
+
+  void emit() {
+    emitKeyGradients();
+    emitQueryGradients();
+  }
+
+private:
+  /// rowsum(dO * O) of a query row.
+  Value outputDot(Value bi, Value hi, Value row) {
+    return dot([&](Value c) { return kb.load(in.gradOut, in.at(bi, row, hi, c)); },
+               [&](Value c) { return kb.load(in.out, in.at(bi, row, hi, c)); }, kb.f32(0.0));
+  }
+
+  void emitKeyGradients() {
+    int64_t threads = threadsFor(seqK), queriesPerTile = rowsPerTile(seqQ);
+    ThreadBlockBuilder block(kb, emulate, threads);
+    SmallVector<int64_t> tileShape = {queriesPerTile, headDim}, rowShape = {queriesPerTile};
+    block.forEachBlock(
+        {ceilDiv(seqK, threads), heads, batch}, {tileShape, tileShape, rowShape, rowShape},
+        [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
+      Value bi = ids[2], hi = ids[1], k0 = kb.muli(ids[0], threads);
+      Value queryTile = shared[0], gradOutTile = shared[1], lseTile = shared[2],
+            dotTile = shared[3];
+      Value key = block.privateArray({headDim}), value = block.privateArray({headDim});
+      Value gradKey = block.privateArray({headDim}), gradValue = block.privateArray({headDim});
+      // Only private state: no barrier.
+      block.phase([&](Value t) {
+        ifRowExists(k0, t, seqK, [&](Value row) {
+          forHeadDim([&](Value c) {
+            kb.store(kb.load(in.k, in.at(bi, row, hi, c)), key, block.at(t, {c}));
+            kb.store(kb.load(in.v, in.at(bi, row, hi, c)), value, block.at(t, {c}));
+            kb.store(kb.f32(0.0), gradKey, block.at(t, {c}));
+            kb.store(kb.f32(0.0), gradValue, block.at(t, {c}));
+          });
+        });
+      }, /*barrier=*/false);
+
+      // When causal, query rows before k0 - (seq_k - seq_q) see none of
+      // the block's keys.
+      Value firstTile = kb.index(0);
+      if (in.causal) {
+        Value firstRow = arith::MaxSIOp::create(
+            b, loc, arith::SubIOp::create(b, loc, k0, kb.index(seqK - seqQ)), kb.index(0));
+        firstTile = arith::DivUIOp::create(b, loc, firstRow, kb.index(queriesPerTile));
+      }
+      kb.forLoop(firstTile, kb.index(ceilDiv(seqQ, queriesPerTile)), 1, [&](Value tile) {
+        Value q0 = kb.muli(tile, queriesPerTile);
+        block.phase([&](Value t) {
+          loadTiles(t, threads, bi, hi, q0, queriesPerTile, seqQ, {{in.q, queryTile}},
+                    in.scale);
+          loadTiles(t, threads, bi, hi, q0, queriesPerTile, seqQ, {{in.gradOut, gradOutTile}});
+          // Rows past seq_q get an lse of -inf: they contribute nothing.
+          kb.forLoop(t, kb.index(queriesPerTile), threads, [&](Value i) {
+            Value row = kb.addi(q0, i);
+            Value source = kb.mini(row, kb.index(seqQ - 1));
+            Value lse = kb.load(in.lse, {bi, hi, source});
+            kb.store(kb.select(below(row, seqQ), lse, kb.f32(kNegInf)), lseTile, {i});
+            kb.store(outputDot(bi, hi, source), dotTile, {i});
+          });
+        });
+        block.phase([&](Value t) {
+          ifRowExists(k0, t, seqK, [&](Value keyRow) {
+            kb.forLoop(kb.index(0), kb.index(queriesPerTile), 1, [&](Value i) {
+              Value qk = dot([&](Value c) { return kb.load(queryTile, {i, c}); },
+                             [&](Value c) { return kb.load(key, block.at(t, {c})); }, kb.f32(0.0));
+              Value s = score(bi, hi, kb.addi(q0, i), keyRow, qk);
+              Value p = probability(s, kb.load(lseTile, {i}));
+              Value gradP = dot([&](Value c) { return kb.load(gradOutTile, {i, c}); },
+                                [&](Value c) { return kb.load(value, block.at(t, {c})); },
+                                kb.f32(0.0));
+              Value gradS = kb.mul(p, kb.sub(gradP, kb.load(dotTile, {i})));
+              forHeadDim([&](Value c) {
+                SmallVector<Value> at = block.at(t, {c});
+                kb.store(kb.fma(p, kb.load(gradOutTile, {i, c}), kb.load(gradValue, at)),
+                         gradValue, at);
+                kb.store(kb.fma(gradS, kb.load(queryTile, {i, c}), kb.load(gradKey, at)),
+                         gradKey, at);
+              });
+            });
+          });
+        });
+      });
+
+      block.phase([&](Value t) {
+        ifRowExists(k0, t, seqK, [&](Value row) {
+          forHeadDim([&](Value c) {
+            kb.store(kb.load(gradKey, block.at(t, {c})), in.gradK, in.at(bi, row, hi, c));
+            kb.store(kb.load(gradValue, block.at(t, {c})), in.gradV, in.at(bi, row, hi, c));
+          });
+        });
+      }, /*barrier=*/false);
+    });
+  }
+
+  void emitQueryGradients() {
+    int64_t threads = threadsFor(seqQ), keysPerTile = rowsPerTile(seqK);
+    ThreadBlockBuilder block(kb, emulate, threads);
+    SmallVector<int64_t> tileShape = {keysPerTile, headDim};
+    block.forEachBlock(
+        {ceilDiv(seqQ, threads), heads, batch}, {tileShape, tileShape},
+        [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
+      Value bi = ids[2], hi = ids[1], q0 = kb.muli(ids[0], threads);
+      Value keyTile = shared[0], valueTile = shared[1];
+      Value query = block.privateArray({headDim}), gradOut = block.privateArray({headDim});
+      Value gradQuery = block.privateArray({headDim});
+      // The row's lse and rowsum(dO * O).
+      Value rowTerms = block.privateArray({2});
+      Value zero = kb.index(0), one = kb.index(1);
+      block.phase([&](Value t) {
+        ifRowExists(q0, t, seqQ, [&](Value row) {
+          forHeadDim([&](Value c) {
+            SmallVector<Value> at = block.at(t, {c});
+            kb.store(kb.mul(kb.load(in.q, in.at(bi, row, hi, c)), kb.f32(in.scale)), query, at);
+            kb.store(kb.load(in.gradOut, in.at(bi, row, hi, c)), gradOut, at);
+            kb.store(kb.f32(0.0), gradQuery, at);
+          });
+          kb.store(kb.load(in.lse, {bi, hi, row}), rowTerms, block.at(t, {zero}));
+          kb.store(outputDot(bi, hi, row), rowTerms, block.at(t, {one}));
+        });
+      }, /*barrier=*/false);
+
+      kb.forLoop(zero, keyTileCount(q0, threads, keysPerTile), 1, [&](Value tile) {
+        Value k0 = kb.muli(tile, keysPerTile);
+        block.phase([&](Value t) {
+          loadTiles(t, threads, bi, hi, k0, keysPerTile, seqK,
+                    {{in.k, keyTile}, {in.v, valueTile}});
+        });
+        block.phase([&](Value t) {
+          ifRowExists(q0, t, seqQ, [&](Value row) {
+            Value lse = kb.load(rowTerms, block.at(t, {zero}));
+            Value rowDot = kb.load(rowTerms, block.at(t, {one}));
+            kb.forLoop(zero, kb.index(keysPerTile), 1, [&](Value j) {
+              Value qk = dot([&](Value c) { return kb.load(query, block.at(t, {c})); },
+                             [&](Value c) { return kb.load(keyTile, {j, c}); }, kb.f32(0.0));
+              Value p = probability(score(bi, hi, row, kb.addi(k0, j), qk), lse);
+              Value gradP = dot([&](Value c) { return kb.load(gradOut, block.at(t, {c})); },
+                                [&](Value c) { return kb.load(valueTile, {j, c}); },
+                                kb.f32(0.0));
+              Value gradS = kb.mul(p, kb.sub(gradP, rowDot));
+              forHeadDim([&](Value c) {
+                SmallVector<Value> at = block.at(t, {c});
+                kb.store(kb.fma(gradS, kb.load(keyTile, {j, c}), kb.load(gradQuery, at)),
+                         gradQuery, at);
+              });
+            });
+          });
+        });
+      });
+
+      block.phase([&](Value t) {
+        ifRowExists(q0, t, seqQ, [&](Value row) {
+          forHeadDim([&](Value c) {
+            kb.store(kb.mul(kb.load(gradQuery, block.at(t, {c})), kb.f32(in.scale)), in.gradQ,
+                     in.at(bi, row, hi, c));
+          });
+        });
+      }, /*barrier=*/false);
+    });
   }
 
   bool emulate;
 };
 
-struct BarrierMemoryEffects
-    : MemoryEffectOpInterface::ExternalModel<BarrierMemoryEffects, gpu::BarrierOp> {
-  void getEffects(Operation *,
-                  SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) const {
-    effects.emplace_back(MemoryEffects::Read::get());
-    effects.emplace_back(MemoryEffects::Write::get());
-  }
-};
-
-struct ConvertXfmrToGpuKernelsPass
-    : xfmr::impl::ConvertXfmrToGpuKernelsBase<ConvertXfmrToGpuKernelsPass> {
-  using Base::Base;
-  void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    patterns.add<FusedAttentionGpuKernel>(&getContext(), emulateThreads);
-    GreedyRewriteConfig config;
-    config.setStrictness(GreedyRewriteStrictness::ExistingOps);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config)))
-      signalPassFailure();
-  }
-};
-
 } // namespace
 
-void xfmr::registerGpuBarrierMemoryEffects(DialectRegistry &registry) {
-  registry.addExtension(+[](MLIRContext *context, gpu::GPUDialect *) {
-    gpu::BarrierOp::attachInterface<BarrierMemoryEffects>(*context);
-  });
+void xfmr::gpu::emitAttention(KernelBuilder &kb, const AttentionOperands &operands,
+                              bool emulate) {
+  ForwardKernel(kb, operands, emulate).emit();
+}
+
+void xfmr::gpu::emitAttentionBackward(KernelBuilder &kb, const AttentionOperands &operands,
+                                      bool emulate) {
+  BackwardKernel(kb, operands, emulate).emit();
 }

@@ -79,7 +79,11 @@ struct GpuKernelMathPass : xfmr::impl::XfmrGpuKernelMathBase<GpuKernelMathPass> 
     populateMathPolynomialApproximationPatterns(
         patterns, [](StringRef name) { return name != math::RsqrtOp::getOperationName(); },
         /*benefit=*/2);
-    math::populateExpansionPatterns(patterns);
+    // Every expansion but fma's (into a multiply and an add, each rounded:
+    // twice the instructions of fma.rn and less accurate).
+    math::populateExpansionPatterns(
+        patterns, {"ctlz", "sinh", "cosh", "tan", "tanh", "asinh", "acosh", "atanh", "ceil",
+                   "exp2", "powf", "fpowi", "round", "roundeven", "rsqrt", "clampf"});
     populateUnaryToPtxPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();

@@ -1,7 +1,8 @@
 // RUN: xfmr-opt %s --split-input-file --verify-diagnostics --pass-pipeline='builtin.module(gpu.module(xfmr-gpu-kernel-math))' | FileCheck %s
 
 // Transcendentals become polynomials (no math op, so no libdevice call
-// later); sqrt, rsqrt and floor become single PTX instructions.
+// later); sqrt, rsqrt and floor become single PTX instructions; fma stays
+// fma (convert-gpu-to-nvvm makes it one fma.rn instruction).
 // CHECK-LABEL: gpu.func @kernel
 // CHECK-NOT: math.exp
 // CHECK-NOT: math.tanh
@@ -13,6 +14,7 @@
 // CHECK: arith.divf %{{.*}}, %[[ROOT]] : f32
 // CHECK: llvm.inline_asm "cvt.rmi.f32.f32 $0, $1;", "=f,f"
 // CHECK: llvm.inline_asm "sqrt.rn.f64 $0, $1;", "=d,d"
+// CHECK: math.fma %{{.*}} : f32
 // CHECK-NOT: math.{{[a-z]+}} %
 // CHECK: gpu.return
 gpu.module @kernels {
@@ -34,6 +36,7 @@ gpu.module @kernels {
     %f = math.floor %x : f32
     %p = math.powf %y, %x : f32
     %sd = math.sqrt %d : f64
+    %m = math.fma %x, %y, %x : f32
     memref.store %e, %out[%c0] : memref<9xf32>
     memref.store %t, %out[%c1] : memref<9xf32>
     memref.store %r, %out[%c2] : memref<9xf32>
@@ -42,6 +45,8 @@ gpu.module @kernels {
     memref.store %q, %out[%c5] : memref<9xf32>
     memref.store %f, %out[%c6] : memref<9xf32>
     memref.store %p, %out[%c7] : memref<9xf32>
+    %c8 = arith.constant 8 : index
+    memref.store %m, %out[%c8] : memref<9xf32>
     memref.store %sd, %outd[%c0] : memref<1xf64>
     gpu.return
   }

@@ -76,3 +76,152 @@ func.func @half(%q: tensor<1x8x1x16xf16>) -> tensor<1x8x1x16xf16> {
        : (tensor<1x8x1x16xf16>, tensor<1x8x1x16xf16>, tensor<1x8x1x16xf16>) -> tensor<1x8x1x16xf16>
   return %o : tensor<1x8x1x16xf16>
 }
+
+// -----
+
+// GEMM with its whole epilogue: C [140, 136] in 3 x 3 blocks of 256
+// threads; A and B stages of 16 x 64 (rows padded to 65) in shared memory;
+// K = 40 in 3 stages, each a cooperative load, a barrier, 16 rank-1
+// updates of a 4 x 4 private accumulator by fma, a barrier; then bias,
+// GELU and residual on the accumulator before the only store of C.
+// CHECK-DAG: memref.global "private" @__xfmr_shared : memref<16x65xf32, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.global "private" @__xfmr_shared_0 : memref<16x65xf32, #gpu.address_space<workgroup>>
+// CHECK-LABEL: func.func @gemm
+// CHECK: %[[C:.*]] = memref.alloc() {alignment = 64 : i64} : memref<140x136xf32>
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c3, %{{.*}} = %c3, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK: %[[ACC:.*]] = memref.alloca() : memref<4x4xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c3 step %c1
+// CHECK: memref.store %{{.*}}, %{{.*}} : memref<16x65xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c1 iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
+// CHECK-COUNT-16: math.fma
+// CHECK: memref.store %{{.*}}, %[[ACC]]
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK: memref.load %[[ACC]]
+// CHECK: math.erf
+// CHECK: memref.store %{{.*}}, %[[C]]
+// CHECK: gpu.terminator
+// CHECK: bufferization.to_tensor %[[C]]
+//
+// Emulated: each thread's accumulator is its row of a [256, 4, 4] array.
+// EMU-LABEL: func.func @gemm
+// EMU-NOT: gpu.
+// EMU: memref.alloc() {alignment = 64 : i64} : memref<256x4x4xf32>
+// EMU: scf.for %{{.*}} = %c0 to %c256 step %c1
+// EMU-NOT: gpu.
+// EMU: return
+func.func @gemm(%x: tensor<2x70x40xf32>, %w: tensor<40x136xf32>, %b: tensor<136xf32>,
+                %r: tensor<2x70x136xf32>) -> tensor<2x70x136xf32> {
+  %y = xfmr.fused_linear %x, %w bias(%b) residual(%r) {activation = #xfmr.activation<gelu>}
+       : (tensor<2x70x40xf32>, tensor<40x136xf32>, tensor<136xf32>, tensor<2x70x136xf32>) -> tensor<2x70x136xf32>
+  return %y : tensor<2x70x136xf32>
+}
+
+// -----
+
+// Softmax rows of 600: a block of 256 threads per row, each an online max
+// and sum over columns t, t + 256, ...; a tree of 8 halving steps through
+// two shared arrays; then the outputs.
+// CHECK-DAG: memref.global "private" @__xfmr_shared : memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.global "private" @__xfmr_shared_0 : memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK-LABEL: func.func @softmax
+// CHECK: gpu.launch blocks(%[[ROW:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c6, %{{.*}} = %c1, %{{.*}} = %c1) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK: scf.for %{{.*}} = %[[T]] to %c600 step %c256 iter_args
+// CHECK: math.exp
+// CHECK: gpu.barrier
+// CHECK: arith.cmpi ult, %[[T]], %c128
+// CHECK-COUNT-7: gpu.barrier
+// CHECK: arith.cmpi ult, %[[T]], %c1 :
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %[[T]] to %c600 step %c256 {
+// CHECK: memref.store
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.terminator
+func.func @softmax(%x: tensor<2x3x600xf32>) -> tensor<2x3x600xf32> {
+  %y = xfmr.softmax %x : tensor<2x3x600xf32>
+  return %y : tensor<2x3x600xf32>
+}
+
+// -----
+
+// Residual add + layer norm, rows of 40: blocks of 64 threads (the fewest,
+// 32, rounded up to a power of 2 covering the row); the sum is written
+// while its mean is reduced, the centred second moment reduced next, then
+// the normalised row.
+// CHECK-LABEL: func.func @add_layer_norm
+// CHECK: %[[SUM:.*]] = memref.alloc() {alignment = 64 : i64} : memref<36x40xf32>
+// CHECK: %[[OUT:.*]] = memref.alloc() {alignment = 64 : i64} : memref<36x40xf32>
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c36, %{{.*}} = %c1, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c64,
+// CHECK: memref.store %{{.*}}, %[[SUM]]
+// CHECK: gpu.barrier
+// CHECK: math.fma
+// CHECK: gpu.barrier
+// CHECK: math.rsqrt
+// CHECK: memref.store %{{.*}}, %[[OUT]]
+// CHECK: gpu.terminator
+func.func @add_layer_norm(%x: tensor<4x9x40xf32>, %r: tensor<4x9x40xf32>, %g: tensor<40xf32>,
+                          %b: tensor<40xf32>) -> (tensor<4x9x40xf32>, tensor<4x9x40xf32>) {
+  %sum, %y = xfmr.fused_add_layer_norm %x, %r, %g, %b {epsilon = 1.0e-5 : f64}
+      : (tensor<4x9x40xf32>, tensor<4x9x40xf32>, tensor<40xf32>, tensor<40xf32>) -> (tensor<4x9x40xf32>, tensor<4x9x40xf32>)
+  return %sum, %y : tensor<4x9x40xf32>, tensor<4x9x40xf32>
+}
+
+// -----
+
+// Attention backward, causal, 150 rows of head dim 32: two launches of
+// 2 x 2 blocks of 128 threads. First dK and dV, a thread per key row: its
+// key, value and their gradients private; the query tiles from the first
+// one the block's keys are visible to, each with scale * Q, dO (64 x 32),
+// lse and rowsum(dO * O) (64) in shared memory; probabilities recomputed
+// as exp(s - lse). Then dQ, a thread per query row, streaming key and
+// value tiles; written times the scale.
+// CHECK-DAG: memref.global "private" @__xfmr_shared_1 : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.global "private" @__xfmr_shared_3 : memref<64x32xf32, #gpu.address_space<workgroup>>
+// CHECK-LABEL: func.func @backward
+// CHECK: %[[DQ:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x150x2x32xf32>
+// CHECK: %[[DK:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x150x2x32xf32>
+// CHECK: %[[DV:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x150x2x32xf32>
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c2, %{{.*}} = %c2, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128,
+// CHECK-COUNT-4: memref.alloca() : memref<32xf32>
+// CHECK: %[[FIRST:.*]] = arith.divui
+// CHECK: scf.for %{{.*}} = %[[FIRST]] to %c3 step %c1
+// CHECK: gpu.barrier
+// CHECK: math.exp
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}}, %[[DK]]
+// CHECK: memref.store %{{.*}}, %[[DV]]
+// CHECK: gpu.terminator
+// CHECK: gpu.launch
+// CHECK: arith.ceildivsi
+// CHECK: gpu.barrier
+// CHECK: math.exp
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}}, %[[DQ]]
+// CHECK: gpu.terminator
+// CHECK-NOT: memref<1x2x150x150xf32>
+// CHECK: return
+func.func @backward(%q: tensor<1x150x2x32xf32>, %o: tensor<1x150x2x32xf32>, %lse: tensor<1x2x150xf32>)
+    -> (tensor<1x150x2x32xf32>, tensor<1x150x2x32xf32>, tensor<1x150x2x32xf32>) {
+  %dq, %dk, %dv = xfmr.fused_attention_backward %q, %q, %q, %o, %lse, %o {causal, scale = 0.25 : f64}
+      : (tensor<1x150x2x32xf32>, tensor<1x150x2x32xf32>, tensor<1x150x2x32xf32>, tensor<1x150x2x32xf32>,
+         tensor<1x2x150xf32>, tensor<1x150x2x32xf32>)
+      -> (tensor<1x150x2x32xf32>, tensor<1x150x2x32xf32>, tensor<1x150x2x32xf32>)
+  return %dq, %dk, %dv : tensor<1x150x2x32xf32>, tensor<1x150x2x32xf32>, tensor<1x150x2x32xf32>
+}
+
+// -----
+
+// Negative: softmax over another axis than the last and a product with a
+// batched right operand have no GPU kernel and stay for the linalg
+// lowering.
+// CHECK-LABEL: func.func @left_alone
+// CHECK-NOT: gpu.launch
+// CHECK: xfmr.softmax
+// CHECK: xfmr.matmul
+func.func @left_alone(%x: tensor<5x3x7xf32>, %a: tensor<2x5x4xf32>, %m: tensor<2x4x6xf32>)
+    -> (tensor<5x3x7xf32>, tensor<2x5x6xf32>) {
+  %s = xfmr.softmax %x {axis = 0} : tensor<5x3x7xf32>
+  %p = xfmr.matmul %a, %m : (tensor<2x5x4xf32>, tensor<2x4x6xf32>) -> tensor<2x5x6xf32>
+  return %s, %p : tensor<5x3x7xf32>, tensor<2x5x6xf32>
+}

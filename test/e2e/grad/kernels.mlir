@@ -13,8 +13,8 @@
 // RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x --vector-lanes=16 -o %t/grad16
 // RUN: %t/grad16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs16.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs16.safetensors | FileCheck %s
-// The forward's log-sum-exp from the GPU attention kernel, its thread
-// blocks run as loops on the CPU.
+// The GPU kernels (attention forward and its two-kernel backward, GEMMs,
+// row kernels), their thread blocks run as loops on the CPU.
 // RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x --emulate-gpu-kernels -o %t/grad-gpu
 // RUN: %t/grad-gpu --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs-gpu.safetensors | FileCheck %s

@@ -10,6 +10,11 @@
 // RUN: xfmrc %s --vector-lanes=16 -o %t/model16
 // RUN: %t/model16 --inputs=%t/inputs.safetensors --output=%t/outputs16.safetensors
 // RUN: %python %testlib/ops.py check linear %t/inputs.safetensors %t/outputs16.safetensors | FileCheck %s
+// The GPU GEMM (convert-xfmr-to-gpu-kernels), its thread blocks run as loops
+// on the CPU: the same arithmetic a GPU runs.
+// RUN: xfmrc %s --emulate-gpu-kernels -o %t/gpu-emulated
+// RUN: %t/gpu-emulated --inputs=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
+// RUN: %python %testlib/ops.py check linear %t/inputs.safetensors %t/outputs-gpu.safetensors | FileCheck %s
 // CHECK: PASS: linear_bias
 // CHECK: PASS: linear_nk
 // CHECK: PASS: fused_relu
@@ -18,16 +23,24 @@
 // CHECK: PASS: fused_none_nk
 // CHECK: PASS: matmul_broadcast
 // CHECK: PASS: matmul_transposed
+// CHECK: PASS: wide_gelu
+// CHECK: PASS: wide_nk_residual
+// CHECK: PASS: wide_tn
 
 func.func @forward(%x: tensor<3x5x24xf32> {xfmr.input = "x"}, %w: tensor<24x36xf32> {xfmr.input = "w"},
                    %wt: tensor<36x24xf32> {xfmr.input = "wt"}, %bias: tensor<36xf32> {xfmr.input = "bias"},
                    %res: tensor<3x5x36xf32> {xfmr.input = "res"},
                    %a: tensor<2x1x5x4xf32> {xfmr.input = "a"}, %m: tensor<3x4x6xf32> {xfmr.input = "m"},
-                   %n: tensor<2x3x6x4xf32> {xfmr.input = "n"})
+                   %n: tensor<2x3x6x4xf32> {xfmr.input = "n"},
+                   %xb: tensor<2x70x40xf32> {xfmr.input = "xb"}, %wb: tensor<40x136xf32> {xfmr.input = "wb"},
+                   %wbt: tensor<136x40xf32> {xfmr.input = "wbt"}, %bb: tensor<136xf32> {xfmr.input = "bb"},
+                   %rb: tensor<2x70x136xf32> {xfmr.input = "rb"}, %pt: tensor<40x140xf32> {xfmr.input = "pt"})
     -> (tensor<3x5x36xf32> {xfmr.output = "linear_bias"}, tensor<3x5x36xf32> {xfmr.output = "linear_nk"},
         tensor<3x5x36xf32> {xfmr.output = "fused_relu"}, tensor<3x5x36xf32> {xfmr.output = "fused_gelu"},
         tensor<3x5x36xf32> {xfmr.output = "fused_gelu_tanh_residual"}, tensor<3x5x36xf32> {xfmr.output = "fused_none_nk"},
-        tensor<2x3x5x6xf32> {xfmr.output = "matmul_broadcast"}, tensor<2x3x5x6xf32> {xfmr.output = "matmul_transposed"}) {
+        tensor<2x3x5x6xf32> {xfmr.output = "matmul_broadcast"}, tensor<2x3x5x6xf32> {xfmr.output = "matmul_transposed"},
+        tensor<2x70x136xf32> {xfmr.output = "wide_gelu"}, tensor<2x70x136xf32> {xfmr.output = "wide_nk_residual"},
+        tensor<140x136xf32> {xfmr.output = "wide_tn"}) {
   %0 = xfmr.linear %x, %w, %bias : (tensor<3x5x24xf32>, tensor<24x36xf32>, tensor<36xf32>) -> tensor<3x5x36xf32>
   %1 = xfmr.linear %x, %wt {transpose_weight} : (tensor<3x5x24xf32>, tensor<36x24xf32>) -> tensor<3x5x36xf32>
   %2 = xfmr.fused_linear %x, %w bias(%bias) {activation = #xfmr.activation<relu>} : (tensor<3x5x24xf32>, tensor<24x36xf32>, tensor<36xf32>) -> tensor<3x5x36xf32>
@@ -37,5 +50,8 @@ func.func @forward(%x: tensor<3x5x24xf32> {xfmr.input = "x"}, %w: tensor<24x36xf
   %5 = xfmr.fused_linear %x, %wt residual(%res) {transpose_weight} : (tensor<3x5x24xf32>, tensor<36x24xf32>, tensor<3x5x36xf32>) -> tensor<3x5x36xf32>
   %6 = xfmr.matmul %a, %m : (tensor<2x1x5x4xf32>, tensor<3x4x6xf32>) -> tensor<2x3x5x6xf32>
   %7 = xfmr.matmul %a, %n {transpose_rhs} : (tensor<2x1x5x4xf32>, tensor<2x3x6x4xf32>) -> tensor<2x3x5x6xf32>
-  return %0, %1, %2, %3, %4, %5, %6, %7 : tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<2x3x5x6xf32>, tensor<2x3x5x6xf32>
+  %8 = xfmr.fused_linear %xb, %wb bias(%bb) {activation = #xfmr.activation<gelu>} : (tensor<2x70x40xf32>, tensor<40x136xf32>, tensor<136xf32>) -> tensor<2x70x136xf32>
+  %9 = xfmr.fused_linear %xb, %wbt residual(%rb) {transpose_weight} : (tensor<2x70x40xf32>, tensor<136x40xf32>, tensor<2x70x136xf32>) -> tensor<2x70x136xf32>
+  %10 = xfmr.matmul %pt, %wb {transpose_lhs} : (tensor<40x140xf32>, tensor<40x136xf32>) -> tensor<140x136xf32>
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10 : tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<2x3x5x6xf32>, tensor<2x3x5x6xf32>, tensor<2x70x136xf32>, tensor<2x70x136xf32>, tensor<140x136xf32>
 }

@@ -1,0 +1,78 @@
+//===- GpuKernels.cpp - fused xfmr ops to hand-built GPU kernels -*- C++ -*-===//
+
+#include "GpuKernels.h"
+
+#include "xfmr/Conversion/Passes.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace xfmr {
+#define GEN_PASS_DEF_CONVERTXFMRTOGPUKERNELS
+#include "xfmr/Conversion/Passes.h.inc"
+} // namespace xfmr
+
+using namespace mlir;
+using namespace xfmr;
+using namespace xfmr::cpu;
+
+namespace {
+
+class GpuKernelSet : public KernelSet {
+public:
+  /// The kernels are scalar per thread: the CPU target's vector shape is
+  /// never used.
+  explicit GpuKernelSet(bool emulate) : KernelSet(CpuTarget{}), emulate(emulate) {}
+
+  Value gemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB, Value bias,
+             Value residual, Activation activation) const override {
+    return xfmr::gpu::emitGemm(kb, a, transposeA, b, transposeB, bias, residual, activation, emulate);
+  }
+  Value softmaxRows(KernelBuilder &kb, Value x) const override {
+    return xfmr::gpu::emitSoftmaxRows(kb, x, emulate);
+  }
+  std::pair<Value, Value> layerNormRows(KernelBuilder &kb, Value x, Value residual, Value gamma,
+                                        Value beta, double epsilon) const override {
+    return xfmr::gpu::emitLayerNormRows(kb, x, residual, gamma, beta, epsilon, emulate);
+  }
+  void attention(KernelBuilder &kb, const AttentionOperands &operands) const override {
+    xfmr::gpu::emitAttention(kb, operands, emulate);
+  }
+  void attentionBackward(KernelBuilder &kb, const AttentionOperands &operands) const override {
+    xfmr::gpu::emitAttentionBackward(kb, operands, emulate);
+  }
+
+private:
+  bool emulate;
+};
+
+struct BarrierMemoryEffects
+    : MemoryEffectOpInterface::ExternalModel<BarrierMemoryEffects, mlir::gpu::BarrierOp> {
+  void getEffects(Operation *,
+                  SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) const {
+    effects.emplace_back(MemoryEffects::Read::get());
+    effects.emplace_back(MemoryEffects::Write::get());
+  }
+};
+
+struct ConvertXfmrToGpuKernelsPass
+    : xfmr::impl::ConvertXfmrToGpuKernelsBase<ConvertXfmrToGpuKernelsPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    GpuKernelSet kernels(emulateThreads);
+    RewritePatternSet patterns(&getContext());
+    populateKernelPatterns(patterns, kernels);
+    GreedyRewriteConfig config;
+    config.setStrictness(GreedyRewriteStrictness::ExistingOps);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void xfmr::registerGpuBarrierMemoryEffects(DialectRegistry &registry) {
+  registry.addExtension(+[](MLIRContext *context, mlir::gpu::GPUDialect *) {
+    mlir::gpu::BarrierOp::attachInterface<BarrierMemoryEffects>(*context);
+  });
+}

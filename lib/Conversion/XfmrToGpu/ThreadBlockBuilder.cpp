@@ -1,0 +1,106 @@
+//===- ThreadBlockBuilder.cpp - GPU kernels that also run on a CPU --------===//
+
+#include "ThreadBlockBuilder.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace xfmr::gpu;
+
+void ThreadBlockBuilder::forEachBlock(
+    std::array<int64_t, 3> grid, ArrayRef<SmallVector<int64_t>> sharedShapes,
+    function_ref<void(std::array<Value, 3>, ArrayRef<Value>)> body) {
+  Type f32 = b.getF32Type();
+  if (emulate) {
+    kb.forLoop(kb.index(0), kb.index(grid[2]), 1, [&](Value z) {
+      kb.forLoop(kb.index(0), kb.index(grid[1]), 1, [&](Value y) {
+        kb.forLoop(kb.index(0), kb.index(grid[0]), 1, [&](Value x) {
+          SmallVector<Value> shared;
+          for (ArrayRef<int64_t> shape : sharedShapes)
+            shared.push_back(kb.allocate(shape, f32));
+          body({x, y, z}, shared);
+        });
+      });
+    });
+    return;
+  }
+  // Shared memory as workgroup-space globals rather than launch
+  // attributions: the buffer deallocation pipeline, which runs after this,
+  // would add ownership arguments to a launch body with memref arguments.
+  auto workgroup = mlir::gpu::AddressSpaceAttr::get(b.getContext(), mlir::gpu::AddressSpace::Workgroup);
+  auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  SymbolTable symbols(module);
+  SmallVector<memref::GlobalOp> globals;
+  for (ArrayRef<int64_t> shape : sharedShapes) {
+    auto type = MemRefType::get(shape, f32, MemRefLayoutAttrInterface(), workgroup);
+    OpBuilder detached(b.getContext());
+    auto global = memref::GlobalOp::create(detached, loc, "__xfmr_shared",
+                                           b.getStringAttr("private"), type, Attribute(),
+                                           /*constant=*/false, b.getI64IntegerAttr(16));
+    symbols.insert(global, module.getBody()->begin());
+    globals.push_back(global);
+  }
+  auto launch = mlir::gpu::LaunchOp::create(b, loc, kb.index(grid[0]), kb.index(grid[1]),
+                                            kb.index(grid[2]), kb.index(threads), kb.index(1),
+                                            kb.index(1));
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  mlir::gpu::TerminatorOp::create(b, loc);
+  b.setInsertionPointToStart(&launch.getBody().front());
+  threadId = launch.getThreadIds().x;
+  mlir::gpu::KernelDim3 blocks = launch.getBlockIds();
+  SmallVector<Value> shared;
+  for (memref::GlobalOp global : globals)
+    shared.push_back(memref::GetGlobalOp::create(b, loc, global.getType(), global.getSymName()));
+  body({blocks.x, blocks.y, blocks.z}, shared);
+}
+
+void ThreadBlockBuilder::phase(function_ref<void(Value)> body, bool barrier) {
+  if (emulate) {
+    kb.forLoop(kb.index(0), kb.index(threads), 1, body);
+    return;
+  }
+  body(threadId);
+  if (barrier)
+    mlir::gpu::BarrierOp::create(b, loc);
+}
+
+void ThreadBlockBuilder::reduce(
+    ArrayRef<Value> values,
+    function_ref<SmallVector<Value>(ArrayRef<Value>, ArrayRef<Value>)> combine) {
+  assert(llvm::isPowerOf2_64(threads) && "a tree reduction needs a power-of-2 block");
+  for (int64_t stride = threads / 2; stride >= 1; stride /= 2) {
+    phase([&](Value t) {
+      Value active = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, t, kb.index(stride));
+      kb.ifThen(active, [&] {
+        Value other = kb.addi(t, kb.index(stride));
+        SmallVector<Value> mine, theirs;
+        for (Value array : values) {
+          mine.push_back(kb.load(array, {t}));
+          theirs.push_back(kb.load(array, {other}));
+        }
+        for (auto [array, value] : llvm::zip_equal(values, combine(mine, theirs)))
+          kb.store(value, array, {t});
+      });
+    });
+  }
+}
+
+Value ThreadBlockBuilder::privateArray(ArrayRef<int64_t> shape) {
+  Type f32 = b.getF32Type();
+  if (!emulate)
+    return memref::AllocaOp::create(b, loc, MemRefType::get(shape, f32));
+  SmallVector<int64_t> perThread = {threads};
+  llvm::append_range(perThread, shape);
+  return kb.allocate(perThread, f32);
+}
+
+SmallVector<Value> ThreadBlockBuilder::at(Value thread, ValueRange indices) {
+  SmallVector<Value> result;
+  if (emulate)
+    result.push_back(thread);
+  llvm::append_range(result, indices);
+  return result;
+}

@@ -1,0 +1,67 @@
+//===- ThreadBlockBuilder.h - GPU kernels that also run on a CPU -*- C++ -*-===//
+//
+// The GPU kernels of convert-xfmr-to-gpu-kernels are written once, as the
+// code of one thread (a function of its thread id) split into phases that
+// end at a barrier. ThreadBlockBuilder places that code either inside a
+// gpu.launch (threads are GPU threads, phases end with gpu.barrier) or, when
+// emulating, inside loops on the CPU: a loop over blocks and, per phase, a
+// loop over the block's threads, with per-thread state in arrays indexed by
+// thread. A phase's threads then run one after the other, which is a valid
+// schedule of the GPU code as long as threads communicate only through
+// shared memory across barriers - what the kernels do.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XFMR_LIB_CONVERSION_XFMRTOGPU_THREADBLOCKBUILDER_H
+#define XFMR_LIB_CONVERSION_XFMRTOGPU_THREADBLOCKBUILDER_H
+
+#include "../XfmrToCpuKernels/KernelBuilder.h"
+
+#include <array>
+
+namespace xfmr::gpu {
+
+class ThreadBlockBuilder {
+public:
+  ThreadBlockBuilder(cpu::KernelBuilder &kb, bool emulate, int64_t threads)
+      : kb(kb), b(kb.builder()), loc(kb.location()), emulate(emulate), threads(threads) {}
+
+  int64_t threadCount() const { return threads; }
+
+  /// Builds `body(blockIds, shared)` for each block of `grid` (x, y, z);
+  /// `shared` holds one f32 shared-memory array per shape of `sharedShapes`.
+  void forEachBlock(std::array<int64_t, 3> grid, llvm::ArrayRef<llvm::SmallVector<int64_t>> sharedShapes,
+                    llvm::function_ref<void(std::array<mlir::Value, 3>, llvm::ArrayRef<mlir::Value>)> body);
+
+  /// Code run by every thread of the block, followed by a barrier unless
+  /// `barrier` is false (the last phase, or one whose writes no other
+  /// thread reads).
+  void phase(llvm::function_ref<void(mlir::Value thread)> body, bool barrier = true);
+
+  /// Combines the `threadCount()` entries of the shared arrays `values`
+  /// (entry i of each array is thread i's) into entry 0 by a tree of
+  /// log2(threads) phases; `combine` takes the values of two entries and
+  /// returns those of their combination. The thread count is a power of 2.
+  void reduce(llvm::ArrayRef<mlir::Value> values,
+              llvm::function_ref<llvm::SmallVector<mlir::Value>(llvm::ArrayRef<mlir::Value>,
+                                                                llvm::ArrayRef<mlir::Value>)>
+                  combine);
+
+  /// An f32 array of `shape` that each thread has its own copy of.
+  mlir::Value privateArray(llvm::ArrayRef<int64_t> shape);
+
+  /// Indices of a private array for `thread`.
+  llvm::SmallVector<mlir::Value> at(mlir::Value thread, mlir::ValueRange indices);
+
+private:
+  cpu::KernelBuilder &kb;
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  bool emulate;
+  int64_t threads;
+  mlir::Value threadId;
+};
+
+} // namespace xfmr::gpu
+
+#endif // XFMR_LIB_CONVERSION_XFMRTOGPU_THREADBLOCKBUILDER_H
