@@ -258,6 +258,7 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
     pipeline.setFusion(options.fusion);
     pipeline.openmp = options.openmp;
     pipeline.emulateGpuKernels = options.emulateGpuKernels;
+    pipeline.reverseGpuThreads = options.reverseGpuThreads;
     bool wide = options.vectorLanes
                     ? options.vectorLanes == 16
                     : (*machine)->getMCSubtargetInfo()->checkFeatures("+avx512f");

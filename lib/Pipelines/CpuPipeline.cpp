@@ -17,6 +17,7 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
   if (options.emulateGpuKernels) {
     ConvertXfmrToGpuKernelsOptions emulation;
     emulation.emulateThreads = true;
+    emulation.reverseThreads = options.reverseGpuThreads;
     pm.addPass(createConvertXfmrToGpuKernels(emulation));
   }
   ConvertXfmrToCpuKernelsOptions kernels;

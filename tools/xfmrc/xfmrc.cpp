@@ -126,6 +126,10 @@ static cl::opt<bool> emulateGpuKernels(
     "emulate-gpu-kernels",
     cl::desc("Build the GPU kernels for the host, thread blocks run as loops (for testing)"),
     cl::init(false), cl::cat(category), cl::Hidden);
+static cl::opt<bool> reverseGpuThreads(
+    "reverse-gpu-threads",
+    cl::desc("With --emulate-gpu-kernels, run each phase's threads last to first (finds races)"),
+    cl::init(false), cl::cat(category), cl::Hidden);
 static cl::opt<bool> openmp("openmp", cl::desc("Run parallel loops on OpenMP threads"),
                             cl::init(true), cl::cat(category));
 
@@ -227,7 +231,10 @@ int main(int argc, char **argv) {
   options.vectorLanes = vectorLanes;
   if (emulateGpuKernels && target == xfmr::Target::Nvptx)
     return fail("--emulate-gpu-kernels applies to --target=host only");
+  if (reverseGpuThreads && !emulateGpuKernels)
+    return fail("--reverse-gpu-threads needs --emulate-gpu-kernels");
   options.emulateGpuKernels = emulateGpuKernels;
+  options.reverseGpuThreads = reverseGpuThreads;
   options.symbolPrefix = symbolPrefix.empty() ? identifierFrom(inputPath) : symbolPrefix;
   options.outputPath = outputPath;
   if (options.outputPath.empty()) {

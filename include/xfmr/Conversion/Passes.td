@@ -61,10 +61,16 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
     blocks become loops, and each stretch between two barriers a loop over
     the block's threads, with per-thread state in arrays indexed by thread.
     That is how the kernels' arithmetic is tested where no GPU exists.
+    `reverse-threads` runs each phase's threads last to first: a thread
+    reading what another writes in the same phase (a missing barrier) sees
+    the write in one order and not in the other, so testing both orders
+    catches such races.
   }];
   let options = [
     Option<"emulateThreads", "emulate-threads", "bool", /*default=*/"false",
            "Build the kernels as CPU loops over blocks and threads (for testing)">,
+    Option<"reverseThreads", "reverse-threads", "bool", /*default=*/"false",
+           "With emulate-threads, run each phase's threads last to first">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",

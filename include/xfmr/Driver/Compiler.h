@@ -103,6 +103,9 @@ struct CompileOptions {
   /// CPU: build the GPU kernels instead of the CPU ones, their thread blocks
   /// run as loops (how the GPU kernels are tested without a GPU).
   bool emulateGpuKernels = false;
+  /// With emulateGpuKernels: each phase's threads run last to first (see
+  /// convert-xfmr-to-gpu-kernels{reverse-threads}).
+  bool reverseGpuThreads = false;
   /// Seed of --emit=random-weights.
   uint64_t seed = 0;
   /// Where xfmrc finds libxfmr_runtime.a and libxfmr_main.a.

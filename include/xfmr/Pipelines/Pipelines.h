@@ -47,6 +47,10 @@ struct CpuPipelineOptions : FusionPipelineOptions<CpuPipelineOptions> {
       *this, "emulate-gpu-kernels",
       llvm::cl::desc("Build the GPU kernels, their thread blocks run as CPU loops (for testing)"),
       llvm::cl::init(false)};
+  BoolOption reverseGpuThreads{
+      *this, "reverse-gpu-threads",
+      llvm::cl::desc("With emulate-gpu-kernels, run each phase's threads last to first"),
+      llvm::cl::init(false)};
   Option<int64_t> vectorRegisters{*this, "registers",
                                   llvm::cl::desc("Vector registers (16: AVX2, 32: AVX-512)"),
                                   llvm::cl::init(16)};

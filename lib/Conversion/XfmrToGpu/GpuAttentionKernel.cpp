@@ -164,7 +164,7 @@ protected:
 
 class ForwardKernel : AttentionKernelBase {
 public:
-  ForwardKernel(KernelBuilder &kb, const AttentionOperands &in, bool emulate)
+  ForwardKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate)
       : AttentionKernelBase(kb, in), rowsPerBlock(threadsFor(seqQ)),
         keysPerTile(rowsPerTile(seqK)), block(kb, emulate, rowsPerBlock) {}
 
@@ -273,7 +273,7 @@ private:
 
 class BackwardKernel : AttentionKernelBase {
 public:
-  BackwardKernel(KernelBuilder &kb, const AttentionOperands &in, bool emulate)
+  BackwardKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate)
       : AttentionKernelBase(kb, in), emulate(emulate) {}
 
   void emit() {
@@ -435,17 +435,17 @@ private:
     });
   }
 
-  bool emulate;
+  Emulation emulate;
 };
 
 } // namespace
 
 void xfmr::gpu::emitAttention(KernelBuilder &kb, const AttentionOperands &operands,
-                              bool emulate) {
+                              Emulation emulate) {
   ForwardKernel(kb, operands, emulate).emit();
 }
 
 void xfmr::gpu::emitAttentionBackward(KernelBuilder &kb, const AttentionOperands &operands,
-                                      bool emulate) {
+                                      Emulation emulate) {
   BackwardKernel(kb, operands, emulate).emit();
 }

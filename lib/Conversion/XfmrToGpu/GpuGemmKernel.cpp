@@ -40,7 +40,7 @@ constexpr int64_t kSharedRow = kTile + 1;
 
 class GemmKernel {
 public:
-  GemmKernel(KernelBuilder &kb, bool emulate) : kb(kb), b(kb.builder()), loc(kb.location()),
+  GemmKernel(KernelBuilder &kb, Emulation emulate) : kb(kb), b(kb.builder()), loc(kb.location()),
                                                  block(kb, emulate, kThreads) {}
 
   Value emit(Value aTensor, bool transposeA, Value bTensor, bool transposeB, Value biasTensor,
@@ -182,6 +182,6 @@ private:
 } // namespace
 
 Value xfmr::gpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB,
-                          Value bias, Value residual, Activation activation, bool emulate) {
+                          Value bias, Value residual, Activation activation, Emulation emulate) {
   return GemmKernel(kb, emulate).emit(a, transposeA, b, transposeB, bias, residual, activation);
 }

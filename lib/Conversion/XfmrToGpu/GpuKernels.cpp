@@ -1,6 +1,7 @@
 //===- GpuKernels.cpp - fused xfmr ops to hand-built GPU kernels -*- C++ -*-===//
 
 #include "GpuKernels.h"
+#include "ThreadBlockBuilder.h"
 
 #include "xfmr/Conversion/Passes.h"
 
@@ -22,7 +23,7 @@ class GpuKernelSet : public KernelSet {
 public:
   /// The kernels are scalar per thread: the CPU target's vector shape is
   /// never used.
-  explicit GpuKernelSet(bool emulate) : KernelSet(CpuTarget{}), emulate(emulate) {}
+  explicit GpuKernelSet(xfmr::gpu::Emulation emulate) : KernelSet(CpuTarget{}), emulate(emulate) {}
 
   Value gemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB, Value bias,
              Value residual, Activation activation) const override {
@@ -43,7 +44,7 @@ public:
   }
 
 private:
-  bool emulate;
+  xfmr::gpu::Emulation emulate;
 };
 
 struct BarrierMemoryEffects
@@ -59,7 +60,13 @@ struct ConvertXfmrToGpuKernelsPass
     : xfmr::impl::ConvertXfmrToGpuKernelsBase<ConvertXfmrToGpuKernelsPass> {
   using Base::Base;
   void runOnOperation() override {
-    GpuKernelSet kernels(emulateThreads);
+    if (reverseThreads && !emulateThreads) {
+      getOperation()->emitError("reverse-threads needs emulate-threads");
+      return signalPassFailure();
+    }
+    GpuKernelSet kernels(!emulateThreads ? xfmr::gpu::Emulation::None
+                         : reverseThreads ? xfmr::gpu::Emulation::Reversed
+                                          : xfmr::gpu::Emulation::InOrder);
     RewritePatternSet patterns(&getContext());
     populateKernelPatterns(patterns, kernels);
     GreedyRewriteConfig config;

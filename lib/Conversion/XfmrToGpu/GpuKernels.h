@@ -1,7 +1,7 @@
 //===- GpuKernels.h - the GPU kernels of the fused xfmr ops -----*- C++ -*-===//
 //
-// Each builds one gpu.launch (or, when `emulate`, the same per-thread code
-// as CPU loops; see ThreadBlockBuilder.h). Operands and results are those of
+// Each builds a gpu.launch (or, when `emulate` says so, the same per-thread
+// code as CPU loops; see ThreadBlockBuilder.h). Operands and results are those of
 // the CPU kernels of the same name (XfmrToCpuKernels/Kernels.h).
 //
 //===----------------------------------------------------------------------===//
@@ -9,37 +9,39 @@
 #ifndef XFMR_LIB_CONVERSION_XFMRTOGPU_GPUKERNELS_H
 #define XFMR_LIB_CONVERSION_XFMRTOGPU_GPUKERNELS_H
 
+#include "ThreadBlockBuilder.h"
+
 #include "../XfmrToCpuKernels/Kernels.h"
 
 namespace xfmr::gpu {
 
 /// FlashAttention-style: a block per (query tile, head, batch), a thread per
 /// query row, key/value tiles through shared memory.
-void emitAttention(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands, bool emulate);
+void emitAttention(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands, Emulation emulate);
 
 /// FlashAttention-2 backward as two kernels: dK and dV with a thread per
 /// key row streaming query tiles, then dQ with a thread per query row
 /// streaming key tiles; the probabilities recomputed from the lse.
 void emitAttentionBackward(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands,
-                           bool emulate);
+                           Emulation emulate);
 
 /// A block per 64 x 64 tile of C, a 4 x 4 register tile per thread, A and
 /// B streamed through shared memory 16 deep, the epilogue applied in
 /// registers before the one store.
 mlir::Value emitGemm(cpu::KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Value b,
                      bool transposeB, mlir::Value bias, mlir::Value residual,
-                     Activation activation, bool emulate);
+                     Activation activation, Emulation emulate);
 
 /// A block per row: each thread an online max and sum over a strided part
 /// of the row, a tree reduction through shared memory, then the output.
-mlir::Value emitSoftmaxRows(cpu::KernelBuilder &kb, mlir::Value x, bool emulate);
+mlir::Value emitSoftmaxRows(cpu::KernelBuilder &kb, mlir::Value x, Emulation emulate);
 
 /// A block per row: the (residual) sum written while the mean is reduced,
 /// then the centred second moment, then the output.
 std::pair<mlir::Value, mlir::Value> emitLayerNormRows(cpu::KernelBuilder &kb, mlir::Value x,
                                                       mlir::Value residual, mlir::Value gamma,
                                                       mlir::Value beta, double epsilon,
-                                                      bool emulate);
+                                                      Emulation emulate);
 
 } // namespace xfmr::gpu
 

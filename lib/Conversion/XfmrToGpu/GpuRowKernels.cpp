@@ -53,7 +53,7 @@ SmallVector<Value> combineSoftmax(KernelBuilder &kb, ArrayRef<Value> x, ArrayRef
 
 } // namespace
 
-Value xfmr::gpu::emitSoftmaxRows(KernelBuilder &kb, Value x, bool emulate) {
+Value xfmr::gpu::emitSoftmaxRows(KernelBuilder &kb, Value x, Emulation emulate) {
   auto type = cast<RankedTensorType>(x.getType());
   int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
   Value in = kb.readBuffer(x);
@@ -90,7 +90,7 @@ Value xfmr::gpu::emitSoftmaxRows(KernelBuilder &kb, Value x, bool emulate) {
 
 std::pair<Value, Value> xfmr::gpu::emitLayerNormRows(KernelBuilder &kb, Value x, Value residual,
                                                      Value gamma, Value beta, double epsilon,
-                                                     bool emulate) {
+                                                     Emulation emulate) {
   auto type = cast<RankedTensorType>(x.getType());
   int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
   Type f32 = type.getElementType();

@@ -13,7 +13,7 @@ void ThreadBlockBuilder::forEachBlock(
     std::array<int64_t, 3> grid, ArrayRef<SmallVector<int64_t>> sharedShapes,
     function_ref<void(std::array<Value, 3>, ArrayRef<Value>)> body) {
   Type f32 = b.getF32Type();
-  if (emulate) {
+  if (emulate != Emulation::None) {
     kb.forLoop(kb.index(0), kb.index(grid[2]), 1, [&](Value z) {
       kb.forLoop(kb.index(0), kb.index(grid[1]), 1, [&](Value y) {
         kb.forLoop(kb.index(0), kb.index(grid[0]), 1, [&](Value x) {
@@ -58,8 +58,14 @@ void ThreadBlockBuilder::forEachBlock(
 }
 
 void ThreadBlockBuilder::phase(function_ref<void(Value)> body, bool barrier) {
-  if (emulate) {
+  if (emulate == Emulation::InOrder) {
     kb.forLoop(kb.index(0), kb.index(threads), 1, body);
+    return;
+  }
+  if (emulate == Emulation::Reversed) {
+    kb.forLoop(kb.index(0), kb.index(threads), 1, [&](Value i) {
+      body(arith::SubIOp::create(b, loc, kb.index(threads - 1), i));
+    });
     return;
   }
   body(threadId);
@@ -90,7 +96,7 @@ void ThreadBlockBuilder::reduce(
 
 Value ThreadBlockBuilder::privateArray(ArrayRef<int64_t> shape) {
   Type f32 = b.getF32Type();
-  if (!emulate)
+  if (emulate == Emulation::None)
     return memref::AllocaOp::create(b, loc, MemRefType::get(shape, f32));
   SmallVector<int64_t> perThread = {threads};
   llvm::append_range(perThread, shape);
@@ -99,7 +105,7 @@ Value ThreadBlockBuilder::privateArray(ArrayRef<int64_t> shape) {
 
 SmallVector<Value> ThreadBlockBuilder::at(Value thread, ValueRange indices) {
   SmallVector<Value> result;
-  if (emulate)
+  if (emulate != Emulation::None)
     result.push_back(thread);
   llvm::append_range(result, indices);
   return result;

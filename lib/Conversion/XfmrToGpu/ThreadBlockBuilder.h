@@ -8,7 +8,8 @@
 // loop over the block's threads, with per-thread state in arrays indexed by
 // thread. A phase's threads then run one after the other, which is a valid
 // schedule of the GPU code as long as threads communicate only through
-// shared memory across barriers - what the kernels do.
+// shared memory across barriers - what the kernels do, and what running the
+// threads in both orders (Emulation) checks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,9 +22,21 @@
 
 namespace xfmr::gpu {
 
+/// Where the threads of a kernel run.
+enum class Emulation {
+  /// On a GPU, inside a gpu.launch.
+  None,
+  /// On the CPU, each phase's threads first to last,
+  InOrder,
+  /// or last to first. A thread that reads what another thread of its block
+  /// writes in the same phase (a missing barrier) sees the write in one of
+  /// the two orders and not in the other, so the results differ.
+  Reversed,
+};
+
 class ThreadBlockBuilder {
 public:
-  ThreadBlockBuilder(cpu::KernelBuilder &kb, bool emulate, int64_t threads)
+  ThreadBlockBuilder(cpu::KernelBuilder &kb, Emulation emulate, int64_t threads)
       : kb(kb), b(kb.builder()), loc(kb.location()), emulate(emulate), threads(threads) {}
 
   int64_t threadCount() const { return threads; }
@@ -57,7 +70,7 @@ private:
   cpu::KernelBuilder &kb;
   mlir::OpBuilder &b;
   mlir::Location loc;
-  bool emulate;
+  Emulation emulate;
   int64_t threads;
   mlir::Value threadId;
 };

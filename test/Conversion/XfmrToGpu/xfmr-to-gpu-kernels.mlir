@@ -1,5 +1,8 @@
 // RUN: xfmr-opt %s --convert-xfmr-to-gpu-kernels --split-input-file | FileCheck %s
 // RUN: xfmr-opt %s --convert-xfmr-to-gpu-kernels=emulate-threads --split-input-file | FileCheck %s --check-prefix=EMU
+// RUN: xfmr-opt %s --convert-xfmr-to-gpu-kernels="emulate-threads reverse-threads" --split-input-file | FileCheck %s --check-prefix=REV
+// RUN: not xfmr-opt %s --convert-xfmr-to-gpu-kernels=reverse-threads --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
+// BAD-OPTION: error: reverse-threads needs emulate-threads
 
 // Causal self-attention, 40 rows, 2 heads of 16: one launch of 1 x 2 x 1
 // blocks of 64 threads (rows rounded up to a warp multiple); the 40 keys
@@ -111,6 +114,12 @@ func.func @half(%q: tensor<1x8x1x16xf16>) -> tensor<1x8x1x16xf16> {
 // EMU: scf.for %{{.*}} = %c0 to %c256 step %c1
 // EMU-NOT: gpu.
 // EMU: return
+//
+// Reversed: thread 255 - i runs i-th.
+// REV-LABEL: func.func @gemm
+// REV: scf.for %[[I:.*]] = %c0 to %c256 step %c1
+// REV-NEXT: %[[T:.*]] = arith.subi %c255, %[[I]] : index
+// REV: memref.store %{{.*}}, %{{.*}}[%[[T]], %c0, %c0] : memref<256x4x4xf32>
 func.func @gemm(%x: tensor<2x70x40xf32>, %w: tensor<40x136xf32>, %b: tensor<136xf32>,
                 %r: tensor<2x70x136xf32>) -> tensor<2x70x136xf32> {
   %y = xfmr.fused_linear %x, %w bias(%b) residual(%r) {activation = #xfmr.activation<gelu>}

@@ -14,10 +14,14 @@
 // RUN: %t/grad16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs16.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs16.safetensors | FileCheck %s
 // The GPU kernels (attention forward and its two-kernel backward, GEMMs,
-// row kernels), their thread blocks run as loops on the CPU.
+// row kernels), their thread blocks run as loops on the CPU, each phase's
+// threads first to last, then last to first.
 // RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x --emulate-gpu-kernels -o %t/grad-gpu
 // RUN: %t/grad-gpu --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs-gpu.safetensors | FileCheck %s
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x --emulate-gpu-kernels --reverse-gpu-threads -o %t/grad-reversed
+// RUN: %t/grad-reversed --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-reversed.safetensors
+// RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs-reversed.safetensors | FileCheck %s
 // CHECK-DAG: PASS: loss
 // CHECK-DAG: PASS: grad:q
 // CHECK-DAG: PASS: grad:k

@@ -16,6 +16,11 @@
 // RUN: xfmrc %s --emulate-gpu-kernels -o %t/gpu-emulated
 // RUN: %t/gpu-emulated --inputs=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
 // RUN: %python %testlib/ops.py check attention %t/inputs.safetensors %t/outputs-gpu.safetensors | FileCheck %s
+// Each phase's threads last to first: a race between threads of a phase
+// gives different results in one of the two orders.
+// RUN: xfmrc %s --emulate-gpu-kernels --reverse-gpu-threads -o %t/gpu-reversed
+// RUN: %t/gpu-reversed --inputs=%t/inputs.safetensors --output=%t/outputs-reversed.safetensors
+// RUN: %python %testlib/ops.py check attention %t/inputs.safetensors %t/outputs-reversed.safetensors | FileCheck %s
 // CHECK: PASS: causal_padding
 // CHECK: PASS: cross_bias
 // CHECK: PASS: causal_offset
