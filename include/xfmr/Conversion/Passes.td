@@ -115,7 +115,10 @@ def XfmrApproximateVectorMath : Pass<"xfmr-approximate-vector-math"> {
     Rewrites `math.exp`, `math.tanh`, `math.erf` and `math.log` on f32
     vectors into MLIR's polynomial approximations (a few ulp), which stay
     vectorized; the LLVM lowering would otherwise call libm once per lane.
-    Scalar math is left to libm.
+    Scalar f32 `math.tanh` and `math.erf` (GELU and its derivative in
+    linalg loops) are rewritten too, so that LLVM vectorizes their loops;
+    they saturate at +-1, so no input range needs care. Other scalar math
+    (exp and log, exact at the infinities of masked scores) is left to libm.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::vector::VectorDialect"];

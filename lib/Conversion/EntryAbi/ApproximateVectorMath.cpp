@@ -20,8 +20,13 @@ struct ApproximateVectorMathPass
   void runOnOperation() override {
     SmallVector<Operation *> vectorMath;
     getOperation()->walk([&](Operation *op) {
-      if (isa<math::ExpOp, math::TanhOp, math::ErfOp, math::LogOp>(op) &&
-          isa<VectorType>(op->getResult(0).getType()))
+      Type type = op->getResult(0).getType();
+      // Scalar tanh and erf too (GELU and its derivative in linalg loops):
+      // as polynomials the loops vectorize, instead of calling libm per
+      // element. They saturate to +-1, so their inputs need no range care;
+      // scalar exp and log stay exact at +-inf through libm.
+      if ((isa<math::ExpOp, math::TanhOp, math::ErfOp, math::LogOp>(op) && isa<VectorType>(type)) ||
+          (isa<math::TanhOp, math::ErfOp>(op) && type.isF32()))
         vectorMath.push_back(op);
     });
     RewritePatternSet patterns(&getContext());

@@ -12,12 +12,27 @@ func.func @vectors(%v: vector<8xf32>) -> vector<8xf32> {
   return %t : vector<8xf32>
 }
 
-// Negative: scalar math is left to libm.
+// Scalar tanh and erf (GELU in linalg loops) become polynomials too, so
+// that LLVM can vectorize their loops.
+// CHECK-LABEL: func @gelu_scalars
+// CHECK-NOT: math.tanh
+// CHECK-NOT: math.erf
+// CHECK: return
+func.func @gelu_scalars(%x: f32) -> f32 {
+  %t = math.tanh %x : f32
+  %e = math.erf %t : f32
+  return %e : f32
+}
+
+// Negative: scalar exp and log, and f64 tanh, are left to libm (exact at
+// the infinities masked scores produce).
 // CHECK-LABEL: func @scalars
 // CHECK-NEXT: math.exp
+// CHECK-NEXT: math.log
 // CHECK-NEXT: math.tanh
-func.func @scalars(%x: f32) -> f32 {
+func.func @scalars(%x: f32, %d: f64) -> (f32, f64) {
   %e = math.exp %x : f32
-  %t = math.tanh %e : f32
-  return %t : f32
+  %l = math.log %e : f32
+  %t = math.tanh %d : f64
+  return %l, %t : f32, f64
 }
