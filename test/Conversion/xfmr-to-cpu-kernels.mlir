@@ -37,6 +37,35 @@ func.func @gemm(%x: tensor<2x8x16xf32>, %w: tensor<16x44xf32>, %b: tensor<44xf32
 
 // -----
 
+// A weight stored [N, K] (transpose_weight) is read in place too: each panel
+// is packed transposed, 8 x 8 at a time (8 row loads, 24 shuffles, 8
+// stores), the depth tail (20 = 2 x 8 + 4) element by element; the
+// 4-column tail (36 = 2 x 16 + 4) is packed into a zero-padded panel.
+// CHECK-LABEL: func @gemm_nk
+// CHECK: %[[WT:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<36x20xf32> to memref<36x20xf32, strided<[?, 1], offset: ?>>
+// CHECK-NOT: memref.alloc() {{.*}} : memref<20x36xf32>
+// CHECK: %[[PACKED:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x20x16xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c8
+// CHECK-COUNT-8: vector.load %[[WT]]
+// CHECK-COUNT-24: vector.shuffle
+// CHECK-COUNT-8: vector.store %{{.*}}, %[[PACKED]]
+// CHECK: scf.for %{{.*}} = %c16 to %c20 step %c1
+// CHECK: memref.load %[[WT]]
+// CHECK: memref.store %{{.*}}, %[[PACKED]]
+// CHECK: %[[TAIL:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x20x16xf32>
+// CHECK: memref.load %[[WT]]
+// CHECK: memref.store %{{.*}}, %[[TAIL]]
+// CHECK: vector.load %[[TAIL]]
+// CHECK: vector.maskedstore
+// WIDE-LABEL: func @gemm_nk
+// WIDE-COUNT-64: vector.shuffle %{{.*}} : vector<16xf32>, vector<16xf32>
+func.func @gemm_nk(%x: tensor<8x20xf32>, %w: tensor<36x20xf32>) -> tensor<8x36xf32> {
+  %y = xfmr.fused_linear %x, %w {transpose_weight} : (tensor<8x20xf32>, tensor<36x20xf32>) -> tensor<8x36xf32>
+  return %y : tensor<8x36xf32>
+}
+
+// -----
+
 // Too few column chunks for the threads (two panels of a 32-column product):
 // the rows split into bands as well, 2 chunks x 4 bands of 128 rows.
 // CHECK-LABEL: func @gemm_bands

@@ -118,7 +118,9 @@ def gen_linear():
                 m=randn(3, 4, 6), n=randn(2, 3, 6, 4),
                 # Several 64 x 64 GPU tiles and 16-deep stages, all with tails.
                 xb=randn(2, 70, 40), wb=randn(40, 136, scale=0.2), wbt=randn(136, 40, scale=0.2),
-                bb=randn(136, scale=0.5), rb=randn(2, 70, 136), pt=randn(40, 140))
+                bb=randn(136, scale=0.5), rb=randn(2, 70, 136), pt=randn(40, 140),
+                # A depth that is no multiple of the vector lanes, [N, K] weight.
+                xo=randn(7, 13), wo=randn(19, 13, scale=0.3))
 
 
 def ref_linear(x):
@@ -132,7 +134,8 @@ def ref_linear(x):
                 matmul_transposed=t(x["a"]) @ t(x["n"]).transpose(-1, -2),
                 wide_gelu=gelu(t(x["xb"]) @ t(x["wb"]) + t(x["bb"])),
                 wide_nk_residual=t(x["xb"]) @ t(x["wbt"]).T + t(x["rb"]),
-                wide_tn=t(x["pt"]).T @ t(x["wb"]))
+                wide_tn=t(x["pt"]).T @ t(x["wb"]),
+                odd_nk=t(x["xo"]) @ t(x["wo"]).T)
 
 
 def gen_elementwise():

@@ -35,30 +35,11 @@ constexpr int64_t kMinTilesPerBand = 4;
 
 struct GemmOperands {
   Value a, b, c, bias, residual;
-  /// A is stored [K, M].
-  bool transposeA;
+  /// A is stored [K, M]; B is stored [N, K].
+  bool transposeA, transposeB;
   int64_t m, n, k;
   Activation activation;
 };
-
-/// B^T for an [N, K] weight: a [K, N] copy, transposed in 8 x 8 blocks.
-Value transposedCopy(KernelBuilder &kb, Value weight) {
-  auto type = cast<RankedTensorType>(weight.getType());
-  int64_t n = type.getDimSize(0), k = type.getDimSize(1);
-  Value source = kb.readBuffer(weight);
-  Value copy = kb.allocate({k, n}, type.getElementType());
-  constexpr int64_t block = 8;
-  kb.parallelFor((n + block - 1) / block, [&](Value nb) {
-    Value n0 = kb.muli(nb, block);
-    Value n1 = kb.mini(kb.addi(n0, kb.index(block)), kb.index(n));
-    kb.forLoop(kb.index(0), kb.index(k), 1, [&](Value kk) {
-      kb.forLoop(n0, n1, 1, [&](Value nn) {
-        kb.store(kb.load(source, {nn, kk}), copy, {kk, nn});
-      });
-    });
-  });
-  return copy;
-}
 
 /// Where a tile reads B: the weight itself (`packed` null), or a packed
 /// panel `packed[panel][k][0 .. 2 * lanes)` whose rows are contiguous.
@@ -116,19 +97,52 @@ void emitGemmPanel(KernelBuilder &kb, const GemmOperands &g, Value row, int64_t 
 
 /// Copies the full panels of columns [begin, end) of B into
 /// packed[panel][k][0 .. 2 * lanes): each tile then reads B sequentially
-/// instead of one row stride (a new page, for wide weights) per k.
+/// instead of one row stride (a new page, for wide weights) per k. A B
+/// stored [N, K] is transposed on the way, lanes x lanes at a time in
+/// registers.
 void packPanels(KernelBuilder &kb, const GemmOperands &g, Value packed, Value begin, Value end) {
   int64_t lanes = kb.cpu().lanes, panel = 2 * lanes;
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
   kb.forLoop(begin, end, panel, [&](Value col) {
-    Value index = arith::DivUIOp::create(kb.builder(), kb.location(),
-                                         arith::SubIOp::create(kb.builder(), kb.location(), col, begin),
+    Value index = arith::DivUIOp::create(b, loc, arith::SubIOp::create(b, loc, col, begin),
                                          kb.index(panel));
-    kb.forLoop(kb.index(0), kb.index(g.k), 1, [&](Value k) {
+    if (!g.transposeB) {
+      kb.forLoop(kb.index(0), kb.index(g.k), 1, [&](Value k) {
+        for (int64_t j = 0; j < 2; ++j) {
+          Value offset = kb.index(j * lanes);
+          kb.storeVector(kb.loadVector(g.b, {k, kb.addi(col, offset)}), packed, {index, k, offset});
+        }
+      });
+      return;
+    }
+    int64_t fullDepth = g.k / lanes * lanes;
+    kb.forLoop(kb.index(0), kb.index(fullDepth), lanes, [&](Value k) {
       for (int64_t j = 0; j < 2; ++j) {
-        Value offset = kb.index(j * lanes);
-        kb.storeVector(kb.loadVector(g.b, {k, kb.addi(col, offset)}), packed, {index, k, offset});
+        SmallVector<Value> rows;
+        for (int64_t r = 0; r < lanes; ++r)
+          rows.push_back(kb.loadVector(g.b, {kb.addi(col, kb.index(j * lanes + r)), k}));
+        for (auto [c, column] : llvm::enumerate(kb.transpose(rows)))
+          kb.storeVector(column, packed, {index, kb.addi(k, kb.index(c)), kb.index(j * lanes)});
       }
     });
+    kb.forLoop(kb.index(fullDepth), kb.index(g.k), 1, [&](Value k) {
+      kb.forLoop(kb.index(0), kb.index(panel), 1, [&](Value j) {
+        kb.store(kb.load(g.b, {kb.addi(col, j), k}), packed, {index, k, j});
+      });
+    });
+  });
+}
+
+/// The last `tail` columns of a B stored [N, K], as packed[0][k][j] (0 past
+/// the tail).
+void packTail(KernelBuilder &kb, const GemmOperands &g, Value packed, int64_t tail) {
+  int64_t panel = 2 * kb.cpu().lanes;
+  kb.forLoop(kb.index(0), kb.index(g.k), 1, [&](Value k) {
+    for (int64_t j = 0; j < panel; ++j) {
+      Value value = j < tail ? kb.load(g.b, {kb.index(g.n - tail + j), k}) : kb.f32(0.0);
+      kb.store(value, packed, {kb.index(0), k, kb.index(j)});
+    }
   });
 }
 
@@ -145,7 +159,8 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
   g.n = transposeB ? bType.getDimSize(0) : bType.getDimSize(1);
   g.activation = activation;
   g.a = kb.readBuffer(a);
-  g.b = transposeB ? transposedCopy(kb, b) : kb.readBuffer(b);
+  g.transposeB = transposeB;
+  g.b = kb.readBuffer(b);
   g.bias = bias ? kb.readBuffer(bias) : Value();
   g.residual = residual ? kb.readBuffer(residual) : Value();
   g.c = kb.allocate({g.m, g.n}, aType.getElementType());
@@ -195,8 +210,14 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
     };
     auto tailColumns = [&] {
       int64_t vectors = (tail + lanes - 1) / lanes;
+      PanelSource source;
+      if (g.transposeB) {
+        source.packed = kb.allocate({1, g.k, panel}, builder.getF32Type());
+        source.panel = kb.index(0);
+        packTail(kb, g, source.packed, tail);
+      }
       emitGemmPanel(kb, g, row, bandRows, kb.index(fullColumns), vectors,
-                    tail - (vectors - 1) * lanes);
+                    tail - (vectors - 1) * lanes, source);
     };
     if (!tail)
       return fullPanels();

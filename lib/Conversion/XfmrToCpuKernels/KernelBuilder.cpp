@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace xfmr::cpu;
@@ -82,6 +83,32 @@ Value KernelBuilder::muli(Value x, int64_t y) { return arith::MulIOp::create(b, 
 Value KernelBuilder::mini(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
 Value KernelBuilder::select(Value condition, Value x, Value y) {
   return arith::SelectOp::create(b, loc, condition, x, y);
+}
+
+SmallVector<Value> KernelBuilder::transpose(ArrayRef<Value> rows) {
+  // At each block size s (half the lanes, then a quarter, ..., 1), rows i
+  // and i + s (i & s == 0) swap their off-diagonal s-blocks: element j of
+  // row i with j & s set trades places with element j - s of row i + s.
+  // Transposing 2 x 2 blocks of blocks at every scale transposes the whole.
+  int64_t lanes = static_cast<int64_t>(rows.size());
+  assert(llvm::isPowerOf2_64(lanes) && "transpose of a power-of-2 square");
+  SmallVector<Value> result(rows);
+  for (int64_t s = lanes / 2; s >= 1; s /= 2)
+    for (int64_t i = 0; i < lanes; ++i) {
+      if (i & s)
+        continue;
+      // Shuffle indices: [0, lanes) from row i, [lanes, 2 lanes) from i + s.
+      SmallVector<int64_t> upper, lower;
+      for (int64_t j = 0; j < lanes; ++j) {
+        upper.push_back(j & s ? lanes + j - s : j);
+        lower.push_back(j & s ? lanes + j : j + s);
+      }
+      Value top = vector::ShuffleOp::create(b, loc, result[i], result[i + s], upper);
+      Value bottom = vector::ShuffleOp::create(b, loc, result[i], result[i + s], lower);
+      result[i] = top;
+      result[i + s] = bottom;
+    }
+  return result;
 }
 
 Value KernelBuilder::reduceMax(Value vector) {

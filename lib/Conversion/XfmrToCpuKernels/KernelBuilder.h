@@ -75,6 +75,10 @@ public:
   mlir::Value muli(mlir::Value x, int64_t y);
   mlir::Value mini(mlir::Value x, mlir::Value y);
   mlir::Value select(mlir::Value condition, mlir::Value x, mlir::Value y);
+  /// The transpose of the square matrix whose rows are the vectors `rows`
+  /// (as many as they have lanes, a power of 2): lanes * log2(lanes)
+  /// two-source shuffles.
+  llvm::SmallVector<mlir::Value> transpose(llvm::ArrayRef<mlir::Value> rows);
   /// Horizontal reductions of a vector (the max of non-NaNs).
   mlir::Value reduceMax(mlir::Value vector);
   mlir::Value reduceAdd(mlir::Value vector);
