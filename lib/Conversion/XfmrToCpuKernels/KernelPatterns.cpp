@@ -16,9 +16,7 @@ using namespace xfmr::cpu;
 
 namespace {
 
-bool isF32(Value value) {
-  return cast<RankedTensorType>(value.getType()).getElementType().isF32();
-}
+bool isF32(Value value) { return cast<RankedTensorType>(value.getType()).getElementType().isF32(); }
 
 ArrayRef<int64_t> shapeOf(Value value) {
   return cast<RankedTensorType>(value.getType()).getShape();
@@ -29,11 +27,11 @@ Value asMatrix(OpBuilder &b, Location loc, Value x) {
   auto type = cast<RankedTensorType>(x.getType());
   int64_t cols = type.getShape().back();
   return lowering::reshapeTensor(
-      b, loc, x, RankedTensorType::get({type.getNumElements() / cols, cols}, type.getElementType()));
+      b, loc, x,
+      RankedTensorType::get({type.getNumElements() / cols, cols}, type.getElementType()));
 }
 
-template <typename OpTy>
-struct KernelPattern : OpRewritePattern<OpTy> {
+template <typename OpTy> struct KernelPattern : OpRewritePattern<OpTy> {
   KernelPattern(MLIRContext *context, const KernelSet &kernels)
       : OpRewritePattern<OpTy>(context), kernels(kernels) {}
   KernelBuilder builder(PatternRewriter &rewriter, Operation *op) const {
@@ -88,7 +86,8 @@ struct FusedAttentionKernel : KernelPattern<FusedAttentionOp> {
     if (Value lse = op.getLogsumexp())
       results.push_back(in.lse = kb.allocate(shapeOf(lse), f32));
     kernels.attention(kb, in);
-    rewriter.replaceOp(op, llvm::map_to_vector(results, [&](Value buffer) { return kb.asTensor(buffer); }));
+    rewriter.replaceOp(
+        op, llvm::map_to_vector(results, [&](Value buffer) { return kb.asTensor(buffer); }));
     return success();
   }
 };
@@ -134,9 +133,9 @@ struct LayerNormKernel : KernelPattern<LayerNormOp> {
       return rewriter.notifyMatchFailure(op, "the row kernel is f32");
     Location loc = op.getLoc();
     KernelBuilder kb = builder(rewriter, op);
-    auto [sum, y] = kernels.layerNormRows(kb, asMatrix(rewriter, loc, op.getInput()), Value(),
-                                          op.getGamma(), op.getBeta(),
-                                          op.getEpsilon().convertToDouble());
+    auto [sum, y] =
+        kernels.layerNormRows(kb, asMatrix(rewriter, loc, op.getInput()), Value(), op.getGamma(),
+                              op.getBeta(), op.getEpsilon().convertToDouble());
     rewriter.replaceOp(op, lowering::reshapeTensor(rewriter, loc, y, op.getType()));
     return success();
   }
@@ -149,9 +148,9 @@ struct FusedAddLayerNormKernel : KernelPattern<FusedAddLayerNormOp> {
       return rewriter.notifyMatchFailure(op, "the row kernel is f32");
     Location loc = op.getLoc();
     KernelBuilder kb = builder(rewriter, op);
-    auto [sum, y] = kernels.layerNormRows(
-        kb, asMatrix(rewriter, loc, op.getInput()), asMatrix(rewriter, loc, op.getResidual()),
-        op.getGamma(), op.getBeta(), op.getEpsilon().convertToDouble());
+    auto [sum, y] = kernels.layerNormRows(kb, asMatrix(rewriter, loc, op.getInput()),
+                                          asMatrix(rewriter, loc, op.getResidual()), op.getGamma(),
+                                          op.getBeta(), op.getEpsilon().convertToDouble());
     auto type = op.getSum().getType();
     rewriter.replaceOp(op, {lowering::reshapeTensor(rewriter, loc, sum, type),
                             lowering::reshapeTensor(rewriter, loc, y, type)});

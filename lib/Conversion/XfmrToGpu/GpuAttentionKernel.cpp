@@ -165,8 +165,8 @@ protected:
 class ForwardKernel : AttentionKernelBase {
 public:
   ForwardKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate)
-      : AttentionKernelBase(kb, in), rowsPerBlock(threadsFor(seqQ)),
-        keysPerTile(rowsPerTile(seqK)), block(kb, emulate, rowsPerBlock) {}
+      : AttentionKernelBase(kb, in), rowsPerBlock(threadsFor(seqQ)), keysPerTile(rowsPerTile(seqK)),
+        block(kb, emulate, rowsPerBlock) {}
 
   void emit() {
     SmallVector<int64_t> tileShape = {keysPerTile, headDim};
@@ -211,20 +211,23 @@ private:
       });
     });
 
-    block.phase([&](Value t) {
-      ifRowExists(q0, t, seqQ, [&](Value row) {
-        Value l = kb.load(sum, block.at(t, {zero}));
-        Value empty = kb.equals(l, 0.0);
-        Value inverse = kb.select(empty, kb.f32(0.0), kb.div(kb.f32(1.0), l));
-        forHeadDim([&](Value c) {
-          kb.store(kb.mul(kb.load(acc, block.at(t, {c})), inverse), in.out, in.at(bi, row, hi, c));
-        });
-        if (in.lse) {
-          Value lse = kb.add(kb.load(max, block.at(t, {zero})), kb.log(l));
-          kb.store(kb.select(empty, kb.f32(kNegInf), lse), in.lse, {bi, hi, row});
-        }
-      });
-    }, /*barrier=*/false);
+    block.phase(
+        [&](Value t) {
+          ifRowExists(q0, t, seqQ, [&](Value row) {
+            Value l = kb.load(sum, block.at(t, {zero}));
+            Value empty = kb.equals(l, 0.0);
+            Value inverse = kb.select(empty, kb.f32(0.0), kb.div(kb.f32(1.0), l));
+            forHeadDim([&](Value c) {
+              kb.store(kb.mul(kb.load(acc, block.at(t, {c})), inverse), in.out,
+                       in.at(bi, row, hi, c));
+            });
+            if (in.lse) {
+              Value lse = kb.add(kb.load(max, block.at(t, {zero})), kb.log(l));
+              kb.store(kb.select(empty, kb.f32(kNegInf), lse), in.lse, {bi, hi, row});
+            }
+          });
+        },
+        /*barrier=*/false);
   }
 
   /// The online-softmax step of one thread's row over the keys of a tile.
@@ -234,31 +237,36 @@ private:
     Value tileKeys = kb.index(keysPerTile);
     Value tileMax = kb.forLoop(zero, tileKeys, 1, {kb.f32(kNegInf)},
                                [&](Value j, ValueRange carried) -> SmallVector<Value> {
-      Value qk = dot([&](Value c) { return kb.load(query, block.at(t, {c})); },
-                     [&](Value c) { return kb.load(keyTile, {j, c}); }, kb.f32(0.0));
-      Value s = score(bi, hi, row, kb.addi(k0, j), qk);
-      kb.store(s, scores, block.at(t, {j}));
-      return {kb.max(carried[0], s)};
-    })[0];
+                                 Value qk =
+                                     dot([&](Value c) { return kb.load(query, block.at(t, {c})); },
+                                         [&](Value c) {
+                                           return kb.load(keyTile, {j, c});
+                                         },
+                                         kb.f32(0.0));
+                                 Value s = score(bi, hi, row, kb.addi(k0, j), qk);
+                                 kb.store(s, scores, block.at(t, {j}));
+                                 return {kb.max(carried[0], s)};
+                               })[0];
     Value oldMax = kb.load(max, block.at(t, {zero}));
     Value newMax = kb.max(tileMax, oldMax);
     // Nothing visible yet: the state stays as it is.
-    Value anything = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, newMax, kb.f32(kNegInf));
+    Value anything =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, newMax, kb.f32(kNegInf));
     kb.ifThen(anything, [&] {
       Value correction = probability(oldMax, newMax);
       Value tileSum = kb.forLoop(zero, tileKeys, 1, {kb.f32(0.0)},
                                  [&](Value j, ValueRange partial) -> SmallVector<Value> {
-        Value p = probability(kb.load(scores, block.at(t, {j})), newMax);
-        kb.store(p, scores, block.at(t, {j}));
-        return {kb.add(partial[0], p)};
-      })[0];
+                                   Value p = probability(kb.load(scores, block.at(t, {j})), newMax);
+                                   kb.store(p, scores, block.at(t, {j}));
+                                   return {kb.add(partial[0], p)};
+                                 })[0];
       forHeadDim([&](Value c) {
         Value start = kb.mul(kb.load(acc, block.at(t, {c})), correction);
         Value total = kb.forLoop(zero, tileKeys, 1, {start},
                                  [&](Value j, ValueRange partial) -> SmallVector<Value> {
-          Value p = kb.load(scores, block.at(t, {j}));
-          return {kb.fma(p, kb.load(valueTile, {j, c}), partial[0])};
-        })[0];
+                                   Value p = kb.load(scores, block.at(t, {j}));
+                                   return {kb.fma(p, kb.load(valueTile, {j, c}), partial[0])};
+                                 })[0];
         kb.store(total, acc, block.at(t, {c}));
       });
       Value l = kb.load(sum, block.at(t, {zero}));
@@ -295,78 +303,87 @@ private:
     block.forEachBlock(
         {ceilDiv(seqK, threads), heads, batch}, {tileShape, tileShape, rowShape, rowShape},
         [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
-      Value bi = ids[2], hi = ids[1], k0 = kb.muli(ids[0], threads);
-      Value queryTile = shared[0], gradOutTile = shared[1], lseTile = shared[2],
-            dotTile = shared[3];
-      Value key = block.privateArray({headDim}), value = block.privateArray({headDim});
-      Value gradKey = block.privateArray({headDim}), gradValue = block.privateArray({headDim});
-      // Only private state: no barrier.
-      block.phase([&](Value t) {
-        ifRowExists(k0, t, seqK, [&](Value row) {
-          forHeadDim([&](Value c) {
-            kb.store(kb.load(in.k, in.at(bi, row, hi, c)), key, block.at(t, {c}));
-            kb.store(kb.load(in.v, in.at(bi, row, hi, c)), value, block.at(t, {c}));
-            kb.store(kb.f32(0.0), gradKey, block.at(t, {c}));
-            kb.store(kb.f32(0.0), gradValue, block.at(t, {c}));
-          });
-        });
-      }, /*barrier=*/false);
+          Value bi = ids[2], hi = ids[1], k0 = kb.muli(ids[0], threads);
+          Value queryTile = shared[0], gradOutTile = shared[1], lseTile = shared[2],
+                dotTile = shared[3];
+          Value key = block.privateArray({headDim}), value = block.privateArray({headDim});
+          Value gradKey = block.privateArray({headDim}), gradValue = block.privateArray({headDim});
+          // Only private state: no barrier.
+          block.phase(
+              [&](Value t) {
+                ifRowExists(k0, t, seqK, [&](Value row) {
+                  forHeadDim([&](Value c) {
+                    kb.store(kb.load(in.k, in.at(bi, row, hi, c)), key, block.at(t, {c}));
+                    kb.store(kb.load(in.v, in.at(bi, row, hi, c)), value, block.at(t, {c}));
+                    kb.store(kb.f32(0.0), gradKey, block.at(t, {c}));
+                    kb.store(kb.f32(0.0), gradValue, block.at(t, {c}));
+                  });
+                });
+              },
+              /*barrier=*/false);
 
-      // When causal, query rows before k0 - (seq_k - seq_q) see none of
-      // the block's keys.
-      Value firstTile = kb.index(0);
-      if (in.causal) {
-        Value firstRow = arith::MaxSIOp::create(
-            b, loc, arith::SubIOp::create(b, loc, k0, kb.index(seqK - seqQ)), kb.index(0));
-        firstTile = arith::DivUIOp::create(b, loc, firstRow, kb.index(queriesPerTile));
-      }
-      kb.forLoop(firstTile, kb.index(ceilDiv(seqQ, queriesPerTile)), 1, [&](Value tile) {
-        Value q0 = kb.muli(tile, queriesPerTile);
-        block.phase([&](Value t) {
-          loadTiles(t, threads, bi, hi, q0, queriesPerTile, seqQ, {{in.q, queryTile}},
-                    in.scale);
-          loadTiles(t, threads, bi, hi, q0, queriesPerTile, seqQ, {{in.gradOut, gradOutTile}});
-          // Rows past seq_q get an lse of -inf: they contribute nothing.
-          kb.forLoop(t, kb.index(queriesPerTile), threads, [&](Value i) {
-            Value row = kb.addi(q0, i);
-            Value source = kb.mini(row, kb.index(seqQ - 1));
-            Value lse = kb.load(in.lse, {bi, hi, source});
-            kb.store(kb.select(below(row, seqQ), lse, kb.f32(kNegInf)), lseTile, {i});
-            kb.store(outputDot(bi, hi, source), dotTile, {i});
-          });
-        });
-        block.phase([&](Value t) {
-          ifRowExists(k0, t, seqK, [&](Value keyRow) {
-            kb.forLoop(kb.index(0), kb.index(queriesPerTile), 1, [&](Value i) {
-              Value qk = dot([&](Value c) { return kb.load(queryTile, {i, c}); },
-                             [&](Value c) { return kb.load(key, block.at(t, {c})); }, kb.f32(0.0));
-              Value s = score(bi, hi, kb.addi(q0, i), keyRow, qk);
-              Value p = probability(s, kb.load(lseTile, {i}));
-              Value gradP = dot([&](Value c) { return kb.load(gradOutTile, {i, c}); },
-                                [&](Value c) { return kb.load(value, block.at(t, {c})); },
-                                kb.f32(0.0));
-              Value gradS = kb.mul(p, kb.sub(gradP, kb.load(dotTile, {i})));
-              forHeadDim([&](Value c) {
-                SmallVector<Value> at = block.at(t, {c});
-                kb.store(kb.fma(p, kb.load(gradOutTile, {i, c}), kb.load(gradValue, at)),
-                         gradValue, at);
-                kb.store(kb.fma(gradS, kb.load(queryTile, {i, c}), kb.load(gradKey, at)),
-                         gradKey, at);
+          // When causal, query rows before k0 - (seq_k - seq_q) see none of
+          // the block's keys.
+          Value firstTile = kb.index(0);
+          if (in.causal) {
+            Value firstRow = arith::MaxSIOp::create(
+                b, loc, arith::SubIOp::create(b, loc, k0, kb.index(seqK - seqQ)), kb.index(0));
+            firstTile = arith::DivUIOp::create(b, loc, firstRow, kb.index(queriesPerTile));
+          }
+          kb.forLoop(firstTile, kb.index(ceilDiv(seqQ, queriesPerTile)), 1, [&](Value tile) {
+            Value q0 = kb.muli(tile, queriesPerTile);
+            block.phase([&](Value t) {
+              loadTiles(t, threads, bi, hi, q0, queriesPerTile, seqQ, {{in.q, queryTile}},
+                        in.scale);
+              loadTiles(t, threads, bi, hi, q0, queriesPerTile, seqQ, {{in.gradOut, gradOutTile}});
+              // Rows past seq_q get an lse of -inf: they contribute nothing.
+              kb.forLoop(t, kb.index(queriesPerTile), threads, [&](Value i) {
+                Value row = kb.addi(q0, i);
+                Value source = kb.mini(row, kb.index(seqQ - 1));
+                Value lse = kb.load(in.lse, {bi, hi, source});
+                kb.store(kb.select(below(row, seqQ), lse, kb.f32(kNegInf)), lseTile, {i});
+                kb.store(outputDot(bi, hi, source), dotTile, {i});
+              });
+            });
+            block.phase([&](Value t) {
+              ifRowExists(k0, t, seqK, [&](Value keyRow) {
+                kb.forLoop(kb.index(0), kb.index(queriesPerTile), 1, [&](Value i) {
+                  Value qk = dot(
+                      [&](Value c) {
+                        return kb.load(queryTile, {i, c});
+                      },
+                      [&](Value c) { return kb.load(key, block.at(t, {c})); }, kb.f32(0.0));
+                  Value s = score(bi, hi, kb.addi(q0, i), keyRow, qk);
+                  Value p = probability(s, kb.load(lseTile, {i}));
+                  Value gradP = dot(
+                      [&](Value c) {
+                        return kb.load(gradOutTile, {i, c});
+                      },
+                      [&](Value c) { return kb.load(value, block.at(t, {c})); }, kb.f32(0.0));
+                  Value gradS = kb.mul(p, kb.sub(gradP, kb.load(dotTile, {i})));
+                  forHeadDim([&](Value c) {
+                    SmallVector<Value> at = block.at(t, {c});
+                    kb.store(kb.fma(p, kb.load(gradOutTile, {i, c}), kb.load(gradValue, at)),
+                             gradValue, at);
+                    kb.store(kb.fma(gradS, kb.load(queryTile, {i, c}), kb.load(gradKey, at)),
+                             gradKey, at);
+                  });
+                });
               });
             });
           });
-        });
-      });
 
-      block.phase([&](Value t) {
-        ifRowExists(k0, t, seqK, [&](Value row) {
-          forHeadDim([&](Value c) {
-            kb.store(kb.load(gradKey, block.at(t, {c})), in.gradK, in.at(bi, row, hi, c));
-            kb.store(kb.load(gradValue, block.at(t, {c})), in.gradV, in.at(bi, row, hi, c));
-          });
+          block.phase(
+              [&](Value t) {
+                ifRowExists(k0, t, seqK, [&](Value row) {
+                  forHeadDim([&](Value c) {
+                    kb.store(kb.load(gradKey, block.at(t, {c})), in.gradK, in.at(bi, row, hi, c));
+                    kb.store(kb.load(gradValue, block.at(t, {c})), in.gradV, in.at(bi, row, hi, c));
+                  });
+                });
+              },
+              /*barrier=*/false);
         });
-      }, /*barrier=*/false);
-    });
   }
 
   void emitQueryGradients() {
@@ -376,63 +393,73 @@ private:
     block.forEachBlock(
         {ceilDiv(seqQ, threads), heads, batch}, {tileShape, tileShape},
         [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
-      Value bi = ids[2], hi = ids[1], q0 = kb.muli(ids[0], threads);
-      Value keyTile = shared[0], valueTile = shared[1];
-      Value query = block.privateArray({headDim}), gradOut = block.privateArray({headDim});
-      Value gradQuery = block.privateArray({headDim});
-      // The row's lse and rowsum(dO * O).
-      Value rowTerms = block.privateArray({2});
-      Value zero = kb.index(0), one = kb.index(1);
-      block.phase([&](Value t) {
-        ifRowExists(q0, t, seqQ, [&](Value row) {
-          forHeadDim([&](Value c) {
-            SmallVector<Value> at = block.at(t, {c});
-            kb.store(kb.mul(kb.load(in.q, in.at(bi, row, hi, c)), kb.f32(in.scale)), query, at);
-            kb.store(kb.load(in.gradOut, in.at(bi, row, hi, c)), gradOut, at);
-            kb.store(kb.f32(0.0), gradQuery, at);
-          });
-          kb.store(kb.load(in.lse, {bi, hi, row}), rowTerms, block.at(t, {zero}));
-          kb.store(outputDot(bi, hi, row), rowTerms, block.at(t, {one}));
-        });
-      }, /*barrier=*/false);
+          Value bi = ids[2], hi = ids[1], q0 = kb.muli(ids[0], threads);
+          Value keyTile = shared[0], valueTile = shared[1];
+          Value query = block.privateArray({headDim}), gradOut = block.privateArray({headDim});
+          Value gradQuery = block.privateArray({headDim});
+          // The row's lse and rowsum(dO * O).
+          Value rowTerms = block.privateArray({2});
+          Value zero = kb.index(0), one = kb.index(1);
+          block.phase(
+              [&](Value t) {
+                ifRowExists(q0, t, seqQ, [&](Value row) {
+                  forHeadDim([&](Value c) {
+                    SmallVector<Value> at = block.at(t, {c});
+                    kb.store(kb.mul(kb.load(in.q, in.at(bi, row, hi, c)), kb.f32(in.scale)), query,
+                             at);
+                    kb.store(kb.load(in.gradOut, in.at(bi, row, hi, c)), gradOut, at);
+                    kb.store(kb.f32(0.0), gradQuery, at);
+                  });
+                  kb.store(kb.load(in.lse, {bi, hi, row}), rowTerms, block.at(t, {zero}));
+                  kb.store(outputDot(bi, hi, row), rowTerms, block.at(t, {one}));
+                });
+              },
+              /*barrier=*/false);
 
-      kb.forLoop(zero, keyTileCount(q0, threads, keysPerTile), 1, [&](Value tile) {
-        Value k0 = kb.muli(tile, keysPerTile);
-        block.phase([&](Value t) {
-          loadTiles(t, threads, bi, hi, k0, keysPerTile, seqK,
-                    {{in.k, keyTile}, {in.v, valueTile}});
-        });
-        block.phase([&](Value t) {
-          ifRowExists(q0, t, seqQ, [&](Value row) {
-            Value lse = kb.load(rowTerms, block.at(t, {zero}));
-            Value rowDot = kb.load(rowTerms, block.at(t, {one}));
-            kb.forLoop(zero, kb.index(keysPerTile), 1, [&](Value j) {
-              Value qk = dot([&](Value c) { return kb.load(query, block.at(t, {c})); },
-                             [&](Value c) { return kb.load(keyTile, {j, c}); }, kb.f32(0.0));
-              Value p = probability(score(bi, hi, row, kb.addi(k0, j), qk), lse);
-              Value gradP = dot([&](Value c) { return kb.load(gradOut, block.at(t, {c})); },
-                                [&](Value c) { return kb.load(valueTile, {j, c}); },
-                                kb.f32(0.0));
-              Value gradS = kb.mul(p, kb.sub(gradP, rowDot));
-              forHeadDim([&](Value c) {
-                SmallVector<Value> at = block.at(t, {c});
-                kb.store(kb.fma(gradS, kb.load(keyTile, {j, c}), kb.load(gradQuery, at)),
-                         gradQuery, at);
+          kb.forLoop(zero, keyTileCount(q0, threads, keysPerTile), 1, [&](Value tile) {
+            Value k0 = kb.muli(tile, keysPerTile);
+            block.phase([&](Value t) {
+              loadTiles(t, threads, bi, hi, k0, keysPerTile, seqK,
+                        {{in.k, keyTile}, {in.v, valueTile}});
+            });
+            block.phase([&](Value t) {
+              ifRowExists(q0, t, seqQ, [&](Value row) {
+                Value lse = kb.load(rowTerms, block.at(t, {zero}));
+                Value rowDot = kb.load(rowTerms, block.at(t, {one}));
+                kb.forLoop(zero, kb.index(keysPerTile), 1, [&](Value j) {
+                  Value qk = dot([&](Value c) { return kb.load(query, block.at(t, {c})); },
+                                 [&](Value c) {
+                                   return kb.load(keyTile, {j, c});
+                                 },
+                                 kb.f32(0.0));
+                  Value p = probability(score(bi, hi, row, kb.addi(k0, j), qk), lse);
+                  Value gradP = dot([&](Value c) { return kb.load(gradOut, block.at(t, {c})); },
+                                    [&](Value c) {
+                                      return kb.load(valueTile, {j, c});
+                                    },
+                                    kb.f32(0.0));
+                  Value gradS = kb.mul(p, kb.sub(gradP, rowDot));
+                  forHeadDim([&](Value c) {
+                    SmallVector<Value> at = block.at(t, {c});
+                    kb.store(kb.fma(gradS, kb.load(keyTile, {j, c}), kb.load(gradQuery, at)),
+                             gradQuery, at);
+                  });
+                });
               });
             });
           });
-        });
-      });
 
-      block.phase([&](Value t) {
-        ifRowExists(q0, t, seqQ, [&](Value row) {
-          forHeadDim([&](Value c) {
-            kb.store(kb.mul(kb.load(gradQuery, block.at(t, {c})), kb.f32(in.scale)), in.gradQ,
-                     in.at(bi, row, hi, c));
-          });
+          block.phase(
+              [&](Value t) {
+                ifRowExists(q0, t, seqQ, [&](Value row) {
+                  forHeadDim([&](Value c) {
+                    kb.store(kb.mul(kb.load(gradQuery, block.at(t, {c})), kb.f32(in.scale)),
+                             in.gradQ, in.at(bi, row, hi, c));
+                  });
+                });
+              },
+              /*barrier=*/false);
         });
-      }, /*barrier=*/false);
-    });
   }
 
   Emulation emulate;

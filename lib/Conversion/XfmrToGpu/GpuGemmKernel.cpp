@@ -40,8 +40,8 @@ constexpr int64_t kSharedRow = kTile + 1;
 
 class GemmKernel {
 public:
-  GemmKernel(KernelBuilder &kb, Emulation emulate) : kb(kb), b(kb.builder()), loc(kb.location()),
-                                                 block(kb, emulate, kThreads) {}
+  GemmKernel(KernelBuilder &kb, Emulation emulate)
+      : kb(kb), b(kb.builder()), loc(kb.location()), block(kb, emulate, kThreads) {}
 
   Value emit(Value aTensor, bool transposeA, Value bTensor, bool transposeB, Value biasTensor,
              Value residualTensor, Activation activation) {
@@ -92,11 +92,13 @@ private:
           body(i, j);
     };
     // Each thread writes only its own accumulators: no barrier.
-    block.phase([&](Value t) {
-      forEachOutput([&](int64_t i, int64_t j) {
-        kb.store(kb.f32(0.0), acc, block.at(t, {kb.index(i), kb.index(j)}));
-      });
-    }, /*barrier=*/false);
+    block.phase(
+        [&](Value t) {
+          forEachOutput([&](int64_t i, int64_t j) {
+            kb.store(kb.f32(0.0), acc, block.at(t, {kb.index(i), kb.index(j)}));
+          });
+        },
+        /*barrier=*/false);
 
     kb.forLoop(kb.index(0), kb.index(ceilDiv(k, kDepth)), 1, [&](Value stage) {
       Value k0 = kb.muli(stage, kDepth);
@@ -107,42 +109,44 @@ private:
         forEachOutput([&](int64_t i, int64_t j) {
           sums.push_back(kb.load(acc, block.at(t, {kb.index(i), kb.index(j)})));
         });
-        ValueRange updated = kb.forLoop(
-            kb.index(0), kb.index(kDepth), 1, sums,
-            [&](Value depth, ValueRange carried) -> SmallVector<Value> {
-              SmallVector<Value> as, bs, next;
-              for (int64_t i = 0; i < kPerThread; ++i) {
-                Value offset = kb.index(i * kThreadsPerSide);
-                as.push_back(kb.load(aStage, {depth, kb.addi(threadRow, offset)}));
-                bs.push_back(kb.load(bStage, {depth, kb.addi(threadCol, offset)}));
-              }
-              forEachOutput([&](int64_t i, int64_t j) {
-                next.push_back(kb.fma(as[i], bs[j], carried[i * kPerThread + j]));
-              });
-              return next;
-            });
+        ValueRange updated =
+            kb.forLoop(kb.index(0), kb.index(kDepth), 1, sums,
+                       [&](Value depth, ValueRange carried) -> SmallVector<Value> {
+                         SmallVector<Value> as, bs, next;
+                         for (int64_t i = 0; i < kPerThread; ++i) {
+                           Value offset = kb.index(i * kThreadsPerSide);
+                           as.push_back(kb.load(aStage, {depth, kb.addi(threadRow, offset)}));
+                           bs.push_back(kb.load(bStage, {depth, kb.addi(threadCol, offset)}));
+                         }
+                         forEachOutput([&](int64_t i, int64_t j) {
+                           next.push_back(kb.fma(as[i], bs[j], carried[i * kPerThread + j]));
+                         });
+                         return next;
+                       });
         forEachOutput([&](int64_t i, int64_t j) {
           kb.store(updated[i * kPerThread + j], acc, block.at(t, {kb.index(i), kb.index(j)}));
         });
       });
     });
 
-    block.phase([&](Value t) {
-      Value threadRow = divide(t, kThreadsPerSide), threadCol = remainder(t, kThreadsPerSide);
-      forEachOutput([&](int64_t i, int64_t j) {
-        Value row = kb.addi(row0, kb.addi(threadRow, kb.index(i * kThreadsPerSide)));
-        Value col = kb.addi(col0, kb.addi(threadCol, kb.index(j * kThreadsPerSide)));
-        kb.ifThen(both(below(row, m), below(col, n)), [&] {
-          Value value = kb.load(acc, block.at(t, {kb.index(i), kb.index(j)}));
-          if (bias)
-            value = kb.add(value, kb.load(bias, {col}));
-          value = lowering::buildActivation(b, loc, activation, value);
-          if (residual)
-            value = kb.add(value, kb.load(residual, {row, col}));
-          kb.store(value, out, {row, col});
-        });
-      });
-    }, /*barrier=*/false);
+    block.phase(
+        [&](Value t) {
+          Value threadRow = divide(t, kThreadsPerSide), threadCol = remainder(t, kThreadsPerSide);
+          forEachOutput([&](int64_t i, int64_t j) {
+            Value row = kb.addi(row0, kb.addi(threadRow, kb.index(i * kThreadsPerSide)));
+            Value col = kb.addi(col0, kb.addi(threadCol, kb.index(j * kThreadsPerSide)));
+            kb.ifThen(both(below(row, m), below(col, n)), [&] {
+              Value value = kb.load(acc, block.at(t, {kb.index(i), kb.index(j)}));
+              if (bias)
+                value = kb.add(value, kb.load(bias, {col}));
+              value = lowering::buildActivation(b, loc, activation, value);
+              if (residual)
+                value = kb.add(value, kb.load(residual, {row, col}));
+              kb.store(value, out, {row, col});
+            });
+          });
+        },
+        /*barrier=*/false);
   }
 
   /// Thread t's share of the stage at k0: A[row0.., k0..] into
@@ -154,17 +158,23 @@ private:
       Value element = kb.addi(t, kb.index(r * kThreads));
       // [i, depth] of a tile x depth operand (A, or B^T), or of a
       // depth x tile one (A^T, or B).
-      auto tileMajor = [&] { return std::pair(divide(element, kDepth), remainder(element, kDepth)); };
-      auto depthMajor = [&] { return std::pair(remainder(element, kTile), divide(element, kTile)); };
+      auto tileMajor = [&] {
+        return std::pair(divide(element, kDepth), remainder(element, kDepth));
+      };
+      auto depthMajor = [&] {
+        return std::pair(remainder(element, kTile), divide(element, kTile));
+      };
 
       auto [row, aDepth] = transposeA ? depthMajor() : tileMajor();
       Value i = kb.addi(row0, row), depthA = kb.addi(k0, aDepth);
-      Value aValue = transposeA ? loadOrZero(lhs, depthA, i, k, m) : loadOrZero(lhs, i, depthA, m, k);
+      Value aValue =
+          transposeA ? loadOrZero(lhs, depthA, i, k, m) : loadOrZero(lhs, i, depthA, m, k);
       kb.store(aValue, aStage, {aDepth, row});
 
       auto [col, bDepth] = transposeB ? tileMajor() : depthMajor();
       Value j = kb.addi(col0, col), depthB = kb.addi(k0, bDepth);
-      Value bValue = transposeB ? loadOrZero(rhs, j, depthB, n, k) : loadOrZero(rhs, depthB, j, k, n);
+      Value bValue =
+          transposeB ? loadOrZero(rhs, j, depthB, n, k) : loadOrZero(rhs, depthB, j, k, n);
       kb.store(bValue, bStage, {bDepth, col});
     }
   }

@@ -27,7 +27,8 @@ public:
 
   Value gemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB, Value bias,
              Value residual, Activation activation) const override {
-    return xfmr::gpu::emitGemm(kb, a, transposeA, b, transposeB, bias, residual, activation, emulate);
+    return xfmr::gpu::emitGemm(kb, a, transposeA, b, transposeB, bias, residual, activation,
+                               emulate);
   }
   Value softmaxRows(KernelBuilder &kb, Value x) const override {
     return xfmr::gpu::emitSoftmaxRows(kb, x, emulate);
@@ -49,8 +50,9 @@ private:
 
 struct BarrierMemoryEffects
     : MemoryEffectOpInterface::ExternalModel<BarrierMemoryEffects, mlir::gpu::BarrierOp> {
-  void getEffects(Operation *,
-                  SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) const {
+  void
+  getEffects(Operation *,
+             SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) const {
     effects.emplace_back(MemoryEffects::Read::get());
     effects.emplace_back(MemoryEffects::Write::get());
   }
@@ -64,7 +66,7 @@ struct ConvertXfmrToGpuKernelsPass
       getOperation()->emitError("reverse-threads needs emulate-threads");
       return signalPassFailure();
     }
-    GpuKernelSet kernels(!emulateThreads ? xfmr::gpu::Emulation::None
+    GpuKernelSet kernels(!emulateThreads  ? xfmr::gpu::Emulation::None
                          : reverseThreads ? xfmr::gpu::Emulation::Reversed
                                           : xfmr::gpu::Emulation::InOrder);
     RewritePatternSet patterns(&getContext());

@@ -17,7 +17,8 @@ namespace xfmr::gpu {
 
 /// FlashAttention-style: a block per (query tile, head, batch), a thread per
 /// query row, key/value tiles through shared memory.
-void emitAttention(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands, Emulation emulate);
+void emitAttention(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands,
+                   Emulation emulate);
 
 /// FlashAttention-2 backward as two kernels: dK and dV with a thread per
 /// key row streaming query tiles, then dQ with a thread per query row
@@ -29,8 +30,8 @@ void emitAttentionBackward(cpu::KernelBuilder &kb, const cpu::AttentionOperands 
 /// B streamed through shared memory 16 deep, the epilogue applied in
 /// registers before the one store.
 mlir::Value emitGemm(cpu::KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Value b,
-                     bool transposeB, mlir::Value bias, mlir::Value residual,
-                     Activation activation, Emulation emulate);
+                     bool transposeB, mlir::Value bias, mlir::Value residual, Activation activation,
+                     Emulation emulate);
 
 /// A block per row: each thread an online max and sum over a strided part
 /// of the row, a tree reduction through shared memory, then the output.

@@ -60,31 +60,35 @@ Value xfmr::gpu::emitSoftmaxRows(KernelBuilder &kb, Value x, Emulation emulate) 
   Value out = kb.allocate({rows, width}, type.getElementType());
   ThreadBlockBuilder block(kb, emulate, threadsForRow(width));
   SmallVector<int64_t> perThread = {block.threadCount()};
-  block.forEachBlock({rows, 1, 1}, {perThread, perThread},
-                     [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
-    Value row = ids[0], maxes = shared[0], sums = shared[1];
-    block.phase([&](Value t) {
-      ValueRange state = forThreadColumns(
-          kb, block, t, width, {kb.f32(kNegInf), kb.f32(0.0)},
-          [&](Value c, ValueRange carried) -> SmallVector<Value> {
-            return combineSoftmax(kb, {carried[0], carried[1]}, {kb.load(in, {row, c}), kb.f32(1.0)});
-          });
-      kb.store(state[0], maxes, {t});
-      kb.store(state[1], sums, {t});
-    });
-    block.reduce({maxes, sums}, [&](ArrayRef<Value> x, ArrayRef<Value> y) {
-      return combineSoftmax(kb, x, y);
-    });
-    block.phase([&](Value t) {
-      Value zero = kb.index(0);
-      Value max = kb.load(maxes, {zero}), sum = kb.load(sums, {zero});
-      // A row of only -inf has a sum of 0 and gives 0.
-      Value inverse = kb.select(kb.equals(sum, 0.0), kb.f32(0.0), kb.div(kb.f32(1.0), sum));
-      forThreadColumns(kb, block, t, width, [&](Value c) {
-        kb.store(kb.mul(expRelative(kb, kb.load(in, {row, c}), max), inverse), out, {row, c});
+  block.forEachBlock(
+      {rows, 1, 1}, {perThread, perThread}, [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
+        Value row = ids[0], maxes = shared[0], sums = shared[1];
+        block.phase([&](Value t) {
+          ValueRange state =
+              forThreadColumns(kb, block, t, width, {kb.f32(kNegInf), kb.f32(0.0)},
+                               [&](Value c, ValueRange carried) -> SmallVector<Value> {
+                                 return combineSoftmax(kb, {carried[0], carried[1]},
+                                                       {kb.load(in, {row, c}), kb.f32(1.0)});
+                               });
+          kb.store(state[0], maxes, {t});
+          kb.store(state[1], sums, {t});
+        });
+        block.reduce({maxes, sums}, [&](ArrayRef<Value> x, ArrayRef<Value> y) {
+          return combineSoftmax(kb, x, y);
+        });
+        block.phase(
+            [&](Value t) {
+              Value zero = kb.index(0);
+              Value max = kb.load(maxes, {zero}), sum = kb.load(sums, {zero});
+              // A row of only -inf has a sum of 0 and gives 0.
+              Value inverse = kb.select(kb.equals(sum, 0.0), kb.f32(0.0), kb.div(kb.f32(1.0), sum));
+              forThreadColumns(kb, block, t, width, [&](Value c) {
+                kb.store(kb.mul(expRelative(kb, kb.load(in, {row, c}), max), inverse), out,
+                         {row, c});
+              });
+            },
+            /*barrier=*/false);
       });
-    }, /*barrier=*/false);
-  });
   return kb.asTensor(out);
 }
 
@@ -107,55 +111,58 @@ std::pair<Value, Value> xfmr::gpu::emitLayerNormRows(KernelBuilder &kb, Value x,
   auto add = [&](ArrayRef<Value> x, ArrayRef<Value> y) -> SmallVector<Value> {
     return {kb.add(x[0], y[0])};
   };
-  block.forEachBlock({rows, 1, 1}, {perThread, perThread},
-                     [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
-    Value row = ids[0], sums = shared[0], squares = shared[1];
-    Value zero = kb.index(0);
-    // Statistics of the row shifted by its first element: the values are
-    // then of the size of their spread, not of their mean (a row around 1e3
-    // would lose the mean's low bits to rounding).
-    auto shift = [&] {
-      Value first = kb.load(in, {row, zero});
-      return residual ? kb.add(first, kb.load(other, {row, zero})) : first;
-    };
-    auto mean = [&] { return kb.div(kb.load(sums, {zero}), kb.f32(width)); };
-    block.phase([&](Value t) {
-      Value shiftValue = shift();
-      Value partial = forThreadColumns(kb, block, t, width, {kb.f32(0.0)},
-                                       [&](Value c, ValueRange carried) -> SmallVector<Value> {
-        Value v = kb.load(in, {row, c});
-        if (residual) {
-          v = kb.add(v, kb.load(other, {row, c}));
-          kb.store(v, sumOut, {row, c});
-        }
-        return {kb.add(carried[0], kb.sub(v, shiftValue))};
-      })[0];
-      kb.store(partial, sums, {t});
-    });
-    block.reduce({sums}, add);
-    // Each thread rereads the sums it wrote itself.
-    block.phase([&](Value t) {
-      Value center = kb.add(shift(), mean());
-      Value partial = forThreadColumns(kb, block, t, width, {kb.f32(0.0)},
-                                       [&](Value c, ValueRange carried) -> SmallVector<Value> {
-        Value d = kb.sub(kb.load(source, {row, c}), center);
-        return {kb.fma(d, d, carried[0])};
-      })[0];
-      kb.store(partial, squares, {t});
-    });
-    block.reduce({squares}, add);
-    block.phase([&](Value t) {
-      Value shiftValue = shift(), shiftedMean = mean();
-      Value variance = kb.div(kb.load(squares, {zero}), kb.f32(width));
-      Value rstd = kb.rsqrt(kb.add(variance, kb.f32(epsilon)));
-      forThreadColumns(kb, block, t, width, [&](Value c) {
-        Value shifted = kb.sub(kb.load(source, {row, c}), shiftValue);
-        Value normed = kb.mul(kb.sub(shifted, shiftedMean), rstd);
-        if (g)
-          normed = kb.fma(normed, kb.load(g, {c}), kb.load(bt, {c}));
-        kb.store(normed, out, {row, c});
+  block.forEachBlock(
+      {rows, 1, 1}, {perThread, perThread}, [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
+        Value row = ids[0], sums = shared[0], squares = shared[1];
+        Value zero = kb.index(0);
+        // Statistics of the row shifted by its first element: the values are
+        // then of the size of their spread, not of their mean (a row around 1e3
+        // would lose the mean's low bits to rounding).
+        auto shift = [&] {
+          Value first = kb.load(in, {row, zero});
+          return residual ? kb.add(first, kb.load(other, {row, zero})) : first;
+        };
+        auto mean = [&] { return kb.div(kb.load(sums, {zero}), kb.f32(width)); };
+        block.phase([&](Value t) {
+          Value shiftValue = shift();
+          Value partial = forThreadColumns(kb, block, t, width, {kb.f32(0.0)},
+                                           [&](Value c, ValueRange carried) -> SmallVector<Value> {
+                                             Value v = kb.load(in, {row, c});
+                                             if (residual) {
+                                               v = kb.add(v, kb.load(other, {row, c}));
+                                               kb.store(v, sumOut, {row, c});
+                                             }
+                                             return {kb.add(carried[0], kb.sub(v, shiftValue))};
+                                           })[0];
+          kb.store(partial, sums, {t});
+        });
+        block.reduce({sums}, add);
+        // Each thread rereads the sums it wrote itself.
+        block.phase([&](Value t) {
+          Value shiftValue = shift(), shiftedMean = mean();
+          Value partial = forThreadColumns(
+              kb, block, t, width, {kb.f32(0.0)},
+              [&](Value c, ValueRange carried) -> SmallVector<Value> {
+                Value d = kb.sub(kb.sub(kb.load(source, {row, c}), shiftValue), shiftedMean);
+                return {kb.fma(d, d, carried[0])};
+              })[0];
+          kb.store(partial, squares, {t});
+        });
+        block.reduce({squares}, add);
+        block.phase(
+            [&](Value t) {
+              Value shiftValue = shift(), shiftedMean = mean();
+              Value variance = kb.div(kb.load(squares, {zero}), kb.f32(width));
+              Value rstd = kb.rsqrt(kb.add(variance, kb.f32(epsilon)));
+              forThreadColumns(kb, block, t, width, [&](Value c) {
+                Value shifted = kb.sub(kb.load(source, {row, c}), shiftValue);
+                Value normed = kb.mul(kb.sub(shifted, shiftedMean), rstd);
+                if (g)
+                  normed = kb.fma(normed, kb.load(g, {c}), kb.load(bt, {c}));
+                kb.store(normed, out, {row, c});
+              });
+            },
+            /*barrier=*/false);
       });
-    }, /*barrier=*/false);
-  });
   return {residual ? kb.asTensor(sumOut) : Value(), kb.asTensor(out)};
 }

@@ -29,7 +29,8 @@ void ThreadBlockBuilder::forEachBlock(
   // Shared memory as workgroup-space globals rather than launch
   // attributions: the buffer deallocation pipeline, which runs after this,
   // would add ownership arguments to a launch body with memref arguments.
-  auto workgroup = mlir::gpu::AddressSpaceAttr::get(b.getContext(), mlir::gpu::AddressSpace::Workgroup);
+  auto workgroup =
+      mlir::gpu::AddressSpaceAttr::get(b.getContext(), mlir::gpu::AddressSpace::Workgroup);
   auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
   SymbolTable symbols(module);
   SmallVector<memref::GlobalOp> globals;
@@ -42,9 +43,9 @@ void ThreadBlockBuilder::forEachBlock(
     symbols.insert(global, module.getBody()->begin());
     globals.push_back(global);
   }
-  auto launch = mlir::gpu::LaunchOp::create(b, loc, kb.index(grid[0]), kb.index(grid[1]),
-                                            kb.index(grid[2]), kb.index(threads), kb.index(1),
-                                            kb.index(1));
+  auto launch =
+      mlir::gpu::LaunchOp::create(b, loc, kb.index(grid[0]), kb.index(grid[1]), kb.index(grid[2]),
+                                  kb.index(threads), kb.index(1), kb.index(1));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&launch.getBody().front());
   mlir::gpu::TerminatorOp::create(b, loc);
@@ -63,9 +64,8 @@ void ThreadBlockBuilder::phase(function_ref<void(Value)> body, bool barrier) {
     return;
   }
   if (emulate == Emulation::Reversed) {
-    kb.forLoop(kb.index(0), kb.index(threads), 1, [&](Value i) {
-      body(arith::SubIOp::create(b, loc, kb.index(threads - 1), i));
-    });
+    kb.forLoop(kb.index(0), kb.index(threads), 1,
+               [&](Value i) { body(arith::SubIOp::create(b, loc, kb.index(threads - 1), i)); });
     return;
   }
   body(threadId);
