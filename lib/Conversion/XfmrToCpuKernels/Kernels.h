@@ -1,4 +1,10 @@
 //===- Kernels.h - the CPU kernels of the fused xfmr ops --------*- C++ -*-===//
+//
+// Also what the GPU kernels (XfmrToGpu) share with them: KernelBuilder, the
+// attention operands, and the rewrite patterns, which build whichever
+// target's KernelSet they are given.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef XFMR_LIB_CONVERSION_XFMRTOCPUKERNELS_KERNELS_H
 #define XFMR_LIB_CONVERSION_XFMRTOCPUKERNELS_KERNELS_H
