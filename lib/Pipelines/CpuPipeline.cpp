@@ -3,6 +3,7 @@
 #include "xfmr/Pipelines/Pipelines.h"
 
 #include "xfmr/Conversion/Passes.h"
+#include "xfmr/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -14,6 +15,7 @@ using namespace mlir;
 
 void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
   buildXfmrFusionPipeline(pm, options.fusion());
+  pm.addPass(createXfmrComputeInF32());
   if (options.emulateGpuKernels) {
     ConvertXfmrToGpuKernelsOptions emulation;
     emulation.emulateThreads = true;

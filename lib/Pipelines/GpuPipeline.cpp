@@ -3,6 +3,7 @@
 #include "xfmr/Pipelines/Pipelines.h"
 
 #include "xfmr/Conversion/Passes.h"
+#include "xfmr/Transforms/Passes.h"
 
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,6 +23,7 @@ static constexpr const char *kPtxFeatures = "+ptx80";
 
 void xfmr::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options) {
   buildXfmrFusionPipeline(pm, options.fusion());
+  pm.addPass(createXfmrComputeInF32());
   pm.addPass(createConvertXfmrToGpuKernels());
   buildLinalgBufferizationPipeline(pm);
 

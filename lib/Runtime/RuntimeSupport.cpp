@@ -88,6 +88,43 @@ static double loadFloat(xfmr_dtype dtype, const uint8_t *src) {
   }
 }
 
+/// `value >> shift`, rounded to nearest, ties to even.
+static uint32_t shiftRoundingToEven(uint32_t value, uint32_t shift) {
+  uint32_t result = value >> shift;
+  uint32_t rest = value & ((1u << shift) - 1), half = 1u << (shift - 1);
+  return result + (rest > half || (rest == half && (result & 1)));
+}
+
+/// The nearest IEEE half of `value` (ties to even; infinities on
+/// overflow, subnormals and signed zeros below the normal range).
+static uint16_t floatToHalf(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  uint32_t sign = (bits >> 16) & 0x8000, exponent = (bits >> 23) & 0xFF, mantissa = bits & 0x7FFFFF;
+  if (exponent == 0xFF)
+    return sign | 0x7C00 | (mantissa ? 0x200 : 0);
+  int32_t halfExponent = int32_t(exponent) - 127 + 15;
+  if (halfExponent >= 0x1F)
+    return sign | 0x7C00;
+  if (halfExponent <= 0) {
+    if (halfExponent < -10)
+      return sign;
+    // Units of 2^-24: a carry into bit 10 is the smallest normal, as encoded.
+    return sign | shiftRoundingToEven(mantissa | 0x800000, 14 - halfExponent);
+  }
+  // A carry out of the mantissa increments the exponent (to infinity at the top).
+  return sign | shiftRoundingToEven((uint32_t(halfExponent) << 23) | mantissa, 13);
+}
+
+/// The nearest bfloat16 of `value` (ties to even; NaNs stay quiet NaNs).
+static uint16_t floatToBfloat(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  if ((bits & 0x7FFFFFFF) > 0x7F800000)
+    return uint16_t((bits >> 16) | 0x40);
+  return uint16_t(shiftRoundingToEven(bits, 16));
+}
+
 static int64_t loadInteger(xfmr_dtype dtype, const uint8_t *src) {
   switch (dtype) {
   case XFMR_DTYPE_I64: return load<int64_t>(src);
@@ -110,6 +147,14 @@ std::string xfmr::rt::convertElements(xfmr_dtype from, const void *source, size_
     auto *out = static_cast<float *>(dst);
     for (size_t i = 0; i < count; ++i)
       out[i] = static_cast<float>(loadFloat(from, src + i * size));
+    return "";
+  }
+  if ((to == XFMR_DTYPE_BF16 || to == XFMR_DTYPE_F16) && isFloat(from)) {
+    auto *out = static_cast<uint16_t *>(dst);
+    for (size_t i = 0; i < count; ++i) {
+      auto value = static_cast<float>(loadFloat(from, src + i * size));
+      out[i] = to == XFMR_DTYPE_BF16 ? floatToBfloat(value) : floatToHalf(value);
+    }
     return "";
   }
   if (to == XFMR_DTYPE_I32 && isInteger(from)) {

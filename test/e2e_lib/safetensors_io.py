@@ -6,9 +6,14 @@ import struct
 
 import numpy as np
 
-_DTYPES = {"F32": np.float32, "F64": np.float64, "I32": np.int32, "I64": np.int64,
-           "BOOL": np.bool_, "U8": np.uint8}
+_DTYPES = {"F32": np.float32, "F64": np.float64, "F16": np.float16, "I32": np.int32,
+           "I64": np.int64, "BOOL": np.bool_, "U8": np.uint8}
 _NAMES = {np.dtype(v): k for k, v in _DTYPES.items()}
+
+
+def _bfloat16_to_float32(bits):
+    """numpy has no bfloat16: BF16 tensors are read as float32."""
+    return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
 def write(path, tensors):
@@ -40,6 +45,10 @@ def read(path):
         if name == "__metadata__":
             continue
         begin, end = entry["data_offsets"]
-        array = np.frombuffer(data[base + begin:base + end], dtype=_DTYPES[entry["dtype"]])
+        blob = data[base + begin:base + end]
+        if entry["dtype"] == "BF16":
+            array = _bfloat16_to_float32(np.frombuffer(blob, dtype=np.uint16))
+        else:
+            array = np.frombuffer(blob, dtype=_DTYPES[entry["dtype"]])
         tensors[name] = array.reshape(entry["shape"])
     return tensors

@@ -153,6 +153,21 @@ def XfmrTrainStep : Pass<"xfmr-train-step", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
 
+def XfmrComputeInF32 : Pass<"xfmr-compute-in-f32"> {
+  let summary = "Compute bf16 and f16 xfmr ops in f32, keeping their results in bf16/f16";
+  let description = [{
+    Rewrites each xfmr op with bf16 or f16 tensors into the same op on f32
+    tensors: the low-precision operands are extended (`arith.extf`) and the
+    results rounded back (`arith.truncf`). Every product then accumulates
+    and every softmax and layer-norm statistic is taken in f32, while the
+    values between ops are stored as they are in PyTorch's bf16/f16 models,
+    and the f32 kernels (CPU vector kernels, GPU kernels) apply unchanged.
+    Ops that only move data (`reshape`, `transpose`, `select`) keep their
+    types. Integer and i1 operands (token ids, masks) are left alone.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def XfmrCollapseLinalgDims : Pass<"xfmr-collapse-linalg-dims"> {
   let summary = "Merge loop dimensions of linalg.generic that are contiguous in every operand";
   let description = [{

@@ -1,0 +1,56 @@
+// bf16 and f16 models: each op computed in f32 (xfmr-compute-in-f32, so the
+// f32 kernels run), each result stored in bf16 / f16, as in PyTorch's
+// low-precision models; the f32 inputs on disk are converted at load. Against
+// float64 PyTorch storing the same roundings: within two units in the last
+// place (bf16 8e-3, f16 1e-3 relative to the largest value).
+// REQUIRES: torch
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: %python %testlib/ops.py generate low_precision %t/inputs.safetensors
+// RUN: xfmrc %s -o %t/model
+// RUN: %t/model --inputs=%t/inputs.safetensors --output=%t/outputs.safetensors
+// RUN: %python %testlib/ops.py check low_precision %t/inputs.safetensors %t/outputs.safetensors | FileCheck %s
+// The GPU kernels, their thread blocks run as loops on the CPU.
+// RUN: xfmrc %s --emulate-gpu-kernels -o %t/gpu-emulated
+// RUN: %t/gpu-emulated --inputs=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
+// RUN: %python %testlib/ops.py check low_precision %t/inputs.safetensors %t/outputs-gpu.safetensors | FileCheck %s
+// The outputs are stored in the model's types.
+// RUN: %python -c "import json, struct, sys; f = open(sys.argv[1], 'rb'); n = struct.unpack('<Q', f.read(8))[0]; h = json.loads(f.read(n)); print(h['linear_bf16']['dtype'], h['attention_f16']['dtype'])" %t/outputs.safetensors | FileCheck %s --check-prefix=DTYPES
+// DTYPES: BF16 F16
+// CHECK: PASS: linear_bf16
+// CHECK: PASS: softmax_bf16
+// CHECK: PASS: layer_norm_bf16
+// CHECK: PASS: attention_bf16
+// CHECK: PASS: linear_f16
+// CHECK: PASS: softmax_f16
+// CHECK: PASS: layer_norm_f16
+// CHECK: PASS: attention_f16
+
+func.func @forward(
+    %x_bf16: tensor<2x40x64xbf16> {xfmr.input = "x_bf16"}, %w_bf16: tensor<64x96xbf16> {xfmr.input = "w_bf16"},
+    %b_bf16: tensor<96xbf16> {xfmr.input = "b_bf16"}, %g_bf16: tensor<96xbf16> {xfmr.input = "g_bf16"},
+    %beta_bf16: tensor<96xbf16> {xfmr.input = "beta_bf16"}, %q_bf16: tensor<1x48x2x32xbf16> {xfmr.input = "q_bf16"},
+    %k_bf16: tensor<1x48x2x32xbf16> {xfmr.input = "k_bf16"}, %v_bf16: tensor<1x48x2x32xbf16> {xfmr.input = "v_bf16"},
+    %x_f16: tensor<2x40x64xf16> {xfmr.input = "x_f16"}, %w_f16: tensor<64x96xf16> {xfmr.input = "w_f16"},
+    %b_f16: tensor<96xf16> {xfmr.input = "b_f16"}, %g_f16: tensor<96xf16> {xfmr.input = "g_f16"},
+    %beta_f16: tensor<96xf16> {xfmr.input = "beta_f16"}, %q_f16: tensor<1x48x2x32xf16> {xfmr.input = "q_f16"},
+    %k_f16: tensor<1x48x2x32xf16> {xfmr.input = "k_f16"}, %v_f16: tensor<1x48x2x32xf16> {xfmr.input = "v_f16"})
+    -> (tensor<2x40x96xbf16> {xfmr.output = "linear_bf16"}, tensor<2x40x96xbf16> {xfmr.output = "softmax_bf16"},
+        tensor<2x40x96xbf16> {xfmr.output = "layer_norm_bf16"}, tensor<1x48x2x32xbf16> {xfmr.output = "attention_bf16"},
+        tensor<2x40x96xf16> {xfmr.output = "linear_f16"}, tensor<2x40x96xf16> {xfmr.output = "softmax_f16"},
+        tensor<2x40x96xf16> {xfmr.output = "layer_norm_f16"}, tensor<1x48x2x32xf16> {xfmr.output = "attention_f16"}) {
+  %h_bf16 = xfmr.fused_linear %x_bf16, %w_bf16 bias(%b_bf16) {activation = #xfmr.activation<gelu>}
+      : (tensor<2x40x64xbf16>, tensor<64x96xbf16>, tensor<96xbf16>) -> tensor<2x40x96xbf16>
+  %s_bf16 = xfmr.softmax %h_bf16 : tensor<2x40x96xbf16>
+  %l_bf16 = xfmr.layer_norm %h_bf16, %g_bf16, %beta_bf16 {epsilon = 1.0e-5 : f64}
+      : (tensor<2x40x96xbf16>, tensor<96xbf16>, tensor<96xbf16>) -> tensor<2x40x96xbf16>
+  %a_bf16 = xfmr.fused_attention %q_bf16, %k_bf16, %v_bf16 {causal, scale = 0.17677669529663687 : f64}
+      : (tensor<1x48x2x32xbf16>, tensor<1x48x2x32xbf16>, tensor<1x48x2x32xbf16>) -> tensor<1x48x2x32xbf16>
+  %h_f16 = xfmr.fused_linear %x_f16, %w_f16 bias(%b_f16) {activation = #xfmr.activation<gelu>}
+      : (tensor<2x40x64xf16>, tensor<64x96xf16>, tensor<96xf16>) -> tensor<2x40x96xf16>
+  %s_f16 = xfmr.softmax %h_f16 : tensor<2x40x96xf16>
+  %l_f16 = xfmr.layer_norm %h_f16, %g_f16, %beta_f16 {epsilon = 1.0e-5 : f64}
+      : (tensor<2x40x96xf16>, tensor<96xf16>, tensor<96xf16>) -> tensor<2x40x96xf16>
+  %a_f16 = xfmr.fused_attention %q_f16, %k_f16, %v_f16 {causal, scale = 0.17677669529663687 : f64}
+      : (tensor<1x48x2x32xf16>, tensor<1x48x2x32xf16>, tensor<1x48x2x32xf16>) -> tensor<1x48x2x32xf16>
+  return %h_bf16, %s_bf16, %l_bf16, %a_bf16, %h_f16, %s_f16, %l_f16, %a_f16 : tensor<2x40x96xbf16>, tensor<2x40x96xbf16>, tensor<2x40x96xbf16>, tensor<1x48x2x32xbf16>, tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<1x48x2x32xf16>
+}
