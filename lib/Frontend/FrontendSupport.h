@@ -59,15 +59,16 @@ private:
 /// one argument used twice).
 class GraphBuilder {
 public:
-  GraphBuilder(mlir::ModuleOp module, int64_t batch, bool training);
+  GraphBuilder(mlir::ModuleOp module, int64_t batch, bool training, mlir::Type floatType);
 
   mlir::OpBuilder &builder() { return b; }
   mlir::Location location() const { return loc; }
-  mlir::Type f32() { return b.getF32Type(); }
+  /// The element type of weights and activations.
+  mlir::Type floatType() const { return elementType; }
 
   /// An int32 [batch, length] token input.
   mlir::Value input(llvm::StringRef name, int64_t length);
-  /// A float32 weight named as in the checkpoint.
+  /// A weight named as in the checkpoint.
   mlir::Value param(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
   /// The padding mask (i1, true = token) of an int32 attention_mask input.
   mlir::Value paddingMask(mlir::Value attentionMask);
@@ -95,6 +96,7 @@ private:
   mlir::Block *body;
   int64_t batch;
   bool training;
+  mlir::Type elementType;
   llvm::StringMap<mlir::Value> params;
   /// The `dropout_seed` input, and how many dropouts drew from it.
   mlir::Value dropoutSeed;

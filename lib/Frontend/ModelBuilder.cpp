@@ -169,8 +169,9 @@ int64_t frontend::resolveSeqLen(ConfigReader &config, int64_t requested, int64_t
 // GraphBuilder
 //===----------------------------------------------------------------------===//
 
-GraphBuilder::GraphBuilder(ModuleOp module, int64_t batch, bool training)
-    : b(module.getContext()), loc(module.getLoc()), batch(batch), training(training) {
+GraphBuilder::GraphBuilder(ModuleOp module, int64_t batch, bool training, Type floatType)
+    : b(module.getContext()), loc(module.getLoc()), batch(batch), training(training),
+      elementType(floatType) {
   b.setInsertionPointToEnd(module.getBody());
   func = func::FuncOp::create(b, loc, training ? "loss" : "forward", b.getFunctionType({}, {}));
   body = func.addEntryBlock();
@@ -189,7 +190,7 @@ Value GraphBuilder::input(StringRef name, int64_t length) {
 }
 
 Value GraphBuilder::param(StringRef name, ArrayRef<int64_t> shape) {
-  auto type = RankedTensorType::get(shape, f32());
+  auto type = RankedTensorType::get(shape, floatType());
   auto it = params.find(name);
   if (it != params.end()) {
     assert(it->second.getType() == type && "a tied weight is used with two shapes");
@@ -329,7 +330,10 @@ xfmr::buildModelFromConfig(MLIRContext &context, StringRef path, StringRef conte
   OwningOpRef<ModuleOp> module =
       ModuleOp::create(FileLineColLoc::get(&context, path, 1, 1));
   (*module)->setAttr("xfmr.model_type", StringAttr::get(&context, modelType));
-  GraphBuilder graph(*module, shape.batch, shape.training);
+  Type floatType = shape.elementType == ElementType::BF16  ? Type(BFloat16Type::get(&context))
+                   : shape.elementType == ElementType::F16 ? Type(Float16Type::get(&context))
+                                                           : Type(Float32Type::get(&context));
+  GraphBuilder graph(*module, shape.batch, shape.training, floatType);
   info = ModelInfo();
   info.modelType = modelType;
   if (llvm::Error error = arch->build(config, graph, shape, info))

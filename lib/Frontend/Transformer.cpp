@@ -150,7 +150,7 @@ llvm::Error frontend::buildTransformer(ConfigReader &config, GraphBuilder &graph
   Location loc = graph.location();
   Value head = tied ? shared : graph.param("lm_head.weight", {c.vocab, c.dModel});
   Value logits = LinearOp::create(b, loc, y, head, Value(), /*transpose_weight=*/true);
-  Value bias = ReshapeOp::create(b, loc, RankedTensorType::get({c.vocab}, b.getF32Type()),
+  Value bias = ReshapeOp::create(b, loc, RankedTensorType::get({c.vocab}, graph.floatType()),
                                  graph.param("final_logits_bias", {1, c.vocab}));
   graph.finish(graph.add(logits, bias));
   return llvm::Error::success();

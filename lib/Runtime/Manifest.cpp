@@ -132,15 +132,19 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path) {
     if (found.empty())
       fail("weights file '" + path + "': no tensor '" + arg.name + "' (the model needs " +
            std::string(xfmr_dtype_name(arg.dtype)) + " " + shapeToString(arg.shape) + ")");
-    std::unique_ptr<Buffer> buffer = allocate(arg);
+    // Read as f32 (checked finite), then stored in the model's type.
+    std::vector<float> values(elementCount(arg.shape));
     if (xfmr_safetensors_read(file, found.c_str(), XFMR_DTYPE_F32,
                               static_cast<int32_t>(arg.shape.size()), arg.shape.data(),
-                              buffer->data, err, sizeof(err)))
+                              values.data(), err, sizeof(err)))
       fail(std::string("weights file ") + err);
-    const float *values = buffer->as<float>();
-    if (!std::all_of(values, values + elementCount(arg.shape),
-                     [](float v) { return std::isfinite(v); }))
+    if (!std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); }))
       fail("weights file '" + path + "': tensor '" + found + "' contains NaN or infinity");
+    std::unique_ptr<Buffer> buffer = allocate(arg);
+    std::string problem =
+        convertElements(XFMR_DTYPE_F32, values.data(), values.size(), arg.dtype, buffer->data);
+    if (!problem.empty())
+      fail("weights file '" + path + "': tensor '" + found + "': " + problem);
     weights[arg.name] = std::move(buffer);
   }
   return weights;

@@ -159,8 +159,11 @@ private:
         batch = arg.shape[0];
         segmentLength[roleOf(arg.name)->segment] = arg.shape[1];
       } else if (arg.kind == ArgSpec::Kind::Output) {
-        if (arg.dtype != XFMR_DTYPE_F32 || arg.shape.size() != 3)
-          fail("model output '" + arg.name + "' must be float32 [batch, seq_len, vocab]");
+        bool isFloat = arg.dtype == XFMR_DTYPE_F32 || arg.dtype == XFMR_DTYPE_BF16 ||
+                       arg.dtype == XFMR_DTYPE_F16;
+        if (!isFloat || arg.shape.size() != 3)
+          fail("model output '" + arg.name +
+               "' must be float32, bfloat16 or float16 [batch, seq_len, vocab]");
       }
     }
     if (batch == 0)
@@ -438,14 +441,17 @@ private:
     size_t count = sequences.size();
     std::vector<float> logits(count * seqLen * vocab, 0.0f);
     std::vector<int32_t> lengths(count);
+    // One call's logits in float32, whatever the model's output type.
+    std::vector<float> result(batch * seqLen * vocab);
     for (size_t first = 0; first < count; first += batch) {
       fillInputs(sequences, first, inputs);
       entry(args.data());
-      const float *result = reinterpret_cast<const float *>(outputs[0]->data);
+      convertElements(output->dtype, outputs[0]->data, result.size(), XFMR_DTYPE_F32,
+                      result.data());
       for (int64_t row = 0; row < batch && first + row < count; ++row) {
         size_t n = first + row;
         lengths[n] = static_cast<int32_t>(sequences[n].segments[outSegment].size());
-        std::copy_n(result + row * seqLen * vocab, lengths[n] * vocab,
+        std::copy_n(result.data() + row * seqLen * vocab, lengths[n] * vocab,
                     logits.data() + n * seqLen * vocab);
       }
     }

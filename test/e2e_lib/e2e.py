@@ -7,6 +7,7 @@ compilation.
 
   e2e.py --xfmrc PATH --config C --workdir DIR [--batch B] [--seq-len S]
          [--decoder-seq-len T] [--sequences N] [--seed K] [--xfmrc-flag F]...
+         [--rel-tol R] [--all-fusions-only]
 """
 
 import argparse
@@ -31,6 +32,10 @@ def main():
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--xfmrc-flag", action="append", default=[],
                         help="extra xfmrc flag for every compilation (e.g. --target=nvptx)")
+    parser.add_argument("--rel-tol", default="1e-4",
+                        help="max |xfmr - torch| <= rel-tol * max |torch| (reference.py check)")
+    parser.add_argument("--all-fusions-only", action="store_true",
+                        help="only the compilation with every fusion on")
     args = parser.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     weights = os.path.join(args.workdir, "weights.safetensors")
@@ -40,8 +45,9 @@ def main():
                                 "--tokens", tokens, "--sequences", str(args.sequences),
                                 "--seq-len", str(args.seq_len), "--decoder-seq-len",
                                 str(args.decoder_seq_len), "--seed", str(args.seed)], check=True)
-    variants = [("all fusions", [])] + [(f"--fuse-{f}=false", [f"--fuse-{f}=false"])
-                                        for f in FUSIONS]
+    variants = [("all fusions", [])]
+    if not args.all_fusions_only:
+        variants += [(f"--fuse-{f}=false", [f"--fuse-{f}=false"]) for f in FUSIONS]
     failed = False
     for name, flags in variants:
         model = os.path.join(args.workdir, "model-" + str(len(flags) and flags[0][7:-6]))
@@ -52,7 +58,8 @@ def main():
         subprocess.run([model, f"--weights={weights}", f"--input={tokens}",
                         f"--output={logits}"], check=True)
         check = subprocess.run(reference + ["check", "--config", args.config, "--weights",
-                                            weights, "--tokens", tokens, "--output", logits],
+                                            weights, "--tokens", tokens, "--output", logits,
+                                            "--rel-tol", args.rel_tol],
                                capture_output=True, text=True)
         print(f"[{name}] {check.stdout.strip()}", flush=True)
         failed |= check.returncode != 0

@@ -78,6 +78,13 @@ static cl::opt<double> momentum("momentum", cl::desc("SGD momentum (default 0.9)
 static cl::opt<double> maxGradNorm(
     "max-grad-norm", cl::desc("Clip gradients to this global norm (default 1; 0: no clipping)"),
     cl::init(1.0), cl::cat(trainCategory));
+static cl::opt<xfmr::ElementType> dtype(
+    "dtype", cl::desc("Element type of a config model's weights and activations (default f32)"),
+    cl::values(clEnumValN(xfmr::ElementType::F32, "f32", "float32"),
+               clEnumValN(xfmr::ElementType::BF16, "bf16",
+                          "bfloat16 storage, each op computed in f32"),
+               clEnumValN(xfmr::ElementType::F16, "f16", "float16 storage, each op computed in f32")),
+    cl::init(xfmr::ElementType::F32), cl::cat(category));
 static cl::opt<int64_t> batch("batch", cl::desc("Sequences per call (default 1)"), cl::init(1),
                               cl::cat(category));
 static cl::opt<int64_t> seqLen("seq-len",
@@ -210,6 +217,13 @@ int main(int argc, char **argv) {
   options.shape.batch = batch;
   options.shape.seqLen = seqLen;
   options.shape.decoderSeqLen = decoderSeqLen;
+  if (dtype != xfmr::ElementType::F32) {
+    if (gradient || train)
+      return fail("--dtype=bf16 and f16 build inference models only (not --grad or --train)");
+    if (sys::path::extension(inputPath) != ".json")
+      return fail("--dtype applies to config.json models; an .mlir model's types are its own");
+  }
+  options.shape.elementType = dtype;
   options.entry = entry;
   options.cpu = cpu;
   if (xfmr::emitsKernelsOnly(emit) && target != xfmr::Target::Nvptx)

@@ -12,7 +12,10 @@
 
 namespace xfmr {
 
-/// Static shapes the model is compiled for.
+/// Element type of a model's weights and activations.
+enum class ElementType { F32, BF16, F16 };
+
+/// Static shapes (and the element type) the model is compiled for.
 struct ModelShape {
   int64_t batch = 1;
   /// Tokens per (encoder) sequence; 0 means the model's max positions.
@@ -23,6 +26,9 @@ struct ModelShape {
   /// the logits against a `labels` input (-100 ignored) and the logits, with
   /// dropout active, its masks drawn from a `dropout_seed` input.
   bool training = false;
+  /// bf16 or f16: weights, activations and logits stored in that type (each
+  /// op still computes in f32, see xfmr-compute-in-f32).
+  ElementType elementType = ElementType::F32;
 };
 
 /// What the runtime needs beyond the entry function's signature.
