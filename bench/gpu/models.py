@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""Writes the GPU benchmark models into DIR: fused attention forward (batch 4,
+16 heads, seq 1024/4096, head dim 64/128, causal and not), its backward
+(through a loss sum(attention * w)), and a GPT-2 small block at seq 1024.
+
+  models.py DIR
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import models  # noqa: E402  (bench/models.py)
+
+B, H = 4, 16
+
+
+def attention(s, d, causal):
+    t = f"tensor<{B}x{s}x{H}x{d}xf32>"
+    attrs = ("causal, " if causal else "") + f"scale = {d ** -0.5!r} : f64"
+    return f'''func.func @forward(%q: {t} {{xfmr.input = "q"}}, %k: {t} {{xfmr.input = "k"}}, %v: {t} {{xfmr.input = "v"}}) -> ({t} {{xfmr.output = "o"}}) {{
+  %o = xfmr.fused_attention %q, %k, %v {{{attrs}}} : ({t}, {t}, {t}) -> {t}
+  return %o : {t}
+}}
+'''
+
+
+def attention_loss(s, d):
+    t = f"tensor<{B}x{s}x{H}x{d}xf32>"
+    n = B * s * H
+    return f'''func.func @loss(%q: {t} {{xfmr.input = "q"}}, %k: {t} {{xfmr.input = "k"}}, %v: {t} {{xfmr.input = "v"}}, %w: {t} {{xfmr.input = "w"}}) -> (tensor<f32> {{xfmr.output = "loss"}}) {{
+  %o = xfmr.fused_attention %q, %k, %v {{causal, scale = {d ** -0.5!r} : f64}} : ({t}, {t}, {t}) -> {t}
+  %p = xfmr.mul %o, %w : ({t}, {t}) -> {t}
+  %l = xfmr.reduce %p {{kind = #xfmr.reduce_kind<sum>, axis = -1}} : ({t}) -> tensor<{B}x{s}x{H}x1xf32>
+  %r = xfmr.reshape %l : (tensor<{B}x{s}x{H}x1xf32>) -> tensor<{n}xf32>
+  %total = xfmr.reduce %r {{kind = #xfmr.reduce_kind<sum>, axis = 0}} : (tensor<{n}xf32>) -> tensor<1xf32>
+  %loss = xfmr.reshape %total : (tensor<1xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
+}}
+'''
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    for s, d in [(1024, 64), (4096, 64), (4096, 128)]:
+        for causal in (True, False):
+            name = f"attn_s{s}_d{d}_{'causal' if causal else 'full'}"
+            with open(os.path.join(out, name + ".mlir"), "w") as f:
+                f.write(attention(s, d, causal))
+    for s in (1024, 4096):
+        with open(os.path.join(out, f"attnbwd_s{s}_d64_causal.mlir"), "w") as f:
+            f.write(attention_loss(s, 64))
+    with open(os.path.join(out, "block1024.mlir"), "w") as f:
+        f.write(models.gpt2_stack_mlir(1024, 1)[0])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,41 @@
+#!/bin/bash
+# Builds, on this machine (LLVM/MLIR 22), everything bench/gpu/run.sh runs on a
+# GPU machine (which has CUDA and PyTorch but no LLVM): nvptx executables of
+# the whole-model, per-op and gradient tests with their inputs, and the
+# attention / GPT-2 block benchmark models. From the repository root, after
+# the build: bench/gpu/prepare.sh; then carry build/gpu-bench to the GPU
+# machine and run bench/gpu/run.sh there.
+set -e
+ROOT=$(pwd)
+X=$ROOT/build/bin/xfmrc
+PY=/usr/bin/python3
+LIB=$ROOT/test/e2e_lib
+IN=$ROOT/test/e2e/Inputs
+rm -rf build/gpu-bench && mkdir -p build/gpu-bench && cd build/gpu-bench
+mkdir -p e2e ops bench
+# Whole models: weights/tokens from the reference, executables for nvptx.
+gen() { $PY $LIB/reference.py generate --config $IN/$1.json --weights e2e/$1.w.safetensors --tokens e2e/$1.tokens --sequences $2 --seq-len $3 --decoder-seq-len $4 --seed $5; }
+gen gpt2-tiny 5 12 0 1
+gen bert-tiny 5 10 0 4
+gen transformer-pre-ln 4 8 10 7
+$X $IN/gpt2-tiny.json --target=nvptx --batch=2 --seq-len=12 -o e2e/gpt2-tiny.all
+$X $IN/gpt2-tiny.json --target=nvptx --batch=2 --seq-len=12 --fuse-attention=false -o e2e/gpt2-tiny.noattn
+$X $IN/gpt2-tiny.json --target=nvptx --batch=2 --seq-len=12 --dtype=bf16 -o e2e/gpt2-tiny.bf16
+$X $IN/bert-tiny.json --target=nvptx --batch=2 --seq-len=10 -o e2e/bert-tiny.all
+$X $IN/bert-tiny.json --target=nvptx --batch=2 --seq-len=10 --fuse-epilogues=false -o e2e/bert-tiny.noepi
+$X $IN/bert-tiny.json --target=nvptx --batch=2 --seq-len=10 --dtype=bf16 -o e2e/bert-tiny.bf16
+$X $IN/transformer-pre-ln.json --target=nvptx --batch=2 --seq-len=8 --decoder-seq-len=10 -o e2e/transformer-pre-ln.all
+# Per-op tests.
+for c in linear:linear normalization:normalization fused-attention:attention low-precision:low_precision; do
+  f=${c%%:*}; k=${c##*:}
+  $PY $LIB/ops.py generate $k ops/$f.in.safetensors
+  $X $ROOT/test/e2e/ops/$f.mlir --target=nvptx -o ops/$f
+done
+$PY $LIB/ops.py generate backward ops/grad.in.safetensors
+$X $ROOT/test/e2e/grad/kernels.mlir --target=nvptx --grad --grad-inputs=q,k,v,cq,ck,cv,x -o ops/grad
+# Benchmark models: attention forward (batch 4, 16 heads), its backward, a
+# GPT-2 small block at seq 1024.
+$PY $ROOT/bench/gpu/models.py bench
+for f in bench/attn_*.mlir; do $X $f --target=nvptx -o ${f%.mlir}; done
+for f in bench/attnbwd_*.mlir; do $X $f --target=nvptx --grad --grad-inputs=q,k,v --entry=loss -o ${f%.mlir}; done
+$X bench/block1024.mlir --target=nvptx -o bench/block1024

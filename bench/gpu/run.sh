@@ -1,0 +1,25 @@
+#!/bin/bash
+# On a GPU machine, from the repository root, with build/gpu-bench made by
+# bench/gpu/prepare.sh: the whole-model, per-op and gradient tests on the GPU
+# against PyTorch, then bench/gpu/bench.py (kernel times by ncu, PyTorch's
+# on the same GPU). Writes bench.txt into $OUT when that is set.
+cd build/gpu-bench
+LIB=../../test/e2e_lib
+IN=../../test/e2e/Inputs
+export PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1); echo "ncu: $NCU"
+echo "== whole models on the GPU vs the float64 reference"
+for exe in e2e/*.all e2e/*.noattn e2e/*.noepi e2e/*.bf16; do
+  cfg=$(basename ${exe%.*}); tol=1e-4; case $exe in *.bf16) tol=2e-2;; esac
+  timeout 120 ./$exe --weights=e2e/$cfg.w.safetensors --input=e2e/$cfg.tokens --output=$exe.npy || { echo "FAIL: $exe did not run"; continue; }
+  echo -n "$exe: "; python3 $LIB/reference.py check --config $IN/$cfg.json --weights e2e/$cfg.w.safetensors --tokens e2e/$cfg.tokens --output $exe.npy --rel-tol $tol
+done
+echo "== per-op tests on the GPU vs PyTorch"
+for c in linear:linear normalization:normalization fused-attention:attention low-precision:low_precision; do
+  f=${c%%:*}; k=${c##*:}
+  timeout 120 ./ops/$f --inputs=ops/$f.in.safetensors --output=ops/$f.out.safetensors && python3 $LIB/ops.py check $k ops/$f.in.safetensors ops/$f.out.safetensors
+done
+timeout 120 ./ops/grad --inputs=ops/grad.in.safetensors --weights=ops/grad.in.safetensors --output=ops/grad.out.safetensors && python3 $LIB/ops.py check backward ops/grad.in.safetensors ops/grad.out.safetensors
+echo "== timings"
+NCU=$NCU timeout 420 python3 ../../bench/gpu/bench.py 2>&1 | tee ${OUT:-.}/bench.txt
