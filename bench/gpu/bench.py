@@ -2,7 +2,7 @@
 backward and GPT-2 block next to PyTorch's on the same GPU, with each
 result's error against PyTorch. Run by bench/gpu/run.sh from
 build/gpu-bench (NCU: the ncu binary)."""
-import csv, io, math, os, subprocess, sys, time
+import csv, io, os, subprocess, sys
 import numpy as np, torch
 sys.path.insert(0, "../../test/e2e_lib"); sys.path.insert(0, "../../bench")
 import safetensors_io, models

@@ -132,19 +132,23 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path) {
     if (found.empty())
       fail("weights file '" + path + "': no tensor '" + arg.name + "' (the model needs " +
            std::string(xfmr_dtype_name(arg.dtype)) + " " + shapeToString(arg.shape) + ")");
-    // Read as f32 (checked finite), then stored in the model's type.
-    std::vector<float> values(elementCount(arg.shape));
-    if (xfmr_safetensors_read(file, found.c_str(), XFMR_DTYPE_F32,
-                              static_cast<int32_t>(arg.shape.size()), arg.shape.data(),
-                              values.data(), err, sizeof(err)))
-      fail(std::string("weights file ") + err);
-    if (!std::all_of(values.begin(), values.end(), [](float v) { return std::isfinite(v); }))
-      fail("weights file '" + path + "': tensor '" + found + "' contains NaN or infinity");
+    // Read as f32 (checked finite): straight into the buffer of an f32
+    // weight, through a copy narrowed to the model's type otherwise.
     std::unique_ptr<Buffer> buffer = allocate(arg);
-    std::string problem =
-        convertElements(XFMR_DTYPE_F32, values.data(), values.size(), arg.dtype, buffer->data);
-    if (!problem.empty())
-      fail("weights file '" + path + "': tensor '" + found + "': " + problem);
+    size_t count = elementCount(arg.shape);
+    std::vector<float> widened(arg.dtype == XFMR_DTYPE_F32 ? 0 : count);
+    float *values = widened.empty() ? buffer->as<float>() : widened.data();
+    if (xfmr_safetensors_read(file, found.c_str(), XFMR_DTYPE_F32,
+                              static_cast<int32_t>(arg.shape.size()), arg.shape.data(), values,
+                              err, sizeof(err)))
+      fail(std::string("weights file ") + err);
+    if (!std::all_of(values, values + count, [](float v) { return std::isfinite(v); }))
+      fail("weights file '" + path + "': tensor '" + found + "' contains NaN or infinity");
+    if (!widened.empty()) {
+      std::string problem = convertElements(XFMR_DTYPE_F32, values, count, arg.dtype, buffer->data);
+      if (!problem.empty())
+        fail("weights file '" + path + "': tensor '" + found + "': " + problem);
+    }
     weights[arg.name] = std::move(buffer);
   }
   return weights;

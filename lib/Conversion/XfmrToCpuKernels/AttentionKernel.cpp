@@ -75,8 +75,7 @@ protected:
   /// Calls `body(batch, head)` for each pair on the thread pool.
   void forEachPair(function_ref<void(Value, Value)> body) {
     kb.parallelFor(batch * heads, [&](Value pair) {
-      body(arith::DivUIOp::create(b, loc, pair, kb.index(heads)),
-           arith::RemUIOp::create(b, loc, pair, kb.index(heads)));
+      body(kb.divui(pair, heads), kb.remui(pair, heads));
     });
   }
 
@@ -87,10 +86,9 @@ protected:
   Value packTransposedBlocks(Value source, Value bi, Value hi) {
     Value packed = kb.allocate({paddedK / blockK, headDim, blockK}, f32());
     kb.forLoop(kb.index(0), kb.index(paddedK), 1, [&](Value j) {
-      Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, kb.index(seqK));
+      Value valid = kb.below(j, seqK);
       Value row = kb.mini(j, kb.index(seqK - 1));
-      Value block = arith::DivUIOp::create(b, loc, j, kb.index(blockK));
-      Value inBlock = arith::RemUIOp::create(b, loc, j, kb.index(blockK));
+      Value block = kb.divui(j, blockK), inBlock = kb.remui(j, blockK);
       kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
         Value value = kb.load(source, in.at(bi, row, hi, c));
         kb.store(kb.select(valid, value, kb.f32(0.0)), packed, {block, c, inBlock});
@@ -104,7 +102,7 @@ protected:
                  double factor) {
     Value packed = kb.allocate({paddedRows, headDim}, f32());
     kb.forLoop(kb.index(0), kb.index(paddedRows), 1, [&](Value j) {
-      Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, kb.index(rows));
+      Value valid = kb.below(j, rows);
       Value row = kb.mini(j, kb.index(rows - 1));
       kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
         Value value = kb.load(source, in.at(bi, row, hi, c));
@@ -458,7 +456,7 @@ private:
     if (in.causal) {
       Value firstRow = arith::MaxSIOp::create(
           b, loc, arith::SubIOp::create(b, loc, k0, kb.index(seqK - seqQ)), kb.index(0));
-      firstBlock = arith::DivUIOp::create(b, loc, firstRow, kb.index(kBlockQ));
+      firstBlock = kb.divui(firstRow, kBlockQ);
     }
     int64_t fullBlocks = seqQ / kBlockQ;
     kb.forLoop(kb.muli(firstBlock, kBlockQ), kb.index(fullBlocks * kBlockQ), kBlockQ,

@@ -105,8 +105,7 @@ void packPanels(KernelBuilder &kb, const GemmOperands &g, Value packed, Value be
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   kb.forLoop(begin, end, panel, [&](Value col) {
-    Value index = arith::DivUIOp::create(b, loc, arith::SubIOp::create(b, loc, col, begin),
-                                         kb.index(panel));
+    Value index = kb.divui(arith::SubIOp::create(b, loc, col, begin), panel);
     if (!g.transposeB) {
       kb.forLoop(kb.index(0), kb.index(g.k), 1, [&](Value k) {
         for (int64_t j = 0; j < 2; ++j) {
@@ -185,18 +184,9 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
 
   OpBuilder &builder = kb.builder();
   Location loc = kb.location();
-  auto divide = [&](Value x, int64_t y) {
-    return arith::DivUIOp::create(builder, loc, x, kb.index(y)).getResult();
-  };
-  auto remainder = [&](Value x, int64_t y) {
-    return arith::RemUIOp::create(builder, loc, x, kb.index(y)).getResult();
-  };
-  auto compare = [&](arith::CmpIPredicate predicate, Value x, int64_t y) {
-    return arith::CmpIOp::create(builder, loc, predicate, x, kb.index(y)).getResult();
-  };
   kb.parallelFor(bands * columnChunks, [&](Value block) {
-    Value chunk = remainder(block, columnChunks);
-    Value row = kb.muli(divide(block, columnChunks), bandRows);
+    Value chunk = kb.remui(block, columnChunks);
+    Value row = kb.muli(kb.divui(block, columnChunks), bandRows);
     auto fullPanels = [&] {
       int64_t chunkColumns = panelsPerChunk * panel;
       Value begin = kb.muli(chunk, chunkColumns);
@@ -204,7 +194,7 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
       Value packed = kb.allocate({panelsPerChunk, g.k, panel}, builder.getF32Type());
       packPanels(kb, g, packed, begin, end);
       kb.forLoop(begin, end, panel, [&](Value col) {
-        Value index = divide(arith::SubIOp::create(builder, loc, col, begin), panel);
+        Value index = kb.divui(arith::SubIOp::create(builder, loc, col, begin), panel);
         emitGemmPanel(kb, g, row, bandRows, col, 2, lanes, PanelSource{packed, index});
       });
     };
@@ -223,8 +213,10 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
       return fullPanels();
     if (!panelChunks)
       return tailColumns();
-    kb.ifThen(compare(arith::CmpIPredicate::ult, chunk, panelChunks), fullPanels);
-    kb.ifThen(compare(arith::CmpIPredicate::eq, chunk, panelChunks), tailColumns);
+    kb.ifThen(kb.below(chunk, panelChunks), fullPanels);
+    kb.ifThen(arith::CmpIOp::create(builder, loc, arith::CmpIPredicate::eq, chunk,
+                                    kb.index(panelChunks)),
+              tailColumns);
   });
   return kb.asTensor(g.c);
 }

@@ -44,6 +44,11 @@ Value KernelBuilder::fma(Value a, Value x, Value c) {
   return math::FmaOp::create(b, loc, a, x, c);
 }
 Value KernelBuilder::exp(Value x) { return math::ExpOp::create(b, loc, x); }
+Value KernelBuilder::expShifted(Value x, Value shift) {
+  auto vector = dyn_cast<VectorType>(x.getType());
+  Value zero = vector ? splat(0.0, vector.getNumElements()) : f32(0.0);
+  return select(equals(x, kNegInf), zero, exp(sub(x, shift)));
+}
 
 Value KernelBuilder::exp2NonPositive(Value x) {
   auto type = cast<VectorType>(x.getType());
@@ -81,6 +86,12 @@ Value KernelBuilder::equals(Value x, double value) {
 Value KernelBuilder::addi(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
 Value KernelBuilder::muli(Value x, int64_t y) { return arith::MulIOp::create(b, loc, x, index(y)); }
 Value KernelBuilder::mini(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+Value KernelBuilder::divui(Value x, int64_t y) { return arith::DivUIOp::create(b, loc, x, index(y)); }
+Value KernelBuilder::remui(Value x, int64_t y) { return arith::RemUIOp::create(b, loc, x, index(y)); }
+Value KernelBuilder::below(Value x, Value bound) {
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, bound);
+}
+Value KernelBuilder::below(Value x, int64_t bound) { return below(x, index(bound)); }
 Value KernelBuilder::select(Value condition, Value x, Value y) {
   return arith::SelectOp::create(b, loc, condition, x, y);
 }

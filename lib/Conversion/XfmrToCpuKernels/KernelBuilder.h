@@ -63,6 +63,9 @@ public:
   /// a * b + c, rounded once (vectors or scalars).
   mlir::Value fma(mlir::Value a, mlir::Value b, mlir::Value c);
   mlir::Value exp(mlir::Value x);
+  /// e^(x - shift) for x <= shift (scalars or vectors), exactly 0 where x
+  /// is -inf (a masked entry) whatever the exponential does at -inf.
+  mlir::Value expShifted(mlir::Value x, mlir::Value shift);
   /// 2^x of an f32 vector with x <= 0, in 12 instructions (a relative error
   /// of 1.5e-7; results under about 2^-126 flush to 0). For softmax, whose
   /// shifted logits are never positive, in base 2.
@@ -74,6 +77,11 @@ public:
   mlir::Value addi(mlir::Value x, mlir::Value y);
   mlir::Value muli(mlir::Value x, int64_t y);
   mlir::Value mini(mlir::Value x, mlir::Value y);
+  /// Unsigned index division, remainder and x < bound.
+  mlir::Value divui(mlir::Value x, int64_t y);
+  mlir::Value remui(mlir::Value x, int64_t y);
+  mlir::Value below(mlir::Value x, mlir::Value bound);
+  mlir::Value below(mlir::Value x, int64_t bound);
   mlir::Value select(mlir::Value condition, mlir::Value x, mlir::Value y);
   /// The transpose of the square matrix whose rows are the vectors `rows`
   /// (as many as they have lanes, a power of 2): lanes * log2(lanes)

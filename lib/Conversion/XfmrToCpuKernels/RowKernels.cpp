@@ -42,12 +42,6 @@ void forEachVector(KernelBuilder &kb, int64_t width, function_ref<void(Value, in
     body(kb.index(full), width % lanes);
 }
 
-/// exp(a - b), or 0 where b is -inf (nothing seen yet).
-Value expRelative(KernelBuilder &kb, Value a, Value b) {
-  Value zero = isa<VectorType>(b.getType()) ? kb.splat(0.0) : kb.f32(0.0);
-  return kb.select(kb.equals(b, kNegInf), zero, kb.exp(kb.sub(a, b)));
-}
-
 } // namespace
 
 Value xfmr::cpu::emitSoftmaxRows(KernelBuilder &kb, Value x) {
@@ -63,8 +57,8 @@ Value xfmr::cpu::emitSoftmaxRows(KernelBuilder &kb, Value x) {
     int64_t full = width / lanes * lanes;
     auto update = [&](Value value, Value m, Value s) -> std::pair<Value, Value> {
       Value next = kb.max(m, value);
-      Value rescaled = kb.mul(s, expRelative(kb, m, next));
-      return {next, kb.add(rescaled, expRelative(kb, value, next))};
+      Value rescaled = kb.mul(s, kb.expShifted(m, next));
+      return {next, kb.add(rescaled, kb.expShifted(value, next))};
     };
     if (full > 0) {
       ValueRange state = kb.forLoop(kb.index(0), kb.index(full), lanes, {max, sum},
@@ -81,13 +75,13 @@ Value xfmr::cpu::emitSoftmaxRows(KernelBuilder &kb, Value x) {
           update(kb.loadVector(in, {row, kb.index(full)}, width % lanes, kNegInf), max, sum);
     // Combine the lanes.
     Value rowMax = kb.reduceMax(max);
-    Value rowSum = kb.reduceAdd(kb.mul(sum, expRelative(kb, max, kb.splat(rowMax))));
+    Value rowSum = kb.reduceAdd(kb.mul(sum, kb.expShifted(max, kb.splat(rowMax))));
     Value empty = kb.equals(rowSum, 0.0);
     Value inverse = kb.splat(kb.select(empty, kb.f32(0.0), kb.div(kb.f32(1.0), rowSum)));
     Value shift = kb.splat(rowMax);
     forEachVector(kb, width, [&](Value c, int64_t valid) {
       Value value = kb.loadVector(in, {row, c}, valid, kNegInf);
-      kb.storeVector(kb.mul(expRelative(kb, value, shift), inverse), out, {row, c}, valid);
+      kb.storeVector(kb.mul(kb.expShifted(value, shift), inverse), out, {row, c}, valid);
     });
   });
   return kb.asTensor(out);

@@ -73,10 +73,6 @@ protected:
   }
   static int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
-  Value below(Value x, int64_t bound) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, kb.index(bound));
-  }
-  Value isNegInf(Value x) { return kb.equals(x, kNegInf); }
   void forHeadDim(function_ref<void(Value)> body) {
     kb.forLoop(kb.index(0), kb.index(headDim), 1, body);
   }
@@ -92,7 +88,7 @@ protected:
   /// `count` rows.
   void ifRowExists(Value first, Value thread, int64_t count, function_ref<void(Value)> body) {
     Value row = kb.addi(first, thread);
-    kb.ifThen(below(row, count), [&] { body(row); });
+    kb.ifThen(kb.below(row, count), [&] { body(row); });
   }
 
   /// `dot` (the scaled q . k of a row and a key) plus the biases, or -inf
@@ -110,16 +106,14 @@ protected:
     if (in.bias)
       dot = kb.add(dot, kb.load(in.bias, in.biasAt(zero, bi, hi, kb.mini(row, kb.index(seqQ - 1)),
                                                    clampedKey)));
-    Value visible = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, key, limit);
-    return kb.select(visible, dot, kb.f32(kNegInf));
+    return kb.select(kb.below(key, limit), dot, kb.f32(kNegInf));
   }
 
   /// e^(score - lse), 0 where the score or the row's lse is -inf (a masked
   /// key, a row that sees nothing), without relying on the exponential's
   /// range.
   Value probability(Value score, Value lse) {
-    Value hidden = arith::OrIOp::create(b, loc, isNegInf(score), isNegInf(lse));
-    return kb.select(hidden, kb.f32(0.0), kb.exp(kb.sub(score, lse)));
+    return kb.select(kb.equals(lse, kNegInf), kb.f32(0.0), kb.expShifted(score, lse));
   }
 
   /// Key tiles of `keysPerTile` that the query rows [q0, q0 + rows) read:
@@ -142,15 +136,14 @@ protected:
                  int64_t seq, ArrayRef<std::pair<Value, Value>> operandsAndTiles,
                  double scale = 1.0) {
     kb.forLoop(thread, kb.index(tileRows * headDim), threads, [&](Value element) {
-      Value j = arith::DivUIOp::create(b, loc, element, kb.index(headDim));
-      Value c = arith::RemUIOp::create(b, loc, element, kb.index(headDim));
+      Value j = kb.divui(element, headDim), c = kb.remui(element, headDim);
       Value row = kb.addi(first, j);
       Value source = kb.mini(row, kb.index(seq - 1));
       for (auto [operand, tile] : operandsAndTiles) {
         Value value = kb.load(operand, in.at(bi, source, hi, c));
         if (scale != 1.0)
           value = kb.mul(value, kb.f32(scale));
-        kb.store(kb.select(below(row, seq), value, kb.f32(0.0)), tile, {j, c});
+        kb.store(kb.select(kb.below(row, seq), value, kb.f32(0.0)), tile, {j, c});
       }
     });
   }
@@ -328,7 +321,7 @@ private:
           if (in.causal) {
             Value firstRow = arith::MaxSIOp::create(
                 b, loc, arith::SubIOp::create(b, loc, k0, kb.index(seqK - seqQ)), kb.index(0));
-            firstTile = arith::DivUIOp::create(b, loc, firstRow, kb.index(queriesPerTile));
+            firstTile = kb.divui(firstRow, queriesPerTile);
           }
           kb.forLoop(firstTile, kb.index(ceilDiv(seqQ, queriesPerTile)), 1, [&](Value tile) {
             Value q0 = kb.muli(tile, queriesPerTile);
@@ -341,7 +334,7 @@ private:
                 Value row = kb.addi(q0, i);
                 Value source = kb.mini(row, kb.index(seqQ - 1));
                 Value lse = kb.load(in.lse, {bi, hi, source});
-                kb.store(kb.select(below(row, seqQ), lse, kb.f32(kNegInf)), lseTile, {i});
+                kb.store(kb.select(kb.below(row, seqQ), lse, kb.f32(kNegInf)), lseTile, {i});
                 kb.store(outputDot(bi, hi, source), dotTile, {i});
               });
             });

@@ -70,16 +70,11 @@ public:
 
 private:
   static int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
-  Value divide(Value x, int64_t y) { return arith::DivUIOp::create(b, loc, x, kb.index(y)); }
-  Value remainder(Value x, int64_t y) { return arith::RemUIOp::create(b, loc, x, kb.index(y)); }
-  Value below(Value x, int64_t bound) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, kb.index(bound));
-  }
   Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
 
   /// matrix[i][j] of a [rows, cols] matrix, 0 outside it.
   Value loadOrZero(Value matrix, Value i, Value j, int64_t rows, int64_t cols) {
-    Value inside = both(below(i, rows), below(j, cols));
+    Value inside = both(kb.below(i, rows), kb.below(j, cols));
     Value value = kb.load(matrix, {kb.mini(i, kb.index(rows - 1)), kb.mini(j, kb.index(cols - 1))});
     return kb.select(inside, value, kb.f32(0.0));
   }
@@ -104,7 +99,7 @@ private:
       Value k0 = kb.muli(stage, kDepth);
       block.phase([&](Value t) { emitStageLoad(t, row0, col0, k0, aStage, bStage); });
       block.phase([&](Value t) {
-        Value threadRow = divide(t, kThreadsPerSide), threadCol = remainder(t, kThreadsPerSide);
+        Value threadRow = kb.divui(t, kThreadsPerSide), threadCol = kb.remui(t, kThreadsPerSide);
         SmallVector<Value> sums;
         forEachOutput([&](int64_t i, int64_t j) {
           sums.push_back(kb.load(acc, block.at(t, {kb.index(i), kb.index(j)})));
@@ -131,11 +126,11 @@ private:
 
     block.phase(
         [&](Value t) {
-          Value threadRow = divide(t, kThreadsPerSide), threadCol = remainder(t, kThreadsPerSide);
+          Value threadRow = kb.divui(t, kThreadsPerSide), threadCol = kb.remui(t, kThreadsPerSide);
           forEachOutput([&](int64_t i, int64_t j) {
             Value row = kb.addi(row0, kb.addi(threadRow, kb.index(i * kThreadsPerSide)));
             Value col = kb.addi(col0, kb.addi(threadCol, kb.index(j * kThreadsPerSide)));
-            kb.ifThen(both(below(row, m), below(col, n)), [&] {
+            kb.ifThen(both(kb.below(row, m), kb.below(col, n)), [&] {
               Value value = kb.load(acc, block.at(t, {kb.index(i), kb.index(j)}));
               if (bias)
                 value = kb.add(value, kb.load(bias, {col}));
@@ -159,10 +154,10 @@ private:
       // [i, depth] of a tile x depth operand (A, or B^T), or of a
       // depth x tile one (A^T, or B).
       auto tileMajor = [&] {
-        return std::pair(divide(element, kDepth), remainder(element, kDepth));
+        return std::pair(kb.divui(element, kDepth), kb.remui(element, kDepth));
       };
       auto depthMajor = [&] {
-        return std::pair(remainder(element, kTile), divide(element, kTile));
+        return std::pair(kb.remui(element, kTile), kb.divui(element, kTile));
       };
 
       auto [row, aDepth] = transposeA ? depthMajor() : tileMajor();

@@ -38,17 +38,11 @@ void forThreadColumns(KernelBuilder &kb, const ThreadBlockBuilder &block, Value 
   kb.forLoop(t, kb.index(width), block.threadCount(), body);
 }
 
-/// e^(x - max), 0 for x = -inf (without relying on the exponential's
-/// range; max is then -inf or finite).
-Value expRelative(KernelBuilder &kb, Value x, Value max) {
-  return kb.select(kb.equals(x, kNegInf), kb.f32(0.0), kb.exp(kb.sub(x, max)));
-}
-
 /// The (max, sum of e^(x - max)) of two parts of a row, combined.
 SmallVector<Value> combineSoftmax(KernelBuilder &kb, ArrayRef<Value> x, ArrayRef<Value> y) {
   Value max = kb.max(x[0], y[0]);
-  return {max, kb.add(kb.mul(x[1], expRelative(kb, x[0], max)),
-                      kb.mul(y[1], expRelative(kb, y[0], max)))};
+  return {max, kb.add(kb.mul(x[1], kb.expShifted(x[0], max)),
+                      kb.mul(y[1], kb.expShifted(y[0], max)))};
 }
 
 } // namespace
@@ -83,7 +77,7 @@ Value xfmr::gpu::emitSoftmaxRows(KernelBuilder &kb, Value x, Emulation emulate) 
               // A row of only -inf has a sum of 0 and gives 0.
               Value inverse = kb.select(kb.equals(sum, 0.0), kb.f32(0.0), kb.div(kb.f32(1.0), sum));
               forThreadColumns(kb, block, t, width, [&](Value c) {
-                kb.store(kb.mul(expRelative(kb, kb.load(in, {row, c}), max), inverse), out,
+                kb.store(kb.mul(kb.expShifted(kb.load(in, {row, c}), max), inverse), out,
                          {row, c});
               });
             },

@@ -79,8 +79,7 @@ void ThreadBlockBuilder::reduce(
   assert(llvm::isPowerOf2_64(threads) && "a tree reduction needs a power-of-2 block");
   for (int64_t stride = threads / 2; stride >= 1; stride /= 2) {
     phase([&](Value t) {
-      Value active = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, t, kb.index(stride));
-      kb.ifThen(active, [&] {
+      kb.ifThen(kb.below(t, stride), [&] {
         Value other = kb.addi(t, kb.index(stride));
         SmallVector<Value> mine, theirs;
         for (Value array : values) {
