@@ -1,5 +1,5 @@
 """Kernel times (ncu gpu__time_duration) of xfmr's GPU attention forward and
-backward and GPT-2 block next to PyTorch's on the same GPU, with each
+backward, bf16 matrix products and GPT-2 block next to PyTorch's on the same GPU, with each
 result's error against PyTorch. Run by bench/gpu/run.sh from
 build/gpu-bench (NCU: the ncu binary)."""
 import csv, io, os, subprocess, sys
@@ -79,6 +79,26 @@ for s, d in [(1024, 64), (4096, 64)]:
         return cuda_ms(lambda: torch.autograd.grad(o, a, g, retain_graph=True))
     t32, t16 = torch_bwd(torch.float32), torch_bwd(torch.bfloat16)
     print(f"{name}: xfmr all kernels {total:.3f} ms (largest {', '.join(f'{t:.3f}' for n, t in top)}), torch bwd f32 {t32:.3f} ms, bf16 {t16:.3f} ms; backward FLOPs 2.5x forward: xfmr {flops / sum(t for n, t in top[:2]) / 1e9:.2f} TFLOP/s (2 largest kernels), torch f32 {flops / t32 / 1e9:.2f}, bf16 {flops / t16 / 1e9:.2f}; max rel err {err:.1e}")
+print("bf16 matrix products C = A B (f32 accumulation), FLOPs 2*M*N*K")
+for m, n, k in [(1024, 3072, 768), (4096, 4096, 4096)]:
+    name = f"gemm_bf16_{m}x{n}x{k}"
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)
+    safetensors_io.write(f"bench/{name}.in.safetensors", dict(a=a, b=b))
+    cmd = [f"bench/{name}", f"--inputs=bench/{name}.in.safetensors", f"--output=bench/{name}.out.safetensors"]
+    kernels = ncu_kernels(cmd)
+    gemm = max(t for n_, t in kernels)
+    ta, tb = (torch.tensor(x).cuda().bfloat16() for x in (a, b))
+    ref = (ta.double() @ tb.double()).cpu().numpy()
+    got = safetensors_io.read(f"bench/{name}.out.safetensors")["c"]
+    err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+    t16 = cuda_ms(lambda: ta @ tb)
+    fa, fb = ta.float(), tb.float()
+    t32 = cuda_ms(lambda: fa @ fb)
+    flops = 2 * m * n * k
+    print(f"{name}: xfmr mma kernel {gemm:.3f} ms {flops / gemm / 1e9:.1f} TFLOP/s (all kernels {sum(t for _, t in kernels):.3f} ms), "
+          f"torch bf16 {t16:.3f} ms {flops / t16 / 1e9:.1f} TFLOP/s, torch f32 {t32:.3f} ms {flops / t32 / 1e9:.1f} TFLOP/s; max rel err vs float64 {err:.1e}")
+    print("   kernels:", ", ".join(f"{t:.3f}" for _, t in kernels), "| wall", wall(cmd))
 print("GPT-2 small block forward, seq 1024, batch 1, f32")
 inputs = models.random_inputs("block", 1024, 1)
 safetensors_io.write("bench/block.in.safetensors", inputs)

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes the GPU benchmark models into DIR: fused attention forward (batch 4,
 16 heads, seq 1024/4096, head dim 64/128, causal and not), its backward
-(through a loss sum(attention * w)), and a GPT-2 small block at seq 1024.
+(through a loss sum(attention * w)), a GPT-2 small block at seq 1024, and bf16
+matrix products (tensor cores).
 
   models.py DIR
 """
@@ -39,6 +40,17 @@ def attention_loss(s, d):
 '''
 
 
+GEMMS = [(1024, 3072, 768), (4096, 4096, 4096)]
+
+
+def gemm_bf16(m, n, k):
+    return f'''func.func @forward(%a: tensor<{m}x{k}xbf16> {{xfmr.input = "a"}}, %b: tensor<{k}x{n}xbf16> {{xfmr.input = "b"}}) -> (tensor<{m}x{n}xbf16> {{xfmr.output = "c"}}) {{
+  %c = xfmr.matmul %a, %b : (tensor<{m}x{k}xbf16>, tensor<{k}x{n}xbf16>) -> tensor<{m}x{n}xbf16>
+  return %c : tensor<{m}x{n}xbf16>
+}}
+'''
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
@@ -50,6 +62,9 @@ def main():
     for s in (1024, 4096):
         with open(os.path.join(out, f"attnbwd_s{s}_d64_causal.mlir"), "w") as f:
             f.write(attention_loss(s, 64))
+    for m, n, k in GEMMS:
+        with open(os.path.join(out, f"gemm_bf16_{m}x{n}x{k}.mlir"), "w") as f:
+            f.write(gemm_bf16(m, n, k))
     with open(os.path.join(out, "block1024.mlir"), "w") as f:
         f.write(models.gpt2_stack_mlir(1024, 1)[0])
 

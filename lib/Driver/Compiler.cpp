@@ -195,7 +195,7 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
   registerAllExtensions(registry);
   registerAllToLLVMIRTranslations(registry);
   registry.insert<XfmrDialect>();
-  registerGpuBarrierMemoryEffects(registry);
+  registerGpuKernelMemoryEffects(registry);
   MLIRContext context(registry);
   context.loadAllAvailableDialects();
   // Diagnostics name the location; the operation dump would bury that.

@@ -51,6 +51,11 @@ void xfmr::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options
   // modules.
   pm.addPass(createSymbolDCEPass());
   pm.addPass(createXfmrGpuMergeKernelModules());
+  // Launches, copies and buffer lifetimes in one stream order: the host
+  // waits only where host code reads GPU results, and at the end.
+  OpPassManager &hostFuncs = pm.nest<func::FuncOp>();
+  hostFuncs.addPass(createGpuAsyncRegionPass());
+  hostFuncs.addPass(createXfmrGpuDeviceBuffers());
   GpuNVVMAttachTargetOptions target;
   target.chip = options.chip;
   target.features = kPtxFeatures;

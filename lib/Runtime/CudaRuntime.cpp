@@ -27,11 +27,14 @@
 namespace {
 
 // The driver functions used; cuda.h maps several names to versioned symbols
-// (cuMemAlloc -> cuMemAlloc_v2), which the stringized name follows.
+// (cuMemFree -> cuMemFree_v2), which the stringized name follows.
 #define XFMR_CUDA_FUNCTIONS(X)                                                                     \
   X(cuInit)                                                                                        \
   X(cuGetErrorName)                                                                                \
   X(cuDeviceGet)                                                                                   \
+  X(cuDeviceGetDefaultMemPool)                                                                     \
+  X(cuMemPoolSetAttribute)                                                                         \
+  X(cuPointerGetAttribute)                                                                         \
   X(cuDevicePrimaryCtxRetain)                                                                      \
   X(cuCtxSetCurrent)                                                                               \
   X(cuModuleLoadData)                                                                              \
@@ -48,9 +51,10 @@ namespace {
   X(cuEventDestroy)                                                                                \
   X(cuEventSynchronize)                                                                            \
   X(cuEventRecord)                                                                                 \
-  X(cuMemAlloc)                                                                                    \
+  X(cuMemAllocAsync)                                                                               \
   X(cuMemAllocManaged)                                                                             \
   X(cuMemFree)                                                                                     \
+  X(cuMemFreeAsync)                                                                                \
   X(cuMemcpyAsync)                                                                                 \
   X(cuMemsetD16Async)                                                                              \
   X(cuMemsetD32Async)
@@ -94,7 +98,7 @@ Driver &loadDriver() {
                      "cannot be loaded: ") +
          dlerror());
 #define XFMR_LOAD(name)                                                                            \
-  loaded.name##_ = reinterpret_cast<decltype(&name)>(dlsym(library, XFMR_SYMBOL(name)));          \
+  loaded.name##_ = reinterpret_cast<decltype(&name)>(dlsym(library, XFMR_SYMBOL(name)));           \
   if (!loaded.name##_)                                                                             \
     fail("the CUDA driver has no " XFMR_SYMBOL(name) "; it is older than this program needs");
   XFMR_CUDA_FUNCTIONS(XFMR_LOAD)
@@ -115,8 +119,15 @@ Driver &driver() {
     CUdevice device;
     check(loaded->cuInit_(0), "cuInit(0)");
     check(loaded->cuDeviceGet_(&device, 0), "cuDeviceGet(0)");
-    check(loaded->cuDevicePrimaryCtxRetain_(&loaded->context, device),
-          "cuDevicePrimaryCtxRetain");
+    check(loaded->cuDevicePrimaryCtxRetain_(&loaded->context, device), "cuDevicePrimaryCtxRetain");
+    // Device buffers come from the stream-ordered pool; keeping what is
+    // freed there (rather than returning it to the OS at every
+    // synchronization) makes the next call's allocations free.
+    CUmemoryPool pool;
+    check(loaded->cuDeviceGetDefaultMemPool_(&pool, device), "cuDeviceGetDefaultMemPool");
+    cuuint64_t keepAll = ~cuuint64_t(0);
+    check(loaded->cuMemPoolSetAttribute_(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keepAll),
+          "cuMemPoolSetAttribute(CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)");
   });
   static thread_local bool current = false;
   if (!current) {
@@ -177,8 +188,8 @@ void mgpuModuleUnload(void *handle) {
 
 CUfunction mgpuModuleGetFunction(void *handle, const char *name) {
   CUfunction function = nullptr;
-  XFMR_CHECK(cuModuleGetFunction_(&function, loadedModule(*static_cast<LazyModule *>(handle)),
-                                  name));
+  XFMR_CHECK(
+      cuModuleGetFunction_(&function, loadedModule(*static_cast<LazyModule *>(handle)), name));
   return function;
 }
 
@@ -216,26 +227,31 @@ void mgpuEventDestroy(CUevent event) { XFMR_CHECK(cuEventDestroy_(event)); }
 
 void mgpuEventSynchronize(CUevent event) { XFMR_CHECK(cuEventSynchronize_(event)); }
 
-void mgpuEventRecord(CUevent event, CUstream stream) {
-  XFMR_CHECK(cuEventRecord_(event, stream));
-}
+void mgpuEventRecord(CUevent event, CUstream stream) { XFMR_CHECK(cuEventRecord_(event, stream)); }
 
 /// `hostShared` buffers are CUDA managed memory: kernels and host code both
-/// address them.
-void *mgpuMemAlloc(uint64_t bytes, CUstream /*stream*/, bool hostShared) {
+/// address them. Others are device memory, ordered on `stream`.
+void *mgpuMemAlloc(uint64_t bytes, CUstream stream, bool hostShared) {
   if (bytes == 0)
     return nullptr;
   CUdeviceptr pointer = 0;
   if (hostShared)
     XFMR_CHECK(cuMemAllocManaged_(&pointer, bytes, CU_MEM_ATTACH_GLOBAL));
   else
-    XFMR_CHECK(cuMemAlloc_(&pointer, bytes));
+    XFMR_CHECK(cuMemAllocAsync_(&pointer, bytes, stream));
   return reinterpret_cast<void *>(pointer);
 }
 
-void mgpuMemFree(void *pointer, CUstream /*stream*/) {
-  if (pointer)
-    XFMR_CHECK(cuMemFree_(reinterpret_cast<CUdeviceptr>(pointer)));
+void mgpuMemFree(void *pointer, CUstream stream) {
+  if (!pointer)
+    return;
+  auto address = reinterpret_cast<CUdeviceptr>(pointer);
+  unsigned managed = 0;
+  XFMR_CHECK(cuPointerGetAttribute_(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, address));
+  if (managed)
+    XFMR_CHECK(cuMemFree_(address));
+  else
+    XFMR_CHECK(cuMemFreeAsync_(address, stream));
 }
 
 void mgpuMemcpy(void *destination, void *source, size_t bytes, CUstream stream) {

@@ -14,6 +14,28 @@ func.func @add_broadcast(%a: tensor<2x3xf32>, %b: tensor<3xf32>) -> tensor<2x3xf
 
 // -----
 
+// A splat constant operand (the zeros autodiff broadcasts a gradient
+// against) is a scalar in the body, not a tensor input: no constant as large
+// as the result is materialized. A non-splat constant stays an input.
+// CHECK-DAG: #[[COL:.*]] = affine_map<(d0, d1) -> (d0, 0)>
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-LABEL: func @add_splat
+// CHECK-NOT: dense<0.000000e+00>
+// CHECK: %[[TABLE:.*]] = arith.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32>
+// CHECK: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK: linalg.generic {indexing_maps = [#[[COL]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%arg0 : tensor<4x1xf32>)
+// CHECK: arith.addf %{{.*}}, %[[ZERO]] : f32
+// CHECK: linalg.generic {{.*}} ins(%arg1, %[[TABLE]] : tensor<3x2xf32>, tensor<2xf32>)
+func.func @add_splat(%g: tensor<4x1xf32>, %h: tensor<3x2xf32>) -> (tensor<4x64xf32>, tensor<3x2xf32>) {
+  %zeros = arith.constant dense<0.0> : tensor<4x64xf32>
+  %r = xfmr.add %g, %zeros : (tensor<4x1xf32>, tensor<4x64xf32>) -> tensor<4x64xf32>
+  %table = arith.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %s = xfmr.mul %h, %table : (tensor<3x2xf32>, tensor<2xf32>) -> tensor<3x2xf32>
+  return %r, %s : tensor<4x64xf32>, tensor<3x2xf32>
+}
+
+// -----
+
 // A shared 2-D weight: one GEMM over all rows (batch dims collapsed).
 // CHECK-LABEL: func @matmul_2d_weight
 // CHECK: %[[ROWS:.*]] = tensor.collapse_shape %{{.*}} {{\[}}[0, 1], [2]] : tensor<2x5x8xf32> into tensor<10x8xf32>

@@ -7,15 +7,26 @@
 // RUN: %if ptxas %{ %ptxas -arch=sm_80 %t.sm80.ptx -o %t.sm80.cubin %}
 
 // The whole GPU pipeline: xfmr on tensors in; host code in the LLVM dialect
-// that stages its arguments in managed memory and launches kernels from one
-// embedded PTX module out. Attention's key-block loop stays on the host.
+// that copies its arguments into device memory and launches kernels from
+// one embedded PTX module out, all ordered on one stream that the host
+// waits for once, at the end.
 // CHECK-NOT: xfmr.
 // CHECK-NOT: func.func
 // CHECK-LABEL: llvm.func @block(
 // CHECK-SAME: %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) attributes {xfmr.entry}
-// CHECK: llvm.call @mgpuMemAlloc
-// CHECK: gpu.launch_func @xfmr_kernels::
-// CHECK: llvm.call @mgpuMemFree
+// CHECK: %[[FALSE:.*]] = llvm.mlir.constant(0 : i8) : i8
+// CHECK: %[[STREAM:.*]] = llvm.call @mgpuStreamCreate()
+// CHECK-NOT: mgpuStreamCreate
+// CHECK: llvm.call @mgpuMemAlloc(%{{.*}}, %[[STREAM]], %[[FALSE]])
+// CHECK: llvm.call @mgpuMemcpy(%{{.*}}, %arg0, %{{.*}}, %[[STREAM]])
+// CHECK-NOT: mgpuStreamSynchronize
+// CHECK: gpu.launch_func <%[[STREAM]] : !llvm.ptr> @xfmr_kernels::
+// CHECK-NOT: mgpuStreamSynchronize
+// CHECK: llvm.call @mgpuMemFree(%{{.*}}, %[[STREAM]])
+// CHECK: llvm.call @mgpuStreamSynchronize(%[[STREAM]])
+// CHECK-NEXT: llvm.call @mgpuStreamDestroy(%[[STREAM]])
+// CHECK-NOT: mgpuStreamCreate
+// CHECK: llvm.return
 // CHECK: gpu.binary @xfmr_kernels
 // CHECK-SAME: #gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">
 // CHECK-NOT: gpu.binary

@@ -214,7 +214,9 @@ def gen_low_precision():
     # f32 on disk: the runner converts to the model's bf16 / f16 at load.
     x = dict(x=randn(2, 40, 64), w=randn(64, 96, scale=0.15), b=randn(96, scale=0.2),
              g=1.0 + randn(96, scale=0.1), beta=randn(96, scale=0.1), q=randn(1, 48, 2, 32),
-             k=randn(1, 48, 2, 32), v=randn(1, 48, 2, 32))
+             k=randn(1, 48, 2, 32), v=randn(1, 48, 2, 32), xk=randn(2, 40, 70),
+             wnk=randn(130, 70, scale=0.12), r=randn(2, 40, 130), pt=randn(70, 80),
+             wk=randn(70, 48, scale=0.12))
     return {name + suffix: value for name, value in x.items() for suffix in ("_bf16", "_f16")}
 
 
@@ -226,15 +228,18 @@ def ref_low_precision(x):
         def stored(value):
             return value.to(dtype).to(F64)
 
-        X, W, B, G, BETA, Q, K, V = (stored(t(x[n + suffix]))
-                                     for n in ("x", "w", "b", "g", "beta", "q", "k", "v"))
+        X, W, B, G, BETA, Q, K, V, XK, WNK, R, PT, WK = (
+            stored(t(x[n + suffix]))
+            for n in ("x", "w", "b", "g", "beta", "q", "k", "v", "xk", "wnk", "r", "pt", "wk"))
         h = stored(torch.nn.functional.gelu(X @ W + B))
         keep = causal_keep(48, 48)
         attention = attention_reference(Q, K, V, 1 / math.sqrt(32), keep=keep)
         result.update({"linear" + suffix: h, "softmax" + suffix: stored(torch.softmax(h, -1)),
                        "layer_norm" + suffix: stored(
                            torch.nn.functional.layer_norm(h, (96,), G, BETA, 1e-5)),
-                       "attention" + suffix: stored(attention)})
+                       "attention" + suffix: stored(attention),
+                       "nk_residual" + suffix: stored(XK @ WNK.T + R),
+                       "tn" + suffix: stored(PT.T @ WK)})
     return result
 
 

@@ -21,7 +21,7 @@ int main(int argc, char **argv) {
   mlir::registerAllExtensions(registry);
   mlir::registerAllGPUToLLVMIRTranslations(registry);
   registry.insert<xfmr::XfmrDialect>();
-  xfmr::registerGpuBarrierMemoryEffects(registry);
+  xfmr::registerGpuKernelMemoryEffects(registry);
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "xfmr optimizer driver\n", registry));
 }

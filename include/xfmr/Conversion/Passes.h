@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -24,11 +25,12 @@ namespace xfmr {
 #define GEN_PASS_REGISTRATION
 #include "xfmr/Conversion/Passes.h.inc"
 
-/// Declares that gpu.barrier reads and writes memory. Upstream gives it no
-/// memory-effect interface, and the buffer deallocation pipeline rejects
-/// ops of unknown effects; convert-xfmr-to-gpu-kernels builds its kernels
-/// (barriers included) before bufferization.
-void registerGpuBarrierMemoryEffects(mlir::DialectRegistry &registry);
+/// Declares the memory effects of the GPU ops inside the kernels of
+/// convert-xfmr-to-gpu-kernels, which upstream gives no memory-effect
+/// interface: gpu.barrier reads and writes memory, nvvm.mma.sync (registers
+/// only) has no effect. The buffer deallocation pipeline rejects ops of
+/// unknown effects, and the kernels are built before bufferization.
+void registerGpuKernelMemoryEffects(mlir::DialectRegistry &registry);
 
 } // namespace xfmr
 

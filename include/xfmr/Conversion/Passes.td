@@ -48,7 +48,12 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
       transposed): a block per 64 x 64 tile of the result, 16 x 16 threads
       with a 4 x 4 register tile each, A and B staged through shared memory
       16 deep, products by `math.fma`; bias, activation and residual applied
-      to the accumulators before the one store.
+      to the accumulators before the one store. When both factors are
+      `arith.extf` of bf16 or f16 values (what `xfmr-compute-in-f32` makes
+      of a low-precision product), the kernel reads them narrow and
+      multiplies on tensor cores instead: `mma.sync.m16n8k16` with f32
+      accumulators, 4 warps per 64 x 64 tile, 32 deep stages of 32-bit
+      words (two K elements each) in shared memory.
     - `softmax` over the last axis, `layer_norm` and `fused_add_layer_norm`:
       a block per row, each thread a strided part of the row, statistics
       combined by a tree through shared memory (online max and sum for
@@ -74,8 +79,8 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
-    "::mlir::gpu::GPUDialect", "::mlir::math::MathDialect",
-    "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",
+    "::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",
   ];
 }
@@ -178,11 +183,30 @@ def XfmrGpuManagedBuffers : Pass<"xfmr-gpu-managed-buffers", "::mlir::func::Func
     `memref.get_global` are copied into managed buffers at entry. The
     caller's arguments stay host pointers (the ABI of the CPU build): each is
     copied into a managed buffer at entry, and the arguments the function
-    writes are copied back before it returns. Copies between buffers inside
-    the function become `linalg.copy`, so they run as kernels too. Fails on
-    `memref.alloca` outside loops, which a kernel could not address.
+    writes are copied back before it returns. Those copies are `gpu.memcpy`
+    (the copy engine), so the kernels find staged data already in GPU
+    memory. Copies between buffers inside the function become `linalg.copy`,
+    so they run as kernels too. Fails on `memref.alloca` outside loops,
+    which a kernel could not address.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::linalg::LinalgDialect"];
+}
+
+def XfmrGpuDeviceBuffers : Pass<"xfmr-gpu-device-buffers", "::mlir::func::FuncOp"> {
+  let summary = "Move managed buffers that no host code touches to device memory";
+  let description = [{
+    Runs after `gpu-async-region`, on the stream-ordered `gpu.alloc async
+    host_shared` buffers (CUDA managed memory) of `xfmr-gpu-managed-buffers`.
+    A buffer whose every use, through views, is a kernel launch, a
+    `gpu.memcpy`, `gpu.memset` or `gpu.dealloc`, or an op that reads only
+    its shape becomes device memory, still allocated in stream order (from
+    the driver's memory pool): kernels then never take page faults on it.
+    Buffers that host code reads or writes stay managed; since managed
+    memory cannot be allocated in stream order, the host waits for the GPU
+    work before such an allocation and the work after it starts a new
+    stream.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
 def XfmrGpuMapParallelLoops : Pass<"xfmr-gpu-map-parallel-loops", "::mlir::func::FuncOp"> {

@@ -37,6 +37,26 @@ template <typename OpTy> struct KernelPattern : OpRewritePattern<OpTy> {
   KernelBuilder builder(PatternRewriter &rewriter, Operation *op) const {
     return KernelBuilder(rewriter, op->getLoc(), kernels.cpu());
   }
+
+  /// The factors of an f32 product as the kernels take them: the bf16 or
+  /// f16 values both were widened from, when the kernels multiply those
+  /// directly (the product is the same: each f32 product of two widened
+  /// values is exact).
+  std::pair<Value, Value> factors(Value a, Value b) const {
+    auto narrowSource = [](Value x) -> Value {
+      auto widen = x.getDefiningOp<arith::ExtFOp>();
+      if (!widen)
+        return Value();
+      Type type = cast<RankedTensorType>(widen.getIn().getType()).getElementType();
+      return type.isBF16() || type.isF16() ? widen.getIn() : Value();
+    };
+    Value narrowA = narrowSource(a), narrowB = narrowSource(b);
+    if (!kernels.multipliesNarrowFloats() || !narrowA || !narrowB ||
+        getElementTypeOrSelf(narrowA) != getElementTypeOrSelf(narrowB))
+      return {a, b};
+    return {narrowA, narrowB};
+  }
+
   const KernelSet &kernels;
 };
 
@@ -48,9 +68,9 @@ struct FusedLinearKernel : KernelPattern<FusedLinearOp> {
     Location loc = op.getLoc();
     KernelBuilder kb = builder(rewriter, op);
     Value residual = op.getResidual() ? asMatrix(rewriter, loc, op.getResidual()) : Value();
-    Value c = kernels.gemm(kb, asMatrix(rewriter, loc, op.getInput()), /*transposeA=*/false,
-                           op.getWeight(), op.getTransposeWeight(), op.getBias(), residual,
-                           op.getActivation());
+    auto [input, weight] = factors(op.getInput(), op.getWeight());
+    Value c = kernels.gemm(kb, asMatrix(rewriter, loc, input), /*transposeA=*/false, weight,
+                           op.getTransposeWeight(), op.getBias(), residual, op.getActivation());
     rewriter.replaceOp(op, lowering::reshapeTensor(rewriter, loc, c, op.getType()));
     return success();
   }
@@ -65,8 +85,9 @@ struct MatmulKernel : KernelPattern<MatmulOp> {
       return rewriter.notifyMatchFailure(op, "not an f32 product of matrices or with a 2-D weight");
     Location loc = op.getLoc();
     KernelBuilder kb = builder(rewriter, op);
-    Value a = transposeA ? op.getLhs() : asMatrix(rewriter, loc, op.getLhs());
-    Value c = kernels.gemm(kb, a, transposeA, op.getRhs(), op.getTransposeRhs(), Value(), Value(),
+    auto [lhs, rhs] = factors(op.getLhs(), op.getRhs());
+    Value a = transposeA ? lhs : asMatrix(rewriter, loc, lhs);
+    Value c = kernels.gemm(kb, a, transposeA, rhs, op.getTransposeRhs(), Value(), Value(),
                            Activation::none);
     rewriter.replaceOp(op, lowering::reshapeTensor(rewriter, loc, c, op.getType()));
     return success();

@@ -134,6 +134,9 @@ public:
   /// The vector unit the kernels' KernelBuilder assumes.
   const CpuTarget &cpu() const { return target; }
 
+  /// Whether gemm() also takes bf16 or f16 A and B (accumulating in f32):
+  /// a product of widened narrow values is then given the narrow ones.
+  virtual bool multipliesNarrowFloats() const { return false; }
   virtual mlir::Value gemm(KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Value b,
                            bool transposeB, mlir::Value bias, mlir::Value residual,
                            Activation activation) const = 0;

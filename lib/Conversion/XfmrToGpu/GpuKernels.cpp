@@ -25,10 +25,13 @@ public:
   /// never used.
   explicit GpuKernelSet(xfmr::gpu::Emulation emulate) : KernelSet(CpuTarget{}), emulate(emulate) {}
 
+  bool multipliesNarrowFloats() const override { return true; }
   Value gemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB, Value bias,
              Value residual, Activation activation) const override {
-    return xfmr::gpu::emitGemm(kb, a, transposeA, b, transposeB, bias, residual, activation,
-                               emulate);
+    auto emit = cast<RankedTensorType>(a.getType()).getElementType().isF32()
+                    ? xfmr::gpu::emitGemm
+                    : xfmr::gpu::emitMmaGemm;
+    return emit(kb, a, transposeA, b, transposeB, bias, residual, activation, emulate);
   }
   Value softmaxRows(KernelBuilder &kb, Value x) const override {
     return xfmr::gpu::emitSoftmaxRows(kb, x, emulate);
@@ -58,6 +61,12 @@ struct BarrierMemoryEffects
   }
 };
 
+template <typename OpTy>
+struct NoMemoryEffects : MemoryEffectOpInterface::ExternalModel<NoMemoryEffects<OpTy>, OpTy> {
+  void getEffects(Operation *,
+                  SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &) const {}
+};
+
 struct ConvertXfmrToGpuKernelsPass
     : xfmr::impl::ConvertXfmrToGpuKernelsBase<ConvertXfmrToGpuKernelsPass> {
   using Base::Base;
@@ -80,8 +89,11 @@ struct ConvertXfmrToGpuKernelsPass
 
 } // namespace
 
-void xfmr::registerGpuBarrierMemoryEffects(DialectRegistry &registry) {
+void xfmr::registerGpuKernelMemoryEffects(DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *context, mlir::gpu::GPUDialect *) {
     mlir::gpu::BarrierOp::attachInterface<BarrierMemoryEffects>(*context);
+  });
+  registry.addExtension(+[](MLIRContext *context, NVVM::NVVMDialect *) {
+    NVVM::MmaOp::attachInterface<NoMemoryEffects<NVVM::MmaOp>>(*context);
   });
 }

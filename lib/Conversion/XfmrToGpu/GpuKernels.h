@@ -33,6 +33,13 @@ mlir::Value emitGemm(cpu::KernelBuilder &kb, mlir::Value a, bool transposeA, mli
                      bool transposeB, mlir::Value bias, mlir::Value residual, Activation activation,
                      Emulation emulate);
 
+/// emitGemm for bf16 or f16 A and B on tensor cores (mma.sync, f32
+/// accumulators): a block per 64 x 64 tile of C, 4 warps of 2 x 4 MMA
+/// tiles, A and B streamed through shared memory 32 deep.
+mlir::Value emitMmaGemm(cpu::KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Value b,
+                        bool transposeB, mlir::Value bias, mlir::Value residual,
+                        Activation activation, Emulation emulate);
+
 /// A block per row: each thread an online max and sum over a strided part
 /// of the row, a tree reduction through shared memory, then the output.
 mlir::Value emitSoftmaxRows(cpu::KernelBuilder &kb, mlir::Value x, Emulation emulate);

@@ -44,17 +44,7 @@ Value allocateManaged(OpBuilder &b, Location loc, MemRefType type, ValueRange dy
       .getMemref();
 }
 
-/// gpu-to-llvm lowers only stream-ordered deallocations: free on a fresh
-/// stream and wait for it.
-void freeManaged(OpBuilder &b, Location loc, Value buffer) {
-  Type token = b.getType<gpu::AsyncTokenType>();
-  Value stream = gpu::WaitOp::create(b, loc, token, ValueRange()).getAsyncToken();
-  Value freed = gpu::DeallocOp::create(b, loc, token, ValueRange{stream}, buffer).getAsyncToken();
-  gpu::WaitOp::create(b, loc, Type(), ValueRange{freed});
-}
-
-struct GpuManagedBuffersPass
-    : xfmr::impl::XfmrGpuManagedBuffersBase<GpuManagedBuffersPass> {
+struct GpuManagedBuffersPass : xfmr::impl::XfmrGpuManagedBuffersBase<GpuManagedBuffersPass> {
   void runOnOperation() override {
     func::FuncOp func = getOperation();
     if (func.isExternal())
@@ -72,7 +62,7 @@ struct GpuManagedBuffersPass
 
     OpBuilder b(&getContext());
     // Copies between the function's own buffers run as kernels. Done first:
-    // the argument copies made below are host copies on purpose.
+    // the argument copies made below are the copy engine's.
     func.walk([&](memref::CopyOp copy) {
       b.setInsertionPoint(copy);
       linalg::CopyOp::create(b, copy.getLoc(), copy.getSource(), copy.getTarget());
@@ -82,18 +72,18 @@ struct GpuManagedBuffersPass
     func.walk([&](memref::AllocOp alloc) {
       b.setInsertionPoint(alloc);
       alloc.replaceAllUsesWith(allocateManaged(b, alloc.getLoc(), alloc.getType(),
-                                               alloc.getDynamicSizes(),
-                                               alloc.getSymbolOperands()));
+                                               alloc.getDynamicSizes(), alloc.getSymbolOperands()));
       alloc.erase();
     });
     func.walk([&](memref::DeallocOp dealloc) {
       b.setInsertionPoint(dealloc);
-      freeManaged(b, dealloc.getLoc(), dealloc.getMemref());
+      gpu::DeallocOp::create(b, dealloc.getLoc(), Type(), ValueRange(), dealloc.getMemref());
       dealloc.erase();
     });
 
     // Arguments (host memory) and constants (host globals) are copied into
-    // managed buffers at entry; written arguments are copied back.
+    // managed buffers at entry; written arguments are copied back. These are
+    // copy-engine copies (gpu.memcpy), so kernels never fault on the data.
     Block &entry = func.getBody().front();
     SmallVector<func::ReturnOp> returns;
     func.walk([&](func::ReturnOp ret) { returns.push_back(ret); });
@@ -101,7 +91,7 @@ struct GpuManagedBuffersPass
     auto stage = [&](Value hostValue, Location loc) {
       auto type = cast<MemRefType>(hostValue.getType());
       Value managed = allocateManaged(b, loc, type);
-      auto copyIn = memref::CopyOp::create(b, loc, hostValue, managed);
+      auto copyIn = gpu::MemcpyOp::create(b, loc, Type(), ValueRange(), managed, hostValue);
       hostValue.replaceAllUsesExcept(managed, copyIn);
       managedBuffers.push_back(managed);
       return managed;
@@ -112,8 +102,8 @@ struct GpuManagedBuffersPass
       if (!type || argument.use_empty())
         continue;
       if (!type.getLayout().isIdentity() || !type.hasStaticShape()) {
-        func.emitOpError("argument #") << argument.getArgNumber()
-                                       << " must be a statically shaped, contiguous memref";
+        func.emitOpError("argument #")
+            << argument.getArgNumber() << " must be a statically shaped, contiguous memref";
         return signalPassFailure();
       }
       bool written = mayBeWritten(argument);
@@ -123,7 +113,7 @@ struct GpuManagedBuffersPass
       for (func::ReturnOp ret : returns) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPoint(ret);
-        memref::CopyOp::create(b, ret.getLoc(), managed, argument);
+        gpu::MemcpyOp::create(b, ret.getLoc(), Type(), ValueRange(), argument, managed);
       }
     }
     SmallVector<memref::GetGlobalOp> globals;
@@ -140,7 +130,7 @@ struct GpuManagedBuffersPass
     for (func::ReturnOp ret : returns) {
       b.setInsertionPoint(ret);
       for (Value managed : managedBuffers)
-        freeManaged(b, ret.getLoc(), managed);
+        gpu::DeallocOp::create(b, ret.getLoc(), Type(), ValueRange(), managed);
     }
   }
 };

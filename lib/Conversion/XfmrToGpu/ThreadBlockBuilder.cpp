@@ -11,15 +11,17 @@ using namespace xfmr::gpu;
 
 void ThreadBlockBuilder::forEachBlock(
     std::array<int64_t, 3> grid, ArrayRef<SmallVector<int64_t>> sharedShapes,
-    function_ref<void(std::array<Value, 3>, ArrayRef<Value>)> body) {
-  Type f32 = b.getF32Type();
+    function_ref<void(std::array<Value, 3>, ArrayRef<Value>)> body, ArrayRef<Type> sharedTypes) {
+  auto typeOf = [&](size_t array) {
+    return array < sharedTypes.size() ? sharedTypes[array] : b.getF32Type();
+  };
   if (emulate != Emulation::None) {
     kb.forLoop(kb.index(0), kb.index(grid[2]), 1, [&](Value z) {
       kb.forLoop(kb.index(0), kb.index(grid[1]), 1, [&](Value y) {
         kb.forLoop(kb.index(0), kb.index(grid[0]), 1, [&](Value x) {
           SmallVector<Value> shared;
-          for (ArrayRef<int64_t> shape : sharedShapes)
-            shared.push_back(kb.allocate(shape, f32));
+          for (auto [i, shape] : llvm::enumerate(sharedShapes))
+            shared.push_back(kb.allocate(shape, typeOf(i)));
           body({x, y, z}, shared);
         });
       });
@@ -34,8 +36,8 @@ void ThreadBlockBuilder::forEachBlock(
   auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
   SymbolTable symbols(module);
   SmallVector<memref::GlobalOp> globals;
-  for (ArrayRef<int64_t> shape : sharedShapes) {
-    auto type = MemRefType::get(shape, f32, MemRefLayoutAttrInterface(), workgroup);
+  for (auto [i, shape] : llvm::enumerate(sharedShapes)) {
+    auto type = MemRefType::get(shape, typeOf(i), MemRefLayoutAttrInterface(), workgroup);
     OpBuilder detached(b.getContext());
     auto global = memref::GlobalOp::create(detached, loc, "__xfmr_shared",
                                            b.getStringAttr("private"), type, Attribute(),

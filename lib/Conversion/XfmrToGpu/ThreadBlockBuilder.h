@@ -42,10 +42,12 @@ public:
   int64_t threadCount() const { return threads; }
 
   /// Builds `body(blockIds, shared)` for each block of `grid` (x, y, z);
-  /// `shared` holds one f32 shared-memory array per shape of `sharedShapes`.
+  /// `shared` holds one shared-memory array per shape of `sharedShapes`,
+  /// of the matching type of `sharedTypes` (f32 where that is shorter).
   void forEachBlock(
       std::array<int64_t, 3> grid, llvm::ArrayRef<llvm::SmallVector<int64_t>> sharedShapes,
-      llvm::function_ref<void(std::array<mlir::Value, 3>, llvm::ArrayRef<mlir::Value>)> body);
+      llvm::function_ref<void(std::array<mlir::Value, 3>, llvm::ArrayRef<mlir::Value>)> body,
+      llvm::ArrayRef<mlir::Type> sharedTypes = {});
 
   /// Code run by every thread of the block, followed by a barrier unless
   /// `barrier` is false (the last phase, or one whose writes no other

@@ -62,16 +62,34 @@ Value lowering::broadcastGeneric(OpBuilder &b, Location loc, RankedTensorType re
                                  ValueRange inputs, BodyBuilder body) {
   MLIRContext *context = b.getContext();
   ArrayRef<int64_t> shape = resultType.getShape();
+  // Splat constants (the zeros a gradient is broadcast against, say) become
+  // scalars in the body rather than tensors to read, which could otherwise
+  // end up as globals as large as the result.
+  SmallVector<Value> tensorInputs;
+  SmallVector<TypedAttr> splats;
   SmallVector<AffineMap> maps;
-  for (Value input : inputs)
+  for (Value input : inputs) {
+    DenseElementsAttr constant;
+    if (matchPattern(input, m_Constant(&constant)) && constant.isSplat()) {
+      splats.push_back(constant.getSplatValue<TypedAttr>());
+      continue;
+    }
+    splats.push_back(nullptr);
+    tensorInputs.push_back(input);
     maps.push_back(broadcastMap(context, tensorTypeOf(input).getShape(), shape));
+  }
   maps.push_back(AffineMap::getMultiDimIdentityMap(shape.size(), context));
   SmallVector<utils::IteratorType> iterators(shape.size(), utils::IteratorType::parallel);
   Value init = tensor::EmptyOp::create(b, loc, shape, resultType.getElementType());
   auto generic = linalg::GenericOp::create(
-      b, loc, resultType, inputs, init, maps, iterators,
+      b, loc, resultType, tensorInputs, init, maps, iterators,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        linalg::YieldOp::create(nb, nloc, body(nb, nloc, args.drop_back()));
+        SmallVector<Value> operands;
+        unsigned nextArg = 0;
+        for (TypedAttr splat : splats)
+          operands.push_back(splat ? arith::ConstantOp::create(nb, nloc, splat).getResult()
+                                   : args[nextArg++]);
+        linalg::YieldOp::create(nb, nloc, body(nb, nloc, operands));
       });
   return generic.getResult(0);
 }

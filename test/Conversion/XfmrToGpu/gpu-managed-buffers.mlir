@@ -1,31 +1,27 @@
 // RUN: xfmr-opt %s --xfmr-gpu-managed-buffers --split-input-file --verify-diagnostics | FileCheck %s
 
-// Arguments and constants are staged into managed memory; only the written
-// argument is copied back; internal buffers are managed; copies between the
-// function's own buffers become linalg.copy (a kernel).
+// Arguments and constants are staged into managed memory by the copy engine;
+// only the written argument is copied back; internal buffers are managed;
+// copies between the function's own buffers become linalg.copy (a kernel).
 memref.global "private" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
 // CHECK-LABEL: func.func @stage
 // CHECK-SAME: (%[[IN:.*]]: memref<4xf32>, %[[OUT:.*]]: memref<4xf32>)
 // CHECK: %[[MIN:.*]] = gpu.alloc host_shared () : memref<4xf32>
-// CHECK-NEXT: memref.copy %[[IN]], %[[MIN]]
-// CHECK: %[[MOUT:.*]] = gpu.alloc host_shared () : memref<4xf32>
-// CHECK-NEXT: memref.copy %[[OUT]], %[[MOUT]]
-// CHECK: %[[G:.*]] = memref.get_global @table
+// CHECK-NEXT: gpu.memcpy %[[MIN]], %[[IN]]
+// CHECK-NEXT: %[[MOUT:.*]] = gpu.alloc host_shared () : memref<4xf32>
+// CHECK-NEXT: gpu.memcpy %[[MOUT]], %[[OUT]]
+// CHECK-NEXT: %[[G:.*]] = memref.get_global @table
 // CHECK-NEXT: %[[MG:.*]] = gpu.alloc host_shared () : memref<4xf32>
-// CHECK-NEXT: memref.copy %[[G]], %[[MG]]
-// CHECK: %[[TMP:.*]] = gpu.alloc host_shared () : memref<4xf32>
-// CHECK-NOT: memref.alloc
-// CHECK: linalg.add ins(%[[MIN]], %[[MG]] : {{.*}}) outs(%[[TMP]] :
+// CHECK-NEXT: gpu.memcpy %[[MG]], %[[G]]
+// CHECK-NEXT: %[[TMP:.*]] = gpu.alloc host_shared () : memref<4xf32>
+// CHECK-NEXT: linalg.add ins(%[[MIN]], %[[MG]] : {{.*}}) outs(%[[TMP]] :
 // CHECK-NEXT: linalg.copy ins(%[[TMP]] : {{.*}}) outs(%[[MOUT]] :
-// CHECK-NEXT: %[[S:.*]] = gpu.wait async
-// CHECK-NEXT: %[[F:.*]] = gpu.dealloc async [%[[S]]] %[[TMP]]
-// CHECK-NEXT: gpu.wait [%[[F]]]
-// CHECK-NOT: memref.copy %[[MIN]], %[[IN]]
-// CHECK: memref.copy %[[MOUT]], %[[OUT]]
-// CHECK-NOT: memref.copy
-// CHECK-COUNT-3: gpu.dealloc async
-// CHECK-NOT: memref.dealloc
-// CHECK: return
+// CHECK-NEXT: gpu.dealloc %[[TMP]]
+// CHECK-NEXT: gpu.memcpy %[[OUT]], %[[MOUT]]
+// CHECK-NEXT: gpu.dealloc %[[MIN]]
+// CHECK-NEXT: gpu.dealloc %[[MOUT]]
+// CHECK-NEXT: gpu.dealloc %[[MG]]
+// CHECK-NEXT: return
 func.func @stage(%in: memref<4xf32>, %out: memref<4xf32>) {
   %t = memref.get_global @table : memref<4xf32>
   %tmp = memref.alloc() : memref<4xf32>
@@ -41,7 +37,7 @@ func.func @stage(%in: memref<4xf32>, %out: memref<4xf32>) {
 // CHECK-LABEL: func.func @view_write
 // CHECK: %[[M:.*]] = gpu.alloc host_shared () : memref<4x4xf32>
 // CHECK: memref.subview %[[M]]
-// CHECK: memref.copy %[[M]], %arg0
+// CHECK: gpu.memcpy %arg0, %[[M]]
 func.func @view_write(%arg: memref<4x4xf32>, %v: f32) {
   %row = memref.subview %arg[1, 0] [1, 4] [1, 1] : memref<4x4xf32> to memref<4xf32, strided<[1], offset: 4>>
   linalg.fill ins(%v : f32) outs(%row : memref<4xf32, strided<[1], offset: 4>>)

@@ -221,6 +221,78 @@ func.func @backward(%q: tensor<1x150x2x32xf32>, %o: tensor<1x150x2x32xf32>, %lse
 
 // -----
 
+// A product of widened bf16 values (what xfmr-compute-in-f32 makes of a bf16
+// linear) reads the bf16 factors and multiplies on tensor cores: C [80, 130]
+// in 3 x 2 blocks of 4 warps; A and B^T stages of 64 x 20 words (two K
+// elements each) in shared memory; K = 70 in 3 stages; per stage and warp
+// 2 steps of 2 x 4 MMAs on 32 private accumulators; the f32 bias after.
+// CHECK-DAG: memref.global "private" @__xfmr_shared : memref<64x20xi32, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.global "private" @__xfmr_shared_0 : memref<64x20xi32, #gpu.address_space<workgroup>>
+// CHECK-LABEL: func.func @mma
+// CHECK-SAME: (%[[X:.*]]: tensor<80x70xbf16>, %[[W:.*]]: tensor<130x70xbf16>, %[[B:.*]]: tensor<130xf32>)
+// CHECK-NOT: arith.extf %[[X]]
+// CHECK: %[[BIAS:.*]] = bufferization.to_buffer %[[B]]
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c3, %{{.*}} = %c2, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK: memref.alloca() : memref<2x4x4xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c3 step %c1
+// CHECK: arith.bitcast %{{.*}} : bf16 to i16
+// CHECK: arith.shli
+// CHECK: memref.store %{{.*}}, %{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
+// CHECK-COUNT-16: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: gpu.barrier
+// CHECK: memref.load %[[BIAS]]
+// CHECK: gpu.terminator
+//
+// Emulated: the same staging; each thread's accumulators are dot products
+// of the unpacked shared words.
+// EMU-LABEL: func.func @mma
+// EMU-NOT: nvvm.
+// EMU: memref.alloc() {alignment = 64 : i64} : memref<128x2x4x4xf32>
+// EMU: arith.trunci %{{.*}} : i32 to i16
+// EMU: arith.bitcast %{{.*}} : i16 to bf16
+// EMU: math.fma
+// EMU-NOT: nvvm.
+// EMU: return
+func.func @mma(%x: tensor<80x70xbf16>, %w: tensor<130x70xbf16>, %b: tensor<130xf32>) -> tensor<80x130xf32> {
+  %xf = arith.extf %x : tensor<80x70xbf16> to tensor<80x70xf32>
+  %wf = arith.extf %w : tensor<130x70xbf16> to tensor<130x70xf32>
+  %y = xfmr.fused_linear %xf, %wf bias(%b) {transpose_weight}
+       : (tensor<80x70xf32>, tensor<130x70xf32>, tensor<130xf32>) -> tensor<80x130xf32>
+  return %y : tensor<80x130xf32>
+}
+
+// -----
+
+// f16 operands are f16x2 vectors; A transposed is staged across K.
+// CHECK-LABEL: func.func @mma_f16_transposed
+// CHECK: llvm.bitcast %{{.*}} : i32 to vector<2xf16>
+// CHECK: nvvm.mma.sync {{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+func.func @mma_f16_transposed(%a: tensor<32x48xf16>, %m: tensor<32x16xf16>) -> tensor<48x16xf32> {
+  %af = arith.extf %a : tensor<32x48xf16> to tensor<32x48xf32>
+  %mf = arith.extf %m : tensor<32x16xf16> to tensor<32x16xf32>
+  %p = xfmr.matmul %af, %mf {transpose_lhs} : (tensor<32x48xf32>, tensor<32x16xf32>) -> tensor<48x16xf32>
+  return %p : tensor<48x16xf32>
+}
+
+// -----
+
+// Negative: factors widened from different types (or only one widened) go
+// to the f32 kernel.
+// CHECK-LABEL: func.func @mixed_factors
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: math.fma
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: return
+func.func @mixed_factors(%x: tensor<8x16xbf16>, %w: tensor<16x8xf16>) -> tensor<8x8xf32> {
+  %xf = arith.extf %x : tensor<8x16xbf16> to tensor<8x16xf32>
+  %wf = arith.extf %w : tensor<16x8xf16> to tensor<16x8xf32>
+  %y = xfmr.matmul %xf, %wf : (tensor<8x16xf32>, tensor<16x8xf32>) -> tensor<8x8xf32>
+  return %y : tensor<8x8xf32>
+}
+
+// -----
+
 // Negative: softmax over another axis than the last and a product with a
 // batched right operand have no GPU kernel and stay for the linalg
 // lowering.

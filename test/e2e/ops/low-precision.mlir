@@ -1,5 +1,7 @@
 // bf16 and f16 models: each op computed in f32 (xfmr-compute-in-f32, so the
-// f32 kernels run), each result stored in bf16 / f16, as in PyTorch's
+// f32 kernels run; the GPU's products read the bf16 / f16 factors and
+// accumulate in f32 on tensor cores: with K, M and N tails, a weight stored
+// [N, K] and a transposed left factor), each result stored in bf16 / f16, as in PyTorch's
 // low-precision models; the f32 inputs on disk are converted at load. Against
 // float64 PyTorch storing the same roundings: within two units in the last
 // place (bf16 8e-3, f16 1e-3 relative to the largest value).
@@ -20,24 +22,36 @@
 // CHECK: PASS: softmax_bf16
 // CHECK: PASS: layer_norm_bf16
 // CHECK: PASS: attention_bf16
+// CHECK: PASS: nk_residual_bf16
+// CHECK: PASS: tn_bf16
 // CHECK: PASS: linear_f16
 // CHECK: PASS: softmax_f16
 // CHECK: PASS: layer_norm_f16
 // CHECK: PASS: attention_f16
+// CHECK: PASS: nk_residual_f16
+// CHECK: PASS: tn_f16
 
 func.func @forward(
     %x_bf16: tensor<2x40x64xbf16> {xfmr.input = "x_bf16"}, %w_bf16: tensor<64x96xbf16> {xfmr.input = "w_bf16"},
     %b_bf16: tensor<96xbf16> {xfmr.input = "b_bf16"}, %g_bf16: tensor<96xbf16> {xfmr.input = "g_bf16"},
     %beta_bf16: tensor<96xbf16> {xfmr.input = "beta_bf16"}, %q_bf16: tensor<1x48x2x32xbf16> {xfmr.input = "q_bf16"},
     %k_bf16: tensor<1x48x2x32xbf16> {xfmr.input = "k_bf16"}, %v_bf16: tensor<1x48x2x32xbf16> {xfmr.input = "v_bf16"},
+    %xk_bf16: tensor<2x40x70xbf16> {xfmr.input = "xk_bf16"}, %wnk_bf16: tensor<130x70xbf16> {xfmr.input = "wnk_bf16"},
+    %r_bf16: tensor<2x40x130xbf16> {xfmr.input = "r_bf16"}, %pt_bf16: tensor<70x80xbf16> {xfmr.input = "pt_bf16"},
+    %wk_bf16: tensor<70x48xbf16> {xfmr.input = "wk_bf16"},
     %x_f16: tensor<2x40x64xf16> {xfmr.input = "x_f16"}, %w_f16: tensor<64x96xf16> {xfmr.input = "w_f16"},
     %b_f16: tensor<96xf16> {xfmr.input = "b_f16"}, %g_f16: tensor<96xf16> {xfmr.input = "g_f16"},
     %beta_f16: tensor<96xf16> {xfmr.input = "beta_f16"}, %q_f16: tensor<1x48x2x32xf16> {xfmr.input = "q_f16"},
-    %k_f16: tensor<1x48x2x32xf16> {xfmr.input = "k_f16"}, %v_f16: tensor<1x48x2x32xf16> {xfmr.input = "v_f16"})
+    %k_f16: tensor<1x48x2x32xf16> {xfmr.input = "k_f16"}, %v_f16: tensor<1x48x2x32xf16> {xfmr.input = "v_f16"},
+    %xk_f16: tensor<2x40x70xf16> {xfmr.input = "xk_f16"}, %wnk_f16: tensor<130x70xf16> {xfmr.input = "wnk_f16"},
+    %r_f16: tensor<2x40x130xf16> {xfmr.input = "r_f16"}, %pt_f16: tensor<70x80xf16> {xfmr.input = "pt_f16"},
+    %wk_f16: tensor<70x48xf16> {xfmr.input = "wk_f16"})
     -> (tensor<2x40x96xbf16> {xfmr.output = "linear_bf16"}, tensor<2x40x96xbf16> {xfmr.output = "softmax_bf16"},
         tensor<2x40x96xbf16> {xfmr.output = "layer_norm_bf16"}, tensor<1x48x2x32xbf16> {xfmr.output = "attention_bf16"},
+        tensor<2x40x130xbf16> {xfmr.output = "nk_residual_bf16"}, tensor<80x48xbf16> {xfmr.output = "tn_bf16"},
         tensor<2x40x96xf16> {xfmr.output = "linear_f16"}, tensor<2x40x96xf16> {xfmr.output = "softmax_f16"},
-        tensor<2x40x96xf16> {xfmr.output = "layer_norm_f16"}, tensor<1x48x2x32xf16> {xfmr.output = "attention_f16"}) {
+        tensor<2x40x96xf16> {xfmr.output = "layer_norm_f16"}, tensor<1x48x2x32xf16> {xfmr.output = "attention_f16"},
+        tensor<2x40x130xf16> {xfmr.output = "nk_residual_f16"}, tensor<80x48xf16> {xfmr.output = "tn_f16"}) {
   %h_bf16 = xfmr.fused_linear %x_bf16, %w_bf16 bias(%b_bf16) {activation = #xfmr.activation<gelu>}
       : (tensor<2x40x64xbf16>, tensor<64x96xbf16>, tensor<96xbf16>) -> tensor<2x40x96xbf16>
   %s_bf16 = xfmr.softmax %h_bf16 : tensor<2x40x96xbf16>
@@ -45,6 +59,9 @@ func.func @forward(
       : (tensor<2x40x96xbf16>, tensor<96xbf16>, tensor<96xbf16>) -> tensor<2x40x96xbf16>
   %a_bf16 = xfmr.fused_attention %q_bf16, %k_bf16, %v_bf16 {causal, scale = 0.17677669529663687 : f64}
       : (tensor<1x48x2x32xbf16>, tensor<1x48x2x32xbf16>, tensor<1x48x2x32xbf16>) -> tensor<1x48x2x32xbf16>
+  %n_bf16 = xfmr.fused_linear %xk_bf16, %wnk_bf16 residual(%r_bf16) {transpose_weight}
+      : (tensor<2x40x70xbf16>, tensor<130x70xbf16>, tensor<2x40x130xbf16>) -> tensor<2x40x130xbf16>
+  %t_bf16 = xfmr.matmul %pt_bf16, %wk_bf16 {transpose_lhs} : (tensor<70x80xbf16>, tensor<70x48xbf16>) -> tensor<80x48xbf16>
   %h_f16 = xfmr.fused_linear %x_f16, %w_f16 bias(%b_f16) {activation = #xfmr.activation<gelu>}
       : (tensor<2x40x64xf16>, tensor<64x96xf16>, tensor<96xf16>) -> tensor<2x40x96xf16>
   %s_f16 = xfmr.softmax %h_f16 : tensor<2x40x96xf16>
@@ -52,5 +69,12 @@ func.func @forward(
       : (tensor<2x40x96xf16>, tensor<96xf16>, tensor<96xf16>) -> tensor<2x40x96xf16>
   %a_f16 = xfmr.fused_attention %q_f16, %k_f16, %v_f16 {causal, scale = 0.17677669529663687 : f64}
       : (tensor<1x48x2x32xf16>, tensor<1x48x2x32xf16>, tensor<1x48x2x32xf16>) -> tensor<1x48x2x32xf16>
-  return %h_bf16, %s_bf16, %l_bf16, %a_bf16, %h_f16, %s_f16, %l_f16, %a_f16 : tensor<2x40x96xbf16>, tensor<2x40x96xbf16>, tensor<2x40x96xbf16>, tensor<1x48x2x32xbf16>, tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<1x48x2x32xf16>
+  %n_f16 = xfmr.fused_linear %xk_f16, %wnk_f16 residual(%r_f16) {transpose_weight}
+      : (tensor<2x40x70xf16>, tensor<130x70xf16>, tensor<2x40x130xf16>) -> tensor<2x40x130xf16>
+  %t_f16 = xfmr.matmul %pt_f16, %wk_f16 {transpose_lhs} : (tensor<70x80xf16>, tensor<70x48xf16>) -> tensor<80x48xf16>
+  return %h_bf16, %s_bf16, %l_bf16, %a_bf16, %n_bf16, %t_bf16, %h_f16, %s_f16, %l_f16, %a_f16, %n_f16, %t_f16
+      : tensor<2x40x96xbf16>, tensor<2x40x96xbf16>, tensor<2x40x96xbf16>, tensor<1x48x2x32xbf16>,
+        tensor<2x40x130xbf16>, tensor<80x48xbf16>,
+        tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<1x48x2x32xf16>,
+        tensor<2x40x130xf16>, tensor<80x48xf16>
 }
