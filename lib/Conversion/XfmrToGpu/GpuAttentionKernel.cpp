@@ -71,7 +71,6 @@ protected:
   int64_t rowsPerTile(int64_t seq) const {
     return std::min(std::clamp<int64_t>(kSharedBytes / (2 * 4 * headDim), 1, kMaxRowsPerTile), seq);
   }
-  static int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
 
   void forHeadDim(function_ref<void(Value)> body) {
     kb.forLoop(kb.index(0), kb.index(headDim), 1, body);
@@ -119,7 +118,7 @@ protected:
   /// Key tiles of `keysPerTile` that the query rows [q0, q0 + rows) read:
   /// all, or when causal those holding a key the last row sees.
   Value keyTileCount(Value q0, int64_t rows, int64_t keysPerTile) {
-    int64_t all = ceilDiv(seqK, keysPerTile);
+    int64_t all = llvm::divideCeilSigned(seqK, keysPerTile);
     if (!in.causal)
       return kb.index(all);
     Value lastRow = kb.mini(kb.addi(q0, kb.index(rows - 1)), kb.index(seqQ - 1));
@@ -163,11 +162,11 @@ public:
 
   void emit() {
     SmallVector<int64_t> tileShape = {keysPerTile, headDim};
-    block.forEachBlock({ceilDiv(seqQ, rowsPerBlock), heads, batch}, {tileShape, tileShape},
-                       [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
-                         emitBlock(ids[2], ids[1], kb.muli(ids[0], rowsPerBlock), shared[0],
-                                   shared[1]);
-                       });
+    block.forEachBlock(
+        {llvm::divideCeilSigned(seqQ, rowsPerBlock), heads, batch}, {tileShape, tileShape},
+        [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
+          emitBlock(ids[2], ids[1], kb.muli(ids[0], rowsPerBlock), shared[0], shared[1]);
+        });
   }
 
 private:
@@ -294,7 +293,8 @@ private:
     ThreadBlockBuilder block(kb, emulate, threads);
     SmallVector<int64_t> tileShape = {queriesPerTile, headDim}, rowShape = {queriesPerTile};
     block.forEachBlock(
-        {ceilDiv(seqK, threads), heads, batch}, {tileShape, tileShape, rowShape, rowShape},
+        {llvm::divideCeilSigned(seqK, threads), heads, batch},
+        {tileShape, tileShape, rowShape, rowShape},
         [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
           Value bi = ids[2], hi = ids[1], k0 = kb.muli(ids[0], threads);
           Value queryTile = shared[0], gradOutTile = shared[1], lseTile = shared[2],
@@ -323,48 +323,51 @@ private:
                 b, loc, arith::SubIOp::create(b, loc, k0, kb.index(seqK - seqQ)), kb.index(0));
             firstTile = kb.divui(firstRow, queriesPerTile);
           }
-          kb.forLoop(firstTile, kb.index(ceilDiv(seqQ, queriesPerTile)), 1, [&](Value tile) {
-            Value q0 = kb.muli(tile, queriesPerTile);
-            block.phase([&](Value t) {
-              loadTiles(t, threads, bi, hi, q0, queriesPerTile, seqQ, {{in.q, queryTile}},
-                        in.scale);
-              loadTiles(t, threads, bi, hi, q0, queriesPerTile, seqQ, {{in.gradOut, gradOutTile}});
-              // Rows past seq_q get an lse of -inf: they contribute nothing.
-              kb.forLoop(t, kb.index(queriesPerTile), threads, [&](Value i) {
-                Value row = kb.addi(q0, i);
-                Value source = kb.mini(row, kb.index(seqQ - 1));
-                Value lse = kb.load(in.lse, {bi, hi, source});
-                kb.store(kb.select(kb.below(row, seqQ), lse, kb.f32(kNegInf)), lseTile, {i});
-                kb.store(outputDot(bi, hi, source), dotTile, {i});
-              });
-            });
-            block.phase([&](Value t) {
-              ifRowExists(k0, t, seqK, [&](Value keyRow) {
-                kb.forLoop(kb.index(0), kb.index(queriesPerTile), 1, [&](Value i) {
-                  Value qk = dot(
-                      [&](Value c) {
-                        return kb.load(queryTile, {i, c});
-                      },
-                      [&](Value c) { return kb.load(key, block.at(t, {c})); }, kb.f32(0.0));
-                  Value s = score(bi, hi, kb.addi(q0, i), keyRow, qk);
-                  Value p = probability(s, kb.load(lseTile, {i}));
-                  Value gradP = dot(
-                      [&](Value c) {
-                        return kb.load(gradOutTile, {i, c});
-                      },
-                      [&](Value c) { return kb.load(value, block.at(t, {c})); }, kb.f32(0.0));
-                  Value gradS = kb.mul(p, kb.sub(gradP, kb.load(dotTile, {i})));
-                  forHeadDim([&](Value c) {
-                    SmallVector<Value> at = block.at(t, {c});
-                    kb.store(kb.fma(p, kb.load(gradOutTile, {i, c}), kb.load(gradValue, at)),
-                             gradValue, at);
-                    kb.store(kb.fma(gradS, kb.load(queryTile, {i, c}), kb.load(gradKey, at)),
-                             gradKey, at);
+          kb.forLoop(
+              firstTile, kb.index(llvm::divideCeilSigned(seqQ, queriesPerTile)), 1,
+              [&](Value tile) {
+                Value q0 = kb.muli(tile, queriesPerTile);
+                block.phase([&](Value t) {
+                  loadTiles(t, threads, bi, hi, q0, queriesPerTile, seqQ, {{in.q, queryTile}},
+                            in.scale);
+                  loadTiles(t, threads, bi, hi, q0, queriesPerTile, seqQ,
+                            {{in.gradOut, gradOutTile}});
+                  // Rows past seq_q get an lse of -inf: they contribute nothing.
+                  kb.forLoop(t, kb.index(queriesPerTile), threads, [&](Value i) {
+                    Value row = kb.addi(q0, i);
+                    Value source = kb.mini(row, kb.index(seqQ - 1));
+                    Value lse = kb.load(in.lse, {bi, hi, source});
+                    kb.store(kb.select(kb.below(row, seqQ), lse, kb.f32(kNegInf)), lseTile, {i});
+                    kb.store(outputDot(bi, hi, source), dotTile, {i});
+                  });
+                });
+                block.phase([&](Value t) {
+                  ifRowExists(k0, t, seqK, [&](Value keyRow) {
+                    kb.forLoop(kb.index(0), kb.index(queriesPerTile), 1, [&](Value i) {
+                      Value qk = dot(
+                          [&](Value c) {
+                            return kb.load(queryTile, {i, c});
+                          },
+                          [&](Value c) { return kb.load(key, block.at(t, {c})); }, kb.f32(0.0));
+                      Value s = score(bi, hi, kb.addi(q0, i), keyRow, qk);
+                      Value p = probability(s, kb.load(lseTile, {i}));
+                      Value gradP = dot(
+                          [&](Value c) {
+                            return kb.load(gradOutTile, {i, c});
+                          },
+                          [&](Value c) { return kb.load(value, block.at(t, {c})); }, kb.f32(0.0));
+                      Value gradS = kb.mul(p, kb.sub(gradP, kb.load(dotTile, {i})));
+                      forHeadDim([&](Value c) {
+                        SmallVector<Value> at = block.at(t, {c});
+                        kb.store(kb.fma(p, kb.load(gradOutTile, {i, c}), kb.load(gradValue, at)),
+                                 gradValue, at);
+                        kb.store(kb.fma(gradS, kb.load(queryTile, {i, c}), kb.load(gradKey, at)),
+                                 gradKey, at);
+                      });
+                    });
                   });
                 });
               });
-            });
-          });
 
           block.phase(
               [&](Value t) {
@@ -384,7 +387,7 @@ private:
     ThreadBlockBuilder block(kb, emulate, threads);
     SmallVector<int64_t> tileShape = {keysPerTile, headDim};
     block.forEachBlock(
-        {ceilDiv(seqQ, threads), heads, batch}, {tileShape, tileShape},
+        {llvm::divideCeilSigned(seqQ, threads), heads, batch}, {tileShape, tileShape},
         [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
           Value bi = ids[2], hi = ids[1], q0 = kb.muli(ids[0], threads);
           Value keyTile = shared[0], valueTile = shared[1];

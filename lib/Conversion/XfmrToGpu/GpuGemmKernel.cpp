@@ -40,43 +40,23 @@ constexpr int64_t kSharedRow = kTile + 1;
 
 class GemmKernel {
 public:
-  GemmKernel(KernelBuilder &kb, Emulation emulate)
-      : kb(kb), b(kb.builder()), loc(kb.location()), block(kb, emulate, kThreads) {}
+  GemmKernel(KernelBuilder &kb, Emulation emulate, const GemmProblem &p)
+      : kb(kb), b(kb.builder()), loc(kb.location()), block(kb, emulate, kThreads), p(p) {}
 
-  Value emit(Value aTensor, bool transposeA, Value bTensor, bool transposeB, Value biasTensor,
-             Value residualTensor, Activation activation) {
-    auto aType = cast<RankedTensorType>(aTensor.getType());
-    auto bType = cast<RankedTensorType>(bTensor.getType());
-    this->transposeA = transposeA;
-    this->transposeB = transposeB;
-    m = aType.getDimSize(transposeA ? 1 : 0);
-    k = aType.getDimSize(transposeA ? 0 : 1);
-    n = bType.getDimSize(transposeB ? 0 : 1);
-    lhs = kb.readBuffer(aTensor);
-    rhs = kb.readBuffer(bTensor);
-    bias = biasTensor ? kb.readBuffer(biasTensor) : Value();
-    residual = residualTensor ? kb.readBuffer(residualTensor) : Value();
-    this->activation = activation;
-    out = kb.allocate({m, n}, aType.getElementType());
-
+  Value emit() {
     SmallVector<int64_t> stageShape = {kDepth, kSharedRow};
-    block.forEachBlock({ceilDiv(n, kTile), ceilDiv(m, kTile), 1}, {stageShape, stageShape},
-                       [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
-                         emitBlock(kb.muli(ids[1], kTile), kb.muli(ids[0], kTile), shared[0],
-                                   shared[1]);
-                       });
-    return kb.asTensor(out);
+    block.forEachBlock(
+        {llvm::divideCeilSigned(p.n, kTile), llvm::divideCeilSigned(p.m, kTile), 1},
+        {stageShape, stageShape}, [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
+          emitBlock(kb.muli(ids[1], kTile), kb.muli(ids[0], kTile), shared[0], shared[1]);
+        });
+    return kb.asTensor(p.out);
   }
 
 private:
-  static int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
-  Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
-
   /// matrix[i][j] of a [rows, cols] matrix, 0 outside it.
   Value loadOrZero(Value matrix, Value i, Value j, int64_t rows, int64_t cols) {
-    Value inside = both(kb.below(i, rows), kb.below(j, cols));
-    Value value = kb.load(matrix, {kb.mini(i, kb.index(rows - 1)), kb.mini(j, kb.index(cols - 1))});
-    return kb.select(inside, value, kb.f32(0.0));
+    return loadInside(kb, matrix, i, j, rows, cols, kb.f32(0.0));
   }
 
   void emitBlock(Value row0, Value col0, Value aStage, Value bStage) {
@@ -95,7 +75,7 @@ private:
         },
         /*barrier=*/false);
 
-    kb.forLoop(kb.index(0), kb.index(ceilDiv(k, kDepth)), 1, [&](Value stage) {
+    kb.forLoop(kb.index(0), kb.index(llvm::divideCeilSigned(p.k, kDepth)), 1, [&](Value stage) {
       Value k0 = kb.muli(stage, kDepth);
       block.phase([&](Value t) { emitStageLoad(t, row0, col0, k0, aStage, bStage); });
       block.phase([&](Value t) {
@@ -130,15 +110,7 @@ private:
           forEachOutput([&](int64_t i, int64_t j) {
             Value row = kb.addi(row0, kb.addi(threadRow, kb.index(i * kThreadsPerSide)));
             Value col = kb.addi(col0, kb.addi(threadCol, kb.index(j * kThreadsPerSide)));
-            kb.ifThen(both(kb.below(row, m), kb.below(col, n)), [&] {
-              Value value = kb.load(acc, block.at(t, {kb.index(i), kb.index(j)}));
-              if (bias)
-                value = kb.add(value, kb.load(bias, {col}));
-              value = lowering::buildActivation(b, loc, activation, value);
-              if (residual)
-                value = kb.add(value, kb.load(residual, {row, col}));
-              kb.store(value, out, {row, col});
-            });
+            p.store(kb, kb.load(acc, block.at(t, {kb.index(i), kb.index(j)})), row, col);
           });
         },
         /*barrier=*/false);
@@ -160,16 +132,16 @@ private:
         return std::pair(kb.remui(element, kTile), kb.divui(element, kTile));
       };
 
-      auto [row, aDepth] = transposeA ? depthMajor() : tileMajor();
+      auto [row, aDepth] = p.transposeA ? depthMajor() : tileMajor();
       Value i = kb.addi(row0, row), depthA = kb.addi(k0, aDepth);
-      Value aValue =
-          transposeA ? loadOrZero(lhs, depthA, i, k, m) : loadOrZero(lhs, i, depthA, m, k);
+      Value aValue = p.transposeA ? loadOrZero(p.lhs, depthA, i, p.k, p.m)
+                                  : loadOrZero(p.lhs, i, depthA, p.m, p.k);
       kb.store(aValue, aStage, {aDepth, row});
 
-      auto [col, bDepth] = transposeB ? tileMajor() : depthMajor();
+      auto [col, bDepth] = p.transposeB ? tileMajor() : depthMajor();
       Value j = kb.addi(col0, col), depthB = kb.addi(k0, bDepth);
-      Value bValue =
-          transposeB ? loadOrZero(rhs, j, depthB, n, k) : loadOrZero(rhs, depthB, j, k, n);
+      Value bValue = p.transposeB ? loadOrZero(p.rhs, j, depthB, p.n, p.k)
+                                  : loadOrZero(p.rhs, depthB, j, p.k, p.n);
       kb.store(bValue, bStage, {bDepth, col});
     }
   }
@@ -178,15 +150,43 @@ private:
   OpBuilder &b;
   Location loc;
   ThreadBlockBuilder block;
-  Value lhs, rhs, out, bias, residual;
-  bool transposeA = false, transposeB = false;
-  int64_t m = 0, n = 0, k = 0;
-  Activation activation = Activation::none;
+  const GemmProblem &p;
 };
 
 } // namespace
 
-Value xfmr::gpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB,
-                          Value bias, Value residual, Activation activation, Emulation emulate) {
-  return GemmKernel(kb, emulate).emit(a, transposeA, b, transposeB, bias, residual, activation);
+GemmProblem::GemmProblem(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB,
+                         Value bias, Value residual, Activation activation)
+    : lhs(kb.readBuffer(a)), rhs(kb.readBuffer(b)), bias(bias ? kb.readBuffer(bias) : Value()),
+      residual(residual ? kb.readBuffer(residual) : Value()), transposeA(transposeA),
+      transposeB(transposeB), activation(activation) {
+  auto aType = cast<RankedTensorType>(a.getType());
+  m = aType.getDimSize(transposeA ? 1 : 0);
+  k = aType.getDimSize(transposeA ? 0 : 1);
+  n = cast<RankedTensorType>(b.getType()).getDimSize(transposeB ? 0 : 1);
+  out = kb.allocate({m, n}, kb.builder().getF32Type());
+}
+
+void GemmProblem::store(KernelBuilder &kb, Value sum, Value row, Value col) const {
+  kb.ifThen(insideMatrix(kb, row, col, m, n), [&] {
+    Value value = bias ? kb.add(sum, kb.load(bias, {col})) : sum;
+    value = lowering::buildActivation(kb.builder(), kb.location(), activation, value);
+    if (residual)
+      value = kb.add(value, kb.load(residual, {row, col}));
+    kb.store(value, out, {row, col});
+  });
+}
+
+Value xfmr::gpu::insideMatrix(KernelBuilder &kb, Value i, Value j, int64_t rows, int64_t cols) {
+  return arith::AndIOp::create(kb.builder(), kb.location(), kb.below(i, rows), kb.below(j, cols));
+}
+
+Value xfmr::gpu::loadInside(KernelBuilder &kb, Value matrix, Value i, Value j, int64_t rows,
+                            int64_t cols, Value outside) {
+  Value value = kb.load(matrix, {kb.mini(i, kb.index(rows - 1)), kb.mini(j, kb.index(cols - 1))});
+  return kb.select(insideMatrix(kb, i, j, rows, cols), value, outside);
+}
+
+Value xfmr::gpu::emitGemm(KernelBuilder &kb, const GemmProblem &problem, Emulation emulate) {
+  return GemmKernel(kb, emulate, problem).emit();
 }

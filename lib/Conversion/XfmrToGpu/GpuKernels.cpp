@@ -28,10 +28,10 @@ public:
   bool multipliesNarrowFloats() const override { return true; }
   Value gemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB, Value bias,
              Value residual, Activation activation) const override {
-    auto emit = cast<RankedTensorType>(a.getType()).getElementType().isF32()
-                    ? xfmr::gpu::emitGemm
-                    : xfmr::gpu::emitMmaGemm;
-    return emit(kb, a, transposeA, b, transposeB, bias, residual, activation, emulate);
+    xfmr::gpu::GemmProblem problem(kb, a, transposeA, b, transposeB, bias, residual, activation);
+    return cast<RankedTensorType>(a.getType()).getElementType().isF32()
+               ? xfmr::gpu::emitGemm(kb, problem, emulate)
+               : xfmr::gpu::emitMmaGemm(kb, problem, emulate);
   }
   Value softmaxRows(KernelBuilder &kb, Value x) const override {
     return xfmr::gpu::emitSoftmaxRows(kb, x, emulate);

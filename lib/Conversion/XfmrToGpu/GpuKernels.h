@@ -26,19 +26,41 @@ void emitAttention(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operand
 void emitAttentionBackward(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands,
                            Emulation emulate);
 
-/// A block per 64 x 64 tile of C, a 4 x 4 register tile per thread, A and
-/// B streamed through shared memory 16 deep, the epilogue applied in
-/// registers before the one store.
-mlir::Value emitGemm(cpu::KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Value b,
-                     bool transposeB, mlir::Value bias, mlir::Value residual, Activation activation,
-                     Emulation emulate);
+/// Whether (i, j) lies inside a rows x cols matrix.
+mlir::Value insideMatrix(cpu::KernelBuilder &kb, mlir::Value i, mlir::Value j, int64_t rows,
+                         int64_t cols);
 
-/// emitGemm for bf16 or f16 A and B on tensor cores (mma.sync, f32
-/// accumulators): a block per 64 x 64 tile of C, 4 warps of 2 x 4 MMA
-/// tiles, A and B streamed through shared memory 32 deep.
-mlir::Value emitMmaGemm(cpu::KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Value b,
-                        bool transposeB, mlir::Value bias, mlir::Value residual,
-                        Activation activation, Emulation emulate);
+/// C = activation(A B + bias) + residual as a GEMM kernel sees it: A
+/// [m, k] (or [k, m] transposed), B [k, n] (or [n, k]) as buffers, and the
+/// f32 result buffer C.
+struct GemmProblem {
+  GemmProblem(cpu::KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Value b,
+              bool transposeB, mlir::Value bias, mlir::Value residual, Activation activation);
+
+  /// C[row][col] = activation(sum + bias[col]) + residual[row][col], for
+  /// (row, col) inside C.
+  void store(cpu::KernelBuilder &kb, mlir::Value sum, mlir::Value row, mlir::Value col) const;
+
+  mlir::Value lhs, rhs, bias, residual, out;
+  bool transposeA, transposeB;
+  Activation activation;
+  int64_t m, n, k;
+};
+
+/// matrix[i][j] of a [rows, cols] matrix, `outside` where (i, j) is not in
+/// it (the load itself is clamped to the matrix).
+mlir::Value loadInside(cpu::KernelBuilder &kb, mlir::Value matrix, mlir::Value i, mlir::Value j,
+                       int64_t rows, int64_t cols, mlir::Value outside);
+
+/// f32 A and B: a block per 64 x 64 tile of C, a 4 x 4 register tile per
+/// thread, A and B streamed through shared memory 16 deep, the epilogue
+/// applied in registers before the one store. Returns C as a tensor.
+mlir::Value emitGemm(cpu::KernelBuilder &kb, const GemmProblem &problem, Emulation emulate);
+
+/// bf16 or f16 A and B on tensor cores (mma.sync, f32 accumulators): a
+/// block per 64 x 64 tile of C, 4 warps of 2 x 4 MMA tiles, A and B
+/// streamed through shared memory 32 deep.
+mlir::Value emitMmaGemm(cpu::KernelBuilder &kb, const GemmProblem &problem, Emulation emulate);
 
 /// A block per row: each thread an online max and sum over a strided part
 /// of the row, a tree reduction through shared memory, then the output.

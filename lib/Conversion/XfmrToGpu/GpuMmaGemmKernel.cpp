@@ -59,49 +59,31 @@ constexpr int64_t kAccumulators = 4;
 
 class MmaGemmKernel {
 public:
-  MmaGemmKernel(KernelBuilder &kb, Emulation emulate)
-      : kb(kb), b(kb.builder()), loc(kb.location()), emulate(emulate),
-        block(kb, emulate, kThreads) {}
+  MmaGemmKernel(KernelBuilder &kb, Emulation emulate, const GemmProblem &p)
+      : kb(kb), b(kb.builder()), loc(kb.location()), emulate(emulate), block(kb, emulate, kThreads),
+        p(p), narrow(cast<MemRefType>(p.lhs.getType()).getElementType()) {}
 
-  Value emit(Value aTensor, bool transposeA, Value bTensor, bool transposeB, Value biasTensor,
-             Value residualTensor, Activation activation) {
-    auto aType = cast<RankedTensorType>(aTensor.getType());
-    auto bType = cast<RankedTensorType>(bTensor.getType());
-    narrow = aType.getElementType();
-    this->transposeA = transposeA;
-    this->transposeB = transposeB;
-    m = aType.getDimSize(transposeA ? 1 : 0);
-    k = aType.getDimSize(transposeA ? 0 : 1);
-    n = bType.getDimSize(transposeB ? 0 : 1);
-    lhs = kb.readBuffer(aTensor);
-    rhs = kb.readBuffer(bTensor);
-    bias = biasTensor ? kb.readBuffer(biasTensor) : Value();
-    residual = residualTensor ? kb.readBuffer(residualTensor) : Value();
-    this->activation = activation;
-    out = kb.allocate({m, n}, b.getF32Type());
-
+  Value emit() {
     SmallVector<int64_t> stageShape = {kTile, kSharedRow};
     Type i32 = b.getI32Type();
-    block.forEachBlock({ceilDiv(n, kTile), ceilDiv(m, kTile), 1}, {stageShape, stageShape},
+    block.forEachBlock({llvm::divideCeilSigned(p.n, kTile), llvm::divideCeilSigned(p.m, kTile), 1},
+                       {stageShape, stageShape},
                        [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
                          emitBlock(kb.muli(ids[1], kTile), kb.muli(ids[0], kTile), shared[0],
                                    shared[1]);
                        },
                        {i32, i32});
-    return kb.asTensor(out);
+    return kb.asTensor(p.out);
   }
 
 private:
-  static int64_t ceilDiv(int64_t x, int64_t y) { return (x + y - 1) / y; }
-  Value both(Value x, Value y) { return arith::AndIOp::create(b, loc, x, y); }
   Value i32(int64_t value) { return arith::ConstantIntOp::create(b, loc, b.getI32Type(), value); }
 
   /// matrix[i][j] of a [rows, cols] matrix as its 16 bits, 0 outside it.
   Value bitsOrZero(Value matrix, Value i, Value j, int64_t rows, int64_t cols) {
-    Value inside = both(kb.below(i, rows), kb.below(j, cols));
-    Value value = kb.load(matrix, {kb.mini(i, kb.index(rows - 1)), kb.mini(j, kb.index(cols - 1))});
-    Value bits = arith::BitcastOp::create(b, loc, b.getI16Type(), value);
-    return kb.select(inside, bits, arith::ConstantIntOp::create(b, loc, b.getI16Type(), 0));
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(narrow));
+    Value value = loadInside(kb, matrix, i, j, rows, cols, zero);
+    return arith::BitcastOp::create(b, loc, b.getI16Type(), value);
   }
 
   /// The word holding `low` in bits 0-15 and `high` in bits 16-31.
@@ -150,7 +132,7 @@ private:
         },
         /*barrier=*/false);
 
-    kb.forLoop(kb.index(0), kb.index(ceilDiv(k, kDepth)), 1, [&](Value stage) {
+    kb.forLoop(kb.index(0), kb.index(llvm::divideCeilSigned(p.k, kDepth)), 1, [&](Value stage) {
       Value k0 = kb.muli(stage, kDepth);
       block.phase([&](Value t) { emitStageLoad(t, row0, col0, k0, aStage, bStage); });
       block.phase([&](Value t) {
@@ -175,15 +157,7 @@ private:
           forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
             Value row = kb.addi(row0, accumulatorRow(lane, mi, r));
             Value col = kb.addi(col0, accumulatorCol(lane, ni, r));
-            kb.ifThen(both(kb.below(row, m), kb.below(col, n)), [&] {
-              Value value = kb.load(acc, accIndices(t, mi, ni, r));
-              if (bias)
-                value = kb.add(value, kb.load(bias, {col}));
-              value = lowering::buildActivation(b, loc, activation, value);
-              if (residual)
-                value = kb.add(value, kb.load(residual, {row, col}));
-              kb.store(value, out, {row, col});
-            });
+            p.store(kb, kb.load(acc, accIndices(t, mi, ni, r)), row, col);
           });
         },
         /*barrier=*/false);
@@ -284,16 +258,16 @@ private:
         Value depth = kb.addi(k0, kb.muli(w, 2));
         Value next = kb.addi(depth, kb.index(1));
         if (kMajor)
-          return pack(bitsOrZero(matrix, depth, i, k, extent),
-                      bitsOrZero(matrix, next, i, k, extent));
-        return pack(bitsOrZero(matrix, i, depth, extent, k),
-                    bitsOrZero(matrix, i, next, extent, k));
+          return pack(bitsOrZero(matrix, depth, i, p.k, extent),
+                      bitsOrZero(matrix, next, i, p.k, extent));
+        return pack(bitsOrZero(matrix, i, depth, extent, p.k),
+                    bitsOrZero(matrix, i, next, extent, p.k));
       };
 
-      auto [row, aWord] = transposeA ? acrossK() : alongK();
-      kb.store(load(lhs, transposeA, kb.addi(row0, row), aWord, m), aStage, {row, aWord});
-      auto [col, bWord] = transposeB ? alongK() : acrossK();
-      kb.store(load(rhs, !transposeB, kb.addi(col0, col), bWord, n), bStage, {col, bWord});
+      auto [row, aWord] = p.transposeA ? acrossK() : alongK();
+      kb.store(load(p.lhs, p.transposeA, kb.addi(row0, row), aWord, p.m), aStage, {row, aWord});
+      auto [col, bWord] = p.transposeB ? alongK() : acrossK();
+      kb.store(load(p.rhs, !p.transposeB, kb.addi(col0, col), bWord, p.n), bStage, {col, bWord});
     }
   }
 
@@ -302,16 +276,13 @@ private:
   Location loc;
   Emulation emulate;
   ThreadBlockBuilder block;
+  const GemmProblem &p;
+  /// bf16 or f16.
   Type narrow;
-  Value lhs, rhs, out, bias, residual;
-  bool transposeA = false, transposeB = false;
-  int64_t m = 0, n = 0, k = 0;
-  Activation activation = Activation::none;
 };
 
 } // namespace
 
-Value xfmr::gpu::emitMmaGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB,
-                             Value bias, Value residual, Activation activation, Emulation emulate) {
-  return MmaGemmKernel(kb, emulate).emit(a, transposeA, b, transposeB, bias, residual, activation);
+Value xfmr::gpu::emitMmaGemm(KernelBuilder &kb, const GemmProblem &problem, Emulation emulate) {
+  return MmaGemmKernel(kb, emulate, problem).emit();
 }
