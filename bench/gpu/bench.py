@@ -1,8 +1,9 @@
 """Kernel times (ncu gpu__time_duration) of xfmr's GPU attention forward and
 backward, bf16 matrix products and GPT-2 block next to PyTorch's on the same GPU, with each
 result's error against PyTorch. Run by bench/gpu/run.sh from
-build/gpu-bench (NCU: the ncu binary)."""
-import csv, io, os, subprocess, sys
+build/gpu-bench (NCU: the ncu binary; SECTIONS: a comma-separated subset of
+attention,attention_bf16,backward,gemm,block)."""
+import csv, glob, io, os, subprocess, sys
 import numpy as np, torch
 sys.path.insert(0, "../../test/e2e_lib"); sys.path.insert(0, "../../bench")
 import safetensors_io, models
@@ -35,94 +36,124 @@ def cuda_ms(fn, reps=10):
         times.append(start.elapsed_time(end))
     return min(times)
 
+SECTIONS = os.environ.get("SECTIONS", "attention,attention_bf16,backward,gemm,block").split(",")
+def wanted(section):
+    return section in SECTIONS
+
 rng = np.random.default_rng(0)
 print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}")
-print("attention forward, batch 4, 16 heads (FLOPs 4*B*H*S^2*D, halved when causal)")
-print(f"{'config':26} {'xfmr f32 ms':>11} {'TFLOP/s':>8} {'torch f32':>10} {'TFLOP/s':>8} {'torch bf16':>10} {'TFLOP/s':>8}  max|err|")
-for s, d in [(1024, 64), (4096, 64), (4096, 128)]:
-    for causal in (True, False):
-        name = f"attn_s{s}_d{d}_{'causal' if causal else 'full'}"
-        q, k, v = (rng.standard_normal((B, s, H, d)).astype(np.float32) for _ in range(3))
-        safetensors_io.write(f"bench/{name}.in.safetensors", dict(q=q, k=k, v=v))
+if wanted("attention"):
+    print("attention forward, batch 4, 16 heads (FLOPs 4*B*H*S^2*D, halved when causal)")
+    print(f"{'config':26} {'xfmr f32 ms':>11} {'TFLOP/s':>8} {'torch f32':>10} {'TFLOP/s':>8} {'torch bf16':>10} {'TFLOP/s':>8}  max|err|")
+    for s, d in [(1024, 64), (4096, 64), (4096, 128)]:
+        for causal in (True, False):
+            name = f"attn_s{s}_d{d}_{'causal' if causal else 'full'}"
+            q, k, v = (rng.standard_normal((B, s, H, d)).astype(np.float32) for _ in range(3))
+            safetensors_io.write(f"bench/{name}.in.safetensors", dict(q=q, k=k, v=v))
+            cmd = [f"bench/{name}", f"--inputs=bench/{name}.in.safetensors", f"--output=bench/{name}.out.safetensors"]
+            kernels = ncu_kernels(cmd)
+            attn = sum(t for n, t in kernels if "kernel" in n)
+            flops = 4 * B * H * s * s * d / (2 if causal else 1)
+            out = safetensors_io.read(f"bench/{name}.out.safetensors")["o"]
+            tq, tk, tv = (torch.tensor(a).cuda().transpose(1, 2) for a in (q, k, v))
+            ref = torch.nn.functional.scaled_dot_product_attention(tq.double(), tk.double(), tv.double(), is_causal=causal).transpose(1, 2).cpu().numpy()
+            err = float(np.max(np.abs(out - ref)) / np.max(np.abs(ref)))
+            f32 = cuda_ms(lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal))
+            bq, bk, bv = (t.bfloat16() for t in (tq, tk, tv))
+            bf16 = cuda_ms(lambda: torch.nn.functional.scaled_dot_product_attention(bq, bk, bv, is_causal=causal))
+            print(f"{name:26} {attn:11.3f} {flops / attn / 1e9:8.2f} {f32:10.3f} {flops / f32 / 1e9:8.2f} {bf16:10.3f} {flops / bf16 / 1e9:8.2f}  {err:.1e}")
+            print("   kernels:", ", ".join(f"{t:.3f}" for n, t in kernels), "| wall", wall(cmd))
+if wanted("attention_bf16"):
+    print("attention forward bf16 (tensor cores), batch 4, 16 heads; error on batch 0, heads 0-1 vs float64 on the bf16 inputs")
+    print(f"{'config':28} {'xfmr ms':>9} {'TFLOP/s':>8} {'torch bf16':>10} {'TFLOP/s':>8} {'xfmr/torch':>10}  max|err|")
+    bf16_configs = [tuple(int(x[1:]) for x in os.path.basename(f).split("_")[1:3]) for f in glob.glob("bench/attnbf16_*_causal.mlir")]
+    for s, d in sorted(bf16_configs, key=lambda sd: (sd[1], sd[0])):
+        for causal in (True, False):
+            name = f"attnbf16_s{s}_d{d}_{'causal' if causal else 'full'}"
+            q, k, v = (rng.standard_normal((B, s, H, d)).astype(np.float32) for _ in range(3))
+            safetensors_io.write(f"bench/{name}.in.safetensors", dict(q=q, k=k, v=v))
+            cmd = [f"bench/{name}", f"--inputs=bench/{name}.in.safetensors", f"--output=bench/{name}.out.safetensors"]
+            kernels = ncu_kernels(cmd)
+            attn = max(t for _, t in kernels)
+            flops = 4 * B * H * s * s * d / (2 if causal else 1)
+            bq, bk, bv = (torch.tensor(a).cuda().bfloat16().transpose(1, 2) for a in (q, k, v))
+            t16 = cuda_ms(lambda: torch.nn.functional.scaled_dot_product_attention(bq, bk, bv, is_causal=causal))
+            ref = torch.nn.functional.scaled_dot_product_attention(*(x[:1, :2].double() for x in (bq, bk, bv)), is_causal=causal).transpose(1, 2).cpu().numpy()
+            got = safetensors_io.read(f"bench/{name}.out.safetensors")["o"][:1, :, :2]
+            err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+            del bq, bk, bv
+            print(f"{name:28} {attn:9.3f} {flops / attn / 1e9:8.1f} {t16:10.3f} {flops / t16 / 1e9:8.1f} {t16 / attn:10.2f}  {err:.1e}")
+            print("   kernels:", ", ".join(f"{t:.3f}" for _, t in kernels))
+            os.remove(f"bench/{name}.in.safetensors")
+if wanted("backward"):
+    print("attention backward (both kernels), causal")
+    for s, d in [(1024, 64), (4096, 64)]:
+        name = f"attnbwd_s{s}_d{d}_causal"
+        arrays = {n: rng.standard_normal((B, s, H, d)).astype(np.float32) for n in "qkvw"}
+        safetensors_io.write(f"bench/{name}.in.safetensors", arrays)
         cmd = [f"bench/{name}", f"--inputs=bench/{name}.in.safetensors", f"--output=bench/{name}.out.safetensors"]
         kernels = ncu_kernels(cmd)
-        attn = sum(t for n, t in kernels if "kernel" in n)
-        flops = 4 * B * H * s * s * d / (2 if causal else 1)
-        out = safetensors_io.read(f"bench/{name}.out.safetensors")["o"]
-        tq, tk, tv = (torch.tensor(a).cuda().transpose(1, 2) for a in (q, k, v))
-        ref = torch.nn.functional.scaled_dot_product_attention(tq.double(), tk.double(), tv.double(), is_causal=causal).transpose(1, 2).cpu().numpy()
-        err = float(np.max(np.abs(out - ref)) / np.max(np.abs(ref)))
-        f32 = cuda_ms(lambda: torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal))
-        bq, bk, bv = (t.bfloat16() for t in (tq, tk, tv))
-        bf16 = cuda_ms(lambda: torch.nn.functional.scaled_dot_product_attention(bq, bk, bv, is_causal=causal))
-        print(f"{name:26} {attn:11.3f} {flops / attn / 1e9:8.2f} {f32:10.3f} {flops / f32 / 1e9:8.2f} {bf16:10.3f} {flops / bf16 / 1e9:8.2f}  {err:.1e}")
-        print("   kernels:", ", ".join(f"{t:.3f}" for n, t in kernels), "| wall", wall(cmd))
-print("attention backward (both kernels), causal")
-for s, d in [(1024, 64), (4096, 64)]:
-    name = f"attnbwd_s{s}_d{d}_causal"
-    arrays = {n: rng.standard_normal((B, s, H, d)).astype(np.float32) for n in "qkvw"}
-    safetensors_io.write(f"bench/{name}.in.safetensors", arrays)
-    cmd = [f"bench/{name}", f"--inputs=bench/{name}.in.safetensors", f"--output=bench/{name}.out.safetensors"]
+        total = sum(t for n, t in kernels)
+        top = sorted(kernels, key=lambda x: -x[1])[:3]
+        out = safetensors_io.read(f"bench/{name}.out.safetensors")
+        tq, tk, tv = (torch.tensor(arrays[n]).cuda().double().transpose(1, 2).requires_grad_() for n in "qkv")
+        tw = torch.tensor(arrays["w"]).cuda().double().transpose(1, 2)
+        (torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True) * tw).sum().backward()
+        err = max(float(np.max(np.abs(out[f"grad:{n}"] - t.grad.transpose(1, 2).cpu().numpy())) / float(t.grad.abs().max())) for n, t in zip("qkv", (tq, tk, tv)))
+        flops = 2.5 * 4 * B * H * s * s * d / 2
+        def torch_bwd(dtype):
+            a = [torch.tensor(arrays[n]).cuda().to(dtype).transpose(1, 2).requires_grad_() for n in "qkv"]
+            o = torch.nn.functional.scaled_dot_product_attention(*a, is_causal=True)
+            g = torch.randn_like(o)
+            return cuda_ms(lambda: torch.autograd.grad(o, a, g, retain_graph=True))
+        t32, t16 = torch_bwd(torch.float32), torch_bwd(torch.bfloat16)
+        print(f"{name}: xfmr all kernels {total:.3f} ms (largest {', '.join(f'{t:.3f}' for n, t in top)}), torch bwd f32 {t32:.3f} ms, bf16 {t16:.3f} ms; backward FLOPs 2.5x forward: xfmr {flops / sum(t for n, t in top[:2]) / 1e9:.2f} TFLOP/s (2 largest kernels), torch f32 {flops / t32 / 1e9:.2f}, bf16 {flops / t16 / 1e9:.2f}; max rel err {err:.1e}")
+if wanted("gemm"):
+    print("bf16 matrix products C = A B (f32 accumulation), FLOPs 2*M*N*K")
+    for m, n, k in [(1024, 3072, 768), (4096, 4096, 4096)]:
+        name = f"gemm_bf16_{m}x{n}x{k}"
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        b = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)
+        safetensors_io.write(f"bench/{name}.in.safetensors", dict(a=a, b=b))
+        cmd = [f"bench/{name}", f"--inputs=bench/{name}.in.safetensors", f"--output=bench/{name}.out.safetensors"]
+        kernels = ncu_kernels(cmd)
+        gemm = max(t for n_, t in kernels)
+        ta, tb = (torch.tensor(x).cuda().bfloat16() for x in (a, b))
+        ref = (ta.double() @ tb.double()).cpu().numpy()
+        got = safetensors_io.read(f"bench/{name}.out.safetensors")["c"]
+        err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+        t16 = cuda_ms(lambda: ta @ tb)
+        fa, fb = ta.float(), tb.float()
+        t32 = cuda_ms(lambda: fa @ fb)
+        flops = 2 * m * n * k
+        print(f"{name}: xfmr mma kernel {gemm:.3f} ms {flops / gemm / 1e9:.1f} TFLOP/s (all kernels {sum(t for _, t in kernels):.3f} ms), "
+              f"torch bf16 {t16:.3f} ms {flops / t16 / 1e9:.1f} TFLOP/s, torch f32 {t32:.3f} ms {flops / t32 / 1e9:.1f} TFLOP/s; max rel err vs float64 {err:.1e}")
+        print("   kernels:", ", ".join(f"{t:.3f}" for _, t in kernels), "| wall", wall(cmd))
+if wanted("block"):
+    print("GPT-2 small block forward, seq 1024, batch 1, f32")
+    inputs = models.random_inputs("block", 1024, 1)
+    safetensors_io.write("bench/block.in.safetensors", inputs)
+    cmd = ["bench/block1024", "--inputs=bench/block.in.safetensors", "--weights=bench/block.in.safetensors", "--output=bench/block.out.safetensors"]
     kernels = ncu_kernels(cmd)
     total = sum(t for n, t in kernels)
-    top = sorted(kernels, key=lambda x: -x[1])[:3]
-    out = safetensors_io.read(f"bench/{name}.out.safetensors")
-    tq, tk, tv = (torch.tensor(arrays[n]).cuda().double().transpose(1, 2).requires_grad_() for n in "qkv")
-    tw = torch.tensor(arrays["w"]).cuda().double().transpose(1, 2)
-    (torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True) * tw).sum().backward()
-    err = max(float(np.max(np.abs(out[f"grad:{n}"] - t.grad.transpose(1, 2).cpu().numpy())) / float(t.grad.abs().max())) for n, t in zip("qkv", (tq, tk, tv)))
-    flops = 2.5 * 4 * B * H * s * s * d / 2
-    def torch_bwd(dtype):
-        a = [torch.tensor(arrays[n]).cuda().to(dtype).transpose(1, 2).requires_grad_() for n in "qkv"]
-        o = torch.nn.functional.scaled_dot_product_attention(*a, is_causal=True)
-        g = torch.randn_like(o)
-        return cuda_ms(lambda: torch.autograd.grad(o, a, g, retain_graph=True))
-    t32, t16 = torch_bwd(torch.float32), torch_bwd(torch.bfloat16)
-    print(f"{name}: xfmr all kernels {total:.3f} ms (largest {', '.join(f'{t:.3f}' for n, t in top)}), torch bwd f32 {t32:.3f} ms, bf16 {t16:.3f} ms; backward FLOPs 2.5x forward: xfmr {flops / sum(t for n, t in top[:2]) / 1e9:.2f} TFLOP/s (2 largest kernels), torch f32 {flops / t32 / 1e9:.2f}, bf16 {flops / t16 / 1e9:.2f}; max rel err {err:.1e}")
-print("bf16 matrix products C = A B (f32 accumulation), FLOPs 2*M*N*K")
-for m, n, k in [(1024, 3072, 768), (4096, 4096, 4096)]:
-    name = f"gemm_bf16_{m}x{n}x{k}"
-    a = rng.standard_normal((m, k)).astype(np.float32)
-    b = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)
-    safetensors_io.write(f"bench/{name}.in.safetensors", dict(a=a, b=b))
-    cmd = [f"bench/{name}", f"--inputs=bench/{name}.in.safetensors", f"--output=bench/{name}.out.safetensors"]
-    kernels = ncu_kernels(cmd)
-    gemm = max(t for n_, t in kernels)
-    ta, tb = (torch.tensor(x).cuda().bfloat16() for x in (a, b))
-    ref = (ta.double() @ tb.double()).cpu().numpy()
-    got = safetensors_io.read(f"bench/{name}.out.safetensors")["c"]
+    w = {n: torch.tensor(a).cuda() for n, a in inputs.items()}
+    def torch_block():
+        x = w["x"]; D = 768; seq = 1024; p = "h.0."
+        h = torch.nn.functional.layer_norm(x, (D,), w[p + "ln_1.weight"], w[p + "ln_1.bias"], 1e-5)
+        qkv = torch.addmm(w[p + "attn.c_attn.bias"], h.view(-1, D), w[p + "attn.c_attn.weight"])
+        q, k, v = (t.view(1, seq, 12, 64).transpose(1, 2) for t in qkv.split(D, dim=-1))
+        sc = (q @ k.transpose(-1, -2) * 0.125).masked_fill(~torch.ones(seq, seq, dtype=torch.bool, device="cuda").tril(), float("-inf"))
+        a = (torch.softmax(sc, -1) @ v).transpose(1, 2).reshape(seq, D)
+        x = x + torch.addmm(w[p + "attn.c_proj.bias"], a, w[p + "attn.c_proj.weight"]).view(1, seq, D)
+        h = torch.nn.functional.layer_norm(x, (D,), w[p + "ln_2.weight"], w[p + "ln_2.bias"], 1e-5)
+        h = torch.nn.functional.gelu(torch.addmm(w[p + "mlp.c_fc.bias"], h.view(-1, D), w[p + "mlp.c_fc.weight"]), approximate="tanh")
+        return x + torch.addmm(w[p + "mlp.c_proj.bias"], h, w[p + "mlp.c_proj.weight"]).view(1, seq, D)
+    ref = torch_block().cpu().numpy()
+    out = safetensors_io.read("bench/block.out.safetensors")
+    got = next(iter(out.values()))
     err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
-    t16 = cuda_ms(lambda: ta @ tb)
-    fa, fb = ta.float(), tb.float()
-    t32 = cuda_ms(lambda: fa @ fb)
-    flops = 2 * m * n * k
-    print(f"{name}: xfmr mma kernel {gemm:.3f} ms {flops / gemm / 1e9:.1f} TFLOP/s (all kernels {sum(t for _, t in kernels):.3f} ms), "
-          f"torch bf16 {t16:.3f} ms {flops / t16 / 1e9:.1f} TFLOP/s, torch f32 {t32:.3f} ms {flops / t32 / 1e9:.1f} TFLOP/s; max rel err vs float64 {err:.1e}")
-    print("   kernels:", ", ".join(f"{t:.3f}" for _, t in kernels), "| wall", wall(cmd))
-print("GPT-2 small block forward, seq 1024, batch 1, f32")
-inputs = models.random_inputs("block", 1024, 1)
-safetensors_io.write("bench/block.in.safetensors", inputs)
-cmd = ["bench/block1024", "--inputs=bench/block.in.safetensors", "--weights=bench/block.in.safetensors", "--output=bench/block.out.safetensors"]
-kernels = ncu_kernels(cmd)
-total = sum(t for n, t in kernels)
-w = {n: torch.tensor(a).cuda() for n, a in inputs.items()}
-def torch_block():
-    x = w["x"]; D = 768; seq = 1024; p = "h.0."
-    h = torch.nn.functional.layer_norm(x, (D,), w[p + "ln_1.weight"], w[p + "ln_1.bias"], 1e-5)
-    qkv = torch.addmm(w[p + "attn.c_attn.bias"], h.view(-1, D), w[p + "attn.c_attn.weight"])
-    q, k, v = (t.view(1, seq, 12, 64).transpose(1, 2) for t in qkv.split(D, dim=-1))
-    sc = (q @ k.transpose(-1, -2) * 0.125).masked_fill(~torch.ones(seq, seq, dtype=torch.bool, device="cuda").tril(), float("-inf"))
-    a = (torch.softmax(sc, -1) @ v).transpose(1, 2).reshape(seq, D)
-    x = x + torch.addmm(w[p + "attn.c_proj.bias"], a, w[p + "attn.c_proj.weight"]).view(1, seq, D)
-    h = torch.nn.functional.layer_norm(x, (D,), w[p + "ln_2.weight"], w[p + "ln_2.bias"], 1e-5)
-    h = torch.nn.functional.gelu(torch.addmm(w[p + "mlp.c_fc.bias"], h.view(-1, D), w[p + "mlp.c_fc.weight"]), approximate="tanh")
-    return x + torch.addmm(w[p + "mlp.c_proj.bias"], h, w[p + "mlp.c_proj.weight"]).view(1, seq, D)
-ref = torch_block().cpu().numpy()
-out = safetensors_io.read("bench/block.out.safetensors")
-got = next(iter(out.values()))
-err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
-tb = cuda_ms(torch_block)
-print(f"block1024: xfmr kernels {total:.3f} ms over {len(kernels)} kernels, torch eager f32 {tb:.3f} ms, ratio torch/xfmr {tb / total:.2f}; max rel err vs torch f32 {err:.1e}")
-for n, t in sorted(kernels, key=lambda x: -x[1])[:6]:
-    print(f"   {t:8.3f} ms  {n[:60]}")
-print("   wall", wall(cmd))
+    tb = cuda_ms(torch_block)
+    print(f"block1024: xfmr kernels {total:.3f} ms over {len(kernels)} kernels, torch eager f32 {tb:.3f} ms, ratio torch/xfmr {tb / total:.2f}; max rel err vs torch f32 {err:.1e}")
+    for n, t in sorted(kernels, key=lambda x: -x[1])[:6]:
+        print(f"   {t:8.3f} ms  {n[:60]}")
+    print("   wall", wall(cmd))

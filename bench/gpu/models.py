@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the GPU benchmark models into DIR: fused attention forward (batch 4,
-16 heads, seq 1024/4096, head dim 64/128, causal and not), its backward
+16 heads, seq 1024/4096, head dim 64/128, causal and not; in f32, and in bf16
+on tensor cores up to seq 16384), its backward
 (through a loss sum(attention * w)), a GPT-2 small block at seq 1024, and bf16
 matrix products (tensor cores).
 
@@ -15,8 +16,8 @@ import models  # noqa: E402  (bench/models.py)
 B, H = 4, 16
 
 
-def attention(s, d, causal):
-    t = f"tensor<{B}x{s}x{H}x{d}xf32>"
+def attention(s, d, causal, dtype="f32"):
+    t = f"tensor<{B}x{s}x{H}x{d}x{dtype}>"
     attrs = ("causal, " if causal else "") + f"scale = {d ** -0.5!r} : f64"
     return f'''func.func @forward(%q: {t} {{xfmr.input = "q"}}, %k: {t} {{xfmr.input = "k"}}, %v: {t} {{xfmr.input = "v"}}) -> ({t} {{xfmr.output = "o"}}) {{
   %o = xfmr.fused_attention %q, %k, %v {{{attrs}}} : ({t}, {t}, {t}) -> {t}
@@ -40,6 +41,7 @@ def attention_loss(s, d):
 '''
 
 
+BF16_ATTENTION = [(1024, 64), (4096, 64), (1024, 128), (4096, 128), (16384, 128)]
 GEMMS = [(1024, 3072, 768), (4096, 4096, 4096)]
 
 
@@ -59,6 +61,11 @@ def main():
             name = f"attn_s{s}_d{d}_{'causal' if causal else 'full'}"
             with open(os.path.join(out, name + ".mlir"), "w") as f:
                 f.write(attention(s, d, causal))
+    for s, d in BF16_ATTENTION:
+        for causal in (True, False):
+            name = f"attnbf16_s{s}_d{d}_{'causal' if causal else 'full'}"
+            with open(os.path.join(out, name + ".mlir"), "w") as f:
+                f.write(attention(s, d, causal, "bf16"))
     for s in (1024, 4096):
         with open(os.path.join(out, f"attnbwd_s{s}_d64_causal.mlir"), "w") as f:
             f.write(attention_loss(s, 64))

@@ -36,6 +36,6 @@ $X $ROOT/test/e2e/grad/kernels.mlir --target=nvptx --grad --grad-inputs=q,k,v,cq
 # Benchmark models: attention forward (batch 4, 16 heads), its backward, a
 # GPT-2 small block at seq 1024.
 $PY $ROOT/bench/gpu/models.py bench
-for f in bench/attn_*.mlir bench/gemm_*.mlir; do $X $f --target=nvptx -o ${f%.mlir}; done
+for f in bench/attn_*.mlir bench/attnbf16_*.mlir bench/gemm_*.mlir; do $X $f --target=nvptx -o ${f%.mlir}; done
 for f in bench/attnbwd_*.mlir; do $X $f --target=nvptx --grad --grad-inputs=q,k,v --entry=loss -o ${f%.mlir}; done
 $X bench/block1024.mlir --target=nvptx -o bench/block1024

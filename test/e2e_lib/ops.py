@@ -216,7 +216,12 @@ def gen_low_precision():
              g=1.0 + randn(96, scale=0.1), beta=randn(96, scale=0.1), q=randn(1, 48, 2, 32),
              k=randn(1, 48, 2, 32), v=randn(1, 48, 2, 32), xk=randn(2, 40, 70),
              wnk=randn(130, 70, scale=0.12), r=randn(2, 40, 130), pt=randn(70, 80),
-             wk=randn(70, 48, scale=0.12))
+             wk=randn(70, 48, scale=0.12), cq=randn(2, 70, 2, 36), ck=randn(2, 130, 2, 36),
+             cv=randn(2, 130, 2, 36), lq=randn(1, 2, 150, 64), lk=randn(1, 2, 150, 64),
+             lv=randn(1, 2, 150, 64), lb=randn(1, 1, 150, 150))
+    pad = np.ones((2, 130), dtype=np.bool_)
+    pad[1, 100:] = False
+    x["pad"] = pad
     return {name + suffix: value for name, value in x.items() for suffix in ("_bf16", "_f16")}
 
 
@@ -228,9 +233,10 @@ def ref_low_precision(x):
         def stored(value):
             return value.to(dtype).to(F64)
 
-        X, W, B, G, BETA, Q, K, V, XK, WNK, R, PT, WK = (
+        X, W, B, G, BETA, Q, K, V, XK, WNK, R, PT, WK, CQ, CK, CV, LQ, LK, LV, LB = (
             stored(t(x[n + suffix]))
-            for n in ("x", "w", "b", "g", "beta", "q", "k", "v", "xk", "wnk", "r", "pt", "wk"))
+            for n in ("x", "w", "b", "g", "beta", "q", "k", "v", "xk", "wnk", "r", "pt", "wk",
+                      "cq", "ck", "cv", "lq", "lk", "lv", "lb"))
         h = stored(torch.nn.functional.gelu(X @ W + B))
         keep = causal_keep(48, 48)
         attention = attention_reference(Q, K, V, 1 / math.sqrt(32), keep=keep)
@@ -239,7 +245,13 @@ def ref_low_precision(x):
                            torch.nn.functional.layer_norm(h, (96,), G, BETA, 1e-5)),
                        "attention" + suffix: stored(attention),
                        "nk_residual" + suffix: stored(XK @ WNK.T + R),
-                       "tn" + suffix: stored(PT.T @ WK)})
+                       "tn" + suffix: stored(PT.T @ WK),
+                       "cross_padding" + suffix: stored(attention_reference(
+                           CQ, CK, CV, 1 / 6,
+                           keep=t(x["pad" + suffix])[:, None, None, :])),
+                       "causal_bias" + suffix: stored(attention_reference(
+                           LQ, LK, LV, 0.125, keep=causal_keep(150, 150), bias=LB,
+                           layout="bhsd"))})
     return result
 
 

@@ -54,6 +54,15 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
       multiplies on tensor cores instead: `mma.sync.m16n8k16` with f32
       accumulators, 4 warps per 64 x 64 tile, 32 deep stages of 32-bit
       words (two K elements each) in shared memory.
+    - `fused_attention` of bf16 or f16 q, k and v (each `arith.extf` of
+      them), whose head dim fits: FlashAttention-2 on tensor cores, a block
+      per 64 query rows (4 warps of 16), both products by `mma.sync`, the
+      probabilities rounded to the narrow type and repacked from the score
+      accumulators into the second product's operands in registers, the
+      row max combined over a row's lanes by `gpu.shuffle`, base-2
+      exponentials (`math.exp2` with fastmath `afn`). K and V^T tiles are
+      staged as words of two elements, 16 bytes per load where the
+      operands' layout allows (checked at run time).
     - `softmax` over the last axis, `layer_norm` and `fused_add_layer_norm`:
       a block per row, each thread a strided part of the row, statistics
       combined by a tree through shared memory (online max and sum for
@@ -81,7 +90,7 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",
     "::mlir::gpu::GPUDialect", "::mlir::LLVM::LLVMDialect", "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect", "::mlir::NVVM::NVVMDialect", "::mlir::scf::SCFDialect",
-    "::mlir::tensor::TensorDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::vector::VectorDialect",
   ];
 }
 

@@ -25,7 +25,8 @@ Value KernelBuilder::splat(Value value, int64_t lanes) {
 
 Value KernelBuilder::splat(double value, int64_t lanes) {
   return arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(vectorType(lanes), b.getF32FloatAttr(static_cast<float>(value))));
+      b, loc,
+      DenseElementsAttr::get(vectorType(lanes), b.getF32FloatAttr(static_cast<float>(value))));
 }
 
 Value KernelBuilder::add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
@@ -64,15 +65,15 @@ Value KernelBuilder::exp2NonPositive(Value x) {
   Value f = sub(x, k);
   // Minimax polynomial for 2^f on [-1/2, 1/2], relative error 7.5e-8
   // (Lawson-weighted least squares in float64).
-  static constexpr double kCoefficients[] = {1.00000007,  0.69314697, 0.2402212,
-                                             0.05550713,  0.00967554, 0.00132765};
+  static constexpr double kCoefficients[] = {1.00000007, 0.69314697, 0.2402212,
+                                             0.05550713, 0.00967554, 0.00132765};
   Value poly = splat(kCoefficients[5]);
   for (int i = 4; i >= 0; --i)
     poly = fma(poly, f, splat(kCoefficients[i]));
-  Value biased = arith::AddIOp::create(b, loc, arith::FPToSIOp::create(b, loc, intType, k),
-                                       intSplat(127));
-  Value scale = arith::BitcastOp::create(
-      b, loc, type, arith::ShLIOp::create(b, loc, biased, intSplat(23)));
+  Value biased =
+      arith::AddIOp::create(b, loc, arith::FPToSIOp::create(b, loc, intType, k), intSplat(127));
+  Value scale =
+      arith::BitcastOp::create(b, loc, type, arith::ShLIOp::create(b, loc, biased, intSplat(23)));
   return mul(poly, scale);
 }
 Value KernelBuilder::rsqrt(Value x) { return math::RsqrtOp::create(b, loc, x); }
@@ -86,8 +87,12 @@ Value KernelBuilder::equals(Value x, double value) {
 Value KernelBuilder::addi(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
 Value KernelBuilder::muli(Value x, int64_t y) { return arith::MulIOp::create(b, loc, x, index(y)); }
 Value KernelBuilder::mini(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
-Value KernelBuilder::divui(Value x, int64_t y) { return arith::DivUIOp::create(b, loc, x, index(y)); }
-Value KernelBuilder::remui(Value x, int64_t y) { return arith::RemUIOp::create(b, loc, x, index(y)); }
+Value KernelBuilder::divui(Value x, int64_t y) {
+  return arith::DivUIOp::create(b, loc, x, index(y));
+}
+Value KernelBuilder::remui(Value x, int64_t y) {
+  return arith::RemUIOp::create(b, loc, x, index(y));
+}
 Value KernelBuilder::below(Value x, Value bound) {
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, x, bound);
 }
@@ -198,9 +203,8 @@ Value KernelBuilder::loadVectorClipped(Value buffer, ValueRange indices, double 
                                         std::optional<Value>(f32(padding)), ArrayRef<bool>{false});
 }
 
-ValueRange KernelBuilder::forLoop(
-    Value lower, Value upper, int64_t step, ValueRange init,
-    function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+ValueRange KernelBuilder::forLoop(Value lower, Value upper, int64_t step, ValueRange init,
+                                  function_ref<SmallVector<Value>(Value, ValueRange)> body) {
   auto loop = scf::ForOp::create(b, loc, lower, upper, index(step), init);
   OpBuilder::InsertionGuard guard(b);
   Block *block = loop.getBody();
@@ -235,6 +239,16 @@ void KernelBuilder::ifThen(Value condition, function_ref<void()> body) {
   body();
 }
 
+void KernelBuilder::ifThenElse(Value condition, function_ref<void()> thenBody,
+                               function_ref<void()> elseBody) {
+  auto branch = scf::IfOp::create(b, loc, condition, /*withElseRegion=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(branch.thenBlock()->getTerminator());
+  thenBody();
+  b.setInsertionPoint(branch.elseBlock()->getTerminator());
+  elseBody();
+}
+
 void KernelBuilder::forRowTiles(Value begin, int64_t count, int64_t tile,
                                 function_ref<void(Value, int64_t)> body) {
   int64_t full = count / tile * tile;
@@ -247,19 +261,18 @@ void KernelBuilder::forRowTiles(Value begin, int64_t count, int64_t tile,
 Tile xfmr::cpu::emitTileUpdate(KernelBuilder &kb, Tile tile, Value kBegin, Value kEnd,
                                function_ref<Value(int64_t, Value)> loadA,
                                function_ref<Value(int64_t, Value)> loadB) {
-  ValueRange results = kb.forLoop(
-      kBegin, kEnd, 1, tile.values, [&](Value k, ValueRange acc) {
-        SmallVector<Value> next(acc.begin(), acc.end());
-        SmallVector<Value> bVectors;
-        for (int64_t j = 0; j < tile.vectors; ++j)
-          bVectors.push_back(loadB(j, k));
-        for (int64_t i = 0; i < tile.rows; ++i) {
-          Value a = kb.splat(loadA(i, k));
-          for (int64_t j = 0; j < tile.vectors; ++j)
-            next[i * tile.vectors + j] = kb.fma(a, bVectors[j], next[i * tile.vectors + j]);
-        }
-        return next;
-      });
+  ValueRange results = kb.forLoop(kBegin, kEnd, 1, tile.values, [&](Value k, ValueRange acc) {
+    SmallVector<Value> next(acc.begin(), acc.end());
+    SmallVector<Value> bVectors;
+    for (int64_t j = 0; j < tile.vectors; ++j)
+      bVectors.push_back(loadB(j, k));
+    for (int64_t i = 0; i < tile.rows; ++i) {
+      Value a = kb.splat(loadA(i, k));
+      for (int64_t j = 0; j < tile.vectors; ++j)
+        next[i * tile.vectors + j] = kb.fma(a, bVectors[j], next[i * tile.vectors + j]);
+    }
+    return next;
+  });
   tile.values.assign(results.begin(), results.end());
   return tile;
 }

@@ -115,14 +115,16 @@ public:
 
   /// scf.for from `lower` to `upper` by `step` with loop-carried `init`;
   /// `body` returns the values to yield.
-  mlir::ValueRange forLoop(
-      mlir::Value lower, mlir::Value upper, int64_t step, mlir::ValueRange init,
-      llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value, mlir::ValueRange)> body);
+  mlir::ValueRange
+  forLoop(mlir::Value lower, mlir::Value upper, int64_t step, mlir::ValueRange init,
+          llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value, mlir::ValueRange)> body);
   void forLoop(mlir::Value lower, mlir::Value upper, int64_t step,
                llvm::function_ref<void(mlir::Value)> body);
   /// An scf.forall over [0, count) whose iterations run on OpenMP threads.
   void parallelFor(int64_t count, llvm::function_ref<void(mlir::Value)> body);
   void ifThen(mlir::Value condition, llvm::function_ref<void()> body);
+  void ifThenElse(mlir::Value condition, llvm::function_ref<void()> thenBody,
+                  llvm::function_ref<void()> elseBody);
 
   /// Calls `body(row0, rows)` for the tiles of `tile` rows covering
   /// [begin, begin + count) with a static `count`: a loop over the full tiles

@@ -38,23 +38,23 @@ template <typename OpTy> struct KernelPattern : OpRewritePattern<OpTy> {
     return KernelBuilder(rewriter, op->getLoc(), kernels.cpu());
   }
 
-  /// The factors of an f32 product as the kernels take them: the bf16 or
-  /// f16 values both were widened from, when the kernels multiply those
-  /// directly (the product is the same: each f32 product of two widened
-  /// values is exact).
-  std::pair<Value, Value> factors(Value a, Value b) const {
-    auto narrowSource = [](Value x) -> Value {
+  /// The factors of an f32 product (or q, k and v of an attention) as the
+  /// kernels take them: the bf16 or f16 values all were widened from, when
+  /// the kernels multiply those directly (the product is the same: each f32
+  /// product of two widened values is exact).
+  SmallVector<Value> factors(ValueRange values) const {
+    SmallVector<Value> narrow;
+    for (Value x : values) {
       auto widen = x.getDefiningOp<arith::ExtFOp>();
-      if (!widen)
-        return Value();
-      Type type = cast<RankedTensorType>(widen.getIn().getType()).getElementType();
-      return type.isBF16() || type.isF16() ? widen.getIn() : Value();
-    };
-    Value narrowA = narrowSource(a), narrowB = narrowSource(b);
-    if (!kernels.multipliesNarrowFloats() || !narrowA || !narrowB ||
-        getElementTypeOrSelf(narrowA) != getElementTypeOrSelf(narrowB))
-      return {a, b};
-    return {narrowA, narrowB};
+      if (!kernels.multipliesNarrowFloats() || !widen)
+        return llvm::to_vector(values);
+      Type type = getElementTypeOrSelf(widen.getIn());
+      if (!(type.isBF16() || type.isF16()) ||
+          (!narrow.empty() && getElementTypeOrSelf(narrow.front()) != type))
+        return llvm::to_vector(values);
+      narrow.push_back(widen.getIn());
+    }
+    return narrow;
   }
 
   const KernelSet &kernels;
@@ -68,7 +68,8 @@ struct FusedLinearKernel : KernelPattern<FusedLinearOp> {
     Location loc = op.getLoc();
     KernelBuilder kb = builder(rewriter, op);
     Value residual = op.getResidual() ? asMatrix(rewriter, loc, op.getResidual()) : Value();
-    auto [input, weight] = factors(op.getInput(), op.getWeight());
+    SmallVector<Value> narrow = factors({op.getInput(), op.getWeight()});
+    Value input = narrow[0], weight = narrow[1];
     Value c = kernels.gemm(kb, asMatrix(rewriter, loc, input), /*transposeA=*/false, weight,
                            op.getTransposeWeight(), op.getBias(), residual, op.getActivation());
     rewriter.replaceOp(op, lowering::reshapeTensor(rewriter, loc, c, op.getType()));
@@ -85,7 +86,8 @@ struct MatmulKernel : KernelPattern<MatmulOp> {
       return rewriter.notifyMatchFailure(op, "not an f32 product of matrices or with a 2-D weight");
     Location loc = op.getLoc();
     KernelBuilder kb = builder(rewriter, op);
-    auto [lhs, rhs] = factors(op.getLhs(), op.getRhs());
+    SmallVector<Value> narrow = factors({op.getLhs(), op.getRhs()});
+    Value lhs = narrow[0], rhs = narrow[1];
     Value a = transposeA ? lhs : asMatrix(rewriter, loc, lhs);
     Value c = kernels.gemm(kb, a, transposeA, rhs, op.getTransposeRhs(), Value(), Value(),
                            Activation::none);
@@ -100,7 +102,8 @@ struct FusedAttentionKernel : KernelPattern<FusedAttentionOp> {
     if (!isF32(op.getQuery()))
       return rewriter.notifyMatchFailure(op, "the attention kernel is f32");
     KernelBuilder kb = builder(rewriter, op);
-    AttentionOperands in = attentionOperands(kb, op);
+    AttentionOperands in =
+        attentionOperands(kb, op, factors({op.getQuery(), op.getKey(), op.getValue()}));
     Type f32 = rewriter.getF32Type();
     in.out = kb.allocate(shapeOf(op.getResult()), f32);
     SmallVector<Value> results = {in.out};
@@ -120,7 +123,7 @@ struct FusedAttentionBackwardKernel : KernelPattern<FusedAttentionBackwardOp> {
     if (!isF32(op.getQuery()))
       return rewriter.notifyMatchFailure(op, "the attention kernel is f32");
     KernelBuilder kb = builder(rewriter, op);
-    AttentionOperands in = attentionOperands(kb, op);
+    AttentionOperands in = attentionOperands(kb, op, {op.getQuery(), op.getKey(), op.getValue()});
     Type f32 = rewriter.getF32Type();
     in.out = kb.readBuffer(op.getOutput());
     in.lse = kb.readBuffer(op.getLogsumexp());

@@ -9,8 +9,8 @@
 #ifndef XFMR_LIB_CONVERSION_XFMRTOCPUKERNELS_KERNELS_H
 #define XFMR_LIB_CONVERSION_XFMRTOCPUKERNELS_KERNELS_H
 
-#include "KernelBuilder.h"
 #include "../LoweringUtils.h"
+#include "KernelBuilder.h"
 #include "xfmr/Dialect/XfmrOps.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -81,17 +81,18 @@ struct AttentionOperands {
 };
 
 /// The operands every attention kernel reads (forward or backward, CPU or
-/// GPU): q, k, v, masks and attributes.
+/// GPU): `qkv` (the op's q, k and v or the narrow values they widen), masks
+/// and attributes.
 template <typename OpTy>
-AttentionOperands attentionOperands(KernelBuilder &kb, OpTy op) {
+AttentionOperands attentionOperands(KernelBuilder &kb, OpTy op, mlir::ValueRange qkv) {
   using namespace mlir;
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   Type f32 = b.getF32Type();
   AttentionOperands in;
-  in.q = kb.readBuffer(op.getQuery());
-  in.k = kb.readBuffer(op.getKey());
-  in.v = kb.readBuffer(op.getValue());
+  in.q = kb.readBuffer(qkv[0]);
+  in.k = kb.readBuffer(qkv[1]);
+  in.v = kb.readBuffer(qkv[2]);
   in.dims = op.getDims();
   in.scale = op.getScale().convertToDouble();
   in.causal = op.getCausal();
@@ -109,8 +110,8 @@ AttentionOperands attentionOperands(KernelBuilder &kb, OpTy op) {
     auto biasType = cast<RankedTensorType>(bias.getType());
     SmallVector<int64_t> shape(4 - biasType.getRank(), 1);
     llvm::append_range(shape, biasType.getShape());
-    in.bias = kb.readBuffer(
-        lowering::reshapeTensor(b, loc, bias, RankedTensorType::get(shape, f32)));
+    in.bias =
+        kb.readBuffer(lowering::reshapeTensor(b, loc, bias, RankedTensorType::get(shape, f32)));
   }
   return in;
 }
@@ -134,16 +135,17 @@ public:
   /// The vector unit the kernels' KernelBuilder assumes.
   const CpuTarget &cpu() const { return target; }
 
-  /// Whether gemm() also takes bf16 or f16 A and B (accumulating in f32):
-  /// a product of widened narrow values is then given the narrow ones.
+  /// Whether gemm() also takes bf16 or f16 A and B (accumulating in f32),
+  /// and attention() bf16 or f16 q, k and v: a product (an attention) of
+  /// widened narrow values is then given the narrow ones.
   virtual bool multipliesNarrowFloats() const { return false; }
   virtual mlir::Value gemm(KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Value b,
                            bool transposeB, mlir::Value bias, mlir::Value residual,
                            Activation activation) const = 0;
   virtual mlir::Value softmaxRows(KernelBuilder &kb, mlir::Value x) const = 0;
   virtual std::pair<mlir::Value, mlir::Value> layerNormRows(KernelBuilder &kb, mlir::Value x,
-                                                            mlir::Value residual,
-                                                            mlir::Value gamma, mlir::Value beta,
+                                                            mlir::Value residual, mlir::Value gamma,
+                                                            mlir::Value beta,
                                                             double epsilon) const = 0;
   virtual void attention(KernelBuilder &kb, const AttentionOperands &operands) const = 0;
   virtual void attentionBackward(KernelBuilder &kb, const AttentionOperands &operands) const = 0;

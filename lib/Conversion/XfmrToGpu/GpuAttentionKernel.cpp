@@ -31,6 +31,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuAttentionKernelBase.h"
 #include "GpuKernels.h"
 #include "ThreadBlockBuilder.h"
 
@@ -40,119 +41,6 @@ using namespace xfmr::cpu;
 using namespace xfmr::gpu;
 
 namespace {
-
-/// Rows (threads) per block, and the bytes of shared memory the two tiles
-/// of a block may take (leaving room for two blocks per SM).
-constexpr int64_t kMaxRowsPerBlock = 128;
-constexpr int64_t kWarp = 32;
-constexpr int64_t kSharedBytes = 32 * 1024;
-constexpr int64_t kMaxRowsPerTile = 64;
-
-/// The geometry and the helpers the forward and backward kernels share.
-class AttentionKernelBase {
-protected:
-  AttentionKernelBase(KernelBuilder &kb, const AttentionOperands &in)
-      : kb(kb), b(kb.builder()), loc(kb.location()), in(in) {
-    auto q = cast<MemRefType>(in.q.getType());
-    auto k = cast<MemRefType>(in.k.getType());
-    batch = q.getDimSize(in.dims.batch);
-    heads = q.getDimSize(in.dims.heads);
-    seqQ = q.getDimSize(in.dims.seq);
-    headDim = q.getDimSize(in.dims.headDim);
-    seqK = k.getDimSize(in.dims.seq);
-  }
-
-  /// Threads of a block with one thread per row of a sequence of `rows`.
-  static int64_t threadsFor(int64_t rows) {
-    return std::min(kMaxRowsPerBlock, (rows + kWarp - 1) / kWarp * kWarp);
-  }
-  /// Rows of the two [rows, head_dim] shared tiles streamed from a sequence
-  /// of `seq` rows.
-  int64_t rowsPerTile(int64_t seq) const {
-    return std::min(std::clamp<int64_t>(kSharedBytes / (2 * 4 * headDim), 1, kMaxRowsPerTile), seq);
-  }
-
-  void forHeadDim(function_ref<void(Value)> body) {
-    kb.forLoop(kb.index(0), kb.index(headDim), 1, body);
-  }
-  /// init + sum over the head dim of x(c) * y(c).
-  Value dot(function_ref<Value(Value)> x, function_ref<Value(Value)> y, Value init) {
-    return kb.forLoop(kb.index(0), kb.index(headDim), 1, {init},
-                      [&](Value c, ValueRange partial) -> SmallVector<Value> {
-                        return {kb.fma(x(c), y(c), partial[0])};
-                      })[0];
-  }
-
-  /// Calls `body(row)` when row first + thread is inside a sequence of
-  /// `count` rows.
-  void ifRowExists(Value first, Value thread, int64_t count, function_ref<void(Value)> body) {
-    Value row = kb.addi(first, thread);
-    kb.ifThen(kb.below(row, count), [&] { body(row); });
-  }
-
-  /// `dot` (the scaled q . k of a row and a key) plus the biases, or -inf
-  /// where the mask hides the key: past seq_k or, when causal, after
-  /// row + seq_k - seq_q. Rows and keys outside the sequences read the
-  /// biases of the last ones.
-  Value score(Value bi, Value hi, Value row, Value key, Value dot) {
-    Value zero = kb.index(0);
-    Value limit = kb.index(seqK);
-    if (in.causal)
-      limit = kb.mini(limit, kb.addi(row, kb.index(seqK - seqQ + 1)));
-    Value clampedKey = kb.mini(key, kb.index(seqK - 1));
-    if (in.keyBias)
-      dot = kb.add(dot, kb.load(in.keyBias, {bi, clampedKey}));
-    if (in.bias)
-      dot = kb.add(dot, kb.load(in.bias, in.biasAt(zero, bi, hi, kb.mini(row, kb.index(seqQ - 1)),
-                                                   clampedKey)));
-    return kb.select(kb.below(key, limit), dot, kb.f32(kNegInf));
-  }
-
-  /// e^(score - lse), 0 where the score or the row's lse is -inf (a masked
-  /// key, a row that sees nothing), without relying on the exponential's
-  /// range.
-  Value probability(Value score, Value lse) {
-    return kb.select(kb.equals(lse, kNegInf), kb.f32(0.0), kb.expShifted(score, lse));
-  }
-
-  /// Key tiles of `keysPerTile` that the query rows [q0, q0 + rows) read:
-  /// all, or when causal those holding a key the last row sees.
-  Value keyTileCount(Value q0, int64_t rows, int64_t keysPerTile) {
-    int64_t all = llvm::divideCeilSigned(seqK, keysPerTile);
-    if (!in.causal)
-      return kb.index(all);
-    Value lastRow = kb.mini(kb.addi(q0, kb.index(rows - 1)), kb.index(seqQ - 1));
-    Value keys = kb.addi(lastRow, kb.index(seqK - seqQ + 1));
-    keys = arith::MaxSIOp::create(b, loc, kb.mini(keys, kb.index(seqK)), kb.index(0));
-    return arith::CeilDivSIOp::create(b, loc, keys, kb.index(keysPerTile));
-  }
-
-  /// A thread's share of loading rows [first, first + tileRows) of the
-  /// rank-4 `operands` (a sequence of `seq` rows) into [tileRows, head_dim]
-  /// shared `tiles`, times `scale`, 0 past the sequence. Consecutive
-  /// threads read consecutive head-dim elements.
-  void loadTiles(Value thread, int64_t threads, Value bi, Value hi, Value first, int64_t tileRows,
-                 int64_t seq, ArrayRef<std::pair<Value, Value>> operandsAndTiles,
-                 double scale = 1.0) {
-    kb.forLoop(thread, kb.index(tileRows * headDim), threads, [&](Value element) {
-      Value j = kb.divui(element, headDim), c = kb.remui(element, headDim);
-      Value row = kb.addi(first, j);
-      Value source = kb.mini(row, kb.index(seq - 1));
-      for (auto [operand, tile] : operandsAndTiles) {
-        Value value = kb.load(operand, in.at(bi, source, hi, c));
-        if (scale != 1.0)
-          value = kb.mul(value, kb.f32(scale));
-        kb.store(kb.select(kb.below(row, seq), value, kb.f32(0.0)), tile, {j, c});
-      }
-    });
-  }
-
-  KernelBuilder &kb;
-  OpBuilder &b;
-  Location loc;
-  const AttentionOperands &in;
-  int64_t batch, heads, seqQ, seqK, headDim;
-};
 
 class ForwardKernel : AttentionKernelBase {
 public:
@@ -181,7 +69,7 @@ private:
     block.phase([&](Value t) {
       ifRowExists(q0, t, seqQ, [&](Value row) {
         forHeadDim([&](Value c) {
-          kb.store(kb.mul(kb.load(in.q, in.at(bi, row, hi, c)), kb.f32(in.scale)), query,
+          kb.store(kb.mul(loadWide(in.q, in.at(bi, row, hi, c)), kb.f32(in.scale)), query,
                    block.at(t, {c}));
           kb.store(kb.f32(0.0), acc, block.at(t, {c}));
         });
@@ -465,6 +353,8 @@ private:
 
 void xfmr::gpu::emitAttention(KernelBuilder &kb, const AttentionOperands &operands,
                               Emulation emulate) {
+  if (fitsMmaAttention(operands))
+    return emitMmaAttention(kb, operands, emulate);
   ForwardKernel(kb, operands, emulate).emit();
 }
 

@@ -36,8 +36,7 @@ bool isScalarF32OrF64(Type type) { return type.isF32() || type.isF64(); }
 
 /// A math op PTX computes in one instruction (convert-gpu-to-nvvm would
 /// call libdevice for it).
-template <typename MathOp>
-struct UnaryToPtx : OpRewritePattern<MathOp> {
+template <typename MathOp> struct UnaryToPtx : OpRewritePattern<MathOp> {
   UnaryToPtx(MLIRContext *context, StringRef instruction, bool reciprocal = false)
       : OpRewritePattern<MathOp>(context, /*benefit=*/3), instruction(instruction),
         reciprocal(reciprocal) {}
@@ -60,6 +59,21 @@ struct UnaryToPtx : OpRewritePattern<MathOp> {
   bool reciprocal;
 };
 
+/// An f32 exp2 that may be approximate (fastmath `afn`): PTX's
+/// ex2.approx.ftz, one instruction of at most 2 ulp error (subnormal
+/// results flushed to 0), which softmax-style exponentials afford.
+struct ApproximateExp2ToPtx : OpRewritePattern<math::Exp2Op> {
+  ApproximateExp2ToPtx(MLIRContext *context)
+      : OpRewritePattern<math::Exp2Op>(context, /*benefit=*/3) {}
+  LogicalResult matchAndRewrite(math::Exp2Op op, PatternRewriter &rewriter) const override {
+    if (!op.getType().isF32() ||
+        !arith::bitEnumContainsAll(op.getFastmath(), arith::FastMathFlags::afn))
+      return failure();
+    rewriter.replaceOp(op, ptxUnary(rewriter, op.getLoc(), "ex2.approx.ftz.T", op.getOperand()));
+    return success();
+  }
+};
+
 void populateUnaryToPtxPatterns(RewritePatternSet &patterns) {
   MLIRContext *context = patterns.getContext();
   patterns.add<UnaryToPtx<math::SqrtOp>>(context, "sqrt.rn.T");
@@ -68,6 +82,7 @@ void populateUnaryToPtxPatterns(RewritePatternSet &patterns) {
   patterns.add<UnaryToPtx<math::CeilOp>>(context, "cvt.rpi.T.T");
   patterns.add<UnaryToPtx<math::TruncOp>>(context, "cvt.rzi.T.T");
   patterns.add<UnaryToPtx<math::RoundEvenOp>>(context, "cvt.rni.T.T");
+  patterns.add<ApproximateExp2ToPtx>(context);
 }
 
 struct GpuKernelMathPass : xfmr::impl::XfmrGpuKernelMathBase<GpuKernelMathPass> {
@@ -81,9 +96,9 @@ struct GpuKernelMathPass : xfmr::impl::XfmrGpuKernelMathBase<GpuKernelMathPass> 
         /*benefit=*/2);
     // Every expansion but fma's (into a multiply and an add, each rounded:
     // twice the instructions of fma.rn and less accurate).
-    math::populateExpansionPatterns(
-        patterns, {"ctlz", "sinh", "cosh", "tan", "tanh", "asinh", "acosh", "atanh", "ceil",
-                   "exp2", "powf", "fpowi", "round", "roundeven", "rsqrt", "clampf"});
+    math::populateExpansionPatterns(patterns, {"ctlz", "sinh", "cosh", "tan", "tanh", "asinh",
+                                               "acosh", "atanh", "ceil", "exp2", "powf", "fpowi",
+                                               "round", "roundeven", "rsqrt", "clampf"});
     populateUnaryToPtxPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();

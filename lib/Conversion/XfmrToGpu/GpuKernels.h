@@ -15,10 +15,21 @@
 
 namespace xfmr::gpu {
 
-/// FlashAttention-style: a block per (query tile, head, batch), a thread per
-/// query row, key/value tiles through shared memory.
+/// FlashAttention-style: bf16/f16 q, k and v on tensor cores when
+/// fitsMmaAttention says so (emitMmaAttention), else a block per (query
+/// tile, head, batch), a thread per query row (widening bf16/f16 loads),
+/// key/value tiles through shared memory.
 void emitAttention(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands,
                    Emulation emulate);
+
+/// Whether q, k and v are bf16 or f16 and the tensor-core attention's
+/// shared memory holds tiles of their head dim.
+bool fitsMmaAttention(const cpu::AttentionOperands &operands);
+
+/// FlashAttention-2 forward on tensor cores: a block per (64 query rows,
+/// head, batch), 4 warps of 16 rows, both products by mma.sync.
+void emitMmaAttention(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands,
+                      Emulation emulate);
 
 /// FlashAttention-2 backward as two kernels: dK and dV with a thread per
 /// key row streaming query tiles, then dQ with a thread per query row

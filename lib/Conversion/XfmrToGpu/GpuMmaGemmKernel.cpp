@@ -17,12 +17,8 @@
 //   C = activation(acc + bias) + residual   where inside C
 //
 // Shared rows are 20 words (16 + 4 of padding), so that the fragment loads
-// of a warp - 8 rows at 4 consecutive words - hit 32 distinct banks.
-//
-// Fragment layouts (PTX ISA, mma.m16n8k16 with .bf16/.f16 operands): lane l
-// has g = l / 4 and q = l % 4; A registers 0-3 hold rows g, g+8, g, g+8 at
-// K words q, q, q+4, q+4; B registers 0-1 hold column g at K words q, q+4;
-// accumulators 0-3 are (g, 2q), (g, 2q+1), (g+8, 2q), (g+8, 2q+1).
+// of a warp - 8 rows at 4 consecutive words - hit 32 distinct banks. The
+// fragment layouts are those of GpuMma.h.
 //
 // When emulated, each thread computes its accumulators' dot products from
 // the same shared words itself: the tiling, staging and epilogue are
@@ -31,12 +27,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "GpuKernels.h"
+#include "GpuMma.h"
 #include "ThreadBlockBuilder.h"
-
-#include "../LoweringUtils.h"
-
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
 using namespace mlir;
 using namespace xfmr;
@@ -52,16 +44,16 @@ constexpr int64_t kSharedRow = kWords + 4;
 constexpr int64_t kWarpSize = 32;
 constexpr int64_t kThreads = 4 * kWarpSize;
 constexpr int64_t kWarpTile = 32;
-constexpr int64_t kMmaM = 16, kMmaN = 8, kMmaK = 16;
+constexpr int64_t kMmaM = MmaBuilder::kM, kMmaN = MmaBuilder::kN, kMmaK = MmaBuilder::kK;
 constexpr int64_t kTilesM = kWarpTile / kMmaM;
 constexpr int64_t kTilesN = kWarpTile / kMmaN;
-constexpr int64_t kAccumulators = 4;
+constexpr int64_t kAccumulators = MmaBuilder::kAccumulators;
 
 class MmaGemmKernel {
 public:
   MmaGemmKernel(KernelBuilder &kb, Emulation emulate, const GemmProblem &p)
       : kb(kb), b(kb.builder()), loc(kb.location()), emulate(emulate), block(kb, emulate, kThreads),
-        p(p), narrow(cast<MemRefType>(p.lhs.getType()).getElementType()) {}
+        p(p), mma(kb, cast<MemRefType>(p.lhs.getType()).getElementType()) {}
 
   Value emit() {
     SmallVector<int64_t> stageShape = {kTile, kSharedRow};
@@ -77,39 +69,10 @@ public:
   }
 
 private:
-  Value i32(int64_t value) { return arith::ConstantIntOp::create(b, loc, b.getI32Type(), value); }
-
   /// matrix[i][j] of a [rows, cols] matrix as its 16 bits, 0 outside it.
   Value bitsOrZero(Value matrix, Value i, Value j, int64_t rows, int64_t cols) {
-    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(narrow));
-    Value value = loadInside(kb, matrix, i, j, rows, cols, zero);
-    return arith::BitcastOp::create(b, loc, b.getI16Type(), value);
-  }
-
-  /// The word holding `low` in bits 0-15 and `high` in bits 16-31.
-  Value pack(Value low, Value high) {
-    Value lowWord = arith::ExtUIOp::create(b, loc, b.getI32Type(), low);
-    Value highWord = arith::ExtUIOp::create(b, loc, b.getI32Type(), high);
-    highWord = arith::ShLIOp::create(b, loc, highWord, i32(16));
-    return arith::OrIOp::create(b, loc, lowWord, highWord);
-  }
-
-  /// The two elements of a word, widened to f32.
-  std::pair<Value, Value> unpack(Value word) {
-    auto half = [&](Value bits) {
-      Value narrowBits = arith::TruncIOp::create(b, loc, b.getI16Type(), bits);
-      Value value = arith::BitcastOp::create(b, loc, narrow, narrowBits);
-      return arith::ExtFOp::create(b, loc, b.getF32Type(), value).getResult();
-    };
-    return {half(word), half(arith::ShRUIOp::create(b, loc, word, i32(16)))};
-  }
-
-  /// An MMA operand register from a shared word: bf16 pairs are i32,
-  /// f16 pairs vector<2xf16>.
-  Value operandRegister(Value word) {
-    if (narrow.isBF16())
-      return word;
-    return LLVM::BitcastOp::create(b, loc, VectorType::get({2}, narrow), word);
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(mma.narrowType()));
+    return mma.bits(loadInside(kb, matrix, i, j, rows, cols, zero));
   }
 
   void emitBlock(Value row0, Value col0, Value aStage, Value bStage) {
@@ -169,28 +132,27 @@ private:
     Value warpRow, warpCol, group, inGroup;
   };
   Lane laneOf(Value t) {
-    Value warp = kb.divui(t, kWarpSize), lane = kb.remui(t, kWarpSize);
-    return {kb.muli(kb.divui(warp, 2), kWarpTile), kb.muli(kb.remui(warp, 2), kWarpTile),
-            kb.divui(lane, 4), kb.remui(lane, 4)};
+    Value warp = kb.divui(t, kWarpSize);
+    auto [group, inGroup] = mma.laneCoordinates(kb.remui(t, kWarpSize));
+    return {kb.muli(kb.divui(warp, 2), kWarpTile), kb.muli(kb.remui(warp, 2), kWarpTile), group,
+            inGroup};
   }
   /// Row of the block tile of accumulator r of MMA tile row mi.
   Value accumulatorRow(const Lane &lane, int64_t mi, int64_t r) {
-    return kb.addi(lane.warpRow, kb.addi(lane.group, kb.index(mi * kMmaM + (r / 2) * 8)));
+    return kb.addi(lane.warpRow, kb.addi(mma.accumulatorRow(lane.group, r), kb.index(mi * kMmaM)));
   }
   Value accumulatorCol(const Lane &lane, int64_t ni, int64_t r) {
-    return kb.addi(lane.warpCol, kb.addi(kb.muli(lane.inGroup, 2), kb.index(ni * kMmaN + r % 2)));
+    return kb.addi(lane.warpCol,
+                   kb.addi(mma.accumulatorCol(lane.inGroup, r), kb.index(ni * kMmaN)));
   }
 
   SmallVector<Value> multiplyOnTensorCores(const Lane &lane, Value aStage, Value bStage,
                                            ArrayRef<Value> sums) {
     SmallVector<Value> result(sums);
-    Type f32 = b.getF32Type();
-    auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
-    NVVM::MMATypes type = narrow.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
     for (int64_t step = 0; step < kDepth / kMmaK; ++step) {
       auto word = [&](Value stageBuffer, Value row, int64_t offset) {
         Value column = kb.addi(lane.inGroup, kb.index(step * kMmaK / 2 + offset));
-        return operandRegister(kb.load(stageBuffer, {row, column}));
+        return kb.load(stageBuffer, {row, column});
       };
       SmallVector<SmallVector<Value>> aFragments, bFragments;
       for (int64_t mi = 0; mi < kTilesM; ++mi) {
@@ -206,14 +168,9 @@ private:
       for (int64_t mi = 0; mi < kTilesM; ++mi) {
         for (int64_t ni = 0; ni < kTilesN; ++ni) {
           int64_t first = (mi * kTilesN + ni) * kAccumulators;
-          auto mma = NVVM::MmaOp::create(
-              b, loc, resultType, aFragments[mi], bFragments[ni],
-              ArrayRef<Value>(result).slice(first, kAccumulators),
-              ArrayRef<int64_t>{kMmaM, kMmaN, kMmaK}, std::nullopt, std::nullopt,
-              std::array<NVVM::MMATypes, 2>{type, type},
-              std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
-          for (int64_t r = 0; r < kAccumulators; ++r)
-            result[first + r] = LLVM::ExtractValueOp::create(b, loc, mma.getRes(), r);
+          SmallVector<Value> updated = mma.multiply(
+              aFragments[mi], bFragments[ni], ArrayRef<Value>(result).slice(first, kAccumulators));
+          llvm::copy(updated, result.begin() + first);
         }
       }
     }
@@ -234,8 +191,8 @@ private:
                    [&](Value w, ValueRange carried) -> SmallVector<Value> {
                      SmallVector<Value> next;
                      for (auto [i, sum] : llvm::enumerate(carried)) {
-                       auto [aLow, aHigh] = unpack(kb.load(aStage, {rows[i], w}));
-                       auto [bLow, bHigh] = unpack(kb.load(bStage, {cols[i], w}));
+                       auto [aLow, aHigh] = mma.unpack(kb.load(aStage, {rows[i], w}));
+                       auto [bLow, bHigh] = mma.unpack(kb.load(bStage, {cols[i], w}));
                        next.push_back(kb.fma(aHigh, bHigh, kb.fma(aLow, bLow, sum)));
                      }
                      return next;
@@ -258,10 +215,10 @@ private:
         Value depth = kb.addi(k0, kb.muli(w, 2));
         Value next = kb.addi(depth, kb.index(1));
         if (kMajor)
-          return pack(bitsOrZero(matrix, depth, i, p.k, extent),
-                      bitsOrZero(matrix, next, i, p.k, extent));
-        return pack(bitsOrZero(matrix, i, depth, extent, p.k),
-                    bitsOrZero(matrix, i, next, extent, p.k));
+          return mma.pack(bitsOrZero(matrix, depth, i, p.k, extent),
+                          bitsOrZero(matrix, next, i, p.k, extent));
+        return mma.pack(bitsOrZero(matrix, i, depth, extent, p.k),
+                        bitsOrZero(matrix, i, next, extent, p.k));
       };
 
       auto [row, aWord] = p.transposeA ? acrossK() : alongK();
@@ -277,8 +234,7 @@ private:
   Emulation emulate;
   ThreadBlockBuilder block;
   const GemmProblem &p;
-  /// bf16 or f16.
-  Type narrow;
+  MmaBuilder mma;
 };
 
 } // namespace

@@ -95,13 +95,62 @@ void ThreadBlockBuilder::reduce(
   }
 }
 
-Value ThreadBlockBuilder::privateArray(ArrayRef<int64_t> shape) {
-  Type f32 = b.getF32Type();
+void ThreadBlockBuilder::allReduceLanes(ArrayRef<Value> arrays, int64_t size, int64_t laneBits,
+                                        function_ref<Value(Value, Value)> combine) {
+  assert(laneBits > 0 && laneBits < 32 && "lanes of one warp");
+  if (emulate == Emulation::None) {
+    for (Value array : arrays) {
+      for (int64_t i = 0; i < size; ++i) {
+        Value value = kb.load(array, {kb.index(i)});
+        for (int64_t bit = 1; bit < 32; bit *= 2) {
+          if (!(laneBits & bit))
+            continue;
+          Value other =
+              mlir::gpu::ShuffleOp::create(b, loc, value, bit, 32, mlir::gpu::ShuffleMode::XOR)
+                  .getShuffleResult();
+          value = combine(value, other);
+        }
+        kb.store(value, array, {kb.index(i)});
+      }
+    }
+    return;
+  }
+  // Each lane's combination goes to a scratch copy first: the other lane
+  // of the pair still needs the value it replaces.
+  SmallVector<Value> scratch;
+  for (Value array : arrays)
+    scratch.push_back(privateArray({size}, cast<MemRefType>(array.getType()).getElementType()));
+  for (int64_t bit = 1; bit < 32; bit *= 2) {
+    if (!(laneBits & bit))
+      continue;
+    phase(
+        [&](Value t) {
+          Value partner = arith::XOrIOp::create(b, loc, t, kb.index(bit));
+          for (auto [array, copy] : llvm::zip_equal(arrays, scratch))
+            for (int64_t i = 0; i < size; ++i)
+              kb.store(combine(kb.load(array, at(t, {kb.index(i)})),
+                               kb.load(array, at(partner, {kb.index(i)}))),
+                       copy, at(t, {kb.index(i)}));
+        },
+        /*barrier=*/false);
+    phase(
+        [&](Value t) {
+          for (auto [array, copy] : llvm::zip_equal(arrays, scratch))
+            for (int64_t i = 0; i < size; ++i)
+              kb.store(kb.load(copy, at(t, {kb.index(i)})), array, at(t, {kb.index(i)}));
+        },
+        /*barrier=*/false);
+  }
+}
+
+Value ThreadBlockBuilder::privateArray(ArrayRef<int64_t> shape, Type elementType) {
+  if (!elementType)
+    elementType = b.getF32Type();
   if (emulate == Emulation::None)
-    return memref::AllocaOp::create(b, loc, MemRefType::get(shape, f32));
+    return memref::AllocaOp::create(b, loc, MemRefType::get(shape, elementType));
   SmallVector<int64_t> perThread = {threads};
   llvm::append_range(perThread, shape);
-  return kb.allocate(perThread, f32);
+  return kb.allocate(perThread, elementType);
 }
 
 SmallVector<Value> ThreadBlockBuilder::at(Value thread, ValueRange indices) {

@@ -63,8 +63,19 @@ public:
                                                                 llvm::ArrayRef<mlir::Value>)>
                   combine);
 
-  /// An f32 array of `shape` that each thread has its own copy of.
-  mlir::Value privateArray(llvm::ArrayRef<int64_t> shape);
+  /// Combines each entry of the private arrays `arrays` of `size` entries
+  /// over the threads of a warp whose lane numbers differ only in the bits
+  /// of `laneBits`, leaving the result in every one of them: warp shuffles
+  /// on a GPU (the warp's threads must all get here), a phase per bit when
+  /// emulated.
+  void allReduceLanes(llvm::ArrayRef<mlir::Value> arrays, int64_t size, int64_t laneBits,
+                      llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine);
+
+  /// An array of `shape` (f32 unless `elementType` says otherwise) that
+  /// each thread has its own copy of. Emulated, every thread's copy is
+  /// readable by the others (`at` with their thread id); a GPU thread reads
+  /// only its own.
+  mlir::Value privateArray(llvm::ArrayRef<int64_t> shape, mlir::Type elementType = {});
 
   /// Indices of a private array for `thread`.
   llvm::SmallVector<mlir::Value> at(mlir::Value thread, mlir::ValueRange indices);

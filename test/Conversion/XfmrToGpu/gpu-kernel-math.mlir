@@ -64,3 +64,24 @@ gpu.module @kernels {
     gpu.return
   }
 }
+
+// -----
+
+// An f32 exp2 allowed to approximate (fastmath afn) is PTX's ex2.approx;
+// without the flag it is a polynomial like the other transcendentals.
+// CHECK-LABEL: gpu.func @exp2
+// CHECK: llvm.inline_asm "ex2.approx.ftz.f32 $0, $1;", "=f,f" %{{.*}} : (f32) -> f32
+// CHECK-NOT: ex2.approx
+// CHECK-NOT: math.exp2
+// CHECK: gpu.return
+gpu.module @kernels {
+  gpu.func @exp2(%x: f32, %out: memref<2xf32>) kernel {
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %fast = math.exp2 %x fastmath<afn> : f32
+    %exact = math.exp2 %x : f32
+    memref.store %fast, %out[%c0] : memref<2xf32>
+    memref.store %exact, %out[%c1] : memref<2xf32>
+    gpu.return
+  }
+}

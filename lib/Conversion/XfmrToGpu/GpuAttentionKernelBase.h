@@ -1,0 +1,144 @@
+//===- GpuAttentionKernelBase.h - what the attention kernels share -*- C++ -*-===//
+//
+// The geometry of an attention (batch, heads, sequences, head dim) and the
+// helpers the GPU attention kernels share: masked scores, probabilities
+// from a row's max or log-sum-exp, causal tile counts, tile loads.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XFMR_LIB_CONVERSION_XFMRTOGPU_GPUATTENTIONKERNELBASE_H
+#define XFMR_LIB_CONVERSION_XFMRTOGPU_GPUATTENTIONKERNELBASE_H
+
+#include "../XfmrToCpuKernels/Kernels.h"
+
+namespace xfmr::gpu {
+
+/// The geometry and the helpers the attention kernels share.
+class AttentionKernelBase {
+protected:
+  /// Rows (threads) per block of the f32 kernels, and the bytes of shared
+  /// memory their two tiles may take (leaving room for two blocks per SM).
+  static constexpr int64_t kMaxRowsPerBlock = 128;
+  static constexpr int64_t kWarp = 32;
+  static constexpr int64_t kSharedBytes = 32 * 1024;
+  static constexpr int64_t kMaxRowsPerTile = 64;
+
+  AttentionKernelBase(cpu::KernelBuilder &kb, const cpu::AttentionOperands &in)
+      : kb(kb), b(kb.builder()), loc(kb.location()), in(in) {
+    auto q = mlir::cast<mlir::MemRefType>(in.q.getType());
+    auto k = mlir::cast<mlir::MemRefType>(in.k.getType());
+    batch = q.getDimSize(in.dims.batch);
+    heads = q.getDimSize(in.dims.heads);
+    seqQ = q.getDimSize(in.dims.seq);
+    headDim = q.getDimSize(in.dims.headDim);
+    seqK = k.getDimSize(in.dims.seq);
+  }
+
+  /// Threads of a block with one thread per row of a sequence of `rows`.
+  static int64_t threadsFor(int64_t rows) {
+    return std::min(kMaxRowsPerBlock, (rows + kWarp - 1) / kWarp * kWarp);
+  }
+  /// Rows of the two [rows, head_dim] shared tiles streamed from a sequence
+  /// of `seq` rows.
+  int64_t rowsPerTile(int64_t seq) const {
+    return std::min(std::clamp<int64_t>(kSharedBytes / (2 * 4 * headDim), 1, kMaxRowsPerTile), seq);
+  }
+
+  void forHeadDim(llvm::function_ref<void(mlir::Value)> body) {
+    kb.forLoop(kb.index(0), kb.index(headDim), 1, body);
+  }
+  /// init + sum over the head dim of x(c) * y(c).
+  mlir::Value dot(llvm::function_ref<mlir::Value(mlir::Value)> x,
+                  llvm::function_ref<mlir::Value(mlir::Value)> y, mlir::Value init) {
+    return kb.forLoop(
+        kb.index(0), kb.index(headDim), 1, {init},
+        [&](mlir::Value c, mlir::ValueRange partial) -> llvm::SmallVector<mlir::Value> {
+          return {kb.fma(x(c), y(c), partial[0])};
+        })[0];
+  }
+
+  /// Calls `body(row)` when row first + thread is inside a sequence of
+  /// `count` rows.
+  void ifRowExists(mlir::Value first, mlir::Value thread, int64_t count,
+                   llvm::function_ref<void(mlir::Value)> body) {
+    mlir::Value row = kb.addi(first, thread);
+    kb.ifThen(kb.below(row, count), [&] { body(row); });
+  }
+
+  /// `dot` (the scaled q . k of a row and a key) plus the biases, or -inf
+  /// where the mask hides the key: past seq_k or, when causal, after
+  /// row + seq_k - seq_q. Rows and keys outside the sequences read the
+  /// biases of the last ones.
+  mlir::Value score(mlir::Value bi, mlir::Value hi, mlir::Value row, mlir::Value key,
+                    mlir::Value dot) {
+    mlir::Value zero = kb.index(0);
+    mlir::Value limit = kb.index(seqK);
+    if (in.causal)
+      limit = kb.mini(limit, kb.addi(row, kb.index(seqK - seqQ + 1)));
+    mlir::Value clampedKey = kb.mini(key, kb.index(seqK - 1));
+    if (in.keyBias)
+      dot = kb.add(dot, kb.load(in.keyBias, {bi, clampedKey}));
+    if (in.bias)
+      dot = kb.add(dot, kb.load(in.bias, in.biasAt(zero, bi, hi, kb.mini(row, kb.index(seqQ - 1)),
+                                                   clampedKey)));
+    return kb.select(kb.below(key, limit), dot, kb.f32(cpu::kNegInf));
+  }
+
+  /// e^(score - lse), 0 where the score or the row's lse is -inf (a masked
+  /// key, a row that sees nothing), without relying on the exponential's
+  /// range.
+  mlir::Value probability(mlir::Value score, mlir::Value lse) {
+    return kb.select(kb.equals(lse, cpu::kNegInf), kb.f32(0.0), kb.expShifted(score, lse));
+  }
+
+  /// Key tiles of `keysPerTile` that the query rows [q0, q0 + rows) read:
+  /// all, or when causal those holding a key the last row sees.
+  mlir::Value keyTileCount(mlir::Value q0, int64_t rows, int64_t keysPerTile) {
+    int64_t all = llvm::divideCeilSigned(seqK, keysPerTile);
+    if (!in.causal)
+      return kb.index(all);
+    mlir::Value lastRow = kb.mini(kb.addi(q0, kb.index(rows - 1)), kb.index(seqQ - 1));
+    mlir::Value keys = kb.addi(lastRow, kb.index(seqK - seqQ + 1));
+    keys = mlir::arith::MaxSIOp::create(b, loc, kb.mini(keys, kb.index(seqK)), kb.index(0));
+    return mlir::arith::CeilDivSIOp::create(b, loc, keys, kb.index(keysPerTile));
+  }
+
+  /// operand[indices] as f32: bf16 and f16 operands are widened.
+  mlir::Value loadWide(mlir::Value operand, mlir::ValueRange indices) {
+    mlir::Value value = kb.load(operand, indices);
+    if (value.getType().isF32())
+      return value;
+    return mlir::arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+  }
+
+  /// A thread's share of loading rows [first, first + tileRows) of the
+  /// rank-4 `operands` (a sequence of `seq` rows) into [tileRows, head_dim]
+  /// shared `tiles`, times `scale`, 0 past the sequence. Consecutive
+  /// threads read consecutive head-dim elements.
+  void loadTiles(mlir::Value thread, int64_t threads, mlir::Value bi, mlir::Value hi,
+                 mlir::Value first, int64_t tileRows, int64_t seq,
+                 llvm::ArrayRef<std::pair<mlir::Value, mlir::Value>> operandsAndTiles,
+                 double scale = 1.0) {
+    kb.forLoop(thread, kb.index(tileRows * headDim), threads, [&](mlir::Value element) {
+      mlir::Value j = kb.divui(element, headDim), c = kb.remui(element, headDim);
+      mlir::Value row = kb.addi(first, j);
+      mlir::Value source = kb.mini(row, kb.index(seq - 1));
+      for (auto [operand, tile] : operandsAndTiles) {
+        mlir::Value value = loadWide(operand, in.at(bi, source, hi, c));
+        if (scale != 1.0)
+          value = kb.mul(value, kb.f32(scale));
+        kb.store(kb.select(kb.below(row, seq), value, kb.f32(0.0)), tile, {j, c});
+      }
+    });
+  }
+
+  cpu::KernelBuilder &kb;
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  const cpu::AttentionOperands &in;
+  int64_t batch, heads, seqQ, seqK, headDim;
+};
+
+} // namespace xfmr::gpu
+
+#endif // XFMR_LIB_CONVERSION_XFMRTOGPU_GPUATTENTIONKERNELBASE_H

@@ -1,0 +1,78 @@
+//===- GpuMma.cpp - tensor-core products of bf16/f16 factors ----*- C++ -*-===//
+
+#include "GpuMma.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+using namespace xfmr::gpu;
+
+MmaBuilder::MmaBuilder(cpu::KernelBuilder &kb, Type narrow)
+    : kb(kb), b(kb.builder()), loc(kb.location()), narrow(narrow) {
+  assert((narrow.isBF16() || narrow.isF16()) && "mma.sync factors are bf16 or f16");
+}
+
+std::pair<Value, Value> MmaBuilder::laneCoordinates(Value lane) {
+  return {kb.divui(lane, 4), kb.remui(lane, 4)};
+}
+
+Value MmaBuilder::accumulatorRow(Value group, int64_t r) {
+  return kb.addi(group, kb.index((r / 2) * 8));
+}
+
+Value MmaBuilder::accumulatorCol(Value inGroup, int64_t r) {
+  return kb.addi(kb.muli(inGroup, 2), kb.index(r % 2));
+}
+
+Value MmaBuilder::i32(int64_t value) {
+  return arith::ConstantIntOp::create(b, loc, b.getI32Type(), value);
+}
+
+Value MmaBuilder::bits(Value narrowValue) {
+  return arith::BitcastOp::create(b, loc, b.getI16Type(), narrowValue);
+}
+
+Value MmaBuilder::roundedBits(Value wide) {
+  return bits(arith::TruncFOp::create(b, loc, narrow, wide));
+}
+
+Value MmaBuilder::pack(Value lowBits, Value highBits) {
+  Value lowWord = arith::ExtUIOp::create(b, loc, b.getI32Type(), lowBits);
+  Value highWord = arith::ExtUIOp::create(b, loc, b.getI32Type(), highBits);
+  highWord = arith::ShLIOp::create(b, loc, highWord, i32(16));
+  return arith::OrIOp::create(b, loc, lowWord, highWord);
+}
+
+std::pair<Value, Value> MmaBuilder::unpack(Value word) {
+  auto half = [&](Value wordBits) {
+    Value narrowBits = arith::TruncIOp::create(b, loc, b.getI16Type(), wordBits);
+    Value value = arith::BitcastOp::create(b, loc, narrow, narrowBits);
+    return arith::ExtFOp::create(b, loc, b.getF32Type(), value).getResult();
+  };
+  return {half(word), half(arith::ShRUIOp::create(b, loc, word, i32(16)))};
+}
+
+Value MmaBuilder::operandRegister(Value word) {
+  if (narrow.isBF16())
+    return word;
+  return LLVM::BitcastOp::create(b, loc, VectorType::get({2}, narrow), word);
+}
+
+SmallVector<Value> MmaBuilder::multiply(ArrayRef<Value> a, ArrayRef<Value> bWords,
+                                        ArrayRef<Value> acc) {
+  Type f32 = b.getF32Type();
+  auto resultType = LLVM::LLVMStructType::getLiteral(b.getContext(), {f32, f32, f32, f32});
+  NVVM::MMATypes type = narrow.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  auto registers = [&](ArrayRef<Value> words) {
+    return llvm::map_to_vector(words, [&](Value word) { return operandRegister(word); });
+  };
+  auto mma = NVVM::MmaOp::create(
+      b, loc, resultType, registers(a), registers(bWords), acc, ArrayRef<int64_t>{kM, kN, kK},
+      std::nullopt, std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row, NVVM::MMALayout::col});
+  SmallVector<Value> result;
+  for (int64_t r = 0; r < kAccumulators; ++r)
+    result.push_back(LLVM::ExtractValueOp::create(b, loc, mma.getRes(), r));
+  return result;
+}

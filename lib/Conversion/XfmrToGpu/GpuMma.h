@@ -1,0 +1,70 @@
+//===- GpuMma.h - tensor-core products of bf16/f16 factors ------*- C++ -*-===//
+//
+// The warp-wide `mma.sync.m16n8k16` of sm_80 and later: a 16 x 16 bf16 or
+// f16 A times a 16 x 8 B, accumulated into 16 x 8 f32. Its operands are
+// 32-bit words holding two consecutive K elements (the lower K in bits
+// 0-15), and each lane holds fixed parts of A, B and the accumulators (PTX
+// ISA, mma.m16n8k16 with .bf16/.f16 operands): lane l has group g = l / 4
+// and q = l % 4; A registers 0-3 hold rows g, g+8, g, g+8 at K words q, q,
+// q+4, q+4; B registers 0-1 hold column g at K words q, q+4; accumulators
+// 0-3 are (g, 2q), (g, 2q+1), (g+8, 2q), (g+8, 2q+1).
+//
+// The accumulators of two 16 x 8 tiles side by side are, rounded and
+// packed in pairs, the A registers of their 16 x 16 block: products of
+// products need no trip through shared memory.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XFMR_LIB_CONVERSION_XFMRTOGPU_GPUMMA_H
+#define XFMR_LIB_CONVERSION_XFMRTOGPU_GPUMMA_H
+
+#include "../XfmrToCpuKernels/KernelBuilder.h"
+
+namespace xfmr::gpu {
+
+class MmaBuilder {
+public:
+  static constexpr int64_t kM = 16, kN = 8, kK = 16;
+  static constexpr int64_t kWords = kK / 2;
+  static constexpr int64_t kAccumulators = 4;
+  static constexpr int64_t kWarpSize = 32;
+
+  /// `narrow`: bf16 or f16.
+  MmaBuilder(cpu::KernelBuilder &kb, mlir::Type narrow);
+
+  mlir::Type narrowType() const { return narrow; }
+
+  /// A lane's group g and index q in the group.
+  std::pair<mlir::Value, mlir::Value> laneCoordinates(mlir::Value lane);
+  /// Row and column, in its 16 x 8 tile, of accumulator r of lane (g, q).
+  mlir::Value accumulatorRow(mlir::Value group, int64_t r);
+  mlir::Value accumulatorCol(mlir::Value inGroup, int64_t r);
+
+  /// The 16 bits of a narrow value, and of an f32 value rounded to narrow.
+  mlir::Value bits(mlir::Value narrowValue);
+  mlir::Value roundedBits(mlir::Value wide);
+  /// The word holding `lowBits` in bits 0-15 and `highBits` in bits 16-31.
+  mlir::Value pack(mlir::Value lowBits, mlir::Value highBits);
+  /// The two elements of a word, widened to f32.
+  std::pair<mlir::Value, mlir::Value> unpack(mlir::Value word);
+
+  /// `acc` (4 accumulators) + A B, A as its 4 words and B as its 2.
+  llvm::SmallVector<mlir::Value> multiply(llvm::ArrayRef<mlir::Value> a,
+                                          llvm::ArrayRef<mlir::Value> b,
+                                          llvm::ArrayRef<mlir::Value> acc);
+
+private:
+  mlir::Value i32(int64_t value);
+  /// An MMA operand register from a word: bf16 pairs are i32, f16 pairs
+  /// vector<2xf16>.
+  mlir::Value operandRegister(mlir::Value word);
+
+  cpu::KernelBuilder &kb;
+  mlir::OpBuilder &b;
+  mlir::Location loc;
+  mlir::Type narrow;
+};
+
+} // namespace xfmr::gpu
+
+#endif // XFMR_LIB_CONVERSION_XFMRTOGPU_GPUMMA_H

@@ -1,0 +1,511 @@
+//===- GpuMmaAttentionKernel.cpp - bf16/f16 attention on tensor cores -*- C++ -*-===//
+//
+// FlashAttention-2 forward for bf16 or f16 q, k and v: both products on
+// tensor cores (mma.sync.m16n8k16, GpuMma.h), the online softmax in f32
+// registers. A block per (64 query rows, head, batch), 4 warps of 16 rows:
+//
+//   Q fragments <- the warp's rows of Q         registers, once
+//   o = 0; m = -inf; l = 0                      registers
+//   for each key tile of 64 (up to the block's causal limit):
+//     K[64 x d], V^T[d x 64] -> shared          as words of two consecutive
+//                                               head-dim elements (K) or
+//                                               keys (V^T), 0 past the ends;
+//                                               16-byte loads where aligned
+//     barrier
+//     S = log2(e) (scale Q K^T + masks)         16 x 64 per warp: 8 x d/16 MMAs
+//     m' = max(m, rowmax S)                     a row's 4 lanes: 2 shuffles
+//     P = 2^(S - m'); l = l 2^(m - m') + rowsum P   (l per lane, summed
+//                                               over the row's lanes at the end)
+//     o = o 2^(m - m') + P V                    P's accumulators rounded and
+//                                               repacked as A fragments:
+//                                               4 x d/8 MMAs
+//     barrier
+//   out = o / l (0 where nothing was visible); lse = m ln 2 + log l
+//
+// The exponentials are base 2 so that each is one approximate PTX
+// instruction (ex2.approx, 2 ulp; math.exp2 with fastmath afn).
+//
+// Emulated, where a GPU thread feeds its own registers to an MMA, a thread
+// reads the Q fragments or probabilities of the other lanes of its warp
+// from their private arrays (written in an earlier phase) and computes its
+// accumulators' dot products from the same words.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GpuAttentionKernelBase.h"
+#include "GpuKernels.h"
+#include "GpuMma.h"
+#include "ThreadBlockBuilder.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include "llvm/Support/MathExtras.h"
+
+using namespace mlir;
+using namespace xfmr;
+using namespace xfmr::cpu;
+using namespace xfmr::gpu;
+
+namespace {
+
+constexpr int64_t kWarps = 4;
+constexpr int64_t kWarpSize = MmaBuilder::kWarpSize;
+constexpr int64_t kThreads = kWarps * kWarpSize;
+constexpr int64_t kRowsPerBlock = kWarps * MmaBuilder::kM;
+constexpr int64_t kKeysPerTile = 64;
+constexpr int64_t kKeyWords = kKeysPerTile / 2;
+/// Accumulator tiles of S along the keys, and K steps of P V.
+constexpr int64_t kKeyTiles = kKeysPerTile / MmaBuilder::kN;
+constexpr int64_t kKeySteps = kKeysPerTile / MmaBuilder::kK;
+constexpr int64_t kAccumulators = MmaBuilder::kAccumulators;
+/// Shared rows are 4 words longer than their content, so that a warp's
+/// fragment loads (8 rows at 4 consecutive words) hit 32 distinct banks.
+constexpr int64_t kPadding = 4;
+/// Static shared memory of a block.
+constexpr int64_t kMaxSharedBytes = 48 * 1024;
+/// Elements of a 16-byte load.
+constexpr int64_t kVector = 8;
+
+int64_t dimSteps(int64_t headDim) { return llvm::divideCeilSigned(headDim, MmaBuilder::kK); }
+
+int64_t sharedBytes(int64_t headDim) {
+  int64_t steps = dimSteps(headDim);
+  return 4 * (kKeysPerTile * (steps * MmaBuilder::kWords + kPadding) +
+              steps * MmaBuilder::kK * (kKeyWords + kPadding));
+}
+
+class MmaForwardKernel : AttentionKernelBase {
+public:
+  MmaForwardKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate)
+      : AttentionKernelBase(kb, in), emulate(emulate), block(kb, emulate, kThreads),
+        mma(kb, cast<MemRefType>(in.q.getType()).getElementType()), steps(dimSteps(headDim)),
+        words(steps * MmaBuilder::kWords), paddedDim(steps * MmaBuilder::kK),
+        dimTiles(paddedDim / MmaBuilder::kN) {}
+
+  void emit() {
+    Type i32 = b.getI32Type();
+    SmallVector<int64_t> keyShape = {kKeysPerTile, words + kPadding};
+    SmallVector<int64_t> valueShape = {paddedDim, kKeyWords + kPadding};
+    block.forEachBlock(
+        {llvm::divideCeilSigned(seqQ, kRowsPerBlock), heads, batch}, {keyShape, valueShape},
+        [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
+          emitBlock(ids[2], ids[1], kb.muli(ids[0], kRowsPerBlock), shared[0], shared[1]);
+        },
+        {i32, i32});
+  }
+
+private:
+  /// A thread's place: the first thread of its warp, its lane's group g and
+  /// index q in the group, and its first query row (the warp's row g; the
+  /// second is g + 8).
+  struct Lane {
+    Value warpThread, group, inGroup, top;
+  };
+  Lane laneOf(Value t, Value q0) {
+    Value warp = kb.divui(t, kWarpSize);
+    auto [group, inGroup] = mma.laneCoordinates(kb.remui(t, kWarpSize));
+    Value top = kb.addi(q0, kb.addi(kb.muli(warp, MmaBuilder::kM), group));
+    return {kb.muli(warp, kWarpSize), group, inGroup, top};
+  }
+  /// The query row of accumulator r.
+  Value rowOf(const Lane &lane, int64_t r) { return kb.addi(lane.top, kb.index((r / 2) * 8)); }
+
+  /// The 16 bits of element (row, c) of q, k or v, 0 past the sequence of
+  /// `seq` rows or the head dim.
+  Value elementBits(Value operand, Value bi, Value hi, Value row, int64_t seq, Value c) {
+    Value inside = arith::AndIOp::create(b, loc, kb.below(row, seq), kb.below(c, headDim));
+    Value value = kb.load(
+        operand, in.at(bi, kb.mini(row, kb.index(seq - 1)), hi, kb.mini(c, kb.index(headDim - 1))));
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(mma.narrowType()));
+    return mma.bits(kb.select(inside, value, zero));
+  }
+
+  /// The word of elements 2w and 2w + 1 along the head dim of a row.
+  Value rowWord(Value operand, Value bi, Value hi, Value row, int64_t seq, Value w) {
+    Value c = kb.muli(w, 2);
+    return mma.pack(elementBits(operand, bi, hi, row, seq, c),
+                    elementBits(operand, bi, hi, row, seq, kb.addi(c, kb.index(1))));
+  }
+
+  void emitBlock(Value bi, Value hi, Value q0, Value keyStage, Value valueStage) {
+    Value queryFragments = block.privateArray({steps, kAccumulators}, b.getI32Type());
+    Value scores = block.privateArray({kKeyTiles, kAccumulators});
+    Value acc = block.privateArray({dimTiles, kAccumulators});
+    // Per row (g, g + 8): the running max, this lane's part of the running
+    // sum, and the current tile's max.
+    Value max = block.privateArray({2}), sum = block.privateArray({2});
+    Value tileMax = block.privateArray({2});
+    auto at = [&](Value t, int64_t i, int64_t j) {
+      return block.at(t, {kb.index(i), kb.index(j)});
+    };
+    auto atRow = [&](Value t, int64_t half) { return block.at(t, {kb.index(half)}); };
+
+    block.phase(
+        [&](Value t) {
+          Lane lane = laneOf(t, q0);
+          for (int64_t s = 0; s < steps; ++s) {
+            for (int64_t r = 0; r < kAccumulators; ++r) {
+              Value w = kb.addi(lane.inGroup, kb.index(s * MmaBuilder::kWords + (r / 2) * 4));
+              Value row = kb.addi(lane.top, kb.index((r % 2) * 8));
+              kb.store(rowWord(in.q, bi, hi, row, seqQ, w), queryFragments, at(t, s, r));
+            }
+          }
+          for (int64_t n = 0; n < dimTiles; ++n)
+            for (int64_t r = 0; r < kAccumulators; ++r)
+              kb.store(kb.f32(0.0), acc, at(t, n, r));
+          for (int64_t half = 0; half < 2; ++half) {
+            kb.store(kb.f32(kNegInf), max, atRow(t, half));
+            kb.store(kb.f32(0.0), sum, atRow(t, half));
+          }
+        },
+        /*barrier=*/false);
+
+    Value aligned = readsVectors() ? vectorsAligned() : Value();
+    kb.forLoop(kb.index(0), keyTileCount(q0, kRowsPerBlock, kKeysPerTile), 1, [&](Value tile) {
+      Value k0 = kb.muli(tile, kKeysPerTile);
+      block.phase([&](Value t) {
+        auto scalars = [&] { emitStageLoad(t, bi, hi, k0, keyStage, valueStage); };
+        if (!aligned)
+          return scalars();
+        kb.ifThenElse(
+            aligned, [&] { emitVectorStageLoad(t, bi, hi, k0, keyStage, valueStage); }, scalars);
+      });
+      block.phase(
+          [&](Value t) {
+            Lane lane = laneOf(t, q0);
+            SmallVector<Value> products =
+                emulate == Emulation::None ? scoresOnTensorCores(t, lane, queryFragments, keyStage)
+                                           : scoresEmulated(lane, queryFragments, keyStage);
+            SmallVector<Value> rowMax(2, kb.f32(kNegInf));
+            for (int64_t n = 0; n < kKeyTiles; ++n) {
+              for (int64_t r = 0; r < kAccumulators; ++r) {
+                Value key = kb.addi(
+                    k0, kb.addi(mma.accumulatorCol(lane.inGroup, r), kb.index(n * MmaBuilder::kN)));
+                Value s = score(bi, hi, rowOf(lane, r), key,
+                                kb.mul(products[n * kAccumulators + r], kb.f32(in.scale)));
+                s = kb.mul(s, kb.f32(llvm::numbers::log2e));
+                kb.store(s, scores, at(t, n, r));
+                rowMax[r / 2] = kb.max(rowMax[r / 2], s);
+              }
+            }
+            for (int64_t half = 0; half < 2; ++half)
+              kb.store(rowMax[half], tileMax, atRow(t, half));
+          },
+          /*barrier=*/false);
+      block.allReduceLanes({tileMax}, 2, /*laneBits=*/3,
+                           [&](Value x, Value y) { return kb.max(x, y); });
+      block.phase([&](Value t) { emitSoftmaxUpdate(t, scores, acc, max, sum, tileMax); },
+                  /*barrier=*/false);
+      block.phase([&](Value t) {
+        Lane lane = laneOf(t, q0);
+        if (emulate == Emulation::None)
+          accumulateOnTensorCores(t, lane, scores, valueStage, acc);
+        else
+          accumulateEmulated(t, lane, scores, valueStage, acc);
+      });
+    });
+
+    block.allReduceLanes({sum}, 2, /*laneBits=*/3, [&](Value x, Value y) { return kb.add(x, y); });
+    block.phase(
+        [&](Value t) {
+          Lane lane = laneOf(t, q0);
+          for (int64_t half = 0; half < 2; ++half) {
+            Value row = rowOf(lane, half * 2);
+            kb.ifThen(kb.below(row, seqQ), [&] {
+              Value l = kb.load(sum, atRow(t, half));
+              Value empty = kb.equals(l, 0.0);
+              Value inverse = kb.select(empty, kb.f32(0.0), kb.div(kb.f32(1.0), l));
+              for (int64_t n = 0; n < dimTiles; ++n) {
+                for (int64_t r = half * 2; r < half * 2 + 2; ++r) {
+                  Value c =
+                      kb.addi(mma.accumulatorCol(lane.inGroup, r), kb.index(n * MmaBuilder::kN));
+                  auto store = [&] {
+                    kb.store(kb.mul(kb.load(acc, at(t, n, r)), inverse), in.out,
+                             in.at(bi, row, hi, c));
+                  };
+                  if ((n + 1) * MmaBuilder::kN > headDim)
+                    kb.ifThen(kb.below(c, headDim), store);
+                  else
+                    store();
+                }
+              }
+              if (in.lse) {
+                kb.ifThen(kb.below(lane.inGroup, 1), [&] {
+                  Value lse =
+                      kb.fma(kb.load(max, atRow(t, half)), kb.f32(llvm::numbers::ln2), kb.log(l));
+                  kb.store(kb.select(empty, kb.f32(kNegInf), lse), in.lse, {bi, hi, row});
+                });
+              }
+            });
+          }
+        },
+        /*barrier=*/false);
+  }
+
+  /// 2^(x - max), 0 where x is -inf: a masked key, or any key of a row
+  /// that has seen none (whose max is -inf).
+  Value probability2(Value x, Value max) {
+    Value power = math::Exp2Op::create(
+        b, loc, kb.sub(x, max),
+        arith::FastMathFlagsAttr::get(b.getContext(), arith::FastMathFlags::afn));
+    return kb.select(kb.equals(x, kNegInf), kb.f32(0.0), power);
+  }
+
+  /// Whether k and v have a head dim of whole 16-byte vectors with unit
+  /// stride: then, where their addresses, offsets and other strides are
+  /// multiples of 16 bytes (vectorsAligned, at run time), tiles are staged
+  /// 16 bytes per load.
+  bool readsVectors() const {
+    if (headDim % kVector)
+      return false;
+    return llvm::all_of(std::array<Value, 2>{in.k, in.v}, [&](Value operand) {
+      auto [strides, offset] = cast<MemRefType>(operand.getType()).getStridesAndOffset();
+      return strides[in.dims.headDim] == 1;
+    });
+  }
+  Value vectorsAligned() {
+    Value aligned = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    auto multipleOf = [&](Value x, int64_t factor) {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kb.remui(x, factor),
+                                   kb.index(0));
+    };
+    for (Value operand : {in.k, in.v}) {
+      auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, operand);
+      Value pointer = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operand);
+      SmallVector<Value> checks = {multipleOf(pointer, 2 * kVector),
+                                   multipleOf(metadata.getOffset(), kVector)};
+      for (auto [dim, stride] : llvm::enumerate(metadata.getStrides()))
+        if (dim != in.dims.headDim)
+          checks.push_back(multipleOf(stride, kVector));
+      for (Value check : checks)
+        aligned = arith::AndIOp::create(b, loc, aligned, check);
+    }
+    return aligned;
+  }
+
+  /// Elements c to c + 7 of a row of k or v, 0 past the sequence of `seq`
+  /// rows or the head dim.
+  Value rowVector(Value operand, Value bi, Value hi, Value row, int64_t seq, Value c) {
+    auto type = VectorType::get({kVector}, mma.narrowType());
+    Value inside = arith::AndIOp::create(b, loc, kb.below(row, seq), kb.below(c, headDim));
+    Value value = vector::LoadOp::create(
+        b, loc, type, operand,
+        in.at(bi, kb.mini(row, kb.index(seq - 1)), hi, kb.mini(c, kb.index(headDim - kVector))),
+        /*nontemporal=*/false, llvm::Align(2 * kVector));
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
+    return kb.select(inside, value, zero);
+  }
+
+  /// emitStageLoad 16 bytes per load: K's rows as 4 words per vector,
+  /// consecutive threads along the head dim; V's rows 2w and 2w + 1
+  /// interleaved into the words of 8 rows of V^T, consecutive threads
+  /// along w (so that a warp's stores hit 32 distinct banks).
+  void emitVectorStageLoad(Value t, Value bi, Value hi, Value k0, Value keyStage,
+                           Value valueStage) {
+    int64_t chunks = paddedDim / kVector;
+    auto words = [&](Value vector) {
+      int64_t count = cast<VectorType>(vector.getType()).getNumElements() / 2;
+      return vector::BitCastOp::create(b, loc, VectorType::get({count}, b.getI32Type()), vector)
+          .getResult();
+    };
+    kb.forLoop(t, kb.index(kKeysPerTile * chunks), kThreads, [&](Value i) {
+      Value key = kb.divui(i, chunks), chunk = kb.remui(i, chunks);
+      Value row = rowVector(in.k, bi, hi, kb.addi(k0, key), seqK, kb.muli(chunk, kVector));
+      vector::StoreOp::create(b, loc, words(row), keyStage, {key, kb.muli(chunk, kVector / 2)},
+                              /*nontemporal=*/false, llvm::Align(2 * kVector));
+    });
+    SmallVector<int64_t> interleave;
+    for (int64_t j = 0; j < kVector; ++j)
+      interleave.append({j, kVector + j});
+    kb.forLoop(t, kb.index(kKeyWords * chunks), kThreads, [&](Value i) {
+      Value w = kb.remui(i, kKeyWords), c = kb.muli(kb.divui(i, kKeyWords), kVector);
+      Value key = kb.addi(k0, kb.muli(w, 2));
+      Value even = rowVector(in.v, bi, hi, key, seqK, c);
+      Value odd = rowVector(in.v, bi, hi, kb.addi(key, kb.index(1)), seqK, c);
+      Value pairs = words(vector::ShuffleOp::create(b, loc, even, odd, interleave));
+      for (int64_t j = 0; j < kVector; ++j)
+        kb.store(vector::ExtractOp::create(b, loc, pairs, j), valueStage,
+                 {kb.addi(c, kb.index(j)), w});
+    });
+  }
+
+  /// Thread t's share of staging the key tile at k0: K's words into
+  /// keyStage[key][word], consecutive threads along the head dim, and V's
+  /// transposed into valueStage[c][key word], consecutive threads along the
+  /// head dim (V's contiguous dimension).
+  void emitStageLoad(Value t, Value bi, Value hi, Value k0, Value keyStage, Value valueStage) {
+    kb.forLoop(t, kb.index(kKeysPerTile * words), kThreads, [&](Value i) {
+      Value key = kb.divui(i, words), w = kb.remui(i, words);
+      kb.store(rowWord(in.k, bi, hi, kb.addi(k0, key), seqK, w), keyStage, {key, w});
+    });
+    kb.forLoop(t, kb.index(paddedDim * kKeyWords), kThreads, [&](Value i) {
+      Value c = kb.remui(i, paddedDim), w = kb.divui(i, paddedDim);
+      Value key = kb.addi(k0, kb.muli(w, 2));
+      kb.store(mma.pack(elementBits(in.v, bi, hi, key, seqK, c),
+                        elementBits(in.v, bi, hi, kb.addi(key, kb.index(1)), seqK, c)),
+               valueStage, {c, w});
+    });
+  }
+
+  /// Q K^T of the thread's accumulators, tile n's r at n * 4 + r.
+  SmallVector<Value> scoresOnTensorCores(Value t, const Lane &lane, Value queryFragments,
+                                         Value keyStage) {
+    SmallVector<Value> result;
+    for (int64_t n = 0; n < kKeyTiles; ++n) {
+      SmallVector<Value> tileAcc(kAccumulators, kb.f32(0.0));
+      Value key = kb.addi(lane.group, kb.index(n * MmaBuilder::kN));
+      for (int64_t s = 0; s < steps; ++s) {
+        SmallVector<Value> a;
+        for (int64_t r = 0; r < kAccumulators; ++r)
+          a.push_back(kb.load(queryFragments, block.at(t, {kb.index(s), kb.index(r)})));
+        Value w = kb.addi(lane.inGroup, kb.index(s * MmaBuilder::kWords));
+        SmallVector<Value> bWords = {kb.load(keyStage, {key, w}),
+                                     kb.load(keyStage, {key, kb.addi(w, kb.index(4))})};
+        tileAcc = mma.multiply(a, bWords, tileAcc);
+      }
+      llvm::append_range(result, tileAcc);
+    }
+    return result;
+  }
+
+  /// The same products, each a dot product over the words of the query row
+  /// (from the fragments of the lane holding them) and of the key.
+  SmallVector<Value> scoresEmulated(const Lane &lane, Value queryFragments, Value keyStage) {
+    SmallVector<Value> keys;
+    for (int64_t n = 0; n < kKeyTiles; ++n)
+      for (int64_t r = 0; r < kAccumulators; ++r)
+        keys.push_back(kb.addi(mma.accumulatorCol(lane.inGroup, r), kb.index(n * MmaBuilder::kN)));
+    SmallVector<Value> zeros(keys.size(), kb.f32(0.0));
+    ValueRange sums =
+        kb.forLoop(kb.index(0), kb.index(words), 1, zeros, [&](Value w, ValueRange carried) {
+          // Word w of query row g (+ 8) is in register (row / 8) + 2 ((w % 8) / 4)
+          // of step w / 8 of lane 4 g + w % 4.
+          Value holder = kb.addi(lane.warpThread, kb.addi(kb.muli(lane.group, 4), kb.remui(w, 4)));
+          Value step = kb.divui(w, MmaBuilder::kWords);
+          Value highWords = kb.muli(kb.divui(kb.remui(w, MmaBuilder::kWords), 4), 2);
+          SmallVector<Value> next;
+          for (auto [i, partial] : llvm::enumerate(carried)) {
+            int64_t r = i % kAccumulators;
+            Value reg = kb.addi(highWords, kb.index(r / 2));
+            auto [qLow, qHigh] = mma.unpack(kb.load(queryFragments, block.at(holder, {step, reg})));
+            auto [kLow, kHigh] = mma.unpack(kb.load(keyStage, {keys[i], w}));
+            next.push_back(kb.fma(qHigh, kHigh, kb.fma(qLow, kLow, partial)));
+          }
+          return next;
+        });
+    return SmallVector<Value>(sums);
+  }
+
+  /// The online-softmax step of the thread's two rows: the new max from
+  /// the tile's, the scores turned into probabilities, the sums and
+  /// accumulators rescaled.
+  void emitSoftmaxUpdate(Value t, Value scores, Value acc, Value max, Value sum, Value tileMax) {
+    auto at = [&](int64_t i, int64_t j) { return block.at(t, {kb.index(i), kb.index(j)}); };
+    for (int64_t half = 0; half < 2; ++half) {
+      SmallVector<Value> row = block.at(t, {kb.index(half)});
+      Value oldMax = kb.load(max, row);
+      Value newMax = kb.max(oldMax, kb.load(tileMax, row));
+      Value correction = probability2(oldMax, newMax);
+      Value tileSum = kb.f32(0.0);
+      for (int64_t n = 0; n < kKeyTiles; ++n) {
+        for (int64_t r = half * 2; r < half * 2 + 2; ++r) {
+          Value p = probability2(kb.load(scores, at(n, r)), newMax);
+          kb.store(p, scores, at(n, r));
+          tileSum = kb.add(tileSum, p);
+        }
+      }
+      kb.store(kb.fma(kb.load(sum, row), correction, tileSum), sum, row);
+      kb.store(newMax, max, row);
+      for (int64_t n = 0; n < dimTiles; ++n)
+        for (int64_t r = half * 2; r < half * 2 + 2; ++r)
+          kb.store(kb.mul(kb.load(acc, at(n, r)), correction), acc, at(n, r));
+    }
+  }
+
+  /// acc += P V: the probabilities of key tiles 2 ks and 2 ks + 1, rounded
+  /// and packed, are the A fragment of key step ks.
+  void accumulateOnTensorCores(Value t, const Lane &lane, Value scores, Value valueStage,
+                               Value acc) {
+    auto at = [&](int64_t i, int64_t j) { return block.at(t, {kb.index(i), kb.index(j)}); };
+    for (int64_t ks = 0; ks < kKeySteps; ++ks) {
+      auto probabilities = [&](int64_t n, int64_t r) {
+        return mma.pack(mma.roundedBits(kb.load(scores, at(n, r))),
+                        mma.roundedBits(kb.load(scores, at(n, r + 1))));
+      };
+      SmallVector<Value> a = {probabilities(2 * ks, 0), probabilities(2 * ks, 2),
+                              probabilities(2 * ks + 1, 0), probabilities(2 * ks + 1, 2)};
+      Value w = kb.addi(lane.inGroup, kb.index(ks * MmaBuilder::kWords));
+      for (int64_t n = 0; n < dimTiles; ++n) {
+        Value c = kb.addi(lane.group, kb.index(n * MmaBuilder::kN));
+        SmallVector<Value> bWords = {kb.load(valueStage, {c, w}),
+                                     kb.load(valueStage, {c, kb.addi(w, kb.index(4))})};
+        SmallVector<Value> sums;
+        for (int64_t r = 0; r < kAccumulators; ++r)
+          sums.push_back(kb.load(acc, at(n, r)));
+        for (auto [r, updated] : llvm::enumerate(mma.multiply(a, bWords, sums)))
+          kb.store(updated, acc, at(n, r));
+      }
+    }
+  }
+
+  /// The same update, each accumulator a dot product over the keys of the
+  /// row's rounded probabilities (from the lanes holding them) and V's
+  /// column.
+  void accumulateEmulated(Value t, const Lane &lane, Value scores, Value valueStage, Value acc) {
+    auto at = [&](int64_t i, int64_t j) { return block.at(t, {kb.index(i), kb.index(j)}); };
+    SmallVector<Value> columns, initial;
+    for (int64_t n = 0; n < dimTiles; ++n) {
+      for (int64_t r = 0; r < kAccumulators; ++r) {
+        columns.push_back(
+            kb.addi(mma.accumulatorCol(lane.inGroup, r), kb.index(n * MmaBuilder::kN)));
+        initial.push_back(kb.load(acc, at(n, r)));
+      }
+    }
+    auto rounded = [&](Value p) {
+      Value narrow = arith::TruncFOp::create(b, loc, mma.narrowType(), p);
+      return arith::ExtFOp::create(b, loc, b.getF32Type(), narrow).getResult();
+    };
+    ValueRange sums =
+        kb.forLoop(kb.index(0), kb.index(kKeyWords), 1, initial, [&](Value w, ValueRange carried) {
+          // Keys 2w and 2w + 1 of row g (+ 8) are accumulators (row / 8) * 2
+          // and + 1 of tile w / 4 of lane 4 g + w % 4.
+          Value holder = kb.addi(lane.warpThread, kb.addi(kb.muli(lane.group, 4), kb.remui(w, 4)));
+          Value n = kb.divui(w, 4);
+          SmallVector<Value> next;
+          for (auto [i, partial] : llvm::enumerate(carried)) {
+            int64_t r = i % kAccumulators;
+            Value pLow = rounded(kb.load(scores, block.at(holder, {n, kb.index((r / 2) * 2)})));
+            Value pHigh =
+                rounded(kb.load(scores, block.at(holder, {n, kb.index((r / 2) * 2 + 1)})));
+            auto [vLow, vHigh] = mma.unpack(kb.load(valueStage, {columns[i], w}));
+            next.push_back(kb.fma(pHigh, vHigh, kb.fma(pLow, vLow, partial)));
+          }
+          return next;
+        });
+    int64_t i = 0;
+    for (int64_t n = 0; n < dimTiles; ++n)
+      for (int64_t r = 0; r < kAccumulators; ++r)
+        kb.store(sums[i++], acc, at(n, r));
+  }
+
+  Emulation emulate;
+  ThreadBlockBuilder block;
+  MmaBuilder mma;
+  /// MMA steps along the head dim, its words, its length padded to steps,
+  /// and the accumulator tiles of the output along it.
+  int64_t steps, words, paddedDim, dimTiles;
+};
+
+} // namespace
+
+bool xfmr::gpu::fitsMmaAttention(const AttentionOperands &operands) {
+  Type element = cast<MemRefType>(operands.q.getType()).getElementType();
+  int64_t headDim = cast<MemRefType>(operands.q.getType()).getDimSize(operands.dims.headDim);
+  return (element.isBF16() || element.isF16()) && sharedBytes(headDim) <= kMaxSharedBytes;
+}
+
+void xfmr::gpu::emitMmaAttention(KernelBuilder &kb, const AttentionOperands &operands,
+                                 Emulation emulate) {
+  MmaForwardKernel(kb, operands, emulate).emit();
+}
