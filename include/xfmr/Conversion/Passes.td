@@ -56,7 +56,7 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
       words (two K elements each) in shared memory.
     - `fused_attention` of bf16 or f16 q, k and v (each `arith.extf` of
       them), whose head dim fits: FlashAttention-2 on tensor cores, a block
-      per 64 query rows (4 warps of 16), both products by `mma.sync`, the
+      per 128 query rows (8 warps of 16), both products by `mma.sync`, the
       probabilities rounded to the narrow type and repacked from the score
       accumulators into the second product's operands in registers, the
       row max combined over a row's lanes by `gpu.shuffle`, base-2

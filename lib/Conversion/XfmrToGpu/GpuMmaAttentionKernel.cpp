@@ -2,7 +2,7 @@
 //
 // FlashAttention-2 forward for bf16 or f16 q, k and v: both products on
 // tensor cores (mma.sync.m16n8k16, GpuMma.h), the online softmax in f32
-// registers. A block per (64 query rows, head, batch), 4 warps of 16 rows:
+// registers. A block per (128 query rows, head, batch), 8 warps of 16 rows:
 //
 //   Q fragments <- the warp's rows of Q         registers, once
 //   o = 0; m = -inf; l = 0                      registers
@@ -12,7 +12,9 @@
 //                                               keys (V^T), 0 past the ends;
 //                                               16-byte loads where aligned
 //     barrier
-//     S = log2(e) (scale Q K^T + masks)         16 x 64 per warp: 8 x d/16 MMAs
+//     S = log2(e) (scale Q K^T + masks)         16 x 64 per warp: 8 x d/16 MMAs;
+//                                               masks and biases only on
+//                                               tiles that may hide a key
 //     m' = max(m, rowmax S)                     a row's 4 lanes: 2 shuffles
 //     P = 2^(S - m'); l = l 2^(m - m') + rowsum P   (l per lane, summed
 //                                               over the row's lanes at the end)
@@ -49,7 +51,7 @@ using namespace xfmr::gpu;
 
 namespace {
 
-constexpr int64_t kWarps = 4;
+constexpr int64_t kWarps = 8;
 constexpr int64_t kWarpSize = MmaBuilder::kWarpSize;
 constexpr int64_t kThreads = kWarps * kWarpSize;
 constexpr int64_t kRowsPerBlock = kWarps * MmaBuilder::kM;
@@ -177,20 +179,33 @@ private:
             SmallVector<Value> products =
                 emulate == Emulation::None ? scoresOnTensorCores(t, lane, queryFragments, keyStage)
                                            : scoresEmulated(lane, queryFragments, keyStage);
-            SmallVector<Value> rowMax(2, kb.f32(kNegInf));
-            for (int64_t n = 0; n < kKeyTiles; ++n) {
-              for (int64_t r = 0; r < kAccumulators; ++r) {
-                Value key = kb.addi(
-                    k0, kb.addi(mma.accumulatorCol(lane.inGroup, r), kb.index(n * MmaBuilder::kN)));
-                Value s = score(bi, hi, rowOf(lane, r), key,
-                                kb.mul(products[n * kAccumulators + r], kb.f32(in.scale)));
-                s = kb.mul(s, kb.f32(llvm::numbers::log2e));
-                kb.store(s, scores, at(t, n, r));
-                rowMax[r / 2] = kb.max(rowMax[r / 2], s);
+            // Scores in base 2; masks and biases only where some key of the
+            // tile may be hidden from some row of the warp.
+            auto logits = [&](bool masked) {
+              SmallVector<Value> rowMax(2, kb.f32(kNegInf));
+              for (int64_t n = 0; n < kKeyTiles; ++n) {
+                for (int64_t r = 0; r < kAccumulators; ++r) {
+                  Value product = products[n * kAccumulators + r];
+                  Value s;
+                  if (masked) {
+                    Value key = kb.addi(k0, kb.addi(mma.accumulatorCol(lane.inGroup, r),
+                                                    kb.index(n * MmaBuilder::kN)));
+                    s = score(bi, hi, rowOf(lane, r), key, kb.mul(product, kb.f32(in.scale)));
+                    s = kb.mul(s, kb.f32(llvm::numbers::log2e));
+                  } else {
+                    s = kb.mul(product, kb.f32(in.scale * llvm::numbers::log2e));
+                  }
+                  kb.store(s, scores, at(t, n, r));
+                  rowMax[r / 2] = kb.max(rowMax[r / 2], s);
+                }
               }
-            }
-            for (int64_t half = 0; half < 2; ++half)
-              kb.store(rowMax[half], tileMax, atRow(t, half));
+              for (int64_t half = 0; half < 2; ++half)
+                kb.store(rowMax[half], tileMax, atRow(t, half));
+            };
+            if (Value masked = tileNeedsMask(k0, lane))
+              kb.ifThenElse(masked, [&] { logits(true); }, [&] { logits(false); });
+            else
+              logits(true);
           },
           /*barrier=*/false);
       block.allReduceLanes({tileMax}, 2, /*laneBits=*/3,
@@ -241,6 +256,26 @@ private:
           }
         },
         /*barrier=*/false);
+  }
+
+  /// Whether the key tile at k0 may hide a key from a row of the lane's
+  /// warp: it runs past seq_k or, when causal, past the first row's last
+  /// key. Null when every tile may (with biases, which each score adds).
+  Value tileNeedsMask(Value k0, const Lane &lane) {
+    if (in.keyBias || in.bias)
+      return Value();
+    Value lastKey = kb.addi(k0, kb.index(kKeysPerTile - 1));
+    Value masked = kb.below(kb.index(seqK - 1), lastKey);
+    if (in.causal) {
+      // The warp's first row is the lane's row less its group.
+      Value firstRow = arith::SubIOp::create(b, loc, lane.top, lane.group);
+      Value firstRowKeys = kb.addi(firstRow, kb.index(seqK - seqQ));
+      // Signed: with seq_k < seq_q the first rows see no key at all.
+      Value hidden =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, firstRowKeys, lastKey);
+      masked = arith::OrIOp::create(b, loc, masked, hidden);
+    }
+    return masked;
   }
 
   /// 2^(x - max), 0 where x is -inf: a masked key, or any key of a row
