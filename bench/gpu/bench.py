@@ -86,10 +86,12 @@ if wanted("attention_bf16"):
             print("   kernels:", ", ".join(f"{t:.3f}" for _, t in kernels))
             os.remove(f"bench/{name}.in.safetensors")
 if wanted("backward"):
-    print("attention backward (both kernels), causal")
-    for s, d in [(1024, 64), (4096, 64)]:
-        name = f"attnbwd_s{s}_d{d}_causal"
+    print("attention backward (both kernels), causal; f32, and bf16 (forward on tensor cores, backward kernels in f32 on widened values)")
+    for prefix, s, d in [("attnbwd", 1024, 64), ("attnbwd", 4096, 64), ("attnbwdbf16", 1024, 64), ("attnbwdbf16", 4096, 64)]:
+        name = f"{prefix}_s{s}_d{d}_causal"
         arrays = {n: rng.standard_normal((B, s, H, d)).astype(np.float32) for n in "qkvw"}
+        if prefix.endswith("bf16"):
+            arrays = {n: torch.tensor(a).bfloat16().float().numpy() for n, a in arrays.items()}
         safetensors_io.write(f"bench/{name}.in.safetensors", arrays)
         cmd = [f"bench/{name}", f"--inputs=bench/{name}.in.safetensors", f"--output=bench/{name}.out.safetensors"]
         kernels = ncu_kernels(cmd)

@@ -2,7 +2,8 @@
 """Writes the GPU benchmark models into DIR: fused attention forward (batch 4,
 16 heads, seq 1024/4096, head dim 64/128, causal and not; in f32, and in bf16
 on tensor cores up to seq 16384), its backward
-(through a loss sum(attention * w)), a GPT-2 small block at seq 1024, and bf16
+(through a loss sum(attention * w); f32, and bf16 whose backward kernels
+compute in f32), a GPT-2 small block at seq 1024, and bf16
 matrix products (tensor cores).
 
   models.py DIR
@@ -26,17 +27,17 @@ def attention(s, d, causal, dtype="f32"):
 '''
 
 
-def attention_loss(s, d):
-    t = f"tensor<{B}x{s}x{H}x{d}xf32>"
+def attention_loss(s, d, dtype="f32"):
+    t = f"tensor<{B}x{s}x{H}x{d}x{dtype}>"
     n = B * s * H
-    return f'''func.func @loss(%q: {t} {{xfmr.input = "q"}}, %k: {t} {{xfmr.input = "k"}}, %v: {t} {{xfmr.input = "v"}}, %w: {t} {{xfmr.input = "w"}}) -> (tensor<f32> {{xfmr.output = "loss"}}) {{
+    return f'''func.func @loss(%q: {t} {{xfmr.input = "q"}}, %k: {t} {{xfmr.input = "k"}}, %v: {t} {{xfmr.input = "v"}}, %w: {t} {{xfmr.input = "w"}}) -> (tensor<{dtype}> {{xfmr.output = "loss"}}) {{
   %o = xfmr.fused_attention %q, %k, %v {{causal, scale = {d ** -0.5!r} : f64}} : ({t}, {t}, {t}) -> {t}
   %p = xfmr.mul %o, %w : ({t}, {t}) -> {t}
-  %l = xfmr.reduce %p {{kind = #xfmr.reduce_kind<sum>, axis = -1}} : ({t}) -> tensor<{B}x{s}x{H}x1xf32>
-  %r = xfmr.reshape %l : (tensor<{B}x{s}x{H}x1xf32>) -> tensor<{n}xf32>
-  %total = xfmr.reduce %r {{kind = #xfmr.reduce_kind<sum>, axis = 0}} : (tensor<{n}xf32>) -> tensor<1xf32>
-  %loss = xfmr.reshape %total : (tensor<1xf32>) -> tensor<f32>
-  return %loss : tensor<f32>
+  %l = xfmr.reduce %p {{kind = #xfmr.reduce_kind<sum>, axis = -1}} : ({t}) -> tensor<{B}x{s}x{H}x1x{dtype}>
+  %r = xfmr.reshape %l : (tensor<{B}x{s}x{H}x1x{dtype}>) -> tensor<{n}x{dtype}>
+  %total = xfmr.reduce %r {{kind = #xfmr.reduce_kind<sum>, axis = 0}} : (tensor<{n}x{dtype}>) -> tensor<1x{dtype}>
+  %loss = xfmr.reshape %total : (tensor<1x{dtype}>) -> tensor<{dtype}>
+  return %loss : tensor<{dtype}>
 }}
 '''
 
@@ -67,8 +68,9 @@ def main():
             with open(os.path.join(out, name + ".mlir"), "w") as f:
                 f.write(attention(s, d, causal, "bf16"))
     for s in (1024, 4096):
-        with open(os.path.join(out, f"attnbwd_s{s}_d64_causal.mlir"), "w") as f:
-            f.write(attention_loss(s, 64))
+        for prefix, dtype in (("attnbwd", "f32"), ("attnbwdbf16", "bf16")):
+            with open(os.path.join(out, f"{prefix}_s{s}_d64_causal.mlir"), "w") as f:
+                f.write(attention_loss(s, 64, dtype))
     for m, n, k in GEMMS:
         with open(os.path.join(out, f"gemm_bf16_{m}x{n}x{k}.mlir"), "w") as f:
             f.write(gemm_bf16(m, n, k))

@@ -25,6 +25,7 @@ $X $IN/bert-tiny.json --target=nvptx --batch=2 --seq-len=10 -o e2e/bert-tiny.all
 $X $IN/bert-tiny.json --target=nvptx --batch=2 --seq-len=10 --fuse-epilogues=false -o e2e/bert-tiny.noepi
 $X $IN/bert-tiny.json --target=nvptx --batch=2 --seq-len=10 --dtype=bf16 -o e2e/bert-tiny.bf16
 $X $IN/transformer-pre-ln.json --target=nvptx --batch=2 --seq-len=8 --decoder-seq-len=10 -o e2e/transformer-pre-ln.all
+$X $IN/transformer-pre-ln.json --target=nvptx --batch=2 --seq-len=8 --decoder-seq-len=10 --dtype=f16 -o e2e/transformer-pre-ln.f16
 # Per-op tests.
 for c in linear:linear normalization:normalization fused-attention:attention low-precision:low_precision; do
   f=${c%%:*}; k=${c##*:}
@@ -37,5 +38,5 @@ $X $ROOT/test/e2e/grad/kernels.mlir --target=nvptx --grad --grad-inputs=q,k,v,cq
 # GPT-2 small block at seq 1024.
 $PY $ROOT/bench/gpu/models.py bench
 for f in bench/attn_*.mlir bench/attnbf16_*.mlir bench/gemm_*.mlir; do $X $f --target=nvptx -o ${f%.mlir}; done
-for f in bench/attnbwd_*.mlir; do $X $f --target=nvptx --grad --grad-inputs=q,k,v --entry=loss -o ${f%.mlir}; done
+for f in bench/attnbwd*.mlir; do $X $f --target=nvptx --grad --grad-inputs=q,k,v --entry=loss -o ${f%.mlir}; done
 $X bench/block1024.mlir --target=nvptx -o bench/block1024

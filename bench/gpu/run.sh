@@ -10,8 +10,9 @@ export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1); echo "ncu: $NCU"
 echo "== whole models on the GPU vs the float64 reference"
-for exe in e2e/*.all e2e/*.noattn e2e/*.noepi e2e/*.bf16; do
-  cfg=$(basename ${exe%.*}); tol=1e-4; case $exe in *.bf16) tol=2e-2;; esac
+# Tolerances as test/e2e/low-precision.test's (bf16 8, f16 11 significant bits).
+for exe in e2e/*.all e2e/*.noattn e2e/*.noepi e2e/*.bf16 e2e/*.f16; do
+  cfg=$(basename ${exe%.*}); tol=1e-4; case $exe in *.bf16) tol=2e-2;; *.f16) tol=4e-3;; esac
   timeout 120 ./$exe --weights=e2e/$cfg.w.safetensors --input=e2e/$cfg.tokens --output=$exe.npy || { echo "FAIL: $exe did not run"; continue; }
   echo -n "$exe: "; python3 $LIB/reference.py check --config $IN/$cfg.json --weights e2e/$cfg.w.safetensors --tokens e2e/$cfg.tokens --output $exe.npy --rel-tol $tol
 done

@@ -27,8 +27,8 @@ namespace xfmr {
 
 /// Declares the memory effects of the GPU ops inside the kernels of
 /// convert-xfmr-to-gpu-kernels, which upstream gives no memory-effect
-/// interface: gpu.barrier reads and writes memory, nvvm.mma.sync (registers
-/// only) has no effect. The buffer deallocation pipeline rejects ops of
+/// interface: gpu.barrier reads and writes memory, nvvm.ldmatrix reads it,
+/// nvvm.mma.sync (registers only) has no effect. The buffer deallocation pipeline rejects ops of
 /// unknown effects, and the kernels are built before bufferization.
 void registerGpuKernelMemoryEffects(mlir::DialectRegistry &registry);
 

@@ -56,13 +56,14 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
       words (two K elements each) in shared memory.
     - `fused_attention` of bf16 or f16 q, k and v (each `arith.extf` of
       them), whose head dim fits: FlashAttention-2 on tensor cores, a block
-      per 128 query rows (8 warps of 16), both products by `mma.sync`, the
+      per 128 query rows (8 warps of 16; 64 rows, 4 warps, for head dims up
+      to 64), both products by `mma.sync` (K and V fragments by `ldmatrix`), the
       probabilities rounded to the narrow type and repacked from the score
       accumulators into the second product's operands in registers, the
       row max combined over a row's lanes by `gpu.shuffle`, base-2
-      exponentials (`math.exp2` with fastmath `afn`). K and V^T tiles are
-      staged as words of two elements, 16 bytes per load where the
-      operands' layout allows (checked at run time).
+      exponentials (`math.exp2` with fastmath `afn`). K and V tiles are
+      staged row-major, 16 bytes per load where the operands' layout allows
+      (checked at run time).
     - `softmax` over the last axis, `layer_norm` and `fused_add_layer_norm`:
       a block per row, each thread a strided part of the row, statistics
       combined by a tree through shared memory (online max and sum for

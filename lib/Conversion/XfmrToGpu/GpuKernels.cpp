@@ -61,6 +61,16 @@ struct BarrierMemoryEffects
   }
 };
 
+/// nvvm.ldmatrix reads shared memory through a pointer.
+struct LdMatrixMemoryEffects
+    : MemoryEffectOpInterface::ExternalModel<LdMatrixMemoryEffects, NVVM::LdMatrixOp> {
+  void
+  getEffects(Operation *,
+             SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>> &effects) const {
+    effects.emplace_back(MemoryEffects::Read::get());
+  }
+};
+
 template <typename OpTy>
 struct NoMemoryEffects : MemoryEffectOpInterface::ExternalModel<NoMemoryEffects<OpTy>, OpTy> {
   void getEffects(Operation *,
@@ -95,5 +105,6 @@ void xfmr::registerGpuKernelMemoryEffects(DialectRegistry &registry) {
   });
   registry.addExtension(+[](MLIRContext *context, NVVM::NVVMDialect *) {
     NVVM::MmaOp::attachInterface<NoMemoryEffects<NVVM::MmaOp>>(*context);
+    NVVM::LdMatrixOp::attachInterface<LdMatrixMemoryEffects>(*context);
   });
 }

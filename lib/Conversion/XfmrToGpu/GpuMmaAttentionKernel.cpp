@@ -2,17 +2,17 @@
 //
 // FlashAttention-2 forward for bf16 or f16 q, k and v: both products on
 // tensor cores (mma.sync.m16n8k16, GpuMma.h), the online softmax in f32
-// registers. A block per (128 query rows, head, batch), 8 warps of 16 rows:
+// registers. A block per (16 x warps query rows, head, batch), 8 warps (4
+// for head dims up to 64) of 16 rows:
 //
 //   Q fragments <- the warp's rows of Q         registers, once
 //   o = 0; m = -inf; l = 0                      registers
 //   for each key tile of 64 (up to the block's causal limit):
-//     K[64 x d], V^T[d x 64] -> shared          as words of two consecutive
-//                                               head-dim elements (K) or
-//                                               keys (V^T), 0 past the ends;
-//                                               16-byte loads where aligned
+//     K[64 x d], V[64 x d] -> shared            0 past the ends; 16-byte
+//                                               loads where aligned
 //     barrier
-//     S = log2(e) (scale Q K^T + masks)         16 x 64 per warp: 8 x d/16 MMAs;
+//     S = log2(e) (scale Q K^T + masks)         16 x 64 per warp: 8 x d/16 MMAs
+//                                               (K fragments by ldmatrix);
 //                                               masks and biases only on
 //                                               tiles that may hide a key
 //     m' = max(m, rowmax S)                     a row's 4 lanes: 2 shuffles
@@ -20,7 +20,8 @@
 //                                               over the row's lanes at the end)
 //     o = o 2^(m - m') + P V                    P's accumulators rounded and
 //                                               repacked as A fragments:
-//                                               4 x d/8 MMAs
+//                                               4 x d/8 MMAs (V fragments by
+//                                               ldmatrix.trans)
 //     barrier
 //   out = o / l (0 where nothing was visible); lse = m ln 2 + log l
 //
@@ -30,7 +31,9 @@
 // Emulated, where a GPU thread feeds its own registers to an MMA, a thread
 // reads the Q fragments or probabilities of the other lanes of its warp
 // from their private arrays (written in an earlier phase) and computes its
-// accumulators' dot products from the same words.
+// accumulators' dot products from them and the shared tiles: the tiling,
+// staging, packing and softmax are checked on the CPU, the ldmatrix and
+// MMA fragment layouts only on a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +42,8 @@
 #include "GpuMma.h"
 #include "ThreadBlockBuilder.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -51,19 +56,15 @@ using namespace xfmr::gpu;
 
 namespace {
 
-constexpr int64_t kWarps = 8;
 constexpr int64_t kWarpSize = MmaBuilder::kWarpSize;
-constexpr int64_t kThreads = kWarps * kWarpSize;
-constexpr int64_t kRowsPerBlock = kWarps * MmaBuilder::kM;
 constexpr int64_t kKeysPerTile = 64;
-constexpr int64_t kKeyWords = kKeysPerTile / 2;
 /// Accumulator tiles of S along the keys, and K steps of P V.
 constexpr int64_t kKeyTiles = kKeysPerTile / MmaBuilder::kN;
 constexpr int64_t kKeySteps = kKeysPerTile / MmaBuilder::kK;
 constexpr int64_t kAccumulators = MmaBuilder::kAccumulators;
-/// Shared rows are 4 words longer than their content, so that a warp's
-/// fragment loads (8 rows at 4 consecutive words) hit 32 distinct banks.
-constexpr int64_t kPadding = 4;
+/// Shared rows are 8 elements (16 bytes) longer than their content, so that
+/// the 8 rows of 16 bytes an ldmatrix reads hit 32 distinct banks.
+constexpr int64_t kPadding = 8;
 /// Static shared memory of a block.
 constexpr int64_t kMaxSharedBytes = 48 * 1024;
 /// Elements of a 16-byte load.
@@ -71,30 +72,35 @@ constexpr int64_t kVector = 8;
 
 int64_t dimSteps(int64_t headDim) { return llvm::divideCeilSigned(headDim, MmaBuilder::kK); }
 
+/// Warps of a block (16 query rows each): 8 where a thread's registers
+/// allow one block per SM at most anyway, 4 for head dims up to 64, whose
+/// 4-warp blocks fit several per SM (measured on an H100: 4 warps 1.3-1.5x
+/// faster at head dim 64, 8 warps up to 1.2x faster at 128).
+int64_t warpsFor(int64_t headDim) { return dimSteps(headDim) <= 4 ? 4 : 8; }
+
+/// The K and V tiles: [keys, padded head dim + padding] 16-bit elements each.
 int64_t sharedBytes(int64_t headDim) {
-  int64_t steps = dimSteps(headDim);
-  return 4 * (kKeysPerTile * (steps * MmaBuilder::kWords + kPadding) +
-              steps * MmaBuilder::kK * (kKeyWords + kPadding));
+  return 2 * 2 * kKeysPerTile * (dimSteps(headDim) * MmaBuilder::kK + kPadding);
 }
 
 class MmaForwardKernel : AttentionKernelBase {
 public:
   MmaForwardKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate)
-      : AttentionKernelBase(kb, in), emulate(emulate), block(kb, emulate, kThreads),
+      : AttentionKernelBase(kb, in), emulate(emulate), threads(warpsFor(headDim) * kWarpSize),
+        rowsPerBlock(warpsFor(headDim) * MmaBuilder::kM), block(kb, emulate, threads),
         mma(kb, cast<MemRefType>(in.q.getType()).getElementType()), steps(dimSteps(headDim)),
         words(steps * MmaBuilder::kWords), paddedDim(steps * MmaBuilder::kK),
         dimTiles(paddedDim / MmaBuilder::kN) {}
 
   void emit() {
-    Type i32 = b.getI32Type();
-    SmallVector<int64_t> keyShape = {kKeysPerTile, words + kPadding};
-    SmallVector<int64_t> valueShape = {paddedDim, kKeyWords + kPadding};
+    Type narrow = mma.narrowType();
+    SmallVector<int64_t> tileShape = {kKeysPerTile, paddedDim + kPadding};
     block.forEachBlock(
-        {llvm::divideCeilSigned(seqQ, kRowsPerBlock), heads, batch}, {keyShape, valueShape},
+        {llvm::divideCeilSigned(seqQ, rowsPerBlock), heads, batch}, {tileShape, tileShape},
         [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
-          emitBlock(ids[2], ids[1], kb.muli(ids[0], kRowsPerBlock), shared[0], shared[1]);
+          emitBlock(ids[2], ids[1], kb.muli(ids[0], rowsPerBlock), shared[0], shared[1]);
         },
-        {i32, i32});
+        {narrow, narrow});
   }
 
 private:
@@ -113,21 +119,21 @@ private:
   /// The query row of accumulator r.
   Value rowOf(const Lane &lane, int64_t r) { return kb.addi(lane.top, kb.index((r / 2) * 8)); }
 
-  /// The 16 bits of element (row, c) of q, k or v, 0 past the sequence of
-  /// `seq` rows or the head dim.
-  Value elementBits(Value operand, Value bi, Value hi, Value row, int64_t seq, Value c) {
+  /// Element (row, c) of q, k or v, 0 past the sequence of `seq` rows or
+  /// the head dim.
+  Value element(Value operand, Value bi, Value hi, Value row, int64_t seq, Value c) {
     Value inside = arith::AndIOp::create(b, loc, kb.below(row, seq), kb.below(c, headDim));
     Value value = kb.load(
         operand, in.at(bi, kb.mini(row, kb.index(seq - 1)), hi, kb.mini(c, kb.index(headDim - 1))));
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(mma.narrowType()));
-    return mma.bits(kb.select(inside, value, zero));
+    return kb.select(inside, value, zero);
   }
 
   /// The word of elements 2w and 2w + 1 along the head dim of a row.
   Value rowWord(Value operand, Value bi, Value hi, Value row, int64_t seq, Value w) {
     Value c = kb.muli(w, 2);
-    return mma.pack(elementBits(operand, bi, hi, row, seq, c),
-                    elementBits(operand, bi, hi, row, seq, kb.addi(c, kb.index(1))));
+    return mma.pack(mma.bits(element(operand, bi, hi, row, seq, c)),
+                    mma.bits(element(operand, bi, hi, row, seq, kb.addi(c, kb.index(1)))));
   }
 
   void emitBlock(Value bi, Value hi, Value q0, Value keyStage, Value valueStage) {
@@ -164,7 +170,7 @@ private:
         /*barrier=*/false);
 
     Value aligned = readsVectors() ? vectorsAligned() : Value();
-    kb.forLoop(kb.index(0), keyTileCount(q0, kRowsPerBlock, kKeysPerTile), 1, [&](Value tile) {
+    kb.forLoop(kb.index(0), keyTileCount(q0, rowsPerBlock, kKeysPerTile), 1, [&](Value tile) {
       Value k0 = kb.muli(tile, kKeysPerTile);
       block.phase([&](Value t) {
         auto scalars = [&] { emitStageLoad(t, bi, hi, k0, keyStage, valueStage); };
@@ -203,7 +209,8 @@ private:
                 kb.store(rowMax[half], tileMax, atRow(t, half));
             };
             if (Value masked = tileNeedsMask(k0, lane))
-              kb.ifThenElse(masked, [&] { logits(true); }, [&] { logits(false); });
+              kb.ifThenElse(
+                  masked, [&] { logits(true); }, [&] { logits(false); });
             else
               logits(true);
           },
@@ -332,80 +339,90 @@ private:
     return kb.select(inside, value, zero);
   }
 
-  /// emitStageLoad 16 bytes per load: K's rows as 4 words per vector,
-  /// consecutive threads along the head dim; V's rows 2w and 2w + 1
-  /// interleaved into the words of 8 rows of V^T, consecutive threads
-  /// along w (so that a warp's stores hit 32 distinct banks).
+  /// emitStageLoad 16 bytes per load and store.
   void emitVectorStageLoad(Value t, Value bi, Value hi, Value k0, Value keyStage,
                            Value valueStage) {
     int64_t chunks = paddedDim / kVector;
-    auto words = [&](Value vector) {
-      int64_t count = cast<VectorType>(vector.getType()).getNumElements() / 2;
-      return vector::BitCastOp::create(b, loc, VectorType::get({count}, b.getI32Type()), vector)
-          .getResult();
-    };
-    kb.forLoop(t, kb.index(kKeysPerTile * chunks), kThreads, [&](Value i) {
-      Value key = kb.divui(i, chunks), chunk = kb.remui(i, chunks);
-      Value row = rowVector(in.k, bi, hi, kb.addi(k0, key), seqK, kb.muli(chunk, kVector));
-      vector::StoreOp::create(b, loc, words(row), keyStage, {key, kb.muli(chunk, kVector / 2)},
-                              /*nontemporal=*/false, llvm::Align(2 * kVector));
-    });
-    SmallVector<int64_t> interleave;
-    for (int64_t j = 0; j < kVector; ++j)
-      interleave.append({j, kVector + j});
-    kb.forLoop(t, kb.index(kKeyWords * chunks), kThreads, [&](Value i) {
-      Value w = kb.remui(i, kKeyWords), c = kb.muli(kb.divui(i, kKeyWords), kVector);
-      Value key = kb.addi(k0, kb.muli(w, 2));
-      Value even = rowVector(in.v, bi, hi, key, seqK, c);
-      Value odd = rowVector(in.v, bi, hi, kb.addi(key, kb.index(1)), seqK, c);
-      Value pairs = words(vector::ShuffleOp::create(b, loc, even, odd, interleave));
-      for (int64_t j = 0; j < kVector; ++j)
-        kb.store(vector::ExtractOp::create(b, loc, pairs, j), valueStage,
-                 {kb.addi(c, kb.index(j)), w});
+    kb.forLoop(t, kb.index(kKeysPerTile * chunks), threads, [&](Value i) {
+      Value key = kb.divui(i, chunks), c = kb.muli(kb.remui(i, chunks), kVector);
+      for (auto [operand, stage] : {std::pair(in.k, keyStage), std::pair(in.v, valueStage)}) {
+        Value row = rowVector(operand, bi, hi, kb.addi(k0, key), seqK, c);
+        vector::StoreOp::create(b, loc, row, stage, {key, c}, /*nontemporal=*/false,
+                                llvm::Align(2 * kVector));
+      }
     });
   }
 
-  /// Thread t's share of staging the key tile at k0: K's words into
-  /// keyStage[key][word], consecutive threads along the head dim, and V's
-  /// transposed into valueStage[c][key word], consecutive threads along the
-  /// head dim (V's contiguous dimension).
+  /// Thread t's share of staging the key tile at k0: rows of K and V into
+  /// keyStage and valueStage, consecutive threads along the head dim.
   void emitStageLoad(Value t, Value bi, Value hi, Value k0, Value keyStage, Value valueStage) {
-    kb.forLoop(t, kb.index(kKeysPerTile * words), kThreads, [&](Value i) {
-      Value key = kb.divui(i, words), w = kb.remui(i, words);
-      kb.store(rowWord(in.k, bi, hi, kb.addi(k0, key), seqK, w), keyStage, {key, w});
+    kb.forLoop(t, kb.index(kKeysPerTile * paddedDim), threads, [&](Value i) {
+      Value key = kb.divui(i, paddedDim), c = kb.remui(i, paddedDim);
+      for (auto [operand, stage] : {std::pair(in.k, keyStage), std::pair(in.v, valueStage)})
+        kb.store(element(operand, bi, hi, kb.addi(k0, key), seqK, c), stage, {key, c});
     });
-    kb.forLoop(t, kb.index(paddedDim * kKeyWords), kThreads, [&](Value i) {
-      Value c = kb.remui(i, paddedDim), w = kb.divui(i, paddedDim);
-      Value key = kb.addi(k0, kb.muli(w, 2));
-      kb.store(mma.pack(elementBits(in.v, bi, hi, key, seqK, c),
-                        elementBits(in.v, bi, hi, kb.addi(key, kb.index(1)), seqK, c)),
-               valueStage, {c, w});
-    });
+  }
+
+  /// The words of `count` 8 x 8 matrices of 16-bit elements in `stage`
+  /// (ldmatrix, transposed when `transposed`), the lane giving the address
+  /// of its row: row `row` of the stage from column `col`. Lane l holds
+  /// row l / 4, elements 2 (l % 4) and + 1, of each (transposed) matrix.
+  SmallVector<Value> loadMatrices(Value stage, Value row, Value col, int64_t count,
+                                  bool transposed) {
+    MLIRContext *context = b.getContext();
+    int64_t rowLength = cast<MemRefType>(stage.getType()).getDimSize(1);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, stage);
+    Value offset = kb.muli(kb.addi(kb.muli(row, rowLength), col), 2);
+    Value address = arith::IndexCastOp::create(b, loc, b.getI64Type(), kb.addi(base, offset));
+    Value pointer =
+        LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(context, 3), address);
+    Type i32 = b.getI32Type();
+    Type type = LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(count, i32));
+    auto load = NVVM::LdMatrixOp::create(
+        b, loc, type, pointer, b.getI32IntegerAttr(count),
+        NVVM::MMALayoutAttr::get(context, transposed ? NVVM::MMALayout::col : NVVM::MMALayout::row),
+        NVVM::LdStMatrixShapeAttr::get(context, 8, 8),
+        NVVM::LdStMatrixEltTypeAttr::get(context, NVVM::LdStMatrixEltType::B16));
+    SmallVector<Value> words;
+    for (int64_t i = 0; i < count; ++i)
+      words.push_back(LLVM::ExtractValueOp::create(b, loc, load.getRes(), i));
+    return words;
   }
 
   /// Q K^T of the thread's accumulators, tile n's r at n * 4 + r.
   SmallVector<Value> scoresOnTensorCores(Value t, const Lane &lane, Value queryFragments,
                                          Value keyStage) {
+    // B of step s is K[8n + g][16 s + 2q, + 1] and [16 s + 8 + 2q, + 1]:
+    // the 8 x 8 matrices of K's rows at columns 16 s and 16 s + 8, two
+    // steps per ldmatrix (lane l addresses row l % 8 of matrix l / 8).
+    Value lane32 = kb.addi(kb.muli(lane.group, 4), lane.inGroup);
+    Value matrixRow = kb.remui(lane32, 8), matrix = kb.divui(lane32, 8);
     SmallVector<Value> result;
     for (int64_t n = 0; n < kKeyTiles; ++n) {
       SmallVector<Value> tileAcc(kAccumulators, kb.f32(0.0));
-      Value key = kb.addi(lane.group, kb.index(n * MmaBuilder::kN));
-      for (int64_t s = 0; s < steps; ++s) {
-        SmallVector<Value> a;
-        for (int64_t r = 0; r < kAccumulators; ++r)
-          a.push_back(kb.load(queryFragments, block.at(t, {kb.index(s), kb.index(r)})));
-        Value w = kb.addi(lane.inGroup, kb.index(s * MmaBuilder::kWords));
-        SmallVector<Value> bWords = {kb.load(keyStage, {key, w}),
-                                     kb.load(keyStage, {key, kb.addi(w, kb.index(4))})};
-        tileAcc = mma.multiply(a, bWords, tileAcc);
+      Value key = kb.addi(matrixRow, kb.index(n * MmaBuilder::kN));
+      for (int64_t s = 0; s < steps; s += 2) {
+        int64_t count = s + 1 < steps ? 4 : 2;
+        Value col = kb.addi(kb.muli(kb.remui(matrix, count), 8), kb.index(s * MmaBuilder::kK));
+        SmallVector<Value> bWords = loadMatrices(keyStage, key, col, count, /*transposed=*/false);
+        for (int64_t step = s; step < s + count / 2; ++step) {
+          SmallVector<Value> a;
+          for (int64_t r = 0; r < kAccumulators; ++r)
+            a.push_back(kb.load(queryFragments, block.at(t, {kb.index(step), kb.index(r)})));
+          tileAcc = mma.multiply(a, ArrayRef<Value>(bWords).slice((step - s) * 2, 2), tileAcc);
+        }
       }
       llvm::append_range(result, tileAcc);
     }
     return result;
   }
 
+  Value widen(Value narrowValue) {
+    return arith::ExtFOp::create(b, loc, b.getF32Type(), narrowValue);
+  }
+
   /// The same products, each a dot product over the words of the query row
-  /// (from the fragments of the lane holding them) and of the key.
+  /// (from the fragments of the lane holding them) and the key's elements.
   SmallVector<Value> scoresEmulated(const Lane &lane, Value queryFragments, Value keyStage) {
     SmallVector<Value> keys;
     for (int64_t n = 0; n < kKeyTiles; ++n)
@@ -424,7 +441,9 @@ private:
             int64_t r = i % kAccumulators;
             Value reg = kb.addi(highWords, kb.index(r / 2));
             auto [qLow, qHigh] = mma.unpack(kb.load(queryFragments, block.at(holder, {step, reg})));
-            auto [kLow, kHigh] = mma.unpack(kb.load(keyStage, {keys[i], w}));
+            Value c = kb.muli(w, 2);
+            Value kLow = widen(kb.load(keyStage, {keys[i], c}));
+            Value kHigh = widen(kb.load(keyStage, {keys[i], kb.addi(c, kb.index(1))}));
             next.push_back(kb.fma(qHigh, kHigh, kb.fma(qLow, kLow, partial)));
           }
           return next;
@@ -463,6 +482,7 @@ private:
   void accumulateOnTensorCores(Value t, const Lane &lane, Value scores, Value valueStage,
                                Value acc) {
     auto at = [&](int64_t i, int64_t j) { return block.at(t, {kb.index(i), kb.index(j)}); };
+    SmallVector<Value> valueWords;
     for (int64_t ks = 0; ks < kKeySteps; ++ks) {
       auto probabilities = [&](int64_t n, int64_t r) {
         return mma.pack(mma.roundedBits(kb.load(scores, at(n, r))),
@@ -470,11 +490,19 @@ private:
       };
       SmallVector<Value> a = {probabilities(2 * ks, 0), probabilities(2 * ks, 2),
                               probabilities(2 * ks + 1, 0), probabilities(2 * ks + 1, 2)};
-      Value w = kb.addi(lane.inGroup, kb.index(ks * MmaBuilder::kWords));
+      // B of dim tile n is V[16 ks + 2q, + 1][8n + g] and the same 8 keys
+      // on: the 8 x 8 matrices of V's rows 16 ks and 16 ks + 8 at column
+      // 8n, transposed; two dim tiles per ldmatrix.
+      Value lane32 = kb.addi(kb.muli(lane.group, 4), lane.inGroup);
+      Value key =
+          kb.addi(kb.addi(kb.remui(lane32, 8), kb.muli(kb.remui(kb.divui(lane32, 8), 2), 8)),
+                  kb.index(ks * MmaBuilder::kK));
       for (int64_t n = 0; n < dimTiles; ++n) {
-        Value c = kb.addi(lane.group, kb.index(n * MmaBuilder::kN));
-        SmallVector<Value> bWords = {kb.load(valueStage, {c, w}),
-                                     kb.load(valueStage, {c, kb.addi(w, kb.index(4))})};
+        if (n % 2 == 0) {
+          Value col = kb.addi(kb.muli(kb.divui(lane32, 16), 8), kb.index(n * MmaBuilder::kN));
+          valueWords = loadMatrices(valueStage, key, col, 4, /*transposed=*/true);
+        }
+        ArrayRef<Value> bWords = ArrayRef<Value>(valueWords).slice((n % 2) * 2, 2);
         SmallVector<Value> sums;
         for (int64_t r = 0; r < kAccumulators; ++r)
           sums.push_back(kb.load(acc, at(n, r)));
@@ -501,8 +529,8 @@ private:
       Value narrow = arith::TruncFOp::create(b, loc, mma.narrowType(), p);
       return arith::ExtFOp::create(b, loc, b.getF32Type(), narrow).getResult();
     };
-    ValueRange sums =
-        kb.forLoop(kb.index(0), kb.index(kKeyWords), 1, initial, [&](Value w, ValueRange carried) {
+    ValueRange sums = kb.forLoop(
+        kb.index(0), kb.index(kKeysPerTile / 2), 1, initial, [&](Value w, ValueRange carried) {
           // Keys 2w and 2w + 1 of row g (+ 8) are accumulators (row / 8) * 2
           // and + 1 of tile w / 4 of lane 4 g + w % 4.
           Value holder = kb.addi(lane.warpThread, kb.addi(kb.muli(lane.group, 4), kb.remui(w, 4)));
@@ -513,7 +541,9 @@ private:
             Value pLow = rounded(kb.load(scores, block.at(holder, {n, kb.index((r / 2) * 2)})));
             Value pHigh =
                 rounded(kb.load(scores, block.at(holder, {n, kb.index((r / 2) * 2 + 1)})));
-            auto [vLow, vHigh] = mma.unpack(kb.load(valueStage, {columns[i], w}));
+            Value key = kb.muli(w, 2);
+            Value vLow = widen(kb.load(valueStage, {key, columns[i]}));
+            Value vHigh = widen(kb.load(valueStage, {kb.addi(key, kb.index(1)), columns[i]}));
             next.push_back(kb.fma(pHigh, vHigh, kb.fma(pLow, vLow, partial)));
           }
           return next;
@@ -525,6 +555,7 @@ private:
   }
 
   Emulation emulate;
+  int64_t threads, rowsPerBlock;
   ThreadBlockBuilder block;
   MmaBuilder mma;
   /// MMA steps along the head dim, its words, its length padded to steps,

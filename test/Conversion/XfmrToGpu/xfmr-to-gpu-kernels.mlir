@@ -278,33 +278,36 @@ func.func @mma_f16_transposed(%a: tensor<32x48xf16>, %m: tensor<32x16xf16>) -> t
 // -----
 
 // bf16 attention on tensor cores (FlashAttention-2): q, k and v read narrow;
-// a block per 128 query rows and head, 8 warps; K and V^T staged as words of
-// two elements, head dim 40 padded to 48 (3 MMA steps), 16 bytes per load
-// when the run-time alignment check passes, else element by element; Q
-// fragments in a private [steps, 4] i32 array. Per key tile: 8 x 3 MMAs for the scores, the
-// row max over a row's 4 lanes by 2 xor shuffles per row, the probabilities
-// rounded to bf16 as A fragments of 4 x 6 MMAs; the row sums shuffled once
-// after the loop. The causal mask only on tiles that may hide a key from a
-// row of the warp.
-// CHECK-DAG: memref.global "private" @__xfmr_shared{{.*}} : memref<64x28xi32, #gpu.address_space<workgroup>>
-// CHECK-DAG: memref.global "private" @__xfmr_shared{{.*}} : memref<48x36xi32, #gpu.address_space<workgroup>>
+// a block per 64 query rows and head, 4 warps (a head dim up to 64); K and V tiles staged
+// row-major in bf16, head dim 40 padded to 48 (3 MMA steps) plus 8 (banks),
+// 16 bytes per load when the run-time alignment check passes, else element
+// by element; Q fragments in a private [steps, 4] i32 array. Per key tile:
+// K fragments by ldmatrix (x4 for two steps, x2 for the third) and 8 x 3
+// MMAs for the scores, the row max over a row's 4 lanes by 2 xor shuffles
+// per row, the probabilities rounded to bf16 as A fragments, V fragments by
+// ldmatrix.trans, 4 x 6 MMAs; the row sums shuffled once after the loop.
+// The causal mask only on tiles that may hide a key from a row of the warp.
+// CHECK-DAG: memref.global "private" @__xfmr_shared : memref<64x56xbf16, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.global "private" @__xfmr_shared_0 : memref<64x56xbf16, #gpu.address_space<workgroup>>
 // CHECK-LABEL: func.func @mma_attention
 // CHECK-NOT: arith.extf
 // CHECK: bufferization.to_buffer %{{.*}} read_only : tensor<1x100x2x40xbf16>
-// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c1, %{{.*}} = %c2, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c2, %{{.*}} = %c2, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1)
 // CHECK: memref.alloca() : memref<3x4xi32>
 // CHECK: memref.extract_aligned_pointer_as_index
 // CHECK: scf.for
 // CHECK: scf.if %{{.*}} {
 // CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<1x100x2x40xbf16, strided<[?, ?, ?, 1], offset: ?>>, vector<8xbf16>
-// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<64x28xi32, #gpu.address_space<workgroup>>, vector<4xi32>
-// CHECK: vector.shuffle %{{.*}} [0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15]
-// CHECK: memref.store %{{.*}} : memref<48x36xi32, #gpu.address_space<workgroup>>
+// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<64x56xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
+// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<64x56xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK: } else {
-// CHECK: memref.store %{{.*}} : memref<64x28xi32, #gpu.address_space<workgroup>>
-// CHECK: memref.store %{{.*}} : memref<48x36xi32, #gpu.address_space<workgroup>>
+// CHECK: memref.store %{{.*}} : memref<64x56xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.store %{{.*}} : memref<64x56xbf16, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
-// CHECK-COUNT-24: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
+// CHECK: nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>
+// CHECK-COUNT-2: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
+// CHECK: nvvm.ldmatrix %{{.*}} {{{.*}}num = 2 : i32{{.*}}} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32)>
+// CHECK-COUNT-22: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
 // CHECK-NOT: nvvm.mma.sync
 // CHECK: %[[HIDDEN:.*]] = arith.cmpi slt
 // CHECK: %[[MASKED:.*]] = arith.ori %{{.*}}, %[[HIDDEN]] : i1
@@ -313,6 +316,7 @@ func.func @mma_f16_transposed(%a: tensor<32x48xf16>, %m: tensor<32x16xf16>) -> t
 // CHECK-COUNT-4: gpu.shuffle  xor %{{.*}}, %c{{[12]}}_i32, %c32_i32 : f32
 // CHECK: math.exp2 %{{.*}} fastmath<afn> : f32
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: nvvm.ldmatrix %{{.*}} {{{.*}}layout = #nvvm.mma_layout<col>, num = 4 : i32{{.*}}}
 // CHECK-COUNT-24: nvvm.mma.sync
 // CHECK-NOT: nvvm.mma.sync
 // CHECK: gpu.barrier
@@ -320,13 +324,13 @@ func.func @mma_f16_transposed(%a: tensor<32x48xf16>, %m: tensor<32x16xf16>) -> t
 // CHECK: arith.divf
 // CHECK: gpu.terminator
 //
-// Emulated: no MMA and no shuffle; the Q fragments of all 256 threads in
-// one array (a thread's products read its lanes' words); the row max and
-// sum combined over lanes through scratch copies.
+// Emulated: no ldmatrix, MMA or shuffle; the Q fragments of all 128
+// threads in one array (a thread's products read its lanes' words); the
+// row max and sum combined over lanes through scratch copies.
 // EMU-LABEL: func.func @mma_attention
 // EMU-NOT: nvvm.
 // EMU-NOT: gpu.shuffle
-// EMU: memref.alloc() {alignment = 64 : i64} : memref<256x3x4xi32>
+// EMU: memref.alloc() {alignment = 64 : i64} : memref<128x3x4xi32>
 // EMU: arith.xori
 // EMU: arith.truncf %{{.*}} : f32 to bf16
 // EMU-NOT: nvvm.
