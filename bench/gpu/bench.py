@@ -86,9 +86,11 @@ if wanted("attention_bf16"):
             print("   kernels:", ", ".join(f"{t:.3f}" for _, t in kernels))
             os.remove(f"bench/{name}.in.safetensors")
 if wanted("backward"):
-    print("attention backward (both kernels), causal; f32, and bf16 (forward on tensor cores, backward kernels in f32 on widened values)")
-    for prefix, s, d in [("attnbwd", 1024, 64), ("attnbwd", 4096, 64), ("attnbwdbf16", 1024, 64), ("attnbwdbf16", 4096, 64)]:
-        name = f"{prefix}_s{s}_d{d}_causal"
+    print("attention backward (the loss program: forward, backward kernels, loss); f32, and bf16 (forward on tensor cores, backward kernels in f32 on widened values)")
+    backward = [os.path.basename(f)[:-5].split("_") for f in glob.glob("bench/attnbwd*.mlir")]
+    for prefix, s, d, mode in sorted((p, int(s[1:]), int(d[1:]), m) for p, s, d, m in backward):
+        causal = mode == "causal"
+        name = f"{prefix}_s{s}_d{d}_{mode}"
         arrays = {n: rng.standard_normal((B, s, H, d)).astype(np.float32) for n in "qkvw"}
         if prefix.endswith("bf16"):
             arrays = {n: torch.tensor(a).bfloat16().float().numpy() for n, a in arrays.items()}
@@ -100,12 +102,12 @@ if wanted("backward"):
         out = safetensors_io.read(f"bench/{name}.out.safetensors")
         tq, tk, tv = (torch.tensor(arrays[n]).cuda().double().transpose(1, 2).requires_grad_() for n in "qkv")
         tw = torch.tensor(arrays["w"]).cuda().double().transpose(1, 2)
-        (torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True) * tw).sum().backward()
+        (torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal) * tw).sum().backward()
         err = max(float(np.max(np.abs(out[f"grad:{n}"] - t.grad.transpose(1, 2).cpu().numpy())) / float(t.grad.abs().max())) for n, t in zip("qkv", (tq, tk, tv)))
-        flops = 2.5 * 4 * B * H * s * s * d / 2
+        flops = 2.5 * 4 * B * H * s * s * d / (2 if causal else 1)
         def torch_bwd(dtype):
             a = [torch.tensor(arrays[n]).cuda().to(dtype).transpose(1, 2).requires_grad_() for n in "qkv"]
-            o = torch.nn.functional.scaled_dot_product_attention(*a, is_causal=True)
+            o = torch.nn.functional.scaled_dot_product_attention(*a, is_causal=causal)
             g = torch.randn_like(o)
             return cuda_ms(lambda: torch.autograd.grad(o, a, g, retain_graph=True))
         t32, t16 = torch_bwd(torch.float32), torch_bwd(torch.bfloat16)

@@ -27,11 +27,12 @@ def attention(s, d, causal, dtype="f32"):
 '''
 
 
-def attention_loss(s, d, dtype="f32"):
+def attention_loss(s, d, dtype="f32", causal=True):
     t = f"tensor<{B}x{s}x{H}x{d}x{dtype}>"
+    attrs = ("causal, " if causal else "") + f"scale = {d ** -0.5!r} : f64"
     n = B * s * H
     return f'''func.func @loss(%q: {t} {{xfmr.input = "q"}}, %k: {t} {{xfmr.input = "k"}}, %v: {t} {{xfmr.input = "v"}}, %w: {t} {{xfmr.input = "w"}}) -> (tensor<{dtype}> {{xfmr.output = "loss"}}) {{
-  %o = xfmr.fused_attention %q, %k, %v {{causal, scale = {d ** -0.5!r} : f64}} : ({t}, {t}, {t}) -> {t}
+  %o = xfmr.fused_attention %q, %k, %v {{{attrs}}} : ({t}, {t}, {t}) -> {t}
   %p = xfmr.mul %o, %w : ({t}, {t}) -> {t}
   %l = xfmr.reduce %p {{kind = #xfmr.reduce_kind<sum>, axis = -1}} : ({t}) -> tensor<{B}x{s}x{H}x1x{dtype}>
   %r = xfmr.reshape %l : (tensor<{B}x{s}x{H}x1x{dtype}>) -> tensor<{n}x{dtype}>
@@ -42,7 +43,11 @@ def attention_loss(s, d, dtype="f32"):
 '''
 
 
-BF16_ATTENTION = [(1024, 64), (4096, 64), (1024, 128), (4096, 128), (16384, 128)]
+BF16_ATTENTION = [(1024, 64), (4096, 64), (16384, 64), (1024, 128), (4096, 128), (16384, 128)]
+# Backward models: (prefix, seq, head dim, causal).
+BACKWARD = [("attnbwd", 1024, 64, True), ("attnbwd", 4096, 64, True),
+            ("attnbwdbf16", 1024, 64, True), ("attnbwdbf16", 4096, 64, True),
+            ("attnbwdbf16", 1024, 64, False), ("attnbwdbf16", 1024, 128, True)]
 GEMMS = [(1024, 3072, 768), (4096, 4096, 4096)]
 
 
@@ -67,10 +72,10 @@ def main():
             name = f"attnbf16_s{s}_d{d}_{'causal' if causal else 'full'}"
             with open(os.path.join(out, name + ".mlir"), "w") as f:
                 f.write(attention(s, d, causal, "bf16"))
-    for s in (1024, 4096):
-        for prefix, dtype in (("attnbwd", "f32"), ("attnbwdbf16", "bf16")):
-            with open(os.path.join(out, f"{prefix}_s{s}_d64_causal.mlir"), "w") as f:
-                f.write(attention_loss(s, 64, dtype))
+    for prefix, s, d, causal in BACKWARD:
+        name = f"{prefix}_s{s}_d{d}_{'causal' if causal else 'full'}"
+        with open(os.path.join(out, name + ".mlir"), "w") as f:
+            f.write(attention_loss(s, d, "bf16" if prefix.endswith("bf16") else "f32", causal))
     for m, n, k in GEMMS:
         with open(os.path.join(out, f"gemm_bf16_{m}x{n}x{k}.mlir"), "w") as f:
             f.write(gemm_bf16(m, n, k))
