@@ -63,7 +63,8 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
       row max combined over a row's lanes by `gpu.shuffle`, base-2
       exponentials (`math.exp2` with fastmath `afn`). K and V tiles are
       staged row-major, 16 bytes per load where the operands' layout allows
-      (checked at run time).
+      (checked at run time), each tile loaded into registers while the
+      previous one is multiplied.
     - `softmax` over the last axis, `layer_norm` and `fused_add_layer_norm`:
       a block per row, each thread a strided part of the row, statistics
       combined by a tree through shared memory (online max and sum for

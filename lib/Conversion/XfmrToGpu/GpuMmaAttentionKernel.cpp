@@ -8,9 +8,11 @@
 //   Q fragments <- the warp's rows of Q         registers, once
 //   o = 0; m = -inf; l = 0                      registers
 //   for each key tile of 64 (up to the block's causal limit):
-//     K[64 x d], V[64 x d] -> shared            0 past the ends; 16-byte
-//                                               loads where aligned
+//     K[64 x d], V[64 x d] -> shared            0 past the ends; where
+//                                               16-byte loads are possible,
+//                                               from registers loaded ahead
 //     barrier
+//     (next tile's K, V -> registers)           overlapping what follows
 //     S = log2(e) (scale Q K^T + masks)         16 x 64 per warp: 8 x d/16 MMAs
 //                                               (K fragments by ldmatrix);
 //                                               masks and biases only on
@@ -169,16 +171,41 @@ private:
         },
         /*barrier=*/false);
 
+    // Where 16-byte loads are possible, each thread loads its part of the
+    // next tile into registers before the current tile's products, which
+    // hide the loads' latency; else it loads element by element.
     Value aligned = readsVectors() ? vectorsAligned() : Value();
-    kb.forLoop(kb.index(0), keyTileCount(q0, rowsPerBlock, kKeysPerTile), 1, [&](Value tile) {
+    Value keysAhead, valuesAhead;
+    if (aligned) {
+      auto type = VectorType::get({kVector}, mma.narrowType());
+      keysAhead = block.privateArray({vectorSlots()}, type);
+      valuesAhead = block.privateArray({vectorSlots()}, type);
+      block.phase(
+          [&](Value t) {
+            kb.ifThen(aligned, [&] { loadAhead(t, bi, hi, kb.index(0), keysAhead, valuesAhead); });
+          },
+          /*barrier=*/false);
+    }
+    Value tiles = keyTileCount(q0, rowsPerBlock, kKeysPerTile);
+    kb.forLoop(kb.index(0), tiles, 1, [&](Value tile) {
       Value k0 = kb.muli(tile, kKeysPerTile);
       block.phase([&](Value t) {
         auto scalars = [&] { emitStageLoad(t, bi, hi, k0, keyStage, valueStage); };
         if (!aligned)
           return scalars();
         kb.ifThenElse(
-            aligned, [&] { emitVectorStageLoad(t, bi, hi, k0, keyStage, valueStage); }, scalars);
+            aligned, [&] { storeAhead(t, keysAhead, valuesAhead, keyStage, valueStage); }, scalars);
       });
+      if (aligned) {
+        block.phase(
+            [&](Value t) {
+              Value next = kb.addi(tile, kb.index(1));
+              kb.ifThen(arith::AndIOp::create(b, loc, aligned, kb.below(next, tiles)), [&] {
+                loadAhead(t, bi, hi, kb.muli(next, kKeysPerTile), keysAhead, valuesAhead);
+              });
+            },
+            /*barrier=*/false);
+      }
       block.phase(
           [&](Value t) {
             Lane lane = laneOf(t, q0);
@@ -339,17 +366,42 @@ private:
     return kb.select(inside, value, zero);
   }
 
-  /// emitStageLoad 16 bytes per load and store.
-  void emitVectorStageLoad(Value t, Value bi, Value hi, Value k0, Value keyStage,
-                           Value valueStage) {
-    int64_t chunks = paddedDim / kVector;
-    kb.forLoop(t, kb.index(kKeysPerTile * chunks), threads, [&](Value i) {
-      Value key = kb.divui(i, chunks), c = kb.muli(kb.remui(i, chunks), kVector);
-      for (auto [operand, stage] : {std::pair(in.k, keyStage), std::pair(in.v, valueStage)}) {
-        Value row = rowVector(operand, bi, hi, kb.addi(k0, key), seqK, c);
-        vector::StoreOp::create(b, loc, row, stage, {key, c}, /*nontemporal=*/false,
-                                llvm::Align(2 * kVector));
-      }
+  /// 16-byte vectors of a K or V tile per thread: slot j of thread t holds
+  /// vector t + j * threads of the tile (row-major, paddedDim / 8 a row).
+  int64_t vectorSlots() const {
+    return llvm::divideCeilSigned(kKeysPerTile * paddedDim / kVector, threads);
+  }
+
+  /// Calls `body(slot, key, c)` for thread t's vectors of a tile: row `key`
+  /// of the tile, elements c to c + 7.
+  void forEachVector(Value t, function_ref<void(int64_t, Value, Value)> body) {
+    int64_t chunks = paddedDim / kVector, total = kKeysPerTile * chunks;
+    for (int64_t slot = 0; slot < vectorSlots(); ++slot) {
+      Value i = kb.addi(t, kb.index(slot * threads));
+      auto atSlot = [&] { body(slot, kb.divui(i, chunks), kb.muli(kb.remui(i, chunks), kVector)); };
+      if ((slot + 1) * threads > total)
+        kb.ifThen(kb.below(i, total), atSlot);
+      else
+        atSlot();
+    }
+  }
+
+  /// Thread t's vectors of the K and V tile at k0 into its registers.
+  void loadAhead(Value t, Value bi, Value hi, Value k0, Value keysAhead, Value valuesAhead) {
+    forEachVector(t, [&](int64_t slot, Value key, Value c) {
+      for (auto [operand, ahead] : {std::pair(in.k, keysAhead), std::pair(in.v, valuesAhead)})
+        kb.store(rowVector(operand, bi, hi, kb.addi(k0, key), seqK, c), ahead,
+                 block.at(t, {kb.index(slot)}));
+    });
+  }
+
+  /// ... and from its registers into the shared tiles.
+  void storeAhead(Value t, Value keysAhead, Value valuesAhead, Value keyStage, Value valueStage) {
+    forEachVector(t, [&](int64_t slot, Value key, Value c) {
+      for (auto [ahead, stage] :
+           {std::pair(keysAhead, keyStage), std::pair(valuesAhead, valueStage)})
+        vector::StoreOp::create(b, loc, kb.load(ahead, block.at(t, {kb.index(slot)})), stage,
+                                {key, c}, /*nontemporal=*/false, llvm::Align(2 * kVector));
     });
   }
 

@@ -281,7 +281,8 @@ func.func @mma_f16_transposed(%a: tensor<32x48xf16>, %m: tensor<32x16xf16>) -> t
 // a block per 64 query rows and head, 4 warps (a head dim up to 64); K and V tiles staged
 // row-major in bf16, head dim 40 padded to 48 (3 MMA steps) plus 8 (banks),
 // 16 bytes per load when the run-time alignment check passes, else element
-// by element; Q fragments in a private [steps, 4] i32 array. Per key tile:
+// by element (the vectors of the next tile loaded into registers before the
+// current tile's products); Q fragments in a private [steps, 4] i32 array. Per key tile:
 // K fragments by ldmatrix (x4 for two steps, x2 for the third) and 8 x 3
 // MMAs for the scores, the row max over a row's 4 lanes by 2 xor shuffles
 // per row, the probabilities rounded to bf16 as A fragments, V fragments by
@@ -295,15 +296,21 @@ func.func @mma_f16_transposed(%a: tensor<32x48xf16>, %m: tensor<32x16xf16>) -> t
 // CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c2, %{{.*}} = %c2, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1)
 // CHECK: memref.alloca() : memref<3x4xi32>
 // CHECK: memref.extract_aligned_pointer_as_index
-// CHECK: scf.for
-// CHECK: scf.if %{{.*}} {
-// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<1x100x2x40xbf16, strided<[?, ?, ?, 1], offset: ?>>, vector<8xbf16>
+// CHECK: memref.alloca() : memref<3xvector<8xbf16>>
+// CHECK: scf.if %[[ALIGNED:.*]] {
+// CHECK-COUNT-3: vector.load %{{.*}} {alignment = 16 : i64} : memref<1x100x2x40xbf16, strided<[?, ?, ?, 1], offset: ?>>, vector<8xbf16>
+// CHECK: scf.for %[[TILE:.*]] = %c0 to %[[TILES:.*]] step %c1 {
+// CHECK: scf.if %[[ALIGNED]] {
 // CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<64x56xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<64x56xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK: } else {
 // CHECK: memref.store %{{.*}} : memref<64x56xbf16, #gpu.address_space<workgroup>>
 // CHECK: memref.store %{{.*}} : memref<64x56xbf16, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
+// CHECK: %[[NEXT:.*]] = arith.addi %[[TILE]], %c1 : index
+// CHECK: arith.cmpi ult, %[[NEXT]], %[[TILES]] : index
+// CHECK: scf.if
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<1x100x2x40xbf16, strided<[?, ?, ?, 1], offset: ?>>, vector<8xbf16>
 // CHECK: nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>
 // CHECK-COUNT-2: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
 // CHECK: nvvm.ldmatrix %{{.*}} {{{.*}}num = 2 : i32{{.*}}} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32)>
