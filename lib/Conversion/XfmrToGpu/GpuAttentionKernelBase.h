@@ -103,12 +103,15 @@ protected:
     return mlir::arith::CeilDivSIOp::create(b, loc, keys, kb.index(keysPerTile));
   }
 
+  /// A bf16 or f16 value as f32.
+  mlir::Value widen(mlir::Value narrow) {
+    return mlir::arith::ExtFOp::create(b, loc, b.getF32Type(), narrow);
+  }
+
   /// operand[indices] as f32: bf16 and f16 operands are widened.
   mlir::Value loadWide(mlir::Value operand, mlir::ValueRange indices) {
     mlir::Value value = kb.load(operand, indices);
-    if (value.getType().isF32())
-      return value;
-    return mlir::arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+    return value.getType().isF32() ? value : widen(value);
   }
 
   /// A thread's share of loading rows [first, first + tileRows) of the

@@ -110,25 +110,41 @@ private:
   /// index q in the group, and its first query row (the warp's row g; the
   /// second is g + 8).
   struct Lane {
-    Value warpThread, group, inGroup, top;
+    Value warpThread, lane, group, inGroup, top;
   };
   Lane laneOf(Value t, Value q0) {
-    Value warp = kb.divui(t, kWarpSize);
-    auto [group, inGroup] = mma.laneCoordinates(kb.remui(t, kWarpSize));
+    Value warp = kb.divui(t, kWarpSize), lane = kb.remui(t, kWarpSize);
+    auto [group, inGroup] = mma.laneCoordinates(lane);
     Value top = kb.addi(q0, kb.addi(kb.muli(warp, MmaBuilder::kM), group));
-    return {kb.muli(warp, kWarpSize), group, inGroup, top};
+    return {kb.muli(warp, kWarpSize), lane, group, inGroup, top};
+  }
+
+  /// Entry (indices...) of a private array of thread t.
+  SmallVector<Value> entry(Value t, int64_t i, std::optional<int64_t> j = std::nullopt) {
+    SmallVector<Value> indices = {kb.index(i)};
+    if (j)
+      indices.push_back(kb.index(*j));
+    return block.at(t, indices);
   }
   /// The query row of accumulator r.
   Value rowOf(const Lane &lane, int64_t r) { return kb.addi(lane.top, kb.index((r / 2) * 8)); }
 
+  /// Whether elements c to c + width - 1 of a row of q, k or v (a sequence
+  /// of `seq` rows) lie inside it, and the indices of their load, clamped
+  /// to it.
+  std::pair<Value, SmallVector<Value>> clampedRow(Value bi, Value hi, Value row, int64_t seq,
+                                                  Value c, int64_t width) {
+    Value inside = arith::AndIOp::create(b, loc, kb.below(row, seq), kb.below(c, headDim));
+    return {inside,
+            in.at(bi, kb.mini(row, kb.index(seq - 1)), hi, kb.mini(c, kb.index(headDim - width)))};
+  }
+
   /// Element (row, c) of q, k or v, 0 past the sequence of `seq` rows or
   /// the head dim.
   Value element(Value operand, Value bi, Value hi, Value row, int64_t seq, Value c) {
-    Value inside = arith::AndIOp::create(b, loc, kb.below(row, seq), kb.below(c, headDim));
-    Value value = kb.load(
-        operand, in.at(bi, kb.mini(row, kb.index(seq - 1)), hi, kb.mini(c, kb.index(headDim - 1))));
+    auto [inside, indices] = clampedRow(bi, hi, row, seq, c, 1);
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(mma.narrowType()));
-    return kb.select(inside, value, zero);
+    return kb.select(inside, kb.load(operand, indices), zero);
   }
 
   /// The word of elements 2w and 2w + 1 along the head dim of a row.
@@ -146,10 +162,6 @@ private:
     // sum, and the current tile's max.
     Value max = block.privateArray({2}), sum = block.privateArray({2});
     Value tileMax = block.privateArray({2});
-    auto at = [&](Value t, int64_t i, int64_t j) {
-      return block.at(t, {kb.index(i), kb.index(j)});
-    };
-    auto atRow = [&](Value t, int64_t half) { return block.at(t, {kb.index(half)}); };
 
     block.phase(
         [&](Value t) {
@@ -158,15 +170,15 @@ private:
             for (int64_t r = 0; r < kAccumulators; ++r) {
               Value w = kb.addi(lane.inGroup, kb.index(s * MmaBuilder::kWords + (r / 2) * 4));
               Value row = kb.addi(lane.top, kb.index((r % 2) * 8));
-              kb.store(rowWord(in.q, bi, hi, row, seqQ, w), queryFragments, at(t, s, r));
+              kb.store(rowWord(in.q, bi, hi, row, seqQ, w), queryFragments, entry(t, s, r));
             }
           }
           for (int64_t n = 0; n < dimTiles; ++n)
             for (int64_t r = 0; r < kAccumulators; ++r)
-              kb.store(kb.f32(0.0), acc, at(t, n, r));
+              kb.store(kb.f32(0.0), acc, entry(t, n, r));
           for (int64_t half = 0; half < 2; ++half) {
-            kb.store(kb.f32(kNegInf), max, atRow(t, half));
-            kb.store(kb.f32(0.0), sum, atRow(t, half));
+            kb.store(kb.f32(kNegInf), max, entry(t, half));
+            kb.store(kb.f32(0.0), sum, entry(t, half));
           }
         },
         /*barrier=*/false);
@@ -228,12 +240,12 @@ private:
                   } else {
                     s = kb.mul(product, kb.f32(in.scale * llvm::numbers::log2e));
                   }
-                  kb.store(s, scores, at(t, n, r));
+                  kb.store(s, scores, entry(t, n, r));
                   rowMax[r / 2] = kb.max(rowMax[r / 2], s);
                 }
               }
               for (int64_t half = 0; half < 2; ++half)
-                kb.store(rowMax[half], tileMax, atRow(t, half));
+                kb.store(rowMax[half], tileMax, entry(t, half));
             };
             if (Value masked = tileNeedsMask(k0, lane))
               kb.ifThenElse(
@@ -262,7 +274,7 @@ private:
           for (int64_t half = 0; half < 2; ++half) {
             Value row = rowOf(lane, half * 2);
             kb.ifThen(kb.below(row, seqQ), [&] {
-              Value l = kb.load(sum, atRow(t, half));
+              Value l = kb.load(sum, entry(t, half));
               Value empty = kb.equals(l, 0.0);
               Value inverse = kb.select(empty, kb.f32(0.0), kb.div(kb.f32(1.0), l));
               for (int64_t n = 0; n < dimTiles; ++n) {
@@ -270,7 +282,7 @@ private:
                   Value c =
                       kb.addi(mma.accumulatorCol(lane.inGroup, r), kb.index(n * MmaBuilder::kN));
                   auto store = [&] {
-                    kb.store(kb.mul(kb.load(acc, at(t, n, r)), inverse), in.out,
+                    kb.store(kb.mul(kb.load(acc, entry(t, n, r)), inverse), in.out,
                              in.at(bi, row, hi, c));
                   };
                   if ((n + 1) * MmaBuilder::kN > headDim)
@@ -282,7 +294,7 @@ private:
               if (in.lse) {
                 kb.ifThen(kb.below(lane.inGroup, 1), [&] {
                   Value lse =
-                      kb.fma(kb.load(max, atRow(t, half)), kb.f32(llvm::numbers::ln2), kb.log(l));
+                      kb.fma(kb.load(max, entry(t, half)), kb.f32(llvm::numbers::ln2), kb.log(l));
                   kb.store(kb.select(empty, kb.f32(kNegInf), lse), in.lse, {bi, hi, row});
                 });
               }
@@ -357,11 +369,9 @@ private:
   /// rows or the head dim.
   Value rowVector(Value operand, Value bi, Value hi, Value row, int64_t seq, Value c) {
     auto type = VectorType::get({kVector}, mma.narrowType());
-    Value inside = arith::AndIOp::create(b, loc, kb.below(row, seq), kb.below(c, headDim));
-    Value value = vector::LoadOp::create(
-        b, loc, type, operand,
-        in.at(bi, kb.mini(row, kb.index(seq - 1)), hi, kb.mini(c, kb.index(headDim - kVector))),
-        /*nontemporal=*/false, llvm::Align(2 * kVector));
+    auto [inside, indices] = clampedRow(bi, hi, row, seq, c, kVector);
+    Value value = vector::LoadOp::create(b, loc, type, operand, indices, /*nontemporal=*/false,
+                                         llvm::Align(2 * kVector));
     Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
     return kb.select(inside, value, zero);
   }
@@ -390,8 +400,7 @@ private:
   void loadAhead(Value t, Value bi, Value hi, Value k0, Value keysAhead, Value valuesAhead) {
     forEachVector(t, [&](int64_t slot, Value key, Value c) {
       for (auto [operand, ahead] : {std::pair(in.k, keysAhead), std::pair(in.v, valuesAhead)})
-        kb.store(rowVector(operand, bi, hi, kb.addi(k0, key), seqK, c), ahead,
-                 block.at(t, {kb.index(slot)}));
+        kb.store(rowVector(operand, bi, hi, kb.addi(k0, key), seqK, c), ahead, entry(t, slot));
     });
   }
 
@@ -400,8 +409,8 @@ private:
     forEachVector(t, [&](int64_t slot, Value key, Value c) {
       for (auto [ahead, stage] :
            {std::pair(keysAhead, keyStage), std::pair(valuesAhead, valueStage)})
-        vector::StoreOp::create(b, loc, kb.load(ahead, block.at(t, {kb.index(slot)})), stage,
-                                {key, c}, /*nontemporal=*/false, llvm::Align(2 * kVector));
+        vector::StoreOp::create(b, loc, kb.load(ahead, entry(t, slot)), stage, {key, c},
+                                /*nontemporal=*/false, llvm::Align(2 * kVector));
     });
   }
 
@@ -447,8 +456,7 @@ private:
     // B of step s is K[8n + g][16 s + 2q, + 1] and [16 s + 8 + 2q, + 1]:
     // the 8 x 8 matrices of K's rows at columns 16 s and 16 s + 8, two
     // steps per ldmatrix (lane l addresses row l % 8 of matrix l / 8).
-    Value lane32 = kb.addi(kb.muli(lane.group, 4), lane.inGroup);
-    Value matrixRow = kb.remui(lane32, 8), matrix = kb.divui(lane32, 8);
+    Value matrixRow = kb.remui(lane.lane, 8), matrix = kb.divui(lane.lane, 8);
     SmallVector<Value> result;
     for (int64_t n = 0; n < kKeyTiles; ++n) {
       SmallVector<Value> tileAcc(kAccumulators, kb.f32(0.0));
@@ -460,17 +468,13 @@ private:
         for (int64_t step = s; step < s + count / 2; ++step) {
           SmallVector<Value> a;
           for (int64_t r = 0; r < kAccumulators; ++r)
-            a.push_back(kb.load(queryFragments, block.at(t, {kb.index(step), kb.index(r)})));
+            a.push_back(kb.load(queryFragments, entry(t, step, r)));
           tileAcc = mma.multiply(a, ArrayRef<Value>(bWords).slice((step - s) * 2, 2), tileAcc);
         }
       }
       llvm::append_range(result, tileAcc);
     }
     return result;
-  }
-
-  Value widen(Value narrowValue) {
-    return arith::ExtFOp::create(b, loc, b.getF32Type(), narrowValue);
   }
 
   /// The same products, each a dot product over the words of the query row
@@ -507,17 +511,16 @@ private:
   /// the tile's, the scores turned into probabilities, the sums and
   /// accumulators rescaled.
   void emitSoftmaxUpdate(Value t, Value scores, Value acc, Value max, Value sum, Value tileMax) {
-    auto at = [&](int64_t i, int64_t j) { return block.at(t, {kb.index(i), kb.index(j)}); };
     for (int64_t half = 0; half < 2; ++half) {
-      SmallVector<Value> row = block.at(t, {kb.index(half)});
+      SmallVector<Value> row = entry(t, half);
       Value oldMax = kb.load(max, row);
       Value newMax = kb.max(oldMax, kb.load(tileMax, row));
       Value correction = probability2(oldMax, newMax);
       Value tileSum = kb.f32(0.0);
       for (int64_t n = 0; n < kKeyTiles; ++n) {
         for (int64_t r = half * 2; r < half * 2 + 2; ++r) {
-          Value p = probability2(kb.load(scores, at(n, r)), newMax);
-          kb.store(p, scores, at(n, r));
+          Value p = probability2(kb.load(scores, entry(t, n, r)), newMax);
+          kb.store(p, scores, entry(t, n, r));
           tileSum = kb.add(tileSum, p);
         }
       }
@@ -525,7 +528,7 @@ private:
       kb.store(newMax, max, row);
       for (int64_t n = 0; n < dimTiles; ++n)
         for (int64_t r = half * 2; r < half * 2 + 2; ++r)
-          kb.store(kb.mul(kb.load(acc, at(n, r)), correction), acc, at(n, r));
+          kb.store(kb.mul(kb.load(acc, entry(t, n, r)), correction), acc, entry(t, n, r));
     }
   }
 
@@ -533,33 +536,31 @@ private:
   /// and packed, are the A fragment of key step ks.
   void accumulateOnTensorCores(Value t, const Lane &lane, Value scores, Value valueStage,
                                Value acc) {
-    auto at = [&](int64_t i, int64_t j) { return block.at(t, {kb.index(i), kb.index(j)}); };
     SmallVector<Value> valueWords;
     for (int64_t ks = 0; ks < kKeySteps; ++ks) {
       auto probabilities = [&](int64_t n, int64_t r) {
-        return mma.pack(mma.roundedBits(kb.load(scores, at(n, r))),
-                        mma.roundedBits(kb.load(scores, at(n, r + 1))));
+        return mma.pack(mma.roundedBits(kb.load(scores, entry(t, n, r))),
+                        mma.roundedBits(kb.load(scores, entry(t, n, r + 1))));
       };
       SmallVector<Value> a = {probabilities(2 * ks, 0), probabilities(2 * ks, 2),
                               probabilities(2 * ks + 1, 0), probabilities(2 * ks + 1, 2)};
       // B of dim tile n is V[16 ks + 2q, + 1][8n + g] and the same 8 keys
       // on: the 8 x 8 matrices of V's rows 16 ks and 16 ks + 8 at column
       // 8n, transposed; two dim tiles per ldmatrix.
-      Value lane32 = kb.addi(kb.muli(lane.group, 4), lane.inGroup);
       Value key =
-          kb.addi(kb.addi(kb.remui(lane32, 8), kb.muli(kb.remui(kb.divui(lane32, 8), 2), 8)),
+          kb.addi(kb.addi(kb.remui(lane.lane, 8), kb.muli(kb.remui(kb.divui(lane.lane, 8), 2), 8)),
                   kb.index(ks * MmaBuilder::kK));
       for (int64_t n = 0; n < dimTiles; ++n) {
         if (n % 2 == 0) {
-          Value col = kb.addi(kb.muli(kb.divui(lane32, 16), 8), kb.index(n * MmaBuilder::kN));
+          Value col = kb.addi(kb.muli(kb.divui(lane.lane, 16), 8), kb.index(n * MmaBuilder::kN));
           valueWords = loadMatrices(valueStage, key, col, 4, /*transposed=*/true);
         }
         ArrayRef<Value> bWords = ArrayRef<Value>(valueWords).slice((n % 2) * 2, 2);
         SmallVector<Value> sums;
         for (int64_t r = 0; r < kAccumulators; ++r)
-          sums.push_back(kb.load(acc, at(n, r)));
+          sums.push_back(kb.load(acc, entry(t, n, r)));
         for (auto [r, updated] : llvm::enumerate(mma.multiply(a, bWords, sums)))
-          kb.store(updated, acc, at(n, r));
+          kb.store(updated, acc, entry(t, n, r));
       }
     }
   }
@@ -568,18 +569,16 @@ private:
   /// row's rounded probabilities (from the lanes holding them) and V's
   /// column.
   void accumulateEmulated(Value t, const Lane &lane, Value scores, Value valueStage, Value acc) {
-    auto at = [&](int64_t i, int64_t j) { return block.at(t, {kb.index(i), kb.index(j)}); };
     SmallVector<Value> columns, initial;
     for (int64_t n = 0; n < dimTiles; ++n) {
       for (int64_t r = 0; r < kAccumulators; ++r) {
         columns.push_back(
             kb.addi(mma.accumulatorCol(lane.inGroup, r), kb.index(n * MmaBuilder::kN)));
-        initial.push_back(kb.load(acc, at(n, r)));
+        initial.push_back(kb.load(acc, entry(t, n, r)));
       }
     }
     auto rounded = [&](Value p) {
-      Value narrow = arith::TruncFOp::create(b, loc, mma.narrowType(), p);
-      return arith::ExtFOp::create(b, loc, b.getF32Type(), narrow).getResult();
+      return widen(arith::TruncFOp::create(b, loc, mma.narrowType(), p));
     };
     ValueRange sums = kb.forLoop(
         kb.index(0), kb.index(kKeysPerTile / 2), 1, initial, [&](Value w, ValueRange carried) {
@@ -603,7 +602,7 @@ private:
     int64_t i = 0;
     for (int64_t n = 0; n < dimTiles; ++n)
       for (int64_t r = 0; r < kAccumulators; ++r)
-        kb.store(sums[i++], acc, at(n, r));
+        kb.store(sums[i++], acc, entry(t, n, r));
   }
 
   Emulation emulate;
