@@ -181,7 +181,7 @@ void addLogsumexp(func::FuncOp func) {
     auto q = typeOf(op.getQuery());
     auto lseType = RankedTensorType::get(
         {q.getDimSize(dims.batch), q.getDimSize(dims.heads), q.getDimSize(dims.seq)},
-        q.getElementType());
+        Float32Type::get(op.getContext()));
     auto withLse = FusedAttentionOp::create(
         b, op.getLoc(), TypeRange{op.getResult().getType(), lseType}, op.getOperands(),
         op->getAttrs());

@@ -395,6 +395,28 @@ func.func @cross_entropy_backward_grad(%l: tensor<2x8x100xf32>, %t: tensor<2x8xi
 
 // -----
 
+// A bf16 attention's log-sum-exp is still f32.
+func.func @attention_lse_bf16(%q: tensor<2x8x4x16xbf16>) {
+  // expected-error @+1 {{result #1 must be tensor of 32-bit float values}}
+  %o, %lse = xfmr.fused_attention %q, %q, %q {scale = 0.25 : f64}
+             : (tensor<2x8x4x16xbf16>, tensor<2x8x4x16xbf16>, tensor<2x8x4x16xbf16>)
+             -> (tensor<2x8x4x16xbf16>, tensor<2x4x8xbf16>)
+  return
+}
+
+// -----
+
+func.func @attention_backward_lse_f16(%q: tensor<2x8x4x16xf16>, %lse: tensor<2x4x8xf16>) {
+  // expected-error @+1 {{operand #4 must be tensor of 32-bit float values}}
+  %0:3 = xfmr.fused_attention_backward %q, %q, %q, %q, %lse, %q {scale = 0.25 : f64}
+         : (tensor<2x8x4x16xf16>, tensor<2x8x4x16xf16>, tensor<2x8x4x16xf16>, tensor<2x8x4x16xf16>,
+            tensor<2x4x8xf16>, tensor<2x8x4x16xf16>)
+         -> (tensor<2x8x4x16xf16>, tensor<2x8x4x16xf16>, tensor<2x8x4x16xf16>)
+  return
+}
+
+// -----
+
 func.func @attention_backward_lse(%q: tensor<2x8x4x16xf32>, %lse: tensor<2x8x4xf32>) {
   // expected-error @+1 {{logsumexp must be [2, 4, 8]}}
   %0:3 = xfmr.fused_attention_backward %q, %q, %q, %q, %lse, %q {scale = 0.25 : f64}

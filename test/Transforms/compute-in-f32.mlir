@@ -40,6 +40,27 @@ func.func @f16(%ids: tensor<2x3xi32>, %table: tensor<10x8xf16>, %h: tensor<4x8xf
 
 // -----
 
+// A bf16 attention's log-sum-exp is f32 already: the backward reads it as
+// the forward wrote it, neither rounded nor extended.
+// CHECK-LABEL: func.func @attention_lse
+// CHECK: %[[Q:.*]] = arith.extf %{{.*}} : tensor<1x8x2x16xbf16> to tensor<1x8x2x16xf32>
+// CHECK: %[[O:.*]], %[[LSE:.*]] = xfmr.fused_attention %[[Q]], %[[Q]], %[[Q]] {{.*}} -> (tensor<1x8x2x16xf32>, tensor<1x2x8xf32>)
+// CHECK: %[[OB:.*]] = arith.truncf %[[O]] : tensor<1x8x2x16xf32> to tensor<1x8x2x16xbf16>
+// CHECK-NOT: %[[LSE]] : tensor<1x2x8xf32> to
+// CHECK: xfmr.fused_attention_backward %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[LSE]], %{{.*}}
+func.func @attention_lse(%q: tensor<1x8x2x16xbf16>) -> (tensor<1x8x2x16xbf16>, tensor<1x8x2x16xbf16>) {
+  %o, %lse = xfmr.fused_attention %q, %q, %q {causal, scale = 0.25 : f64}
+             : (tensor<1x8x2x16xbf16>, tensor<1x8x2x16xbf16>, tensor<1x8x2x16xbf16>)
+             -> (tensor<1x8x2x16xbf16>, tensor<1x2x8xf32>)
+  %dq, %dk, %dv = xfmr.fused_attention_backward %q, %q, %q, %o, %lse, %q {causal, scale = 0.25 : f64}
+      : (tensor<1x8x2x16xbf16>, tensor<1x8x2x16xbf16>, tensor<1x8x2x16xbf16>, tensor<1x8x2x16xbf16>,
+         tensor<1x2x8xf32>, tensor<1x8x2x16xbf16>)
+      -> (tensor<1x8x2x16xbf16>, tensor<1x8x2x16xbf16>, tensor<1x8x2x16xbf16>)
+  return %dq, %dk : tensor<1x8x2x16xbf16>, tensor<1x8x2x16xbf16>
+}
+
+// -----
+
 // Negative: ops that only move data keep their low-precision types, and f32
 // and f64 ops are left alone.
 // CHECK-LABEL: func.func @left_alone

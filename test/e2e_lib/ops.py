@@ -254,8 +254,43 @@ def ref_low_precision(x):
     return result
 
 
+def gen_backward_low_precision():
+    pad = np.ones((2, 150), dtype=np.bool_)
+    pad[1, 100:] = False
+    x = dict(q=randn(2, 150, 2, 64), k=randn(2, 150, 2, 64), v=randn(2, 150, 2, 64),
+             r1=randn(2, 150, 2, 64), cq=randn(1, 2, 70, 36), ck=randn(1, 2, 130, 36),
+             cv=randn(1, 2, 130, 36), bias=randn(1, 1, 70, 130), r2=randn(1, 2, 70, 36), pad=pad)
+    return {name + suffix: value for name, value in x.items() for suffix in ("_bf16", "_f16")}
+
+
+def ref_backward_low_precision(x, suffix, dtype):
+    """The loss of test/e2e/grad/low-precision.mlir and its gradients by
+    autograd, each forward result rounded as the model stores it."""
+    def stored(value):
+        return value.to(dtype).to(F64)
+
+    leaves = {name: stored(t(x[name + suffix])).requires_grad_()
+              for name in ("q", "k", "v", "cq", "ck", "cv")}
+    p = leaves
+    keep = t(x["pad" + suffix])[:, None, None, :] & causal_keep(150, 150)
+    a = stored(attention_reference(p["q"], p["k"], p["v"], 0.125, keep=keep))
+    b = stored(attention_reference(p["cq"], p["ck"], p["cv"], 0.16666667,
+                                   bias=stored(t(x["bias" + suffix])), layout="bhsd"))
+    s1 = stored(stored(a * stored(t(x["r1" + suffix]))).sum())
+    s2 = stored(stored(b * stored(t(x["r2" + suffix]))).sum())
+    loss = stored(s1 + s2)
+    loss.backward()
+    out = {"loss": loss.detach()}
+    out.update({f"grad:{name}{suffix}": leaf.grad for name, leaf in leaves.items()})
+    return out
+
+
 CASES = {"attention": (gen_attention, ref_attention),
          "backward": (gen_backward, ref_backward),
+         "backward_bf16": (gen_backward_low_precision,
+                           lambda x: ref_backward_low_precision(x, "_bf16", torch.bfloat16)),
+         "backward_f16": (gen_backward_low_precision,
+                          lambda x: ref_backward_low_precision(x, "_f16", torch.float16)),
          "tutorial": (gen_tutorial, ref_tutorial),
          "normalization": (gen_normalization, ref_normalization),
          "linear": (gen_linear, ref_linear),
@@ -265,7 +300,10 @@ TOLERANCE = 2e-5
 # The reference stores the same roundings, so only values that land near a
 # rounding boundary may differ, by one unit in the last place: 2^-8 relative
 # for bf16 (8 significant bits), 2^-11 for f16; two units allowed.
-CASE_TOLERANCE = {"low_precision": {"_bf16": 8e-3, "_f16": 1e-3}}
+# The gradients of the low-precision attentions too, though the reference
+# cannot store the backward's own roundings (see test/e2e/grad/low-precision.mlir).
+CASE_TOLERANCE = {"low_precision": {"_bf16": 8e-3, "_f16": 1e-3},
+                  "backward_bf16": {"": 8e-3}, "backward_f16": {"": 1e-3}}
 
 
 def main():
