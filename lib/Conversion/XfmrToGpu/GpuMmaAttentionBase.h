@@ -1,0 +1,552 @@
+//===- GpuMmaAttentionBase.h - tensor-core attention building blocks -*- C++ -*-===//
+//
+// What the bf16/f16 attention kernels on tensor cores (forward, and the
+// backward's dK/dV and dQ kernels) share. Each gives a warp 16 rows of one
+// sequence (queries, or keys) and streams tiles of `columns` rows of the
+// other through shared memory, row-major in 16-bit elements, each row 16
+// bytes longer than its content (the 8 rows of 16 bytes an ldmatrix reads
+// then hit 32 distinct banks). Its two kinds of products:
+//
+//   products(X, T)       X T^T: X the warp's rows, as A fragments in
+//                        registers; T a shared tile, its B fragments by
+//                        ldmatrix. 16 x columns per warp, in accumulators.
+//   accumulate(F, T, A)  A += F T: F (16 x columns, f32 accumulators) rounded
+//                        and repacked in registers as A fragments; T's B
+//                        fragments by ldmatrix.trans. 16 x head dim.
+//
+// Emulated, where a GPU thread feeds its own registers to an MMA, a thread
+// reads the fragments or factors of the other lanes of its warp from their
+// private arrays (written in an earlier phase) and computes its
+// accumulators' dot products from them and the shared tiles: the tiling,
+// staging, packing and arithmetic are checked on the CPU, the ldmatrix and
+// MMA fragment layouts only on a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XFMR_LIB_CONVERSION_XFMRTOGPU_GPUMMAATTENTIONBASE_H
+#define XFMR_LIB_CONVERSION_XFMRTOGPU_GPUMMAATTENTIONBASE_H
+
+#include "GpuAttentionKernelBase.h"
+#include "GpuMma.h"
+#include "ThreadBlockBuilder.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include "llvm/Support/MathExtras.h"
+
+namespace xfmr::gpu {
+
+class MmaAttentionKernelBase : protected AttentionKernelBase {
+public:
+  /// Elements a shared row is longer than its content, and of a 16-byte load.
+  static constexpr int64_t kPadding = 8;
+  static constexpr int64_t kVector = 8;
+  /// Static shared memory of a block.
+  static constexpr int64_t kMaxSharedBytes = 48 * 1024;
+
+  static int64_t headDimOf(const cpu::AttentionOperands &in) {
+    return mlir::cast<mlir::MemRefType>(in.q.getType()).getDimSize(in.dims.headDim);
+  }
+  static int64_t dimSteps(int64_t headDim) {
+    return llvm::divideCeilSigned(headDim, MmaBuilder::kK);
+  }
+  /// Bytes of a shared tile of `rows` rows of 16-bit elements.
+  static int64_t tileBytes(int64_t rows, int64_t headDim) {
+    return 2 * rows * (dimSteps(headDim) * MmaBuilder::kK + kPadding);
+  }
+
+protected:
+  static constexpr int64_t kWarpSize = MmaBuilder::kWarpSize;
+  static constexpr int64_t kAccumulators = MmaBuilder::kAccumulators;
+  MmaAttentionKernelBase(cpu::KernelBuilder &kb, const cpu::AttentionOperands &in,
+                         Emulation emulate, int64_t warps, int64_t columns)
+      : AttentionKernelBase(kb, in), emulate(emulate), threads(warps * kWarpSize),
+        rowsPerBlock(warps * MmaBuilder::kM), columns(columns), block(kb, emulate, threads),
+        mma(kb, mlir::cast<mlir::MemRefType>(in.q.getType()).getElementType()),
+        steps(dimSteps(headDim)), words(steps * MmaBuilder::kWords),
+        paddedDim(steps * MmaBuilder::kK), dimTiles(paddedDim / MmaBuilder::kN),
+        columnTiles(columns / MmaBuilder::kN), columnSteps(columns / MmaBuilder::kK) {}
+
+  /// A thread's place: the first thread of its warp, its lane, the lane's
+  /// group g and index q in the group, and its first row (the warp's row
+  /// g; the second is g + 8).
+  struct Lane {
+    mlir::Value warpThread, lane, group, inGroup, top;
+  };
+  /// ... in a block whose first row is `first`.
+  Lane laneOf(mlir::Value t, mlir::Value first) {
+    mlir::Value warp = kb.divui(t, kWarpSize), lane = kb.remui(t, kWarpSize);
+    auto [group, inGroup] = mma.laneCoordinates(lane);
+    mlir::Value top = kb.addi(first, kb.addi(kb.muli(warp, MmaBuilder::kM), group));
+    return {kb.muli(warp, kWarpSize), lane, group, inGroup, top};
+  }
+
+  /// Entry (i[, j]) of a private array of thread t.
+  llvm::SmallVector<mlir::Value> entry(mlir::Value t, int64_t i,
+                                       std::optional<int64_t> j = std::nullopt) {
+    llvm::SmallVector<mlir::Value> indices = {kb.index(i)};
+    if (j)
+      indices.push_back(kb.index(*j));
+    return block.at(t, indices);
+  }
+  /// The row of accumulator r.
+  mlir::Value rowOf(const Lane &lane, int64_t r) {
+    return kb.addi(lane.top, kb.index((r / 2) * 8));
+  }
+  /// The column, in a tile of columns, of accumulator r of tile n.
+  mlir::Value columnOf(const Lane &lane, int64_t n, int64_t r) {
+    return kb.addi(mma.accumulatorCol(lane.inGroup, r), kb.index(n * MmaBuilder::kN));
+  }
+
+  /// Whether elements c to c + width - 1 of a row of a [batch, seq, heads,
+  /// head dim] operand (in its layout) of `seq` rows lie inside it, and the
+  /// indices of their load, clamped to it.
+  std::pair<mlir::Value, llvm::SmallVector<mlir::Value>> clampedRow(mlir::Value bi, mlir::Value hi,
+                                                                    mlir::Value row, int64_t seq,
+                                                                    mlir::Value c, int64_t width) {
+    mlir::Value inside =
+        mlir::arith::AndIOp::create(b, loc, kb.below(row, seq), kb.below(c, headDim));
+    return {inside,
+            in.at(bi, kb.mini(row, kb.index(seq - 1)), hi, kb.mini(c, kb.index(headDim - width)))};
+  }
+
+  /// Element (row, c) of such an operand in the MMA's type (f32 operands
+  /// rounded), 0 past its `seq` rows or the head dim.
+  mlir::Value element(mlir::Value operand, mlir::Value bi, mlir::Value hi, mlir::Value row,
+                      int64_t seq, mlir::Value c) {
+    auto [inside, indices] = clampedRow(bi, hi, row, seq, c, 1);
+    mlir::Value value = kb.load(operand, indices);
+    if (value.getType() != mma.narrowType())
+      value = mlir::arith::TruncFOp::create(b, loc, mma.narrowType(), value);
+    mlir::Value zero = mlir::arith::ConstantOp::create(b, loc, b.getZeroAttr(mma.narrowType()));
+    return kb.select(inside, value, zero);
+  }
+
+  /// The word of elements 2w and 2w + 1 along the head dim of a row.
+  mlir::Value rowWord(mlir::Value operand, mlir::Value bi, mlir::Value hi, mlir::Value row,
+                      int64_t seq, mlir::Value w) {
+    mlir::Value c = kb.muli(w, 2);
+    return mma.pack(mma.bits(element(operand, bi, hi, row, seq, c)),
+                    mma.bits(element(operand, bi, hi, row, seq, kb.addi(c, kb.index(1)))));
+  }
+
+  /// A [steps, 4] i32 private array: the A fragments of the lane's warp's
+  /// rows of `operand`.
+  mlir::Value fragmentArray() { return block.privateArray({steps, kAccumulators}, b.getI32Type()); }
+  /// Thread t's A fragments of its warp's rows of `operand` (`seq` rows).
+  void loadFragments(mlir::Value t, const Lane &lane, mlir::Value bi, mlir::Value hi,
+                     mlir::Value operand, int64_t seq, mlir::Value fragments) {
+    for (int64_t s = 0; s < steps; ++s) {
+      for (int64_t r = 0; r < kAccumulators; ++r) {
+        mlir::Value w = kb.addi(lane.inGroup, kb.index(s * MmaBuilder::kWords + (r / 2) * 4));
+        mlir::Value row = kb.addi(lane.top, kb.index((r % 2) * 8));
+        kb.store(rowWord(operand, bi, hi, row, seq, w), fragments, entry(t, s, r));
+      }
+    }
+  }
+
+  /// A [head dim tiles, 4] f32 private array of accumulators, and one of
+  /// [column tiles, 4].
+  mlir::Value dimAccumulators() { return block.privateArray({dimTiles, kAccumulators}); }
+  mlir::Value columnAccumulators() { return block.privateArray({columnTiles, kAccumulators}); }
+  void zero(mlir::Value t, mlir::Value accumulators, int64_t tiles) {
+    for (int64_t n = 0; n < tiles; ++n)
+      for (int64_t r = 0; r < kAccumulators; ++r)
+        kb.store(kb.f32(0.0), accumulators, entry(t, n, r));
+  }
+
+  /// Stores the accumulators `acc` of thread t (a row's head dim) into
+  /// `out`, times `factor(half, row)` for the lane's row g + 8 half, on the
+  /// rows inside its `seq` rows; `factor` may write more of the row.
+  void storeRows(mlir::Value t, const Lane &lane, mlir::Value bi, mlir::Value hi, mlir::Value acc,
+                 mlir::Value out, int64_t seq,
+                 llvm::function_ref<mlir::Value(int64_t, mlir::Value)> factor) {
+    for (int64_t half = 0; half < 2; ++half) {
+      mlir::Value row = rowOf(lane, half * 2);
+      kb.ifThen(kb.below(row, seq), [&] {
+        mlir::Value rowFactor = factor(half, row);
+        for (int64_t n = 0; n < dimTiles; ++n) {
+          for (int64_t r = half * 2; r < half * 2 + 2; ++r) {
+            mlir::Value c = columnOf(lane, n, r);
+            auto store = [&] {
+              kb.store(kb.mul(kb.load(acc, entry(t, n, r)), rowFactor), out, in.at(bi, row, hi, c));
+            };
+            if ((n + 1) * MmaBuilder::kN > headDim)
+              kb.ifThen(kb.below(c, headDim), store);
+            else
+              store();
+          }
+        }
+      });
+    }
+  }
+
+  /// 2^(x - max), 0 where x is -inf (a masked key, or any key of a row
+  /// that has seen none): one ex2.approx (math.exp2 with fastmath afn).
+  mlir::Value probability2(mlir::Value x, mlir::Value max) {
+    mlir::Value power = mlir::math::Exp2Op::create(
+        b, loc, kb.sub(x, max),
+        mlir::arith::FastMathFlagsAttr::get(b.getContext(), mlir::arith::FastMathFlags::afn));
+    return kb.select(kb.equals(x, cpu::kNegInf), kb.f32(0.0), power);
+  }
+
+  /// The base-2 logit of the product of a query and a key row: log2(e)
+  /// (scale product + masks and biases); without the masks unless `masked`.
+  mlir::Value logit2(mlir::Value product, mlir::Value bi, mlir::Value hi, mlir::Value query,
+                     mlir::Value key, bool masked) {
+    if (!masked)
+      return kb.mul(product, kb.f32(in.scale * llvm::numbers::log2e));
+    mlir::Value s = score(bi, hi, query, key, kb.mul(product, kb.f32(in.scale)));
+    return kb.mul(s, kb.f32(llvm::numbers::log2e));
+  }
+
+  /// Whether the key tile at k0 may hide a key from a query row of the
+  /// lane's warp (rows are queries, columns keys): it runs past seq_k or,
+  /// when causal, past the warp's first row's last key. Null when every
+  /// tile may (with biases, which each score adds).
+  mlir::Value keyTileNeedsMask(mlir::Value k0, const Lane &lane) {
+    using namespace mlir;
+    if (in.keyBias || in.bias)
+      return Value();
+    Value lastKey = kb.addi(k0, kb.index(columns - 1));
+    Value masked = kb.below(kb.index(seqK - 1), lastKey);
+    if (in.causal) {
+      // The warp's first row is the lane's row less its group.
+      Value firstRow = arith::SubIOp::create(b, loc, lane.top, lane.group);
+      Value firstRowKeys = kb.addi(firstRow, kb.index(seqK - seqQ));
+      // Signed: with seq_k < seq_q the first rows see no key at all.
+      Value hidden =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, firstRowKeys, lastKey);
+      masked = arith::OrIOp::create(b, loc, masked, hidden);
+    }
+    return masked;
+  }
+
+  /// Calls `body(masked)` with masked true where `needsMask` (null: always)
+  /// and false elsewhere: a uniform branch per warp.
+  void ifMasked(mlir::Value needsMask, llvm::function_ref<void(bool)> body) {
+    if (!needsMask)
+      return body(true);
+    kb.ifThenElse(
+        needsMask, [&] { body(true); }, [&] { body(false); });
+  }
+
+  /// Whether the tiles of `operands` can be staged 16 bytes per load: a
+  /// head dim of whole 16-byte vectors with unit stride, in the MMA's type;
+  /// then vectorsAligned checks at run time that their addresses, offsets
+  /// and other strides are multiples of 16 bytes.
+  bool readsVectors(llvm::ArrayRef<mlir::Value> operands) const {
+    if (headDim % kVector)
+      return false;
+    return llvm::all_of(operands, [&](mlir::Value operand) {
+      auto type = mlir::cast<mlir::MemRefType>(operand.getType());
+      auto [strides, offset] = type.getStridesAndOffset();
+      return type.getElementType() == mma.narrowType() && strides[in.dims.headDim] == 1;
+    });
+  }
+  mlir::Value vectorsAligned(llvm::ArrayRef<mlir::Value> operands) {
+    using namespace mlir;
+    Value aligned = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    auto multipleOf = [&](Value x, int64_t factor) {
+      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kb.remui(x, factor),
+                                   kb.index(0));
+    };
+    for (Value operand : operands) {
+      auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, operand);
+      Value pointer = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operand);
+      SmallVector<Value> checks = {multipleOf(pointer, 2 * kVector),
+                                   multipleOf(metadata.getOffset(), kVector)};
+      for (auto [dim, stride] : llvm::enumerate(metadata.getStrides()))
+        if (dim != in.dims.headDim)
+          checks.push_back(multipleOf(stride, kVector));
+      for (Value check : checks)
+        aligned = arith::AndIOp::create(b, loc, aligned, check);
+    }
+    return aligned;
+  }
+
+  /// Elements c to c + 7 of a row, 0 past the `seq` rows or the head dim.
+  mlir::Value rowVector(mlir::Value operand, mlir::Value bi, mlir::Value hi, mlir::Value row,
+                        int64_t seq, mlir::Value c) {
+    auto type = mlir::VectorType::get({kVector}, mma.narrowType());
+    auto [inside, indices] = clampedRow(bi, hi, row, seq, c, kVector);
+    mlir::Value value =
+        mlir::vector::LoadOp::create(b, loc, type, operand, indices,
+                                     /*nontemporal=*/false, llvm::Align(2 * kVector));
+    mlir::Value zero = mlir::arith::ConstantOp::create(b, loc, b.getZeroAttr(type));
+    return kb.select(inside, value, zero);
+  }
+
+  /// 16-byte vectors of a tile per thread: slot j of thread t holds vector
+  /// t + j * threads of the tile (row-major, paddedDim / 8 a row).
+  int64_t vectorSlots() const {
+    return llvm::divideCeilSigned(columns * paddedDim / kVector, threads);
+  }
+  mlir::Value vectorArray() {
+    return block.privateArray({vectorSlots()}, mlir::VectorType::get({kVector}, mma.narrowType()));
+  }
+
+  /// Calls `body(slot, row, c)` for thread t's vectors of a tile: row `row`
+  /// of the tile, elements c to c + 7.
+  void forEachVector(mlir::Value t,
+                     llvm::function_ref<void(int64_t, mlir::Value, mlir::Value)> body) {
+    int64_t chunks = paddedDim / kVector, total = columns * chunks;
+    for (int64_t slot = 0; slot < vectorSlots(); ++slot) {
+      mlir::Value i = kb.addi(t, kb.index(slot * threads));
+      auto atSlot = [&] { body(slot, kb.divui(i, chunks), kb.muli(kb.remui(i, chunks), kVector)); };
+      if ((slot + 1) * threads > total)
+        kb.ifThen(kb.below(i, total), atSlot);
+      else
+        atSlot();
+    }
+  }
+
+  using Staged = std::pair<mlir::Value, mlir::Value>;
+  /// Thread t's vectors of the tiles of rows [first, first + columns) of
+  /// the (operand, vector array) pairs into its vector arrays.
+  void loadAhead(mlir::Value t, mlir::Value bi, mlir::Value hi, mlir::Value first, int64_t seq,
+                 llvm::ArrayRef<Staged> operandsAndVectors) {
+    forEachVector(t, [&](int64_t slot, mlir::Value row, mlir::Value c) {
+      for (auto [operand, vectors] : operandsAndVectors)
+        kb.store(rowVector(operand, bi, hi, kb.addi(first, row), seq, c), vectors, entry(t, slot));
+    });
+  }
+  /// ... and from its vector arrays into the shared tiles of the (vector
+  /// array, tile) pairs.
+  void storeAhead(mlir::Value t, llvm::ArrayRef<Staged> vectorsAndTiles) {
+    forEachVector(t, [&](int64_t slot, mlir::Value row, mlir::Value c) {
+      for (auto [vectors, tile] : vectorsAndTiles)
+        mlir::vector::StoreOp::create(b, loc, kb.load(vectors, entry(t, slot)), tile, {row, c},
+                                      /*nontemporal=*/false, llvm::Align(2 * kVector));
+    });
+  }
+  /// Thread t's share of staging rows [first, first + columns) of the
+  /// (operand, tile) pairs element by element, consecutive threads along
+  /// the head dim.
+  void stageElements(mlir::Value t, mlir::Value bi, mlir::Value hi, mlir::Value first, int64_t seq,
+                     llvm::ArrayRef<Staged> operandsAndTiles) {
+    kb.forLoop(t, kb.index(columns * paddedDim), threads, [&](mlir::Value i) {
+      mlir::Value row = kb.divui(i, paddedDim), c = kb.remui(i, paddedDim);
+      for (auto [operand, tile] : operandsAndTiles)
+        kb.store(element(operand, bi, hi, kb.addi(first, row), seq, c), tile, {row, c});
+    });
+  }
+  /// Staging without loads ahead: 16 bytes at a time where `aligned` (null:
+  /// never), else element by element.
+  void stageTiles(mlir::Value t, mlir::Value bi, mlir::Value hi, mlir::Value first, int64_t seq,
+                  llvm::ArrayRef<Staged> operandsAndTiles, mlir::Value aligned) {
+    auto elements = [&] { stageElements(t, bi, hi, first, seq, operandsAndTiles); };
+    if (!aligned)
+      return elements();
+    kb.ifThenElse(
+        aligned,
+        [&] {
+          forEachVector(t, [&](int64_t, mlir::Value row, mlir::Value c) {
+            for (auto [operand, tile] : operandsAndTiles)
+              mlir::vector::StoreOp::create(
+                  b, loc, rowVector(operand, bi, hi, kb.addi(first, row), seq, c), tile, {row, c},
+                  /*nontemporal=*/false, llvm::Align(2 * kVector));
+          });
+        },
+        elements);
+  }
+
+  /// X T^T for the fragments X of thread t's warp and the shared tile T:
+  /// accumulator r of column tile n at n * 4 + r.
+  llvm::SmallVector<mlir::Value> products(mlir::Value t, const Lane &lane, mlir::Value fragments,
+                                          mlir::Value tile) {
+    return emulate == Emulation::None ? productsOnTensorCores(t, lane, fragments, tile)
+                                      : productsEmulated(lane, fragments, tile);
+  }
+
+  /// acc += F T: F thread t's warp's [16, columns] accumulators `factors`
+  /// ([column tiles, 4]), rounded to the MMA's type; T a shared tile.
+  void accumulate(mlir::Value t, const Lane &lane, mlir::Value factors, mlir::Value tile,
+                  mlir::Value acc) {
+    if (emulate == Emulation::None)
+      accumulateOnTensorCores(t, lane, factors, tile, acc);
+    else
+      accumulateEmulated(t, lane, factors, tile, acc);
+  }
+
+  Emulation emulate;
+  int64_t threads, rowsPerBlock, columns;
+  ThreadBlockBuilder block;
+  MmaBuilder mma;
+  /// MMA steps along the head dim, its words, its length padded to steps,
+  /// and the accumulator tiles along it; accumulator tiles and MMA steps
+  /// along a tile's columns.
+  int64_t steps, words, paddedDim, dimTiles, columnTiles, columnSteps;
+
+private:
+  /// The words of `count` 8 x 8 matrices of 16-bit elements in `tile`
+  /// (ldmatrix, transposed when `transposed`), the lane giving the address
+  /// of its row: row `row` of the tile from column `col`. Lane l holds
+  /// row l / 4, elements 2 (l % 4) and + 1, of each (transposed) matrix.
+  llvm::SmallVector<mlir::Value> loadMatrices(mlir::Value tile, mlir::Value row, mlir::Value col,
+                                              int64_t count, bool transposed) {
+    using namespace mlir;
+    MLIRContext *context = b.getContext();
+    int64_t rowLength = cast<MemRefType>(tile.getType()).getDimSize(1);
+    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tile);
+    Value offset = kb.muli(kb.addi(kb.muli(row, rowLength), col), 2);
+    Value address = arith::IndexCastOp::create(b, loc, b.getI64Type(), kb.addi(base, offset));
+    Value pointer =
+        LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(context, 3), address);
+    Type i32 = b.getI32Type();
+    Type type = LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(count, i32));
+    auto load = NVVM::LdMatrixOp::create(
+        b, loc, type, pointer, b.getI32IntegerAttr(count),
+        NVVM::MMALayoutAttr::get(context, transposed ? NVVM::MMALayout::col : NVVM::MMALayout::row),
+        NVVM::LdStMatrixShapeAttr::get(context, 8, 8),
+        NVVM::LdStMatrixEltTypeAttr::get(context, NVVM::LdStMatrixEltType::B16));
+    SmallVector<Value> result;
+    for (int64_t i = 0; i < count; ++i)
+      result.push_back(LLVM::ExtractValueOp::create(b, loc, load.getRes(), i));
+    return result;
+  }
+
+  llvm::SmallVector<mlir::Value> productsOnTensorCores(mlir::Value t, const Lane &lane,
+                                                       mlir::Value fragments, mlir::Value tile) {
+    // B of step s is T[8n + g][16 s + 2q, + 1] and [16 s + 8 + 2q, + 1]:
+    // the 8 x 8 matrices of T's rows at columns 16 s and 16 s + 8, two
+    // steps per ldmatrix (lane l addresses row l % 8 of matrix l / 8).
+    mlir::Value matrixRow = kb.remui(lane.lane, 8), matrix = kb.divui(lane.lane, 8);
+    llvm::SmallVector<mlir::Value> result;
+    for (int64_t n = 0; n < columnTiles; ++n) {
+      llvm::SmallVector<mlir::Value> tileAcc(kAccumulators, kb.f32(0.0));
+      mlir::Value row = kb.addi(matrixRow, kb.index(n * MmaBuilder::kN));
+      for (int64_t s = 0; s < steps; s += 2) {
+        int64_t count = s + 1 < steps ? 4 : 2;
+        mlir::Value col =
+            kb.addi(kb.muli(kb.remui(matrix, count), 8), kb.index(s * MmaBuilder::kK));
+        llvm::SmallVector<mlir::Value> bWords =
+            loadMatrices(tile, row, col, count, /*transposed=*/false);
+        for (int64_t step = s; step < s + count / 2; ++step) {
+          llvm::SmallVector<mlir::Value> a;
+          for (int64_t r = 0; r < kAccumulators; ++r)
+            a.push_back(kb.load(fragments, entry(t, step, r)));
+          tileAcc = mma.multiply(a, llvm::ArrayRef<mlir::Value>(bWords).slice((step - s) * 2, 2),
+                                 tileAcc);
+        }
+      }
+      llvm::append_range(result, tileAcc);
+    }
+    return result;
+  }
+
+  /// The same products, each a dot product over the words of the lane's
+  /// row (from the fragments of the lane holding them) and T's row.
+  llvm::SmallVector<mlir::Value> productsEmulated(const Lane &lane, mlir::Value fragments,
+                                                  mlir::Value tile) {
+    using namespace mlir;
+    SmallVector<Value> tileRows;
+    for (int64_t n = 0; n < columnTiles; ++n)
+      for (int64_t r = 0; r < kAccumulators; ++r)
+        tileRows.push_back(columnOf(lane, n, r));
+    SmallVector<Value> zeros(tileRows.size(), kb.f32(0.0));
+    ValueRange sums =
+        kb.forLoop(kb.index(0), kb.index(words), 1, zeros, [&](Value w, ValueRange carried) {
+          // Word w of row g (+ 8) is in register (row / 8) + 2 ((w % 8) / 4)
+          // of step w / 8 of lane 4 g + w % 4.
+          Value holder = kb.addi(lane.warpThread, kb.addi(kb.muli(lane.group, 4), kb.remui(w, 4)));
+          Value step = kb.divui(w, MmaBuilder::kWords);
+          Value highWords = kb.muli(kb.divui(kb.remui(w, MmaBuilder::kWords), 4), 2);
+          SmallVector<Value> next;
+          for (auto [i, partial] : llvm::enumerate(carried)) {
+            int64_t r = i % kAccumulators;
+            Value reg = kb.addi(highWords, kb.index(r / 2));
+            auto [xLow, xHigh] = mma.unpack(kb.load(fragments, block.at(holder, {step, reg})));
+            Value c = kb.muli(w, 2);
+            Value tLow = widen(kb.load(tile, {tileRows[i], c}));
+            Value tHigh = widen(kb.load(tile, {tileRows[i], kb.addi(c, kb.index(1))}));
+            next.push_back(kb.fma(xHigh, tHigh, kb.fma(xLow, tLow, partial)));
+          }
+          return next;
+        });
+    return llvm::SmallVector<mlir::Value>(sums);
+  }
+
+  /// The factors of column tiles 2 ks and 2 ks + 1, rounded and packed, are
+  /// the A fragment of column step ks.
+  void accumulateOnTensorCores(mlir::Value t, const Lane &lane, mlir::Value factors,
+                               mlir::Value tile, mlir::Value acc) {
+    llvm::SmallVector<mlir::Value> tileWords;
+    for (int64_t ks = 0; ks < columnSteps; ++ks) {
+      auto packed = [&](int64_t n, int64_t r) {
+        return mma.pack(mma.roundedBits(kb.load(factors, entry(t, n, r))),
+                        mma.roundedBits(kb.load(factors, entry(t, n, r + 1))));
+      };
+      llvm::SmallVector<mlir::Value> a = {packed(2 * ks, 0), packed(2 * ks, 2),
+                                          packed(2 * ks + 1, 0), packed(2 * ks + 1, 2)};
+      // B of dim tile n is T[16 ks + 2q, + 1][8n + g] and the same 8 rows
+      // on: the 8 x 8 matrices of T's rows 16 ks and 16 ks + 8 at column
+      // 8n, transposed; two dim tiles per ldmatrix.
+      mlir::Value row =
+          kb.addi(kb.addi(kb.remui(lane.lane, 8), kb.muli(kb.remui(kb.divui(lane.lane, 8), 2), 8)),
+                  kb.index(ks * MmaBuilder::kK));
+      for (int64_t n = 0; n < dimTiles; ++n) {
+        if (n % 2 == 0) {
+          mlir::Value col =
+              kb.addi(kb.muli(kb.divui(lane.lane, 16), 8), kb.index(n * MmaBuilder::kN));
+          tileWords = loadMatrices(tile, row, col, 4, /*transposed=*/true);
+        }
+        llvm::ArrayRef<mlir::Value> bWords =
+            llvm::ArrayRef<mlir::Value>(tileWords).slice((n % 2) * 2, 2);
+        llvm::SmallVector<mlir::Value> sums;
+        for (int64_t r = 0; r < kAccumulators; ++r)
+          sums.push_back(kb.load(acc, entry(t, n, r)));
+        for (auto [r, updated] : llvm::enumerate(mma.multiply(a, bWords, sums)))
+          kb.store(updated, acc, entry(t, n, r));
+      }
+    }
+  }
+
+  /// The same update, each accumulator a dot product over the columns of
+  /// the row's rounded factors (from the lanes holding them) and T's column.
+  void accumulateEmulated(mlir::Value t, const Lane &lane, mlir::Value factors, mlir::Value tile,
+                          mlir::Value acc) {
+    using namespace mlir;
+    SmallVector<Value> dims, initial;
+    for (int64_t n = 0; n < dimTiles; ++n) {
+      for (int64_t r = 0; r < kAccumulators; ++r) {
+        dims.push_back(columnOf(lane, n, r));
+        initial.push_back(kb.load(acc, entry(t, n, r)));
+      }
+    }
+    auto rounded = [&](Value x) {
+      return widen(arith::TruncFOp::create(b, loc, mma.narrowType(), x));
+    };
+    ValueRange sums = kb.forLoop(
+        kb.index(0), kb.index(columns / 2), 1, initial, [&](Value w, ValueRange carried) {
+          // Columns 2w and 2w + 1 of row g (+ 8) are accumulators (row / 8) * 2
+          // and + 1 of tile w / 4 of lane 4 g + w % 4.
+          Value holder = kb.addi(lane.warpThread, kb.addi(kb.muli(lane.group, 4), kb.remui(w, 4)));
+          Value n = kb.divui(w, 4);
+          SmallVector<Value> next;
+          for (auto [i, partial] : llvm::enumerate(carried)) {
+            int64_t r = i % kAccumulators;
+            Value fLow = rounded(kb.load(factors, block.at(holder, {n, kb.index((r / 2) * 2)})));
+            Value fHigh =
+                rounded(kb.load(factors, block.at(holder, {n, kb.index((r / 2) * 2 + 1)})));
+            Value column = kb.muli(w, 2);
+            Value tLow = widen(kb.load(tile, {column, dims[i]}));
+            Value tHigh = widen(kb.load(tile, {kb.addi(column, kb.index(1)), dims[i]}));
+            next.push_back(kb.fma(fHigh, tHigh, kb.fma(fLow, tLow, partial)));
+          }
+          return next;
+        });
+    int64_t i = 0;
+    for (int64_t n = 0; n < dimTiles; ++n)
+      for (int64_t r = 0; r < kAccumulators; ++r)
+        kb.store(sums[i++], acc, entry(t, n, r));
+  }
+};
+
+} // namespace xfmr::gpu
+
+#endif // XFMR_LIB_CONVERSION_XFMRTOGPU_GPUMMAATTENTIONBASE_H
