@@ -86,7 +86,7 @@ if wanted("attention_bf16"):
             print("   kernels:", ", ".join(f"{t:.3f}" for _, t in kernels))
             os.remove(f"bench/{name}.in.safetensors")
 if wanted("backward"):
-    print("attention backward (the loss program: forward, backward kernels, loss); f32, and bf16 (forward on tensor cores, backward kernels in f32 on widened values)")
+    print("attention backward (the loss program: forward, backward kernels, loss); f32, and bf16 (forward and backward on tensor cores)")
     backward = [os.path.basename(f)[:-5].split("_") for f in glob.glob("bench/attnbwd*.mlir")]
     for prefix, s, d, mode in sorted((p, int(s[1:]), int(d[1:]), m) for p, s, d, m in backward):
         causal = mode == "causal"

@@ -2,8 +2,7 @@
 """Writes the GPU benchmark models into DIR: fused attention forward (batch 4,
 16 heads, seq 1024/4096, head dim 64/128, causal and not; in f32, and in bf16
 on tensor cores up to seq 16384), its backward
-(through a loss sum(attention * w); f32, and bf16 whose backward kernels
-compute in f32), a GPT-2 small block at seq 1024, and bf16
+(through a loss sum(attention * w); f32, and bf16 on tensor cores), a GPT-2 small block at seq 1024, and bf16
 matrix products (tensor cores).
 
   models.py DIR

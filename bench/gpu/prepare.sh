@@ -34,6 +34,10 @@ for c in linear:linear normalization:normalization fused-attention:attention low
 done
 $PY $LIB/ops.py generate backward ops/grad.in.safetensors
 $X $ROOT/test/e2e/grad/kernels.mlir --target=nvptx --grad --grad-inputs=q,k,v,cq,ck,cv,x -o ops/grad
+$PY $LIB/ops.py generate backward_bf16 ops/grad-low.in.safetensors
+for d in bf16 f16; do
+  $X $ROOT/test/e2e/grad/low-precision.mlir --entry=loss_$d --grad --grad-inputs=q_$d,k_$d,v_$d,cq_$d,ck_$d,cv_$d,lq_$d,lk_$d,lv_$d --target=nvptx -o ops/grad-$d
+done
 # Benchmark models: attention forward (batch 4, 16 heads), its backward, a
 # GPT-2 small block at seq 1024.
 $PY $ROOT/bench/gpu/models.py bench

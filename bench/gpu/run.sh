@@ -22,5 +22,8 @@ for c in linear:linear normalization:normalization fused-attention:attention low
   timeout 120 ./ops/$f --inputs=ops/$f.in.safetensors --output=ops/$f.out.safetensors && python3 $LIB/ops.py check $k ops/$f.in.safetensors ops/$f.out.safetensors
 done
 timeout 120 ./ops/grad --inputs=ops/grad.in.safetensors --weights=ops/grad.in.safetensors --output=ops/grad.out.safetensors && python3 $LIB/ops.py check backward ops/grad.in.safetensors ops/grad.out.safetensors
+for d in bf16 f16; do
+  timeout 120 ./ops/grad-$d --inputs=ops/grad-low.in.safetensors --output=ops/grad-$d.out.safetensors && python3 $LIB/ops.py check backward_$d ops/grad-low.in.safetensors ops/grad-$d.out.safetensors
+done
 echo "== timings"
 NCU=$NCU timeout 420 python3 ../../bench/gpu/bench.py 2>&1 | tee ${OUT:-.}/bench.txt

@@ -259,7 +259,9 @@ def gen_backward_low_precision():
     pad[1, 100:] = False
     x = dict(q=randn(2, 150, 2, 64), k=randn(2, 150, 2, 64), v=randn(2, 150, 2, 64),
              r1=randn(2, 150, 2, 64), cq=randn(1, 2, 70, 36), ck=randn(1, 2, 130, 36),
-             cv=randn(1, 2, 130, 36), bias=randn(1, 1, 70, 130), r2=randn(1, 2, 70, 36), pad=pad)
+             cv=randn(1, 2, 130, 36), bias=randn(1, 1, 70, 130), r2=randn(1, 2, 70, 36), pad=pad,
+             lq=randn(1, 2, 100, 64), lk=randn(1, 2, 150, 64), lv=randn(1, 2, 150, 64),
+             r3=randn(1, 2, 100, 64))
     return {name + suffix: value for name, value in x.items() for suffix in ("_bf16", "_f16")}
 
 
@@ -270,7 +272,7 @@ def ref_backward_low_precision(x, suffix, dtype):
         return value.to(dtype).to(F64)
 
     leaves = {name: stored(t(x[name + suffix])).requires_grad_()
-              for name in ("q", "k", "v", "cq", "ck", "cv")}
+              for name in ("q", "k", "v", "cq", "ck", "cv", "lq", "lk", "lv")}
     p = leaves
     keep = t(x["pad" + suffix])[:, None, None, :] & causal_keep(150, 150)
     a = stored(attention_reference(p["q"], p["k"], p["v"], 0.125, keep=keep))
@@ -278,7 +280,10 @@ def ref_backward_low_precision(x, suffix, dtype):
                                    bias=stored(t(x["bias" + suffix])), layout="bhsd"))
     s1 = stored(stored(a * stored(t(x["r1" + suffix]))).sum())
     s2 = stored(stored(b * stored(t(x["r2" + suffix]))).sum())
-    loss = stored(s1 + s2)
+    c = stored(attention_reference(p["lq"], p["lk"], p["lv"], 0.125, keep=causal_keep(100, 150),
+                                   layout="bhsd"))
+    s3 = stored(stored(c * stored(t(x["r3" + suffix]))).sum())
+    loss = stored(stored(s1 + s2) + s3)
     loss.backward()
     out = {"loss": loss.detach()}
     out.update({f"grad:{name}{suffix}": leaf.grad for name, leaf in leaves.items()})

@@ -123,11 +123,15 @@ struct FusedAttentionBackwardKernel : KernelPattern<FusedAttentionBackwardOp> {
     if (!isF32(op.getQuery()))
       return rewriter.notifyMatchFailure(op, "the attention kernel is f32");
     KernelBuilder kb = builder(rewriter, op);
-    AttentionOperands in = attentionOperands(kb, op, {op.getQuery(), op.getKey(), op.getValue()});
+    Value query = op.getQuery();
+    SmallVector<Value> qkv = factors({query, op.getKey(), op.getValue()});
+    // The output and its gradient too, where they widen values of q's type.
+    auto alsoNarrow = [&](Value x) { return qkv[0] == query ? x : factors({query, x})[1]; };
+    AttentionOperands in = attentionOperands(kb, op, qkv);
     Type f32 = rewriter.getF32Type();
-    in.out = kb.readBuffer(op.getOutput());
+    in.out = kb.readBuffer(alsoNarrow(op.getOutput()));
     in.lse = kb.readBuffer(op.getLogsumexp());
-    in.gradOut = kb.readBuffer(op.getGradOutput());
+    in.gradOut = kb.readBuffer(alsoNarrow(op.getGradOutput()));
     in.gradQ = kb.allocate(shapeOf(op.getQuery()), f32);
     in.gradK = kb.allocate(shapeOf(op.getKey()), f32);
     in.gradV = kb.allocate(shapeOf(op.getValue()), f32);

@@ -172,8 +172,8 @@ public:
 private:
   /// rowsum(dO * O) of a query row.
   Value outputDot(Value bi, Value hi, Value row) {
-    return dot([&](Value c) { return kb.load(in.gradOut, in.at(bi, row, hi, c)); },
-               [&](Value c) { return kb.load(in.out, in.at(bi, row, hi, c)); }, kb.f32(0.0));
+    return dot([&](Value c) { return loadWide(in.gradOut, in.at(bi, row, hi, c)); },
+               [&](Value c) { return loadWide(in.out, in.at(bi, row, hi, c)); }, kb.f32(0.0));
   }
 
   void emitKeyGradients() {
@@ -194,8 +194,8 @@ private:
               [&](Value t) {
                 ifRowExists(k0, t, seqK, [&](Value row) {
                   forHeadDim([&](Value c) {
-                    kb.store(kb.load(in.k, in.at(bi, row, hi, c)), key, block.at(t, {c}));
-                    kb.store(kb.load(in.v, in.at(bi, row, hi, c)), value, block.at(t, {c}));
+                    kb.store(loadWide(in.k, in.at(bi, row, hi, c)), key, block.at(t, {c}));
+                    kb.store(loadWide(in.v, in.at(bi, row, hi, c)), value, block.at(t, {c}));
                     kb.store(kb.f32(0.0), gradKey, block.at(t, {c}));
                     kb.store(kb.f32(0.0), gradValue, block.at(t, {c}));
                   });
@@ -289,9 +289,9 @@ private:
                 ifRowExists(q0, t, seqQ, [&](Value row) {
                   forHeadDim([&](Value c) {
                     SmallVector<Value> at = block.at(t, {c});
-                    kb.store(kb.mul(kb.load(in.q, in.at(bi, row, hi, c)), kb.f32(in.scale)), query,
+                    kb.store(kb.mul(loadWide(in.q, in.at(bi, row, hi, c)), kb.f32(in.scale)), query,
                              at);
-                    kb.store(kb.load(in.gradOut, in.at(bi, row, hi, c)), gradOut, at);
+                    kb.store(loadWide(in.gradOut, in.at(bi, row, hi, c)), gradOut, at);
                     kb.store(kb.f32(0.0), gradQuery, at);
                   });
                   kb.store(kb.load(in.lse, {bi, hi, row}), rowTerms, block.at(t, {zero}));
@@ -360,5 +360,7 @@ void xfmr::gpu::emitAttention(KernelBuilder &kb, const AttentionOperands &operan
 
 void xfmr::gpu::emitAttentionBackward(KernelBuilder &kb, const AttentionOperands &operands,
                                       Emulation emulate) {
+  if (fitsMmaAttentionBackward(operands))
+    return emitMmaAttentionBackward(kb, operands, emulate);
   BackwardKernel(kb, operands, emulate).emit();
 }

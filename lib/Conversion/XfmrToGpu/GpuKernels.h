@@ -32,11 +32,23 @@ bool fitsMmaAttention(const cpu::AttentionOperands &operands);
 void emitMmaAttention(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands,
                       Emulation emulate);
 
-/// FlashAttention-2 backward as two kernels: dK and dV with a thread per
-/// key row streaming query tiles, then dQ with a thread per query row
-/// streaming key tiles; the probabilities recomputed from the lse.
+/// FlashAttention-2 backward as two kernels: on tensor cores when
+/// fitsMmaAttentionBackward says so (emitMmaAttentionBackward), else dK and
+/// dV with a thread per key row streaming query tiles, then dQ with a thread
+/// per query row streaming key tiles; the probabilities recomputed from the
+/// lse.
 void emitAttentionBackward(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands,
                            Emulation emulate);
+
+/// Whether q, k and v are bf16 or f16 and the tensor-core backward holds
+/// their head dim.
+bool fitsMmaAttentionBackward(const cpu::AttentionOperands &operands);
+
+/// FlashAttention-2 backward on tensor cores: dQ (and D = rowsum(dO * O))
+/// with a block per 64 query rows, then dK and dV with a block per 64 key
+/// rows, 4 warps of 16 rows, every product by mma.sync.
+void emitMmaAttentionBackward(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands,
+                              Emulation emulate);
 
 /// Whether (i, j) lies inside a rows x cols matrix.
 mlir::Value insideMatrix(cpu::KernelBuilder &kb, mlir::Value i, mlir::Value j, int64_t rows,

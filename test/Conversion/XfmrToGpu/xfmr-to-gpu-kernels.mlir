@@ -370,6 +370,98 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 
 // -----
 
+// bf16 attention backward on tensor cores: q, k, v, the output and its
+// gradient read narrow (all widened bf16), lse f32. First dQ: a block per 64
+// query rows and head, 4 warps; Q and dO fragments in registers; D =
+// rowsum(dO * O) of the lane's rows, written once per row for the second
+// kernel; per key tile (K and V staged in bf16, up to the causal limit) S =
+// Q K^T and dP = dO V^T (2 x 8 x 3 MMAs, ldmatrix), dS = P (dP - D) with P
+// = 2^(S - lse2), then dQ += dS K (dS rounded to bf16, K by ldmatrix.trans:
+// 4 x 6 MMAs); dQ written times the scale. Then dK and dV: a block per 64
+// key rows; K and V fragments in registers; per query tile from the first
+// that sees the block's keys, Q and dO staged with lse2 and D; S^T = K Q^T
+// and dP^T = V dO^T, then dV += P^T dO and dK += dS^T Q (2 x 4 x 6 MMAs).
+// CHECK-LABEL: func.func @mma_attention_backward
+// CHECK-NOT: arith.extf
+// CHECK: %[[DQ:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x100x2x40xf32>
+// CHECK: %[[DK:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x100x2x40xf32>
+// CHECK: %[[DV:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x100x2x40xf32>
+// CHECK: %[[D:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x2x100xf32>
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c2, %{{.*}} = %c2, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK-COUNT-2: memref.alloca() : memref<3x4xi32>
+// CHECK: memref.alloca() : memref<8x4xf32>
+// CHECK: memref.alloca() : memref<6x4xf32>
+// CHECK: memref.store %{{.*}}, %[[D]]
+// CHECK: scf.for
+// CHECK: gpu.barrier
+// CHECK-COUNT-48: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
+// CHECK: scf.if
+// CHECK: math.exp2 %{{.*}} fastmath<afn> : f32
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: nvvm.ldmatrix %{{.*}} {{{.*}}layout = #nvvm.mma_layout<col>, num = 4 : i32{{.*}}}
+// CHECK-COUNT-24: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}}, %[[DQ]]
+// CHECK: gpu.terminator
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c2, %{{.*}} = %c2, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK-COUNT-2: memref.alloca() : memref<3x4xi32>
+// CHECK-COUNT-2: memref.alloca() : memref<8x4xf32>
+// CHECK-COUNT-2: memref.alloca() : memref<6x4xf32>
+// CHECK: %[[FIRST:.*]] = arith.divui %{{.*}}, %c64 : index
+// CHECK: scf.for %{{.*}} = %[[FIRST]] to %c2 step %c1
+// CHECK: memref.load %[[D]]
+// CHECK: gpu.barrier
+// CHECK-COUNT-48: nvvm.mma.sync
+// CHECK: math.exp2 %{{.*}} fastmath<afn> : f32
+// CHECK-COUNT-48: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: gpu.barrier
+// CHECK: memref.store %{{.*}}, %[[DK]]
+// CHECK: memref.store %{{.*}}, %[[DV]]
+// CHECK: gpu.terminator
+//
+// Emulated: the same kernels without ldmatrix or MMA.
+// EMU-LABEL: func.func @mma_attention_backward
+// EMU-NOT: nvvm.
+// EMU: memref.alloc() {alignment = 64 : i64} : memref<128x3x4xi32>
+// EMU: arith.truncf %{{.*}} : f32 to bf16
+// EMU-NOT: nvvm.
+// EMU: return
+func.func @mma_attention_backward(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40xbf16>, %lse: tensor<1x2x100xf32>)
+    -> (tensor<1x100x2x40xf32>, tensor<1x100x2x40xf32>, tensor<1x100x2x40xf32>) {
+  %qf = arith.extf %q : tensor<1x100x2x40xbf16> to tensor<1x100x2x40xf32>
+  %of = arith.extf %o : tensor<1x100x2x40xbf16> to tensor<1x100x2x40xf32>
+  %dq, %dk, %dv = xfmr.fused_attention_backward %qf, %qf, %qf, %of, %lse, %of {causal, scale = 0.25 : f64}
+      : (tensor<1x100x2x40xf32>, tensor<1x100x2x40xf32>, tensor<1x100x2x40xf32>, tensor<1x100x2x40xf32>,
+         tensor<1x2x100xf32>, tensor<1x100x2x40xf32>)
+      -> (tensor<1x100x2x40xf32>, tensor<1x100x2x40xf32>, tensor<1x100x2x40xf32>)
+  return %dq, %dk, %dv : tensor<1x100x2x40xf32>, tensor<1x100x2x40xf32>, tensor<1x100x2x40xf32>
+}
+
+// -----
+
+// Negative: a bf16 backward of head dim 256 goes to the f32 kernels, which
+// widen the bf16 loads (of q, k, v and, read narrow as well, the output and
+// its gradient).
+// CHECK-LABEL: func.func @wide_bf16_attention_backward
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: gpu.launch
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: return
+func.func @wide_bf16_attention_backward(%q: tensor<1x20x1x256xbf16>, %lse: tensor<1x1x20xf32>)
+    -> (tensor<1x20x1x256xf32>, tensor<1x20x1x256xf32>, tensor<1x20x1x256xf32>) {
+  %qf = arith.extf %q : tensor<1x20x1x256xbf16> to tensor<1x20x1x256xf32>
+  %dq, %dk, %dv = xfmr.fused_attention_backward %qf, %qf, %qf, %qf, %lse, %qf {scale = 0.0625 : f64}
+      : (tensor<1x20x1x256xf32>, tensor<1x20x1x256xf32>, tensor<1x20x1x256xf32>, tensor<1x20x1x256xf32>,
+         tensor<1x1x20xf32>, tensor<1x20x1x256xf32>)
+      -> (tensor<1x20x1x256xf32>, tensor<1x20x1x256xf32>, tensor<1x20x1x256xf32>)
+  return %dq, %dk, %dv : tensor<1x20x1x256xf32>, tensor<1x20x1x256xf32>, tensor<1x20x1x256xf32>
+}
+
+// -----
+
 // Negative: factors widened from different types (or only one widened) go
 // to the f32 kernel.
 // CHECK-LABEL: func.func @mixed_factors

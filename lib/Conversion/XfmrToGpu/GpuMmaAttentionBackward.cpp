@@ -1,0 +1,275 @@
+//===- GpuMmaAttentionBackward.cpp - bf16/f16 attention backward on tensor cores -*- C++ -*-===//
+//
+// FlashAttention-2 backward for bf16 or f16 q, k and v, every product on
+// tensor cores (GpuMmaAttentionBase.h), as two kernels so that each gradient
+// row has one writer and no atomics are needed. With the probabilities
+// recomputed from the forward's log-sum-exp in base 2 (lse2 = log2(e) lse,
+// P = 2^(log2(e) (scale S + masks) - lse2)) and D = rowsum(dO * O):
+//
+//   dQ: a block per (64 query rows, head, batch), 4 warps of 16 rows:
+//     Q, dO fragments <- the warp's rows        registers, once
+//     lse2, D of the lane's rows; D -> global   (for the dK/dV kernel)
+//     for each key tile of c keys (up to the block's causal limit):
+//       K[c x d], V[c x d] -> shared; barrier
+//       S = Q K^T, dP = dO V^T                  16 x c per warp
+//       dS = P (dP - D)                         masks only on tiles that
+//                                               may hide a key
+//       dQ += dS K                              dS rounded to bf16/f16
+//       barrier
+//     dQ = scale dQ
+//   dK, dV: a block per (64 key rows, head, batch), 4 warps of 16 rows:
+//     K, V fragments <- the warp's rows         registers, once
+//     for each query tile of c queries that sees the block's keys:
+//       Q[c x d], dO[c x d], lse2[c], D[c] -> shared; barrier
+//       S^T = K Q^T, dP^T = V dO^T              16 x c per warp
+//       P^T = 2^(...), dS^T = P^T (dP^T - D)    query rows past seq_q get
+//                                               lse2 = +inf: P = 0
+//       dV += P^T dO, dK += dS^T Q              P, dS rounded to bf16/f16
+//       barrier
+//     dK = scale dK
+//
+// c is 64 for head dims up to 64, 32 above: a thread holds its rows'
+// fragments, head-dim accumulators (two in dK/dV) and two 16 x c tiles of
+// accumulators in registers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GpuKernels.h"
+#include "GpuMmaAttentionBase.h"
+
+using namespace mlir;
+using namespace xfmr;
+using namespace xfmr::cpu;
+using namespace xfmr::gpu;
+
+namespace {
+
+constexpr int64_t kWarps = 4;
+
+int64_t columnsFor(int64_t headDim) {
+  return MmaAttentionKernelBase::dimSteps(headDim) <= 4 ? 64 : 32;
+}
+
+class MmaQueryGradientKernel : MmaAttentionKernelBase {
+public:
+  /// `rowDots`: [batch, heads, seq_q] f32, D of every query row, written.
+  MmaQueryGradientKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate,
+                         Value rowDots)
+      : MmaAttentionKernelBase(kb, in, emulate, kWarps, columnsFor(headDimOf(in))),
+        rowDots(rowDots) {}
+
+  void emit() {
+    Type narrow = mma.narrowType();
+    SmallVector<int64_t> tileShape = {columns, paddedDim + kPadding};
+    block.forEachBlock(
+        {llvm::divideCeilSigned(seqQ, rowsPerBlock), heads, batch}, {tileShape, tileShape},
+        [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
+          emitBlock(ids[2], ids[1], kb.muli(ids[0], rowsPerBlock), shared[0], shared[1]);
+        },
+        {narrow, narrow});
+  }
+
+private:
+  void emitBlock(Value bi, Value hi, Value q0, Value keyTile, Value valueTile) {
+    Value queryFragments = fragmentArray(), gradOutFragments = fragmentArray();
+    Value gradScores = columnAccumulators();
+    Value acc = dimAccumulators();
+    // Per row (g, g + 8): lse2 and D.
+    Value lse2 = block.privateArray({2}), dots = block.privateArray({2});
+
+    block.phase(
+        [&](Value t) {
+          Lane lane = laneOf(t, q0);
+          loadFragments(t, lane, bi, hi, in.q, seqQ, queryFragments);
+          loadFragments(t, lane, bi, hi, in.gradOut, seqQ, gradOutFragments);
+          zero(t, acc, dimTiles);
+          for (int64_t half = 0; half < 2; ++half) {
+            Value row = rowOf(lane, half * 2);
+            Value source = kb.mini(row, kb.index(seqQ - 1));
+            Value lse = kb.load(in.lse, {bi, hi, source});
+            kb.store(kb.mul(lse, kb.f32(llvm::numbers::log2e)), lse2, entry(t, half));
+            Value rowDot = dot(
+                [&](Value c) { return loadWide(in.gradOut, in.at(bi, source, hi, c)); },
+                [&](Value c) { return loadWide(in.out, in.at(bi, source, hi, c)); }, kb.f32(0.0));
+            kb.store(rowDot, dots, entry(t, half));
+            Value writer =
+                arith::AndIOp::create(b, loc, kb.below(row, seqQ), kb.below(lane.inGroup, 1));
+            kb.ifThen(writer, [&] { kb.store(rowDot, rowDots, {bi, hi, row}); });
+          }
+        },
+        /*barrier=*/false);
+
+    Value aligned = readsVectors({in.k, in.v}) ? vectorsAligned({in.k, in.v}) : Value();
+    kb.forLoop(kb.index(0), keyTileCount(q0, rowsPerBlock, columns), 1, [&](Value tile) {
+      Value k0 = kb.muli(tile, columns);
+      block.phase([&](Value t) {
+        stageTiles(t, bi, hi, k0, seqK, {{in.k, keyTile}, {in.v, valueTile}}, aligned);
+      });
+      block.phase(
+          [&](Value t) {
+            Lane lane = laneOf(t, q0);
+            SmallVector<Value> qk = products(t, lane, queryFragments, keyTile);
+            SmallVector<Value> gradP = products(t, lane, gradOutFragments, valueTile);
+            ifMasked(keyTileNeedsMask(k0, lane), [&](bool masked) {
+              for (int64_t n = 0; n < columnTiles; ++n) {
+                for (int64_t r = 0; r < kAccumulators; ++r) {
+                  int64_t i = n * kAccumulators + r;
+                  Value key = kb.addi(k0, columnOf(lane, n, r));
+                  Value s = logit2(qk[i], bi, hi, rowOf(lane, r), key, masked);
+                  Value p = probability2(s, kb.load(lse2, entry(t, r / 2)));
+                  Value gradS = kb.mul(p, kb.sub(gradP[i], kb.load(dots, entry(t, r / 2))));
+                  kb.store(gradS, gradScores, entry(t, n, r));
+                }
+              }
+            });
+          },
+          /*barrier=*/false);
+      block.phase([&](Value t) { accumulate(t, laneOf(t, q0), gradScores, keyTile, acc); });
+    });
+
+    block.phase(
+        [&](Value t) {
+          storeRows(t, laneOf(t, q0), bi, hi, acc, in.gradQ, seqQ,
+                    [&](int64_t, Value) { return kb.f32(in.scale); });
+        },
+        /*barrier=*/false);
+  }
+
+  Value rowDots;
+};
+
+class MmaKeyGradientKernel : MmaAttentionKernelBase {
+public:
+  /// `rowDots`: D of every query row, as MmaQueryGradientKernel wrote it.
+  MmaKeyGradientKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate,
+                       Value rowDots)
+      : MmaAttentionKernelBase(kb, in, emulate, kWarps, columnsFor(headDimOf(in))),
+        rowDots(rowDots) {}
+
+  void emit() {
+    Type narrow = mma.narrowType();
+    SmallVector<int64_t> tileShape = {columns, paddedDim + kPadding}, rowShape = {columns};
+    block.forEachBlock({llvm::divideCeilSigned(seqK, rowsPerBlock), heads, batch},
+                       {tileShape, tileShape, rowShape, rowShape},
+                       [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
+                         emitBlock(ids[2], ids[1], kb.muli(ids[0], rowsPerBlock), shared);
+                       },
+                       {narrow, narrow});
+  }
+
+private:
+  void emitBlock(Value bi, Value hi, Value k0, ArrayRef<Value> shared) {
+    Value queryTile = shared[0], gradOutTile = shared[1], lseTile = shared[2], dotTile = shared[3];
+    Value keyFragments = fragmentArray(), valueFragments = fragmentArray();
+    Value probabilities = columnAccumulators(), gradScores = columnAccumulators();
+    Value gradKey = dimAccumulators(), gradValue = dimAccumulators();
+
+    block.phase(
+        [&](Value t) {
+          Lane lane = laneOf(t, k0);
+          loadFragments(t, lane, bi, hi, in.k, seqK, keyFragments);
+          loadFragments(t, lane, bi, hi, in.v, seqK, valueFragments);
+          zero(t, gradKey, dimTiles);
+          zero(t, gradValue, dimTiles);
+        },
+        /*barrier=*/false);
+
+    // When causal, query rows before k0 - (seq_k - seq_q) see none of the
+    // block's keys.
+    Value firstTile = kb.index(0);
+    if (in.causal) {
+      Value firstRow = arith::MaxSIOp::create(
+          b, loc, arith::SubIOp::create(b, loc, k0, kb.index(seqK - seqQ)), kb.index(0));
+      firstTile = kb.divui(firstRow, columns);
+    }
+    Value aligned = readsVectors({in.q, in.gradOut}) ? vectorsAligned({in.q, in.gradOut}) : Value();
+    kb.forLoop(firstTile, kb.index(llvm::divideCeilSigned(seqQ, columns)), 1, [&](Value tile) {
+      Value q0 = kb.muli(tile, columns);
+      block.phase([&](Value t) {
+        stageTiles(t, bi, hi, q0, seqQ, {{in.q, queryTile}, {in.gradOut, gradOutTile}}, aligned);
+        kb.forLoop(t, kb.index(columns), threads, [&](Value i) {
+          Value row = kb.addi(q0, i);
+          Value inside = kb.below(row, seqQ);
+          Value source = kb.mini(row, kb.index(seqQ - 1));
+          Value lse2 = kb.mul(kb.load(in.lse, {bi, hi, source}), kb.f32(llvm::numbers::log2e));
+          kb.store(kb.select(inside, lse2, kb.f32(std::numeric_limits<double>::infinity())),
+                   lseTile, {i});
+          kb.store(kb.select(inside, kb.load(rowDots, {bi, hi, source}), kb.f32(0.0)), dotTile,
+                   {i});
+        });
+      });
+      block.phase(
+          [&](Value t) {
+            Lane lane = laneOf(t, k0);
+            SmallVector<Value> kq = products(t, lane, keyFragments, queryTile);
+            SmallVector<Value> gradP = products(t, lane, valueFragments, gradOutTile);
+            ifMasked(queryTileNeedsMask(q0, lane), [&](bool masked) {
+              for (int64_t n = 0; n < columnTiles; ++n) {
+                for (int64_t r = 0; r < kAccumulators; ++r) {
+                  int64_t i = n * kAccumulators + r;
+                  Value column = columnOf(lane, n, r);
+                  Value s = logit2(kq[i], bi, hi, kb.addi(q0, column), rowOf(lane, r), masked);
+                  Value p = probability2(s, kb.load(lseTile, {column}));
+                  kb.store(p, probabilities, entry(t, n, r));
+                  Value gradS = kb.mul(p, kb.sub(gradP[i], kb.load(dotTile, {column})));
+                  kb.store(gradS, gradScores, entry(t, n, r));
+                }
+              }
+            });
+          },
+          /*barrier=*/false);
+      block.phase([&](Value t) {
+        Lane lane = laneOf(t, k0);
+        accumulate(t, lane, probabilities, gradOutTile, gradValue);
+        accumulate(t, lane, gradScores, queryTile, gradKey);
+      });
+    });
+
+    block.phase(
+        [&](Value t) {
+          Lane lane = laneOf(t, k0);
+          storeRows(t, lane, bi, hi, gradKey, in.gradK, seqK,
+                    [&](int64_t, Value) { return kb.f32(in.scale); });
+          storeRows(t, lane, bi, hi, gradValue, in.gradV, seqK,
+                    [&](int64_t, Value) { return kb.f32(1.0); });
+        },
+        /*barrier=*/false);
+  }
+
+  /// Whether the query tile at q0 may hide a key of the lane's warp from
+  /// one of its rows (rows are keys, columns queries): when causal, a key
+  /// of the warp comes after the first query's last key. Null when every
+  /// tile may (with biases, which each score adds). Keys past seq_k are
+  /// never stored, queries past seq_q have probability 0: neither needs a
+  /// mask.
+  Value queryTileNeedsMask(Value q0, const Lane &lane) {
+    if (in.keyBias || in.bias)
+      return Value();
+    if (!in.causal)
+      return arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
+    Value lastKey =
+        kb.addi(arith::SubIOp::create(b, loc, lane.top, lane.group), kb.index(MmaBuilder::kM - 1));
+    Value firstQueryKeys = kb.addi(q0, kb.index(seqK - seqQ));
+    return kb.below(firstQueryKeys, lastKey);
+  }
+
+  Value rowDots;
+};
+
+} // namespace
+
+bool xfmr::gpu::fitsMmaAttentionBackward(const AttentionOperands &operands) {
+  // The same head dims as the forward (registers, not shared memory, bound
+  // them: the tiles of c rows take less).
+  return fitsMmaAttention(operands);
+}
+
+void xfmr::gpu::emitMmaAttentionBackward(KernelBuilder &kb, const AttentionOperands &operands,
+                                         Emulation emulate) {
+  auto q = cast<MemRefType>(operands.q.getType());
+  Value rowDots = kb.allocate({q.getDimSize(operands.dims.batch), q.getDimSize(operands.dims.heads),
+                               q.getDimSize(operands.dims.seq)},
+                              kb.builder().getF32Type());
+  MmaQueryGradientKernel(kb, operands, emulate, rowDots).emit();
+  MmaKeyGradientKernel(kb, operands, emulate, rowDots).emit();
+}
