@@ -360,7 +360,7 @@ void xfmr::gpu::emitAttention(KernelBuilder &kb, const AttentionOperands &operan
 
 void xfmr::gpu::emitAttentionBackward(KernelBuilder &kb, const AttentionOperands &operands,
                                       Emulation emulate) {
-  if (fitsMmaAttentionBackward(operands))
+  if (fitsMmaAttention(operands))
     return emitMmaAttentionBackward(kb, operands, emulate);
   BackwardKernel(kb, operands, emulate).emit();
 }

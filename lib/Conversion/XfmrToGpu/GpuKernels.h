@@ -23,7 +23,8 @@ void emitAttention(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operand
                    Emulation emulate);
 
 /// Whether q, k and v are bf16 or f16 and the tensor-core attention's
-/// shared memory holds tiles of their head dim.
+/// shared memory holds tiles of their head dim (forward and backward: the
+/// backward's tiles are no larger; registers bound both).
 bool fitsMmaAttention(const cpu::AttentionOperands &operands);
 
 /// FlashAttention-2 forward on tensor cores: a block per (query rows, head,
@@ -33,16 +34,12 @@ void emitMmaAttention(cpu::KernelBuilder &kb, const cpu::AttentionOperands &oper
                       Emulation emulate);
 
 /// FlashAttention-2 backward as two kernels: on tensor cores when
-/// fitsMmaAttentionBackward says so (emitMmaAttentionBackward), else dK and
+/// fitsMmaAttention says so (emitMmaAttentionBackward), else dK and
 /// dV with a thread per key row streaming query tiles, then dQ with a thread
 /// per query row streaming key tiles; the probabilities recomputed from the
 /// lse.
 void emitAttentionBackward(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands,
                            Emulation emulate);
-
-/// Whether q, k and v are bf16 or f16 and the tensor-core backward holds
-/// their head dim.
-bool fitsMmaAttentionBackward(const cpu::AttentionOperands &operands);
 
 /// FlashAttention-2 backward on tensor cores: dQ (and D = rowsum(dO * O))
 /// with a block per 64 query rows, then dK and dV with a block per 64 key

@@ -258,12 +258,6 @@ private:
 
 } // namespace
 
-bool xfmr::gpu::fitsMmaAttentionBackward(const AttentionOperands &operands) {
-  // The same head dims as the forward (registers, not shared memory, bound
-  // them: the tiles of c rows take less).
-  return fitsMmaAttention(operands);
-}
-
 void xfmr::gpu::emitMmaAttentionBackward(KernelBuilder &kb, const AttentionOperands &operands,
                                          Emulation emulate) {
   auto q = cast<MemRefType>(operands.q.getType());
