@@ -46,7 +46,8 @@ BF16_ATTENTION = [(1024, 64), (4096, 64), (16384, 64), (1024, 128), (4096, 128),
 # Backward models: (prefix, seq, head dim, causal).
 BACKWARD = [("attnbwd", 1024, 64, True), ("attnbwd", 4096, 64, True),
             ("attnbwdbf16", 1024, 64, True), ("attnbwdbf16", 4096, 64, True),
-            ("attnbwdbf16", 1024, 64, False), ("attnbwdbf16", 1024, 128, True)]
+            ("attnbwdbf16", 1024, 64, False), ("attnbwdbf16", 1024, 128, True),
+            ("attnbwdbf16", 4096, 128, True)]
 GEMMS = [(1024, 3072, 768), (4096, 4096, 4096)]
 
 
