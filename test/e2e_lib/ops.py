@@ -260,8 +260,8 @@ def gen_backward_low_precision():
     x = dict(q=randn(2, 150, 2, 64), k=randn(2, 150, 2, 64), v=randn(2, 150, 2, 64),
              r1=randn(2, 150, 2, 64), cq=randn(1, 2, 70, 36), ck=randn(1, 2, 130, 36),
              cv=randn(1, 2, 130, 36), bias=randn(1, 1, 70, 130), r2=randn(1, 2, 70, 36), pad=pad,
-             lq=randn(1, 2, 100, 64), lk=randn(1, 2, 150, 64), lv=randn(1, 2, 150, 64),
-             r3=randn(1, 2, 100, 64))
+             lq=randn(1, 2, 100, 80), lk=randn(1, 2, 150, 80), lv=randn(1, 2, 150, 80),
+             r3=randn(1, 2, 100, 80))
     return {name + suffix: value for name, value in x.items() for suffix in ("_bf16", "_f16")}
 
 

@@ -4,7 +4,8 @@
 // 16 bytes at a time, several query blocks and key tiles, tiles some rows
 // see in part), cross-attention with a bias (seq_q 70, seq_k 130, head dim
 // 36: element by element), and causal cross-attention without other masks
-// (seq_q 100, seq_k 150: tiles with and without the causal mask). Against float64 PyTorch autograd on the
+// (seq_q 100, seq_k 150: tiles with and without the causal mask; head dim
+// 80, which the tensor-core backward streams in tiles of 32 rows). Against float64 PyTorch autograd on the
 // stored inputs, each forward result rounded as the model stores it: the
 // backward's own roundings (the stored gradients, and on tensor cores the
 // probabilities and score gradients rounded to bf16 / f16 as factors) make
@@ -56,8 +57,8 @@ func.func @loss_bf16(
     %cq: tensor<1x2x70x36xbf16> {xfmr.input = "cq_bf16"}, %ck: tensor<1x2x130x36xbf16> {xfmr.input = "ck_bf16"},
     %cv: tensor<1x2x130x36xbf16> {xfmr.input = "cv_bf16"}, %bias: tensor<1x1x70x130xbf16> {xfmr.input = "bias_bf16"},
     %r2: tensor<1x2x70x36xbf16> {xfmr.input = "r2_bf16"}, %pad: tensor<2x150xi1> {xfmr.input = "pad_bf16"},
-    %lq: tensor<1x2x100x64xbf16> {xfmr.input = "lq_bf16"}, %lk: tensor<1x2x150x64xbf16> {xfmr.input = "lk_bf16"},
-    %lv: tensor<1x2x150x64xbf16> {xfmr.input = "lv_bf16"}, %r3: tensor<1x2x100x64xbf16> {xfmr.input = "r3_bf16"})
+    %lq: tensor<1x2x100x80xbf16> {xfmr.input = "lq_bf16"}, %lk: tensor<1x2x150x80xbf16> {xfmr.input = "lk_bf16"},
+    %lv: tensor<1x2x150x80xbf16> {xfmr.input = "lv_bf16"}, %r3: tensor<1x2x100x80xbf16> {xfmr.input = "r3_bf16"})
     -> (tensor<bf16> {xfmr.output = "loss_bf16"}) {
   %a = xfmr.fused_attention %q, %k, %v padding_mask(%pad) {causal, scale = 0.125 : f64}
        : (tensor<2x150x2x64xbf16>, tensor<2x150x2x64xbf16>, tensor<2x150x2x64xbf16>, tensor<2x150xi1>) -> tensor<2x150x2x64xbf16>
@@ -70,10 +71,10 @@ func.func @loss_bf16(
   %f2 = xfmr.reshape %p2 : (tensor<1x2x70x36xbf16>) -> tensor<5040xbf16>
   %s2 = xfmr.reduce %f2 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<5040xbf16>) -> tensor<1xbf16>
   %c = xfmr.fused_attention %lq, %lk, %lv {causal, scale = 0.125 : f64, layout = #xfmr.layout<bhsd>}
-       : (tensor<1x2x100x64xbf16>, tensor<1x2x150x64xbf16>, tensor<1x2x150x64xbf16>) -> tensor<1x2x100x64xbf16>
-  %p3 = xfmr.mul %c, %r3 : (tensor<1x2x100x64xbf16>, tensor<1x2x100x64xbf16>) -> tensor<1x2x100x64xbf16>
-  %f3 = xfmr.reshape %p3 : (tensor<1x2x100x64xbf16>) -> tensor<12800xbf16>
-  %s3 = xfmr.reduce %f3 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<12800xbf16>) -> tensor<1xbf16>
+       : (tensor<1x2x100x80xbf16>, tensor<1x2x150x80xbf16>, tensor<1x2x150x80xbf16>) -> tensor<1x2x100x80xbf16>
+  %p3 = xfmr.mul %c, %r3 : (tensor<1x2x100x80xbf16>, tensor<1x2x100x80xbf16>) -> tensor<1x2x100x80xbf16>
+  %f3 = xfmr.reshape %p3 : (tensor<1x2x100x80xbf16>) -> tensor<16000xbf16>
+  %s3 = xfmr.reduce %f3 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<16000xbf16>) -> tensor<1xbf16>
   %s12 = xfmr.add %s1, %s2 : (tensor<1xbf16>, tensor<1xbf16>) -> tensor<1xbf16>
   %total = xfmr.add %s12, %s3 : (tensor<1xbf16>, tensor<1xbf16>) -> tensor<1xbf16>
   %loss = xfmr.reshape %total : (tensor<1xbf16>) -> tensor<bf16>
@@ -86,8 +87,8 @@ func.func @loss_f16(
     %cq: tensor<1x2x70x36xf16> {xfmr.input = "cq_f16"}, %ck: tensor<1x2x130x36xf16> {xfmr.input = "ck_f16"},
     %cv: tensor<1x2x130x36xf16> {xfmr.input = "cv_f16"}, %bias: tensor<1x1x70x130xf16> {xfmr.input = "bias_f16"},
     %r2: tensor<1x2x70x36xf16> {xfmr.input = "r2_f16"}, %pad: tensor<2x150xi1> {xfmr.input = "pad_f16"},
-    %lq: tensor<1x2x100x64xf16> {xfmr.input = "lq_f16"}, %lk: tensor<1x2x150x64xf16> {xfmr.input = "lk_f16"},
-    %lv: tensor<1x2x150x64xf16> {xfmr.input = "lv_f16"}, %r3: tensor<1x2x100x64xf16> {xfmr.input = "r3_f16"})
+    %lq: tensor<1x2x100x80xf16> {xfmr.input = "lq_f16"}, %lk: tensor<1x2x150x80xf16> {xfmr.input = "lk_f16"},
+    %lv: tensor<1x2x150x80xf16> {xfmr.input = "lv_f16"}, %r3: tensor<1x2x100x80xf16> {xfmr.input = "r3_f16"})
     -> (tensor<f16> {xfmr.output = "loss_f16"}) {
   %a = xfmr.fused_attention %q, %k, %v padding_mask(%pad) {causal, scale = 0.125 : f64}
        : (tensor<2x150x2x64xf16>, tensor<2x150x2x64xf16>, tensor<2x150x2x64xf16>, tensor<2x150xi1>) -> tensor<2x150x2x64xf16>
@@ -100,10 +101,10 @@ func.func @loss_f16(
   %f2 = xfmr.reshape %p2 : (tensor<1x2x70x36xf16>) -> tensor<5040xf16>
   %s2 = xfmr.reduce %f2 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<5040xf16>) -> tensor<1xf16>
   %c = xfmr.fused_attention %lq, %lk, %lv {causal, scale = 0.125 : f64, layout = #xfmr.layout<bhsd>}
-       : (tensor<1x2x100x64xf16>, tensor<1x2x150x64xf16>, tensor<1x2x150x64xf16>) -> tensor<1x2x100x64xf16>
-  %p3 = xfmr.mul %c, %r3 : (tensor<1x2x100x64xf16>, tensor<1x2x100x64xf16>) -> tensor<1x2x100x64xf16>
-  %f3 = xfmr.reshape %p3 : (tensor<1x2x100x64xf16>) -> tensor<12800xf16>
-  %s3 = xfmr.reduce %f3 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<12800xf16>) -> tensor<1xf16>
+       : (tensor<1x2x100x80xf16>, tensor<1x2x150x80xf16>, tensor<1x2x150x80xf16>) -> tensor<1x2x100x80xf16>
+  %p3 = xfmr.mul %c, %r3 : (tensor<1x2x100x80xf16>, tensor<1x2x100x80xf16>) -> tensor<1x2x100x80xf16>
+  %f3 = xfmr.reshape %p3 : (tensor<1x2x100x80xf16>) -> tensor<16000xf16>
+  %s3 = xfmr.reduce %f3 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<16000xf16>) -> tensor<1xf16>
   %s12 = xfmr.add %s1, %s2 : (tensor<1xf16>, tensor<1xf16>) -> tensor<1xf16>
   %total = xfmr.add %s12, %s3 : (tensor<1xf16>, tensor<1xf16>) -> tensor<1xf16>
   %loss = xfmr.reshape %total : (tensor<1xf16>) -> tensor<f16>
