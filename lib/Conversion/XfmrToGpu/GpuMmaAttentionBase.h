@@ -134,8 +134,8 @@ protected:
                     mma.bits(element(operand, bi, hi, row, seq, kb.addi(c, kb.index(1)))));
   }
 
-  /// A [steps, 4] i32 private array: the A fragments of the lane's warp's
-  /// rows of `operand`.
+  /// A [steps, 4] i32 private array for a thread's A fragments of its
+  /// warp's rows (loadFragments).
   mlir::Value fragmentArray() { return block.privateArray({steps, kAccumulators}, b.getI32Type()); }
   /// Thread t's A fragments of its warp's rows of `operand` (`seq` rows).
   void loadFragments(mlir::Value t, const Lane &lane, mlir::Value bi, mlir::Value hi,
@@ -159,9 +159,10 @@ protected:
         kb.store(kb.f32(0.0), accumulators, entry(t, n, r));
   }
 
-  /// Stores the accumulators `acc` of thread t (a row's head dim) into
-  /// `out`, times `factor(half, row)` for the lane's row g + 8 half, on the
-  /// rows inside its `seq` rows; `factor` may write more of the row.
+  /// Stores the head-dim accumulators `acc` of thread t into `out`, times
+  /// `factor(half, row)` (half 0: the lane's row g, 1: g + 8), for the rows
+  /// inside its `seq` rows; `factor` runs inside the row's branch and may
+  /// store more of the row.
   void storeRows(mlir::Value t, const Lane &lane, mlir::Value bi, mlir::Value hi, mlir::Value acc,
                  mlir::Value out, int64_t seq,
                  llvm::function_ref<mlir::Value(int64_t, mlir::Value)> factor) {
