@@ -65,6 +65,12 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
       staged row-major, 16 bytes per load where the operands' layout allows
       (checked at run time), each tile loaded into registers while the
       previous one is multiplied.
+    - `fused_attention_backward` of such q, k and v (the output and its
+      gradient read narrow too when they widen values of q's type): the
+      same two launches on tensor cores, dQ first (a block per 64 query
+      rows, 4 warps; it also writes rowsum(dO * O) for the second), then dK
+      and dV (a block per 64 key rows); probabilities and score gradients
+      rounded to the narrow type as factors.
     - `softmax` over the last axis, `layer_norm` and `fused_add_layer_norm`:
       a block per row, each thread a strided part of the row, statistics
       combined by a tree through shared memory (online max and sum for

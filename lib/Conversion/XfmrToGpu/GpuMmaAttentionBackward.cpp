@@ -59,14 +59,9 @@ public:
         rowDots(rowDots) {}
 
   void emit() {
-    Type narrow = mma.narrowType();
-    SmallVector<int64_t> tileShape = {columns, paddedDim + kPadding};
-    block.forEachBlock(
-        {llvm::divideCeilSigned(seqQ, rowsPerBlock), heads, batch}, {tileShape, tileShape},
-        [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
-          emitBlock(ids[2], ids[1], kb.muli(ids[0], rowsPerBlock), shared[0], shared[1]);
-        },
-        {narrow, narrow});
+    forEachRowBlock(seqQ, 2, {}, [&](Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
+      emitBlock(bi, hi, q0, shared[0], shared[1]);
+    });
   }
 
 private:
@@ -147,14 +142,10 @@ public:
         rowDots(rowDots) {}
 
   void emit() {
-    Type narrow = mma.narrowType();
-    SmallVector<int64_t> tileShape = {columns, paddedDim + kPadding}, rowShape = {columns};
-    block.forEachBlock({llvm::divideCeilSigned(seqK, rowsPerBlock), heads, batch},
-                       {tileShape, tileShape, rowShape, rowShape},
-                       [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
-                         emitBlock(ids[2], ids[1], kb.muli(ids[0], rowsPerBlock), shared);
-                       },
-                       {narrow, narrow});
+    forEachRowBlock(seqK, 2, {{columns}, {columns}},
+                    [&](Value bi, Value hi, Value k0, ArrayRef<Value> shared) {
+                      emitBlock(bi, hi, k0, shared);
+                    });
   }
 
 private:

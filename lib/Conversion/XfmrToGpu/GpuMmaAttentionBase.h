@@ -71,6 +71,24 @@ protected:
         paddedDim(steps * MmaBuilder::kK), dimTiles(paddedDim / MmaBuilder::kN),
         columnTiles(columns / MmaBuilder::kN), columnSteps(columns / MmaBuilder::kK) {}
 
+  /// Builds `body(bi, hi, first, shared)` for each block of rowsPerBlock
+  /// rows (from `first`) of a sequence of `seq` rows, per head and batch;
+  /// `shared` holds a tile (tileShape) per operand of `tiles`, then an f32
+  /// array per entry of `arrays`.
+  void forEachRowBlock(
+      int64_t seq, int64_t tiles, llvm::ArrayRef<llvm::SmallVector<int64_t>> arrays,
+      llvm::function_ref<void(mlir::Value, mlir::Value, mlir::Value, llvm::ArrayRef<mlir::Value>)>
+          body) {
+    llvm::SmallVector<llvm::SmallVector<int64_t>> shapes(tiles, {columns, paddedDim + kPadding});
+    llvm::append_range(shapes, arrays);
+    block.forEachBlock(
+        {llvm::divideCeilSigned(seq, rowsPerBlock), heads, batch}, shapes,
+        [&](std::array<mlir::Value, 3> ids, llvm::ArrayRef<mlir::Value> shared) {
+          body(ids[2], ids[1], kb.muli(ids[0], rowsPerBlock), shared);
+        },
+        llvm::SmallVector<mlir::Type>(tiles, mma.narrowType()));
+  }
+
   /// A thread's place: the first thread of its warp, its lane, the lane's
   /// group g and index q in the group, and its first row (the warp's row
   /// g; the second is g + 8).

@@ -63,14 +63,9 @@ public:
   }
 
   void emit() {
-    Type narrow = mma.narrowType();
-    SmallVector<int64_t> tileShape = {columns, paddedDim + kPadding};
-    block.forEachBlock(
-        {llvm::divideCeilSigned(seqQ, rowsPerBlock), heads, batch}, {tileShape, tileShape},
-        [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
-          emitBlock(ids[2], ids[1], kb.muli(ids[0], rowsPerBlock), shared[0], shared[1]);
-        },
-        {narrow, narrow});
+    forEachRowBlock(seqQ, 2, {}, [&](Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
+      emitBlock(bi, hi, q0, shared[0], shared[1]);
+    });
   }
 
 private:
