@@ -27,7 +27,7 @@ $X $IN/bert-tiny.json --target=nvptx --batch=2 --seq-len=10 --dtype=bf16 -o e2e/
 $X $IN/transformer-pre-ln.json --target=nvptx --batch=2 --seq-len=8 --decoder-seq-len=10 -o e2e/transformer-pre-ln.all
 $X $IN/transformer-pre-ln.json --target=nvptx --batch=2 --seq-len=8 --decoder-seq-len=10 --dtype=f16 -o e2e/transformer-pre-ln.f16
 # Per-op tests.
-for c in linear:linear normalization:normalization fused-attention:attention low-precision:low_precision; do
+for c in linear:linear normalization:normalization fused-attention:attention low-precision:low_precision mma-gemm:mma_gemm; do
   f=${c%%:*}; k=${c##*:}
   $PY $LIB/ops.py generate $k ops/$f.in.safetensors
   $X $ROOT/test/e2e/ops/$f.mlir --target=nvptx -o ops/$f

@@ -17,7 +17,7 @@ for exe in e2e/*.all e2e/*.noattn e2e/*.noepi e2e/*.bf16 e2e/*.f16; do
   echo -n "$exe: "; python3 $LIB/reference.py check --config $IN/$cfg.json --weights e2e/$cfg.w.safetensors --tokens e2e/$cfg.tokens --output $exe.npy --rel-tol $tol
 done
 echo "== per-op tests on the GPU vs PyTorch"
-for c in linear:linear normalization:normalization fused-attention:attention low-precision:low_precision; do
+for c in linear:linear normalization:normalization fused-attention:attention low-precision:low_precision mma-gemm:mma_gemm; do
   f=${c%%:*}; k=${c##*:}
   timeout 120 ./ops/$f --inputs=ops/$f.in.safetensors --output=ops/$f.out.safetensors && python3 $LIB/ops.py check $k ops/$f.in.safetensors ops/$f.out.safetensors
 done

@@ -254,6 +254,20 @@ def ref_low_precision(x):
     return result
 
 
+def gen_mma_gemm():
+    return dict(x=randn(1500, 72), w=randn(1480, 72, scale=0.12), b=randn(1480, scale=0.2),
+                at=randn(72, 1500), m=randn(72, 1480, scale=0.12))
+
+
+def ref_mma_gemm(x):
+    """bf16 factors, f32 products, bf16 results."""
+    def stored(value):
+        return value.to(torch.bfloat16).to(F64)
+
+    X, W, B, AT, M = (stored(t(x[n])) for n in ("x", "w", "b", "at", "m"))
+    return {"nt_wide": stored(X @ W.T + B), "tn_wide": stored(AT.T @ M)}
+
+
 def gen_backward_low_precision():
     pad = np.ones((2, 150), dtype=np.bool_)
     pad[1, 100:] = False
@@ -300,14 +314,15 @@ CASES = {"attention": (gen_attention, ref_attention),
          "normalization": (gen_normalization, ref_normalization),
          "linear": (gen_linear, ref_linear),
          "elementwise": (gen_elementwise, ref_elementwise),
-         "low_precision": (gen_low_precision, ref_low_precision)}
+         "low_precision": (gen_low_precision, ref_low_precision),
+         "mma_gemm": (gen_mma_gemm, ref_mma_gemm)}
 TOLERANCE = 2e-5
 # The reference stores the same roundings, so only values that land near a
 # rounding boundary may differ, by one unit in the last place: 2^-8 relative
 # for bf16 (8 significant bits), 2^-11 for f16; two units allowed.
 # The gradients of the low-precision attentions too, though the reference
 # cannot store the backward's own roundings (see test/e2e/grad/low-precision.mlir).
-CASE_TOLERANCE = {"low_precision": {"_bf16": 8e-3, "_f16": 1e-3},
+CASE_TOLERANCE = {"low_precision": {"_bf16": 8e-3, "_f16": 1e-3}, "mma_gemm": {"": 8e-3},
                   "backward_bf16": {"": 8e-3}, "backward_f16": {"": 1e-3}}
 
 

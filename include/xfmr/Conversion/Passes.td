@@ -52,8 +52,11 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
       `arith.extf` of bf16 or f16 values (what `xfmr-compute-in-f32` makes
       of a low-precision product), the kernel reads them narrow and
       multiplies on tensor cores instead: `mma.sync.m16n8k16` with f32
-      accumulators, 4 warps per 64 x 64 tile, 32 deep stages of 32-bit
-      words (two K elements each) in shared memory.
+      accumulators, 128 x 128 tiles with 8 warps where there are enough of
+      them to occupy a GPU, else 64 x 64 with 4; stages 32 deep, double
+      buffered in shared memory as the factors lie in memory, loaded 16
+      bytes at a time (when aligned) into registers a stage ahead, their
+      fragments by `ldmatrix` (`.trans` for rows along K).
     - `fused_attention` of bf16 or f16 q, k and v (each `arith.extf` of
       them), whose head dim fits: FlashAttention-2 on tensor cores, a block
       per 128 query rows (8 warps of 16; 64 rows, 4 warps, for head dims up

@@ -4,6 +4,7 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 using namespace mlir;
 using namespace xfmr::gpu;
@@ -75,4 +76,43 @@ SmallVector<Value> MmaBuilder::multiply(ArrayRef<Value> a, ArrayRef<Value> bWord
   for (int64_t r = 0; r < kAccumulators; ++r)
     result.push_back(LLVM::ExtractValueOp::create(b, loc, mma.getRes(), r));
   return result;
+}
+
+SmallVector<Value> MmaBuilder::loadMatrices(Value tile, ValueRange indices, int64_t count,
+                                            bool transposed) {
+  MLIRContext *context = b.getContext();
+  auto [strides, offset] = cast<MemRefType>(tile.getType()).getStridesAndOffset();
+  Value element = kb.index(offset);
+  for (auto [index, stride] : llvm::zip_equal(indices, strides))
+    element = kb.addi(element, kb.muli(index, stride));
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tile);
+  Value address =
+      arith::IndexCastOp::create(b, loc, b.getI64Type(), kb.addi(base, kb.muli(element, 2)));
+  Value pointer = LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(context, 3), address);
+  Type i32 = b.getI32Type();
+  Type type = LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(count, i32));
+  auto load = NVVM::LdMatrixOp::create(
+      b, loc, type, pointer, b.getI32IntegerAttr(count),
+      NVVM::MMALayoutAttr::get(context, transposed ? NVVM::MMALayout::col : NVVM::MMALayout::row),
+      NVVM::LdStMatrixShapeAttr::get(context, 8, 8),
+      NVVM::LdStMatrixEltTypeAttr::get(context, NVVM::LdStMatrixEltType::B16));
+  SmallVector<Value> result;
+  for (int64_t i = 0; i < count; ++i)
+    result.push_back(LLVM::ExtractValueOp::create(b, loc, load.getRes(), i));
+  return result;
+}
+
+Value MmaBuilder::vectorsAligned(Value buffer, int64_t contiguousDim) {
+  auto multipleOf = [&](Value x, int64_t factor) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kb.remui(x, factor),
+                                 kb.index(0));
+  };
+  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
+  Value pointer = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  Value aligned = arith::AndIOp::create(b, loc, multipleOf(pointer, 2 * kVector),
+                                        multipleOf(metadata.getOffset(), kVector));
+  for (auto [dim, stride] : llvm::enumerate(metadata.getStrides()))
+    if (static_cast<int64_t>(dim) != contiguousDim)
+      aligned = arith::AndIOp::create(b, loc, aligned, multipleOf(stride, kVector));
+  return aligned;
 }

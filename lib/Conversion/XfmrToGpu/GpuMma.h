@@ -28,6 +28,8 @@ public:
   static constexpr int64_t kWords = kK / 2;
   static constexpr int64_t kAccumulators = 4;
   static constexpr int64_t kWarpSize = 32;
+  /// Elements of a 16-byte vector.
+  static constexpr int64_t kVector = 8;
 
   /// `narrow`: bf16 or f16.
   MmaBuilder(cpu::KernelBuilder &kb, mlir::Type narrow);
@@ -52,6 +54,20 @@ public:
   llvm::SmallVector<mlir::Value> multiply(llvm::ArrayRef<mlir::Value> a,
                                           llvm::ArrayRef<mlir::Value> b,
                                           llvm::ArrayRef<mlir::Value> acc);
+
+  /// The words of `count` 8 x 8 matrices of 16-bit elements in the shared
+  /// array `tile` (ldmatrix, transposed when `transposed`), the lane giving
+  /// the address `indices` of its row (lane l: row l % 8 of matrix l / 8).
+  /// Lane l receives row l / 4, elements 2 (l % 4) and + 1, of each
+  /// (transposed) matrix.
+  llvm::SmallVector<mlir::Value> loadMatrices(mlir::Value tile, mlir::ValueRange indices,
+                                              int64_t count, bool transposed);
+
+  /// Whether elements of `buffer`, of unit stride along `contiguousDim`, may
+  /// be read 16 bytes at a time at indices whose `contiguousDim` one is a
+  /// multiple of 8: at run time, its address, offset and other strides are
+  /// multiples of 16 bytes.
+  mlir::Value vectorsAligned(mlir::Value buffer, int64_t contiguousDim);
 
 private:
   mlir::Value i32(int64_t value);

@@ -44,7 +44,7 @@ class MmaAttentionKernelBase : protected AttentionKernelBase {
 public:
   /// Elements a shared row is longer than its content, and of a 16-byte load.
   static constexpr int64_t kPadding = 8;
-  static constexpr int64_t kVector = 8;
+  static constexpr int64_t kVector = MmaBuilder::kVector;
   /// Static shared memory of a block.
   static constexpr int64_t kMaxSharedBytes = 48 * 1024;
 
@@ -268,23 +268,10 @@ protected:
     });
   }
   mlir::Value vectorsAligned(llvm::ArrayRef<mlir::Value> operands) {
-    using namespace mlir;
-    Value aligned = arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
-    auto multipleOf = [&](Value x, int64_t factor) {
-      return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kb.remui(x, factor),
-                                   kb.index(0));
-    };
-    for (Value operand : operands) {
-      auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, operand);
-      Value pointer = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, operand);
-      SmallVector<Value> checks = {multipleOf(pointer, 2 * kVector),
-                                   multipleOf(metadata.getOffset(), kVector)};
-      for (auto [dim, stride] : llvm::enumerate(metadata.getStrides()))
-        if (dim != in.dims.headDim)
-          checks.push_back(multipleOf(stride, kVector));
-      for (Value check : checks)
-        aligned = arith::AndIOp::create(b, loc, aligned, check);
-    }
+    mlir::Value aligned = mlir::arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
+    for (mlir::Value operand : operands)
+      aligned = mlir::arith::AndIOp::create(b, loc, aligned,
+                                            mma.vectorsAligned(operand, in.dims.headDim));
     return aligned;
   }
 
@@ -402,33 +389,6 @@ protected:
   int64_t steps, words, paddedDim, dimTiles, columnTiles, columnSteps;
 
 private:
-  /// The words of `count` 8 x 8 matrices of 16-bit elements in `tile`
-  /// (ldmatrix, transposed when `transposed`), the lane giving the address
-  /// of its row: row `row` of the tile from column `col`. Lane l holds
-  /// row l / 4, elements 2 (l % 4) and + 1, of each (transposed) matrix.
-  llvm::SmallVector<mlir::Value> loadMatrices(mlir::Value tile, mlir::Value row, mlir::Value col,
-                                              int64_t count, bool transposed) {
-    using namespace mlir;
-    MLIRContext *context = b.getContext();
-    int64_t rowLength = cast<MemRefType>(tile.getType()).getDimSize(1);
-    Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tile);
-    Value offset = kb.muli(kb.addi(kb.muli(row, rowLength), col), 2);
-    Value address = arith::IndexCastOp::create(b, loc, b.getI64Type(), kb.addi(base, offset));
-    Value pointer =
-        LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(context, 3), address);
-    Type i32 = b.getI32Type();
-    Type type = LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(count, i32));
-    auto load = NVVM::LdMatrixOp::create(
-        b, loc, type, pointer, b.getI32IntegerAttr(count),
-        NVVM::MMALayoutAttr::get(context, transposed ? NVVM::MMALayout::col : NVVM::MMALayout::row),
-        NVVM::LdStMatrixShapeAttr::get(context, 8, 8),
-        NVVM::LdStMatrixEltTypeAttr::get(context, NVVM::LdStMatrixEltType::B16));
-    SmallVector<Value> result;
-    for (int64_t i = 0; i < count; ++i)
-      result.push_back(LLVM::ExtractValueOp::create(b, loc, load.getRes(), i));
-    return result;
-  }
-
   llvm::SmallVector<mlir::Value> productsOnTensorCores(mlir::Value t, const Lane &lane,
                                                        mlir::Value fragments, mlir::Value tile) {
     // B of step s is T[8n + g][16 s + 2q, + 1] and [16 s + 8 + 2q, + 1]:
@@ -444,7 +404,7 @@ private:
         mlir::Value col =
             kb.addi(kb.muli(kb.remui(matrix, count), 8), kb.index(s * MmaBuilder::kK));
         llvm::SmallVector<mlir::Value> bWords =
-            loadMatrices(tile, row, col, count, /*transposed=*/false);
+            mma.loadMatrices(tile, {row, col}, count, /*transposed=*/false);
         for (int64_t step = s; step < s + count / 2; ++step) {
           llvm::SmallVector<mlir::Value> a;
           for (int64_t r = 0; r < kAccumulators; ++r)
@@ -512,7 +472,7 @@ private:
         if (n % 2 == 0) {
           mlir::Value col =
               kb.addi(kb.muli(kb.divui(lane.lane, 16), 8), kb.index(n * MmaBuilder::kN));
-          tileWords = loadMatrices(tile, row, col, 4, /*transposed=*/true);
+          tileWords = mma.loadMatrices(tile, {row, col}, 4, /*transposed=*/true);
         }
         llvm::ArrayRef<mlir::Value> bWords =
             llvm::ArrayRef<mlir::Value>(tileWords).slice((n % 2) * 2, 2);

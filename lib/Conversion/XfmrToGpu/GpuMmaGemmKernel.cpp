@@ -2,33 +2,36 @@
 //
 // C = epilogue(A B) for bf16 or f16 A and B, accumulated in f32 by the
 // warp-wide `mma.sync.m16n8k16` of sm_80 and later. A block computes a
-// 64 x 64 tile of C with 4 warps, each a 32 x 32 quarter: 2 x 4 MMA tiles
-// of 16 x 8, 32 f32 accumulators per thread.
+// square tile of C: 128 x 128 with 8 warps of 64 x 32 where the problem has
+// enough such tiles to occupy a GPU, else 64 x 64 with 4 warps of 32 x 32.
 //
-//   acc = 0
-//   for each stage of 32 along K:
-//     A[64 x 32], B^T[64 x 32] -> shared, as 32-bit words that each hold two
-//                                 consecutive K elements (the MMA operand
-//                                 registers), 0 past the edges
-//     barrier
-//     2 steps of 16 along K: each warp loads its A and B fragments from
-//     shared memory and issues 2 x 4 MMAs
-//     barrier
+//   stage 0 -> registers -> shared buffer 0; barrier
+//   for each stage s of 32 along K:
+//     load stage s + 1 into registers (its latency hidden by the products)
+//     2 steps of 16 along K: A and B fragments by ldmatrix from shared
+//     buffer s % 2, an MMA per 16 x 8 accumulator tile
+//     store the registers into shared buffer (s + 1) % 2; barrier
 //   C = activation(acc + bias) + residual   where inside C
 //
-// Shared rows are 20 words (16 + 4 of padding), so that the fragment loads
-// of a warp - 8 rows at 4 consecutive words - hit 32 distinct banks. The
-// fragment layouts are those of GpuMma.h.
+// Each factor is staged as it lies in memory - rows of its contiguous
+// dimension, 8 elements (16 bytes) of padding a row so that the 8 rows an
+// ldmatrix reads hit 32 distinct banks - and read 16 bytes at a time when
+// its contiguous extent is a multiple of 8 and its address and strides are
+// aligned (checked at run time), else element by element. A factor whose
+// rows run along K (A transposed, B not) gives its fragments by
+// ldmatrix.trans.
 //
 // When emulated, each thread computes its accumulators' dot products from
-// the same shared words itself: the tiling, staging and epilogue are
-// checked on the CPU, the fragment layouts only on a GPU.
+// the shared tiles itself: the tiling, staging and epilogue are checked on
+// the CPU, the ldmatrix and MMA fragment layouts only on a GPU.
 //
 //===----------------------------------------------------------------------===//
 
 #include "GpuKernels.h"
 #include "GpuMma.h"
 #include "ThreadBlockBuilder.h"
+
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace xfmr;
@@ -37,80 +40,146 @@ using namespace xfmr::gpu;
 
 namespace {
 
-constexpr int64_t kTile = 64;
 constexpr int64_t kDepth = 32;
-constexpr int64_t kWords = kDepth / 2;
-constexpr int64_t kSharedRow = kWords + 4;
-constexpr int64_t kWarpSize = 32;
-constexpr int64_t kThreads = 4 * kWarpSize;
-constexpr int64_t kWarpTile = 32;
+constexpr int64_t kPadding = 8;
+constexpr int64_t kVector = MmaBuilder::kVector;
+constexpr int64_t kWarpSize = MmaBuilder::kWarpSize;
 constexpr int64_t kMmaM = MmaBuilder::kM, kMmaN = MmaBuilder::kN, kMmaK = MmaBuilder::kK;
-constexpr int64_t kTilesM = kWarpTile / kMmaM;
-constexpr int64_t kTilesN = kWarpTile / kMmaN;
 constexpr int64_t kAccumulators = MmaBuilder::kAccumulators;
+/// Columns of a warp's part of the block tile, and warps along M.
+constexpr int64_t kWarpCols = 32;
+constexpr int64_t kWarpsM = 2;
+/// 128 x 128 tiles need at least this many blocks (an H100's SMs) to be
+/// chosen: fewer would leave SMs idle that 64 x 64 tiles occupy.
+constexpr int64_t kLargeTileMinBlocks = 132;
+
+int64_t tileFor(int64_t m, int64_t n) {
+  int64_t large = llvm::divideCeilSigned(m, 128) * llvm::divideCeilSigned(n, 128);
+  return large >= kLargeTileMinBlocks ? 128 : 64;
+}
+
+/// One factor as a block stages it: rows of `cols` elements of its
+/// contiguous (last) dimension, the rows along K (`kRows`) or along M (A)
+/// or N (B).
+struct Factor {
+  Factor(Value matrix, bool kRows, int64_t tile)
+      : matrix(matrix), kRows(kRows), rows(kRows ? kDepth : tile), cols(kRows ? tile : kDepth) {
+    auto shape = cast<MemRefType>(matrix.getType()).getShape();
+    outerExtent = shape[0];
+    innerExtent = shape[1];
+  }
+
+  SmallVector<int64_t> sharedShape() const { return {2, rows, cols + kPadding}; }
+  /// Tile indices of element (mn, k) of buffer `buffer`.
+  SmallVector<Value> at(Value buffer, Value mn, Value k) const {
+    return kRows ? SmallVector<Value>{buffer, k, mn} : SmallVector<Value>{buffer, mn, k};
+  }
+
+  Value matrix;
+  bool kRows;
+  int64_t rows, cols, outerExtent, innerExtent;
+};
 
 class MmaGemmKernel {
 public:
   MmaGemmKernel(KernelBuilder &kb, Emulation emulate, const GemmProblem &p)
-      : kb(kb), b(kb.builder()), loc(kb.location()), emulate(emulate), block(kb, emulate, kThreads),
-        p(p), mma(kb, cast<MemRefType>(p.lhs.getType()).getElementType()) {}
+      : kb(kb), b(kb.builder()), loc(kb.location()), emulate(emulate), tile(tileFor(p.m, p.n)),
+        warpRows(tile / kWarpsM), tilesM(warpRows / kMmaM), tilesN(kWarpCols / kMmaN),
+        threads(kWarpsM * (tile / kWarpCols) * kWarpSize), block(kb, emulate, threads), p(p),
+        mma(kb, cast<MemRefType>(p.lhs.getType()).getElementType()), lhs(p.lhs, p.transposeA, tile),
+        rhs(p.rhs, !p.transposeB, tile) {
+    assert(slots(lhs) * threads * kVector == lhs.rows * lhs.cols && "whole vectors per thread");
+  }
 
   Value emit() {
-    SmallVector<int64_t> stageShape = {kTile, kSharedRow};
-    Type i32 = b.getI32Type();
-    block.forEachBlock({llvm::divideCeilSigned(p.n, kTile), llvm::divideCeilSigned(p.m, kTile), 1},
-                       {stageShape, stageShape},
+    block.forEachBlock({llvm::divideCeilSigned(p.n, tile), llvm::divideCeilSigned(p.m, tile), 1},
+                       {lhs.sharedShape(), rhs.sharedShape()},
                        [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
-                         emitBlock(kb.muli(ids[1], kTile), kb.muli(ids[0], kTile), shared[0],
+                         emitBlock(kb.muli(ids[1], tile), kb.muli(ids[0], tile), shared[0],
                                    shared[1]);
                        },
-                       {i32, i32});
+                       {b.getI16Type(), b.getI16Type()});
     return kb.asTensor(p.out);
   }
 
 private:
-  /// matrix[i][j] of a [rows, cols] matrix as its 16 bits, 0 outside it.
-  Value bitsOrZero(Value matrix, Value i, Value j, int64_t rows, int64_t cols) {
-    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(mma.narrowType()));
-    return mma.bits(loadInside(kb, matrix, i, j, rows, cols, zero));
+  int64_t slots(const Factor &f) const { return f.rows * f.cols / kVector / threads; }
+
+  /// Thread t's place: the first row and column of its warp's part of the
+  /// block tile, its lane, and the lane's group g and index q in the group.
+  struct Lane {
+    Value warpRow, warpCol, lane, group, inGroup;
+  };
+  Lane laneOf(Value t) {
+    Value warp = kb.divui(t, kWarpSize), lane = kb.remui(t, kWarpSize);
+    auto [group, inGroup] = mma.laneCoordinates(lane);
+    int64_t warpsN = tile / kWarpCols;
+    return {kb.muli(kb.divui(warp, warpsN), warpRows), kb.muli(kb.remui(warp, warpsN), kWarpCols),
+            lane, group, inGroup};
+  }
+  /// Row and column of the block tile of accumulator r of MMA tile (mi, ni).
+  Value accumulatorRow(const Lane &lane, int64_t mi, int64_t r) {
+    return kb.addi(lane.warpRow, kb.addi(mma.accumulatorRow(lane.group, r), kb.index(mi * kMmaM)));
+  }
+  Value accumulatorCol(const Lane &lane, int64_t ni, int64_t r) {
+    return kb.addi(lane.warpCol,
+                   kb.addi(mma.accumulatorCol(lane.inGroup, r), kb.index(ni * kMmaN)));
+  }
+  void forEachAccumulator(function_ref<void(int64_t, int64_t, int64_t)> body) {
+    for (int64_t mi = 0; mi < tilesM; ++mi)
+      for (int64_t ni = 0; ni < tilesN; ++ni)
+        for (int64_t r = 0; r < kAccumulators; ++r)
+          body(mi, ni, r);
   }
 
-  void emitBlock(Value row0, Value col0, Value aStage, Value bStage) {
-    Value acc = block.privateArray({kTilesM, kTilesN, kAccumulators});
-    auto forEachAccumulator = [&](function_ref<void(int64_t, int64_t, int64_t)> body) {
-      for (int64_t mi = 0; mi < kTilesM; ++mi)
-        for (int64_t ni = 0; ni < kTilesN; ++ni)
-          for (int64_t r = 0; r < kAccumulators; ++r)
-            body(mi, ni, r);
-    };
+  void emitBlock(Value row0, Value col0, Value aTiles, Value bTiles) {
+    Value acc = block.privateArray({tilesM, tilesN, kAccumulators});
     auto accIndices = [&](Value t, int64_t mi, int64_t ni, int64_t r) {
       return block.at(t, {kb.index(mi), kb.index(ni), kb.index(r)});
     };
-    // Each thread writes only its own accumulators: no barrier.
-    block.phase(
-        [&](Value t) {
-          forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
-            kb.store(kb.f32(0.0), acc, accIndices(t, mi, ni, r));
-          });
-        },
-        /*barrier=*/false);
+    Value aAhead = block.privateArray({slots(lhs)}, bitsType());
+    Value bAhead = block.privateArray({slots(rhs)}, bitsType());
+    Value aligned;
+    if (readsVectors(lhs) && readsVectors(rhs))
+      aligned = arith::AndIOp::create(b, loc, mma.vectorsAligned(lhs.matrix, 1),
+                                      mma.vectorsAligned(rhs.matrix, 1));
+    auto loadAhead = [&](Value t, Value k0) {
+      loadStage(t, lhs, row0, k0, aAhead, aligned);
+      loadStage(t, rhs, col0, k0, bAhead, aligned);
+    };
+    auto storeAhead = [&](Value t, Value buffer) {
+      storeStage(t, lhs, aAhead, aTiles, buffer);
+      storeStage(t, rhs, bAhead, bTiles, buffer);
+    };
 
-    kb.forLoop(kb.index(0), kb.index(llvm::divideCeilSigned(p.k, kDepth)), 1, [&](Value stage) {
-      Value k0 = kb.muli(stage, kDepth);
-      block.phase([&](Value t) { emitStageLoad(t, row0, col0, k0, aStage, bStage); });
+    block.phase([&](Value t) {
+      forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
+        kb.store(kb.f32(0.0), acc, accIndices(t, mi, ni, r));
+      });
+      loadAhead(t, kb.index(0));
+      storeAhead(t, kb.index(0));
+    });
+
+    int64_t stages = llvm::divideCeilSigned(p.k, kDepth);
+    kb.forLoop(kb.index(0), kb.index(stages), 1, [&](Value stage) {
+      Value next = kb.addi(stage, kb.index(1));
+      Value hasNext = kb.below(next, stages);
       block.phase([&](Value t) {
+        kb.ifThen(hasNext, [&] { loadAhead(t, kb.muli(next, kDepth)); });
         SmallVector<Value> sums;
         forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
           sums.push_back(kb.load(acc, accIndices(t, mi, ni, r)));
         });
         Lane lane = laneOf(t);
+        Value buffer = kb.remui(stage, 2);
         SmallVector<Value> updated = emulate == Emulation::None
-                                         ? multiplyOnTensorCores(lane, aStage, bStage, sums)
-                                         : multiplyEmulated(lane, aStage, bStage, sums);
+                                         ? multiplyOnTensorCores(lane, aTiles, bTiles, buffer, sums)
+                                         : multiplyEmulated(lane, aTiles, bTiles, buffer, sums);
         int64_t i = 0;
         forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
           kb.store(updated[i++], acc, accIndices(t, mi, ni, r));
         });
+        kb.ifThen(hasNext, [&] { storeAhead(t, kb.remui(next, 2)); });
       });
     });
 
@@ -126,48 +195,121 @@ private:
         /*barrier=*/false);
   }
 
-  /// A thread's place in the block: the first row and column of its warp's
-  /// 32 x 32 quarter, and its lane's group g and index q in the group.
-  struct Lane {
-    Value warpRow, warpCol, group, inGroup;
-  };
-  Lane laneOf(Value t) {
-    Value warp = kb.divui(t, kWarpSize);
-    auto [group, inGroup] = mma.laneCoordinates(kb.remui(t, kWarpSize));
-    return {kb.muli(kb.divui(warp, 2), kWarpTile), kb.muli(kb.remui(warp, 2), kWarpTile), group,
-            inGroup};
-  }
-  /// Row of the block tile of accumulator r of MMA tile row mi.
-  Value accumulatorRow(const Lane &lane, int64_t mi, int64_t r) {
-    return kb.addi(lane.warpRow, kb.addi(mma.accumulatorRow(lane.group, r), kb.index(mi * kMmaM)));
-  }
-  Value accumulatorCol(const Lane &lane, int64_t ni, int64_t r) {
-    return kb.addi(lane.warpCol,
-                   kb.addi(mma.accumulatorCol(lane.inGroup, r), kb.index(ni * kMmaN)));
+  /// Whether a factor's rows are whole 16-byte vectors of the MMA's type.
+  bool readsVectors(const Factor &f) const {
+    return f.innerExtent % kVector == 0 &&
+           cast<MemRefType>(f.matrix.getType()).getElementType() == mma.narrowType();
   }
 
-  SmallVector<Value> multiplyOnTensorCores(const Lane &lane, Value aStage, Value bStage,
-                                           ArrayRef<Value> sums) {
+  /// Calls `body(slot, outer, inner)` for thread t's vectors of factor f's
+  /// stage at k0 of the block whose first row (A) or column (B) is mn0:
+  /// elements (outer, inner) to (outer, inner + 7) of the matrix.
+  /// Consecutive threads take consecutive vectors of a row.
+  void forEachVector(Value t, const Factor &f, Value mn0, Value k0,
+                     function_ref<void(int64_t, Value, Value, Value, Value)> body) {
+    auto [outer0, inner0] = f.kRows ? std::pair(k0, mn0) : std::pair(mn0, k0);
+    int64_t chunks = f.cols / kVector;
+    for (int64_t slot = 0; slot < slots(f); ++slot) {
+      Value i = kb.addi(t, kb.index(slot * threads));
+      Value row = kb.divui(i, chunks), col = kb.muli(kb.remui(i, chunks), kVector);
+      body(slot, row, col, kb.addi(outer0, row), kb.addi(inner0, col));
+    }
+  }
+
+  /// A 16-byte vector as bits, the elements of the shared tiles: emulated,
+  /// x86 code generation lowers bf16 vectors passed around through
+  /// conversions (to a libgcc function ours lacks).
+  VectorType bitsType() { return VectorType::get({kVector}, b.getI16Type()); }
+
+  /// Thread t's vectors of factor f's stage at k0 into its array `ahead`:
+  /// 16 bytes per load where `aligned` (null: never), else element by
+  /// element; 0 outside the matrix.
+  void loadStage(Value t, const Factor &f, Value mn0, Value k0, Value ahead, Value aligned) {
+    auto vectorType = VectorType::get({kVector}, mma.narrowType());
+    Type elementType = cast<MemRefType>(f.matrix.getType()).getElementType();
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
+    auto byElements = [&] {
+      forEachVector(t, f, mn0, k0, [&](int64_t slot, Value, Value, Value outer, Value inner) {
+        SmallVector<Value> elements;
+        for (int64_t e = 0; e < kVector; ++e) {
+          Value value = loadInside(kb, f.matrix, outer, kb.addi(inner, kb.index(e)), f.outerExtent,
+                                   f.innerExtent, zero);
+          elements.push_back(value.getType() == mma.narrowType() ? mma.bits(value)
+                                                                 : mma.roundedBits(value));
+        }
+        kb.store(vector::FromElementsOp::create(b, loc, bitsType(), elements), ahead,
+                 block.at(t, {kb.index(slot)}));
+      });
+    };
+    if (!aligned)
+      return byElements();
+    kb.ifThenElse(
+        aligned,
+        [&] {
+          forEachVector(t, f, mn0, k0, [&](int64_t slot, Value, Value, Value outer, Value inner) {
+            // Inside or wholly outside: the inner extent is a multiple of 8.
+            Value inside = insideMatrix(kb, outer, inner, f.outerExtent, f.innerExtent);
+            Value value = vector::LoadOp::create(
+                b, loc, vectorType, f.matrix,
+                ValueRange{kb.mini(outer, kb.index(f.outerExtent - 1)),
+                           kb.mini(inner, kb.index(f.innerExtent - kVector))},
+                /*nontemporal=*/false, llvm::Align(2 * kVector));
+            value = vector::BitCastOp::create(b, loc, bitsType(), value);
+            Value zeros = arith::ConstantOp::create(b, loc, b.getZeroAttr(bitsType()));
+            kb.store(kb.select(inside, value, zeros), ahead, block.at(t, {kb.index(slot)}));
+          });
+        },
+        byElements);
+  }
+
+  /// ... and from it into shared buffer `buffer` of factor f's tiles.
+  void storeStage(Value t, const Factor &f, Value ahead, Value tiles, Value buffer) {
+    forEachVector(t, f, kb.index(0), kb.index(0),
+                  [&](int64_t slot, Value row, Value col, Value, Value) {
+                    vector::StoreOp::create(b, loc, kb.load(ahead, block.at(t, {kb.index(slot)})),
+                                            tiles, ValueRange{buffer, row, col},
+                                            /*nontemporal=*/false, llvm::Align(2 * kVector));
+                  });
+  }
+
+  /// The words of fragments of factor f at (mn0, k0) of a buffer, 16 x 16
+  /// along (M or N, K): four 8 x 8 matrices, matrix i at (mnOffset(i),
+  /// kOffset(i)) from there.
+  SmallVector<Value> fragments(const Lane &lane, const Factor &f, Value tiles, Value buffer,
+                               Value mn0, Value k0, function_ref<Value(Value)> mnOffset,
+                               function_ref<Value(Value)> kOffset) {
+    Value matrix = kb.divui(lane.lane, 8), matrixRow = kb.remui(lane.lane, 8);
+    Value mn = kb.addi(mn0, mnOffset(matrix)), k = kb.addi(k0, kOffset(matrix));
+    // Lane l addresses row l % 8 of its matrix: along K in a [K, M|N] tile.
+    if (f.kRows)
+      k = kb.addi(k, matrixRow);
+    else
+      mn = kb.addi(mn, matrixRow);
+    return mma.loadMatrices(tiles, f.at(buffer, mn, k), 4, /*transposed=*/f.kRows);
+  }
+
+  SmallVector<Value> multiplyOnTensorCores(const Lane &lane, Value aTiles, Value bTiles,
+                                           Value buffer, ArrayRef<Value> sums) {
     SmallVector<Value> result(sums);
+    auto low = [&](Value i) { return kb.muli(kb.remui(i, 2), 8); };
+    auto high = [&](Value i) { return kb.muli(kb.divui(i, 2), 8); };
     for (int64_t step = 0; step < kDepth / kMmaK; ++step) {
-      auto word = [&](Value stageBuffer, Value row, int64_t offset) {
-        Value column = kb.addi(lane.inGroup, kb.index(step * kMmaK / 2 + offset));
-        return kb.load(stageBuffer, {row, column});
-      };
+      Value k0 = kb.index(step * kMmaK);
+      // A registers 0-3: rows 0-7 and 8-15 at K 0-7, then at K 8-15.
       SmallVector<SmallVector<Value>> aFragments, bFragments;
-      for (int64_t mi = 0; mi < kTilesM; ++mi) {
-        Value top = kb.addi(lane.warpRow, kb.addi(lane.group, kb.index(mi * kMmaM)));
-        Value bottom = kb.addi(top, kb.index(8));
-        aFragments.push_back({word(aStage, top, 0), word(aStage, bottom, 0), word(aStage, top, 4),
-                              word(aStage, bottom, 4)});
+      for (int64_t mi = 0; mi < tilesM; ++mi)
+        aFragments.push_back(fragments(lane, lhs, aTiles, buffer,
+                                       kb.addi(lane.warpRow, kb.index(mi * kMmaM)), k0, low, high));
+      // B registers 0-1 of a column tile: K 0-7, 8-15; two tiles per load.
+      for (int64_t ni = 0; ni < tilesN; ni += 2) {
+        SmallVector<Value> words = fragments(
+            lane, rhs, bTiles, buffer, kb.addi(lane.warpCol, kb.index(ni * kMmaN)), k0, high, low);
+        bFragments.push_back({words[0], words[1]});
+        bFragments.push_back({words[2], words[3]});
       }
-      for (int64_t ni = 0; ni < kTilesN; ++ni) {
-        Value col = kb.addi(lane.warpCol, kb.addi(lane.group, kb.index(ni * kMmaN)));
-        bFragments.push_back({word(bStage, col, 0), word(bStage, col, 4)});
-      }
-      for (int64_t mi = 0; mi < kTilesM; ++mi) {
-        for (int64_t ni = 0; ni < kTilesN; ++ni) {
-          int64_t first = (mi * kTilesN + ni) * kAccumulators;
+      for (int64_t mi = 0; mi < tilesM; ++mi) {
+        for (int64_t ni = 0; ni < tilesN; ++ni) {
+          int64_t first = (mi * tilesN + ni) * kAccumulators;
           SmallVector<Value> updated = mma.multiply(
               aFragments[mi], bFragments[ni], ArrayRef<Value>(result).slice(first, kAccumulators));
           llvm::copy(updated, result.begin() + first);
@@ -177,64 +319,41 @@ private:
     return result;
   }
 
-  SmallVector<Value> multiplyEmulated(const Lane &lane, Value aStage, Value bStage,
+  SmallVector<Value> multiplyEmulated(const Lane &lane, Value aTiles, Value bTiles, Value buffer,
                                       ArrayRef<Value> sums) {
     SmallVector<Value> rows, cols;
-    for (int64_t mi = 0; mi < kTilesM; ++mi)
-      for (int64_t ni = 0; ni < kTilesN; ++ni)
-        for (int64_t r = 0; r < kAccumulators; ++r) {
-          rows.push_back(accumulatorRow(lane, mi, r));
-          cols.push_back(accumulatorCol(lane, ni, r));
-        }
+    forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
+      rows.push_back(accumulatorRow(lane, mi, r));
+      cols.push_back(accumulatorCol(lane, ni, r));
+    });
+    auto widen = [&](Value bits) {
+      Value x = arith::BitcastOp::create(b, loc, mma.narrowType(), bits);
+      return arith::ExtFOp::create(b, loc, b.getF32Type(), x);
+    };
     ValueRange updated =
-        kb.forLoop(kb.index(0), kb.index(kWords), 1, sums,
-                   [&](Value w, ValueRange carried) -> SmallVector<Value> {
-                     SmallVector<Value> next;
-                     for (auto [i, sum] : llvm::enumerate(carried)) {
-                       auto [aLow, aHigh] = mma.unpack(kb.load(aStage, {rows[i], w}));
-                       auto [bLow, bHigh] = mma.unpack(kb.load(bStage, {cols[i], w}));
-                       next.push_back(kb.fma(aHigh, bHigh, kb.fma(aLow, bLow, sum)));
-                     }
-                     return next;
-                   });
+        kb.forLoop(kb.index(0), kb.index(kDepth), 1, sums, [&](Value k, ValueRange carried) {
+          SmallVector<Value> next;
+          for (auto [i, sum] : llvm::enumerate(carried)) {
+            Value x = widen(kb.load(aTiles, lhs.at(buffer, rows[i], k)));
+            Value y = widen(kb.load(bTiles, rhs.at(buffer, cols[i], k)));
+            next.push_back(kb.fma(x, y, sum));
+          }
+          return next;
+        });
     return SmallVector<Value>(updated);
-  }
-
-  /// Thread t's share of the stage at k0: the words of A[row0.., k0..] into
-  /// aStage[row][word] and of B[k0.., col0..] into bStage[col][word].
-  /// Consecutive threads take consecutive words along K where K is the
-  /// contiguous dimension of an operand, else consecutive rows/columns.
-  void emitStageLoad(Value t, Value row0, Value col0, Value k0, Value aStage, Value bStage) {
-    for (int64_t r = 0; r < kTile * kWords / kThreads; ++r) {
-      Value word = kb.addi(t, kb.index(r * kThreads));
-      auto alongK = [&] { return std::pair(kb.divui(word, kWords), kb.remui(word, kWords)); };
-      auto acrossK = [&] { return std::pair(kb.remui(word, kTile), kb.divui(word, kTile)); };
-      // Elements (i, k0 + 2w) and (i, k0 + 2w + 1) of a tile x depth
-      // operand, or their transposes.
-      auto load = [&](Value matrix, bool kMajor, Value i, Value w, int64_t extent) {
-        Value depth = kb.addi(k0, kb.muli(w, 2));
-        Value next = kb.addi(depth, kb.index(1));
-        if (kMajor)
-          return mma.pack(bitsOrZero(matrix, depth, i, p.k, extent),
-                          bitsOrZero(matrix, next, i, p.k, extent));
-        return mma.pack(bitsOrZero(matrix, i, depth, extent, p.k),
-                        bitsOrZero(matrix, i, next, extent, p.k));
-      };
-
-      auto [row, aWord] = p.transposeA ? acrossK() : alongK();
-      kb.store(load(p.lhs, p.transposeA, kb.addi(row0, row), aWord, p.m), aStage, {row, aWord});
-      auto [col, bWord] = p.transposeB ? alongK() : acrossK();
-      kb.store(load(p.rhs, !p.transposeB, kb.addi(col0, col), bWord, p.n), bStage, {col, bWord});
-    }
   }
 
   KernelBuilder &kb;
   OpBuilder &b;
   Location loc;
   Emulation emulate;
+  /// The block tile's rows (and columns), a warp's rows, its MMA tiles
+  /// along M and N, and the block's threads.
+  int64_t tile, warpRows, tilesM, tilesN, threads;
   ThreadBlockBuilder block;
   const GemmProblem &p;
   MmaBuilder mma;
+  Factor lhs, rhs;
 };
 
 } // namespace

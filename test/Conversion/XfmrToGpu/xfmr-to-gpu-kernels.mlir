@@ -223,33 +223,49 @@ func.func @backward(%q: tensor<1x150x2x32xf32>, %o: tensor<1x150x2x32xf32>, %lse
 
 // A product of widened bf16 values (what xfmr-compute-in-f32 makes of a bf16
 // linear) reads the bf16 factors and multiplies on tensor cores: C [80, 130]
-// in 3 x 2 blocks of 4 warps; A and B^T stages of 64 x 20 words (two K
-// elements each) in shared memory; K = 70 in 3 stages; per stage and warp
-// 2 steps of 2 x 4 MMAs on 32 private accumulators; the f32 bias after.
-// CHECK-DAG: memref.global "private" @__xfmr_shared : memref<64x20xi32, #gpu.address_space<workgroup>>
-// CHECK-DAG: memref.global "private" @__xfmr_shared_0 : memref<64x20xi32, #gpu.address_space<workgroup>>
+// in 3 x 2 blocks of 64 x 64, 4 warps of 32 x 32; A and B^T staged as they
+// lie (rows along M / N of 32 K elements, plus 8 of padding), two buffers
+// each, as 16-bit words; K = 70 (not whole 16-byte vectors) element by
+// element into vectors in registers. Stage 0 staged before the loop; per
+// stage the next one loaded into registers, then per 16 of K the A
+// fragments (2) and B fragments (2 x 2 tiles) by ldmatrix and 2 x 4 MMAs on
+// 32 private accumulators, then the registers stored to the other buffer
+// and one barrier; the f32 bias after.
+// CHECK-DAG: memref.global "private" @__xfmr_shared : memref<2x64x40xi16, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.global "private" @__xfmr_shared_0 : memref<2x64x40xi16, #gpu.address_space<workgroup>>
 // CHECK-LABEL: func.func @mma
 // CHECK-SAME: (%[[X:.*]]: tensor<80x70xbf16>, %[[W:.*]]: tensor<130x70xbf16>, %[[B:.*]]: tensor<130xf32>)
 // CHECK-NOT: arith.extf %[[X]]
 // CHECK: %[[BIAS:.*]] = bufferization.to_buffer %[[B]]
 // CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c3, %{{.*}} = %c2, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1)
 // CHECK: memref.alloca() : memref<2x4x4xf32>
-// CHECK: scf.for %{{.*}} = %c0 to %c3 step %c1
+// CHECK: %[[AHEAD:.*]] = memref.alloca() : memref<2xvector<8xi16>>
+// CHECK-NOT: vector.load
 // CHECK: arith.bitcast %{{.*}} : bf16 to i16
-// CHECK: arith.shli
-// CHECK: memref.store %{{.*}}, %{{.*}} : memref<64x20xi32, #gpu.address_space<workgroup>>
+// CHECK: %[[WORDS:.*]] = vector.from_elements {{.*}} : vector<8xi16>
+// CHECK: memref.store %[[WORDS]], %[[AHEAD]]
+// CHECK: vector.store %{{.*}}, %{{.*}}[%c0, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<2x64x40xi16, #gpu.address_space<workgroup>>, vector<8xi16>
 // CHECK: gpu.barrier
-// CHECK-COUNT-16: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: scf.for %{{.*}} = %c0 to %c3 step %c1
+// CHECK: scf.if
+// CHECK: vector.from_elements
+// CHECK-COUNT-4: nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>
+// CHECK-COUNT-8: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK-COUNT-4: nvvm.ldmatrix
+// CHECK-COUNT-8: nvvm.mma.sync
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: scf.if
+// CHECK: vector.store
 // CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
 // CHECK: memref.load %[[BIAS]]
 // CHECK: gpu.terminator
 //
 // Emulated: the same staging; each thread's accumulators are dot products
-// of the unpacked shared words.
+// over K of the shared tiles' elements.
 // EMU-LABEL: func.func @mma
 // EMU-NOT: nvvm.
 // EMU: memref.alloc() {alignment = 64 : i64} : memref<128x2x4x4xf32>
-// EMU: arith.trunci %{{.*}} : i32 to i16
 // EMU: arith.bitcast %{{.*}} : i16 to bf16
 // EMU: math.fma
 // EMU-NOT: nvvm.
@@ -264,8 +280,21 @@ func.func @mma(%x: tensor<80x70xbf16>, %w: tensor<130x70xbf16>, %b: tensor<130xf
 
 // -----
 
-// f16 operands are f16x2 vectors; A transposed is staged across K.
+// f16 operands are f16x2 vectors. A transposed ([K, M]) and B ([K, N]) are
+// staged with their rows along K, 16 bytes at a time where a run-time check
+// finds them aligned (else element by element), and give their fragments by
+// ldmatrix.trans.
+// CHECK-DAG: memref.global "private" @__xfmr_shared : memref<2x32x72xi16, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.global "private" @__xfmr_shared_0 : memref<2x32x72xi16, #gpu.address_space<workgroup>>
 // CHECK-LABEL: func.func @mma_f16_transposed
+// CHECK: gpu.launch
+// CHECK: memref.extract_aligned_pointer_as_index
+// CHECK: scf.if %{{.*}} {
+// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<32x48xf16, strided<[?, 1], offset: ?>>, vector<8xf16>
+// CHECK: vector.bitcast %{{.*}} : vector<8xf16> to vector<8xi16>
+// CHECK: } else {
+// CHECK: vector.from_elements
+// CHECK: nvvm.ldmatrix %{{.*}} {{{.*}}layout = #nvvm.mma_layout<col>, num = 4 : i32{{.*}}}
 // CHECK: llvm.bitcast %{{.*}} : i32 to vector<2xf16>
 // CHECK: nvvm.mma.sync {{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 func.func @mma_f16_transposed(%a: tensor<32x48xf16>, %m: tensor<32x16xf16>) -> tensor<48x16xf32> {
