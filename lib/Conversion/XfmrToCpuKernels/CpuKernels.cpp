@@ -21,7 +21,8 @@ class CpuKernelSet : public KernelSet {
 public:
   using KernelSet::KernelSet;
   Value gemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB, Value bias,
-             Value residual, Activation activation) const override {
+             Value residual, Activation activation, Type resultType) const override {
+    assert(resultType.isF32() && "the CPU kernels write f32");
     return emitGemm(kb, a, transposeA, b, transposeB, bias, residual, activation);
   }
   Value softmaxRows(KernelBuilder &kb, Value x) const override { return emitSoftmaxRows(kb, x); }

@@ -169,6 +169,13 @@ void KernelBuilder::store(Value value, Value buffer, ValueRange indices) {
   memref::StoreOp::create(b, loc, value, buffer, indices);
 }
 
+void KernelBuilder::storeRounded(Value value, Value buffer, ValueRange indices) {
+  Type type = cast<MemRefType>(buffer.getType()).getElementType();
+  if (type != value.getType())
+    value = arith::TruncFOp::create(b, loc, type, value);
+  store(value, buffer, indices);
+}
+
 Value KernelBuilder::loadVector(Value buffer, ValueRange indices, int64_t valid, double padding,
                                 int64_t lanes) {
   VectorType type = vectorType(lanes);

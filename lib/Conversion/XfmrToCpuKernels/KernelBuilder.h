@@ -100,6 +100,9 @@ public:
 
   mlir::Value load(mlir::Value buffer, mlir::ValueRange indices);
   void store(mlir::Value value, mlir::Value buffer, mlir::ValueRange indices);
+  /// Stores an f32 value rounded to the element type of `buffer` (f32,
+  /// bf16 or f16).
+  void storeRounded(mlir::Value value, mlir::Value buffer, mlir::ValueRange indices);
   /// A vector of `lanes` from `buffer` at `indices` along the last dim;
   /// `valid` < lanes loads only the first `valid` lanes (others `padding`).
   mlir::Value loadVector(mlir::Value buffer, mlir::ValueRange indices, int64_t valid = -1,

@@ -57,6 +57,37 @@ template <typename OpTy> struct KernelPattern : OpRewritePattern<OpTy> {
     return narrow;
   }
 
+  /// The arith.truncf to bf16 or f16 that is the one use of an f32
+  /// `result`, when the kernels write narrow results: the kernel then
+  /// writes its values so rounded (the same values) in place of both.
+  arith::TruncFOp roundingUse(Value result) const {
+    if (!kernels.multipliesNarrowFloats() || !result.hasOneUse())
+      return {};
+    auto round = dyn_cast<arith::TruncFOp>(*result.getUsers().begin());
+    if (!round || round.getRoundingmodeAttr())
+      return {};
+    Type type = getElementTypeOrSelf(round.getType());
+    return type.isBF16() || type.isF16() ? round : arith::TruncFOp();
+  }
+
+  /// Replaces `result` of `op` by the kernel's `value`, or, when its
+  /// rounding use `round` is given, that use.
+  void replaceResult(PatternRewriter &rewriter, Value result, arith::TruncFOp round,
+                     Value value) const {
+    if (round)
+      result = round.getResult();
+    value = lowering::reshapeTensor(rewriter, result.getLoc(), value,
+                                    cast<RankedTensorType>(result.getType()));
+    rewriter.replaceAllUsesWith(result, value);
+    if (round)
+      rewriter.eraseOp(round);
+  }
+
+  /// The element type of a kernel result for an f32 `result`.
+  static Type resultType(Value result, arith::TruncFOp round) {
+    return getElementTypeOrSelf(round ? round.getType() : result.getType());
+  }
+
   const KernelSet &kernels;
 };
 
@@ -70,9 +101,12 @@ struct FusedLinearKernel : KernelPattern<FusedLinearOp> {
     Value residual = op.getResidual() ? asMatrix(rewriter, loc, op.getResidual()) : Value();
     SmallVector<Value> narrow = factors({op.getInput(), op.getWeight()});
     Value input = narrow[0], weight = narrow[1];
+    arith::TruncFOp round = roundingUse(op.getResult());
     Value c = kernels.gemm(kb, asMatrix(rewriter, loc, input), /*transposeA=*/false, weight,
-                           op.getTransposeWeight(), op.getBias(), residual, op.getActivation());
-    rewriter.replaceOp(op, lowering::reshapeTensor(rewriter, loc, c, op.getType()));
+                           op.getTransposeWeight(), op.getBias(), residual, op.getActivation(),
+                           resultType(op.getResult(), round));
+    replaceResult(rewriter, op.getResult(), round, c);
+    rewriter.eraseOp(op);
     return success();
   }
 };
@@ -89,9 +123,11 @@ struct MatmulKernel : KernelPattern<MatmulOp> {
     SmallVector<Value> narrow = factors({op.getLhs(), op.getRhs()});
     Value lhs = narrow[0], rhs = narrow[1];
     Value a = transposeA ? lhs : asMatrix(rewriter, loc, lhs);
+    arith::TruncFOp round = roundingUse(op.getResult());
     Value c = kernels.gemm(kb, a, transposeA, rhs, op.getTransposeRhs(), Value(), Value(),
-                           Activation::none);
-    rewriter.replaceOp(op, lowering::reshapeTensor(rewriter, loc, c, op.getType()));
+                           Activation::none, resultType(op.getResult(), round));
+    replaceResult(rewriter, op.getResult(), round, c);
+    rewriter.eraseOp(op);
     return success();
   }
 };
@@ -104,14 +140,15 @@ struct FusedAttentionKernel : KernelPattern<FusedAttentionOp> {
     KernelBuilder kb = builder(rewriter, op);
     AttentionOperands in =
         attentionOperands(kb, op, factors({op.getQuery(), op.getKey(), op.getValue()}));
-    Type f32 = rewriter.getF32Type();
-    in.out = kb.allocate(shapeOf(op.getResult()), f32);
-    SmallVector<Value> results = {in.out};
+    arith::TruncFOp round = roundingUse(op.getResult());
+    in.out = kb.allocate(shapeOf(op.getResult()), resultType(op.getResult(), round));
     if (Value lse = op.getLogsumexp())
-      results.push_back(in.lse = kb.allocate(shapeOf(lse), f32));
+      in.lse = kb.allocate(shapeOf(lse), rewriter.getF32Type());
     kernels.attention(kb, in);
-    rewriter.replaceOp(
-        op, llvm::map_to_vector(results, [&](Value buffer) { return kb.asTensor(buffer); }));
+    replaceResult(rewriter, op.getResult(), round, kb.asTensor(in.out));
+    if (Value lse = op.getLogsumexp())
+      rewriter.replaceAllUsesWith(lse, kb.asTensor(in.lse));
+    rewriter.eraseOp(op);
     return success();
   }
 };

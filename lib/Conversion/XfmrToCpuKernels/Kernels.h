@@ -137,11 +137,16 @@ public:
 
   /// Whether gemm() also takes bf16 or f16 A and B (accumulating in f32),
   /// and attention() bf16 or f16 q, k and v: a product (an attention) of
-  /// widened narrow values is then given the narrow ones.
+  /// widened narrow values is then given the narrow ones. And whether they
+  /// also write bf16 or f16 results (rounded from f32 as they are stored):
+  /// a product (an attention) whose one use rounds it then writes the
+  /// rounded values itself.
   virtual bool multipliesNarrowFloats() const { return false; }
+  /// C = activation(A B + bias) + residual, C of `resultType` (f32 unless
+  /// multipliesNarrowFloats()).
   virtual mlir::Value gemm(KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Value b,
                            bool transposeB, mlir::Value bias, mlir::Value residual,
-                           Activation activation) const = 0;
+                           Activation activation, mlir::Type resultType) const = 0;
   virtual mlir::Value softmaxRows(KernelBuilder &kb, mlir::Value x) const = 0;
   virtual std::pair<mlir::Value, mlir::Value> layerNormRows(KernelBuilder &kb, mlir::Value x,
                                                             mlir::Value residual, mlir::Value gamma,

@@ -98,8 +98,8 @@ private:
             Value empty = kb.equals(l, 0.0);
             Value inverse = kb.select(empty, kb.f32(0.0), kb.div(kb.f32(1.0), l));
             forHeadDim([&](Value c) {
-              kb.store(kb.mul(kb.load(acc, block.at(t, {c})), inverse), in.out,
-                       in.at(bi, row, hi, c));
+              kb.storeRounded(kb.mul(kb.load(acc, block.at(t, {c})), inverse), in.out,
+                              in.at(bi, row, hi, c));
             });
             if (in.lse) {
               Value lse = kb.add(kb.load(max, block.at(t, {zero})), kb.log(l));

@@ -156,7 +156,7 @@ private:
 } // namespace
 
 GemmProblem::GemmProblem(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB,
-                         Value bias, Value residual, Activation activation)
+                         Value bias, Value residual, Activation activation, Type resultType)
     : lhs(kb.readBuffer(a)), rhs(kb.readBuffer(b)), bias(bias ? kb.readBuffer(bias) : Value()),
       residual(residual ? kb.readBuffer(residual) : Value()), transposeA(transposeA),
       transposeB(transposeB), activation(activation) {
@@ -164,7 +164,7 @@ GemmProblem::GemmProblem(KernelBuilder &kb, Value a, bool transposeA, Value b, b
   m = aType.getDimSize(transposeA ? 1 : 0);
   k = aType.getDimSize(transposeA ? 0 : 1);
   n = cast<RankedTensorType>(b.getType()).getDimSize(transposeB ? 0 : 1);
-  out = kb.allocate({m, n}, kb.builder().getF32Type());
+  out = kb.allocate({m, n}, resultType);
 }
 
 void GemmProblem::store(KernelBuilder &kb, Value sum, Value row, Value col) const {
@@ -173,7 +173,7 @@ void GemmProblem::store(KernelBuilder &kb, Value sum, Value row, Value col) cons
     value = lowering::buildActivation(kb.builder(), kb.location(), activation, value);
     if (residual)
       value = kb.add(value, kb.load(residual, {row, col}));
-    kb.store(value, out, {row, col});
+    kb.storeRounded(value, out, {row, col});
   });
 }
 

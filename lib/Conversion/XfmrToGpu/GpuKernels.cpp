@@ -27,8 +27,9 @@ public:
 
   bool multipliesNarrowFloats() const override { return true; }
   Value gemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB, Value bias,
-             Value residual, Activation activation) const override {
-    xfmr::gpu::GemmProblem problem(kb, a, transposeA, b, transposeB, bias, residual, activation);
+             Value residual, Activation activation, Type resultType) const override {
+    xfmr::gpu::GemmProblem problem(kb, a, transposeA, b, transposeB, bias, residual, activation,
+                                   resultType);
     return cast<RankedTensorType>(a.getType()).getElementType().isF32()
                ? xfmr::gpu::emitGemm(kb, problem, emulate)
                : xfmr::gpu::emitMmaGemm(kb, problem, emulate);

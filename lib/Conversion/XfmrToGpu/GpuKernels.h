@@ -53,13 +53,14 @@ mlir::Value insideMatrix(cpu::KernelBuilder &kb, mlir::Value i, mlir::Value j, i
 
 /// C = activation(A B + bias) + residual as a GEMM kernel sees it: A
 /// [m, k] (or [k, m] transposed), B [k, n] (or [n, k]) as buffers, and the
-/// f32 result buffer C.
+/// result buffer C of `resultType` (f32, bf16 or f16).
 struct GemmProblem {
   GemmProblem(cpu::KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Value b,
-              bool transposeB, mlir::Value bias, mlir::Value residual, Activation activation);
+              bool transposeB, mlir::Value bias, mlir::Value residual, Activation activation,
+              mlir::Type resultType);
 
   /// C[row][col] = activation(sum + bias[col]) + residual[row][col], for
-  /// (row, col) inside C.
+  /// (row, col) inside C, computed in f32 and rounded to C's type.
   void store(cpu::KernelBuilder &kb, mlir::Value sum, mlir::Value row, mlir::Value col) const;
 
   mlir::Value lhs, rhs, bias, residual, out;

@@ -192,7 +192,8 @@ protected:
           for (int64_t r = half * 2; r < half * 2 + 2; ++r) {
             mlir::Value c = columnOf(lane, n, r);
             auto store = [&] {
-              kb.store(kb.mul(kb.load(acc, entry(t, n, r)), rowFactor), out, in.at(bi, row, hi, c));
+              kb.storeRounded(kb.mul(kb.load(acc, entry(t, n, r)), rowFactor), out,
+                              in.at(bi, row, hi, c));
             };
             if ((n + 1) * MmaBuilder::kN > headDim)
               kb.ifThen(kb.below(c, headDim), store);

@@ -306,6 +306,47 @@ func.func @mma_f16_transposed(%a: tensor<32x48xf16>, %m: tensor<32x16xf16>) -> t
 
 // -----
 
+// A product or attention whose one use rounds it to bf16 (what
+// xfmr-compute-in-f32 makes of a bf16 op) writes the rounded values itself:
+// no f32 result, no truncf after.
+// CHECK-LABEL: func.func @rounded
+// CHECK: gpu.launch
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: memref.store %{{.*}} : memref<80x130xbf16>
+// CHECK: gpu.launch
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: memref.store %{{.*}} : memref<1x64x2x32xbf16>
+// CHECK-NOT: arith.truncf %{{.*}} : tensor
+// CHECK: return
+func.func @rounded(%x: tensor<80x64xbf16>, %w: tensor<130x64xbf16>, %q: tensor<1x64x2x32xbf16>)
+    -> (tensor<80x130xbf16>, tensor<1x64x2x32xbf16>) {
+  %xf = arith.extf %x : tensor<80x64xbf16> to tensor<80x64xf32>
+  %wf = arith.extf %w : tensor<130x64xbf16> to tensor<130x64xf32>
+  %y = xfmr.fused_linear %xf, %wf {transpose_weight} : (tensor<80x64xf32>, tensor<130x64xf32>) -> tensor<80x130xf32>
+  %yr = arith.truncf %y : tensor<80x130xf32> to tensor<80x130xbf16>
+  %qf = arith.extf %q : tensor<1x64x2x32xbf16> to tensor<1x64x2x32xf32>
+  %a = xfmr.fused_attention %qf, %qf, %qf {causal, scale = 0.125 : f64}
+       : (tensor<1x64x2x32xf32>, tensor<1x64x2x32xf32>, tensor<1x64x2x32xf32>) -> tensor<1x64x2x32xf32>
+  %ar = arith.truncf %a : tensor<1x64x2x32xf32> to tensor<1x64x2x32xbf16>
+  return %yr, %ar : tensor<80x130xbf16>, tensor<1x64x2x32xbf16>
+}
+
+// -----
+
+// A product with another use keeps its f32 result, rounded after.
+// CHECK-LABEL: func.func @rounded_and_wide
+// CHECK: memref.store %{{.*}} : memref<80x130xf32>
+// CHECK: arith.truncf %{{.*}} : tensor<80x130xf32> to tensor<80x130xbf16>
+func.func @rounded_and_wide(%x: tensor<80x64xbf16>, %w: tensor<130x64xbf16>)
+    -> (tensor<80x130xbf16>, tensor<80x130xf32>) {
+  %xf = arith.extf %x : tensor<80x64xbf16> to tensor<80x64xf32>
+  %wf = arith.extf %w : tensor<130x64xbf16> to tensor<130x64xf32>
+  %y = xfmr.fused_linear %xf, %wf {transpose_weight} : (tensor<80x64xf32>, tensor<130x64xf32>) -> tensor<80x130xf32>
+  %yr = arith.truncf %y : tensor<80x130xf32> to tensor<80x130xbf16>
+  return %yr, %y : tensor<80x130xbf16>, tensor<80x130xf32>
+}
+// -----
+
 // bf16 attention on tensor cores (FlashAttention-2): q, k and v read narrow;
 // a block per 64 query rows and head, 4 warps (a head dim up to 64); K and V tiles staged
 // row-major in bf16, head dim 40 padded to 48 (3 MMA steps) plus 8 (banks),
