@@ -74,9 +74,12 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
       rows, 4 warps; it also writes rowsum(dO * O) for the second), then dK
       and dV (a block per 64 key rows); probabilities and score gradients
       rounded to the narrow type as factors.
-    - A product or forward attention whose one use is an `arith.truncf` to
-      bf16 or f16 (a low-precision op computed in f32) writes its values so
-      rounded itself, in place of both: no f32 result, no rounding kernel.
+    - Low-precision ops computed in f32 (`xfmr-compute-in-f32`) keep their
+      bf16/f16 values in memory: a kernel reads operands that are
+      `arith.extf` of bf16 or f16 values (a bias, a residual, a row
+      kernel's input, gamma and beta) narrow, widening them as it loads,
+      and a result whose one use is an `arith.truncf` to bf16 or f16 it
+      writes so rounded itself: no widening or rounding kernels around it.
     - `softmax` over the last axis, `layer_norm` and `fused_add_layer_norm`:
       a block per row, each thread a strided part of the row, statistics
       combined by a tree through shared memory (online max and sum for

@@ -25,9 +25,14 @@ public:
     assert(resultType.isF32() && "the CPU kernels write f32");
     return emitGemm(kb, a, transposeA, b, transposeB, bias, residual, activation);
   }
-  Value softmaxRows(KernelBuilder &kb, Value x) const override { return emitSoftmaxRows(kb, x); }
+  Value softmaxRows(KernelBuilder &kb, Value x, Type resultType) const override {
+    assert(resultType.isF32() && "the CPU kernels write f32");
+    return emitSoftmaxRows(kb, x);
+  }
   std::pair<Value, Value> layerNormRows(KernelBuilder &kb, Value x, Value residual, Value gamma,
-                                        Value beta, double epsilon) const override {
+                                        Value beta, double epsilon, Type sumType,
+                                        Type resultType) const override {
+    assert(sumType.isF32() && resultType.isF32() && "the CPU kernels write f32");
     return emitLayerNormRows(kb, x, residual, gamma, beta, epsilon);
   }
   void attention(KernelBuilder &kb, const AttentionOperands &operands) const override {

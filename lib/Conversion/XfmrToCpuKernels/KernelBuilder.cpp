@@ -169,6 +169,13 @@ void KernelBuilder::store(Value value, Value buffer, ValueRange indices) {
   memref::StoreOp::create(b, loc, value, buffer, indices);
 }
 
+Value KernelBuilder::loadWidened(Value buffer, ValueRange indices) {
+  Value value = load(buffer, indices);
+  if (value.getType().isF32())
+    return value;
+  return arith::ExtFOp::create(b, loc, b.getF32Type(), value);
+}
+
 void KernelBuilder::storeRounded(Value value, Value buffer, ValueRange indices) {
   Type type = cast<MemRefType>(buffer.getType()).getElementType();
   if (type != value.getType())

@@ -100,8 +100,10 @@ public:
 
   mlir::Value load(mlir::Value buffer, mlir::ValueRange indices);
   void store(mlir::Value value, mlir::Value buffer, mlir::ValueRange indices);
-  /// Stores an f32 value rounded to the element type of `buffer` (f32,
-  /// bf16 or f16).
+  /// buffer[indices] as f32 (bf16 and f16 values widened), and an f32
+  /// value stored rounded to the element type of `buffer` (f32, bf16 or
+  /// f16).
+  mlir::Value loadWidened(mlir::Value buffer, mlir::ValueRange indices);
   void storeRounded(mlir::Value value, mlir::Value buffer, mlir::ValueRange indices);
   /// A vector of `lanes` from `buffer` at `indices` along the last dim;
   /// `valid` < lanes loads only the first `valid` lanes (others `padding`).

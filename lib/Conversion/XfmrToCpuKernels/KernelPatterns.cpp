@@ -46,7 +46,7 @@ template <typename OpTy> struct KernelPattern : OpRewritePattern<OpTy> {
     SmallVector<Value> narrow;
     for (Value x : values) {
       auto widen = x.getDefiningOp<arith::ExtFOp>();
-      if (!kernels.multipliesNarrowFloats() || !widen)
+      if (!kernels.handlesNarrowFloats() || !widen)
         return llvm::to_vector(values);
       Type type = getElementTypeOrSelf(widen.getIn());
       if (!(type.isBF16() || type.isF16()) ||
@@ -57,11 +57,24 @@ template <typename OpTy> struct KernelPattern : OpRewritePattern<OpTy> {
     return narrow;
   }
 
+  /// An operand the kernels read on its own (a bias, a residual, a row
+  /// kernel's input): the bf16 or f16 value it widens, when the kernels
+  /// take those. Null stays null.
+  Value narrowOperand(Value x) const {
+    if (!x || !kernels.handlesNarrowFloats())
+      return x;
+    auto widen = x.getDefiningOp<arith::ExtFOp>();
+    if (!widen)
+      return x;
+    Type type = getElementTypeOrSelf(widen.getIn());
+    return type.isBF16() || type.isF16() ? widen.getIn() : x;
+  }
+
   /// The arith.truncf to bf16 or f16 that is the one use of an f32
   /// `result`, when the kernels write narrow results: the kernel then
   /// writes its values so rounded (the same values) in place of both.
   arith::TruncFOp roundingUse(Value result) const {
-    if (!kernels.multipliesNarrowFloats() || !result.hasOneUse())
+    if (!kernels.handlesNarrowFloats() || !result.hasOneUse())
       return {};
     auto round = dyn_cast<arith::TruncFOp>(*result.getUsers().begin());
     if (!round || round.getRoundingmodeAttr())
@@ -98,13 +111,15 @@ struct FusedLinearKernel : KernelPattern<FusedLinearOp> {
       return rewriter.notifyMatchFailure(op, "the GEMM kernel is f32");
     Location loc = op.getLoc();
     KernelBuilder kb = builder(rewriter, op);
-    Value residual = op.getResidual() ? asMatrix(rewriter, loc, op.getResidual()) : Value();
+    Value residual = narrowOperand(op.getResidual());
+    if (residual)
+      residual = asMatrix(rewriter, loc, residual);
     SmallVector<Value> narrow = factors({op.getInput(), op.getWeight()});
     Value input = narrow[0], weight = narrow[1];
     arith::TruncFOp round = roundingUse(op.getResult());
     Value c = kernels.gemm(kb, asMatrix(rewriter, loc, input), /*transposeA=*/false, weight,
-                           op.getTransposeWeight(), op.getBias(), residual, op.getActivation(),
-                           resultType(op.getResult(), round));
+                           op.getTransposeWeight(), narrowOperand(op.getBias()), residual,
+                           op.getActivation(), resultType(op.getResult(), round));
     replaceResult(rewriter, op.getResult(), round, c);
     rewriter.eraseOp(op);
     return success();
@@ -185,8 +200,11 @@ struct SoftmaxKernel : KernelPattern<SoftmaxOp> {
       return rewriter.notifyMatchFailure(op, "the row kernel is f32 over the last axis");
     Location loc = op.getLoc();
     KernelBuilder kb = builder(rewriter, op);
-    Value y = kernels.softmaxRows(kb, asMatrix(rewriter, loc, op.getInput()));
-    rewriter.replaceOp(op, lowering::reshapeTensor(rewriter, loc, y, op.getType()));
+    arith::TruncFOp round = roundingUse(op.getResult());
+    Value y = kernels.softmaxRows(kb, asMatrix(rewriter, loc, narrowOperand(op.getInput())),
+                                  resultType(op.getResult(), round));
+    replaceResult(rewriter, op.getResult(), round, y);
+    rewriter.eraseOp(op);
     return success();
   }
 };
@@ -198,10 +216,14 @@ struct LayerNormKernel : KernelPattern<LayerNormOp> {
       return rewriter.notifyMatchFailure(op, "the row kernel is f32");
     Location loc = op.getLoc();
     KernelBuilder kb = builder(rewriter, op);
+    arith::TruncFOp round = roundingUse(op.getResult());
     auto [sum, y] =
-        kernels.layerNormRows(kb, asMatrix(rewriter, loc, op.getInput()), Value(), op.getGamma(),
-                              op.getBeta(), op.getEpsilon().convertToDouble());
-    rewriter.replaceOp(op, lowering::reshapeTensor(rewriter, loc, y, op.getType()));
+        kernels.layerNormRows(kb, asMatrix(rewriter, loc, narrowOperand(op.getInput())), Value(),
+                              narrowOperand(op.getGamma()), narrowOperand(op.getBeta()),
+                              op.getEpsilon().convertToDouble(), rewriter.getF32Type(),
+                              resultType(op.getResult(), round));
+    replaceResult(rewriter, op.getResult(), round, y);
+    rewriter.eraseOp(op);
     return success();
   }
 };
@@ -213,12 +235,15 @@ struct FusedAddLayerNormKernel : KernelPattern<FusedAddLayerNormOp> {
       return rewriter.notifyMatchFailure(op, "the row kernel is f32");
     Location loc = op.getLoc();
     KernelBuilder kb = builder(rewriter, op);
-    auto [sum, y] = kernels.layerNormRows(kb, asMatrix(rewriter, loc, op.getInput()),
-                                          asMatrix(rewriter, loc, op.getResidual()), op.getGamma(),
-                                          op.getBeta(), op.getEpsilon().convertToDouble());
-    auto type = op.getSum().getType();
-    rewriter.replaceOp(op, {lowering::reshapeTensor(rewriter, loc, sum, type),
-                            lowering::reshapeTensor(rewriter, loc, y, type)});
+    arith::TruncFOp roundSum = roundingUse(op.getSum()), round = roundingUse(op.getResult());
+    auto [sum, y] = kernels.layerNormRows(
+        kb, asMatrix(rewriter, loc, narrowOperand(op.getInput())),
+        asMatrix(rewriter, loc, narrowOperand(op.getResidual())), narrowOperand(op.getGamma()),
+        narrowOperand(op.getBeta()), op.getEpsilon().convertToDouble(),
+        resultType(op.getSum(), roundSum), resultType(op.getResult(), round));
+    replaceResult(rewriter, op.getSum(), roundSum, sum);
+    replaceResult(rewriter, op.getResult(), round, y);
+    rewriter.eraseOp(op);
     return success();
   }
 };

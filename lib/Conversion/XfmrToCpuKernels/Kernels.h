@@ -135,23 +135,26 @@ public:
   /// The vector unit the kernels' KernelBuilder assumes.
   const CpuTarget &cpu() const { return target; }
 
-  /// Whether gemm() also takes bf16 or f16 A and B (accumulating in f32),
-  /// and attention() bf16 or f16 q, k and v: a product (an attention) of
-  /// widened narrow values is then given the narrow ones. And whether they
-  /// also write bf16 or f16 results (rounded from f32 as they are stored):
-  /// a product (an attention) whose one use rounds it then writes the
-  /// rounded values itself.
-  virtual bool multipliesNarrowFloats() const { return false; }
+  /// Whether the kernels also take bf16 or f16 operands (computing in f32;
+  /// gemm() accumulating bf16 or f16 products in f32) and write bf16 or f16
+  /// results (rounded from f32 as they are stored): an op on widened narrow
+  /// values is then given the narrow ones, and an op whose one use rounds
+  /// its result writes the rounded values itself.
+  virtual bool handlesNarrowFloats() const { return false; }
   /// C = activation(A B + bias) + residual, C of `resultType` (f32 unless
-  /// multipliesNarrowFloats()).
+  /// handlesNarrowFloats()).
   virtual mlir::Value gemm(KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Value b,
                            bool transposeB, mlir::Value bias, mlir::Value residual,
                            Activation activation, mlir::Type resultType) const = 0;
-  virtual mlir::Value softmaxRows(KernelBuilder &kb, mlir::Value x) const = 0;
+  /// The row kernels: results of `resultType` (and `sumType`), f32 unless
+  /// handlesNarrowFloats().
+  virtual mlir::Value softmaxRows(KernelBuilder &kb, mlir::Value x,
+                                  mlir::Type resultType) const = 0;
   virtual std::pair<mlir::Value, mlir::Value> layerNormRows(KernelBuilder &kb, mlir::Value x,
                                                             mlir::Value residual, mlir::Value gamma,
-                                                            mlir::Value beta,
-                                                            double epsilon) const = 0;
+                                                            mlir::Value beta, double epsilon,
+                                                            mlir::Type sumType,
+                                                            mlir::Type resultType) const = 0;
   virtual void attention(KernelBuilder &kb, const AttentionOperands &operands) const = 0;
   virtual void attentionBackward(KernelBuilder &kb, const AttentionOperands &operands) const = 0;
 

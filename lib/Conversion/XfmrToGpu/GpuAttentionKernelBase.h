@@ -110,8 +110,7 @@ protected:
 
   /// operand[indices] as f32: bf16 and f16 operands are widened.
   mlir::Value loadWide(mlir::Value operand, mlir::ValueRange indices) {
-    mlir::Value value = kb.load(operand, indices);
-    return value.getType().isF32() ? value : widen(value);
+    return kb.loadWidened(operand, indices);
   }
 
   /// A thread's share of loading rows [first, first + tileRows) of the

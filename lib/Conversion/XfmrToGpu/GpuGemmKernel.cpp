@@ -169,10 +169,10 @@ GemmProblem::GemmProblem(KernelBuilder &kb, Value a, bool transposeA, Value b, b
 
 void GemmProblem::store(KernelBuilder &kb, Value sum, Value row, Value col) const {
   kb.ifThen(insideMatrix(kb, row, col, m, n), [&] {
-    Value value = bias ? kb.add(sum, kb.load(bias, {col})) : sum;
+    Value value = bias ? kb.add(sum, kb.loadWidened(bias, {col})) : sum;
     value = lowering::buildActivation(kb.builder(), kb.location(), activation, value);
     if (residual)
-      value = kb.add(value, kb.load(residual, {row, col}));
+      value = kb.add(value, kb.loadWidened(residual, {row, col}));
     kb.storeRounded(value, out, {row, col});
   });
 }

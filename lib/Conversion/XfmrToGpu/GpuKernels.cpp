@@ -25,7 +25,7 @@ public:
   /// never used.
   explicit GpuKernelSet(xfmr::gpu::Emulation emulate) : KernelSet(CpuTarget{}), emulate(emulate) {}
 
-  bool multipliesNarrowFloats() const override { return true; }
+  bool handlesNarrowFloats() const override { return true; }
   Value gemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB, Value bias,
              Value residual, Activation activation, Type resultType) const override {
     xfmr::gpu::GemmProblem problem(kb, a, transposeA, b, transposeB, bias, residual, activation,
@@ -34,12 +34,14 @@ public:
                ? xfmr::gpu::emitGemm(kb, problem, emulate)
                : xfmr::gpu::emitMmaGemm(kb, problem, emulate);
   }
-  Value softmaxRows(KernelBuilder &kb, Value x) const override {
-    return xfmr::gpu::emitSoftmaxRows(kb, x, emulate);
+  Value softmaxRows(KernelBuilder &kb, Value x, Type resultType) const override {
+    return xfmr::gpu::emitSoftmaxRows(kb, x, resultType, emulate);
   }
   std::pair<Value, Value> layerNormRows(KernelBuilder &kb, Value x, Value residual, Value gamma,
-                                        Value beta, double epsilon) const override {
-    return xfmr::gpu::emitLayerNormRows(kb, x, residual, gamma, beta, epsilon, emulate);
+                                        Value beta, double epsilon, Type sumType,
+                                        Type resultType) const override {
+    return xfmr::gpu::emitLayerNormRows(kb, x, residual, gamma, beta, epsilon, sumType, resultType,
+                                        emulate);
   }
   void attention(KernelBuilder &kb, const AttentionOperands &operands) const override {
     xfmr::gpu::emitAttention(kb, operands, emulate);

@@ -87,14 +87,18 @@ mlir::Value emitGemm(cpu::KernelBuilder &kb, const GemmProblem &problem, Emulati
 mlir::Value emitMmaGemm(cpu::KernelBuilder &kb, const GemmProblem &problem, Emulation emulate);
 
 /// A block per row: each thread an online max and sum over a strided part
-/// of the row, a tree reduction through shared memory, then the output.
-mlir::Value emitSoftmaxRows(cpu::KernelBuilder &kb, mlir::Value x, Emulation emulate);
+/// of the row, a tree reduction through shared memory, then the output (of
+/// `resultType`). Operands f32, bf16 or f16, computed in f32.
+mlir::Value emitSoftmaxRows(cpu::KernelBuilder &kb, mlir::Value x, mlir::Type resultType,
+                            Emulation emulate);
 
-/// A block per row: the (residual) sum written while the mean is reduced,
-/// then the centred second moment, then the output.
+/// A block per row: the (residual) sum written (as `sumType`) while the
+/// mean is reduced, then the centred second moment, then the output (of
+/// `resultType`), all from the f32 sum. Operands f32, bf16 or f16.
 std::pair<mlir::Value, mlir::Value> emitLayerNormRows(cpu::KernelBuilder &kb, mlir::Value x,
                                                       mlir::Value residual, mlir::Value gamma,
                                                       mlir::Value beta, double epsilon,
+                                                      mlir::Type sumType, mlir::Type resultType,
                                                       Emulation emulate);
 
 } // namespace xfmr::gpu

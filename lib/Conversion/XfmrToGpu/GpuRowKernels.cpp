@@ -47,11 +47,11 @@ SmallVector<Value> combineSoftmax(KernelBuilder &kb, ArrayRef<Value> x, ArrayRef
 
 } // namespace
 
-Value xfmr::gpu::emitSoftmaxRows(KernelBuilder &kb, Value x, Emulation emulate) {
+Value xfmr::gpu::emitSoftmaxRows(KernelBuilder &kb, Value x, Type resultType, Emulation emulate) {
   auto type = cast<RankedTensorType>(x.getType());
   int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
   Value in = kb.readBuffer(x);
-  Value out = kb.allocate({rows, width}, type.getElementType());
+  Value out = kb.allocate({rows, width}, resultType);
   ThreadBlockBuilder block(kb, emulate, threadsForRow(width));
   SmallVector<int64_t> perThread = {block.threadCount()};
   block.forEachBlock(
@@ -62,7 +62,7 @@ Value xfmr::gpu::emitSoftmaxRows(KernelBuilder &kb, Value x, Emulation emulate) 
               forThreadColumns(kb, block, t, width, {kb.f32(kNegInf), kb.f32(0.0)},
                                [&](Value c, ValueRange carried) -> SmallVector<Value> {
                                  return combineSoftmax(kb, {carried[0], carried[1]},
-                                                       {kb.load(in, {row, c}), kb.f32(1.0)});
+                                                       {kb.loadWidened(in, {row, c}), kb.f32(1.0)});
                                });
           kb.store(state[0], maxes, {t});
           kb.store(state[1], sums, {t});
@@ -77,8 +77,8 @@ Value xfmr::gpu::emitSoftmaxRows(KernelBuilder &kb, Value x, Emulation emulate) 
               // A row of only -inf has a sum of 0 and gives 0.
               Value inverse = kb.select(kb.equals(sum, 0.0), kb.f32(0.0), kb.div(kb.f32(1.0), sum));
               forThreadColumns(kb, block, t, width, [&](Value c) {
-                kb.store(kb.mul(kb.expShifted(kb.load(in, {row, c}), max), inverse), out,
-                         {row, c});
+                kb.storeRounded(kb.mul(kb.expShifted(kb.loadWidened(in, {row, c}), max), inverse),
+                                out, {row, c});
               });
             },
             /*barrier=*/false);
@@ -88,18 +88,26 @@ Value xfmr::gpu::emitSoftmaxRows(KernelBuilder &kb, Value x, Emulation emulate) 
 
 std::pair<Value, Value> xfmr::gpu::emitLayerNormRows(KernelBuilder &kb, Value x, Value residual,
                                                      Value gamma, Value beta, double epsilon,
+                                                     Type sumType, Type resultType,
                                                      Emulation emulate) {
   auto type = cast<RankedTensorType>(x.getType());
   int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
-  Type f32 = type.getElementType();
   Value in = kb.readBuffer(x);
   Value other = residual ? kb.readBuffer(residual) : Value();
   Value g = gamma ? kb.readBuffer(gamma) : Value();
   Value bt = beta ? kb.readBuffer(beta) : Value();
-  Value sumOut = residual ? kb.allocate({rows, width}, f32) : Value();
-  Value out = kb.allocate({rows, width}, f32);
-  // The normalised rows are read from here: the input, or the sums.
-  Value source = residual ? sumOut : in;
+  Value sumOut = residual ? kb.allocate({rows, width}, sumType) : Value();
+  Value out = kb.allocate({rows, width}, resultType);
+  // Element c of the row (of the sum with the residual) in f32: reread
+  // from the sums when they are f32, else added again (rounded sums would
+  // change the statistics).
+  auto input = [&](Value row, Value c) {
+    Value v = kb.loadWidened(in, {row, c});
+    return residual ? kb.add(v, kb.loadWidened(other, {row, c})) : v;
+  };
+  auto source = [&](Value row, Value c) {
+    return residual && sumType.isF32() ? kb.load(sumOut, {row, c}) : input(row, c);
+  };
   ThreadBlockBuilder block(kb, emulate, threadsForRow(width));
   SmallVector<int64_t> perThread = {block.threadCount()};
   auto add = [&](ArrayRef<Value> x, ArrayRef<Value> y) -> SmallVector<Value> {
@@ -112,20 +120,15 @@ std::pair<Value, Value> xfmr::gpu::emitLayerNormRows(KernelBuilder &kb, Value x,
         // Statistics of the row shifted by its first element: the values are
         // then of the size of their spread, not of their mean (a row around 1e3
         // would lose the mean's low bits to rounding).
-        auto shift = [&] {
-          Value first = kb.load(in, {row, zero});
-          return residual ? kb.add(first, kb.load(other, {row, zero})) : first;
-        };
+        auto shift = [&] { return input(row, zero); };
         auto mean = [&] { return kb.div(kb.load(sums, {zero}), kb.f32(width)); };
         block.phase([&](Value t) {
           Value shiftValue = shift();
           Value partial = forThreadColumns(kb, block, t, width, {kb.f32(0.0)},
                                            [&](Value c, ValueRange carried) -> SmallVector<Value> {
-                                             Value v = kb.load(in, {row, c});
-                                             if (residual) {
-                                               v = kb.add(v, kb.load(other, {row, c}));
-                                               kb.store(v, sumOut, {row, c});
-                                             }
+                                             Value v = input(row, c);
+                                             if (residual)
+                                               kb.storeRounded(v, sumOut, {row, c});
                                              return {kb.add(carried[0], kb.sub(v, shiftValue))};
                                            })[0];
           kb.store(partial, sums, {t});
@@ -137,7 +140,7 @@ std::pair<Value, Value> xfmr::gpu::emitLayerNormRows(KernelBuilder &kb, Value x,
           Value partial = forThreadColumns(
               kb, block, t, width, {kb.f32(0.0)},
               [&](Value c, ValueRange carried) -> SmallVector<Value> {
-                Value d = kb.sub(kb.sub(kb.load(source, {row, c}), shiftValue), shiftedMean);
+                Value d = kb.sub(kb.sub(source(row, c), shiftValue), shiftedMean);
                 return {kb.fma(d, d, carried[0])};
               })[0];
           kb.store(partial, squares, {t});
@@ -149,11 +152,11 @@ std::pair<Value, Value> xfmr::gpu::emitLayerNormRows(KernelBuilder &kb, Value x,
               Value variance = kb.div(kb.load(squares, {zero}), kb.f32(width));
               Value rstd = kb.rsqrt(kb.add(variance, kb.f32(epsilon)));
               forThreadColumns(kb, block, t, width, [&](Value c) {
-                Value shifted = kb.sub(kb.load(source, {row, c}), shiftValue);
+                Value shifted = kb.sub(source(row, c), shiftValue);
                 Value normed = kb.mul(kb.sub(shifted, shiftedMean), rstd);
                 if (g)
-                  normed = kb.fma(normed, kb.load(g, {c}), kb.load(bt, {c}));
-                kb.store(normed, out, {row, c});
+                  normed = kb.fma(normed, kb.loadWidened(g, {c}), kb.loadWidened(bt, {c}));
+                kb.storeRounded(normed, out, {row, c});
               });
             },
             /*barrier=*/false);

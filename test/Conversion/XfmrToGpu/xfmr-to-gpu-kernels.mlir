@@ -306,20 +306,32 @@ func.func @mma_f16_transposed(%a: tensor<32x48xf16>, %m: tensor<32x16xf16>) -> t
 
 // -----
 
-// A product or attention whose one use rounds it to bf16 (what
+// A product, attention or row kernel whose one use rounds it to bf16 (what
 // xfmr-compute-in-f32 makes of a bf16 op) writes the rounded values itself:
-// no f32 result, no truncf after.
+// no f32 result, no truncf after; a row kernel (and a product's bias and
+// residual) reads bf16 operands widened as it loads them.
 // CHECK-LABEL: func.func @rounded
+// CHECK-SAME: %[[R:[a-z0-9]+]]: tensor<80x130xbf16>, %[[G:[a-z0-9]+]]: tensor<130xbf16>
 // CHECK: gpu.launch
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 // CHECK: memref.store %{{.*}} : memref<80x130xbf16>
 // CHECK: gpu.launch
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 // CHECK: memref.store %{{.*}} : memref<1x64x2x32xbf16>
+// CHECK: %[[RB:.*]] = bufferization.to_buffer %[[R]]
+// CHECK: %[[GB:.*]] = bufferization.to_buffer %[[G]]
+// CHECK: gpu.launch
+// CHECK: memref.load %[[RB]]
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK: memref.store %{{.*}} : memref<80x130xbf16>
+// CHECK: memref.load %[[GB]]
+// CHECK: memref.store %{{.*}} : memref<80x130xbf16>
 // CHECK-NOT: arith.truncf %{{.*}} : tensor
+// CHECK-NOT: arith.extf %{{.*}} : tensor
 // CHECK: return
-func.func @rounded(%x: tensor<80x64xbf16>, %w: tensor<130x64xbf16>, %q: tensor<1x64x2x32xbf16>)
-    -> (tensor<80x130xbf16>, tensor<1x64x2x32xbf16>) {
+func.func @rounded(%x: tensor<80x64xbf16>, %w: tensor<130x64xbf16>, %q: tensor<1x64x2x32xbf16>,
+                   %r: tensor<80x130xbf16>, %g: tensor<130xbf16>)
+    -> (tensor<80x130xbf16>, tensor<1x64x2x32xbf16>, tensor<80x130xbf16>, tensor<80x130xbf16>) {
   %xf = arith.extf %x : tensor<80x64xbf16> to tensor<80x64xf32>
   %wf = arith.extf %w : tensor<130x64xbf16> to tensor<130x64xf32>
   %y = xfmr.fused_linear %xf, %wf {transpose_weight} : (tensor<80x64xf32>, tensor<130x64xf32>) -> tensor<80x130xf32>
@@ -328,7 +340,13 @@ func.func @rounded(%x: tensor<80x64xbf16>, %w: tensor<130x64xbf16>, %q: tensor<1
   %a = xfmr.fused_attention %qf, %qf, %qf {causal, scale = 0.125 : f64}
        : (tensor<1x64x2x32xf32>, tensor<1x64x2x32xf32>, tensor<1x64x2x32xf32>) -> tensor<1x64x2x32xf32>
   %ar = arith.truncf %a : tensor<1x64x2x32xf32> to tensor<1x64x2x32xbf16>
-  return %yr, %ar : tensor<80x130xbf16>, tensor<1x64x2x32xbf16>
+  %rf = arith.extf %r : tensor<80x130xbf16> to tensor<80x130xf32>
+  %gf = arith.extf %g : tensor<130xbf16> to tensor<130xf32>
+  %s, %n = xfmr.fused_add_layer_norm %rf, %rf, %gf, %gf {epsilon = 1.0e-5 : f64}
+      : (tensor<80x130xf32>, tensor<80x130xf32>, tensor<130xf32>, tensor<130xf32>) -> (tensor<80x130xf32>, tensor<80x130xf32>)
+  %sr = arith.truncf %s : tensor<80x130xf32> to tensor<80x130xbf16>
+  %nr = arith.truncf %n : tensor<80x130xf32> to tensor<80x130xbf16>
+  return %yr, %ar, %sr, %nr : tensor<80x130xbf16>, tensor<1x64x2x32xbf16>, tensor<80x130xbf16>, tensor<80x130xbf16>
 }
 
 // -----
