@@ -39,21 +39,16 @@ template <typename OpTy> struct KernelPattern : OpRewritePattern<OpTy> {
   }
 
   /// The factors of an f32 product (or q, k and v of an attention) as the
-  /// kernels take them: the bf16 or f16 values all were widened from, when
-  /// the kernels multiply those directly (the product is the same: each f32
-  /// product of two widened values is exact).
+  /// kernels take them: the bf16 or f16 values all were widened from (all
+  /// of one type), when the kernels multiply those directly (the product is
+  /// the same: each f32 product of two widened values is exact).
   SmallVector<Value> factors(ValueRange values) const {
-    SmallVector<Value> narrow;
-    for (Value x : values) {
-      auto widen = x.getDefiningOp<arith::ExtFOp>();
-      if (!kernels.handlesNarrowFloats() || !widen)
-        return llvm::to_vector(values);
-      Type type = getElementTypeOrSelf(widen.getIn());
-      if (!(type.isBF16() || type.isF16()) ||
-          (!narrow.empty() && getElementTypeOrSelf(narrow.front()) != type))
-        return llvm::to_vector(values);
-      narrow.push_back(widen.getIn());
-    }
+    SmallVector<Value> narrow =
+        llvm::map_to_vector(values, [&](Value x) { return narrowOperand(x); });
+    Type type = getElementTypeOrSelf(narrow.front());
+    if (type.isF32() ||
+        llvm::any_of(narrow, [&](Value x) { return getElementTypeOrSelf(x) != type; }))
+      return llvm::to_vector(values);
     return narrow;
   }
 
@@ -83,8 +78,9 @@ template <typename OpTy> struct KernelPattern : OpRewritePattern<OpTy> {
     return type.isBF16() || type.isF16() ? round : arith::TruncFOp();
   }
 
-  /// Replaces `result` of `op` by the kernel's `value`, or, when its
-  /// rounding use `round` is given, that use.
+  /// Replaces the uses of `result` (of the op being rewritten) by the
+  /// kernel's `value` or, when `round` (its rounding use) is given, those of
+  /// `round`, which it erases.
   void replaceResult(PatternRewriter &rewriter, Value result, arith::TruncFOp round,
                      Value value) const {
     if (round)
@@ -180,15 +176,22 @@ struct FusedAttentionBackwardKernel : KernelPattern<FusedAttentionBackwardOp> {
     // The output and its gradient too, where they widen values of q's type.
     auto alsoNarrow = [&](Value x) { return qkv[0] == query ? x : factors({query, x})[1]; };
     AttentionOperands in = attentionOperands(kb, op, qkv);
-    Type f32 = rewriter.getF32Type();
     in.out = kb.readBuffer(alsoNarrow(op.getOutput()));
     in.lse = kb.readBuffer(op.getLogsumexp());
     in.gradOut = kb.readBuffer(alsoNarrow(op.getGradOutput()));
-    in.gradQ = kb.allocate(shapeOf(op.getQuery()), f32);
-    in.gradK = kb.allocate(shapeOf(op.getKey()), f32);
-    in.gradV = kb.allocate(shapeOf(op.getValue()), f32);
+    SmallVector<Value> results = {op.getGradQuery(), op.getGradKey(), op.getGradValue()};
+    SmallVector<arith::TruncFOp> rounds =
+        llvm::map_to_vector(results, [&](Value x) { return roundingUse(x); });
+    SmallVector<Value> buffers;
+    for (auto [result, round] : llvm::zip_equal(results, rounds))
+      buffers.push_back(kb.allocate(shapeOf(result), resultType(result, round)));
+    in.gradQ = buffers[0];
+    in.gradK = buffers[1];
+    in.gradV = buffers[2];
     kernels.attentionBackward(kb, in);
-    rewriter.replaceOp(op, {kb.asTensor(in.gradQ), kb.asTensor(in.gradK), kb.asTensor(in.gradV)});
+    for (auto [result, round, buffer] : llvm::zip_equal(results, rounds, buffers))
+      replaceResult(rewriter, result, round, kb.asTensor(buffer));
+    rewriter.eraseOp(op);
     return success();
   }
 };

@@ -41,7 +41,8 @@ std::pair<mlir::Value, mlir::Value> emitLayerNormRows(KernelBuilder &kb, mlir::V
 /// Buffers and attributes of one fused attention or its backward.
 struct AttentionOperands {
   /// Rank-4 q, k, v buffers (strided views) and the output buffer, all in
-  /// the dimension order `dims` gives.
+  /// the dimension order `dims` gives. Results (out, and the gradients
+  /// below) are f32, or bf16 / f16 for kernels that handlesNarrowFloats().
   mlir::Value q, k, v, out;
   /// [batch, heads, seq_q] row log-sum-exp of the scores: written by the
   /// forward when non-null, read by the backward.

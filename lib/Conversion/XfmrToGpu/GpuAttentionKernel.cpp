@@ -261,8 +261,10 @@ private:
               [&](Value t) {
                 ifRowExists(k0, t, seqK, [&](Value row) {
                   forHeadDim([&](Value c) {
-                    kb.store(kb.load(gradKey, block.at(t, {c})), in.gradK, in.at(bi, row, hi, c));
-                    kb.store(kb.load(gradValue, block.at(t, {c})), in.gradV, in.at(bi, row, hi, c));
+                    kb.storeRounded(kb.load(gradKey, block.at(t, {c})), in.gradK,
+                                    in.at(bi, row, hi, c));
+                    kb.storeRounded(kb.load(gradValue, block.at(t, {c})), in.gradV,
+                                    in.at(bi, row, hi, c));
                   });
                 });
               },
@@ -337,8 +339,8 @@ private:
               [&](Value t) {
                 ifRowExists(q0, t, seqQ, [&](Value row) {
                   forHeadDim([&](Value c) {
-                    kb.store(kb.mul(kb.load(gradQuery, block.at(t, {c})), kb.f32(in.scale)),
-                             in.gradQ, in.at(bi, row, hi, c));
+                    kb.storeRounded(kb.mul(kb.load(gradQuery, block.at(t, {c})), kb.f32(in.scale)),
+                                    in.gradQ, in.at(bi, row, hi, c));
                   });
                 });
               },

@@ -201,10 +201,11 @@ private:
            cast<MemRefType>(f.matrix.getType()).getElementType() == mma.narrowType();
   }
 
-  /// Calls `body(slot, outer, inner)` for thread t's vectors of factor f's
-  /// stage at k0 of the block whose first row (A) or column (B) is mn0:
-  /// elements (outer, inner) to (outer, inner + 7) of the matrix.
-  /// Consecutive threads take consecutive vectors of a row.
+  /// Calls `body(slot, row, col, outer, inner)` for thread t's vectors of
+  /// factor f's stage at k0 of the block whose first row (A) or column (B)
+  /// is mn0: elements (row, col) to (row, col + 7) of the tile, (outer,
+  /// inner) to (outer, inner + 7) of the matrix. Consecutive threads take
+  /// consecutive vectors of a row.
   void forEachVector(Value t, const Factor &f, Value mn0, Value k0,
                      function_ref<void(int64_t, Value, Value, Value, Value)> body) {
     auto [outer0, inner0] = f.kRows ? std::pair(k0, mn0) : std::pair(mn0, k0);

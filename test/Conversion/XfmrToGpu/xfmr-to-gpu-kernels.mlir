@@ -363,6 +363,32 @@ func.func @rounded_and_wide(%x: tensor<80x64xbf16>, %w: tensor<130x64xbf16>)
   %yr = arith.truncf %y : tensor<80x130xf32> to tensor<80x130xbf16>
   return %yr, %y : tensor<80x130xbf16>, tensor<80x130xf32>
 }
+
+// -----
+
+// So do an attention backward's gradients, each on its own: dq and dk
+// rounded to bf16 by the kernels, dv (used wide) f32.
+// CHECK-LABEL: func.func @rounded_gradients
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x100x2x40xbf16>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x100x2x40xbf16>
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<1x100x2x40xf32>
+// CHECK: gpu.launch
+// CHECK: memref.store %{{.*}} : memref<1x100x2x40xbf16>
+// CHECK: gpu.launch
+// CHECK-NOT: arith.truncf %{{.*}} : tensor
+// CHECK: return
+func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40xbf16>, %lse: tensor<1x2x100xf32>)
+    -> (tensor<1x100x2x40xbf16>, tensor<1x100x2x40xbf16>, tensor<1x100x2x40xf32>) {
+  %qf = arith.extf %q : tensor<1x100x2x40xbf16> to tensor<1x100x2x40xf32>
+  %of = arith.extf %o : tensor<1x100x2x40xbf16> to tensor<1x100x2x40xf32>
+  %dq, %dk, %dv = xfmr.fused_attention_backward %qf, %qf, %qf, %of, %lse, %of {causal, scale = 0.25 : f64}
+      : (tensor<1x100x2x40xf32>, tensor<1x100x2x40xf32>, tensor<1x100x2x40xf32>, tensor<1x100x2x40xf32>,
+         tensor<1x2x100xf32>, tensor<1x100x2x40xf32>)
+      -> (tensor<1x100x2x40xf32>, tensor<1x100x2x40xf32>, tensor<1x100x2x40xf32>)
+  %dqr = arith.truncf %dq : tensor<1x100x2x40xf32> to tensor<1x100x2x40xbf16>
+  %dkr = arith.truncf %dk : tensor<1x100x2x40xf32> to tensor<1x100x2x40xbf16>
+  return %dqr, %dkr, %dv : tensor<1x100x2x40xbf16>, tensor<1x100x2x40xbf16>, tensor<1x100x2x40xf32>
+}
 // -----
 
 // bf16 attention on tensor cores (FlashAttention-2): q, k and v read narrow;
