@@ -69,7 +69,7 @@ private:
     block.phase([&](Value t) {
       ifRowExists(q0, t, seqQ, [&](Value row) {
         forHeadDim([&](Value c) {
-          kb.store(kb.mul(loadWide(in.q, in.at(bi, row, hi, c)), kb.f32(in.scale)), query,
+          kb.store(kb.mul(kb.loadWidened(in.q, in.at(bi, row, hi, c)), kb.f32(in.scale)), query,
                    block.at(t, {c}));
           kb.store(kb.f32(0.0), acc, block.at(t, {c}));
         });
@@ -172,8 +172,8 @@ public:
 private:
   /// rowsum(dO * O) of a query row.
   Value outputDot(Value bi, Value hi, Value row) {
-    return dot([&](Value c) { return loadWide(in.gradOut, in.at(bi, row, hi, c)); },
-               [&](Value c) { return loadWide(in.out, in.at(bi, row, hi, c)); }, kb.f32(0.0));
+    return dot([&](Value c) { return kb.loadWidened(in.gradOut, in.at(bi, row, hi, c)); },
+               [&](Value c) { return kb.loadWidened(in.out, in.at(bi, row, hi, c)); }, kb.f32(0.0));
   }
 
   void emitKeyGradients() {
@@ -194,8 +194,8 @@ private:
               [&](Value t) {
                 ifRowExists(k0, t, seqK, [&](Value row) {
                   forHeadDim([&](Value c) {
-                    kb.store(loadWide(in.k, in.at(bi, row, hi, c)), key, block.at(t, {c}));
-                    kb.store(loadWide(in.v, in.at(bi, row, hi, c)), value, block.at(t, {c}));
+                    kb.store(kb.loadWidened(in.k, in.at(bi, row, hi, c)), key, block.at(t, {c}));
+                    kb.store(kb.loadWidened(in.v, in.at(bi, row, hi, c)), value, block.at(t, {c}));
                     kb.store(kb.f32(0.0), gradKey, block.at(t, {c}));
                     kb.store(kb.f32(0.0), gradValue, block.at(t, {c}));
                   });
@@ -291,9 +291,9 @@ private:
                 ifRowExists(q0, t, seqQ, [&](Value row) {
                   forHeadDim([&](Value c) {
                     SmallVector<Value> at = block.at(t, {c});
-                    kb.store(kb.mul(loadWide(in.q, in.at(bi, row, hi, c)), kb.f32(in.scale)), query,
-                             at);
-                    kb.store(loadWide(in.gradOut, in.at(bi, row, hi, c)), gradOut, at);
+                    kb.store(kb.mul(kb.loadWidened(in.q, in.at(bi, row, hi, c)), kb.f32(in.scale)),
+                             query, at);
+                    kb.store(kb.loadWidened(in.gradOut, in.at(bi, row, hi, c)), gradOut, at);
                     kb.store(kb.f32(0.0), gradQuery, at);
                   });
                   kb.store(kb.load(in.lse, {bi, hi, row}), rowTerms, block.at(t, {zero}));

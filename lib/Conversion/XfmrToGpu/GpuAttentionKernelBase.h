@@ -108,11 +108,6 @@ protected:
     return mlir::arith::ExtFOp::create(b, loc, b.getF32Type(), narrow);
   }
 
-  /// operand[indices] as f32: bf16 and f16 operands are widened.
-  mlir::Value loadWide(mlir::Value operand, mlir::ValueRange indices) {
-    return kb.loadWidened(operand, indices);
-  }
-
   /// A thread's share of loading rows [first, first + tileRows) of the
   /// rank-4 `operands` (a sequence of `seq` rows) into [tileRows, head_dim]
   /// shared `tiles`, times `scale`, 0 past the sequence. Consecutive
@@ -126,7 +121,7 @@ protected:
       mlir::Value row = kb.addi(first, j);
       mlir::Value source = kb.mini(row, kb.index(seq - 1));
       for (auto [operand, tile] : operandsAndTiles) {
-        mlir::Value value = loadWide(operand, in.at(bi, source, hi, c));
+        mlir::Value value = kb.loadWidened(operand, in.at(bi, source, hi, c));
         if (scale != 1.0)
           value = kb.mul(value, kb.f32(scale));
         kb.store(kb.select(kb.below(row, seq), value, kb.f32(0.0)), tile, {j, c});

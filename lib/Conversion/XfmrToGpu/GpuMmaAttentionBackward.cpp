@@ -83,9 +83,10 @@ private:
             Value source = kb.mini(row, kb.index(seqQ - 1));
             Value lse = kb.load(in.lse, {bi, hi, source});
             kb.store(kb.mul(lse, kb.f32(llvm::numbers::log2e)), lse2, entry(t, half));
-            Value rowDot = dot(
-                [&](Value c) { return loadWide(in.gradOut, in.at(bi, source, hi, c)); },
-                [&](Value c) { return loadWide(in.out, in.at(bi, source, hi, c)); }, kb.f32(0.0));
+            Value rowDot =
+                dot([&](Value c) { return kb.loadWidened(in.gradOut, in.at(bi, source, hi, c)); },
+                    [&](Value c) { return kb.loadWidened(in.out, in.at(bi, source, hi, c)); },
+                    kb.f32(0.0));
             kb.store(rowDot, dots, entry(t, half));
             Value writer =
                 arith::AndIOp::create(b, loc, kb.below(row, seqQ), kb.below(lane.inGroup, 1));
