@@ -86,6 +86,16 @@ LogicalResult upstreamAdjoint(Operation *op, OpBuilder &b, ValueRange rg,
     og[0] = SelectOp::create(b, loc, negative, mul(g, constant(-1.0)), g);
     return success();
   }
+  // A rounding's adjoint passes the gradient through, in the operand's type
+  // (so master weights get f32 gradients from the narrow ops that use them).
+  if (isa<arith::TruncFOp>(op)) {
+    og[0] = arith::ExtFOp::create(b, loc, op->getOperand(0).getType(), g);
+    return success();
+  }
+  if (isa<arith::ExtFOp>(op)) {
+    og[0] = arith::TruncFOp::create(b, loc, op->getOperand(0).getType(), g);
+    return success();
+  }
   if (isa<arith::NegFOp>(op)) {
     og[0] = mul(g, constant(-1.0));
     return success();

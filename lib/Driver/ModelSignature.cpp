@@ -5,6 +5,7 @@
 #include "xfmr/Dialect/XfmrOps.h"
 #include "xfmr/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
@@ -76,9 +77,12 @@ llvm::Expected<func::FuncOp> findEntry(ModuleOp module, StringRef requested, Str
 
 /// How a fresh model initialises weight `arg`, from what uses it: layer-norm
 /// scales 1, biases 0, everything else N(0, 0.02).
-std::string initOf(BlockArgument arg) {
+std::string initOf(Value arg) {
   for (OpOperand &use : arg.getUses()) {
     Operation *user = use.getOwner();
+    // A master weight is used through its rounding.
+    if (isa<arith::TruncFOp>(user))
+      return initOf(user->getResult(0));
     if (auto norm = dyn_cast<LayerNormOp>(user)) {
       if (arg == norm.getGamma())
         return "ones";

@@ -196,9 +196,13 @@ Value GraphBuilder::param(StringRef name, ArrayRef<int64_t> shape) {
     assert(it->second.getType() == type && "a tied weight is used with two shapes");
     return it->second;
   }
-  Value arg = addArgument(type, "xfmr.param", name);
-  params[name] = arg;
-  return arg;
+  // Training a narrow model keeps f32 master weights, which the optimizer
+  // updates (bf16 would round most updates away), and rounds them for use.
+  bool masterWeights = training && !elementType.isF32();
+  Value arg = addArgument(masterWeights ? type.clone(b.getF32Type()) : type, "xfmr.param", name);
+  Value weight = masterWeights ? arith::TruncFOp::create(b, loc, type, arg).getResult() : arg;
+  params[name] = weight;
+  return weight;
 }
 
 Value GraphBuilder::paddingMask(Value attentionMask) {
@@ -259,10 +263,14 @@ void GraphBuilder::finish(Value logits) {
   SmallVector<Value> results = {logits};
   SmallVector<StringRef> names = {"logits"};
   if (training) {
+    // A narrow model's training form (mixed precision) returns f32 logits
+    // and takes the loss from them, so that neither is rounded.
     auto logitsType = cast<RankedTensorType>(logits.getType());
+    if (!elementType.isF32())
+      results[0] = arith::ExtFOp::create(b, loc, logitsType.clone(b.getF32Type()), logits);
     auto labelsType = RankedTensorType::get(logitsType.getShape().drop_back(), b.getI32Type());
     Value labels = addArgument(labelsType, "xfmr.input", "labels");
-    Value loss = CrossEntropyOp::create(b, loc, logits, labels, b.getI64IntegerAttr(-100));
+    Value loss = CrossEntropyOp::create(b, loc, results[0], labels, b.getI64IntegerAttr(-100));
     results.insert(results.begin(), loss);
     names.insert(names.begin(), "loss");
   }

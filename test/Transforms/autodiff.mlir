@@ -1,6 +1,7 @@
 // RUN: xfmr-opt %s --xfmr-autodiff=function=loss | FileCheck %s
 // RUN: xfmr-opt %s --xfmr-autodiff='function=loss wrt-inputs=x' | FileCheck %s --check-prefix=WRT
 // RUN: xfmr-opt %s --xfmr-autodiff=function=attention | FileCheck %s --check-prefix=ATTN
+// RUN: xfmr-opt %s --xfmr-autodiff=function=mixed | FileCheck %s --check-prefix=MIXED
 // RUN: not xfmr-opt %s --xfmr-autodiff=function=nope 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not xfmr-opt %s --xfmr-autodiff=function=scores 2>&1 | FileCheck %s --check-prefix=NOTSCALAR
 // RUN: not xfmr-opt %s --xfmr-autodiff='function=loss wrt-inputs=y' 2>&1 | FileCheck %s --check-prefix=NOINPUT
@@ -64,6 +65,25 @@ func.func @attention(%q: tensor<2x8x4x16xf32> {xfmr.param = "q"}, %k: tensor<2x8
   %f = xfmr.reshape %p : (tensor<2x8x4x16xf32>) -> tensor<1024xf32>
   %s = xfmr.reduce %f {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<1024xf32>) -> tensor<1xf32>
   %l = xfmr.reshape %s : (tensor<1xf32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// Mixed precision: an f32 master weight rounded to bf16 for a bf16 op, the
+// loss taken from logits widened to f32. A rounding's adjoint widens the
+// gradient back (the weight's gradient is f32), a widening's adjoint rounds.
+// MIXED-LABEL: func.func @mixed_grad
+// MIXED-SAME: -> (tensor<f32> {xfmr.output = "loss"}, tensor<8x16xf32> {xfmr.output = "grad:w"})
+// MIXED: %[[DWIDE:.*]] = xfmr.cross_entropy_backward %{{.*}} -> tensor<2x4x16xf32>
+// MIXED: %[[DNARROW:.*]] = arith.truncf %[[DWIDE]] : tensor<2x4x16xf32> to tensor<2x4x16xbf16>
+// MIXED: %[[DW:.*]] = xfmr.matmul %{{.*}}, %{{.*}} {transpose_lhs} : (tensor<8x8xbf16>, tensor<8x16xbf16>) -> tensor<8x16xbf16>
+// MIXED: %[[DMASTER:.*]] = arith.extf %[[DW]] : tensor<8x16xbf16> to tensor<8x16xf32>
+// MIXED: return %{{.*}}, %[[DMASTER]] : tensor<f32>, tensor<8x16xf32>
+func.func @mixed(%x: tensor<2x4x8xbf16> {xfmr.input = "x"}, %t: tensor<2x4xi32> {xfmr.input = "t"},
+                 %w: tensor<8x16xf32> {xfmr.param = "w"}) -> (tensor<f32> {xfmr.output = "loss"}) {
+  %wn = arith.truncf %w : tensor<8x16xf32> to tensor<8x16xbf16>
+  %h = xfmr.matmul %x, %wn : (tensor<2x4x8xbf16>, tensor<8x16xbf16>) -> tensor<2x4x16xbf16>
+  %hw = arith.extf %h : tensor<2x4x16xbf16> to tensor<2x4x16xf32>
+  %l = xfmr.cross_entropy %hw, %t : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
   return %l : tensor<f32>
 }
 

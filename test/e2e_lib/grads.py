@@ -5,12 +5,16 @@ PyTorch autograd of the reference model (reference.py) in float64, on the
 same random weights and batch (padded rows, ignored labels).
 
   grads.py --xfmrc PATH --config C --workdir DIR [--batch B] [--seq-len S]
-           [--decoder-seq-len T] [--seed K] [--rel-tol 1e-4]
+           [--decoder-seq-len T] [--seed K] [--rel-tol 1e-4] [--dtype bf16|f16]
 
 Dropout is switched off in a copy of the config (its masks are xfmr's own
 counter-based RNG, which PyTorch does not reproduce; the dropout gradient is
 checked per op by gradcheck.py). Prints the loss line and one PASS/FAIL line
 per weight: max |xfmr - torch| <= rel_tol * max |torch| over the tensor.
+
+With --dtype=bf16 or f16 (mixed precision: f32 weights rounded for use, the
+model computed in that type, the loss in f32) the reference is the float64
+model on the rounded weights, and the gradients are those of the f32 weights.
 """
 
 import argparse
@@ -41,6 +45,7 @@ def main():
     parser.add_argument("--decoder-seq-len", type=int, default=0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rel-tol", type=float, default=1e-4)
+    parser.add_argument("--dtype", choices=("f32", "bf16", "f16"), default="f32")
     parser.add_argument("--xfmrc-flag", action="append", default=[],
                         help="extra xfmrc flag (repeatable), e.g. --fuse-attention=false")
     args = parser.parse_args()
@@ -90,13 +95,15 @@ def main():
     model = os.path.join(args.workdir, "grad")
     subprocess.run([args.xfmrc, config_path, "--grad", f"--batch={args.batch}",
                     f"--seq-len={args.seq_len}", f"--decoder-seq-len={args.decoder_seq_len}",
-                    "-o", model] + args.xfmrc_flag, check=True)
+                    f"--dtype={args.dtype}", "-o", model] + args.xfmrc_flag, check=True)
     outputs_path = os.path.join(args.workdir, "outputs.safetensors")
     subprocess.run([model, f"--weights={weights_path}", f"--inputs={inputs_path}",
                     f"--output={outputs_path}"], check=True)
     got = safetensors_io.read(outputs_path)
 
-    leaves = {name: value.to(reference.DTYPE).requires_grad_() for name, value in weights.items()}
+    rounding = {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16}[args.dtype]
+    leaves = {name: value.to(rounding).to(reference.DTYPE).requires_grad_()
+              for name, value in weights.items()}
     if c["kind"] == "transformer":
         logits = reference.transformer(c, leaves, ids, mask, tgt, tgt_mask)
     else:

@@ -79,7 +79,10 @@ static cl::opt<double> maxGradNorm(
     "max-grad-norm", cl::desc("Clip gradients to this global norm (default 1; 0: no clipping)"),
     cl::init(1.0), cl::cat(trainCategory));
 static cl::opt<xfmr::ElementType> dtype(
-    "dtype", cl::desc("Element type of a config model's weights and activations (default f32)"),
+    "dtype",
+    cl::desc("Element type of a config model's weights and activations (default f32); with "
+             "--grad or --train the weights stay f32 (master weights, rounded for use) and the "
+             "loss and logits are f32"),
     cl::values(clEnumValN(xfmr::ElementType::F32, "f32", "float32"),
                clEnumValN(xfmr::ElementType::BF16, "bf16",
                           "bfloat16 storage, each op computed in f32"),
@@ -217,12 +220,11 @@ int main(int argc, char **argv) {
   options.shape.batch = batch;
   options.shape.seqLen = seqLen;
   options.shape.decoderSeqLen = decoderSeqLen;
-  if (dtype != xfmr::ElementType::F32) {
-    if (gradient || train)
-      return fail("--dtype=bf16 and f16 build inference models only (not --grad or --train)");
-    if (sys::path::extension(inputPath) != ".json")
-      return fail("--dtype applies to config.json models; an .mlir model's types are its own");
-  }
+  if (dtype != xfmr::ElementType::F32 && sys::path::extension(inputPath) != ".json")
+    return fail("--dtype applies to config.json models; an .mlir model's types are its own");
+  if (dtype == xfmr::ElementType::F16 && train)
+    return fail("--dtype=f16 --train is not supported: f16 gradients underflow without loss "
+                "scaling, which xfmr does not do; train in bf16 (f32's range) or f32");
   options.shape.elementType = dtype;
   options.entry = entry;
   options.cpu = cpu;
