@@ -26,7 +26,7 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
   kernels.lanes = options.vectorLanes;
   kernels.registers = options.vectorRegisters;
   pm.addPass(createConvertXfmrToCpuKernels(kernels));
-  buildLinalgBufferizationPipeline(pm);
+  buildLinalgBufferizationPipeline(pm, options.fuseElementwise);
   pm.addPass(createXfmrExpandStridedCopies());
 
   // Loops.

@@ -25,7 +25,7 @@ void xfmr::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options
   buildXfmrFusionPipeline(pm, options.fusion());
   pm.addPass(createXfmrComputeInF32());
   pm.addPass(createConvertXfmrToGpuKernels());
-  buildLinalgBufferizationPipeline(pm);
+  buildLinalgBufferizationPipeline(pm, options.fuseElementwise);
 
   // Fused attention is one hand-built kernel; every other op is one kernel
   // per linalg op: parallel dimensions become blocks and threads, reduction

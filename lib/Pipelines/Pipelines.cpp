@@ -44,9 +44,13 @@ void xfmr::buildGradientPipeline(OpPassManager &pm, const FusionOptions &fusion,
   pm.addPass(createXfmrAutodiff(autodiff));
 }
 
-void xfmr::buildLinalgBufferizationPipeline(OpPassManager &pm) {
+void xfmr::buildLinalgBufferizationPipeline(OpPassManager &pm, bool fuseElementwise) {
   pm.addPass(createConvertXfmrToLinalg());
   pm.addPass(createConvertElementwiseToLinalgPass());
+  // One loop nest (one kernel on the GPU) per chain of elementwise ops, such
+  // as the widening, op and rounding of a bf16 op computed in f32.
+  if (fuseElementwise)
+    pm.addPass(createLinalgElementwiseOpFusionPass());
   pm.addPass(createXfmrCollapseLinalgDims());
   // No CSE from here to bufferization: the CPU kernels read tensors through
   // `bufferization.to_buffer` right where they run, and CSE would merge a

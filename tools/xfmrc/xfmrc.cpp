@@ -128,6 +128,10 @@ static cl::opt<bool> fuseLayerNorm("fuse-layer-norm",
 static cl::opt<bool> fuseEpilogues("fuse-epilogues",
                                    cl::desc("Fuse matmul epilogues (default on)"),
                                    cl::init(true), cl::cat(category));
+static cl::opt<bool>
+    fuseElementwise("fuse-elementwise",
+                    cl::desc("Fuse chains of elementwise ops into one loop nest (default on)"),
+                    cl::init(true), cl::cat(category));
 static cl::opt<int64_t> vectorLanes(
     "vector-lanes",
     cl::desc("f32 lanes of the generated vector code: 8 or 16 (default: the target's widest)"),
@@ -240,7 +244,7 @@ int main(int argc, char **argv) {
   options.gpuArch = gpuArch;
   options.cudaRoot = cudaPath;
   options.openmp = openmp;
-  options.fusion = {fuseAttention, fuseSoftmax, fuseLayerNorm, fuseEpilogues};
+  options.fusion = {fuseAttention, fuseSoftmax, fuseLayerNorm, fuseEpilogues, fuseElementwise};
   options.seed = seed;
   if (vectorLanes != 0 && vectorLanes != 8 && vectorLanes != 16)
     return fail("--vector-lanes must be 8 or 16, got " + Twine(vectorLanes));

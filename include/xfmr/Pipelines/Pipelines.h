@@ -8,9 +8,10 @@
 
 namespace xfmr {
 
-/// Which xfmr fusion passes run (each has a flag to turn it off).
+/// Which fusion passes run (each has a flag to turn it off): the xfmr ones
+/// and, on linalg, upstream's elementwise fusion.
 struct FusionOptions {
-  bool attention = true, softmax = true, layerNorm = true, epilogues = true;
+  bool attention = true, softmax = true, layerNorm = true, epilogues = true, elementwise = true;
 };
 
 /// The fusion flags every target pipeline takes.
@@ -25,15 +26,19 @@ struct FusionPipelineOptions : mlir::PassPipelineOptions<Derived> {
                            llvm::cl::init(true)};
   BoolOption fuseEpilogues{*this, "fuse-epilogues", llvm::cl::desc("Run xfmr-fuse-epilogues"),
                            llvm::cl::init(true)};
+  BoolOption fuseElementwise{*this, "fuse-elementwise",
+                             llvm::cl::desc("Run linalg-fuse-elementwise-ops"),
+                             llvm::cl::init(true)};
 
   FusionOptions fusion() const {
-    return {fuseAttention, fuseSoftmax, fuseLayerNorm, fuseEpilogues};
+    return {fuseAttention, fuseSoftmax, fuseLayerNorm, fuseEpilogues, fuseElementwise};
   }
   void setFusion(const FusionOptions &fusion) {
     fuseAttention = fusion.attention;
     fuseSoftmax = fusion.softmax;
     fuseLayerNorm = fusion.layerNorm;
     fuseEpilogues = fusion.epilogues;
+    fuseElementwise = fusion.elementwise;
   }
 };
 
@@ -83,10 +88,11 @@ void buildGradientPipeline(mlir::OpPassManager &pm, const FusionOptions &fusion,
                            llvm::StringRef function, llvm::ArrayRef<std::string> wrtInputs);
 
 /// The xfmr ops a target has no kernels of -> linalg (convert-xfmr-to-linalg,
-/// elementwise ops, collapsed loop dims), then tensors -> memrefs: function
-/// results become caller-owned buffers (xfmr-destination-passing-entry),
-/// one-shot bufferization, deallocation.
-void buildLinalgBufferizationPipeline(mlir::OpPassManager &pm);
+/// elementwise ops, with `fuseElementwise` fused where a producer has one
+/// use, collapsed loop dims), then tensors -> memrefs: function results
+/// become caller-owned buffers (xfmr-destination-passing-entry), one-shot
+/// bufferization, deallocation.
+void buildLinalgBufferizationPipeline(mlir::OpPassManager &pm, bool fuseElementwise);
 
 /// Host code (scf, memref, arith, math, vector, OpenMP and, with `gpu`,
 /// kernel launches and GPU buffers) -> the LLVM dialect. Entry functions use
