@@ -68,7 +68,8 @@ public:
 
   /// An int32 [batch, length] token input.
   mlir::Value input(llvm::StringRef name, int64_t length);
-  /// A weight named as in the checkpoint.
+  /// A weight named as in the checkpoint (in a bf16/f16 model's training
+  /// form: an f32 argument, rounded).
   mlir::Value param(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
   /// The padding mask (i1, true = token) of an int32 attention_mask input.
   mlir::Value paddingMask(mlir::Value attentionMask);
