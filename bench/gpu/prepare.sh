@@ -34,6 +34,10 @@ for c in linear:linear normalization:normalization fused-attention:attention low
 done
 $PY $LIB/ops.py generate backward ops/grad.in.safetensors
 $X $ROOT/test/e2e/grad/kernels.mlir --target=nvptx --grad --grad-inputs=q,k,v,cq,ck,cv,x -o ops/grad
+# Whole-model gradients, f32 and mixed-precision bf16 (test/e2e/gpu/gpt2-tiny-grad.test).
+for d in f32 bf16; do
+  $PY $LIB/grads.py --stage prepare --xfmrc $X --xfmrc-flag=--target=nvptx --dtype $d --config $IN/gpt2-tiny.json --workdir grads/gpt2-tiny-$d --batch 2 --seq-len 9 --seed 3
+done
 $PY $LIB/ops.py generate backward_bf16 ops/grad-low.in.safetensors
 for d in bf16 f16; do
   $X $ROOT/test/e2e/grad/low-precision.mlir --entry=loss_$d --grad --grad-inputs=q_$d,k_$d,v_$d,cq_$d,ck_$d,cv_$d,lq_$d,lk_$d,lv_$d --target=nvptx -o ops/grad-$d

@@ -25,5 +25,11 @@ timeout 120 ./ops/grad --inputs=ops/grad.in.safetensors --weights=ops/grad.in.sa
 for d in bf16 f16; do
   timeout 120 ./ops/grad-$d --inputs=ops/grad-low.in.safetensors --output=ops/grad-$d.out.safetensors && python3 $LIB/ops.py check backward_$d ops/grad-low.in.safetensors ops/grad-$d.out.safetensors
 done
+echo "== whole-model gradients on the GPU vs float64 autograd (tolerances as the lit tests')"
+for d in f32 bf16; do
+  tol=1e-4; [ $d = bf16 ] && tol=5e-2
+  timeout 120 python3 $LIB/grads.py --stage check --dtype $d --rel-tol $tol --config $IN/gpt2-tiny.json --workdir grads/gpt2-tiny-$d > grads/$d.txt
+  echo "gpt2-tiny $d: $(grep -c '^PASS' grads/$d.txt) PASS, $(grep -c '^FAIL' grads/$d.txt) FAIL"; grep -E ' loss |^FAIL' grads/$d.txt
+done
 echo "== timings"
 NCU=$NCU timeout 420 python3 ../../bench/gpu/bench.py 2>&1 | tee ${OUT:-.}/bench.txt

@@ -6,6 +6,7 @@ same random weights and batch (padded rows, ignored labels).
 
   grads.py --xfmrc PATH --config C --workdir DIR [--batch B] [--seq-len S]
            [--decoder-seq-len T] [--seed K] [--rel-tol 1e-4] [--dtype bf16|f16]
+           [--stage all|prepare|check]
 
 Dropout is switched off in a copy of the config (its masks are xfmr's own
 counter-based RNG, which PyTorch does not reproduce; the dropout gradient is
@@ -15,6 +16,11 @@ per weight: max |xfmr - torch| <= rel_tol * max |torch| over the tensor.
 With --dtype=bf16 or f16 (mixed precision: f32 weights rounded for use, the
 model computed in that type, the loss in f32) the reference is the float64
 model on the rounded weights, and the gradients are those of the f32 weights.
+
+--stage=prepare writes the weights and inputs and compiles the model into
+--workdir (on a machine with xfmrc); --stage=check runs what is there and
+compares (on a GPU machine without LLVM: bench/gpu/prepare.sh, run.sh); the
+default does both.
 """
 
 import argparse
@@ -37,7 +43,7 @@ DROPOUT_KEYS = ("resid_pdrop", "embd_pdrop", "attn_pdrop", "hidden_dropout_prob"
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--xfmrc", required=True)
+    parser.add_argument("--xfmrc", default="xfmrc")
     parser.add_argument("--config", required=True)
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--batch", type=int, default=2)
@@ -48,20 +54,29 @@ def main():
     parser.add_argument("--dtype", choices=("f32", "bf16", "f16"), default="f32")
     parser.add_argument("--xfmrc-flag", action="append", default=[],
                         help="extra xfmrc flag (repeatable), e.g. --fuse-attention=false")
+    parser.add_argument("--stage", choices=("all", "prepare", "check"), default="all")
     args = parser.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
+    paths = [os.path.join(args.workdir, name) for name in
+             ("config.json", "weights.safetensors", "inputs.safetensors", "grad")]
+    if args.stage != "check":
+        prepare(args, *paths)
+    return 0 if args.stage == "prepare" else check(args, *paths)
+
+
+def prepare(args, config_path, weights_path, inputs_path, model):
+    """Writes the config without dropout, random weights and a batch, and
+    compiles the gradient program."""
 
     with open(args.config) as f:
         config = json.load(f)
     for key in DROPOUT_KEYS:
         config[key] = 0.0
-    config_path = os.path.join(args.workdir, "config.json")
     with open(config_path, "w") as f:
         json.dump(config, f)
     c = reference.describe(config)
     generator = torch.Generator().manual_seed(args.seed)
     weights = reference.random_weights(c, generator)
-    weights_path = os.path.join(args.workdir, "weights.safetensors")
     safetensors_io.write(weights_path, {k: v.numpy() for k, v in weights.items()})
 
     # A batch whose last row is padded; labels ignored on padding and at
@@ -89,13 +104,22 @@ def main():
     labels[~out_mask] = -100
     labels[0, 0] = -100
     inputs["labels"] = labels.int().numpy()
-    inputs_path = os.path.join(args.workdir, "inputs.safetensors")
     safetensors_io.write(inputs_path, inputs)
-
-    model = os.path.join(args.workdir, "grad")
     subprocess.run([args.xfmrc, config_path, "--grad", f"--batch={args.batch}",
                     f"--seq-len={args.seq_len}", f"--decoder-seq-len={args.decoder_seq_len}",
                     f"--dtype={args.dtype}", "-o", model] + args.xfmrc_flag, check=True)
+
+
+def check(args, config_path, weights_path, inputs_path, model):
+    """Runs the compiled program on prepare()'s files against autograd."""
+    with open(config_path) as f:
+        c = reference.describe(json.load(f))
+    weights = {k: torch.from_numpy(v.copy()) for k, v in safetensors_io.read(weights_path).items()}
+    inputs = {k: torch.from_numpy(v.copy()) for k, v in safetensors_io.read(inputs_path).items()}
+    ids, mask = inputs["input_ids"].long(), inputs["attention_mask"].bool()
+    labels = inputs["labels"].long()
+    if c["kind"] == "transformer":
+        tgt, tgt_mask = inputs["decoder_input_ids"].long(), inputs["decoder_attention_mask"].bool()
     outputs_path = os.path.join(args.workdir, "outputs.safetensors")
     subprocess.run([model, f"--weights={weights_path}", f"--inputs={inputs_path}",
                     f"--output={outputs_path}"], check=True)
