@@ -120,10 +120,9 @@ std::pair<Value, Value> xfmr::gpu::emitLayerNormRows(KernelBuilder &kb, Value x,
         // Statistics of the row shifted by its first element: the values are
         // then of the size of their spread, not of their mean (a row around 1e3
         // would lose the mean's low bits to rounding).
-        auto shift = [&] { return input(row, zero); };
         auto mean = [&] { return kb.div(kb.load(sums, {zero}), kb.f32(width)); };
         block.phase([&](Value t) {
-          Value shiftValue = shift();
+          Value shiftValue = input(row, zero);
           Value partial = forThreadColumns(kb, block, t, width, {kb.f32(0.0)},
                                            [&](Value c, ValueRange carried) -> SmallVector<Value> {
                                              Value v = input(row, c);
@@ -136,7 +135,7 @@ std::pair<Value, Value> xfmr::gpu::emitLayerNormRows(KernelBuilder &kb, Value x,
         block.reduce({sums}, add);
         // Each thread rereads the sums it wrote itself.
         block.phase([&](Value t) {
-          Value shiftValue = shift(), shiftedMean = mean();
+          Value shiftValue = input(row, zero), shiftedMean = mean();
           Value partial = forThreadColumns(
               kb, block, t, width, {kb.f32(0.0)},
               [&](Value c, ValueRange carried) -> SmallVector<Value> {
@@ -148,7 +147,7 @@ std::pair<Value, Value> xfmr::gpu::emitLayerNormRows(KernelBuilder &kb, Value x,
         block.reduce({squares}, add);
         block.phase(
             [&](Value t) {
-              Value shiftValue = shift(), shiftedMean = mean();
+              Value shiftValue = input(row, zero), shiftedMean = mean();
               Value variance = kb.div(kb.load(squares, {zero}), kb.f32(width));
               Value rstd = kb.rsqrt(kb.add(variance, kb.f32(epsilon)));
               forThreadColumns(kb, block, t, width, [&](Value c) {
