@@ -688,18 +688,36 @@ LogicalResult GlobalNormOp::verify() {
   return success();
 }
 
-/// Shared checks of the optimizer updates: hyperparameters in range and a
-/// learning rate of the parameters' element type.
+LogicalResult LossScaleOp::verify() {
+  double initial = getInitial().convertToDouble();
+  if (!(initial > 0) || std::isinf(initial))
+    return emitOpError("initial must be positive and finite, got ") << initial;
+  return success();
+}
+
+LogicalResult LossScaleUpdateOp::verify() {
+  if (getGrowthInterval() < 1)
+    return emitOpError("growth_interval must be at least 1, got ") << getGrowthInterval();
+  return success();
+}
+
+/// Shared checks of the optimizer updates: hyperparameters in range, and a
+/// learning rate, norm and loss scale of the parameters' element type.
 static LogicalResult verifyOptimizer(Operation *op, Value param, Value lr, Value gradNorm,
-                                     double maxGradNorm,
+                                     Value lossScale, double maxGradNorm,
                                      ArrayRef<std::pair<StringRef, double>> unitInterval) {
   Type elementType = tensorTypeOf(param).getElementType();
-  for (Value scalar : {lr, gradNorm})
+  for (Value scalar : {lr, gradNorm, lossScale})
     if (scalar && tensorTypeOf(scalar).getElementType() != elementType)
-      return op->emitOpError("lr and grad_norm must be ")
+      return op->emitOpError("lr, grad_norm and loss_scale must be ")
              << elementType << " like the parameter, got " << scalar.getType();
-  if (gradNorm && !(maxGradNorm > 0))
-    return op->emitOpError("max_grad_norm must be positive, got ") << maxGradNorm;
+  if (lossScale && !gradNorm)
+    return op->emitOpError("a loss_scale needs the grad_norm that tells whether the scaled "
+                           "gradients overflowed");
+  // With a loss scale, the norm may be there only for the overflow check.
+  if (gradNorm && !(lossScale ? maxGradNorm >= 0 : maxGradNorm > 0))
+    return op->emitOpError("max_grad_norm must be positive")
+           << (lossScale ? " or 0" : "") << ", got " << maxGradNorm;
   for (auto [name, value] : unitInterval)
     if (!(value >= 0 && value < 1))
       return op->emitOpError() << name << " must be in [0, 1), got " << value;
@@ -709,7 +727,7 @@ static LogicalResult verifyOptimizer(Operation *op, Value param, Value lr, Value
 LogicalResult AdamWUpdateOp::verify() {
   if (!(getEpsilon().convertToDouble() > 0))
     return emitOpError("epsilon must be positive");
-  return verifyOptimizer(*this, getParam(), getLr(), getGradNorm(),
+  return verifyOptimizer(*this, getParam(), getLr(), getGradNorm(), getLossScale(),
                          getMaxGradNorm().convertToDouble(),
                          {{"beta1", getBeta1().convertToDouble()},
                           {"beta2", getBeta2().convertToDouble()},
@@ -717,7 +735,7 @@ LogicalResult AdamWUpdateOp::verify() {
 }
 
 LogicalResult SgdUpdateOp::verify() {
-  return verifyOptimizer(*this, getParam(), getLr(), getGradNorm(),
+  return verifyOptimizer(*this, getParam(), getLr(), getGradNorm(), getLossScale(),
                          getMaxGradNorm().convertToDouble(),
                          {{"momentum", getMomentum().convertToDouble()},
                           {"weight_decay", getWeightDecay().convertToDouble()}});

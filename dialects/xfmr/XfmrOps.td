@@ -702,12 +702,67 @@ def Xfmr_GlobalNormOp : Xfmr_Op<"global_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Xfmr_LossScaleOp : Xfmr_Op<"loss_scale", [Pure]> {
+  let summary = "the loss scale of dynamic loss scaling, from its state";
+  let description = [{
+    `initial * 2^exponent`: the factor a mixed-precision training step
+    multiplies the loss by before differentiating it, so that small f16
+    gradients do not flush to zero (dynamic loss scaling, as
+    `torch.cuda.amp.GradScaler` does). `exponent` is training state, an
+    integer held in a float, 0 at the start and kept by
+    `xfmr.loss_scale_update`; powers of two make scaling and unscaling
+    exact.
+
+    ```mlir
+    %s = xfmr.loss_scale %e {initial = 6.553600e+04 : f64} : tensor<f32> -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Xfmr_ScalarFloat:$exponent, F64Attr:$initial);
+  let results = (outs Xfmr_ScalarFloat:$result);
+  let assemblyFormat = "$exponent attr-dict `:` type($exponent) `->` type($result)";
+  let hasVerifier = 1;
+}
+
+def Xfmr_LossScaleUpdateOp : Xfmr_Op<"loss_scale_update",
+    [Pure, AllTypesMatch<["exponent", "good_steps", "new_exponent", "new_good_steps"]>]> {
+  let summary = "the next state of dynamic loss scaling";
+  let description = [{
+    From `grad_norm`, the global norm of the gradients of the scaled loss:
+    when it is finite, `good_steps` (finite steps in a row) goes up by one,
+    and on reaching `growth_interval` the exponent goes up by one (the scale
+    doubles) and `good_steps` restarts at 0; when it is not (the gradients
+    overflowed, and the optimizer updates skip the step) the exponent goes
+    down by one (the scale halves) and `good_steps` restarts at 0. This is
+    `GradScaler.update` with growth factor 2 and backoff factor 0.5.
+
+    ```mlir
+    %e1, %n1 = xfmr.loss_scale_update %e, %n, %norm {growth_interval = 2000 : i64}
+        : (tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+    ```
+  }];
+  let arguments = (ins Xfmr_ScalarFloat:$exponent, Xfmr_ScalarFloat:$good_steps,
+                   Xfmr_ScalarFloat:$grad_norm,
+                   DefaultValuedAttr<I64Attr, "2000">:$growth_interval);
+  let results = (outs Xfmr_ScalarFloat:$new_exponent, Xfmr_ScalarFloat:$new_good_steps);
+  let assemblyFormat = [{
+    $exponent `,` $good_steps `,` $grad_norm attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 class Xfmr_OptimizerOp<string mnemonic, list<string> tensors>
-    : Xfmr_Op<mnemonic, [Pure, AllTypesMatch<tensors>]> {
+    : Xfmr_Op<mnemonic, [Pure, AttrSizedOperandSegments, AllTypesMatch<tensors>]> {
   code clippingDescription = [{
     With `grad_norm` (the global norm of all gradients), the gradient is
     first scaled by `min(1, max_grad_norm / (grad_norm + 1e-6))`, as
     `torch.nn.utils.clip_grad_norm_` does.
+
+    With `loss_scale`, `grad` is the gradient of the loss times
+    `loss_scale` (dynamic loss scaling) and `grad_norm`, which must be
+    given, its global norm: both are divided by `loss_scale` first, and
+    when `grad_norm` is not finite (an overflow) the step is skipped: the
+    parameter and state are returned unchanged, as `GradScaler.step` skips
+    the optimizer. `max_grad_norm = 0` then means no clipping.
   }];
 }
 
@@ -733,6 +788,7 @@ def Xfmr_AdamWUpdateOp : Xfmr_OptimizerOp<"adamw_update",
   let arguments = (ins Xfmr_FloatTensor:$param, Xfmr_FloatTensor:$grad, Xfmr_FloatTensor:$exp_avg,
                    Xfmr_FloatTensor:$exp_avg_sq, Xfmr_ScalarFloat:$lr, Xfmr_ScalarStep:$step,
                    Optional<Xfmr_ScalarFloat>:$grad_norm,
+                   Optional<Xfmr_ScalarFloat>:$loss_scale,
                    DefaultValuedAttr<F64Attr, "0.9">:$beta1,
                    DefaultValuedAttr<F64Attr, "0.999">:$beta2,
                    DefaultValuedAttr<F64Attr, "1.0e-8">:$epsilon,
@@ -743,7 +799,7 @@ def Xfmr_AdamWUpdateOp : Xfmr_OptimizerOp<"adamw_update",
   let assemblyFormat = [{
     $param `,` $grad `,` $exp_avg `,` $exp_avg_sq `lr` `(` $lr `:` type($lr) `)`
     `step` `(` $step `:` type($step) `)` (`grad_norm` `(` $grad_norm^ `:` type($grad_norm) `)`)?
-    attr-dict `:` type($param)
+    (`loss_scale` `(` $loss_scale^ `:` type($loss_scale) `)`)? attr-dict `:` type($param)
   }];
   let hasVerifier = 1;
 }
@@ -764,13 +820,15 @@ def Xfmr_SgdUpdateOp : Xfmr_OptimizerOp<"sgd_update",
   let arguments = (ins Xfmr_FloatTensor:$param, Xfmr_FloatTensor:$grad,
                    Xfmr_FloatTensor:$momentum_buffer, Xfmr_ScalarFloat:$lr,
                    Optional<Xfmr_ScalarFloat>:$grad_norm,
+                   Optional<Xfmr_ScalarFloat>:$loss_scale,
                    DefaultValuedAttr<F64Attr, "0.9">:$momentum,
                    DefaultValuedAttr<F64Attr, "0.0">:$weight_decay,
                    DefaultValuedAttr<F64Attr, "1.0">:$max_grad_norm);
   let results = (outs Xfmr_FloatTensor:$new_param, Xfmr_FloatTensor:$new_momentum_buffer);
   let assemblyFormat = [{
     $param `,` $grad `,` $momentum_buffer `lr` `(` $lr `:` type($lr) `)`
-    (`grad_norm` `(` $grad_norm^ `:` type($grad_norm) `)`)? attr-dict `:` type($param)
+    (`grad_norm` `(` $grad_norm^ `:` type($grad_norm) `)`)?
+    (`loss_scale` `(` $loss_scale^ `:` type($loss_scale) `)`)? attr-dict `:` type($param)
   }];
   let hasVerifier = 1;
 }

@@ -105,7 +105,10 @@ LogicalResult upstreamAdjoint(Operation *op, OpBuilder &b, ValueRange rg,
 
 class Differentiator {
 public:
-  Differentiator(func::FuncOp func, ArrayRef<unsigned> wrt) : func(func), wrt(wrt) {}
+  /// `seed`: the loss's own gradient (a rank-0 tensor of its type), or
+  /// null for 1.
+  Differentiator(func::FuncOp func, ArrayRef<unsigned> wrt, Value seed)
+      : func(func), wrt(wrt), seed(seed) {}
 
   /// Builds the backward part before the return; returns the gradients of
   /// the `wrt` arguments, or failure.
@@ -116,7 +119,7 @@ public:
     findActiveValues(body);
     OpBuilder b(ret);
     Location loc = func.getLoc();
-    grads[loss] = scalarOf(b, loc, typeOf(loss).getElementType(), 1.0);
+    grads[loss] = seed ? seed : scalarOf(b, loc, typeOf(loss).getElementType(), 1.0);
 
     SmallVector<Operation *> forward;
     for (Operation &op : body.without_terminator())
@@ -174,6 +177,7 @@ private:
 
   func::FuncOp func;
   ArrayRef<unsigned> wrt;
+  Value seed;
   llvm::DenseSet<Value> active;
   DenseMap<Value, Value> grads;
 };
@@ -254,7 +258,26 @@ struct AutodiffPass : xfmr::impl::XfmrAutodiffBase<AutodiffPass> {
           << function << " has no input named '" << requested.begin()->getKey() << "'";
       return signalPassFailure();
     }
-    FailureOr<SmallVector<Value>> gradients = Differentiator(grad, wrt).run();
+    Value seed;
+    if (lossScale) {
+      for (unsigned index = 0; index < grad.getNumArguments(); ++index)
+        if (auto input = grad.getArgAttrOfType<StringAttr>(index, "xfmr.input");
+            input && input.getValue() == "loss_scale") {
+          func.emitError("xfmr-autodiff: @")
+              << function << " already has an input named 'loss_scale'";
+          return signalPassFailure();
+        }
+      Type lossType =
+          cast<func::ReturnOp>(grad.getBody().front().getTerminator()).getOperand(0).getType();
+      unsigned index = grad.getNumArguments();
+      if (failed(grad.insertArgument(
+              index, lossType,
+              b.getDictionaryAttr(b.getNamedAttr("xfmr.input", b.getStringAttr("loss_scale"))),
+              grad.getLoc())))
+        return signalPassFailure();
+      seed = grad.getArgument(index);
+    }
+    FailureOr<SmallVector<Value>> gradients = Differentiator(grad, wrt, seed).run();
     if (failed(gradients))
       return signalPassFailure();
 

@@ -3,9 +3,12 @@
 #include "xfmr/Dialect/XfmrOps.h"
 #include "xfmr/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/StringMap.h"
+
+#include <cmath>
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMRTRAINSTEP
@@ -40,6 +43,11 @@ struct TrainStepPass : xfmr::impl::XfmrTrainStepBase<TrainStepPass> {
           << optimizer << "'";
       return signalPassFailure();
     }
+    if (!(lossScale >= 0) || std::isinf(lossScale) || lossScaleGrowthInterval < 1) {
+      module.emitError("xfmr-train-step: loss-scale must be positive and finite (or 0: none) "
+                       "and loss-scale-growth-interval at least 1");
+      return signalPassFailure();
+    }
     if (module.lookupSymbol("train_step")) {
       module.emitError("xfmr-train-step: the module already has a @train_step");
       return signalPassFailure();
@@ -63,13 +71,25 @@ struct TrainStepPass : xfmr::impl::XfmrTrainStepBase<TrainStepPass> {
     // The gradient function's arguments, then state, then the step.
     IRMapping mapping;
     llvm::StringMap<Value> params;
+    BlockArgument lossScaleArg; // replaced by the scale of the state below
     for (BlockArgument arg : grad.getArguments()) {
-      Value copy = body->addArgument(arg.getType(), arg.getLoc());
+      BlockArgument copy = body->addArgument(arg.getType(), arg.getLoc());
       mapping.map(arg, copy);
       args.push_back({copy, grad.getArgAttrDict(arg.getArgNumber())});
       if (auto name = grad.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "xfmr.param"))
         params[name.getValue()] = copy;
+      if (auto name = grad.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "xfmr.input");
+          name && name.getValue() == "loss_scale")
+        lossScaleArg = copy;
     }
+    bool scaling = lossScale > 0;
+    if (scaling != static_cast<bool>(lossScaleArg))
+      return grad.emitError("xfmr-train-step: ")
+             << (scaling ? "loss-scale needs a gradient function that takes the loss scale (run "
+                           "xfmr-autodiff{function=" +
+                               function + " loss-scale} first)"
+                         : "@" + grad.getName().str() +
+                               " takes a loss_scale, so loss-scale must be set");
     b.setInsertionPointToStart(body);
     for (Operation &op : grad.getBody().front().without_terminator())
       b.clone(op, mapping);
@@ -116,33 +136,59 @@ struct TrainStepPass : xfmr::impl::XfmrTrainStepBase<TrainStepPass> {
         own.push_back(addState(entry.first, kind));
       weightStates.push_back(own);
     }
+    Type elementType = cast<RankedTensorType>(gradients.front().second.getType()).getElementType();
+    auto scalarType = RankedTensorType::get({}, elementType);
+    // Dynamic loss scaling: its state, and the scale the backward starts from.
+    Value scaleExponent, goodSteps, scale;
+    if (scaling) {
+      if (lossScaleArg.getType() != scalarType || !elementType.isF32())
+        return grad.emitError("xfmr-train-step: loss scaling needs an f32 loss and f32 weights "
+                              "(a mixed-precision model's master weights)");
+      auto addScalerState = [&](StringRef name) {
+        Value state = body->addArgument(scalarType, loc);
+        states.push_back({state, named("xfmr.state", name)});
+        return state;
+      };
+      scaleExponent = addScalerState("loss_scale.exponent");
+      goodSteps = addScalerState("loss_scale.good_steps");
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(body);
+      scale = LossScaleOp::create(b, loc, scalarType, scaleExponent, b.getF64FloatAttr(lossScale));
+      lossScaleArg.replaceAllUsesWith(scale);
+      llvm::erase_if(args, [&](const Slot &slot) { return slot.value == lossScaleArg; });
+      body->eraseArgument(lossScaleArg.getArgNumber());
+    }
     llvm::append_range(args, states);
     Value stepArg = body->addArgument(RankedTensorType::get({}, b.getI64Type()), loc);
     args.push_back({stepArg, named("xfmr.input", "step")});
 
-    Type elementType = cast<RankedTensorType>(gradients.front().second.getType()).getElementType();
-    auto scalarType = RankedTensorType::get({}, elementType);
     Value lr = LearningRateOp::create(b, loc, scalarType, stepArg,
                                       b.getF64FloatAttr(learningRate),
                                       b.getI64IntegerAttr(warmupSteps),
                                       b.getI64IntegerAttr(decaySteps),
                                       b.getF64FloatAttr(minLrRatio));
     results.push_back({lr, named("xfmr.output", "lr")});
+    // The norm clips, and with loss scaling, tells overflows (non-finite)
+    // apart; it is reported unscaled.
     Value norm;
-    if (maxGradNorm > 0) {
+    if (maxGradNorm > 0 || scaling) {
       SmallVector<Value> all;
       for (auto &entry : gradients)
         all.push_back(entry.second);
       norm = GlobalNormOp::create(b, loc, scalarType, all);
-      results.push_back({norm, named("xfmr.output", "grad_norm")});
+      Value reported = scaling ? arith::DivFOp::create(b, loc, norm, scale).getResult() : norm;
+      results.push_back({reported, named("xfmr.output", "grad_norm")});
     }
+    if (scaling)
+      results.push_back({scale, named("xfmr.output", "loss_scale")});
 
     auto updated = [&](Value value, StringRef name) {
       NamedAttribute attrs[] = {b.getNamedAttr("xfmr.output", b.getStringAttr("new:" + name)),
                                 b.getNamedAttr("xfmr.updates", b.getStringAttr(name))};
       results.push_back({value, b.getDictionaryAttr(attrs)});
     };
-    FloatAttr clipTo = b.getF64FloatAttr(maxGradNorm > 0 ? maxGradNorm : 1.0);
+    // 0: the norm is there only for the overflow check.
+    FloatAttr clipTo = b.getF64FloatAttr(maxGradNorm > 0 ? maxGradNorm : scaling ? 0.0 : 1.0);
     for (auto [entry, own] : llvm::zip_equal(gradients, weightStates)) {
       auto &[weight, gradient] = entry;
       Value param = params[weight];
@@ -151,17 +197,23 @@ struct TrainStepPass : xfmr::impl::XfmrTrainStepBase<TrainStepPass> {
       Operation *update;
       if (optimizer == "adamw")
         update = AdamWUpdateOp::create(b, loc, param, gradient, own[0], own[1], lr, stepArg, norm,
-                                       b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
-                                       b.getF64FloatAttr(epsilon),
-                                       b.getF64FloatAttr(weightDecay), clipTo);
+                                       scale, b.getF64FloatAttr(beta1), b.getF64FloatAttr(beta2),
+                                       b.getF64FloatAttr(epsilon), b.getF64FloatAttr(weightDecay),
+                                       clipTo);
       else
-        update = SgdUpdateOp::create(b, loc, param, gradient, own[0], lr, norm,
+        update = SgdUpdateOp::create(b, loc, param, gradient, own[0], lr, norm, scale,
                                      b.getF64FloatAttr(momentum), b.getF64FloatAttr(weightDecay),
                                      clipTo);
       // Results: the new parameter, then the new states.
       updated(update->getResult(0), weight);
       for (auto [kind, state] : llvm::zip_equal(stateKinds, update->getResults().drop_front()))
         updated(state, weight + "." + kind.str());
+    }
+    if (scaling) {
+      auto next = LossScaleUpdateOp::create(b, loc, scaleExponent, goodSteps, norm,
+                                            b.getI64IntegerAttr(lossScaleGrowthInterval));
+      updated(next.getNewExponent(), "loss_scale.exponent");
+      updated(next.getNewGoodSteps(), "loss_scale.good_steps");
     }
 
     SmallVector<Value> returned;

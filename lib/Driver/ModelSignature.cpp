@@ -288,7 +288,9 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
     func::FuncOp evaluation =
         options.mode == CompileMode::Train ? buildEvaluation(*entry) : func::FuncOp();
     PassManager pm(&context);
-    buildGradientPipeline(pm, options.fusion, entry->getName(), options.gradientInputs);
+    bool lossScaling = options.mode == CompileMode::Train && options.train.lossScale > 0;
+    buildGradientPipeline(pm, options.fusion, entry->getName(), options.gradientInputs,
+                          lossScaling);
     if (options.mode == CompileMode::Train) {
       const TrainOptions &t = options.train;
       XfmrTrainStepOptions step;
@@ -304,6 +306,8 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
       step.weightDecay = t.weightDecay;
       step.momentum = t.momentum;
       step.maxGradNorm = t.maxGradNorm;
+      step.lossScale = t.lossScale;
+      step.lossScaleGrowthInterval = t.lossScaleGrowthInterval;
       pm.addPass(createXfmrTrainStep(step));
     }
     std::string name = entry->getName().str();
@@ -352,11 +356,11 @@ std::string xfmr::buildManifest(const ModelSignature &signature) {
       {"weight_prefixes", llvm::json::Array(signature.info.weightPrefixes)},
       {"args", std::move(args)}};
   if (const std::optional<TrainOptions> &t = signature.training)
-    manifest["training"] = llvm::json::Object{
-        {"optimizer", t->optimizer},       {"lr", t->learningRate},
-        {"warmup_steps", t->warmupSteps},  {"steps", t->steps},
-        {"min_lr_ratio", t->minLrRatio},   {"weight_decay", t->weightDecay},
-        {"max_grad_norm", t->maxGradNorm}};
+    manifest["training"] =
+        llvm::json::Object{{"optimizer", t->optimizer},       {"lr", t->learningRate},
+                           {"warmup_steps", t->warmupSteps},  {"steps", t->steps},
+                           {"min_lr_ratio", t->minLrRatio},   {"weight_decay", t->weightDecay},
+                           {"max_grad_norm", t->maxGradNorm}, {"loss_scale", t->lossScale}};
   std::string text;
   llvm::raw_string_ostream(text) << llvm::json::Value(std::move(manifest));
   return text;

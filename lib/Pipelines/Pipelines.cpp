@@ -33,14 +33,15 @@ void xfmr::buildXfmrFusionPipeline(OpPassManager &pm, const FusionOptions &fusio
   pm.addPass(createCSEPass());
 }
 
-void xfmr::buildGradientPipeline(OpPassManager &pm, const FusionOptions &fusion,
-                                 StringRef function, ArrayRef<std::string> wrtInputs) {
+void xfmr::buildGradientPipeline(OpPassManager &pm, const FusionOptions &fusion, StringRef function,
+                                 ArrayRef<std::string> wrtInputs, bool lossScale) {
   FusionOptions beforeAutodiff = fusion;
   beforeAutodiff.epilogues = false;
   buildXfmrFusionPipeline(pm, beforeAutodiff);
   XfmrAutodiffOptions autodiff;
   autodiff.function = function.str();
   autodiff.wrtInputs.assign(wrtInputs.begin(), wrtInputs.end());
+  autodiff.lossScale = lossScale;
   pm.addPass(createXfmrAutodiff(autodiff));
 }
 

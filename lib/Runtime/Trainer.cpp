@@ -65,7 +65,8 @@ void printHelp(const char *argv0, const Manifest &manifest) {
       "                   layer-norm scales 1) from --seed\n"
       "  --save=FILE      write the trained weights (.safetensors) for the inference\n"
       "                   executable (xfmrc without --train)\n"
-      "  --steps=N        optimizer steps (default: xfmrc --steps, here %" PRId64 ")\n"
+      "  --steps=N        training steps (default: xfmrc --steps, here %" PRId64 "); with\n"
+      "                   loss scaling, a step skipped for overflowing gradients counts\n"
       "  --log-every=N    print a progress line every N steps (default 100; 0: never)\n"
       "  --eval-every=N   evaluate every N steps (default 0: only at the end)\n"
       "  --seed=N         seed of the initialisation, the shuffling and dropout\n"
@@ -409,10 +410,20 @@ private:
     double windowLoss = 0, windowSeconds = 0;
     int64_t windowTokens = 0, windowSteps = 0;
     Accuracy windowAccuracy;
-    const Buffer *loss = call.get("loss"), *logits = call.get("logits"), *labels = call.get("labels"),
-                 *lr = call.get("lr"), *norm = call.get("grad_norm");
+    const Buffer *loss = call.get("loss"), *logits = call.get("logits"),
+                 *labels = call.get("labels"), *lr = call.get("lr"), *norm = call.get("grad_norm"),
+                 *lossScale = call.get("loss_scale");
     if (!loss || !logits || !lr)
       fail("corrupt model manifest: the training step lacks loss, logits or lr");
+    if (lossScale && !norm)
+      fail("corrupt model manifest: a loss-scaled training step lacks grad_norm");
+    auto scalar = [](const Buffer *buffer) {
+      return *reinterpret_cast<const float *>(buffer->data);
+    };
+    // With dynamic loss scaling, a step whose gradients overflowed updates
+    // nothing; like the Hugging Face trainer, the optimizer's step count and
+    // the learning-rate schedule then do not advance.
+    int64_t updates = 0, windowSkipped = 0;
     for (int64_t s = 0; s < options.steps; ++s) {
       std::vector<size_t> rows;
       while (static_cast<int64_t>(rows.size()) < layout.batch) {
@@ -424,15 +435,25 @@ private:
       }
       auto start = std::chrono::steady_clock::now();
       int64_t labelled = call.fill(train, rows, layout, step.padTokenId);
-      call.setScalar("step", s);
+      call.setScalar("step", updates);
       call.setScalar("dropout_seed", static_cast<int64_t>(mix(options.seed ^ mix(s))));
       call.call();
       windowSeconds +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      float value = *reinterpret_cast<const float *>(loss->data);
+      float value = scalar(loss);
       if (!std::isfinite(value))
         fail("step " + std::to_string(s + 1) + ": the loss is " + std::to_string(value) +
              " (try a lower --lr or a larger --warmup-steps at compile time)");
+      if (lossScale && !std::isfinite(scalar(norm))) {
+        // Halving the scale no longer helps: the unscaled gradients overflow.
+        if (scalar(lossScale) <= 1.0f)
+          fail("step " + std::to_string(s + 1) + ": the gradients overflow even at loss scale " +
+               std::to_string(scalar(lossScale)) +
+               " (try a lower --lr or a larger --warmup-steps at compile time)");
+        ++windowSkipped;
+      } else {
+        ++updates;
+      }
       windowLoss += value;
       windowTokens += labelled;
       ++windowSteps;
@@ -441,15 +462,16 @@ private:
       bool last = s + 1 == options.steps;
       if (options.logEvery && ((s + 1) % options.logEvery == 0 || last)) {
         std::printf("step %6" PRId64 "  loss %.4f  acc %6.2f%%  lr %.3e", s + 1,
-                    windowLoss / windowSteps, windowAccuracy.tokenRate(),
-                    *reinterpret_cast<const float *>(lr->data));
+                    windowLoss / windowSteps, windowAccuracy.tokenRate(), scalar(lr));
         if (norm)
-          std::printf("  |grad| %.3f", *reinterpret_cast<const float *>(norm->data));
+          std::printf("  |grad| %.3f", scalar(norm));
+        if (lossScale)
+          std::printf("  scale %g  skipped %" PRId64, scalar(lossScale), windowSkipped);
         std::printf("  %.0f tok/s  %.2f ms/step\n", windowTokens / windowSeconds,
                     1e3 * windowSeconds / windowSteps);
         std::fflush(stdout);
         windowLoss = windowSeconds = 0;
-        windowTokens = windowSteps = 0;
+        windowTokens = windowSteps = windowSkipped = 0;
         windowAccuracy = Accuracy();
       }
       if (!eval.empty() && options.evalEvery && (s + 1) % options.evalEvery == 0 && !last)

@@ -315,3 +315,55 @@ func.func @adamw(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %m: tensor<4x8xf32>, 
   %0:3 = xfmr.adamw_update %p, %g, %m, %v lr(%lr : tensor<f32>) step(%step : tensor<i64>) : tensor<4x8xf32>
   return %0#0, %0#1, %0#2 : tensor<4x8xf32>, tensor<4x8xf32>, tensor<4x8xf32>
 }
+
+// -----
+
+// The loss scale: initial * 2^exponent.
+// CHECK-LABEL: func @loss_scale
+// CHECK: %[[E:.*]] = tensor.extract
+// CHECK: %[[P:.*]] = math.exp2 %[[E]] : f32
+// CHECK: arith.mulf %[[P]], %{{.*}} : f32
+func.func @loss_scale(%e: tensor<f32>) -> tensor<f32> {
+  %s = xfmr.loss_scale %e {initial = 1024.0 : f64} : tensor<f32> -> tensor<f32>
+  return %s : tensor<f32>
+}
+
+// -----
+
+// Its next state: a finite norm counts a good step (and at the growth
+// interval doubles the scale); an overflow halves it.
+// CHECK-LABEL: func @loss_scale_update
+// CHECK-DAG: %[[INF:.*]] = arith.constant 0x7F800000 : f32
+// CHECK-DAG: %[[INTERVAL:.*]] = arith.constant 1.000000e+02 : f32
+// CHECK: %[[GOOD:.*]] = arith.addf
+// CHECK: %[[FINITE:.*]] = arith.cmpf olt, %{{.*}}, %[[INF]] : f32
+// CHECK: %[[GROWS:.*]] = arith.cmpf oge, %[[GOOD]], %[[INTERVAL]] : f32
+// CHECK: arith.select %[[GROWS]]
+// CHECK: arith.select %[[FINITE]]
+func.func @loss_scale_update(%e: tensor<f32>, %good: tensor<f32>, %n: tensor<f32>) -> (tensor<f32>, tensor<f32>) {
+  %0:2 = xfmr.loss_scale_update %e, %good, %n {growth_interval = 100 : i64} : (tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return %0#0, %0#1 : tensor<f32>, tensor<f32>
+}
+
+// -----
+
+// With a loss scale, the gradient is multiplied by 1 / scale (no clipping at
+// max_grad_norm = 0), and every result keeps its old value unless the norm
+// of the scaled gradients is finite.
+// CHECK-LABEL: func @sgd_loss_scaled
+// CHECK-DAG: %[[INF:.*]] = arith.constant 0x7F800000 : f32
+// CHECK: %[[S:.*]] = tensor.extract %arg5[] : tensor<f32>
+// CHECK: %[[UNSCALE:.*]] = arith.divf %{{.*}}, %[[S]] : f32
+// CHECK: %[[FINITE:.*]] = arith.cmpf olt, %{{.*}}, %[[INF]] : f32
+// CHECK-NOT: arith.minimumf
+// CHECK: linalg.generic
+// CHECK: ^bb0(%[[P:[a-z0-9_]+]]: f32, %[[G:[a-z0-9_]+]]: f32, %[[B:[a-z0-9_]+]]: f32,
+// CHECK: arith.mulf %[[G]], %[[UNSCALE]] : f32
+// CHECK: %[[NEWP:.*]] = arith.select %[[FINITE]], %{{.*}}, %[[P]] : f32
+// CHECK: %[[NEWB:.*]] = arith.select %[[FINITE]], %{{.*}}, %[[B]] : f32
+// CHECK: linalg.yield %[[NEWP]], %[[NEWB]]
+func.func @sgd_loss_scaled(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %b: tensor<4x8xf32>, %lr: tensor<f32>,
+                           %n: tensor<f32>, %s: tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+  %0:2 = xfmr.sgd_update %p, %g, %b lr(%lr : tensor<f32>) grad_norm(%n : tensor<f32>) loss_scale(%s : tensor<f32>) {max_grad_norm = 0.0 : f64} : tensor<4x8xf32>
+  return %0#0, %0#1 : tensor<4x8xf32>, tensor<4x8xf32>
+}

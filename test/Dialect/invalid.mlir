@@ -461,7 +461,7 @@ func.func @adamw_beta(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
 // -----
 
 func.func @adamw_lr_type(%p: tensor<4xf32>, %lr: tensor<f64>, %s: tensor<i64>) {
-  // expected-error @+1 {{lr and grad_norm must be 'f32' like the parameter, got 'tensor<f64>'}}
+  // expected-error @+1 {{lr, grad_norm and loss_scale must be 'f32' like the parameter, got 'tensor<f64>'}}
   %0:3 = xfmr.adamw_update %p, %p, %p, %p lr(%lr : tensor<f64>) step(%s : tensor<i64>) : tensor<4xf32>
   return
 }
@@ -478,6 +478,46 @@ func.func @sgd_clip(%p: tensor<4xf32>, %lr: tensor<f32>) {
 
 func.func @sgd_types(%p: tensor<4xf32>, %g: tensor<5xf32>, %lr: tensor<f32>) {
   // expected-error @+1 {{all of {param, grad, momentum_buffer, new_param, new_momentum_buffer} have same type}}
-  %0:2 = "xfmr.sgd_update"(%p, %g, %p, %lr) : (tensor<4xf32>, tensor<5xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  %0:2 = "xfmr.sgd_update"(%p, %g, %p, %lr) <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0>}> : (tensor<4xf32>, tensor<5xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+  return
+}
+
+// -----
+
+func.func @loss_scale_initial(%e: tensor<f32>) {
+  // expected-error @+1 {{initial must be positive and finite, got 0}}
+  %s = xfmr.loss_scale %e {initial = 0.0 : f64} : tensor<f32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @loss_scale_growth(%e: tensor<f32>) {
+  // expected-error @+1 {{growth_interval must be at least 1, got 0}}
+  %0:2 = xfmr.loss_scale_update %e, %e, %e {growth_interval = 0 : i64} : (tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func @loss_scale_state_types(%e: tensor<f32>, %n: tensor<f16>) {
+  // expected-error @+1 {{all of {exponent, good_steps, new_exponent, new_good_steps} have same type}}
+  %0:2 = xfmr.loss_scale_update %e, %n, %e : (tensor<f32>, tensor<f16>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  return
+}
+
+// -----
+
+func.func @loss_scale_without_norm(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{a loss_scale needs the grad_norm that tells whether the scaled gradients overflowed}}
+  %0:2 = xfmr.sgd_update %p, %p, %p lr(%lr : tensor<f32>) loss_scale(%lr : tensor<f32>) : tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @loss_scale_clip(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @+1 {{max_grad_norm must be positive or 0, got -1}}
+  %0:2 = xfmr.sgd_update %p, %p, %p lr(%lr : tensor<f32>) grad_norm(%lr : tensor<f32>) loss_scale(%lr : tensor<f32>) {max_grad_norm = -1.0 : f64} : tensor<4xf32>
   return
 }

@@ -154,3 +154,21 @@ func.func @training(%step: tensor<i64>, %p: tensor<64x64xf32>, %g: tensor<64x64x
   %p2:2 = xfmr.sgd_update %p, %g, %m lr(%lr : tensor<f32>) {momentum = 0.5 : f64} : tensor<64x64xf32>
   return
 }
+
+// Dynamic loss scaling: the scale, its next state, and updates that unscale.
+// CHECK-LABEL: func @loss_scaling
+func.func @loss_scaling(%step: tensor<i64>, %p: tensor<64xf32>, %g: tensor<64xf32>, %m: tensor<64xf32>,
+                        %lr: tensor<f32>, %e: tensor<f32>, %good: tensor<f32>) {
+  // CHECK: %[[S:.*]] = xfmr.loss_scale %{{.*}} {initial = 6.553600e+04 : f64} : tensor<f32> -> tensor<f32>
+  %s = xfmr.loss_scale %e {initial = 65536.0 : f64} : tensor<f32> -> tensor<f32>
+  %n = xfmr.global_norm %g : (tensor<64xf32>) -> tensor<f32>
+  // CHECK: xfmr.loss_scale_update %{{.*}}, %{{.*}}, %{{.*}} {growth_interval = 100 : i64} : (tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  %e1, %good1 = xfmr.loss_scale_update %e, %good, %n {growth_interval = 100 : i64}
+      : (tensor<f32>, tensor<f32>, tensor<f32>) -> (tensor<f32>, tensor<f32>)
+  // CHECK: xfmr.adamw_update {{.*}} grad_norm(%{{.*}} : tensor<f32>) loss_scale(%[[S]] : tensor<f32>) {max_grad_norm = 0.000000e+00 : f64} : tensor<64xf32>
+  %p1:3 = xfmr.adamw_update %p, %g, %m, %m lr(%lr : tensor<f32>) step(%step : tensor<i64>)
+          grad_norm(%n : tensor<f32>) loss_scale(%s : tensor<f32>) {max_grad_norm = 0.0 : f64} : tensor<64xf32>
+  // CHECK: xfmr.sgd_update {{.*}} grad_norm(%{{.*}} : tensor<f32>) loss_scale(%[[S]] : tensor<f32>) : tensor<64xf32>
+  %p2:2 = xfmr.sgd_update %p, %g, %m lr(%lr : tensor<f32>) grad_norm(%n : tensor<f32>) loss_scale(%s : tensor<f32>) : tensor<64xf32>
+  return
+}

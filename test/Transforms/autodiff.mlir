@@ -2,6 +2,8 @@
 // RUN: xfmr-opt %s --xfmr-autodiff='function=loss wrt-inputs=x' | FileCheck %s --check-prefix=WRT
 // RUN: xfmr-opt %s --xfmr-autodiff=function=attention | FileCheck %s --check-prefix=ATTN
 // RUN: xfmr-opt %s --xfmr-autodiff=function=mixed | FileCheck %s --check-prefix=MIXED
+// RUN: xfmr-opt %s --xfmr-autodiff='function=mixed loss-scale' | FileCheck %s --check-prefix=SCALED
+// RUN: not xfmr-opt %s --xfmr-autodiff='function=has_loss_scale loss-scale' 2>&1 | FileCheck %s --check-prefix=SCALENAME
 // RUN: not xfmr-opt %s --xfmr-autodiff=function=nope 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not xfmr-opt %s --xfmr-autodiff=function=scores 2>&1 | FileCheck %s --check-prefix=NOTSCALAR
 // RUN: not xfmr-opt %s --xfmr-autodiff='function=loss wrt-inputs=y' 2>&1 | FileCheck %s --check-prefix=NOINPUT
@@ -84,6 +86,24 @@ func.func @mixed(%x: tensor<2x4x8xbf16> {xfmr.input = "x"}, %t: tensor<2x4xi32> 
   %h = xfmr.matmul %x, %wn : (tensor<2x4x8xbf16>, tensor<8x16xbf16>) -> tensor<2x4x16xbf16>
   %hw = arith.extf %h : tensor<2x4x16xbf16> to tensor<2x4x16xf32>
   %l = xfmr.cross_entropy %hw, %t : (tensor<2x4x16xf32>, tensor<2x4xi32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// With loss-scale, the gradient function takes the scale last, and the
+// backward starts from it instead of from 1: the bf16 part runs on scaled
+// gradients, the loss stays unscaled.
+// SCALED-LABEL: func.func @mixed_grad
+// SCALED-SAME: %[[W:[a-z0-9]+]]: tensor<8x16xf32> {xfmr.param = "w"}, %[[SCALE:[a-z0-9]+]]: tensor<f32> {xfmr.input = "loss_scale"})
+// SCALED: %[[LOSS:.*]] = xfmr.cross_entropy
+// SCALED-NOT: arith.constant
+// SCALED: xfmr.cross_entropy_backward %{{.*}}, %{{.*}}, %[[SCALE]] :
+// SCALED: return %[[LOSS]], %{{.*}} : tensor<f32>, tensor<8x16xf32>
+// SCALENAME: error: xfmr-autodiff: @has_loss_scale already has an input named 'loss_scale'
+func.func @has_loss_scale(%w: tensor<4xf32> {xfmr.param = "w"}, %s: tensor<4xf32> {xfmr.input = "loss_scale"})
+    -> tensor<f32> {
+  %p = xfmr.mul %w, %s : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %r = xfmr.reduce %p {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<4xf32>) -> tensor<1xf32>
+  %l = xfmr.reshape %r : (tensor<1xf32>) -> tensor<f32>
   return %l : tensor<f32>
 }
 

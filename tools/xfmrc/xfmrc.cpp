@@ -11,6 +11,8 @@
 #include "llvm/Support/Regex.h"
 #include "llvm/Support/WithColor.h"
 
+#include <cmath>
+
 using namespace llvm;
 
 static cl::OptionCategory category("xfmrc options");
@@ -78,6 +80,17 @@ static cl::opt<double> momentum("momentum", cl::desc("SGD momentum (default 0.9)
 static cl::opt<double> maxGradNorm(
     "max-grad-norm", cl::desc("Clip gradients to this global norm (default 1; 0: no clipping)"),
     cl::init(1.0), cl::cat(trainCategory));
+static cl::opt<double> lossScale(
+    "loss-scale",
+    cl::desc("Initial scale of dynamic loss scaling: the loss is multiplied by it before the "
+             "backward, the gradients divided after; an overflow skips the step and halves it, "
+             "--loss-scale-growth-interval finite steps double it (default 65536 with "
+             "--dtype=f16, else 0: none)"),
+    cl::init(65536.0), cl::cat(trainCategory));
+static cl::opt<int64_t> lossScaleGrowthInterval(
+    "loss-scale-growth-interval",
+    cl::desc("Finite steps in a row after which the loss scale doubles (default 2000)"),
+    cl::init(2000), cl::cat(trainCategory));
 static cl::opt<xfmr::ElementType> dtype(
     "dtype",
     cl::desc("Element type of a config model's weights and activations (default f32); with "
@@ -188,7 +201,8 @@ int main(int argc, char **argv) {
         static_cast<cl::Option *>(&minLrRatio), static_cast<cl::Option *>(&beta1),
         static_cast<cl::Option *>(&beta2), static_cast<cl::Option *>(&epsilon),
         static_cast<cl::Option *>(&weightDecay), static_cast<cl::Option *>(&momentum),
-        static_cast<cl::Option *>(&maxGradNorm)})
+        static_cast<cl::Option *>(&maxGradNorm), static_cast<cl::Option *>(&lossScale),
+        static_cast<cl::Option *>(&lossScaleGrowthInterval)})
     if (option->getNumOccurrences() && !train)
       return fail("--" + option->ArgStr + " needs --train");
   if (optimizer != "adamw" && optimizer != "sgd")
@@ -226,9 +240,16 @@ int main(int argc, char **argv) {
   options.shape.decoderSeqLen = decoderSeqLen;
   if (dtype != xfmr::ElementType::F32 && sys::path::extension(inputPath) != ".json")
     return fail("--dtype applies to config.json models; an .mlir model's types are its own");
-  if (dtype == xfmr::ElementType::F16 && train)
-    return fail("--dtype=f16 --train is not supported: f16 gradients underflow without loss "
-                "scaling, which xfmr does not do; train in bf16 (f32's range) or f32");
+  if (!(lossScale >= 0) || std::isinf(lossScale) || lossScaleGrowthInterval < 1)
+    return fail("--loss-scale must be positive and finite (or 0: none) and "
+                "--loss-scale-growth-interval at least 1");
+  // f16 gradients underflow (or overflow) without it; bf16 has f32's range.
+  bool f16 = dtype == xfmr::ElementType::F16;
+  options.train.lossScale = lossScale.getNumOccurrences() || f16 ? lossScale.getValue() : 0.0;
+  options.train.lossScaleGrowthInterval = lossScaleGrowthInterval;
+  if (f16 && train && options.train.lossScale == 0)
+    return fail("--dtype=f16 --train needs loss scaling (--loss-scale > 0): f16 gradients "
+                "underflow without it");
   options.shape.elementType = dtype;
   options.entry = entry;
   options.cpu = cpu;

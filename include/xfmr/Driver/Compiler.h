@@ -67,6 +67,10 @@ struct TrainOptions {
   double momentum = 0.9;
   /// Clip gradients to this global norm; 0 disables clipping.
   double maxGradNorm = 1.0;
+  /// Initial scale of dynamic loss scaling; 0: none.
+  double lossScale = 0.0;
+  /// Finite steps in a row after which the loss scale doubles.
+  int64_t lossScaleGrowthInterval = 2000;
 };
 
 struct CompileOptions {

@@ -83,9 +83,12 @@ void buildXfmrFusionPipeline(mlir::OpPassManager &pm, const FusionOptions &fusio
 /// the backward computes: attention (so its backward is FlashAttention-2's,
 /// from the saved log-sum-exp), softmax and layer norm. Matmul epilogues are
 /// fused later, over forward and backward together: fused into its GEMM, an
-/// activation's input would have to be recomputed for the backward.
+/// activation's input would have to be recomputed for the backward. With
+/// `lossScale`, the gradient function takes the loss scale (dynamic loss
+/// scaling, xfmr-autodiff{loss-scale}).
 void buildGradientPipeline(mlir::OpPassManager &pm, const FusionOptions &fusion,
-                           llvm::StringRef function, llvm::ArrayRef<std::string> wrtInputs);
+                           llvm::StringRef function, llvm::ArrayRef<std::string> wrtInputs,
+                           bool lossScale = false);
 
 /// The xfmr ops a target has no kernels of -> linalg (convert-xfmr-to-linalg,
 /// elementwise ops, with `fuseElementwise` fused where a producer has one

@@ -90,7 +90,10 @@ def XfmrAutodiff : Pass<"xfmr-autodiff", "::mlir::ModuleOp"> {
     pass-through results, then the gradient of every `xfmr.param` argument
     (and of the float `xfmr.input`s named in `wrt-inputs`, `*` meaning all of
     them), in argument order;
-    results are named `xfmr.output = "loss"` and `"grad:<name>"`.
+    results are named `xfmr.output = "loss"` and `"grad:<name>"`. With
+    `loss-scale` it takes one more argument, the loss scale, and returns the
+    gradients of the loss times it: the backward starts from the scale
+    instead of 1, so that it runs on scaled values (f16 training).
 
     The forward part is kept; the backward part is built by walking the ops
     in reverse and asking each op (DifferentiableOpInterface) for its
@@ -105,6 +108,10 @@ def XfmrAutodiff : Pass<"xfmr-autodiff", "::mlir::ModuleOp"> {
            "Name of the function to differentiate">,
     ListOption<"wrtInputs", "wrt-inputs", "std::string",
                "Inputs (xfmr.input names, or * for all float inputs) to also differentiate">,
+    Option<"lossScale", "loss-scale", "bool", /*default=*/"false",
+           "Add a last argument, the rank-0 loss scale (xfmr.input = \"loss_scale\"), and "
+           "return the gradients of the loss times it (the loss itself unscaled): "
+           "dynamic loss scaling for f16 training">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
                            "::mlir::tensor::TensorDialect", "::mlir::func::FuncDialect"];
@@ -128,6 +135,17 @@ def XfmrTrainStep : Pass<"xfmr-train-step", "::mlir::ModuleOp"> {
     callers may pass the weight's own buffer as that output, since every
     update reads only its own weight and state, after all gradients are
     computed.
+
+    With `loss-scale`, the step scales its loss dynamically, as
+    `torch.cuda.amp.GradScaler` does: the gradient function's `loss_scale`
+    argument becomes `xfmr.loss_scale` of the state
+    `"loss_scale.exponent"`, the updates unscale the gradients and skip the
+    step when they overflowed (their global norm, always computed then, is
+    not finite), and `xfmr.loss_scale_update` advances the state
+    (`"loss_scale.exponent"`, `"loss_scale.good_steps"`, both f32 and 0 at
+    the start). The step also returns the scale it used (`"loss_scale"`);
+    its `"grad_norm"` is that of the unscaled gradients, not finite on a
+    skipped step.
   }];
   let options = [
     Option<"function", "function", "std::string", /*default=*/"\"loss\"",
@@ -149,8 +167,13 @@ def XfmrTrainStep : Pass<"xfmr-train-step", "::mlir::ModuleOp"> {
     Option<"momentum", "momentum", "double", /*default=*/"0.9", "SGD momentum">,
     Option<"maxGradNorm", "max-grad-norm", "double", /*default=*/"0.0",
            "Clip gradients to this global norm (0: no clipping)">,
+    Option<"lossScale", "loss-scale", "double", /*default=*/"0.0",
+           "Initial scale of dynamic loss scaling (0: none); the gradient function must "
+           "take it (xfmr-autodiff{loss-scale})">,
+    Option<"lossScaleGrowthInterval", "loss-scale-growth-interval", "int64_t",
+           /*default=*/"2000", "Finite steps in a row after which the loss scale doubles">,
   ];
-  let dependentDialects = ["::mlir::func::FuncDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect"];
 }
 
 def XfmrComputeInF32 : Pass<"xfmr-compute-in-f32"> {

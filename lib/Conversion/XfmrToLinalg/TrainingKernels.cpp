@@ -1,9 +1,9 @@
 //===- TrainingKernels.cpp - lowering of the xfmr training ops --*- C++ -*-===//
 //
-// The learning-rate schedule and the clipping factor are scalar arithmetic
-// on values extracted from rank-0 tensors; each optimizer update is one
-// elementwise linalg.generic over the parameter and its state, reading the
-// scalars from above.
+// The learning-rate schedule, the clipping factor and dynamic loss scaling
+// are scalar arithmetic on values extracted from rank-0 tensors; each
+// optimizer update is one elementwise linalg.generic over the parameter and
+// its state, reading the scalars from above.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,14 +64,47 @@ Value rank0Tensor(OpBuilder &b, Location loc, Value scalar) {
                                         scalar);
 }
 
-/// min(1, max_grad_norm / (grad_norm + 1e-6)), or 1 without a norm.
-Value clipFactor(ScalarMath &math, OpBuilder &b, Location loc, Value gradNorm,
-                 double maxGradNorm) {
+/// What an optimizer update does with the step's gradient: multiply it by
+/// `factor` (clipping and unscaling), and with a loss scale, keep the old
+/// values unless `applies` (the scaled gradients are finite).
+struct GradientTreatment {
+  Value factor;
+  Value applies; // i1, or null: always
+};
+
+/// min(1, max_grad_norm / (norm + 1e-6)) (or 1 without a norm or a
+/// max_grad_norm), with `norm` the gradients' global norm; with a loss
+/// scale, both the gradients and their norm divided by it first.
+GradientTreatment treatGradient(ScalarMath &math, OpBuilder &b, Location loc, Value gradNorm,
+                                Value lossScale, double maxGradNorm) {
+  GradientTreatment treatment{math.constant(1.0), Value()};
   if (!gradNorm)
-    return math.constant(1.0);
+    return treatment;
   Value norm = scalarOf(b, loc, gradNorm);
-  return math.min(math.constant(1.0),
-                  math.div(math.constant(maxGradNorm), math.add(norm, math.constant(1e-6))));
+  if (lossScale) {
+    Value unscale = math.div(math.constant(1.0), scalarOf(b, loc, lossScale));
+    treatment.applies =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, norm, math.constant(INFINITY));
+    treatment.factor = unscale;
+    norm = math.mul(norm, unscale);
+  }
+  if (maxGradNorm > 0)
+    treatment.factor =
+        math.mul(treatment.factor,
+                 math.min(math.constant(1.0), math.div(math.constant(maxGradNorm),
+                                                       math.add(norm, math.constant(1e-6)))));
+  return treatment;
+}
+
+/// `updated`, or where the step is skipped, `old`.
+SmallVector<Value> unlessSkipped(OpBuilder &b, Location loc, const GradientTreatment &treatment,
+                                 ValueRange updated, ValueRange old) {
+  if (!treatment.applies)
+    return updated;
+  SmallVector<Value> results;
+  for (auto [now, before] : llvm::zip_equal(updated, old))
+    results.push_back(arith::SelectOp::create(b, loc, treatment.applies, now, before));
+  return results;
 }
 
 /// An all-parallel generic over `type` with one identity-mapped output per
@@ -168,6 +201,48 @@ struct GlobalNormLowering : OpConversionPattern<GlobalNormOp> {
   }
 };
 
+/// initial * 2^exponent.
+struct LossScaleLowering : OpConversionPattern<LossScaleOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(LossScaleOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ScalarMath math(rewriter, loc, op.getType().getElementType());
+    Value power =
+        math::Exp2Op::create(rewriter, loc, scalarOf(rewriter, loc, adaptor.getExponent()));
+    Value scale = math.mul(math.constant(op.getInitial().convertToDouble()), power);
+    rewriter.replaceOp(op, rank0Tensor(rewriter, loc, scale));
+    return success();
+  }
+};
+
+struct LossScaleUpdateLowering : OpConversionPattern<LossScaleUpdateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(LossScaleUpdateOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    ScalarMath math(rewriter, loc, tensorTypeOf(op.getExponent()).getElementType());
+    Value exponent = scalarOf(rewriter, loc, adaptor.getExponent());
+    Value good = math.add(scalarOf(rewriter, loc, adaptor.getGoodSteps()), math.constant(1.0));
+    Value norm = scalarOf(rewriter, loc, adaptor.getGradNorm());
+    ScalarMath normMath(rewriter, loc, norm.getType());
+    Value finite = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OLT, norm,
+                                         normMath.constant(INFINITY));
+    Value grows = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OGE, good,
+                                        math.constant(static_cast<double>(op.getGrowthInterval())));
+    auto select = [&](Value condition, Value ifTrue, Value ifFalse) -> Value {
+      return arith::SelectOp::create(rewriter, loc, condition, ifTrue, ifFalse);
+    };
+    Value zero = math.constant(0.0);
+    Value finiteExponent = select(grows, math.add(exponent, math.constant(1.0)), exponent);
+    Value newExponent = select(finite, finiteExponent, math.sub(exponent, math.constant(1.0)));
+    Value newGood = select(finite, select(grows, zero, good), zero);
+    rewriter.replaceOp(
+        op, {rank0Tensor(rewriter, loc, newExponent), rank0Tensor(rewriter, loc, newGood)});
+    return success();
+  }
+};
+
 struct AdamWUpdateLowering : OpConversionPattern<AdamWUpdateOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(AdamWUpdateOp op, OpAdaptor adaptor,
@@ -191,8 +266,9 @@ struct AdamWUpdateLowering : OpConversionPattern<AdamWUpdateOp> {
     Value stepSize = math.convert(wide.div(lr, correction(beta1)));
     Value secondScale = math.convert(wide.sqrt(correction(beta2)));
     Value decay = math.convert(wide.sub(wide.constant(1.0), wide.mul(lr, wide.constant(weightDecay))));
-    Value clip = clipFactor(math, rewriter, loc, adaptor.getGradNorm(),
-                            op.getMaxGradNorm().convertToDouble());
+    GradientTreatment treatment =
+        treatGradient(math, rewriter, loc, adaptor.getGradNorm(), adaptor.getLossScale(),
+                      op.getMaxGradNorm().convertToDouble());
 
     SmallVector<Value> results = elementwise(
         rewriter, loc, type,
@@ -200,13 +276,13 @@ struct AdamWUpdateLowering : OpConversionPattern<AdamWUpdateOp> {
                    adaptor.getExpAvgSq()},
         3, [&](OpBuilder &b, Location l, ValueRange args) -> SmallVector<Value> {
           ScalarMath m(b, l, elementType);
-          Value g = m.mul(args[1], clip);
+          Value g = m.mul(args[1], treatment.factor);
           Value avg = m.add(m.mul(m.constant(beta1), args[2]), m.mul(m.constant(1 - beta1), g));
           Value avgSq = m.add(m.mul(m.constant(beta2), args[3]),
                               m.mul(m.constant(1 - beta2), m.mul(g, g)));
           Value denominator = m.add(m.div(m.sqrt(avgSq), secondScale), m.constant(epsilon));
           Value p = m.sub(m.mul(args[0], decay), m.mul(stepSize, m.div(avg, denominator)));
-          return {p, avg, avgSq};
+          return unlessSkipped(b, l, treatment, {p, avg, avgSq}, {args[0], args[2], args[3]});
         });
     rewriter.replaceOp(op, results);
     return success();
@@ -224,16 +300,19 @@ struct SgdUpdateLowering : OpConversionPattern<SgdUpdateOp> {
     double weightDecay = op.getWeightDecay().convertToDouble();
     ScalarMath math(rewriter, loc, elementType);
     Value lr = scalarOf(rewriter, loc, adaptor.getLr());
-    Value clip = clipFactor(math, rewriter, loc, adaptor.getGradNorm(),
-                            op.getMaxGradNorm().convertToDouble());
+    GradientTreatment treatment =
+        treatGradient(math, rewriter, loc, adaptor.getGradNorm(), adaptor.getLossScale(),
+                      op.getMaxGradNorm().convertToDouble());
     SmallVector<Value> results = elementwise(
         rewriter, loc, type,
         ValueRange{adaptor.getParam(), adaptor.getGrad(), adaptor.getMomentumBuffer()}, 2,
         [&](OpBuilder &b, Location l, ValueRange args) -> SmallVector<Value> {
           ScalarMath m(b, l, elementType);
-          Value g = m.add(m.mul(args[1], clip), m.mul(m.constant(weightDecay), args[0]));
+          Value g =
+              m.add(m.mul(args[1], treatment.factor), m.mul(m.constant(weightDecay), args[0]));
           Value buffer = m.add(m.mul(m.constant(momentum), args[2]), g);
-          return {m.sub(args[0], m.mul(lr, buffer)), buffer};
+          return unlessSkipped(b, l, treatment, {m.sub(args[0], m.mul(lr, buffer)), buffer},
+                               {args[0], args[2]});
         });
     rewriter.replaceOp(op, results);
     return success();
@@ -243,6 +322,6 @@ struct SgdUpdateLowering : OpConversionPattern<SgdUpdateOp> {
 } // namespace
 
 void lowering::populateTrainingLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<LearningRateLowering, GlobalNormLowering, AdamWUpdateLowering, SgdUpdateLowering>(
-      patterns.getContext());
+  patterns.add<LearningRateLowering, GlobalNormLowering, LossScaleLowering, LossScaleUpdateLowering,
+               AdamWUpdateLowering, SgdUpdateLowering>(patterns.getContext());
 }

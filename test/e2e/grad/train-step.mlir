@@ -21,6 +21,29 @@
 // RUN: %python %testlib/train_step.py generate %t/sgd.safetensors --step 7 --state sgd
 // RUN: %t/sgd --inputs=%t/sgd.safetensors --weights=%t/sgd.safetensors --output=%t/sgd.out.safetensors
 // RUN: %python %testlib/train_step.py check %t/sgd.safetensors %t/sgd.out.safetensors --optimizer sgd --lr 0.1 --momentum 0.9 --weight-decay 0.001 | FileCheck %s --check-prefixes=CHECK,SGD
+// Dynamic loss scaling (xfmr-autodiff{loss-scale}, xfmr-train-step{loss-scale})
+// against GradScaler's algorithm: a finite step (one more good step), one that
+// reaches the growth interval (the scale doubles), one that overflows (scale
+// 2^128: every weight and state unchanged, the scale halves), and SGD
+// without clipping (the norm computed only for the overflow check).
+// RUN: xfmr-opt %s --xfmr-autodiff='function=loss loss-scale' --xfmr-train-step='function=loss optimizer=adamw lr=0.02 warmup-steps=10 decay-steps=100 min-lr-ratio=0.1 weight-decay=0.01 max-grad-norm=0.05 loss-scale=1024 loss-scale-growth-interval=4' -o %t/scaled.mlir
+// RUN: xfmrc %t/scaled.mlir --entry=train_step -o %t/scaled
+// RUN: %python %testlib/train_step.py generate %t/scaled.safetensors --step 40 --state adamw --scaler 3,1
+// RUN: %t/scaled --inputs=%t/scaled.safetensors --weights=%t/scaled.safetensors --output=%t/scaled.out.safetensors
+// RUN: %python %testlib/train_step.py check %t/scaled.safetensors %t/scaled.out.safetensors --optimizer adamw --lr 0.02 --warmup 10 --decay 100 --min-ratio 0.1 --weight-decay 0.01 --clip 0.05 --loss-scale 1024 --growth-interval 4 | FileCheck %s --check-prefixes=CHECK,ADAMW,CLIP,SCALED,APPLIED
+// RUN: %python %testlib/train_step.py generate %t/growth.safetensors --step 40 --state adamw --scaler 3,3
+// RUN: %t/scaled --inputs=%t/growth.safetensors --weights=%t/growth.safetensors --output=%t/growth.out.safetensors
+// RUN: %python %testlib/train_step.py check %t/growth.safetensors %t/growth.out.safetensors --optimizer adamw --lr 0.02 --warmup 10 --decay 100 --min-ratio 0.1 --weight-decay 0.01 --clip 0.05 --loss-scale 1024 --growth-interval 4 | FileCheck %s --check-prefixes=CHECK,ADAMW,CLIP,SCALED,APPLIED
+// RUN: %python %testlib/train_step.py generate %t/overflow.safetensors --step 40 --state adamw --scaler 118,2
+// RUN: %t/scaled --inputs=%t/overflow.safetensors --weights=%t/overflow.safetensors --output=%t/overflow.out.safetensors
+// RUN: %python %testlib/train_step.py check %t/overflow.safetensors %t/overflow.out.safetensors --optimizer adamw --lr 0.02 --warmup 10 --decay 100 --min-ratio 0.1 --weight-decay 0.01 --clip 0.05 --loss-scale 1024 --growth-interval 4 | FileCheck %s --check-prefixes=CHECK,ADAMW,SCALED,SKIPPED
+// RUN: xfmr-opt %s --xfmr-autodiff='function=loss loss-scale' --xfmr-train-step='function=loss optimizer=sgd lr=0.1 momentum=0.9 weight-decay=0.001 loss-scale=65536' -o %t/sgd-scaled.mlir
+// RUN: xfmrc %t/sgd-scaled.mlir --entry=train_step -o %t/sgd-scaled
+// RUN: %python %testlib/train_step.py generate %t/sgd-scaled.safetensors --step 7 --state sgd --scaler 0,0
+// RUN: %t/sgd-scaled --inputs=%t/sgd-scaled.safetensors --weights=%t/sgd-scaled.safetensors --output=%t/sgd-scaled.out.safetensors
+// RUN: %python %testlib/train_step.py check %t/sgd-scaled.safetensors %t/sgd-scaled.out.safetensors --optimizer sgd --lr 0.1 --momentum 0.9 --weight-decay 0.001 --loss-scale 65536 | FileCheck %s --check-prefixes=CHECK,SGD,SCALED,APPLIED
+// APPLIED: applied step
+// SKIPPED: skipped step
 // CHECK-DAG: PASS: loss
 // CHECK-DAG: PASS: lr
 // CLIP-DAG: PASS: grad_norm (clipped)
@@ -33,6 +56,9 @@
 // ADAMW-DAG: PASS: new:w2.exp_avg_sq
 // SGD-DAG: PASS: new:w1.momentum_buffer
 // SGD-DAG: PASS: new:w2.momentum_buffer
+// SCALED-DAG: PASS: loss_scale
+// SCALED-DAG: PASS: new:loss_scale.exponent
+// SCALED-DAG: PASS: new:loss_scale.good_steps
 // CHECK-NOT: FAIL
 
 func.func @loss(%x: tensor<4x8x16xf32> {xfmr.input = "x"}, %labels: tensor<4x8xi32> {xfmr.input = "labels"},
