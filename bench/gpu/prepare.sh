@@ -2,7 +2,7 @@
 # Builds, on this machine (LLVM/MLIR 22), everything bench/gpu/run.sh runs on a
 # GPU machine (which has CUDA and PyTorch but no LLVM): nvptx executables of
 # the whole-model, per-op and gradient tests with their inputs, and the
-# attention / GPT-2 block benchmark models. From the repository root, after
+# attention / GPT-2 block benchmark models, and training executables. From the repository root, after
 # the build: bench/gpu/prepare.sh; then carry build/gpu-bench to the GPU
 # machine and run bench/gpu/run.sh there.
 set -e
@@ -41,6 +41,12 @@ done
 $PY $LIB/ops.py generate backward_bf16 ops/grad-low.in.safetensors
 for d in bf16 f16; do
   $X $ROOT/test/e2e/grad/low-precision.mlir --entry=loss_$d --grad --grad-inputs=q_$d,k_$d,v_$d,cq_$d,ck_$d,cv_$d,lq_$d,lk_$d,lv_$d --target=nvptx -o ops/grad-$d
+done
+# Training executables: the reverse-sequence example in f32, mixed-precision
+# bf16 and f16 (dynamic loss scaling), as test/Train/reverse-sequence.test.
+mkdir -p train && $PY $ROOT/examples/reverse-sequence/make_data.py train > /dev/null
+for d in f32 bf16 f16; do
+  $X --train $ROOT/examples/reverse-sequence/model.json --target=nvptx --dtype=$d --batch=32 --lr=1e-3 --warmup-steps=100 --steps=1000 -o train/reverse-$d
 done
 # Benchmark models: attention forward (batch 4, 16 heads), its backward, a
 # GPT-2 small block at seq 1024.

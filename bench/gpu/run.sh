@@ -1,7 +1,7 @@
 #!/bin/bash
 # On a GPU machine, from the repository root, with build/gpu-bench made by
 # bench/gpu/prepare.sh: the whole-model, per-op and gradient tests on the GPU
-# against PyTorch, then bench/gpu/bench.py (kernel times by ncu, PyTorch's
+# against PyTorch, training runs, then bench/gpu/bench.py (kernel times by ncu, PyTorch's
 # on the same GPU). Writes bench.txt into $OUT when that is set.
 cd build/gpu-bench
 LIB=../../test/e2e_lib
@@ -30,6 +30,10 @@ for d in f32 bf16; do
   tol=1e-4; [ $d = bf16 ] && tol=5e-2
   timeout 120 python3 $LIB/grads.py --stage check --dtype $d --rel-tol $tol --config $IN/gpt2-tiny.json --workdir grads/gpt2-tiny-$d > grads/$d.txt
   echo "gpt2-tiny $d: $(grep -c '^PASS' grads/$d.txt) PASS, $(grep -c '^FAIL' grads/$d.txt) FAIL"; grep -E ' loss |^FAIL' grads/$d.txt
+done
+echo "== training the reverse-sequence example on the GPU (expect >= 99% held-out token accuracy)"
+for d in f32 bf16 f16; do
+  echo "$d:"; timeout 180 ./train/reverse-$d --train=train/train.txt --eval=train/eval.txt --log-every=500 | tail -3
 done
 echo "== timings"
 NCU=$NCU timeout 420 python3 ../../bench/gpu/bench.py 2>&1 | tee ${OUT:-.}/bench.txt
