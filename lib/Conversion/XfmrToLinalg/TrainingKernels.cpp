@@ -34,6 +34,10 @@ public:
   Value min(Value x, Value y) { return arith::MinimumFOp::create(b, loc, x, y); }
   Value max(Value x, Value y) { return arith::MaximumFOp::create(b, loc, x, y); }
   Value sqrt(Value x) { return math::SqrtOp::create(b, loc, x); }
+  /// Whether a norm (never negative) is finite: false for +inf and NaN.
+  Value isFiniteNorm(Value norm) {
+    return arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, norm, constant(INFINITY));
+  }
   /// `value` (of another float type) converted to this type.
   Value convert(Value value) {
     unsigned from = value.getType().getIntOrFloatBitWidth(), to = type.getIntOrFloatBitWidth();
@@ -83,8 +87,7 @@ GradientTreatment treatGradient(ScalarMath &math, OpBuilder &b, Location loc, Va
   Value norm = scalarOf(b, loc, gradNorm);
   if (lossScale) {
     Value unscale = math.div(math.constant(1.0), scalarOf(b, loc, lossScale));
-    treatment.applies =
-        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OLT, norm, math.constant(INFINITY));
+    treatment.applies = math.isFiniteNorm(norm);
     treatment.factor = unscale;
     norm = math.mul(norm, unscale);
   }
@@ -225,9 +228,7 @@ struct LossScaleUpdateLowering : OpConversionPattern<LossScaleUpdateOp> {
     Value exponent = scalarOf(rewriter, loc, adaptor.getExponent());
     Value good = math.add(scalarOf(rewriter, loc, adaptor.getGoodSteps()), math.constant(1.0));
     Value norm = scalarOf(rewriter, loc, adaptor.getGradNorm());
-    ScalarMath normMath(rewriter, loc, norm.getType());
-    Value finite = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OLT, norm,
-                                         normMath.constant(INFINITY));
+    Value finite = ScalarMath(rewriter, loc, norm.getType()).isFiniteNorm(norm);
     Value grows = arith::CmpFOp::create(rewriter, loc, arith::CmpFPredicate::OGE, good,
                                         math.constant(static_cast<double>(op.getGrowthInterval())));
     auto select = [&](Value condition, Value ifTrue, Value ifFalse) -> Value {
