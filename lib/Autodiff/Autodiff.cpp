@@ -242,6 +242,11 @@ struct AutodiffPass : xfmr::impl::XfmrAutodiffBase<AutodiffPass> {
       unsigned index = arg.getArgNumber();
       bool param = static_cast<bool>(grad.getArgAttr(index, "xfmr.param"));
       auto input = grad.getArgAttrOfType<StringAttr>(index, "xfmr.input");
+      if (lossScale && input && input.getValue() == kLossScaleInput) {
+        func.emitError("xfmr-autodiff: @")
+            << function << " already has an input named '" << kLossScaleInput << "'";
+        return signalPassFailure();
+      }
       bool named = input && requested.erase(input.getValue());
       if (!param && !named && !(input && allInputs && isFloatTensor(arg)))
         continue;
@@ -260,19 +265,12 @@ struct AutodiffPass : xfmr::impl::XfmrAutodiffBase<AutodiffPass> {
     }
     Value seed;
     if (lossScale) {
-      for (unsigned index = 0; index < grad.getNumArguments(); ++index)
-        if (auto input = grad.getArgAttrOfType<StringAttr>(index, "xfmr.input");
-            input && input.getValue() == "loss_scale") {
-          func.emitError("xfmr-autodiff: @")
-              << function << " already has an input named 'loss_scale'";
-          return signalPassFailure();
-        }
       Type lossType =
           cast<func::ReturnOp>(grad.getBody().front().getTerminator()).getOperand(0).getType();
       unsigned index = grad.getNumArguments();
       if (failed(grad.insertArgument(
               index, lossType,
-              b.getDictionaryAttr(b.getNamedAttr("xfmr.input", b.getStringAttr("loss_scale"))),
+              b.getDictionaryAttr(b.getNamedAttr("xfmr.input", b.getStringAttr(kLossScaleInput))),
               grad.getLoc())))
         return signalPassFailure();
       seed = grad.getArgument(index);

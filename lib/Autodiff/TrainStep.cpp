@@ -79,7 +79,7 @@ struct TrainStepPass : xfmr::impl::XfmrTrainStepBase<TrainStepPass> {
       if (auto name = grad.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "xfmr.param"))
         params[name.getValue()] = copy;
       if (auto name = grad.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "xfmr.input");
-          name && name.getValue() == "loss_scale")
+          name && name.getValue() == kLossScaleInput)
         lossScaleArg = copy;
     }
     bool scaling = lossScale > 0;

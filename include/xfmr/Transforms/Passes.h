@@ -15,6 +15,10 @@ namespace xfmr {
 #define GEN_PASS_DECL
 #include "xfmr/Transforms/Passes.h.inc"
 
+/// The `xfmr.input` name of the loss scale a gradient function built by
+/// xfmr-autodiff{loss-scale} takes, which xfmr-train-step supplies.
+inline constexpr llvm::StringLiteral kLossScaleInput = "loss_scale";
+
 /// Patterns rewriting high-level ops (multi_head_attention, softmax,
 /// layer_norm, linear) into xfmr primitives.
 void populateDecompositionPatterns(mlir::RewritePatternSet &patterns);
