@@ -5,6 +5,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
 using namespace xfmr::gpu;
@@ -43,6 +44,13 @@ Value MmaBuilder::pack(Value lowBits, Value highBits) {
   Value highWord = arith::ExtUIOp::create(b, loc, b.getI32Type(), highBits);
   highWord = arith::ShLIOp::create(b, loc, highWord, i32(16));
   return arith::OrIOp::create(b, loc, lowWord, highWord);
+}
+
+Value MmaBuilder::packRounded(Value low, Value high) {
+  Type f32 = b.getF32Type();
+  Value pair = vector::FromElementsOp::create(b, loc, VectorType::get({2}, f32), {low, high});
+  Value rounded = arith::TruncFOp::create(b, loc, VectorType::get({2}, narrow), pair);
+  return LLVM::BitcastOp::create(b, loc, b.getI32Type(), rounded);
 }
 
 std::pair<Value, Value> MmaBuilder::unpack(Value word) {

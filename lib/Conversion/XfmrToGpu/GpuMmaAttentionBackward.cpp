@@ -111,8 +111,8 @@ private:
                 for (int64_t r = 0; r < kAccumulators; ++r) {
                   int64_t i = n * kAccumulators + r;
                   Value key = kb.addi(k0, columnOf(lane, n, r));
-                  Value s = logit2(qk[i], bi, hi, rowOf(lane, r), key, masked);
-                  Value p = probability2(s, kb.load(lse2, entry(t, r / 2)));
+                  Value p = probability2(qk[i], bi, hi, rowOf(lane, r), key,
+                                         kb.load(lse2, entry(t, r / 2)), masked);
                   Value gradS = kb.mul(p, kb.sub(gradP[i], kb.load(dots, entry(t, r / 2))));
                   kb.store(gradS, gradScores, entry(t, n, r));
                 }
@@ -200,8 +200,8 @@ private:
                 for (int64_t r = 0; r < kAccumulators; ++r) {
                   int64_t i = n * kAccumulators + r;
                   Value column = columnOf(lane, n, r);
-                  Value s = logit2(kq[i], bi, hi, kb.addi(q0, column), rowOf(lane, r), masked);
-                  Value p = probability2(s, kb.load(lseTile, {column}));
+                  Value p = probability2(kq[i], bi, hi, kb.addi(q0, column), rowOf(lane, r),
+                                         kb.load(lseTile, {column}), masked);
                   kb.store(p, probabilities, entry(t, n, r));
                   Value gradS = kb.mul(p, kb.sub(gradP[i], kb.load(dotTile, {column})));
                   kb.store(gradS, gradScores, entry(t, n, r));

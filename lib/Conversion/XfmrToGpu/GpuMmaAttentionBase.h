@@ -205,23 +205,47 @@ protected:
     }
   }
 
-  /// 2^(x - max), 0 where x is -inf (a masked key, or any key of a row
-  /// that has seen none): one ex2.approx (math.exp2 with fastmath afn).
-  mlir::Value probability2(mlir::Value x, mlir::Value max) {
-    mlir::Value power = mlir::math::Exp2Op::create(
-        b, loc, kb.sub(x, max),
+  /// 2^x: one ex2.approx (math.exp2 with fastmath afn).
+  mlir::Value exp2(mlir::Value x) {
+    return mlir::math::Exp2Op::create(
+        b, loc, x,
         mlir::arith::FastMathFlagsAttr::get(b.getContext(), mlir::arith::FastMathFlags::afn));
-    return kb.select(kb.equals(x, cpu::kNegInf), kb.f32(0.0), power);
+  }
+  /// 2^(x - max), 0 where x is -inf (a masked key, or any key of a row
+  /// that has seen none).
+  mlir::Value probability2(mlir::Value x, mlir::Value max) {
+    return kb.select(kb.equals(x, cpu::kNegInf), kb.f32(0.0), exp2(kb.sub(x, max)));
+  }
+  /// The same for the raw product of a key no mask hides, its base-2 logit
+  /// scaled into the exponent (one FFMA, as FlashAttention-2): `max` is a
+  /// base-2 logit and finite (the row sees this key).
+  mlir::Value productProbability2(mlir::Value product, mlir::Value max) {
+    return exp2(kb.fma(product, kb.f32(logit2Factor()), mlir::arith::NegFOp::create(b, loc, max)));
+  }
+  /// The factor of a product in its base-2 logit without masks: positive
+  /// (the ops' verifiers require a positive scale), so the max of products
+  /// times it is the max of their logits.
+  double logit2Factor() const { return in.scale * llvm::numbers::log2e; }
+  /// max(x, y) in one max.f32; a NaN operand is dropped, but a NaN score
+  /// still reaches the output through its probability.
+  mlir::Value maximum(mlir::Value x, mlir::Value y) {
+    return mlir::arith::MaxNumFOp::create(b, loc, x, y);
   }
 
-  /// The base-2 logit of the product of a query and a key row: log2(e)
-  /// (scale product + masks and biases); without the masks unless `masked`.
-  mlir::Value logit2(mlir::Value product, mlir::Value bi, mlir::Value hi, mlir::Value query,
-                     mlir::Value key, bool masked) {
-    if (!masked)
-      return kb.mul(product, kb.f32(in.scale * llvm::numbers::log2e));
+  /// The base-2 logit of the product of a query and a key row with its
+  /// masks and biases: log2(e) (scale product + masks and biases).
+  mlir::Value maskedLogit2(mlir::Value product, mlir::Value bi, mlir::Value hi, mlir::Value query,
+                           mlir::Value key) {
     mlir::Value s = score(bi, hi, query, key, kb.mul(product, kb.f32(in.scale)));
     return kb.mul(s, kb.f32(llvm::numbers::log2e));
+  }
+  /// The probability 2^(logit2 - max) of that product, with the masks and
+  /// biases where `masked`.
+  mlir::Value probability2(mlir::Value product, mlir::Value bi, mlir::Value hi, mlir::Value query,
+                           mlir::Value key, mlir::Value max, bool masked) {
+    if (!masked)
+      return productProbability2(product, max);
+    return probability2(maskedLogit2(product, bi, hi, query, key), max);
   }
 
   /// Whether the key tile at k0 may hide a key from a query row of the
@@ -458,8 +482,8 @@ private:
     llvm::SmallVector<mlir::Value> tileWords;
     for (int64_t ks = 0; ks < columnSteps; ++ks) {
       auto packed = [&](int64_t n, int64_t r) {
-        return mma.pack(mma.roundedBits(kb.load(factors, entry(t, n, r))),
-                        mma.roundedBits(kb.load(factors, entry(t, n, r + 1))));
+        return mma.packRounded(kb.load(factors, entry(t, n, r)),
+                               kb.load(factors, entry(t, n, r + 1)));
       };
       llvm::SmallVector<mlir::Value> a = {packed(2 * ks, 0), packed(2 * ks, 2),
                                           packed(2 * ks + 1, 0), packed(2 * ks + 1, 2)};

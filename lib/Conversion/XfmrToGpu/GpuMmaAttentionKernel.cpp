@@ -19,7 +19,9 @@
 //                                               tiles that may hide a key
 //     m' = max(m, rowmax S)                     a row's 4 lanes: 2 shuffles
 //     P = 2^(S - m'); l = l 2^(m - m') + rowsum P   (l per lane, summed
-//                                               over the row's lanes at the end)
+//                                               over the row's lanes at the end;
+//                                               on tiles without masks, S - m'
+//                                               is one FFMA of the product)
 //     o = o 2^(m - m') + P V                    P's accumulators rounded and
 //                                               repacked as A fragments:
 //                                               4 x d/8 MMAs (V fragments by
@@ -138,26 +140,37 @@ private:
             Lane lane = laneOf(t, q0);
             SmallVector<Value> qk = products(t, lane, queryFragments, keyTile);
             // Masks and biases only where some key of the tile may be
-            // hidden from some row of the warp.
+            // hidden from some row of the warp; elsewhere the scores stay
+            // products, scaled in their exponentials.
             ifMasked(keyTileNeedsMask(k0, lane), [&](bool masked) {
               SmallVector<Value> rowMax(2, kb.f32(kNegInf));
               for (int64_t n = 0; n < columnTiles; ++n) {
                 for (int64_t r = 0; r < kAccumulators; ++r) {
                   Value key = kb.addi(k0, columnOf(lane, n, r));
-                  Value s = logit2(qk[n * kAccumulators + r], bi, hi, rowOf(lane, r), key, masked);
+                  Value s = qk[n * kAccumulators + r];
+                  if (masked)
+                    s = maskedLogit2(s, bi, hi, rowOf(lane, r), key);
                   kb.store(s, scores, entry(t, n, r));
-                  rowMax[r / 2] = kb.max(rowMax[r / 2], s);
+                  rowMax[r / 2] = maximum(rowMax[r / 2], s);
                 }
               }
-              for (int64_t half = 0; half < 2; ++half)
-                kb.store(rowMax[half], tileMax, entry(t, half));
+              for (int64_t half = 0; half < 2; ++half) {
+                Value logitMax =
+                    masked ? rowMax[half] : kb.mul(rowMax[half], kb.f32(logit2Factor()));
+                kb.store(logitMax, tileMax, entry(t, half));
+              }
             });
           },
           /*barrier=*/false);
       block.allReduceLanes({tileMax}, 2, /*laneBits=*/3,
-                           [&](Value x, Value y) { return kb.max(x, y); });
-      block.phase([&](Value t) { emitSoftmaxUpdate(t, scores, acc, max, sum, tileMax); },
-                  /*barrier=*/false);
+                           [&](Value x, Value y) { return maximum(x, y); });
+      block.phase(
+          [&](Value t) {
+            ifMasked(keyTileNeedsMask(k0, laneOf(t, q0)), [&](bool masked) {
+              emitSoftmaxUpdate(t, scores, acc, max, sum, tileMax, masked);
+            });
+          },
+          /*barrier=*/false);
       block.phase([&](Value t) { accumulate(t, laneOf(t, q0), scores, valueTile, acc); });
     });
 
@@ -182,18 +195,20 @@ private:
   }
 
   /// The online-softmax step of the thread's two rows: the new max from
-  /// the tile's, the scores turned into probabilities, the sums and
-  /// accumulators rescaled.
-  void emitSoftmaxUpdate(Value t, Value scores, Value acc, Value max, Value sum, Value tileMax) {
+  /// the tile's, the scores (logits where `masked`, else products) turned
+  /// into probabilities, the sums and accumulators rescaled.
+  void emitSoftmaxUpdate(Value t, Value scores, Value acc, Value max, Value sum, Value tileMax,
+                         bool masked) {
     for (int64_t half = 0; half < 2; ++half) {
       SmallVector<Value> row = entry(t, half);
       Value oldMax = kb.load(max, row);
-      Value newMax = kb.max(oldMax, kb.load(tileMax, row));
+      Value newMax = maximum(oldMax, kb.load(tileMax, row));
       Value correction = probability2(oldMax, newMax);
       Value tileSum = kb.f32(0.0);
       for (int64_t n = 0; n < columnTiles; ++n) {
         for (int64_t r = half * 2; r < half * 2 + 2; ++r) {
-          Value p = probability2(kb.load(scores, entry(t, n, r)), newMax);
+          Value score = kb.load(scores, entry(t, n, r));
+          Value p = masked ? probability2(score, newMax) : productProbability2(score, newMax);
           kb.store(p, scores, entry(t, n, r));
           tileSum = kb.add(tileSum, p);
         }

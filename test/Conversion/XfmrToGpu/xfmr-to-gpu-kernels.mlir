@@ -434,9 +434,26 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // CHECK: %[[MASKED:.*]] = arith.ori %{{.*}}, %[[HIDDEN]] : i1
 // CHECK: scf.if %[[MASKED]] {
 // CHECK: } else {
+// A tile without masks keeps its products: their row max (one max.f32
+// each), times scale log2(e) once per row.
+// CHECK-COUNT-32: arith.maxnumf
+// CHECK-COUNT-2: arith.mulf %{{.*}}, %[[FACTOR:.*]] : f32
+// CHECK: }
 // CHECK-COUNT-4: gpu.shuffle  xor %{{.*}}, %c{{[12]}}_i32, %c32_i32 : f32
+// CHECK: scf.if
 // CHECK: math.exp2 %{{.*}} fastmath<afn> : f32
-// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: } else {
+// ... and its probabilities 2^(product scale log2(e) - max): an FFMA, no
+// select for masked keys.
+// CHECK: %[[NEGATED:.*]] = arith.negf
+// CHECK-NEXT: %[[EXPONENT:.*]] = math.fma %{{.*}}, %[[FACTOR]], %[[NEGATED]] : f32
+// CHECK-NEXT: %[[P:.*]] = math.exp2 %[[EXPONENT]] fastmath<afn> : f32
+// CHECK-NEXT: memref.store %[[P]]
+// CHECK: }
+// The probabilities rounded and packed in pairs (cvt.rn.bf16x2.f32).
+// CHECK: %[[PAIR:.*]] = vector.from_elements %{{.*}}, %{{.*}} : vector<2xf32>
+// CHECK: %[[ROUNDED:.*]] = arith.truncf %[[PAIR]] : vector<2xf32> to vector<2xbf16>
+// CHECK: llvm.bitcast %[[ROUNDED]] : vector<2xbf16> to i32
 // CHECK: nvvm.ldmatrix %{{.*}} {{{.*}}layout = #nvvm.mma_layout<col>, num = 4 : i32{{.*}}}
 // CHECK-COUNT-24: nvvm.mma.sync
 // CHECK-NOT: nvvm.mma.sync
@@ -490,7 +507,7 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // rowsum(dO * O) of the lane's rows, written once per row for the second
 // kernel; per key tile (K and V staged in bf16, up to the causal limit) S =
 // Q K^T and dP = dO V^T (2 x 8 x 3 MMAs, ldmatrix), dS = P (dP - D) with P
-// = 2^(S - lse2), then dQ += dS K (dS rounded to bf16, K by ldmatrix.trans:
+// = 2^(S - lse2) (one FFMA and ex2 on tiles without masks), then dQ += dS K (dS rounded to bf16, K by ldmatrix.trans:
 // 4 x 6 MMAs); dQ written times the scale. Then dK and dV: a block per 64
 // key rows; K and V fragments in registers; per query tile from the first
 // that sees the block's keys, Q and dO staged with lse2 and D; S^T = K Q^T
@@ -511,7 +528,10 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // CHECK-COUNT-48: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
 // CHECK: scf.if
 // CHECK: math.exp2 %{{.*}} fastmath<afn> : f32
-// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: } else {
+// CHECK: math.fma
+// CHECK-NEXT: math.exp2 %{{.*}} fastmath<afn> : f32
+// CHECK: arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
 // CHECK: nvvm.ldmatrix %{{.*}} {{{.*}}layout = #nvvm.mma_layout<col>, num = 4 : i32{{.*}}}
 // CHECK-COUNT-24: nvvm.mma.sync
 // CHECK-NOT: nvvm.mma.sync
