@@ -22,7 +22,8 @@
 //                                               over the row's lanes at the end;
 //                                               on tiles without masks, S - m'
 //                                               is one FFMA of the product)
-//     o = o 2^(m - m') + P V                    P's accumulators rounded and
+//     o = o 2^(m - m') + P V                    (o rescaled only where m grew)
+//                                               P's accumulators rounded and
 //                                               repacked as A fragments:
 //                                               4 x d/8 MMAs (V fragments by
 //                                               ldmatrix.trans)
@@ -215,9 +216,15 @@ private:
       }
       kb.store(kb.fma(kb.load(sum, row), correction, tileSum), sum, row);
       kb.store(newMax, max, row);
-      for (int64_t n = 0; n < dimTiles; ++n)
-        for (int64_t r = half * 2; r < half * 2 + 2; ++r)
-          kb.store(kb.mul(kb.load(acc, entry(t, n, r)), correction), acc, entry(t, n, r));
+      // The correction is exactly 1 where the max stays (most tiles after
+      // the first few): the row's accumulators are rescaled only where it
+      // grew (or is NaN).
+      Value grew = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, newMax, oldMax);
+      kb.ifThen(grew, [&] {
+        for (int64_t n = 0; n < dimTiles; ++n)
+          for (int64_t r = half * 2; r < half * 2 + 2; ++r)
+            kb.store(kb.mul(kb.load(acc, entry(t, n, r)), correction), acc, entry(t, n, r));
+      });
     }
   }
 };

@@ -449,6 +449,10 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // CHECK-NEXT: %[[EXPONENT:.*]] = math.fma %{{.*}}, %[[FACTOR]], %[[NEGATED]] : f32
 // CHECK-NEXT: %[[P:.*]] = math.exp2 %[[EXPONENT]] fastmath<afn> : f32
 // CHECK-NEXT: memref.store %[[P]]
+// A row's accumulators are rescaled only where its max grew.
+// CHECK: %[[GREW:.*]] = arith.cmpf une
+// CHECK-NEXT: scf.if %[[GREW]] {
+// CHECK-COUNT-6: arith.mulf
 // CHECK: }
 // The probabilities rounded and packed in pairs (cvt.rn.bf16x2.f32).
 // CHECK: %[[PAIR:.*]] = vector.from_elements %{{.*}}, %{{.*}} : vector<2xf32>
