@@ -218,7 +218,8 @@ def gen_low_precision():
              wnk=randn(130, 70, scale=0.12), r=randn(2, 40, 130), pt=randn(70, 80),
              wk=randn(70, 48, scale=0.12), cq=randn(2, 70, 2, 36), ck=randn(2, 130, 2, 36),
              cv=randn(2, 130, 2, 36), lq=randn(1, 2, 150, 64), lk=randn(1, 2, 150, 64),
-             lv=randn(1, 2, 150, 64), cb=randn(2, 1, 70, 130), ra=randn(2, 40, 96))
+             lv=randn(1, 2, 150, 64), cb=randn(2, 1, 70, 130), ra=randn(2, 40, 96),
+             hq=randn(1, 200, 2, 128), hk=randn(1, 200, 2, 128), hv=randn(1, 200, 2, 128))
     pad = np.ones((2, 130), dtype=np.bool_)
     pad[1, 100:] = False
     x["pad"] = pad
@@ -233,10 +234,10 @@ def ref_low_precision(x):
         def stored(value):
             return value.to(dtype).to(F64)
 
-        X, W, B, G, BETA, Q, K, V, XK, WNK, R, PT, WK, CQ, CK, CV, LQ, LK, LV, CB, RA = (
+        X, W, B, G, BETA, Q, K, V, XK, WNK, R, PT, WK, CQ, CK, CV, LQ, LK, LV, CB, RA, HQ, HK, HV = (
             stored(t(x[n + suffix]))
             for n in ("x", "w", "b", "g", "beta", "q", "k", "v", "xk", "wnk", "r", "pt", "wk",
-                      "cq", "ck", "cv", "lq", "lk", "lv", "cb", "ra"))
+                      "cq", "ck", "cv", "lq", "lk", "lv", "cb", "ra", "hq", "hk", "hv"))
         h = stored(torch.nn.functional.gelu(X @ W + B))
         keep = causal_keep(48, 48)
         attention = attention_reference(Q, K, V, 1 / math.sqrt(32), keep=keep)
@@ -251,6 +252,8 @@ def ref_low_precision(x):
                            bias=CB)),
                        "causal_long" + suffix: stored(attention_reference(
                            LQ, LK, LV, 0.125, keep=causal_keep(150, 150), layout="bhsd")),
+                       "head_dim_128" + suffix: stored(attention_reference(
+                           HQ, HK, HV, 1 / math.sqrt(128))),
                        "sum" + suffix: stored(h + RA),
                        "add_norm" + suffix: stored(
                            torch.nn.functional.layer_norm(h + RA, (96,), G, BETA, 1e-5))})

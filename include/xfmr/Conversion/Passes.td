@@ -261,7 +261,11 @@ def XfmrGpuMergeKernelModules : Pass<"xfmr-gpu-merge-kernel-modules", "::mlir::M
     would become one PTX image (and one module load at start-up) per kernel.
     This pass moves every `gpu.func` into a single `gpu.module` named
     `module-name`, renaming kernels whose names clash, and updates the
-    `gpu.launch_func` references.
+    `gpu.launch_func` references. A kernel's dynamic shared memory (a
+    private zero-length `memref.global` in workgroup memory, no initial value)
+    becomes a public declaration there: LLVM then sees an external array, as
+    CUDA's `extern __shared__`, whose accesses beyond its zero length are
+    defined.
   }];
   let options = [
     Option<"moduleName", "module-name", "std::string", /*default=*/"\"xfmr_kernels\"",

@@ -3,6 +3,7 @@
 #include "xfmr/Conversion/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
 
 namespace xfmr {
@@ -13,6 +14,15 @@ namespace xfmr {
 using namespace mlir;
 
 namespace {
+
+/// A kernel's dynamic shared memory: a zero-length array without initial value in
+/// workgroup memory (ThreadBlockBuilder), private so that the host module
+/// drops its copy once the kernels are outlined.
+bool isDynamicSharedMemory(memref::GlobalOp global) {
+  auto space = dyn_cast_if_present<gpu::AddressSpaceAttr>(global.getType().getMemorySpace());
+  return space && space.getValue() == gpu::AddressSpace::Workgroup && global.isExternal() &&
+         global.getType().getNumElements() == 0;
+}
 
 struct GpuMergeKernelModulesPass
     : xfmr::impl::XfmrGpuMergeKernelModulesBase<GpuMergeKernelModulesPass> {
@@ -45,6 +55,8 @@ struct GpuMergeKernelModulesPass
           return signalPassFailure();
         }
         StringAttr oldName = symbol.getNameAttr();
+        if (auto global = dyn_cast<memref::GlobalOp>(op); global && isDynamicSharedMemory(global))
+          global.setPublic();
         op.remove();
         moved[{kernels.getNameAttr(), oldName}] = mergedSymbols.insert(&op);
       }

@@ -45,8 +45,6 @@ public:
   /// Elements a shared row is longer than its content, and of a 16-byte load.
   static constexpr int64_t kPadding = 8;
   static constexpr int64_t kVector = MmaBuilder::kVector;
-  /// Static shared memory of a block.
-  static constexpr int64_t kMaxSharedBytes = 48 * 1024;
 
   static int64_t headDimOf(const cpu::AttentionOperands &in) {
     return mlir::cast<mlir::MemRefType>(in.q.getType()).getDimSize(in.dims.headDim);

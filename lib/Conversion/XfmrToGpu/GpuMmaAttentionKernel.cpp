@@ -7,11 +7,11 @@
 //
 //   Q fragments <- the warp's rows of Q         registers, once
 //   o = 0; m = -inf; l = 0                      registers
-//   for each key tile of 64 (up to the block's causal limit):
-//     K[64 x d], V[64 x d] -> shared            0 past the ends; where
+//   for each key tile j of 64 (up to the block's causal limit):
+//     K[64 x d], V[64 x d] -> shared stage j%2  0 past the ends; where
 //                                               16-byte loads are possible,
 //                                               from registers loaded ahead
-//     barrier
+//     barrier                                   (the only one: two stages)
 //     (next tile's K, V -> registers)           overlapping what follows
 //     S = log2(e) (scale Q K^T + masks)         16 x 64 per warp: 8 x d/16 MMAs
 //                                               (K fragments by ldmatrix);
@@ -27,7 +27,6 @@
 //                                               repacked as A fragments:
 //                                               4 x d/8 MMAs (V fragments by
 //                                               ldmatrix.trans)
-//     barrier
 //   out = o / l (0 where nothing was visible); lse = m ln 2 + log l
 //
 // The exponentials are base 2 so that each is one approximate PTX
@@ -60,19 +59,30 @@ public:
   MmaForwardKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate)
       : MmaAttentionKernelBase(kb, in, emulate, warpsFor(headDimOf(in)), kKeysPerTile) {}
 
-  /// Whether the K and V tiles fit the static shared memory.
+  /// Whether the two stages of K and V tiles fit a block's shared memory.
   static bool fits(int64_t headDim) {
-    return 2 * tileBytes(kKeysPerTile, headDim) <= kMaxSharedBytes;
+    return 2 * kStages * tileBytes(kKeysPerTile, headDim) <= kMaxStagedSharedBytes;
   }
 
   void emit() {
-    forEachRowBlock(seqQ, 2, {}, [&](Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
-      emitBlock(bi, hi, q0, shared[0], shared[1]);
-    });
+    forEachRowBlock(seqQ, 2 * kStages, {},
+                    [&](Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
+                      emitBlock(bi, hi, q0, shared);
+                    });
   }
 
 private:
-  void emitBlock(Value bi, Value hi, Value q0, Value keyTile, Value valueTile) {
+  /// Shared K and V tiles: tile j is staged into stage j % 2 while no
+  /// thread reads it any more (the last reads, of tile j - 2, came before
+  /// the barrier after staging tile j - 1), so one barrier a tile suffices.
+  static constexpr int64_t kStages = 2;
+  /// Shared memory of the stages: beyond the 48 KB of static shared memory
+  /// (dynamic from head dim 72), and within what sm_80 and sm_90 give a
+  /// block; head dims up to 176.
+  static constexpr int64_t kMaxStagedSharedBytes = 96 * 1024;
+
+  /// `shared`: the K and V tiles of stage 0, then of stage 1.
+  void emitBlock(Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
     Value queryFragments = fragmentArray();
     Value scores = columnAccumulators();
     Value acc = dimAccumulators();
@@ -112,6 +122,10 @@ private:
     Value tiles = keyTileCount(q0, rowsPerBlock, columns);
     kb.forLoop(kb.index(0), tiles, 1, [&](Value tile) {
       Value k0 = kb.muli(tile, columns);
+      Value odd =
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, kb.remui(tile, 2), kb.index(0));
+      Value keyTile = kb.select(odd, shared[2], shared[0]);
+      Value valueTile = kb.select(odd, shared[3], shared[1]);
       block.phase([&](Value t) {
         auto elements = [&] {
           stageElements(t, bi, hi, k0, seqK, {{in.k, keyTile}, {in.v, valueTile}});
@@ -172,7 +186,8 @@ private:
             });
           },
           /*barrier=*/false);
-      block.phase([&](Value t) { accumulate(t, laneOf(t, q0), scores, valueTile, acc); });
+      block.phase([&](Value t) { accumulate(t, laneOf(t, q0), scores, valueTile, acc); },
+                  /*barrier=*/false);
     });
 
     block.allReduceLanes({sum}, 2, /*laneBits=*/3, [&](Value x, Value y) { return kb.add(x, y); });

@@ -28,26 +28,51 @@ void ThreadBlockBuilder::forEachBlock(
     });
     return;
   }
+  auto workgroup =
+      mlir::gpu::AddressSpaceAttr::get(b.getContext(), mlir::gpu::AddressSpace::Workgroup);
+  SmallVector<MemRefType> types;
+  SmallVector<int64_t> offsets;
+  int64_t bytes = 0;
+  for (auto [i, shape] : llvm::enumerate(sharedShapes)) {
+    types.push_back(MemRefType::get(shape, typeOf(i), MemRefLayoutAttrInterface(), workgroup));
+    offsets.push_back(bytes);
+    bytes += llvm::alignTo(types.back().getNumElements() *
+                               llvm::divideCeil(typeOf(i).getIntOrFloatBitWidth(), 8),
+                           kSharedAlignment);
+  }
+  bool dynamic = bytes > kMaxStaticSharedBytes;
+
   // Shared memory as workgroup-space globals rather than launch
   // attributions: the buffer deallocation pipeline, which runs after this,
   // would add ownership arguments to a launch body with memref arguments.
-  auto workgroup =
-      mlir::gpu::AddressSpaceAttr::get(b.getContext(), mlir::gpu::AddressSpace::Workgroup);
+  // Dynamic shared memory is one zero-length array, which
+  // xfmr-gpu-merge-kernel-modules declares external in the kernel module
+  // (CUDA's `extern __shared__ char memory[]`); not gpu.dynamic_shared_memory,
+  // which lowers to an internal zero-length global, whose accesses LLVM may
+  // take for undefined behaviour.
   auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
   SymbolTable symbols(module);
-  SmallVector<memref::GlobalOp> globals;
-  for (auto [i, shape] : llvm::enumerate(sharedShapes)) {
-    auto type = MemRefType::get(shape, typeOf(i), MemRefLayoutAttrInterface(), workgroup);
+  auto addGlobal = [&](StringRef name, MemRefType type) {
     OpBuilder detached(b.getContext());
-    auto global = memref::GlobalOp::create(detached, loc, "__xfmr_shared",
-                                           b.getStringAttr("private"), type, Attribute(),
-                                           /*constant=*/false, b.getI64IntegerAttr(16));
+    auto global =
+        memref::GlobalOp::create(detached, loc, name, b.getStringAttr("private"), type, Attribute(),
+                                 /*constant=*/false, b.getI64IntegerAttr(kSharedAlignment));
     symbols.insert(global, module.getBody()->begin());
-    globals.push_back(global);
-  }
+    return global;
+  };
+  SmallVector<memref::GlobalOp> globals;
+  if (dynamic)
+    globals.push_back(
+        addGlobal("__xfmr_dynamic_shared",
+                  MemRefType::get({0}, b.getI8Type(), MemRefLayoutAttrInterface(), workgroup)));
+  else
+    for (MemRefType type : types)
+      globals.push_back(addGlobal("__xfmr_shared", type));
+  Value dynamicBytes =
+      dynamic ? arith::ConstantIntOp::create(b, loc, b.getI32Type(), bytes).getResult() : Value();
   auto launch =
       mlir::gpu::LaunchOp::create(b, loc, kb.index(grid[0]), kb.index(grid[1]), kb.index(grid[2]),
-                                  kb.index(threads), kb.index(1), kb.index(1));
+                                  kb.index(threads), kb.index(1), kb.index(1), dynamicBytes);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(&launch.getBody().front());
   mlir::gpu::TerminatorOp::create(b, loc);
@@ -57,6 +82,15 @@ void ThreadBlockBuilder::forEachBlock(
   SmallVector<Value> shared;
   for (memref::GlobalOp global : globals)
     shared.push_back(memref::GetGlobalOp::create(b, loc, global.getType(), global.getSymName()));
+  if (dynamic) {
+    // Past the static limit, the arrays are views of the launch's dynamic
+    // shared memory (the runtime raises the kernel's limit to its size).
+    Value memory = shared.front();
+    shared.clear();
+    for (auto [type, offset] : llvm::zip_equal(types, offsets))
+      shared.push_back(
+          memref::ViewOp::create(b, loc, type, memory, kb.index(offset), ValueRange{}));
+  }
   body({blocks.x, blocks.y, blocks.z}, shared);
 }
 

@@ -41,9 +41,15 @@ public:
 
   int64_t threadCount() const { return threads; }
 
+  /// Static shared memory a block may have (more is dynamic), and the
+  /// alignment of its arrays.
+  static constexpr int64_t kMaxStaticSharedBytes = 48 * 1024;
+  static constexpr int64_t kSharedAlignment = 16;
+
   /// Builds `body(blockIds, shared)` for each block of `grid` (x, y, z);
   /// `shared` holds one shared-memory array per shape of `sharedShapes`,
-  /// of the matching type of `sharedTypes` (f32 where that is shorter).
+  /// of the matching type of `sharedTypes` (f32 where that is shorter):
+  /// static shared memory up to kMaxStaticSharedBytes, else dynamic.
   void forEachBlock(
       std::array<int64_t, 3> grid, llvm::ArrayRef<llvm::SmallVector<int64_t>> sharedShapes,
       llvm::function_ref<void(std::array<mlir::Value, 3>, llvm::ArrayRef<mlir::Value>)> body,

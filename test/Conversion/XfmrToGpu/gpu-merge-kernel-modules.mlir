@@ -60,6 +60,35 @@ module attributes {gpu.container_module} {
 
 // -----
 
+// A kernel's dynamic shared memory (zero-length, no initial value, workgroup
+// memory) becomes public: an external declaration, as CUDA's `extern
+// __shared__`. Static shared arrays stay private.
+// CHECK-LABEL: module attributes {gpu.container_module}
+// CHECK: gpu.module @xfmr_kernels {
+// CHECK-DAG: memref.global @__xfmr_dynamic_shared : memref<0xi8, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.global "private" @__xfmr_shared : memref<64xf32, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.global "private" @__xfmr_empty : memref<0xi8, #gpu.address_space<workgroup>> = uninitialized
+module attributes {gpu.container_module} {
+  gpu.module @a {
+    memref.global "private" @__xfmr_dynamic_shared : memref<0xi8, #gpu.address_space<workgroup>> {alignment = 16 : i64}
+    memref.global "private" @__xfmr_shared : memref<64xf32, #gpu.address_space<workgroup>> {alignment = 16 : i64}
+    memref.global "private" @__xfmr_empty : memref<0xi8, #gpu.address_space<workgroup>> = uninitialized
+    gpu.func @k() kernel {
+      %0 = memref.get_global @__xfmr_dynamic_shared : memref<0xi8, #gpu.address_space<workgroup>>
+      %1 = memref.get_global @__xfmr_shared : memref<64xf32, #gpu.address_space<workgroup>>
+      %2 = memref.get_global @__xfmr_empty : memref<0xi8, #gpu.address_space<workgroup>>
+      gpu.return
+    }
+  }
+  func.func @g() {
+    %c1 = arith.constant 1 : index
+    gpu.launch_func @a::@k blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+    return
+  }
+}
+
+// -----
+
 // Modules compiled for different targets cannot share one binary.
 module attributes {gpu.container_module} {
   gpu.module @a [#nvvm.target<chip = "sm_80">] {

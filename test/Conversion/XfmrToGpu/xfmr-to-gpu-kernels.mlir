@@ -402,8 +402,12 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // per row, the probabilities rounded to bf16 as A fragments, V fragments by
 // ldmatrix.trans, 4 x 6 MMAs; the row sums shuffled once after the loop.
 // The causal mask only on tiles that may hide a key from a row of the warp.
+// Two stages of K and V tiles (static shared memory, 28 KB), tile j in
+// stage j % 2: one barrier a tile.
 // CHECK-DAG: memref.global "private" @__xfmr_shared : memref<64x56xbf16, #gpu.address_space<workgroup>>
 // CHECK-DAG: memref.global "private" @__xfmr_shared_0 : memref<64x56xbf16, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.global "private" @__xfmr_shared_1 : memref<64x56xbf16, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.global "private" @__xfmr_shared_2 : memref<64x56xbf16, #gpu.address_space<workgroup>>
 // CHECK-LABEL: func.func @mma_attention
 // CHECK-NOT: arith.extf
 // CHECK: bufferization.to_buffer %{{.*}} read_only : tensor<1x100x2x40xbf16>
@@ -414,6 +418,9 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // CHECK: scf.if %[[ALIGNED:.*]] {
 // CHECK-COUNT-3: vector.load %{{.*}} {alignment = 16 : i64} : memref<1x100x2x40xbf16, strided<[?, ?, ?, 1], offset: ?>>, vector<8xbf16>
 // CHECK: scf.for %[[TILE:.*]] = %c0 to %[[TILES:.*]] step %c1 {
+// CHECK: %[[PARITY:.*]] = arith.remui %[[TILE]], %c2 : index
+// CHECK: %[[ODD:.*]] = arith.cmpi ne, %[[PARITY]], %c0 : index
+// CHECK: arith.select %[[ODD]], %{{.*}}, %{{.*}} : memref<64x56xbf16, #gpu.address_space<workgroup>>
 // CHECK: scf.if %[[ALIGNED]] {
 // CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<64x56xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
 // CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<64x56xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
@@ -461,7 +468,7 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // CHECK: nvvm.ldmatrix %{{.*}} {{{.*}}layout = #nvvm.mma_layout<col>, num = 4 : i32{{.*}}}
 // CHECK-COUNT-24: nvvm.mma.sync
 // CHECK-NOT: nvvm.mma.sync
-// CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
 // CHECK-COUNT-4: gpu.shuffle  xor
 // CHECK: arith.divf
 // CHECK: gpu.terminator
@@ -484,6 +491,31 @@ func.func @mma_attention(%q: tensor<1x100x2x40xbf16>, %k: tensor<1x100x2x40xbf16
   %o = xfmr.fused_attention %qf, %kf, %kf {causal, scale = 0.25 : f64}
        : (tensor<1x100x2x40xf32>, tensor<1x100x2x40xf32>, tensor<1x100x2x40xf32>) -> tensor<1x100x2x40xf32>
   return %o : tensor<1x100x2x40xf32>
+}
+
+// -----
+
+// Head dim 128: the two stages of K and V tiles (4 x 17 KB) exceed static
+// shared memory: views of one dynamic shared array, whose size the launch
+// gives.
+// CHECK: memref.global "private" @__xfmr_dynamic_shared : memref<0xi8, #gpu.address_space<workgroup>>
+// CHECK-NOT: @__xfmr_shared
+// CHECK-LABEL: func.func @mma_attention_dynamic_shared
+// CHECK: %[[BYTES:.*]] = arith.constant 69632 : i32
+// CHECK: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %[[BYTES]]
+// CHECK: %[[MEMORY:.*]] = memref.get_global @__xfmr_dynamic_shared : memref<0xi8, #gpu.address_space<workgroup>>
+// CHECK: memref.view %[[MEMORY]][%c0][] : memref<0xi8, #gpu.address_space<workgroup>> to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: memref.view %[[MEMORY]][%c17408][]
+// CHECK: memref.view %[[MEMORY]][%c34816][]
+// CHECK: memref.view %[[MEMORY]][%c52224][]
+// EMU-LABEL: func.func @mma_attention_dynamic_shared
+// EMU-NOT: memref.view
+// EMU-COUNT-4: memref.alloc() {alignment = 64 : i64} : memref<64x136xbf16>
+func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1x70x2x128xf32> {
+  %qf = arith.extf %q : tensor<1x70x2x128xbf16> to tensor<1x70x2x128xf32>
+  %o = xfmr.fused_attention %qf, %qf, %qf {scale = 0.08838834764831845 : f64}
+       : (tensor<1x70x2x128xf32>, tensor<1x70x2x128xf32>, tensor<1x70x2x128xf32>) -> tensor<1x70x2x128xf32>
+  return %o : tensor<1x70x2x128xf32>
 }
 
 // -----
