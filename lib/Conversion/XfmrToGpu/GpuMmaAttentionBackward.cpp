@@ -9,28 +9,27 @@
 //   dQ: a block per (64 query rows, head, batch), 4 warps of 16 rows:
 //     Q, dO fragments <- the warp's rows        registers, once
 //     lse2, D of the lane's rows; D -> global   (for the dK/dV kernel)
-//     for each key tile of c keys (up to the block's causal limit):
-//       K[c x d], V[c x d] -> shared; barrier
+//     for each key tile j of c keys (up to the block's causal limit):
+//       K[c x d], V[c x d] -> shared stage j%2; barrier (the only one)
 //       S = Q K^T, dP = dO V^T                  16 x c per warp
 //       dS = P (dP - D)                         masks only on tiles that
 //                                               may hide a key
 //       dQ += dS K                              dS rounded to bf16/f16
-//       barrier
 //     dQ = scale dQ
 //   dK, dV: a block per (64 key rows, head, batch), 4 warps of 16 rows:
 //     K, V fragments <- the warp's rows         registers, once
-//     for each query tile of c queries that sees the block's keys:
-//       Q[c x d], dO[c x d], lse2[c], D[c] -> shared; barrier
+//     for each query tile j of c queries that sees the block's keys:
+//       Q[c x d], dO[c x d], lse2[c], D[c] -> shared stage j%2; barrier
 //       S^T = K Q^T, dP^T = V dO^T              16 x c per warp
 //       P^T = 2^(...), dS^T = P^T (dP^T - D)    query rows past seq_q get
 //                                               lse2 = +inf: P = 0
 //       dV += P^T dO, dK += dS^T Q              P, dS rounded to bf16/f16
-//       barrier
 //     dK = scale dK
 //
 // c is 64 for head dims up to 64, 32 above: a thread holds its rows'
 // fragments, head-dim accumulators (two in dK/dV) and two 16 x c tiles of
-// accumulators in registers.
+// accumulators in registers. Two stages of shared tiles (GpuMmaAttentionBase.h)
+// let a warp stage the next tile while others still read the current one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,13 +58,15 @@ public:
         rowDots(rowDots) {}
 
   void emit() {
-    forEachRowBlock(seqQ, 2, {}, [&](Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
-      emitBlock(bi, hi, q0, shared[0], shared[1]);
-    });
+    forEachRowBlock(seqQ, 2 * kStages, {},
+                    [&](Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
+                      emitBlock(bi, hi, q0, shared);
+                    });
   }
 
 private:
-  void emitBlock(Value bi, Value hi, Value q0, Value keyTile, Value valueTile) {
+  /// `shared`: the K and V tiles of stage 0, then of stage 1.
+  void emitBlock(Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
     Value queryFragments = fragmentArray(), gradOutFragments = fragmentArray();
     Value gradScores = columnAccumulators();
     Value acc = dimAccumulators();
@@ -98,6 +99,8 @@ private:
     Value aligned = readsVectors({in.k, in.v}) ? vectorsAligned({in.k, in.v}) : Value();
     kb.forLoop(kb.index(0), keyTileCount(q0, rowsPerBlock, columns), 1, [&](Value tile) {
       Value k0 = kb.muli(tile, columns);
+      SmallVector<Value> stage = stageOf(tile, shared.take_front(2), shared.drop_front(2));
+      Value keyTile = stage[0], valueTile = stage[1];
       block.phase([&](Value t) {
         stageTiles(t, bi, hi, k0, seqK, {{in.k, keyTile}, {in.v, valueTile}}, aligned);
       });
@@ -120,7 +123,8 @@ private:
             });
           },
           /*barrier=*/false);
-      block.phase([&](Value t) { accumulate(t, laneOf(t, q0), gradScores, keyTile, acc); });
+      block.phase([&](Value t) { accumulate(t, laneOf(t, q0), gradScores, keyTile, acc); },
+                  /*barrier=*/false);
     });
 
     block.phase(
@@ -143,15 +147,20 @@ public:
         rowDots(rowDots) {}
 
   void emit() {
-    forEachRowBlock(seqK, 2, {{columns}, {columns}},
+    forEachRowBlock(seqK, 2 * kStages, {{columns}, {columns}, {columns}, {columns}},
                     [&](Value bi, Value hi, Value k0, ArrayRef<Value> shared) {
                       emitBlock(bi, hi, k0, shared);
                     });
   }
 
 private:
+  /// `shared`: the Q and dO tiles of stage 0, of stage 1, then the lse2 and
+  /// D arrays of stage 0, of stage 1.
   void emitBlock(Value bi, Value hi, Value k0, ArrayRef<Value> shared) {
-    Value queryTile = shared[0], gradOutTile = shared[1], lseTile = shared[2], dotTile = shared[3];
+    auto stageArrays = [&](int64_t s) {
+      return SmallVector<Value>{shared[2 * s], shared[2 * s + 1], shared[4 + 2 * s],
+                                shared[5 + 2 * s]};
+    };
     Value keyFragments = fragmentArray(), valueFragments = fragmentArray();
     Value probabilities = columnAccumulators(), gradScores = columnAccumulators();
     Value gradKey = dimAccumulators(), gradValue = dimAccumulators();
@@ -177,6 +186,8 @@ private:
     Value aligned = readsVectors({in.q, in.gradOut}) ? vectorsAligned({in.q, in.gradOut}) : Value();
     kb.forLoop(firstTile, kb.index(llvm::divideCeilSigned(seqQ, columns)), 1, [&](Value tile) {
       Value q0 = kb.muli(tile, columns);
+      SmallVector<Value> stage = stageOf(tile, stageArrays(0), stageArrays(1));
+      Value queryTile = stage[0], gradOutTile = stage[1], lseTile = stage[2], dotTile = stage[3];
       block.phase([&](Value t) {
         stageTiles(t, bi, hi, q0, seqQ, {{in.q, queryTile}, {in.gradOut, gradOutTile}}, aligned);
         kb.forLoop(t, kb.index(columns), threads, [&](Value i) {
@@ -210,11 +221,13 @@ private:
             });
           },
           /*barrier=*/false);
-      block.phase([&](Value t) {
-        Lane lane = laneOf(t, k0);
-        accumulate(t, lane, probabilities, gradOutTile, gradValue);
-        accumulate(t, lane, gradScores, queryTile, gradKey);
-      });
+      block.phase(
+          [&](Value t) {
+            Lane lane = laneOf(t, k0);
+            accumulate(t, lane, probabilities, gradOutTile, gradValue);
+            accumulate(t, lane, gradScores, queryTile, gradKey);
+          },
+          /*barrier=*/false);
     });
 
     block.phase(

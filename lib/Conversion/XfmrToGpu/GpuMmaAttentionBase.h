@@ -87,6 +87,21 @@ protected:
         llvm::SmallVector<mlir::Type>(tiles, mma.narrowType()));
   }
 
+  /// Stages of the shared arrays a loop over tiles streams through: tile j
+  /// in stage j % 2, so that staging it needs no barrier after the reads of
+  /// tile j - 1 (the last reads of its stage, tile j - 2's, came before the
+  /// barrier after staging tile j - 1): one barrier a tile.
+  static constexpr int64_t kStages = 2;
+  /// The arrays of tile `tile`'s stage: `stage0` or `stage1`.
+  llvm::SmallVector<mlir::Value> stageOf(mlir::Value tile, llvm::ArrayRef<mlir::Value> stage0,
+                                         llvm::ArrayRef<mlir::Value> stage1) {
+    mlir::Value odd = mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ne,
+                                                  kb.remui(tile, 2), kb.index(0));
+    return llvm::map_to_vector(llvm::zip_equal(stage0, stage1), [&](auto arrays) {
+      return kb.select(odd, std::get<1>(arrays), std::get<0>(arrays));
+    });
+  }
+
   /// A thread's place: the first thread of its warp, its lane, the lane's
   /// group g and index q in the group, and its first row (the warp's row
   /// g; the second is g + 8).

@@ -72,10 +72,6 @@ public:
   }
 
 private:
-  /// Shared K and V tiles: tile j is staged into stage j % 2 while no
-  /// thread reads it any more (the last reads, of tile j - 2, came before
-  /// the barrier after staging tile j - 1), so one barrier a tile suffices.
-  static constexpr int64_t kStages = 2;
   /// Shared memory of the stages: beyond the 48 KB of static shared memory
   /// (dynamic from head dim 72), and within what sm_80 and sm_90 give a
   /// block; head dims up to 176.
@@ -122,10 +118,8 @@ private:
     Value tiles = keyTileCount(q0, rowsPerBlock, columns);
     kb.forLoop(kb.index(0), tiles, 1, [&](Value tile) {
       Value k0 = kb.muli(tile, columns);
-      Value odd =
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, kb.remui(tile, 2), kb.index(0));
-      Value keyTile = kb.select(odd, shared[2], shared[0]);
-      Value valueTile = kb.select(odd, shared[3], shared[1]);
+      SmallVector<Value> stage = stageOf(tile, shared.take_front(2), shared.drop_front(2));
+      Value keyTile = stage[0], valueTile = stage[1];
       block.phase([&](Value t) {
         auto elements = [&] {
           stageElements(t, bi, hi, k0, seqK, {{in.k, keyTile}, {in.v, valueTile}});
