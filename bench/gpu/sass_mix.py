@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Static instruction mix of each tensor-core kernel's hot loop, for kernel
+work on a machine without a GPU: assembles PTX for sm_90 with ptxas -v
+(registers, spills), disassembles it with nvdisasm and, per kernel that uses
+HMMA, counts the instructions of the loop (backward branch) whose body holds
+the most HMMA, by opcode. The figures of the closing notes ("hot loop 785 ->
+647 instructions") come from here.
+
+  xfmrc model.mlir --target=nvptx --emit=ptx -o model.ptx
+  sass_mix.py model.ptx ...
+
+ptxas: $PTXAS or /usr/local/cuda/bin/ptxas; nvdisasm: $NVDISASM, else on the
+PATH or next to ptxas (without the CUDA toolkit's, `pip install
+nvidia-cuda-nvdisasm` has one).
+"""
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+PTXAS = os.environ.get("PTXAS", "/usr/local/cuda/bin/ptxas")
+NVDISASM = (os.environ.get("NVDISASM") or shutil.which("nvdisasm")
+            or os.path.join(os.path.dirname(PTXAS), "nvdisasm"))
+
+
+def registers(log):
+    """{kernel: (registers, spill store bytes)} from ptxas -v."""
+    result, kernel, spill = {}, None, 0
+    for line in log.splitlines():
+        if m := re.search(r"Compiling entry function '(\w+)'", line):
+            kernel = m.group(1)
+        elif m := re.search(r"(\d+) bytes spill stores", line):
+            spill = int(m.group(1))
+        elif (m := re.search(r"Used (\d+) registers", line)) and kernel:
+            result[kernel] = (int(m.group(1)), spill)
+    return result
+
+
+def hot_loop(lines):
+    """The opcodes of the loop whose body holds the most HMMA, or None."""
+    instructions, labels = [], {}
+    for line in lines:
+        if m := re.match(r"\s*(\.L_x_\d+):", line):
+            labels[m.group(1)] = len(instructions)
+        elif m := re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(.*?);", line):
+            text = re.sub(r"^@!?U?P\w+\s+", "", m.group(1).strip())
+            instructions.append((text.split()[0].split(".")[0], text))
+    best = None
+    for i, (opcode, text) in enumerate(instructions):
+        target = re.search(r"(\.L_x_\d+)", text) if opcode == "BRA" else None
+        if target and labels.get(target.group(1), i) < i:
+            body = [op for op, _ in instructions[labels[target.group(1)]:i + 1]]
+            if body.count("HMMA") and (best is None or body.count("HMMA") > best.count("HMMA")):
+                best = body
+    return best
+
+
+def main():
+    for ptx in sys.argv[1:]:
+        cubin = os.path.splitext(ptx)[0] + ".sm_90.cubin"
+        log = subprocess.run([PTXAS, "-v", "-arch=sm_90", ptx, "-o", cubin], check=True,
+                             capture_output=True, text=True).stderr
+        used = registers(log)
+        sass = subprocess.run([NVDISASM, "-c", cubin], check=True, capture_output=True,
+                              text=True).stdout
+        kernels, name = collections.OrderedDict(), None
+        for line in sass.splitlines():
+            if m := re.match(r"\s*\.text\.(\w+):", line):
+                name = m.group(1)
+                kernels[name] = []
+            elif name:
+                kernels[name].append(line)
+        for name, lines in kernels.items():
+            loop = hot_loop(lines)
+            if loop is None:
+                continue
+            regs, spill = used.get(name, (None, None))
+            mix = " ".join(f"{op} {n}" for op, n in collections.Counter(loop).most_common(12))
+            print(f"{os.path.basename(ptx)} {name}: {regs} registers, {spill} bytes spilled; "
+                  f"hot loop {len(loop)} instructions: {mix}")
+
+
+if __name__ == "__main__":
+    main()
