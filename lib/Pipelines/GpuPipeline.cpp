@@ -64,6 +64,7 @@ void xfmr::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options
   OpPassManager &kernels = pm.nest<gpu::GPUModuleOp>();
   kernels.addPass(createXfmrGpuKernelMath());
   kernels.addPass(createLowerAffinePass());
+  kernels.addPass(createConvertNVGPUToNVVMPass());
   kernels.addPass(createConvertGpuOpsToNVVMOps());
   kernels.addPass(createCanonicalizerPass());
   kernels.addPass(createCSEPass());

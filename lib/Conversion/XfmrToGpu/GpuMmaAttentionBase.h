@@ -34,6 +34,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -330,18 +331,14 @@ protected:
   int64_t vectorSlots() const {
     return llvm::divideCeilSigned(columns * paddedDim / kVector, threads);
   }
-  mlir::Value vectorArray() {
-    return block.privateArray({vectorSlots()}, mlir::VectorType::get({kVector}, mma.narrowType()));
-  }
 
-  /// Calls `body(slot, row, c)` for thread t's vectors of a tile: row `row`
-  /// of the tile, elements c to c + 7.
-  void forEachVector(mlir::Value t,
-                     llvm::function_ref<void(int64_t, mlir::Value, mlir::Value)> body) {
+  /// Calls `body(row, c)` for thread t's vectors of a tile: row `row` of
+  /// the tile, elements c to c + 7.
+  void forEachVector(mlir::Value t, llvm::function_ref<void(mlir::Value, mlir::Value)> body) {
     int64_t chunks = paddedDim / kVector, total = columns * chunks;
     for (int64_t slot = 0; slot < vectorSlots(); ++slot) {
       mlir::Value i = kb.addi(t, kb.index(slot * threads));
-      auto atSlot = [&] { body(slot, kb.divui(i, chunks), kb.muli(kb.remui(i, chunks), kVector)); };
+      auto atSlot = [&] { body(kb.divui(i, chunks), kb.muli(kb.remui(i, chunks), kVector)); };
       if ((slot + 1) * threads > total)
         kb.ifThen(kb.below(i, total), atSlot);
       else
@@ -350,23 +347,46 @@ protected:
   }
 
   using Staged = std::pair<mlir::Value, mlir::Value>;
-  /// Thread t's vectors of the tiles of rows [first, first + columns) of
-  /// the (operand, vector array) pairs into its vector arrays.
-  void loadAhead(mlir::Value t, mlir::Value bi, mlir::Value hi, mlir::Value first, int64_t seq,
-                 llvm::ArrayRef<Staged> operandsAndVectors) {
-    forEachVector(t, [&](int64_t slot, mlir::Value row, mlir::Value c) {
-      for (auto [operand, vectors] : operandsAndVectors)
-        kb.store(rowVector(operand, bi, hi, kb.addi(first, row), seq, c), vectors, entry(t, slot));
+  /// Thread t's vectors of rows [first, first + columns) of the (operand,
+  /// tile) pairs copied into the tiles without passing through registers
+  /// (nvgpu.device_async_copy: cp.async.cg of 16 bytes, zero-filled past
+  /// the `seq` rows and the head dim), as one group of copies, which
+  /// waitForCopies waits for. Emulated, the vectors are copied at once.
+  void copyAsync(mlir::Value t, mlir::Value bi, mlir::Value hi, mlir::Value first, int64_t seq,
+                 llvm::ArrayRef<Staged> operandsAndTiles) {
+    forEachVector(t, [&](mlir::Value row, mlir::Value c) {
+      for (auto [operand, tile] : operandsAndTiles) {
+        mlir::Value source = kb.addi(first, row);
+        if (emulate != Emulation::None) {
+          mlir::vector::StoreOp::create(b, loc, rowVector(operand, bi, hi, source, seq, c), tile,
+                                        {row, c}, /*nontemporal=*/false, llvm::Align(2 * kVector));
+          continue;
+        }
+        auto [inside, indices] = clampedRow(bi, hi, source, seq, c, kVector);
+        mlir::nvgpu::DeviceAsyncCopyOp::create(
+            b, loc, tile, mlir::ValueRange{row, c}, operand, indices, b.getIndexAttr(kVector),
+            kb.select(inside, kb.index(kVector), kb.index(0)), b.getUnitAttr());
+      }
     });
+    if (emulate == Emulation::None)
+      ptxInstruction("cp.async.commit_group;");
   }
-  /// ... and from its vector arrays into the shared tiles of the (vector
-  /// array, tile) pairs.
-  void storeAhead(mlir::Value t, llvm::ArrayRef<Staged> vectorsAndTiles) {
-    forEachVector(t, [&](int64_t slot, mlir::Value row, mlir::Value c) {
-      for (auto [vectors, tile] : vectorsAndTiles)
-        mlir::vector::StoreOp::create(b, loc, kb.load(vectors, entry(t, slot)), tile, {row, c},
-                                      /*nontemporal=*/false, llvm::Align(2 * kVector));
-    });
+  /// Waits for the thread's groups of copies (the block's copies are then
+  /// visible to all its threads after a barrier).
+  void waitForCopies() {
+    if (emulate == Emulation::None)
+      ptxInstruction("cp.async.wait_group 0;");
+  }
+  /// A PTX instruction without operands, as inline assembly with side
+  /// effects: the NVVM ops for the group instructions declare no memory
+  /// effects, which the buffer deallocation pipeline (run after the
+  /// kernels are built) rejects.
+  void ptxInstruction(llvm::StringRef text) {
+    mlir::LLVM::InlineAsmOp::create(
+        b, loc, mlir::TypeRange{}, mlir::ValueRange{}, b.getStringAttr(text), b.getStringAttr(""),
+        b.getUnitAttr(), /*is_align_stack=*/nullptr,
+        mlir::LLVM::TailCallKindAttr::get(b.getContext(), mlir::LLVM::TailCallKind::None),
+        /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
   }
   /// Thread t's share of staging rows [first, first + columns) of the
   /// (operand, tile) pairs element by element, consecutive threads along
@@ -389,7 +409,7 @@ protected:
     kb.ifThenElse(
         aligned,
         [&] {
-          forEachVector(t, [&](int64_t, mlir::Value row, mlir::Value c) {
+          forEachVector(t, [&](mlir::Value row, mlir::Value c) {
             for (auto [operand, tile] : operandsAndTiles)
               mlir::vector::StoreOp::create(
                   b, loc, rowVector(operand, bi, hi, kb.addi(first, row), seq, c), tile, {row, c},

@@ -8,11 +8,14 @@
 //   Q fragments <- the warp's rows of Q         registers, once
 //   o = 0; m = -inf; l = 0                      registers
 //   for each key tile j of 64 (up to the block's causal limit):
-//     K[64 x d], V[64 x d] -> shared stage j%2  0 past the ends; where
-//                                               16-byte loads are possible,
-//                                               from registers loaded ahead
+//     (K, V of tile j -> shared stage j%2)      copied asynchronously while
+//                                               tile j - 1 was computed where
+//                                               16-byte copies are possible
+//                                               (0 past the ends), else
+//                                               loaded element by element now
 //     barrier                                   (the only one: two stages)
-//     (next tile's K, V -> registers)           overlapping what follows
+//     (K, V of tile j + 1 -> stage (j+1)%2)     cp.async, overlapping what
+//                                               follows
 //     S = log2(e) (scale Q K^T + masks)         16 x 64 per warp: 8 x d/16 MMAs
 //                                               (K fragments by ldmatrix);
 //                                               masks and biases only on
@@ -99,18 +102,18 @@ private:
         },
         /*barrier=*/false);
 
-    // Where 16-byte loads are possible, each thread loads its part of the
-    // next tile into registers before the current tile's products, which
-    // hide the loads' latency; else it loads element by element.
+    // Where 16-byte loads are possible, each thread copies its part of the
+    // next tile into the other stage asynchronously (cp.async) before the
+    // current tile's products, which hide the copies' latency; else it
+    // loads element by element.
+    ArrayRef<Value> firstStage = shared.take_front(2), secondStage = shared.drop_front(2);
     Value aligned = readsVectors({in.k, in.v}) ? vectorsAligned({in.k, in.v}) : Value();
-    Value keysAhead, valuesAhead;
     if (aligned) {
-      keysAhead = vectorArray();
-      valuesAhead = vectorArray();
       block.phase(
           [&](Value t) {
             kb.ifThen(aligned, [&] {
-              loadAhead(t, bi, hi, kb.index(0), seqK, {{in.k, keysAhead}, {in.v, valuesAhead}});
+              copyAsync(t, bi, hi, kb.index(0), seqK,
+                        {{in.k, firstStage[0]}, {in.v, firstStage[1]}});
             });
           },
           /*barrier=*/false);
@@ -118,7 +121,7 @@ private:
     Value tiles = keyTileCount(q0, rowsPerBlock, columns);
     kb.forLoop(kb.index(0), tiles, 1, [&](Value tile) {
       Value k0 = kb.muli(tile, columns);
-      SmallVector<Value> stage = stageOf(tile, shared.take_front(2), shared.drop_front(2));
+      SmallVector<Value> stage = stageOf(tile, firstStage, secondStage);
       Value keyTile = stage[0], valueTile = stage[1];
       block.phase([&](Value t) {
         auto elements = [&] {
@@ -127,19 +130,16 @@ private:
         if (!aligned)
           return elements();
         kb.ifThenElse(
-            aligned,
-            [&] {
-              storeAhead(t, {{keysAhead, keyTile}, {valuesAhead, valueTile}});
-            },
-            elements);
+            aligned, [&] { waitForCopies(); }, elements);
       });
       if (aligned) {
+        Value next = kb.addi(tile, kb.index(1));
+        SmallVector<Value> nextStage = stageOf(next, firstStage, secondStage);
         block.phase(
             [&](Value t) {
-              Value next = kb.addi(tile, kb.index(1));
               kb.ifThen(arith::AndIOp::create(b, loc, aligned, kb.below(next, tiles)), [&] {
-                loadAhead(t, bi, hi, kb.muli(next, columns), seqK,
-                          {{in.k, keysAhead}, {in.v, valuesAhead}});
+                copyAsync(t, bi, hi, kb.muli(next, columns), seqK,
+                          {{in.k, nextStage[0]}, {in.v, nextStage[1]}});
               });
             },
             /*barrier=*/false);

@@ -394,9 +394,10 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // bf16 attention on tensor cores (FlashAttention-2): q, k and v read narrow;
 // a block per 64 query rows and head, 4 warps (a head dim up to 64); K and V tiles staged
 // row-major in bf16, head dim 40 padded to 48 (3 MMA steps) plus 8 (banks),
-// 16 bytes per load when the run-time alignment check passes, else element
-// by element (the vectors of the next tile loaded into registers before the
-// current tile's products); Q fragments in a private [steps, 4] i32 array. Per key tile:
+// 16 bytes per copy when the run-time alignment check passes (cp.async into
+// the other stage before the current tile's products: zero-filled past the
+// keys and the head dim, one group a tile, waited for before the barrier),
+// else element by element; Q fragments in a private [steps, 4] i32 array. Per key tile:
 // K fragments by ldmatrix (x4 for two steps, x2 for the third) and 8 x 3
 // MMAs for the scores, the row max over a row's 4 lanes by 2 xor shuffles
 // per row, the probabilities rounded to bf16 as A fragments, V fragments by
@@ -414,24 +415,27 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c2, %{{.*}} = %c2, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1)
 // CHECK: memref.alloca() : memref<3x4xi32>
 // CHECK: memref.extract_aligned_pointer_as_index
-// CHECK: memref.alloca() : memref<3xvector<8xbf16>>
+// CHECK-NOT: vector<8xbf16>
 // CHECK: scf.if %[[ALIGNED:.*]] {
-// CHECK-COUNT-3: vector.load %{{.*}} {alignment = 16 : i64} : memref<1x100x2x40xbf16, strided<[?, ?, ?, 1], offset: ?>>, vector<8xbf16>
+// CHECK: %[[ZFILL:.*]] = arith.select %{{.*}}, %c8, %c0 : index
+// CHECK: nvgpu.device_async_copy %{{.*}}[{{.*}}], %{{.*}}[{{.*}}], 8, %[[ZFILL]] {bypassL1} : memref<1x100x2x40xbf16, strided<[?, ?, ?, 1], offset: ?>> to memref<64x56xbf16, #gpu.address_space<workgroup>>
+// CHECK-COUNT-5: nvgpu.device_async_copy
+// CHECK-NEXT: llvm.inline_asm has_side_effects "cp.async.commit_group;"
 // CHECK: scf.for %[[TILE:.*]] = %c0 to %[[TILES:.*]] step %c1 {
 // CHECK: %[[PARITY:.*]] = arith.remui %[[TILE]], %c2 : index
 // CHECK: %[[ODD:.*]] = arith.cmpi ne, %[[PARITY]], %c0 : index
 // CHECK: arith.select %[[ODD]], %{{.*}}, %{{.*}} : memref<64x56xbf16, #gpu.address_space<workgroup>>
 // CHECK: scf.if %[[ALIGNED]] {
-// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<64x56xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
-// CHECK: vector.store %{{.*}} {alignment = 16 : i64} : memref<64x56xbf16, #gpu.address_space<workgroup>>, vector<8xbf16>
-// CHECK: } else {
+// CHECK-NEXT: llvm.inline_asm has_side_effects "cp.async.wait_group 0;"
+// CHECK-NEXT: } else {
 // CHECK: memref.store %{{.*}} : memref<64x56xbf16, #gpu.address_space<workgroup>>
 // CHECK: memref.store %{{.*}} : memref<64x56xbf16, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
 // CHECK: %[[NEXT:.*]] = arith.addi %[[TILE]], %c1 : index
 // CHECK: arith.cmpi ult, %[[NEXT]], %[[TILES]] : index
 // CHECK: scf.if
-// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<1x100x2x40xbf16, strided<[?, ?, ?, 1], offset: ?>>, vector<8xbf16>
+// CHECK-COUNT-6: nvgpu.device_async_copy
+// CHECK-NEXT: llvm.inline_asm has_side_effects "cp.async.commit_group;"
 // CHECK: nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>
 // CHECK-COUNT-2: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
 // CHECK: nvvm.ldmatrix %{{.*}} {{{.*}}num = 2 : i32{{.*}}} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32)>
