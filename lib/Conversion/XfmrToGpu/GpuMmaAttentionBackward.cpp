@@ -28,8 +28,9 @@
 //
 // c is 64 for head dims up to 64, 32 above: a thread holds its rows'
 // fragments, head-dim accumulators (two in dK/dV) and two 16 x c tiles of
-// accumulators in registers. Two stages of shared tiles (GpuMmaAttentionBase.h)
-// let a warp stage the next tile while others still read the current one.
+// accumulators in registers. The tiles stream through two shared stages
+// (streamTiles, GpuMmaAttentionBase.h): the next one copied asynchronously
+// while the current one is computed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,36 +97,33 @@ private:
         },
         /*barrier=*/false);
 
-    Value aligned = readsVectors({in.k, in.v}) ? vectorsAligned({in.k, in.v}) : Value();
-    kb.forLoop(kb.index(0), keyTileCount(q0, rowsPerBlock, columns), 1, [&](Value tile) {
-      Value k0 = kb.muli(tile, columns);
-      SmallVector<Value> stage = stageOf(tile, shared.take_front(2), shared.drop_front(2));
-      Value keyTile = stage[0], valueTile = stage[1];
-      block.phase([&](Value t) {
-        stageTiles(t, bi, hi, k0, seqK, {{in.k, keyTile}, {in.v, valueTile}}, aligned);
-      });
-      block.phase(
-          [&](Value t) {
-            Lane lane = laneOf(t, q0);
-            SmallVector<Value> qk = products(t, lane, queryFragments, keyTile);
-            SmallVector<Value> gradP = products(t, lane, gradOutFragments, valueTile);
-            ifMasked(keyTileNeedsMask(k0, lane), [&](bool masked) {
-              for (int64_t n = 0; n < columnTiles; ++n) {
-                for (int64_t r = 0; r < kAccumulators; ++r) {
-                  int64_t i = n * kAccumulators + r;
-                  Value key = kb.addi(k0, columnOf(lane, n, r));
-                  Value p = probability2(qk[i], bi, hi, rowOf(lane, r), key,
-                                         kb.load(lse2, entry(t, r / 2)), masked);
-                  Value gradS = kb.mul(p, kb.sub(gradP[i], kb.load(dots, entry(t, r / 2))));
-                  kb.store(gradS, gradScores, entry(t, n, r));
-                }
-              }
-            });
-          },
-          /*barrier=*/false);
-      block.phase([&](Value t) { accumulate(t, laneOf(t, q0), gradScores, keyTile, acc); },
-                  /*barrier=*/false);
-    });
+    auto noMore = [](Value, Value, ArrayRef<Value>) {};
+    streamTiles(
+        kb.index(0), keyTileCount(q0, rowsPerBlock, columns), bi, hi, seqK, {in.k, in.v},
+        shared.take_front(2), shared.drop_front(2), noMore, [&](Value k0, ArrayRef<Value> stage) {
+          Value keyTile = stage[0], valueTile = stage[1];
+          block.phase(
+              [&](Value t) {
+                Lane lane = laneOf(t, q0);
+                SmallVector<Value> qk = products(t, lane, queryFragments, keyTile);
+                SmallVector<Value> gradP = products(t, lane, gradOutFragments, valueTile);
+                ifMasked(keyTileNeedsMask(k0, lane), [&](bool masked) {
+                  for (int64_t n = 0; n < columnTiles; ++n) {
+                    for (int64_t r = 0; r < kAccumulators; ++r) {
+                      int64_t i = n * kAccumulators + r;
+                      Value key = kb.addi(k0, columnOf(lane, n, r));
+                      Value p = probability2(qk[i], bi, hi, rowOf(lane, r), key,
+                                             kb.load(lse2, entry(t, r / 2)), masked);
+                      Value gradS = kb.mul(p, kb.sub(gradP[i], kb.load(dots, entry(t, r / 2))));
+                      kb.store(gradS, gradScores, entry(t, n, r));
+                    }
+                  }
+                });
+              },
+              /*barrier=*/false);
+          block.phase([&](Value t) { accumulate(t, laneOf(t, q0), gradScores, keyTile, acc); },
+                      /*barrier=*/false);
+        });
 
     block.phase(
         [&](Value t) {
@@ -183,52 +181,53 @@ private:
           b, loc, arith::SubIOp::create(b, loc, k0, kb.index(seqK - seqQ)), kb.index(0));
       firstTile = kb.divui(firstRow, columns);
     }
-    Value aligned = readsVectors({in.q, in.gradOut}) ? vectorsAligned({in.q, in.gradOut}) : Value();
-    kb.forLoop(firstTile, kb.index(llvm::divideCeilSigned(seqQ, columns)), 1, [&](Value tile) {
-      Value q0 = kb.muli(tile, columns);
-      SmallVector<Value> stage = stageOf(tile, stageArrays(0), stageArrays(1));
-      Value queryTile = stage[0], gradOutTile = stage[1], lseTile = stage[2], dotTile = stage[3];
-      block.phase([&](Value t) {
-        stageTiles(t, bi, hi, q0, seqQ, {{in.q, queryTile}, {in.gradOut, gradOutTile}}, aligned);
-        kb.forLoop(t, kb.index(columns), threads, [&](Value i) {
-          Value row = kb.addi(q0, i);
-          Value inside = kb.below(row, seqQ);
-          Value source = kb.mini(row, kb.index(seqQ - 1));
-          Value lse2 = kb.mul(kb.load(in.lse, {bi, hi, source}), kb.f32(llvm::numbers::log2e));
-          kb.store(kb.select(inside, lse2, kb.f32(std::numeric_limits<double>::infinity())),
-                   lseTile, {i});
-          kb.store(kb.select(inside, kb.load(rowDots, {bi, hi, source}), kb.f32(0.0)), dotTile,
-                   {i});
-        });
+    // lse2 and D of the tile's query rows with them.
+    auto stageRowStatistics = [&](Value t, Value q0, ArrayRef<Value> stage) {
+      Value lseTile = stage[2], dotTile = stage[3];
+      kb.forLoop(t, kb.index(columns), threads, [&](Value i) {
+        Value row = kb.addi(q0, i);
+        Value inside = kb.below(row, seqQ);
+        Value source = kb.mini(row, kb.index(seqQ - 1));
+        Value lse2 = kb.mul(kb.load(in.lse, {bi, hi, source}), kb.f32(llvm::numbers::log2e));
+        kb.store(kb.select(inside, lse2, kb.f32(std::numeric_limits<double>::infinity())), lseTile,
+                 {i});
+        kb.store(kb.select(inside, kb.load(rowDots, {bi, hi, source}), kb.f32(0.0)), dotTile, {i});
       });
-      block.phase(
-          [&](Value t) {
-            Lane lane = laneOf(t, k0);
-            SmallVector<Value> kq = products(t, lane, keyFragments, queryTile);
-            SmallVector<Value> gradP = products(t, lane, valueFragments, gradOutTile);
-            ifMasked(queryTileNeedsMask(q0, lane), [&](bool masked) {
-              for (int64_t n = 0; n < columnTiles; ++n) {
-                for (int64_t r = 0; r < kAccumulators; ++r) {
-                  int64_t i = n * kAccumulators + r;
-                  Value column = columnOf(lane, n, r);
-                  Value p = probability2(kq[i], bi, hi, kb.addi(q0, column), rowOf(lane, r),
-                                         kb.load(lseTile, {column}), masked);
-                  kb.store(p, probabilities, entry(t, n, r));
-                  Value gradS = kb.mul(p, kb.sub(gradP[i], kb.load(dotTile, {column})));
-                  kb.store(gradS, gradScores, entry(t, n, r));
-                }
-              }
-            });
-          },
-          /*barrier=*/false);
-      block.phase(
-          [&](Value t) {
-            Lane lane = laneOf(t, k0);
-            accumulate(t, lane, probabilities, gradOutTile, gradValue);
-            accumulate(t, lane, gradScores, queryTile, gradKey);
-          },
-          /*barrier=*/false);
-    });
+    };
+    streamTiles(firstTile, kb.index(llvm::divideCeilSigned(seqQ, columns)), bi, hi, seqQ,
+                {in.q, in.gradOut}, stageArrays(0), stageArrays(1), stageRowStatistics,
+                [&](Value q0, ArrayRef<Value> stage) {
+                  Value queryTile = stage[0], gradOutTile = stage[1], lseTile = stage[2],
+                        dotTile = stage[3];
+                  block.phase(
+                      [&](Value t) {
+                        Lane lane = laneOf(t, k0);
+                        SmallVector<Value> kq = products(t, lane, keyFragments, queryTile);
+                        SmallVector<Value> gradP = products(t, lane, valueFragments, gradOutTile);
+                        ifMasked(queryTileNeedsMask(q0, lane), [&](bool masked) {
+                          for (int64_t n = 0; n < columnTiles; ++n) {
+                            for (int64_t r = 0; r < kAccumulators; ++r) {
+                              int64_t i = n * kAccumulators + r;
+                              Value column = columnOf(lane, n, r);
+                              Value p =
+                                  probability2(kq[i], bi, hi, kb.addi(q0, column), rowOf(lane, r),
+                                               kb.load(lseTile, {column}), masked);
+                              kb.store(p, probabilities, entry(t, n, r));
+                              Value gradS = kb.mul(p, kb.sub(gradP[i], kb.load(dotTile, {column})));
+                              kb.store(gradS, gradScores, entry(t, n, r));
+                            }
+                          }
+                        });
+                      },
+                      /*barrier=*/false);
+                  block.phase(
+                      [&](Value t) {
+                        Lane lane = laneOf(t, k0);
+                        accumulate(t, lane, probabilities, gradOutTile, gradValue);
+                        accumulate(t, lane, gradScores, queryTile, gradKey);
+                      },
+                      /*barrier=*/false);
+                });
 
     block.phase(
         [&](Value t) {

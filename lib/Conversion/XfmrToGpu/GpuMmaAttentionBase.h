@@ -399,24 +399,55 @@ protected:
         kb.store(element(operand, bi, hi, kb.addi(first, row), seq, c), tile, {row, c});
     });
   }
-  /// Staging without loads ahead: 16 bytes at a time where `aligned` (null:
-  /// never), else element by element.
-  void stageTiles(mlir::Value t, mlir::Value bi, mlir::Value hi, mlir::Value first, int64_t seq,
-                  llvm::ArrayRef<Staged> operandsAndTiles, mlir::Value aligned) {
-    auto elements = [&] { stageElements(t, bi, hi, first, seq, operandsAndTiles); };
-    if (!aligned)
-      return elements();
-    kb.ifThenElse(
-        aligned,
-        [&] {
-          forEachVector(t, [&](mlir::Value row, mlir::Value c) {
-            for (auto [operand, tile] : operandsAndTiles)
-              mlir::vector::StoreOp::create(
-                  b, loc, rowVector(operand, bi, hi, kb.addi(first, row), seq, c), tile, {row, c},
-                  /*nontemporal=*/false, llvm::Align(2 * kVector));
-          });
-        },
-        elements);
+  /// A loop over the tiles [begin, end) of `columns` rows of the
+  /// `operands` (`seq` rows each) through two shared stages: `stage0` and
+  /// `stage1` hold each operand's tile, in order, then any other arrays.
+  /// Where 16-byte copies are possible (readsVectors, vectorsAligned at
+  /// run time), each thread copies its part of the next tile into the other
+  /// stage asynchronously before the current tile is computed, which hides
+  /// the copies' latency; else it loads the tile element by element. Per
+  /// tile, `stageMore(t, first, stage)` stores the stage's other arrays
+  /// (rows from `first`) and `compute(first, stage)` builds the phases that
+  /// read the stage, after the tile's one barrier.
+  void streamTiles(
+      mlir::Value begin, mlir::Value end, mlir::Value bi, mlir::Value hi, int64_t seq,
+      llvm::ArrayRef<mlir::Value> operands, llvm::ArrayRef<mlir::Value> stage0,
+      llvm::ArrayRef<mlir::Value> stage1,
+      llvm::function_ref<void(mlir::Value, mlir::Value, llvm::ArrayRef<mlir::Value>)> stageMore,
+      llvm::function_ref<void(mlir::Value, llvm::ArrayRef<mlir::Value>)> compute) {
+    auto staged = [&](llvm::ArrayRef<mlir::Value> stage) {
+      return llvm::map_to_vector(llvm::zip(operands, stage), [](auto pair) {
+        return Staged(std::get<0>(pair), std::get<1>(pair));
+      });
+    };
+    mlir::Value aligned = readsVectors(operands) ? vectorsAligned(operands) : mlir::Value();
+    auto copyTile = [&](mlir::Value tile) {
+      llvm::SmallVector<mlir::Value> stage = stageOf(tile, stage0, stage1);
+      block.phase(
+          [&](mlir::Value t) {
+            kb.ifThen(mlir::arith::AndIOp::create(b, loc, aligned, kb.below(tile, end)),
+                      [&] { copyAsync(t, bi, hi, kb.muli(tile, columns), seq, staged(stage)); });
+          },
+          /*barrier=*/false);
+    };
+    if (aligned)
+      copyTile(begin);
+    kb.forLoop(begin, end, 1, [&](mlir::Value tile) {
+      mlir::Value first = kb.muli(tile, columns);
+      llvm::SmallVector<mlir::Value> stage = stageOf(tile, stage0, stage1);
+      block.phase([&](mlir::Value t) {
+        auto elements = [&] { stageElements(t, bi, hi, first, seq, staged(stage)); };
+        if (aligned)
+          kb.ifThenElse(
+              aligned, [&] { waitForCopies(); }, elements);
+        else
+          elements();
+        stageMore(t, first, stage);
+      });
+      if (aligned)
+        copyTile(kb.addi(tile, kb.index(1)));
+      compute(first, stage);
+    });
   }
 
   /// X T^T for the fragments X of thread t's warp and the shared tile T:

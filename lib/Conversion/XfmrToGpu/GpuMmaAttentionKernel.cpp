@@ -102,87 +102,51 @@ private:
         },
         /*barrier=*/false);
 
-    // Where 16-byte loads are possible, each thread copies its part of the
-    // next tile into the other stage asynchronously (cp.async) before the
-    // current tile's products, which hide the copies' latency; else it
-    // loads element by element.
-    ArrayRef<Value> firstStage = shared.take_front(2), secondStage = shared.drop_front(2);
-    Value aligned = readsVectors({in.k, in.v}) ? vectorsAligned({in.k, in.v}) : Value();
-    if (aligned) {
-      block.phase(
-          [&](Value t) {
-            kb.ifThen(aligned, [&] {
-              copyAsync(t, bi, hi, kb.index(0), seqK,
-                        {{in.k, firstStage[0]}, {in.v, firstStage[1]}});
-            });
-          },
-          /*barrier=*/false);
-    }
     Value tiles = keyTileCount(q0, rowsPerBlock, columns);
-    kb.forLoop(kb.index(0), tiles, 1, [&](Value tile) {
-      Value k0 = kb.muli(tile, columns);
-      SmallVector<Value> stage = stageOf(tile, firstStage, secondStage);
-      Value keyTile = stage[0], valueTile = stage[1];
-      block.phase([&](Value t) {
-        auto elements = [&] {
-          stageElements(t, bi, hi, k0, seqK, {{in.k, keyTile}, {in.v, valueTile}});
-        };
-        if (!aligned)
-          return elements();
-        kb.ifThenElse(
-            aligned, [&] { waitForCopies(); }, elements);
-      });
-      if (aligned) {
-        Value next = kb.addi(tile, kb.index(1));
-        SmallVector<Value> nextStage = stageOf(next, firstStage, secondStage);
-        block.phase(
-            [&](Value t) {
-              kb.ifThen(arith::AndIOp::create(b, loc, aligned, kb.below(next, tiles)), [&] {
-                copyAsync(t, bi, hi, kb.muli(next, columns), seqK,
-                          {{in.k, nextStage[0]}, {in.v, nextStage[1]}});
-              });
-            },
-            /*barrier=*/false);
-      }
-      block.phase(
-          [&](Value t) {
-            Lane lane = laneOf(t, q0);
-            SmallVector<Value> qk = products(t, lane, queryFragments, keyTile);
-            // Masks and biases only where some key of the tile may be
-            // hidden from some row of the warp; elsewhere the scores stay
-            // products, scaled in their exponentials.
-            ifMasked(keyTileNeedsMask(k0, lane), [&](bool masked) {
-              SmallVector<Value> rowMax(2, kb.f32(kNegInf));
-              for (int64_t n = 0; n < columnTiles; ++n) {
-                for (int64_t r = 0; r < kAccumulators; ++r) {
-                  Value key = kb.addi(k0, columnOf(lane, n, r));
-                  Value s = qk[n * kAccumulators + r];
-                  if (masked)
-                    s = maskedLogit2(s, bi, hi, rowOf(lane, r), key);
-                  kb.store(s, scores, entry(t, n, r));
-                  rowMax[r / 2] = maximum(rowMax[r / 2], s);
-                }
-              }
-              for (int64_t half = 0; half < 2; ++half) {
-                Value logitMax =
-                    masked ? rowMax[half] : kb.mul(rowMax[half], kb.f32(logit2Factor()));
-                kb.store(logitMax, tileMax, entry(t, half));
-              }
-            });
-          },
-          /*barrier=*/false);
-      block.allReduceLanes({tileMax}, 2, /*laneBits=*/3,
-                           [&](Value x, Value y) { return maximum(x, y); });
-      block.phase(
-          [&](Value t) {
-            ifMasked(keyTileNeedsMask(k0, laneOf(t, q0)), [&](bool masked) {
-              emitSoftmaxUpdate(t, scores, acc, max, sum, tileMax, masked);
-            });
-          },
-          /*barrier=*/false);
-      block.phase([&](Value t) { accumulate(t, laneOf(t, q0), scores, valueTile, acc); },
-                  /*barrier=*/false);
-    });
+    auto noMore = [](Value, Value, ArrayRef<Value>) {};
+    streamTiles(
+        kb.index(0), tiles, bi, hi, seqK, {in.k, in.v}, shared.take_front(2), shared.drop_front(2),
+        noMore, [&](Value k0, ArrayRef<Value> stage) {
+          Value keyTile = stage[0], valueTile = stage[1];
+          block.phase(
+              [&](Value t) {
+                Lane lane = laneOf(t, q0);
+                SmallVector<Value> qk = products(t, lane, queryFragments, keyTile);
+                // Masks and biases only where some key of the tile may be
+                // hidden from some row of the warp; elsewhere the scores stay
+                // products, scaled in their exponentials.
+                ifMasked(keyTileNeedsMask(k0, lane), [&](bool masked) {
+                  SmallVector<Value> rowMax(2, kb.f32(kNegInf));
+                  for (int64_t n = 0; n < columnTiles; ++n) {
+                    for (int64_t r = 0; r < kAccumulators; ++r) {
+                      Value key = kb.addi(k0, columnOf(lane, n, r));
+                      Value s = qk[n * kAccumulators + r];
+                      if (masked)
+                        s = maskedLogit2(s, bi, hi, rowOf(lane, r), key);
+                      kb.store(s, scores, entry(t, n, r));
+                      rowMax[r / 2] = maximum(rowMax[r / 2], s);
+                    }
+                  }
+                  for (int64_t half = 0; half < 2; ++half) {
+                    Value logitMax =
+                        masked ? rowMax[half] : kb.mul(rowMax[half], kb.f32(logit2Factor()));
+                    kb.store(logitMax, tileMax, entry(t, half));
+                  }
+                });
+              },
+              /*barrier=*/false);
+          block.allReduceLanes({tileMax}, 2, /*laneBits=*/3,
+                               [&](Value x, Value y) { return maximum(x, y); });
+          block.phase(
+              [&](Value t) {
+                ifMasked(keyTileNeedsMask(k0, laneOf(t, q0)), [&](bool masked) {
+                  emitSoftmaxUpdate(t, scores, acc, max, sum, tileMax, masked);
+                });
+              },
+              /*barrier=*/false);
+          block.phase([&](Value t) { accumulate(t, laneOf(t, q0), scores, valueTile, acc); },
+                      /*barrier=*/false);
+        });
 
     block.allReduceLanes({sum}, 2, /*laneBits=*/3, [&](Value x, Value y) { return kb.add(x, y); });
     block.phase(

@@ -416,7 +416,9 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // CHECK: memref.alloca() : memref<3x4xi32>
 // CHECK: memref.extract_aligned_pointer_as_index
 // CHECK-NOT: vector<8xbf16>
-// CHECK: scf.if %[[ALIGNED:.*]] {
+// CHECK: %[[NONEMPTY:.*]] = arith.cmpi ult, %c0, %{{.*}} : index
+// CHECK-NEXT: %[[COPY_FIRST:.*]] = arith.andi %[[ALIGNED:.*]], %[[NONEMPTY]] : i1
+// CHECK-NEXT: scf.if %[[COPY_FIRST]] {
 // CHECK: %[[ZFILL:.*]] = arith.select %{{.*}}, %c8, %c0 : index
 // CHECK: nvgpu.device_async_copy %{{.*}}[{{.*}}], %{{.*}}[{{.*}}], 8, %[[ZFILL]] {bypassL1} : memref<1x100x2x40xbf16, strided<[?, ?, ?, 1], offset: ?>> to memref<64x56xbf16, #gpu.address_space<workgroup>>
 // CHECK-COUNT-5: nvgpu.device_async_copy
@@ -553,7 +555,8 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // that sees the block's keys, Q and dO staged with lse2 and D; S^T = K Q^T
 // and dP^T = V dO^T, then dV += P^T dO and dK += dS^T Q (2 x 4 x 6 MMAs).
 // Both kernels stream their tiles through two shared stages, one barrier a
-// tile.
+// tile, the next tile copied asynchronously while the current one is
+// computed.
 // CHECK-LABEL: func.func @mma_attention_backward
 // CHECK-NOT: arith.extf
 // CHECK: %[[DQ:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x100x2x40xf32>
@@ -568,7 +571,10 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // CHECK: scf.for %[[KTILE:.*]] = %c0 to
 // CHECK: arith.remui %[[KTILE]], %c2 : index
 // CHECK-COUNT-2: arith.select %{{.*}} : memref<64x56xbf16, #gpu.address_space<workgroup>>
+// CHECK: llvm.inline_asm has_side_effects "cp.async.wait_group 0;"
 // CHECK: gpu.barrier
+// CHECK: nvgpu.device_async_copy
+// CHECK: llvm.inline_asm has_side_effects "cp.async.commit_group;"
 // CHECK-COUNT-48: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
 // CHECK: scf.if
 // CHECK: math.exp2 %{{.*}} fastmath<afn> : f32
@@ -592,6 +598,8 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // CHECK-COUNT-4: arith.select %{{.*}} : memref<64x{{56xbf16|f32}}, #gpu.address_space<workgroup>>
 // CHECK: memref.load %[[D]]
 // CHECK: gpu.barrier
+// CHECK: nvgpu.device_async_copy
+// CHECK: llvm.inline_asm has_side_effects "cp.async.commit_group;"
 // CHECK-COUNT-48: nvvm.mma.sync
 // CHECK: math.exp2 %{{.*}} fastmath<afn> : f32
 // CHECK-COUNT-48: nvvm.mma.sync
