@@ -97,10 +97,9 @@ private:
         },
         /*barrier=*/false);
 
-    auto noMore = [](Value, Value, ArrayRef<Value>) {};
     streamTiles(
         kb.index(0), keyTileCount(q0, rowsPerBlock, columns), bi, hi, seqK, {in.k, in.v},
-        shared.take_front(2), shared.drop_front(2), noMore, [&](Value k0, ArrayRef<Value> stage) {
+        shared.take_front(2), shared.drop_front(2), [&](Value k0, ArrayRef<Value> stage) {
           Value keyTile = stage[0], valueTile = stage[1];
           block.phase(
               [&](Value t) {
@@ -194,40 +193,41 @@ private:
         kb.store(kb.select(inside, kb.load(rowDots, {bi, hi, source}), kb.f32(0.0)), dotTile, {i});
       });
     };
-    streamTiles(firstTile, kb.index(llvm::divideCeilSigned(seqQ, columns)), bi, hi, seqQ,
-                {in.q, in.gradOut}, stageArrays(0), stageArrays(1), stageRowStatistics,
-                [&](Value q0, ArrayRef<Value> stage) {
-                  Value queryTile = stage[0], gradOutTile = stage[1], lseTile = stage[2],
-                        dotTile = stage[3];
-                  block.phase(
-                      [&](Value t) {
-                        Lane lane = laneOf(t, k0);
-                        SmallVector<Value> kq = products(t, lane, keyFragments, queryTile);
-                        SmallVector<Value> gradP = products(t, lane, valueFragments, gradOutTile);
-                        ifMasked(queryTileNeedsMask(q0, lane), [&](bool masked) {
-                          for (int64_t n = 0; n < columnTiles; ++n) {
-                            for (int64_t r = 0; r < kAccumulators; ++r) {
-                              int64_t i = n * kAccumulators + r;
-                              Value column = columnOf(lane, n, r);
-                              Value p =
-                                  probability2(kq[i], bi, hi, kb.addi(q0, column), rowOf(lane, r),
-                                               kb.load(lseTile, {column}), masked);
-                              kb.store(p, probabilities, entry(t, n, r));
-                              Value gradS = kb.mul(p, kb.sub(gradP[i], kb.load(dotTile, {column})));
-                              kb.store(gradS, gradScores, entry(t, n, r));
-                            }
-                          }
-                        });
-                      },
-                      /*barrier=*/false);
-                  block.phase(
-                      [&](Value t) {
-                        Lane lane = laneOf(t, k0);
-                        accumulate(t, lane, probabilities, gradOutTile, gradValue);
-                        accumulate(t, lane, gradScores, queryTile, gradKey);
-                      },
-                      /*barrier=*/false);
+    streamTiles(
+        firstTile, kb.index(llvm::divideCeilSigned(seqQ, columns)), bi, hi, seqQ,
+        {in.q, in.gradOut}, stageArrays(0), stageArrays(1),
+        [&](Value q0, ArrayRef<Value> stage) {
+          Value queryTile = stage[0], gradOutTile = stage[1], lseTile = stage[2],
+                dotTile = stage[3];
+          block.phase(
+              [&](Value t) {
+                Lane lane = laneOf(t, k0);
+                SmallVector<Value> kq = products(t, lane, keyFragments, queryTile);
+                SmallVector<Value> gradP = products(t, lane, valueFragments, gradOutTile);
+                ifMasked(queryTileNeedsMask(q0, lane), [&](bool masked) {
+                  for (int64_t n = 0; n < columnTiles; ++n) {
+                    for (int64_t r = 0; r < kAccumulators; ++r) {
+                      int64_t i = n * kAccumulators + r;
+                      Value column = columnOf(lane, n, r);
+                      Value p = probability2(kq[i], bi, hi, kb.addi(q0, column), rowOf(lane, r),
+                                             kb.load(lseTile, {column}), masked);
+                      kb.store(p, probabilities, entry(t, n, r));
+                      Value gradS = kb.mul(p, kb.sub(gradP[i], kb.load(dotTile, {column})));
+                      kb.store(gradS, gradScores, entry(t, n, r));
+                    }
+                  }
                 });
+              },
+              /*barrier=*/false);
+          block.phase(
+              [&](Value t) {
+                Lane lane = laneOf(t, k0);
+                accumulate(t, lane, probabilities, gradOutTile, gradValue);
+                accumulate(t, lane, gradScores, queryTile, gradKey);
+              },
+              /*barrier=*/false);
+        },
+        stageRowStatistics);
 
     block.phase(
         [&](Value t) {

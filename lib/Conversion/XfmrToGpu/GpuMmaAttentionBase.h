@@ -406,15 +406,15 @@ protected:
   /// run time), each thread copies its part of the next tile into the other
   /// stage asynchronously before the current tile is computed, which hides
   /// the copies' latency; else it loads the tile element by element. Per
-  /// tile, `stageMore(t, first, stage)` stores the stage's other arrays
-  /// (rows from `first`) and `compute(first, stage)` builds the phases that
-  /// read the stage, after the tile's one barrier.
-  void streamTiles(
-      mlir::Value begin, mlir::Value end, mlir::Value bi, mlir::Value hi, int64_t seq,
-      llvm::ArrayRef<mlir::Value> operands, llvm::ArrayRef<mlir::Value> stage0,
-      llvm::ArrayRef<mlir::Value> stage1,
-      llvm::function_ref<void(mlir::Value, mlir::Value, llvm::ArrayRef<mlir::Value>)> stageMore,
-      llvm::function_ref<void(mlir::Value, llvm::ArrayRef<mlir::Value>)> compute) {
+  /// tile, `compute(first, stage)` builds the phases that read the stage,
+  /// after the tile's one barrier, and `stageMore(t, first, stage)`, if
+  /// given, stores the stage's other arrays (rows from `first`) before it.
+  void streamTiles(mlir::Value begin, mlir::Value end, mlir::Value bi, mlir::Value hi, int64_t seq,
+                   llvm::ArrayRef<mlir::Value> operands, llvm::ArrayRef<mlir::Value> stage0,
+                   llvm::ArrayRef<mlir::Value> stage1,
+                   llvm::function_ref<void(mlir::Value, llvm::ArrayRef<mlir::Value>)> compute,
+                   llvm::function_ref<void(mlir::Value, mlir::Value, llvm::ArrayRef<mlir::Value>)>
+                       stageMore = nullptr) {
     auto staged = [&](llvm::ArrayRef<mlir::Value> stage) {
       return llvm::map_to_vector(llvm::zip(operands, stage), [](auto pair) {
         return Staged(std::get<0>(pair), std::get<1>(pair));
@@ -442,7 +442,8 @@ protected:
               aligned, [&] { waitForCopies(); }, elements);
         else
           elements();
-        stageMore(t, first, stage);
+        if (stageMore)
+          stageMore(t, first, stage);
       });
       if (aligned)
         copyTile(kb.addi(tile, kb.index(1)));

@@ -103,10 +103,9 @@ private:
         /*barrier=*/false);
 
     Value tiles = keyTileCount(q0, rowsPerBlock, columns);
-    auto noMore = [](Value, Value, ArrayRef<Value>) {};
     streamTiles(
         kb.index(0), tiles, bi, hi, seqK, {in.k, in.v}, shared.take_front(2), shared.drop_front(2),
-        noMore, [&](Value k0, ArrayRef<Value> stage) {
+        [&](Value k0, ArrayRef<Value> stage) {
           Value keyTile = stage[0], valueTile = stage[1];
           block.phase(
               [&](Value t) {

@@ -79,17 +79,19 @@ void ThreadBlockBuilder::forEachBlock(
   b.setInsertionPointToStart(&launch.getBody().front());
   threadId = launch.getThreadIds().x;
   mlir::gpu::KernelDim3 blocks = launch.getBlockIds();
+  auto getGlobal = [&](memref::GlobalOp global) -> Value {
+    return memref::GetGlobalOp::create(b, loc, global.getType(), global.getSymName());
+  };
   SmallVector<Value> shared;
-  for (memref::GlobalOp global : globals)
-    shared.push_back(memref::GetGlobalOp::create(b, loc, global.getType(), global.getSymName()));
   if (dynamic) {
     // Past the static limit, the arrays are views of the launch's dynamic
     // shared memory (the runtime raises the kernel's limit to its size).
-    Value memory = shared.front();
-    shared.clear();
+    Value memory = getGlobal(globals.front());
     for (auto [type, offset] : llvm::zip_equal(types, offsets))
       shared.push_back(
           memref::ViewOp::create(b, loc, type, memory, kb.index(offset), ValueRange{}));
+  } else {
+    shared = llvm::map_to_vector(globals, getGlobal);
   }
   body({blocks.x, blocks.y, blocks.z}, shared);
 }
