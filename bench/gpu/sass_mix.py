@@ -77,9 +77,11 @@ def main():
             if loop is None:
                 continue
             regs, spill = used.get(name, (None, None))
-            mix = " ".join(f"{op} {n}" for op, n in collections.Counter(loop).most_common(12))
+            counts = collections.Counter(loop)
+            mix = " ".join(f"{op} {n}" for op, n in counts.most_common(12))
+            local = counts["LDL"] + counts["STL"]
             print(f"{os.path.basename(ptx)} {name}: {regs} registers, {spill} bytes spilled; "
-                  f"hot loop {len(loop)} instructions: {mix}")
+                  f"hot loop {len(loop)} instructions ({local} local memory): {mix}")
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ public:
         rowDots(rowDots) {}
 
   void emit() {
-    forEachRowBlock(seqQ, 2 * kStages, {},
+    forEachRowBlock(seqQ, SmallVector<int64_t>(2 * kStages, columns), {},
                     [&](Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
                       emitBlock(bi, hi, q0, shared);
                     });
@@ -71,8 +71,8 @@ private:
     Value queryFragments = fragmentArray(), gradOutFragments = fragmentArray();
     Value gradScores = columnAccumulators();
     Value acc = dimAccumulators();
-    // Per row (g, g + 8): lse2 and D.
-    Value lse2 = block.privateArray({2}), dots = block.privateArray({2});
+    // Per row (rowSlot): lse2 and D.
+    Value lse2 = block.privateArray({rowSlots()}), dots = block.privateArray({rowSlots()});
 
     block.phase(
         [&](Value t) {
@@ -80,19 +80,22 @@ private:
           loadFragments(t, lane, bi, hi, in.q, seqQ, queryFragments);
           loadFragments(t, lane, bi, hi, in.gradOut, seqQ, gradOutFragments);
           zero(t, acc, dimTiles);
-          for (int64_t half = 0; half < 2; ++half) {
-            Value row = rowOf(lane, half * 2);
-            Value source = kb.mini(row, kb.index(seqQ - 1));
-            Value lse = kb.load(in.lse, {bi, hi, source});
-            kb.store(kb.mul(lse, kb.f32(llvm::numbers::log2e)), lse2, entry(t, half));
-            Value rowDot =
-                dot([&](Value c) { return kb.loadWidened(in.gradOut, in.at(bi, source, hi, c)); },
-                    [&](Value c) { return kb.loadWidened(in.out, in.at(bi, source, hi, c)); },
-                    kb.f32(0.0));
-            kb.store(rowDot, dots, entry(t, half));
-            Value writer =
-                arith::AndIOp::create(b, loc, kb.below(row, seqQ), kb.below(lane.inGroup, 1));
-            kb.ifThen(writer, [&] { kb.store(rowDot, rowDots, {bi, hi, row}); });
+          for (int64_t m = 0; m < rowTiles; ++m) {
+            for (int64_t half = 0; half < 2; ++half) {
+              Value row = rowOf(lane, m, half * 2);
+              Value source = kb.mini(row, kb.index(seqQ - 1));
+              Value lse = kb.load(in.lse, {bi, hi, source});
+              SmallVector<Value> slot = entry(t, rowSlot(m, half));
+              kb.store(kb.mul(lse, kb.f32(llvm::numbers::log2e)), lse2, slot);
+              Value rowDot =
+                  dot([&](Value c) { return kb.loadWidened(in.gradOut, in.at(bi, source, hi, c)); },
+                      [&](Value c) { return kb.loadWidened(in.out, in.at(bi, source, hi, c)); },
+                      kb.f32(0.0));
+              kb.store(rowDot, dots, slot);
+              Value writer =
+                  arith::AndIOp::create(b, loc, kb.below(row, seqQ), kb.below(lane.inGroup, 1));
+              kb.ifThen(writer, [&] { kb.store(rowDot, rowDots, {bi, hi, row}); });
+            }
           }
         },
         /*barrier=*/false);
@@ -104,19 +107,18 @@ private:
           block.phase(
               [&](Value t) {
                 Lane lane = laneOf(t, q0);
-                SmallVector<Value> qk = products(t, lane, queryFragments, keyTile);
-                SmallVector<Value> gradP = products(t, lane, gradOutFragments, valueTile);
+                SmallVector<Value> qk = products(t, lane, {queryFragments}, keyTile);
+                SmallVector<Value> gradP = products(t, lane, {gradOutFragments}, valueTile);
                 ifMasked(keyTileNeedsMask(k0, lane), [&](bool masked) {
-                  for (int64_t n = 0; n < columnTiles; ++n) {
-                    for (int64_t r = 0; r < kAccumulators; ++r) {
-                      int64_t i = n * kAccumulators + r;
-                      Value key = kb.addi(k0, columnOf(lane, n, r));
-                      Value p = probability2(qk[i], bi, hi, rowOf(lane, r), key,
-                                             kb.load(lse2, entry(t, r / 2)), masked);
-                      Value gradS = kb.mul(p, kb.sub(gradP[i], kb.load(dots, entry(t, r / 2))));
-                      kb.store(gradS, gradScores, entry(t, n, r));
-                    }
-                  }
+                  forEachAccumulator(columnTiles, [&](int64_t m, int64_t n, int64_t r) {
+                    int64_t i = accumulatorIndex(m, n, r, columnTiles);
+                    SmallVector<Value> slot = entry(t, rowSlot(m, r / 2));
+                    Value key = kb.addi(k0, columnOf(lane, n, r));
+                    Value p = probability2(qk[i], bi, hi, rowOf(lane, m, r), key,
+                                           kb.load(lse2, slot), masked);
+                    Value gradS = kb.mul(p, kb.sub(gradP[i], kb.load(dots, slot)));
+                    kb.store(gradS, gradScores, entry(t, tileIndex(m, n, columnTiles), r));
+                  });
                 });
               },
               /*barrier=*/false);
@@ -144,7 +146,8 @@ public:
         rowDots(rowDots) {}
 
   void emit() {
-    forEachRowBlock(seqK, 2 * kStages, {{columns}, {columns}, {columns}, {columns}},
+    forEachRowBlock(seqK, SmallVector<int64_t>(2 * kStages, columns),
+                    {{columns}, {columns}, {columns}, {columns}},
                     [&](Value bi, Value hi, Value k0, ArrayRef<Value> shared) {
                       emitBlock(bi, hi, k0, shared);
                     });
@@ -202,20 +205,19 @@ private:
           block.phase(
               [&](Value t) {
                 Lane lane = laneOf(t, k0);
-                SmallVector<Value> kq = products(t, lane, keyFragments, queryTile);
-                SmallVector<Value> gradP = products(t, lane, valueFragments, gradOutTile);
+                SmallVector<Value> kq = products(t, lane, {keyFragments}, queryTile);
+                SmallVector<Value> gradP = products(t, lane, {valueFragments}, gradOutTile);
                 ifMasked(queryTileNeedsMask(q0, lane), [&](bool masked) {
-                  for (int64_t n = 0; n < columnTiles; ++n) {
-                    for (int64_t r = 0; r < kAccumulators; ++r) {
-                      int64_t i = n * kAccumulators + r;
-                      Value column = columnOf(lane, n, r);
-                      Value p = probability2(kq[i], bi, hi, kb.addi(q0, column), rowOf(lane, r),
-                                             kb.load(lseTile, {column}), masked);
-                      kb.store(p, probabilities, entry(t, n, r));
-                      Value gradS = kb.mul(p, kb.sub(gradP[i], kb.load(dotTile, {column})));
-                      kb.store(gradS, gradScores, entry(t, n, r));
-                    }
-                  }
+                  forEachAccumulator(columnTiles, [&](int64_t m, int64_t n, int64_t r) {
+                    int64_t i = accumulatorIndex(m, n, r, columnTiles);
+                    SmallVector<Value> at = entry(t, tileIndex(m, n, columnTiles), r);
+                    Value column = columnOf(lane, n, r);
+                    Value p = probability2(kq[i], bi, hi, kb.addi(q0, column), rowOf(lane, m, r),
+                                           kb.load(lseTile, {column}), masked);
+                    kb.store(p, probabilities, at);
+                    Value gradS = kb.mul(p, kb.sub(gradP[i], kb.load(dotTile, {column})));
+                    kb.store(gradS, gradScores, at);
+                  });
                 });
               },
               /*barrier=*/false);
@@ -252,7 +254,7 @@ private:
     if (!in.causal)
       return arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
     Value lastKey =
-        kb.addi(arith::SubIOp::create(b, loc, lane.top, lane.group), kb.index(MmaBuilder::kM - 1));
+        kb.addi(arith::SubIOp::create(b, loc, lane.top, lane.group), kb.index(rowsPerWarp - 1));
     Value firstQueryKeys = kb.addi(q0, kb.index(seqK - seqQ));
     return kb.below(firstQueryKeys, lastKey);
   }

@@ -2,17 +2,24 @@
 //
 // What the bf16/f16 attention kernels on tensor cores (forward, and the
 // backward's dK/dV and dQ kernels) share. Each gives a warp 16 rows of one
-// sequence (queries, or keys) and streams tiles of `columns` rows of the
-// other through shared memory, row-major in 16-bit elements, each row 16
-// bytes longer than its content (the 8 rows of 16 bytes an ldmatrix reads
-// then hit 32 distinct banks). Its two kinds of products:
+// sequence (queries, or keys) per row tile, one or two row tiles, and
+// streams tiles of `columns` rows of the other through shared memory,
+// row-major in 16-bit elements, each row 16 bytes longer than its content
+// (the 8 rows of 16 bytes an ldmatrix reads then hit 32 distinct banks).
+// Its two kinds of products:
 //
 //   products(X, T)       X T^T: X the warp's rows, as A fragments in
-//                        registers; T a shared tile, its B fragments by
-//                        ldmatrix. 16 x columns per warp, in accumulators.
-//   accumulate(F, T, A)  A += F T: F (16 x columns, f32 accumulators) rounded
-//                        and repacked in registers as A fragments; T's B
-//                        fragments by ldmatrix.trans. 16 x head dim.
+//                        registers or by ldmatrix from a shared tile of the
+//                        block's rows; T a shared tile, its B fragments by
+//                        ldmatrix. 16 x columns per row tile, in
+//                        accumulators.
+//   accumulate(F, T, A)  A += F T: F (16 x columns per row tile, f32
+//                        accumulators) rounded and repacked in registers as
+//                        A fragments; T's B fragments by ldmatrix.trans.
+//                        16 x head dim per row tile.
+//
+// Each B fragment read from shared memory serves every row tile of the
+// warp: two row tiles halve the shared-memory reads per MMA.
 //
 // Emulated, where a GPU thread feeds its own registers to an MMA, a thread
 // reads the fragments or factors of the other lanes of its warp from their
@@ -62,9 +69,10 @@ protected:
   static constexpr int64_t kWarpSize = MmaBuilder::kWarpSize;
   static constexpr int64_t kAccumulators = MmaBuilder::kAccumulators;
   MmaAttentionKernelBase(cpu::KernelBuilder &kb, const cpu::AttentionOperands &in,
-                         Emulation emulate, int64_t warps, int64_t columns)
+                         Emulation emulate, int64_t warps, int64_t columns, int64_t rowTiles = 1)
       : AttentionKernelBase(kb, in), emulate(emulate), threads(warps * kWarpSize),
-        rowsPerBlock(warps * MmaBuilder::kM), columns(columns), block(kb, emulate, threads),
+        rowTiles(rowTiles), rowsPerWarp(rowTiles * MmaBuilder::kM),
+        rowsPerBlock(warps * rowsPerWarp), columns(columns), block(kb, emulate, threads),
         mma(kb, mlir::cast<mlir::MemRefType>(in.q.getType()).getElementType()),
         steps(dimSteps(headDim)), words(steps * MmaBuilder::kWords),
         paddedDim(steps * MmaBuilder::kK), dimTiles(paddedDim / MmaBuilder::kN),
@@ -72,20 +80,23 @@ protected:
 
   /// Builds `body(bi, hi, first, shared)` for each block of rowsPerBlock
   /// rows (from `first`) of a sequence of `seq` rows, per head and batch;
-  /// `shared` holds a tile (tileShape) per operand of `tiles`, then an f32
-  /// array per entry of `arrays`.
+  /// `shared` holds a tile per entry of `tileRows` (that many rows of the
+  /// padded head dim), then an f32 array per entry of `arrays`.
   void forEachRowBlock(
-      int64_t seq, int64_t tiles, llvm::ArrayRef<llvm::SmallVector<int64_t>> arrays,
+      int64_t seq, llvm::ArrayRef<int64_t> tileRows,
+      llvm::ArrayRef<llvm::SmallVector<int64_t>> arrays,
       llvm::function_ref<void(mlir::Value, mlir::Value, mlir::Value, llvm::ArrayRef<mlir::Value>)>
           body) {
-    llvm::SmallVector<llvm::SmallVector<int64_t>> shapes(tiles, {columns, paddedDim + kPadding});
+    llvm::SmallVector<llvm::SmallVector<int64_t>> shapes;
+    for (int64_t rows : tileRows)
+      shapes.push_back({rows, paddedDim + kPadding});
     llvm::append_range(shapes, arrays);
     block.forEachBlock(
         {llvm::divideCeilSigned(seq, rowsPerBlock), heads, batch}, shapes,
         [&](std::array<mlir::Value, 3> ids, llvm::ArrayRef<mlir::Value> shared) {
           body(ids[2], ids[1], kb.muli(ids[0], rowsPerBlock), shared);
         },
-        llvm::SmallVector<mlir::Type>(tiles, mma.narrowType()));
+        llvm::SmallVector<mlir::Type>(tileRows.size(), mma.narrowType()));
   }
 
   /// Stages of the shared arrays a loop over tiles streams through: tile j
@@ -104,17 +115,19 @@ protected:
   }
 
   /// A thread's place: the first thread of its warp, its lane, the lane's
-  /// group g and index q in the group, and its first row (the warp's row
-  /// g; the second is g + 8).
+  /// group g and index q in the group, its warp's first row in the block,
+  /// and its first row (the warp's row g; the others are g + 8, then the
+  /// same 16 rows on per row tile).
   struct Lane {
-    mlir::Value warpThread, lane, group, inGroup, top;
+    mlir::Value warpThread, lane, group, inGroup, warpRow, top;
   };
   /// ... in a block whose first row is `first`.
   Lane laneOf(mlir::Value t, mlir::Value first) {
     mlir::Value warp = kb.divui(t, kWarpSize), lane = kb.remui(t, kWarpSize);
     auto [group, inGroup] = mma.laneCoordinates(lane);
-    mlir::Value top = kb.addi(first, kb.addi(kb.muli(warp, MmaBuilder::kM), group));
-    return {kb.muli(warp, kWarpSize), lane, group, inGroup, top};
+    mlir::Value warpRow = kb.muli(warp, rowsPerWarp);
+    mlir::Value top = kb.addi(first, kb.addi(warpRow, group));
+    return {kb.muli(warp, kWarpSize), lane, group, inGroup, warpRow, top};
   }
 
   /// Entry (i[, j]) of a private array of thread t.
@@ -125,10 +138,29 @@ protected:
       indices.push_back(kb.index(*j));
     return block.at(t, indices);
   }
-  /// The row of accumulator r.
-  mlir::Value rowOf(const Lane &lane, int64_t r) {
-    return kb.addi(lane.top, kb.index((r / 2) * 8));
+  /// The row of accumulator r of row tile m.
+  mlir::Value rowOf(const Lane &lane, int64_t m, int64_t r) {
+    return kb.addi(lane.top, kb.index(m * MmaBuilder::kM + (r / 2) * 8));
   }
+  /// Where the accumulators of tile n of row tile m lie in an array of
+  /// `tiles` accumulator tiles per row tile, and in what products() returns.
+  int64_t tileIndex(int64_t m, int64_t n, int64_t tiles) const { return m * tiles + n; }
+  int64_t accumulatorIndex(int64_t m, int64_t n, int64_t r, int64_t tiles) const {
+    return tileIndex(m, n, tiles) * kAccumulators + r;
+  }
+  /// Calls `body(m, n, r)` for each accumulator r of each of `tiles` tiles
+  /// of each row tile m, in the order of products().
+  void forEachAccumulator(int64_t tiles,
+                          llvm::function_ref<void(int64_t, int64_t, int64_t)> body) const {
+    for (int64_t m = 0; m < rowTiles; ++m)
+      for (int64_t n = 0; n < tiles; ++n)
+        for (int64_t r = 0; r < kAccumulators; ++r)
+          body(m, n, r);
+  }
+  /// The thread's rows: per row tile, g and g + 8 (`half` 0 and 1);
+  /// statistics of row `rowSlot(m, half)` of a [2 rowTiles] private array.
+  int64_t rowSlots() const { return 2 * rowTiles; }
+  static int64_t rowSlot(int64_t m, int64_t half) { return 2 * m + half; }
   /// The column, in a tile of columns, of accumulator r of tile n.
   mlir::Value columnOf(const Lane &lane, int64_t n, int64_t r) {
     return kb.addi(mma.accumulatorCol(lane.inGroup, r), kb.index(n * MmaBuilder::kN));
@@ -166,56 +198,74 @@ protected:
                     mma.bits(element(operand, bi, hi, row, seq, kb.addi(c, kb.index(1)))));
   }
 
-  /// A [steps, 4] i32 private array for a thread's A fragments of its
-  /// warp's rows (loadFragments).
-  mlir::Value fragmentArray() { return block.privateArray({steps, kAccumulators}, b.getI32Type()); }
+  /// The A factor of products(): the warp's rows of an operand, as A
+  /// fragments in a private array (fragmentArray, loadFragments), or, where
+  /// those would take too many registers, as a shared tile of the block's
+  /// rows (stageRows), read by ldmatrix at each use.
+  struct RowFactor {
+    mlir::Value array;
+    bool shared = false;
+  };
+  /// A [row tiles * steps, 4] i32 private array for a thread's A fragments
+  /// of its warp's rows.
+  mlir::Value fragmentArray() {
+    return block.privateArray({rowTiles * steps, kAccumulators}, b.getI32Type());
+  }
   /// Thread t's A fragments of its warp's rows of `operand` (`seq` rows).
   void loadFragments(mlir::Value t, const Lane &lane, mlir::Value bi, mlir::Value hi,
                      mlir::Value operand, int64_t seq, mlir::Value fragments) {
-    for (int64_t s = 0; s < steps; ++s) {
-      for (int64_t r = 0; r < kAccumulators; ++r) {
-        mlir::Value w = kb.addi(lane.inGroup, kb.index(s * MmaBuilder::kWords + (r / 2) * 4));
-        mlir::Value row = kb.addi(lane.top, kb.index((r % 2) * 8));
-        kb.store(rowWord(operand, bi, hi, row, seq, w), fragments, entry(t, s, r));
+    for (int64_t m = 0; m < rowTiles; ++m) {
+      for (int64_t s = 0; s < steps; ++s) {
+        for (int64_t r = 0; r < kAccumulators; ++r) {
+          mlir::Value w = kb.addi(lane.inGroup, kb.index(s * MmaBuilder::kWords + (r / 2) * 4));
+          mlir::Value row = rowOf(lane, m, (r % 2) * 2);
+          kb.store(rowWord(operand, bi, hi, row, seq, w), fragments,
+                   entry(t, tileIndex(m, s, steps), r));
+        }
       }
     }
   }
 
-  /// A [head dim tiles, 4] f32 private array of accumulators, and one of
-  /// [column tiles, 4].
-  mlir::Value dimAccumulators() { return block.privateArray({dimTiles, kAccumulators}); }
-  mlir::Value columnAccumulators() { return block.privateArray({columnTiles, kAccumulators}); }
+  /// A [row tiles * head dim tiles, 4] f32 private array of accumulators,
+  /// and one of [row tiles * column tiles, 4].
+  mlir::Value dimAccumulators() { return block.privateArray({rowTiles * dimTiles, kAccumulators}); }
+  mlir::Value columnAccumulators() {
+    return block.privateArray({rowTiles * columnTiles, kAccumulators});
+  }
   void zero(mlir::Value t, mlir::Value accumulators, int64_t tiles) {
-    for (int64_t n = 0; n < tiles; ++n)
+    for (int64_t n = 0; n < rowTiles * tiles; ++n)
       for (int64_t r = 0; r < kAccumulators; ++r)
         kb.store(kb.f32(0.0), accumulators, entry(t, n, r));
   }
 
   /// Stores the head-dim accumulators `acc` of thread t into `out`, times
-  /// `factor(half, row)` (half 0: the lane's row g, 1: g + 8), for the rows
-  /// inside its `seq` rows; `factor` runs inside the row's branch and may
-  /// store more of the row.
+  /// `factor(slot, row)` (rowSlot(m, half): half 0 the lane's row g of row
+  /// tile m, 1 its row g + 8), for the rows inside its `seq` rows; `factor`
+  /// runs inside the row's branch and may store more of the row.
   void storeRows(mlir::Value t, const Lane &lane, mlir::Value bi, mlir::Value hi, mlir::Value acc,
                  mlir::Value out, int64_t seq,
                  llvm::function_ref<mlir::Value(int64_t, mlir::Value)> factor) {
-    for (int64_t half = 0; half < 2; ++half) {
-      mlir::Value row = rowOf(lane, half * 2);
-      kb.ifThen(kb.below(row, seq), [&] {
-        mlir::Value rowFactor = factor(half, row);
-        for (int64_t n = 0; n < dimTiles; ++n) {
-          for (int64_t r = half * 2; r < half * 2 + 2; ++r) {
-            mlir::Value c = columnOf(lane, n, r);
-            auto store = [&] {
-              kb.storeRounded(kb.mul(kb.load(acc, entry(t, n, r)), rowFactor), out,
-                              in.at(bi, row, hi, c));
-            };
-            if ((n + 1) * MmaBuilder::kN > headDim)
-              kb.ifThen(kb.below(c, headDim), store);
-            else
-              store();
+    for (int64_t m = 0; m < rowTiles; ++m) {
+      for (int64_t half = 0; half < 2; ++half) {
+        mlir::Value row = rowOf(lane, m, half * 2);
+        kb.ifThen(kb.below(row, seq), [&] {
+          mlir::Value rowFactor = factor(rowSlot(m, half), row);
+          for (int64_t n = 0; n < dimTiles; ++n) {
+            for (int64_t r = half * 2; r < half * 2 + 2; ++r) {
+              mlir::Value c = columnOf(lane, n, r);
+              auto store = [&] {
+                kb.storeRounded(
+                    kb.mul(kb.load(acc, entry(t, tileIndex(m, n, dimTiles), r)), rowFactor), out,
+                    in.at(bi, row, hi, c));
+              };
+              if ((n + 1) * MmaBuilder::kN > headDim)
+                kb.ifThen(kb.below(c, headDim), store);
+              else
+                store();
+            }
           }
-        }
-      });
+        });
+      }
     }
   }
 
@@ -293,20 +343,20 @@ protected:
         needsMask, [&] { body(true); }, [&] { body(false); });
   }
 
-  /// Whether the tiles of `operands` can be staged 16 bytes per load: a
-  /// head dim of whole 16-byte vectors with unit stride, in the MMA's type;
-  /// then vectorsAligned checks at run time that their addresses, offsets
-  /// and other strides are multiples of 16 bytes.
-  bool readsVectors(llvm::ArrayRef<mlir::Value> operands) const {
-    if (headDim % kVector)
-      return false;
-    return llvm::all_of(operands, [&](mlir::Value operand) {
-      auto type = mlir::cast<mlir::MemRefType>(operand.getType());
-      auto [strides, offset] = type.getStridesAndOffset();
-      return type.getElementType() == mma.narrowType() && strides[in.dims.headDim] == 1;
-    });
-  }
-  mlir::Value vectorsAligned(llvm::ArrayRef<mlir::Value> operands) {
+  /// Whether the rows of `operands` can be staged 16 bytes per copy, or
+  /// null where they never can: null unless each has a head dim of whole
+  /// 16-byte vectors with unit stride, in the MMA's type; else whether, at
+  /// run time, their addresses, offsets and other strides are multiples of
+  /// 16 bytes.
+  mlir::Value vectorCopies(llvm::ArrayRef<mlir::Value> operands) {
+    bool possible =
+        headDim % kVector == 0 && llvm::all_of(operands, [&](mlir::Value operand) {
+          auto type = mlir::cast<mlir::MemRefType>(operand.getType());
+          auto [strides, offset] = type.getStridesAndOffset();
+          return type.getElementType() == mma.narrowType() && strides[in.dims.headDim] == 1;
+        });
+    if (!possible)
+      return mlir::Value();
     mlir::Value aligned = mlir::arith::ConstantIntOp::create(b, loc, b.getI1Type(), 1);
     for (mlir::Value operand : operands)
       aligned = mlir::arith::AndIOp::create(b, loc, aligned,
@@ -326,17 +376,14 @@ protected:
     return kb.select(inside, value, zero);
   }
 
-  /// 16-byte vectors of a tile per thread: slot j of thread t holds vector
-  /// t + j * threads of the tile (row-major, paddedDim / 8 a row).
-  int64_t vectorSlots() const {
-    return llvm::divideCeilSigned(columns * paddedDim / kVector, threads);
-  }
-
-  /// Calls `body(row, c)` for thread t's vectors of a tile: row `row` of
-  /// the tile, elements c to c + 7.
-  void forEachVector(mlir::Value t, llvm::function_ref<void(mlir::Value, mlir::Value)> body) {
-    int64_t chunks = paddedDim / kVector, total = columns * chunks;
-    for (int64_t slot = 0; slot < vectorSlots(); ++slot) {
+  /// Calls `body(row, c)` for thread t's 16-byte vectors of a tile of
+  /// `rows` rows: row `row` of the tile, elements c to c + 7. Slot j of
+  /// thread t holds vector t + j * threads of the tile (row-major,
+  /// paddedDim / 8 a row).
+  void forEachVector(mlir::Value t, int64_t rows,
+                     llvm::function_ref<void(mlir::Value, mlir::Value)> body) {
+    int64_t chunks = paddedDim / kVector, total = rows * chunks;
+    for (int64_t slot = 0; slot < llvm::divideCeilSigned(total, threads); ++slot) {
       mlir::Value i = kb.addi(t, kb.index(slot * threads));
       auto atSlot = [&] { body(kb.divui(i, chunks), kb.muli(kb.remui(i, chunks), kVector)); };
       if ((slot + 1) * threads > total)
@@ -347,29 +394,51 @@ protected:
   }
 
   using Staged = std::pair<mlir::Value, mlir::Value>;
-  /// Thread t's vectors of rows [first, first + columns) of the (operand,
+  /// Thread t's vectors of rows [first, first + rows) of the (operand,
   /// tile) pairs copied into the tiles without passing through registers
   /// (nvgpu.device_async_copy: cp.async.cg of 16 bytes, zero-filled past
   /// the `seq` rows and the head dim), as one group of copies, which
   /// waitForCopies waits for. Emulated, the vectors are copied at once.
   void copyAsync(mlir::Value t, mlir::Value bi, mlir::Value hi, mlir::Value first, int64_t seq,
-                 llvm::ArrayRef<Staged> operandsAndTiles) {
-    forEachVector(t, [&](mlir::Value row, mlir::Value c) {
-      for (auto [operand, tile] : operandsAndTiles) {
+                 int64_t rows, llvm::ArrayRef<Staged> operandsAndTiles) {
+    if (emulate != Emulation::None) {
+      forEachVector(t, rows, [&](mlir::Value row, mlir::Value c) {
+        for (auto [operand, tile] : operandsAndTiles)
+          mlir::vector::StoreOp::create(
+              b, loc, rowVector(operand, bi, hi, kb.addi(first, row), seq, c), tile, {row, c},
+              /*nontemporal=*/false, llvm::Align(2 * kVector));
+      });
+      return;
+    }
+    // Rows clamped to the sequence only where it ends inside the tile:
+    // elsewhere a thread's copies of an operand are one address plus
+    // constant offsets, which LLVM keeps in one register pair rather than
+    // a pair per copy.
+    auto copies = [&](bool clampRows) {
+      forEachVector(t, rows, [&](mlir::Value row, mlir::Value c) {
         mlir::Value source = kb.addi(first, row);
-        if (emulate != Emulation::None) {
-          mlir::vector::StoreOp::create(b, loc, rowVector(operand, bi, hi, source, seq, c), tile,
-                                        {row, c}, /*nontemporal=*/false, llvm::Align(2 * kVector));
-          continue;
+        for (auto [operand, tile] : operandsAndTiles) {
+          mlir::Value inside;
+          llvm::SmallVector<mlir::Value> indices;
+          if (clampRows) {
+            std::tie(inside, indices) = clampedRow(bi, hi, source, seq, c, kVector);
+          } else {
+            indices = in.at(bi, source, hi, kb.mini(c, kb.index(headDim - kVector)));
+            if (paddedDim > headDim)
+              inside = kb.below(c, headDim);
+          }
+          mlir::Value bytes =
+              inside ? kb.select(inside, kb.index(kVector), kb.index(0)) : mlir::Value();
+          mlir::nvgpu::DeviceAsyncCopyOp::create(b, loc, tile, mlir::ValueRange{row, c}, operand,
+                                                 indices, b.getIndexAttr(kVector), bytes,
+                                                 b.getUnitAttr());
         }
-        auto [inside, indices] = clampedRow(bi, hi, source, seq, c, kVector);
-        mlir::nvgpu::DeviceAsyncCopyOp::create(
-            b, loc, tile, mlir::ValueRange{row, c}, operand, indices, b.getIndexAttr(kVector),
-            kb.select(inside, kb.index(kVector), kb.index(0)), b.getUnitAttr());
-      }
-    });
-    if (emulate == Emulation::None)
-      ptxInstruction("cp.async.commit_group;");
+      });
+    };
+    kb.ifThenElse(
+        kb.below(kb.addi(first, kb.index(rows - 1)), seq), [&] { copies(false); },
+        [&] { copies(true); });
+    ptxInstruction("cp.async.commit_group;");
   }
   /// Waits for the thread's groups of copies (the block's copies are then
   /// visible to all its threads after a barrier).
@@ -388,17 +457,36 @@ protected:
         mlir::LLVM::TailCallKindAttr::get(b.getContext(), mlir::LLVM::TailCallKind::None),
         /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
   }
-  /// Thread t's share of staging rows [first, first + columns) of the
+  /// Thread t's share of staging rows [first, first + rows) of the
   /// (operand, tile) pairs element by element, consecutive threads along
   /// the head dim.
   void stageElements(mlir::Value t, mlir::Value bi, mlir::Value hi, mlir::Value first, int64_t seq,
-                     llvm::ArrayRef<Staged> operandsAndTiles) {
-    kb.forLoop(t, kb.index(columns * paddedDim), threads, [&](mlir::Value i) {
+                     int64_t rows, llvm::ArrayRef<Staged> operandsAndTiles) {
+    kb.forLoop(t, kb.index(rows * paddedDim), threads, [&](mlir::Value i) {
       mlir::Value row = kb.divui(i, paddedDim), c = kb.remui(i, paddedDim);
       for (auto [operand, tile] : operandsAndTiles)
         kb.store(element(operand, bi, hi, kb.addi(first, row), seq, c), tile, {row, c});
     });
   }
+  /// Thread t's share of staging the block's rows [first, first +
+  /// rowsPerBlock) of `operand` into the shared `tile` (a RowFactor):
+  /// asynchronously where `aligned` (vectorCopies; not null), as one group
+  /// of copies, else element by element. The first tile of streamTiles
+  /// waits for the copies if its operands' `aligned` holds where this
+  /// one's does, and its barrier publishes the tile.
+  void stageRows(mlir::Value t, mlir::Value bi, mlir::Value hi, mlir::Value first, int64_t seq,
+                 mlir::Value operand, mlir::Value tile, mlir::Value aligned) {
+    auto elements = [&] { stageElements(t, bi, hi, first, seq, rowsPerBlock, {{operand, tile}}); };
+    if (!aligned)
+      return elements();
+    kb.ifThenElse(
+        aligned,
+        [&] {
+          copyAsync(t, bi, hi, first, seq, rowsPerBlock, {{operand, tile}});
+        },
+        elements);
+  }
+
   /// A loop over the tiles [begin, end) of `columns` rows of the
   /// `operands` (`seq` rows each) through two shared stages: `stage0` and
   /// `stage1` hold each operand's tile, in order, then any other arrays.
@@ -420,13 +508,14 @@ protected:
         return Staged(std::get<0>(pair), std::get<1>(pair));
       });
     };
-    mlir::Value aligned = readsVectors(operands) ? vectorsAligned(operands) : mlir::Value();
+    mlir::Value aligned = vectorCopies(operands);
     auto copyTile = [&](mlir::Value tile) {
       llvm::SmallVector<mlir::Value> stage = stageOf(tile, stage0, stage1);
       block.phase(
           [&](mlir::Value t) {
-            kb.ifThen(mlir::arith::AndIOp::create(b, loc, aligned, kb.below(tile, end)),
-                      [&] { copyAsync(t, bi, hi, kb.muli(tile, columns), seq, staged(stage)); });
+            kb.ifThen(mlir::arith::AndIOp::create(b, loc, aligned, kb.below(tile, end)), [&] {
+              copyAsync(t, bi, hi, kb.muli(tile, columns), seq, columns, staged(stage));
+            });
           },
           /*barrier=*/false);
     };
@@ -436,7 +525,7 @@ protected:
       mlir::Value first = kb.muli(tile, columns);
       llvm::SmallVector<mlir::Value> stage = stageOf(tile, stage0, stage1);
       block.phase([&](mlir::Value t) {
-        auto elements = [&] { stageElements(t, bi, hi, first, seq, staged(stage)); };
+        auto elements = [&] { stageElements(t, bi, hi, first, seq, columns, staged(stage)); };
         if (aligned)
           kb.ifThenElse(
               aligned, [&] { waitForCopies(); }, elements);
@@ -451,16 +540,18 @@ protected:
     });
   }
 
-  /// X T^T for the fragments X of thread t's warp and the shared tile T:
-  /// accumulator r of column tile n at n * 4 + r.
-  llvm::SmallVector<mlir::Value> products(mlir::Value t, const Lane &lane, mlir::Value fragments,
+  /// X T^T for the rows X of thread t's warp and the shared tile T:
+  /// accumulator r of column tile n of row tile m at accumulatorIndex(m, n,
+  /// r, columnTiles).
+  llvm::SmallVector<mlir::Value> products(mlir::Value t, const Lane &lane, const RowFactor &x,
                                           mlir::Value tile) {
-    return emulate == Emulation::None ? productsOnTensorCores(t, lane, fragments, tile)
-                                      : productsEmulated(lane, fragments, tile);
+    return emulate == Emulation::None ? productsOnTensorCores(t, lane, x, tile)
+                                      : productsEmulated(lane, x, tile);
   }
 
-  /// acc += F T: F thread t's warp's [16, columns] accumulators `factors`
-  /// ([column tiles, 4]), rounded to the MMA's type; T a shared tile.
+  /// acc += F T: F thread t's warp's [16 row tiles, columns] accumulators
+  /// `factors` ([row tiles * column tiles, 4]), rounded to the MMA's type;
+  /// T a shared tile.
   void accumulate(mlir::Value t, const Lane &lane, mlir::Value factors, mlir::Value tile,
                   mlir::Value acc) {
     if (emulate == Emulation::None)
@@ -470,7 +561,9 @@ protected:
   }
 
   Emulation emulate;
-  int64_t threads, rowsPerBlock, columns;
+  /// Threads of a block, 16-row tiles of a warp, rows of a warp and of a
+  /// block, and rows of a streamed tile.
+  int64_t threads, rowTiles, rowsPerWarp, rowsPerBlock, columns;
   ThreadBlockBuilder block;
   MmaBuilder mma;
   /// MMA steps along the head dim, its words, its length padded to steps,
@@ -479,58 +572,95 @@ protected:
   int64_t steps, words, paddedDim, dimTiles, columnTiles, columnSteps;
 
 private:
+  /// The A fragment of step `step` of row tile m of X.
+  llvm::SmallVector<mlir::Value> rowFragment(mlir::Value t, const Lane &lane, const RowFactor &x,
+                                             int64_t m, int64_t step) {
+    if (x.shared) {
+      // Lane l addresses row l % 16 of the row tile at column 16 step +
+      // 8 (l / 16): the 8 x 8 matrices of rows 0-7 and 8-15 at columns
+      // 0-7, then 8-15, are A registers 0-3.
+      mlir::Value row =
+          kb.addi(kb.addi(lane.warpRow, kb.remui(lane.lane, 16)), kb.index(m * MmaBuilder::kM));
+      mlir::Value col =
+          kb.addi(kb.muli(kb.divui(lane.lane, 16), 8), kb.index(step * MmaBuilder::kK));
+      return mma.loadMatrices(x.array, {row, col}, 4, /*transposed=*/false);
+    }
+    llvm::SmallVector<mlir::Value> words;
+    for (int64_t r = 0; r < kAccumulators; ++r)
+      words.push_back(kb.load(x.array, entry(t, tileIndex(m, step, steps), r)));
+    return words;
+  }
+
   llvm::SmallVector<mlir::Value> productsOnTensorCores(mlir::Value t, const Lane &lane,
-                                                       mlir::Value fragments, mlir::Value tile) {
-    // B of step s is T[8n + g][16 s + 2q, + 1] and [16 s + 8 + 2q, + 1]:
-    // the 8 x 8 matrices of T's rows at columns 16 s and 16 s + 8, two
-    // steps per ldmatrix (lane l addresses row l % 8 of matrix l / 8).
-    mlir::Value matrixRow = kb.remui(lane.lane, 8), matrix = kb.divui(lane.lane, 8);
-    llvm::SmallVector<mlir::Value> result;
-    for (int64_t n = 0; n < columnTiles; ++n) {
-      llvm::SmallVector<mlir::Value> tileAcc(kAccumulators, kb.f32(0.0));
-      mlir::Value row = kb.addi(matrixRow, kb.index(n * MmaBuilder::kN));
-      for (int64_t s = 0; s < steps; s += 2) {
-        int64_t count = s + 1 < steps ? 4 : 2;
-        mlir::Value col =
-            kb.addi(kb.muli(kb.remui(matrix, count), 8), kb.index(s * MmaBuilder::kK));
-        llvm::SmallVector<mlir::Value> bWords =
-            mma.loadMatrices(tile, {row, col}, count, /*transposed=*/false);
-        for (int64_t step = s; step < s + count / 2; ++step) {
-          llvm::SmallVector<mlir::Value> a;
-          for (int64_t r = 0; r < kAccumulators; ++r)
-            a.push_back(kb.load(fragments, entry(t, step, r)));
-          tileAcc = mma.multiply(a, llvm::ArrayRef<mlir::Value>(bWords).slice((step - s) * 2, 2),
-                                 tileAcc);
+                                                       const RowFactor &x, mlir::Value tile) {
+    // B of column tile n at step s is T[8n + g][16 s + 2q, + 1] and
+    // [16 s + 8 + 2q, + 1]: the 8 x 8 matrices of T's rows 8n at columns
+    // 16 s and 16 s + 8, those of column tile n + 1 with them in one
+    // ldmatrix (lane l addresses row l % 8 of matrix l / 8), each for every
+    // row tile. One step at a time: a row tile's A fragment is live for
+    // one step only.
+    static_assert(kAccumulators == 4, "two column tiles per ldmatrix");
+    assert(columnTiles % 2 == 0 && "tiles of columns in pairs");
+    mlir::Value row = kb.addi(kb.remui(lane.lane, 8), kb.muli(kb.divui(lane.lane, 16), 8));
+    mlir::Value colInStep = kb.muli(kb.remui(kb.divui(lane.lane, 8), 2), 8);
+    llvm::SmallVector<mlir::Value> result(rowTiles * columnTiles * kAccumulators, kb.f32(0.0));
+    for (int64_t s = 0; s < steps; ++s) {
+      llvm::SmallVector<llvm::SmallVector<mlir::Value>> a;
+      for (int64_t m = 0; m < rowTiles; ++m)
+        a.push_back(rowFragment(t, lane, x, m, s));
+      mlir::Value col = kb.addi(colInStep, kb.index(s * MmaBuilder::kK));
+      for (int64_t n = 0; n < columnTiles; n += 2) {
+        llvm::SmallVector<mlir::Value> bWords = mma.loadMatrices(
+            tile, {kb.addi(row, kb.index(n * MmaBuilder::kN)), col}, 4, /*transposed=*/false);
+        for (int64_t pair = 0; pair < 2; ++pair) {
+          for (int64_t m = 0; m < rowTiles; ++m) {
+            auto acc = llvm::MutableArrayRef<mlir::Value>(result).slice(
+                accumulatorIndex(m, n + pair, 0, columnTiles), kAccumulators);
+            llvm::SmallVector<mlir::Value> updated =
+                mma.multiply(a[m], llvm::ArrayRef<mlir::Value>(bWords).slice(pair * 2, 2), acc);
+            llvm::copy(updated, acc.begin());
+          }
         }
       }
-      llvm::append_range(result, tileAcc);
     }
     return result;
   }
 
   /// The same products, each a dot product over the words of the lane's
-  /// row (from the fragments of the lane holding them) and T's row.
-  llvm::SmallVector<mlir::Value> productsEmulated(const Lane &lane, mlir::Value fragments,
+  /// row (from the fragments of the lane holding them, or the shared tile)
+  /// and T's row.
+  llvm::SmallVector<mlir::Value> productsEmulated(const Lane &lane, const RowFactor &x,
                                                   mlir::Value tile) {
     using namespace mlir;
     SmallVector<Value> tileRows;
-    for (int64_t n = 0; n < columnTiles; ++n)
-      for (int64_t r = 0; r < kAccumulators; ++r)
-        tileRows.push_back(columnOf(lane, n, r));
+    for (int64_t m = 0; m < rowTiles; ++m)
+      for (int64_t n = 0; n < columnTiles; ++n)
+        for (int64_t r = 0; r < kAccumulators; ++r)
+          tileRows.push_back(columnOf(lane, n, r));
     SmallVector<Value> zeros(tileRows.size(), kb.f32(0.0));
     ValueRange sums =
         kb.forLoop(kb.index(0), kb.index(words), 1, zeros, [&](Value w, ValueRange carried) {
-          // Word w of row g (+ 8) is in register (row / 8) + 2 ((w % 8) / 4)
-          // of step w / 8 of lane 4 g + w % 4.
+          // Word w of row g (+ 8) of row tile m is in register (row / 8) +
+          // 2 ((w % 8) / 4) of step w / 8 of lane 4 g + w % 4.
           Value holder = kb.addi(lane.warpThread, kb.addi(kb.muli(lane.group, 4), kb.remui(w, 4)));
           Value step = kb.divui(w, MmaBuilder::kWords);
           Value highWords = kb.muli(kb.divui(kb.remui(w, MmaBuilder::kWords), 4), 2);
+          Value c = kb.muli(w, 2);
           SmallVector<Value> next;
           for (auto [i, partial] : llvm::enumerate(carried)) {
-            int64_t r = i % kAccumulators;
-            Value reg = kb.addi(highWords, kb.index(r / 2));
-            auto [xLow, xHigh] = mma.unpack(kb.load(fragments, block.at(holder, {step, reg})));
-            Value c = kb.muli(w, 2);
+            int64_t r = i % kAccumulators, m = i / (columnTiles * kAccumulators);
+            Value xLow, xHigh;
+            if (x.shared) {
+              Value row = kb.addi(kb.addi(lane.warpRow, lane.group),
+                                  kb.index(m * MmaBuilder::kM + (r / 2) * 8));
+              xLow = widen(kb.load(x.array, {row, c}));
+              xHigh = widen(kb.load(x.array, {row, kb.addi(c, kb.index(1))}));
+            } else {
+              Value reg = kb.addi(highWords, kb.index(r / 2));
+              Value fragment = kb.addi(step, kb.index(m * steps));
+              std::tie(xLow, xHigh) =
+                  mma.unpack(kb.load(x.array, block.at(holder, {fragment, reg})));
+            }
             Value tLow = widen(kb.load(tile, {tileRows[i], c}));
             Value tHigh = widen(kb.load(tile, {tileRows[i], kb.addi(c, kb.index(1))}));
             next.push_back(kb.fma(xHigh, tHigh, kb.fma(xLow, tLow, partial)));
@@ -540,21 +670,26 @@ private:
     return llvm::SmallVector<mlir::Value>(sums);
   }
 
-  /// The factors of column tiles 2 ks and 2 ks + 1, rounded and packed, are
-  /// the A fragment of column step ks.
+  /// The factors of column tiles 2 ks and 2 ks + 1 of a row tile, rounded
+  /// and packed, are its A fragment of column step ks.
   void accumulateOnTensorCores(mlir::Value t, const Lane &lane, mlir::Value factors,
                                mlir::Value tile, mlir::Value acc) {
     llvm::SmallVector<mlir::Value> tileWords;
     for (int64_t ks = 0; ks < columnSteps; ++ks) {
-      auto packed = [&](int64_t n, int64_t r) {
-        return mma.packRounded(kb.load(factors, entry(t, n, r)),
-                               kb.load(factors, entry(t, n, r + 1)));
-      };
-      llvm::SmallVector<mlir::Value> a = {packed(2 * ks, 0), packed(2 * ks, 2),
-                                          packed(2 * ks + 1, 0), packed(2 * ks + 1, 2)};
+      llvm::SmallVector<llvm::SmallVector<mlir::Value>> a;
+      for (int64_t m = 0; m < rowTiles; ++m) {
+        auto packed = [&](int64_t n, int64_t r) {
+          int64_t i = tileIndex(m, n, columnTiles);
+          return mma.packRounded(kb.load(factors, entry(t, i, r)),
+                                 kb.load(factors, entry(t, i, r + 1)));
+        };
+        a.push_back(
+            {packed(2 * ks, 0), packed(2 * ks, 2), packed(2 * ks + 1, 0), packed(2 * ks + 1, 2)});
+      }
       // B of dim tile n is T[16 ks + 2q, + 1][8n + g] and the same 8 rows
       // on: the 8 x 8 matrices of T's rows 16 ks and 16 ks + 8 at column
-      // 8n, transposed; two dim tiles per ldmatrix.
+      // 8n, transposed; two dim tiles per ldmatrix, each for every row
+      // tile.
       mlir::Value row =
           kb.addi(kb.addi(kb.remui(lane.lane, 8), kb.muli(kb.remui(kb.divui(lane.lane, 8), 2), 8)),
                   kb.index(ks * MmaBuilder::kK));
@@ -566,11 +701,14 @@ private:
         }
         llvm::ArrayRef<mlir::Value> bWords =
             llvm::ArrayRef<mlir::Value>(tileWords).slice((n % 2) * 2, 2);
-        llvm::SmallVector<mlir::Value> sums;
-        for (int64_t r = 0; r < kAccumulators; ++r)
-          sums.push_back(kb.load(acc, entry(t, n, r)));
-        for (auto [r, updated] : llvm::enumerate(mma.multiply(a, bWords, sums)))
-          kb.store(updated, acc, entry(t, n, r));
+        for (int64_t m = 0; m < rowTiles; ++m) {
+          int64_t i = tileIndex(m, n, dimTiles);
+          llvm::SmallVector<mlir::Value> sums;
+          for (int64_t r = 0; r < kAccumulators; ++r)
+            sums.push_back(kb.load(acc, entry(t, i, r)));
+          for (auto [r, updated] : llvm::enumerate(mma.multiply(a[m], bWords, sums)))
+            kb.store(updated, acc, entry(t, i, r));
+        }
       }
     }
   }
@@ -581,10 +719,10 @@ private:
                           mlir::Value acc) {
     using namespace mlir;
     SmallVector<Value> dims, initial;
-    for (int64_t n = 0; n < dimTiles; ++n) {
+    for (int64_t i = 0; i < rowTiles * dimTiles; ++i) {
       for (int64_t r = 0; r < kAccumulators; ++r) {
-        dims.push_back(columnOf(lane, n, r));
-        initial.push_back(kb.load(acc, entry(t, n, r)));
+        dims.push_back(columnOf(lane, i % dimTiles, r));
+        initial.push_back(kb.load(acc, entry(t, i, r)));
       }
     }
     auto rounded = [&](Value x) {
@@ -592,27 +730,29 @@ private:
     };
     ValueRange sums = kb.forLoop(
         kb.index(0), kb.index(columns / 2), 1, initial, [&](Value w, ValueRange carried) {
-          // Columns 2w and 2w + 1 of row g (+ 8) are accumulators (row / 8) * 2
-          // and + 1 of tile w / 4 of lane 4 g + w % 4.
+          // Columns 2w and 2w + 1 of row g (+ 8) of row tile m are
+          // accumulators (row / 8) * 2 and + 1 of its tile w / 4 of lane
+          // 4 g + w % 4.
           Value holder = kb.addi(lane.warpThread, kb.addi(kb.muli(lane.group, 4), kb.remui(w, 4)));
           Value n = kb.divui(w, 4);
+          Value column = kb.muli(w, 2);
           SmallVector<Value> next;
           for (auto [i, partial] : llvm::enumerate(carried)) {
-            int64_t r = i % kAccumulators;
-            Value fLow = rounded(kb.load(factors, block.at(holder, {n, kb.index((r / 2) * 2)})));
-            Value fHigh =
-                rounded(kb.load(factors, block.at(holder, {n, kb.index((r / 2) * 2 + 1)})));
-            Value column = kb.muli(w, 2);
+            int64_t r = i % kAccumulators, m = i / (dimTiles * kAccumulators);
+            Value factorTile = kb.addi(n, kb.index(m * columnTiles));
+            auto factor = [&](int64_t reg) {
+              return rounded(kb.load(factors, block.at(holder, {factorTile, kb.index(reg)})));
+            };
+            Value fLow = factor((r / 2) * 2), fHigh = factor((r / 2) * 2 + 1);
             Value tLow = widen(kb.load(tile, {column, dims[i]}));
             Value tHigh = widen(kb.load(tile, {kb.addi(column, kb.index(1)), dims[i]}));
             next.push_back(kb.fma(fHigh, tHigh, kb.fma(fLow, tLow, partial)));
           }
           return next;
         });
-    int64_t i = 0;
-    for (int64_t n = 0; n < dimTiles; ++n)
+    for (int64_t i = 0; i < rowTiles * dimTiles; ++i)
       for (int64_t r = 0; r < kAccumulators; ++r)
-        kb.store(sums[i++], acc, entry(t, n, r));
+        kb.store(sums[i * kAccumulators + r], acc, entry(t, i, r));
   }
 };
 

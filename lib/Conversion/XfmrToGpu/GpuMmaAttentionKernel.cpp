@@ -2,10 +2,15 @@
 //
 // FlashAttention-2 forward for bf16 or f16 q, k and v: both products on
 // tensor cores (mma.sync.m16n8k16, GpuMma.h), the online softmax in f32
-// registers. A block per (16 x warps query rows, head, batch), 8 warps (4
-// for head dims up to 64) of 16 rows:
+// registers. A block per (128 query rows, head, batch): up to head dim 128
+// FlashAttention-2's 4 warps of 32 rows (two row tiles, which share each K
+// and V fragment read from shared memory), above 8 warps of 16:
 //
-//   Q fragments <- the warp's rows of Q         registers, once
+//   Q fragments <- the warp's rows of Q         registers, once; above head
+//                                               dim 64, Q's rows -> shared
+//                                               instead (copied with the
+//                                               first tile), its fragments
+//                                               by ldmatrix at each use
 //   o = 0; m = -inf; l = 0                      registers
 //   for each key tile j of 64 (up to the block's causal limit):
 //     (K, V of tile j -> shared stage j%2)      copied asynchronously while
@@ -16,7 +21,7 @@
 //     barrier                                   (the only one: two stages)
 //     (K, V of tile j + 1 -> stage (j+1)%2)     cp.async, overlapping what
 //                                               follows
-//     S = log2(e) (scale Q K^T + masks)         16 x 64 per warp: 8 x d/16 MMAs
+//     S = log2(e) (scale Q K^T + masks)         32 x 64 per warp: 16 x d/16 MMAs
 //                                               (K fragments by ldmatrix);
 //                                               masks and biases only on
 //                                               tiles that may hide a key
@@ -28,7 +33,7 @@
 //     o = o 2^(m - m') + P V                    (o rescaled only where m grew)
 //                                               P's accumulators rounded and
 //                                               repacked as A fragments:
-//                                               4 x d/8 MMAs (V fragments by
+//                                               8 x d/8 MMAs (V fragments by
 //                                               ldmatrix.trans)
 //   out = o / l (0 where nothing was visible); lse = m ln 2 + log l
 //
@@ -51,53 +56,90 @@ namespace {
 
 constexpr int64_t kKeysPerTile = 64;
 
-/// Warps of a block (16 query rows each): 8 where a thread's registers
-/// allow one block per SM at most anyway, 4 for head dims up to 64, whose
-/// 4-warp blocks fit several per SM (measured on an H100: 4 warps 1.3-1.5x
-/// faster at head dim 64, 8 warps up to 1.2x faster at 128).
-int64_t warpsFor(int64_t headDim) { return MmaAttentionKernelBase::dimSteps(headDim) <= 4 ? 4 : 8; }
+/// How a block's 128 query rows are divided. Up to head dim 128,
+/// FlashAttention-2's 4 warps of two 16-row tiles: each K and V fragment a
+/// warp reads from shared memory serves 32 rows, half the reads per MMA of
+/// 16-row warps (the 8-warp layout read 256 KB of shared memory per 64-key
+/// tile at head dim 128, twice its MMAs' 1024 cycles at 128 bytes a cycle).
+/// A thread then holds 32 x head-dim accumulators and 32 x 64 scores: the
+/// Q fragments stay in its registers up to head dim 64, above Q's rows are
+/// staged in shared memory and read by ldmatrix at each use (as
+/// FlashAttention-2). Above 128, 8 warps of 16 rows, Q in registers.
+struct ForwardLayout {
+  int64_t warps, rowTiles;
+  bool queryInShared;
+};
+ForwardLayout layoutFor(int64_t headDim) {
+  int64_t steps = MmaAttentionKernelBase::dimSteps(headDim);
+  if (steps <= 8)
+    return {4, 2, /*queryInShared=*/steps > 4};
+  return {8, 1, /*queryInShared=*/false};
+}
 
 class MmaForwardKernel : MmaAttentionKernelBase {
 public:
+  MmaForwardKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate,
+                   ForwardLayout layout)
+      : MmaAttentionKernelBase(kb, in, emulate, layout.warps, kKeysPerTile, layout.rowTiles),
+        queryInShared(layout.queryInShared) {}
   MmaForwardKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate)
-      : MmaAttentionKernelBase(kb, in, emulate, warpsFor(headDimOf(in)), kKeysPerTile) {}
+      : MmaForwardKernel(kb, in, emulate, layoutFor(headDimOf(in))) {}
 
-  /// Whether the two stages of K and V tiles fit a block's shared memory.
+  /// Whether a block's shared memory holds the two stages of K and V tiles
+  /// (and Q's rows), and a thread's registers its state.
   static bool fits(int64_t headDim) {
-    return 2 * kStages * tileBytes(kKeysPerTile, headDim) <= kMaxStagedSharedBytes;
+    ForwardLayout layout = layoutFor(headDim);
+    int64_t queryBytes = layout.queryInShared
+                             ? tileBytes(layout.warps * layout.rowTiles * MmaBuilder::kM, headDim)
+                             : 0;
+    return headDim <= kMaxHeadDim &&
+           2 * kStages * tileBytes(kKeysPerTile, headDim) + queryBytes <= kMaxSharedBytes;
   }
 
   void emit() {
-    forEachRowBlock(seqQ, 2 * kStages, {},
-                    [&](Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
-                      emitBlock(bi, hi, q0, shared);
-                    });
+    SmallVector<int64_t> tileRows(2 * kStages, columns);
+    if (queryInShared)
+      tileRows.push_back(rowsPerBlock);
+    forEachRowBlock(seqQ, tileRows, {}, [&](Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
+      emitBlock(bi, hi, q0, shared);
+    });
   }
 
 private:
-  /// Shared memory of the stages: beyond the 48 KB of static shared memory
-  /// (dynamic from head dim 72), and within what sm_80 and sm_90 give a
-  /// block; head dims up to 176.
-  static constexpr int64_t kMaxStagedSharedBytes = 96 * 1024;
+  /// Shared memory of a block: beyond the 48 KB of static shared memory
+  /// (dynamic from head dim 72), within sm_80's 163 KB, and two blocks in
+  /// an sm_90 SM's 228 KB (head dim 128: 102 KB).
+  static constexpr int64_t kMaxSharedBytes = 112 * 1024;
+  /// Above, a thread's accumulators, Q fragments and scores would pass its
+  /// 255 registers.
+  static constexpr int64_t kMaxHeadDim = 176;
 
-  /// `shared`: the K and V tiles of stage 0, then of stage 1.
+  /// `shared`: the K and V tiles of stage 0, then of stage 1, then Q's
+  /// rows where queryInShared.
   void emitBlock(Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
-    Value queryFragments = fragmentArray();
+    RowFactor queries = queryInShared ? RowFactor{shared[2 * kStages], /*shared=*/true}
+                                      : RowFactor{fragmentArray()};
     Value scores = columnAccumulators();
     Value acc = dimAccumulators();
-    // Per row (g, g + 8): the running max, this lane's part of the running
+    // Per row (rowSlot): the running max, this lane's part of the running
     // sum, and the current tile's max.
-    Value max = block.privateArray({2}), sum = block.privateArray({2});
-    Value tileMax = block.privateArray({2});
+    Value max = block.privateArray({rowSlots()}), sum = block.privateArray({rowSlots()});
+    Value tileMax = block.privateArray({rowSlots()});
+    // Q's rows are copied asynchronously only where K's and V's are too:
+    // the wait for the first tile's copies waits for them.
+    Value queryCopies = queryInShared ? vectorCopies({in.q, in.k, in.v}) : Value();
 
     block.phase(
         [&](Value t) {
           Lane lane = laneOf(t, q0);
-          loadFragments(t, lane, bi, hi, in.q, seqQ, queryFragments);
+          if (queryInShared)
+            stageRows(t, bi, hi, q0, seqQ, in.q, queries.array, queryCopies);
+          else
+            loadFragments(t, lane, bi, hi, in.q, seqQ, queries.array);
           zero(t, acc, dimTiles);
-          for (int64_t half = 0; half < 2; ++half) {
-            kb.store(kb.f32(kNegInf), max, entry(t, half));
-            kb.store(kb.f32(0.0), sum, entry(t, half));
+          for (int64_t slot = 0; slot < rowSlots(); ++slot) {
+            kb.store(kb.f32(kNegInf), max, entry(t, slot));
+            kb.store(kb.f32(0.0), sum, entry(t, slot));
           }
         },
         /*barrier=*/false);
@@ -110,31 +152,30 @@ private:
           block.phase(
               [&](Value t) {
                 Lane lane = laneOf(t, q0);
-                SmallVector<Value> qk = products(t, lane, queryFragments, keyTile);
+                SmallVector<Value> qk = products(t, lane, queries, keyTile);
                 // Masks and biases only where some key of the tile may be
                 // hidden from some row of the warp; elsewhere the scores stay
                 // products, scaled in their exponentials.
                 ifMasked(keyTileNeedsMask(k0, lane), [&](bool masked) {
-                  SmallVector<Value> rowMax(2, kb.f32(kNegInf));
-                  for (int64_t n = 0; n < columnTiles; ++n) {
-                    for (int64_t r = 0; r < kAccumulators; ++r) {
-                      Value key = kb.addi(k0, columnOf(lane, n, r));
-                      Value s = qk[n * kAccumulators + r];
-                      if (masked)
-                        s = maskedLogit2(s, bi, hi, rowOf(lane, r), key);
-                      kb.store(s, scores, entry(t, n, r));
-                      rowMax[r / 2] = maximum(rowMax[r / 2], s);
-                    }
-                  }
-                  for (int64_t half = 0; half < 2; ++half) {
+                  SmallVector<Value> rowMax(rowSlots(), kb.f32(kNegInf));
+                  forEachAccumulator(columnTiles, [&](int64_t m, int64_t n, int64_t r) {
+                    Value s = qk[accumulatorIndex(m, n, r, columnTiles)];
+                    if (masked)
+                      s = maskedLogit2(s, bi, hi, rowOf(lane, m, r),
+                                       kb.addi(k0, columnOf(lane, n, r)));
+                    kb.store(s, scores, entry(t, tileIndex(m, n, columnTiles), r));
+                    Value &slotMax = rowMax[rowSlot(m, r / 2)];
+                    slotMax = maximum(slotMax, s);
+                  });
+                  for (int64_t slot = 0; slot < rowSlots(); ++slot) {
                     Value logitMax =
-                        masked ? rowMax[half] : kb.mul(rowMax[half], kb.f32(logit2Factor()));
-                    kb.store(logitMax, tileMax, entry(t, half));
+                        masked ? rowMax[slot] : kb.mul(rowMax[slot], kb.f32(logit2Factor()));
+                    kb.store(logitMax, tileMax, entry(t, slot));
                   }
                 });
               },
               /*barrier=*/false);
-          block.allReduceLanes({tileMax}, 2, /*laneBits=*/3,
+          block.allReduceLanes({tileMax}, rowSlots(), /*laneBits=*/3,
                                [&](Value x, Value y) { return maximum(x, y); });
           block.phase(
               [&](Value t) {
@@ -147,17 +188,21 @@ private:
                       /*barrier=*/false);
         });
 
-    block.allReduceLanes({sum}, 2, /*laneBits=*/3, [&](Value x, Value y) { return kb.add(x, y); });
+    block.allReduceLanes({sum}, rowSlots(), /*laneBits=*/3,
+                         [&](Value x, Value y) { return kb.add(x, y); });
     block.phase(
         [&](Value t) {
           Lane lane = laneOf(t, q0);
-          storeRows(t, lane, bi, hi, acc, in.out, seqQ, [&](int64_t half, Value row) {
-            Value l = kb.load(sum, entry(t, half));
+          // Q's copies are still in flight where there was no key tile.
+          if (queryCopies)
+            waitForCopies();
+          storeRows(t, lane, bi, hi, acc, in.out, seqQ, [&](int64_t slot, Value row) {
+            Value l = kb.load(sum, entry(t, slot));
             Value empty = kb.equals(l, 0.0);
             if (in.lse) {
               kb.ifThen(kb.below(lane.inGroup, 1), [&] {
                 Value lse =
-                    kb.fma(kb.load(max, entry(t, half)), kb.f32(llvm::numbers::ln2), kb.log(l));
+                    kb.fma(kb.load(max, entry(t, slot)), kb.f32(llvm::numbers::ln2), kb.log(l));
                 kb.store(kb.select(empty, kb.f32(kNegInf), lse), in.lse, {bi, hi, row});
               });
             }
@@ -167,22 +212,24 @@ private:
         /*barrier=*/false);
   }
 
-  /// The online-softmax step of the thread's two rows: the new max from
-  /// the tile's, the scores (logits where `masked`, else products) turned
-  /// into probabilities, the sums and accumulators rescaled.
+  /// The online-softmax step of the thread's rows: the new max from the
+  /// tile's, the scores (logits where `masked`, else products) turned into
+  /// probabilities, the sums and accumulators rescaled.
   void emitSoftmaxUpdate(Value t, Value scores, Value acc, Value max, Value sum, Value tileMax,
                          bool masked) {
-    for (int64_t half = 0; half < 2; ++half) {
-      SmallVector<Value> row = entry(t, half);
+    for (int64_t slot = 0; slot < rowSlots(); ++slot) {
+      int64_t m = slot / 2, half = slot % 2;
+      SmallVector<Value> row = entry(t, slot);
       Value oldMax = kb.load(max, row);
       Value newMax = maximum(oldMax, kb.load(tileMax, row));
       Value correction = probability2(oldMax, newMax);
       Value tileSum = kb.f32(0.0);
       for (int64_t n = 0; n < columnTiles; ++n) {
         for (int64_t r = half * 2; r < half * 2 + 2; ++r) {
-          Value score = kb.load(scores, entry(t, n, r));
+          SmallVector<Value> at = entry(t, tileIndex(m, n, columnTiles), r);
+          Value score = kb.load(scores, at);
           Value p = masked ? probability2(score, newMax) : productProbability2(score, newMax);
-          kb.store(p, scores, entry(t, n, r));
+          kb.store(p, scores, at);
           tileSum = kb.add(tileSum, p);
         }
       }
@@ -193,12 +240,17 @@ private:
       // grew (or is NaN).
       Value grew = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, newMax, oldMax);
       kb.ifThen(grew, [&] {
-        for (int64_t n = 0; n < dimTiles; ++n)
-          for (int64_t r = half * 2; r < half * 2 + 2; ++r)
-            kb.store(kb.mul(kb.load(acc, entry(t, n, r)), correction), acc, entry(t, n, r));
+        for (int64_t n = 0; n < dimTiles; ++n) {
+          for (int64_t r = half * 2; r < half * 2 + 2; ++r) {
+            SmallVector<Value> at = entry(t, tileIndex(m, n, dimTiles), r);
+            kb.store(kb.mul(kb.load(acc, at), correction), acc, at);
+          }
+        }
       });
     }
   }
+
+  bool queryInShared;
 };
 
 } // namespace

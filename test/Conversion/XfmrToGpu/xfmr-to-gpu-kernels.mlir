@@ -392,16 +392,18 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // -----
 
 // bf16 attention on tensor cores (FlashAttention-2): q, k and v read narrow;
-// a block per 64 query rows and head, 4 warps (a head dim up to 64); K and V tiles staged
+// a block per 128 query rows and head, 4 warps of two 16-row tiles; K and V tiles staged
 // row-major in bf16, head dim 40 padded to 48 (3 MMA steps) plus 8 (banks),
 // 16 bytes per copy when the run-time alignment check passes (cp.async into
 // the other stage before the current tile's products: zero-filled past the
-// keys and the head dim, one group a tile, waited for before the barrier),
-// else element by element; Q fragments in a private [steps, 4] i32 array. Per key tile:
-// K fragments by ldmatrix (x4 for two steps, x2 for the third) and 8 x 3
-// MMAs for the scores, the row max over a row's 4 lanes by 2 xor shuffles
+// head dim, and past the keys in the tile the sequence ends in, where rows
+// are clamped; one group a tile, waited for before the barrier),
+// else element by element; Q fragments in a private [row tiles * steps, 4]
+// i32 array (a head dim up to 64). Per key tile and step: K fragments of two
+// column tiles by one ldmatrix.x4, each for both row tiles (4 MMAs; 48 for
+// the scores), the row max over a row's 4 lanes by 2 xor shuffles
 // per row, the probabilities rounded to bf16 as A fragments, V fragments by
-// ldmatrix.trans, 4 x 6 MMAs; the row sums shuffled once after the loop.
+// ldmatrix.trans, 2 x 4 x 6 MMAs; the row sums shuffled once after the loop.
 // The causal mask only on tiles that may hide a key from a row of the warp.
 // Two stages of K and V tiles (static shared memory, 28 KB), tile j in
 // stage j % 2: one barrier a tile.
@@ -412,8 +414,8 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // CHECK-LABEL: func.func @mma_attention
 // CHECK-NOT: arith.extf
 // CHECK: bufferization.to_buffer %{{.*}} read_only : tensor<1x100x2x40xbf16>
-// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c2, %{{.*}} = %c2, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1)
-// CHECK: memref.alloca() : memref<3x4xi32>
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c1, %{{.*}} = %c2, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK: memref.alloca() : memref<6x4xi32>
 // CHECK: memref.extract_aligned_pointer_as_index
 // CHECK-NOT: vector<8xbf16>
 // CHECK: %[[NONEMPTY:.*]] = arith.cmpi ult, %c0, %{{.*}} : index
@@ -422,6 +424,9 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // CHECK: %[[ZFILL:.*]] = arith.select %{{.*}}, %c8, %c0 : index
 // CHECK: nvgpu.device_async_copy %{{.*}}[{{.*}}], %{{.*}}[{{.*}}], 8, %[[ZFILL]] {bypassL1} : memref<1x100x2x40xbf16, strided<[?, ?, ?, 1], offset: ?>> to memref<64x56xbf16, #gpu.address_space<workgroup>>
 // CHECK-COUNT-5: nvgpu.device_async_copy
+// CHECK-NEXT: } else {
+// CHECK-COUNT-6: nvgpu.device_async_copy
+// CHECK-NEXT: {{^ *}}}{{$}}
 // CHECK-NEXT: llvm.inline_asm has_side_effects "cp.async.commit_group;"
 // CHECK: scf.for %[[TILE:.*]] = %c0 to %[[TILES:.*]] step %c1 {
 // CHECK: %[[PARITY:.*]] = arith.remui %[[TILE]], %c2 : index
@@ -437,11 +442,22 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // CHECK: arith.cmpi ult, %[[NEXT]], %[[TILES]] : index
 // CHECK: scf.if
 // CHECK-COUNT-6: nvgpu.device_async_copy
+// CHECK: } else {
+// CHECK-COUNT-6: nvgpu.device_async_copy
+// CHECK-NEXT: {{^ *}}}{{$}}
 // CHECK-NEXT: llvm.inline_asm has_side_effects "cp.async.commit_group;"
-// CHECK: nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>
-// CHECK-COUNT-2: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
-// CHECK: nvvm.ldmatrix %{{.*}} {{{.*}}num = 2 : i32{{.*}}} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32)>
-// CHECK-COUNT-22: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
+// The first K fragments serve the first (A fragment registers 0-3) and the
+// second row tile (4-7).
+// CHECK: %[[KWORDS:.*]] = nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>
+// CHECK-NEXT: %[[B0:.*]] = llvm.extractvalue %[[KWORDS]][0]
+// CHECK-NEXT: %[[B1:.*]] = llvm.extractvalue %[[KWORDS]][1]
+// CHECK: nvvm.mma.sync A[%{{.*}}]  B[%[[B0]], %[[B1]]] {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
+// CHECK-NEXT: llvm.extractvalue
+// CHECK-NEXT: llvm.extractvalue
+// CHECK-NEXT: llvm.extractvalue
+// CHECK-NEXT: llvm.extractvalue
+// CHECK-NEXT: nvvm.mma.sync A[%{{.*}}]  B[%[[B0]], %[[B1]]]
+// CHECK-COUNT-46: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
 // CHECK-NOT: nvvm.mma.sync
 // CHECK: %[[HIDDEN:.*]] = arith.cmpi slt
 // CHECK: %[[MASKED:.*]] = arith.ori %{{.*}}, %[[HIDDEN]] : i1
@@ -449,10 +465,10 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // CHECK: } else {
 // A tile without masks keeps its products: their row max (one max.f32
 // each), times scale log2(e) once per row.
-// CHECK-COUNT-32: arith.maxnumf
-// CHECK-COUNT-2: arith.mulf %{{.*}}, %[[FACTOR:.*]] : f32
+// CHECK-COUNT-64: arith.maxnumf
+// CHECK-COUNT-4: arith.mulf %{{.*}}, %[[FACTOR:.*]] : f32
 // CHECK: }
-// CHECK-COUNT-4: gpu.shuffle  xor %{{.*}}, %c{{[12]}}_i32, %c32_i32 : f32
+// CHECK-COUNT-8: gpu.shuffle  xor %{{.*}}, %c{{[12]}}_i32, %c32_i32 : f32
 // CHECK: scf.if
 // CHECK: math.exp2 %{{.*}} fastmath<afn> : f32
 // CHECK: } else {
@@ -472,10 +488,10 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // CHECK: %[[ROUNDED:.*]] = arith.truncf %[[PAIR]] : vector<2xf32> to vector<2xbf16>
 // CHECK: llvm.bitcast %[[ROUNDED]] : vector<2xbf16> to i32
 // CHECK: nvvm.ldmatrix %{{.*}} {{{.*}}layout = #nvvm.mma_layout<col>, num = 4 : i32{{.*}}}
-// CHECK-COUNT-24: nvvm.mma.sync
+// CHECK-COUNT-48: nvvm.mma.sync
 // CHECK-NOT: nvvm.mma.sync
 // CHECK-NOT: gpu.barrier
-// CHECK-COUNT-4: gpu.shuffle  xor
+// CHECK-COUNT-8: gpu.shuffle  xor
 // CHECK: arith.divf
 // CHECK: gpu.terminator
 //
@@ -485,7 +501,7 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // EMU-LABEL: func.func @mma_attention
 // EMU-NOT: nvvm.
 // EMU-NOT: gpu.shuffle
-// EMU: memref.alloc() {alignment = 64 : i64} : memref<128x3x4xi32>
+// EMU: memref.alloc() {alignment = 64 : i64} : memref<128x6x4xi32>
 // EMU: arith.xori
 // EMU: arith.truncf %{{.*}} : f32 to bf16
 // EMU-NOT: nvvm.
@@ -501,22 +517,48 @@ func.func @mma_attention(%q: tensor<1x100x2x40xbf16>, %k: tensor<1x100x2x40xbf16
 
 // -----
 
-// Head dim 128: the two stages of K and V tiles (4 x 17 KB) exceed static
-// shared memory: views of one dynamic shared array, whose size the launch
-// gives.
+// Head dim 128: Q's 128 rows in shared memory rather than in registers
+// (with 32 rows a warp, a thread holds 128 accumulators and 64 scores),
+// copied asynchronously with the first tile (rows clamped only where the
+// sequence ends inside the block; element by element where the copies
+// cannot be); its A fragments by ldmatrix.x4, per step and row tile. With
+// the two stages of K and V tiles (4 x 17 KB + 34 KB) past static shared
+// memory: views of one dynamic shared array, whose size the launch gives.
 // CHECK: memref.global "private" @__xfmr_dynamic_shared : memref<0xi8, #gpu.address_space<workgroup>>
 // CHECK-NOT: @__xfmr_shared
 // CHECK-LABEL: func.func @mma_attention_dynamic_shared
-// CHECK: %[[BYTES:.*]] = arith.constant 69632 : i32
-// CHECK: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %[[BYTES]]
+// CHECK: %[[BYTES:.*]] = arith.constant 104448 : i32
+// CHECK: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %[[BYTES]]
 // CHECK: %[[MEMORY:.*]] = memref.get_global @__xfmr_dynamic_shared : memref<0xi8, #gpu.address_space<workgroup>>
 // CHECK: memref.view %[[MEMORY]][%c0][] : memref<0xi8, #gpu.address_space<workgroup>> to memref<64x136xbf16, #gpu.address_space<workgroup>>
 // CHECK: memref.view %[[MEMORY]][%c17408][]
 // CHECK: memref.view %[[MEMORY]][%c34816][]
 // CHECK: memref.view %[[MEMORY]][%c52224][]
+// CHECK: %[[QUERIES:.*]] = memref.view %[[MEMORY]][%c69632][] : memref<0xi8, #gpu.address_space<workgroup>> to memref<128x136xbf16, #gpu.address_space<workgroup>>
+// CHECK-NOT: memref.alloca() : memref<{{.*}}xi32>
+// CHECK: scf.if
+// CHECK-COUNT-16: nvgpu.device_async_copy %{{.*}}[{{.*}}], %[[QUERIES]][{{.*}}], 8 {bypassL1}
+// CHECK-NEXT: } else {
+// CHECK-COUNT-16: nvgpu.device_async_copy %{{.*}}[{{.*}}], %[[QUERIES]][{{.*}}], 8, %{{.*}} {bypassL1}
+// CHECK-NEXT: {{^ *}}}{{$}}
+// CHECK-NEXT: llvm.inline_asm has_side_effects "cp.async.commit_group;"
+// CHECK-NEXT: } else {
+// CHECK: memref.store %{{.*}}, %[[QUERIES]]
+// CHECK: scf.for
+// CHECK: gpu.barrier
+// CHECK: memref.extract_aligned_pointer_as_index %[[QUERIES]]
+// CHECK: nvvm.ldmatrix %{{.*}} {{{.*}}layout = #nvvm.mma_layout<row>, num = 4 : i32{{.*}}}
+// CHECK: memref.extract_aligned_pointer_as_index %[[QUERIES]]
+// CHECK: nvvm.ldmatrix %{{.*}} {{{.*}}layout = #nvvm.mma_layout<row>, num = 4 : i32{{.*}}}
+// CHECK-COUNT-4: nvvm.mma.sync
+// No copy left in flight where the block had no key tile.
+// CHECK: llvm.inline_asm has_side_effects "cp.async.wait_group 0;"
+// CHECK-NOT: nvvm.mma.sync
+// CHECK: gpu.terminator
 // EMU-LABEL: func.func @mma_attention_dynamic_shared
 // EMU-NOT: memref.view
 // EMU-COUNT-4: memref.alloc() {alignment = 64 : i64} : memref<64x136xbf16>
+// EMU: memref.alloc() {alignment = 64 : i64} : memref<128x136xbf16>
 func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1x70x2x128xf32> {
   %qf = arith.extf %q : tensor<1x70x2x128xbf16> to tensor<1x70x2x128xf32>
   %o = xfmr.fused_attention %qf, %qf, %qf {scale = 0.08838834764831845 : f64}
