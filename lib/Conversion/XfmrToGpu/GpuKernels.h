@@ -27,9 +27,9 @@ void emitAttention(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operand
 /// backward's tiles are no larger; registers bound both).
 bool fitsMmaAttention(const cpu::AttentionOperands &operands);
 
-/// FlashAttention-2 forward on tensor cores: a block per (query rows, head,
-/// batch), 8 warps of 16 rows (4 for head dims up to 64), both products by
-/// mma.sync.
+/// FlashAttention-2 forward on tensor cores: a block per (128 query rows,
+/// head, batch), 4 warps of 32 rows up to head dim 128 (8 of 16 above),
+/// both products by mma.sync.
 void emitMmaAttention(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands,
                       Emulation emulate);
 
