@@ -220,7 +220,8 @@ def gen_low_precision():
              cv=randn(2, 130, 2, 36), lq=randn(1, 2, 150, 64), lk=randn(1, 2, 150, 64),
              lv=randn(1, 2, 150, 64), cb=randn(2, 1, 70, 130), ra=randn(2, 40, 96),
              hq=randn(1, 200, 2, 128), hk=randn(1, 200, 2, 128), hv=randn(1, 200, 2, 128),
-             eq=randn(1, 140, 2, 100), ek=randn(1, 140, 2, 100), ev=randn(1, 140, 2, 100))
+             eq=randn(1, 140, 2, 100), ek=randn(1, 140, 2, 100), ev=randn(1, 140, 2, 100),
+             wq=randn(1, 90, 2, 160), wk2=randn(1, 90, 2, 160), wv=randn(1, 90, 2, 160))
     pad = np.ones((2, 130), dtype=np.bool_)
     pad[1, 100:] = False
     x["pad"] = pad
@@ -236,11 +237,11 @@ def ref_low_precision(x):
             return value.to(dtype).to(F64)
 
         (X, W, B, G, BETA, Q, K, V, XK, WNK, R, PT, WK, CQ, CK, CV, LQ, LK, LV, CB, RA, HQ, HK, HV,
-         EQ, EK, EV) = (
+         EQ, EK, EV, WQ, WK2, WV) = (
             stored(t(x[n + suffix]))
             for n in ("x", "w", "b", "g", "beta", "q", "k", "v", "xk", "wnk", "r", "pt", "wk",
                       "cq", "ck", "cv", "lq", "lk", "lv", "cb", "ra", "hq", "hk", "hv",
-                      "eq", "ek", "ev"))
+                      "eq", "ek", "ev", "wq", "wk2", "wv"))
         h = stored(torch.nn.functional.gelu(X @ W + B))
         keep = causal_keep(48, 48)
         attention = attention_reference(Q, K, V, 1 / math.sqrt(32), keep=keep)
@@ -259,6 +260,8 @@ def ref_low_precision(x):
                            HQ, HK, HV, 1 / math.sqrt(128))),
                        "head_dim_100_causal" + suffix: stored(attention_reference(
                            EQ, EK, EV, 0.1, keep=causal_keep(140, 140))),
+                       "head_dim_160_causal" + suffix: stored(attention_reference(
+                           WQ, WK2, WV, 0.08, keep=causal_keep(90, 90))),
                        "sum" + suffix: stored(h + RA),
                        "add_norm" + suffix: stored(
                            torch.nn.functional.layer_norm(h + RA, (96,), G, BETA, 1e-5))})

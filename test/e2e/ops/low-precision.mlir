@@ -7,7 +7,8 @@
 // and whole ones), padding mask and bias; head dim 128, whose Q rows and
 // two stages of key and value tiles are in dynamic shared memory on a GPU,
 // copied 16 bytes at a time; head dim 100, causal, the same staged element
-// by element), an add + layer norm (the norm
+// by element; head dim 160, causal: 8 warps of 16 rows, Q in registers), an
+// add + layer norm (the norm
 // of the unrounded sum, as one op), each
 // result stored in bf16 / f16, as in PyTorch's
 // low-precision models; the f32 inputs on disk are converted at load. Against
@@ -36,6 +37,7 @@
 // CHECK: PASS: causal_long_bf16
 // CHECK: PASS: head_dim_128_bf16
 // CHECK: PASS: head_dim_100_causal_bf16
+// CHECK: PASS: head_dim_160_causal_bf16
 // CHECK: PASS: sum_bf16
 // CHECK: PASS: add_norm_bf16
 // CHECK: PASS: linear_f16
@@ -48,6 +50,7 @@
 // CHECK: PASS: causal_long_f16
 // CHECK: PASS: head_dim_128_f16
 // CHECK: PASS: head_dim_100_causal_f16
+// CHECK: PASS: head_dim_160_causal_f16
 // CHECK: PASS: sum_f16
 // CHECK: PASS: add_norm_f16
 
@@ -65,6 +68,7 @@ func.func @forward(
     %lv_bf16: tensor<1x2x150x64xbf16> {xfmr.input = "lv_bf16"}, %cb_bf16: tensor<2x1x70x130xbf16> {xfmr.input = "cb_bf16"}, %ra_bf16: tensor<2x40x96xbf16> {xfmr.input = "ra_bf16"},
     %hq_bf16: tensor<1x200x2x128xbf16> {xfmr.input = "hq_bf16"}, %hk_bf16: tensor<1x200x2x128xbf16> {xfmr.input = "hk_bf16"}, %hv_bf16: tensor<1x200x2x128xbf16> {xfmr.input = "hv_bf16"},
     %eq_bf16: tensor<1x140x2x100xbf16> {xfmr.input = "eq_bf16"}, %ek_bf16: tensor<1x140x2x100xbf16> {xfmr.input = "ek_bf16"}, %ev_bf16: tensor<1x140x2x100xbf16> {xfmr.input = "ev_bf16"},
+    %wq_bf16: tensor<1x90x2x160xbf16> {xfmr.input = "wq_bf16"}, %wk2_bf16: tensor<1x90x2x160xbf16> {xfmr.input = "wk2_bf16"}, %wv_bf16: tensor<1x90x2x160xbf16> {xfmr.input = "wv_bf16"},
     %x_f16: tensor<2x40x64xf16> {xfmr.input = "x_f16"}, %w_f16: tensor<64x96xf16> {xfmr.input = "w_f16"},
     %b_f16: tensor<96xf16> {xfmr.input = "b_f16"}, %g_f16: tensor<96xf16> {xfmr.input = "g_f16"},
     %beta_f16: tensor<96xf16> {xfmr.input = "beta_f16"}, %q_f16: tensor<1x48x2x32xf16> {xfmr.input = "q_f16"},
@@ -77,19 +81,22 @@ func.func @forward(
     %lq_f16: tensor<1x2x150x64xf16> {xfmr.input = "lq_f16"}, %lk_f16: tensor<1x2x150x64xf16> {xfmr.input = "lk_f16"},
     %lv_f16: tensor<1x2x150x64xf16> {xfmr.input = "lv_f16"}, %cb_f16: tensor<2x1x70x130xf16> {xfmr.input = "cb_f16"}, %ra_f16: tensor<2x40x96xf16> {xfmr.input = "ra_f16"},
     %hq_f16: tensor<1x200x2x128xf16> {xfmr.input = "hq_f16"}, %hk_f16: tensor<1x200x2x128xf16> {xfmr.input = "hk_f16"}, %hv_f16: tensor<1x200x2x128xf16> {xfmr.input = "hv_f16"},
-    %eq_f16: tensor<1x140x2x100xf16> {xfmr.input = "eq_f16"}, %ek_f16: tensor<1x140x2x100xf16> {xfmr.input = "ek_f16"}, %ev_f16: tensor<1x140x2x100xf16> {xfmr.input = "ev_f16"})
+    %eq_f16: tensor<1x140x2x100xf16> {xfmr.input = "eq_f16"}, %ek_f16: tensor<1x140x2x100xf16> {xfmr.input = "ek_f16"}, %ev_f16: tensor<1x140x2x100xf16> {xfmr.input = "ev_f16"},
+    %wq_f16: tensor<1x90x2x160xf16> {xfmr.input = "wq_f16"}, %wk2_f16: tensor<1x90x2x160xf16> {xfmr.input = "wk2_f16"}, %wv_f16: tensor<1x90x2x160xf16> {xfmr.input = "wv_f16"})
     -> (tensor<2x40x96xbf16> {xfmr.output = "linear_bf16"}, tensor<2x40x96xbf16> {xfmr.output = "softmax_bf16"},
         tensor<2x40x96xbf16> {xfmr.output = "layer_norm_bf16"}, tensor<1x48x2x32xbf16> {xfmr.output = "attention_bf16"},
         tensor<2x40x130xbf16> {xfmr.output = "nk_residual_bf16"}, tensor<80x48xbf16> {xfmr.output = "tn_bf16"},
         tensor<2x70x2x36xbf16> {xfmr.output = "cross_padding_bias_bf16"}, tensor<1x2x150x64xbf16> {xfmr.output = "causal_long_bf16"},
         tensor<2x40x96xbf16> {xfmr.output = "sum_bf16"}, tensor<2x40x96xbf16> {xfmr.output = "add_norm_bf16"},
         tensor<1x200x2x128xbf16> {xfmr.output = "head_dim_128_bf16"}, tensor<1x140x2x100xbf16> {xfmr.output = "head_dim_100_causal_bf16"},
+        tensor<1x90x2x160xbf16> {xfmr.output = "head_dim_160_causal_bf16"},
         tensor<2x40x96xf16> {xfmr.output = "linear_f16"}, tensor<2x40x96xf16> {xfmr.output = "softmax_f16"},
         tensor<2x40x96xf16> {xfmr.output = "layer_norm_f16"}, tensor<1x48x2x32xf16> {xfmr.output = "attention_f16"},
         tensor<2x40x130xf16> {xfmr.output = "nk_residual_f16"}, tensor<80x48xf16> {xfmr.output = "tn_f16"},
         tensor<2x70x2x36xf16> {xfmr.output = "cross_padding_bias_f16"}, tensor<1x2x150x64xf16> {xfmr.output = "causal_long_f16"},
         tensor<2x40x96xf16> {xfmr.output = "sum_f16"}, tensor<2x40x96xf16> {xfmr.output = "add_norm_f16"},
-        tensor<1x200x2x128xf16> {xfmr.output = "head_dim_128_f16"}, tensor<1x140x2x100xf16> {xfmr.output = "head_dim_100_causal_f16"}) {
+        tensor<1x200x2x128xf16> {xfmr.output = "head_dim_128_f16"}, tensor<1x140x2x100xf16> {xfmr.output = "head_dim_100_causal_f16"},
+        tensor<1x90x2x160xf16> {xfmr.output = "head_dim_160_causal_f16"}) {
   %h_bf16 = xfmr.fused_linear %x_bf16, %w_bf16 bias(%b_bf16) {activation = #xfmr.activation<gelu>}
       : (tensor<2x40x64xbf16>, tensor<64x96xbf16>, tensor<96xbf16>) -> tensor<2x40x96xbf16>
   %s_bf16 = xfmr.softmax %h_bf16 : tensor<2x40x96xbf16>
@@ -108,6 +115,8 @@ func.func @forward(
       : (tensor<1x200x2x128xbf16>, tensor<1x200x2x128xbf16>, tensor<1x200x2x128xbf16>) -> tensor<1x200x2x128xbf16>
   %ed_bf16 = xfmr.fused_attention %eq_bf16, %ek_bf16, %ev_bf16 {causal, scale = 0.1 : f64}
       : (tensor<1x140x2x100xbf16>, tensor<1x140x2x100xbf16>, tensor<1x140x2x100xbf16>) -> tensor<1x140x2x100xbf16>
+  %wd_bf16 = xfmr.fused_attention %wq_bf16, %wk2_bf16, %wv_bf16 {causal, scale = 0.08 : f64}
+      : (tensor<1x90x2x160xbf16>, tensor<1x90x2x160xbf16>, tensor<1x90x2x160xbf16>) -> tensor<1x90x2x160xbf16>
   %sum_bf16, %an_bf16 = xfmr.fused_add_layer_norm %h_bf16, %ra_bf16, %g_bf16, %beta_bf16 {epsilon = 1.0e-5 : f64}
       : (tensor<2x40x96xbf16>, tensor<2x40x96xbf16>, tensor<96xbf16>, tensor<96xbf16>) -> (tensor<2x40x96xbf16>, tensor<2x40x96xbf16>)
   %h_f16 = xfmr.fused_linear %x_f16, %w_f16 bias(%b_f16) {activation = #xfmr.activation<gelu>}
@@ -128,14 +137,18 @@ func.func @forward(
       : (tensor<1x200x2x128xf16>, tensor<1x200x2x128xf16>, tensor<1x200x2x128xf16>) -> tensor<1x200x2x128xf16>
   %ed_f16 = xfmr.fused_attention %eq_f16, %ek_f16, %ev_f16 {causal, scale = 0.1 : f64}
       : (tensor<1x140x2x100xf16>, tensor<1x140x2x100xf16>, tensor<1x140x2x100xf16>) -> tensor<1x140x2x100xf16>
+  %wd_f16 = xfmr.fused_attention %wq_f16, %wk2_f16, %wv_f16 {causal, scale = 0.08 : f64}
+      : (tensor<1x90x2x160xf16>, tensor<1x90x2x160xf16>, tensor<1x90x2x160xf16>) -> tensor<1x90x2x160xf16>
   %sum_f16, %an_f16 = xfmr.fused_add_layer_norm %h_f16, %ra_f16, %g_f16, %beta_f16 {epsilon = 1.0e-5 : f64}
       : (tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<96xf16>, tensor<96xf16>) -> (tensor<2x40x96xf16>, tensor<2x40x96xf16>)
-  return %h_bf16, %s_bf16, %l_bf16, %a_bf16, %n_bf16, %t_bf16, %c_bf16, %lc_bf16, %sum_bf16, %an_bf16, %hd_bf16, %ed_bf16,
-         %h_f16, %s_f16, %l_f16, %a_f16, %n_f16, %t_f16, %c_f16, %lc_f16, %sum_f16, %an_f16, %hd_f16, %ed_f16
+  return %h_bf16, %s_bf16, %l_bf16, %a_bf16, %n_bf16, %t_bf16, %c_bf16, %lc_bf16, %sum_bf16, %an_bf16, %hd_bf16, %ed_bf16, %wd_bf16,
+         %h_f16, %s_f16, %l_f16, %a_f16, %n_f16, %t_f16, %c_f16, %lc_f16, %sum_f16, %an_f16, %hd_f16, %ed_f16, %wd_f16
       : tensor<2x40x96xbf16>, tensor<2x40x96xbf16>, tensor<2x40x96xbf16>, tensor<1x48x2x32xbf16>,
         tensor<2x40x130xbf16>, tensor<80x48xbf16>, tensor<2x70x2x36xbf16>, tensor<1x2x150x64xbf16>,
         tensor<2x40x96xbf16>, tensor<2x40x96xbf16>, tensor<1x200x2x128xbf16>, tensor<1x140x2x100xbf16>,
+        tensor<1x90x2x160xbf16>,
         tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<1x48x2x32xf16>,
         tensor<2x40x130xf16>, tensor<80x48xf16>, tensor<2x70x2x36xf16>, tensor<1x2x150x64xf16>,
-        tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<1x200x2x128xf16>, tensor<1x140x2x100xf16>
+        tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<1x200x2x128xf16>, tensor<1x140x2x100xf16>,
+        tensor<1x90x2x160xf16>
 }
