@@ -289,7 +289,8 @@ def gen_backward_low_precision():
              r1=randn(2, 150, 2, 64), cq=randn(1, 2, 70, 36), ck=randn(1, 2, 130, 36),
              cv=randn(1, 2, 130, 36), bias=randn(1, 1, 70, 130), r2=randn(1, 2, 70, 36), pad=pad,
              lq=randn(1, 2, 100, 80), lk=randn(1, 2, 150, 80), lv=randn(1, 2, 150, 80),
-             r3=randn(1, 2, 100, 80))
+             r3=randn(1, 2, 100, 80), hq=randn(1, 2, 90, 128), hk=randn(1, 2, 90, 128),
+             hv=randn(1, 2, 90, 128), r4=randn(1, 2, 90, 128))
     return {name + suffix: value for name, value in x.items() for suffix in ("_bf16", "_f16")}
 
 
@@ -300,7 +301,7 @@ def ref_backward_low_precision(x, suffix, dtype):
         return value.to(dtype).to(F64)
 
     leaves = {name: stored(t(x[name + suffix])).requires_grad_()
-              for name in ("q", "k", "v", "cq", "ck", "cv", "lq", "lk", "lv")}
+              for name in ("q", "k", "v", "cq", "ck", "cv", "lq", "lk", "lv", "hq", "hk", "hv")}
     p = leaves
     keep = t(x["pad" + suffix])[:, None, None, :] & causal_keep(150, 150)
     a = stored(attention_reference(p["q"], p["k"], p["v"], 0.125, keep=keep))
@@ -311,7 +312,10 @@ def ref_backward_low_precision(x, suffix, dtype):
     c = stored(attention_reference(p["lq"], p["lk"], p["lv"], 0.125, keep=causal_keep(100, 150),
                                    layout="bhsd"))
     s3 = stored(stored(c * stored(t(x["r3" + suffix]))).sum())
-    loss = stored(stored(s1 + s2) + s3)
+    d = stored(attention_reference(p["hq"], p["hk"], p["hv"], 0.09, keep=causal_keep(90, 90),
+                                   layout="bhsd"))
+    s4 = stored(stored(d * stored(t(x["r4" + suffix]))).sum())
+    loss = stored(stored(stored(s1 + s2) + s3) + s4)
     loss.backward()
     out = {"loss": loss.detach()}
     out.update({f"grad:{name}{suffix}": leaf.grad for name, leaf in leaves.items()})

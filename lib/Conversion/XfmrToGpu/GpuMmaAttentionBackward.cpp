@@ -28,7 +28,9 @@
 //
 // c is 64 for head dims up to 64, 32 above: a thread holds its rows'
 // fragments, head-dim accumulators (two in dK/dV) and two 16 x c tiles of
-// accumulators in registers. The tiles stream through two shared stages
+// accumulators in registers; from head dim 128 on, the block's rows (Q and
+// dO, K and V) are staged in shared memory instead, their fragments read by
+// ldmatrix at each use. The tiles stream through two shared stages
 // (streamTiles, GpuMmaAttentionBase.h): the next one copied asynchronously
 // while the current one is computed.
 //
@@ -50,25 +52,37 @@ int64_t columnsFor(int64_t headDim) {
   return MmaAttentionKernelBase::dimSteps(headDim) <= 4 ? 64 : 32;
 }
 
+/// Whether a kernel's threads read the A fragments of their rows (Q and dO,
+/// or K and V) by ldmatrix from the block's rows in shared memory rather
+/// than hold them: from head dim 128 on, where the fragments and head-dim
+/// accumulators overflow a thread's registers (ptxas, sm_90: the dK/dV
+/// kernel spilled 76 bytes at head dim 128, 516 at 160; none now). Below,
+/// the registers hold them without spilling and save the ldmatrix.
+bool rowsInSharedFor(int64_t headDim) { return MmaAttentionKernelBase::dimSteps(headDim) >= 8; }
+
 class MmaQueryGradientKernel : MmaAttentionKernelBase {
 public:
   /// `rowDots`: [batch, heads, seq_q] f32, D of every query row, written.
   MmaQueryGradientKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate,
                          Value rowDots)
       : MmaAttentionKernelBase(kb, in, emulate, kWarps, columnsFor(headDimOf(in))),
-        rowDots(rowDots) {}
+        rowsInShared(rowsInSharedFor(headDim)), rowDots(rowDots) {}
 
   void emit() {
-    forEachRowBlock(seqQ, SmallVector<int64_t>(2 * kStages, columns), {},
+    forEachRowBlock(seqQ, sharedTileRows(rowsInShared ? 2 : 0), {},
                     [&](Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
                       emitBlock(bi, hi, q0, shared);
                     });
   }
 
 private:
-  /// `shared`: the K and V tiles of stage 0, then of stage 1.
+  /// `shared`: the K and V tiles of stage 0, then of stage 1, then the
+  /// block's Q and dO rows where rowsInShared.
   void emitBlock(Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
-    Value queryFragments = fragmentArray(), gradOutFragments = fragmentArray();
+    SmallVector<RowFactor> rows = rowFactors(2, rowsInShared, shared.drop_front(2 * kStages));
+    // Copied asynchronously only where the streamed tiles are too (whose
+    // first wait then covers them).
+    Value rowCopies = rowsInShared ? vectorCopies({in.q, in.gradOut, in.k, in.v}) : Value();
     Value gradScores = columnAccumulators();
     Value acc = dimAccumulators();
     // Per row (rowSlot): lse2 and D.
@@ -77,8 +91,7 @@ private:
     block.phase(
         [&](Value t) {
           Lane lane = laneOf(t, q0);
-          loadFragments(t, lane, bi, hi, in.q, seqQ, queryFragments);
-          loadFragments(t, lane, bi, hi, in.gradOut, seqQ, gradOutFragments);
+          loadRows(t, lane, bi, hi, q0, seqQ, {in.q, in.gradOut}, rows, rowCopies);
           zero(t, acc, dimTiles);
           for (int64_t m = 0; m < rowTiles; ++m) {
             for (int64_t half = 0; half < 2; ++half) {
@@ -107,8 +120,8 @@ private:
           block.phase(
               [&](Value t) {
                 Lane lane = laneOf(t, q0);
-                SmallVector<Value> qk = products(t, lane, {queryFragments}, keyTile);
-                SmallVector<Value> gradP = products(t, lane, {gradOutFragments}, valueTile);
+                SmallVector<Value> qk = products(t, lane, rows[0], keyTile);
+                SmallVector<Value> gradP = products(t, lane, rows[1], valueTile);
                 ifMasked(keyTileNeedsMask(k0, lane), [&](bool masked) {
                   forEachAccumulator(columnTiles, [&](int64_t m, int64_t n, int64_t r) {
                     int64_t i = accumulatorIndex(m, n, r, columnTiles);
@@ -128,12 +141,16 @@ private:
 
     block.phase(
         [&](Value t) {
+          // The rows' copies are still in flight where there was no tile.
+          if (rowCopies)
+            waitForCopies();
           storeRows(t, laneOf(t, q0), bi, hi, acc, in.gradQ, seqQ,
                     [&](int64_t, Value) { return kb.f32(in.scale); });
         },
         /*barrier=*/false);
   }
 
+  bool rowsInShared;
   Value rowDots;
 };
 
@@ -143,10 +160,10 @@ public:
   MmaKeyGradientKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate,
                        Value rowDots)
       : MmaAttentionKernelBase(kb, in, emulate, kWarps, columnsFor(headDimOf(in))),
-        rowDots(rowDots) {}
+        rowsInShared(rowsInSharedFor(headDim)), rowDots(rowDots) {}
 
   void emit() {
-    forEachRowBlock(seqK, SmallVector<int64_t>(2 * kStages, columns),
+    forEachRowBlock(seqK, sharedTileRows(rowsInShared ? 2 : 0),
                     {{columns}, {columns}, {columns}, {columns}},
                     [&](Value bi, Value hi, Value k0, ArrayRef<Value> shared) {
                       emitBlock(bi, hi, k0, shared);
@@ -154,22 +171,24 @@ public:
   }
 
 private:
-  /// `shared`: the Q and dO tiles of stage 0, of stage 1, then the lse2 and
-  /// D arrays of stage 0, of stage 1.
+  /// `shared`: the Q and dO tiles of stage 0, of stage 1, the block's K
+  /// and V rows where rowsInShared, then the lse2 and D arrays of stage 0,
+  /// of stage 1.
   void emitBlock(Value bi, Value hi, Value k0, ArrayRef<Value> shared) {
+    int64_t tiles = sharedTileRows(rowsInShared ? 2 : 0).size();
     auto stageArrays = [&](int64_t s) {
-      return SmallVector<Value>{shared[2 * s], shared[2 * s + 1], shared[4 + 2 * s],
-                                shared[5 + 2 * s]};
+      return SmallVector<Value>{shared[2 * s], shared[2 * s + 1], shared[tiles + 2 * s],
+                                shared[tiles + 2 * s + 1]};
     };
-    Value keyFragments = fragmentArray(), valueFragments = fragmentArray();
+    SmallVector<RowFactor> rows = rowFactors(2, rowsInShared, shared.drop_front(2 * kStages));
+    Value rowCopies = rowsInShared ? vectorCopies({in.k, in.v, in.q, in.gradOut}) : Value();
     Value probabilities = columnAccumulators(), gradScores = columnAccumulators();
     Value gradKey = dimAccumulators(), gradValue = dimAccumulators();
 
     block.phase(
         [&](Value t) {
           Lane lane = laneOf(t, k0);
-          loadFragments(t, lane, bi, hi, in.k, seqK, keyFragments);
-          loadFragments(t, lane, bi, hi, in.v, seqK, valueFragments);
+          loadRows(t, lane, bi, hi, k0, seqK, {in.k, in.v}, rows, rowCopies);
           zero(t, gradKey, dimTiles);
           zero(t, gradValue, dimTiles);
         },
@@ -205,8 +224,8 @@ private:
           block.phase(
               [&](Value t) {
                 Lane lane = laneOf(t, k0);
-                SmallVector<Value> kq = products(t, lane, {keyFragments}, queryTile);
-                SmallVector<Value> gradP = products(t, lane, {valueFragments}, gradOutTile);
+                SmallVector<Value> kq = products(t, lane, rows[0], queryTile);
+                SmallVector<Value> gradP = products(t, lane, rows[1], gradOutTile);
                 ifMasked(queryTileNeedsMask(q0, lane), [&](bool masked) {
                   forEachAccumulator(columnTiles, [&](int64_t m, int64_t n, int64_t r) {
                     int64_t i = accumulatorIndex(m, n, r, columnTiles);
@@ -234,6 +253,8 @@ private:
     block.phase(
         [&](Value t) {
           Lane lane = laneOf(t, k0);
+          if (rowCopies)
+            waitForCopies();
           storeRows(t, lane, bi, hi, gradKey, in.gradK, seqK,
                     [&](int64_t, Value) { return kb.f32(in.scale); });
           storeRows(t, lane, bi, hi, gradValue, in.gradV, seqK,
@@ -259,6 +280,7 @@ private:
     return kb.below(firstQueryKeys, lastKey);
   }
 
+  bool rowsInShared;
   Value rowDots;
 };
 

@@ -99,6 +99,15 @@ protected:
         llvm::SmallVector<mlir::Type>(tileRows.size(), mma.narrowType()));
   }
 
+  /// The rows of a kernel's shared tiles: two stages of its two streamed
+  /// tiles, then the block's rows of `blockOperands` operands (RowFactors
+  /// in shared memory).
+  llvm::SmallVector<int64_t> sharedTileRows(int64_t blockOperands) const {
+    llvm::SmallVector<int64_t> rows(2 * kStages, columns);
+    rows.append(blockOperands, rowsPerBlock);
+    return rows;
+  }
+
   /// Stages of the shared arrays a loop over tiles streams through: tile j
   /// in stage j % 2, so that staging it needs no barrier after the reads of
   /// tile j - 1 (the last reads of its stage, tile j - 2's, came before the
@@ -485,6 +494,31 @@ protected:
           copyAsync(t, bi, hi, first, seq, rowsPerBlock, {{operand, tile}});
         },
         elements);
+  }
+
+  /// The warp's rows of each of `count` operands as RowFactors: A fragments
+  /// in private arrays, or, where `inShared`, the block's rows in the
+  /// shared tiles `tiles`.
+  llvm::SmallVector<RowFactor> rowFactors(int64_t count, bool inShared,
+                                          llvm::ArrayRef<mlir::Value> tiles) {
+    llvm::SmallVector<RowFactor> factors;
+    for (int64_t i = 0; i < count; ++i)
+      factors.push_back(inShared ? RowFactor{tiles[i], /*shared=*/true}
+                                 : RowFactor{fragmentArray()});
+    return factors;
+  }
+  /// Thread t's part of filling `factors` with the rows of `operands` (`seq`
+  /// rows, the block's from `first`): fragments loaded, or rows staged
+  /// (stageRows, asynchronously where `aligned`).
+  void loadRows(mlir::Value t, const Lane &lane, mlir::Value bi, mlir::Value hi, mlir::Value first,
+                int64_t seq, llvm::ArrayRef<mlir::Value> operands,
+                llvm::ArrayRef<RowFactor> factors, mlir::Value aligned) {
+    for (auto [operand, factor] : llvm::zip_equal(operands, factors)) {
+      if (factor.shared)
+        stageRows(t, bi, hi, first, seq, operand, factor.array, aligned);
+      else
+        loadFragments(t, lane, bi, hi, operand, seq, factor.array);
+    }
   }
 
   /// A loop over the tiles [begin, end) of `columns` rows of the

@@ -97,12 +97,10 @@ public:
   }
 
   void emit() {
-    SmallVector<int64_t> tileRows(2 * kStages, columns);
-    if (queryInShared)
-      tileRows.push_back(rowsPerBlock);
-    forEachRowBlock(seqQ, tileRows, {}, [&](Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
-      emitBlock(bi, hi, q0, shared);
-    });
+    forEachRowBlock(seqQ, sharedTileRows(queryInShared ? 1 : 0), {},
+                    [&](Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
+                      emitBlock(bi, hi, q0, shared);
+                    });
   }
 
 private:
@@ -120,8 +118,7 @@ private:
   /// `shared`: the K and V tiles of stage 0, then of stage 1, then Q's
   /// rows where queryInShared.
   void emitBlock(Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
-    RowFactor queries = queryInShared ? RowFactor{shared[2 * kStages], /*shared=*/true}
-                                      : RowFactor{fragmentArray()};
+    RowFactor queries = rowFactors(1, queryInShared, shared.drop_front(2 * kStages))[0];
     Value scores = columnAccumulators();
     Value acc = dimAccumulators();
     // Per row (rowSlot): the running max, this lane's part of the running
@@ -135,10 +132,7 @@ private:
     block.phase(
         [&](Value t) {
           Lane lane = laneOf(t, q0);
-          if (queryInShared)
-            stageRows(t, bi, hi, q0, seqQ, in.q, queries.array, queryCopies);
-          else
-            loadFragments(t, lane, bi, hi, in.q, seqQ, queries.array);
+          loadRows(t, lane, bi, hi, q0, seqQ, {in.q}, queries, queryCopies);
           zero(t, acc, dimTiles);
           for (int64_t slot = 0; slot < rowSlots(); ++slot) {
             kb.store(kb.f32(kNegInf), max, entry(t, slot));

@@ -671,6 +671,58 @@ func.func @mma_attention_backward(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x
 
 // -----
 
+// Head dim 128: both backward kernels stage their block's 64 rows of two
+// operands (Q and dO; K and V) in shared memory, next to the two stages of
+// 32-row tiles (dynamic shared memory), and read those rows' A fragments
+// by ldmatrix instead of holding them in registers; the rows are copied
+// asynchronously with the first tile, and waited for at the end where
+// there was none.
+// CHECK-LABEL: func.func @mma_attention_backward_shared_rows
+// CHECK: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c69632_i32
+// CHECK-COUNT-4: memref.view {{.*}} to memref<32x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[QROWS:.*]] = memref.view {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[DOROWS:.*]] = memref.view {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK-NOT: memref.alloca() : memref<{{.*}}xi32>
+// CHECK: nvgpu.device_async_copy %{{.*}}, %[[QROWS]][{{.*}}], 8 {bypassL1}
+// CHECK: nvgpu.device_async_copy %{{.*}}, %[[DOROWS]][{{.*}}], 8 {bypassL1}
+// CHECK: scf.for
+// CHECK: gpu.barrier
+// CHECK: memref.extract_aligned_pointer_as_index %[[QROWS]]
+// CHECK: nvvm.ldmatrix
+// CHECK: nvvm.mma.sync
+// CHECK: llvm.inline_asm has_side_effects "cp.async.wait_group 0;"
+// CHECK: gpu.terminator
+// CHECK: gpu.launch {{.*}} dynamic_shared_memory_size %c70144_i32
+// CHECK-COUNT-4: memref.view {{.*}} to memref<32x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[KROWS:.*]] = memref.view {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK: %[[VROWS:.*]] = memref.view {{.*}} to memref<64x136xbf16, #gpu.address_space<workgroup>>
+// CHECK-COUNT-4: memref.view {{.*}} to memref<32xf32, #gpu.address_space<workgroup>>
+// CHECK-NOT: memref.alloca() : memref<{{.*}}xi32>
+// CHECK: nvgpu.device_async_copy %{{.*}}, %[[KROWS]][{{.*}}], 8 {bypassL1}
+// CHECK: nvgpu.device_async_copy %{{.*}}, %[[VROWS]][{{.*}}], 8 {bypassL1}
+// CHECK: memref.extract_aligned_pointer_as_index %[[KROWS]]
+// CHECK: nvvm.ldmatrix
+// CHECK: memref.extract_aligned_pointer_as_index %[[VROWS]]
+// CHECK: llvm.inline_asm has_side_effects "cp.async.wait_group 0;"
+// CHECK: gpu.terminator
+// Below head dim 128 (the case above, 40) the fragments stay in registers.
+// EMU-LABEL: func.func @mma_attention_backward_shared_rows
+// EMU-COUNT-2: memref.alloc() {alignment = 64 : i64} : memref<64x136xbf16>
+// EMU-NOT: xi32>
+// EMU: return
+func.func @mma_attention_backward_shared_rows(%q: tensor<1x100x2x128xbf16>, %o: tensor<1x100x2x128xbf16>, %lse: tensor<1x2x100xf32>)
+    -> (tensor<1x100x2x128xf32>, tensor<1x100x2x128xf32>, tensor<1x100x2x128xf32>) {
+  %qf = arith.extf %q : tensor<1x100x2x128xbf16> to tensor<1x100x2x128xf32>
+  %of = arith.extf %o : tensor<1x100x2x128xbf16> to tensor<1x100x2x128xf32>
+  %dq, %dk, %dv = xfmr.fused_attention_backward %qf, %qf, %qf, %of, %lse, %of {causal, scale = 0.0883883 : f64}
+      : (tensor<1x100x2x128xf32>, tensor<1x100x2x128xf32>, tensor<1x100x2x128xf32>, tensor<1x100x2x128xf32>,
+         tensor<1x2x100xf32>, tensor<1x100x2x128xf32>)
+      -> (tensor<1x100x2x128xf32>, tensor<1x100x2x128xf32>, tensor<1x100x2x128xf32>)
+  return %dq, %dk, %dv : tensor<1x100x2x128xf32>, tensor<1x100x2x128xf32>, tensor<1x100x2x128xf32>
+}
+
+// -----
+
 // Negative: a bf16 backward of head dim 256 goes to the f32 kernels, which
 // widen the bf16 loads (of q, k, v and, read narrow as well, the output and
 // its gradient).
