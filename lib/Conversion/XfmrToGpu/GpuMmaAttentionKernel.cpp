@@ -110,9 +110,8 @@ private:
   static constexpr int64_t kMaxSharedBytes = 112 * 1024;
   /// Head dims the tensor-core kernels take (forward and backward). Past
   /// 128, registers bound them (ptxas, sm_90): the forward spills from head
-  /// dim 208; the backward's dK/dV kernel, whose threads hold K and V
-  /// fragments and two head-dim accumulators, spills 516 bytes at 160 and
-  /// 832 at 176.
+  /// dim 208; the backward's dK/dV kernel, whose threads hold two head-dim
+  /// accumulators, spills 100 bytes at 176.
   static constexpr int64_t kMaxHeadDim = 176;
 
   /// `shared`: the K and V tiles of stage 0, then of stage 1, then Q's
