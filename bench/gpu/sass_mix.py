@@ -81,7 +81,8 @@ def main():
             mix = " ".join(f"{op} {n}" for op, n in counts.most_common(12))
             local = counts["LDL"] + counts["STL"]
             print(f"{os.path.basename(ptx)} {name}: {regs} registers, {spill} bytes spilled; "
-                  f"hot loop {len(loop)} instructions ({local} local memory): {mix}")
+                  f"hot loop {len(loop)} instructions ({len(loop) / counts['HMMA']:.1f} per HMMA, "
+                  f"{local} local memory): {mix}")
 
 
 if __name__ == "__main__":
