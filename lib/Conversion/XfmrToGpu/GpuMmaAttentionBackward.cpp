@@ -81,7 +81,7 @@ private:
   void emitBlock(Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
     SmallVector<RowFactor> rows = rowFactors(2, rowsInShared, shared.drop_front(2 * kStages));
     // Copied asynchronously only where the streamed tiles are too (whose
-    // first wait then covers them).
+    // waits then cover them).
     Value rowCopies = rowsInShared ? vectorCopies({in.q, in.gradOut, in.k, in.v}) : Value();
     Value gradScores = columnAccumulators();
     Value acc = dimAccumulators();
@@ -141,9 +141,6 @@ private:
 
     block.phase(
         [&](Value t) {
-          // The rows' copies are still in flight where there was no tile.
-          if (rowCopies)
-            waitForCopies();
           storeRows(t, laneOf(t, q0), bi, hi, acc, in.gradQ, seqQ,
                     [&](int64_t, Value) { return kb.f32(in.scale); });
         },
@@ -253,8 +250,6 @@ private:
     block.phase(
         [&](Value t) {
           Lane lane = laneOf(t, k0);
-          if (rowCopies)
-            waitForCopies();
           storeRows(t, lane, bi, hi, gradKey, in.gradK, seqK,
                     [&](int64_t, Value) { return kb.f32(in.scale); });
           storeRows(t, lane, bi, hi, gradValue, in.gradV, seqK,

@@ -480,9 +480,9 @@ protected:
   /// Thread t's share of staging the block's rows [first, first +
   /// rowsPerBlock) of `operand` into the shared `tile` (a RowFactor):
   /// asynchronously where `aligned` (vectorCopies; not null), as one group
-  /// of copies, else element by element. The first tile of streamTiles
-  /// waits for the copies if its operands' `aligned` holds where this
-  /// one's does, and its barrier publishes the tile.
+  /// of copies, else element by element. streamTiles waits for the copies
+  /// (at its first tile, else after its loop) if its operands' `aligned`
+  /// holds where this one's does; its first barrier publishes the tile.
   void stageRows(mlir::Value t, mlir::Value bi, mlir::Value hi, mlir::Value first, int64_t seq,
                  mlir::Value operand, mlir::Value tile, mlir::Value aligned) {
     auto elements = [&] { stageElements(t, bi, hi, first, seq, rowsPerBlock, {{operand, tile}}); };
@@ -572,6 +572,10 @@ protected:
         copyTile(kb.addi(tile, kb.index(1)));
       compute(first, stage);
     });
+    // No copy stays in flight past the loop: rows staged with the first
+    // tile (stageRows) still are where there was no tile.
+    if (aligned && emulate == Emulation::None)
+      block.phase([&](mlir::Value) { waitForCopies(); }, /*barrier=*/false);
   }
 
   /// X T^T for the rows X of thread t's warp and the shared tile T:

@@ -125,7 +125,7 @@ private:
     Value max = block.privateArray({rowSlots()}), sum = block.privateArray({rowSlots()});
     Value tileMax = block.privateArray({rowSlots()});
     // Q's rows are copied asynchronously only where K's and V's are too:
-    // the wait for the first tile's copies waits for them.
+    // streamTiles' waits then cover them.
     Value queryCopies = queryInShared ? vectorCopies({in.q, in.k, in.v}) : Value();
 
     block.phase(
@@ -189,9 +189,6 @@ private:
     block.phase(
         [&](Value t) {
           Lane lane = laneOf(t, q0);
-          // Q's copies are still in flight where there was no key tile.
-          if (queryCopies)
-            waitForCopies();
           storeRows(t, lane, bi, hi, acc, in.out, seqQ, [&](int64_t slot, Value row) {
             Value l = kb.load(sum, entry(t, slot));
             Value empty = kb.equals(l, 0.0);
