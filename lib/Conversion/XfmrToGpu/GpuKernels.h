@@ -80,10 +80,10 @@ mlir::Value loadInside(cpu::KernelBuilder &kb, mlir::Value matrix, mlir::Value i
 mlir::Value emitGemm(cpu::KernelBuilder &kb, const GemmProblem &problem, Emulation emulate);
 
 /// bf16 or f16 A and B on tensor cores (mma.sync, f32 accumulators): a
-/// block per 128 x 128 tile of C (8 warps of 64 x 32) where there are
+/// block per 128 x 128 tile of C (4 warps of 64 x 64) where there are
 /// enough such tiles, else per 64 x 64 (4 warps of 32 x 32); A and B
-/// streamed through double-buffered shared memory 32 deep, a stage ahead
-/// in registers, their fragments by ldmatrix.
+/// streamed 32 deep through four shared buffers, copied three stages ahead
+/// (cp.async where aligned), their fragments by ldmatrix.
 mlir::Value emitMmaGemm(cpu::KernelBuilder &kb, const GemmProblem &problem, Emulation emulate);
 
 /// A block per row: each thread an online max and sum over a strided part

@@ -5,6 +5,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -123,4 +124,23 @@ Value MmaBuilder::vectorsAligned(Value buffer, int64_t contiguousDim) {
     if (static_cast<int64_t>(dim) != contiguousDim)
       aligned = arith::AndIOp::create(b, loc, aligned, multipleOf(stride, kVector));
   return aligned;
+}
+
+void MmaBuilder::copyAsync(Value tile, ValueRange tileIndices, Value source,
+                           ValueRange sourceIndices, Value sourceElements) {
+  nvgpu::DeviceAsyncCopyOp::create(b, loc, tile, tileIndices, source, sourceIndices,
+                                   b.getIndexAttr(kVector), sourceElements, b.getUnitAttr());
+}
+
+void MmaBuilder::commitCopies() { ptxInstruction("cp.async.commit_group;"); }
+
+void MmaBuilder::waitForCopies(int64_t pending) {
+  ptxInstruction(("cp.async.wait_group " + Twine(pending) + ";").str());
+}
+
+void MmaBuilder::ptxInstruction(StringRef text) {
+  LLVM::InlineAsmOp::create(b, loc, TypeRange{}, ValueRange{}, b.getStringAttr(text),
+                            b.getStringAttr(""), b.getUnitAttr(), /*is_align_stack=*/nullptr,
+                            LLVM::TailCallKindAttr::get(b.getContext(), LLVM::TailCallKind::None),
+                            /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
 }

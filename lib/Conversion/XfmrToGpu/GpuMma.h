@@ -73,11 +73,27 @@ public:
   /// multiples of 16 bytes.
   mlir::Value vectorsAligned(mlir::Value buffer, int64_t contiguousDim);
 
+  /// Copies 8 elements (16 bytes) of `source` at `sourceIndices` into the
+  /// shared `tile` at `tileIndices` without passing through registers
+  /// (cp.async.cg); only `sourceElements` of them are read where not null,
+  /// the rest zero-filled. The thread's copies complete by groups:
+  /// commitCopies closes the group of those issued since the last one,
+  /// waitForCopies(n) waits until at most n of its groups are in flight.
+  void copyAsync(mlir::Value tile, mlir::ValueRange tileIndices, mlir::Value source,
+                 mlir::ValueRange sourceIndices, mlir::Value sourceElements);
+  void commitCopies();
+  void waitForCopies(int64_t pending);
+
 private:
   mlir::Value i32(int64_t value);
   /// An MMA operand register from a word: bf16 pairs are i32, f16 pairs
   /// vector<2xf16>.
   mlir::Value operandRegister(mlir::Value word);
+  /// A PTX instruction without operands, as inline assembly with side
+  /// effects: the NVVM ops for the async-copy group instructions declare no
+  /// memory effects, which the buffer deallocation pipeline (run after the
+  /// kernels are built) rejects.
+  void ptxInstruction(llvm::StringRef text);
 
   cpu::KernelBuilder &kb;
   mlir::OpBuilder &b;

@@ -436,35 +436,22 @@ protected:
             if (paddedDim > headDim)
               inside = kb.below(c, headDim);
           }
-          mlir::Value bytes =
+          mlir::Value readElements =
               inside ? kb.select(inside, kb.index(kVector), kb.index(0)) : mlir::Value();
-          mlir::nvgpu::DeviceAsyncCopyOp::create(b, loc, tile, mlir::ValueRange{row, c}, operand,
-                                                 indices, b.getIndexAttr(kVector), bytes,
-                                                 b.getUnitAttr());
+          mma.copyAsync(tile, {row, c}, operand, indices, readElements);
         }
       });
     };
     kb.ifThenElse(
         kb.below(kb.addi(first, kb.index(rows - 1)), seq), [&] { copies(false); },
         [&] { copies(true); });
-    ptxInstruction("cp.async.commit_group;");
+    mma.commitCopies();
   }
   /// Waits for the thread's groups of copies (the block's copies are then
   /// visible to all its threads after a barrier).
   void waitForCopies() {
     if (emulate == Emulation::None)
-      ptxInstruction("cp.async.wait_group 0;");
-  }
-  /// A PTX instruction without operands, as inline assembly with side
-  /// effects: the NVVM ops for the group instructions declare no memory
-  /// effects, which the buffer deallocation pipeline (run after the
-  /// kernels are built) rejects.
-  void ptxInstruction(llvm::StringRef text) {
-    mlir::LLVM::InlineAsmOp::create(
-        b, loc, mlir::TypeRange{}, mlir::ValueRange{}, b.getStringAttr(text), b.getStringAttr(""),
-        b.getUnitAttr(), /*is_align_stack=*/nullptr,
-        mlir::LLVM::TailCallKindAttr::get(b.getContext(), mlir::LLVM::TailCallKind::None),
-        /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
+      mma.waitForCopies(0);
   }
   /// Thread t's share of staging rows [first, first + rows) of the
   /// (operand, tile) pairs element by element, consecutive threads along

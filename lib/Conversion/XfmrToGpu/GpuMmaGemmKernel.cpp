@@ -2,28 +2,41 @@
 //
 // C = epilogue(A B) for bf16 or f16 A and B, accumulated in f32 by the
 // warp-wide `mma.sync.m16n8k16` of sm_80 and later. A block computes a
-// square tile of C: 128 x 128 with 8 warps of 64 x 32 where the problem has
-// enough such tiles to occupy a GPU, else 64 x 64 with 4 warps of 32 x 32.
+// square tile of C with 2 x 2 warps: 128 x 128 (warps of 64 x 64) where the
+// problem has enough such tiles to occupy a GPU, else 64 x 64 (32 x 32).
+// Per 16 of K a 64 x 64 warp tile reads 8 ldmatrix.x4 for 32 MMAs: 32
+// cycles of an SM's shared memory (128 bytes a cycle) for about as many of
+// its tensor cores, with the copies into shared memory on top - 64 x 32
+// warps (8 a block) read 6 for 16 MMAs and would leave the products waiting
+// for shared memory.
+// A and B flow through kStages shared buffers, stage s (32 of K) in buffer
+// s % kStages, copied kStages - 1 stages ahead of the products:
 //
-//   stage 0 -> registers -> shared buffer 0; barrier
-//   for each stage s of 32 along K:
-//     load stage s + 1 into registers (its latency hidden by the products)
-//     2 steps of 16 along K: A and B fragments by ldmatrix from shared
-//     buffer s % 2, an MMA per 16 x 8 accumulator tile
-//     store the registers into shared buffer (s + 1) % 2; barrier
+//   copy stages 0 .. kStages - 2
+//   for each stage s:
+//     wait for stage s's copies; barrier
+//     copy stage s + kStages - 1 into the buffer of stage s - 1
+//     2 steps of 16 along K: A and B fragments by ldmatrix from buffer
+//     s % kStages, an MMA per 16 x 8 accumulator tile
 //   C = activation(acc + bias) + residual   where inside C
+//
+// The barrier of stage s also ends the reads of stage s - 1 that the copy
+// after it overwrites: one barrier a stage.
 //
 // Each factor is staged as it lies in memory - rows of its contiguous
 // dimension, 8 elements (16 bytes) of padding a row so that the 8 rows an
-// ldmatrix reads hit 32 distinct banks - and read 16 bytes at a time when
-// its contiguous extent is a multiple of 8 and its address and strides are
-// aligned (checked at run time), else element by element. A factor whose
-// rows run along K (A transposed, B not) gives its fragments by
-// ldmatrix.trans.
+// ldmatrix reads hit 32 distinct banks. Where both factors' contiguous
+// extents are multiples of 8 and their addresses and strides are aligned
+// (checked at run time) they are copied 16 bytes at a time without passing
+// through registers (cp.async, zero-filled outside the matrix), else loaded
+// and stored element by element; the loop is built once for each, so that
+// the common one carries nothing of the other. A factor whose rows run
+// along K (A transposed, B not) gives its fragments by ldmatrix.trans.
 //
 // When emulated, each thread computes its accumulators' dot products from
-// the shared tiles itself: the tiling, staging and epilogue are checked on
-// the CPU, the ldmatrix and MMA fragment layouts only on a GPU.
+// the shared tiles itself and copies at once: the tiling, staging and
+// epilogue are checked on the CPU, the ldmatrix and MMA fragment layouts and
+// the copies' ordering only on a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -41,14 +54,15 @@ using namespace xfmr::gpu;
 namespace {
 
 constexpr int64_t kDepth = 32;
+/// Shared buffers of each factor: copies run kStages - 1 stages ahead.
+constexpr int64_t kStages = 4;
 constexpr int64_t kPadding = 8;
 constexpr int64_t kVector = MmaBuilder::kVector;
 constexpr int64_t kWarpSize = MmaBuilder::kWarpSize;
 constexpr int64_t kMmaM = MmaBuilder::kM, kMmaN = MmaBuilder::kN, kMmaK = MmaBuilder::kK;
 constexpr int64_t kAccumulators = MmaBuilder::kAccumulators;
-/// Columns of a warp's part of the block tile, and warps along M.
-constexpr int64_t kWarpCols = 32;
-constexpr int64_t kWarpsM = 2;
+/// Warps along each of M and N.
+constexpr int64_t kWarps = 2;
 /// 128 x 128 tiles need at least this many blocks (an H100's SMs) to be
 /// chosen: fewer would leave SMs idle that 64 x 64 tiles occupy.
 constexpr int64_t kLargeTileMinBlocks = 132;
@@ -69,7 +83,7 @@ struct Factor {
     innerExtent = shape[1];
   }
 
-  SmallVector<int64_t> sharedShape() const { return {2, rows, cols + kPadding}; }
+  SmallVector<int64_t> sharedShape() const { return {kStages, rows, cols + kPadding}; }
   /// Tile indices of element (mn, k) of buffer `buffer`.
   SmallVector<Value> at(Value buffer, Value mn, Value k) const {
     return kRows ? SmallVector<Value>{buffer, k, mn} : SmallVector<Value>{buffer, mn, k};
@@ -84,8 +98,8 @@ class MmaGemmKernel {
 public:
   MmaGemmKernel(KernelBuilder &kb, Emulation emulate, const GemmProblem &p)
       : kb(kb), b(kb.builder()), loc(kb.location()), emulate(emulate), tile(tileFor(p.m, p.n)),
-        warpRows(tile / kWarpsM), tilesM(warpRows / kMmaM), tilesN(kWarpCols / kMmaN),
-        threads(kWarpsM * (tile / kWarpCols) * kWarpSize), block(kb, emulate, threads), p(p),
+        warpRows(tile / kWarps), tilesM(warpRows / kMmaM), tilesN(warpRows / kMmaN),
+        threads(kWarps * kWarps * kWarpSize), block(kb, emulate, threads), p(p),
         mma(kb, cast<MemRefType>(p.lhs.getType()).getElementType()), lhs(p.lhs, p.transposeA, tile),
         rhs(p.rhs, !p.transposeB, tile) {
     assert(slots(lhs) * threads * kVector == lhs.rows * lhs.cols && "whole vectors per thread");
@@ -98,7 +112,7 @@ public:
                          emitBlock(kb.muli(ids[1], tile), kb.muli(ids[0], tile), shared[0],
                                    shared[1]);
                        },
-                       {b.getI16Type(), b.getI16Type()});
+                       {tileElementType(), tileElementType()});
     return kb.asTensor(p.out);
   }
 
@@ -113,8 +127,7 @@ private:
   Lane laneOf(Value t) {
     Value warp = kb.divui(t, kWarpSize), lane = kb.remui(t, kWarpSize);
     auto [group, inGroup] = mma.laneCoordinates(lane);
-    int64_t warpsN = tile / kWarpCols;
-    return {kb.muli(kb.divui(warp, warpsN), warpRows), kb.muli(kb.remui(warp, warpsN), kWarpCols),
+    return {kb.muli(kb.divui(warp, kWarps), warpRows), kb.muli(kb.remui(warp, kWarps), warpRows),
             lane, group, inGroup};
   }
   /// Row and column of the block tile of accumulator r of MMA tile (mi, ni).
@@ -137,51 +150,77 @@ private:
     auto accIndices = [&](Value t, int64_t mi, int64_t ni, int64_t r) {
       return block.at(t, {kb.index(mi), kb.index(ni), kb.index(r)});
     };
-    Value aAhead = block.privateArray({slots(lhs)}, bitsType());
-    Value bAhead = block.privateArray({slots(rhs)}, bitsType());
-    Value aligned;
-    if (readsVectors(lhs) && readsVectors(rhs))
-      aligned = arith::AndIOp::create(b, loc, mma.vectorsAligned(lhs.matrix, 1),
-                                      mma.vectorsAligned(rhs.matrix, 1));
-    auto loadAhead = [&](Value t, Value k0) {
-      loadStage(t, lhs, row0, k0, aAhead, aligned);
-      loadStage(t, rhs, col0, k0, bAhead, aligned);
-    };
-    auto storeAhead = [&](Value t, Value buffer) {
-      storeStage(t, lhs, aAhead, aTiles, buffer);
-      storeStage(t, rhs, bAhead, bTiles, buffer);
-    };
-
-    block.phase([&](Value t) {
-      forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
-        kb.store(kb.f32(0.0), acc, accIndices(t, mi, ni, r));
-      });
-      loadAhead(t, kb.index(0));
-      storeAhead(t, kb.index(0));
-    });
-
     int64_t stages = llvm::divideCeilSigned(p.k, kDepth);
-    kb.forLoop(kb.index(0), kb.index(stages), 1, [&](Value stage) {
-      Value next = kb.addi(stage, kb.index(1));
-      Value hasNext = kb.below(next, stages);
-      block.phase([&](Value t) {
-        kb.ifThen(hasNext, [&] { loadAhead(t, kb.muli(next, kDepth)); });
-        SmallVector<Value> sums;
-        forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
-          sums.push_back(kb.load(acc, accIndices(t, mi, ni, r)));
-        });
-        Lane lane = laneOf(t);
-        Value buffer = kb.remui(stage, 2);
-        SmallVector<Value> updated = emulate == Emulation::None
-                                         ? multiplyOnTensorCores(lane, aTiles, bTiles, buffer, sums)
-                                         : multiplyEmulated(lane, aTiles, bTiles, buffer, sums);
-        int64_t i = 0;
-        forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
-          kb.store(updated[i++], acc, accIndices(t, mi, ni, r));
-        });
-        kb.ifThen(hasNext, [&] { storeAhead(t, kb.remui(next, 2)); });
+    // Thread t's part of copying stage `stage` (none past the last) into
+    // its buffer, by vectors or element by element.
+    auto copyStage = [&](Value t, Value stage, bool vectors) {
+      kb.ifThen(kb.below(stage, stages), [&] {
+        Value buffer = kb.remui(stage, kStages), k0 = kb.muli(stage, kDepth);
+        auto copies = [&](bool clamped) {
+          for (auto [f, mn0, tiles] :
+               {std::tuple(&lhs, row0, aTiles), std::tuple(&rhs, col0, bTiles)})
+            vectors ? copyVectors(t, *f, mn0, k0, tiles, buffer, clamped)
+                    : copyElements(t, *f, mn0, k0, tiles, buffer);
+        };
+        if (!vectors)
+          return copies(/*clamped=*/true);
+        // Stages wholly inside both factors copy without clamping.
+        Value inside = kb.below(kb.addi(row0, kb.index(tile - 1)), p.m);
+        inside =
+            arith::AndIOp::create(b, loc, inside, kb.below(kb.addi(col0, kb.index(tile - 1)), p.n));
+        inside =
+            arith::AndIOp::create(b, loc, inside, kb.below(kb.addi(k0, kb.index(kDepth - 1)), p.k));
+        kb.ifThenElse(
+            inside, [&] { copies(/*clamped=*/false); }, [&] { copies(/*clamped=*/true); });
       });
-    });
+      // A group a stage, empty or not, so that stage s's copies are done
+      // when at most kStages - 2 groups are in flight at stage s.
+      if (vectors && emulate == Emulation::None)
+        mma.commitCopies();
+    };
+    auto pipeline = [&](bool vectors) {
+      block.phase(
+          [&](Value t) {
+            forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
+              kb.store(kb.f32(0.0), acc, accIndices(t, mi, ni, r));
+            });
+            for (int64_t stage = 0; stage < kStages - 1; ++stage)
+              copyStage(t, kb.index(stage), vectors);
+          },
+          /*barrier=*/false);
+      kb.forLoop(kb.index(0), kb.index(stages), 1, [&](Value stage) {
+        block.phase([&](Value) {
+          if (vectors && emulate == Emulation::None)
+            mma.waitForCopies(kStages - 2);
+        });
+        block.phase(
+            [&](Value t) {
+              copyStage(t, kb.addi(stage, kb.index(kStages - 1)), vectors);
+              SmallVector<Value> sums;
+              forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
+                sums.push_back(kb.load(acc, accIndices(t, mi, ni, r)));
+              });
+              Lane lane = laneOf(t);
+              Value buffer = kb.remui(stage, kStages);
+              SmallVector<Value> updated =
+                  emulate == Emulation::None
+                      ? multiplyOnTensorCores(lane, aTiles, bTiles, buffer, sums)
+                      : multiplyEmulated(lane, aTiles, bTiles, buffer, sums);
+              int64_t i = 0;
+              forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
+                kb.store(updated[i++], acc, accIndices(t, mi, ni, r));
+              });
+            },
+            /*barrier=*/false);
+      });
+    };
+    if (readsVectors(lhs) && readsVectors(rhs))
+      kb.ifThenElse(
+          arith::AndIOp::create(b, loc, mma.vectorsAligned(lhs.matrix, 1),
+                                mma.vectorsAligned(rhs.matrix, 1)),
+          [&] { pipeline(/*vectors=*/true); }, [&] { pipeline(/*vectors=*/false); });
+    else
+      pipeline(/*vectors=*/false);
 
     block.phase(
         [&](Value t) {
@@ -201,76 +240,81 @@ private:
            cast<MemRefType>(f.matrix.getType()).getElementType() == mma.narrowType();
   }
 
-  /// Calls `body(slot, row, col, outer, inner)` for thread t's vectors of
+  /// Calls `body(row, col, outer, inner)` for thread t's vectors of
   /// factor f's stage at k0 of the block whose first row (A) or column (B)
   /// is mn0: elements (row, col) to (row, col + 7) of the tile, (outer,
   /// inner) to (outer, inner + 7) of the matrix. Consecutive threads take
   /// consecutive vectors of a row.
   void forEachVector(Value t, const Factor &f, Value mn0, Value k0,
-                     function_ref<void(int64_t, Value, Value, Value, Value)> body) {
+                     function_ref<void(Value, Value, Value, Value)> body) {
     auto [outer0, inner0] = f.kRows ? std::pair(k0, mn0) : std::pair(mn0, k0);
     int64_t chunks = f.cols / kVector;
     for (int64_t slot = 0; slot < slots(f); ++slot) {
       Value i = kb.addi(t, kb.index(slot * threads));
       Value row = kb.divui(i, chunks), col = kb.muli(kb.remui(i, chunks), kVector);
-      body(slot, row, col, kb.addi(outer0, row), kb.addi(inner0, col));
+      body(row, col, kb.addi(outer0, row), kb.addi(inner0, col));
     }
   }
 
-  /// A 16-byte vector as bits, the elements of the shared tiles: emulated,
-  /// x86 code generation lowers bf16 vectors passed around through
-  /// conversions (to a libgcc function ours lacks).
-  VectorType bitsType() { return VectorType::get({kVector}, b.getI16Type()); }
-
-  /// Thread t's vectors of factor f's stage at k0 into its array `ahead`:
-  /// 16 bytes per load where `aligned` (null: never), else element by
-  /// element; 0 outside the matrix.
-  void loadStage(Value t, const Factor &f, Value mn0, Value k0, Value ahead, Value aligned) {
-    auto vectorType = VectorType::get({kVector}, mma.narrowType());
-    Type elementType = cast<MemRefType>(f.matrix.getType()).getElementType();
-    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
-    auto byElements = [&] {
-      forEachVector(t, f, mn0, k0, [&](int64_t slot, Value, Value, Value outer, Value inner) {
-        SmallVector<Value> elements;
-        for (int64_t e = 0; e < kVector; ++e) {
-          Value value = loadInside(kb, f.matrix, outer, kb.addi(inner, kb.index(e)), f.outerExtent,
-                                   f.innerExtent, zero);
-          elements.push_back(value.getType() == mma.narrowType() ? mma.bits(value)
-                                                                 : mma.roundedBits(value));
-        }
-        kb.store(vector::FromElementsOp::create(b, loc, bitsType(), elements), ahead,
-                 block.at(t, {kb.index(slot)}));
-      });
-    };
-    if (!aligned)
-      return byElements();
-    kb.ifThenElse(
-        aligned,
-        [&] {
-          forEachVector(t, f, mn0, k0, [&](int64_t slot, Value, Value, Value outer, Value inner) {
-            // Inside or wholly outside: the inner extent is a multiple of 8.
-            Value inside = insideMatrix(kb, outer, inner, f.outerExtent, f.innerExtent);
-            Value value = vector::LoadOp::create(
-                b, loc, vectorType, f.matrix,
-                ValueRange{kb.mini(outer, kb.index(f.outerExtent - 1)),
-                           kb.mini(inner, kb.index(f.innerExtent - kVector))},
-                /*nontemporal=*/false, llvm::Align(2 * kVector));
-            value = vector::BitCastOp::create(b, loc, bitsType(), value);
-            Value zeros = arith::ConstantOp::create(b, loc, b.getZeroAttr(bitsType()));
-            kb.store(kb.select(inside, value, zeros), ahead, block.at(t, {kb.index(slot)}));
-          });
-        },
-        byElements);
+  /// The element type of the shared tiles: the MMA's on a GPU (as its
+  /// async copies require), its bits when emulated - x86 code generation
+  /// lowers bf16 vectors passed between blocks through conversions (to a
+  /// libgcc function ours lacks).
+  Type tileElementType() { return emulate == Emulation::None ? mma.narrowType() : b.getI16Type(); }
+  /// `narrowValue` (a scalar or vector of the MMA's type) as tile elements.
+  Value asTileElements(Value narrowValue) {
+    if (emulate == Emulation::None)
+      return narrowValue;
+    if (auto type = dyn_cast<VectorType>(narrowValue.getType()))
+      return vector::BitCastOp::create(b, loc, type.clone(b.getI16Type()), narrowValue);
+    return mma.bits(narrowValue);
   }
 
-  /// ... and from it into shared buffer `buffer` of factor f's tiles.
-  void storeStage(Value t, const Factor &f, Value ahead, Value tiles, Value buffer) {
-    forEachVector(t, f, kb.index(0), kb.index(0),
-                  [&](int64_t slot, Value row, Value col, Value, Value) {
-                    vector::StoreOp::create(b, loc, kb.load(ahead, block.at(t, {kb.index(slot)})),
-                                            tiles, ValueRange{buffer, row, col},
-                                            /*nontemporal=*/false, llvm::Align(2 * kVector));
-                  });
+  /// Thread t's vectors of factor f's stage at k0 into buffer `buffer` of
+  /// its shared `tiles`, 16 bytes per copy, zeros outside the matrix;
+  /// unless `clamped`, the stage lies inside the matrix.
+  void copyVectors(Value t, const Factor &f, Value mn0, Value k0, Value tiles, Value buffer,
+                   bool clamped) {
+    forEachVector(t, f, mn0, k0, [&](Value row, Value col, Value outer, Value inner) {
+      SmallVector<Value> target{buffer, row, col}, source{outer, inner};
+      Value inside;
+      if (clamped) {
+        // Inside or wholly outside: the inner extent is a multiple of 8.
+        inside = insideMatrix(kb, outer, inner, f.outerExtent, f.innerExtent);
+        source = {kb.mini(outer, kb.index(f.outerExtent - 1)),
+                  kb.mini(inner, kb.index(f.innerExtent - kVector))};
+      }
+      if (emulate == Emulation::None) {
+        mma.copyAsync(tiles, target, f.matrix, source,
+                      inside ? kb.select(inside, kb.index(kVector), kb.index(0)) : Value());
+        return;
+      }
+      auto type = VectorType::get({kVector}, mma.narrowType());
+      Value value = vector::LoadOp::create(b, loc, type, f.matrix, source,
+                                           /*nontemporal=*/false, llvm::Align(2 * kVector));
+      value = asTileElements(value);
+      if (inside)
+        value = kb.select(
+            inside, value,
+            arith::ConstantOp::create(b, loc, b.getZeroAttr(value.getType())).getResult());
+      vector::StoreOp::create(b, loc, value, tiles, target, /*nontemporal=*/false,
+                              llvm::Align(2 * kVector));
+    });
+  }
+
+  /// ... element by element, converted to the MMA's type.
+  void copyElements(Value t, const Factor &f, Value mn0, Value k0, Value tiles, Value buffer) {
+    Type elementType = cast<MemRefType>(f.matrix.getType()).getElementType();
+    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(elementType));
+    forEachVector(t, f, mn0, k0, [&](Value row, Value col, Value outer, Value inner) {
+      for (int64_t e = 0; e < kVector; ++e) {
+        Value value = loadInside(kb, f.matrix, outer, kb.addi(inner, kb.index(e)), f.outerExtent,
+                                 f.innerExtent, zero);
+        if (value.getType() != mma.narrowType())
+          value = arith::TruncFOp::create(b, loc, mma.narrowType(), value);
+        kb.store(asTileElements(value), tiles, {buffer, row, kb.addi(col, kb.index(e))});
+      }
+    });
   }
 
   /// The words of fragments of factor f at (mn0, k0) of a buffer, 16 x 16

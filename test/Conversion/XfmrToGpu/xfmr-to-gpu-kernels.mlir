@@ -224,50 +224,51 @@ func.func @backward(%q: tensor<1x150x2x32xf32>, %o: tensor<1x150x2x32xf32>, %lse
 // A product of widened bf16 values (what xfmr-compute-in-f32 makes of a bf16
 // linear) reads the bf16 factors and multiplies on tensor cores: C [80, 130]
 // in 3 x 2 blocks of 64 x 64, 4 warps of 32 x 32; A and B^T staged as they
-// lie (rows along M / N of 32 K elements, plus 8 of padding), two buffers
-// each, as 16-bit words; K = 70 (not whole 16-byte vectors) element by
-// element into vectors in registers. Stage 0 staged before the loop; per
-// stage the next one loaded into registers, then per 16 of K the A
-// fragments (2) and B fragments (2 x 2 tiles) by ldmatrix and 2 x 4 MMAs on
-// 32 private accumulators, then the registers stored to the other buffer
-// and one barrier; the f32 bias after.
-// CHECK-DAG: memref.global "private" @__xfmr_shared : memref<2x64x40xi16, #gpu.address_space<workgroup>>
-// CHECK-DAG: memref.global "private" @__xfmr_shared_0 : memref<2x64x40xi16, #gpu.address_space<workgroup>>
+// lie (rows along M / N of 32 K elements, plus 8 of padding) in four
+// buffers each; K = 70 (not whole 16-byte vectors) element by element,
+// through no registers ahead and no async copy. Stages 0-2 staged before the
+// loop (each only if it exists); per stage one barrier, then stage + 3
+// staged into the buffer the last stage was read from, then per 16 of K the
+// A fragments (2) and B fragments (2 x 2 tiles) by ldmatrix and 2 x 4 MMAs
+// on 32 private accumulators; the f32 bias after.
+// CHECK-DAG: memref.global "private" @__xfmr_shared : memref<4x64x40xbf16, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.global "private" @__xfmr_shared_0 : memref<4x64x40xbf16, #gpu.address_space<workgroup>>
 // CHECK-LABEL: func.func @mma
 // CHECK-SAME: (%[[X:.*]]: tensor<80x70xbf16>, %[[W:.*]]: tensor<130x70xbf16>, %[[B:.*]]: tensor<130xf32>)
 // CHECK-NOT: arith.extf %[[X]]
 // CHECK: %[[BIAS:.*]] = bufferization.to_buffer %[[B]]
 // CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c3, %{{.*}} = %c2, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK: %[[ATILES:.*]] = memref.get_global @__xfmr_shared :
 // CHECK: memref.alloca() : memref<2x4x4xf32>
-// CHECK: %[[AHEAD:.*]] = memref.alloca() : memref<2xvector<8xi16>>
 // CHECK-NOT: vector.load
-// CHECK: arith.bitcast %{{.*}} : bf16 to i16
-// CHECK: %[[WORDS:.*]] = vector.from_elements {{.*}} : vector<8xi16>
-// CHECK: memref.store %[[WORDS]], %[[AHEAD]]
-// CHECK: vector.store %{{.*}}, %{{.*}}[%c0, %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<2x64x40xi16, #gpu.address_space<workgroup>>, vector<8xi16>
-// CHECK: gpu.barrier
-// CHECK: scf.for %{{.*}} = %c0 to %c3 step %c1
+// CHECK-NOT: nvgpu.device_async_copy
 // CHECK: scf.if
-// CHECK: vector.from_elements
+// CHECK: memref.load %{{.*}} : memref<80x70xbf16, strided<[?, 1], offset: ?>>
+// CHECK: memref.store %{{.*}}, %[[ATILES]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<4x64x40xbf16, #gpu.address_space<workgroup>>
+// CHECK-NOT: gpu.barrier
+// CHECK: scf.for %{{.*}} = %c0 to %c3 step %c1
+// CHECK-NEXT: gpu.barrier
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}}, %[[ATILES]]
 // CHECK-COUNT-4: nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>} : (!llvm.ptr<3>) -> !llvm.struct<(i32, i32, i32, i32)>
 // CHECK-COUNT-8: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> !llvm.struct<(f32, f32, f32, f32)>
 // CHECK-COUNT-4: nvvm.ldmatrix
 // CHECK-COUNT-8: nvvm.mma.sync
 // CHECK-NOT: nvvm.mma.sync
-// CHECK: scf.if
-// CHECK: vector.store
-// CHECK: gpu.barrier
 // CHECK-NOT: gpu.barrier
 // CHECK: memref.load %[[BIAS]]
 // CHECK: gpu.terminator
 //
-// Emulated: the same staging; each thread's accumulators are dot products
-// over K of the shared tiles' elements.
+// Emulated: the same staging, into tiles of the elements' bits; each
+// thread's accumulators are dot products over K of the tiles' elements.
 // EMU-LABEL: func.func @mma
 // EMU-NOT: nvvm.
+// EMU: %[[ATILES:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4x64x40xi16>
 // EMU: memref.alloc() {alignment = 64 : i64} : memref<128x2x4x4xf32>
-// EMU: arith.bitcast %{{.*}} : i16 to bf16
-// EMU: math.fma
+// EMU: %[[A:.*]] = memref.load %[[ATILES]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<4x64x40xi16>
+// EMU-NEXT: %[[ABF16:.*]] = arith.bitcast %[[A]] : i16 to bf16
+// EMU-NEXT: %[[AWIDE:.*]] = arith.extf %[[ABF16]] : bf16 to f32
+// EMU: math.fma %[[AWIDE]], %{{.*}}, %{{.*}} : f32
 // EMU-NOT: nvvm.
 // EMU: return
 func.func @mma(%x: tensor<80x70xbf16>, %w: tensor<130x70xbf16>, %b: tensor<130xf32>) -> tensor<80x130xf32> {
@@ -281,22 +282,45 @@ func.func @mma(%x: tensor<80x70xbf16>, %w: tensor<130x70xbf16>, %b: tensor<130xf
 // -----
 
 // f16 operands are f16x2 vectors. A transposed ([K, M]) and B ([K, N]) are
-// staged with their rows along K, 16 bytes at a time where a run-time check
-// finds them aligned (else element by element), and give their fragments by
-// ldmatrix.trans.
-// CHECK-DAG: memref.global "private" @__xfmr_shared : memref<2x32x72xi16, #gpu.address_space<workgroup>>
-// CHECK-DAG: memref.global "private" @__xfmr_shared_0 : memref<2x32x72xi16, #gpu.address_space<workgroup>>
+// staged with their rows along K and give their fragments by
+// ldmatrix.trans. Where a run-time check finds both aligned, their stages are
+// copied 16 bytes at a time by cp.async, one group a stage: stages inside
+// both factors without clamping, others with the rows and columns clamped
+// and the copy zero-filled outside; before the products of a stage, the
+// wait for all but the 2 newest groups (the stage's copies done) and a
+// barrier. Else the same loop, element by element.
+// CHECK-DAG: memref.global "private" @__xfmr_shared : memref<4x32x72xf16, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.global "private" @__xfmr_shared_0 : memref<4x32x72xf16, #gpu.address_space<workgroup>>
 // CHECK-LABEL: func.func @mma_f16_transposed
 // CHECK: gpu.launch
 // CHECK: memref.extract_aligned_pointer_as_index
 // CHECK: scf.if %{{.*}} {
-// CHECK: vector.load %{{.*}} {alignment = 16 : i64} : memref<32x48xf16, strided<[?, 1], offset: ?>>, vector<8xf16>
-// CHECK: vector.bitcast %{{.*}} : vector<8xf16> to vector<8xi16>
+// CHECK: scf.if %{{.*}} {
+// CHECK: scf.if %{{.*}} {
+// CHECK: nvgpu.device_async_copy %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], 8 {bypassL1} : memref<32x48xf16, strided<[?, 1], offset: ?>> to memref<4x32x72xf16, #gpu.address_space<workgroup>>
 // CHECK: } else {
-// CHECK: vector.from_elements
+// CHECK: %[[READ:.*]] = arith.select %{{.*}}, %c8, %c0 : index
+// CHECK: nvgpu.device_async_copy %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}], 8, %[[READ]] {bypassL1}
+// CHECK: llvm.inline_asm has_side_effects "cp.async.commit_group;"
+// CHECK: llvm.inline_asm has_side_effects "cp.async.commit_group;"
+// CHECK: llvm.inline_asm has_side_effects "cp.async.commit_group;"
+// CHECK-NOT: gpu.barrier
+// CHECK: scf.for
+// CHECK-NEXT: llvm.inline_asm has_side_effects "cp.async.wait_group 2;"
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvgpu.device_async_copy
+// CHECK: llvm.inline_asm has_side_effects "cp.async.commit_group;"
 // CHECK: nvvm.ldmatrix %{{.*}} {{{.*}}layout = #nvvm.mma_layout<col>, num = 4 : i32{{.*}}}
 // CHECK: llvm.bitcast %{{.*}} : i32 to vector<2xf16>
 // CHECK: nvvm.mma.sync {{.*}}shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+// CHECK: } else {
+// CHECK-NOT: nvgpu.device_async_copy
+// CHECK-NOT: llvm.inline_asm
+// CHECK: scf.for
+// CHECK-NEXT: gpu.barrier
+// CHECK: memref.load %{{.*}} : memref<32x48xf16, strided<[?, 1], offset: ?>>
+// CHECK: nvvm.mma.sync
+// CHECK: gpu.terminator
 func.func @mma_f16_transposed(%a: tensor<32x48xf16>, %m: tensor<32x16xf16>) -> tensor<48x16xf32> {
   %af = arith.extf %a : tensor<32x48xf16> to tensor<32x48xf32>
   %mf = arith.extf %m : tensor<32x16xf16> to tensor<32x16xf32>
