@@ -3,7 +3,7 @@
 work on a machine without a GPU: assembles PTX for sm_90 with ptxas -v
 (registers, spills), disassembles it with nvdisasm and, per kernel that uses
 HMMA, counts the instructions of the loop (backward branch) whose body holds
-the most HMMA, by opcode. The figures of the closing notes ("hot loop 785 ->
+the most HMMA, by opcode (of each such loop where there are several). The figures of the closing notes ("hot loop 785 ->
 647 instructions") come from here.
 
   xfmrc model.mlir --target=nvptx --emit=ptx -o model.ptx
@@ -38,8 +38,9 @@ def registers(log):
     return result
 
 
-def hot_loop(lines):
-    """The opcodes of the loop whose body holds the most HMMA, or None."""
+def hot_loops(lines):
+    """The opcodes of each loop whose body holds the most HMMA (several where
+    a kernel builds its loop once per way of staging its tiles)."""
     instructions, labels = [], {}
     for line in lines:
         if m := re.match(r"\s*(\.L_x_\d+):", line):
@@ -47,14 +48,15 @@ def hot_loop(lines):
         elif m := re.match(r"\s*/\*[0-9a-f]{4,}\*/\s+(.*?);", line):
             text = re.sub(r"^@!?U?P\w+\s+", "", m.group(1).strip())
             instructions.append((text.split()[0].split(".")[0], text))
-    best = None
+    loops = []
     for i, (opcode, text) in enumerate(instructions):
         target = re.search(r"(\.L_x_\d+)", text) if opcode == "BRA" else None
         if target and labels.get(target.group(1), i) < i:
             body = [op for op, _ in instructions[labels[target.group(1)]:i + 1]]
-            if body.count("HMMA") and (best is None or body.count("HMMA") > best.count("HMMA")):
-                best = body
-    return best
+            if body.count("HMMA"):
+                loops.append(body)
+    most = max((body.count("HMMA") for body in loops), default=0)
+    return [body for body in loops if body.count("HMMA") == most]
 
 
 def main():
@@ -73,16 +75,15 @@ def main():
             elif name:
                 kernels[name].append(line)
         for name, lines in kernels.items():
-            loop = hot_loop(lines)
-            if loop is None:
-                continue
             regs, spill = used.get(name, (None, None))
-            counts = collections.Counter(loop)
-            mix = " ".join(f"{op} {n}" for op, n in counts.most_common(12))
-            local = counts["LDL"] + counts["STL"]
-            print(f"{os.path.basename(ptx)} {name}: {regs} registers, {spill} bytes spilled; "
-                  f"hot loop {len(loop)} instructions ({len(loop) / counts['HMMA']:.1f} per HMMA, "
-                  f"{local} local memory): {mix}")
+            for loop in hot_loops(lines):
+                counts = collections.Counter(loop)
+                mix = " ".join(f"{op} {n}" for op, n in counts.most_common(12))
+                local = counts["LDL"] + counts["STL"]
+                print(f"{os.path.basename(ptx)} {name}: {regs} registers, {spill} bytes "
+                      f"spilled; hot loop {len(loop)} instructions "
+                      f"({len(loop) / counts['HMMA']:.1f} per HMMA, {local} local memory, "
+                      f"{counts['LDGSTS']} cp.async): {mix}")
 
 
 if __name__ == "__main__":
