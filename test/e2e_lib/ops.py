@@ -120,7 +120,11 @@ def gen_linear():
                 xb=randn(2, 70, 40), wb=randn(40, 136, scale=0.2), wbt=randn(136, 40, scale=0.2),
                 bb=randn(136, scale=0.5), rb=randn(2, 70, 136), pt=randn(40, 140),
                 # A depth that is no multiple of the vector lanes, [N, K] weight.
-                xo=randn(7, 13), wo=randn(19, 13, scale=0.3))
+                xo=randn(7, 13), wo=randn(19, 13, scale=0.3),
+                # Enough rows and columns for 128 x 128 GPU tiles (12 x 12),
+                # 8-deep stages, all with tails; each factor staged both ways.
+                xl=randn(1500, 44), wl=randn(1480, 44, scale=0.2), bl=randn(1480, scale=0.5),
+                al=randn(44, 1500), ml=randn(44, 1480, scale=0.2))
 
 
 def ref_linear(x):
@@ -135,7 +139,9 @@ def ref_linear(x):
                 wide_gelu=gelu(t(x["xb"]) @ t(x["wb"]) + t(x["bb"])),
                 wide_nk_residual=t(x["xb"]) @ t(x["wbt"]).T + t(x["rb"]),
                 wide_tn=t(x["pt"]).T @ t(x["wb"]),
-                odd_nk=t(x["xo"]) @ t(x["wo"]).T)
+                odd_nk=t(x["xo"]) @ t(x["wo"]).T,
+                large_nt=t(x["xl"]) @ t(x["wl"]).T + t(x["bl"]),
+                large_tn=t(x["al"]).T @ t(x["ml"]))
 
 
 def gen_elementwise():

@@ -1,19 +1,24 @@
 //===- GpuGemmKernel.cpp - shared-memory tiled GEMM for GPUs ------*- C++ -*-===//
 //
-// C = epilogue(A B), f32 on CUDA cores. A block computes a 64 x 64 tile of
-// C with 16 x 16 threads, each a 4 x 4 register tile whose rows and columns
-// are 16 apart (so that a warp's stores of C are contiguous and its reads
-// of B from shared memory hit distinct banks):
+// C = epilogue(A B), f32 on CUDA cores. A block of 16 x 16 threads computes
+// a square tile of C: 128 x 128 where the problem has enough such tiles to
+// occupy a GPU, else 64 x 64. Each thread holds an 8 x 8 (4 x 4) register
+// tile: groups of 4 consecutive rows and columns, 64 apart, so that per
+// step of K it reads each factor's 4 values of a group by one 16-byte
+// shared-memory load (4 of them for 64 FMAs at 128 x 128):
 //
-//   acc = 0
-//   for each stage of 16 along K:
-//     A[64 x 16], B[16 x 64] -> shared (4 elements per thread, coalesced
-//                                       along whichever dimension is
-//                                       contiguous, 0 past the edges)
-//     barrier
-//     acc += A_stage B_stage       16 rank-1 updates from shared memory
-//     barrier
+//   stage 0 -> registers -> shared buffer 0; barrier
+//   for each stage s of `depth` along K (8, or 16 for 64 x 64 tiles):
+//     load stage s + 1 into registers (its latency hidden by the products)
+//     acc += A_s B_s      `depth` rank-1 updates from shared buffer s % 2
+//     store the registers into shared buffer (s + 1) % 2; barrier
 //   C = activation(acc + bias) + residual   where inside C
+//
+// Both factors are staged with K as their rows ([depth, tile]): a thread's
+// 4 staged elements of each are consecutive along the factor's contiguous
+// dimension (coalesced loads, 0 past the edges). Shared rows are 4 longer
+// than a tile, which keeps them 16-byte aligned and spreads the transposing
+// stores (of A, or of B^T) over distinct banks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +27,8 @@
 
 #include "../LoweringUtils.h"
 
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
 using namespace mlir;
 using namespace xfmr;
 using namespace xfmr::cpu;
@@ -29,78 +36,98 @@ using namespace xfmr::gpu;
 
 namespace {
 
-constexpr int64_t kTile = 64;
-constexpr int64_t kDepth = 16;
 constexpr int64_t kThreadsPerSide = 16;
 constexpr int64_t kThreads = kThreadsPerSide * kThreadsPerSide;
-constexpr int64_t kPerThread = kTile / kThreadsPerSide;
-/// Shared rows are one longer than a tile: a warp's transposing stores
-/// (16 depths of one row) then fall in 16 different banks.
-constexpr int64_t kSharedRow = kTile + 1;
+/// Consecutive rows (columns) of a thread's group, read by one shared load.
+constexpr int64_t kGroup = 4;
+/// Elements of each factor a thread stages per stage.
+constexpr int64_t kStagedPerThread = 4;
+constexpr int64_t kPadding = 4;
+/// 128 x 128 tiles need at least this many blocks (an H100's SMs) to be
+/// chosen: fewer would leave SMs idle that 64 x 64 tiles occupy.
+constexpr int64_t kLargeTileMinBlocks = 132;
+
+int64_t tileFor(int64_t m, int64_t n) {
+  int64_t large = llvm::divideCeilSigned(m, 128) * llvm::divideCeilSigned(n, 128);
+  return large >= kLargeTileMinBlocks ? 128 : 64;
+}
 
 class GemmKernel {
 public:
   GemmKernel(KernelBuilder &kb, Emulation emulate, const GemmProblem &p)
-      : kb(kb), b(kb.builder()), loc(kb.location()), block(kb, emulate, kThreads), p(p) {}
+      : kb(kb), b(kb.builder()), loc(kb.location()), tile(tileFor(p.m, p.n)),
+        depth(kStagedPerThread * kThreads / tile), groups(tile / kThreadsPerSide / kGroup),
+        block(kb, emulate, kThreads), p(p) {}
 
   Value emit() {
-    SmallVector<int64_t> stageShape = {kDepth, kSharedRow};
+    SmallVector<int64_t> stageShape = {2, depth, tile + kPadding};
     block.forEachBlock(
-        {llvm::divideCeilSigned(p.n, kTile), llvm::divideCeilSigned(p.m, kTile), 1},
+        {llvm::divideCeilSigned(p.n, tile), llvm::divideCeilSigned(p.m, tile), 1},
         {stageShape, stageShape}, [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
-          emitBlock(kb.muli(ids[1], kTile), kb.muli(ids[0], kTile), shared[0], shared[1]);
+          emitBlock(kb.muli(ids[1], tile), kb.muli(ids[0], tile), shared[0], shared[1]);
         });
     return kb.asTensor(p.out);
   }
 
 private:
-  /// matrix[i][j] of a [rows, cols] matrix, 0 outside it.
-  Value loadOrZero(Value matrix, Value i, Value j, int64_t rows, int64_t cols) {
-    return loadInside(kb, matrix, i, j, rows, cols, kb.f32(0.0));
+  int64_t perThread() const { return groups * kGroup; }
+  /// Row (column) of the block tile of a thread's output i along it, the
+  /// thread being `index` along that side.
+  Value outputAt(Value index, int64_t i) {
+    return kb.addi(kb.muli(index, kGroup),
+                   kb.index(i / kGroup * kGroup * kThreadsPerSide + i % kGroup));
+  }
+  void forEachOutput(function_ref<void(int64_t, int64_t)> body) {
+    for (int64_t i = 0; i < perThread(); ++i)
+      for (int64_t j = 0; j < perThread(); ++j)
+        body(i, j);
   }
 
-  void emitBlock(Value row0, Value col0, Value aStage, Value bStage) {
-    Value acc = block.privateArray({kPerThread, kPerThread});
-    auto forEachOutput = [&](function_ref<void(int64_t, int64_t)> body) {
-      for (int64_t i = 0; i < kPerThread; ++i)
-        for (int64_t j = 0; j < kPerThread; ++j)
-          body(i, j);
+  void emitBlock(Value row0, Value col0, Value aStages, Value bStages) {
+    Value acc = block.privateArray({perThread(), perThread()});
+    auto accAt = [&](Value t, int64_t i, int64_t j) {
+      return block.at(t, {kb.index(i), kb.index(j)});
     };
-    // Each thread writes only its own accumulators: no barrier.
-    block.phase(
-        [&](Value t) {
-          forEachOutput([&](int64_t i, int64_t j) {
-            kb.store(kb.f32(0.0), acc, block.at(t, {kb.index(i), kb.index(j)}));
-          });
-        },
-        /*barrier=*/false);
+    Value aAhead = block.privateArray({kStagedPerThread});
+    Value bAhead = block.privateArray({kStagedPerThread});
+    auto loadAhead = [&](Value t, Value k0) {
+      loadStage(t, /*lhs=*/true, row0, k0, aAhead);
+      loadStage(t, /*lhs=*/false, col0, k0, bAhead);
+    };
+    auto storeAhead = [&](Value t, Value buffer) {
+      storeStage(t, /*lhs=*/true, aAhead, aStages, buffer);
+      storeStage(t, /*lhs=*/false, bAhead, bStages, buffer);
+    };
+    block.phase([&](Value t) {
+      forEachOutput([&](int64_t i, int64_t j) { kb.store(kb.f32(0.0), acc, accAt(t, i, j)); });
+      loadAhead(t, kb.index(0));
+      storeAhead(t, kb.index(0));
+    });
 
-    kb.forLoop(kb.index(0), kb.index(llvm::divideCeilSigned(p.k, kDepth)), 1, [&](Value stage) {
-      Value k0 = kb.muli(stage, kDepth);
-      block.phase([&](Value t) { emitStageLoad(t, row0, col0, k0, aStage, bStage); });
+    int64_t stages = llvm::divideCeilSigned(p.k, depth);
+    kb.forLoop(kb.index(0), kb.index(stages), 1, [&](Value stage) {
+      Value next = kb.addi(stage, kb.index(1));
+      Value hasNext = kb.below(next, stages);
       block.phase([&](Value t) {
+        kb.ifThen(hasNext, [&] { loadAhead(t, kb.muli(next, depth)); });
         Value threadRow = kb.divui(t, kThreadsPerSide), threadCol = kb.remui(t, kThreadsPerSide);
+        Value buffer = kb.remui(stage, 2);
         SmallVector<Value> sums;
+        forEachOutput([&](int64_t i, int64_t j) { sums.push_back(kb.load(acc, accAt(t, i, j))); });
+        // Unrolled: each step's shared loads can be issued during the
+        // previous step's FMAs.
+        for (int64_t k = 0; k < depth; ++k) {
+          SmallVector<Value> as = groupValues(aStages, buffer, kb.index(k), threadRow);
+          SmallVector<Value> bs = groupValues(bStages, buffer, kb.index(k), threadCol);
+          forEachOutput([&](int64_t i, int64_t j) {
+            Value &sum = sums[i * perThread() + j];
+            sum = kb.fma(as[i], bs[j], sum);
+          });
+        }
         forEachOutput([&](int64_t i, int64_t j) {
-          sums.push_back(kb.load(acc, block.at(t, {kb.index(i), kb.index(j)})));
+          kb.store(sums[i * perThread() + j], acc, accAt(t, i, j));
         });
-        ValueRange updated =
-            kb.forLoop(kb.index(0), kb.index(kDepth), 1, sums,
-                       [&](Value depth, ValueRange carried) -> SmallVector<Value> {
-                         SmallVector<Value> as, bs, next;
-                         for (int64_t i = 0; i < kPerThread; ++i) {
-                           Value offset = kb.index(i * kThreadsPerSide);
-                           as.push_back(kb.load(aStage, {depth, kb.addi(threadRow, offset)}));
-                           bs.push_back(kb.load(bStage, {depth, kb.addi(threadCol, offset)}));
-                         }
-                         forEachOutput([&](int64_t i, int64_t j) {
-                           next.push_back(kb.fma(as[i], bs[j], carried[i * kPerThread + j]));
-                         });
-                         return next;
-                       });
-        forEachOutput([&](int64_t i, int64_t j) {
-          kb.store(updated[i * kPerThread + j], acc, block.at(t, {kb.index(i), kb.index(j)}));
-        });
+        kb.ifThen(hasNext, [&] { storeAhead(t, kb.remui(next, 2)); });
       });
     });
 
@@ -108,47 +135,71 @@ private:
         [&](Value t) {
           Value threadRow = kb.divui(t, kThreadsPerSide), threadCol = kb.remui(t, kThreadsPerSide);
           forEachOutput([&](int64_t i, int64_t j) {
-            Value row = kb.addi(row0, kb.addi(threadRow, kb.index(i * kThreadsPerSide)));
-            Value col = kb.addi(col0, kb.addi(threadCol, kb.index(j * kThreadsPerSide)));
-            p.store(kb, kb.load(acc, block.at(t, {kb.index(i), kb.index(j)})), row, col);
+            Value row = kb.addi(row0, outputAt(threadRow, i));
+            Value col = kb.addi(col0, outputAt(threadCol, j));
+            p.store(kb, kb.load(acc, accAt(t, i, j)), row, col);
           });
         },
         /*barrier=*/false);
   }
 
-  /// Thread t's share of the stage at k0: A[row0.., k0..] into
-  /// aStage[depth][row] and B[k0.., col0..] into bStage[depth][col].
-  /// Consecutive threads take consecutive elements along the contiguous
-  /// dimension of each operand.
-  void emitStageLoad(Value t, Value row0, Value col0, Value k0, Value aStage, Value bStage) {
-    for (int64_t r = 0; r < kTile * kDepth / kThreads; ++r) {
-      Value element = kb.addi(t, kb.index(r * kThreads));
-      // [i, depth] of a tile x depth operand (A, or B^T), or of a
-      // depth x tile one (A^T, or B).
-      auto tileMajor = [&] {
-        return std::pair(kb.divui(element, kDepth), kb.remui(element, kDepth));
-      };
-      auto depthMajor = [&] {
-        return std::pair(kb.remui(element, kTile), kb.divui(element, kTile));
-      };
-
-      auto [row, aDepth] = p.transposeA ? depthMajor() : tileMajor();
-      Value i = kb.addi(row0, row), depthA = kb.addi(k0, aDepth);
-      Value aValue = p.transposeA ? loadOrZero(p.lhs, depthA, i, p.k, p.m)
-                                  : loadOrZero(p.lhs, i, depthA, p.m, p.k);
-      kb.store(aValue, aStage, {aDepth, row});
-
-      auto [col, bDepth] = p.transposeB ? tileMajor() : depthMajor();
-      Value j = kb.addi(col0, col), depthB = kb.addi(k0, bDepth);
-      Value bValue = p.transposeB ? loadOrZero(p.rhs, j, depthB, p.n, p.k)
-                                  : loadOrZero(p.rhs, depthB, j, p.k, p.n);
-      kb.store(bValue, bStage, {bDepth, col});
+  /// The values at step k of the stage in buffer `buffer` of a thread
+  /// `index` along the stage's side: one 16-byte load per group.
+  SmallVector<Value> groupValues(Value stages, Value buffer, Value k, Value index) {
+    auto type = VectorType::get({kGroup}, b.getF32Type());
+    SmallVector<Value> values;
+    for (int64_t g = 0; g < groups; ++g) {
+      Value group = vector::LoadOp::create(b, loc, type, stages,
+                                           ValueRange{buffer, k, outputAt(index, g * kGroup)},
+                                           /*nontemporal=*/false, llvm::Align(4 * kGroup));
+      for (int64_t e = 0; e < kGroup; ++e)
+        values.push_back(vector::ExtractOp::create(b, loc, group, e));
     }
+    return values;
+  }
+
+  /// Calls `body(slot, mn, k)` for thread t's staged elements of the lhs
+  /// (A) or rhs (B) factor: element (mn, k) of its stage, mn along M (A)
+  /// or N (B). Consecutive threads take consecutive elements along the
+  /// factor's contiguous dimension.
+  void forEachStaged(Value t, bool lhs, function_ref<void(int64_t, Value, Value)> body) {
+    bool kContiguous = lhs ? !p.transposeA : p.transposeB;
+    for (int64_t slot = 0; slot < kStagedPerThread; ++slot) {
+      Value element = kb.addi(t, kb.index(slot * kThreads));
+      if (kContiguous)
+        body(slot, kb.divui(element, depth), kb.remui(element, depth));
+      else
+        body(slot, kb.remui(element, tile), kb.divui(element, tile));
+    }
+  }
+
+  /// Thread t's elements of a factor's stage at k0 (0 outside the matrix)
+  /// into its private `ahead`.
+  void loadStage(Value t, bool lhs, Value mn0, Value k0, Value ahead) {
+    forEachStaged(t, lhs, [&](int64_t slot, Value mn, Value k) {
+      Value i = kb.addi(mn0, mn), depthIndex = kb.addi(k0, k);
+      Value zero = kb.f32(0.0);
+      Value value = lhs ? (p.transposeA ? loadInside(kb, p.lhs, depthIndex, i, p.k, p.m, zero)
+                                        : loadInside(kb, p.lhs, i, depthIndex, p.m, p.k, zero))
+                        : (p.transposeB ? loadInside(kb, p.rhs, i, depthIndex, p.n, p.k, zero)
+                                        : loadInside(kb, p.rhs, depthIndex, i, p.k, p.n, zero));
+      kb.store(value, ahead, block.at(t, {kb.index(slot)}));
+    });
+  }
+
+  /// ... and from it into shared buffer `buffer` of the factor's `stages`.
+  void storeStage(Value t, bool lhs, Value ahead, Value stages, Value buffer) {
+    forEachStaged(t, lhs, [&](int64_t slot, Value mn, Value k) {
+      kb.store(kb.load(ahead, block.at(t, {kb.index(slot)})), stages, {buffer, k, mn});
+    });
   }
 
   KernelBuilder &kb;
   OpBuilder &b;
   Location loc;
+  /// The block tile's rows (and columns), the stages' depth along K, and
+  /// the groups of a thread's outputs along each side.
+  int64_t tile, depth, groups;
   ThreadBlockBuilder block;
   const GemmProblem &p;
 };

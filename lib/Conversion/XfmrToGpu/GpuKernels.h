@@ -74,9 +74,11 @@ struct GemmProblem {
 mlir::Value loadInside(cpu::KernelBuilder &kb, mlir::Value matrix, mlir::Value i, mlir::Value j,
                        int64_t rows, int64_t cols, mlir::Value outside);
 
-/// f32 A and B: a block per 64 x 64 tile of C, a 4 x 4 register tile per
-/// thread, A and B streamed through shared memory 16 deep, the epilogue
-/// applied in registers before the one store. Returns C as a tensor.
+/// f32 A and B: a block of 256 threads per 128 x 128 tile of C (8 x 8
+/// outputs a thread) where there are enough such tiles, else per 64 x 64 (4
+/// x 4); A and B streamed through double-buffered shared memory, a stage
+/// ahead in registers, read 16 bytes at a time; the epilogue applied in
+/// registers before the one store. Returns C as a tensor.
 mlir::Value emitGemm(cpu::KernelBuilder &kb, const GemmProblem &problem, Emulation emulate);
 
 /// bf16 or f16 A and B on tensor cores (mma.sync, f32 accumulators): a

@@ -83,23 +83,39 @@ func.func @half(%q: tensor<1x8x1x16xf16>) -> tensor<1x8x1x16xf16> {
 // -----
 
 // GEMM with its whole epilogue: C [140, 136] in 3 x 3 blocks of 256
-// threads; A and B stages of 16 x 64 (rows padded to 65) in shared memory;
-// K = 40 in 3 stages, each a cooperative load, a barrier, 16 rank-1
-// updates of a 4 x 4 private accumulator by fma, a barrier; then bias,
-// GELU and residual on the accumulator before the only store of C.
-// CHECK-DAG: memref.global "private" @__xfmr_shared : memref<16x65xf32, #gpu.address_space<workgroup>>
-// CHECK-DAG: memref.global "private" @__xfmr_shared_0 : memref<16x65xf32, #gpu.address_space<workgroup>>
+// threads, 64 x 64 tiles; A and B staged as [K, tile] (rows padded to 68)
+// in two buffers of 16 of K each; the first stage loaded and stored before
+// the loop. K = 40 in 3 stages, each loading the next one's 4 elements of
+// A and B a thread into private registers, then 16 rank-1 updates of a 4 x
+// 4 private accumulator by fma, each step reading its 4 A and 4 B values by
+// one 16-byte load each, then storing the registers into the other buffer
+// and one barrier; then bias, GELU and residual on the accumulator before
+// the only store of C.
+// CHECK-DAG: memref.global "private" @__xfmr_shared : memref<2x16x68xf32, #gpu.address_space<workgroup>>
+// CHECK-DAG: memref.global "private" @__xfmr_shared_0 : memref<2x16x68xf32, #gpu.address_space<workgroup>>
 // CHECK-LABEL: func.func @gemm
 // CHECK: %[[C:.*]] = memref.alloc() {alignment = 64 : i64} : memref<140x136xf32>
 // CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c3, %{{.*}} = %c3, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK: %[[A:.*]] = memref.get_global @__xfmr_shared :
 // CHECK: %[[ACC:.*]] = memref.alloca() : memref<4x4xf32>
+// CHECK: %[[AHEAD:.*]] = memref.alloca() : memref<4xf32>
+// CHECK: memref.store %{{.*}}, %[[AHEAD]]
+// CHECK: memref.store %{{.*}}, %[[A]][%c0, %{{.*}}, %{{.*}}] : memref<2x16x68xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.barrier
 // CHECK: scf.for %{{.*}} = %c0 to %c3 step %c1
-// CHECK: memref.store %{{.*}}, %{{.*}} : memref<16x65xf32, #gpu.address_space<workgroup>>
-// CHECK: gpu.barrier
-// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c1 iter_args({{.*}}) -> (f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32, f32)
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}}, %[[AHEAD]]
+// CHECK: vector.load %[[A]][%{{.*}}, %c0, %{{.*}}] {alignment = 16 : i64} : memref<2x16x68xf32, #gpu.address_space<workgroup>>, vector<4xf32>
 // CHECK-COUNT-16: math.fma
+// CHECK: vector.load %[[A]][%{{.*}}, %c1, %{{.*}}]
+// CHECK-COUNT-240: math.fma
+// CHECK-NOT: math.fma
 // CHECK: memref.store %{{.*}}, %[[ACC]]
+// CHECK: scf.if
+// CHECK: memref.store %{{.*}}, %[[A]]
 // CHECK: gpu.barrier
+// CHECK-NEXT: }
+// CHECK-NOT: gpu.barrier
 // CHECK: scf.if
 // CHECK: memref.load %[[ACC]]
 // CHECK: math.erf
@@ -125,6 +141,28 @@ func.func @gemm(%x: tensor<2x70x40xf32>, %w: tensor<40x136xf32>, %b: tensor<136x
   %y = xfmr.fused_linear %x, %w bias(%b) residual(%r) {activation = #xfmr.activation<gelu>}
        : (tensor<2x70x40xf32>, tensor<40x136xf32>, tensor<136xf32>, tensor<2x70x136xf32>) -> tensor<2x70x136xf32>
   return %y : tensor<2x70x136xf32>
+}
+
+// -----
+
+// With at least 132 tiles of 128 x 128 (12 x 12 here), those: stages of 8
+// of K, an 8 x 8 accumulator a thread whose rows and columns are two groups
+// of 4, 64 apart, read by two 16-byte loads per factor and step.
+// CHECK-DAG: memref.global "private" @__xfmr_shared : memref<2x8x132xf32, #gpu.address_space<workgroup>>
+// CHECK-LABEL: func.func @gemm_large
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c12, %{{.*}} = %c12, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK: memref.alloca() : memref<8x8xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c6 step %c1
+// CHECK-COUNT-4: vector.load %{{.*}}[%{{.*}}, %c0, %{{.*}}] {alignment = 16 : i64} : memref<2x8x132xf32, #gpu.address_space<workgroup>>, vector<4xf32>
+// CHECK-COUNT-64: math.fma
+// CHECK-NOT: vector.load %{{.*}}[%{{.*}}, %c0, %{{.*}}]
+// CHECK: vector.load %{{.*}}[%{{.*}}, %c1, %{{.*}}]
+// CHECK-COUNT-448: math.fma
+// CHECK-NOT: math.fma
+// CHECK: gpu.barrier
+func.func @gemm_large(%a: tensor<44x1500xf32>, %m: tensor<44x1480xf32>) -> tensor<1500x1480xf32> {
+  %p = xfmr.matmul %a, %m {transpose_lhs} : (tensor<44x1500xf32>, tensor<44x1480xf32>) -> tensor<1500x1480xf32>
+  return %p : tensor<1500x1480xf32>
 }
 
 // -----

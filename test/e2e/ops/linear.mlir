@@ -32,6 +32,8 @@
 // CHECK: PASS: wide_nk_residual
 // CHECK: PASS: wide_tn
 // CHECK: PASS: odd_nk
+// CHECK: PASS: large_nt
+// CHECK: PASS: large_tn
 
 func.func @forward(%x: tensor<3x5x24xf32> {xfmr.input = "x"}, %w: tensor<24x36xf32> {xfmr.input = "w"},
                    %wt: tensor<36x24xf32> {xfmr.input = "wt"}, %bias: tensor<36xf32> {xfmr.input = "bias"},
@@ -41,13 +43,17 @@ func.func @forward(%x: tensor<3x5x24xf32> {xfmr.input = "x"}, %w: tensor<24x36xf
                    %xb: tensor<2x70x40xf32> {xfmr.input = "xb"}, %wb: tensor<40x136xf32> {xfmr.input = "wb"},
                    %wbt: tensor<136x40xf32> {xfmr.input = "wbt"}, %bb: tensor<136xf32> {xfmr.input = "bb"},
                    %rb: tensor<2x70x136xf32> {xfmr.input = "rb"}, %pt: tensor<40x140xf32> {xfmr.input = "pt"},
-                   %xo: tensor<7x13xf32> {xfmr.input = "xo"}, %wo: tensor<19x13xf32> {xfmr.input = "wo"})
+                   %xo: tensor<7x13xf32> {xfmr.input = "xo"}, %wo: tensor<19x13xf32> {xfmr.input = "wo"},
+                   %xl: tensor<1500x44xf32> {xfmr.input = "xl"}, %wl: tensor<1480x44xf32> {xfmr.input = "wl"},
+                   %bl: tensor<1480xf32> {xfmr.input = "bl"}, %al: tensor<44x1500xf32> {xfmr.input = "al"},
+                   %ml: tensor<44x1480xf32> {xfmr.input = "ml"})
     -> (tensor<3x5x36xf32> {xfmr.output = "linear_bias"}, tensor<3x5x36xf32> {xfmr.output = "linear_nk"},
         tensor<3x5x36xf32> {xfmr.output = "fused_relu"}, tensor<3x5x36xf32> {xfmr.output = "fused_gelu"},
         tensor<3x5x36xf32> {xfmr.output = "fused_gelu_tanh_residual"}, tensor<3x5x36xf32> {xfmr.output = "fused_none_nk"},
         tensor<2x3x5x6xf32> {xfmr.output = "matmul_broadcast"}, tensor<2x3x5x6xf32> {xfmr.output = "matmul_transposed"},
         tensor<2x70x136xf32> {xfmr.output = "wide_gelu"}, tensor<2x70x136xf32> {xfmr.output = "wide_nk_residual"},
-        tensor<140x136xf32> {xfmr.output = "wide_tn"}, tensor<7x19xf32> {xfmr.output = "odd_nk"}) {
+        tensor<140x136xf32> {xfmr.output = "wide_tn"}, tensor<7x19xf32> {xfmr.output = "odd_nk"},
+        tensor<1500x1480xf32> {xfmr.output = "large_nt"}, tensor<1500x1480xf32> {xfmr.output = "large_tn"}) {
   %0 = xfmr.linear %x, %w, %bias : (tensor<3x5x24xf32>, tensor<24x36xf32>, tensor<36xf32>) -> tensor<3x5x36xf32>
   %1 = xfmr.linear %x, %wt {transpose_weight} : (tensor<3x5x24xf32>, tensor<36x24xf32>) -> tensor<3x5x36xf32>
   %2 = xfmr.fused_linear %x, %w bias(%bias) {activation = #xfmr.activation<relu>} : (tensor<3x5x24xf32>, tensor<24x36xf32>, tensor<36xf32>) -> tensor<3x5x36xf32>
@@ -61,5 +67,7 @@ func.func @forward(%x: tensor<3x5x24xf32> {xfmr.input = "x"}, %w: tensor<24x36xf
   %9 = xfmr.fused_linear %xb, %wbt residual(%rb) {transpose_weight} : (tensor<2x70x40xf32>, tensor<136x40xf32>, tensor<2x70x136xf32>) -> tensor<2x70x136xf32>
   %10 = xfmr.matmul %pt, %wb {transpose_lhs} : (tensor<40x140xf32>, tensor<40x136xf32>) -> tensor<140x136xf32>
   %11 = xfmr.linear %xo, %wo {transpose_weight} : (tensor<7x13xf32>, tensor<19x13xf32>) -> tensor<7x19xf32>
-  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11 : tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<2x3x5x6xf32>, tensor<2x3x5x6xf32>, tensor<2x70x136xf32>, tensor<2x70x136xf32>, tensor<140x136xf32>, tensor<7x19xf32>
+  %12 = xfmr.linear %xl, %wl, %bl {transpose_weight} : (tensor<1500x44xf32>, tensor<1480x44xf32>, tensor<1480xf32>) -> tensor<1500x1480xf32>
+  %13 = xfmr.matmul %al, %ml {transpose_lhs} : (tensor<44x1500xf32>, tensor<44x1480xf32>) -> tensor<1500x1480xf32>
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13 : tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<2x3x5x6xf32>, tensor<2x3x5x6xf32>, tensor<2x70x136xf32>, tensor<2x70x136xf32>, tensor<140x136xf32>, tensor<7x19xf32>, tensor<1500x1480xf32>, tensor<1500x1480xf32>
 }
