@@ -135,14 +135,11 @@ if wanted("gemm"):
               f"torch bf16 {t16:.3f} ms {flops / t16 / 1e9:.1f} TFLOP/s, torch f32 {t32:.3f} ms {flops / t32 / 1e9:.1f} TFLOP/s; max rel err vs float64 {err:.1e}")
         print("   kernels:", ", ".join(f"{t:.3f}" for _, t in kernels), "| wall", wall(cmd))
 if wanted("block"):
-    print("GPT-2 small block forward, seq 1024, batch 1, f32")
+    print("GPT-2 small block forward, seq 1024, batch 1: f32, and bf16 (weights rounded at load; "
+          "PyTorch eager with bf16 weights)")
     inputs = models.random_inputs("block", 1024, 1)
     safetensors_io.write("bench/block.in.safetensors", inputs)
-    cmd = ["bench/block1024", "--inputs=bench/block.in.safetensors", "--weights=bench/block.in.safetensors", "--output=bench/block.out.safetensors"]
-    kernels = ncu_kernels(cmd)
-    total = sum(t for n, t in kernels)
-    w = {n: torch.tensor(a).cuda() for n, a in inputs.items()}
-    def torch_block():
+    def torch_block(w):
         x = w["x"]; D = 768; seq = 1024; p = "h.0."
         h = torch.nn.functional.layer_norm(x, (D,), w[p + "ln_1.weight"], w[p + "ln_1.bias"], 1e-5)
         qkv = torch.addmm(w[p + "attn.c_attn.bias"], h.view(-1, D), w[p + "attn.c_attn.weight"])
@@ -153,12 +150,17 @@ if wanted("block"):
         h = torch.nn.functional.layer_norm(x, (D,), w[p + "ln_2.weight"], w[p + "ln_2.bias"], 1e-5)
         h = torch.nn.functional.gelu(torch.addmm(w[p + "mlp.c_fc.bias"], h.view(-1, D), w[p + "mlp.c_fc.weight"]), approximate="tanh")
         return x + torch.addmm(w[p + "mlp.c_proj.bias"], h, w[p + "mlp.c_proj.weight"]).view(1, seq, D)
-    ref = torch_block().cpu().numpy()
-    out = safetensors_io.read("bench/block.out.safetensors")
-    got = next(iter(out.values()))
-    err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
-    tb = cuda_ms(torch_block)
-    print(f"block1024: xfmr kernels {total:.3f} ms over {len(kernels)} kernels, torch eager f32 {tb:.3f} ms, ratio torch/xfmr {tb / total:.2f}; max rel err vs torch f32 {err:.1e}")
-    for n, t in sorted(kernels, key=lambda x: -x[1])[:6]:
-        print(f"   {t:8.3f} ms  {n[:60]}")
-    print("   wall", wall(cmd))
+    w32 = {n: torch.tensor(a).cuda() for n, a in inputs.items()}
+    ref = torch_block(w32).cpu().numpy()
+    for suffix, dtype in (("", torch.float32), ("_bf16", torch.bfloat16)):
+        cmd = [f"bench/block1024{suffix}", "--inputs=bench/block.in.safetensors", "--weights=bench/block.in.safetensors", f"--output=bench/block{suffix}.out.safetensors"]
+        kernels = ncu_kernels(cmd)
+        total = sum(t for n, t in kernels)
+        got = next(iter(safetensors_io.read(f"bench/block{suffix}.out.safetensors").values()))
+        err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+        w = {n: t.to(dtype) for n, t in w32.items()}
+        tb = cuda_ms(lambda: torch_block(w))
+        print(f"block1024{suffix}: xfmr kernels {total:.3f} ms over {len(kernels)} kernels, torch eager {dtype} {tb:.3f} ms, ratio torch/xfmr {tb / total:.2f}; max rel err vs torch f32 {err:.1e}")
+        for n, t in sorted(kernels, key=lambda x: -x[1])[:6]:
+            print(f"   {t:8.3f} ms  {n[:60]}")
+        print("   wall", wall(cmd))

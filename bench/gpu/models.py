@@ -79,8 +79,10 @@ def main():
     for m, n, k in GEMMS:
         with open(os.path.join(out, f"gemm_bf16_{m}x{n}x{k}.mlir"), "w") as f:
             f.write(gemm_bf16(m, n, k))
-    with open(os.path.join(out, "block1024.mlir"), "w") as f:
-        f.write(models.gpt2_stack_mlir(1024, 1)[0])
+    block = models.gpt2_stack_mlir(1024, 1)[0]
+    for suffix, text in (("", block), ("_bf16", block.replace("xf32>", "xbf16>"))):
+        with open(os.path.join(out, f"block1024{suffix}.mlir"), "w") as f:
+            f.write(text)
 
 
 if __name__ == "__main__":
