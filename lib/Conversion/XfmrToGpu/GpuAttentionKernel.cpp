@@ -7,11 +7,16 @@
 //   for each key tile (up to the block's causal limit):
 //     K_tile, V_tile <- K, V                         shared, loaded by all
 //     barrier
-//     s_j = q . K_tile[j] + biases, -inf if masked   private [bk]
-//     m' = max(m, max_j s_j); p_j = e^(s_j - m')
-//     o = o e^(m - m') + sum_j p_j V_tile[j]; l = l e^(m - m') + sum_j p_j
+//     for each chunk of up to 16 of the tile's keys j:
+//       s_j = q . K_tile[j] + biases, -inf if masked
+//       m' = max(m, max_j s_j); p_j = e^(s_j - m')
+//       o = o e^(m - m') + sum_j p_j V_tile[j]; l = l e^(m - m') + sum_j p_j
 //     barrier
 //   out[row] = o / l (0 where nothing was visible); lse = m + log l
+//
+// Up to head dim 64 the head-dim loops are unrolled and a chunk's scores
+// are values, not an array: q, o and the scores stay in registers (with
+// loops, ptxas places q and o in local memory and reads them per key).
 //
 // Backward (FlashAttention-2), two kernels, so that every gradient row has
 // one writer and no atomics are needed. With P = e^(S - lse) recomputed
@@ -46,7 +51,9 @@ class ForwardKernel : AttentionKernelBase {
 public:
   ForwardKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate)
       : AttentionKernelBase(kb, in), rowsPerBlock(threadsFor(seqQ)), keysPerTile(rowsPerTile(seqK)),
-        block(kb, emulate, rowsPerBlock) {}
+        block(kb, emulate, rowsPerBlock) {
+    unrollHeadDim = headDim <= kMaxUnrolledHeadDim;
+  }
 
   void emit() {
     SmallVector<int64_t> tileShape = {keysPerTile, headDim};
@@ -58,10 +65,13 @@ public:
   }
 
 private:
+  /// Head dims up to which q and o (2 x 64 f32) stay in registers.
+  static constexpr int64_t kMaxUnrolledHeadDim = 64;
+  static constexpr int64_t kMaxKeysPerChunk = 16;
+
   void emitBlock(Value bi, Value hi, Value q0, Value keyTile, Value valueTile) {
     Value query = block.privateArray({headDim});
     Value acc = block.privateArray({headDim});
-    Value scores = block.privateArray({keysPerTile});
     Value max = block.privateArray({1});
     Value sum = block.privateArray({1});
     Value zero = kb.index(0);
@@ -86,7 +96,9 @@ private:
       });
       block.phase([&](Value t) {
         ifRowExists(q0, t, seqQ, [&](Value row) {
-          emitTileUpdate(bi, hi, row, k0, keyTile, valueTile, t, query, acc, scores, max, sum);
+          kb.forLoop(zero, kb.index(keysPerTile), keysPerChunk(), [&](Value j0) {
+            emitChunkUpdate(bi, hi, row, k0, j0, keyTile, valueTile, t, query, acc, max, sum);
+          });
         });
       });
     });
@@ -110,47 +122,54 @@ private:
         /*barrier=*/false);
   }
 
-  /// The online-softmax step of one thread's row over the keys of a tile.
-  void emitTileUpdate(Value bi, Value hi, Value row, Value k0, Value keyTile, Value valueTile,
-                      Value t, Value query, Value acc, Value scores, Value max, Value sum) {
+  /// Keys of a chunk: the largest power of 2 up to kMaxKeysPerChunk that
+  /// divides the tile's keys.
+  int64_t keysPerChunk() const {
+    int64_t keys = kMaxKeysPerChunk;
+    while (keysPerTile % keys != 0)
+      keys /= 2;
+    return keys;
+  }
+
+  /// The online-softmax step of one thread's row over the keys j0 to j0 +
+  /// keysPerChunk() - 1 of a tile (from key k0).
+  void emitChunkUpdate(Value bi, Value hi, Value row, Value k0, Value j0, Value keyTile,
+                       Value valueTile, Value t, Value query, Value acc, Value max, Value sum) {
     Value zero = kb.index(0);
-    Value tileKeys = kb.index(keysPerTile);
-    Value tileMax = kb.forLoop(zero, tileKeys, 1, {kb.f32(kNegInf)},
-                               [&](Value j, ValueRange carried) -> SmallVector<Value> {
-                                 Value qk =
-                                     dot([&](Value c) { return kb.load(query, block.at(t, {c})); },
-                                         [&](Value c) {
-                                           return kb.load(keyTile, {j, c});
-                                         },
-                                         kb.f32(0.0));
-                                 Value s = score(bi, hi, row, kb.addi(k0, j), qk);
-                                 kb.store(s, scores, block.at(t, {j}));
-                                 return {kb.max(carried[0], s)};
-                               })[0];
+    SmallVector<Value> keys, scores;
+    Value chunkMax = kb.f32(kNegInf);
+    for (int64_t e = 0; e < keysPerChunk(); ++e) {
+      Value j = kb.addi(j0, kb.index(e));
+      Value qk = dot([&](Value c) { return kb.load(query, block.at(t, {c})); },
+                     [&](Value c) {
+                       return kb.load(keyTile, {j, c});
+                     },
+                     kb.f32(0.0));
+      keys.push_back(j);
+      scores.push_back(score(bi, hi, row, kb.addi(k0, j), qk));
+      chunkMax = kb.max(chunkMax, scores.back());
+    }
     Value oldMax = kb.load(max, block.at(t, {zero}));
-    Value newMax = kb.max(tileMax, oldMax);
+    Value newMax = kb.max(chunkMax, oldMax);
     // Nothing visible yet: the state stays as it is.
     Value anything =
         arith::CmpFOp::create(b, loc, arith::CmpFPredicate::ONE, newMax, kb.f32(kNegInf));
     kb.ifThen(anything, [&] {
       Value correction = probability(oldMax, newMax);
-      Value tileSum = kb.forLoop(zero, tileKeys, 1, {kb.f32(0.0)},
-                                 [&](Value j, ValueRange partial) -> SmallVector<Value> {
-                                   Value p = probability(kb.load(scores, block.at(t, {j})), newMax);
-                                   kb.store(p, scores, block.at(t, {j}));
-                                   return {kb.add(partial[0], p)};
-                                 })[0];
+      Value chunkSum = kb.f32(0.0);
+      SmallVector<Value> probabilities;
+      for (Value s : scores) {
+        probabilities.push_back(probability(s, newMax));
+        chunkSum = kb.add(chunkSum, probabilities.back());
+      }
       forHeadDim([&](Value c) {
-        Value start = kb.mul(kb.load(acc, block.at(t, {c})), correction);
-        Value total = kb.forLoop(zero, tileKeys, 1, {start},
-                                 [&](Value j, ValueRange partial) -> SmallVector<Value> {
-                                   Value p = kb.load(scores, block.at(t, {j}));
-                                   return {kb.fma(p, kb.load(valueTile, {j, c}), partial[0])};
-                                 })[0];
+        Value total = kb.mul(kb.load(acc, block.at(t, {c})), correction);
+        for (auto [j, p] : llvm::zip_equal(keys, probabilities))
+          total = kb.fma(p, kb.load(valueTile, {j, c}), total);
         kb.store(total, acc, block.at(t, {c}));
       });
       Value l = kb.load(sum, block.at(t, {zero}));
-      kb.store(kb.fma(l, correction, tileSum), sum, block.at(t, {zero}));
+      kb.store(kb.fma(l, correction, chunkSum), sum, block.at(t, {zero}));
       kb.store(newMax, max, block.at(t, {zero}));
     });
   }

@@ -44,12 +44,22 @@ protected:
     return std::min(std::clamp<int64_t>(kSharedBytes / (2 * 4 * headDim), 1, kMaxRowsPerTile), seq);
   }
 
+  /// `body(c)` for each c along the head dim: a loop, or unrolled where
+  /// `unrollHeadDim` (the per-thread arrays indexed by c then have constant
+  /// indices only, which keeps them in registers).
   void forHeadDim(llvm::function_ref<void(mlir::Value)> body) {
-    kb.forLoop(kb.index(0), kb.index(headDim), 1, body);
+    if (!unrollHeadDim)
+      return kb.forLoop(kb.index(0), kb.index(headDim), 1, body);
+    for (int64_t c = 0; c < headDim; ++c)
+      body(kb.index(c));
   }
   /// init + sum over the head dim of x(c) * y(c).
   mlir::Value dot(llvm::function_ref<mlir::Value(mlir::Value)> x,
                   llvm::function_ref<mlir::Value(mlir::Value)> y, mlir::Value init) {
+    if (unrollHeadDim) {
+      forHeadDim([&](mlir::Value c) { init = kb.fma(x(c), y(c), init); });
+      return init;
+    }
     return kb.forLoop(
         kb.index(0), kb.index(headDim), 1, {init},
         [&](mlir::Value c, mlir::ValueRange partial) -> llvm::SmallVector<mlir::Value> {
@@ -134,6 +144,7 @@ protected:
   mlir::Location loc;
   const cpu::AttentionOperands &in;
   int64_t batch, heads, seqQ, seqK, headDim;
+  bool unrollHeadDim = false;
 };
 
 } // namespace xfmr::gpu
