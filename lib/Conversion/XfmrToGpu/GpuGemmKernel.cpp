@@ -14,9 +14,9 @@
 //     store the registers into shared buffer (s + 1) % 2; barrier
 //   C = activation(acc + bias) + residual   where inside C
 //
-// Both factors are staged with K as their rows ([depth, tile]): a thread's
-// 4 staged elements of each are consecutive along the factor's contiguous
-// dimension (coalesced loads, 0 past the edges). Shared rows are 4 longer
+// Both factors are staged with K as their rows ([depth, tile]), 4 elements
+// of each a thread, consecutive threads taking consecutive elements along
+// the factor's contiguous dimension (coalesced loads, 0 past the edges). Shared rows are 4 longer
 // than a tile, which keeps them 16-byte aligned and spreads the transposing
 // stores (of A, or of B^T) over distinct banks.
 //

@@ -36,10 +36,6 @@ Value MmaBuilder::bits(Value narrowValue) {
   return arith::BitcastOp::create(b, loc, b.getI16Type(), narrowValue);
 }
 
-Value MmaBuilder::roundedBits(Value wide) {
-  return bits(arith::TruncFOp::create(b, loc, narrow, wide));
-}
-
 Value MmaBuilder::pack(Value lowBits, Value highBits) {
   Value lowWord = arith::ExtUIOp::create(b, loc, b.getI32Type(), lowBits);
   Value highWord = arith::ExtUIOp::create(b, loc, b.getI32Type(), highBits);

@@ -42,14 +42,13 @@ public:
   mlir::Value accumulatorRow(mlir::Value group, int64_t r);
   mlir::Value accumulatorCol(mlir::Value inGroup, int64_t r);
 
-  /// The 16 bits of a narrow value, and of an f32 value rounded to narrow.
+  /// The 16 bits of a narrow value.
   mlir::Value bits(mlir::Value narrowValue);
-  mlir::Value roundedBits(mlir::Value wide);
   /// The word holding `lowBits` in bits 0-15 and `highBits` in bits 16-31.
   mlir::Value pack(mlir::Value lowBits, mlir::Value highBits);
-  /// The word of f32 `low` and `high` rounded, as pack(roundedBits(low),
-  /// roundedBits(high)), in one conversion of the pair (cvt.rn.bf16x2.f32
-  /// or .f16x2 on a GPU).
+  /// The word of f32 `low` and `high` rounded to narrow (low in bits
+  /// 0-15), in one conversion of the pair (cvt.rn.bf16x2.f32 or .f16x2 on
+  /// a GPU).
   mlir::Value packRounded(mlir::Value low, mlir::Value high);
   /// The two elements of a word, widened to f32.
   std::pair<mlir::Value, mlir::Value> unpack(mlir::Value word);
