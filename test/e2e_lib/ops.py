@@ -64,7 +64,15 @@ def gen_attention():
                 cq=randn(2, 3, 40, 8), ck=randn(2, 3, 72, 8), cv=randn(2, 3, 72, 8),
                 cbias=randn(2, 1, 40, 72),
                 oq=randn(1, 2, 24, 8), ok=randn(1, 2, 64, 8), ov=randn(1, 2, 64, 8), dead=dead,
-                lq=randn(1, 16, 1, 8, scale=30.0))
+                lq=randn(1, 16, 1, 8, scale=30.0),
+                # Head dims past 64: 96 and 128 with the head-dim loops of the
+                # GPU kernel unrolled (128: key tiles of 32, chunks of 16; 96:
+                # tiles of 42, chunks of 2), 136 with them as loops.
+                wq=randn(1, 70, 2, 96, scale=0.2), wk=randn(1, 70, 2, 96), wv=randn(1, 70, 2, 96),
+                hq=randn(1, 70, 2, 128, scale=0.2), hk=randn(1, 70, 2, 128),
+                hv=randn(1, 70, 2, 128),
+                xq=randn(1, 50, 2, 136, scale=0.2), xk=randn(1, 50, 2, 136),
+                xv=randn(1, 50, 2, 136))
 
 
 def ref_attention(x):
@@ -78,7 +86,12 @@ def ref_attention(x):
         fully_masked=attention_reference(t(x["oq"]), t(x["ok"]), t(x["ov"]), 0.35355339,
                                          keep=t(x["dead"])[:, None, None, :], layout="bhsd"),
         large_scores=attention_reference(t(x["lq"]), t(x["lq"]), t(x["lq"]), 1.0,
-                                         keep=causal_keep(16, 16)))
+                                         keep=causal_keep(16, 16)),
+        head_dim_96=attention_reference(t(x["wq"]), t(x["wk"]), t(x["wv"]), 0.5,
+                                        keep=causal_keep(70, 70)),
+        head_dim_128=attention_reference(t(x["hq"]), t(x["hk"]), t(x["hv"]), 0.5),
+        head_dim_136=attention_reference(t(x["xq"]), t(x["xk"]), t(x["xv"]), 0.5,
+                                         keep=causal_keep(50, 50)))
 
 
 def gen_normalization():

@@ -26,6 +26,9 @@
 // CHECK: PASS: causal_offset
 // CHECK: PASS: fully_masked
 // CHECK: PASS: large_scores
+// CHECK: PASS: head_dim_96
+// CHECK: PASS: head_dim_128
+// CHECK: PASS: head_dim_136
 
 func.func @forward(
     %q: tensor<2x96x3x16xf32> {xfmr.input = "q"}, %k: tensor<2x96x3x16xf32> {xfmr.input = "k"},
@@ -34,12 +37,21 @@ func.func @forward(
     %cv: tensor<2x3x72x8xf32> {xfmr.input = "cv"}, %cbias: tensor<2x1x40x72xf32> {xfmr.input = "cbias"},
     %oq: tensor<1x2x24x8xf32> {xfmr.input = "oq"}, %ok: tensor<1x2x64x8xf32> {xfmr.input = "ok"},
     %ov: tensor<1x2x64x8xf32> {xfmr.input = "ov"}, %dead: tensor<1x64xi1> {xfmr.input = "dead"},
-    %lq: tensor<1x16x1x8xf32> {xfmr.input = "lq"})
+    %lq: tensor<1x16x1x8xf32> {xfmr.input = "lq"},
+    %wq: tensor<1x70x2x96xf32> {xfmr.input = "wq"}, %wk: tensor<1x70x2x96xf32> {xfmr.input = "wk"},
+    %wv: tensor<1x70x2x96xf32> {xfmr.input = "wv"},
+    %hq: tensor<1x70x2x128xf32> {xfmr.input = "hq"}, %hk: tensor<1x70x2x128xf32> {xfmr.input = "hk"},
+    %hv: tensor<1x70x2x128xf32> {xfmr.input = "hv"},
+    %xq: tensor<1x50x2x136xf32> {xfmr.input = "xq"}, %xk: tensor<1x50x2x136xf32> {xfmr.input = "xk"},
+    %xv: tensor<1x50x2x136xf32> {xfmr.input = "xv"})
     -> (tensor<2x96x3x16xf32> {xfmr.output = "causal_padding"},
         tensor<2x3x40x8xf32> {xfmr.output = "cross_bias"},
         tensor<1x2x24x8xf32> {xfmr.output = "causal_offset"},
         tensor<1x2x24x8xf32> {xfmr.output = "fully_masked"},
-        tensor<1x16x1x8xf32> {xfmr.output = "large_scores"}) {
+        tensor<1x16x1x8xf32> {xfmr.output = "large_scores"},
+        tensor<1x70x2x96xf32> {xfmr.output = "head_dim_96"},
+        tensor<1x70x2x128xf32> {xfmr.output = "head_dim_128"},
+        tensor<1x50x2x136xf32> {xfmr.output = "head_dim_136"}) {
   %a = xfmr.fused_attention %q, %k, %v padding_mask(%pad) {causal, scale = 0.25 : f64}
        : (tensor<2x96x3x16xf32>, tensor<2x96x3x16xf32>, tensor<2x96x3x16xf32>, tensor<2x96xi1>) -> tensor<2x96x3x16xf32>
   %b = xfmr.fused_attention %cq, %ck, %cv attn_bias(%cbias) {scale = 0.35355339 : f64, layout = #xfmr.layout<bhsd>}
@@ -50,5 +62,11 @@ func.func @forward(
        : (tensor<1x2x24x8xf32>, tensor<1x2x64x8xf32>, tensor<1x2x64x8xf32>, tensor<1x64xi1>) -> tensor<1x2x24x8xf32>
   %e = xfmr.fused_attention %lq, %lq, %lq {causal, scale = 1.0 : f64}
        : (tensor<1x16x1x8xf32>, tensor<1x16x1x8xf32>, tensor<1x16x1x8xf32>) -> tensor<1x16x1x8xf32>
-  return %a, %b, %c, %d, %e : tensor<2x96x3x16xf32>, tensor<2x3x40x8xf32>, tensor<1x2x24x8xf32>, tensor<1x2x24x8xf32>, tensor<1x16x1x8xf32>
+  %w = xfmr.fused_attention %wq, %wk, %wv {causal, scale = 0.5 : f64}
+       : (tensor<1x70x2x96xf32>, tensor<1x70x2x96xf32>, tensor<1x70x2x96xf32>) -> tensor<1x70x2x96xf32>
+  %h = xfmr.fused_attention %hq, %hk, %hv {scale = 0.5 : f64}
+       : (tensor<1x70x2x128xf32>, tensor<1x70x2x128xf32>, tensor<1x70x2x128xf32>) -> tensor<1x70x2x128xf32>
+  %x = xfmr.fused_attention %xq, %xk, %xv {causal, scale = 0.5 : f64}
+       : (tensor<1x50x2x136xf32>, tensor<1x50x2x136xf32>, tensor<1x50x2x136xf32>) -> tensor<1x50x2x136xf32>
+  return %a, %b, %c, %d, %e, %w, %h, %x : tensor<2x96x3x16xf32>, tensor<2x3x40x8xf32>, tensor<1x2x24x8xf32>, tensor<1x2x24x8xf32>, tensor<1x16x1x8xf32>, tensor<1x70x2x96xf32>, tensor<1x70x2x128xf32>, tensor<1x50x2x136xf32>
 }
