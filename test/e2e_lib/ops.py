@@ -203,11 +203,13 @@ def gen_backward():
     pad = np.ones((2, 150), dtype=np.bool_)
     pad[1, 100:] = False
     return dict(q=randn(2, 150, 2, 32), k=randn(2, 150, 2, 32), v=randn(2, 150, 2, 32), pad=pad,
-                cq=randn(1, 2, 40, 16), ck=randn(1, 2, 100, 16), cv=randn(1, 2, 100, 16),
+                # Head dim 72: the GPU kernels' head-dim loops stay loops
+                # (32: unrolled).
+                cq=randn(1, 2, 40, 72), ck=randn(1, 2, 100, 72), cv=randn(1, 2, 100, 72),
                 bias=randn(1, 1, 40, 100), x=randn(3, 37, 48), w1=randn(48, 80, scale=0.2),
                 b1=randn(80, scale=0.1), w2=randn(48, 80, scale=0.2),
                 gamma=1.0 + randn(48, scale=0.1), beta=randn(48, scale=0.1),
-                r1=randn(2, 150, 2, 32), r2=randn(1, 2, 40, 16), r3=randn(3, 37, 48))
+                r1=randn(2, 150, 2, 32), r2=randn(1, 2, 40, 72), r3=randn(3, 37, 48))
 
 
 def ref_backward(x):

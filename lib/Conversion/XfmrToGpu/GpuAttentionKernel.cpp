@@ -34,6 +34,9 @@
 //       for each key j: dQ_i += p (dO_i . V_j - D_i) scale K_j
 //       barrier
 //
+// Up to head dim 64 the backward's head-dim loops are unrolled too, which
+// keeps its per-row arrays in registers (dQ) or mostly so (dK/dV).
+//
 //===----------------------------------------------------------------------===//
 
 #include "GpuAttentionKernelBase.h"
@@ -183,7 +186,9 @@ private:
 class BackwardKernel : AttentionKernelBase {
 public:
   BackwardKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate)
-      : AttentionKernelBase(kb, in), emulate(emulate) {}
+      : AttentionKernelBase(kb, in), emulate(emulate) {
+    unrollHeadDim = headDim <= kMaxUnrolledHeadDim;
+  }
 
   void emit() {
     emitKeyGradients();
@@ -191,6 +196,12 @@ public:
   }
 
 private:
+  /// Head dims up to which the head-dim loops are unrolled. At 64 (sm_90,
+  /// per query of the inner loops): dQ 278 instructions, 14 local-memory
+  /// accesses, instead of 456 and 192; dK/dV (K, V, dK and dV: 256 values
+  /// a thread) 454 and 117 instead of 573 and 240.
+  static constexpr int64_t kMaxUnrolledHeadDim = 64;
+
   /// rowsum(dO * O) of a query row.
   Value outputDot(Value bi, Value hi, Value row) {
     return dot([&](Value c) { return kb.loadWidened(in.gradOut, in.at(bi, row, hi, c)); },

@@ -39,12 +39,12 @@
 
 func.func @loss(%q: tensor<2x150x2x32xf32> {xfmr.input = "q"}, %k: tensor<2x150x2x32xf32> {xfmr.input = "k"},
                 %v: tensor<2x150x2x32xf32> {xfmr.input = "v"}, %pad: tensor<2x150xi1> {xfmr.input = "pad"},
-                %cq: tensor<1x2x40x16xf32> {xfmr.input = "cq"}, %ck: tensor<1x2x100x16xf32> {xfmr.input = "ck"},
-                %cv: tensor<1x2x100x16xf32> {xfmr.input = "cv"}, %bias: tensor<1x1x40x100xf32> {xfmr.input = "bias"},
+                %cq: tensor<1x2x40x72xf32> {xfmr.input = "cq"}, %ck: tensor<1x2x100x72xf32> {xfmr.input = "ck"},
+                %cv: tensor<1x2x100x72xf32> {xfmr.input = "cv"}, %bias: tensor<1x1x40x100xf32> {xfmr.input = "bias"},
                 %x: tensor<3x37x48xf32> {xfmr.input = "x"}, %w1: tensor<48x80xf32> {xfmr.param = "w1"},
                 %b1: tensor<80xf32> {xfmr.param = "b1"}, %w2: tensor<48x80xf32> {xfmr.param = "w2"},
                 %gamma: tensor<48xf32> {xfmr.param = "gamma"}, %beta: tensor<48xf32> {xfmr.param = "beta"},
-                %r1: tensor<2x150x2x32xf32> {xfmr.input = "r1"}, %r2: tensor<1x2x40x16xf32> {xfmr.input = "r2"},
+                %r1: tensor<2x150x2x32xf32> {xfmr.input = "r1"}, %r2: tensor<1x2x40x72xf32> {xfmr.input = "r2"},
                 %r3: tensor<3x37x48xf32> {xfmr.input = "r3"})
     -> (tensor<f32> {xfmr.output = "loss"}) {
   %a = xfmr.fused_attention %q, %k, %v padding_mask(%pad) {causal, scale = 0.17677669 : f64}
@@ -54,10 +54,10 @@ func.func @loss(%q: tensor<2x150x2x32xf32> {xfmr.input = "q"}, %k: tensor<2x150x
   %s1 = xfmr.reduce %f1 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<19200xf32>) -> tensor<1xf32>
 
   %b = xfmr.fused_attention %cq, %ck, %cv attn_bias(%bias) {causal, scale = 0.25 : f64, layout = #xfmr.layout<bhsd>}
-       : (tensor<1x2x40x16xf32>, tensor<1x2x100x16xf32>, tensor<1x2x100x16xf32>, tensor<1x1x40x100xf32>) -> tensor<1x2x40x16xf32>
-  %p2 = xfmr.mul %b, %r2 : (tensor<1x2x40x16xf32>, tensor<1x2x40x16xf32>) -> tensor<1x2x40x16xf32>
-  %f2 = xfmr.reshape %p2 : (tensor<1x2x40x16xf32>) -> tensor<1280xf32>
-  %s2 = xfmr.reduce %f2 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<1280xf32>) -> tensor<1xf32>
+       : (tensor<1x2x40x72xf32>, tensor<1x2x100x72xf32>, tensor<1x2x100x72xf32>, tensor<1x1x40x100xf32>) -> tensor<1x2x40x72xf32>
+  %p2 = xfmr.mul %b, %r2 : (tensor<1x2x40x72xf32>, tensor<1x2x40x72xf32>) -> tensor<1x2x40x72xf32>
+  %f2 = xfmr.reshape %p2 : (tensor<1x2x40x72xf32>) -> tensor<5760xf32>
+  %s2 = xfmr.reduce %f2 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<5760xf32>) -> tensor<1xf32>
 
   // LN(x + W2 gelu_tanh(x W1 + b1)) with W2 in [out, in] layout.
   %h = xfmr.linear %x, %w1, %b1 : (tensor<3x37x48xf32>, tensor<48x80xf32>, tensor<80xf32>) -> tensor<3x37x80xf32>
