@@ -16,9 +16,9 @@
 //
 // Both factors are staged with K as their rows ([depth, tile]), 4 elements
 // of each a thread, consecutive threads taking consecutive elements along
-// the factor's contiguous dimension (coalesced loads, 0 past the edges). Shared rows are 4 longer
-// than a tile, which keeps them 16-byte aligned and spreads the transposing
-// stores (of A, or of B^T) over distinct banks.
+// the factor's contiguous dimension (coalesced loads, 0 past the edges).
+// Shared rows are 4 longer than a tile, which keeps them 16-byte aligned and
+// spreads the transposing stores (of A, or of B^T) over distinct banks.
 //
 //===----------------------------------------------------------------------===//
 
@@ -43,19 +43,11 @@ constexpr int64_t kGroup = 4;
 /// Elements of each factor a thread stages per stage.
 constexpr int64_t kStagedPerThread = 4;
 constexpr int64_t kPadding = 4;
-/// 128 x 128 tiles need at least this many blocks (an H100's SMs) to be
-/// chosen: fewer would leave SMs idle that 64 x 64 tiles occupy.
-constexpr int64_t kLargeTileMinBlocks = 132;
-
-int64_t tileFor(int64_t m, int64_t n) {
-  int64_t large = llvm::divideCeilSigned(m, 128) * llvm::divideCeilSigned(n, 128);
-  return large >= kLargeTileMinBlocks ? 128 : 64;
-}
 
 class GemmKernel {
 public:
   GemmKernel(KernelBuilder &kb, Emulation emulate, const GemmProblem &p)
-      : kb(kb), b(kb.builder()), loc(kb.location()), tile(tileFor(p.m, p.n)),
+      : kb(kb), b(kb.builder()), loc(kb.location()), tile(p.tile()),
         depth(kStagedPerThread * kThreads / tile), groups(tile / kThreadsPerSide / kGroup),
         block(kb, emulate, kThreads), p(p) {}
 
@@ -226,6 +218,11 @@ void GemmProblem::store(KernelBuilder &kb, Value sum, Value row, Value col) cons
       value = kb.add(value, kb.loadWidened(residual, {row, col}));
     kb.storeRounded(value, out, {row, col});
   });
+}
+
+int64_t GemmProblem::tile() const {
+  int64_t large = llvm::divideCeilSigned(m, 128) * llvm::divideCeilSigned(n, 128);
+  return large >= kLargeTileMinBlocks ? 128 : 64;
 }
 
 Value xfmr::gpu::insideMatrix(KernelBuilder &kb, Value i, Value j, int64_t rows, int64_t cols) {

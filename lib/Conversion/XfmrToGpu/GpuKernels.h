@@ -63,6 +63,12 @@ struct GemmProblem {
   /// (row, col) inside C, computed in f32 and rounded to C's type.
   void store(cpu::KernelBuilder &kb, mlir::Value sum, mlir::Value row, mlir::Value col) const;
 
+  /// The side of the square tiles of C a block computes: 128 where C has
+  /// at least as many such tiles as an H100 has SMs, else 64 (fewer 128 x
+  /// 128 tiles would leave SMs idle that 64 x 64 ones occupy).
+  int64_t tile() const;
+  static constexpr int64_t kLargeTileMinBlocks = 132;
+
   mlir::Value lhs, rhs, bias, residual, out;
   bool transposeA, transposeB;
   Activation activation;

@@ -63,14 +63,6 @@ constexpr int64_t kMmaM = MmaBuilder::kM, kMmaN = MmaBuilder::kN, kMmaK = MmaBui
 constexpr int64_t kAccumulators = MmaBuilder::kAccumulators;
 /// Warps along each of M and N.
 constexpr int64_t kWarps = 2;
-/// 128 x 128 tiles need at least this many blocks (an H100's SMs) to be
-/// chosen: fewer would leave SMs idle that 64 x 64 tiles occupy.
-constexpr int64_t kLargeTileMinBlocks = 132;
-
-int64_t tileFor(int64_t m, int64_t n) {
-  int64_t large = llvm::divideCeilSigned(m, 128) * llvm::divideCeilSigned(n, 128);
-  return large >= kLargeTileMinBlocks ? 128 : 64;
-}
 
 /// One factor as a block stages it: rows of `cols` elements of its
 /// contiguous (last) dimension, the rows along K (`kRows`) or along M (A)
@@ -97,7 +89,7 @@ struct Factor {
 class MmaGemmKernel {
 public:
   MmaGemmKernel(KernelBuilder &kb, Emulation emulate, const GemmProblem &p)
-      : kb(kb), b(kb.builder()), loc(kb.location()), emulate(emulate), tile(tileFor(p.m, p.n)),
+      : kb(kb), b(kb.builder()), loc(kb.location()), emulate(emulate), tile(p.tile()),
         warpRows(tile / kWarps), tilesM(warpRows / kMmaM), tilesN(warpRows / kMmaN),
         threads(kWarps * kWarps * kWarpSize), block(kb, emulate, threads), p(p),
         mma(kb, cast<MemRefType>(p.lhs.getType()).getElementType()), lhs(p.lhs, p.transposeA, tile),
