@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Static instruction mix of each tensor-core kernel's hot loop, for kernel
-work on a machine without a GPU: assembles PTX for sm_90 with ptxas -v
-(registers, spills), disassembles it with nvdisasm and, per kernel that uses
-HMMA, counts the instructions of the loop (backward branch) whose body holds
-the most HMMA, by opcode (of each such loop where there are several). The figures of the closing notes ("hot loop 785 ->
+"""Static instruction mix of each GPU kernel's hot loop, for kernel work on a
+machine without a GPU: assembles PTX for sm_90 with ptxas -v (registers,
+spills), disassembles it with nvdisasm and, per kernel, counts by opcode the
+instructions of the loop (backward branch) whose body holds the most HMMA -
+or, in kernels without tensor-core products, the most FFMA (of each such loop
+where there are several). The figures of the closing notes ("hot loop 785 ->
 647 instructions") come from here.
 
   xfmrc model.mlir --target=nvptx --emit=ptx -o model.ptx
@@ -39,8 +40,9 @@ def registers(log):
 
 
 def hot_loops(lines):
-    """The opcodes of each loop whose body holds the most HMMA (several where
-    a kernel builds its loop once per way of staging its tiles)."""
+    """(the useful opcode, the opcodes of each loop whose body holds the most
+    of it): HMMA, else FFMA; several loops where a kernel builds its loop
+    once per way of staging its tiles."""
     instructions, labels = [], {}
     for line in lines:
         if m := re.match(r"\s*(\.L_x_\d+):", line):
@@ -52,11 +54,12 @@ def hot_loops(lines):
     for i, (opcode, text) in enumerate(instructions):
         target = re.search(r"(\.L_x_\d+)", text) if opcode == "BRA" else None
         if target and labels.get(target.group(1), i) < i:
-            body = [op for op, _ in instructions[labels[target.group(1)]:i + 1]]
-            if body.count("HMMA"):
-                loops.append(body)
-    most = max((body.count("HMMA") for body in loops), default=0)
-    return [body for body in loops if body.count("HMMA") == most]
+            loops.append([op for op, _ in instructions[labels[target.group(1)]:i + 1]])
+    for useful in ("HMMA", "FFMA"):
+        most = max((body.count(useful) for body in loops), default=0)
+        if most:
+            return useful, [body for body in loops if body.count(useful) == most]
+    return None, []
 
 
 def main():
@@ -76,13 +79,14 @@ def main():
                 kernels[name].append(line)
         for name, lines in kernels.items():
             regs, spill = used.get(name, (None, None))
-            for loop in hot_loops(lines):
+            useful, loops = hot_loops(lines)
+            for loop in loops:
                 counts = collections.Counter(loop)
                 mix = " ".join(f"{op} {n}" for op, n in counts.most_common(12))
                 local = counts["LDL"] + counts["STL"]
                 print(f"{os.path.basename(ptx)} {name}: {regs} registers, {spill} bytes "
                       f"spilled; hot loop {len(loop)} instructions "
-                      f"({len(loop) / counts['HMMA']:.1f} per HMMA, {local} local memory, "
+                      f"({len(loop) / counts[useful]:.1f} per {useful}, {local} local memory, "
                       f"{counts['LDGSTS']} cp.async): {mix}")
 
 
