@@ -155,26 +155,28 @@ private:
   /// or N (B). Consecutive threads take consecutive elements along the
   /// factor's contiguous dimension.
   void forEachStaged(Value t, bool lhs, function_ref<void(int64_t, Value, Value)> body) {
-    bool kContiguous = lhs ? !p.transposeA : p.transposeB;
     for (int64_t slot = 0; slot < kStagedPerThread; ++slot) {
       Value element = kb.addi(t, kb.index(slot * kThreads));
-      if (kContiguous)
-        body(slot, kb.divui(element, depth), kb.remui(element, depth));
-      else
+      if (kOuter(lhs))
         body(slot, kb.remui(element, tile), kb.divui(element, tile));
+      else
+        body(slot, kb.divui(element, depth), kb.remui(element, depth));
     }
   }
+
+  /// Whether K is the outer dimension of the lhs (A) or rhs (B) factor as
+  /// it lies in memory: [K, M] or [K, N] rather than [M, K] or [N, K].
+  bool kOuter(bool lhs) const { return lhs ? p.transposeA : !p.transposeB; }
 
   /// Thread t's elements of a factor's stage at k0 (0 outside the matrix)
   /// into its private `ahead`.
   void loadStage(Value t, bool lhs, Value mn0, Value k0, Value ahead) {
     forEachStaged(t, lhs, [&](int64_t slot, Value mn, Value k) {
       Value i = kb.addi(mn0, mn), depthIndex = kb.addi(k0, k);
-      Value zero = kb.f32(0.0);
-      Value value = lhs ? (p.transposeA ? loadInside(kb, p.lhs, depthIndex, i, p.k, p.m, zero)
-                                        : loadInside(kb, p.lhs, i, depthIndex, p.m, p.k, zero))
-                        : (p.transposeB ? loadInside(kb, p.rhs, i, depthIndex, p.n, p.k, zero)
-                                        : loadInside(kb, p.rhs, depthIndex, i, p.k, p.n, zero));
+      Value matrix = lhs ? p.lhs : p.rhs, zero = kb.f32(0.0);
+      int64_t extent = lhs ? p.m : p.n;
+      Value value = kOuter(lhs) ? loadInside(kb, matrix, depthIndex, i, p.k, extent, zero)
+                                : loadInside(kb, matrix, i, depthIndex, extent, p.k, zero);
       kb.store(value, ahead, block.at(t, {kb.index(slot)}));
     });
   }

@@ -172,10 +172,10 @@ private:
   /// and V rows where rowsInShared, then the lse2 and D arrays of stage 0,
   /// of stage 1.
   void emitBlock(Value bi, Value hi, Value k0, ArrayRef<Value> shared) {
-    int64_t tiles = sharedTileRows(rowsInShared ? 2 : 0).size();
+    ArrayRef<Value> lseAndDots = shared.take_back(2 * kStages);
     auto stageArrays = [&](int64_t s) {
-      return SmallVector<Value>{shared[2 * s], shared[2 * s + 1], shared[tiles + 2 * s],
-                                shared[tiles + 2 * s + 1]};
+      return SmallVector<Value>{shared[2 * s], shared[2 * s + 1], lseAndDots[2 * s],
+                                lseAndDots[2 * s + 1]};
     };
     SmallVector<RowFactor> rows = rowFactors(2, rowsInShared, shared.drop_front(2 * kStages));
     Value rowCopies = rowsInShared ? vectorCopies({in.k, in.v, in.q, in.gradOut}) : Value();
