@@ -53,21 +53,35 @@ if os.path.exists(os.path.join(config.xfmr_obj_root, "lib", "libxfmr_cuda.a")):
     config.available_features.add("cuda-runtime")
 
 
-def cuda_device_count():
-    """GPUs the CUDA driver reports (0 without a driver or a GPU)."""
+def cuda_devices():
+    """The CUDA driver and the GPUs it reports (0 without a driver or a GPU)."""
     import ctypes
     try:
         cuda = ctypes.CDLL("libcuda.so.1")
     except OSError:
-        return 0
+        return None, 0
     count = ctypes.c_int(0)
     if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
-        return 0
-    return count.value
+        return None, 0
+    return cuda, count.value
 
 
-if cuda_device_count() > 0:
+def compute_capability(cuda):
+    """(major, minor) of device 0."""
+    import ctypes
+    major, minor = ctypes.c_int(0), ctypes.c_int(0)
+    # CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR and _MINOR.
+    cuda.cuDeviceGetAttribute(ctypes.byref(major), 75, 0)
+    cuda.cuDeviceGetAttribute(ctypes.byref(minor), 76, 0)
+    return major.value, minor.value
+
+
+cuda, devices = cuda_devices()
+if devices > 0:
     config.available_features.add("cuda-device")
+    # sm_90a code (warpgroup MMAs) runs on compute capability 9.0 only.
+    if compute_capability(cuda) == (9, 0):
+        config.available_features.add("cuda-sm90a")
 else:
     lit_config.note("no NVIDIA GPU visible to the CUDA driver: GPU execution tests are "
                     "UNSUPPORTED (PTX is still checked with ptxas)")

@@ -64,26 +64,29 @@ if wanted("attention"):
             print(f"{name:26} {attn:11.3f} {flops / attn / 1e9:8.2f} {f32:10.3f} {flops / f32 / 1e9:8.2f} {bf16:10.3f} {flops / bf16 / 1e9:8.2f}  {err:.1e}")
             print("   kernels:", ", ".join(f"{t:.3f}" for n, t in kernels), "| wall", wall(cmd))
 if wanted("attention_bf16"):
-    print("attention forward bf16 (tensor cores), batch 4, 16 heads; error on batch 0, heads 0-1 vs float64 on the bf16 inputs")
+    print("attention forward bf16 (tensor cores), batch 4, 16 heads; error on batch 0, heads 0-1 vs float64 on the bf16 inputs;")
+    print("xfmr: sm_90 (mma.sync), and sm_90a (wgmma) where the GPU is compute capability 9.0")
     print(f"{'config':28} {'xfmr ms':>9} {'TFLOP/s':>8} {'torch bf16':>10} {'TFLOP/s':>8} {'xfmr/torch':>10}  max|err|")
+    sm90a = torch.cuda.get_device_capability() == (9, 0)
     bf16_configs = [tuple(int(x[1:]) for x in os.path.basename(f).split("_")[1:3]) for f in glob.glob("bench/attnbf16_*_causal.mlir")]
     for s, d in sorted(bf16_configs, key=lambda sd: (sd[1], sd[0])):
         for causal in (True, False):
             name = f"attnbf16_s{s}_d{d}_{'causal' if causal else 'full'}"
             q, k, v = (rng.standard_normal((B, s, H, d)).astype(np.float32) for _ in range(3))
             safetensors_io.write(f"bench/{name}.in.safetensors", dict(q=q, k=k, v=v))
-            cmd = [f"bench/{name}", f"--inputs=bench/{name}.in.safetensors", f"--output=bench/{name}.out.safetensors"]
-            kernels = ncu_kernels(cmd)
-            attn = max(t for _, t in kernels)
             flops = 4 * B * H * s * s * d / (2 if causal else 1)
             bq, bk, bv = (torch.tensor(a).cuda().bfloat16().transpose(1, 2) for a in (q, k, v))
             t16 = cuda_ms(lambda: torch.nn.functional.scaled_dot_product_attention(bq, bk, bv, is_causal=causal))
             ref = torch.nn.functional.scaled_dot_product_attention(*(x[:1, :2].double() for x in (bq, bk, bv)), is_causal=causal).transpose(1, 2).cpu().numpy()
-            got = safetensors_io.read(f"bench/{name}.out.safetensors")["o"][:1, :, :2]
-            err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
             del bq, bk, bv
-            print(f"{name:28} {attn:9.3f} {flops / attn / 1e9:8.1f} {t16:10.3f} {flops / t16 / 1e9:8.1f} {t16 / attn:10.2f}  {err:.1e}")
-            print("   kernels:", ", ".join(f"{t:.3f}" for _, t in kernels))
+            for variant in [name] + ([f"{name}.sm90a"] if sm90a else []):
+                cmd = [f"bench/{variant}", f"--inputs=bench/{name}.in.safetensors", f"--output=bench/{variant}.out.safetensors"]
+                kernels = ncu_kernels(cmd)
+                attn = max(t for _, t in kernels)
+                got = safetensors_io.read(f"bench/{variant}.out.safetensors")["o"][:1, :, :2]
+                err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+                print(f"{variant:28} {attn:9.3f} {flops / attn / 1e9:8.1f} {t16:10.3f} {flops / t16 / 1e9:8.1f} {t16 / attn:10.2f}  {err:.1e}")
+                print("   kernels:", ", ".join(f"{t:.3f}" for _, t in kernels))
             os.remove(f"bench/{name}.in.safetensors")
 if wanted("backward"):
     print("attention backward (the loss program: forward, backward kernels, loss); f32, and bf16 (forward and backward on tensor cores)")
@@ -152,7 +155,10 @@ if wanted("block"):
         return x + torch.addmm(w[p + "mlp.c_proj.bias"], h, w[p + "mlp.c_proj.weight"]).view(1, seq, D)
     w32 = {n: torch.tensor(a).cuda() for n, a in inputs.items()}
     ref = torch_block(w32).cpu().numpy()
-    for suffix, dtype in (("", torch.float32), ("_bf16", torch.bfloat16)):
+    variants = [("", torch.float32), ("_bf16", torch.bfloat16)]
+    if torch.cuda.get_device_capability() == (9, 0):
+        variants.append(("_bf16.sm90a", torch.bfloat16))
+    for suffix, dtype in variants:
         cmd = [f"bench/block1024{suffix}", "--inputs=bench/block.in.safetensors", "--weights=bench/block.in.safetensors", f"--output=bench/block{suffix}.out.safetensors"]
         kernels = ncu_kernels(cmd)
         total = sum(t for n, t in kernels)

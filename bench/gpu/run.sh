@@ -21,6 +21,11 @@ for c in linear:linear normalization:normalization fused-attention:attention low
   f=${c%%:*}; k=${c##*:}
   timeout 120 ./ops/$f --inputs=ops/$f.in.safetensors --output=ops/$f.out.safetensors && python3 $LIB/ops.py check $k ops/$f.in.safetensors ops/$f.out.safetensors
 done
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1)
+if [ "$cc" = 9.0 ]; then
+  echo -n "sm_90a (warpgroup MMA attention): "
+  timeout 120 ./ops/low-precision.sm90a --inputs=ops/low-precision.in.safetensors --output=ops/low-precision.sm90a.out.safetensors && python3 $LIB/ops.py check low_precision ops/low-precision.in.safetensors ops/low-precision.sm90a.out.safetensors
+fi
 timeout 120 ./ops/grad --inputs=ops/grad.in.safetensors --weights=ops/grad.in.safetensors --output=ops/grad.out.safetensors && python3 $LIB/ops.py check backward ops/grad.in.safetensors ops/grad.out.safetensors
 for d in bf16 f16; do
   timeout 120 ./ops/grad-$d --inputs=ops/grad-low.in.safetensors --output=ops/grad-$d.out.safetensors && python3 $LIB/ops.py check backward_$d ops/grad-low.in.safetensors ops/grad-$d.out.safetensors

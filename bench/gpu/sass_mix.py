@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Static instruction mix of each GPU kernel's hot loop, for kernel work on a
-machine without a GPU: assembles PTX for sm_90 with ptxas -v (registers,
+machine without a GPU: assembles PTX for its target (sm_90, sm_90a, ...)
+with ptxas -v (registers,
 spills), disassembles it with nvdisasm and, per kernel, counts by opcode the
-instructions of the loop (backward branch) whose body holds the most HMMA -
-or, in kernels without tensor-core products, the most FFMA (of each such loop
+instructions of the loop (backward branch) whose body holds the most HGMMA
+(warpgroup MMA) or HMMA - or, in kernels without tensor-core products, the
+most FFMA (of each such loop
 where there are several). The figures of the closing notes ("hot loop 785 ->
 647 instructions") come from here.
 
@@ -41,7 +43,7 @@ def registers(log):
 
 def hot_loops(lines):
     """(the useful opcode, the opcodes of each loop whose body holds the most
-    of it): HMMA, else FFMA; several loops where a kernel builds its loop
+    of it): HGMMA, else HMMA, else FFMA; several loops where a kernel builds its loop
     once per way of staging its tiles."""
     instructions, labels = [], {}
     for line in lines:
@@ -55,7 +57,7 @@ def hot_loops(lines):
         target = re.search(r"(\.L_x_\d+)", text) if opcode == "BRA" else None
         if target and labels.get(target.group(1), i) < i:
             loops.append([op for op, _ in instructions[labels[target.group(1)]:i + 1]])
-    for useful in ("HMMA", "FFMA"):
+    for useful in ("HGMMA", "HMMA", "FFMA"):
         most = max((body.count(useful) for body in loops), default=0)
         if most:
             return useful, [body for body in loops if body.count(useful) == most]
@@ -64,8 +66,10 @@ def hot_loops(lines):
 
 def main():
     for ptx in sys.argv[1:]:
-        cubin = os.path.splitext(ptx)[0] + ".sm_90.cubin"
-        log = subprocess.run([PTXAS, "-v", "-arch=sm_90", ptx, "-o", cubin], check=True,
+        with open(ptx) as f:
+            arch = re.search(r"^\.target\s+(sm_\w+)", f.read(), re.M).group(1)
+        cubin = os.path.splitext(ptx)[0] + f".{arch}.cubin"
+        log = subprocess.run([PTXAS, "-v", f"-arch={arch}", ptx, "-o", cubin], check=True,
                              capture_output=True, text=True).stderr
         used = registers(log)
         sass = subprocess.run([NVDISASM, "-c", cubin], check=True, capture_output=True,

@@ -259,6 +259,7 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
     pipeline.openmp = options.openmp;
     pipeline.emulateGpuKernels = options.emulateGpuKernels;
     pipeline.reverseGpuThreads = options.reverseGpuThreads;
+    pipeline.emulatedChip = options.gpuArch;
     bool wide = options.vectorLanes
                     ? options.vectorLanes == 16
                     : (*machine)->getMCSubtargetInfo()->checkFeatures("+avx512f");

@@ -20,6 +20,7 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
     ConvertXfmrToGpuKernelsOptions emulation;
     emulation.emulateThreads = true;
     emulation.reverseThreads = options.reverseGpuThreads;
+    emulation.warpgroupMma = hasWarpgroupMma(options.emulatedChip);
     pm.addPass(createConvertXfmrToGpuKernels(emulation));
   }
   ConvertXfmrToCpuKernelsOptions kernels;

@@ -21,10 +21,14 @@ using namespace mlir;
 /// sm_90).
 static constexpr const char *kPtxFeatures = "+ptx80";
 
+bool xfmr::hasWarpgroupMma(StringRef chip) { return chip == "sm_90a"; }
+
 void xfmr::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options) {
   buildXfmrFusionPipeline(pm, options.fusion());
   pm.addPass(createXfmrComputeInF32());
-  pm.addPass(createConvertXfmrToGpuKernels());
+  ConvertXfmrToGpuKernelsOptions kernelOptions;
+  kernelOptions.warpgroupMma = hasWarpgroupMma(options.chip);
+  pm.addPass(createConvertXfmrToGpuKernels(kernelOptions));
   buildLinalgBufferizationPipeline(pm, options.fuseElementwise);
 
   // Fused attention is one hand-built kernel; every other op is one kernel

@@ -121,7 +121,8 @@ static cl::opt<xfmr::Target> target(
     cl::cat(category));
 static cl::opt<std::string> gpuArch("gpu-arch",
                                     cl::desc("NVIDIA architecture of --target=nvptx: sm_80, "
-                                             "sm_90, ... (default sm_90)"),
+                                             "sm_90, sm_90a (warpgroup MMAs), ... (default "
+                                             "sm_90)"),
                                     cl::init("sm_90"), cl::cat(category));
 static cl::opt<std::string> cudaPath(
     "cuda-path", cl::desc("CUDA toolkit root, for ptxas and fatbinary (default " XFMR_CUDA_ROOT
@@ -255,8 +256,8 @@ int main(int argc, char **argv) {
   options.cpu = cpu;
   if (xfmr::emitsKernelsOnly(emit) && target != xfmr::Target::Nvptx)
     return fail("--emit=ptx, cubin and fatbin need --target=nvptx");
-  if (gpuArch.getNumOccurrences() && target != xfmr::Target::Nvptx)
-    return fail("--gpu-arch needs --target=nvptx");
+  if (gpuArch.getNumOccurrences() && target != xfmr::Target::Nvptx && !emulateGpuKernels)
+    return fail("--gpu-arch needs --target=nvptx or --emulate-gpu-kernels");
   if (!Regex("^sm_[0-9]+a?$").match(gpuArch))
     return fail("--gpu-arch must look like sm_80 or sm_90a, got '" + gpuArch + "'");
   if (openmp.getNumOccurrences() && target == xfmr::Target::Nvptx)

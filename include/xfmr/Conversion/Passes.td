@@ -59,15 +59,17 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
       fragments by `ldmatrix` (`.trans` for rows along K).
     - `fused_attention` of bf16 or f16 q, k and v (each `arith.extf` of
       them), whose head dim fits: FlashAttention-2 on tensor cores, a block
-      per 128 query rows (8 warps of 16; 64 rows, 4 warps, for head dims up
-      to 64), both products by `mma.sync` (K and V fragments by `ldmatrix`), the
+      per 128 query rows (4 warps of 32 up to head dim 128, 8 of 16 above),
+      both products by `mma.sync` (K and V fragments by `ldmatrix`), the
       probabilities rounded to the narrow type and repacked from the score
       accumulators into the second product's operands in registers, the
       row max combined over a row's lanes by `gpu.shuffle`, base-2
       exponentials (`math.exp2` with fastmath `afn`). K and V tiles are
-      staged row-major, 16 bytes per load where the operands' layout allows
-      (checked at run time), each tile loaded into registers while the
-      previous one is multiplied.
+      staged row-major in two shared stages, copied 16 bytes at a time by
+      `cp.async` a tile ahead where the operands' layout allows (checked at
+      run time). With `warpgroup-mma` (sm_90a), two warpgroups of 64 rows
+      multiply by `wgmma.mma_async` instead, K and V staged as 8 x 8 core
+      matrices that the tensor cores read from shared memory.
     - `fused_attention_backward` of such q, k and v (the output and its
       gradient read narrow too when they widen values of q's type): the
       same two launches on tensor cores, dQ first (a block per 64 query
@@ -102,6 +104,9 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
            "Build the kernels as CPU loops over blocks and threads (for testing)">,
     Option<"reverseThreads", "reverse-threads", "bool", /*default=*/"false",
            "With emulate-threads, run each phase's threads last to first">,
+    Option<"warpgroupMma", "warpgroup-mma", "bool", /*default=*/"false",
+           "Multiply the bf16/f16 attention forward's tiles by sm_90a's warpgroup "
+           "MMA (wgmma.mma_async)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",

@@ -92,7 +92,8 @@ struct CompileOptions {
   /// "native" is the host's.
   std::string cpu = "native";
   Target target = Target::Host;
-  /// NVIDIA architecture of --target=nvptx.
+  /// NVIDIA architecture of --target=nvptx (and of the kernels that
+  /// emulateGpuKernels builds): sm_90a's attention uses warpgroup MMAs.
   std::string gpuArch = "sm_90";
   /// CUDA toolkit root: ptxas and fatbinary for cubin and fatbin output, and
   /// libxfmr_cuda for GPU executables.

@@ -56,6 +56,10 @@ struct CpuPipelineOptions : FusionPipelineOptions<CpuPipelineOptions> {
       *this, "reverse-gpu-threads",
       llvm::cl::desc("With emulate-gpu-kernels, run each phase's threads last to first"),
       llvm::cl::init(false)};
+  Option<std::string> emulatedChip{
+      *this, "emulated-chip",
+      llvm::cl::desc("With emulate-gpu-kernels, the GPU architecture whose kernels to build"),
+      llvm::cl::init("sm_90")};
   Option<int64_t> vectorRegisters{*this, "registers",
                                   llvm::cl::desc("Vector registers (16: AVX2, 32: AVX-512)"),
                                   llvm::cl::init(16)};
@@ -115,6 +119,11 @@ void buildCpuPipeline(mlir::OpPassManager &pm, const CpuPipelineOptions &options
 /// gpu.module, lowered to NVVM and serialized (PTX, cubin or fatbin). The
 /// entry keeps the CPU build's ABI (host pointers, `<name>_packed`).
 void buildGpuPipeline(mlir::OpPassManager &pm, const GpuPipelineOptions &options);
+
+/// Whether the kernels for GPU architecture `chip` multiply by warpgroup MMAs
+/// (convert-xfmr-to-gpu-kernels{warpgroup-mma}): sm_90a, the one
+/// architecture that has them (sm_90 code must also run on later GPUs).
+bool hasWarpgroupMma(llvm::StringRef chip);
 
 /// Registers `xfmr-cpu-pipeline` and `xfmr-gpu-pipeline` for xfmr-opt.
 void registerPipelines();

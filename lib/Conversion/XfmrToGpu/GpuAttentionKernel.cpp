@@ -386,9 +386,9 @@ private:
 } // namespace
 
 void xfmr::gpu::emitAttention(KernelBuilder &kb, const AttentionOperands &operands,
-                              Emulation emulate) {
+                              Emulation emulate, bool warpgroupMma) {
   if (fitsMmaAttention(operands))
-    return emitMmaAttention(kb, operands, emulate);
+    return emitMmaAttention(kb, operands, emulate, warpgroupMma);
   ForwardKernel(kb, operands, emulate).emit();
 }
 

@@ -23,7 +23,8 @@ class GpuKernelSet : public KernelSet {
 public:
   /// The kernels are scalar per thread: the CPU target's vector shape is
   /// never used.
-  explicit GpuKernelSet(xfmr::gpu::Emulation emulate) : KernelSet(CpuTarget{}), emulate(emulate) {}
+  GpuKernelSet(xfmr::gpu::Emulation emulate, bool warpgroupMma)
+      : KernelSet(CpuTarget{}), emulate(emulate), warpgroupMma(warpgroupMma) {}
 
   bool handlesNarrowFloats() const override { return true; }
   Value gemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB, Value bias,
@@ -44,7 +45,7 @@ public:
                                         emulate);
   }
   void attention(KernelBuilder &kb, const AttentionOperands &operands) const override {
-    xfmr::gpu::emitAttention(kb, operands, emulate);
+    xfmr::gpu::emitAttention(kb, operands, emulate, warpgroupMma);
   }
   void attentionBackward(KernelBuilder &kb, const AttentionOperands &operands) const override {
     xfmr::gpu::emitAttentionBackward(kb, operands, emulate);
@@ -52,6 +53,7 @@ public:
 
 private:
   xfmr::gpu::Emulation emulate;
+  bool warpgroupMma;
 };
 
 struct BarrierMemoryEffects
@@ -90,7 +92,8 @@ struct ConvertXfmrToGpuKernelsPass
     }
     GpuKernelSet kernels(!emulateThreads  ? xfmr::gpu::Emulation::None
                          : reverseThreads ? xfmr::gpu::Emulation::Reversed
-                                          : xfmr::gpu::Emulation::InOrder);
+                                          : xfmr::gpu::Emulation::InOrder,
+                         warpgroupMma);
     RewritePatternSet patterns(&getContext());
     populateKernelPatterns(patterns, kernels);
     GreedyRewriteConfig config;

@@ -20,7 +20,7 @@ namespace xfmr::gpu {
 /// tile, head, batch), a thread per query row (widening bf16/f16 loads),
 /// key/value tiles through shared memory.
 void emitAttention(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands,
-                   Emulation emulate);
+                   Emulation emulate, bool warpgroupMma);
 
 /// Whether q, k and v are bf16 or f16 and the tensor-core attention's
 /// shared memory holds tiles of their head dim (forward and backward: the
@@ -29,9 +29,10 @@ bool fitsMmaAttention(const cpu::AttentionOperands &operands);
 
 /// FlashAttention-2 forward on tensor cores: a block per (128 query rows,
 /// head, batch), 4 warps of 32 rows up to head dim 128 (8 of 16 above),
-/// both products by mma.sync.
+/// both products by mma.sync; with `warpgroupMma` (sm_90a), two
+/// warpgroups of 64 rows, both products by wgmma.mma_async.
 void emitMmaAttention(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands,
-                      Emulation emulate);
+                      Emulation emulate, bool warpgroupMma);
 
 /// FlashAttention-2 backward as two kernels: on tensor cores when
 /// fitsMmaAttention says so (emitMmaAttentionBackward), else dK and

@@ -83,17 +83,21 @@ SmallVector<Value> MmaBuilder::multiply(ArrayRef<Value> a, ArrayRef<Value> bWord
   return result;
 }
 
+Value MmaBuilder::sharedAddress(Value tile, ValueRange indices) {
+  auto [strides, offset] = cast<MemRefType>(tile.getType()).getStridesAndOffset();
+  assert((indices.empty() || indices.size() == strides.size()) && "no indices: the first element");
+  Value element = kb.index(offset);
+  for (auto [index, stride] : llvm::zip(indices, strides))
+    element = kb.addi(element, kb.muli(index, stride));
+  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tile);
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(), kb.addi(base, kb.muli(element, 2)));
+}
+
 SmallVector<Value> MmaBuilder::loadMatrices(Value tile, ValueRange indices, int64_t count,
                                             bool transposed) {
   MLIRContext *context = b.getContext();
-  auto [strides, offset] = cast<MemRefType>(tile.getType()).getStridesAndOffset();
-  Value element = kb.index(offset);
-  for (auto [index, stride] : llvm::zip_equal(indices, strides))
-    element = kb.addi(element, kb.muli(index, stride));
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tile);
-  Value address =
-      arith::IndexCastOp::create(b, loc, b.getI64Type(), kb.addi(base, kb.muli(element, 2)));
-  Value pointer = LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(context, 3), address);
+  Value pointer = LLVM::IntToPtrOp::create(b, loc, LLVM::LLVMPointerType::get(context, 3),
+                                           sharedAddress(tile, indices));
   Type i32 = b.getI32Type();
   Type type = LLVM::LLVMStructType::getLiteral(context, SmallVector<Type>(count, i32));
   auto load = NVVM::LdMatrixOp::create(
@@ -139,4 +143,92 @@ void MmaBuilder::ptxInstruction(StringRef text) {
                             b.getStringAttr(""), b.getUnitAttr(), /*is_align_stack=*/nullptr,
                             LLVM::TailCallKindAttr::get(b.getContext(), LLVM::TailCallKind::None),
                             /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
+}
+
+void MmaBuilder::fenceSharedForWarpgroupMma() { ptxInstruction("fence.proxy.async.shared::cta;"); }
+
+SmallVector<Value> MmaBuilder::ptxWithOperands(StringRef text, StringRef constraints,
+                                               TypeRange results, ValueRange operands) {
+  Type type = LLVM::LLVMStructType::getLiteral(b.getContext(), llvm::to_vector(results));
+  auto asmOp = LLVM::InlineAsmOp::create(
+      b, loc, type, operands, b.getStringAttr(text), b.getStringAttr(constraints), b.getUnitAttr(),
+      /*is_align_stack=*/nullptr,
+      LLVM::TailCallKindAttr::get(b.getContext(), LLVM::TailCallKind::None),
+      /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
+  SmallVector<Value> values;
+  for (int64_t i = 0, e = results.size(); i < e; ++i)
+    values.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getRes(), i));
+  return values;
+}
+
+Value MmaBuilder::matrixDescriptor(Value tile, int64_t offsetBytes, int64_t leadingBytes,
+                                   int64_t strideBytes) {
+  // Addresses and offsets in 16-byte units: the start address's 14 bits at
+  // 0, the leading offset's at 16, the stride's at 32 (no swizzle, base
+  // offset 0).
+  auto i64 = [&](int64_t value) {
+    return arith::ConstantIntOp::create(b, loc, b.getI64Type(), value).getResult();
+  };
+  Value start = arith::AndIOp::create(b, loc, sharedAddress(tile, {}), i64(0x3FFFF));
+  start = arith::ShRUIOp::create(b, loc, start, i64(4));
+  start = arith::AddIOp::create(b, loc, start, i64(offsetBytes >> 4));
+  return arith::OrIOp::create(b, loc, start,
+                              i64((leadingBytes >> 4) << 16 | (strideBytes >> 4) << 32));
+}
+
+/// The constraint letter of a register of `type`: f32 or 32-bit word.
+static StringRef registerConstraint(Type type) { return type.isF32() ? "f" : "r"; }
+
+SmallVector<Value> MmaBuilder::fenceForWarpgroupMma(ArrayRef<Value> values) {
+  SmallVector<std::string> constraints;
+  for (Value value : values)
+    constraints.push_back(("=" + registerConstraint(value.getType())).str());
+  for (size_t i = 0; i < values.size(); ++i)
+    constraints.push_back(std::to_string(i));
+  return ptxWithOperands("wgmma.fence.sync.aligned;", llvm::join(constraints, ","),
+                         ValueRange(values).getTypes(), values);
+}
+
+SmallVector<Value> MmaBuilder::warpgroupMultiply(ArrayRef<Value> a, Value bDescriptor,
+                                                 ArrayRef<Value> acc, int64_t n, bool transposeB) {
+  assert(a.size() == 4 && (acc.empty() || static_cast<int64_t>(acc.size()) == n / 2) &&
+         "an A fragment and N / 2 accumulators");
+  int64_t results = n / 2;
+  std::string type = narrow.isBF16() ? "bf16" : "f16";
+  SmallVector<std::string> outputs, constraints;
+  for (int64_t i = 0; i < results; ++i) {
+    outputs.push_back("$" + std::to_string(i));
+    constraints.push_back("=f");
+  }
+  // Operands: the accumulators (tied to the results), A's words, B's
+  // descriptor, whether D is read.
+  if (!acc.empty())
+    for (int64_t i = 0; i < results; ++i)
+      constraints.push_back(std::to_string(i));
+  int64_t first = results + acc.size();
+  SmallVector<std::string> aWords;
+  for (int64_t i = 0; i < 4; ++i) {
+    aWords.push_back("$" + std::to_string(first + i));
+    constraints.push_back("r");
+  }
+  constraints.append({"l", "r"});
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(first + 5) +
+                     ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." +
+                     type + "." + type + " {" + llvm::join(outputs, ", ") + "}, {" +
+                     llvm::join(aWords, ", ") + "}, $" + std::to_string(first + 4) + ", p, 1, 1, " +
+                     (transposeB ? "1" : "0") + ";\n}";
+  SmallVector<Value> operands(acc);
+  llvm::append_range(operands, a);
+  operands.push_back(bDescriptor);
+  operands.push_back(i32(acc.empty() ? 0 : 1));
+  return ptxWithOperands(text, llvm::join(constraints, ","),
+                         SmallVector<Type>(results, b.getF32Type()), operands);
+}
+
+SmallVector<Value> MmaBuilder::waitForWarpgroupMma(ArrayRef<Value> acc) {
+  SmallVector<std::string> constraints(acc.size(), "=f");
+  for (size_t i = 0; i < acc.size(); ++i)
+    constraints.push_back(std::to_string(i));
+  return ptxWithOperands("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;",
+                         llvm::join(constraints, ","), ValueRange(acc).getTypes(), acc);
 }

@@ -82,6 +82,37 @@ public:
                  mlir::ValueRange sourceIndices, mlir::Value sourceElements);
   void commitCopies();
   void waitForCopies(int64_t pending);
+  /// Orders the thread's earlier writes to shared memory (stores and
+  /// completed async copies) before the block's later warpgroup MMAs, which
+  /// read shared memory through the async proxy (fence.proxy.async).
+  void fenceSharedForWarpgroupMma();
+
+  /// sm_90a's warpgroup MMA (wgmma.mma_async.m64nNk16, PTX ISA 9.7.15): the
+  /// 4 warps of a warpgroup multiply 64 rows of A, warp w its rows 16w to
+  /// 16w + 15 as the A words of mma.sync (`multiply`), by a K x N B in
+  /// shared memory, into N / 2 f32 accumulators a thread: accumulator r of
+  /// 8-column tile n is the thread's accumulator 4n + r, laid out as those
+  /// of mma.sync's 16 x 8 tiles. B is described by a matrix descriptor of a
+  /// tile of 8 x 8 core matrices (8 rows of 16 contiguous bytes, no
+  /// swizzle), `leadingBytes` apart along K and `strideBytes` along N,
+  /// starting `offsetBytes` into the shared array `tile`.
+  mlir::Value matrixDescriptor(mlir::Value tile, int64_t offsetBytes, int64_t leadingBytes,
+                               int64_t strideBytes);
+  /// The registers `values` (A words and accumulators the next warpgroup
+  /// MMAs read) after wgmma.fence: their writes come before the MMAs'
+  /// reads, and the MMAs take the values it returns.
+  llvm::SmallVector<mlir::Value> fenceForWarpgroupMma(llvm::ArrayRef<mlir::Value> values);
+  /// Issues `acc` + A B (A B alone where `acc` is empty) for N = 2 x (the
+  /// result's size); B's rows along N are contiguous where `transposeB`
+  /// (N-major; else K-major). The results may be read only after
+  /// waitForWarpgroupMma.
+  llvm::SmallVector<mlir::Value> warpgroupMultiply(llvm::ArrayRef<mlir::Value> a,
+                                                   mlir::Value bDescriptor,
+                                                   llvm::ArrayRef<mlir::Value> acc, int64_t n,
+                                                   bool transposeB);
+  /// Commits the warpgroup MMAs issued so far and waits for them: the
+  /// accumulators `acc`, readable.
+  llvm::SmallVector<mlir::Value> waitForWarpgroupMma(llvm::ArrayRef<mlir::Value> acc);
 
 private:
   mlir::Value i32(int64_t value);
@@ -93,6 +124,14 @@ private:
   /// memory effects, which the buffer deallocation pipeline (run after the
   /// kernels are built) rejects.
   void ptxInstruction(llvm::StringRef text);
+  /// Inline PTX with side effects whose results are those of
+  /// `constraints`' outputs (one value each), in order.
+  llvm::SmallVector<mlir::Value> ptxWithOperands(llvm::StringRef text, llvm::StringRef constraints,
+                                                 mlir::TypeRange results,
+                                                 mlir::ValueRange operands);
+  /// The shared-window address of element `indices` (none: the first) of
+  /// the shared `tile`.
+  mlir::Value sharedAddress(mlir::Value tile, mlir::ValueRange indices);
 
   cpu::KernelBuilder &kb;
   mlir::OpBuilder &b;

@@ -21,6 +21,16 @@
 // Each B fragment read from shared memory serves every row tile of the
 // warp: two row tiles halve the shared-memory reads per MMA.
 //
+// With `warpgroupMma` (sm_90a), both products are warpgroup MMAs instead
+// (wgmma.mma_async, GpuMma.h): the 4 warps of a warpgroup, one row tile
+// each, multiply their 64 rows by a whole shared tile per 16 of K, which the
+// tensor cores read from shared memory themselves. The streamed tiles are
+// then 8 x 8 core matrices (the layout the MMA's matrix descriptors
+// describe): element (row, c) at [row / 8][c / 8][row % 8][c % 8], each
+// core matrix 128 contiguous bytes, a tile's row groups paddedDim * 16
+// bytes apart. One layout serves both products: K's tile K-major (its rows
+// are the product's N), V's N-major (its rows are K).
+//
 // Emulated, where a GPU thread feeds its own registers to an MMA, a thread
 // reads the fragments or factors of the other lanes of its warp from their
 // private arrays (written in an earlier phase) and computes its
@@ -69,9 +79,10 @@ protected:
   static constexpr int64_t kWarpSize = MmaBuilder::kWarpSize;
   static constexpr int64_t kAccumulators = MmaBuilder::kAccumulators;
   MmaAttentionKernelBase(cpu::KernelBuilder &kb, const cpu::AttentionOperands &in,
-                         Emulation emulate, int64_t warps, int64_t columns, int64_t rowTiles = 1)
-      : AttentionKernelBase(kb, in), emulate(emulate), threads(warps * kWarpSize),
-        rowTiles(rowTiles), rowsPerWarp(rowTiles * MmaBuilder::kM),
+                         Emulation emulate, int64_t warps, int64_t columns, int64_t rowTiles = 1,
+                         bool warpgroupMma = false)
+      : AttentionKernelBase(kb, in), emulate(emulate), warpgroupMma(warpgroupMma),
+        threads(warps * kWarpSize), rowTiles(rowTiles), rowsPerWarp(rowTiles * MmaBuilder::kM),
         rowsPerBlock(warps * rowsPerWarp), columns(columns), block(kb, emulate, threads),
         mma(kb, mlir::cast<mlir::MemRefType>(in.q.getType()).getElementType()),
         steps(dimSteps(headDim)), words(steps * MmaBuilder::kWords),
@@ -88,8 +99,12 @@ protected:
       llvm::function_ref<void(mlir::Value, mlir::Value, mlir::Value, llvm::ArrayRef<mlir::Value>)>
           body) {
     llvm::SmallVector<llvm::SmallVector<int64_t>> shapes;
-    for (int64_t rows : tileRows)
-      shapes.push_back({rows, paddedDim + kPadding});
+    for (int64_t rows : tileRows) {
+      if (warpgroupMma)
+        shapes.push_back({rows / kVector, paddedDim / kVector, kVector, kVector});
+      else
+        shapes.push_back({rows, paddedDim + kPadding});
+    }
     llvm::append_range(shapes, arrays);
     block.forEachBlock(
         {llvm::divideCeilSigned(seq, rowsPerBlock), heads, batch}, shapes,
@@ -97,6 +112,14 @@ protected:
           body(ids[2], ids[1], kb.muli(ids[0], rowsPerBlock), shared);
         },
         llvm::SmallVector<mlir::Type>(tileRows.size(), mma.narrowType()));
+  }
+
+  /// The indices of element (row, c) of a shared tile.
+  llvm::SmallVector<mlir::Value> tileAt(mlir::Value row, mlir::Value c) {
+    if (!warpgroupMma)
+      return {row, c};
+    return {kb.divui(row, kVector), kb.divui(c, kVector), kb.remui(row, kVector),
+            kb.remui(c, kVector)};
   }
 
   /// The rows of a kernel's shared tiles: two stages of its two streamed
@@ -387,14 +410,25 @@ protected:
 
   /// Calls `body(row, c)` for thread t's 16-byte vectors of a tile of
   /// `rows` rows: row `row` of the tile, elements c to c + 7. Slot j of
-  /// thread t holds vector t + j * threads of the tile (row-major,
-  /// paddedDim / 8 a row).
+  /// thread t holds vector t + j * threads of the tile: row-major (paddedDim
+  /// / 8 a row), or, in tiles of core matrices, in their order (8 threads
+  /// write one core matrix's 128 bytes, free of bank conflicts).
   void forEachVector(mlir::Value t, int64_t rows,
                      llvm::function_ref<void(mlir::Value, mlir::Value)> body) {
     int64_t chunks = paddedDim / kVector, total = rows * chunks;
+    auto place = [&](mlir::Value i) -> std::pair<mlir::Value, mlir::Value> {
+      if (!warpgroupMma)
+        return {kb.divui(i, chunks), kb.muli(kb.remui(i, chunks), kVector)};
+      mlir::Value group = kb.divui(i, kVector * chunks);
+      return {kb.addi(kb.muli(group, kVector), kb.remui(i, kVector)),
+              kb.muli(kb.remui(kb.divui(i, kVector), chunks), kVector)};
+    };
     for (int64_t slot = 0; slot < llvm::divideCeilSigned(total, threads); ++slot) {
       mlir::Value i = kb.addi(t, kb.index(slot * threads));
-      auto atSlot = [&] { body(kb.divui(i, chunks), kb.muli(kb.remui(i, chunks), kVector)); };
+      auto atSlot = [&] {
+        auto [row, c] = place(i);
+        body(row, c);
+      };
       if ((slot + 1) * threads > total)
         kb.ifThen(kb.below(i, total), atSlot);
       else
@@ -414,7 +448,7 @@ protected:
       forEachVector(t, rows, [&](mlir::Value row, mlir::Value c) {
         for (auto [operand, tile] : operandsAndTiles)
           mlir::vector::StoreOp::create(
-              b, loc, rowVector(operand, bi, hi, kb.addi(first, row), seq, c), tile, {row, c},
+              b, loc, rowVector(operand, bi, hi, kb.addi(first, row), seq, c), tile, tileAt(row, c),
               /*nontemporal=*/false, llvm::Align(2 * kVector));
       });
       return;
@@ -438,7 +472,7 @@ protected:
           }
           mlir::Value readElements =
               inside ? kb.select(inside, kb.index(kVector), kb.index(0)) : mlir::Value();
-          mma.copyAsync(tile, {row, c}, operand, indices, readElements);
+          mma.copyAsync(tile, tileAt(row, c), operand, indices, readElements);
         }
       });
     };
@@ -461,7 +495,7 @@ protected:
     kb.forLoop(t, kb.index(rows * paddedDim), threads, [&](mlir::Value i) {
       mlir::Value row = kb.divui(i, paddedDim), c = kb.remui(i, paddedDim);
       for (auto [operand, tile] : operandsAndTiles)
-        kb.store(element(operand, bi, hi, kb.addi(first, row), seq, c), tile, {row, c});
+        kb.store(element(operand, bi, hi, kb.addi(first, row), seq, c), tile, tileAt(row, c));
     });
   }
   /// Thread t's share of staging the block's rows [first, first +
@@ -554,6 +588,8 @@ protected:
           elements();
         if (stageMore)
           stageMore(t, first, stage);
+        if (warpgroupMma && emulate == Emulation::None)
+          mma.fenceSharedForWarpgroupMma();
       });
       if (aligned)
         copyTile(kb.addi(tile, kb.index(1)));
@@ -570,8 +606,10 @@ protected:
   /// r, columnTiles).
   llvm::SmallVector<mlir::Value> products(mlir::Value t, const Lane &lane, const RowFactor &x,
                                           mlir::Value tile) {
-    return emulate == Emulation::None ? productsOnTensorCores(t, lane, x, tile)
-                                      : productsEmulated(lane, x, tile);
+    if (emulate != Emulation::None)
+      return productsEmulated(lane, x, tile);
+    return warpgroupMma ? productsOnWarpgroup(t, lane, x, tile)
+                        : productsOnTensorCores(t, lane, x, tile);
   }
 
   /// acc += F T: F thread t's warp's [16 row tiles, columns] accumulators
@@ -579,13 +617,17 @@ protected:
   /// T a shared tile.
   void accumulate(mlir::Value t, const Lane &lane, mlir::Value factors, mlir::Value tile,
                   mlir::Value acc) {
-    if (emulate == Emulation::None)
-      accumulateOnTensorCores(t, lane, factors, tile, acc);
-    else
+    if (emulate != Emulation::None)
       accumulateEmulated(t, lane, factors, tile, acc);
+    else if (warpgroupMma)
+      accumulateOnWarpgroup(t, factors, tile, acc);
+    else
+      accumulateOnTensorCores(t, lane, factors, tile, acc);
   }
 
   Emulation emulate;
+  /// Products by warpgroup MMAs from tiles of core matrices (sm_90a).
+  bool warpgroupMma;
   /// Threads of a block, 16-row tiles of a warp, rows of a warp and of a
   /// block, and rows of a streamed tile.
   int64_t threads, rowTiles, rowsPerWarp, rowsPerBlock, columns;
@@ -651,6 +693,57 @@ private:
     return result;
   }
 
+  /// Bytes of a core matrix, and between a tile's groups of 8 rows.
+  static constexpr int64_t kCoreMatrixBytes = 128;
+  int64_t rowGroupBytes() const { return paddedDim / kVector * kCoreMatrixBytes; }
+
+  /// The same products by warpgroup MMAs, one per head-dim step: T is B
+  /// K-major (its rows are N).
+  llvm::SmallVector<mlir::Value> productsOnWarpgroup(mlir::Value t, const Lane &lane,
+                                                     const RowFactor &x, mlir::Value tile) {
+    assert(rowTiles == 1 && !x.shared && "a warp's 16 rows of a warpgroup's 64, in registers");
+    llvm::SmallVector<mlir::Value> aWords;
+    for (int64_t s = 0; s < steps; ++s)
+      llvm::append_range(aWords, rowFragment(t, lane, x, 0, s));
+    aWords = mma.fenceForWarpgroupMma(aWords);
+    llvm::SmallVector<mlir::Value> acc;
+    for (int64_t s = 0; s < steps; ++s) {
+      mlir::Value descriptor =
+          mma.matrixDescriptor(tile, s * 2 * kCoreMatrixBytes, kCoreMatrixBytes, rowGroupBytes());
+      acc = mma.warpgroupMultiply(
+          llvm::ArrayRef<mlir::Value>(aWords).slice(s * kAccumulators, kAccumulators), descriptor,
+          acc, columns, /*transposeB=*/false);
+    }
+    return mma.waitForWarpgroupMma(acc);
+  }
+
+  /// The update of accumulate() by warpgroup MMAs, one per column step: T
+  /// is B N-major (its rows are K).
+  void accumulateOnWarpgroup(mlir::Value t, mlir::Value factors, mlir::Value tile,
+                             mlir::Value acc) {
+    assert(rowTiles == 1 && "a warp's 16 rows of a warpgroup's 64");
+    llvm::SmallVector<mlir::Value> registers;
+    for (int64_t ks = 0; ks < columnSteps; ++ks)
+      llvm::append_range(registers, factorFragment(t, factors, 0, ks));
+    int64_t aWords = registers.size();
+    for (int64_t n = 0; n < dimTiles; ++n)
+      for (int64_t r = 0; r < kAccumulators; ++r)
+        registers.push_back(kb.load(acc, entry(t, n, r)));
+    registers = mma.fenceForWarpgroupMma(registers);
+    llvm::ArrayRef<mlir::Value> a(registers);
+    llvm::SmallVector<mlir::Value> sums(a.drop_front(aWords));
+    for (int64_t ks = 0; ks < columnSteps; ++ks) {
+      mlir::Value descriptor =
+          mma.matrixDescriptor(tile, ks * 2 * rowGroupBytes(), rowGroupBytes(), kCoreMatrixBytes);
+      sums = mma.warpgroupMultiply(a.slice(ks * kAccumulators, kAccumulators), descriptor, sums,
+                                   paddedDim, /*transposeB=*/true);
+    }
+    sums = mma.waitForWarpgroupMma(sums);
+    for (int64_t n = 0; n < dimTiles; ++n)
+      for (int64_t r = 0; r < kAccumulators; ++r)
+        kb.store(sums[n * kAccumulators + r], acc, entry(t, n, r));
+  }
+
   /// The same products, each a dot product over the words of the lane's
   /// row (from the fragments of the lane holding them, or the shared tile)
   /// and T's row.
@@ -686,8 +779,8 @@ private:
               std::tie(xLow, xHigh) =
                   mma.unpack(kb.load(x.array, block.at(holder, {fragment, reg})));
             }
-            Value tLow = widen(kb.load(tile, {tileRows[i], c}));
-            Value tHigh = widen(kb.load(tile, {tileRows[i], kb.addi(c, kb.index(1))}));
+            Value tLow = widen(kb.load(tile, tileAt(tileRows[i], c)));
+            Value tHigh = widen(kb.load(tile, tileAt(tileRows[i], kb.addi(c, kb.index(1)))));
             next.push_back(kb.fma(xHigh, tHigh, kb.fma(xLow, tLow, partial)));
           }
           return next;
@@ -695,22 +788,25 @@ private:
     return llvm::SmallVector<mlir::Value>(sums);
   }
 
-  /// The factors of column tiles 2 ks and 2 ks + 1 of a row tile, rounded
+  /// The factors of column tiles 2 ks and 2 ks + 1 of row tile m, rounded
   /// and packed, are its A fragment of column step ks.
+  llvm::SmallVector<mlir::Value> factorFragment(mlir::Value t, mlir::Value factors, int64_t m,
+                                                int64_t ks) {
+    auto packed = [&](int64_t n, int64_t r) {
+      int64_t i = tileIndex(m, n, columnTiles);
+      return mma.packRounded(kb.load(factors, entry(t, i, r)),
+                             kb.load(factors, entry(t, i, r + 1)));
+    };
+    return {packed(2 * ks, 0), packed(2 * ks, 2), packed(2 * ks + 1, 0), packed(2 * ks + 1, 2)};
+  }
+
   void accumulateOnTensorCores(mlir::Value t, const Lane &lane, mlir::Value factors,
                                mlir::Value tile, mlir::Value acc) {
     llvm::SmallVector<mlir::Value> tileWords;
     for (int64_t ks = 0; ks < columnSteps; ++ks) {
       llvm::SmallVector<llvm::SmallVector<mlir::Value>> a;
-      for (int64_t m = 0; m < rowTiles; ++m) {
-        auto packed = [&](int64_t n, int64_t r) {
-          int64_t i = tileIndex(m, n, columnTiles);
-          return mma.packRounded(kb.load(factors, entry(t, i, r)),
-                                 kb.load(factors, entry(t, i, r + 1)));
-        };
-        a.push_back(
-            {packed(2 * ks, 0), packed(2 * ks, 2), packed(2 * ks + 1, 0), packed(2 * ks + 1, 2)});
-      }
+      for (int64_t m = 0; m < rowTiles; ++m)
+        a.push_back(factorFragment(t, factors, m, ks));
       // B of dim tile n is T[16 ks + 2q, + 1][8n + g] and the same 8 rows
       // on: the 8 x 8 matrices of T's rows 16 ks and 16 ks + 8 at column
       // 8n, transposed; two dim tiles per ldmatrix, each for every row
@@ -769,8 +865,8 @@ private:
               return rounded(kb.load(factors, block.at(holder, {factorTile, kb.index(reg)})));
             };
             Value fLow = factor((r / 2) * 2), fHigh = factor((r / 2) * 2 + 1);
-            Value tLow = widen(kb.load(tile, {column, dims[i]}));
-            Value tHigh = widen(kb.load(tile, {kb.addi(column, kb.index(1)), dims[i]}));
+            Value tLow = widen(kb.load(tile, tileAt(column, dims[i])));
+            Value tHigh = widen(kb.load(tile, tileAt(kb.addi(column, kb.index(1)), dims[i])));
             next.push_back(kb.fma(fHigh, tHigh, kb.fma(fLow, tLow, partial)));
           }
           return next;

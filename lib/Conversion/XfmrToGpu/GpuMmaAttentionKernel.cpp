@@ -64,31 +64,36 @@ constexpr int64_t kKeysPerTile = 64;
 /// A thread then holds 32 x head-dim accumulators and 32 x 64 scores: the
 /// Q fragments stay in its registers up to head dim 64, above Q's rows are
 /// staged in shared memory and read by ldmatrix at each use (as
-/// FlashAttention-2). Above 128, 8 warps of 16 rows, Q in registers.
+/// FlashAttention-2). Above 128, 8 warps of 16 rows, Q in registers. With
+/// warpgroup MMAs (sm_90a), always the latter: two warpgroups of 64 rows,
+/// whose tensor cores read K and V from shared memory themselves.
 struct ForwardLayout {
   int64_t warps, rowTiles;
-  bool queryInShared;
+  bool queryInShared, warpgroupMma;
 };
-ForwardLayout layoutFor(int64_t headDim) {
+ForwardLayout layoutFor(int64_t headDim, bool warpgroupMma) {
   int64_t steps = MmaAttentionKernelBase::dimSteps(headDim);
-  if (steps <= 8)
-    return {4, 2, /*queryInShared=*/steps > 4};
-  return {8, 1, /*queryInShared=*/false};
+  if (steps <= 8 && !warpgroupMma)
+    return {4, 2, /*queryInShared=*/steps > 4, false};
+  return {8, 1, /*queryInShared=*/false, warpgroupMma};
 }
 
 class MmaForwardKernel : MmaAttentionKernelBase {
 public:
   MmaForwardKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate,
                    ForwardLayout layout)
-      : MmaAttentionKernelBase(kb, in, emulate, layout.warps, kKeysPerTile, layout.rowTiles),
+      : MmaAttentionKernelBase(kb, in, emulate, layout.warps, kKeysPerTile, layout.rowTiles,
+                               layout.warpgroupMma),
         queryInShared(layout.queryInShared) {}
-  MmaForwardKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate)
-      : MmaForwardKernel(kb, in, emulate, layoutFor(headDimOf(in))) {}
+  MmaForwardKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate,
+                   bool warpgroupMma)
+      : MmaForwardKernel(kb, in, emulate, layoutFor(headDimOf(in), warpgroupMma)) {}
 
   /// Whether a block's shared memory holds the two stages of K and V tiles
-  /// (and Q's rows), and a thread's registers its state.
+  /// (and Q's rows), and a thread's registers its state (in either layout:
+  /// warpgroup MMAs need no more).
   static bool fits(int64_t headDim) {
-    ForwardLayout layout = layoutFor(headDim);
+    ForwardLayout layout = layoutFor(headDim, /*warpgroupMma=*/false);
     int64_t queryBytes = layout.queryInShared
                              ? tileBytes(layout.warps * layout.rowTiles * MmaBuilder::kM, headDim)
                              : 0;
@@ -255,6 +260,6 @@ bool xfmr::gpu::fitsMmaAttention(const AttentionOperands &operands) {
 }
 
 void xfmr::gpu::emitMmaAttention(KernelBuilder &kb, const AttentionOperands &operands,
-                                 Emulation emulate) {
-  MmaForwardKernel(kb, operands, emulate).emit();
+                                 Emulation emulate, bool warpgroupMma) {
+  MmaForwardKernel(kb, operands, emulate, warpgroupMma).emit();
 }

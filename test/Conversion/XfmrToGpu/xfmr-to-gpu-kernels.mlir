@@ -2,6 +2,8 @@
 // RUN: xfmr-opt %s --convert-xfmr-to-gpu-kernels=emulate-threads --split-input-file | FileCheck %s --check-prefix=EMU
 // RUN: xfmr-opt %s --convert-xfmr-to-gpu-kernels="emulate-threads reverse-threads" --split-input-file | FileCheck %s --check-prefix=REV
 // RUN: not xfmr-opt %s --convert-xfmr-to-gpu-kernels=reverse-threads --split-input-file 2>&1 | FileCheck %s --check-prefix=BAD-OPTION
+// RUN: xfmr-opt %s --convert-xfmr-to-gpu-kernels=warpgroup-mma --split-input-file | FileCheck %s --check-prefix=WGMMA
+// RUN: xfmr-opt %s --convert-xfmr-to-gpu-kernels="emulate-threads warpgroup-mma" --split-input-file | FileCheck %s --check-prefix=WGMMA-EMU
 // BAD-OPTION: error: reverse-threads needs emulate-threads
 
 // Causal self-attention, 40 rows, 2 heads of 16: one launch of 1 x 2 x 1
@@ -641,6 +643,66 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 
 // -----
 
+// With warpgroup-mma (sm_90a), the bf16 attention forward multiplies by
+// wgmma.mma_async: a block of 2 warpgroups (256 threads) per 128 query
+// rows; K and V tiles staged as 8 x 8 core matrices ([8][16][8][8]: 64 rows
+// of head dim 128, 16 KB each, two stages in dynamic shared memory), copied
+// by cp.async, then fenced for the async proxy before the tile's barrier.
+// Per tile, S = Q K^T: the Q fragments and wgmma.fence, then 8 MMAs of
+// m64n64k16 (one per 16 of the head dim, 256 bytes = 16 units apart along
+// K), K-major (trans-b 0; the first without reading D), committed and
+// waited for; then O += P V: 4 MMAs of m64n128k16 (one per 16 keys, 4 KB =
+// 256 units apart), V N-major (trans-b 1). The descriptors: K's leading
+// byte offset 128 (the next 8 columns, K) and stride 2048 (the next 8 key
+// rows, N): (8 << 16) | (128 << 32); V's leading 2048 (the next 8 key
+// rows, K) and stride 128 (the next 8 columns, N): (128 << 16) | (8 << 32).
+// WGMMA-LABEL: func.func @warpgroup_mma_attention
+// WGMMA-DAG: %[[K_LAYOUT:.*]] = arith.constant 549756338176 : i64
+// WGMMA-DAG: %[[V_LAYOUT:.*]] = arith.constant 34368126976 : i64
+// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c65536_i32
+// WGMMA-COUNT-4: memref.view {{.*}} to memref<8x16x8x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA: nvgpu.device_async_copy %{{.*}}[{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], 8 {bypassL1}
+// WGMMA: scf.for
+// WGMMA: "cp.async.wait_group 0;"
+// WGMMA: "fence.proxy.async.shared::cta;"
+// WGMMA-NEXT: gpu.barrier
+// WGMMA: "wgmma.fence.sync.aligned;"
+// WGMMA: arith.addi %{{.*}}, %c0_i64 : i64
+// WGMMA-NEXT: arith.ori %{{.*}}, %[[K_LAYOUT]] : i64
+// WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$32, $33, $34, $35}, $36, p, 1, 1, 0;
+// WGMMA: arith.addi %{{.*}}, %c16_i64 : i64
+// WGMMA-NEXT: arith.ori %{{.*}}, %[[K_LAYOUT]] : i64
+// WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 0;
+// WGMMA-COUNT-6: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// WGMMA-NOT: wgmma.mma_async
+// WGMMA: "wgmma.commit_group.sync.aligned;\0Awgmma.wait_group.sync.aligned 0;"
+// WGMMA: "wgmma.fence.sync.aligned;"
+// WGMMA: arith.addi %{{.*}}, %c0_i64 : i64
+// WGMMA-NEXT: arith.ori %{{.*}}, %[[V_LAYOUT]] : i64
+// WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, {$128, $129, $130, $131}, $132, p, 1, 1, 1;
+// WGMMA: arith.addi %{{.*}}, %c256_i64 : i64
+// WGMMA-NEXT: arith.ori %{{.*}}, %[[V_LAYOUT]] : i64
+// WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// WGMMA-COUNT-2: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// WGMMA-NOT: wgmma.mma_async
+// WGMMA: "wgmma.commit_group.sync.aligned;\0Awgmma.wait_group.sync.aligned 0;"
+// WGMMA-NOT: nvvm.mma.sync
+// WGMMA-NOT: nvvm.ldmatrix
+// WGMMA: gpu.terminator
+// Emulated, the same tiles of core matrices, on the CPU.
+// WGMMA-EMU-LABEL: func.func @warpgroup_mma_attention
+// WGMMA-EMU-COUNT-4: memref.alloc() {alignment = 64 : i64} : memref<8x16x8x8xbf16>
+// WGMMA-EMU-NOT: wgmma
+// WGMMA-EMU: return
+func.func @warpgroup_mma_attention(%q: tensor<1x70x2x128xbf16>) -> tensor<1x70x2x128xf32> {
+  %qf = arith.extf %q : tensor<1x70x2x128xbf16> to tensor<1x70x2x128xf32>
+  %o = xfmr.fused_attention %qf, %qf, %qf {scale = 0.08838834764831845 : f64, causal}
+       : (tensor<1x70x2x128xf32>, tensor<1x70x2x128xf32>, tensor<1x70x2x128xf32>) -> tensor<1x70x2x128xf32>
+  return %o : tensor<1x70x2x128xf32>
+}
+
+// -----
+
 // Negative: a head dim whose tiles do not fit the tensor-core kernel's
 // shared memory (256) goes to the f32 kernel, which widens its bf16 loads.
 // CHECK-LABEL: func.func @wide_bf16_attention
@@ -672,6 +734,12 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // Both kernels stream their tiles through two shared stages, one barrier a
 // tile, the next tile copied asynchronously while the current one is
 // computed.
+// Negative: warpgroup-mma leaves the backward's kernels on mma.sync.
+// WGMMA-LABEL: func.func @mma_attention_backward
+// WGMMA-NOT: wgmma
+// WGMMA: nvvm.mma.sync
+// WGMMA-NOT: wgmma
+// WGMMA: return
 // CHECK-LABEL: func.func @mma_attention_backward
 // CHECK-NOT: arith.extf
 // CHECK: %[[DQ:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x100x2x40xf32>

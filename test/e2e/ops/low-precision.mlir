@@ -24,6 +24,12 @@
 // RUN: xfmrc %s --emulate-gpu-kernels -o %t/gpu-emulated
 // RUN: %t/gpu-emulated --inputs=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
 // RUN: %python %testlib/ops.py check low_precision %t/inputs.safetensors %t/outputs-gpu.safetensors | FileCheck %s
+// The kernels for sm_90a, whose attention forwards multiply by warpgroup
+// MMAs (two warpgroups of 64 rows, K and V tiles as 8 x 8 core matrices,
+// copied in their order), each phase's threads last to first.
+// RUN: xfmrc %s --emulate-gpu-kernels --reverse-gpu-threads --gpu-arch=sm_90a -o %t/gpu-emulated-sm90a
+// RUN: %t/gpu-emulated-sm90a --inputs=%t/inputs.safetensors --output=%t/outputs-sm90a.safetensors
+// RUN: %python %testlib/ops.py check low_precision %t/inputs.safetensors %t/outputs-sm90a.safetensors | FileCheck %s
 // The outputs are stored in the model's types.
 // RUN: %python -c "import json, struct, sys; f = open(sys.argv[1], 'rb'); n = struct.unpack('<Q', f.read(8))[0]; h = json.loads(f.read(n)); print(h['linear_bf16']['dtype'], h['attention_f16']['dtype'])" %t/outputs.safetensors | FileCheck %s --check-prefix=DTYPES
 // DTYPES: BF16 F16
