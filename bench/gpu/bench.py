@@ -117,26 +117,27 @@ if wanted("backward"):
         t32, t16 = torch_bwd(torch.float32), torch_bwd(torch.bfloat16)
         print(f"{name}: xfmr all kernels {total:.3f} ms (forward attention {top[0]:.3f}, backward {top[1]:.3f} + {top[2]:.3f}), torch bwd f32 {t32:.3f} ms, bf16 {t16:.3f} ms; backward FLOPs 2.5x forward: xfmr {flops / sum(top[1:]) / 1e9:.2f} TFLOP/s (the backward's 2 kernels), torch f32 {flops / t32 / 1e9:.2f}, bf16 {flops / t16 / 1e9:.2f}; max rel err {err:.1e}")
 if wanted("gemm"):
-    print("bf16 matrix products C = A B (f32 accumulation), FLOPs 2*M*N*K")
+    print("bf16 matrix products C = A B (f32 accumulation), FLOPs 2*M*N*K; xfmr sm_90 (mma.sync), and sm_90a (wgmma) on compute capability 9.0")
     for m, n, k in [(1024, 3072, 768), (4096, 4096, 4096)]:
         name = f"gemm_bf16_{m}x{n}x{k}"
         a = rng.standard_normal((m, k)).astype(np.float32)
         b = (rng.standard_normal((k, n)) / np.sqrt(k)).astype(np.float32)
         safetensors_io.write(f"bench/{name}.in.safetensors", dict(a=a, b=b))
-        cmd = [f"bench/{name}", f"--inputs=bench/{name}.in.safetensors", f"--output=bench/{name}.out.safetensors"]
-        kernels = ncu_kernels(cmd)
-        gemm = max(t for n_, t in kernels)
         ta, tb = (torch.tensor(x).cuda().bfloat16() for x in (a, b))
         ref = (ta.double() @ tb.double()).cpu().numpy()
-        got = safetensors_io.read(f"bench/{name}.out.safetensors")["c"]
-        err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
         t16 = cuda_ms(lambda: ta @ tb)
         fa, fb = ta.float(), tb.float()
         t32 = cuda_ms(lambda: fa @ fb)
         flops = 2 * m * n * k
-        print(f"{name}: xfmr mma kernel {gemm:.3f} ms {flops / gemm / 1e9:.1f} TFLOP/s (all kernels {sum(t for _, t in kernels):.3f} ms), "
-              f"torch bf16 {t16:.3f} ms {flops / t16 / 1e9:.1f} TFLOP/s, torch f32 {t32:.3f} ms {flops / t32 / 1e9:.1f} TFLOP/s; max rel err vs float64 {err:.1e}")
-        print("   kernels:", ", ".join(f"{t:.3f}" for _, t in kernels), "| wall", wall(cmd))
+        for variant in [name] + ([f"{name}.sm90a"] if torch.cuda.get_device_capability() == (9, 0) else []):
+            cmd = [f"bench/{variant}", f"--inputs=bench/{name}.in.safetensors", f"--output=bench/{variant}.out.safetensors"]
+            kernels = ncu_kernels(cmd)
+            gemm = max(t for n_, t in kernels)
+            got = safetensors_io.read(f"bench/{variant}.out.safetensors")["c"]
+            err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+            print(f"{variant}: xfmr mma kernel {gemm:.3f} ms {flops / gemm / 1e9:.1f} TFLOP/s (all kernels {sum(t for _, t in kernels):.3f} ms), "
+                  f"torch bf16 {t16:.3f} ms {flops / t16 / 1e9:.1f} TFLOP/s, torch f32 {t32:.3f} ms {flops / t32 / 1e9:.1f} TFLOP/s; max rel err vs float64 {err:.1e}")
+            print("   kernels:", ", ".join(f"{t:.3f}" for _, t in kernels), "| wall", wall(cmd))
 if wanted("block"):
     print("GPT-2 small block forward, seq 1024, batch 1: f32, and bf16 (weights rounded at load; "
           "PyTorch eager with bf16 weights)")

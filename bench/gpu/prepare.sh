@@ -35,7 +35,7 @@ done
 $PY $LIB/ops.py generate backward ops/grad.in.safetensors
 $X $ROOT/test/e2e/grad/kernels.mlir --target=nvptx --grad --grad-inputs=q,k,v,cq,ck,cv,x -o ops/grad
 # The bf16/f16 attention forward on warpgroup MMAs (sm_90a: runs on an H100/H200 only).
-$X $ROOT/test/e2e/ops/low-precision.mlir --target=nvptx --gpu-arch=sm_90a -o ops/low-precision.sm90a
+for f in low-precision mma-gemm; do $X $ROOT/test/e2e/ops/$f.mlir --target=nvptx --gpu-arch=sm_90a -o ops/$f.sm90a; done
 # Whole-model gradients, f32 and mixed-precision bf16 (test/e2e/gpu/gpt2-tiny-grad.test).
 for d in f32 bf16; do
   $PY $LIB/grads.py --stage prepare --xfmrc $X --xfmrc-flag=--target=nvptx --dtype $d --config $IN/gpt2-tiny.json --workdir grads/gpt2-tiny-$d --batch 2 --seq-len 9 --seed 3
@@ -54,6 +54,6 @@ done
 # GPT-2 small block at seq 1024 in f32 and bf16.
 $PY $ROOT/bench/gpu/models.py bench
 for f in bench/attn_*.mlir bench/attnbf16_*.mlir bench/gemm_*.mlir; do $X $f --target=nvptx -o ${f%.mlir}; done
-for f in bench/attnbf16_*.mlir bench/block1024_bf16.mlir; do $X $f --target=nvptx --gpu-arch=sm_90a -o ${f%.mlir}.sm90a; done
+for f in bench/attnbf16_*.mlir bench/gemm_*.mlir bench/block1024_bf16.mlir; do $X $f --target=nvptx --gpu-arch=sm_90a -o ${f%.mlir}.sm90a; done
 for f in bench/attnbwd*.mlir; do $X $f --target=nvptx --grad --grad-inputs=q,k,v --entry=loss -o ${f%.mlir}; done
 for f in bench/block1024*.mlir; do $X $f --target=nvptx -o ${f%.mlir}; done

@@ -23,8 +23,11 @@ for c in linear:linear normalization:normalization fused-attention:attention low
 done
 cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1)
 if [ "$cc" = 9.0 ]; then
-  echo -n "sm_90a (warpgroup MMA attention): "
-  timeout 120 ./ops/low-precision.sm90a --inputs=ops/low-precision.in.safetensors --output=ops/low-precision.sm90a.out.safetensors && python3 $LIB/ops.py check low_precision ops/low-precision.in.safetensors ops/low-precision.sm90a.out.safetensors
+  echo "sm_90a (warpgroup MMA attention and GEMMs):"
+  for c in low-precision:low_precision mma-gemm:mma_gemm; do
+    f=${c%%:*}; k=${c##*:}
+    timeout 120 ./ops/$f.sm90a --inputs=ops/$f.in.safetensors --output=ops/$f.sm90a.out.safetensors && python3 $LIB/ops.py check $k ops/$f.in.safetensors ops/$f.sm90a.out.safetensors
+  done
 fi
 timeout 120 ./ops/grad --inputs=ops/grad.in.safetensors --weights=ops/grad.in.safetensors --output=ops/grad.out.safetensors && python3 $LIB/ops.py check backward ops/grad.in.safetensors ops/grad.out.safetensors
 for d in bf16 f16; do

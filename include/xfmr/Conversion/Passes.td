@@ -52,11 +52,14 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
       `arith.extf` of bf16 or f16 values (what `xfmr-compute-in-f32` makes
       of a low-precision product), the kernel reads them narrow and
       multiplies on tensor cores instead: `mma.sync.m16n8k16` with f32
-      accumulators, 128 x 128 tiles with 8 warps where there are enough of
-      them to occupy a GPU, else 64 x 64 with 4; stages 32 deep, double
-      buffered in shared memory as the factors lie in memory, loaded 16
-      bytes at a time (when aligned) into registers a stage ahead, their
-      fragments by `ldmatrix` (`.trans` for rows along K).
+      accumulators, 128 x 128 tiles with 4 warps of 64 x 64 where there are
+      enough of them to occupy a GPU, else 64 x 64 with 4 of 32 x 32;
+      stages 32 deep in four shared buffers as the factors lie in memory,
+      copied 16 bytes at a time by `cp.async` (when aligned) three stages
+      ahead, their fragments by `ldmatrix` (`.trans` for rows along K).
+      With `warpgroup-mma` (sm_90a), the 4 warps are one warpgroup that
+      multiplies by `wgmma.mma_async` from shared memory, the factors
+      staged as 8 x 8 core matrices.
     - `fused_attention` of bf16 or f16 q, k and v (each `arith.extf` of
       them), whose head dim fits: FlashAttention-2 on tensor cores, a block
       per 128 query rows (4 warps of 32 up to head dim 128, 8 of 16 above),
@@ -105,8 +108,8 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
     Option<"reverseThreads", "reverse-threads", "bool", /*default=*/"false",
            "With emulate-threads, run each phase's threads last to first">,
     Option<"warpgroupMma", "warpgroup-mma", "bool", /*default=*/"false",
-           "Multiply the bf16/f16 attention forward's tiles by sm_90a's warpgroup "
-           "MMA (wgmma.mma_async)">,
+           "Multiply the bf16/f16 GEMMs' and attention forward's tiles by sm_90a's "
+           "warpgroup MMA (wgmma.mma_async)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",

@@ -33,7 +33,7 @@ public:
                                    resultType);
     return cast<RankedTensorType>(a.getType()).getElementType().isF32()
                ? xfmr::gpu::emitGemm(kb, problem, emulate)
-               : xfmr::gpu::emitMmaGemm(kb, problem, emulate);
+               : xfmr::gpu::emitMmaGemm(kb, problem, emulate, warpgroupMma);
   }
   Value softmaxRows(KernelBuilder &kb, Value x, Type resultType) const override {
     return xfmr::gpu::emitSoftmaxRows(kb, x, resultType, emulate);

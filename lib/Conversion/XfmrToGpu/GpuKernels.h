@@ -92,8 +92,11 @@ mlir::Value emitGemm(cpu::KernelBuilder &kb, const GemmProblem &problem, Emulati
 /// block per 128 x 128 tile of C (4 warps of 64 x 64) where there are
 /// enough such tiles, else per 64 x 64 (4 warps of 32 x 32); A and B
 /// streamed 32 deep through four shared buffers, copied three stages ahead
-/// (cp.async where aligned), their fragments by ldmatrix.
-mlir::Value emitMmaGemm(cpu::KernelBuilder &kb, const GemmProblem &problem, Emulation emulate);
+/// (cp.async where aligned), their fragments by ldmatrix. With
+/// `warpgroupMma` (sm_90a), the 4 warps are a warpgroup whose wgmma.mma_async
+/// multiply A and B from shared memory, staged as core matrices.
+mlir::Value emitMmaGemm(cpu::KernelBuilder &kb, const GemmProblem &problem, Emulation emulate,
+                        bool warpgroupMma);
 
 /// A block per row: each thread an online max and sum over a strided part
 /// of the row, a tree reduction through shared memory, then the output (of

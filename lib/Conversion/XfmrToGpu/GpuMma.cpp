@@ -161,18 +161,18 @@ SmallVector<Value> MmaBuilder::ptxWithOperands(StringRef text, StringRef constra
   return values;
 }
 
-Value MmaBuilder::matrixDescriptor(Value tile, int64_t offsetBytes, int64_t leadingBytes,
-                                   int64_t strideBytes) {
+Value MmaBuilder::matrixDescriptor(Value tile, ValueRange start, int64_t offsetBytes,
+                                   int64_t leadingBytes, int64_t strideBytes) {
   // Addresses and offsets in 16-byte units: the start address's 14 bits at
   // 0, the leading offset's at 16, the stride's at 32 (no swizzle, base
   // offset 0).
   auto i64 = [&](int64_t value) {
     return arith::ConstantIntOp::create(b, loc, b.getI64Type(), value).getResult();
   };
-  Value start = arith::AndIOp::create(b, loc, sharedAddress(tile, {}), i64(0x3FFFF));
-  start = arith::ShRUIOp::create(b, loc, start, i64(4));
-  start = arith::AddIOp::create(b, loc, start, i64(offsetBytes >> 4));
-  return arith::OrIOp::create(b, loc, start,
+  Value address = arith::AndIOp::create(b, loc, sharedAddress(tile, start), i64(0x3FFFF));
+  address = arith::ShRUIOp::create(b, loc, address, i64(4));
+  address = arith::AddIOp::create(b, loc, address, i64(offsetBytes >> 4));
+  return arith::OrIOp::create(b, loc, address,
                               i64((leadingBytes >> 4) << 16 | (strideBytes >> 4) << 32));
 }
 
@@ -191,32 +191,47 @@ SmallVector<Value> MmaBuilder::fenceForWarpgroupMma(ArrayRef<Value> values) {
 
 SmallVector<Value> MmaBuilder::warpgroupMultiply(ArrayRef<Value> a, Value bDescriptor,
                                                  ArrayRef<Value> acc, int64_t n, bool transposeB) {
-  assert(a.size() == 4 && (acc.empty() || static_cast<int64_t>(acc.size()) == n / 2) &&
-         "an A fragment and N / 2 accumulators");
+  assert(a.size() == 4 && "an A fragment");
+  return warpgroupMma(a, /*transposeA=*/std::nullopt, bDescriptor, acc, n, transposeB);
+}
+
+SmallVector<Value> MmaBuilder::warpgroupMultiply(Value aDescriptor, bool transposeA,
+                                                 Value bDescriptor, ArrayRef<Value> acc, int64_t n,
+                                                 bool transposeB) {
+  return warpgroupMma(aDescriptor, transposeA, bDescriptor, acc, n, transposeB);
+}
+
+SmallVector<Value> MmaBuilder::warpgroupMma(ValueRange a, std::optional<bool> transposeA,
+                                            Value bDescriptor, ArrayRef<Value> acc, int64_t n,
+                                            bool transposeB) {
+  assert((acc.empty() || static_cast<int64_t>(acc.size()) == n / 2) && "N / 2 accumulators");
   int64_t results = n / 2;
   std::string type = narrow.isBF16() ? "bf16" : "f16";
+  auto operand = [](int64_t i) { return "$" + std::to_string(i); };
   SmallVector<std::string> outputs, constraints;
   for (int64_t i = 0; i < results; ++i) {
-    outputs.push_back("$" + std::to_string(i));
+    outputs.push_back(operand(i));
     constraints.push_back("=f");
   }
-  // Operands: the accumulators (tied to the results), A's words, B's
-  // descriptor, whether D is read.
+  // Operands: the accumulators (tied to the results), A (its words, or its
+  // descriptor), B's descriptor, whether D is read.
   if (!acc.empty())
     for (int64_t i = 0; i < results; ++i)
       constraints.push_back(std::to_string(i));
-  int64_t first = results + acc.size();
-  SmallVector<std::string> aWords;
-  for (int64_t i = 0; i < 4; ++i) {
-    aWords.push_back("$" + std::to_string(first + i));
-    constraints.push_back("r");
+  int64_t next = results + acc.size();
+  SmallVector<std::string> aOperands;
+  for (Value value : a) {
+    aOperands.push_back(operand(next++));
+    constraints.push_back(value.getType().isInteger(64) ? "l" : "r");
   }
+  std::string aText = transposeA ? aOperands.front() : "{" + llvm::join(aOperands, ", ") + "}";
+  std::string bText = operand(next++), readsD = operand(next++);
   constraints.append({"l", "r"});
-  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(first + 5) +
+  std::string transposes = transposeA ? (*transposeA ? "1, " : "0, ") : "";
+  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, " + readsD +
                      ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." +
-                     type + "." + type + " {" + llvm::join(outputs, ", ") + "}, {" +
-                     llvm::join(aWords, ", ") + "}, $" + std::to_string(first + 4) + ", p, 1, 1, " +
-                     (transposeB ? "1" : "0") + ";\n}";
+                     type + "." + type + " {" + llvm::join(outputs, ", ") + "}, " + aText + ", " +
+                     bText + ", p, 1, 1, " + transposes + (transposeB ? "1" : "0") + ";\n}";
   SmallVector<Value> operands(acc);
   llvm::append_range(operands, a);
   operands.push_back(bDescriptor);
@@ -225,10 +240,16 @@ SmallVector<Value> MmaBuilder::warpgroupMultiply(ArrayRef<Value> a, Value bDescr
                          SmallVector<Type>(results, b.getF32Type()), operands);
 }
 
+void MmaBuilder::commitWarpgroupMma() { ptxInstruction("wgmma.commit_group.sync.aligned;"); }
+
+void MmaBuilder::waitForWarpgroupMma(int64_t pending) {
+  ptxInstruction(("wgmma.wait_group.sync.aligned " + Twine(pending) + ";").str());
+}
+
 SmallVector<Value> MmaBuilder::waitForWarpgroupMma(ArrayRef<Value> acc) {
   SmallVector<std::string> constraints(acc.size(), "=f");
   for (size_t i = 0; i < acc.size(); ++i)
     constraints.push_back(std::to_string(i));
-  return ptxWithOperands("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;",
-                         llvm::join(constraints, ","), ValueRange(acc).getTypes(), acc);
+  return ptxWithOperands("wgmma.wait_group.sync.aligned 0;", llvm::join(constraints, ","),
+                         ValueRange(acc).getTypes(), acc);
 }

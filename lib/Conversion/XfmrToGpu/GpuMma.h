@@ -95,9 +95,11 @@ public:
   /// of mma.sync's 16 x 8 tiles. B is described by a matrix descriptor of a
   /// tile of 8 x 8 core matrices (8 rows of 16 contiguous bytes, no
   /// swizzle), `leadingBytes` apart along K and `strideBytes` along N,
-  /// starting `offsetBytes` into the shared array `tile`.
-  mlir::Value matrixDescriptor(mlir::Value tile, int64_t offsetBytes, int64_t leadingBytes,
-                               int64_t strideBytes);
+  /// starting `offsetBytes` past element `start` (none: the first) of the
+  /// shared array `tile`. A may be in shared memory too, described alike
+  /// (along K and M).
+  mlir::Value matrixDescriptor(mlir::Value tile, mlir::ValueRange start, int64_t offsetBytes,
+                               int64_t leadingBytes, int64_t strideBytes);
   /// The registers `values` (A words and accumulators the next warpgroup
   /// MMAs read) after wgmma.fence: their writes come before the MMAs'
   /// reads, and the MMAs take the values it returns.
@@ -110,9 +112,21 @@ public:
                                                    mlir::Value bDescriptor,
                                                    llvm::ArrayRef<mlir::Value> acc, int64_t n,
                                                    bool transposeB);
-  /// Commits the warpgroup MMAs issued so far and waits for them: the
-  /// accumulators `acc`, readable.
+  /// ... A in shared memory too: its rows along M contiguous where
+  /// `transposeA` (M-major; else K-major).
+  llvm::SmallVector<mlir::Value> warpgroupMultiply(mlir::Value aDescriptor, bool transposeA,
+                                                   mlir::Value bDescriptor,
+                                                   llvm::ArrayRef<mlir::Value> acc, int64_t n,
+                                                   bool transposeB);
+  /// Commits the warpgroup MMAs issued so far as a group (before any branch:
+  /// ptxas otherwise adds an MMA of its own to close them).
+  void commitWarpgroupMma();
+  /// Waits for the committed warpgroup MMAs: the accumulators `acc`,
+  /// readable.
   llvm::SmallVector<mlir::Value> waitForWarpgroupMma(llvm::ArrayRef<mlir::Value> acc);
+  /// Waits until at most `pending` groups of them are in flight (their
+  /// accumulators stay unreadable; only further MMAs may take them).
+  void waitForWarpgroupMma(int64_t pending);
 
 private:
   mlir::Value i32(int64_t value);
@@ -129,6 +143,12 @@ private:
   llvm::SmallVector<mlir::Value> ptxWithOperands(llvm::StringRef text, llvm::StringRef constraints,
                                                  mlir::TypeRange results,
                                                  mlir::ValueRange operands);
+  /// wgmma.mma_async with A `a`: 4 words, or (with `transposeA`) a
+  /// descriptor.
+  llvm::SmallVector<mlir::Value> warpgroupMma(mlir::ValueRange a, std::optional<bool> transposeA,
+                                              mlir::Value bDescriptor,
+                                              llvm::ArrayRef<mlir::Value> acc, int64_t n,
+                                              bool transposeB);
   /// The shared-window address of element `indices` (none: the first) of
   /// the shared `tile`.
   mlir::Value sharedAddress(mlir::Value tile, mlir::ValueRange indices);

@@ -115,12 +115,13 @@ private:
 
     streamTiles(
         kb.index(0), keyTileCount(q0, rowsPerBlock, columns), bi, hi, seqK, {in.k, in.v},
-        shared.take_front(2), shared.drop_front(2), [&](Value k0, ArrayRef<Value> stage) {
+        stagesOf(shared, 2), [&](Value k0, ArrayRef<Value> stage, CopyNext copyNext) {
           Value keyTile = stage[0], valueTile = stage[1];
           block.phase(
               [&](Value t) {
                 Lane lane = laneOf(t, q0);
-                SmallVector<Value> qk = products(t, lane, rows[0], keyTile);
+                SmallVector<Value> qk =
+                    products(t, lane, rows[0], keyTile, [&] { copyNext(t); });
                 SmallVector<Value> gradP = products(t, lane, rows[1], valueTile);
                 ifMasked(keyTileNeedsMask(k0, lane), [&](bool masked) {
                   forEachAccumulator(columnTiles, [&](int64_t m, int64_t n, int64_t r) {
@@ -214,14 +215,15 @@ private:
     };
     streamTiles(
         firstTile, kb.index(llvm::divideCeilSigned(seqQ, columns)), bi, hi, seqQ,
-        {in.q, in.gradOut}, stageArrays(0), stageArrays(1),
-        [&](Value q0, ArrayRef<Value> stage) {
+        {in.q, in.gradOut}, {stageArrays(0), stageArrays(1)},
+        [&](Value q0, ArrayRef<Value> stage, CopyNext copyNext) {
           Value queryTile = stage[0], gradOutTile = stage[1], lseTile = stage[2],
                 dotTile = stage[3];
           block.phase(
               [&](Value t) {
                 Lane lane = laneOf(t, k0);
-                SmallVector<Value> kq = products(t, lane, rows[0], queryTile);
+                SmallVector<Value> kq =
+                    products(t, lane, rows[0], queryTile, [&] { copyNext(t); });
                 SmallVector<Value> gradP = products(t, lane, rows[1], gradOutTile);
                 ifMasked(queryTileNeedsMask(q0, lane), [&](bool masked) {
                   forEachAccumulator(columnTiles, [&](int64_t m, int64_t n, int64_t r) {

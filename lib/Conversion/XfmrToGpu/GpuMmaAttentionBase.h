@@ -82,7 +82,8 @@ protected:
                          Emulation emulate, int64_t warps, int64_t columns, int64_t rowTiles = 1,
                          bool warpgroupMma = false)
       : AttentionKernelBase(kb, in), emulate(emulate), warpgroupMma(warpgroupMma),
-        threads(warps * kWarpSize), rowTiles(rowTiles), rowsPerWarp(rowTiles * MmaBuilder::kM),
+        stages(warpgroupMma ? kStages + 1 : kStages), threads(warps * kWarpSize),
+        rowTiles(rowTiles), rowsPerWarp(rowTiles * MmaBuilder::kM),
         rowsPerBlock(warps * rowsPerWarp), columns(columns), block(kb, emulate, threads),
         mma(kb, mlir::cast<mlir::MemRefType>(in.q.getType()).getElementType()),
         steps(dimSteps(headDim)), words(steps * MmaBuilder::kWords),
@@ -122,11 +123,11 @@ protected:
             kb.remui(c, kVector)};
   }
 
-  /// The rows of a kernel's shared tiles: two stages of its two streamed
+  /// The rows of a kernel's shared tiles: the stages of its two streamed
   /// tiles, then the block's rows of `blockOperands` operands (RowFactors
   /// in shared memory).
   llvm::SmallVector<int64_t> sharedTileRows(int64_t blockOperands) const {
-    llvm::SmallVector<int64_t> rows(2 * kStages, columns);
+    llvm::SmallVector<int64_t> rows(2 * stages, columns);
     rows.append(blockOperands, rowsPerBlock);
     return rows;
   }
@@ -134,16 +135,32 @@ protected:
   /// Stages of the shared arrays a loop over tiles streams through: tile j
   /// in stage j % 2, so that staging it needs no barrier after the reads of
   /// tile j - 1 (the last reads of its stage, tile j - 2's, came before the
-  /// barrier after staging tile j - 1): one barrier a tile.
+  /// barrier after staging tile j - 1): one barrier a tile. With warpgroup
+  /// MMAs, a third (`stages`): tile j's second products may still run
+  /// during tile j + 1, until its first products are waited for, so tile
+  /// j + 2 is staged elsewhere.
   static constexpr int64_t kStages = 2;
-  /// The arrays of tile `tile`'s stage: `stage0` or `stage1`.
-  llvm::SmallVector<mlir::Value> stageOf(mlir::Value tile, llvm::ArrayRef<mlir::Value> stage0,
-                                         llvm::ArrayRef<mlir::Value> stage1) {
-    mlir::Value odd = mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::ne,
-                                                  kb.remui(tile, 2), kb.index(0));
-    return llvm::map_to_vector(llvm::zip_equal(stage0, stage1), [&](auto arrays) {
-      return kb.select(odd, std::get<1>(arrays), std::get<0>(arrays));
-    });
+  /// The arrays of tile `tile`'s stage, one of `stageArrays`.
+  llvm::SmallVector<mlir::Value>
+  stageOf(mlir::Value tile, llvm::ArrayRef<llvm::SmallVector<mlir::Value>> stageArrays) {
+    mlir::Value index = kb.remui(tile, stageArrays.size());
+    llvm::SmallVector<mlir::Value> arrays(stageArrays.front());
+    for (auto [s, stage] : llvm::enumerate(stageArrays.drop_front())) {
+      mlir::Value here = mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::eq, index,
+                                                     kb.index(s + 1));
+      for (auto [array, candidate] : llvm::zip_equal(arrays, stage))
+        array = kb.select(here, candidate, array);
+    }
+    return arrays;
+  }
+  /// A kernel's stage arrays from its shared arrays: `perStage` arrays a
+  /// stage, stage after stage.
+  llvm::SmallVector<llvm::SmallVector<mlir::Value>> stagesOf(llvm::ArrayRef<mlir::Value> shared,
+                                                             int64_t perStage) const {
+    llvm::SmallVector<llvm::SmallVector<mlir::Value>> result;
+    for (int64_t s = 0; s < stages; ++s)
+      result.emplace_back(shared.slice(s * perStage, perStage));
+    return result;
   }
 
   /// A thread's place: the first thread of its warp, its lane, the lane's
@@ -542,43 +559,47 @@ protected:
     }
   }
 
+  /// Thread t's part of copying the next tile of a streamTiles loop.
+  using CopyNext = llvm::function_ref<void(mlir::Value)>;
   /// A loop over the tiles [begin, end) of `columns` rows of the
-  /// `operands` (`seq` rows each) through two shared stages: `stage0` and
-  /// `stage1` hold each operand's tile, in order, then any other arrays.
+  /// `operands` (`seq` rows each) through shared stages: each of
+  /// `stageArrays` holds each operand's tile, in order, then any other
+  /// arrays.
   /// Where 16-byte copies are possible (readsVectors, vectorsAligned at
-  /// run time), each thread copies its part of the next tile into the other
-  /// stage asynchronously before the current tile is computed, which hides
+  /// run time), each thread copies its part of the next tile into its
+  /// stage asynchronously while the current tile is computed, which hides
   /// the copies' latency; else it loads the tile element by element. Per
-  /// tile, `compute(first, stage)` builds the phases that read the stage,
-  /// after the tile's one barrier, and `stageMore(t, first, stage)`, if
-  /// given, stores the stage's other arrays (rows from `first`) before it.
-  void streamTiles(mlir::Value begin, mlir::Value end, mlir::Value bi, mlir::Value hi, int64_t seq,
-                   llvm::ArrayRef<mlir::Value> operands, llvm::ArrayRef<mlir::Value> stage0,
-                   llvm::ArrayRef<mlir::Value> stage1,
-                   llvm::function_ref<void(mlir::Value, llvm::ArrayRef<mlir::Value>)> compute,
-                   llvm::function_ref<void(mlir::Value, mlir::Value, llvm::ArrayRef<mlir::Value>)>
-                       stageMore = nullptr) {
+  /// tile, `compute(first, stage, copyNext)` builds the phases that read
+  /// the stage, after the tile's one barrier; its first phase calls
+  /// copyNext(t) (which copies nothing where copies are not possible) where
+  /// it hides best, e.g. while the tile's first products run.
+  /// `stageMore(t, first, stage)`, if given, stores the stage's other
+  /// arrays (rows from `first`) before the barrier.
+  void streamTiles(
+      mlir::Value begin, mlir::Value end, mlir::Value bi, mlir::Value hi, int64_t seq,
+      llvm::ArrayRef<mlir::Value> operands,
+      llvm::ArrayRef<llvm::SmallVector<mlir::Value>> stageArrays,
+      llvm::function_ref<void(mlir::Value, llvm::ArrayRef<mlir::Value>, CopyNext)> compute,
+      llvm::function_ref<void(mlir::Value, mlir::Value, llvm::ArrayRef<mlir::Value>)> stageMore =
+          nullptr) {
     auto staged = [&](llvm::ArrayRef<mlir::Value> stage) {
       return llvm::map_to_vector(llvm::zip(operands, stage), [](auto pair) {
         return Staged(std::get<0>(pair), std::get<1>(pair));
       });
     };
     mlir::Value aligned = vectorCopies(operands);
-    auto copyTile = [&](mlir::Value tile) {
-      llvm::SmallVector<mlir::Value> stage = stageOf(tile, stage0, stage1);
-      block.phase(
-          [&](mlir::Value t) {
-            kb.ifThen(mlir::arith::AndIOp::create(b, loc, aligned, kb.below(tile, end)), [&] {
-              copyAsync(t, bi, hi, kb.muli(tile, columns), seq, columns, staged(stage));
-            });
-          },
-          /*barrier=*/false);
+    auto copyTile = [&](mlir::Value t, mlir::Value tile) {
+      if (!aligned)
+        return;
+      llvm::SmallVector<mlir::Value> stage = stageOf(tile, stageArrays);
+      kb.ifThen(mlir::arith::AndIOp::create(b, loc, aligned, kb.below(tile, end)),
+                [&] { copyAsync(t, bi, hi, kb.muli(tile, columns), seq, columns, staged(stage)); });
     };
     if (aligned)
-      copyTile(begin);
+      block.phase([&](mlir::Value t) { copyTile(t, begin); }, /*barrier=*/false);
     kb.forLoop(begin, end, 1, [&](mlir::Value tile) {
       mlir::Value first = kb.muli(tile, columns);
-      llvm::SmallVector<mlir::Value> stage = stageOf(tile, stage0, stage1);
+      llvm::SmallVector<mlir::Value> stage = stageOf(tile, stageArrays);
       block.phase([&](mlir::Value t) {
         auto elements = [&] { stageElements(t, bi, hi, first, seq, columns, staged(stage)); };
         if (aligned)
@@ -591,9 +612,8 @@ protected:
         if (warpgroupMma && emulate == Emulation::None)
           mma.fenceSharedForWarpgroupMma();
       });
-      if (aligned)
-        copyTile(kb.addi(tile, kb.index(1)));
-      compute(first, stage);
+      mlir::Value next = kb.addi(tile, kb.index(1));
+      compute(first, stage, [&](mlir::Value t) { copyTile(t, next); });
     });
     // No copy stays in flight past the loop: rows staged with the first
     // tile (stageRows) still are where there was no tile.
@@ -604,17 +624,27 @@ protected:
   /// X T^T for the rows X of thread t's warp and the shared tile T:
   /// accumulator r of column tile n of row tile m at accumulatorIndex(m, n,
   /// r, columnTiles).
+  /// `whileMultiplying`, if given, builds code that runs meanwhile: after
+  /// the warpgroup MMAs are issued, before they are waited for (elsewhere,
+  /// before the products). The wait also makes the head-dim accumulators
+  /// `pending` of an earlier accumulate() readable, if given.
   llvm::SmallVector<mlir::Value> products(mlir::Value t, const Lane &lane, const RowFactor &x,
-                                          mlir::Value tile) {
-    if (emulate != Emulation::None)
-      return productsEmulated(lane, x, tile);
-    return warpgroupMma ? productsOnWarpgroup(t, lane, x, tile)
-                        : productsOnTensorCores(t, lane, x, tile);
+                                          mlir::Value tile,
+                                          llvm::function_ref<void()> whileMultiplying = nullptr,
+                                          mlir::Value pending = {}) {
+    if (emulate == Emulation::None && warpgroupMma)
+      return productsOnWarpgroup(t, lane, x, tile, whileMultiplying, pending);
+    if (whileMultiplying)
+      whileMultiplying();
+    return emulate == Emulation::None ? productsOnTensorCores(t, lane, x, tile)
+                                      : productsEmulated(lane, x, tile);
   }
 
   /// acc += F T: F thread t's warp's [16 row tiles, columns] accumulators
   /// `factors` ([row tiles * column tiles, 4]), rounded to the MMA's type;
-  /// T a shared tile.
+  /// T a shared tile. Warpgroup MMAs are left running: `acc` is readable
+  /// after the next products() that names it pending, or after
+  /// waitForAccumulators; T must stay until then.
   void accumulate(mlir::Value t, const Lane &lane, mlir::Value factors, mlir::Value tile,
                   mlir::Value acc) {
     if (emulate != Emulation::None)
@@ -625,9 +655,31 @@ protected:
       accumulateOnTensorCores(t, lane, factors, tile, acc);
   }
 
+  /// Thread t's entries of the [row tiles * tiles, 4] accumulator array
+  /// `array`, in order, and their store.
+  llvm::SmallVector<mlir::Value> loadAccumulators(mlir::Value t, mlir::Value array, int64_t tiles) {
+    llvm::SmallVector<mlir::Value> values;
+    for (int64_t n = 0; n < rowTiles * tiles; ++n)
+      for (int64_t r = 0; r < kAccumulators; ++r)
+        values.push_back(kb.load(array, entry(t, n, r)));
+    return values;
+  }
+  void storeAccumulators(mlir::Value t, mlir::Value array, llvm::ArrayRef<mlir::Value> values) {
+    for (auto [i, value] : llvm::enumerate(values))
+      kb.store(value, array, entry(t, i / kAccumulators, i % kAccumulators));
+  }
+  /// Waits for the warpgroup MMAs accumulate() left running into the
+  /// head-dim accumulators `acc` (none elsewhere).
+  void waitForAccumulators(mlir::Value t, mlir::Value acc) {
+    if (warpgroupMma && emulate == Emulation::None)
+      storeAccumulators(t, acc, mma.waitForWarpgroupMma(loadAccumulators(t, acc, dimTiles)));
+  }
+
   Emulation emulate;
   /// Products by warpgroup MMAs from tiles of core matrices (sm_90a).
   bool warpgroupMma;
+  /// Shared stages of the streamed tiles.
+  int64_t stages;
   /// Threads of a block, 16-row tiles of a warp, rows of a warp and of a
   /// block, and rows of a streamed tile.
   int64_t threads, rowTiles, rowsPerWarp, rowsPerBlock, columns;
@@ -700,7 +752,9 @@ private:
   /// The same products by warpgroup MMAs, one per head-dim step: T is B
   /// K-major (its rows are N).
   llvm::SmallVector<mlir::Value> productsOnWarpgroup(mlir::Value t, const Lane &lane,
-                                                     const RowFactor &x, mlir::Value tile) {
+                                                     const RowFactor &x, mlir::Value tile,
+                                                     llvm::function_ref<void()> whileMultiplying,
+                                                     mlir::Value pending) {
     assert(rowTiles == 1 && !x.shared && "a warp's 16 rows of a warpgroup's 64, in registers");
     llvm::SmallVector<mlir::Value> aWords;
     for (int64_t s = 0; s < steps; ++s)
@@ -708,17 +762,28 @@ private:
     aWords = mma.fenceForWarpgroupMma(aWords);
     llvm::SmallVector<mlir::Value> acc;
     for (int64_t s = 0; s < steps; ++s) {
-      mlir::Value descriptor =
-          mma.matrixDescriptor(tile, s * 2 * kCoreMatrixBytes, kCoreMatrixBytes, rowGroupBytes());
+      mlir::Value descriptor = mma.matrixDescriptor(tile, {}, s * 2 * kCoreMatrixBytes,
+                                                    kCoreMatrixBytes, rowGroupBytes());
       acc = mma.warpgroupMultiply(
           llvm::ArrayRef<mlir::Value>(aWords).slice(s * kAccumulators, kAccumulators), descriptor,
           acc, columns, /*transposeB=*/false);
     }
-    return mma.waitForWarpgroupMma(acc);
+    mma.commitWarpgroupMma();
+    if (whileMultiplying)
+      whileMultiplying();
+    if (!pending)
+      return mma.waitForWarpgroupMma(acc);
+    // One wait for both: the head-dim accumulators' MMAs came first.
+    llvm::SmallVector<mlir::Value> both = loadAccumulators(t, pending, dimTiles);
+    int64_t dims = both.size();
+    llvm::append_range(both, acc);
+    both = mma.waitForWarpgroupMma(both);
+    storeAccumulators(t, pending, llvm::ArrayRef<mlir::Value>(both).take_front(dims));
+    return llvm::SmallVector<mlir::Value>(llvm::ArrayRef<mlir::Value>(both).drop_front(dims));
   }
 
   /// The update of accumulate() by warpgroup MMAs, one per column step: T
-  /// is B N-major (its rows are K).
+  /// is B N-major (its rows are K); left running.
   void accumulateOnWarpgroup(mlir::Value t, mlir::Value factors, mlir::Value tile,
                              mlir::Value acc) {
     assert(rowTiles == 1 && "a warp's 16 rows of a warpgroup's 64");
@@ -726,22 +791,18 @@ private:
     for (int64_t ks = 0; ks < columnSteps; ++ks)
       llvm::append_range(registers, factorFragment(t, factors, 0, ks));
     int64_t aWords = registers.size();
-    for (int64_t n = 0; n < dimTiles; ++n)
-      for (int64_t r = 0; r < kAccumulators; ++r)
-        registers.push_back(kb.load(acc, entry(t, n, r)));
+    llvm::append_range(registers, loadAccumulators(t, acc, dimTiles));
     registers = mma.fenceForWarpgroupMma(registers);
     llvm::ArrayRef<mlir::Value> a(registers);
     llvm::SmallVector<mlir::Value> sums(a.drop_front(aWords));
     for (int64_t ks = 0; ks < columnSteps; ++ks) {
-      mlir::Value descriptor =
-          mma.matrixDescriptor(tile, ks * 2 * rowGroupBytes(), rowGroupBytes(), kCoreMatrixBytes);
+      mlir::Value descriptor = mma.matrixDescriptor(tile, {}, ks * 2 * rowGroupBytes(),
+                                                    rowGroupBytes(), kCoreMatrixBytes);
       sums = mma.warpgroupMultiply(a.slice(ks * kAccumulators, kAccumulators), descriptor, sums,
                                    paddedDim, /*transposeB=*/true);
     }
-    sums = mma.waitForWarpgroupMma(sums);
-    for (int64_t n = 0; n < dimTiles; ++n)
-      for (int64_t r = 0; r < kAccumulators; ++r)
-        kb.store(sums[n * kAccumulators + r], acc, entry(t, n, r));
+    mma.commitWarpgroupMma();
+    storeAccumulators(t, acc, sums);
   }
 
   /// The same products, each a dot product over the words of the lane's

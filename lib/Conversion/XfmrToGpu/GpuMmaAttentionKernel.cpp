@@ -40,6 +40,13 @@
 // The exponentials are base 2 so that each is one approximate PTX
 // instruction (ex2.approx, 2 ulp; math.exp2 with fastmath afn).
 //
+// With warpgroup MMAs (sm_90a): 8 warps of 16 rows, each product of a
+// warpgroup's 64 rows by the whole tile per 16 of K or keys (wgmma.mma_async:
+// d/16 MMAs of m64n64k16, then 4 of m64n{d}k16), the tiles in three stages
+// (j % 3): S's MMAs are issued, then tile j + 1's copies, then both S and
+// tile j - 1's P V (left running past the barrier into tile j) are waited
+// for.
+//
 // The tensor-core products and the staging are GpuMmaAttentionBase.h's.
 //
 //===----------------------------------------------------------------------===//
@@ -122,7 +129,7 @@ private:
   /// `shared`: the K and V tiles of stage 0, then of stage 1, then Q's
   /// rows where queryInShared.
   void emitBlock(Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
-    RowFactor queries = rowFactors(1, queryInShared, shared.drop_front(2 * kStages))[0];
+    RowFactor queries = rowFactors(1, queryInShared, shared.drop_front(2 * stages))[0];
     Value scores = columnAccumulators();
     Value acc = dimAccumulators();
     // Per row (rowSlot): the running max, this lane's part of the running
@@ -147,13 +154,17 @@ private:
 
     Value tiles = keyTileCount(q0, rowsPerBlock, columns);
     streamTiles(
-        kb.index(0), tiles, bi, hi, seqK, {in.k, in.v}, shared.take_front(2), shared.drop_front(2),
-        [&](Value k0, ArrayRef<Value> stage) {
+        kb.index(0), tiles, bi, hi, seqK, {in.k, in.v}, stagesOf(shared, 2),
+        [&](Value k0, ArrayRef<Value> stage, CopyNext copyNext) {
           Value keyTile = stage[0], valueTile = stage[1];
           block.phase(
               [&](Value t) {
                 Lane lane = laneOf(t, q0);
-                SmallVector<Value> qk = products(t, lane, queries, keyTile);
+                // The next tile's copies are issued while warpgroup MMAs
+                // multiply this one (and the last tile's second products
+                // end).
+                SmallVector<Value> qk = products(
+                    t, lane, queries, keyTile, [&] { copyNext(t); }, acc);
                 // Masks and biases only where some key of the tile may be
                 // hidden from some row of the warp; elsewhere the scores stay
                 // products, scaled in their exponentials.
@@ -194,6 +205,7 @@ private:
     block.phase(
         [&](Value t) {
           Lane lane = laneOf(t, q0);
+          waitForAccumulators(t, acc);
           storeRows(t, lane, bi, hi, acc, in.out, seqQ, [&](int64_t slot, Value row) {
             Value l = kb.load(sum, entry(t, slot));
             Value empty = kb.equals(l, 0.0);

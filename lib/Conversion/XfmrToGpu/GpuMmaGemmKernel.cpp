@@ -33,6 +33,19 @@
 // the common one carries nothing of the other. A factor whose rows run
 // along K (A transposed, B not) gives its fragments by ldmatrix.trans.
 //
+// With warpgroup MMAs (sm_90a), the block's 4 warps are one warpgroup, which
+// multiplies each 64-row half of A's block tile by B's whole per 16 of K
+// (wgmma.mma_async, m64n128k16 or m64n64k16, A and B read by the
+// tensor cores from shared memory through matrix descriptors): the factors
+// are staged as 8 x 8 core matrices (element (row, col) of a buffer at
+// [row / 8][col / 8][row % 8][col % 8]), K-major where their rows are M or N,
+// MN-major where they are K. A stage's MMAs run while the next stage's are
+// issued: copies run kStages - 2 stages ahead, into the buffer of stage
+// s - 2, whose MMAs are done once at most one group (stage s - 1's) is in
+// flight - what each stage waits for after issuing its MMAs and the copies.
+// Warp w's accumulators are rows 16 w to 16 w + 15 of each half, laid out
+// per 8 columns as those of mma.sync.
+//
 // When emulated, each thread computes its accumulators' dot products from
 // the shared tiles itself and copies at once: the tiling, staging and
 // epilogue are checked on the CPU, the ldmatrix and MMA fragment layouts and
@@ -54,7 +67,8 @@ using namespace xfmr::gpu;
 namespace {
 
 constexpr int64_t kDepth = 32;
-/// Shared buffers of each factor: copies run kStages - 1 stages ahead.
+/// Shared buffers of each factor: copies run kStages - 1 stages ahead
+/// (kStages - 2 with warpgroup MMAs, which read a buffer a stage longer).
 constexpr int64_t kStages = 4;
 constexpr int64_t kPadding = 8;
 constexpr int64_t kVector = MmaBuilder::kVector;
@@ -63,37 +77,66 @@ constexpr int64_t kMmaM = MmaBuilder::kM, kMmaN = MmaBuilder::kN, kMmaK = MmaBui
 constexpr int64_t kAccumulators = MmaBuilder::kAccumulators;
 /// Warps along each of M and N.
 constexpr int64_t kWarps = 2;
+/// Rows of a warpgroup MMA, and bytes of an 8 x 8 core matrix.
+constexpr int64_t kWarpgroupRows = 64;
+constexpr int64_t kCoreMatrixBytes = 128;
 
 /// One factor as a block stages it: rows of `cols` elements of its
 /// contiguous (last) dimension, the rows along K (`kRows`) or along M (A)
 /// or N (B).
 struct Factor {
-  Factor(Value matrix, bool kRows, int64_t tile)
-      : matrix(matrix), kRows(kRows), rows(kRows ? kDepth : tile), cols(kRows ? tile : kDepth) {
+  Factor(Value matrix, bool kRows, int64_t tile, bool coreMatrices)
+      : matrix(matrix), kRows(kRows), coreMatrices(coreMatrices), rows(kRows ? kDepth : tile),
+        cols(kRows ? tile : kDepth) {
     auto shape = cast<MemRefType>(matrix.getType()).getShape();
     outerExtent = shape[0];
     innerExtent = shape[1];
   }
 
-  SmallVector<int64_t> sharedShape() const { return {kStages, rows, cols + kPadding}; }
-  /// Tile indices of element (mn, k) of buffer `buffer`.
-  SmallVector<Value> at(Value buffer, Value mn, Value k) const {
-    return kRows ? SmallVector<Value>{buffer, k, mn} : SmallVector<Value>{buffer, mn, k};
+  SmallVector<int64_t> sharedShape() const {
+    if (coreMatrices)
+      return {kStages, rows / kVector, cols / kVector, kVector, kVector};
+    return {kStages, rows, cols + kPadding};
+  }
+  /// Tile indices of element (row, col) of buffer `buffer`.
+  SmallVector<Value> at(KernelBuilder &kb, Value buffer, Value row, Value col) const {
+    if (!coreMatrices)
+      return {buffer, row, col};
+    return {buffer, kb.divui(row, kVector), kb.divui(col, kVector), kb.remui(row, kVector),
+            kb.remui(col, kVector)};
+  }
+  /// ... of element (mn, k).
+  SmallVector<Value> atMnK(KernelBuilder &kb, Value buffer, Value mn, Value k) const {
+    return kRows ? at(kb, buffer, k, mn) : at(kb, buffer, mn, k);
+  }
+  /// A warpgroup MMA's descriptor of the 16 of K from k0 and the MN from mn0
+  /// of buffer `buffer`: K-major (K along the columns) or MN-major.
+  Value descriptor(KernelBuilder &kb, MmaBuilder &mma, Value tiles, Value buffer, int64_t mn0,
+                   int64_t k0) const {
+    int64_t rowGroupBytes = cols / kVector * kCoreMatrixBytes;
+    auto [row0, col0] = kRows ? std::pair(k0, mn0) : std::pair(mn0, k0);
+    int64_t offset = row0 / kVector * rowGroupBytes + col0 / kVector * kCoreMatrixBytes;
+    SmallVector<Value> start = {buffer, kb.index(0), kb.index(0), kb.index(0), kb.index(0)};
+    return kRows ? mma.matrixDescriptor(tiles, start, offset, rowGroupBytes, kCoreMatrixBytes)
+                 : mma.matrixDescriptor(tiles, start, offset, kCoreMatrixBytes, rowGroupBytes);
   }
 
   Value matrix;
-  bool kRows;
+  bool kRows, coreMatrices;
   int64_t rows, cols, outerExtent, innerExtent;
 };
 
 class MmaGemmKernel {
 public:
-  MmaGemmKernel(KernelBuilder &kb, Emulation emulate, const GemmProblem &p)
-      : kb(kb), b(kb.builder()), loc(kb.location()), emulate(emulate), tile(p.tile()),
-        warpRows(tile / kWarps), tilesM(warpRows / kMmaM), tilesN(warpRows / kMmaN),
-        threads(kWarps * kWarps * kWarpSize), block(kb, emulate, threads), p(p),
-        mma(kb, cast<MemRefType>(p.lhs.getType()).getElementType()), lhs(p.lhs, p.transposeA, tile),
-        rhs(p.rhs, !p.transposeB, tile) {
+  MmaGemmKernel(KernelBuilder &kb, Emulation emulate, const GemmProblem &p, bool warpgroupMma)
+      : kb(kb), b(kb.builder()), loc(kb.location()), emulate(emulate), warpgroupMma(warpgroupMma),
+        tile(p.tile()), warpRows(warpgroupMma ? tile : tile / kWarps),
+        tilesM(warpgroupMma ? tile / kWarpgroupRows : warpRows / kMmaM), tilesN(warpRows / kMmaN),
+        rowTileStride(warpgroupMma ? kWarpgroupRows : kMmaM), threads(kWarps * kWarps * kWarpSize),
+        lookahead(warpgroupMma ? kStages - 2 : kStages - 1), block(kb, emulate, threads), p(p),
+        mma(kb, cast<MemRefType>(p.lhs.getType()).getElementType()),
+        lhs(p.lhs, p.transposeA, tile, warpgroupMma),
+        rhs(p.rhs, !p.transposeB, tile, warpgroupMma) {
     assert(slots(lhs) * threads * kVector == lhs.rows * lhs.cols && "whole vectors per thread");
   }
 
@@ -112,19 +155,23 @@ private:
   int64_t slots(const Factor &f) const { return f.rows * f.cols / kVector / threads; }
 
   /// Thread t's place: the first row and column of its warp's part of the
-  /// block tile, its lane, and the lane's group g and index q in the group.
+  /// block tile (with warpgroup MMAs: of each half), its lane, and the
+  /// lane's group g and index q in the group.
   struct Lane {
     Value warpRow, warpCol, lane, group, inGroup;
   };
   Lane laneOf(Value t) {
     Value warp = kb.divui(t, kWarpSize), lane = kb.remui(t, kWarpSize);
     auto [group, inGroup] = mma.laneCoordinates(lane);
+    if (warpgroupMma)
+      return {kb.muli(warp, kMmaM), kb.index(0), lane, group, inGroup};
     return {kb.muli(kb.divui(warp, kWarps), warpRows), kb.muli(kb.remui(warp, kWarps), warpRows),
             lane, group, inGroup};
   }
   /// Row and column of the block tile of accumulator r of MMA tile (mi, ni).
   Value accumulatorRow(const Lane &lane, int64_t mi, int64_t r) {
-    return kb.addi(lane.warpRow, kb.addi(mma.accumulatorRow(lane.group, r), kb.index(mi * kMmaM)));
+    return kb.addi(lane.warpRow,
+                   kb.addi(mma.accumulatorRow(lane.group, r), kb.index(mi * rowTileStride)));
   }
   Value accumulatorCol(const Lane &lane, int64_t ni, int64_t r) {
     return kb.addi(lane.warpCol,
@@ -166,7 +213,7 @@ private:
             inside, [&] { copies(/*clamped=*/false); }, [&] { copies(/*clamped=*/true); });
       });
       // A group a stage, empty or not, so that stage s's copies are done
-      // when at most kStages - 2 groups are in flight at stage s.
+      // when at most lookahead - 1 groups are in flight at stage s.
       if (vectors && emulate == Emulation::None)
         mma.commitCopies();
     };
@@ -176,28 +223,36 @@ private:
             forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
               kb.store(kb.f32(0.0), acc, accIndices(t, mi, ni, r));
             });
-            for (int64_t stage = 0; stage < kStages - 1; ++stage)
+            for (int64_t stage = 0; stage < lookahead; ++stage)
               copyStage(t, kb.index(stage), vectors);
           },
           /*barrier=*/false);
       kb.forLoop(kb.index(0), kb.index(stages), 1, [&](Value stage) {
+        bool onWarpgroup = warpgroupMma && emulate == Emulation::None;
         block.phase([&](Value) {
           if (vectors && emulate == Emulation::None)
-            mma.waitForCopies(kStages - 2);
+            mma.waitForCopies(lookahead - 1);
+          if (onWarpgroup)
+            mma.fenceSharedForWarpgroupMma();
         });
         block.phase(
             [&](Value t) {
-              copyStage(t, kb.addi(stage, kb.index(kStages - 1)), vectors);
+              auto copyNext = [&] { copyStage(t, kb.addi(stage, kb.index(lookahead)), vectors); };
               SmallVector<Value> sums;
               forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
                 sums.push_back(kb.load(acc, accIndices(t, mi, ni, r)));
               });
               Lane lane = laneOf(t);
               Value buffer = kb.remui(stage, kStages);
-              SmallVector<Value> updated =
-                  emulate == Emulation::None
-                      ? multiplyOnTensorCores(lane, aTiles, bTiles, buffer, sums)
-                      : multiplyEmulated(lane, aTiles, bTiles, buffer, sums);
+              SmallVector<Value> updated;
+              if (onWarpgroup) {
+                updated = multiplyOnWarpgroup(aTiles, bTiles, buffer, sums, copyNext);
+              } else {
+                copyNext();
+                updated = emulate == Emulation::None
+                              ? multiplyOnTensorCores(lane, aTiles, bTiles, buffer, sums)
+                              : multiplyEmulated(lane, aTiles, bTiles, buffer, sums);
+              }
               int64_t i = 0;
               forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
                 kb.store(updated[i++], acc, accIndices(t, mi, ni, r));
@@ -205,6 +260,22 @@ private:
             },
             /*barrier=*/false);
       });
+      // The last stage's MMAs, waited for: the accumulators readable.
+      if (warpgroupMma && emulate == Emulation::None) {
+        block.phase(
+            [&](Value t) {
+              SmallVector<Value> sums;
+              forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
+                sums.push_back(kb.load(acc, accIndices(t, mi, ni, r)));
+              });
+              sums = mma.waitForWarpgroupMma(sums);
+              int64_t i = 0;
+              forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
+                kb.store(sums[i++], acc, accIndices(t, mi, ni, r));
+              });
+            },
+            /*barrier=*/false);
+      }
     };
     if (readsVectors(lhs) && readsVectors(rhs))
       kb.ifThenElse(
@@ -236,7 +307,8 @@ private:
   /// factor f's stage at k0 of the block whose first row (A) or column (B)
   /// is mn0: elements (row, col) to (row, col + 7) of the tile, (outer,
   /// inner) to (outer, inner + 7) of the matrix. Consecutive threads take
-  /// consecutive vectors of a row.
+  /// consecutive vectors of a row, or, in tiles of core matrices, of a core
+  /// matrix (8 threads write its 128 bytes, free of bank conflicts).
   void forEachVector(Value t, const Factor &f, Value mn0, Value k0,
                      function_ref<void(Value, Value, Value, Value)> body) {
     auto [outer0, inner0] = f.kRows ? std::pair(k0, mn0) : std::pair(mn0, k0);
@@ -244,6 +316,10 @@ private:
     for (int64_t slot = 0; slot < slots(f); ++slot) {
       Value i = kb.addi(t, kb.index(slot * threads));
       Value row = kb.divui(i, chunks), col = kb.muli(kb.remui(i, chunks), kVector);
+      if (f.coreMatrices) {
+        row = kb.addi(kb.muli(kb.divui(i, kVector * chunks), kVector), kb.remui(i, kVector));
+        col = kb.muli(kb.remui(kb.divui(i, kVector), chunks), kVector);
+      }
       body(row, col, kb.addi(outer0, row), kb.addi(inner0, col));
     }
   }
@@ -268,7 +344,7 @@ private:
   void copyVectors(Value t, const Factor &f, Value mn0, Value k0, Value tiles, Value buffer,
                    bool clamped) {
     forEachVector(t, f, mn0, k0, [&](Value row, Value col, Value outer, Value inner) {
-      SmallVector<Value> target{buffer, row, col}, source{outer, inner};
+      SmallVector<Value> target = f.at(kb, buffer, row, col), source{outer, inner};
       Value inside;
       if (clamped) {
         // Inside or wholly outside: the inner extent is a multiple of 8.
@@ -304,7 +380,7 @@ private:
                                  f.innerExtent, zero);
         if (value.getType() != mma.narrowType())
           value = arith::TruncFOp::create(b, loc, mma.narrowType(), value);
-        kb.store(asTileElements(value), tiles, {buffer, row, kb.addi(col, kb.index(e))});
+        kb.store(asTileElements(value), tiles, f.at(kb, buffer, row, kb.addi(col, kb.index(e))));
       }
     });
   }
@@ -322,7 +398,7 @@ private:
       k = kb.addi(k, matrixRow);
     else
       mn = kb.addi(mn, matrixRow);
-    return mma.loadMatrices(tiles, f.at(buffer, mn, k), 4, /*transposed=*/f.kRows);
+    return mma.loadMatrices(tiles, f.atMnK(kb, buffer, mn, k), 4, /*transposed=*/f.kRows);
   }
 
   SmallVector<Value> multiplyOnTensorCores(const Lane &lane, Value aTiles, Value bTiles,
@@ -356,6 +432,32 @@ private:
     return result;
   }
 
+  /// The stage's products by warpgroup MMAs, one per half of the block tile
+  /// and 16 of K; `whileMultiplying` builds code that runs meanwhile. The
+  /// accumulators it returns are those of MMAs still in flight.
+  SmallVector<Value> multiplyOnWarpgroup(Value aTiles, Value bTiles, Value buffer,
+                                         ArrayRef<Value> sums,
+                                         function_ref<void()> whileMultiplying) {
+    SmallVector<Value> result = mma.fenceForWarpgroupMma(sums);
+    int64_t half = tilesN * kAccumulators;
+    for (int64_t step = 0; step < kDepth / kMmaK; ++step) {
+      Value bDescriptor = rhs.descriptor(kb, mma, bTiles, buffer, 0, step * kMmaK);
+      for (int64_t mi = 0; mi < tilesM; ++mi) {
+        Value aDescriptor =
+            lhs.descriptor(kb, mma, aTiles, buffer, mi * kWarpgroupRows, step * kMmaK);
+        SmallVector<Value> updated =
+            mma.warpgroupMultiply(aDescriptor, /*transposeA=*/lhs.kRows, bDescriptor,
+                                  ArrayRef<Value>(result).slice(mi * half, half), tile,
+                                  /*transposeB=*/rhs.kRows);
+        llvm::copy(updated, result.begin() + mi * half);
+      }
+    }
+    mma.commitWarpgroupMma();
+    whileMultiplying();
+    mma.waitForWarpgroupMma(/*pending=*/1);
+    return result;
+  }
+
   SmallVector<Value> multiplyEmulated(const Lane &lane, Value aTiles, Value bTiles, Value buffer,
                                       ArrayRef<Value> sums) {
     SmallVector<Value> rows, cols;
@@ -371,8 +473,8 @@ private:
         kb.forLoop(kb.index(0), kb.index(kDepth), 1, sums, [&](Value k, ValueRange carried) {
           SmallVector<Value> next;
           for (auto [i, sum] : llvm::enumerate(carried)) {
-            Value x = widen(kb.load(aTiles, lhs.at(buffer, rows[i], k)));
-            Value y = widen(kb.load(bTiles, rhs.at(buffer, cols[i], k)));
+            Value x = widen(kb.load(aTiles, lhs.atMnK(kb, buffer, rows[i], k)));
+            Value y = widen(kb.load(bTiles, rhs.atMnK(kb, buffer, cols[i], k)));
             next.push_back(kb.fma(x, y, sum));
           }
           return next;
@@ -384,9 +486,13 @@ private:
   OpBuilder &b;
   Location loc;
   Emulation emulate;
-  /// The block tile's rows (and columns), a warp's rows, its MMA tiles
-  /// along M and N, and the block's threads.
-  int64_t tile, warpRows, tilesM, tilesN, threads;
+  /// Products by warpgroup MMAs from tiles of core matrices (sm_90a).
+  bool warpgroupMma;
+  /// The block tile's rows (and columns), a warp's rows and columns (with
+  /// warpgroup MMAs: its columns), its MMA tiles along M and N, the rows
+  /// between its MMA tiles along M, the block's threads, and the stages
+  /// copies run ahead.
+  int64_t tile, warpRows, tilesM, tilesN, rowTileStride, threads, lookahead;
   ThreadBlockBuilder block;
   const GemmProblem &p;
   MmaBuilder mma;
@@ -395,6 +501,7 @@ private:
 
 } // namespace
 
-Value xfmr::gpu::emitMmaGemm(KernelBuilder &kb, const GemmProblem &problem, Emulation emulate) {
-  return MmaGemmKernel(kb, emulate, problem).emit();
+Value xfmr::gpu::emitMmaGemm(KernelBuilder &kb, const GemmProblem &problem, Emulation emulate,
+                             bool warpgroupMma) {
+  return MmaGemmKernel(kb, emulate, problem, warpgroupMma).emit();
 }

@@ -372,6 +372,50 @@ func.func @mma(%x: tensor<80x70xbf16>, %w: tensor<130x70xbf16>, %b: tensor<130xf
 // CHECK: memref.load %{{.*}} : memref<32x48xf16, strided<[?, 1], offset: ?>>
 // CHECK: nvvm.mma.sync
 // CHECK: gpu.terminator
+// With warpgroup-mma (sm_90a): the block's 4 warps are one warpgroup;
+// both factors staged as 8 x 8 core matrices (4 buffers of [4][8][8][8]: 32
+// rows along K of 64 columns), so both are MN-major (trans-a and trans-b
+// 1): leading byte offset 1024 (the next 8 rows, K), stride 128 (the next 8
+// columns): (64 << 16) | (8 << 32). Copies run 2 stages ahead (not 3: a
+// stage's MMAs still read its buffer during the next stage). Per stage: its
+// copies waited for and fenced for the async proxy, the barrier;
+// wgmma.fence, 2 MMAs of m64n64k16 (16 of K each, the second 2048 bytes =
+// 128 units on), committed, the copies of stage + 2 issued while they run,
+// then a wait that leaves them in flight (at most 1 group); after the
+// loop, the wait for all.
+// WGMMA-LABEL: func.func @mma_f16_transposed
+// WGMMA-DAG: %[[LAYOUT:.*]] = arith.constant 34363932672 : i64
+// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128,
+// WGMMA: memref.get_global @__xfmr_shared : memref<4x4x8x8x8xf16, #gpu.address_space<workgroup>>
+// WGMMA: nvgpu.device_async_copy %{{.*}}[%{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], 8 {bypassL1}
+// WGMMA: scf.for
+// WGMMA-NEXT: "cp.async.wait_group 1;"
+// WGMMA-NEXT: "fence.proxy.async.shared::cta;"
+// WGMMA-NEXT: gpu.barrier
+// WGMMA: "wgmma.fence.sync.aligned;"
+// WGMMA: arith.addi %{{.*}}, %c0_i64 : i64
+// WGMMA-NEXT: arith.ori %{{.*}}, %[[LAYOUT]] : i64
+// WGMMA: arith.addi %{{.*}}, %c0_i64 : i64
+// WGMMA-NEXT: arith.ori %{{.*}}, %[[LAYOUT]] : i64
+// WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, $64, $65, p, 1, 1, 1, 1;
+// WGMMA: arith.addi %{{.*}}, %c128_i64 : i64
+// WGMMA-NEXT: arith.ori %{{.*}}, %[[LAYOUT]] : i64
+// WGMMA: arith.addi %{{.*}}, %c128_i64 : i64
+// WGMMA-NEXT: arith.ori %{{.*}}, %[[LAYOUT]] : i64
+// WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, $64, $65, p, 1, 1, 1, 1;
+// WGMMA-NOT: wgmma.mma_async
+// WGMMA: "wgmma.commit_group.sync.aligned;"
+// WGMMA: nvgpu.device_async_copy
+// WGMMA: "wgmma.wait_group.sync.aligned 1;"
+// WGMMA-NOT: wgmma.mma_async
+// WGMMA: "wgmma.wait_group.sync.aligned 0;"
+// WGMMA-NOT: nvvm.mma.sync
+// WGMMA-NOT: nvvm.ldmatrix
+// WGMMA: gpu.terminator
+// WGMMA-EMU-LABEL: func.func @mma_f16_transposed
+// WGMMA-EMU-COUNT-2: memref.alloc() {alignment = 64 : i64} : memref<4x4x8x8x8xi16>
+// WGMMA-EMU-NOT: wgmma
+// WGMMA-EMU: return
 func.func @mma_f16_transposed(%a: tensor<32x48xf16>, %m: tensor<32x16xf16>) -> tensor<48x16xf32> {
   %af = arith.extf %a : tensor<32x48xf16> to tensor<32x48xf32>
   %mf = arith.extf %m : tensor<32x16xf16> to tensor<32x16xf32>
@@ -505,7 +549,7 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // CHECK-NEXT: llvm.inline_asm has_side_effects "cp.async.commit_group;"
 // CHECK: scf.for %[[TILE:.*]] = %c0 to %[[TILES:.*]] step %c1 {
 // CHECK: %[[PARITY:.*]] = arith.remui %[[TILE]], %c2 : index
-// CHECK: %[[ODD:.*]] = arith.cmpi ne, %[[PARITY]], %c0 : index
+// CHECK: %[[ODD:.*]] = arith.cmpi eq, %[[PARITY]], %c1 : index
 // CHECK: arith.select %[[ODD]], %{{.*}}, %{{.*}} : memref<64x56xbf16, #gpu.address_space<workgroup>>
 // CHECK: scf.if %[[ALIGNED]] {
 // CHECK-NEXT: llvm.inline_asm has_side_effects "cp.async.wait_group 0;"
@@ -646,21 +690,23 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // With warpgroup-mma (sm_90a), the bf16 attention forward multiplies by
 // wgmma.mma_async: a block of 2 warpgroups (256 threads) per 128 query
 // rows; K and V tiles staged as 8 x 8 core matrices ([8][16][8][8]: 64 rows
-// of head dim 128, 16 KB each, two stages in dynamic shared memory), copied
-// by cp.async, then fenced for the async proxy before the tile's barrier.
-// Per tile, S = Q K^T: the Q fragments and wgmma.fence, then 8 MMAs of
-// m64n64k16 (one per 16 of the head dim, 256 bytes = 16 units apart along
-// K), K-major (trans-b 0; the first without reading D), committed and
-// waited for; then O += P V: 4 MMAs of m64n128k16 (one per 16 keys, 4 KB =
-// 256 units apart), V N-major (trans-b 1). The descriptors: K's leading
+// of head dim 128, 16 KB each, three stages in dynamic shared memory),
+// copied by cp.async, then fenced for the async proxy before the tile's
+// barrier. Per tile, S = Q K^T: the Q fragments and wgmma.fence, then 8
+// MMAs of m64n64k16 (one per 16 of the head dim, 256 bytes = 16 units
+// apart along K), K-major (trans-b 0; the first without reading D),
+// committed, the next tile's copies issued while they run, then waited for
+// (with the last tile's P V); then O += P V: 4 MMAs of m64n128k16 (one per
+// 16 keys, 4 KB = 256 units apart), V N-major (trans-b 1), committed and
+// left running into the next tile; after the loop, waited for. The descriptors: K's leading
 // byte offset 128 (the next 8 columns, K) and stride 2048 (the next 8 key
 // rows, N): (8 << 16) | (128 << 32); V's leading 2048 (the next 8 key
 // rows, K) and stride 128 (the next 8 columns, N): (128 << 16) | (8 << 32).
 // WGMMA-LABEL: func.func @warpgroup_mma_attention
 // WGMMA-DAG: %[[K_LAYOUT:.*]] = arith.constant 549756338176 : i64
 // WGMMA-DAG: %[[V_LAYOUT:.*]] = arith.constant 34368126976 : i64
-// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c65536_i32
-// WGMMA-COUNT-4: memref.view {{.*}} to memref<8x16x8x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c98304_i32
+// WGMMA-COUNT-6: memref.view {{.*}} to memref<8x16x8x8xbf16, #gpu.address_space<workgroup>>
 // WGMMA: nvgpu.device_async_copy %{{.*}}[{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], 8 {bypassL1}
 // WGMMA: scf.for
 // WGMMA: "cp.async.wait_group 0;"
@@ -675,7 +721,12 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 0;
 // WGMMA-COUNT-6: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // WGMMA-NOT: wgmma.mma_async
-// WGMMA: "wgmma.commit_group.sync.aligned;\0Awgmma.wait_group.sync.aligned 0;"
+// WGMMA: "wgmma.commit_group.sync.aligned;"
+// WGMMA-NOT: wgmma.wait_group
+// WGMMA: nvgpu.device_async_copy
+// WGMMA: "cp.async.commit_group;"
+// The wait covers the last tile's O (64 accumulators) and S (32).
+// WGMMA: "wgmma.wait_group.sync.aligned 0;", "{{(=f,){96}0,}}
 // WGMMA: "wgmma.fence.sync.aligned;"
 // WGMMA: arith.addi %{{.*}}, %c0_i64 : i64
 // WGMMA-NEXT: arith.ori %{{.*}}, %[[V_LAYOUT]] : i64
@@ -685,13 +736,19 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // WGMMA-COUNT-2: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // WGMMA-NOT: wgmma.mma_async
-// WGMMA: "wgmma.commit_group.sync.aligned;\0Awgmma.wait_group.sync.aligned 0;"
+// WGMMA: "wgmma.commit_group.sync.aligned;"
+// WGMMA-NOT: wgmma
+// WGMMA: "cp.async.wait_group 0;"
+// WGMMA-NOT: wgmma
+// WGMMA: gpu.shuffle xor
+// WGMMA-NOT: wgmma.mma_async
+// WGMMA: "wgmma.wait_group.sync.aligned 0;"
 // WGMMA-NOT: nvvm.mma.sync
 // WGMMA-NOT: nvvm.ldmatrix
 // WGMMA: gpu.terminator
 // Emulated, the same tiles of core matrices, on the CPU.
 // WGMMA-EMU-LABEL: func.func @warpgroup_mma_attention
-// WGMMA-EMU-COUNT-4: memref.alloc() {alignment = 64 : i64} : memref<8x16x8x8xbf16>
+// WGMMA-EMU-COUNT-6: memref.alloc() {alignment = 64 : i64} : memref<8x16x8x8xbf16>
 // WGMMA-EMU-NOT: wgmma
 // WGMMA-EMU: return
 func.func @warpgroup_mma_attention(%q: tensor<1x70x2x128xbf16>) -> tensor<1x70x2x128xf32> {

@@ -11,6 +11,11 @@
 // RUN: %python %testlib/ops.py generate mma_gemm %t/inputs.safetensors
 // RUN: xfmrc %s -o %t/model
 // RUN: %t/model --inputs=%t/inputs.safetensors --output=%t/outputs.safetensors
+// The kernels for sm_90a (one warpgroup a block, wgmma.mma_async from
+// tiles of core matrices), emulated, each phase's threads last to first.
+// RUN: xfmrc %s --emulate-gpu-kernels --reverse-gpu-threads --gpu-arch=sm_90a -o %t/gpu-emulated-sm90a
+// RUN: %t/gpu-emulated-sm90a --inputs=%t/inputs.safetensors --output=%t/outputs-sm90a.safetensors
+// RUN: %python %testlib/ops.py check mma_gemm %t/inputs.safetensors %t/outputs-sm90a.safetensors | FileCheck %s
 // RUN: %python %testlib/ops.py check mma_gemm %t/inputs.safetensors %t/outputs.safetensors | FileCheck %s
 // RUN: xfmrc %s --emulate-gpu-kernels -o %t/gpu-emulated
 // RUN: %t/gpu-emulated --inputs=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
