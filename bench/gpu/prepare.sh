@@ -21,6 +21,7 @@ gen transformer-pre-ln 4 8 10 7
 $X $IN/gpt2-tiny.json --target=nvptx --batch=2 --seq-len=12 -o e2e/gpt2-tiny.all
 $X $IN/gpt2-tiny.json --target=nvptx --batch=2 --seq-len=12 --fuse-attention=false -o e2e/gpt2-tiny.noattn
 $X $IN/gpt2-tiny.json --target=nvptx --batch=2 --seq-len=12 --dtype=bf16 -o e2e/gpt2-tiny.bf16
+$X $IN/gpt2-tiny.json --target=nvptx --batch=2 --seq-len=12 --dtype=bf16 --gpu-arch=sm_90a -o e2e/gpt2-tiny.sm90a
 $X $IN/bert-tiny.json --target=nvptx --batch=2 --seq-len=10 -o e2e/bert-tiny.all
 $X $IN/bert-tiny.json --target=nvptx --batch=2 --seq-len=10 --fuse-epilogues=false -o e2e/bert-tiny.noepi
 $X $IN/bert-tiny.json --target=nvptx --batch=2 --seq-len=10 --dtype=bf16 -o e2e/bert-tiny.bf16
