@@ -97,8 +97,9 @@ public:
       : MmaForwardKernel(kb, in, emulate, layoutFor(headDimOf(in), warpgroupMma)) {}
 
   /// Whether a block's shared memory holds the two stages of K and V tiles
-  /// (and Q's rows), and a thread's registers its state (in either layout:
-  /// warpgroup MMAs need no more).
+  /// (and Q's rows), and a thread's registers its state, in the mma.sync
+  /// layout. The warpgroup-MMA one (sm_90a only) needs as much up to head
+  /// dim 128 (96 KB there) and at most 135 KB above, within sm_90's 227 KB.
   static bool fits(int64_t headDim) {
     ForwardLayout layout = layoutFor(headDim, /*warpgroupMma=*/false);
     int64_t queryBytes = layout.queryInShared
@@ -126,8 +127,8 @@ private:
   /// accumulators, spills 100 bytes at 176.
   static constexpr int64_t kMaxHeadDim = 176;
 
-  /// `shared`: the K and V tiles of stage 0, then of stage 1, then Q's
-  /// rows where queryInShared.
+  /// `shared`: the K and V tiles of each stage (2, or 3 with warpgroup
+  /// MMAs), then Q's rows where queryInShared.
   void emitBlock(Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
     RowFactor queries = rowFactors(1, queryInShared, shared.drop_front(2 * stages))[0];
     Value scores = columnAccumulators();
