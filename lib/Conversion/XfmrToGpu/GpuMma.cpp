@@ -138,11 +138,19 @@ void MmaBuilder::waitForCopies(int64_t pending) {
   ptxInstruction(("cp.async.wait_group " + Twine(pending) + ";").str());
 }
 
+/// Inline assembly with side effects.
+static LLVM::InlineAsmOp createInlineAsm(OpBuilder &b, Location loc, TypeRange results,
+                                         ValueRange operands, StringRef text,
+                                         StringRef constraints) {
+  return LLVM::InlineAsmOp::create(
+      b, loc, results, operands, b.getStringAttr(text), b.getStringAttr(constraints),
+      b.getUnitAttr(), /*is_align_stack=*/nullptr,
+      LLVM::TailCallKindAttr::get(b.getContext(), LLVM::TailCallKind::None),
+      /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
+}
+
 void MmaBuilder::ptxInstruction(StringRef text) {
-  LLVM::InlineAsmOp::create(b, loc, TypeRange{}, ValueRange{}, b.getStringAttr(text),
-                            b.getStringAttr(""), b.getUnitAttr(), /*is_align_stack=*/nullptr,
-                            LLVM::TailCallKindAttr::get(b.getContext(), LLVM::TailCallKind::None),
-                            /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
+  createInlineAsm(b, loc, TypeRange{}, ValueRange{}, text, "");
 }
 
 void MmaBuilder::fenceSharedForWarpgroupMma() { ptxInstruction("fence.proxy.async.shared::cta;"); }
@@ -150,19 +158,31 @@ void MmaBuilder::fenceSharedForWarpgroupMma() { ptxInstruction("fence.proxy.asyn
 SmallVector<Value> MmaBuilder::ptxWithOperands(StringRef text, StringRef constraints,
                                                TypeRange results, ValueRange operands) {
   Type type = LLVM::LLVMStructType::getLiteral(b.getContext(), llvm::to_vector(results));
-  auto asmOp = LLVM::InlineAsmOp::create(
-      b, loc, type, operands, b.getStringAttr(text), b.getStringAttr(constraints), b.getUnitAttr(),
-      /*is_align_stack=*/nullptr,
-      LLVM::TailCallKindAttr::get(b.getContext(), LLVM::TailCallKind::None),
-      /*asm_dialect=*/nullptr, /*operand_attrs=*/nullptr);
+  auto asmOp = createInlineAsm(b, loc, type, operands, text, constraints);
   SmallVector<Value> values;
   for (int64_t i = 0, e = results.size(); i < e; ++i)
     values.push_back(LLVM::ExtractValueOp::create(b, loc, asmOp.getRes(), i));
   return values;
 }
 
-Value MmaBuilder::matrixDescriptor(Value tile, ValueRange start, int64_t offsetBytes,
-                                   int64_t leadingBytes, int64_t strideBytes) {
+SmallVector<Value> MmaBuilder::coreMatrixIndices(Value row, Value col) {
+  return {kb.divui(row, kVector), kb.divui(col, kVector), kb.remui(row, kVector),
+          kb.remui(col, kVector)};
+}
+
+std::pair<Value, Value> MmaBuilder::coreMatrixVector(Value i, int64_t chunks) {
+  Value group = kb.divui(i, kVector * chunks);
+  return {kb.addi(kb.muli(group, kVector), kb.remui(i, kVector)),
+          kb.muli(kb.remui(kb.divui(i, kVector), chunks), kVector)};
+}
+
+Value MmaBuilder::matrixDescriptor(Value tile, ValueRange start, int64_t offsetBytes, int64_t cols,
+                                   bool kAlongRows) {
+  // The leading byte offset steps along K, the stride along M or N: between
+  // the tile's groups of 8 rows, or between its core matrices along a row.
+  int64_t rowGroupBytes = coreMatrixOffset(kVector, 0, cols);
+  int64_t leadingBytes = kAlongRows ? rowGroupBytes : kCoreMatrixBytes;
+  int64_t strideBytes = kAlongRows ? kCoreMatrixBytes : rowGroupBytes;
   // Addresses and offsets in 16-byte units: the start address's 14 bits at
   // 0, the leading offset's at 16, the stride's at 32 (no swizzle, base
   // offset 0).
@@ -179,14 +199,17 @@ Value MmaBuilder::matrixDescriptor(Value tile, ValueRange start, int64_t offsetB
 /// The constraint letter of a register of `type`: f32 or 32-bit word.
 static StringRef registerConstraint(Type type) { return type.isF32() ? "f" : "r"; }
 
-SmallVector<Value> MmaBuilder::fenceForWarpgroupMma(ArrayRef<Value> values) {
+SmallVector<Value> MmaBuilder::ptxThrough(StringRef text, ArrayRef<Value> values) {
   SmallVector<std::string> constraints;
   for (Value value : values)
     constraints.push_back(("=" + registerConstraint(value.getType())).str());
   for (size_t i = 0; i < values.size(); ++i)
     constraints.push_back(std::to_string(i));
-  return ptxWithOperands("wgmma.fence.sync.aligned;", llvm::join(constraints, ","),
-                         ValueRange(values).getTypes(), values);
+  return ptxWithOperands(text, llvm::join(constraints, ","), ValueRange(values).getTypes(), values);
+}
+
+SmallVector<Value> MmaBuilder::fenceForWarpgroupMma(ArrayRef<Value> values) {
+  return ptxThrough("wgmma.fence.sync.aligned;", values);
 }
 
 SmallVector<Value> MmaBuilder::warpgroupMultiply(ArrayRef<Value> a, Value bDescriptor,
@@ -247,9 +270,5 @@ void MmaBuilder::waitForWarpgroupMma(int64_t pending) {
 }
 
 SmallVector<Value> MmaBuilder::waitForWarpgroupMma(ArrayRef<Value> acc) {
-  SmallVector<std::string> constraints(acc.size(), "=f");
-  for (size_t i = 0; i < acc.size(); ++i)
-    constraints.push_back(std::to_string(i));
-  return ptxWithOperands("wgmma.wait_group.sync.aligned 0;", llvm::join(constraints, ","),
-                         ValueRange(acc).getTypes(), acc);
+  return ptxThrough("wgmma.wait_group.sync.aligned 0;", acc);
 }

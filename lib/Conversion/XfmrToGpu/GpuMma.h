@@ -87,19 +87,34 @@ public:
   /// read shared memory through the async proxy (fence.proxy.async).
   void fenceSharedForWarpgroupMma();
 
+  /// Shared tiles that warpgroup MMAs read are 8 x 8 core matrices of
+  /// 16-bit elements (8 rows of 16 contiguous bytes, no swizzle): element
+  /// (row, col) of a tile of `cols` columns at [row / 8][col / 8][row % 8]
+  /// [col % 8], a group of 8 rows cols * 16 bytes long.
+  static constexpr int64_t kCoreMatrixBytes = 128;
+  /// The indices of element (row, col) in such a tile.
+  llvm::SmallVector<mlir::Value> coreMatrixIndices(mlir::Value row, mlir::Value col);
+  /// Row and first column of 16-byte vector `i` of such a tile with
+  /// `chunks` vectors a row, in core-matrix order: 8 consecutive vectors
+  /// fill one core matrix's 128 bytes (copies free of bank conflicts).
+  std::pair<mlir::Value, mlir::Value> coreMatrixVector(mlir::Value i, int64_t chunks);
+  /// The byte offset of element (row, col), multiples of 8, in such a tile.
+  static int64_t coreMatrixOffset(int64_t row, int64_t col, int64_t cols) {
+    return (row / kVector * cols + col) / kVector * kCoreMatrixBytes;
+  }
+
   /// sm_90a's warpgroup MMA (wgmma.mma_async.m64nNk16, PTX ISA 9.7.15): the
   /// 4 warps of a warpgroup multiply 64 rows of A, warp w its rows 16w to
   /// 16w + 15 as the A words of mma.sync (`multiply`), by a K x N B in
   /// shared memory, into N / 2 f32 accumulators a thread: accumulator r of
   /// 8-column tile n is the thread's accumulator 4n + r, laid out as those
   /// of mma.sync's 16 x 8 tiles. B is described by a matrix descriptor of a
-  /// tile of 8 x 8 core matrices (8 rows of 16 contiguous bytes, no
-  /// swizzle), `leadingBytes` apart along K and `strideBytes` along N,
-  /// starting `offsetBytes` past element `start` (none: the first) of the
-  /// shared array `tile`. A may be in shared memory too, described alike
-  /// (along K and M).
+  /// tile of core matrices with `cols` columns, from `offsetBytes` past its
+  /// element `start` (none: the first), K along the tile's rows where
+  /// `kAlongRows` (B N-major), else along its columns (K-major). A may be in
+  /// shared memory too, described alike (M for N).
   mlir::Value matrixDescriptor(mlir::Value tile, mlir::ValueRange start, int64_t offsetBytes,
-                               int64_t leadingBytes, int64_t strideBytes);
+                               int64_t cols, bool kAlongRows);
   /// The registers `values` (A words and accumulators the next warpgroup
   /// MMAs read) after wgmma.fence: their writes come before the MMAs'
   /// reads, and the MMAs take the values it returns.
@@ -143,6 +158,11 @@ private:
   llvm::SmallVector<mlir::Value> ptxWithOperands(llvm::StringRef text, llvm::StringRef constraints,
                                                  mlir::TypeRange results,
                                                  mlir::ValueRange operands);
+  /// `text` as inline PTX whose operands are `values`, each tied to a
+  /// result: the values it returns, which no code may read before it nor
+  /// write after it runs (register fences around warpgroup MMAs).
+  llvm::SmallVector<mlir::Value> ptxThrough(llvm::StringRef text,
+                                            llvm::ArrayRef<mlir::Value> values);
   /// wgmma.mma_async with A `a`: 4 words, or (with `transposeA`) a
   /// descriptor.
   llvm::SmallVector<mlir::Value> warpgroupMma(mlir::ValueRange a, std::optional<bool> transposeA,

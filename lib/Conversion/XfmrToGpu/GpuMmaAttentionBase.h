@@ -119,8 +119,7 @@ protected:
   llvm::SmallVector<mlir::Value> tileAt(mlir::Value row, mlir::Value c) {
     if (!warpgroupMma)
       return {row, c};
-    return {kb.divui(row, kVector), kb.divui(c, kVector), kb.remui(row, kVector),
-            kb.remui(c, kVector)};
+    return mma.coreMatrixIndices(row, c);
   }
 
   /// The rows of a kernel's shared tiles: the stages of its two streamed
@@ -436,9 +435,7 @@ protected:
     auto place = [&](mlir::Value i) -> std::pair<mlir::Value, mlir::Value> {
       if (!warpgroupMma)
         return {kb.divui(i, chunks), kb.muli(kb.remui(i, chunks), kVector)};
-      mlir::Value group = kb.divui(i, kVector * chunks);
-      return {kb.addi(kb.muli(group, kVector), kb.remui(i, kVector)),
-              kb.muli(kb.remui(kb.divui(i, kVector), chunks), kVector)};
+      return mma.coreMatrixVector(i, chunks);
     };
     for (int64_t slot = 0; slot < llvm::divideCeilSigned(total, threads); ++slot) {
       mlir::Value i = kb.addi(t, kb.index(slot * threads));
@@ -745,10 +742,6 @@ private:
     return result;
   }
 
-  /// Bytes of a core matrix, and between a tile's groups of 8 rows.
-  static constexpr int64_t kCoreMatrixBytes = 128;
-  int64_t rowGroupBytes() const { return paddedDim / kVector * kCoreMatrixBytes; }
-
   /// The same products by warpgroup MMAs, one per head-dim step: T is B
   /// K-major (its rows are N).
   llvm::SmallVector<mlir::Value> productsOnWarpgroup(mlir::Value t, const Lane &lane,
@@ -762,8 +755,9 @@ private:
     aWords = mma.fenceForWarpgroupMma(aWords);
     llvm::SmallVector<mlir::Value> acc;
     for (int64_t s = 0; s < steps; ++s) {
-      mlir::Value descriptor = mma.matrixDescriptor(tile, {}, s * 2 * kCoreMatrixBytes,
-                                                    kCoreMatrixBytes, rowGroupBytes());
+      mlir::Value descriptor = mma.matrixDescriptor(
+          tile, {}, MmaBuilder::coreMatrixOffset(0, s * MmaBuilder::kK, paddedDim), paddedDim,
+          /*kAlongRows=*/false);
       acc = mma.warpgroupMultiply(
           llvm::ArrayRef<mlir::Value>(aWords).slice(s * kAccumulators, kAccumulators), descriptor,
           acc, columns, /*transposeB=*/false);
@@ -796,8 +790,9 @@ private:
     llvm::ArrayRef<mlir::Value> a(registers);
     llvm::SmallVector<mlir::Value> sums(a.drop_front(aWords));
     for (int64_t ks = 0; ks < columnSteps; ++ks) {
-      mlir::Value descriptor = mma.matrixDescriptor(tile, {}, ks * 2 * rowGroupBytes(),
-                                                    rowGroupBytes(), kCoreMatrixBytes);
+      mlir::Value descriptor = mma.matrixDescriptor(
+          tile, {}, MmaBuilder::coreMatrixOffset(ks * MmaBuilder::kK, 0, paddedDim), paddedDim,
+          /*kAlongRows=*/true);
       sums = mma.warpgroupMultiply(a.slice(ks * kAccumulators, kAccumulators), descriptor, sums,
                                    paddedDim, /*transposeB=*/true);
     }

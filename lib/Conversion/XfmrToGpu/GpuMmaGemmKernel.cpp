@@ -77,9 +77,8 @@ constexpr int64_t kMmaM = MmaBuilder::kM, kMmaN = MmaBuilder::kN, kMmaK = MmaBui
 constexpr int64_t kAccumulators = MmaBuilder::kAccumulators;
 /// Warps along each of M and N.
 constexpr int64_t kWarps = 2;
-/// Rows of a warpgroup MMA, and bytes of an 8 x 8 core matrix.
+/// Rows of a warpgroup MMA.
 constexpr int64_t kWarpgroupRows = 64;
-constexpr int64_t kCoreMatrixBytes = 128;
 
 /// One factor as a block stages it: rows of `cols` elements of its
 /// contiguous (last) dimension, the rows along K (`kRows`) or along M (A)
@@ -99,26 +98,25 @@ struct Factor {
     return {kStages, rows, cols + kPadding};
   }
   /// Tile indices of element (row, col) of buffer `buffer`.
-  SmallVector<Value> at(KernelBuilder &kb, Value buffer, Value row, Value col) const {
+  SmallVector<Value> at(MmaBuilder &mma, Value buffer, Value row, Value col) const {
     if (!coreMatrices)
       return {buffer, row, col};
-    return {buffer, kb.divui(row, kVector), kb.divui(col, kVector), kb.remui(row, kVector),
-            kb.remui(col, kVector)};
+    SmallVector<Value> indices = {buffer};
+    llvm::append_range(indices, mma.coreMatrixIndices(row, col));
+    return indices;
   }
   /// ... of element (mn, k).
-  SmallVector<Value> atMnK(KernelBuilder &kb, Value buffer, Value mn, Value k) const {
-    return kRows ? at(kb, buffer, k, mn) : at(kb, buffer, mn, k);
+  SmallVector<Value> atMnK(MmaBuilder &mma, Value buffer, Value mn, Value k) const {
+    return kRows ? at(mma, buffer, k, mn) : at(mma, buffer, mn, k);
   }
   /// A warpgroup MMA's descriptor of the 16 of K from k0 and the MN from mn0
   /// of buffer `buffer`: K-major (K along the columns) or MN-major.
   Value descriptor(KernelBuilder &kb, MmaBuilder &mma, Value tiles, Value buffer, int64_t mn0,
                    int64_t k0) const {
-    int64_t rowGroupBytes = cols / kVector * kCoreMatrixBytes;
     auto [row0, col0] = kRows ? std::pair(k0, mn0) : std::pair(mn0, k0);
-    int64_t offset = row0 / kVector * rowGroupBytes + col0 / kVector * kCoreMatrixBytes;
     SmallVector<Value> start = {buffer, kb.index(0), kb.index(0), kb.index(0), kb.index(0)};
-    return kRows ? mma.matrixDescriptor(tiles, start, offset, rowGroupBytes, kCoreMatrixBytes)
-                 : mma.matrixDescriptor(tiles, start, offset, kCoreMatrixBytes, rowGroupBytes);
+    return mma.matrixDescriptor(tiles, start, MmaBuilder::coreMatrixOffset(row0, col0, cols), cols,
+                                /*kAlongRows=*/kRows);
   }
 
   Value matrix;
@@ -189,6 +187,21 @@ private:
     auto accIndices = [&](Value t, int64_t mi, int64_t ni, int64_t r) {
       return block.at(t, {kb.index(mi), kb.index(ni), kb.index(r)});
     };
+    // Thread t's accumulators, in forEachAccumulator's order.
+    auto loadSums = [&](Value t) {
+      SmallVector<Value> sums;
+      forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
+        sums.push_back(kb.load(acc, accIndices(t, mi, ni, r)));
+      });
+      return sums;
+    };
+    auto storeSums = [&](Value t, ArrayRef<Value> sums) {
+      int64_t i = 0;
+      forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
+        kb.store(sums[i++], acc, accIndices(t, mi, ni, r));
+      });
+    };
+    bool onWarpgroup = warpgroupMma && emulate == Emulation::None;
     int64_t stages = llvm::divideCeilSigned(p.k, kDepth);
     // Thread t's part of copying stage `stage` (none past the last) into
     // its buffer, by vectors or element by element.
@@ -228,7 +241,6 @@ private:
           },
           /*barrier=*/false);
       kb.forLoop(kb.index(0), kb.index(stages), 1, [&](Value stage) {
-        bool onWarpgroup = warpgroupMma && emulate == Emulation::None;
         block.phase([&](Value) {
           if (vectors && emulate == Emulation::None)
             mma.waitForCopies(lookahead - 1);
@@ -238,10 +250,7 @@ private:
         block.phase(
             [&](Value t) {
               auto copyNext = [&] { copyStage(t, kb.addi(stage, kb.index(lookahead)), vectors); };
-              SmallVector<Value> sums;
-              forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
-                sums.push_back(kb.load(acc, accIndices(t, mi, ni, r)));
-              });
+              SmallVector<Value> sums = loadSums(t);
               Lane lane = laneOf(t);
               Value buffer = kb.remui(stage, kStages);
               SmallVector<Value> updated;
@@ -253,29 +262,14 @@ private:
                               ? multiplyOnTensorCores(lane, aTiles, bTiles, buffer, sums)
                               : multiplyEmulated(lane, aTiles, bTiles, buffer, sums);
               }
-              int64_t i = 0;
-              forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
-                kb.store(updated[i++], acc, accIndices(t, mi, ni, r));
-              });
+              storeSums(t, updated);
             },
             /*barrier=*/false);
       });
       // The last stage's MMAs, waited for: the accumulators readable.
-      if (warpgroupMma && emulate == Emulation::None) {
-        block.phase(
-            [&](Value t) {
-              SmallVector<Value> sums;
-              forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
-                sums.push_back(kb.load(acc, accIndices(t, mi, ni, r)));
-              });
-              sums = mma.waitForWarpgroupMma(sums);
-              int64_t i = 0;
-              forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
-                kb.store(sums[i++], acc, accIndices(t, mi, ni, r));
-              });
-            },
-            /*barrier=*/false);
-      }
+      if (onWarpgroup)
+        block.phase([&](Value t) { storeSums(t, mma.waitForWarpgroupMma(loadSums(t))); },
+                    /*barrier=*/false);
     };
     if (readsVectors(lhs) && readsVectors(rhs))
       kb.ifThenElse(
@@ -315,11 +309,9 @@ private:
     int64_t chunks = f.cols / kVector;
     for (int64_t slot = 0; slot < slots(f); ++slot) {
       Value i = kb.addi(t, kb.index(slot * threads));
-      Value row = kb.divui(i, chunks), col = kb.muli(kb.remui(i, chunks), kVector);
-      if (f.coreMatrices) {
-        row = kb.addi(kb.muli(kb.divui(i, kVector * chunks), kVector), kb.remui(i, kVector));
-        col = kb.muli(kb.remui(kb.divui(i, kVector), chunks), kVector);
-      }
+      auto [row, col] = f.coreMatrices
+                            ? mma.coreMatrixVector(i, chunks)
+                            : std::pair(kb.divui(i, chunks), kb.muli(kb.remui(i, chunks), kVector));
       body(row, col, kb.addi(outer0, row), kb.addi(inner0, col));
     }
   }
@@ -344,7 +336,7 @@ private:
   void copyVectors(Value t, const Factor &f, Value mn0, Value k0, Value tiles, Value buffer,
                    bool clamped) {
     forEachVector(t, f, mn0, k0, [&](Value row, Value col, Value outer, Value inner) {
-      SmallVector<Value> target = f.at(kb, buffer, row, col), source{outer, inner};
+      SmallVector<Value> target = f.at(mma, buffer, row, col), source{outer, inner};
       Value inside;
       if (clamped) {
         // Inside or wholly outside: the inner extent is a multiple of 8.
@@ -380,7 +372,7 @@ private:
                                  f.innerExtent, zero);
         if (value.getType() != mma.narrowType())
           value = arith::TruncFOp::create(b, loc, mma.narrowType(), value);
-        kb.store(asTileElements(value), tiles, f.at(kb, buffer, row, kb.addi(col, kb.index(e))));
+        kb.store(asTileElements(value), tiles, f.at(mma, buffer, row, kb.addi(col, kb.index(e))));
       }
     });
   }
@@ -398,7 +390,7 @@ private:
       k = kb.addi(k, matrixRow);
     else
       mn = kb.addi(mn, matrixRow);
-    return mma.loadMatrices(tiles, f.atMnK(kb, buffer, mn, k), 4, /*transposed=*/f.kRows);
+    return mma.loadMatrices(tiles, f.atMnK(mma, buffer, mn, k), 4, /*transposed=*/f.kRows);
   }
 
   SmallVector<Value> multiplyOnTensorCores(const Lane &lane, Value aTiles, Value bTiles,
@@ -473,8 +465,8 @@ private:
         kb.forLoop(kb.index(0), kb.index(kDepth), 1, sums, [&](Value k, ValueRange carried) {
           SmallVector<Value> next;
           for (auto [i, sum] : llvm::enumerate(carried)) {
-            Value x = widen(kb.load(aTiles, lhs.atMnK(kb, buffer, rows[i], k)));
-            Value y = widen(kb.load(bTiles, rhs.atMnK(kb, buffer, cols[i], k)));
+            Value x = widen(kb.load(aTiles, lhs.atMnK(mma, buffer, rows[i], k)));
+            Value y = widen(kb.load(bTiles, rhs.atMnK(mma, buffer, cols[i], k)));
             next.push_back(kb.fma(x, y, sum));
           }
           return next;
