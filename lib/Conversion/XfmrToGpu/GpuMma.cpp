@@ -11,8 +11,8 @@
 using namespace mlir;
 using namespace xfmr::gpu;
 
-MmaBuilder::MmaBuilder(cpu::KernelBuilder &kb, Type narrow)
-    : kb(kb), b(kb.builder()), loc(kb.location()), narrow(narrow) {
+MmaBuilder::MmaBuilder(cpu::KernelBuilder &kb, Type narrow, bool emulated)
+    : kb(kb), b(kb.builder()), loc(kb.location()), narrow(narrow), emulated(emulated) {
   assert((narrow.isBF16() || narrow.isF16()) && "mma.sync factors are bf16 or f16");
 }
 
@@ -89,8 +89,10 @@ Value MmaBuilder::sharedAddress(Value tile, ValueRange indices) {
   Value element = kb.index(offset);
   for (auto [index, stride] : llvm::zip(indices, strides))
     element = kb.addi(element, kb.muli(index, stride));
-  Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tile);
-  return arith::IndexCastOp::create(b, loc, b.getI64Type(), kb.addi(base, kb.muli(element, 2)));
+  Value bytes = kb.muli(element, 2);
+  if (!emulated)
+    bytes = kb.addi(memref::ExtractAlignedPointerAsIndexOp::create(b, loc, tile), bytes);
+  return arith::IndexCastOp::create(b, loc, b.getI64Type(), bytes);
 }
 
 SmallVector<Value> MmaBuilder::loadMatrices(Value tile, ValueRange indices, int64_t count,
@@ -176,8 +178,9 @@ std::pair<Value, Value> MmaBuilder::coreMatrixVector(Value i, int64_t chunks) {
           kb.muli(kb.remui(kb.divui(i, kVector), chunks), kVector)};
 }
 
-Value MmaBuilder::matrixDescriptor(Value tile, ValueRange start, int64_t offsetBytes, int64_t cols,
-                                   bool kAlongRows) {
+MmaBuilder::SharedOperand MmaBuilder::matrixDescriptor(Value tile, ValueRange start,
+                                                       int64_t offsetBytes, int64_t cols,
+                                                       bool kAlongRows) {
   // The leading byte offset steps along K, the stride along M or N: between
   // the tile's groups of 8 rows, or between its core matrices along a row.
   int64_t rowGroupBytes = coreMatrixOffset(kVector, 0, cols);
@@ -192,8 +195,37 @@ Value MmaBuilder::matrixDescriptor(Value tile, ValueRange start, int64_t offsetB
   Value address = arith::AndIOp::create(b, loc, sharedAddress(tile, start), i64(0x3FFFF));
   address = arith::ShRUIOp::create(b, loc, address, i64(4));
   address = arith::AddIOp::create(b, loc, address, i64(offsetBytes >> 4));
-  return arith::OrIOp::create(b, loc, address,
-                              i64((leadingBytes >> 4) << 16 | (strideBytes >> 4) << 32));
+  Value descriptor = arith::OrIOp::create(
+      b, loc, address, i64((leadingBytes >> 4) << 16 | (strideBytes >> 4) << 32));
+  return {descriptor, /*mnMajor=*/kAlongRows};
+}
+
+Value MmaBuilder::describedElement(Value tile, SharedOperand operand, Value mn, Value k) {
+  assert(emulated && "the tensor cores read on a GPU");
+  auto bytesAt = [&](int64_t bit) {
+    Value units = arith::ShRUIOp::create(
+        b, loc, operand.descriptor,
+        arith::ConstantIntOp::create(b, loc, b.getI64Type(), bit).getResult());
+    units = arith::TruncIOp::create(b, loc, b.getI32Type(), units);
+    units = arith::AndIOp::create(b, loc, units, i32(0x3FFF));
+    return kb.muli(arith::IndexCastUIOp::create(b, loc, b.getIndexType(), units), 16);
+  };
+  Value start = bytesAt(0), leading = bytesAt(16), stride = bytesAt(32);
+  // A core matrix is 8 rows of 16 contiguous bytes (8 elements along K, or
+  // along MN where MN-major), 16 bytes apart; core matrices lie the leading
+  // offset apart along K and the stride apart along MN.
+  auto [contiguous, strided] = operand.mnMajor ? std::pair(mn, k) : std::pair(k, mn);
+  Value byte = kb.addi(start, kb.muli(kb.remui(contiguous, kVector), 2));
+  byte = kb.addi(byte, kb.muli(kb.remui(strided, kVector), 16));
+  byte = kb.addi(byte, arith::MulIOp::create(b, loc, kb.divui(k, kVector), leading));
+  byte = kb.addi(byte, arith::MulIOp::create(b, loc, kb.divui(mn, kVector), stride));
+  auto type = cast<MemRefType>(tile.getType());
+  assert(type.getLayout().isIdentity() && "addresses relative to the tile's first element");
+  SmallVector<ReassociationIndices> allDims(1);
+  for (int64_t dim = 0; dim < type.getRank(); ++dim)
+    allDims.front().push_back(dim);
+  Value flat = memref::CollapseShapeOp::create(b, loc, tile, allDims);
+  return kb.load(flat, {kb.divui(byte, 2)});
 }
 
 /// The constraint letter of a register of `type`: f32 or 32-bit word.
@@ -212,21 +244,20 @@ SmallVector<Value> MmaBuilder::fenceForWarpgroupMma(ArrayRef<Value> values) {
   return ptxThrough("wgmma.fence.sync.aligned;", values);
 }
 
-SmallVector<Value> MmaBuilder::warpgroupMultiply(ArrayRef<Value> a, Value bDescriptor,
-                                                 ArrayRef<Value> acc, int64_t n, bool transposeB) {
+SmallVector<Value> MmaBuilder::warpgroupMultiply(ArrayRef<Value> a, SharedOperand bOperand,
+                                                 ArrayRef<Value> acc, int64_t n) {
   assert(a.size() == 4 && "an A fragment");
-  return warpgroupMma(a, /*transposeA=*/std::nullopt, bDescriptor, acc, n, transposeB);
+  return warpgroupMma(a, /*transposeA=*/std::nullopt, bOperand, acc, n);
 }
 
-SmallVector<Value> MmaBuilder::warpgroupMultiply(Value aDescriptor, bool transposeA,
-                                                 Value bDescriptor, ArrayRef<Value> acc, int64_t n,
-                                                 bool transposeB) {
-  return warpgroupMma(aDescriptor, transposeA, bDescriptor, acc, n, transposeB);
+SmallVector<Value> MmaBuilder::warpgroupMultiply(SharedOperand aOperand, SharedOperand bOperand,
+                                                 ArrayRef<Value> acc, int64_t n) {
+  return warpgroupMma(aOperand.descriptor, aOperand.mnMajor, bOperand, acc, n);
 }
 
 SmallVector<Value> MmaBuilder::warpgroupMma(ValueRange a, std::optional<bool> transposeA,
-                                            Value bDescriptor, ArrayRef<Value> acc, int64_t n,
-                                            bool transposeB) {
+                                            SharedOperand bOperand, ArrayRef<Value> acc,
+                                            int64_t n) {
   assert((acc.empty() || static_cast<int64_t>(acc.size()) == n / 2) && "N / 2 accumulators");
   int64_t results = n / 2;
   std::string type = narrow.isBF16() ? "bf16" : "f16";
@@ -254,10 +285,10 @@ SmallVector<Value> MmaBuilder::warpgroupMma(ValueRange a, std::optional<bool> tr
   std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, " + readsD +
                      ", 0;\nwgmma.mma_async.sync.aligned.m64n" + std::to_string(n) + "k16.f32." +
                      type + "." + type + " {" + llvm::join(outputs, ", ") + "}, " + aText + ", " +
-                     bText + ", p, 1, 1, " + transposes + (transposeB ? "1" : "0") + ";\n}";
+                     bText + ", p, 1, 1, " + transposes + (bOperand.mnMajor ? "1" : "0") + ";\n}";
   SmallVector<Value> operands(acc);
   llvm::append_range(operands, a);
-  operands.push_back(bDescriptor);
+  operands.push_back(bOperand.descriptor);
   operands.push_back(i32(acc.empty() ? 0 : 1));
   return ptxWithOperands(text, llvm::join(constraints, ","),
                          SmallVector<Type>(results, b.getF32Type()), operands);

@@ -31,8 +31,10 @@ public:
   /// Elements of a 16-byte vector.
   static constexpr int64_t kVector = 8;
 
-  /// `narrow`: bf16 or f16.
-  MmaBuilder(cpu::KernelBuilder &kb, mlir::Type narrow);
+  /// `narrow`: bf16 or f16. `emulated`: the kernel runs on the CPU, where
+  /// only matrixDescriptor and describedElement of the warpgroup MMAs' members
+  /// apply.
+  MmaBuilder(cpu::KernelBuilder &kb, mlir::Type narrow, bool emulated = false);
 
   mlir::Type narrowType() const { return narrow; }
 
@@ -108,31 +110,41 @@ public:
   /// 16w + 15 as the A words of mma.sync (`multiply`), by a K x N B in
   /// shared memory, into N / 2 f32 accumulators a thread: accumulator r of
   /// 8-column tile n is the thread's accumulator 4n + r, laid out as those
-  /// of mma.sync's 16 x 8 tiles. B is described by a matrix descriptor of a
-  /// tile of core matrices with `cols` columns, from `offsetBytes` past its
-  /// element `start` (none: the first), K along the tile's rows where
-  /// `kAlongRows` (B N-major), else along its columns (K-major). A may be in
-  /// shared memory too, described alike (M for N).
-  mlir::Value matrixDescriptor(mlir::Value tile, mlir::ValueRange start, int64_t offsetBytes,
-                               int64_t cols, bool kAlongRows);
+  /// of mma.sync's 16 x 8 tiles. A may be in shared memory too.
+  ///
+  /// An operand in shared memory: its matrix descriptor, and whether it is
+  /// MN-major (its rows along M or N contiguous: the MMA's transpose flag)
+  /// or K-major.
+  struct SharedOperand {
+    mlir::Value descriptor;
+    bool mnMajor;
+  };
+  /// The operand in a tile of core matrices with `cols` columns, from
+  /// `offsetBytes` past its element `start` (none: the first), K along the
+  /// tile's rows where `kAlongRows` (MN-major), else along its columns.
+  /// Emulated, the descriptor's address is relative to the tile's first
+  /// element.
+  SharedOperand matrixDescriptor(mlir::Value tile, mlir::ValueRange start, int64_t offsetBytes,
+                                 int64_t cols, bool kAlongRows);
+  /// Emulated: element (mn, k) of `operand` (mn < N or 64, k < 16), read
+  /// from `tile` where the tensor cores would read it: at the address its
+  /// descriptor's start, leading and stride byte offsets give (the PTX ISA's
+  /// canonical layouts without swizzle), not where the kernel meant to put
+  /// it.
+  mlir::Value describedElement(mlir::Value tile, SharedOperand operand, mlir::Value mn,
+                               mlir::Value k);
   /// The registers `values` (A words and accumulators the next warpgroup
   /// MMAs read) after wgmma.fence: their writes come before the MMAs'
   /// reads, and the MMAs take the values it returns.
   llvm::SmallVector<mlir::Value> fenceForWarpgroupMma(llvm::ArrayRef<mlir::Value> values);
   /// Issues `acc` + A B (A B alone where `acc` is empty) for N = 2 x (the
-  /// result's size); B's rows along N are contiguous where `transposeB`
-  /// (N-major; else K-major). The results may be read only after
+  /// result's size). The results may be read only after
   /// waitForWarpgroupMma.
-  llvm::SmallVector<mlir::Value> warpgroupMultiply(llvm::ArrayRef<mlir::Value> a,
-                                                   mlir::Value bDescriptor,
-                                                   llvm::ArrayRef<mlir::Value> acc, int64_t n,
-                                                   bool transposeB);
-  /// ... A in shared memory too: its rows along M contiguous where
-  /// `transposeA` (M-major; else K-major).
-  llvm::SmallVector<mlir::Value> warpgroupMultiply(mlir::Value aDescriptor, bool transposeA,
-                                                   mlir::Value bDescriptor,
-                                                   llvm::ArrayRef<mlir::Value> acc, int64_t n,
-                                                   bool transposeB);
+  llvm::SmallVector<mlir::Value> warpgroupMultiply(llvm::ArrayRef<mlir::Value> a, SharedOperand b,
+                                                   llvm::ArrayRef<mlir::Value> acc, int64_t n);
+  /// ... A in shared memory too.
+  llvm::SmallVector<mlir::Value> warpgroupMultiply(SharedOperand a, SharedOperand b,
+                                                   llvm::ArrayRef<mlir::Value> acc, int64_t n);
   /// Commits the warpgroup MMAs issued so far as a group (before any branch:
   /// ptxas otherwise adds an MMA of its own to close them).
   void commitWarpgroupMma();
@@ -166,17 +178,17 @@ private:
   /// wgmma.mma_async with A `a`: 4 words, or (with `transposeA`) a
   /// descriptor.
   llvm::SmallVector<mlir::Value> warpgroupMma(mlir::ValueRange a, std::optional<bool> transposeA,
-                                              mlir::Value bDescriptor,
-                                              llvm::ArrayRef<mlir::Value> acc, int64_t n,
-                                              bool transposeB);
+                                              SharedOperand b, llvm::ArrayRef<mlir::Value> acc,
+                                              int64_t n);
   /// The shared-window address of element `indices` (none: the first) of
-  /// the shared `tile`.
+  /// the shared `tile`; emulated, its byte offset in the tile.
   mlir::Value sharedAddress(mlir::Value tile, mlir::ValueRange indices);
 
   cpu::KernelBuilder &kb;
   mlir::OpBuilder &b;
   mlir::Location loc;
   mlir::Type narrow;
+  bool emulated;
 };
 
 } // namespace xfmr::gpu

@@ -85,7 +85,8 @@ protected:
         stages(warpgroupMma ? kStages + 1 : kStages), threads(warps * kWarpSize),
         rowTiles(rowTiles), rowsPerWarp(rowTiles * MmaBuilder::kM),
         rowsPerBlock(warps * rowsPerWarp), columns(columns), block(kb, emulate, threads),
-        mma(kb, mlir::cast<mlir::MemRefType>(in.q.getType()).getElementType()),
+        mma(kb, mlir::cast<mlir::MemRefType>(in.q.getType()).getElementType(),
+            emulate != Emulation::None),
         steps(dimSteps(headDim)), words(steps * MmaBuilder::kWords),
         paddedDim(steps * MmaBuilder::kK), dimTiles(paddedDim / MmaBuilder::kN),
         columnTiles(columns / MmaBuilder::kN), columnSteps(columns / MmaBuilder::kK) {}
@@ -742,8 +743,43 @@ private:
     return result;
   }
 
-  /// The same products by warpgroup MMAs, one per head-dim step: T is B
-  /// K-major (its rows are N).
+  /// The B of warpgroup MMAs of the 16 of K from step `step` of T: K along
+  /// T's rows where `kAlongRows` (accumulate(): T N-major), else along its
+  /// columns (products(): T K-major).
+  MmaBuilder::SharedOperand stepOperand(mlir::Value tile, int64_t step, bool kAlongRows) {
+    int64_t k0 = step * MmaBuilder::kK;
+    return mma.matrixDescriptor(tile, {},
+                                kAlongRows ? MmaBuilder::coreMatrixOffset(k0, 0, paddedDim)
+                                           : MmaBuilder::coreMatrixOffset(0, k0, paddedDim),
+                                paddedDim, kAlongRows);
+  }
+
+  /// Emulates products with T over `words` words (pairs of elements along
+  /// K) by `update(first, end, tElement)` over the words [first, end), where
+  /// `tElement(mn, k)` is T's element at N mn and K k (T's row k where
+  /// `kAlongRows`, else its row mn): all words at once; or, emulating
+  /// warpgroup MMAs, a step (16 of K) at a time, T read through the step's
+  /// descriptor (stepOperand, describedElement) - so that the descriptors are
+  /// checked on the CPU too.
+  void forEachEmulatedStep(
+      mlir::Value tile, int64_t words, bool kAlongRows,
+      llvm::function_ref<void(int64_t, int64_t,
+                              llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)>)>
+          update) {
+    if (!warpgroupMma)
+      return update(0, words, [&](mlir::Value mn, mlir::Value k) {
+        return widen(kb.load(tile, kAlongRows ? tileAt(k, mn) : tileAt(mn, k)));
+      });
+    for (int64_t step = 0; step * MmaBuilder::kWords < words; ++step) {
+      MmaBuilder::SharedOperand operand = stepOperand(tile, step, kAlongRows);
+      update(step * MmaBuilder::kWords, (step + 1) * MmaBuilder::kWords,
+             [&](mlir::Value mn, mlir::Value k) {
+               return widen(mma.describedElement(tile, operand, mn, kb.remui(k, MmaBuilder::kK)));
+             });
+    }
+  }
+
+  /// The same products by warpgroup MMAs, one per head-dim step.
   llvm::SmallVector<mlir::Value> productsOnWarpgroup(mlir::Value t, const Lane &lane,
                                                      const RowFactor &x, mlir::Value tile,
                                                      llvm::function_ref<void()> whileMultiplying,
@@ -754,14 +790,10 @@ private:
       llvm::append_range(aWords, rowFragment(t, lane, x, 0, s));
     aWords = mma.fenceForWarpgroupMma(aWords);
     llvm::SmallVector<mlir::Value> acc;
-    for (int64_t s = 0; s < steps; ++s) {
-      mlir::Value descriptor = mma.matrixDescriptor(
-          tile, {}, MmaBuilder::coreMatrixOffset(0, s * MmaBuilder::kK, paddedDim), paddedDim,
-          /*kAlongRows=*/false);
+    for (int64_t s = 0; s < steps; ++s)
       acc = mma.warpgroupMultiply(
-          llvm::ArrayRef<mlir::Value>(aWords).slice(s * kAccumulators, kAccumulators), descriptor,
-          acc, columns, /*transposeB=*/false);
-    }
+          llvm::ArrayRef<mlir::Value>(aWords).slice(s * kAccumulators, kAccumulators),
+          stepOperand(tile, s, /*kAlongRows=*/false), acc, columns);
     mma.commitWarpgroupMma();
     if (whileMultiplying)
       whileMultiplying();
@@ -776,8 +808,8 @@ private:
     return llvm::SmallVector<mlir::Value>(llvm::ArrayRef<mlir::Value>(both).drop_front(dims));
   }
 
-  /// The update of accumulate() by warpgroup MMAs, one per column step: T
-  /// is B N-major (its rows are K); left running.
+  /// The update of accumulate() by warpgroup MMAs, one per column step;
+  /// left running.
   void accumulateOnWarpgroup(mlir::Value t, mlir::Value factors, mlir::Value tile,
                              mlir::Value acc) {
     assert(rowTiles == 1 && "a warp's 16 rows of a warpgroup's 64");
@@ -789,13 +821,9 @@ private:
     registers = mma.fenceForWarpgroupMma(registers);
     llvm::ArrayRef<mlir::Value> a(registers);
     llvm::SmallVector<mlir::Value> sums(a.drop_front(aWords));
-    for (int64_t ks = 0; ks < columnSteps; ++ks) {
-      mlir::Value descriptor = mma.matrixDescriptor(
-          tile, {}, MmaBuilder::coreMatrixOffset(ks * MmaBuilder::kK, 0, paddedDim), paddedDim,
-          /*kAlongRows=*/true);
-      sums = mma.warpgroupMultiply(a.slice(ks * kAccumulators, kAccumulators), descriptor, sums,
-                                   paddedDim, /*transposeB=*/true);
-    }
+    for (int64_t ks = 0; ks < columnSteps; ++ks)
+      sums = mma.warpgroupMultiply(a.slice(ks * kAccumulators, kAccumulators),
+                                   stepOperand(tile, ks, /*kAlongRows=*/true), sums, paddedDim);
     mma.commitWarpgroupMma();
     storeAccumulators(t, acc, sums);
   }
@@ -811,37 +839,42 @@ private:
       for (int64_t n = 0; n < columnTiles; ++n)
         for (int64_t r = 0; r < kAccumulators; ++r)
           tileRows.push_back(columnOf(lane, n, r));
-    SmallVector<Value> zeros(tileRows.size(), kb.f32(0.0));
-    ValueRange sums =
-        kb.forLoop(kb.index(0), kb.index(words), 1, zeros, [&](Value w, ValueRange carried) {
-          // Word w of row g (+ 8) of row tile m is in register (row / 8) +
-          // 2 ((w % 8) / 4) of step w / 8 of lane 4 g + w % 4.
-          Value holder = kb.addi(lane.warpThread, kb.addi(kb.muli(lane.group, 4), kb.remui(w, 4)));
-          Value step = kb.divui(w, MmaBuilder::kWords);
-          Value highWords = kb.muli(kb.divui(kb.remui(w, MmaBuilder::kWords), 4), 2);
-          Value c = kb.muli(w, 2);
-          SmallVector<Value> next;
-          for (auto [i, partial] : llvm::enumerate(carried)) {
-            int64_t r = i % kAccumulators, m = i / (columnTiles * kAccumulators);
-            Value xLow, xHigh;
-            if (x.shared) {
-              Value row = kb.addi(kb.addi(lane.warpRow, lane.group),
-                                  kb.index(m * MmaBuilder::kM + (r / 2) * 8));
-              xLow = widen(kb.load(x.array, {row, c}));
-              xHigh = widen(kb.load(x.array, {row, kb.addi(c, kb.index(1))}));
-            } else {
-              Value reg = kb.addi(highWords, kb.index(r / 2));
-              Value fragment = kb.addi(step, kb.index(m * steps));
-              std::tie(xLow, xHigh) =
-                  mma.unpack(kb.load(x.array, block.at(holder, {fragment, reg})));
-            }
-            Value tLow = widen(kb.load(tile, tileAt(tileRows[i], c)));
-            Value tHigh = widen(kb.load(tile, tileAt(tileRows[i], kb.addi(c, kb.index(1)))));
-            next.push_back(kb.fma(xHigh, tHigh, kb.fma(xLow, tLow, partial)));
-          }
-          return next;
+    SmallVector<Value> sums(tileRows.size(), kb.f32(0.0));
+    forEachEmulatedStep(
+        tile, words, /*kAlongRows=*/false, [&](int64_t first, int64_t end, auto tElement) {
+          ValueRange updated =
+              kb.forLoop(kb.index(first), kb.index(end), 1, sums, [&](Value w, ValueRange carried) {
+                // Word w of row g (+ 8) of row tile m is in register (row / 8) +
+                // 2 ((w % 8) / 4) of step w / 8 of lane 4 g + w % 4.
+                Value holder =
+                    kb.addi(lane.warpThread, kb.addi(kb.muli(lane.group, 4), kb.remui(w, 4)));
+                Value step = kb.divui(w, MmaBuilder::kWords);
+                Value highWords = kb.muli(kb.divui(kb.remui(w, MmaBuilder::kWords), 4), 2);
+                Value c = kb.muli(w, 2);
+                SmallVector<Value> next;
+                for (auto [i, partial] : llvm::enumerate(carried)) {
+                  int64_t r = i % kAccumulators, m = i / (columnTiles * kAccumulators);
+                  Value xLow, xHigh;
+                  if (x.shared) {
+                    Value row = kb.addi(kb.addi(lane.warpRow, lane.group),
+                                        kb.index(m * MmaBuilder::kM + (r / 2) * 8));
+                    xLow = widen(kb.load(x.array, {row, c}));
+                    xHigh = widen(kb.load(x.array, {row, kb.addi(c, kb.index(1))}));
+                  } else {
+                    Value reg = kb.addi(highWords, kb.index(r / 2));
+                    Value fragment = kb.addi(step, kb.index(m * steps));
+                    std::tie(xLow, xHigh) =
+                        mma.unpack(kb.load(x.array, block.at(holder, {fragment, reg})));
+                  }
+                  Value tLow = tElement(tileRows[i], c);
+                  Value tHigh = tElement(tileRows[i], kb.addi(c, kb.index(1)));
+                  next.push_back(kb.fma(xHigh, tHigh, kb.fma(xLow, tLow, partial)));
+                }
+                return next;
+              });
+          sums.assign(updated.begin(), updated.end());
         });
-    return llvm::SmallVector<mlir::Value>(sums);
+    return sums;
   }
 
   /// The factors of column tiles 2 ks and 2 ks + 1 of row tile m, rounded
@@ -905,27 +938,33 @@ private:
     auto rounded = [&](Value x) {
       return widen(arith::TruncFOp::create(b, loc, mma.narrowType(), x));
     };
-    ValueRange sums = kb.forLoop(
-        kb.index(0), kb.index(columns / 2), 1, initial, [&](Value w, ValueRange carried) {
-          // Columns 2w and 2w + 1 of row g (+ 8) of row tile m are
-          // accumulators (row / 8) * 2 and + 1 of its tile w / 4 of lane
-          // 4 g + w % 4.
-          Value holder = kb.addi(lane.warpThread, kb.addi(kb.muli(lane.group, 4), kb.remui(w, 4)));
-          Value n = kb.divui(w, 4);
-          Value column = kb.muli(w, 2);
-          SmallVector<Value> next;
-          for (auto [i, partial] : llvm::enumerate(carried)) {
-            int64_t r = i % kAccumulators, m = i / (dimTiles * kAccumulators);
-            Value factorTile = kb.addi(n, kb.index(m * columnTiles));
-            auto factor = [&](int64_t reg) {
-              return rounded(kb.load(factors, block.at(holder, {factorTile, kb.index(reg)})));
-            };
-            Value fLow = factor((r / 2) * 2), fHigh = factor((r / 2) * 2 + 1);
-            Value tLow = widen(kb.load(tile, tileAt(column, dims[i])));
-            Value tHigh = widen(kb.load(tile, tileAt(kb.addi(column, kb.index(1)), dims[i])));
-            next.push_back(kb.fma(fHigh, tHigh, kb.fma(fLow, tLow, partial)));
-          }
-          return next;
+    SmallVector<Value> sums(initial);
+    forEachEmulatedStep(
+        tile, columns / 2, /*kAlongRows=*/true, [&](int64_t first, int64_t end, auto tElement) {
+          ValueRange updated =
+              kb.forLoop(kb.index(first), kb.index(end), 1, sums, [&](Value w, ValueRange carried) {
+                // Columns 2w and 2w + 1 of row g (+ 8) of row tile m are
+                // accumulators (row / 8) * 2 and + 1 of its tile w / 4 of lane
+                // 4 g + w % 4.
+                Value holder =
+                    kb.addi(lane.warpThread, kb.addi(kb.muli(lane.group, 4), kb.remui(w, 4)));
+                Value n = kb.divui(w, 4);
+                Value column = kb.muli(w, 2);
+                SmallVector<Value> next;
+                for (auto [i, partial] : llvm::enumerate(carried)) {
+                  int64_t r = i % kAccumulators, m = i / (dimTiles * kAccumulators);
+                  Value factorTile = kb.addi(n, kb.index(m * columnTiles));
+                  auto factor = [&](int64_t reg) {
+                    return rounded(kb.load(factors, block.at(holder, {factorTile, kb.index(reg)})));
+                  };
+                  Value fLow = factor((r / 2) * 2), fHigh = factor((r / 2) * 2 + 1);
+                  Value tLow = tElement(dims[i], column);
+                  Value tHigh = tElement(dims[i], kb.addi(column, kb.index(1)));
+                  next.push_back(kb.fma(fHigh, tHigh, kb.fma(fLow, tLow, partial)));
+                }
+                return next;
+              });
+          sums.assign(updated.begin(), updated.end());
         });
     for (int64_t i = 0; i < rowTiles * dimTiles; ++i)
       for (int64_t r = 0; r < kAccumulators; ++r)

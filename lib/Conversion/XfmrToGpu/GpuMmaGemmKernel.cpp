@@ -109,10 +109,10 @@ struct Factor {
   SmallVector<Value> atMnK(MmaBuilder &mma, Value buffer, Value mn, Value k) const {
     return kRows ? at(mma, buffer, k, mn) : at(mma, buffer, mn, k);
   }
-  /// A warpgroup MMA's descriptor of the 16 of K from k0 and the MN from mn0
+  /// A warpgroup MMA's operand of the 16 of K from k0 and the MN from mn0
   /// of buffer `buffer`: K-major (K along the columns) or MN-major.
-  Value descriptor(KernelBuilder &kb, MmaBuilder &mma, Value tiles, Value buffer, int64_t mn0,
-                   int64_t k0) const {
+  MmaBuilder::SharedOperand operand(KernelBuilder &kb, MmaBuilder &mma, Value tiles, Value buffer,
+                                    int64_t mn0, int64_t k0) const {
     auto [row0, col0] = kRows ? std::pair(k0, mn0) : std::pair(mn0, k0);
     SmallVector<Value> start = {buffer, kb.index(0), kb.index(0), kb.index(0), kb.index(0)};
     return mma.matrixDescriptor(tiles, start, MmaBuilder::coreMatrixOffset(row0, col0, cols), cols,
@@ -132,7 +132,7 @@ public:
         tilesM(warpgroupMma ? tile / kWarpgroupRows : warpRows / kMmaM), tilesN(warpRows / kMmaN),
         rowTileStride(warpgroupMma ? kWarpgroupRows : kMmaM), threads(kWarps * kWarps * kWarpSize),
         lookahead(warpgroupMma ? kStages - 2 : kStages - 1), block(kb, emulate, threads), p(p),
-        mma(kb, cast<MemRefType>(p.lhs.getType()).getElementType()),
+        mma(kb, cast<MemRefType>(p.lhs.getType()).getElementType(), emulate != Emulation::None),
         lhs(p.lhs, p.transposeA, tile, warpgroupMma),
         rhs(p.rhs, !p.transposeB, tile, warpgroupMma) {
     assert(slots(lhs) * threads * kVector == lhs.rows * lhs.cols && "whole vectors per thread");
@@ -433,14 +433,11 @@ private:
     SmallVector<Value> result = mma.fenceForWarpgroupMma(sums);
     int64_t half = tilesN * kAccumulators;
     for (int64_t step = 0; step < kDepth / kMmaK; ++step) {
-      Value bDescriptor = rhs.descriptor(kb, mma, bTiles, buffer, 0, step * kMmaK);
+      MmaBuilder::SharedOperand bOperand = rhs.operand(kb, mma, bTiles, buffer, 0, step * kMmaK);
       for (int64_t mi = 0; mi < tilesM; ++mi) {
-        Value aDescriptor =
-            lhs.descriptor(kb, mma, aTiles, buffer, mi * kWarpgroupRows, step * kMmaK);
-        SmallVector<Value> updated =
-            mma.warpgroupMultiply(aDescriptor, /*transposeA=*/lhs.kRows, bDescriptor,
-                                  ArrayRef<Value>(result).slice(mi * half, half), tile,
-                                  /*transposeB=*/rhs.kRows);
+        SmallVector<Value> updated = mma.warpgroupMultiply(
+            lhs.operand(kb, mma, aTiles, buffer, mi * kWarpgroupRows, step * kMmaK), bOperand,
+            ArrayRef<Value>(result).slice(mi * half, half), tile);
         llvm::copy(updated, result.begin() + mi * half);
       }
     }
@@ -450,28 +447,49 @@ private:
     return result;
   }
 
+  /// The same products, each accumulator a dot product of the shared tiles'
+  /// row and column. Emulating warpgroup MMAs, a step (16 of K) at a time,
+  /// the factors read through the step's descriptors (describedElement) -
+  /// so that the descriptors are checked on the CPU too.
   SmallVector<Value> multiplyEmulated(const Lane &lane, Value aTiles, Value bTiles, Value buffer,
                                       ArrayRef<Value> sums) {
+    SmallVector<int64_t> rowTiles;
     SmallVector<Value> rows, cols;
     forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
-      rows.push_back(accumulatorRow(lane, mi, r));
+      rowTiles.push_back(mi);
+      rows.push_back(accumulatorRow(lane, warpgroupMma ? 0 : mi, r));
       cols.push_back(accumulatorCol(lane, ni, r));
     });
     auto widen = [&](Value bits) {
       Value x = arith::BitcastOp::create(b, loc, mma.narrowType(), bits);
       return arith::ExtFOp::create(b, loc, b.getF32Type(), x);
     };
-    ValueRange updated =
-        kb.forLoop(kb.index(0), kb.index(kDepth), 1, sums, [&](Value k, ValueRange carried) {
-          SmallVector<Value> next;
-          for (auto [i, sum] : llvm::enumerate(carried)) {
-            Value x = widen(kb.load(aTiles, lhs.atMnK(mma, buffer, rows[i], k)));
-            Value y = widen(kb.load(bTiles, rhs.atMnK(mma, buffer, cols[i], k)));
-            next.push_back(kb.fma(x, y, sum));
-          }
-          return next;
-        });
-    return SmallVector<Value>(updated);
+    SmallVector<Value> result(sums);
+    int64_t stepDepth = warpgroupMma ? kMmaK : kDepth;
+    for (int64_t k0 = 0; k0 < kDepth; k0 += stepDepth) {
+      SmallVector<MmaBuilder::SharedOperand> aOperands;
+      std::optional<MmaBuilder::SharedOperand> bOperand;
+      if (warpgroupMma) {
+        for (int64_t mi = 0; mi < tilesM; ++mi)
+          aOperands.push_back(lhs.operand(kb, mma, aTiles, buffer, mi * kWarpgroupRows, k0));
+        bOperand = rhs.operand(kb, mma, bTiles, buffer, 0, k0);
+      }
+      ValueRange updated =
+          kb.forLoop(kb.index(0), kb.index(stepDepth), 1, result, [&](Value k, ValueRange carried) {
+            SmallVector<Value> next;
+            for (auto [i, sum] : llvm::enumerate(carried)) {
+              Value x = widen(warpgroupMma
+                                  ? mma.describedElement(aTiles, aOperands[rowTiles[i]], rows[i], k)
+                                  : kb.load(aTiles, lhs.atMnK(mma, buffer, rows[i], k)));
+              Value y = widen(warpgroupMma ? mma.describedElement(bTiles, *bOperand, cols[i], k)
+                                           : kb.load(bTiles, rhs.atMnK(mma, buffer, cols[i], k)));
+              next.push_back(kb.fma(x, y, sum));
+            }
+            return next;
+          });
+      result.assign(updated.begin(), updated.end());
+    }
+    return result;
   }
 
   KernelBuilder &kb;
