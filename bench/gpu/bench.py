@@ -98,16 +98,9 @@ if wanted("backward"):
         if prefix.endswith("bf16"):
             arrays = {n: torch.tensor(a).bfloat16().float().numpy() for n, a in arrays.items()}
         safetensors_io.write(f"bench/{name}.in.safetensors", arrays)
-        cmd = [f"bench/{name}", f"--inputs=bench/{name}.in.safetensors", f"--output=bench/{name}.out.safetensors"]
-        kernels = ncu_kernels(cmd)
-        total = sum(t for n, t in kernels)
-        # The three largest kernels, in launch order: the forward attention, then the backward's two.
-        top = [kernels[i][1] for i in sorted(sorted(range(len(kernels)), key=lambda i: -kernels[i][1])[:3])]
-        out = safetensors_io.read(f"bench/{name}.out.safetensors")
         tq, tk, tv = (torch.tensor(arrays[n]).cuda().double().transpose(1, 2).requires_grad_() for n in "qkv")
         tw = torch.tensor(arrays["w"]).cuda().double().transpose(1, 2)
         (torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=causal) * tw).sum().backward()
-        err = max(float(np.max(np.abs(out[f"grad:{n}"] - t.grad.transpose(1, 2).cpu().numpy())) / float(t.grad.abs().max())) for n, t in zip("qkv", (tq, tk, tv)))
         flops = 2.5 * 4 * B * H * s * s * d / (2 if causal else 1)
         def torch_bwd(dtype):
             a = [torch.tensor(arrays[n]).cuda().to(dtype).transpose(1, 2).requires_grad_() for n in "qkv"]
@@ -115,7 +108,17 @@ if wanted("backward"):
             g = torch.randn_like(o)
             return cuda_ms(lambda: torch.autograd.grad(o, a, g, retain_graph=True))
         t32, t16 = torch_bwd(torch.float32), torch_bwd(torch.bfloat16)
-        print(f"{name}: xfmr all kernels {total:.3f} ms (forward attention {top[0]:.3f}, backward {top[1]:.3f} + {top[2]:.3f}), torch bwd f32 {t32:.3f} ms, bf16 {t16:.3f} ms; backward FLOPs 2.5x forward: xfmr {flops / sum(top[1:]) / 1e9:.2f} TFLOP/s (the backward's 2 kernels), torch f32 {flops / t32 / 1e9:.2f}, bf16 {flops / t16 / 1e9:.2f}; max rel err {err:.1e}")
+        # bf16: sm_90 (mma.sync), and sm_90a (wgmma) on compute capability 9.0.
+        sm90a = prefix.endswith("bf16") and torch.cuda.get_device_capability() == (9, 0)
+        for variant in [name] + ([f"{name}.sm90a"] if sm90a else []):
+            cmd = [f"bench/{variant}", f"--inputs=bench/{name}.in.safetensors", f"--output=bench/{name}.out.safetensors"]
+            kernels = ncu_kernels(cmd)
+            total = sum(t for n, t in kernels)
+            # The three largest kernels, in launch order: the forward attention, then the backward's two.
+            top = [kernels[i][1] for i in sorted(sorted(range(len(kernels)), key=lambda i: -kernels[i][1])[:3])]
+            out = safetensors_io.read(f"bench/{name}.out.safetensors")
+            err = max(float(np.max(np.abs(out[f"grad:{n}"] - t.grad.transpose(1, 2).cpu().numpy())) / float(t.grad.abs().max())) for n, t in zip("qkv", (tq, tk, tv)))
+            print(f"{variant}: xfmr all kernels {total:.3f} ms (forward attention {top[0]:.3f}, backward {top[1]:.3f} + {top[2]:.3f}), torch bwd f32 {t32:.3f} ms, bf16 {t16:.3f} ms; backward FLOPs 2.5x forward: xfmr {flops / sum(top[1:]) / 1e9:.2f} TFLOP/s (the backward's 2 kernels), torch f32 {flops / t32 / 1e9:.2f}, bf16 {flops / t16 / 1e9:.2f}; max rel err {err:.1e}")
 if wanted("gemm"):
     print("bf16 matrix products C = A B (f32 accumulation), FLOPs 2*M*N*K; xfmr sm_90 (mma.sync), and sm_90a (wgmma) on compute capability 9.0")
     for m, n, k in [(1024, 3072, 768), (4096, 4096, 4096)]:

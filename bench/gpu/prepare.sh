@@ -43,8 +43,10 @@ for d in f32 bf16; do
 done
 $PY $LIB/ops.py generate backward_bf16 ops/grad-low.in.safetensors
 for d in bf16 f16; do
-  $X $ROOT/test/e2e/grad/low-precision.mlir --entry=loss_$d --grad --grad-inputs=q_$d,k_$d,v_$d,cq_$d,ck_$d,cv_$d,lq_$d,lk_$d,lv_$d --target=nvptx -o ops/grad-$d
+  $X $ROOT/test/e2e/grad/low-precision.mlir --entry=loss_$d --grad --grad-inputs=q_$d,k_$d,v_$d,cq_$d,ck_$d,cv_$d,lq_$d,lk_$d,lv_$d,hq_$d,hk_$d,hv_$d --target=nvptx -o ops/grad-$d
 done
+# ... and the bf16 attention backward on warpgroup MMAs (sm_90a).
+$X $ROOT/test/e2e/grad/low-precision.mlir --entry=loss_bf16 --grad --grad-inputs=q_bf16,k_bf16,v_bf16,cq_bf16,ck_bf16,cv_bf16,lq_bf16,lk_bf16,lv_bf16,hq_bf16,hk_bf16,hv_bf16 --target=nvptx --gpu-arch=sm_90a -o ops/grad-bf16.sm90a
 # Training executables: the reverse-sequence example in f32, mixed-precision
 # bf16 and f16 (dynamic loss scaling), as test/Train/reverse-sequence.test.
 mkdir -p train && $PY $ROOT/examples/reverse-sequence/make_data.py train > /dev/null
@@ -57,4 +59,5 @@ $PY $ROOT/bench/gpu/models.py bench
 for f in bench/attn_*.mlir bench/attnbf16_*.mlir bench/gemm_*.mlir; do $X $f --target=nvptx -o ${f%.mlir}; done
 for f in bench/attnbf16_*.mlir bench/gemm_*.mlir bench/block1024_bf16.mlir; do $X $f --target=nvptx --gpu-arch=sm_90a -o ${f%.mlir}.sm90a; done
 for f in bench/attnbwd*.mlir; do $X $f --target=nvptx --grad --grad-inputs=q,k,v --entry=loss -o ${f%.mlir}; done
+for f in bench/attnbwdbf16*.mlir; do $X $f --target=nvptx --gpu-arch=sm_90a --grad --grad-inputs=q,k,v --entry=loss -o ${f%.mlir}.sm90a; done
 for f in bench/block1024*.mlir; do $X $f --target=nvptx -o ${f%.mlir}; done

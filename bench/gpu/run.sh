@@ -23,12 +23,13 @@ for c in linear:linear normalization:normalization fused-attention:attention low
 done
 cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1)
 if [ "$cc" = 9.0 ]; then
-  echo "sm_90a (warpgroup MMA attention and GEMMs):"
+  echo "sm_90a (warpgroup MMA attention forward and backward, GEMMs):"
   timeout 120 ./e2e/gpt2-tiny.sm90a --weights=e2e/gpt2-tiny.w.safetensors --input=e2e/gpt2-tiny.tokens --output=e2e/gpt2-tiny.sm90a.npy && echo -n "e2e/gpt2-tiny.sm90a (bf16): " && python3 $LIB/reference.py check --config $IN/gpt2-tiny.json --weights e2e/gpt2-tiny.w.safetensors --tokens e2e/gpt2-tiny.tokens --output e2e/gpt2-tiny.sm90a.npy --rel-tol 2e-2
   for c in low-precision:low_precision mma-gemm:mma_gemm; do
     f=${c%%:*}; k=${c##*:}
     timeout 120 ./ops/$f.sm90a --inputs=ops/$f.in.safetensors --output=ops/$f.sm90a.out.safetensors && python3 $LIB/ops.py check $k ops/$f.in.safetensors ops/$f.sm90a.out.safetensors
   done
+  timeout 120 ./ops/grad-bf16.sm90a --inputs=ops/grad-low.in.safetensors --output=ops/grad-bf16.sm90a.out.safetensors && python3 $LIB/ops.py check backward_bf16 ops/grad-low.in.safetensors ops/grad-bf16.sm90a.out.safetensors
 fi
 timeout 120 ./ops/grad --inputs=ops/grad.in.safetensors --weights=ops/grad.in.safetensors --output=ops/grad.out.safetensors && python3 $LIB/ops.py check backward ops/grad.in.safetensors ops/grad.out.safetensors
 for d in bf16 f16; do

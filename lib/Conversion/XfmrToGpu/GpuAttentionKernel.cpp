@@ -393,8 +393,8 @@ void xfmr::gpu::emitAttention(KernelBuilder &kb, const AttentionOperands &operan
 }
 
 void xfmr::gpu::emitAttentionBackward(KernelBuilder &kb, const AttentionOperands &operands,
-                                      Emulation emulate) {
+                                      Emulation emulate, bool warpgroupMma) {
   if (fitsMmaAttention(operands))
-    return emitMmaAttentionBackward(kb, operands, emulate);
+    return emitMmaAttentionBackward(kb, operands, emulate, warpgroupMma);
   BackwardKernel(kb, operands, emulate).emit();
 }

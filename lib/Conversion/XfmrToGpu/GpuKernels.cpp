@@ -48,7 +48,7 @@ public:
     xfmr::gpu::emitAttention(kb, operands, emulate, warpgroupMma);
   }
   void attentionBackward(KernelBuilder &kb, const AttentionOperands &operands) const override {
-    xfmr::gpu::emitAttentionBackward(kb, operands, emulate);
+    xfmr::gpu::emitAttentionBackward(kb, operands, emulate, warpgroupMma);
   }
 
 private:

@@ -40,13 +40,15 @@ void emitMmaAttention(cpu::KernelBuilder &kb, const cpu::AttentionOperands &oper
 /// per query row streaming key tiles; the probabilities recomputed from the
 /// lse.
 void emitAttentionBackward(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands,
-                           Emulation emulate);
+                           Emulation emulate, bool warpgroupMma);
 
 /// FlashAttention-2 backward on tensor cores: dQ (and D = rowsum(dO * O))
 /// with a block per 64 query rows, then dK and dV with a block per 64 key
-/// rows, 4 warps of 16 rows, every product by mma.sync.
+/// rows, 4 warps of 16 rows, every product by mma.sync; with
+/// `warpgroupMma` (sm_90a), the 4 warps are a warpgroup, every product a
+/// wgmma.mma_async.
 void emitMmaAttentionBackward(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands,
-                              Emulation emulate);
+                              Emulation emulate, bool warpgroupMma);
 
 /// Whether (i, j) lies inside a rows x cols matrix.
 mlir::Value insideMatrix(cpu::KernelBuilder &kb, mlir::Value i, mlir::Value j, int64_t rows,

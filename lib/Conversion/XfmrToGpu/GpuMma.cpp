@@ -241,6 +241,10 @@ SmallVector<Value> MmaBuilder::ptxThrough(StringRef text, ArrayRef<Value> values
 }
 
 SmallVector<Value> MmaBuilder::fenceForWarpgroupMma(ArrayRef<Value> values) {
+  if (values.empty()) {
+    ptxInstruction("wgmma.fence.sync.aligned;");
+    return {};
+  }
   return ptxThrough("wgmma.fence.sync.aligned;", values);
 }
 
@@ -300,6 +304,6 @@ void MmaBuilder::waitForWarpgroupMma(int64_t pending) {
   ptxInstruction(("wgmma.wait_group.sync.aligned " + Twine(pending) + ";").str());
 }
 
-SmallVector<Value> MmaBuilder::waitForWarpgroupMma(ArrayRef<Value> acc) {
-  return ptxThrough("wgmma.wait_group.sync.aligned 0;", acc);
+SmallVector<Value> MmaBuilder::waitForWarpgroupMma(ArrayRef<Value> acc, int64_t pending) {
+  return ptxThrough(("wgmma.wait_group.sync.aligned " + Twine(pending) + ";").str(), acc);
 }

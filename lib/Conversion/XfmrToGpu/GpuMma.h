@@ -28,6 +28,8 @@ public:
   static constexpr int64_t kWords = kK / 2;
   static constexpr int64_t kAccumulators = 4;
   static constexpr int64_t kWarpSize = 32;
+  /// The rows and threads of a warpgroup (4 warps) MMA.
+  static constexpr int64_t kWarpgroupRows = 64, kWarpgroupThreads = 4 * kWarpSize;
   /// Elements of a 16-byte vector.
   static constexpr int64_t kVector = 8;
 
@@ -148,9 +150,10 @@ public:
   /// Commits the warpgroup MMAs issued so far as a group (before any branch:
   /// ptxas otherwise adds an MMA of its own to close them).
   void commitWarpgroupMma();
-  /// Waits for the committed warpgroup MMAs: the accumulators `acc`,
-  /// readable.
-  llvm::SmallVector<mlir::Value> waitForWarpgroupMma(llvm::ArrayRef<mlir::Value> acc);
+  /// Waits until at most `pending` groups of the committed warpgroup MMAs
+  /// are in flight: the accumulators `acc` (of earlier groups), readable.
+  llvm::SmallVector<mlir::Value> waitForWarpgroupMma(llvm::ArrayRef<mlir::Value> acc,
+                                                     int64_t pending = 0);
   /// Waits until at most `pending` groups of them are in flight (their
   /// accumulators stay unreadable; only further MMAs may take them).
   void waitForWarpgroupMma(int64_t pending);

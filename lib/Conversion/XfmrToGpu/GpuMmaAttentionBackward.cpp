@@ -64,8 +64,9 @@ class MmaQueryGradientKernel : MmaAttentionKernelBase {
 public:
   /// `rowDots`: [batch, heads, seq_q] f32, D of every query row, written.
   MmaQueryGradientKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate,
-                         Value rowDots)
-      : MmaAttentionKernelBase(kb, in, emulate, kWarps, columnsFor(headDimOf(in))),
+                         bool warpgroupMma, Value rowDots)
+      : MmaAttentionKernelBase(kb, in, emulate, kWarps, columnsFor(headDimOf(in)), /*rowTiles=*/1,
+                               warpgroupMma),
         rowsInShared(rowsInSharedFor(headDim)), rowDots(rowDots) {}
 
   void emit() {
@@ -76,10 +77,10 @@ public:
   }
 
 private:
-  /// `shared`: the K and V tiles of stage 0, then of stage 1, then the
-  /// block's Q and dO rows where rowsInShared.
+  /// `shared`: the K and V tiles of each stage, then the block's Q and dO
+  /// rows where rowsInShared.
   void emitBlock(Value bi, Value hi, Value q0, ArrayRef<Value> shared) {
-    SmallVector<RowFactor> rows = rowFactors(2, rowsInShared, shared.drop_front(2 * kStages));
+    SmallVector<RowFactor> rows = rowFactors(2, rowsInShared, shared.drop_front(2 * stages));
     // Copied asynchronously only where the streamed tiles are too (whose
     // waits then cover them).
     Value rowCopies = rowsInShared ? vectorCopies({in.q, in.gradOut, in.k, in.v}) : Value();
@@ -142,6 +143,7 @@ private:
 
     block.phase(
         [&](Value t) {
+          waitForAccumulators(t, {acc});
           storeRows(t, laneOf(t, q0), bi, hi, acc, in.gradQ, seqQ,
                     [&](int64_t, Value) { return kb.f32(in.scale); });
         },
@@ -156,29 +158,28 @@ class MmaKeyGradientKernel : MmaAttentionKernelBase {
 public:
   /// `rowDots`: D of every query row, as MmaQueryGradientKernel wrote it.
   MmaKeyGradientKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate,
-                       Value rowDots)
-      : MmaAttentionKernelBase(kb, in, emulate, kWarps, columnsFor(headDimOf(in))),
+                       bool warpgroupMma, Value rowDots)
+      : MmaAttentionKernelBase(kb, in, emulate, kWarps, columnsFor(headDimOf(in)), /*rowTiles=*/1,
+                               warpgroupMma),
         rowsInShared(rowsInSharedFor(headDim)), rowDots(rowDots) {}
 
   void emit() {
     forEachRowBlock(seqK, sharedTileRows(rowsInShared ? 2 : 0),
-                    {{columns}, {columns}, {columns}, {columns}},
+                    SmallVector<SmallVector<int64_t>>(2 * stages, {columns}),
                     [&](Value bi, Value hi, Value k0, ArrayRef<Value> shared) {
                       emitBlock(bi, hi, k0, shared);
                     });
   }
 
 private:
-  /// `shared`: the Q and dO tiles of stage 0, of stage 1, the block's K
-  /// and V rows where rowsInShared, then the lse2 and D arrays of stage 0,
-  /// of stage 1.
+  /// `shared`: the Q and dO tiles of each stage, the block's K and V rows
+  /// where rowsInShared, then the lse2 and D arrays of each stage.
   void emitBlock(Value bi, Value hi, Value k0, ArrayRef<Value> shared) {
-    ArrayRef<Value> lseAndDots = shared.take_back(2 * kStages);
-    auto stageArrays = [&](int64_t s) {
-      return SmallVector<Value>{shared[2 * s], shared[2 * s + 1], lseAndDots[2 * s],
-                                lseAndDots[2 * s + 1]};
-    };
-    SmallVector<RowFactor> rows = rowFactors(2, rowsInShared, shared.drop_front(2 * kStages));
+    ArrayRef<Value> lseAndDots = shared.take_back(2 * stages);
+    SmallVector<SmallVector<Value>> stageArrays = stagesOf(shared, 2);
+    for (auto [stage, statistics] : llvm::zip_equal(stageArrays, stagesOf(lseAndDots, 2)))
+      llvm::append_range(stage, statistics);
+    SmallVector<RowFactor> rows = rowFactors(2, rowsInShared, shared.drop_front(2 * stages));
     Value rowCopies = rowsInShared ? vectorCopies({in.k, in.v, in.q, in.gradOut}) : Value();
     Value probabilities = columnAccumulators(), gradScores = columnAccumulators();
     Value gradKey = dimAccumulators(), gradValue = dimAccumulators();
@@ -215,7 +216,7 @@ private:
     };
     streamTiles(
         firstTile, kb.index(llvm::divideCeilSigned(seqQ, columns)), bi, hi, seqQ,
-        {in.q, in.gradOut}, {stageArrays(0), stageArrays(1)},
+        {in.q, in.gradOut}, stageArrays,
         [&](Value q0, ArrayRef<Value> stage, CopyNext copyNext) {
           Value queryTile = stage[0], gradOutTile = stage[1], lseTile = stage[2],
                 dotTile = stage[3];
@@ -244,6 +245,10 @@ private:
                 Lane lane = laneOf(t, k0);
                 accumulate(t, lane, probabilities, gradOutTile, gradValue);
                 accumulate(t, lane, gradScores, queryTile, gradKey);
+                // Warpgroup MMAs: only dK's run on into the next tile. With
+                // two groups in flight across the loop's back edge, ptxas
+                // serializes every MMA of the kernel (C7514).
+                waitForAccumulators(t, {gradValue}, /*pending=*/1);
               },
               /*barrier=*/false);
         },
@@ -252,6 +257,7 @@ private:
     block.phase(
         [&](Value t) {
           Lane lane = laneOf(t, k0);
+          waitForAccumulators(t, {gradKey, gradValue});
           storeRows(t, lane, bi, hi, gradKey, in.gradK, seqK,
                     [&](int64_t, Value) { return kb.f32(in.scale); });
           storeRows(t, lane, bi, hi, gradValue, in.gradV, seqK,
@@ -284,11 +290,11 @@ private:
 } // namespace
 
 void xfmr::gpu::emitMmaAttentionBackward(KernelBuilder &kb, const AttentionOperands &operands,
-                                         Emulation emulate) {
+                                         Emulation emulate, bool warpgroupMma) {
   auto q = cast<MemRefType>(operands.q.getType());
   Value rowDots = kb.allocate({q.getDimSize(operands.dims.batch), q.getDimSize(operands.dims.heads),
                                q.getDimSize(operands.dims.seq)},
                               kb.builder().getF32Type());
-  MmaQueryGradientKernel(kb, operands, emulate, rowDots).emit();
-  MmaKeyGradientKernel(kb, operands, emulate, rowDots).emit();
+  MmaQueryGradientKernel(kb, operands, emulate, warpgroupMma, rowDots).emit();
+  MmaKeyGradientKernel(kb, operands, emulate, warpgroupMma, rowDots).emit();
 }

@@ -635,7 +635,7 @@ protected:
     if (whileMultiplying)
       whileMultiplying();
     return emulate == Emulation::None ? productsOnTensorCores(t, lane, x, tile)
-                                      : productsEmulated(lane, x, tile);
+                                      : productsEmulated(t, lane, x, tile);
   }
 
   /// acc += F T: F thread t's warp's [16 row tiles, columns] accumulators
@@ -667,10 +667,18 @@ protected:
       kb.store(value, array, entry(t, i / kAccumulators, i % kAccumulators));
   }
   /// Waits for the warpgroup MMAs accumulate() left running into the
-  /// head-dim accumulators `acc` (none elsewhere).
-  void waitForAccumulators(mlir::Value t, mlir::Value acc) {
-    if (warpgroupMma && emulate == Emulation::None)
-      storeAccumulators(t, acc, mma.waitForWarpgroupMma(loadAccumulators(t, acc, dimTiles)));
+  /// head-dim accumulators `arrays` (none elsewhere), until at most
+  /// `pending` later groups of MMAs are in flight.
+  void waitForAccumulators(mlir::Value t, llvm::ArrayRef<mlir::Value> arrays, int64_t pending = 0) {
+    if (!warpgroupMma || emulate != Emulation::None)
+      return;
+    llvm::SmallVector<mlir::Value> values;
+    for (mlir::Value acc : arrays)
+      llvm::append_range(values, loadAccumulators(t, acc, dimTiles));
+    values = mma.waitForWarpgroupMma(values, pending);
+    int64_t size = values.size() / arrays.size();
+    for (auto [i, acc] : llvm::enumerate(arrays))
+      storeAccumulators(t, acc, llvm::ArrayRef<mlir::Value>(values).slice(i * size, size));
   }
 
   Emulation emulate;
@@ -754,6 +762,17 @@ private:
                                 paddedDim, kAlongRows);
   }
 
+  /// The A of warpgroup MMAs of head-dim step s of products() whose X is
+  /// the block's rows in the shared tile `rows` (K-major): the rows of
+  /// thread t's warpgroup.
+  MmaBuilder::SharedOperand rowsOperand(mlir::Value t, mlir::Value rows, int64_t s) {
+    mlir::Value first =
+        kb.muli(kb.divui(t, MmaBuilder::kWarpgroupThreads), MmaBuilder::kWarpgroupRows);
+    return mma.matrixDescriptor(rows, mma.coreMatrixIndices(first, kb.index(0)),
+                                MmaBuilder::coreMatrixOffset(0, s * MmaBuilder::kK, paddedDim),
+                                paddedDim, /*kAlongRows=*/false);
+  }
+
   /// Emulates products with T over `words` words (pairs of elements along
   /// K) by `update(first, end, tElement)` over the words [first, end), where
   /// `tElement(mn, k)` is T's element at N mn and K k (T's row k where
@@ -784,16 +803,20 @@ private:
                                                      const RowFactor &x, mlir::Value tile,
                                                      llvm::function_ref<void()> whileMultiplying,
                                                      mlir::Value pending) {
-    assert(rowTiles == 1 && !x.shared && "a warp's 16 rows of a warpgroup's 64, in registers");
+    assert(rowTiles == 1 && "a warp's 16 rows of a warpgroup's 64");
     llvm::SmallVector<mlir::Value> aWords;
-    for (int64_t s = 0; s < steps; ++s)
-      llvm::append_range(aWords, rowFragment(t, lane, x, 0, s));
+    if (!x.shared)
+      for (int64_t s = 0; s < steps; ++s)
+        llvm::append_range(aWords, rowFragment(t, lane, x, 0, s));
     aWords = mma.fenceForWarpgroupMma(aWords);
     llvm::SmallVector<mlir::Value> acc;
-    for (int64_t s = 0; s < steps; ++s)
-      acc = mma.warpgroupMultiply(
-          llvm::ArrayRef<mlir::Value>(aWords).slice(s * kAccumulators, kAccumulators),
-          stepOperand(tile, s, /*kAlongRows=*/false), acc, columns);
+    for (int64_t s = 0; s < steps; ++s) {
+      MmaBuilder::SharedOperand b = stepOperand(tile, s, /*kAlongRows=*/false);
+      acc = x.shared ? mma.warpgroupMultiply(rowsOperand(t, x.array, s), b, acc, columns)
+                     : mma.warpgroupMultiply(llvm::ArrayRef<mlir::Value>(aWords).slice(
+                                                 s * kAccumulators, kAccumulators),
+                                             b, acc, columns);
+    }
     mma.commitWarpgroupMma();
     if (whileMultiplying)
       whileMultiplying();
@@ -831,8 +854,8 @@ private:
   /// The same products, each a dot product over the words of the lane's
   /// row (from the fragments of the lane holding them, or the shared tile)
   /// and T's row.
-  llvm::SmallVector<mlir::Value> productsEmulated(const Lane &lane, const RowFactor &x,
-                                                  mlir::Value tile) {
+  llvm::SmallVector<mlir::Value> productsEmulated(mlir::Value t, const Lane &lane,
+                                                  const RowFactor &x, mlir::Value tile) {
     using namespace mlir;
     SmallVector<Value> tileRows;
     for (int64_t m = 0; m < rowTiles; ++m)
@@ -842,6 +865,10 @@ private:
     SmallVector<Value> sums(tileRows.size(), kb.f32(0.0));
     forEachEmulatedStep(
         tile, words, /*kAlongRows=*/false, [&](int64_t first, int64_t end, auto tElement) {
+          // Shared rows of warpgroup MMAs are read through their descriptor.
+          std::optional<MmaBuilder::SharedOperand> xOperand;
+          if (x.shared && warpgroupMma)
+            xOperand = rowsOperand(t, x.array, first / MmaBuilder::kWords);
           ValueRange updated =
               kb.forLoop(kb.index(first), kb.index(end), 1, sums, [&](Value w, ValueRange carried) {
                 // Word w of row g (+ 8) of row tile m is in register (row / 8) +
@@ -855,7 +882,16 @@ private:
                 for (auto [i, partial] : llvm::enumerate(carried)) {
                   int64_t r = i % kAccumulators, m = i / (columnTiles * kAccumulators);
                   Value xLow, xHigh;
-                  if (x.shared) {
+                  if (xOperand) {
+                    // The warp's row of the warpgroup's 64.
+                    Value row = kb.addi(
+                        kb.addi(kb.remui(lane.warpRow, MmaBuilder::kWarpgroupRows), lane.group),
+                        kb.index((r / 2) * 8));
+                    Value k = kb.remui(c, MmaBuilder::kK);
+                    xLow = widen(mma.describedElement(x.array, *xOperand, row, k));
+                    xHigh = widen(
+                        mma.describedElement(x.array, *xOperand, row, kb.addi(k, kb.index(1))));
+                  } else if (x.shared) {
                     Value row = kb.addi(kb.addi(lane.warpRow, lane.group),
                                         kb.index(m * MmaBuilder::kM + (r / 2) * 8));
                     xLow = widen(kb.load(x.array, {row, c}));

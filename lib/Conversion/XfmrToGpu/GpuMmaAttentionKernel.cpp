@@ -206,7 +206,7 @@ private:
     block.phase(
         [&](Value t) {
           Lane lane = laneOf(t, q0);
-          waitForAccumulators(t, acc);
+          waitForAccumulators(t, {acc});
           storeRows(t, lane, bi, hi, acc, in.out, seqQ, [&](int64_t slot, Value row) {
             Value l = kb.load(sum, entry(t, slot));
             Value empty = kb.equals(l, 0.0);

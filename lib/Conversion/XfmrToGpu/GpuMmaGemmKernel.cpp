@@ -77,8 +77,7 @@ constexpr int64_t kMmaM = MmaBuilder::kM, kMmaN = MmaBuilder::kN, kMmaK = MmaBui
 constexpr int64_t kAccumulators = MmaBuilder::kAccumulators;
 /// Warps along each of M and N.
 constexpr int64_t kWarps = 2;
-/// Rows of a warpgroup MMA.
-constexpr int64_t kWarpgroupRows = 64;
+constexpr int64_t kWarpgroupRows = MmaBuilder::kWarpgroupRows;
 
 /// One factor as a block stages it: rows of `cols` elements of its
 /// contiguous (last) dimension, the rows along K (`kRows`) or along M (A)

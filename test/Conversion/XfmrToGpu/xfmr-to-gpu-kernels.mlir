@@ -791,12 +791,73 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // Both kernels stream their tiles through two shared stages, one barrier a
 // tile, the next tile copied asynchronously while the current one is
 // computed.
-// Negative: warpgroup-mma leaves the backward's kernels on mma.sync.
+// With warpgroup-mma (sm_90a), each kernel's 4 warps are one warpgroup
+// and every product a wgmma.mma_async: the tiles staged as core matrices
+// ([8][6][8][8]: 64 rows of the head dim padded to 48) in three stages;
+// per tile S = Q K^T and dP = dO V^T (3 MMAs m64n64k16 each, one per 16 of
+// the head dim, fragments in registers, K-major: trans-b 0), each
+// committed and waited for; dQ += dS K (4 MMAs m64n48k16, one per 16
+// keys, N-major: trans-b 1) left running into the next tile and waited
+// for after the loop. The dK/dV kernel's two updates (dV += P^T dO, dK +=
+// dS^T Q) are committed one after the other, then dV's waited for (24
+// accumulators tied; wait_group 1): ptxas serializes every MMA of a kernel
+// that leaves two groups in flight across its loop's back edge. Descriptors:
+// K-major leading byte offset 128 and stride 768 (8 rows of 48): (8 << 16)
+// | (48 << 32); N-major (48 << 16) | (8 << 32).
 // WGMMA-LABEL: func.func @mma_attention_backward
+// WGMMA-DAG: %[[N_MAJOR:.*]] = arith.constant 34362884096 : i64
+// WGMMA-DAG: %[[K_MAJOR:.*]] = arith.constant 206158954496 : i64
+// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128,
+// WGMMA-COUNT-6: memref.get_global @{{.*}} : memref<8x6x8x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA: scf.for
+// WGMMA: "fence.proxy.async.shared::cta;"
+// WGMMA-NEXT: gpu.barrier
+// WGMMA: arith.ori %{{.*}}, %[[K_MAJOR]] : i64
+// WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$32, $33, $34, $35}, $36, p, 1, 1, 0;
+// WGMMA-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
+// WGMMA-NOT: wgmma.mma_async
+// WGMMA: "wgmma.commit_group.sync.aligned;"
+// WGMMA: nvgpu.device_async_copy
+// WGMMA: "wgmma.wait_group.sync.aligned 0;"
+// WGMMA-COUNT-3: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
+// WGMMA: "wgmma.commit_group.sync.aligned;"
+// WGMMA-NEXT: "wgmma.wait_group.sync.aligned 0;"
+// WGMMA: math.exp2
+// WGMMA: arith.ori %{{.*}}, %[[N_MAJOR]] : i64
+// WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
+// WGMMA-COUNT-3: wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
+// WGMMA-NOT: wgmma.mma_async
+// WGMMA: "wgmma.commit_group.sync.aligned;"
 // WGMMA-NOT: wgmma
-// WGMMA: nvvm.mma.sync
+// WGMMA: "wgmma.wait_group.sync.aligned 0;"
 // WGMMA-NOT: wgmma
+// WGMMA: gpu.terminator
+// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128,
+// WGMMA-COUNT-6: memref.get_global @{{.*}} : memref<8x6x8x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA-COUNT-6: memref.get_global @{{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+// WGMMA: scf.for
+// WGMMA-COUNT-6: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
+// WGMMA: math.exp2
+// WGMMA-COUNT-4: wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
+// WGMMA-NOT: wgmma.mma_async
+// WGMMA: "wgmma.commit_group.sync.aligned;"
+// WGMMA-COUNT-4: wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
+// WGMMA-NOT: wgmma.mma_async
+// WGMMA: "wgmma.commit_group.sync.aligned;"
+// WGMMA-NOT: wgmma.mma_async
+// WGMMA: "wgmma.wait_group.sync.aligned 1;", "{{(=f,){24}0,}}
+// WGMMA-NOT: wgmma
+// WGMMA: "wgmma.wait_group.sync.aligned 0;", "{{(=f,){48}0,}}
+// WGMMA-NOT: nvvm.mma.sync
+// WGMMA-NOT: nvvm.ldmatrix
 // WGMMA: return
+// Emulated, the products read the tiles through the MMAs' descriptors, as
+// flat arrays.
+// WGMMA-EMU-LABEL: func.func @mma_attention_backward
+// WGMMA-EMU-COUNT-6: memref.alloc() {alignment = 64 : i64} : memref<8x6x8x8xbf16>
+// WGMMA-EMU: memref.collapse_shape %{{.*}} {{\[\[}}0, 1, 2, 3]] : memref<8x6x8x8xbf16> into memref<3072xbf16>
+// WGMMA-EMU-NOT: wgmma
+// WGMMA-EMU: return
 // CHECK-LABEL: func.func @mma_attention_backward
 // CHECK-NOT: arith.extf
 // CHECK: %[[DQ:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x100x2x40xf32>
@@ -903,6 +964,25 @@ func.func @mma_attention_backward(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x
 // CHECK: memref.extract_aligned_pointer_as_index %[[VROWS]]
 // CHECK: llvm.inline_asm has_side_effects "cp.async.wait_group 0;"
 // CHECK: gpu.terminator
+// With warpgroup-mma, the block's rows are core matrices too, and S = Q K^T
+// reads Q's from shared memory by descriptor (A K-major, trans-a 0:
+// m64n32k16, 8 per tile after a wgmma.fence without registers); the first
+// tile's barrier follows the async-proxy fence, which covers the rows as
+// well.
+// WGMMA-LABEL: func.func @mma_attention_backward_shared_rows
+// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size
+// WGMMA-COUNT-6: memref.view {{.*}} to memref<4x16x8x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA: %[[QROWS:.*]] = memref.view {{.*}} to memref<8x16x8x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA: nvgpu.device_async_copy %{{.*}}, %[[QROWS]][{{.*}}], 8 {bypassL1}
+// WGMMA: scf.for
+// WGMMA: "fence.proxy.async.shared::cta;"
+// WGMMA-NEXT: gpu.barrier
+// WGMMA: "wgmma.fence.sync.aligned;", ""
+// WGMMA: memref.extract_aligned_pointer_as_index %[[QROWS]]
+// WGMMA: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {{.*}}, $16, $17, p, 1, 1, 0, 0;
+// WGMMA-COUNT-7: wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// WGMMA-NOT: nvvm.ldmatrix
+// WGMMA: gpu.terminator
 // Below head dim 128 (the case above, 40) the fragments stay in registers.
 // EMU-LABEL: func.func @mma_attention_backward_shared_rows
 // EMU-COUNT-2: memref.alloc() {alignment = 64 : i64} : memref<64x136xbf16>

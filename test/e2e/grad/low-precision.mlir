@@ -30,6 +30,12 @@
 // RUN: xfmrc %s --entry=loss_f16 --grad --grad-inputs=q_f16,k_f16,v_f16,cq_f16,ck_f16,cv_f16,lq_f16,lk_f16,lv_f16,hq_f16,hk_f16,hv_f16 --emulate-gpu-kernels --reverse-gpu-threads -o %t/f16-gpu
 // RUN: %t/f16-gpu --inputs=%t/inputs.safetensors --output=%t/f16-gpu.safetensors
 // RUN: %python %testlib/ops.py check backward_f16 %t/inputs.safetensors %t/f16-gpu.safetensors | FileCheck %s --check-prefix=F16
+// ... and built for sm_90a (every product a warpgroup MMA, which reads its
+// shared operands through matrix descriptors - decoded the same way when
+// emulated).
+// RUN: xfmrc %s --entry=loss_bf16 --grad --grad-inputs=q_bf16,k_bf16,v_bf16,cq_bf16,ck_bf16,cv_bf16,lq_bf16,lk_bf16,lv_bf16,hq_bf16,hk_bf16,hv_bf16 --emulate-gpu-kernels --gpu-arch=sm_90a --reverse-gpu-threads -o %t/bf16-sm90a
+// RUN: %t/bf16-sm90a --inputs=%t/inputs.safetensors --output=%t/bf16-sm90a.safetensors
+// RUN: %python %testlib/ops.py check backward_bf16 %t/inputs.safetensors %t/bf16-sm90a.safetensors | FileCheck %s --check-prefix=BF16
 // BF16-DAG: PASS: loss
 // BF16-DAG: PASS: grad:q_bf16
 // BF16-DAG: PASS: grad:k_bf16
