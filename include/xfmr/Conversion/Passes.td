@@ -78,7 +78,10 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
       same two launches on tensor cores, dQ first (a block per 64 query
       rows, 4 warps; it also writes rowsum(dO * O) for the second), then dK
       and dV (a block per 64 key rows); probabilities and score gradients
-      rounded to the narrow type as factors.
+      rounded to the narrow type as factors. With `warpgroup-mma`, each
+      kernel's 4 warps are one warpgroup and every product a
+      `wgmma.mma_async`, the streamed tiles (and, from head dim 128, the
+      block's rows: A by descriptor) staged as core matrices.
     - Low-precision ops computed in f32 (`xfmr-compute-in-f32`) keep their
       bf16/f16 values in memory: a kernel reads operands that are
       `arith.extf` of bf16 or f16 values (a bias, a residual, a row
@@ -96,7 +99,9 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
     With `emulate-threads`, the same kernels are built for the CPU instead:
     blocks become loops, and each stretch between two barriers a loop over
     the block's threads, with per-thread state in arrays indexed by thread.
-    That is how the kernels' arithmetic is tested where no GPU exists.
+    That is how the kernels' arithmetic is tested where no GPU exists. With
+    `warpgroup-mma` too, the emulated products read their shared operands
+    where the warpgroup MMAs' matrix descriptors say the tensor cores would.
     `reverse-threads` runs each phase's threads last to first: a thread
     reading what another writes in the same phase (a missing barrier) sees
     the write in one order and not in the other, so testing both orders
@@ -108,7 +113,7 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
     Option<"reverseThreads", "reverse-threads", "bool", /*default=*/"false",
            "With emulate-threads, run each phase's threads last to first">,
     Option<"warpgroupMma", "warpgroup-mma", "bool", /*default=*/"false",
-           "Multiply the bf16/f16 GEMMs' and attention forward's tiles by sm_90a's "
+           "Multiply the bf16/f16 GEMMs' and attentions' tiles by sm_90a's "
            "warpgroup MMA (wgmma.mma_async)">,
   ];
   let dependentDialects = [

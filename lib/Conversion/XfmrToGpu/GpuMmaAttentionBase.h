@@ -36,7 +36,10 @@
 // private arrays (written in an earlier phase) and computes its
 // accumulators' dot products from them and the shared tiles: the tiling,
 // staging, packing and arithmetic are checked on the CPU, the ldmatrix and
-// MMA fragment layouts only on a GPU.
+// MMA fragment layouts only on a GPU. Emulating warpgroup MMAs, a thread
+// reads the shared tiles through the MMAs' matrix descriptors
+// (MmaBuilder::describedElement), so their layout bits and offsets are
+// checked on the CPU as well.
 //
 //===----------------------------------------------------------------------===//
 

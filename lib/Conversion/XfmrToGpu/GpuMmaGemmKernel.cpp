@@ -49,7 +49,9 @@
 // When emulated, each thread computes its accumulators' dot products from
 // the shared tiles itself and copies at once: the tiling, staging and
 // epilogue are checked on the CPU, the ldmatrix and MMA fragment layouts and
-// the copies' ordering only on a GPU.
+// the copies' ordering only on a GPU. Emulating warpgroup MMAs, it reads the
+// tiles through the MMAs' matrix descriptors (MmaBuilder::describedElement):
+// the descriptors are checked on the CPU too.
 //
 //===----------------------------------------------------------------------===//
 
