@@ -212,13 +212,41 @@ GemmProblem::GemmProblem(KernelBuilder &kb, Value a, bool transposeA, Value b, b
   out = kb.allocate({m, n}, resultType);
 }
 
+/// activation(sum + bias[col]) + residual[row][col].
+static Value epilogue(KernelBuilder &kb, const GemmProblem &p, Value sum, Value row, Value col) {
+  Value value = p.bias ? kb.add(sum, kb.loadWidened(p.bias, {col})) : sum;
+  value = lowering::buildActivation(kb.builder(), kb.location(), p.activation, value);
+  if (p.residual)
+    value = kb.add(value, kb.loadWidened(p.residual, {row, col}));
+  return value;
+}
+
 void GemmProblem::store(KernelBuilder &kb, Value sum, Value row, Value col) const {
   kb.ifThen(insideMatrix(kb, row, col, m, n), [&] {
-    Value value = bias ? kb.add(sum, kb.loadWidened(bias, {col})) : sum;
-    value = lowering::buildActivation(kb.builder(), kb.location(), activation, value);
-    if (residual)
-      value = kb.add(value, kb.loadWidened(residual, {row, col}));
-    kb.storeRounded(value, out, {row, col});
+    kb.storeRounded(epilogue(kb, *this, sum, row, col), out, {row, col});
+  });
+}
+
+void GemmProblem::storePair(KernelBuilder &kb, Value sum, Value nextSum, Value row,
+                            Value col) const {
+  Value nextCol = kb.addi(col, kb.index(1));
+  if (n % 2 != 0) {
+    store(kb, sum, row, col);
+    store(kb, nextSum, row, nextCol);
+    return;
+  }
+  kb.ifThen(insideMatrix(kb, row, col, m, n), [&] {
+    OpBuilder &b = kb.builder();
+    Location loc = kb.location();
+    Type type = cast<MemRefType>(out.getType()).getElementType();
+    auto pairType = VectorType::get({2}, b.getF32Type());
+    Value pair = vector::FromElementsOp::create(
+        b, loc, pairType,
+        ValueRange{epilogue(kb, *this, sum, row, col), epilogue(kb, *this, nextSum, row, nextCol)});
+    if (!type.isF32())
+      pair = arith::TruncFOp::create(b, loc, pairType.clone(type), pair);
+    vector::StoreOp::create(b, loc, pair, out, ValueRange{row, col}, /*nontemporal=*/false,
+                            llvm::Align(2 * type.getIntOrFloatBitWidth() / 8));
   });
 }
 

@@ -65,6 +65,11 @@ struct GemmProblem {
   /// C[row][col] = activation(sum + bias[col]) + residual[row][col], for
   /// (row, col) inside C, computed in f32 and rounded to C's type.
   void store(cpu::KernelBuilder &kb, mlir::Value sum, mlir::Value row, mlir::Value col) const;
+  /// The same for C[row][col] and C[row][col + 1], col even, as one store
+  /// of both where C has an even number of columns (then both lie inside C
+  /// or neither does, and the pair is aligned).
+  void storePair(cpu::KernelBuilder &kb, mlir::Value sum, mlir::Value nextSum, mlir::Value row,
+                 mlir::Value col) const;
 
   /// The side of the square tiles of C a block computes: 128 where C has
   /// at least as many such tiles as an H100 has SMs, else 64 (fewer 128 x

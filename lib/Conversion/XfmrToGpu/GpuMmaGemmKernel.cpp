@@ -283,10 +283,14 @@ private:
     block.phase(
         [&](Value t) {
           Lane lane = laneOf(t);
+          // Accumulators r and r + 1 are neighbours in a row.
           forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
+            if (r % 2 != 0)
+              return;
             Value row = kb.addi(row0, accumulatorRow(lane, mi, r));
             Value col = kb.addi(col0, accumulatorCol(lane, ni, r));
-            p.store(kb, kb.load(acc, accIndices(t, mi, ni, r)), row, col);
+            p.storePair(kb, kb.load(acc, accIndices(t, mi, ni, r)),
+                        kb.load(acc, accIndices(t, mi, ni, r + 1)), row, col);
           });
         },
         /*barrier=*/false);

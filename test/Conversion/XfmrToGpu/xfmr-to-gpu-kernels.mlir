@@ -428,12 +428,14 @@ func.func @mma_f16_transposed(%a: tensor<32x48xf16>, %m: tensor<32x16xf16>) -> t
 // A product, attention or row kernel whose one use rounds it to bf16 (what
 // xfmr-compute-in-f32 makes of a bf16 op) writes the rounded values itself:
 // no f32 result, no truncf after; a row kernel (and a product's bias and
-// residual) reads bf16 operands widened as it loads them.
+// residual) reads bf16 operands widened as it loads them. The product
+// stores each pair of neighbouring outputs (one row, columns 2q and 2q + 1
+// of an accumulator tile) at once.
 // CHECK-LABEL: func.func @rounded
 // CHECK-SAME: %[[R:[a-z0-9]+]]: tensor<80x130xbf16>, %[[G:[a-z0-9]+]]: tensor<130xbf16>
 // CHECK: gpu.launch
-// CHECK: arith.truncf %{{.*}} : f32 to bf16
-// CHECK: memref.store %{{.*}} : memref<80x130xbf16>
+// CHECK: arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
+// CHECK: vector.store %{{.*}} {alignment = 4 : i64} : memref<80x130xbf16>, vector<2xbf16>
 // CHECK: gpu.launch
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 // CHECK: memref.store %{{.*}} : memref<1x64x2x32xbf16>
@@ -472,7 +474,7 @@ func.func @rounded(%x: tensor<80x64xbf16>, %w: tensor<130x64xbf16>, %q: tensor<1
 
 // A product with another use keeps its f32 result, rounded after.
 // CHECK-LABEL: func.func @rounded_and_wide
-// CHECK: memref.store %{{.*}} : memref<80x130xf32>
+// CHECK: vector.store %{{.*}} {alignment = 8 : i64} : memref<80x130xf32>, vector<2xf32>
 // CHECK: arith.truncf %{{.*}} : tensor<80x130xf32> to tensor<80x130xbf16>
 func.func @rounded_and_wide(%x: tensor<80x64xbf16>, %w: tensor<130x64xbf16>)
     -> (tensor<80x130xbf16>, tensor<80x130xf32>) {
@@ -481,6 +483,25 @@ func.func @rounded_and_wide(%x: tensor<80x64xbf16>, %w: tensor<130x64xbf16>)
   %y = xfmr.fused_linear %xf, %wf {transpose_weight} : (tensor<80x64xf32>, tensor<130x64xf32>) -> tensor<80x130xf32>
   %yr = arith.truncf %y : tensor<80x130xf32> to tensor<80x130xbf16>
   return %yr, %y : tensor<80x130xbf16>, tensor<80x130xf32>
+}
+
+// -----
+
+// Negative: with an odd number of columns, a pair may straddle C's edge or
+// lie unaligned: each output is stored alone.
+// CHECK-LABEL: func.func @odd_columns
+// CHECK: gpu.launch
+// CHECK-NOT: vector.store
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK-NEXT: memref.store %{{.*}} : memref<80x129xbf16>
+// CHECK-NOT: vector.store
+// CHECK: gpu.terminator
+func.func @odd_columns(%x: tensor<80x64xbf16>, %w: tensor<129x64xbf16>) -> tensor<80x129xbf16> {
+  %xf = arith.extf %x : tensor<80x64xbf16> to tensor<80x64xf32>
+  %wf = arith.extf %w : tensor<129x64xbf16> to tensor<129x64xf32>
+  %y = xfmr.fused_linear %xf, %wf {transpose_weight} : (tensor<80x64xf32>, tensor<129x64xf32>) -> tensor<80x129xf32>
+  %yr = arith.truncf %y : tensor<80x129xf32> to tensor<80x129xbf16>
+  return %yr : tensor<80x129xbf16>
 }
 
 // -----
