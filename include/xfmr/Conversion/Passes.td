@@ -72,7 +72,8 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
       `cp.async` a tile ahead where the operands' layout allows (checked at
       run time). With `warpgroup-mma` (sm_90a), two warpgroups of 64 rows
       multiply by `wgmma.mma_async` instead, K and V staged as 8 x 8 core
-      matrices that the tensor cores read from shared memory.
+      matrices that the tensor cores read from shared memory, 128 keys a
+      tile up to head dim 128 (64 above).
     - `fused_attention_backward` of such q, k and v (the output and its
       gradient read narrow too when they widen values of q's type): the
       same two launches on tensor cores, dQ first (a block per 64 query

@@ -710,24 +710,25 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 
 // With warpgroup-mma (sm_90a), the bf16 attention forward multiplies by
 // wgmma.mma_async: a block of 2 warpgroups (256 threads) per 128 query
-// rows; K and V tiles staged as 8 x 8 core matrices ([8][16][8][8]: 64 rows
-// of head dim 128, 16 KB each, three stages in dynamic shared memory),
-// copied by cp.async, then fenced for the async proxy before the tile's
-// barrier. Per tile, S = Q K^T: the Q fragments and wgmma.fence, then 8
-// MMAs of m64n64k16 (one per 16 of the head dim, 256 bytes = 16 units
-// apart along K), K-major (trans-b 0; the first without reading D),
-// committed, the next tile's copies issued while they run, then waited for
-// (with the last tile's P V); then O += P V: 4 MMAs of m64n128k16 (one per
-// 16 keys, 4 KB = 256 units apart), V N-major (trans-b 1), committed and
-// left running into the next tile; after the loop, waited for. The descriptors: K's leading
+// rows; K and V tiles of 128 keys staged as 8 x 8 core matrices
+// ([16][16][8][8]: 128 rows of head dim 128, 32 KB each, three stages in
+// 192 KB of dynamic shared memory), copied by cp.async, then fenced for the
+// async proxy before the tile's barrier. Per tile, S = Q K^T: the Q
+// fragments and wgmma.fence, then 8 MMAs of m64n128k16 (one per 16 of the
+// head dim, 256 bytes = 16 units apart along K), K-major (trans-b 0; the
+// first without reading D), committed, the next tile's copies issued while
+// they run, then waited for (with the last tile's P V); then O += P V: 8
+// MMAs of m64n128k16 (one per 16 keys, 4 KB = 256 units apart), V N-major
+// (trans-b 1), committed and left running into the next tile; after the
+// loop, waited for. The descriptors: K's leading
 // byte offset 128 (the next 8 columns, K) and stride 2048 (the next 8 key
 // rows, N): (8 << 16) | (128 << 32); V's leading 2048 (the next 8 key
 // rows, K) and stride 128 (the next 8 columns, N): (128 << 16) | (8 << 32).
 // WGMMA-LABEL: func.func @warpgroup_mma_attention
 // WGMMA-DAG: %[[K_LAYOUT:.*]] = arith.constant 549756338176 : i64
 // WGMMA-DAG: %[[V_LAYOUT:.*]] = arith.constant 34368126976 : i64
-// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c98304_i32
-// WGMMA-COUNT-6: memref.view {{.*}} to memref<8x16x8x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c196608_i32
+// WGMMA-COUNT-6: memref.view {{.*}} to memref<16x16x8x8xbf16, #gpu.address_space<workgroup>>
 // WGMMA: nvgpu.device_async_copy %{{.*}}[{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], 8 {bypassL1}
 // WGMMA: scf.for
 // WGMMA: "cp.async.wait_group 0;"
@@ -736,18 +737,18 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // WGMMA: "wgmma.fence.sync.aligned;"
 // WGMMA: arith.addi %{{.*}}, %c0_i64 : i64
 // WGMMA-NEXT: arith.ori %{{.*}}, %[[K_LAYOUT]] : i64
-// WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$32, $33, $34, $35}, $36, p, 1, 1, 0;
+// WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 0;
 // WGMMA: arith.addi %{{.*}}, %c16_i64 : i64
 // WGMMA-NEXT: arith.ori %{{.*}}, %[[K_LAYOUT]] : i64
-// WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 0;
-// WGMMA-COUNT-6: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, {$128, $129, $130, $131}, $132, p, 1, 1, 0;
+// WGMMA-COUNT-6: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
 // WGMMA-NOT: wgmma.mma_async
 // WGMMA: "wgmma.commit_group.sync.aligned;"
 // WGMMA-NOT: wgmma.wait_group
 // WGMMA: nvgpu.device_async_copy
 // WGMMA: "cp.async.commit_group;"
-// The wait covers the last tile's O (64 accumulators) and S (32).
-// WGMMA: "wgmma.wait_group.sync.aligned 0;", "{{(=f,){96}0,}}
+// The wait covers the last tile's O (64 accumulators) and S (64).
+// WGMMA: "wgmma.wait_group.sync.aligned 0;", "{{(=f,){128}0,}}
 // WGMMA: "wgmma.fence.sync.aligned;"
 // WGMMA: arith.addi %{{.*}}, %c0_i64 : i64
 // WGMMA-NEXT: arith.ori %{{.*}}, %[[V_LAYOUT]] : i64
@@ -755,7 +756,7 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // WGMMA: arith.addi %{{.*}}, %c256_i64 : i64
 // WGMMA-NEXT: arith.ori %{{.*}}, %[[V_LAYOUT]] : i64
 // WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
-// WGMMA-COUNT-2: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// WGMMA-COUNT-6: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
 // WGMMA-NOT: wgmma.mma_async
 // WGMMA: "wgmma.commit_group.sync.aligned;"
 // WGMMA-NOT: wgmma
@@ -769,7 +770,7 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // WGMMA: gpu.terminator
 // Emulated, the same tiles of core matrices, on the CPU.
 // WGMMA-EMU-LABEL: func.func @warpgroup_mma_attention
-// WGMMA-EMU-COUNT-6: memref.alloc() {alignment = 64 : i64} : memref<8x16x8x8xbf16>
+// WGMMA-EMU-COUNT-6: memref.alloc() {alignment = 64 : i64} : memref<16x16x8x8xbf16>
 // WGMMA-EMU-NOT: wgmma
 // WGMMA-EMU: return
 func.func @warpgroup_mma_attention(%q: tensor<1x70x2x128xbf16>) -> tensor<1x70x2x128xf32> {
