@@ -200,7 +200,7 @@ MmaBuilder::SharedOperand MmaBuilder::matrixDescriptor(Value tile, ValueRange st
   return {descriptor, /*mnMajor=*/kAlongRows};
 }
 
-Value MmaBuilder::describedElement(Value tile, SharedOperand operand, Value mn, Value k) {
+MmaBuilder::DescribedTile MmaBuilder::describedTile(Value tile, SharedOperand operand) {
   assert(emulated && "the tensor cores read on a GPU");
   auto bytesAt = [&](int64_t bit) {
     Value units = arith::ShRUIOp::create(
@@ -210,22 +210,25 @@ Value MmaBuilder::describedElement(Value tile, SharedOperand operand, Value mn, 
     units = arith::AndIOp::create(b, loc, units, i32(0x3FFF));
     return kb.muli(arith::IndexCastUIOp::create(b, loc, b.getIndexType(), units), 16);
   };
-  Value start = bytesAt(0), leading = bytesAt(16), stride = bytesAt(32);
-  // A core matrix is 8 rows of 16 contiguous bytes (8 elements along K, or
-  // along MN where MN-major), 16 bytes apart; core matrices lie the leading
-  // offset apart along K and the stride apart along MN.
-  auto [contiguous, strided] = operand.mnMajor ? std::pair(mn, k) : std::pair(k, mn);
-  Value byte = kb.addi(start, kb.muli(kb.remui(contiguous, kVector), 2));
-  byte = kb.addi(byte, kb.muli(kb.remui(strided, kVector), 16));
-  byte = kb.addi(byte, arith::MulIOp::create(b, loc, kb.divui(k, kVector), leading));
-  byte = kb.addi(byte, arith::MulIOp::create(b, loc, kb.divui(mn, kVector), stride));
   auto type = cast<MemRefType>(tile.getType());
   assert(type.getLayout().isIdentity() && "addresses relative to the tile's first element");
   SmallVector<ReassociationIndices> allDims(1);
   for (int64_t dim = 0; dim < type.getRank(); ++dim)
     allDims.front().push_back(dim);
   Value flat = memref::CollapseShapeOp::create(b, loc, tile, allDims);
-  return kb.load(flat, {kb.divui(byte, 2)});
+  return {flat, bytesAt(0), bytesAt(16), bytesAt(32), operand.mnMajor};
+}
+
+Value MmaBuilder::describedElement(const DescribedTile &tile, Value mn, Value k) {
+  // A core matrix is 8 rows of 16 contiguous bytes (8 elements along K, or
+  // along MN where MN-major), 16 bytes apart; core matrices lie the leading
+  // offset apart along K and the stride apart along MN.
+  auto [contiguous, strided] = tile.mnMajor ? std::pair(mn, k) : std::pair(k, mn);
+  Value byte = kb.addi(tile.start, kb.muli(kb.remui(contiguous, kVector), 2));
+  byte = kb.addi(byte, kb.muli(kb.remui(strided, kVector), 16));
+  byte = kb.addi(byte, arith::MulIOp::create(b, loc, kb.divui(k, kVector), tile.leading));
+  byte = kb.addi(byte, arith::MulIOp::create(b, loc, kb.divui(mn, kVector), tile.stride));
+  return kb.load(tile.flat, {kb.divui(byte, 2)});
 }
 
 /// The constraint letter of a register of `type`: f32 or 32-bit word.

@@ -34,7 +34,7 @@ public:
   static constexpr int64_t kVector = 8;
 
   /// `narrow`: bf16 or f16. `emulated`: the kernel runs on the CPU, where
-  /// only matrixDescriptor and describedElement of the warpgroup MMAs' members
+  /// only matrixDescriptor, describedTile and describedElement of the warpgroup MMAs' members
   /// apply.
   MmaBuilder(cpu::KernelBuilder &kb, mlir::Type narrow, bool emulated = false);
 
@@ -128,13 +128,17 @@ public:
   /// element.
   SharedOperand matrixDescriptor(mlir::Value tile, mlir::ValueRange start, int64_t offsetBytes,
                                  int64_t cols, bool kAlongRows);
-  /// Emulated: element (mn, k) of `operand` (mn < N or 64, k < 16), read
-  /// from `tile` where the tensor cores would read it: at the address its
-  /// descriptor's start, leading and stride byte offsets give (the PTX ISA's
-  /// canonical layouts without swizzle), not where the kernel meant to put
-  /// it.
-  mlir::Value describedElement(mlir::Value tile, SharedOperand operand, mlir::Value mn,
-                               mlir::Value k);
+  /// Emulated: `operand` as the tensor cores would find it in `tile` (the
+  /// tile flattened; its descriptor's start address, leading and stride
+  /// byte offsets decoded), and its element (mn, k) (mn < N or 64, k < 16)
+  /// at the address these give by the PTX ISA's canonical layouts without
+  /// swizzle - not where the kernel meant to put it.
+  struct DescribedTile {
+    mlir::Value flat, start, leading, stride;
+    bool mnMajor;
+  };
+  DescribedTile describedTile(mlir::Value tile, SharedOperand operand);
+  mlir::Value describedElement(const DescribedTile &tile, mlir::Value mn, mlir::Value k);
   /// The registers `values` (A words and accumulators the next warpgroup
   /// MMAs read) after wgmma.fence: their writes come before the MMAs'
   /// reads, and the MMAs take the values it returns.

@@ -671,17 +671,26 @@ protected:
   }
   /// Waits for the warpgroup MMAs accumulate() left running into the
   /// head-dim accumulators `arrays` (none elsewhere), until at most
-  /// `pending` later groups of MMAs are in flight.
-  void waitForAccumulators(mlir::Value t, llvm::ArrayRef<mlir::Value> arrays, int64_t pending = 0) {
+  /// `pending` later groups of MMAs are in flight; returns `alsoWaited`,
+  /// results of later MMAs the wait completes too, readable.
+  llvm::SmallVector<mlir::Value> waitForAccumulators(mlir::Value t,
+                                                     llvm::ArrayRef<mlir::Value> arrays,
+                                                     int64_t pending = 0,
+                                                     llvm::ArrayRef<mlir::Value> alsoWaited = {}) {
     if (!warpgroupMma || emulate != Emulation::None)
-      return;
+      return llvm::SmallVector<mlir::Value>(alsoWaited);
     llvm::SmallVector<mlir::Value> values;
     for (mlir::Value acc : arrays)
       llvm::append_range(values, loadAccumulators(t, acc, dimTiles));
+    int64_t dims = values.size();
+    llvm::append_range(values, alsoWaited);
     values = mma.waitForWarpgroupMma(values, pending);
-    int64_t size = values.size() / arrays.size();
-    for (auto [i, acc] : llvm::enumerate(arrays))
-      storeAccumulators(t, acc, llvm::ArrayRef<mlir::Value>(values).slice(i * size, size));
+    llvm::ArrayRef<mlir::Value> waited(values);
+    for (auto [i, acc] : llvm::enumerate(arrays)) {
+      int64_t size = dims / arrays.size();
+      storeAccumulators(t, acc, waited.slice(i * size, size));
+    }
+    return llvm::SmallVector<mlir::Value>(waited.drop_front(dims));
   }
 
   Emulation emulate;
@@ -793,10 +802,11 @@ private:
         return widen(kb.load(tile, kAlongRows ? tileAt(k, mn) : tileAt(mn, k)));
       });
     for (int64_t step = 0; step * MmaBuilder::kWords < words; ++step) {
-      MmaBuilder::SharedOperand operand = stepOperand(tile, step, kAlongRows);
+      MmaBuilder::DescribedTile described =
+          mma.describedTile(tile, stepOperand(tile, step, kAlongRows));
       update(step * MmaBuilder::kWords, (step + 1) * MmaBuilder::kWords,
              [&](mlir::Value mn, mlir::Value k) {
-               return widen(mma.describedElement(tile, operand, mn, kb.remui(k, MmaBuilder::kK)));
+               return widen(mma.describedElement(described, mn, kb.remui(k, MmaBuilder::kK)));
              });
     }
   }
@@ -823,15 +833,11 @@ private:
     mma.commitWarpgroupMma();
     if (whileMultiplying)
       whileMultiplying();
-    if (!pending)
-      return mma.waitForWarpgroupMma(acc);
     // One wait for both: the head-dim accumulators' MMAs came first.
-    llvm::SmallVector<mlir::Value> both = loadAccumulators(t, pending, dimTiles);
-    int64_t dims = both.size();
-    llvm::append_range(both, acc);
-    both = mma.waitForWarpgroupMma(both);
-    storeAccumulators(t, pending, llvm::ArrayRef<mlir::Value>(both).take_front(dims));
-    return llvm::SmallVector<mlir::Value>(llvm::ArrayRef<mlir::Value>(both).drop_front(dims));
+    llvm::SmallVector<mlir::Value> pendingArrays;
+    if (pending)
+      pendingArrays.push_back(pending);
+    return waitForAccumulators(t, pendingArrays, /*pending=*/0, acc);
   }
 
   /// The update of accumulate() by warpgroup MMAs, one per column step;
@@ -869,9 +875,9 @@ private:
     forEachEmulatedStep(
         tile, words, /*kAlongRows=*/false, [&](int64_t first, int64_t end, auto tElement) {
           // Shared rows of warpgroup MMAs are read through their descriptor.
-          std::optional<MmaBuilder::SharedOperand> xOperand;
+          std::optional<MmaBuilder::DescribedTile> xTile;
           if (x.shared && warpgroupMma)
-            xOperand = rowsOperand(t, x.array, first / MmaBuilder::kWords);
+            xTile = mma.describedTile(x.array, rowsOperand(t, x.array, first / MmaBuilder::kWords));
           ValueRange updated =
               kb.forLoop(kb.index(first), kb.index(end), 1, sums, [&](Value w, ValueRange carried) {
                 // Word w of row g (+ 8) of row tile m is in register (row / 8) +
@@ -885,15 +891,14 @@ private:
                 for (auto [i, partial] : llvm::enumerate(carried)) {
                   int64_t r = i % kAccumulators, m = i / (columnTiles * kAccumulators);
                   Value xLow, xHigh;
-                  if (xOperand) {
+                  if (xTile) {
                     // The warp's row of the warpgroup's 64.
                     Value row = kb.addi(
                         kb.addi(kb.remui(lane.warpRow, MmaBuilder::kWarpgroupRows), lane.group),
                         kb.index((r / 2) * 8));
                     Value k = kb.remui(c, MmaBuilder::kK);
-                    xLow = widen(mma.describedElement(x.array, *xOperand, row, k));
-                    xHigh = widen(
-                        mma.describedElement(x.array, *xOperand, row, kb.addi(k, kb.index(1))));
+                    xLow = widen(mma.describedElement(*xTile, row, k));
+                    xHigh = widen(mma.describedElement(*xTile, row, kb.addi(k, kb.index(1))));
                   } else if (x.shared) {
                     Value row = kb.addi(kb.addi(lane.warpRow, lane.group),
                                         kb.index(m * MmaBuilder::kM + (r / 2) * 8));

@@ -472,21 +472,22 @@ private:
     SmallVector<Value> result(sums);
     int64_t stepDepth = warpgroupMma ? kMmaK : kDepth;
     for (int64_t k0 = 0; k0 < kDepth; k0 += stepDepth) {
-      SmallVector<MmaBuilder::SharedOperand> aOperands;
-      std::optional<MmaBuilder::SharedOperand> bOperand;
+      SmallVector<MmaBuilder::DescribedTile> aDescribed;
+      std::optional<MmaBuilder::DescribedTile> bDescribed;
       if (warpgroupMma) {
         for (int64_t mi = 0; mi < tilesM; ++mi)
-          aOperands.push_back(lhs.operand(kb, mma, aTiles, buffer, mi * kWarpgroupRows, k0));
-        bOperand = rhs.operand(kb, mma, bTiles, buffer, 0, k0);
+          aDescribed.push_back(mma.describedTile(
+              aTiles, lhs.operand(kb, mma, aTiles, buffer, mi * kWarpgroupRows, k0)));
+        bDescribed = mma.describedTile(bTiles, rhs.operand(kb, mma, bTiles, buffer, 0, k0));
       }
       ValueRange updated =
           kb.forLoop(kb.index(0), kb.index(stepDepth), 1, result, [&](Value k, ValueRange carried) {
             SmallVector<Value> next;
             for (auto [i, sum] : llvm::enumerate(carried)) {
-              Value x = widen(warpgroupMma
-                                  ? mma.describedElement(aTiles, aOperands[rowTiles[i]], rows[i], k)
-                                  : kb.load(aTiles, lhs.atMnK(mma, buffer, rows[i], k)));
-              Value y = widen(warpgroupMma ? mma.describedElement(bTiles, *bOperand, cols[i], k)
+              Value x =
+                  widen(warpgroupMma ? mma.describedElement(aDescribed[rowTiles[i]], rows[i], k)
+                                     : kb.load(aTiles, lhs.atMnK(mma, buffer, rows[i], k)));
+              Value y = widen(warpgroupMma ? mma.describedElement(*bDescribed, cols[i], k)
                                            : kb.load(bTiles, rhs.atMnK(mma, buffer, cols[i], k)));
               next.push_back(kb.fma(x, y, sum));
             }
