@@ -41,10 +41,9 @@ def registers(log):
     return result
 
 
-def hot_loops(lines):
-    """(the useful opcode, the opcodes of each loop whose body holds the most
-    of it): HGMMA, else HMMA, else FFMA; several loops where a kernel builds its loop
-    once per way of staging its tiles."""
+def loops_of(lines):
+    """The (opcode, text) instructions of each loop (body up to a backward
+    branch) of a kernel's SASS lines."""
     instructions, labels = [], {}
     for line in lines:
         if m := re.match(r"\s*(\.L_x_\d+):", line):
@@ -56,15 +55,60 @@ def hot_loops(lines):
     for i, (opcode, text) in enumerate(instructions):
         target = re.search(r"(\.L_x_\d+)", text) if opcode == "BRA" else None
         if target and labels.get(target.group(1), i) < i:
-            loops.append([op for op, _ in instructions[labels[target.group(1)]:i + 1]])
+            loops.append(instructions[labels[target.group(1)]:i + 1])
+    return loops
+
+
+def hot_loops(loops):
+    """(the useful opcode, the loops whose body holds the most of it):
+    HGMMA (warpgroup MMA), else HMMA, else FFMA; several where a kernel
+    builds its loop once per way of staging its tiles."""
     for useful in ("HGMMA", "HMMA", "FFMA"):
-        most = max((body.count(useful) for body in loops), default=0)
+        most = max((count(body, useful) for body in loops), default=0)
         if most:
-            return useful, [body for body in loops if body.count(useful) == most]
+            return useful, [body for body in loops if count(body, useful) == most]
     return None, []
 
 
+def count(body, opcode):
+    return sum(op == opcode for op, _ in body)
+
+
+def written(text):
+    """The registers an instruction writes, by its first operand: as wide as
+    its .64/.128/.x2/.x4/.WIDE suffix, or an HGMMA's f32 accumulators."""
+    opcode, _, operands = text.partition(" ")
+    first = re.match(r"R(\d+)\b", operands.strip())
+    if not first or re.match(r"(ST|RED|BRA|BAR|CALL|RET|EXIT)", opcode):
+        return set()
+    width = 1
+    if m := re.match(r"HGMMA\.64x(\d+)x", opcode):
+        width = int(m.group(1)) // 2
+    elif m := re.search(r"\.(64|128|x2|x4|WIDE)\b", opcode):
+        width = {"64": 2, "128": 4, "x2": 2, "x4": 4, "WIDE": 2}[m.group(1)]
+    return set(range(int(first.group(1)), int(first.group(1)) + width))
+
+
+def carried_fragments(body):
+    """HGMMAs of a loop whose A fragments (4 registers) the loop writes only
+    after them: at every iteration but the first they read what the last one
+    left there. None of our kernels means that - ptxas has given a loop-
+    invariant fragment (Q) the registers of one written in the loop (P)."""
+    problems = []
+    for i, (opcode, text) in enumerate(body):
+        a = re.match(r"HGMMA\S* R\d+, R(\d+),", text)
+        if not a:
+            continue
+        fragment = set(range(int(a.group(1)), int(a.group(1)) + 4))
+        before = any(written(t) & fragment for _, t in body[:i])
+        after = [t for _, t in body[i + 1:] if written(t) & fragment]
+        if after and not before:
+            problems.append(f"{text} reads what '{after[-1]}' wrote an iteration earlier")
+    return problems
+
+
 def main():
+    failed = False
     for ptx in sys.argv[1:]:
         with open(ptx) as f:
             arch = re.search(r"^\.target\s+(sm_\w+)", f.read(), re.M).group(1)
@@ -83,16 +127,22 @@ def main():
                 kernels[name].append(line)
         for name, lines in kernels.items():
             regs, spill = used.get(name, (None, None))
-            useful, loops = hot_loops(lines)
+            loops = loops_of(lines)
             for loop in loops:
-                counts = collections.Counter(loop)
+                for problem in carried_fragments(loop):
+                    print(f"{os.path.basename(ptx)} {name}: ERROR: {problem}")
+                    failed = True
+            useful, hottest = hot_loops(loops)
+            for loop in hottest:
+                counts = collections.Counter(op for op, _ in loop)
                 mix = " ".join(f"{op} {n}" for op, n in counts.most_common(12))
                 local = counts["LDL"] + counts["STL"]
                 print(f"{os.path.basename(ptx)} {name}: {regs} registers, {spill} bytes "
                       f"spilled; hot loop {len(loop)} instructions "
                       f"({len(loop) / counts[useful]:.1f} per {useful}, {local} local memory, "
                       f"{counts['LDGSTS']} cp.async): {mix}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -68,7 +68,9 @@ int64_t columnsFor(int64_t headDim) {
 /// accumulators overflow a thread's registers (ptxas, sm_90: the dK/dV
 /// kernel spilled 76 bytes at head dim 128, 516 at 160; none now). Below,
 /// the registers hold them without spilling and save the ldmatrix.
-bool rowsInSharedFor(int64_t headDim) { return MmaAttentionKernelBase::dimSteps(headDim) >= 8; }
+bool rowsInSharedFor(int64_t headDim, bool warpgroupMma) {
+  return warpgroupMma || MmaAttentionKernelBase::dimSteps(headDim) >= 8;
+}
 
 class MmaQueryGradientKernel : MmaAttentionKernelBase {
 public:
@@ -77,7 +79,7 @@ public:
                          bool warpgroupMma, Value rowDots)
       : MmaAttentionKernelBase(kb, in, emulate, kWarps, columnsFor(headDimOf(in)), /*rowTiles=*/1,
                                warpgroupMma),
-        rowsInShared(rowsInSharedFor(headDim)), rowDots(rowDots) {}
+        rowsInShared(rowsInSharedFor(headDim, warpgroupMma)), rowDots(rowDots) {}
 
   void emit() {
     forEachRowBlock(seqQ, sharedTileRows(rowsInShared ? 2 : 0), {},
@@ -171,7 +173,7 @@ public:
                        bool warpgroupMma, Value rowDots)
       : MmaAttentionKernelBase(kb, in, emulate, kWarps, columnsFor(headDimOf(in)), /*rowTiles=*/1,
                                warpgroupMma),
-        rowsInShared(rowsInSharedFor(headDim)), rowDots(rowDots) {}
+        rowsInShared(rowsInSharedFor(headDim, warpgroupMma)), rowDots(rowDots) {}
 
   void emit() {
     forEachRowBlock(seqK, sharedTileRows(rowsInShared ? 2 : 0),

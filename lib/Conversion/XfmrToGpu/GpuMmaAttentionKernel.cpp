@@ -88,7 +88,7 @@ ForwardLayout layoutFor(int64_t headDim, bool warpgroupMma) {
   if (steps <= 8 && !warpgroupMma)
     return {4, 2, kKeysPerTile, /*queryInShared=*/steps > 4, false};
   return {8, 1, warpgroupMma && steps <= 8 ? 2 * kKeysPerTile : kKeysPerTile,
-          /*queryInShared=*/false, warpgroupMma};
+          /*queryInShared=*/warpgroupMma, warpgroupMma};
 }
 
 class MmaForwardKernel : MmaAttentionKernelBase {

@@ -711,24 +711,29 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // With warpgroup-mma (sm_90a), the bf16 attention forward multiplies by
 // wgmma.mma_async: a block of 2 warpgroups (256 threads) per 128 query
 // rows; K and V tiles of 128 keys staged as 8 x 8 core matrices
-// ([16][16][8][8]: 128 rows of head dim 128, 32 KB each, three stages in
-// 192 KB of dynamic shared memory), copied by cp.async, then fenced for the
-// async proxy before the tile's barrier. Per tile, S = Q K^T: the Q
-// fragments and wgmma.fence, then 8 MMAs of m64n128k16 (one per 16 of the
-// head dim, 256 bytes = 16 units apart along K), K-major (trans-b 0; the
-// first without reading D), committed, the next tile's copies issued while
-// they run, then waited for (with the last tile's P V); then O += P V: 8
-// MMAs of m64n128k16 (one per 16 keys, 4 KB = 256 units apart), V N-major
-// (trans-b 1), committed and left running into the next tile; after the
-// loop, waited for. The descriptors: K's leading
-// byte offset 128 (the next 8 columns, K) and stride 2048 (the next 8 key
-// rows, N): (8 << 16) | (128 << 32); V's leading 2048 (the next 8 key
+// ([16][16][8][8]: 128 rows of head dim 128, 32 KB each, three stages),
+// and the block's Q rows the same way (32 KB more: 224 KB of dynamic shared
+// memory), copied by cp.async, then fenced for the async proxy before the
+// tile's barrier. Per tile, S = Q K^T: wgmma.fence, then 8 MMAs of
+// m64n128k16 (one per 16 of the head dim, 256 bytes = 16 units apart along
+// K), both factors by descriptor - Q from the warpgroup's 64 rows (t / 128
+// * 64), K-major (trans-a 0), K K-major (trans-b 0); the first without
+// reading D -, committed, the next tile's copies issued while they run,
+// then waited for (with the last tile's P V); then O += P V: 8 MMAs of
+// m64n128k16 (one per 16 keys, 4 KB = 256 units apart), P from registers,
+// V N-major (trans-b 1), committed and left running into the next tile;
+// after the loop, waited for. The descriptors: Q's and K's leading
+// byte offset 128 (the next 8 columns, K) and stride 2048 (the next 8
+// rows, M or N): (8 << 16) | (128 << 32); V's leading 2048 (the next 8 key
 // rows, K) and stride 128 (the next 8 columns, N): (128 << 16) | (8 << 32).
 // WGMMA-LABEL: func.func @warpgroup_mma_attention
 // WGMMA-DAG: %[[K_LAYOUT:.*]] = arith.constant 549756338176 : i64
 // WGMMA-DAG: %[[V_LAYOUT:.*]] = arith.constant 34368126976 : i64
-// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c196608_i32
+// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c229376_i32
 // WGMMA-COUNT-6: memref.view {{.*}} to memref<16x16x8x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA-NEXT: %[[Q_ROWS:.*]] = memref.view %{{.*}}[%c196608][] : {{.*}} to memref<16x16x8x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA: nvgpu.device_async_copy %{{.*}}[{{.*}}], %[[Q_ROWS]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], 8 {bypassL1}
+// WGMMA: scf.for
 // WGMMA: nvgpu.device_async_copy %{{.*}}[{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], 8 {bypassL1}
 // WGMMA: scf.for
 // WGMMA: "cp.async.wait_group 0;"
@@ -737,11 +742,18 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // WGMMA: "wgmma.fence.sync.aligned;"
 // WGMMA: arith.addi %{{.*}}, %c0_i64 : i64
 // WGMMA-NEXT: arith.ori %{{.*}}, %[[K_LAYOUT]] : i64
-// WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 0;
+// WGMMA-NEXT: %[[WARPGROUP:.*]] = arith.divui %{{.*}}, %c128 : index
+// WGMMA-NEXT: arith.muli %[[WARPGROUP]], %c64 : index
+// WGMMA: memref.extract_aligned_pointer_as_index %[[Q_ROWS]]
+// WGMMA: arith.addi %{{.*}}, %c0_i64 : i64
+// WGMMA-NEXT: arith.ori %{{.*}}, %[[K_LAYOUT]] : i64
+// WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, $64, $65, p, 1, 1, 0, 0;
 // WGMMA: arith.addi %{{.*}}, %c16_i64 : i64
 // WGMMA-NEXT: arith.ori %{{.*}}, %[[K_LAYOUT]] : i64
-// WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, {$128, $129, $130, $131}, $132, p, 1, 1, 0;
-// WGMMA-COUNT-6: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
+// WGMMA: arith.addi %{{.*}}, %c16_i64 : i64
+// WGMMA-NEXT: arith.ori %{{.*}}, %[[K_LAYOUT]] : i64
+// WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, $128, $129, p, 1, 1, 0, 0;
+// WGMMA-COUNT-6: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 // WGMMA-NOT: wgmma.mma_async
 // WGMMA: "wgmma.commit_group.sync.aligned;"
 // WGMMA-NOT: wgmma.wait_group
@@ -815,9 +827,10 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // computed.
 // With warpgroup-mma (sm_90a), each kernel's 4 warps are one warpgroup
 // and every product a wgmma.mma_async: the tiles staged as core matrices
-// ([8][6][8][8]: 64 rows of the head dim padded to 48) in three stages;
-// per tile S = Q K^T and dP = dO V^T (3 MMAs m64n64k16 each, one per 16 of
-// the head dim, fragments in registers, K-major: trans-b 0), each
+// ([8][6][8][8]: 64 rows of the head dim padded to 48) in three stages,
+// the block's rows (Q and dO; K and V) so too; per tile S = Q K^T and dP =
+// dO V^T (3 MMAs m64n64k16 each, one per 16 of the head dim, both factors
+// by descriptor, K-major: trans-a 0, trans-b 0), each
 // committed and waited for; dQ += dS K (4 MMAs m64n48k16, one per 16
 // keys, N-major: trans-b 1) left running into the next tile and waited
 // for after the loop. The dK/dV kernel's two updates (dV += P^T dO, dK +=
@@ -830,18 +843,21 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // WGMMA-DAG: %[[N_MAJOR:.*]] = arith.constant 34362884096 : i64
 // WGMMA-DAG: %[[K_MAJOR:.*]] = arith.constant 206158954496 : i64
 // WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128,
-// WGMMA-COUNT-6: memref.get_global @{{.*}} : memref<8x6x8x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA-COUNT-8: memref.get_global @{{.*}} : memref<8x6x8x8xbf16, #gpu.address_space<workgroup>>
 // WGMMA: scf.for
 // WGMMA: "fence.proxy.async.shared::cta;"
 // WGMMA-NEXT: gpu.barrier
 // WGMMA: arith.ori %{{.*}}, %[[K_MAJOR]] : i64
-// WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$32, $33, $34, $35}, $36, p, 1, 1, 0;
-// WGMMA-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
+// WGMMA-NEXT: %[[WARPGROUP:.*]] = arith.divui %{{.*}}, %c128 : index
+// WGMMA-NEXT: arith.muli %[[WARPGROUP]], %c64 : index
+// WGMMA: arith.ori %{{.*}}, %[[K_MAJOR]] : i64
+// WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, $32, $33, p, 1, 1, 0, 0;
+// WGMMA-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 // WGMMA-NOT: wgmma.mma_async
 // WGMMA: "wgmma.commit_group.sync.aligned;"
 // WGMMA: nvgpu.device_async_copy
 // WGMMA: "wgmma.wait_group.sync.aligned 0;"
-// WGMMA-COUNT-3: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
+// WGMMA-COUNT-3: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 // WGMMA: "wgmma.commit_group.sync.aligned;"
 // WGMMA-NEXT: "wgmma.wait_group.sync.aligned 0;"
 // WGMMA: math.exp2
@@ -854,11 +870,12 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // WGMMA: "wgmma.wait_group.sync.aligned 0;"
 // WGMMA-NOT: wgmma
 // WGMMA: gpu.terminator
-// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128,
-// WGMMA-COUNT-6: memref.get_global @{{.*}} : memref<8x6x8x8xbf16, #gpu.address_space<workgroup>>
-// WGMMA-COUNT-6: memref.get_global @{{.*}} : memref<64xf32, #gpu.address_space<workgroup>>
+// The dK/dV kernel's 8 tiles and 6 arrays of 64 f32 take 50688 bytes: dynamic.
+// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c50688_i32
+// WGMMA-COUNT-8: memref.view {{.*}} to memref<8x6x8x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA-COUNT-6: memref.view {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
 // WGMMA: scf.for
-// WGMMA-COUNT-6: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0;
+// WGMMA-COUNT-6: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 // WGMMA: math.exp2
 // WGMMA-COUNT-4: wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
 // WGMMA-NOT: wgmma.mma_async
