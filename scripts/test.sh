@@ -7,4 +7,5 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${XFMR_BUILD_DIR:-$root/build}"
 "$root/scripts/install-deps.sh"
 "$root/scripts/build.sh"
+"$root/scripts/fetch-nvdisasm.sh"
 ninja -C "$build" check-xfmr

@@ -44,6 +44,19 @@ ptxas = os.path.join(config.cuda_root, "bin", "ptxas")
 if os.path.exists(ptxas):
     config.available_features.add("ptxas")
     config.substitutions.append(("%ptxas", ptxas))
+# The SASS checks need ptxas and nvdisasm: the toolkit's, or the one
+# scripts/fetch-nvdisasm.sh put in build/tools/.
+config.substitutions.append(("%sass_mix", "/usr/bin/python3 " + os.path.join(
+    config.xfmr_src_root, "bench", "gpu", "sass_mix.py")))
+nvdisasm = next((path for path in (os.path.join(config.cuda_root, "bin", "nvdisasm"),
+                                   os.path.join(config.xfmr_obj_root, "tools", "nvdisasm"))
+                 if os.path.exists(path)), None)
+if os.path.exists(ptxas) and nvdisasm:
+    config.available_features.add("nvdisasm")
+    config.substitutions.append(("%nvdisasm", nvdisasm))
+elif os.path.exists(ptxas):
+    lit_config.note("no nvdisasm (scripts/fetch-nvdisasm.sh fetches it): the SASS checks "
+                    "of the sm_90a kernels are UNSUPPORTED")
 fatbinary = os.path.join(config.cuda_root, "bin", "fatbinary")
 if os.path.exists(ptxas) and os.path.exists(fatbinary):
     config.available_features.add("fatbinary")

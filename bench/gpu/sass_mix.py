@@ -10,7 +10,10 @@ where there are several). The figures of the closing notes ("hot loop 785 ->
 647 instructions") come from here.
 
   xfmrc model.mlir --target=nvptx --emit=ptx -o model.ptx
-  sass_mix.py model.ptx ...
+  sass_mix.py model.ptx ...      (or nvdisasm -c listings: kernel.sass)
+
+It also fails (exit 1, an ERROR line) where a loop's warpgroup MMA reads A
+fragments from registers the loop writes only after it (carried_fragments).
 
 ptxas: $PTXAS or /usr/local/cuda/bin/ptxas; nvdisasm: $NVDISASM, else on the
 PATH or next to ptxas (without the CUDA toolkit's, `pip install
@@ -107,17 +110,25 @@ def carried_fragments(body):
     return problems
 
 
+def disassemble(path):
+    """({kernel: (registers, spill bytes)}, the SASS listing) of a PTX file,
+    or (nothing, the listing) of an nvdisasm -c listing (.sass)."""
+    with open(path) as f:
+        text = f.read()
+    if path.endswith(".sass"):
+        return {}, text
+    arch = re.search(r"^\.target\s+(sm_\w+)", text, re.M).group(1)
+    cubin = os.path.splitext(path)[0] + f".{arch}.cubin"
+    log = subprocess.run([PTXAS, "-v", f"-arch={arch}", path, "-o", cubin], check=True,
+                         capture_output=True, text=True).stderr
+    return registers(log), subprocess.run([NVDISASM, "-c", cubin], check=True,
+                                          capture_output=True, text=True).stdout
+
+
 def main():
     failed = False
     for ptx in sys.argv[1:]:
-        with open(ptx) as f:
-            arch = re.search(r"^\.target\s+(sm_\w+)", f.read(), re.M).group(1)
-        cubin = os.path.splitext(ptx)[0] + f".{arch}.cubin"
-        log = subprocess.run([PTXAS, "-v", f"-arch={arch}", ptx, "-o", cubin], check=True,
-                             capture_output=True, text=True).stderr
-        used = registers(log)
-        sass = subprocess.run([NVDISASM, "-c", cubin], check=True, capture_output=True,
-                              text=True).stdout
+        used, sass = disassemble(ptx)
         kernels, name = collections.OrderedDict(), None
         for line in sass.splitlines():
             if m := re.match(r"\s*\.text\.(\w+):", line):
@@ -137,7 +148,7 @@ def main():
                 counts = collections.Counter(op for op, _ in loop)
                 mix = " ".join(f"{op} {n}" for op, n in counts.most_common(12))
                 local = counts["LDL"] + counts["STL"]
-                print(f"{os.path.basename(ptx)} {name}: {regs} registers, {spill} bytes "
+                print(f"{os.path.basename(ptx)} {name}: {regs or '?'} registers, {spill or 0} bytes "
                       f"spilled; hot loop {len(loop)} instructions "
                       f"({len(loop) / counts[useful]:.1f} per {useful}, {local} local memory, "
                       f"{counts['LDGSTS']} cp.async): {mix}")

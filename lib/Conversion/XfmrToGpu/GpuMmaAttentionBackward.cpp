@@ -35,10 +35,9 @@
 // while the current one is computed.
 //
 // With warpgroup MMAs (sm_90a), a block's 4 warps are one warpgroup and
-// every product a wgmma.mma_async of its 64 rows: the row factors as A
-// fragments in registers or, from head dim 128, by descriptor from the
-// block's rows in shared memory; the streamed tiles (three stages, core
-// matrices) as B. Each kernel's head-dim updates (dQ; dV and dK) run on
+// every product a wgmma.mma_async of its 64 rows: the row factors by
+// descriptor from the block's rows in shared memory; the streamed tiles
+// (three stages, core matrices) as B. Each kernel's head-dim updates (dQ; dV and dK) run on
 // into the next tile, until its first products are waited for - dK's
 // alone in the dK/dV kernel (dV's are waited for at once), since ptxas
 // serializes every MMA of a kernel that leaves two groups in flight across
@@ -67,7 +66,8 @@ int64_t columnsFor(int64_t headDim) {
 /// than hold them: from head dim 128 on, where the fragments and head-dim
 /// accumulators overflow a thread's registers (ptxas, sm_90: the dK/dV
 /// kernel spilled 76 bytes at head dim 128, 516 at 160; none now). Below,
-/// the registers hold them without spilling and save the ldmatrix.
+/// the registers hold them without spilling and save the ldmatrix. With
+/// warpgroup MMAs always in shared memory (GpuMmaAttentionBase.h).
 bool rowsInSharedFor(int64_t headDim, bool warpgroupMma) {
   return warpgroupMma || MmaAttentionKernelBase::dimSteps(headDim) >= 8;
 }

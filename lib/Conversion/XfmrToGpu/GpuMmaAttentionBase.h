@@ -253,7 +253,11 @@ protected:
   /// The A factor of products(): the warp's rows of an operand, as A
   /// fragments in a private array (fragmentArray, loadFragments), or, where
   /// those would take too many registers, as a shared tile of the block's
-  /// rows (stageRows), read by ldmatrix at each use.
+  /// rows (stageRows), read by ldmatrix at each use - with warpgroup MMAs
+  /// always the latter, read by descriptor: ptxas 13.0 (sm_90a) gave
+  /// loop-invariant A fragments of wgmma the registers of fragments the
+  /// loop writes after them (P, dS), so that every tile but the first read
+  /// those (bench/gpu/sass_mix.py checks the SASS for it).
   struct RowFactor {
     mlir::Value array;
     bool shared = false;
@@ -634,7 +638,7 @@ protected:
                                           llvm::function_ref<void()> whileMultiplying = nullptr,
                                           mlir::Value pending = {}) {
     if (emulate == Emulation::None && warpgroupMma)
-      return productsOnWarpgroup(t, lane, x, tile, whileMultiplying, pending);
+      return productsOnWarpgroup(t, x, tile, whileMultiplying, pending);
     if (whileMultiplying)
       whileMultiplying();
     return emulate == Emulation::None ? productsOnTensorCores(t, lane, x, tile)
@@ -812,23 +816,17 @@ private:
   }
 
   /// The same products by warpgroup MMAs, one per head-dim step.
-  llvm::SmallVector<mlir::Value> productsOnWarpgroup(mlir::Value t, const Lane &lane,
-                                                     const RowFactor &x, mlir::Value tile,
+  llvm::SmallVector<mlir::Value> productsOnWarpgroup(mlir::Value t, const RowFactor &x,
+                                                     mlir::Value tile,
                                                      llvm::function_ref<void()> whileMultiplying,
                                                      mlir::Value pending) {
     assert(rowTiles == 1 && "a warp's 16 rows of a warpgroup's 64");
-    llvm::SmallVector<mlir::Value> aWords;
-    if (!x.shared)
-      for (int64_t s = 0; s < steps; ++s)
-        llvm::append_range(aWords, rowFragment(t, lane, x, 0, s));
-    aWords = mma.fenceForWarpgroupMma(aWords);
+    assert(x.shared && "loop-invariant rows by descriptor (RowFactor)");
+    mma.fenceForWarpgroupMma({});
     llvm::SmallVector<mlir::Value> acc;
     for (int64_t s = 0; s < steps; ++s) {
       MmaBuilder::SharedOperand b = stepOperand(tile, s, /*kAlongRows=*/false);
-      acc = x.shared ? mma.warpgroupMultiply(rowsOperand(t, x.array, s), b, acc, columns)
-                     : mma.warpgroupMultiply(llvm::ArrayRef<mlir::Value>(aWords).slice(
-                                                 s * kAccumulators, kAccumulators),
-                                             b, acc, columns);
+      acc = mma.warpgroupMultiply(rowsOperand(t, x.array, s), b, acc, columns);
     }
     mma.commitWarpgroupMma();
     if (whileMultiplying)

@@ -43,9 +43,11 @@
 // With warpgroup MMAs (sm_90a): 8 warps of 16 rows, each product of a
 // warpgroup's 64 rows by the whole tile per 16 of K or keys (wgmma.mma_async:
 // d/16 MMAs of m64n{c}k16, then c/16 of m64n{d}k16, c = 128 keys a tile up
-// to head dim 128, else 64), the tiles in three stages (j % 3): S's MMAs
-// are issued, then tile j + 1's copies, then both S and tile j - 1's P V
-// (left running past the barrier into tile j) are waited for.
+// to head dim 128, else 64), Q's rows in shared memory like the tiles (both
+// factors of S by descriptor, as FlashAttention-3), the tiles in three
+// stages (j % 3): S's MMAs are issued, then tile j + 1's copies, then both
+// S and tile j - 1's P V (left running past the barrier into tile j) are
+// waited for.
 //
 // The tensor-core products and the staging are GpuMmaAttentionBase.h's.
 //
@@ -73,12 +75,14 @@ constexpr int64_t kKeysPerTile = 64;
 /// staged in shared memory and read by ldmatrix at each use (as
 /// FlashAttention-2). Above 128, 8 warps of 16 rows, Q in registers. With
 /// warpgroup MMAs (sm_90a), always the latter: two warpgroups of 64 rows,
-/// whose tensor cores read K and V from shared memory themselves, in tiles
-/// of 128 keys up to head dim 128 (as FlashAttention-3): a tile's fixed
-/// costs (the rescaling of O, copies, descriptors, barrier, waits) then
-/// come once per 128 keys - ptxas, sm_90a, s4096 d128: 680 instructions a
-/// warp per 128 keys against 465 per 64, 242 registers against 198, no
-/// spill; three stages of them take 192 KB of shared memory.
+/// whose tensor cores read Q, K and V from shared memory themselves, in
+/// tiles of 128 keys up to head dim 128 (as FlashAttention-3): a tile's
+/// fixed costs (the rescaling of O, copies, descriptors, barrier, waits)
+/// then come once per 128 keys - ptxas, sm_90a, s4096 d128: 717
+/// instructions a warp per 128 keys, 248 registers, no spill; three stages
+/// of them and Q's rows take 224 KB of shared memory. Q never comes from
+/// registers there: ptxas 13.0 gave its loop-invariant fragments the
+/// registers of P's (GpuMmaAttentionBase.h).
 struct ForwardLayout {
   int64_t warps, rowTiles, keysPerTile;
   bool queryInShared, warpgroupMma;
@@ -104,7 +108,7 @@ public:
 
   /// Whether a block's shared memory holds the two stages of K and V tiles
   /// (and Q's rows), and a thread's registers its state, in the mma.sync
-  /// layout. The warpgroup-MMA one (sm_90a only) needs at most 192 KB (head
+  /// layout. The warpgroup-MMA one (sm_90a only) needs at most 224 KB (head
   /// dim 128), within sm_90's 227 KB.
   static bool fits(int64_t headDim) {
     ForwardLayout layout = layoutFor(headDim, /*warpgroupMma=*/false);
