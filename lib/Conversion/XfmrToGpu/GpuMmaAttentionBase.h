@@ -782,8 +782,8 @@ private:
   /// the block's rows in the shared tile `rows` (K-major): the rows of
   /// thread t's warpgroup.
   MmaBuilder::SharedOperand rowsOperand(mlir::Value t, mlir::Value rows, int64_t s) {
-    mlir::Value first =
-        kb.muli(kb.divui(t, MmaBuilder::kWarpgroupThreads), MmaBuilder::kWarpgroupRows);
+    mlir::Value first = kb.muli(block.warpUniform(kb.divui(t, MmaBuilder::kWarpgroupThreads)),
+                                MmaBuilder::kWarpgroupRows);
     return mma.matrixDescriptor(rows, mma.coreMatrixIndices(first, kb.index(0)),
                                 MmaBuilder::coreMatrixOffset(0, s * MmaBuilder::kK, paddedDim),
                                 paddedDim, /*kAlongRows=*/false);

@@ -179,6 +179,16 @@ void ThreadBlockBuilder::allReduceLanes(ArrayRef<Value> arrays, int64_t size, in
   }
 }
 
+Value ThreadBlockBuilder::warpUniform(Value value) {
+  if (emulate != Emulation::None)
+    return value;
+  Value word = arith::IndexCastUIOp::create(b, loc, b.getI32Type(), value);
+  Value first =
+      mlir::gpu::ShuffleOp::create(b, loc, word, 0, 32, mlir::gpu::ShuffleMode::IDX)
+          .getShuffleResult();
+  return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), first);
+}
+
 Value ThreadBlockBuilder::privateArray(ArrayRef<int64_t> shape, Type elementType) {
   if (!elementType)
     elementType = b.getF32Type();

@@ -77,6 +77,12 @@ public:
   void allReduceLanes(llvm::ArrayRef<mlir::Value> arrays, int64_t size, int64_t laneBits,
                       llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine);
 
+  /// `value` (an index the same in every lane of a warp) as lane 0's, by a
+  /// shuffle on a GPU - so that ptxas knows it uniform and keeps what is
+  /// computed from it in uniform registers (as CUTLASS's
+  /// canonical_warp_group_idx) - unchanged when emulated.
+  mlir::Value warpUniform(mlir::Value value);
+
   /// An array of `shape` (f32 unless `elementType` says otherwise) that
   /// each thread has its own copy of. Emulated, every thread's copy is
   /// readable by the others (`at` with their thread id); a GPU thread reads

@@ -717,8 +717,9 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // tile's barrier. Per tile, S = Q K^T: wgmma.fence, then 8 MMAs of
 // m64n128k16 (one per 16 of the head dim, 256 bytes = 16 units apart along
 // K), both factors by descriptor - Q from the warpgroup's 64 rows (t / 128
-// * 64), K-major (trans-a 0), K K-major (trans-b 0); the first without
-// reading D -, committed, the next tile's copies issued while they run,
+// * 64, lane 0's: a shuffle tells ptxas it is uniform, so the descriptors
+// stay in uniform registers), K-major (trans-a 0), K K-major (trans-b 0);
+// the first without reading D -, committed, the next tile's copies issued while they run,
 // then waited for (with the last tile's P V); then O += P V: 8 MMAs of
 // m64n128k16 (one per 16 keys, 4 KB = 256 units apart), P from registers,
 // V N-major (trans-b 1), committed and left running into the next tile;
@@ -743,7 +744,10 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // WGMMA: arith.addi %{{.*}}, %c0_i64 : i64
 // WGMMA-NEXT: arith.ori %{{.*}}, %[[K_LAYOUT]] : i64
 // WGMMA-NEXT: %[[WARPGROUP:.*]] = arith.divui %{{.*}}, %c128 : index
-// WGMMA-NEXT: arith.muli %[[WARPGROUP]], %c64 : index
+// WGMMA-NEXT: %[[WORD:.*]] = arith.index_castui %[[WARPGROUP]] : index to i32
+// WGMMA-NEXT: %[[LANE0:.*]], %{{.*}} = gpu.shuffle  idx %[[WORD]], %c0_i32, %c32_i32 : i32
+// WGMMA-NEXT: %[[UNIFORM:.*]] = arith.index_castui %[[LANE0]] : i32 to index
+// WGMMA-NEXT: arith.muli %[[UNIFORM]], %c64 : index
 // WGMMA: memref.extract_aligned_pointer_as_index %[[Q_ROWS]]
 // WGMMA: arith.addi %{{.*}}, %c0_i64 : i64
 // WGMMA-NEXT: arith.ori %{{.*}}, %[[K_LAYOUT]] : i64
@@ -849,7 +853,10 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // WGMMA-NEXT: gpu.barrier
 // WGMMA: arith.ori %{{.*}}, %[[K_MAJOR]] : i64
 // WGMMA-NEXT: %[[WARPGROUP:.*]] = arith.divui %{{.*}}, %c128 : index
-// WGMMA-NEXT: arith.muli %[[WARPGROUP]], %c64 : index
+// WGMMA-NEXT: %[[WORD:.*]] = arith.index_castui %[[WARPGROUP]] : index to i32
+// WGMMA-NEXT: %[[LANE0:.*]], %{{.*}} = gpu.shuffle  idx %[[WORD]], %c0_i32, %c32_i32 : i32
+// WGMMA-NEXT: %[[UNIFORM:.*]] = arith.index_castui %[[LANE0]] : i32 to index
+// WGMMA-NEXT: arith.muli %[[UNIFORM]], %c64 : index
 // WGMMA: arith.ori %{{.*}}, %[[K_MAJOR]] : i64
 // WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, $32, $33, p, 1, 1, 0, 0;
 // WGMMA-COUNT-2: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
