@@ -96,7 +96,9 @@ def carried_fragments(body):
     """HGMMAs of a loop whose A fragments (4 registers) the loop writes only
     after them: at every iteration but the first they read what the last one
     left there. None of our kernels means that - ptxas has given a loop-
-    invariant fragment (Q) the registers of one written in the loop (P)."""
+    invariant fragment (Q) the registers of one written in the loop (P).
+    Also HGMMAs whose A fragments are written while they may still read
+    them: before the next wait (WARPGROUP.DEPBAR), past the back edge too."""
     problems = []
     for i, (opcode, text) in enumerate(body):
         a = re.match(r"HGMMA\S* R\d+, R(\d+),", text)
@@ -107,6 +109,12 @@ def carried_fragments(body):
         after = [t for _, t in body[i + 1:] if written(t) & fragment]
         if after and not before:
             problems.append(f"{text} reads what '{after[-1]}' wrote an iteration earlier")
+        for _, t in body[i + 1:] + body[:i]:
+            if t.startswith("WARPGROUP.DEPBAR"):
+                break
+            if written(t) & fragment and not t.startswith("HGMMA"):
+                problems.append(f"'{t}' overwrites the A fragment of {text} in flight")
+                break
     return problems
 
 
