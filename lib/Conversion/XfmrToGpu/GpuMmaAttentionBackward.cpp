@@ -37,11 +37,11 @@
 // With warpgroup MMAs (sm_90a), a block's 4 warps are one warpgroup and
 // every product a wgmma.mma_async of its 64 rows: the row factors by
 // descriptor from the block's rows in shared memory; the streamed tiles
-// (three stages, core matrices) as B. Each kernel's head-dim updates (dQ; dV and dK) run on
-// into the next tile, until its first products are waited for - dK's
-// alone in the dK/dV kernel (dV's are waited for at once), since ptxas
-// serializes every MMA of a kernel that leaves two groups in flight across
-// its loop's back edge (C7514).
+// (three stages, core matrices) as B. Each kernel's head-dim updates (dQ;
+// dV and dK) run on into the next tile, until its first products are
+// waited for - dK's alone in the dK/dV kernel (dV's are waited for at
+// once), since ptxas serializes every MMA of a kernel that leaves two
+// groups in flight across its loop's back edge (C7514).
 //
 //===----------------------------------------------------------------------===//
 

@@ -183,9 +183,8 @@ Value ThreadBlockBuilder::warpUniform(Value value) {
   if (emulate != Emulation::None)
     return value;
   Value word = arith::IndexCastUIOp::create(b, loc, b.getI32Type(), value);
-  Value first =
-      mlir::gpu::ShuffleOp::create(b, loc, word, 0, 32, mlir::gpu::ShuffleMode::IDX)
-          .getShuffleResult();
+  Value first = mlir::gpu::ShuffleOp::create(b, loc, word, 0, 32, mlir::gpu::ShuffleMode::IDX)
+                    .getShuffleResult();
   return arith::IndexCastUIOp::create(b, loc, b.getIndexType(), first);
 }
 
