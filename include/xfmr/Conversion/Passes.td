@@ -71,9 +71,9 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
       staged row-major in two shared stages, copied 16 bytes at a time by
       `cp.async` a tile ahead where the operands' layout allows (checked at
       run time). With `warpgroup-mma` (sm_90a), two warpgroups of 64 rows
-      multiply by `wgmma.mma_async` instead, K and V staged as 8 x 8 core
-      matrices that the tensor cores read from shared memory, 128 keys a
-      tile up to head dim 128 (64 above).
+      multiply by `wgmma.mma_async` instead, Q, K and V staged as 8 x 8
+      core matrices that the tensor cores read from shared memory, 128 keys
+      a tile up to head dim 128 (64 above).
     - `fused_attention_backward` of such q, k and v (the output and its
       gradient read narrow too when they widen values of q's type): the
       same two launches on tensor cores, dQ first (a block per 64 query
@@ -81,8 +81,8 @@ def ConvertXfmrToGpuKernels : Pass<"convert-xfmr-to-gpu-kernels"> {
       and dV (a block per 64 key rows); probabilities and score gradients
       rounded to the narrow type as factors. With `warpgroup-mma`, each
       kernel's 4 warps are one warpgroup and every product a
-      `wgmma.mma_async`, the streamed tiles (and, from head dim 128, the
-      block's rows: A by descriptor) staged as core matrices.
+      `wgmma.mma_async`, the streamed tiles and the block's rows (A by
+      descriptor) staged as core matrices.
     - Low-precision ops computed in f32 (`xfmr-compute-in-f32`) keep their
       bf16/f16 values in memory: a kernel reads operands that are
       `arith.extf` of bf16 or f16 values (a bias, a residual, a row

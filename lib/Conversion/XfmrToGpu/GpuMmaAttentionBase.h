@@ -690,10 +690,9 @@ protected:
     llvm::append_range(values, alsoWaited);
     values = mma.waitForWarpgroupMma(values, pending);
     llvm::ArrayRef<mlir::Value> waited(values);
-    for (auto [i, acc] : llvm::enumerate(arrays)) {
-      int64_t size = dims / arrays.size();
+    int64_t size = dims / std::max<int64_t>(arrays.size(), 1);
+    for (auto [i, acc] : llvm::enumerate(arrays))
       storeAccumulators(t, acc, waited.slice(i * size, size));
-    }
     return llvm::SmallVector<mlir::Value>(waited.drop_front(dims));
   }
 
