@@ -118,6 +118,24 @@ def carried_fragments(body):
     return problems
 
 
+def under_mma(body):
+    """How many of a loop's MUFU (the softmax's exponentials) issue while a
+    group of warpgroup MMAs is in flight (after an HGMMA that ends a group,
+    gsb0, before the WARPGROUP.DEPBAR that waits for it): what the tensor
+    cores overlap. ptxas waits for every group where branches join, and
+    before it writes a register an MMA in flight reads (where its register
+    allocation reuses one), so either undoes a software pipeline."""
+    in_flight = overlapped = 0
+    for opcode, text in body:
+        if opcode == "HGMMA" and "gsb0" in text:
+            in_flight += 1
+        elif m := re.match(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x(\d+)", text):
+            in_flight = min(in_flight, int(m.group(1)))
+        elif opcode == "MUFU" and in_flight:
+            overlapped += 1
+    return overlapped
+
+
 def disassemble(path):
     """({kernel: (registers, spill bytes)}, the SASS listing) of a PTX file,
     or (nothing, the listing) of an nvdisasm -c listing (.sass)."""
@@ -159,7 +177,8 @@ def main():
                 print(f"{os.path.basename(ptx)} {name}: {regs or '?'} registers, {spill or 0} bytes "
                       f"spilled; hot loop {len(loop)} instructions "
                       f"({len(loop) / counts[useful]:.1f} per {useful}, {local} local memory, "
-                      f"{counts['LDGSTS']} cp.async): {mix}")
+                      f"{counts['LDGSTS']} cp.async, {under_mma(loop)} of {counts['MUFU']} MUFU "
+                      f"under MMA): {mix}")
     return 1 if failed else 0
 
 

@@ -289,6 +289,26 @@ def ref_low_precision(x):
     return result
 
 
+def gen_long_attention():
+    # f32 on disk; the model's bf16 at load.
+    return dict(q=randn(1, 600, 2, 64), k=randn(1, 600, 2, 64), v=randn(1, 600, 2, 64),
+                cq=randn(1, 520, 1, 64), ck=randn(1, 600, 1, 64), cv=randn(1, 600, 1, 64),
+                eq=randn(1, 400, 1, 36), ek=randn(1, 400, 1, 36), ev=randn(1, 400, 1, 36))
+
+
+def ref_long_attention(x):
+    def stored(value):
+        return value.to(torch.bfloat16).to(F64)
+
+    q, k, v, cq, ck, cv, eq, ek, ev = (stored(t(x[n])) for n in
+                                       ("q", "k", "v", "cq", "ck", "cv", "eq", "ek", "ev"))
+    return {"long": stored(attention_reference(q, k, v, 0.125)),
+            "long_causal": stored(attention_reference(cq, ck, cv, 0.125,
+                                                      keep=causal_keep(520, 600))),
+            "long_causal_elements": stored(attention_reference(eq, ek, ev, 1 / 6,
+                                                               keep=causal_keep(400, 400)))}
+
+
 def gen_mma_gemm():
     return dict(x=randn(1500, 72), w=randn(1480, 72, scale=0.12), b=randn(1480, scale=0.2),
                 at=randn(72, 1500), m=randn(72, 1480, scale=0.12))
@@ -354,6 +374,7 @@ CASES = {"attention": (gen_attention, ref_attention),
          "linear": (gen_linear, ref_linear),
          "elementwise": (gen_elementwise, ref_elementwise),
          "low_precision": (gen_low_precision, ref_low_precision),
+         "long_attention": (gen_long_attention, ref_long_attention),
          "mma_gemm": (gen_mma_gemm, ref_mma_gemm)}
 TOLERANCE = 2e-5
 # The reference stores the same roundings, so only values that land near a
@@ -362,6 +383,7 @@ TOLERANCE = 2e-5
 # The gradients of the low-precision attentions too, though the reference
 # cannot store the backward's own roundings (see test/e2e/grad/low-precision.mlir).
 CASE_TOLERANCE = {"low_precision": {"_bf16": 8e-3, "_f16": 1e-3}, "mma_gemm": {"": 8e-3},
+                  "long_attention": {"": 8e-3},
                   "backward_bf16": {"": 8e-3}, "backward_f16": {"": 1e-3}}
 
 

@@ -128,13 +128,13 @@ private:
 
     streamTiles(
         kb.index(0), keyTileCount(q0, rowsPerBlock, columns), bi, hi, seqK, {in.k, in.v},
-        stagesOf(shared, 2), [&](Value k0, ArrayRef<Value> stage, CopyNext copyNext) {
-          Value keyTile = stage[0], valueTile = stage[1];
+        stagesOf(shared, 2), [&](const StreamedTile &tile) {
+          Value k0 = tile.first, keyTile = tile.stage[0], valueTile = tile.stage[1];
           block.phase(
               [&](Value t) {
                 Lane lane = laneOf(t, q0);
                 SmallVector<Value> qk =
-                    products(t, lane, rows[0], keyTile, [&] { copyNext(t); });
+                    products(t, lane, rows[0], keyTile, [&] { tile.copyNext(t); });
                 SmallVector<Value> gradP = products(t, lane, rows[1], valueTile);
                 ifMasked(keyTileNeedsMask(k0, lane), [&](bool masked) {
                   forEachAccumulator(columnTiles, [&](int64_t m, int64_t n, int64_t r) {
@@ -229,14 +229,14 @@ private:
     streamTiles(
         firstTile, kb.index(llvm::divideCeilSigned(seqQ, columns)), bi, hi, seqQ,
         {in.q, in.gradOut}, stageArrays,
-        [&](Value q0, ArrayRef<Value> stage, CopyNext copyNext) {
-          Value queryTile = stage[0], gradOutTile = stage[1], lseTile = stage[2],
-                dotTile = stage[3];
+        [&](const StreamedTile &tile) {
+          Value q0 = tile.first, queryTile = tile.stage[0], gradOutTile = tile.stage[1],
+                lseTile = tile.stage[2], dotTile = tile.stage[3];
           block.phase(
               [&](Value t) {
                 Lane lane = laneOf(t, k0);
                 SmallVector<Value> kq =
-                    products(t, lane, rows[0], queryTile, [&] { copyNext(t); });
+                    products(t, lane, rows[0], queryTile, [&] { tile.copyNext(t); });
                 SmallVector<Value> gradP = products(t, lane, rows[1], gradOutTile);
                 ifMasked(queryTileNeedsMask(q0, lane), [&](bool masked) {
                   forEachAccumulator(columnTiles, [&](int64_t m, int64_t n, int64_t r) {

@@ -139,9 +139,9 @@ protected:
   /// in stage j % 2, so that staging it needs no barrier after the reads of
   /// tile j - 1 (the last reads of its stage, tile j - 2's, came before the
   /// barrier after staging tile j - 1): one barrier a tile. With warpgroup
-  /// MMAs, a third (`stages`): tile j's second products may still run
-  /// during tile j + 1, until its first products are waited for, so tile
-  /// j + 2 is staged elsewhere.
+  /// MMAs, a third (`stages`): tile j's second products run during tile
+  /// j + 1 (the forward issues them there, behind its first), while tile
+  /// j + 2 is staged, so elsewhere.
   static constexpr int64_t kStages = 2;
   /// The arrays of tile `tile`'s stage, one of `stageArrays`.
   llvm::SmallVector<mlir::Value>
@@ -464,16 +464,21 @@ protected:
   /// (nvgpu.device_async_copy: cp.async.cg of 16 bytes, zero-filled past
   /// the `seq` rows and the head dim), as one group of copies, which
   /// waitForCopies waits for. Emulated, the vectors are copied at once.
+  /// Where `enabled` is given, the copies are built without branches and
+  /// copy only where it holds (elsewhere they zero-fill the tiles).
   void copyAsync(mlir::Value t, mlir::Value bi, mlir::Value hi, mlir::Value first, int64_t seq,
-                 int64_t rows, llvm::ArrayRef<Staged> operandsAndTiles) {
+                 int64_t rows, llvm::ArrayRef<Staged> operandsAndTiles, mlir::Value enabled = {}) {
     if (emulate != Emulation::None) {
-      forEachVector(t, rows, [&](mlir::Value row, mlir::Value c) {
-        for (auto [operand, tile] : operandsAndTiles)
-          mlir::vector::StoreOp::create(
-              b, loc, rowVector(operand, bi, hi, kb.addi(first, row), seq, c), tile, tileAt(row, c),
-              /*nontemporal=*/false, llvm::Align(2 * kVector));
-      });
-      return;
+      auto copies = [&] {
+        forEachVector(t, rows, [&](mlir::Value row, mlir::Value c) {
+          for (auto [operand, tile] : operandsAndTiles)
+            mlir::vector::StoreOp::create(b, loc,
+                                          rowVector(operand, bi, hi, kb.addi(first, row), seq, c),
+                                          tile, tileAt(row, c),
+                                          /*nontemporal=*/false, llvm::Align(2 * kVector));
+        });
+      };
+      return enabled ? kb.ifThen(enabled, copies) : copies();
     }
     // Rows clamped to the sequence (and the zero fill sized) only where it
     // ends inside the tile: elsewhere a copy's address is the row's, without
@@ -492,12 +497,18 @@ protected:
             if (paddedDim > headDim)
               inside = kb.below(c, headDim);
           }
+          if (enabled)
+            inside = inside ? mlir::arith::AndIOp::create(b, loc, inside, enabled) : enabled;
           mlir::Value readElements =
               inside ? kb.select(inside, kb.index(kVector), kb.index(0)) : mlir::Value();
           mma.copyAsync(tile, tileAt(row, c), operand, indices, readElements);
         }
       });
     };
+    if (enabled) {
+      copies(/*clampRows=*/true);
+      return mma.commitCopies();
+    }
     kb.ifThenElse(
         kb.below(kb.addi(first, kb.index(rows - 1)), seq), [&] { copies(false); },
         [&] { copies(true); });
@@ -566,6 +577,15 @@ protected:
 
   /// Thread t's part of copying the next tile of a streamTiles loop.
   using CopyNext = llvm::function_ref<void(mlir::Value)>;
+  /// A tile of a streamTiles loop: its first row, the arrays of its stage,
+  /// and copyNext(t); `peeled` and `masked` as streamTiles says.
+  struct StreamedTile {
+    mlir::Value first;
+    llvm::ArrayRef<mlir::Value> stage;
+    CopyNext copyNext;
+    bool peeled = false;
+    std::optional<bool> masked;
+  };
   /// A loop over the tiles [begin, end) of `columns` rows of the
   /// `operands` (`seq` rows each) through shared stages: each of
   /// `stageArrays` holds each operand's tile, in order, then any other
@@ -574,52 +594,90 @@ protected:
   /// run time), each thread copies its part of the next tile into its
   /// stage asynchronously while the current tile is computed, which hides
   /// the copies' latency; else it loads the tile element by element. Per
-  /// tile, `compute(first, stage, copyNext)` builds the phases that read
-  /// the stage, after the tile's one barrier; its first phase calls
-  /// copyNext(t) (which copies nothing where copies are not possible) where
-  /// it hides best, e.g. while the tile's first products run.
+  /// tile, `compute(tile)` builds the phases that read the stage, after
+  /// the tile's one barrier; its first phase calls tile.copyNext(t) (which
+  /// copies nothing where copies are not possible) where it hides best,
+  /// e.g. while the tile's first products run.
   /// `stageMore(t, first, stage)`, if given, stores the stage's other
   /// arrays (rows from `first`) before the barrier.
-  void streamTiles(
-      mlir::Value begin, mlir::Value end, mlir::Value bi, mlir::Value hi, int64_t seq,
-      llvm::ArrayRef<mlir::Value> operands,
-      llvm::ArrayRef<llvm::SmallVector<mlir::Value>> stageArrays,
-      llvm::function_ref<void(mlir::Value, llvm::ArrayRef<mlir::Value>, CopyNext)> compute,
-      llvm::function_ref<void(mlir::Value, mlir::Value, llvm::ArrayRef<mlir::Value>)> stageMore =
-          nullptr) {
+  ///
+  /// Where `maskedFrom` is given (software pipelines of warpgroup MMAs),
+  /// the loop holds no branch of its own: ptxas waits for all warpgroup
+  /// MMAs in flight where branches join. The first tile is built apart
+  /// (`peeled`: it has no predecessor to finish), the tiles after it in
+  /// two loops, those before tile `maskedFrom` with `masked` false, the
+  /// others with `masked` true, for compute to build without masks, or
+  /// with; the loops are built twice, for 16-byte copies and element by
+  /// element, and the copies of a tile past the end copy nothing.
+  void streamTiles(mlir::Value begin, mlir::Value end, mlir::Value bi, mlir::Value hi, int64_t seq,
+                   llvm::ArrayRef<mlir::Value> operands,
+                   llvm::ArrayRef<llvm::SmallVector<mlir::Value>> stageArrays,
+                   llvm::function_ref<void(const StreamedTile &)> compute,
+                   llvm::function_ref<void(mlir::Value, mlir::Value, llvm::ArrayRef<mlir::Value>)>
+                       stageMore = nullptr,
+                   mlir::Value maskedFrom = {}) {
     auto staged = [&](llvm::ArrayRef<mlir::Value> stage) {
       return llvm::map_to_vector(llvm::zip(operands, stage), [](auto pair) {
         return Staged(std::get<0>(pair), std::get<1>(pair));
       });
     };
     mlir::Value aligned = vectorCopies(operands);
-    auto copyTile = [&](mlir::Value t, mlir::Value tile) {
-      if (!aligned)
+    // `vectors`: whether copies are possible - where null, decided at run
+    // time by `aligned` (a branch), else statically.
+    auto copyTile = [&](mlir::Value t, mlir::Value tile, std::optional<bool> vectors) {
+      if (!aligned || vectors == false)
         return;
       llvm::SmallVector<mlir::Value> stage = stageOf(tile, stageArrays);
+      mlir::Value first = kb.muli(tile, columns);
+      if (vectors)
+        return copyAsync(t, bi, hi, first, seq, columns, staged(stage), kb.below(tile, end));
       kb.ifThen(mlir::arith::AndIOp::create(b, loc, aligned, kb.below(tile, end)),
-                [&] { copyAsync(t, bi, hi, kb.muli(tile, columns), seq, columns, staged(stage)); });
+                [&] { copyAsync(t, bi, hi, first, seq, columns, staged(stage)); });
     };
-    if (aligned)
-      block.phase([&](mlir::Value t) { copyTile(t, begin); }, /*barrier=*/false);
-    kb.forLoop(begin, end, 1, [&](mlir::Value tile) {
+    auto step = [&](mlir::Value tile, std::optional<bool> vectors, bool peeled,
+                    std::optional<bool> masked) {
       mlir::Value first = kb.muli(tile, columns);
       llvm::SmallVector<mlir::Value> stage = stageOf(tile, stageArrays);
       block.phase([&](mlir::Value t) {
         auto elements = [&] { stageElements(t, bi, hi, first, seq, columns, staged(stage)); };
-        if (aligned)
+        if (!aligned || vectors == false)
+          elements();
+        else if (vectors)
+          waitForCopies();
+        else
           kb.ifThenElse(
               aligned, [&] { waitForCopies(); }, elements);
-        else
-          elements();
         if (stageMore)
           stageMore(t, first, stage);
         if (warpgroupMma && emulate == Emulation::None)
           mma.fenceSharedForWarpgroupMma();
       });
       mlir::Value next = kb.addi(tile, kb.index(1));
-      compute(first, stage, [&](mlir::Value t) { copyTile(t, next); });
-    });
+      compute({first, stage, [&](mlir::Value t) { copyTile(t, next, vectors); }, peeled, masked});
+    };
+    if (aligned)
+      block.phase([&](mlir::Value t) { copyTile(t, begin, std::nullopt); }, /*barrier=*/false);
+    if (!maskedFrom) {
+      kb.forLoop(begin, end, 1, [&](mlir::Value tile) {
+        step(tile, std::nullopt, /*peeled=*/false, std::nullopt);
+      });
+    } else {
+      auto pipeline = [&](bool vectors) {
+        kb.ifThen(kb.below(begin, end),
+                  [&] { step(begin, vectors, /*peeled=*/true, std::nullopt); });
+        mlir::Value second = kb.addi(begin, kb.index(1));
+        mlir::Value split = kb.mini(mlir::arith::MaxSIOp::create(b, loc, maskedFrom, second), end);
+        kb.forLoop(second, split, 1,
+                   [&](mlir::Value tile) { step(tile, vectors, /*peeled=*/false, false); });
+        kb.forLoop(mlir::arith::MaxSIOp::create(b, loc, split, second), end, 1,
+                   [&](mlir::Value tile) { step(tile, vectors, /*peeled=*/false, true); });
+      };
+      if (aligned)
+        kb.ifThenElse(
+            aligned, [&] { pipeline(true); }, [&] { pipeline(false); });
+      else
+        pipeline(false);
+    }
     // No copy stays in flight past the loop: rows staged with the first
     // tile (stageRows) still are where there was no tile.
     if (aligned && emulate == Emulation::None)
@@ -643,6 +701,21 @@ protected:
       whileMultiplying();
     return emulate == Emulation::None ? productsOnTensorCores(t, lane, x, tile)
                                       : productsEmulated(t, lane, x, tile);
+  }
+
+  /// products() left running where they are warpgroup MMAs (else done at
+  /// once): readable after waitForProducts.
+  llvm::SmallVector<mlir::Value> issueProducts(mlir::Value t, const Lane &lane, const RowFactor &x,
+                                               mlir::Value tile) {
+    if (emulate == Emulation::None && warpgroupMma)
+      return issueOnWarpgroup(t, x, tile);
+    return products(t, lane, x, tile);
+  }
+  /// Waits for issueProducts' `products` (passed through) until at most
+  /// `pending` later groups of warpgroup MMAs are in flight.
+  llvm::SmallVector<mlir::Value>
+  waitForProducts(mlir::Value t, llvm::ArrayRef<mlir::Value> products, int64_t pending) {
+    return waitForAccumulators(t, {}, pending, products);
   }
 
   /// acc += F T: F thread t's warp's [16 row tiles, columns] accumulators
@@ -814,11 +887,10 @@ private:
     }
   }
 
-  /// The same products by warpgroup MMAs, one per head-dim step.
-  llvm::SmallVector<mlir::Value> productsOnWarpgroup(mlir::Value t, const RowFactor &x,
-                                                     mlir::Value tile,
-                                                     llvm::function_ref<void()> whileMultiplying,
-                                                     mlir::Value pending) {
+  /// The same products by warpgroup MMAs, one per head-dim step, issued as
+  /// one group of MMAs.
+  llvm::SmallVector<mlir::Value> issueOnWarpgroup(mlir::Value t, const RowFactor &x,
+                                                  mlir::Value tile) {
     assert(rowTiles == 1 && "a warp's 16 rows of a warpgroup's 64");
     assert(x.shared && "loop-invariant rows by descriptor (RowFactor)");
     mma.fenceForWarpgroupMma({});
@@ -828,6 +900,14 @@ private:
       acc = mma.warpgroupMultiply(rowsOperand(t, x.array, s), b, acc, columns);
     }
     mma.commitWarpgroupMma();
+    return acc;
+  }
+  /// ... and waited for.
+  llvm::SmallVector<mlir::Value> productsOnWarpgroup(mlir::Value t, const RowFactor &x,
+                                                     mlir::Value tile,
+                                                     llvm::function_ref<void()> whileMultiplying,
+                                                     mlir::Value pending) {
+    llvm::SmallVector<mlir::Value> acc = issueOnWarpgroup(t, x, tile);
     if (whileMultiplying)
       whileMultiplying();
     // One wait for both: the head-dim accumulators' MMAs came first.

@@ -45,9 +45,22 @@
 // d/16 MMAs of m64n{c}k16, then c/16 of m64n{d}k16, c = 128 keys a tile up
 // to head dim 128, else 64), Q's rows in shared memory like the tiles (both
 // factors of S by descriptor, as FlashAttention-3), the tiles in three
-// stages (j % 3): S's MMAs are issued, then tile j + 1's copies, then both
-// S and tile j - 1's P V (left running past the barrier into tile j) are
-// waited for.
+// stages (j % 3), software-pipelined as FlashAttention-3's intra-warpgroup
+// overlap:
+//
+//   S_j = Q K_j^T; O += P_{j-1} V_{j-1}        issued, in that order
+//   wait for S_j (P V left running)
+//   (K, V of tile j + 1 -> stage (j+1)%3)      cp.async, branch-free
+//   masks, m', P_j = 2^(S_j - m'), l            while the tensor cores
+//                                               compute P V
+//   wait for P V; O = O 2^(m - m')              where m grew
+//
+// with the first tile built apart (no P V before it) and the last tile's
+// P V after the loop. ptxas waits for all MMAs in flight where branches
+// join, so the loop has none between the two waits: streamTiles splits it
+// in tiles without masks and tiles with (for the block's first row; a
+// causal block's diagonal tile, a cut last tile), and builds it for 16-byte
+// copies and for element-by-element staging apart.
 //
 // The tensor-core products and the staging are GpuMmaAttentionBase.h's.
 //
@@ -78,11 +91,11 @@ constexpr int64_t kKeysPerTile = 64;
 /// whose tensor cores read Q, K and V from shared memory themselves, in
 /// tiles of 128 keys up to head dim 128 (as FlashAttention-3): a tile's
 /// fixed costs (the rescaling of O, copies, descriptors, barrier, waits)
-/// then come once per 128 keys - ptxas, sm_90a, s4096 d128: 715
-/// instructions a warp per 128 keys, 246 registers, no spill; three stages
-/// of them and Q's rows take 224 KB of shared memory. Q never comes from
-/// registers there: ptxas 13.0 gave its loop-invariant fragments the
-/// registers of P's (GpuMmaAttentionBase.h).
+/// then come once per 128 keys - ptxas, sm_90a, s4096 d128: 690
+/// instructions a warp per 128 keys without masks, 250 registers, no
+/// spill; three stages of them and Q's rows take 224 KB of shared memory.
+/// Q never comes from registers there: ptxas 13.0 gave its loop-invariant
+/// fragments the registers of P's (GpuMmaAttentionBase.h).
 struct ForwardLayout {
   int64_t warps, rowTiles, keysPerTile;
   bool queryInShared, warpgroupMma;
@@ -164,52 +177,125 @@ private:
         /*barrier=*/false);
 
     Value tiles = keyTileCount(q0, rowsPerBlock, columns);
-    streamTiles(
-        kb.index(0), tiles, bi, hi, seqK, {in.k, in.v}, stagesOf(shared, 2),
-        [&](Value k0, ArrayRef<Value> stage, CopyNext copyNext) {
-          Value keyTile = stage[0], valueTile = stage[1];
-          block.phase(
-              [&](Value t) {
-                Lane lane = laneOf(t, q0);
-                // The next tile's copies are issued while warpgroup MMAs
-                // multiply this one (and the last tile's second products
-                // end).
-                SmallVector<Value> qk = products(
-                    t, lane, queries, keyTile, [&] { copyNext(t); }, acc);
-                // Masks and biases only where some key of the tile may be
-                // hidden from some row of the warp; elsewhere the scores stay
-                // products, scaled in their exponentials.
-                ifMasked(keyTileNeedsMask(k0, lane), [&](bool masked) {
-                  SmallVector<Value> rowMax(rowSlots(), kb.f32(kNegInf));
-                  forEachAccumulator(columnTiles, [&](int64_t m, int64_t n, int64_t r) {
-                    Value s = qk[accumulatorIndex(m, n, r, columnTiles)];
-                    if (masked)
-                      s = maskedLogit2(s, bi, hi, rowOf(lane, m, r),
-                                       kb.addi(k0, columnOf(lane, n, r)));
-                    kb.store(s, scores, entry(t, tileIndex(m, n, columnTiles), r));
-                    Value &slotMax = rowMax[rowSlot(m, r / 2)];
-                    slotMax = maximum(slotMax, s);
-                  });
-                  for (int64_t slot = 0; slot < rowSlots(); ++slot) {
-                    Value logitMax =
-                        masked ? rowMax[slot] : kb.mul(rowMax[slot], kb.f32(logit2Factor()));
-                    kb.store(logitMax, tileMax, entry(t, slot));
-                  }
-                });
-              },
-              /*barrier=*/false);
-          block.allReduceLanes({tileMax}, rowSlots(), /*laneBits=*/3,
-                               [&](Value x, Value y) { return maximum(x, y); });
-          block.phase(
-              [&](Value t) {
-                ifMasked(keyTileNeedsMask(k0, laneOf(t, q0)), [&](bool masked) {
-                  emitSoftmaxUpdate(t, scores, acc, max, sum, tileMax, masked);
-                });
-              },
-              /*barrier=*/false);
-          block.phase([&](Value t) { accumulate(t, laneOf(t, q0), scores, valueTile, acc); },
-                      /*barrier=*/false);
+    SmallVector<SmallVector<Value>> stageArrays = stagesOf(shared, 2);
+    // Calls body(masked) for thread t and the key tile at k0: masked where
+    // some key of the tile may be hidden from some row (of the warp, or
+    // where the loop is split by masks, of the block; a peeled first tile
+    // always is).
+    auto withMasks = [&](Value t, const StreamedTile &tile, function_ref<void(bool)> body) {
+      if (warpgroupMma)
+        return body(tile.masked.value_or(true));
+      ifMasked(keyTileNeedsMask(tile.first, laneOf(t, q0)), body);
+    };
+    // Thread t's scores of the key tile from its products `qk` - logits
+    // where masked, else the products, scaled in their exponentials - and
+    // their rows' maxima.
+    auto storeScores = [&](Value t, const StreamedTile &tile, ArrayRef<Value> qk) {
+      Lane lane = laneOf(t, q0);
+      withMasks(t, tile, [&](bool masked) {
+        SmallVector<Value> visible =
+            masked ? visibleColumns(lane, tile.first) : SmallVector<Value>();
+        SmallVector<Value> rowMax(rowSlots(), kb.f32(kNegInf));
+        forEachAccumulator(columnTiles, [&](int64_t m, int64_t n, int64_t r) {
+          Value s = qk[accumulatorIndex(m, n, r, columnTiles)];
+          if (!visible.empty()) {
+            Value column =
+                arith::ConstantIntOp::create(b, loc, b.getI32Type(), n * MmaBuilder::kN + r % 2);
+            Value seen = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, column,
+                                               visible[rowSlot(m, r / 2)]);
+            s = kb.select(seen, kb.mul(s, kb.f32(logit2Factor())), kb.f32(kNegInf));
+          } else if (masked) {
+            s = maskedLogit2(s, bi, hi, rowOf(lane, m, r),
+                             kb.addi(tile.first, columnOf(lane, n, r)));
+          }
+          kb.store(s, scores, entry(t, tileIndex(m, n, columnTiles), r));
+          Value &slotMax = rowMax[rowSlot(m, r / 2)];
+          slotMax = maximum(slotMax, s);
         });
+        for (int64_t slot = 0; slot < rowSlots(); ++slot) {
+          Value logitMax = masked ? rowMax[slot] : kb.mul(rowMax[slot], kb.f32(logit2Factor()));
+          kb.store(logitMax, tileMax, entry(t, slot));
+        }
+      });
+    };
+    auto reduceTileMax = [&] {
+      block.allReduceLanes({tileMax}, rowSlots(), /*laneBits=*/3,
+                           [&](Value x, Value y) { return maximum(x, y); });
+    };
+
+    if (!warpgroupMma) {
+      streamTiles(
+          kb.index(0), tiles, bi, hi, seqK, {in.k, in.v}, stageArrays,
+          [&](const StreamedTile &tile) {
+            block.phase(
+                [&](Value t) {
+                  SmallVector<Value> qk =
+                      products(t, laneOf(t, q0), queries, tile.stage[0], [&] { tile.copyNext(t); });
+                  storeScores(t, tile, qk);
+                },
+                /*barrier=*/false);
+            reduceTileMax();
+            block.phase(
+                [&](Value t) {
+                  withMasks(t, tile, [&](bool masked) {
+                    rescale(t, acc, updateStatistics(t, scores, max, sum, tileMax, masked));
+                  });
+                },
+                /*barrier=*/false);
+            block.phase([&](Value t) { accumulate(t, laneOf(t, q0), scores, tile.stage[1], acc); },
+                        /*barrier=*/false);
+          });
+    } else {
+      // Software-pipelined as FlashAttention-3's intra-warpgroup overlap: a
+      // tile's S products are issued, then the last tile's P V behind them;
+      // the softmax of S runs while the tensor cores compute P V, which is
+      // waited for only to rescale O. ptxas keeps the overlap only where no
+      // branch joins in between (streamTiles' maskedFrom).
+      Value logits = columnAccumulators();
+      auto previousValueTile = [&](Value tile) {
+        return stageOf(arith::SubIOp::create(b, loc, tile, kb.index(1)), stageArrays)[1];
+      };
+      streamTiles(
+          kb.index(0), tiles, bi, hi, seqK, {in.k, in.v}, stageArrays,
+          [&](const StreamedTile &tile) {
+            block.phase(
+                [&](Value t) {
+                  Lane lane = laneOf(t, q0);
+                  storeAccumulators(t, logits, issueProducts(t, lane, queries, tile.stage[0]));
+                  if (!tile.peeled)
+                    accumulate(t, lane, scores, previousValueTile(kb.divui(tile.first, columns)),
+                               acc);
+                },
+                /*barrier=*/false);
+            block.phase(
+                [&](Value t) {
+                  SmallVector<Value> qk = waitForProducts(
+                      t, loadAccumulators(t, logits, columnTiles), tile.peeled ? 0 : 1);
+                  tile.copyNext(t);
+                  storeScores(t, tile, qk);
+                },
+                /*barrier=*/false);
+            reduceTileMax();
+            block.phase(
+                [&](Value t) {
+                  withMasks(t, tile, [&](bool masked) {
+                    SmallVector<std::pair<Value, Value>> factors =
+                        updateStatistics(t, scores, max, sum, tileMax, masked);
+                    waitForAccumulators(t, {acc});
+                    rescale(t, acc, factors);
+                  });
+                },
+                /*barrier=*/false);
+          },
+          /*stageMore=*/nullptr, firstMaskedTile(q0));
+      // The last tile's P V.
+      block.phase(
+          [&](Value t) {
+            kb.ifThen(kb.below(kb.index(0), tiles),
+                      [&] { accumulate(t, laneOf(t, q0), scores, previousValueTile(tiles), acc); });
+          },
+          /*barrier=*/false);
+    }
 
     block.allReduceLanes({sum}, rowSlots(), /*laneBits=*/3,
                          [&](Value x, Value y) { return kb.add(x, y); });
@@ -233,17 +319,54 @@ private:
         /*barrier=*/false);
   }
 
+  /// Without biases, what masks a tile's keys (from k0) from the lane's
+  /// rows: per row slot, the row's keys there (from seq_k and the causal
+  /// limit) less the lane's first column, as i32 - a key is seen where its
+  /// accumulator's constant column offset (columnOf less the lane's first
+  /// column) is below it, one compare (the key's index and a 64-bit compare
+  /// per score took the registers that spilled in the masked tiles of the
+  /// sm_90a kernels). None with biases (maskedLogit2).
+  SmallVector<Value> visibleColumns(const Lane &lane, Value k0) {
+    if (in.keyBias || in.bias)
+      return {};
+    Value laneColumn = kb.addi(k0, columnOf(lane, 0, 0));
+    SmallVector<Value> visible;
+    for (int64_t slot = 0; slot < rowSlots(); ++slot) {
+      Value keys = kb.index(seqK);
+      if (in.causal)
+        keys = kb.mini(keys,
+                       kb.addi(rowOf(lane, slot / 2, (slot % 2) * 2), kb.index(seqK - seqQ + 1)));
+      Value columns = arith::SubIOp::create(b, loc, keys, laneColumn);
+      visible.push_back(arith::IndexCastOp::create(b, loc, b.getI32Type(), columns));
+    }
+    return visible;
+  }
+
+  /// The first key tile that may hide a key from some row of the block
+  /// whose first row is q0: past seq_k, or, when causal, past q0's last
+  /// key; 0 with biases, which each score adds.
+  Value firstMaskedTile(Value q0) {
+    if (in.keyBias || in.bias)
+      return kb.index(0);
+    Value visible = kb.index(seqK);
+    if (in.causal)
+      visible = arith::MinSIOp::create(b, loc, visible, kb.addi(q0, kb.index(seqK - seqQ + 1)));
+    Value tile = arith::FloorDivSIOp::create(b, loc, visible, kb.index(columns));
+    return arith::MaxSIOp::create(b, loc, tile, kb.index(0));
+  }
+
   /// The online-softmax step of the thread's rows: the new max from the
   /// tile's, the scores (logits where `masked`, else products) turned into
-  /// probabilities, the sums and accumulators rescaled.
-  void emitSoftmaxUpdate(Value t, Value scores, Value acc, Value max, Value sum, Value tileMax,
-                         bool masked) {
+  /// probabilities, the sums updated. Returns per row slot whether its max
+  /// grew (or is NaN) and the factor of its accumulators then.
+  SmallVector<std::pair<Value, Value>> updateStatistics(Value t, Value scores, Value max, Value sum,
+                                                        Value tileMax, bool masked) {
+    SmallVector<std::pair<Value, Value>> factors;
     for (int64_t slot = 0; slot < rowSlots(); ++slot) {
       int64_t m = slot / 2, half = slot % 2;
       SmallVector<Value> row = entry(t, slot);
       Value oldMax = kb.load(max, row);
       Value newMax = maximum(oldMax, kb.load(tileMax, row));
-      Value correction = probability2(oldMax, newMax);
       Value tileSum = kb.f32(0.0);
       for (int64_t n = 0; n < columnTiles; ++n) {
         for (int64_t r = half * 2; r < half * 2 + 2; ++r) {
@@ -254,17 +377,27 @@ private:
           tileSum = kb.add(tileSum, p);
         }
       }
+      Value correction = probability2(oldMax, newMax);
       kb.store(kb.fma(kb.load(sum, row), correction, tileSum), sum, row);
       kb.store(newMax, max, row);
-      // The correction is exactly 1 where the max stays (most tiles after
-      // the first few): the row's accumulators are rescaled only where it
-      // grew (or is NaN).
-      Value grew = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, newMax, oldMax);
-      kb.ifThen(grew, [&] {
+      factors.push_back(
+          {arith::CmpFOp::create(b, loc, arith::CmpFPredicate::UNE, newMax, oldMax), correction});
+    }
+    return factors;
+  }
+
+  /// Rescales the head-dim accumulators of each row slot by its factor
+  /// where `factors` (updateStatistics) says so: the factor is exactly 1
+  /// where the max stays (most tiles after the first few).
+  void rescale(Value t, Value acc, ArrayRef<std::pair<Value, Value>> factors) {
+    for (int64_t slot = 0; slot < rowSlots(); ++slot) {
+      int64_t m = slot / 2, half = slot % 2;
+      auto [rescaled, factor] = factors[slot];
+      kb.ifThen(rescaled, [&, factor = factor] {
         for (int64_t n = 0; n < dimTiles; ++n) {
           for (int64_t r = half * 2; r < half * 2 + 2; ++r) {
             SmallVector<Value> at = entry(t, tileIndex(m, n, dimTiles), r);
-            kb.store(kb.mul(kb.load(acc, at), correction), acc, at);
+            kb.store(kb.mul(kb.load(acc, at), factor), acc, at);
           }
         }
       });

@@ -77,6 +77,8 @@ void ThreadBlockBuilder::forEachBlock(
   b.setInsertionPointToStart(&launch.getBody().front());
   mlir::gpu::TerminatorOp::create(b, loc);
   b.setInsertionPointToStart(&launch.getBody().front());
+  kernelEntry = &launch.getBody().front();
+  lastPrivateArray = nullptr;
   threadId = launch.getThreadIds().x;
   mlir::gpu::KernelDim3 blocks = launch.getBlockIds();
   auto getGlobal = [&](memref::GlobalOp global) -> Value {
@@ -191,8 +193,19 @@ Value ThreadBlockBuilder::warpUniform(Value value) {
 Value ThreadBlockBuilder::privateArray(ArrayRef<int64_t> shape, Type elementType) {
   if (!elementType)
     elementType = b.getF32Type();
-  if (emulate == Emulation::None)
-    return memref::AllocaOp::create(b, loc, MemRefType::get(shape, elementType));
+  if (emulate == Emulation::None) {
+    // At the kernel's entry, wherever the kernel asks for it: LLVM's SROA
+    // promotes to registers only the allocas of a function's entry block.
+    assert(kernelEntry && "inside forEachBlock");
+    OpBuilder::InsertionGuard guard(b);
+    if (lastPrivateArray)
+      b.setInsertionPointAfter(lastPrivateArray);
+    else
+      b.setInsertionPointToStart(kernelEntry);
+    auto array = memref::AllocaOp::create(b, loc, MemRefType::get(shape, elementType));
+    lastPrivateArray = array;
+    return array;
+  }
   SmallVector<int64_t> perThread = {threads};
   llvm::append_range(perThread, shape);
   return kb.allocate(perThread, elementType);

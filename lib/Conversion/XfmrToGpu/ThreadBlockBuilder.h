@@ -99,6 +99,10 @@ private:
   Emulation emulate;
   int64_t threads;
   mlir::Value threadId;
+  /// The entry block of the kernel being built (on a GPU), and its last
+  /// private array there (they are kept in the order asked for).
+  mlir::Block *kernelEntry = nullptr;
+  mlir::Operation *lastPrivateArray = nullptr;
 };
 
 } // namespace xfmr::gpu

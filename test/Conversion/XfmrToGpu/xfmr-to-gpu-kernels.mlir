@@ -109,9 +109,9 @@ func.func @half(%q: tensor<1x8x1x16xf16>) -> tensor<1x8x1x16xf16> {
 // CHECK-LABEL: func.func @gemm
 // CHECK: %[[C:.*]] = memref.alloc() {alignment = 64 : i64} : memref<140x136xf32>
 // CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c3, %{{.*}} = %c3, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1)
-// CHECK: %[[A:.*]] = memref.get_global @__xfmr_shared :
 // CHECK: %[[ACC:.*]] = memref.alloca() : memref<4x4xf32>
 // CHECK: %[[AHEAD:.*]] = memref.alloca() : memref<4xf32>
+// CHECK: %[[A:.*]] = memref.get_global @__xfmr_shared :
 // CHECK: memref.store %{{.*}}, %[[AHEAD]]
 // CHECK: memref.store %{{.*}}, %[[A]][%c0, %{{.*}}, %{{.*}}] : memref<2x16x68xf32, #gpu.address_space<workgroup>>
 // CHECK: gpu.barrier
@@ -289,8 +289,8 @@ func.func @backward(%q: tensor<1x150x2x32xf32>, %o: tensor<1x150x2x32xf32>, %lse
 // CHECK-NOT: arith.extf %[[X]]
 // CHECK: %[[BIAS:.*]] = bufferization.to_buffer %[[B]]
 // CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c3, %{{.*}} = %c2, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1)
-// CHECK: %[[ATILES:.*]] = memref.get_global @__xfmr_shared :
 // CHECK: memref.alloca() : memref<2x4x4xf32>
+// CHECK: %[[ATILES:.*]] = memref.get_global @__xfmr_shared :
 // CHECK-NOT: vector.load
 // CHECK-NOT: nvgpu.device_async_copy
 // CHECK: scf.if
@@ -620,7 +620,7 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // CHECK-NEXT: memref.store %[[P]]
 // A row's accumulators are rescaled only where its max grew.
 // CHECK: %[[GREW:.*]] = arith.cmpf une
-// CHECK-NEXT: scf.if %[[GREW]] {
+// CHECK: scf.if %[[GREW]] {
 // CHECK-COUNT-6: arith.mulf
 // CHECK: }
 // The probabilities rounded and packed in pairs (cvt.rn.bf16x2.f32).
@@ -719,11 +719,11 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // K), both factors by descriptor - Q from the warpgroup's 64 rows (t / 128
 // * 64, lane 0's: a shuffle tells ptxas it is uniform, so the descriptors
 // stay in uniform registers), K-major (trans-a 0), K K-major (trans-b 0);
-// the first without reading D -, committed, the next tile's copies issued while they run,
-// then waited for (with the last tile's P V); then O += P V: 8 MMAs of
-// m64n128k16 (one per 16 keys, 4 KB = 256 units apart), P from registers,
-// V N-major (trans-b 1), committed and left running into the next tile;
-// after the loop, waited for. The descriptors: Q's and K's leading
+// the first without reading D -, committed; from the second tile on, the
+// last tile's O += P V behind them: 8 MMAs of m64n128k16 (one per 16 keys,
+// 4 KB = 256 units apart), P from registers, V N-major (trans-b 1),
+// committed; then S alone waited for, and P V after the softmax. The
+// descriptors: Q's and K's leading
 // byte offset 128 (the next 8 columns, K) and stride 2048 (the next 8
 // rows, M or N): (8 << 16) | (128 << 32); V's leading 2048 (the next 8 key
 // rows, K) and stride 128 (the next 8 columns, N): (128 << 16) | (8 << 32).
@@ -736,10 +736,10 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // WGMMA: nvgpu.device_async_copy %{{.*}}[{{.*}}], %[[Q_ROWS]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], 8 {bypassL1}
 // WGMMA: scf.for
 // WGMMA: nvgpu.device_async_copy %{{.*}}[{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], 8 {bypassL1}
-// WGMMA: scf.for
 // WGMMA: "cp.async.wait_group 0;"
 // WGMMA: "fence.proxy.async.shared::cta;"
 // WGMMA-NEXT: gpu.barrier
+// The first tile, built apart: S's MMAs, waited for at once.
 // WGMMA: "wgmma.fence.sync.aligned;"
 // WGMMA: arith.addi %{{.*}}, %c0_i64 : i64
 // WGMMA-NEXT: arith.ori %{{.*}}, %[[K_LAYOUT]] : i64
@@ -760,11 +760,24 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // WGMMA-COUNT-6: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 // WGMMA-NOT: wgmma.mma_async
 // WGMMA: "wgmma.commit_group.sync.aligned;"
-// WGMMA-NOT: wgmma.wait_group
+// WGMMA-NOT: wgmma
+// WGMMA: "wgmma.wait_group.sync.aligned 0;", "{{(=f,){64}0,}}
 // WGMMA: nvgpu.device_async_copy
-// WGMMA: "cp.async.commit_group;"
-// The wait covers the last tile's O (64 accumulators) and S (64).
-// WGMMA: "wgmma.wait_group.sync.aligned 0;", "{{(=f,){128}0,}}
+// WGMMA: gpu.shuffle xor
+// WGMMA: math.exp2
+// WGMMA: "wgmma.wait_group.sync.aligned 0;"
+// Then the tiles without masks: S's MMAs, then the last tile's P V behind
+// them, S waited for alone (one group left in flight), the next tile's
+// copies (branch-free) and the softmax while P V runs - no branch in
+// between, where ptxas would wait for both -, then P V waited for, and O
+// rescaled where a row's max grew.
+// WGMMA: scf.for
+// WGMMA: "cp.async.wait_group 0;"
+// WGMMA: gpu.barrier
+// WGMMA: "wgmma.fence.sync.aligned;"
+// WGMMA-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// WGMMA-NOT: wgmma.mma_async
+// WGMMA: "wgmma.commit_group.sync.aligned;"
 // WGMMA: "wgmma.fence.sync.aligned;"
 // WGMMA: arith.addi %{{.*}}, %c0_i64 : i64
 // WGMMA-NEXT: arith.ori %{{.*}}, %[[V_LAYOUT]] : i64
@@ -776,11 +789,21 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // WGMMA-NOT: wgmma.mma_async
 // WGMMA: "wgmma.commit_group.sync.aligned;"
 // WGMMA-NOT: wgmma
-// WGMMA: "cp.async.wait_group 0;"
-// WGMMA-NOT: wgmma
+// WGMMA: "wgmma.wait_group.sync.aligned 1;", "{{(=f,){64}0,}}
+// WGMMA-NOT: scf.if
+// WGMMA: nvgpu.device_async_copy
+// WGMMA-NOT: scf.if
 // WGMMA: gpu.shuffle xor
-// WGMMA-NOT: wgmma.mma_async
-// WGMMA: "wgmma.wait_group.sync.aligned 0;"
+// WGMMA-NOT: scf.if
+// WGMMA: math.exp2
+// WGMMA-NOT: scf.if
+// WGMMA: "wgmma.wait_group.sync.aligned 0;", "{{(=f,){64}0,}}
+// WGMMA-NEXT: llvm.extractvalue
+// WGMMA: scf.if
+// WGMMA-COUNT-32: arith.mulf
+// Then the tiles with masks, the same loops built for element-by-element
+// staging, and the last tile's P V (the emulated end-to-end tests check
+// its place).
 // WGMMA-NOT: nvvm.mma.sync
 // WGMMA-NOT: nvvm.ldmatrix
 // WGMMA: gpu.terminator
