@@ -506,7 +506,13 @@ protected:
       });
     };
     if (enabled) {
-      copies(/*clampRows=*/true);
+      // Where whole tiles fill the sequence, a tile past its end (whose
+      // copies copy nothing) takes the last one's addresses: no row is
+      // clamped, and a copy's address is its first's plus a constant.
+      bool wholeTiles = seq % rows == 0;
+      if (wholeTiles)
+        first = kb.mini(first, kb.index(seq - rows));
+      copies(/*clampRows=*/!wholeTiles);
       return mma.commitCopies();
     }
     kb.ifThenElse(
