@@ -82,9 +82,7 @@ protected:
   mlir::Value score(mlir::Value bi, mlir::Value hi, mlir::Value row, mlir::Value key,
                     mlir::Value dot) {
     mlir::Value zero = kb.index(0);
-    mlir::Value limit = kb.index(seqK);
-    if (in.causal)
-      limit = kb.mini(limit, kb.addi(row, kb.index(seqK - seqQ + 1)));
+    mlir::Value limit = visibleKeys(row);
     mlir::Value clampedKey = kb.mini(key, kb.index(seqK - 1));
     if (in.keyBias)
       dot = kb.add(dot, kb.load(in.keyBias, {bi, clampedKey}));
@@ -92,6 +90,15 @@ protected:
       dot = kb.add(dot, kb.load(in.bias, in.biasAt(zero, bi, hi, kb.mini(row, kb.index(seqQ - 1)),
                                                    clampedKey)));
     return kb.select(kb.below(key, limit), dot, kb.f32(cpu::kNegInf));
+  }
+
+  /// The keys query row `row` sees: seq_k, or when causal those up to its
+  /// own (signed: with seq_k - seq_q + row + 1 below 0 none).
+  mlir::Value visibleKeys(mlir::Value row) {
+    mlir::Value keys = kb.index(seqK);
+    if (in.causal)
+      keys = kb.mini(keys, kb.addi(row, kb.index(seqK - seqQ + 1)));
+    return keys;
   }
 
   /// e^(score - lse), 0 where the score or the row's lse is -inf (a masked

@@ -332,10 +332,7 @@ private:
     Value laneColumn = kb.addi(k0, columnOf(lane, 0, 0));
     SmallVector<Value> visible;
     for (int64_t slot = 0; slot < rowSlots(); ++slot) {
-      Value keys = kb.index(seqK);
-      if (in.causal)
-        keys = kb.mini(keys,
-                       kb.addi(rowOf(lane, slot / 2, (slot % 2) * 2), kb.index(seqK - seqQ + 1)));
+      Value keys = visibleKeys(rowOf(lane, slot / 2, (slot % 2) * 2));
       Value columns = arith::SubIOp::create(b, loc, keys, laneColumn);
       visible.push_back(arith::IndexCastOp::create(b, loc, b.getI32Type(), columns));
     }
@@ -348,10 +345,7 @@ private:
   Value firstMaskedTile(Value q0) {
     if (in.keyBias || in.bias)
       return kb.index(0);
-    Value visible = kb.index(seqK);
-    if (in.causal)
-      visible = arith::MinSIOp::create(b, loc, visible, kb.addi(q0, kb.index(seqK - seqQ + 1)));
-    Value tile = arith::FloorDivSIOp::create(b, loc, visible, kb.index(columns));
+    Value tile = arith::FloorDivSIOp::create(b, loc, visibleKeys(q0), kb.index(columns));
     return arith::MaxSIOp::create(b, loc, tile, kb.index(0));
   }
 
