@@ -141,12 +141,23 @@ protected:
   /// barrier after staging tile j - 1): one barrier a tile. With warpgroup
   /// MMAs, a third (`stages`): tile j's second products run during tile
   /// j + 1 (the forward issues them there, behind its first), while tile
-  /// j + 2 is staged, so elsewhere.
+  /// j + 2 is staged, so elsewhere; the forward's software pipeline copies
+  /// K's tile j + 2 and V's tile j + 1 during tile j (streamTiles).
   static constexpr int64_t kStages = 2;
-  /// The arrays of tile `tile`'s stage, one of `stageArrays`.
-  llvm::SmallVector<mlir::Value>
-  stageOf(mlir::Value tile, llvm::ArrayRef<llvm::SmallVector<mlir::Value>> stageArrays) {
-    mlir::Value index = kb.remui(tile, stageArrays.size());
+  /// The arrays of the stage, one of `stageArrays`, of the tile `later`
+  /// tiles after `tile` (-stages < later < stages; the stage index is
+  /// then tile's plus a select, where the tiles of a loop share tile's).
+  llvm::SmallVector<mlir::Value> stageOf(mlir::Value tile,
+                                         llvm::ArrayRef<llvm::SmallVector<mlir::Value>> stageArrays,
+                                         int64_t later = 0) {
+    int64_t count = stageArrays.size();
+    assert(-count < later && later < count && "a stage index plus a select");
+    mlir::Value index = kb.remui(tile, count);
+    if (later != 0) {
+      index = kb.addi(index, kb.index((later + count) % count));
+      index = kb.select(kb.below(index, count), index,
+                        mlir::arith::SubIOp::create(b, loc, index, kb.index(count)));
+    }
     llvm::SmallVector<mlir::Value> arrays(stageArrays.front());
     for (auto [s, stage] : llvm::enumerate(stageArrays.drop_front())) {
       mlir::Value here = mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::eq, index,
@@ -520,11 +531,11 @@ protected:
         [&] { copies(true); });
     mma.commitCopies();
   }
-  /// Waits for the thread's groups of copies (the block's copies are then
-  /// visible to all its threads after a barrier).
-  void waitForCopies() {
+  /// Waits for the thread's groups of copies but the last `pending` (the
+  /// block's copies are then visible to all its threads after a barrier).
+  void waitForCopies(int64_t pending = 0) {
     if (emulate == Emulation::None)
-      mma.waitForCopies(0);
+      mma.waitForCopies(pending);
   }
   /// Thread t's share of staging rows [first, first + rows) of the
   /// (operand, tile) pairs element by element, consecutive threads along
@@ -615,13 +626,19 @@ protected:
   /// others with `masked` true, for compute to build without masks, or
   /// with; the loops are built twice, for 16-byte copies and element by
   /// element, and the copies of a tile past the end copy nothing.
+  /// There, operand i's tile j may be read up to tile j + `lateBy[i]`
+  /// (none: 0), and the copies run as far ahead as the stages allow: each
+  /// operand's tile is copied `stages - 1` tiles before the one that
+  /// first reads it (into the stage read last the tile before), one group
+  /// per operand, so a tile waits only for copies issued two tiles before
+  /// with three stages (the sm_90a forward: K two tiles ahead, V one).
   void streamTiles(mlir::Value begin, mlir::Value end, mlir::Value bi, mlir::Value hi, int64_t seq,
                    llvm::ArrayRef<mlir::Value> operands,
                    llvm::ArrayRef<llvm::SmallVector<mlir::Value>> stageArrays,
                    llvm::function_ref<void(const StreamedTile &)> compute,
                    llvm::function_ref<void(mlir::Value, mlir::Value, llvm::ArrayRef<mlir::Value>)>
                        stageMore = nullptr,
-                   mlir::Value maskedFrom = {}) {
+                   mlir::Value maskedFrom = {}, llvm::ArrayRef<int64_t> lateBy = {}) {
     auto staged = [&](llvm::ArrayRef<mlir::Value> stage) {
       return llvm::map_to_vector(llvm::zip(operands, stage), [](auto pair) {
         return Staged(std::get<0>(pair), std::get<1>(pair));
@@ -640,6 +657,25 @@ protected:
       kb.ifThen(mlir::arith::AndIOp::create(b, loc, aligned, kb.below(tile, end)),
                 [&] { copyAsync(t, bi, hi, first, seq, columns, staged(stage)); });
     };
+    // The pipeline's copies (16-byte ones) that tile `tile` issues, or,
+    // `offset` tiles before `begin`, the ones issued in its stead: operand
+    // i's tile `ahead - lateBy[i]` later (past the end, none). A tile then
+    // waits for the copies issued `ahead` tiles before, leaving the groups
+    // of the `ahead - 1` tiles after them in flight.
+    int64_t ahead = maskedFrom ? stages - 1 : 1;
+    assert(llvm::all_of(lateBy, [&](int64_t lag) { return 0 <= lag && lag < ahead; }) &&
+           "a stage free for the tile copied ahead");
+    int64_t copiesInFlight = maskedFrom ? (ahead - 1) * operands.size() : 0;
+    auto copyAhead = [&](mlir::Value t, mlir::Value tile, int64_t offset = 0) {
+      for (auto [i, operand] : llvm::enumerate(operands)) {
+        int64_t later = offset + ahead - (lateBy.empty() ? 0 : lateBy[i]);
+        if (later < 0)
+          continue;
+        mlir::Value copied = kb.addi(tile, kb.index(later));
+        copyAsync(t, bi, hi, kb.muli(copied, columns), seq, columns,
+                  {{operand, stageOf(tile, stageArrays, later)[i]}}, kb.below(copied, end));
+      }
+    };
     auto step = [&](mlir::Value tile, std::optional<bool> vectors, bool peeled,
                     std::optional<bool> masked) {
       mlir::Value first = kb.muli(tile, columns);
@@ -649,7 +685,7 @@ protected:
         if (!aligned || vectors == false)
           elements();
         else if (vectors)
-          waitForCopies();
+          waitForCopies(copiesInFlight);
         else
           kb.ifThenElse(
               aligned, [&] { waitForCopies(); }, elements);
@@ -659,9 +695,16 @@ protected:
           mma.fenceSharedForWarpgroupMma();
       });
       mlir::Value next = kb.addi(tile, kb.index(1));
-      compute({first, stage, [&](mlir::Value t) { copyTile(t, next, vectors); }, peeled, masked});
+      compute({first, stage,
+               [&](mlir::Value t) {
+                 if (maskedFrom && vectors == true)
+                   copyAhead(t, tile);
+                 else
+                   copyTile(t, next, vectors);
+               },
+               peeled, masked});
     };
-    if (aligned)
+    if (aligned && !maskedFrom)
       block.phase([&](mlir::Value t) { copyTile(t, begin, std::nullopt); }, /*barrier=*/false);
     if (!maskedFrom) {
       kb.forLoop(begin, end, 1, [&](mlir::Value tile) {
@@ -669,6 +712,13 @@ protected:
       });
     } else {
       auto pipeline = [&](bool vectors) {
+        if (vectors)
+          block.phase(
+              [&](mlir::Value t) {
+                for (int64_t offset = -ahead; offset < 0; ++offset)
+                  copyAhead(t, begin, offset);
+              },
+              /*barrier=*/false);
         kb.ifThen(kb.below(begin, end),
                   [&] { step(begin, vectors, /*peeled=*/true, std::nullopt); });
         mlir::Value second = kb.addi(begin, kb.index(1));
@@ -685,9 +735,17 @@ protected:
         pipeline(false);
     }
     // No copy stays in flight past the loop: rows staged with the first
-    // tile (stageRows) still are where there was no tile.
+    // tile (stageRows) still are where there was no tile, and the last
+    // tiles of operands read late are waited for, and published, here.
+    bool readLate = llvm::any_of(lateBy, [](int64_t lag) { return lag > 0; });
     if (aligned && emulate == Emulation::None)
-      block.phase([&](mlir::Value) { waitForCopies(); }, /*barrier=*/false);
+      block.phase(
+          [&](mlir::Value) {
+            waitForCopies();
+            if (readLate && warpgroupMma)
+              mma.fenceSharedForWarpgroupMma();
+          },
+          /*barrier=*/readLate);
   }
 
   /// X T^T for the rows X of thread t's warp and the shared tile T:

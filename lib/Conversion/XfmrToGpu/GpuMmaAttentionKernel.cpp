@@ -50,7 +50,8 @@
 //
 //   S_j = Q K_j^T; O += P_{j-1} V_{j-1}        issued, in that order
 //   wait for S_j (P V left running)
-//   (K, V of tile j + 1 -> stage (j+1)%3)      cp.async, branch-free
+//   (K of tile j + 2, V of tile j + 1)         cp.async, branch-free, into
+//                                               the stages tile j - 1 read
 //   masks, m', P_j = 2^(S_j - m'), l            while the tensor cores
 //                                               compute P V
 //   wait for P V; O = O 2^(m - m')              where m grew
@@ -60,7 +61,10 @@
 // join, so the loop has none between the two waits: streamTiles splits it
 // in tiles without masks and tiles with (for the block's first row; a
 // causal block's diagonal tile, a cut last tile), and builds it for 16-byte
-// copies and for element-by-element staging apart.
+// copies and for element-by-element staging apart. A tile waits only for
+// the copies issued two tiles before: ptxas issues a tile's copies late in
+// its softmax (instructions 408-517 of the 647 of the s4096 d128 loop),
+// and, copied one tile ahead, they had the rest of that tile to land.
 //
 // The tensor-core products and the staging are GpuMmaAttentionBase.h's.
 //
@@ -253,7 +257,7 @@ private:
       // branch joins in between (streamTiles' maskedFrom).
       Value logits = columnAccumulators();
       auto previousValueTile = [&](Value tile) {
-        return stageOf(arith::SubIOp::create(b, loc, tile, kb.index(1)), stageArrays)[1];
+        return stageOf(tile, stageArrays, /*later=*/-1)[1];
       };
       streamTiles(
           kb.index(0), tiles, bi, hi, seqK, {in.k, in.v}, stageArrays,
@@ -287,7 +291,7 @@ private:
                 },
                 /*barrier=*/false);
           },
-          /*stageMore=*/nullptr, firstMaskedTile(q0));
+          /*stageMore=*/nullptr, firstMaskedTile(q0), /*lateBy=*/{0, 1});
       // The last tile's P V.
       block.phase(
           [&](Value t) {

@@ -735,8 +735,21 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // WGMMA-NEXT: %[[Q_ROWS:.*]] = memref.view %{{.*}}[%c196608][] : {{.*}} to memref<16x16x8x8xbf16, #gpu.address_space<workgroup>>
 // WGMMA: nvgpu.device_async_copy %{{.*}}[{{.*}}], %[[Q_ROWS]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], 8 {bypassL1}
 // WGMMA: scf.for
-// WGMMA: nvgpu.device_async_copy %{{.*}}[{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], 8 {bypassL1}
-// WGMMA: "cp.async.wait_group 0;"
+// The pipeline's first copies, branch-free, a group each: K's tiles 0 and
+// 1, V's tile 0 (read one tile late, by P V). Each tile then waits for
+// the copies issued two tiles before (its K, the last tile's V), leaving
+// the last tile's two groups in flight.
+// WGMMA: nvgpu.device_async_copy %[[K:[0-9]+]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], %{{.*}}[%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}], 8, %{{.*}} {bypassL1}
+// WGMMA-COUNT-7: nvgpu.device_async_copy %[[K]][
+// WGMMA-NEXT: "cp.async.commit_group;"
+// WGMMA-COUNT-8: nvgpu.device_async_copy %[[K]][
+// WGMMA-NEXT: "cp.async.commit_group;"
+// WGMMA: nvgpu.device_async_copy %[[V:[0-9]+]][
+// WGMMA-NOT: %[[K]][
+// WGMMA-COUNT-7: nvgpu.device_async_copy %[[V]][
+// WGMMA-NEXT: "cp.async.commit_group;"
+// WGMMA-NOT: nvgpu.device_async_copy
+// WGMMA: "cp.async.wait_group 2;"
 // WGMMA: "fence.proxy.async.shared::cta;"
 // WGMMA-NEXT: gpu.barrier
 // The first tile, built apart: S's MMAs, waited for at once.
@@ -772,7 +785,7 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // between, where ptxas would wait for both -, then P V waited for, and O
 // rescaled where a row's max grew.
 // WGMMA: scf.for
-// WGMMA: "cp.async.wait_group 0;"
+// WGMMA: "cp.async.wait_group 2;"
 // WGMMA: gpu.barrier
 // WGMMA: "wgmma.fence.sync.aligned;"
 // WGMMA-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
