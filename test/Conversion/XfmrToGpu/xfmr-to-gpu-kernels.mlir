@@ -814,9 +814,15 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // WGMMA-NEXT: llvm.extractvalue
 // WGMMA: scf.if
 // WGMMA-COUNT-32: arith.mulf
-// Then the tiles with masks, the same loops built for element-by-element
-// staging, and the last tile's P V (the emulated end-to-end tests check
-// its place).
+// Then the tiles with masks and the same loops built for element-by-element
+// staging; after them, the last tile's V (copied two tiles before) waited
+// for, fenced and published, and the last tile's P V (the emulated
+// end-to-end tests check its place).
+// WGMMA: "cp.async.wait_group 0;"
+// WGMMA-NEXT: "fence.proxy.async.shared::cta;"
+// WGMMA-NEXT: gpu.barrier
+// WGMMA: "wgmma.fence.sync.aligned;"
+// WGMMA-COUNT-8: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
 // WGMMA-NOT: nvvm.mma.sync
 // WGMMA-NOT: nvvm.ldmatrix
 // WGMMA: gpu.terminator
