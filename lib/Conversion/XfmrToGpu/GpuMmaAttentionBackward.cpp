@@ -37,7 +37,11 @@
 // With warpgroup MMAs (sm_90a), a block's 4 warps are one warpgroup and
 // every product a wgmma.mma_async of its 64 rows: the row factors by
 // descriptor from the block's rows in shared memory; the streamed tiles
-// (three stages, core matrices) as B. Each kernel's head-dim updates (dQ;
+// (three stages, core matrices) as B. A tile's two first products (S and
+// dP) are issued back to back and waited for at once (productPair), so the
+// tensor cores start the second without a round trip through the warps
+// (ptxas, sm_90a, s4096 d128 causal: one wait a tile less; the dQ kernel's
+// hot loop 651 -> 635 instructions). Each kernel's head-dim updates (dQ;
 // dV and dK) run on into the next tile, until its first products are
 // waited for - dK's alone in the dK/dV kernel (dV's are waited for at
 // once), since ptxas serializes every MMA of a kernel that leaves two
@@ -133,9 +137,8 @@ private:
           block.phase(
               [&](Value t) {
                 Lane lane = laneOf(t, q0);
-                SmallVector<Value> qk =
-                    products(t, lane, rows[0], keyTile, [&] { tile.copyNext(t); });
-                SmallVector<Value> gradP = products(t, lane, rows[1], valueTile);
+                auto [qk, gradP] = productPair(t, lane, rows[0], keyTile, rows[1], valueTile,
+                                               [&] { tile.copyNext(t); });
                 ifMasked(keyTileNeedsMask(k0, lane), [&](bool masked) {
                   forEachAccumulator(columnTiles, [&](int64_t m, int64_t n, int64_t r) {
                     int64_t i = accumulatorIndex(m, n, r, columnTiles);
@@ -235,9 +238,8 @@ private:
           block.phase(
               [&](Value t) {
                 Lane lane = laneOf(t, k0);
-                SmallVector<Value> kq =
-                    products(t, lane, rows[0], queryTile, [&] { tile.copyNext(t); });
-                SmallVector<Value> gradP = products(t, lane, rows[1], gradOutTile);
+                auto [kq, gradP] = productPair(t, lane, rows[0], queryTile, rows[1], gradOutTile,
+                                               [&] { tile.copyNext(t); });
                 ifMasked(queryTileNeedsMask(q0, lane), [&](bool masked) {
                   forEachAccumulator(columnTiles, [&](int64_t m, int64_t n, int64_t r) {
                     int64_t i = accumulatorIndex(m, n, r, columnTiles);

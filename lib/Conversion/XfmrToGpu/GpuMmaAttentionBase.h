@@ -767,6 +767,26 @@ protected:
                                       : productsEmulated(t, lane, x, tile);
   }
 
+  /// The products X T^T and Y U^T (products()), built so that the second
+  /// needs no wait for the first: warpgroup MMAs issue both, then build
+  /// `whileMultiplying`, then wait for both at once.
+  std::pair<llvm::SmallVector<mlir::Value>, llvm::SmallVector<mlir::Value>>
+  productPair(mlir::Value t, const Lane &lane, const RowFactor &x, mlir::Value xTile,
+              const RowFactor &y, mlir::Value yTile,
+              llvm::function_ref<void()> whileMultiplying = nullptr) {
+    if (emulate != Emulation::None || !warpgroupMma)
+      return {products(t, lane, x, xTile, whileMultiplying), products(t, lane, y, yTile)};
+    llvm::SmallVector<mlir::Value> both = issueOnWarpgroup(t, x, xTile);
+    size_t firstCount = both.size();
+    llvm::append_range(both, issueOnWarpgroup(t, y, yTile));
+    if (whileMultiplying)
+      whileMultiplying();
+    both = waitForProducts(t, both, /*pending=*/0);
+    llvm::ArrayRef<mlir::Value> waited(both);
+    return {llvm::SmallVector<mlir::Value>(waited.take_front(firstCount)),
+            llvm::SmallVector<mlir::Value>(waited.drop_front(firstCount))};
+  }
+
   /// products() left running where they are warpgroup MMAs (else done at
   /// once): readable after waitForProducts.
   llvm::SmallVector<mlir::Value> issueProducts(mlir::Value t, const Lane &lane, const RowFactor &x,
