@@ -37,11 +37,12 @@
 // With warpgroup MMAs (sm_90a), a block's 4 warps are one warpgroup and
 // every product a wgmma.mma_async of its 64 rows: the row factors by
 // descriptor from the block's rows in shared memory; the streamed tiles
-// (three stages, core matrices) as B. A tile's two first products (S and
-// dP) are issued back to back and waited for at once (productPair), so the
-// tensor cores start the second without a round trip through the warps
-// (ptxas, sm_90a, s4096 d128 causal: one wait a tile less; the dQ kernel's
-// hot loop 651 -> 635 instructions). Each kernel's head-dim updates (dQ;
+// (core matrices) as B, in four stages, copied two tiles ahead
+// (extraStagesFor: the dQ kernel up to head dim 64 three, one ahead). A
+// tile's two first products (S and dP) are issued back to back and waited
+// for at once (productPair), so the tensor cores start the second without
+// a round trip through the warps (one wait a tile less). Each kernel's
+// head-dim updates (dQ;
 // dV and dK) run on into the next tile, until its first products are
 // waited for - dK's alone in the dK/dV kernel (dV's are waited for at
 // once), since ptxas serializes every MMA of a kernel that leaves two
@@ -76,13 +77,23 @@ bool rowsInSharedFor(int64_t headDim, bool warpgroupMma) {
   return warpgroupMma || MmaAttentionKernelBase::dimSteps(headDim) >= 8;
 }
 
+/// Shared stages beyond the three of the warpgroup-MMA kernels (sm_90a),
+/// for copies two tiles ahead (streamTiles): the dK/dV kernel's always
+/// (ptxas, s4096: 198-224 registers, 2 blocks an SM anyway), the dQ
+/// kernel's above head dim 64 - up to 64, its three stages and rows (64
+/// KB) leave room for 3 blocks an SM, as its 166 registers do; a fourth
+/// stage, for 2.
+int64_t extraStagesFor(int64_t headDim, bool queryGradient) {
+  return queryGradient && columnsFor(headDim) == 64 ? 0 : 1;
+}
+
 class MmaQueryGradientKernel : MmaAttentionKernelBase {
 public:
   /// `rowDots`: [batch, heads, seq_q] f32, D of every query row, written.
   MmaQueryGradientKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate,
                          bool warpgroupMma, Value rowDots)
       : MmaAttentionKernelBase(kb, in, emulate, kWarps, columnsFor(headDimOf(in)), /*rowTiles=*/1,
-                               warpgroupMma),
+                               warpgroupMma, extraStagesFor(headDimOf(in), /*queryGradient=*/true)),
         rowsInShared(rowsInSharedFor(headDim, warpgroupMma)), rowDots(rowDots) {}
 
   void emit() {
@@ -130,6 +141,11 @@ private:
         },
         /*barrier=*/false);
 
+    // With warpgroup MMAs, K's tiles are read up to a tile late: dQ += dS K
+    // runs on into the next tile.
+    SmallVector<TileReads> reads;
+    if (warpgroupMma)
+      reads = {{/*first=*/0, /*last=*/1}, {/*first=*/0, /*last=*/0}};
     streamTiles(
         kb.index(0), keyTileCount(q0, rowsPerBlock, columns), bi, hi, seqK, {in.k, in.v},
         stagesOf(shared, 2), [&](const StreamedTile &tile) {
@@ -154,7 +170,8 @@ private:
               /*barrier=*/false);
           block.phase([&](Value t) { accumulate(t, laneOf(t, q0), gradScores, keyTile, acc); },
                       /*barrier=*/false);
-        });
+        },
+        /*stageMore=*/nullptr, /*maskedFrom=*/{}, reads);
 
     block.phase(
         [&](Value t) {
@@ -175,7 +192,8 @@ public:
   MmaKeyGradientKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate,
                        bool warpgroupMma, Value rowDots)
       : MmaAttentionKernelBase(kb, in, emulate, kWarps, columnsFor(headDimOf(in)), /*rowTiles=*/1,
-                               warpgroupMma),
+                               warpgroupMma,
+                               extraStagesFor(headDimOf(in), /*queryGradient=*/false)),
         rowsInShared(rowsInSharedFor(headDim, warpgroupMma)), rowDots(rowDots) {}
 
   void emit() {
@@ -229,6 +247,11 @@ private:
         kb.store(kb.select(inside, kb.load(rowDots, {bi, hi, source}), kb.f32(0.0)), dotTile, {i});
       });
     };
+    // With warpgroup MMAs, Q's tiles are read up to a tile late: dK += dS^T
+    // Q runs on into the next tile.
+    SmallVector<TileReads> reads;
+    if (warpgroupMma)
+      reads = {{/*first=*/0, /*last=*/1}, {/*first=*/0, /*last=*/0}};
     streamTiles(
         firstTile, kb.index(llvm::divideCeilSigned(seqQ, columns)), bi, hi, seqQ,
         {in.q, in.gradOut}, stageArrays,
@@ -266,7 +289,7 @@ private:
               },
               /*barrier=*/false);
         },
-        stageRowStatistics);
+        stageRowStatistics, /*maskedFrom=*/{}, reads);
 
     block.phase(
         [&](Value t) {

@@ -83,9 +83,9 @@ protected:
   static constexpr int64_t kAccumulators = MmaBuilder::kAccumulators;
   MmaAttentionKernelBase(cpu::KernelBuilder &kb, const cpu::AttentionOperands &in,
                          Emulation emulate, int64_t warps, int64_t columns, int64_t rowTiles = 1,
-                         bool warpgroupMma = false)
+                         bool warpgroupMma = false, int64_t extraStages = 0)
       : AttentionKernelBase(kb, in), emulate(emulate), warpgroupMma(warpgroupMma),
-        stages(warpgroupMma ? kStages + 1 : kStages), threads(warps * kWarpSize),
+        stages(warpgroupMma ? kStages + 1 + extraStages : kStages), threads(warps * kWarpSize),
         rowTiles(rowTiles), rowsPerWarp(rowTiles * MmaBuilder::kM),
         rowsPerBlock(warps * rowsPerWarp), columns(columns), block(kb, emulate, threads),
         mma(kb, mlir::cast<mlir::MemRefType>(in.q.getType()).getElementType(),
@@ -142,7 +142,9 @@ protected:
   /// MMAs, a third (`stages`): tile j's second products run during tile
   /// j + 1 (the forward issues them there, behind its first), while tile
   /// j + 2 is staged, so elsewhere; the forward's software pipeline copies
-  /// K's tile j + 2 and V's tile j + 1 during tile j (streamTiles).
+  /// K's tile j + 2 and V's tile j + 1 during tile j (streamTiles). The
+  /// backward's kernels take a fourth (`extraStages`) to copy their tiles
+  /// two ahead too.
   static constexpr int64_t kStages = 2;
   /// The arrays of the stage, one of `stageArrays`, of the tile `later`
   /// tiles after `tile` (-stages < later < stages; the stage index is
@@ -603,6 +605,12 @@ protected:
     bool peeled = false;
     std::optional<bool> masked;
   };
+  /// Where the tiles of a streamTiles operand are read, relative to the
+  /// tile: operand tile j from tile j + first to tile j + last (products
+  /// left running into the next tile, or issued there).
+  struct TileReads {
+    int64_t first = 0, last = 0;
+  };
   /// A loop over the tiles [begin, end) of `columns` rows of the
   /// `operands` (`seq` rows each) through shared stages: each of
   /// `stageArrays` holds each operand's tile, in order, then any other
@@ -618,6 +626,18 @@ protected:
   /// `stageMore(t, first, stage)`, if given, stores the stage's other
   /// arrays (rows from `first`) before the barrier.
   ///
+  /// Where `reads` is given (a TileReads per operand; warpgroup MMAs,
+  /// whose products run on), the copies run as far ahead as the stages
+  /// allow instead: each operand's tile is copied `distance` tiles before
+  /// the one that first reads it (into the stage last read the tile
+  /// before), a group per operand, so a tile waits only for the copies
+  /// issued `distance` tiles before. With three stages and V read a tile
+  /// late (the sm_90a forward) K is copied two tiles ahead and V one; with
+  /// four and K or Q read up to a tile late (the sm_90a backward), both
+  /// operands two. ptxas issues a tile's copies late in its loop (after
+  /// the softmax's exponentials): copied one tile ahead, they had the
+  /// rest of that tile to land.
+  ///
   /// Where `maskedFrom` is given (software pipelines of warpgroup MMAs),
   /// the loop holds no branch of its own: ptxas waits for all warpgroup
   /// MMAs in flight where branches join. The first tile is built apart
@@ -626,19 +646,13 @@ protected:
   /// others with `masked` true, for compute to build without masks, or
   /// with; the loops are built twice, for 16-byte copies and element by
   /// element, and the copies of a tile past the end copy nothing.
-  /// There, operand i's tile j may be read up to tile j + `lateBy[i]`
-  /// (none: 0), and the copies run as far ahead as the stages allow: each
-  /// operand's tile is copied `stages - 1` tiles before the one that
-  /// first reads it (into the stage read last the tile before), one group
-  /// per operand, so a tile waits only for copies issued two tiles before
-  /// with three stages (the sm_90a forward: K two tiles ahead, V one).
   void streamTiles(mlir::Value begin, mlir::Value end, mlir::Value bi, mlir::Value hi, int64_t seq,
                    llvm::ArrayRef<mlir::Value> operands,
                    llvm::ArrayRef<llvm::SmallVector<mlir::Value>> stageArrays,
                    llvm::function_ref<void(const StreamedTile &)> compute,
                    llvm::function_ref<void(mlir::Value, mlir::Value, llvm::ArrayRef<mlir::Value>)>
                        stageMore = nullptr,
-                   mlir::Value maskedFrom = {}, llvm::ArrayRef<int64_t> lateBy = {}) {
+                   mlir::Value maskedFrom = {}, llvm::ArrayRef<TileReads> reads = {}) {
     auto staged = [&](llvm::ArrayRef<mlir::Value> stage) {
       return llvm::map_to_vector(llvm::zip(operands, stage), [](auto pair) {
         return Staged(std::get<0>(pair), std::get<1>(pair));
@@ -657,24 +671,39 @@ protected:
       kb.ifThen(mlir::arith::AndIOp::create(b, loc, aligned, kb.below(tile, end)),
                 [&] { copyAsync(t, bi, hi, first, seq, columns, staged(stage)); });
     };
-    // The pipeline's copies (16-byte ones) that tile `tile` issues, or,
-    // `offset` tiles before `begin`, the ones issued in its stead: operand
-    // i's tile `ahead - lateBy[i]` later (past the end, none). A tile then
-    // waits for the copies issued `ahead` tiles before, leaving the groups
-    // of the `ahead - 1` tiles after them in flight.
-    int64_t ahead = maskedFrom ? stages - 1 : 1;
-    assert(llvm::all_of(lateBy, [&](int64_t lag) { return 0 <= lag && lag < ahead; }) &&
-           "a stage free for the tile copied ahead");
-    int64_t copiesInFlight = maskedFrom ? (ahead - 1) * operands.size() : 0;
-    auto copyAhead = [&](mlir::Value t, mlir::Value tile, int64_t offset = 0) {
-      for (auto [i, operand] : llvm::enumerate(operands)) {
-        int64_t later = offset + ahead - (lateBy.empty() ? 0 : lateBy[i]);
-        if (later < 0)
-          continue;
-        mlir::Value copied = kb.addi(tile, kb.index(later));
-        copyAsync(t, bi, hi, kb.muli(copied, columns), seq, columns,
-                  {{operand, stageOf(tile, stageArrays, later)[i]}}, kb.below(copied, end));
-      }
+    // With `reads`: the copies tile `tile` issues, or, `offset` tiles
+    // before `begin`, the ones issued in its stead: operand i's tile
+    // `distance - reads[i].first` later. Each tile commits a group per
+    // operand, past the end too (copying nothing), so that a wait can
+    // leave the groups of the `distance - 1` tiles after it in flight.
+    int64_t spread = 0;
+    for (const TileReads &read : reads)
+      spread = std::max(spread, read.last - read.first);
+    int64_t distance = stages - 1 - spread;
+    assert((reads.empty() || reads.size() == operands.size()) && "a TileReads per operand");
+    assert(llvm::all_of(reads,
+                        [&](const TileReads &read) {
+                          return 0 <= read.first && read.first < distance;
+                        }) &&
+           "a stage free for each tile copied ahead");
+    int64_t copiesInFlight = reads.empty() ? 0 : (distance - 1) * operands.size();
+    auto copyAhead = [&](mlir::Value t, mlir::Value tile, std::optional<bool> vectors,
+                         int64_t offset = 0) {
+      auto copies = [&] {
+        for (auto [i, operand] : llvm::enumerate(operands)) {
+          int64_t later = offset + distance - reads[i].first;
+          if (later < 0)
+            continue;
+          mlir::Value copied = kb.addi(tile, kb.index(later));
+          copyAsync(t, bi, hi, kb.muli(copied, columns), seq, columns,
+                    {{operand, stageOf(tile, stageArrays, later)[i]}}, kb.below(copied, end));
+        }
+      };
+      if (!aligned || vectors == false)
+        return;
+      if (vectors)
+        return copies();
+      kb.ifThen(aligned, copies);
     };
     auto step = [&](mlir::Value tile, std::optional<bool> vectors, bool peeled,
                     std::optional<bool> masked) {
@@ -688,7 +717,7 @@ protected:
           waitForCopies(copiesInFlight);
         else
           kb.ifThenElse(
-              aligned, [&] { waitForCopies(); }, elements);
+              aligned, [&] { waitForCopies(copiesInFlight); }, elements);
         if (stageMore)
           stageMore(t, first, stage);
         if (warpgroupMma && emulate == Emulation::None)
@@ -697,28 +726,34 @@ protected:
       mlir::Value next = kb.addi(tile, kb.index(1));
       compute({first, stage,
                [&](mlir::Value t) {
-                 if (maskedFrom && vectors == true)
-                   copyAhead(t, tile);
-                 else
+                 if (reads.empty())
                    copyTile(t, next, vectors);
+                 else
+                   copyAhead(t, tile, vectors);
                },
                peeled, masked});
     };
-    if (aligned && !maskedFrom)
-      block.phase([&](mlir::Value t) { copyTile(t, begin, std::nullopt); }, /*barrier=*/false);
+    // The copies before the first tile.
+    auto prologue = [&](std::optional<bool> vectors) {
+      if (!aligned || vectors == false)
+        return;
+      block.phase(
+          [&](mlir::Value t) {
+            if (reads.empty())
+              return copyTile(t, begin, vectors);
+            for (int64_t offset = -distance; offset < 0; ++offset)
+              copyAhead(t, begin, vectors, offset);
+          },
+          /*barrier=*/false);
+    };
     if (!maskedFrom) {
+      prologue(std::nullopt);
       kb.forLoop(begin, end, 1, [&](mlir::Value tile) {
         step(tile, std::nullopt, /*peeled=*/false, std::nullopt);
       });
     } else {
       auto pipeline = [&](bool vectors) {
-        if (vectors)
-          block.phase(
-              [&](mlir::Value t) {
-                for (int64_t offset = -ahead; offset < 0; ++offset)
-                  copyAhead(t, begin, offset);
-              },
-              /*barrier=*/false);
+        prologue(vectors);
         kb.ifThen(kb.below(begin, end),
                   [&] { step(begin, vectors, /*peeled=*/true, std::nullopt); });
         mlir::Value second = kb.addi(begin, kb.index(1));
@@ -736,16 +771,17 @@ protected:
     }
     // No copy stays in flight past the loop: rows staged with the first
     // tile (stageRows) still are where there was no tile, and the last
-    // tiles of operands read late are waited for, and published, here.
-    bool readLate = llvm::any_of(lateBy, [](int64_t lag) { return lag > 0; });
+    // tiles of operands first read a tile late are waited for, and
+    // published, here.
+    bool readAfter = llvm::any_of(reads, [](const TileReads &read) { return read.first > 0; });
     if (aligned && emulate == Emulation::None)
       block.phase(
           [&](mlir::Value) {
             waitForCopies();
-            if (readLate && warpgroupMma)
+            if (readAfter && warpgroupMma)
               mma.fenceSharedForWarpgroupMma();
           },
-          /*barrier=*/readLate);
+          /*barrier=*/readAfter);
   }
 
   /// X T^T for the rows X of thread t's warp and the shared tile T:

@@ -291,7 +291,8 @@ private:
                 },
                 /*barrier=*/false);
           },
-          /*stageMore=*/nullptr, firstMaskedTile(q0), /*lateBy=*/{0, 1});
+          /*stageMore=*/nullptr, firstMaskedTile(q0),
+          /*reads=*/{{/*first=*/0, /*last=*/0}, {/*first=*/1, /*last=*/1}});
       // The last tile's P V.
       block.phase(
           [&](Value t) {

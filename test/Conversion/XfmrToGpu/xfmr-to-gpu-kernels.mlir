@@ -873,8 +873,14 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // computed.
 // With warpgroup-mma (sm_90a), each kernel's 4 warps are one warpgroup
 // and every product a wgmma.mma_async: the tiles staged as core matrices
-// ([8][6][8][8]: 64 rows of the head dim padded to 48) in three stages,
-// the block's rows (Q and dO; K and V) so too; per tile S = Q K^T and dP =
+// ([8][6][8][8]: 64 rows of the head dim padded to 48), a group of copies
+// per operand and tile: the dQ kernel's in three stages (up to head dim
+// 64), a tile ahead (K's and V's tile 0 before the loop, per tile those of
+// tile j + 1, waited for at the next tile: K's are read up to a tile late),
+// the dK/dV kernel's in four, two tiles ahead (Q's and dO's tiles 0 and 1
+// before the loop, per tile those of tile j + 2 after waiting for tile j's,
+// the last tile's two groups left in flight); the block's rows (Q and dO;
+// K and V) so too; per tile S = Q K^T and dP =
 // dO V^T (3 MMAs m64n64k16 each, one per 16 of the head dim, both factors
 // by descriptor, K-major: trans-a 0, trans-b 0), each
 // committed, the second issued right behind the first, then the next
@@ -889,9 +895,12 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // WGMMA-LABEL: func.func @mma_attention_backward
 // WGMMA-DAG: %[[N_MAJOR:.*]] = arith.constant 34362884096 : i64
 // WGMMA-DAG: %[[K_MAJOR:.*]] = arith.constant 206158954496 : i64
-// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128,
+// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1) {
 // WGMMA-COUNT-8: memref.get_global @{{.*}} : memref<8x6x8x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA-COUNT-4: "cp.async.commit_group;"
+// WGMMA-NOT: "cp.async.commit_group;"
 // WGMMA: scf.for
+// WGMMA: "cp.async.wait_group 0;"
 // WGMMA: "fence.proxy.async.shared::cta;"
 // WGMMA-NEXT: gpu.barrier
 // WGMMA: arith.ori %{{.*}}, %[[K_MAJOR]] : i64
@@ -922,11 +931,14 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // WGMMA: "wgmma.wait_group.sync.aligned 0;"
 // WGMMA-NOT: wgmma
 // WGMMA: gpu.terminator
-// The dK/dV kernel's 8 tiles and 6 arrays of 64 f32 take 50688 bytes: dynamic.
-// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c50688_i32
-// WGMMA-COUNT-8: memref.view {{.*}} to memref<8x6x8x8xbf16, #gpu.address_space<workgroup>>
-// WGMMA-COUNT-6: memref.view {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// The dK/dV kernel's 10 tiles and 8 arrays of 64 f32 take 63488 bytes.
+// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c63488_i32
+// WGMMA-COUNT-10: memref.view {{.*}} to memref<8x6x8x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA-COUNT-8: memref.view {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// WGMMA-COUNT-6: "cp.async.commit_group;"
+// WGMMA-NOT: "cp.async.commit_group;"
 // WGMMA: scf.for
+// WGMMA: "cp.async.wait_group 2;"
 // WGMMA-COUNT-3: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 // WGMMA-NOT: wgmma.wait_group
 // WGMMA-COUNT-3: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
@@ -1066,7 +1078,8 @@ func.func @mma_attention_backward(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x
 // well.
 // WGMMA-LABEL: func.func @mma_attention_backward_shared_rows
 // WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size
-// WGMMA-COUNT-6: memref.view {{.*}} to memref<4x16x8x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA-COUNT-8: memref.view {{.*}} to memref<4x16x8x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA-NOT: memref<4x16x8x8xbf16
 // WGMMA: %[[QROWS:.*]] = memref.view {{.*}} to memref<8x16x8x8xbf16, #gpu.address_space<workgroup>>
 // WGMMA: nvgpu.device_async_copy %{{.*}}, %[[QROWS]][{{.*}}], 8 {bypassL1}
 // WGMMA: scf.for
