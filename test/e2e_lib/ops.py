@@ -363,6 +363,31 @@ def ref_backward_low_precision(x, suffix, dtype):
     return out
 
 
+def gen_long_backward():
+    # f32 on disk; the model's bf16 at load.
+    return dict(q=randn(1, 520, 1, 64), k=randn(1, 600, 1, 64), v=randn(1, 600, 1, 64),
+                r1=randn(1, 520, 1, 64), wq=randn(1, 300, 1, 96), wk=randn(1, 300, 1, 96),
+                wv=randn(1, 300, 1, 96), r2=randn(1, 300, 1, 96))
+
+
+def ref_long_backward(x):
+    """The loss of test/e2e/grad/long-attention.mlir and its gradients by
+    autograd, each forward result rounded to bf16 as the model stores it."""
+    def stored(value):
+        return value.to(torch.bfloat16).to(F64)
+
+    p = {name: stored(t(x[name])).requires_grad_() for name in ("q", "k", "v", "wq", "wk", "wv")}
+    a = stored(attention_reference(p["q"], p["k"], p["v"], 0.125, keep=causal_keep(520, 600)))
+    b = stored(attention_reference(p["wq"], p["wk"], p["wv"], 0.1))
+    s1 = stored(stored(a * stored(t(x["r1"]))).sum())
+    s2 = stored(stored(b * stored(t(x["r2"]))).sum())
+    loss = stored(s1 + s2)
+    loss.backward()
+    out = {"loss": loss.detach()}
+    out.update({f"grad:{name}": leaf.grad for name, leaf in p.items()})
+    return out
+
+
 CASES = {"attention": (gen_attention, ref_attention),
          "backward": (gen_backward, ref_backward),
          "backward_bf16": (gen_backward_low_precision,
@@ -375,6 +400,7 @@ CASES = {"attention": (gen_attention, ref_attention),
          "elementwise": (gen_elementwise, ref_elementwise),
          "low_precision": (gen_low_precision, ref_low_precision),
          "long_attention": (gen_long_attention, ref_long_attention),
+         "long_backward": (gen_long_backward, ref_long_backward),
          "mma_gemm": (gen_mma_gemm, ref_mma_gemm)}
 TOLERANCE = 2e-5
 # The reference stores the same roundings, so only values that land near a
@@ -383,7 +409,7 @@ TOLERANCE = 2e-5
 # The gradients of the low-precision attentions too, though the reference
 # cannot store the backward's own roundings (see test/e2e/grad/low-precision.mlir).
 CASE_TOLERANCE = {"low_precision": {"_bf16": 8e-3, "_f16": 1e-3}, "mma_gemm": {"": 8e-3},
-                  "long_attention": {"": 8e-3},
+                  "long_attention": {"": 8e-3}, "long_backward": {"": 8e-3},
                   "backward_bf16": {"": 8e-3}, "backward_f16": {"": 1e-3}}
 
 
