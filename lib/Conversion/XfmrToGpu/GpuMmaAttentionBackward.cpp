@@ -87,6 +87,16 @@ int64_t extraStagesFor(int64_t headDim, bool queryGradient) {
   return queryGradient && columnsFor(headDim) == 64 ? 0 : 1;
 }
 
+/// Where a kernel reads the tiles of its two streamed operands (none:
+/// streamTiles' default, one tile ahead): with warpgroup MMAs the first's
+/// (K; Q) up to a tile late, as its head-dim update (dQ += dS K; dK += dS^T
+/// Q) runs on into the next tile.
+SmallVector<MmaAttentionKernelBase::TileReads> streamedReads(bool warpgroupMma) {
+  if (!warpgroupMma)
+    return {};
+  return {{/*first=*/0, /*last=*/1}, {/*first=*/0, /*last=*/0}};
+}
+
 class MmaQueryGradientKernel : MmaAttentionKernelBase {
 public:
   /// `rowDots`: [batch, heads, seq_q] f32, D of every query row, written.
@@ -141,14 +151,10 @@ private:
         },
         /*barrier=*/false);
 
-    // With warpgroup MMAs, K's tiles are read up to a tile late: dQ += dS K
-    // runs on into the next tile.
-    SmallVector<TileReads> reads;
-    if (warpgroupMma)
-      reads = {{/*first=*/0, /*last=*/1}, {/*first=*/0, /*last=*/0}};
     streamTiles(
         kb.index(0), keyTileCount(q0, rowsPerBlock, columns), bi, hi, seqK, {in.k, in.v},
-        stagesOf(shared, 2), [&](const StreamedTile &tile) {
+        stagesOf(shared, 2),
+        [&](const StreamedTile &tile) {
           Value k0 = tile.first, keyTile = tile.stage[0], valueTile = tile.stage[1];
           block.phase(
               [&](Value t) {
@@ -171,7 +177,7 @@ private:
           block.phase([&](Value t) { accumulate(t, laneOf(t, q0), gradScores, keyTile, acc); },
                       /*barrier=*/false);
         },
-        /*stageMore=*/nullptr, /*maskedFrom=*/{}, reads);
+        /*stageMore=*/nullptr, /*maskedFrom=*/{}, streamedReads(warpgroupMma));
 
     block.phase(
         [&](Value t) {
@@ -247,11 +253,6 @@ private:
         kb.store(kb.select(inside, kb.load(rowDots, {bi, hi, source}), kb.f32(0.0)), dotTile, {i});
       });
     };
-    // With warpgroup MMAs, Q's tiles are read up to a tile late: dK += dS^T
-    // Q runs on into the next tile.
-    SmallVector<TileReads> reads;
-    if (warpgroupMma)
-      reads = {{/*first=*/0, /*last=*/1}, {/*first=*/0, /*last=*/0}};
     streamTiles(
         firstTile, kb.index(llvm::divideCeilSigned(seqQ, columns)), bi, hi, seqQ,
         {in.q, in.gradOut}, stageArrays,
@@ -289,7 +290,7 @@ private:
               },
               /*barrier=*/false);
         },
-        stageRowStatistics, /*maskedFrom=*/{}, reads);
+        stageRowStatistics, /*maskedFrom=*/{}, streamedReads(warpgroupMma));
 
     block.phase(
         [&](Value t) {

@@ -73,6 +73,12 @@ public:
   static int64_t dimSteps(int64_t headDim) {
     return llvm::divideCeilSigned(headDim, MmaBuilder::kK);
   }
+  /// Where the tiles of a streamTiles operand are read, relative to the
+  /// tile: operand tile j from tile j + first to tile j + last (products
+  /// left running into the next tile, or issued there).
+  struct TileReads {
+    int64_t first = 0, last = 0;
+  };
   /// Bytes of a shared tile of `rows` rows of 16-bit elements.
   static int64_t tileBytes(int64_t rows, int64_t headDim) {
     return 2 * rows * (dimSteps(headDim) * MmaBuilder::kK + kPadding);
@@ -604,12 +610,6 @@ protected:
     CopyNext copyNext;
     bool peeled = false;
     std::optional<bool> masked;
-  };
-  /// Where the tiles of a streamTiles operand are read, relative to the
-  /// tile: operand tile j from tile j + first to tile j + last (products
-  /// left running into the next tile, or issued there).
-  struct TileReads {
-    int64_t first = 0, last = 0;
   };
   /// A loop over the tiles [begin, end) of `columns` rows of the
   /// `operands` (`seq` rows each) through shared stages: each of
