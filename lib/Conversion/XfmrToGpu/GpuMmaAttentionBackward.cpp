@@ -37,16 +37,15 @@
 // With warpgroup MMAs (sm_90a), a block's 4 warps are one warpgroup and
 // every product a wgmma.mma_async of its 64 rows: the row factors by
 // descriptor from the block's rows in shared memory; the streamed tiles
-// (core matrices) as B, in four stages, copied two tiles ahead
-// (extraStagesFor: the dQ kernel up to head dim 64 three, one ahead). A
-// tile's two first products (S and dP) are issued back to back and waited
-// for at once (productPair), so the tensor cores start the second without
-// a round trip through the warps (one wait a tile less). Each kernel's
-// head-dim updates (dQ;
-// dV and dK) run on into the next tile, until its first products are
-// waited for - dK's alone in the dK/dV kernel (dV's are waited for at
-// once), since ptxas serializes every MMA of a kernel that leaves two
-// groups in flight across its loop's back edge (C7514).
+// (core matrices) as B, in four stages, copied two tiles ahead. Each
+// kernel is software-pipelined as FlashAttention-3's intra-warpgroup
+// overlap: a tile issues its two first products (S and dP), then the tile
+// before's head-dim updates (dQ; dV and dK, one group), and waits for the
+// first two only: the updates run on the tensor cores while the warps
+// compute the tile's probabilities and dS. One group stays in flight
+// across the loop's back edge (with two, ptxas serializes every MMA of the
+// kernel: C7514), and no branch joins in the loop (ptxas waits for all
+// MMAs there): masks split it into tiles with and without (streamTiles).
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,24 +76,13 @@ bool rowsInSharedFor(int64_t headDim, bool warpgroupMma) {
   return warpgroupMma || MmaAttentionKernelBase::dimSteps(headDim) >= 8;
 }
 
-/// Shared stages beyond the three of the warpgroup-MMA kernels (sm_90a),
-/// for copies two tiles ahead (streamTiles): the dK/dV kernel's always
-/// (ptxas, s4096: 198-224 registers, 2 blocks an SM anyway), the dQ
-/// kernel's above head dim 64 - up to 64, its three stages and rows (64
-/// KB) leave room for 3 blocks an SM, as its 166 registers do; a fourth
-/// stage, for 2.
-int64_t extraStagesFor(int64_t headDim, bool queryGradient) {
-  return queryGradient && columnsFor(headDim) == 64 ? 0 : 1;
-}
-
-/// Where a kernel reads the tiles of its two streamed operands (none:
-/// streamTiles' default, one tile ahead): with warpgroup MMAs the first's
-/// (K; Q) up to a tile late, as its head-dim update (dQ += dS K; dK += dS^T
-/// Q) runs on into the next tile.
-SmallVector<MmaAttentionKernelBase::TileReads> streamedReads(bool warpgroupMma) {
-  if (!warpgroupMma)
-    return {};
-  return {{/*first=*/0, /*last=*/1}, {/*first=*/0, /*last=*/0}};
+/// Where the warpgroup-MMA kernels read the tiles of their two streamed
+/// operands: those of their head-dim updates (K: dQ += dS K; Q and dO: dK
+/// += dS^T Q, dV += P^T dO) up to a tile late, as the next tile issues
+/// them.
+SmallVector<MmaAttentionKernelBase::TileReads> streamedReads(bool queryGradient) {
+  MmaAttentionKernelBase::TileReads late{/*first=*/0, /*last=*/1};
+  return {late, queryGradient ? MmaAttentionKernelBase::TileReads{} : late};
 }
 
 class MmaQueryGradientKernel : MmaAttentionKernelBase {
@@ -103,7 +91,7 @@ public:
   MmaQueryGradientKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate,
                          bool warpgroupMma, Value rowDots)
       : MmaAttentionKernelBase(kb, in, emulate, kWarps, columnsFor(headDimOf(in)), /*rowTiles=*/1,
-                               warpgroupMma, extraStagesFor(headDimOf(in), /*queryGradient=*/true)),
+                               warpgroupMma, /*extraStages=*/1),
         rowsInShared(rowsInSharedFor(headDim, warpgroupMma)), rowDots(rowDots) {}
 
   void emit() {
@@ -151,33 +139,67 @@ private:
         },
         /*barrier=*/false);
 
-    streamTiles(
-        kb.index(0), keyTileCount(q0, rowsPerBlock, columns), bi, hi, seqK, {in.k, in.v},
-        stagesOf(shared, 2),
-        [&](const StreamedTile &tile) {
-          Value k0 = tile.first, keyTile = tile.stage[0], valueTile = tile.stage[1];
-          block.phase(
-              [&](Value t) {
-                Lane lane = laneOf(t, q0);
-                auto [qk, gradP] = productPair(t, lane, rows[0], keyTile, rows[1], valueTile,
-                                               [&] { tile.copyNext(t); });
-                ifMasked(keyTileNeedsMask(k0, lane), [&](bool masked) {
-                  forEachAccumulator(columnTiles, [&](int64_t m, int64_t n, int64_t r) {
-                    int64_t i = accumulatorIndex(m, n, r, columnTiles);
-                    SmallVector<Value> slot = entry(t, rowSlot(m, r / 2));
-                    Value key = kb.addi(k0, columnOf(lane, n, r));
-                    Value p = probability2(qk[i], bi, hi, rowOf(lane, m, r), key,
-                                           kb.load(lse2, slot), masked);
-                    Value gradS = kb.mul(p, kb.sub(gradP[i], kb.load(dots, slot)));
-                    kb.store(gradS, gradScores, entry(t, tileIndex(m, n, columnTiles), r));
+    // dS of thread t's rows from the products S and dP of the key tile at
+    // k0, with masks where `masked`.
+    auto storeGradScores = [&](Value t, const Lane &lane, Value k0, ArrayRef<Value> qk,
+                               ArrayRef<Value> gradP, bool masked) {
+      forEachAccumulator(columnTiles, [&](int64_t m, int64_t n, int64_t r) {
+        int64_t i = accumulatorIndex(m, n, r, columnTiles);
+        SmallVector<Value> slot = entry(t, rowSlot(m, r / 2));
+        Value key = kb.addi(k0, columnOf(lane, n, r));
+        Value p = probability2(qk[i], bi, hi, rowOf(lane, m, r), key, kb.load(lse2, slot), masked);
+        Value gradS = kb.mul(p, kb.sub(gradP[i], kb.load(dots, slot)));
+        kb.store(gradS, gradScores, entry(t, tileIndex(m, n, columnTiles), r));
+      });
+    };
+    Value tiles = keyTileCount(q0, rowsPerBlock, columns);
+    SmallVector<SmallVector<Value>> stageArrays = stagesOf(shared, 2);
+    if (!warpgroupMma) {
+      streamTiles(kb.index(0), tiles, bi, hi, seqK, {in.k, in.v}, stageArrays,
+                  [&](const StreamedTile &tile) {
+                    Value k0 = tile.first, keyTile = tile.stage[0];
+                    block.phase(
+                        [&](Value t) {
+                          Lane lane = laneOf(t, q0);
+                          auto products = productPair(t, lane, rows[0], keyTile, rows[1],
+                                                      tile.stage[1], [&] { tile.copyNext(t); });
+                          ifMasked(keyTileNeedsMask(k0, lane), [&](bool masked) {
+                            storeGradScores(t, lane, k0, products.first, products.second, masked);
+                          });
+                        },
+                        /*barrier=*/false);
+                    block.phase(
+                        [&](Value t) { accumulate(t, laneOf(t, q0), gradScores, keyTile, acc); },
+                        /*barrier=*/false);
                   });
+    } else {
+      // Software-pipelined as the forward: a tile's S and dP are issued,
+      // then the tile before's dQ update, which runs on while the tile's dS
+      // is computed; masks split the loop.
+      Value logits = columnAccumulators(), gradLogits = columnAccumulators();
+      auto updateDims = [&](Value t, const Lane &lane, Value tile) {
+        accumulate(t, lane, gradScores, stageOf(tile, stageArrays, /*later=*/-1)[0], acc);
+      };
+      streamTiles(
+          kb.index(0), tiles, bi, hi, seqK, {in.k, in.v}, stageArrays,
+          [&](const StreamedTile &tile) {
+            Value k0 = tile.first;
+            pipelinedProductPair(
+                tile, q0, rows[0], tile.stage[0], rows[1], tile.stage[1], logits, gradLogits,
+                [&](Value t, const Lane &lane) { updateDims(t, lane, kb.divui(k0, columns)); },
+                [&](Value t, const Lane &lane, ArrayRef<Value> qk, ArrayRef<Value> gradP) {
+                  storeGradScores(t, lane, k0, qk, gradP, tile.masked.value_or(true));
                 });
-              },
-              /*barrier=*/false);
-          block.phase([&](Value t) { accumulate(t, laneOf(t, q0), gradScores, keyTile, acc); },
-                      /*barrier=*/false);
-        },
-        /*stageMore=*/nullptr, /*maskedFrom=*/{}, streamedReads(warpgroupMma));
+          },
+          /*stageMore=*/nullptr, MaskSplit{firstMaskedTile(q0)},
+          streamedReads(/*queryGradient=*/true));
+      // The last tile's update.
+      block.phase(
+          [&](Value t) {
+            kb.ifThen(kb.below(kb.index(0), tiles), [&] { updateDims(t, laneOf(t, q0), tiles); });
+          },
+          /*barrier=*/false);
+    }
 
     block.phase(
         [&](Value t) {
@@ -198,8 +220,7 @@ public:
   MmaKeyGradientKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate,
                        bool warpgroupMma, Value rowDots)
       : MmaAttentionKernelBase(kb, in, emulate, kWarps, columnsFor(headDimOf(in)), /*rowTiles=*/1,
-                               warpgroupMma,
-                               extraStagesFor(headDimOf(in), /*queryGradient=*/false)),
+                               warpgroupMma, /*extraStages=*/1),
         rowsInShared(rowsInSharedFor(headDim, warpgroupMma)), rowDots(rowDots) {}
 
   void emit() {
@@ -253,44 +274,79 @@ private:
         kb.store(kb.select(inside, kb.load(rowDots, {bi, hi, source}), kb.f32(0.0)), dotTile, {i});
       });
     };
-    streamTiles(
-        firstTile, kb.index(llvm::divideCeilSigned(seqQ, columns)), bi, hi, seqQ,
-        {in.q, in.gradOut}, stageArrays,
-        [&](const StreamedTile &tile) {
-          Value q0 = tile.first, queryTile = tile.stage[0], gradOutTile = tile.stage[1],
-                lseTile = tile.stage[2], dotTile = tile.stage[3];
-          block.phase(
-              [&](Value t) {
-                Lane lane = laneOf(t, k0);
-                auto [kq, gradP] = productPair(t, lane, rows[0], queryTile, rows[1], gradOutTile,
-                                               [&] { tile.copyNext(t); });
-                ifMasked(queryTileNeedsMask(q0, lane), [&](bool masked) {
-                  forEachAccumulator(columnTiles, [&](int64_t m, int64_t n, int64_t r) {
-                    int64_t i = accumulatorIndex(m, n, r, columnTiles);
-                    SmallVector<Value> at = entry(t, tileIndex(m, n, columnTiles), r);
-                    Value column = columnOf(lane, n, r);
-                    Value p = probability2(kq[i], bi, hi, kb.addi(q0, column), rowOf(lane, m, r),
-                                           kb.load(lseTile, {column}), masked);
-                    kb.store(p, probabilities, at);
-                    Value gradS = kb.mul(p, kb.sub(gradP[i], kb.load(dotTile, {column})));
-                    kb.store(gradS, gradScores, at);
+    // P^T and dS^T of thread t's rows (keys) from the products S^T and
+    // dP^T of the query tile from q0 (its lse2 and D in `stage`), with
+    // masks where `masked`.
+    auto storeProbabilities = [&](Value t, const Lane &lane, Value q0, ArrayRef<Value> stage,
+                                  ArrayRef<Value> kq, ArrayRef<Value> gradP, bool masked) {
+      Value lseTile = stage[2], dotTile = stage[3];
+      forEachAccumulator(columnTiles, [&](int64_t m, int64_t n, int64_t r) {
+        int64_t i = accumulatorIndex(m, n, r, columnTiles);
+        SmallVector<Value> at = entry(t, tileIndex(m, n, columnTiles), r);
+        Value column = columnOf(lane, n, r);
+        Value p = probability2(kq[i], bi, hi, kb.addi(q0, column), rowOf(lane, m, r),
+                               kb.load(lseTile, {column}), masked);
+        kb.store(p, probabilities, at);
+        Value gradS = kb.mul(p, kb.sub(gradP[i], kb.load(dotTile, {column})));
+        kb.store(gradS, gradScores, at);
+      });
+    };
+    // dV += P^T dO, dK += dS^T Q for the tiles of `stage`: with warpgroup
+    // MMAs one group, dV's first.
+    auto updateDims = [&](Value t, const Lane &lane, ArrayRef<Value> stage) {
+      accumulate(t, lane, probabilities, stage[1], gradValue, /*commit=*/false);
+      accumulate(t, lane, gradScores, stage[0], gradKey);
+    };
+    Value tiles = kb.index(llvm::divideCeilSigned(seqQ, columns));
+    if (!warpgroupMma) {
+      streamTiles(
+          firstTile, tiles, bi, hi, seqQ, {in.q, in.gradOut}, stageArrays,
+          [&](const StreamedTile &tile) {
+            block.phase(
+                [&](Value t) {
+                  Lane lane = laneOf(t, k0);
+                  auto products = productPair(t, lane, rows[0], tile.stage[0], rows[1],
+                                              tile.stage[1], [&] { tile.copyNext(t); });
+                  ifMasked(queryTileNeedsMask(tile.first, lane), [&](bool masked) {
+                    storeProbabilities(t, lane, tile.first, tile.stage, products.first,
+                                       products.second, masked);
                   });
+                },
+                /*barrier=*/false);
+            block.phase([&](Value t) { updateDims(t, laneOf(t, k0), tile.stage); },
+                        /*barrier=*/false);
+          },
+          stageRowStatistics);
+    } else {
+      // Software-pipelined as the dQ kernel: the tile before's dV and dK
+      // updates issued behind the tile's S^T and dP^T run on while its P^T
+      // and dS^T are computed; the masked tiles (causal) come first.
+      Value logits = columnAccumulators(), gradLogits = columnAccumulators();
+      auto previousStage = [&](Value tile) { return stageOf(tile, stageArrays, /*later=*/-1); };
+      streamTiles(
+          firstTile, tiles, bi, hi, seqQ, {in.q, in.gradOut}, stageArrays,
+          [&](const StreamedTile &tile) {
+            Value q0 = tile.first;
+            pipelinedProductPair(
+                tile, k0, rows[0], tile.stage[0], rows[1], tile.stage[1], logits, gradLogits,
+                [&](Value t, const Lane &lane) {
+                  updateDims(t, lane, previousStage(kb.divui(q0, columns)));
+                },
+                [&](Value t, const Lane &lane, ArrayRef<Value> kq, ArrayRef<Value> gradP) {
+                  storeProbabilities(t, lane, q0, tile.stage, kq, gradP,
+                                     tile.masked.value_or(true));
                 });
-              },
-              /*barrier=*/false);
-          block.phase(
-              [&](Value t) {
-                Lane lane = laneOf(t, k0);
-                accumulate(t, lane, probabilities, gradOutTile, gradValue);
-                accumulate(t, lane, gradScores, queryTile, gradKey);
-                // Warpgroup MMAs: only dK's run on into the next tile. With
-                // two groups in flight across the loop's back edge, ptxas
-                // serializes every MMA of the kernel (C7514).
-                waitForAccumulators(t, {gradValue}, /*pending=*/1);
-              },
-              /*barrier=*/false);
-        },
-        stageRowStatistics, /*maskedFrom=*/{}, streamedReads(warpgroupMma));
+          },
+          stageRowStatistics, MaskSplit{firstUnmaskedTile(k0), /*maskedFirst=*/true},
+          streamedReads(/*queryGradient=*/false));
+      // The last tile's updates.
+      block.phase(
+          [&](Value t) {
+            kb.ifThen(kb.below(firstTile, tiles),
+                      [&] { updateDims(t, laneOf(t, k0), previousStage(tiles)); });
+          },
+          /*barrier=*/false);
+    }
 
     block.phase(
         [&](Value t) {
@@ -319,6 +375,21 @@ private:
         kb.addi(arith::SubIOp::create(b, loc, lane.top, lane.group), kb.index(rowsPerWarp - 1));
     Value firstQueryKeys = kb.addi(q0, kb.index(seqK - seqQ));
     return kb.below(firstQueryKeys, lastKey);
+  }
+
+  /// The first query tile whose queries see every key of the block from
+  /// k0 (none with biases, which each score adds): when causal, the first
+  /// query's keys reach the block's last key. Keys past seq_k are never
+  /// stored, queries past seq_q have probability 0: neither needs a mask.
+  Value firstUnmaskedTile(Value k0) {
+    if (in.keyBias || in.bias)
+      return kb.index(llvm::divideCeilSigned(seqQ, columns));
+    if (!in.causal)
+      return kb.index(0);
+    // ceil((k0 + rowsPerBlock - 1 - (seq_k - seq_q)) / columns), signed.
+    Value firstQuery = kb.addi(k0, kb.index(rowsPerBlock - 1 - (seqK - seqQ)));
+    Value tile = arith::CeilDivSIOp::create(b, loc, firstQuery, kb.index(columns));
+    return arith::MaxSIOp::create(b, loc, tile, kb.index(0));
   }
 
   bool rowsInShared;

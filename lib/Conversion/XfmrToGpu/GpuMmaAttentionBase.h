@@ -409,6 +409,17 @@ protected:
     return masked;
   }
 
+  /// The first key tile that may hide a key from some row of the block
+  /// whose first row is q0: past seq_k, or, when causal, past q0's last
+  /// key; 0 with biases, which each score adds.
+  mlir::Value firstMaskedTile(mlir::Value q0) {
+    if (in.keyBias || in.bias)
+      return kb.index(0);
+    mlir::Value tile =
+        mlir::arith::FloorDivSIOp::create(b, loc, visibleKeys(q0), kb.index(columns));
+    return mlir::arith::MaxSIOp::create(b, loc, tile, kb.index(0));
+  }
+
   /// Calls `body(masked)` with masked true where `needsMask` (null: always)
   /// and false elsewhere: a uniform branch per warp.
   void ifMasked(mlir::Value needsMask, llvm::function_ref<void(bool)> body) {
@@ -611,6 +622,13 @@ protected:
     bool peeled = false;
     std::optional<bool> masked;
   };
+  /// Where masks split a streamTiles loop: the tiles before `split` are
+  /// the ones that may need masks where `maskedFirst` (the dK/dV kernel's
+  /// query tiles, the causal ones first), else those from it (key tiles).
+  struct MaskSplit {
+    mlir::Value split;
+    bool maskedFirst = false;
+  };
   /// A loop over the tiles [begin, end) of `columns` rows of the
   /// `operands` (`seq` rows each) through shared stages: each of
   /// `stageArrays` holds each operand's tile, in order, then any other
@@ -638,21 +656,23 @@ protected:
   /// the softmax's exponentials): copied one tile ahead, they had the
   /// rest of that tile to land.
   ///
-  /// Where `maskedFrom` is given (software pipelines of warpgroup MMAs),
-  /// the loop holds no branch of its own: ptxas waits for all warpgroup
-  /// MMAs in flight where branches join. The first tile is built apart
+  /// Where `masks` is given (software pipelines of warpgroup MMAs), the
+  /// loop holds no branch of its own: ptxas waits for all warpgroup MMAs
+  /// in flight where branches join. The first tile is built apart
   /// (`peeled`: it has no predecessor to finish), the tiles after it in
-  /// two loops, those before tile `maskedFrom` with `masked` false, the
-  /// others with `masked` true, for compute to build without masks, or
-  /// with; the loops are built twice, for 16-byte copies and element by
-  /// element, and the copies of a tile past the end copy nothing.
+  /// two loops split at `masks.split`, their tiles with `masked` true on
+  /// the masked side (MaskSplit), false on the other, for compute to build
+  /// with masks, or without; the loops are built twice, for 16-byte copies
+  /// and element by element, and the copies of a tile past the end copy
+  /// nothing.
   void streamTiles(mlir::Value begin, mlir::Value end, mlir::Value bi, mlir::Value hi, int64_t seq,
                    llvm::ArrayRef<mlir::Value> operands,
                    llvm::ArrayRef<llvm::SmallVector<mlir::Value>> stageArrays,
                    llvm::function_ref<void(const StreamedTile &)> compute,
                    llvm::function_ref<void(mlir::Value, mlir::Value, llvm::ArrayRef<mlir::Value>)>
                        stageMore = nullptr,
-                   mlir::Value maskedFrom = {}, llvm::ArrayRef<TileReads> reads = {}) {
+                   std::optional<MaskSplit> masks = std::nullopt,
+                   llvm::ArrayRef<TileReads> reads = {}) {
     auto staged = [&](llvm::ArrayRef<mlir::Value> stage) {
       return llvm::map_to_vector(llvm::zip(operands, stage), [](auto pair) {
         return Staged(std::get<0>(pair), std::get<1>(pair));
@@ -746,7 +766,7 @@ protected:
           },
           /*barrier=*/false);
     };
-    if (!maskedFrom) {
+    if (!masks) {
       prologue(std::nullopt);
       kb.forLoop(begin, end, 1, [&](mlir::Value tile) {
         step(tile, std::nullopt, /*peeled=*/false, std::nullopt);
@@ -757,11 +777,14 @@ protected:
         kb.ifThen(kb.below(begin, end),
                   [&] { step(begin, vectors, /*peeled=*/true, std::nullopt); });
         mlir::Value second = kb.addi(begin, kb.index(1));
-        mlir::Value split = kb.mini(mlir::arith::MaxSIOp::create(b, loc, maskedFrom, second), end);
-        kb.forLoop(second, split, 1,
-                   [&](mlir::Value tile) { step(tile, vectors, /*peeled=*/false, false); });
-        kb.forLoop(mlir::arith::MaxSIOp::create(b, loc, split, second), end, 1,
-                   [&](mlir::Value tile) { step(tile, vectors, /*peeled=*/false, true); });
+        mlir::Value split =
+            kb.mini(mlir::arith::MaxSIOp::create(b, loc, masks->split, second), end);
+        kb.forLoop(second, split, 1, [&](mlir::Value tile) {
+          step(tile, vectors, /*peeled=*/false, masks->maskedFirst);
+        });
+        kb.forLoop(
+            mlir::arith::MaxSIOp::create(b, loc, split, second), end, 1,
+            [&](mlir::Value tile) { step(tile, vectors, /*peeled=*/false, !masks->maskedFirst); });
       };
       if (aligned)
         kb.ifThenElse(
@@ -823,6 +846,44 @@ protected:
             llvm::SmallVector<mlir::Value>(waited.drop_front(firstCount))};
   }
 
+  /// A software-pipelined tile's products X T^T and Y U^T (as
+  /// productPair, into the column accumulators `xArray` and `yArray`): a
+  /// phase issues both, then `updateBefore(t, lane)` (the tile before's
+  /// head-dim updates, one group of MMAs; none for a peeled tile); the
+  /// next waits for the products, leaving the updates running, copies the
+  /// next tiles (tile.copyNext) and builds `body(t, lane, xProducts,
+  /// yProducts)`. Two phases, so that emulated, the updates read every
+  /// lane's factors before any lane's body overwrites them. `first`: the
+  /// block's first row.
+  void pipelinedProductPair(
+      const StreamedTile &tile, mlir::Value first, const RowFactor &x, mlir::Value xTile,
+      const RowFactor &y, mlir::Value yTile, mlir::Value xArray, mlir::Value yArray,
+      llvm::function_ref<void(mlir::Value, const Lane &)> updateBefore,
+      llvm::function_ref<void(mlir::Value, const Lane &, llvm::ArrayRef<mlir::Value>,
+                              llvm::ArrayRef<mlir::Value>)>
+          body) {
+    block.phase(
+        [&](mlir::Value t) {
+          Lane lane = laneOf(t, first);
+          storeAccumulators(t, xArray, issueProducts(t, lane, x, xTile));
+          storeAccumulators(t, yArray, issueProducts(t, lane, y, yTile));
+          if (!tile.peeled)
+            updateBefore(t, lane);
+        },
+        /*barrier=*/false);
+    block.phase(
+        [&](mlir::Value t) {
+          llvm::SmallVector<mlir::Value> both = loadAccumulators(t, xArray, columnTiles);
+          llvm::append_range(both, loadAccumulators(t, yArray, columnTiles));
+          both = waitForProducts(t, both, tile.peeled ? 0 : 1);
+          tile.copyNext(t);
+          llvm::ArrayRef<mlir::Value> waited(both);
+          body(t, laneOf(t, first), waited.take_front(waited.size() / 2),
+               waited.drop_front(waited.size() / 2));
+        },
+        /*barrier=*/false);
+  }
+
   /// products() left running where they are warpgroup MMAs (else done at
   /// once): readable after waitForProducts.
   llvm::SmallVector<mlir::Value> issueProducts(mlir::Value t, const Lane &lane, const RowFactor &x,
@@ -842,13 +903,14 @@ protected:
   /// `factors` ([row tiles * column tiles, 4]), rounded to the MMA's type;
   /// T a shared tile. Warpgroup MMAs are left running: `acc` is readable
   /// after the next products() that names it pending, or after
-  /// waitForAccumulators; T must stay until then.
+  /// waitForAccumulators; T must stay until then. Where not `commit`, they
+  /// join the next accumulate()'s group of MMAs.
   void accumulate(mlir::Value t, const Lane &lane, mlir::Value factors, mlir::Value tile,
-                  mlir::Value acc) {
+                  mlir::Value acc, bool commit = true) {
     if (emulate != Emulation::None)
       accumulateEmulated(t, lane, factors, tile, acc);
     else if (warpgroupMma)
-      accumulateOnWarpgroup(t, factors, tile, acc);
+      accumulateOnWarpgroup(t, factors, tile, acc, commit);
     else
       accumulateOnTensorCores(t, lane, factors, tile, acc);
   }
@@ -1039,8 +1101,8 @@ private:
 
   /// The update of accumulate() by warpgroup MMAs, one per column step;
   /// left running.
-  void accumulateOnWarpgroup(mlir::Value t, mlir::Value factors, mlir::Value tile,
-                             mlir::Value acc) {
+  void accumulateOnWarpgroup(mlir::Value t, mlir::Value factors, mlir::Value tile, mlir::Value acc,
+                             bool commit) {
     assert(rowTiles == 1 && "a warp's 16 rows of a warpgroup's 64");
     llvm::SmallVector<mlir::Value> registers;
     for (int64_t ks = 0; ks < columnSteps; ++ks)
@@ -1053,7 +1115,8 @@ private:
     for (int64_t ks = 0; ks < columnSteps; ++ks)
       sums = mma.warpgroupMultiply(a.slice(ks * kAccumulators, kAccumulators),
                                    stepOperand(tile, ks, /*kAlongRows=*/true), sums, paddedDim);
-    mma.commitWarpgroupMma();
+    if (commit)
+      mma.commitWarpgroupMma();
     storeAccumulators(t, acc, sums);
   }
 

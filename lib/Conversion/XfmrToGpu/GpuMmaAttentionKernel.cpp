@@ -291,7 +291,7 @@ private:
                 },
                 /*barrier=*/false);
           },
-          /*stageMore=*/nullptr, firstMaskedTile(q0),
+          /*stageMore=*/nullptr, MaskSplit{firstMaskedTile(q0)},
           /*reads=*/{{/*first=*/0, /*last=*/0}, {/*first=*/1, /*last=*/1}});
       // The last tile's P V.
       block.phase(
@@ -342,16 +342,6 @@ private:
       visible.push_back(arith::IndexCastOp::create(b, loc, b.getI32Type(), columns));
     }
     return visible;
-  }
-
-  /// The first key tile that may hide a key from some row of the block
-  /// whose first row is q0: past seq_k, or, when causal, past q0's last
-  /// key; 0 with biases, which each score adds.
-  Value firstMaskedTile(Value q0) {
-    if (in.keyBias || in.bias)
-      return kb.index(0);
-    Value tile = arith::FloorDivSIOp::create(b, loc, visibleKeys(q0), kb.index(columns));
-    return arith::MaxSIOp::create(b, loc, tile, kb.index(0));
   }
 
   /// The online-softmax step of the thread's rows: the new max from the

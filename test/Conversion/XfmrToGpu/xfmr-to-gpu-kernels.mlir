@@ -873,34 +873,36 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // computed.
 // With warpgroup-mma (sm_90a), each kernel's 4 warps are one warpgroup
 // and every product a wgmma.mma_async: the tiles staged as core matrices
-// ([8][6][8][8]: 64 rows of the head dim padded to 48), a group of copies
-// per operand and tile: the dQ kernel's in three stages (up to head dim
-// 64), a tile ahead (K's and V's tile 0 before the loop, per tile those of
-// tile j + 1, waited for at the next tile: K's are read up to a tile late),
-// the dK/dV kernel's in four, two tiles ahead (Q's and dO's tiles 0 and 1
-// before the loop, per tile those of tile j + 2 after waiting for tile j's,
-// the last tile's two groups left in flight); the block's rows (Q and dO;
-// K and V) so too; per tile S = Q K^T and dP =
-// dO V^T (3 MMAs m64n64k16 each, one per 16 of the head dim, both factors
-// by descriptor, K-major: trans-a 0, trans-b 0), each
-// committed, the second issued right behind the first, then the next
-// tile's copies, then both waited for at once; dQ += dS K (4 MMAs m64n48k16, one per 16
-// keys, N-major: trans-b 1) left running into the next tile and waited
-// for after the loop. The dK/dV kernel's two updates (dV += P^T dO, dK +=
-// dS^T Q) are committed one after the other, then dV's waited for (24
-// accumulators tied; wait_group 1): ptxas serializes every MMA of a kernel
-// that leaves two groups in flight across its loop's back edge. Descriptors:
-// K-major leading byte offset 128 and stride 768 (8 rows of 48): (8 << 16)
-// | (48 << 32); N-major (48 << 16) | (8 << 32).
+// ([8][6][8][8]: 64 rows of the head dim padded to 48) in four stages, a
+// group of copies per operand and tile, two tiles ahead (the streamed
+// operands' tiles 0 and 1 before the loop, after the block's rows (Q and
+// dO; K and V); per tile those of tile j + 2 after waiting for tile j's,
+// the last tile's two groups left in flight). Each kernel is
+// software-pipelined: the first tile is built apart (S = Q K^T and dP = dO
+// V^T, 3 MMAs m64n64k16 each, one per 16 of the head dim, both factors by
+// descriptor, K-major: trans-a 0, trans-b 0, each committed, then both
+// waited for), the others in two loops, without masks and with (causal:
+// the dQ kernel's masked key tiles last, the dK/dV kernel's query tiles
+// first). A tile issues S and dP, then the tile before's head-dim updates
+// behind them - dQ += dS K, 4 MMAs m64n48k16, one per 16 keys, N-major:
+// trans-b 1; dV += P^T dO and dK += dS^T Q, one group of 8 - and waits for
+// S and dP only (64 accumulators tied; wait_group 1): the updates run while
+// the tile's probabilities (an FFMA and ex2 each without masks) and dS are
+// computed, then its copies issued. The last tile's updates are issued
+// after the loops and waited for with the accumulators (dQ: 24; dK and dV:
+// 48). One group is in flight across each loop's back edge: with two,
+// ptxas serializes every MMA of the kernel. Descriptors: K-major leading
+// byte offset 128 and stride 768 (8 rows of 48): (8 << 16) | (48 << 32);
+// N-major (48 << 16) | (8 << 32).
 // WGMMA-LABEL: func.func @mma_attention_backward
 // WGMMA-DAG: %[[N_MAJOR:.*]] = arith.constant 34362884096 : i64
 // WGMMA-DAG: %[[K_MAJOR:.*]] = arith.constant 206158954496 : i64
-// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1) {
-// WGMMA-COUNT-8: memref.get_global @{{.*}} : memref<8x6x8x8xbf16, #gpu.address_space<workgroup>>
-// WGMMA-COUNT-4: "cp.async.commit_group;"
+// The dQ kernel's 10 tiles take 61440 bytes.
+// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c61440_i32
+// WGMMA-COUNT-10: memref.view {{.*}} to memref<8x6x8x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA-COUNT-6: "cp.async.commit_group;"
 // WGMMA-NOT: "cp.async.commit_group;"
-// WGMMA: scf.for
-// WGMMA: "cp.async.wait_group 0;"
+// WGMMA: "cp.async.wait_group 2;"
 // WGMMA: "fence.proxy.async.shared::cta;"
 // WGMMA-NEXT: gpu.barrier
 // WGMMA: arith.ori %{{.*}}, %[[K_MAJOR]] : i64
@@ -918,17 +920,48 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // WGMMA-COUNT-3: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 // WGMMA: "wgmma.commit_group.sync.aligned;"
 // WGMMA-NOT: wgmma
-// WGMMA: nvgpu.device_async_copy
 // WGMMA: "wgmma.wait_group.sync.aligned 0;", "{{(=f,){64}0,}}
 // WGMMA-NOT: wgmma
+// WGMMA: nvgpu.device_async_copy
 // WGMMA: math.exp2
+// The key tiles without masks.
+// WGMMA-NOT: wgmma
+// WGMMA: scf.for
+// WGMMA: "cp.async.wait_group 2;"
+// WGMMA: gpu.barrier
+// WGMMA-COUNT-3: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// WGMMA: "wgmma.commit_group.sync.aligned;"
+// WGMMA-COUNT-3: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// WGMMA: "wgmma.commit_group.sync.aligned;"
+// WGMMA-NOT: wgmma.wait_group
 // WGMMA: arith.ori %{{.*}}, %[[N_MAJOR]] : i64
 // WGMMA-NEXT: wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
 // WGMMA-COUNT-3: wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
 // WGMMA-NOT: wgmma.mma_async
 // WGMMA: "wgmma.commit_group.sync.aligned;"
 // WGMMA-NOT: wgmma
-// WGMMA: "wgmma.wait_group.sync.aligned 0;"
+// WGMMA: "wgmma.wait_group.sync.aligned 1;", "{{(=f,){64}0,}}
+// WGMMA-NOT: wgmma
+// WGMMA: nvgpu.device_async_copy
+// WGMMA-NOT: arith.cmpf
+// WGMMA: math.fma
+// WGMMA-NEXT: math.exp2
+// WGMMA-NOT: arith.cmpf
+// The key tiles with masks.
+// WGMMA: scf.for
+// WGMMA-COUNT-6: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// WGMMA-COUNT-4: wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
+// WGMMA: "wgmma.wait_group.sync.aligned 1;", "{{(=f,){64}0,}}
+// WGMMA-NOT: wgmma
+// WGMMA: arith.cmpf
+// WGMMA: math.exp2
+// The last tile's update, after the loops built again for element-wise
+// copies.
+// WGMMA: "cp.async.wait_group 0;"
+// WGMMA-COUNT-4: wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
+// WGMMA: "wgmma.commit_group.sync.aligned;"
+// WGMMA-NOT: wgmma
+// WGMMA: "wgmma.wait_group.sync.aligned 0;", "{{(=f,){24}0,}}
 // WGMMA-NOT: wgmma
 // WGMMA: gpu.terminator
 // The dK/dV kernel's 10 tiles and 8 arrays of 64 f32 take 63488 bytes.
@@ -937,22 +970,45 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // WGMMA-COUNT-8: memref.view {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
 // WGMMA-COUNT-6: "cp.async.commit_group;"
 // WGMMA-NOT: "cp.async.commit_group;"
-// WGMMA: scf.for
 // WGMMA: "cp.async.wait_group 2;"
-// WGMMA-COUNT-3: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
-// WGMMA-NOT: wgmma.wait_group
-// WGMMA-COUNT-3: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// WGMMA-COUNT-6: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
 // WGMMA-NOT: wgmma.mma_async
 // WGMMA: "wgmma.wait_group.sync.aligned 0;", "{{(=f,){64}0,}}
 // WGMMA: math.exp2
-// WGMMA-COUNT-4: wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
+// The query tiles with masks: dV's and dK's updates one group.
+// WGMMA-NOT: wgmma
+// WGMMA: scf.for
+// WGMMA: "cp.async.wait_group 2;"
+// WGMMA-COUNT-3: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// WGMMA: "wgmma.commit_group.sync.aligned;"
+// WGMMA-COUNT-3: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// WGMMA: "wgmma.commit_group.sync.aligned;"
+// WGMMA-NOT: wgmma.wait_group
+// WGMMA-COUNT-8: wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
 // WGMMA-NOT: wgmma.mma_async
 // WGMMA: "wgmma.commit_group.sync.aligned;"
-// WGMMA-COUNT-4: wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
-// WGMMA-NOT: wgmma.mma_async
+// WGMMA-NOT: wgmma
+// WGMMA: "wgmma.wait_group.sync.aligned 1;", "{{(=f,){64}0,}}
+// WGMMA-NOT: wgmma
+// WGMMA: arith.cmpf
+// WGMMA: math.exp2
+// The query tiles without masks.
+// WGMMA-NOT: wgmma
+// WGMMA: scf.for
+// WGMMA-COUNT-6: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 0, 0;
+// WGMMA-COUNT-8: wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
+// WGMMA: "wgmma.wait_group.sync.aligned 1;", "{{(=f,){64}0,}}
+// WGMMA-NOT: arith.cmpf
+// WGMMA: math.fma
+// WGMMA-NEXT: math.exp2
+// WGMMA-NOT: arith.cmpf
+// WGMMA: } else {
+// The last tile's updates.
+// WGMMA: "cp.async.wait_group 0;"
+// WGMMA-NOT: wgmma
+// WGMMA: scf.if
+// WGMMA-COUNT-8: wgmma.mma_async.sync.aligned.m64n48k16.f32.bf16.bf16 {{.*}}, p, 1, 1, 1;
 // WGMMA: "wgmma.commit_group.sync.aligned;"
-// WGMMA-NOT: wgmma.mma_async
-// WGMMA: "wgmma.wait_group.sync.aligned 1;", "{{(=f,){24}0,}}
 // WGMMA-NOT: wgmma
 // WGMMA: "wgmma.wait_group.sync.aligned 0;", "{{(=f,){48}0,}}
 // WGMMA-NOT: nvvm.mma.sync
