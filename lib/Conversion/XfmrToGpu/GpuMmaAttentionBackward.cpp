@@ -37,7 +37,7 @@
 // With warpgroup MMAs (sm_90a), a block's 4 warps are one warpgroup and
 // every product a wgmma.mma_async of its 64 rows: the row factors by
 // descriptor from the block's rows in shared memory; the streamed tiles
-// (core matrices) as B, in four stages, copied two tiles ahead. Each
+// (core matrices) as B, in five stages, copied two tiles ahead. Each
 // kernel is software-pipelined as FlashAttention-3's intra-warpgroup
 // overlap: a tile issues its two first products (S and dP), then the tile
 // before's head-dim updates (dQ; dV and dK, one group), and waits for the
@@ -78,10 +78,10 @@ bool rowsInSharedFor(int64_t headDim, bool warpgroupMma) {
 
 /// Where the warpgroup-MMA kernels read the tiles of their two streamed
 /// operands: those of their head-dim updates (K: dQ += dS K; Q and dO: dK
-/// += dS^T Q, dV += P^T dO) up to a tile late, as the next tile issues
-/// them.
+/// += dS^T Q, dV += P^T dO) up to two tiles late: the next tile issues
+/// the updates, behind its S and dP, and the one after waits for them.
 SmallVector<MmaAttentionKernelBase::TileReads> streamedReads(bool queryGradient) {
-  MmaAttentionKernelBase::TileReads late{/*first=*/0, /*last=*/1};
+  MmaAttentionKernelBase::TileReads late{/*first=*/0, /*last=*/2};
   return {late, queryGradient ? MmaAttentionKernelBase::TileReads{} : late};
 }
 
@@ -91,7 +91,7 @@ public:
   MmaQueryGradientKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate,
                          bool warpgroupMma, Value rowDots)
       : MmaAttentionKernelBase(kb, in, emulate, kWarps, columnsFor(headDimOf(in)), /*rowTiles=*/1,
-                               warpgroupMma, /*extraStages=*/1),
+                               warpgroupMma, /*extraStages=*/2),
         rowsInShared(rowsInSharedFor(headDim, warpgroupMma)), rowDots(rowDots) {}
 
   void emit() {
@@ -220,7 +220,7 @@ public:
   MmaKeyGradientKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate,
                        bool warpgroupMma, Value rowDots)
       : MmaAttentionKernelBase(kb, in, emulate, kWarps, columnsFor(headDimOf(in)), /*rowTiles=*/1,
-                               warpgroupMma, /*extraStages=*/1),
+                               warpgroupMma, /*extraStages=*/2),
         rowsInShared(rowsInSharedFor(headDim, warpgroupMma)), rowDots(rowDots) {}
 
   void emit() {

@@ -7,7 +7,9 @@
 
 #include "GpuMmaAttentionBase.h"
 
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -31,6 +33,8 @@ void MmaAttentionKernelBase::forEachRowBlock(
   block.forEachBlock(
       {llvm::divideCeilSigned(seq, rowsPerBlock), heads, batch}, shapes,
       [&](std::array<mlir::Value, 3> ids, llvm::ArrayRef<mlir::Value> shared) {
+        if (checksAsyncOrder())
+          trackAsyncOrder(shared.take_front(tileRows.size()));
         body(ids[2], ids[1], kb.muli(ids[0], rowsPerBlock), shared);
       },
       llvm::SmallVector<mlir::Type>(tileRows.size(), mma.narrowType()));
@@ -279,7 +283,13 @@ void MmaAttentionKernelBase::copyAsync(mlir::Value t, mlir::Value bi, mlir::Valu
               /*nontemporal=*/false, llvm::Align(2 * kVector));
       });
     };
-    return enabled ? kb.ifThen(enabled, copies) : copies();
+    for (auto [operand, tile] : operandsAndTiles)
+      noteTileWrite(t, tile, /*copy=*/true);
+    if (enabled)
+      kb.ifThen(enabled, copies);
+    else
+      copies();
+    return noteCopyCommit(t);
   }
   // Rows clamped to the sequence (and the zero fill sized) only where it
   // ends inside the tile: elsewhere a copy's address is the row's, without
@@ -325,6 +335,8 @@ void MmaAttentionKernelBase::copyAsync(mlir::Value t, mlir::Value bi, mlir::Valu
 void MmaAttentionKernelBase::stageElements(mlir::Value t, mlir::Value bi, mlir::Value hi,
                                            mlir::Value first, int64_t seq, int64_t rows,
                                            llvm::ArrayRef<Staged> operandsAndTiles) {
+  for (auto [operand, tile] : operandsAndTiles)
+    noteTileWrite(t, tile, /*copy=*/false);
   kb.forLoop(t, kb.index(rows * paddedDim), threads, [&](mlir::Value i) {
     mlir::Value row = kb.divui(i, paddedDim), c = kb.remui(i, paddedDim);
     for (auto [operand, tile] : operandsAndTiles)
@@ -434,10 +446,10 @@ void MmaAttentionKernelBase::streamTiles(
       if (!aligned || vectors == false)
         elements();
       else if (vectors)
-        waitForCopies(copiesInFlight);
+        waitForCopies(t, copiesInFlight);
       else
         kb.ifThenElse(
-            aligned, [&] { waitForCopies(copiesInFlight); }, elements);
+            aligned, [&] { waitForCopies(t, copiesInFlight); }, elements);
       if (stageMore)
         stageMore(t, first, stage);
       if (warpgroupMma && emulate == Emulation::None)
@@ -494,11 +506,11 @@ void MmaAttentionKernelBase::streamTiles(
   // tiles of operands first read a tile late are waited for, and
   // published, here.
   bool readAfter = llvm::any_of(reads, [](const TileReads &read) { return read.first > 0; });
-  if (aligned && emulate == Emulation::None)
+  if (aligned && (emulate == Emulation::None || checksAsyncOrder()))
     block.phase(
-        [&](mlir::Value) {
-          waitForCopies();
-          if (readAfter && warpgroupMma)
+        [&](mlir::Value t) {
+          waitForCopies(t);
+          if (readAfter && warpgroupMma && emulate == Emulation::None)
             mma.fenceSharedForWarpgroupMma();
         },
         /*barrier=*/readAfter);
@@ -510,16 +522,30 @@ MmaAttentionKernelBase::products(mlir::Value t, const Lane &lane, const RowFacto
                                  mlir::Value pending) {
   if (emulate == Emulation::None && warpgroupMma)
     return productsOnWarpgroup(t, x, tile, whileMultiplying, pending);
+  noteProductsIssued(t, x, tile);
   if (whileMultiplying)
     whileMultiplying();
-  return emulate == Emulation::None ? productsOnTensorCores(t, lane, x, tile)
-                                    : productsEmulated(t, lane, x, tile);
+  if (emulate == Emulation::None)
+    return productsOnTensorCores(t, lane, x, tile);
+  llvm::SmallVector<mlir::Value> result = productsEmulated(t, lane, x, tile);
+  noteMmaWait(t, /*pending=*/0);
+  return result;
 }
 
 std::pair<llvm::SmallVector<mlir::Value>, llvm::SmallVector<mlir::Value>>
 MmaAttentionKernelBase::productPair(mlir::Value t, const Lane &lane, const RowFactor &x,
                                     mlir::Value xTile, const RowFactor &y, mlir::Value yTile,
                                     llvm::function_ref<void()> whileMultiplying) {
+  if (checksAsyncOrder()) {
+    noteProductsIssued(t, x, xTile);
+    noteProductsIssued(t, y, yTile);
+    if (whileMultiplying)
+      whileMultiplying();
+    std::pair<llvm::SmallVector<mlir::Value>, llvm::SmallVector<mlir::Value>> result = {
+        productsEmulated(t, lane, x, xTile), productsEmulated(t, lane, y, yTile)};
+    noteMmaWait(t, /*pending=*/0);
+    return result;
+  }
   if (emulate != Emulation::None || !warpgroupMma)
     return {products(t, lane, x, xTile, whileMultiplying), products(t, lane, y, yTile)};
   llvm::SmallVector<mlir::Value> both = issueOnWarpgroup(t, x, xTile);
@@ -568,14 +594,20 @@ llvm::SmallVector<mlir::Value> MmaAttentionKernelBase::issueProducts(mlir::Value
                                                                      mlir::Value tile) {
   if (emulate == Emulation::None && warpgroupMma)
     return issueOnWarpgroup(t, x, tile);
-  return products(t, lane, x, tile);
+  if (!checksAsyncOrder())
+    return products(t, lane, x, tile);
+  noteProductsIssued(t, x, tile);
+  return productsEmulated(t, lane, x, tile);
 }
 
 void MmaAttentionKernelBase::accumulate(mlir::Value t, const Lane &lane, mlir::Value factors,
                                         mlir::Value tile, mlir::Value acc, bool commit) {
-  if (emulate != Emulation::None)
+  if (emulate != Emulation::None) {
+    noteMmaRead(t, tile);
+    if (commit)
+      noteMmaCommit(t);
     accumulateEmulated(t, lane, factors, tile, acc);
-  else if (warpgroupMma)
+  } else if (warpgroupMma)
     accumulateOnWarpgroup(t, factors, tile, acc, commit);
   else
     accumulateOnTensorCores(t, lane, factors, tile, acc);
@@ -594,8 +626,10 @@ llvm::SmallVector<mlir::Value>
 MmaAttentionKernelBase::waitForAccumulators(mlir::Value t, llvm::ArrayRef<mlir::Value> arrays,
                                             int64_t pending,
                                             llvm::ArrayRef<mlir::Value> alsoWaited) {
-  if (!warpgroupMma || emulate != Emulation::None)
+  if (!warpgroupMma || emulate != Emulation::None) {
+    noteMmaWait(t, pending);
     return llvm::SmallVector<mlir::Value>(alsoWaited);
+  }
   llvm::SmallVector<mlir::Value> values;
   for (mlir::Value acc : arrays)
     llvm::append_range(values, loadAccumulators(t, acc, dimTiles));
@@ -897,4 +931,117 @@ void MmaAttentionKernelBase::accumulateEmulated(mlir::Value t, const Lane &lane,
   for (int64_t i = 0; i < rowTiles * dimTiles; ++i)
     for (int64_t r = 0; r < kAccumulators; ++r)
       kb.store(sums[i * kAccumulators + r], acc, entry(t, i, r));
+}
+
+void MmaAttentionKernelBase::waitForCopies(mlir::Value t, int64_t pending) {
+  if (emulate == Emulation::None)
+    mma.waitForCopies(pending);
+  else
+    noteCopyWait(t, pending);
+}
+
+//===----------------------------------------------------------------------===//
+// The order of the asynchronous operations, checked in emulation
+//===----------------------------------------------------------------------===//
+
+void MmaAttentionKernelBase::trackAsyncOrder(ArrayRef<Value> tiles) {
+  trackedTiles.assign(tiles.begin(), tiles.end());
+  int64_t count = tiles.size();
+  asyncCounters = block.privateArray({kAsyncCounters}, b.getIndexType());
+  lastTileRead = block.privateArray({count}, b.getIndexType());
+  lastTileWrite = block.privateArray({count}, b.getIndexType());
+  block.phase(
+      [&](Value t) {
+        for (int64_t i = 0; i < kAsyncCounters; ++i)
+          kb.store(kb.index(0), asyncCounters, entry(t, i));
+        for (int64_t i = 0; i < count; ++i) {
+          kb.store(kb.index(-1), lastTileRead, entry(t, i));
+          kb.store(kb.index(-1), lastTileWrite, entry(t, i));
+        }
+      },
+      /*barrier=*/false);
+  block.setBarrierHook([this](Value t) {
+    kb.store(kb.load(asyncCounters, entry(t, kMmaDone)), asyncCounters,
+             entry(t, kMmaDoneAtBarrier));
+    kb.store(kb.load(asyncCounters, entry(t, kCopiesDone)), asyncCounters,
+             entry(t, kCopiesDoneAtBarrier));
+  });
+}
+
+Value MmaAttentionKernelBase::trackedTile(Value tile) {
+  auto address = [&](Value memref) -> Value {
+    return memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+  };
+  Value tileAddress = address(tile);
+  Value index = kb.index(trackedTiles.size());
+  for (auto [i, tracked] : llvm::enumerate(trackedTiles))
+    index = kb.select(
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tileAddress, address(tracked)),
+        kb.index(i), index);
+  cf::AssertOp::create(b, loc, kb.below(index, trackedTiles.size()),
+                       "emulated warpgroup MMA: an operand outside the block's shared tiles");
+  return index;
+}
+
+/// Asserts that group `group` (-1: none) is below `done`.
+static void assertDone(KernelBuilder &kb, Value group, Value done, StringRef message) {
+  OpBuilder &b = kb.builder();
+  cf::AssertOp::create(
+      b, kb.location(),
+      arith::CmpIOp::create(b, kb.location(), arith::CmpIPredicate::slt, group, done), message);
+}
+
+void MmaAttentionKernelBase::noteMmaRead(Value t, Value tile) {
+  if (!checksAsyncOrder())
+    return;
+  SmallVector<Value> at = block.at(t, {trackedTile(tile)});
+  assertDone(kb, kb.load(lastTileWrite, at), kb.load(asyncCounters, entry(t, kCopiesDoneAtBarrier)),
+             "emulated warpgroup MMA: a shared tile read before the copies into it were waited "
+             "for and a barrier passed");
+  kb.store(kb.load(asyncCounters, entry(t, kMmaIssued)), lastTileRead, at);
+}
+
+void MmaAttentionKernelBase::noteProductsIssued(Value t, const RowFactor &x, Value tile) {
+  noteMmaRead(t, tile);
+  if (x.shared)
+    noteMmaRead(t, x.array);
+  noteMmaCommit(t);
+}
+
+void MmaAttentionKernelBase::noteTileWrite(Value t, Value tile, bool copy) {
+  if (!checksAsyncOrder())
+    return;
+  SmallVector<Value> at = block.at(t, {trackedTile(tile)});
+  assertDone(kb, kb.load(lastTileRead, at), kb.load(asyncCounters, entry(t, kMmaDoneAtBarrier)),
+             "emulated warpgroup MMA: a shared tile written before the MMAs reading it were "
+             "waited for and a barrier passed");
+  if (copy)
+    kb.store(kb.load(asyncCounters, entry(t, kCopiesIssued)), lastTileWrite, at);
+}
+
+/// Counter `issued` + 1: a group committed.
+void MmaAttentionKernelBase::noteMmaCommit(Value t) { countIssued(t, kMmaIssued); }
+void MmaAttentionKernelBase::noteCopyCommit(Value t) { countIssued(t, kCopiesIssued); }
+void MmaAttentionKernelBase::noteMmaWait(Value t, int64_t pending) {
+  countDone(t, kMmaIssued, kMmaDone, pending);
+}
+void MmaAttentionKernelBase::noteCopyWait(Value t, int64_t pending) {
+  countDone(t, kCopiesIssued, kCopiesDone, pending);
+}
+
+void MmaAttentionKernelBase::countIssued(Value t, AsyncCounter issued) {
+  if (!checksAsyncOrder())
+    return;
+  kb.store(kb.addi(kb.load(asyncCounters, entry(t, issued)), kb.index(1)), asyncCounters,
+           entry(t, issued));
+}
+
+void MmaAttentionKernelBase::countDone(Value t, AsyncCounter issued, AsyncCounter done,
+                                       int64_t pending) {
+  if (!checksAsyncOrder())
+    return;
+  Value waited =
+      arith::SubIOp::create(b, loc, kb.load(asyncCounters, entry(t, issued)), kb.index(pending));
+  Value previous = kb.load(asyncCounters, entry(t, done));
+  kb.store(arith::MaxSIOp::create(b, loc, previous, waited), asyncCounters, entry(t, done));
 }

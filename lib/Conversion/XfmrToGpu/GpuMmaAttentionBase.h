@@ -67,8 +67,10 @@ public:
     return llvm::divideCeilSigned(headDim, MmaBuilder::kK);
   }
   /// Where the tiles of a streamTiles operand are read, relative to the
-  /// tile: operand tile j from tile j + first to tile j + last (products
-  /// left running into the next tile, or issued there).
+  /// tile: operand tile j by products in flight from tile j + first to
+  /// tile j + last (issued there, or left running into it: products
+  /// waited for after a tile's barrier were in flight during that tile).
+  /// Its stage takes another tile from tile j + last + 1's barrier on.
   struct TileReads {
     int64_t first = 0, last = 0;
   };
@@ -119,8 +121,9 @@ protected:
   /// j + 1 (the forward issues them there, behind its first), while tile
   /// j + 2 is staged, so elsewhere; the forward's software pipeline copies
   /// K's tile j + 2 and V's tile j + 1 during tile j (streamTiles). The
-  /// backward's kernels take a fourth (`extraStages`) to copy their tiles
-  /// two ahead too.
+  /// backward's kernels take two more (`extraStages`) to copy their tiles
+  /// two ahead too, their head-dim updates being in flight two tiles
+  /// longer.
   static constexpr int64_t kStages = 2;
   /// The arrays of the stage, one of `stageArrays`, of the tile `later`
   /// tiles after `tile` (-stages < later < stages; the stage index is
@@ -303,10 +306,7 @@ protected:
                  int64_t rows, llvm::ArrayRef<Staged> operandsAndTiles, mlir::Value enabled = {});
   /// Waits for the thread's groups of copies but the last `pending` (the
   /// block's copies are then visible to all its threads after a barrier).
-  void waitForCopies(int64_t pending = 0) {
-    if (emulate == Emulation::None)
-      mma.waitForCopies(pending);
-  }
+  void waitForCopies(mlir::Value t, int64_t pending = 0);
   /// Thread t's share of staging rows [first, first + rows) of the
   /// (operand, tile) pairs element by element, consecutive threads along
   /// the head dim.
@@ -373,7 +373,7 @@ protected:
   /// before), a group per operand, so a tile waits only for the copies
   /// issued `distance` tiles before. With three stages and V read a tile
   /// late (the sm_90a forward) K is copied two tiles ahead and V one; with
-  /// four and K or Q read up to a tile late (the sm_90a backward), both
+  /// five and K or Q read up to two tiles late (the sm_90a backward), both
   /// operands two. ptxas issues a tile's copies late in its loop (after
   /// the softmax's exponentials): copied one tile ahead, they had the
   /// rest of that tile to land.
@@ -485,6 +485,52 @@ protected:
   int64_t steps, words, paddedDim, dimTiles, columnTiles, columnSteps;
 
 private:
+  /// Emulated, warpgroup MMAs and copies complete as they are issued, so a
+  /// kernel that overwrote a shared tile an MMA may still be reading, or
+  /// let an MMA read a tile before the copies into it landed, would still
+  /// compute the right result there. The emulation of warpgroup MMAs
+  /// therefore keeps, per thread, the order a GPU would see - the groups
+  /// of MMAs and of copies committed and waited for, and the last group
+  /// that read and that wrote each shared tile - and checks (cf.assert:
+  /// the emulated kernel stops with the message) that
+  ///   - an MMA reads a tile only where the copies into it were waited for
+  ///     before the last barrier (every thread's, then, as all run the
+  ///     same code), and
+  ///   - a tile is written (copied or stored) only where the MMAs that read
+  ///     it were waited for before the last barrier: a warpgroup MMA runs
+  ///     on the tensor cores of its four warps, each reading the shared
+  ///     tiles itself, so one warp's wait says nothing of the others'.
+  /// The note* calls do that bookkeeping and are no-ops elsewhere.
+  /// Per thread: the counters of AsyncCounter, and per tracked tile the
+  /// last group of MMAs that read it and of copies that wrote it (-1: none).
+  enum AsyncCounter : int64_t {
+    kMmaIssued,
+    kMmaDone,
+    kMmaDoneAtBarrier,
+    kCopiesIssued,
+    kCopiesDone,
+    kCopiesDoneAtBarrier,
+    kAsyncCounters
+  };
+  bool checksAsyncOrder() const { return emulate != Emulation::None && warpgroupMma; }
+  /// Starts the bookkeeping of a block whose shared tiles are `tiles`.
+  void trackAsyncOrder(llvm::ArrayRef<mlir::Value> tiles);
+  void noteMmaRead(mlir::Value t, mlir::Value tile);
+  void noteMmaCommit(mlir::Value t);
+  void noteMmaWait(mlir::Value t, int64_t pending);
+  /// A write into `tile`: a copy (of the group being built) or a store.
+  void noteTileWrite(mlir::Value t, mlir::Value tile, bool copy);
+  void noteCopyCommit(mlir::Value t);
+  void noteCopyWait(mlir::Value t, int64_t pending);
+  /// The reads of products(X, T) issued, as a group.
+  void noteProductsIssued(mlir::Value t, const RowFactor &x, mlir::Value tile);
+  void countIssued(mlir::Value t, AsyncCounter issued);
+  void countDone(mlir::Value t, AsyncCounter issued, AsyncCounter done, int64_t pending);
+  /// The index of `tile` among the tracked ones (checked to be one).
+  mlir::Value trackedTile(mlir::Value tile);
+  mlir::Value asyncCounters, lastTileRead, lastTileWrite;
+  llvm::SmallVector<mlir::Value> trackedTiles;
+
   /// The A fragment of step `step` of row tile m of X.
   llvm::SmallVector<mlir::Value> rowFragment(mlir::Value t, const Lane &lane, const RowFactor &x,
                                              int64_t m, int64_t step);

@@ -99,13 +99,15 @@ void ThreadBlockBuilder::forEachBlock(
 }
 
 void ThreadBlockBuilder::phase(function_ref<void(Value)> body, bool barrier) {
-  if (emulate == Emulation::InOrder) {
-    kb.forLoop(kb.index(0), kb.index(threads), 1, body);
-    return;
-  }
-  if (emulate == Emulation::Reversed) {
-    kb.forLoop(kb.index(0), kb.index(threads), 1,
-               [&](Value i) { body(arith::SubIOp::create(b, loc, kb.index(threads - 1), i)); });
+  if (emulate != Emulation::None) {
+    kb.forLoop(kb.index(0), kb.index(threads), 1, [&](Value i) {
+      Value thread = emulate == Emulation::InOrder
+                         ? i
+                         : arith::SubIOp::create(b, loc, kb.index(threads - 1), i).getResult();
+      body(thread);
+      if (barrier && barrierHook)
+        barrierHook(thread);
+    });
     return;
   }
   body(threadId);

@@ -19,6 +19,7 @@
 #include "../XfmrToCpuKernels/KernelBuilder.h"
 
 #include <array>
+#include <functional>
 
 namespace xfmr::gpu {
 
@@ -59,6 +60,11 @@ public:
   /// `barrier` is false (the last phase, or one whose writes no other
   /// thread reads).
   void phase(llvm::function_ref<void(mlir::Value thread)> body, bool barrier = true);
+  /// Emulated, code that each thread runs at each barrier, after its phase
+  /// (bookkeeping of the emulation's checks); none on a GPU.
+  void setBarrierHook(std::function<void(mlir::Value thread)> hook) {
+    barrierHook = std::move(hook);
+  }
 
   /// Combines the `threadCount()` entries of the shared arrays `values`
   /// (entry i of each array is thread i's) into entry 0 by a tree of
@@ -99,6 +105,7 @@ private:
   Emulation emulate;
   int64_t threads;
   mlir::Value threadId;
+  std::function<void(mlir::Value)> barrierHook;
   /// The entry block of the kernel being built (on a GPU), and its last
   /// private array there (they are kept in the order asked for).
   mlir::Block *kernelEntry = nullptr;

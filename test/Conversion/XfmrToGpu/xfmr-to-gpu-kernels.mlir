@@ -826,9 +826,14 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // WGMMA-NOT: nvvm.mma.sync
 // WGMMA-NOT: nvvm.ldmatrix
 // WGMMA: gpu.terminator
-// Emulated, the same tiles of core matrices, on the CPU.
+// Emulated, the same tiles of core matrices, on the CPU, with the order of
+// the asynchronous copies and MMAs checked as they are issued: a tile
+// written before the MMAs that read it were waited for (and a barrier
+// passed), or read before the copies into it were, stops the kernel.
 // WGMMA-EMU-LABEL: func.func @warpgroup_mma_attention
 // WGMMA-EMU-COUNT-6: memref.alloc() {alignment = 64 : i64} : memref<16x16x8x8xbf16>
+// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated warpgroup MMA: a shared tile written before the MMAs reading it were waited for and a barrier passed"
+// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated warpgroup MMA: a shared tile read before the copies into it were waited for and a barrier passed"
 // WGMMA-EMU-NOT: wgmma
 // WGMMA-EMU: return
 func.func @warpgroup_mma_attention(%q: tensor<1x70x2x128xbf16>) -> tensor<1x70x2x128xf32> {
@@ -897,9 +902,10 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // WGMMA-LABEL: func.func @mma_attention_backward
 // WGMMA-DAG: %[[N_MAJOR:.*]] = arith.constant 34362884096 : i64
 // WGMMA-DAG: %[[K_MAJOR:.*]] = arith.constant 206158954496 : i64
-// The dQ kernel's 10 tiles take 61440 bytes.
-// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c61440_i32
-// WGMMA-COUNT-10: memref.view {{.*}} to memref<8x6x8x8xbf16, #gpu.address_space<workgroup>>
+// The dQ kernel's 12 tiles (five stages of K and V, Q and dO) take 73728
+// bytes.
+// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c73728_i32
+// WGMMA-COUNT-12: memref.view {{.*}} to memref<8x6x8x8xbf16, #gpu.address_space<workgroup>>
 // WGMMA-COUNT-6: "cp.async.commit_group;"
 // WGMMA-NOT: "cp.async.commit_group;"
 // WGMMA: "cp.async.wait_group 2;"
@@ -964,10 +970,10 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // WGMMA: "wgmma.wait_group.sync.aligned 0;", "{{(=f,){24}0,}}
 // WGMMA-NOT: wgmma
 // WGMMA: gpu.terminator
-// The dK/dV kernel's 10 tiles and 8 arrays of 64 f32 take 63488 bytes.
-// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c63488_i32
-// WGMMA-COUNT-10: memref.view {{.*}} to memref<8x6x8x8xbf16, #gpu.address_space<workgroup>>
-// WGMMA-COUNT-8: memref.view {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
+// The dK/dV kernel's 12 tiles and 10 arrays of 64 f32 take 76288 bytes.
+// WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size %c76288_i32
+// WGMMA-COUNT-12: memref.view {{.*}} to memref<8x6x8x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA-COUNT-10: memref.view {{.*}} to memref<64xf32, #gpu.address_space<workgroup>>
 // WGMMA-COUNT-6: "cp.async.commit_group;"
 // WGMMA-NOT: "cp.async.commit_group;"
 // WGMMA: "cp.async.wait_group 2;"
@@ -1019,6 +1025,8 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // WGMMA-EMU-LABEL: func.func @mma_attention_backward
 // WGMMA-EMU-COUNT-6: memref.alloc() {alignment = 64 : i64} : memref<8x6x8x8xbf16>
 // WGMMA-EMU: memref.collapse_shape %{{.*}} {{\[\[}}0, 1, 2, 3]] : memref<8x6x8x8xbf16> into memref<3072xbf16>
+// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated warpgroup MMA: a shared tile written before
+// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated warpgroup MMA: a shared tile read before
 // WGMMA-EMU-NOT: wgmma
 // WGMMA-EMU: return
 // CHECK-LABEL: func.func @mma_attention_backward
@@ -1134,7 +1142,7 @@ func.func @mma_attention_backward(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x
 // well.
 // WGMMA-LABEL: func.func @mma_attention_backward_shared_rows
 // WGMMA: gpu.launch {{.*}} threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128, %{{.*}} = %c1, %{{.*}} = %c1) dynamic_shared_memory_size
-// WGMMA-COUNT-8: memref.view {{.*}} to memref<4x16x8x8xbf16, #gpu.address_space<workgroup>>
+// WGMMA-COUNT-10: memref.view {{.*}} to memref<4x16x8x8xbf16, #gpu.address_space<workgroup>>
 // WGMMA-NOT: memref<4x16x8x8xbf16
 // WGMMA: %[[QROWS:.*]] = memref.view {{.*}} to memref<8x16x8x8xbf16, #gpu.address_space<workgroup>>
 // WGMMA: nvgpu.device_async_copy %{{.*}}, %[[QROWS]][{{.*}}], 8 {bypassL1}
