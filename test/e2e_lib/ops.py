@@ -311,7 +311,8 @@ def ref_long_attention(x):
 
 def gen_mma_gemm():
     return dict(x=randn(1500, 72), w=randn(1480, 72, scale=0.12), b=randn(1480, scale=0.2),
-                at=randn(72, 1500), m=randn(72, 1480, scale=0.12))
+                at=randn(72, 1500), m=randn(72, 1480, scale=0.12), xd=randn(200, 344),
+                wd=randn(136, 344, scale=0.05))
 
 
 def ref_mma_gemm(x):
@@ -319,8 +320,8 @@ def ref_mma_gemm(x):
     def stored(value):
         return value.to(torch.bfloat16).to(F64)
 
-    X, W, B, AT, M = (stored(t(x[n])) for n in ("x", "w", "b", "at", "m"))
-    return {"nt_wide": stored(X @ W.T + B), "tn_wide": stored(AT.T @ M)}
+    X, W, B, AT, M, XD, WD = (stored(t(x[n])) for n in ("x", "w", "b", "at", "m", "xd", "wd"))
+    return {"nt_wide": stored(X @ W.T + B), "tn_wide": stored(AT.T @ M), "nt_deep": stored(XD @ WD.T)}
 
 
 def gen_backward_low_precision():

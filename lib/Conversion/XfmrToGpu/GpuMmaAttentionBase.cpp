@@ -7,9 +7,7 @@
 
 #include "GpuMmaAttentionBase.h"
 
-#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
 using namespace mlir;
@@ -34,7 +32,7 @@ void MmaAttentionKernelBase::forEachRowBlock(
       {llvm::divideCeilSigned(seq, rowsPerBlock), heads, batch}, shapes,
       [&](std::array<mlir::Value, 3> ids, llvm::ArrayRef<mlir::Value> shared) {
         if (checksAsyncOrder())
-          trackAsyncOrder(shared.take_front(tileRows.size()));
+          asyncOrder.track(shared.take_front(tileRows.size()));
         body(ids[2], ids[1], kb.muli(ids[0], rowsPerBlock), shared);
       },
       llvm::SmallVector<mlir::Type>(tileRows.size(), mma.narrowType()));
@@ -284,12 +282,12 @@ void MmaAttentionKernelBase::copyAsync(mlir::Value t, mlir::Value bi, mlir::Valu
       });
     };
     for (auto [operand, tile] : operandsAndTiles)
-      noteTileWrite(t, tile, /*copy=*/true);
+      asyncOrder.noteWrite(t, tile, /*copy=*/true);
     if (enabled)
       kb.ifThen(enabled, copies);
     else
       copies();
-    return noteCopyCommit(t);
+    return asyncOrder.commitCopies(t);
   }
   // Rows clamped to the sequence (and the zero fill sized) only where it
   // ends inside the tile: elsewhere a copy's address is the row's, without
@@ -336,7 +334,7 @@ void MmaAttentionKernelBase::stageElements(mlir::Value t, mlir::Value bi, mlir::
                                            mlir::Value first, int64_t seq, int64_t rows,
                                            llvm::ArrayRef<Staged> operandsAndTiles) {
   for (auto [operand, tile] : operandsAndTiles)
-    noteTileWrite(t, tile, /*copy=*/false);
+    asyncOrder.noteWrite(t, tile, /*copy=*/false);
   kb.forLoop(t, kb.index(rows * paddedDim), threads, [&](mlir::Value i) {
     mlir::Value row = kb.divui(i, paddedDim), c = kb.remui(i, paddedDim);
     for (auto [operand, tile] : operandsAndTiles)
@@ -528,7 +526,7 @@ MmaAttentionKernelBase::products(mlir::Value t, const Lane &lane, const RowFacto
   if (emulate == Emulation::None)
     return productsOnTensorCores(t, lane, x, tile);
   llvm::SmallVector<mlir::Value> result = productsEmulated(t, lane, x, tile);
-  noteMmaWait(t, /*pending=*/0);
+  asyncOrder.waitForMmas(t, /*pending=*/0);
   return result;
 }
 
@@ -543,7 +541,7 @@ MmaAttentionKernelBase::productPair(mlir::Value t, const Lane &lane, const RowFa
       whileMultiplying();
     std::pair<llvm::SmallVector<mlir::Value>, llvm::SmallVector<mlir::Value>> result = {
         productsEmulated(t, lane, x, xTile), productsEmulated(t, lane, y, yTile)};
-    noteMmaWait(t, /*pending=*/0);
+    asyncOrder.waitForMmas(t, /*pending=*/0);
     return result;
   }
   if (emulate != Emulation::None || !warpgroupMma)
@@ -603,9 +601,9 @@ llvm::SmallVector<mlir::Value> MmaAttentionKernelBase::issueProducts(mlir::Value
 void MmaAttentionKernelBase::accumulate(mlir::Value t, const Lane &lane, mlir::Value factors,
                                         mlir::Value tile, mlir::Value acc, bool commit) {
   if (emulate != Emulation::None) {
-    noteMmaRead(t, tile);
+    asyncOrder.noteMmaRead(t, tile);
     if (commit)
-      noteMmaCommit(t);
+      asyncOrder.commitMmas(t);
     accumulateEmulated(t, lane, factors, tile, acc);
   } else if (warpgroupMma)
     accumulateOnWarpgroup(t, factors, tile, acc, commit);
@@ -627,7 +625,7 @@ MmaAttentionKernelBase::waitForAccumulators(mlir::Value t, llvm::ArrayRef<mlir::
                                             int64_t pending,
                                             llvm::ArrayRef<mlir::Value> alsoWaited) {
   if (!warpgroupMma || emulate != Emulation::None) {
-    noteMmaWait(t, pending);
+    asyncOrder.waitForMmas(t, pending);
     return llvm::SmallVector<mlir::Value>(alsoWaited);
   }
   llvm::SmallVector<mlir::Value> values;
@@ -937,111 +935,12 @@ void MmaAttentionKernelBase::waitForCopies(mlir::Value t, int64_t pending) {
   if (emulate == Emulation::None)
     mma.waitForCopies(pending);
   else
-    noteCopyWait(t, pending);
-}
-
-//===----------------------------------------------------------------------===//
-// The order of the asynchronous operations, checked in emulation
-//===----------------------------------------------------------------------===//
-
-void MmaAttentionKernelBase::trackAsyncOrder(ArrayRef<Value> tiles) {
-  trackedTiles.assign(tiles.begin(), tiles.end());
-  int64_t count = tiles.size();
-  asyncCounters = block.privateArray({kAsyncCounters}, b.getIndexType());
-  lastTileRead = block.privateArray({count}, b.getIndexType());
-  lastTileWrite = block.privateArray({count}, b.getIndexType());
-  block.phase(
-      [&](Value t) {
-        for (int64_t i = 0; i < kAsyncCounters; ++i)
-          kb.store(kb.index(0), asyncCounters, entry(t, i));
-        for (int64_t i = 0; i < count; ++i) {
-          kb.store(kb.index(-1), lastTileRead, entry(t, i));
-          kb.store(kb.index(-1), lastTileWrite, entry(t, i));
-        }
-      },
-      /*barrier=*/false);
-  block.setBarrierHook([this](Value t) {
-    kb.store(kb.load(asyncCounters, entry(t, kMmaDone)), asyncCounters,
-             entry(t, kMmaDoneAtBarrier));
-    kb.store(kb.load(asyncCounters, entry(t, kCopiesDone)), asyncCounters,
-             entry(t, kCopiesDoneAtBarrier));
-  });
-}
-
-Value MmaAttentionKernelBase::trackedTile(Value tile) {
-  auto address = [&](Value memref) -> Value {
-    return memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-  };
-  Value tileAddress = address(tile);
-  Value index = kb.index(trackedTiles.size());
-  for (auto [i, tracked] : llvm::enumerate(trackedTiles))
-    index = kb.select(
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, tileAddress, address(tracked)),
-        kb.index(i), index);
-  cf::AssertOp::create(b, loc, kb.below(index, trackedTiles.size()),
-                       "emulated warpgroup MMA: an operand outside the block's shared tiles");
-  return index;
-}
-
-/// Asserts that group `group` (-1: none) is below `done`.
-static void assertDone(KernelBuilder &kb, Value group, Value done, StringRef message) {
-  OpBuilder &b = kb.builder();
-  cf::AssertOp::create(
-      b, kb.location(),
-      arith::CmpIOp::create(b, kb.location(), arith::CmpIPredicate::slt, group, done), message);
-}
-
-void MmaAttentionKernelBase::noteMmaRead(Value t, Value tile) {
-  if (!checksAsyncOrder())
-    return;
-  SmallVector<Value> at = block.at(t, {trackedTile(tile)});
-  assertDone(kb, kb.load(lastTileWrite, at), kb.load(asyncCounters, entry(t, kCopiesDoneAtBarrier)),
-             "emulated warpgroup MMA: a shared tile read before the copies into it were waited "
-             "for and a barrier passed");
-  kb.store(kb.load(asyncCounters, entry(t, kMmaIssued)), lastTileRead, at);
+    asyncOrder.waitForCopies(t, pending);
 }
 
 void MmaAttentionKernelBase::noteProductsIssued(Value t, const RowFactor &x, Value tile) {
-  noteMmaRead(t, tile);
+  asyncOrder.noteMmaRead(t, tile);
   if (x.shared)
-    noteMmaRead(t, x.array);
-  noteMmaCommit(t);
-}
-
-void MmaAttentionKernelBase::noteTileWrite(Value t, Value tile, bool copy) {
-  if (!checksAsyncOrder())
-    return;
-  SmallVector<Value> at = block.at(t, {trackedTile(tile)});
-  assertDone(kb, kb.load(lastTileRead, at), kb.load(asyncCounters, entry(t, kMmaDoneAtBarrier)),
-             "emulated warpgroup MMA: a shared tile written before the MMAs reading it were "
-             "waited for and a barrier passed");
-  if (copy)
-    kb.store(kb.load(asyncCounters, entry(t, kCopiesIssued)), lastTileWrite, at);
-}
-
-/// Counter `issued` + 1: a group committed.
-void MmaAttentionKernelBase::noteMmaCommit(Value t) { countIssued(t, kMmaIssued); }
-void MmaAttentionKernelBase::noteCopyCommit(Value t) { countIssued(t, kCopiesIssued); }
-void MmaAttentionKernelBase::noteMmaWait(Value t, int64_t pending) {
-  countDone(t, kMmaIssued, kMmaDone, pending);
-}
-void MmaAttentionKernelBase::noteCopyWait(Value t, int64_t pending) {
-  countDone(t, kCopiesIssued, kCopiesDone, pending);
-}
-
-void MmaAttentionKernelBase::countIssued(Value t, AsyncCounter issued) {
-  if (!checksAsyncOrder())
-    return;
-  kb.store(kb.addi(kb.load(asyncCounters, entry(t, issued)), kb.index(1)), asyncCounters,
-           entry(t, issued));
-}
-
-void MmaAttentionKernelBase::countDone(Value t, AsyncCounter issued, AsyncCounter done,
-                                       int64_t pending) {
-  if (!checksAsyncOrder())
-    return;
-  Value waited =
-      arith::SubIOp::create(b, loc, kb.load(asyncCounters, entry(t, issued)), kb.index(pending));
-  Value previous = kb.load(asyncCounters, entry(t, done));
-  kb.store(arith::MaxSIOp::create(b, loc, previous, waited), asyncCounters, entry(t, done));
+    asyncOrder.noteMmaRead(t, x.array);
+  asyncOrder.commitMmas(t);
 }

@@ -46,6 +46,7 @@
 #ifndef XFMR_LIB_CONVERSION_XFMRTOGPU_GPUMMAATTENTIONBASE_H
 #define XFMR_LIB_CONVERSION_XFMRTOGPU_GPUMMAATTENTIONBASE_H
 
+#include "AsyncOrderChecker.h"
 #include "GpuAttentionKernelBase.h"
 #include "GpuMma.h"
 #include "ThreadBlockBuilder.h"
@@ -93,7 +94,8 @@ protected:
             emulate != Emulation::None),
         steps(dimSteps(headDim)), words(steps * MmaBuilder::kWords),
         paddedDim(steps * MmaBuilder::kK), dimTiles(paddedDim / MmaBuilder::kN),
-        columnTiles(columns / MmaBuilder::kN), columnSteps(columns / MmaBuilder::kK) {}
+        columnTiles(columns / MmaBuilder::kN), columnSteps(columns / MmaBuilder::kK),
+        asyncOrder(kb, block, emulate != Emulation::None && warpgroupMma) {}
 
   /// Builds `body(bi, hi, first, shared)` for each block of rowsPerBlock
   /// rows (from `first`) of a sequence of `seq` rows, per head and batch;
@@ -485,51 +487,12 @@ protected:
   int64_t steps, words, paddedDim, dimTiles, columnTiles, columnSteps;
 
 private:
-  /// Emulated, warpgroup MMAs and copies complete as they are issued, so a
-  /// kernel that overwrote a shared tile an MMA may still be reading, or
-  /// let an MMA read a tile before the copies into it landed, would still
-  /// compute the right result there. The emulation of warpgroup MMAs
-  /// therefore keeps, per thread, the order a GPU would see - the groups
-  /// of MMAs and of copies committed and waited for, and the last group
-  /// that read and that wrote each shared tile - and checks (cf.assert:
-  /// the emulated kernel stops with the message) that
-  ///   - an MMA reads a tile only where the copies into it were waited for
-  ///     before the last barrier (every thread's, then, as all run the
-  ///     same code), and
-  ///   - a tile is written (copied or stored) only where the MMAs that read
-  ///     it were waited for before the last barrier: a warpgroup MMA runs
-  ///     on the tensor cores of its four warps, each reading the shared
-  ///     tiles itself, so one warp's wait says nothing of the others'.
-  /// The note* calls do that bookkeeping and are no-ops elsewhere.
-  /// Per thread: the counters of AsyncCounter, and per tracked tile the
-  /// last group of MMAs that read it and of copies that wrote it (-1: none).
-  enum AsyncCounter : int64_t {
-    kMmaIssued,
-    kMmaDone,
-    kMmaDoneAtBarrier,
-    kCopiesIssued,
-    kCopiesDone,
-    kCopiesDoneAtBarrier,
-    kAsyncCounters
-  };
-  bool checksAsyncOrder() const { return emulate != Emulation::None && warpgroupMma; }
-  /// Starts the bookkeeping of a block whose shared tiles are `tiles`.
-  void trackAsyncOrder(llvm::ArrayRef<mlir::Value> tiles);
-  void noteMmaRead(mlir::Value t, mlir::Value tile);
-  void noteMmaCommit(mlir::Value t);
-  void noteMmaWait(mlir::Value t, int64_t pending);
-  /// A write into `tile`: a copy (of the group being built) or a store.
-  void noteTileWrite(mlir::Value t, mlir::Value tile, bool copy);
-  void noteCopyCommit(mlir::Value t);
-  void noteCopyWait(mlir::Value t, int64_t pending);
+  /// Whether the emulation checks the order of the async copies and
+  /// warpgroup MMAs (AsyncOrderChecker), and the checks.
+  bool checksAsyncOrder() const { return asyncOrder.isEnabled(); }
+  AsyncOrderChecker asyncOrder;
   /// The reads of products(X, T) issued, as a group.
   void noteProductsIssued(mlir::Value t, const RowFactor &x, mlir::Value tile);
-  void countIssued(mlir::Value t, AsyncCounter issued);
-  void countDone(mlir::Value t, AsyncCounter issued, AsyncCounter done, int64_t pending);
-  /// The index of `tile` among the tracked ones (checked to be one).
-  mlir::Value trackedTile(mlir::Value tile);
-  mlir::Value asyncCounters, lastTileRead, lastTileWrite;
-  llvm::SmallVector<mlir::Value> trackedTiles;
 
   /// The A fragment of step `step` of row tile m of X.
   llvm::SmallVector<mlir::Value> rowFragment(mlir::Value t, const Lane &lane, const RowFactor &x,

@@ -50,11 +50,13 @@
 // the shared tiles itself and copies at once: the tiling, staging and
 // epilogue are checked on the CPU, the ldmatrix and MMA fragment layouts and
 // the copies' ordering only on a GPU. Emulating warpgroup MMAs, it reads the
-// tiles through the MMAs' matrix descriptors (MmaBuilder::describedElement):
-// the descriptors are checked on the CPU too.
+// tiles through the MMAs' matrix descriptors (MmaBuilder::describedElement)
+// and checks the order of the copies and MMAs (AsyncOrderChecker): the
+// descriptors and the pipeline are checked on the CPU too.
 //
 //===----------------------------------------------------------------------===//
 
+#include "AsyncOrderChecker.h"
 #include "GpuKernels.h"
 #include "GpuMma.h"
 #include "ThreadBlockBuilder.h"
@@ -134,8 +136,8 @@ public:
         rowTileStride(warpgroupMma ? kWarpgroupRows : kMmaM), threads(kWarps * kWarps * kWarpSize),
         lookahead(warpgroupMma ? kStages - 2 : kStages - 1), block(kb, emulate, threads), p(p),
         mma(kb, cast<MemRefType>(p.lhs.getType()).getElementType(), emulate != Emulation::None),
-        lhs(p.lhs, p.transposeA, tile, warpgroupMma),
-        rhs(p.rhs, !p.transposeB, tile, warpgroupMma) {
+        lhs(p.lhs, p.transposeA, tile, warpgroupMma), rhs(p.rhs, !p.transposeB, tile, warpgroupMma),
+        asyncOrder(kb, block, emulate != Emulation::None && warpgroupMma) {
     assert(slots(lhs) * threads * kVector == lhs.rows * lhs.cols && "whole vectors per thread");
   }
 
@@ -143,6 +145,7 @@ public:
     block.forEachBlock({llvm::divideCeilSigned(p.n, tile), llvm::divideCeilSigned(p.m, tile), 1},
                        {lhs.sharedShape(), rhs.sharedShape()},
                        [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
+                         asyncOrder.track(shared, kStages);
                          emitBlock(kb.muli(ids[1], tile), kb.muli(ids[0], tile), shared[0],
                                    shared[1]);
                        },
@@ -209,6 +212,8 @@ private:
     auto copyStage = [&](Value t, Value stage, bool vectors) {
       kb.ifThen(kb.below(stage, stages), [&] {
         Value buffer = kb.remui(stage, kStages), k0 = kb.muli(stage, kDepth);
+        for (Value tiles : {aTiles, bTiles})
+          asyncOrder.noteWrite(t, tiles, /*copy=*/vectors, buffer);
         auto copies = [&](bool clamped) {
           for (auto [f, mn0, tiles] :
                {std::tuple(&lhs, row0, aTiles), std::tuple(&rhs, col0, bTiles)})
@@ -230,6 +235,8 @@ private:
       // when at most lookahead - 1 groups are in flight at stage s.
       if (vectors && emulate == Emulation::None)
         mma.commitCopies();
+      else if (vectors)
+        asyncOrder.commitCopies(t);
     };
     auto pipeline = [&](bool vectors) {
       block.phase(
@@ -242,9 +249,13 @@ private:
           },
           /*barrier=*/false);
       kb.forLoop(kb.index(0), kb.index(stages), 1, [&](Value stage) {
-        block.phase([&](Value) {
+        block.phase([&](Value t) {
+          // The copies of the stages after this one stay in flight.
+          int64_t copiesInFlight = lookahead - 1;
           if (vectors && emulate == Emulation::None)
-            mma.waitForCopies(lookahead - 1);
+            mma.waitForCopies(copiesInFlight);
+          else if (vectors)
+            asyncOrder.waitForCopies(t, copiesInFlight);
           if (onWarpgroup)
             mma.fenceSharedForWarpgroupMma();
         });
@@ -255,8 +266,8 @@ private:
               Lane lane = laneOf(t);
               Value buffer = kb.remui(stage, kStages);
               SmallVector<Value> updated;
-              if (onWarpgroup) {
-                updated = multiplyOnWarpgroup(aTiles, bTiles, buffer, sums, copyNext);
+              if (warpgroupMma) {
+                updated = multiplyOnWarpgroup(t, lane, aTiles, bTiles, buffer, sums, copyNext);
               } else {
                 copyNext();
                 updated = emulate == Emulation::None
@@ -270,6 +281,9 @@ private:
       // The last stage's MMAs, waited for: the accumulators readable.
       if (onWarpgroup)
         block.phase([&](Value t) { storeSums(t, mma.waitForWarpgroupMma(loadSums(t))); },
+                    /*barrier=*/false);
+      else if (asyncOrder.isEnabled())
+        block.phase([&](Value t) { asyncOrder.waitForMmas(t, /*pending=*/0); },
                     /*barrier=*/false);
     };
     if (readsVectors(lhs) && readsVectors(rhs))
@@ -431,24 +445,39 @@ private:
 
   /// The stage's products by warpgroup MMAs, one per half of the block tile
   /// and 16 of K; `whileMultiplying` builds code that runs meanwhile. The
-  /// accumulators it returns are those of MMAs still in flight.
-  SmallVector<Value> multiplyOnWarpgroup(Value aTiles, Value bTiles, Value buffer,
-                                         ArrayRef<Value> sums,
+  /// accumulators it returns are those of MMAs still in flight. Emulated,
+  /// multiplyEmulated's, in the same order, checked (AsyncOrderChecker).
+  SmallVector<Value> multiplyOnWarpgroup(Value t, const Lane &lane, Value aTiles, Value bTiles,
+                                         Value buffer, ArrayRef<Value> sums,
                                          function_ref<void()> whileMultiplying) {
-    SmallVector<Value> result = mma.fenceForWarpgroupMma(sums);
-    int64_t half = tilesN * kAccumulators;
-    for (int64_t step = 0; step < kDepth / kMmaK; ++step) {
-      MmaBuilder::SharedOperand bOperand = rhs.operand(kb, mma, bTiles, buffer, 0, step * kMmaK);
-      for (int64_t mi = 0; mi < tilesM; ++mi) {
-        SmallVector<Value> updated = mma.warpgroupMultiply(
-            lhs.operand(kb, mma, aTiles, buffer, mi * kWarpgroupRows, step * kMmaK), bOperand,
-            ArrayRef<Value>(result).slice(mi * half, half), tile);
-        llvm::copy(updated, result.begin() + mi * half);
+    SmallVector<Value> result;
+    if (emulate == Emulation::None) {
+      result = mma.fenceForWarpgroupMma(sums);
+      int64_t half = tilesN * kAccumulators;
+      for (int64_t step = 0; step < kDepth / kMmaK; ++step) {
+        MmaBuilder::SharedOperand bOperand = rhs.operand(kb, mma, bTiles, buffer, 0, step * kMmaK);
+        for (int64_t mi = 0; mi < tilesM; ++mi) {
+          SmallVector<Value> updated = mma.warpgroupMultiply(
+              lhs.operand(kb, mma, aTiles, buffer, mi * kWarpgroupRows, step * kMmaK), bOperand,
+              ArrayRef<Value>(result).slice(mi * half, half), tile);
+          llvm::copy(updated, result.begin() + mi * half);
+        }
       }
+      mma.commitWarpgroupMma();
+    } else {
+      for (Value tiles : {aTiles, bTiles})
+        asyncOrder.noteMmaRead(t, tiles, buffer);
+      asyncOrder.commitMmas(t);
+      result = multiplyEmulated(lane, aTiles, bTiles, buffer, sums);
     }
-    mma.commitWarpgroupMma();
     whileMultiplying();
-    mma.waitForWarpgroupMma(/*pending=*/1);
+    // At most this stage's MMAs in flight: the buffer of the one before
+    // is free after the next barrier.
+    constexpr int64_t kPending = 1;
+    if (emulate == Emulation::None)
+      mma.waitForWarpgroupMma(kPending);
+    else
+      asyncOrder.waitForMmas(t, kPending);
     return result;
   }
 
@@ -513,6 +542,7 @@ private:
   const GemmProblem &p;
   MmaBuilder mma;
   Factor lhs, rhs;
+  AsyncOrderChecker asyncOrder;
 };
 
 } // namespace
