@@ -414,6 +414,8 @@ func.func @mma(%x: tensor<80x70xbf16>, %w: tensor<130x70xbf16>, %b: tensor<130xf
 // WGMMA: gpu.terminator
 // WGMMA-EMU-LABEL: func.func @mma_f16_transposed
 // WGMMA-EMU-COUNT-2: memref.alloc() {alignment = 64 : i64} : memref<4x4x8x8x8xi16>
+// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated warpgroup MMA: a shared tile written before the MMAs reading it were waited for and a barrier passed"
+// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated warpgroup MMA: a shared tile read before a barrier after the stores into it"
 // WGMMA-EMU-NOT: wgmma
 // WGMMA-EMU: return
 func.func @mma_f16_transposed(%a: tensor<32x48xf16>, %m: tensor<32x16xf16>) -> tensor<48x16xf32> {
@@ -834,6 +836,7 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // WGMMA-EMU-COUNT-6: memref.alloc() {alignment = 64 : i64} : memref<16x16x8x8xbf16>
 // WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated warpgroup MMA: a shared tile written before the MMAs reading it were waited for and a barrier passed"
 // WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated warpgroup MMA: a shared tile read before the copies into it were waited for and a barrier passed"
+// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated warpgroup MMA: a shared tile read before a barrier after the stores into it"
 // WGMMA-EMU-NOT: wgmma
 // WGMMA-EMU: return
 func.func @warpgroup_mma_attention(%q: tensor<1x70x2x128xbf16>) -> tensor<1x70x2x128xf32> {
