@@ -1,4 +1,4 @@
-//===- AsyncOrderChecker.cpp - async order of emulated warpgroup MMAs -----===//
+//===- AsyncOrderChecker.cpp - async order of emulated MMA kernels --------===//
 
 #include "AsyncOrderChecker.h"
 
@@ -53,7 +53,7 @@ SmallVector<Value> AsyncOrderChecker::tileAt(Value t, Value array, Value buffer)
         arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, arrayAddress, address(tracked)),
         kb.index(i), index);
   cf::AssertOp::create(b, loc, kb.below(index, trackedArrays.size()),
-                       "emulated warpgroup MMA: an operand outside the block's shared tiles");
+                       "emulated MMA: an operand outside the block's shared tiles");
   Value tile = kb.muli(index, buffers);
   if (buffer)
     tile = kb.addi(tile, buffer);
@@ -74,10 +74,10 @@ void AsyncOrderChecker::noteMmaRead(Value t, Value array, Value buffer) {
     return;
   SmallVector<Value> tile = tileAt(t, array, buffer);
   assertBefore(kb, kb.load(lastCopy, tile), kb.load(counters, counterAt(t, kCopiesDoneAtBarrier)),
-               "emulated warpgroup MMA: a shared tile read before the copies into it were waited "
+               "emulated MMA: a shared tile read before the copies into it were waited "
                "for and a barrier passed");
   assertBefore(kb, kb.load(lastStore, tile), kb.load(counters, counterAt(t, kBarriers)),
-               "emulated warpgroup MMA: a shared tile read before a barrier after the stores "
+               "emulated MMA: a shared tile read before a barrier after the stores "
                "into it");
   kb.store(kb.load(counters, counterAt(t, kMmaIssued)), lastMmaRead, tile);
 }
@@ -87,7 +87,7 @@ void AsyncOrderChecker::noteWrite(Value t, Value array, bool copy, Value buffer)
     return;
   SmallVector<Value> tile = tileAt(t, array, buffer);
   assertBefore(kb, kb.load(lastMmaRead, tile), kb.load(counters, counterAt(t, kMmaDoneAtBarrier)),
-               "emulated warpgroup MMA: a shared tile written before the MMAs reading it were "
+               "emulated MMA: a shared tile written before the MMAs reading it were "
                "waited for and a barrier passed");
   if (copy)
     kb.store(kb.load(counters, counterAt(t, kCopiesIssued)), lastCopy, tile);

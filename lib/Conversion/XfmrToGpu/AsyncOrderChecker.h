@@ -1,23 +1,25 @@
-//===- AsyncOrderChecker.h - async order of emulated warpgroup MMAs -*- C++ -*-===//
+//===- AsyncOrderChecker.h - async order of emulated kernels ----*- C++ -*-===//
 //
-// Emulated, warpgroup MMAs and asynchronous copies complete as they are
-// issued, so a kernel that overwrote a shared tile an MMA may still be
-// reading, or let an MMA read a tile before the copies into it landed,
-// would still compute the right result on the CPU. AsyncOrderChecker keeps,
-// per emulated thread, the order a GPU would see - the groups of MMAs and
-// of copies committed and waited for, the barriers passed, and per shared
-// tile the last group of MMAs that read it, of copies that wrote it and the
-// barrier count at its last plain store - and checks (cf.assert: the
-// emulated kernel stops with the message) that
+// Emulated, asynchronous copies (cp.async) and warpgroup MMAs complete as
+// they are issued, and a phase's threads run one after the other, so a
+// kernel that overwrote a shared tile an MMA may still be reading, or let
+// an MMA read a tile before the copies into it landed, would still compute
+// the right result on the CPU. AsyncOrderChecker keeps, per emulated
+// thread, the order a GPU would see - the groups of MMAs and of copies
+// committed and waited for, the barriers passed, and per shared tile the
+// last group of MMAs that read it, of copies that wrote it and the barrier
+// count at its last plain store - and checks (cf.assert: the emulated
+// kernel stops with the message) that
 //   - an MMA reads a tile only where the copies into it were waited for
 //     before the last barrier (every thread's, then, as all run the same
 //     code) and a barrier passed since it was last stored to, and
 //   - a tile is written (copied or stored) only where the MMAs that read it
 //     were waited for before the last barrier: a warpgroup MMA runs on the
 //     tensor cores of its four warps, each reading the shared tiles itself,
-//     so one warp's wait says nothing of the others'.
-// Where it is disabled (on a GPU, or with synchronous MMAs) every call
-// builds nothing.
+//     so one warp's wait says nothing of the others'; a warp's mma.sync
+//     (with its ldmatrix) is a group waited for as it is issued, which
+//     other warps may still be reading until the next barrier.
+// Disabled (on a GPU), every call builds nothing.
 //
 //===----------------------------------------------------------------------===//
 

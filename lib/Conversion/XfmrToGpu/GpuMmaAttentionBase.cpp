@@ -534,7 +534,7 @@ std::pair<llvm::SmallVector<mlir::Value>, llvm::SmallVector<mlir::Value>>
 MmaAttentionKernelBase::productPair(mlir::Value t, const Lane &lane, const RowFactor &x,
                                     mlir::Value xTile, const RowFactor &y, mlir::Value yTile,
                                     llvm::function_ref<void()> whileMultiplying) {
-  if (checksAsyncOrder()) {
+  if (emulatesWarpgroupMma()) {
     noteProductsIssued(t, x, xTile);
     noteProductsIssued(t, y, yTile);
     if (whileMultiplying)
@@ -592,7 +592,7 @@ llvm::SmallVector<mlir::Value> MmaAttentionKernelBase::issueProducts(mlir::Value
                                                                      mlir::Value tile) {
   if (emulate == Emulation::None && warpgroupMma)
     return issueOnWarpgroup(t, x, tile);
-  if (!checksAsyncOrder())
+  if (!emulatesWarpgroupMma())
     return products(t, lane, x, tile);
   noteProductsIssued(t, x, tile);
   return productsEmulated(t, lane, x, tile);
@@ -602,9 +602,12 @@ void MmaAttentionKernelBase::accumulate(mlir::Value t, const Lane &lane, mlir::V
                                         mlir::Value tile, mlir::Value acc, bool commit) {
   if (emulate != Emulation::None) {
     asyncOrder.noteMmaRead(t, tile);
-    if (commit)
+    if (commit || !warpgroupMma)
       asyncOrder.commitMmas(t);
     accumulateEmulated(t, lane, factors, tile, acc);
+    // mma.sync completes as issued.
+    if (!warpgroupMma)
+      asyncOrder.waitForMmas(t, /*pending=*/0);
   } else if (warpgroupMma)
     accumulateOnWarpgroup(t, factors, tile, acc, commit);
   else

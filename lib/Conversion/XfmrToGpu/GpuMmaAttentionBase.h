@@ -95,7 +95,7 @@ protected:
         steps(dimSteps(headDim)), words(steps * MmaBuilder::kWords),
         paddedDim(steps * MmaBuilder::kK), dimTiles(paddedDim / MmaBuilder::kN),
         columnTiles(columns / MmaBuilder::kN), columnSteps(columns / MmaBuilder::kK),
-        asyncOrder(kb, block, emulate != Emulation::None && warpgroupMma) {}
+        asyncOrder(kb, block, /*enabled=*/emulate != Emulation::None) {}
 
   /// Builds `body(bi, hi, first, shared)` for each block of rowsPerBlock
   /// rows (from `first`) of a sequence of `seq` rows, per head and batch;
@@ -487,9 +487,11 @@ protected:
   int64_t steps, words, paddedDim, dimTiles, columnTiles, columnSteps;
 
 private:
-  /// Whether the emulation checks the order of the async copies and
-  /// warpgroup MMAs (AsyncOrderChecker), and the checks.
+  /// Whether the emulation checks the order of the async copies and MMAs
+  /// (AsyncOrderChecker), and the checks; whether it emulates warpgroup
+  /// MMAs, in their order.
   bool checksAsyncOrder() const { return asyncOrder.isEnabled(); }
+  bool emulatesWarpgroupMma() const { return emulate != Emulation::None && warpgroupMma; }
   AsyncOrderChecker asyncOrder;
   /// The reads of products(X, T) issued, as a group.
   void noteProductsIssued(mlir::Value t, const RowFactor &x, mlir::Value tile);

@@ -137,7 +137,7 @@ public:
         lookahead(warpgroupMma ? kStages - 2 : kStages - 1), block(kb, emulate, threads), p(p),
         mma(kb, cast<MemRefType>(p.lhs.getType()).getElementType(), emulate != Emulation::None),
         lhs(p.lhs, p.transposeA, tile, warpgroupMma), rhs(p.rhs, !p.transposeB, tile, warpgroupMma),
-        asyncOrder(kb, block, emulate != Emulation::None && warpgroupMma) {
+        asyncOrder(kb, block, /*enabled=*/emulate != Emulation::None) {
     assert(slots(lhs) * threads * kVector == lhs.rows * lhs.cols && "whole vectors per thread");
   }
 
@@ -270,9 +270,12 @@ private:
                 updated = multiplyOnWarpgroup(t, lane, aTiles, bTiles, buffer, sums, copyNext);
               } else {
                 copyNext();
-                updated = emulate == Emulation::None
-                              ? multiplyOnTensorCores(lane, aTiles, bTiles, buffer, sums)
-                              : multiplyEmulated(lane, aTiles, bTiles, buffer, sums);
+                if (emulate == Emulation::None) {
+                  updated = multiplyOnTensorCores(lane, aTiles, bTiles, buffer, sums);
+                } else {
+                  updated = multiplyEmulated(t, lane, aTiles, bTiles, buffer, sums);
+                  asyncOrder.waitForMmas(t, /*pending=*/0);
+                }
               }
               storeSums(t, updated);
             },
@@ -282,7 +285,7 @@ private:
       if (onWarpgroup)
         block.phase([&](Value t) { storeSums(t, mma.waitForWarpgroupMma(loadSums(t))); },
                     /*barrier=*/false);
-      else if (asyncOrder.isEnabled())
+      else if (warpgroupMma)
         block.phase([&](Value t) { asyncOrder.waitForMmas(t, /*pending=*/0); },
                     /*barrier=*/false);
     };
@@ -465,10 +468,7 @@ private:
       }
       mma.commitWarpgroupMma();
     } else {
-      for (Value tiles : {aTiles, bTiles})
-        asyncOrder.noteMmaRead(t, tiles, buffer);
-      asyncOrder.commitMmas(t);
-      result = multiplyEmulated(lane, aTiles, bTiles, buffer, sums);
+      result = multiplyEmulated(t, lane, aTiles, bTiles, buffer, sums);
     }
     whileMultiplying();
     // At most this stage's MMAs in flight: the buffer of the one before
@@ -482,11 +482,15 @@ private:
   }
 
   /// The same products, each accumulator a dot product of the shared tiles'
-  /// row and column. Emulating warpgroup MMAs, a step (16 of K) at a time,
-  /// the factors read through the step's descriptors (describedElement) -
-  /// so that the descriptors are checked on the CPU too.
-  SmallVector<Value> multiplyEmulated(const Lane &lane, Value aTiles, Value bTiles, Value buffer,
-                                      ArrayRef<Value> sums) {
+  /// row and column, as a group of MMAs issued (AsyncOrderChecker).
+  /// Emulating warpgroup MMAs, a step (16 of K) at a time, the factors read
+  /// through the step's descriptors (describedElement) - so that the
+  /// descriptors are checked on the CPU too.
+  SmallVector<Value> multiplyEmulated(Value t, const Lane &lane, Value aTiles, Value bTiles,
+                                      Value buffer, ArrayRef<Value> sums) {
+    for (Value tiles : {aTiles, bTiles})
+      asyncOrder.noteMmaRead(t, tiles, buffer);
+    asyncOrder.commitMmas(t);
     SmallVector<int64_t> rowTiles;
     SmallVector<Value> rows, cols;
     forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {

@@ -320,6 +320,8 @@ func.func @backward(%q: tensor<1x150x2x32xf32>, %o: tensor<1x150x2x32xf32>, %lse
 // EMU-NEXT: %[[ABF16:.*]] = arith.bitcast %[[A]] : i16 to bf16
 // EMU-NEXT: %[[AWIDE:.*]] = arith.extf %[[ABF16]] : bf16 to f32
 // EMU: math.fma %[[AWIDE]], %{{.*}}, %{{.*}} : f32
+// EMU-DAG: cf.assert %{{.*}}, "emulated MMA: a shared tile written before the MMAs reading it were waited for and a barrier passed"
+// EMU-DAG: cf.assert %{{.*}}, "emulated MMA: a shared tile read before the copies into it were waited for and a barrier passed"
 // EMU-NOT: nvvm.
 // EMU: return
 func.func @mma(%x: tensor<80x70xbf16>, %w: tensor<130x70xbf16>, %b: tensor<130xf32>) -> tensor<80x130xf32> {
@@ -414,8 +416,8 @@ func.func @mma(%x: tensor<80x70xbf16>, %w: tensor<130x70xbf16>, %b: tensor<130xf
 // WGMMA: gpu.terminator
 // WGMMA-EMU-LABEL: func.func @mma_f16_transposed
 // WGMMA-EMU-COUNT-2: memref.alloc() {alignment = 64 : i64} : memref<4x4x8x8x8xi16>
-// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated warpgroup MMA: a shared tile written before the MMAs reading it were waited for and a barrier passed"
-// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated warpgroup MMA: a shared tile read before a barrier after the stores into it"
+// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated MMA: a shared tile written before the MMAs reading it were waited for and a barrier passed"
+// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated MMA: a shared tile read before a barrier after the stores into it"
 // WGMMA-EMU-NOT: wgmma
 // WGMMA-EMU: return
 func.func @mma_f16_transposed(%a: tensor<32x48xf16>, %m: tensor<32x16xf16>) -> tensor<48x16xf32> {
@@ -644,6 +646,8 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // EMU-NOT: nvvm.
 // EMU-NOT: gpu.shuffle
 // EMU: memref.alloc() {alignment = 64 : i64} : memref<128x6x4xi32>
+// EMU-DAG: cf.assert %{{.*}}, "emulated MMA: a shared tile written before the MMAs reading it were waited for and a barrier passed"
+// EMU-DAG: cf.assert %{{.*}}, "emulated MMA: a shared tile read before a barrier after the stores into it"
 // EMU: arith.xori
 // EMU: arith.truncf %{{.*}} : f32 to bf16
 // EMU-NOT: nvvm.
@@ -834,9 +838,9 @@ func.func @mma_attention_dynamic_shared(%q: tensor<1x70x2x128xbf16>) -> tensor<1
 // passed), or read before the copies into it were, stops the kernel.
 // WGMMA-EMU-LABEL: func.func @warpgroup_mma_attention
 // WGMMA-EMU-COUNT-6: memref.alloc() {alignment = 64 : i64} : memref<16x16x8x8xbf16>
-// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated warpgroup MMA: a shared tile written before the MMAs reading it were waited for and a barrier passed"
-// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated warpgroup MMA: a shared tile read before the copies into it were waited for and a barrier passed"
-// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated warpgroup MMA: a shared tile read before a barrier after the stores into it"
+// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated MMA: a shared tile written before the MMAs reading it were waited for and a barrier passed"
+// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated MMA: a shared tile read before the copies into it were waited for and a barrier passed"
+// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated MMA: a shared tile read before a barrier after the stores into it"
 // WGMMA-EMU-NOT: wgmma
 // WGMMA-EMU: return
 func.func @warpgroup_mma_attention(%q: tensor<1x70x2x128xbf16>) -> tensor<1x70x2x128xf32> {
@@ -1028,8 +1032,8 @@ func.func @wide_bf16_attention(%q: tensor<1x20x1x256xbf16>) -> tensor<1x20x1x256
 // WGMMA-EMU-LABEL: func.func @mma_attention_backward
 // WGMMA-EMU-COUNT-6: memref.alloc() {alignment = 64 : i64} : memref<8x6x8x8xbf16>
 // WGMMA-EMU: memref.collapse_shape %{{.*}} {{\[\[}}0, 1, 2, 3]] : memref<8x6x8x8xbf16> into memref<3072xbf16>
-// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated warpgroup MMA: a shared tile written before
-// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated warpgroup MMA: a shared tile read before
+// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated MMA: a shared tile written before
+// WGMMA-EMU-DAG: cf.assert %{{.*}}, "emulated MMA: a shared tile read before
 // WGMMA-EMU-NOT: wgmma
 // WGMMA-EMU: return
 // CHECK-LABEL: func.func @mma_attention_backward
