@@ -35,8 +35,6 @@ public:
   AsyncOrderChecker(cpu::KernelBuilder &kb, ThreadBlockBuilder &block, bool enabled)
       : kb(kb), block(block), enabled(enabled) {}
 
-  bool isEnabled() const { return enabled; }
-
   /// Starts the bookkeeping of a block whose shared tiles are `arrays`,
   /// each `buffers` tiles along its first dimension (a tile is named by
   /// its array and, with buffers, the index along it); the block's

@@ -31,8 +31,7 @@ void MmaAttentionKernelBase::forEachRowBlock(
   block.forEachBlock(
       {llvm::divideCeilSigned(seq, rowsPerBlock), heads, batch}, shapes,
       [&](std::array<mlir::Value, 3> ids, llvm::ArrayRef<mlir::Value> shared) {
-        if (checksAsyncOrder())
-          asyncOrder.track(shared.take_front(tileRows.size()));
+        asyncOrder.track(shared.take_front(tileRows.size()));
         body(ids[2], ids[1], kb.muli(ids[0], rowsPerBlock), shared);
       },
       llvm::SmallVector<mlir::Type>(tileRows.size(), mma.narrowType()));
@@ -504,7 +503,7 @@ void MmaAttentionKernelBase::streamTiles(
   // tiles of operands first read a tile late are waited for, and
   // published, here.
   bool readAfter = llvm::any_of(reads, [](const TileReads &read) { return read.first > 0; });
-  if (aligned && (emulate == Emulation::None || checksAsyncOrder()))
+  if (aligned)
     block.phase(
         [&](mlir::Value t) {
           waitForCopies(t);

@@ -487,12 +487,10 @@ protected:
   int64_t steps, words, paddedDim, dimTiles, columnTiles, columnSteps;
 
 private:
-  /// Whether the emulation checks the order of the async copies and MMAs
-  /// (AsyncOrderChecker), and the checks; whether it emulates warpgroup
-  /// MMAs, in their order.
-  bool checksAsyncOrder() const { return asyncOrder.isEnabled(); }
-  bool emulatesWarpgroupMma() const { return emulate != Emulation::None && warpgroupMma; }
+  /// Emulated, the checks of the order of the async copies and MMAs, and
+  /// whether the MMAs emulated are warpgroup MMAs (run in their order).
   AsyncOrderChecker asyncOrder;
+  bool emulatesWarpgroupMma() const { return emulate != Emulation::None && warpgroupMma; }
   /// The reads of products(X, T) issued, as a group.
   void noteProductsIssued(mlir::Value t, const RowFactor &x, mlir::Value tile);
 

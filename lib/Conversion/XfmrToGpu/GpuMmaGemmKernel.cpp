@@ -47,12 +47,12 @@
 // per 8 columns as those of mma.sync.
 //
 // When emulated, each thread computes its accumulators' dot products from
-// the shared tiles itself and copies at once: the tiling, staging and
-// epilogue are checked on the CPU, the ldmatrix and MMA fragment layouts and
-// the copies' ordering only on a GPU. Emulating warpgroup MMAs, it reads the
-// tiles through the MMAs' matrix descriptors (MmaBuilder::describedElement)
-// and checks the order of the copies and MMAs (AsyncOrderChecker): the
-// descriptors and the pipeline are checked on the CPU too.
+// the shared tiles itself and copies at once: the tiling, staging, epilogue
+// and the order of the copies, MMAs and barriers (AsyncOrderChecker) are
+// checked on the CPU, the ldmatrix and MMA fragment layouts only on a GPU.
+// Emulating warpgroup MMAs, it reads the tiles through the MMAs' matrix
+// descriptors (MmaBuilder::describedElement): the descriptors are checked
+// on the CPU too.
 //
 //===----------------------------------------------------------------------===//
 
