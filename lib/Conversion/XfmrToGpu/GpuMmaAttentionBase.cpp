@@ -286,7 +286,8 @@ void MmaAttentionKernelBase::copyAsync(mlir::Value t, mlir::Value bi, mlir::Valu
       kb.ifThen(enabled, copies);
     else
       copies();
-    return asyncOrder.commitCopies(t);
+    asyncOrder.commitCopies(t);
+    return;
   }
   // Rows clamped to the sequence (and the zero fill sized) only where it
   // ends inside the tile: elsewhere a copy's address is the row's, without
@@ -543,7 +544,7 @@ MmaAttentionKernelBase::productPair(mlir::Value t, const Lane &lane, const RowFa
     asyncOrder.waitForMmas(t, /*pending=*/0);
     return result;
   }
-  if (emulate != Emulation::None || !warpgroupMma)
+  if (!warpgroupMma)
     return {products(t, lane, x, xTile, whileMultiplying), products(t, lane, y, yTile)};
   llvm::SmallVector<mlir::Value> both = issueOnWarpgroup(t, x, xTile);
   size_t firstCount = both.size();
