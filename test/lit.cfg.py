@@ -31,14 +31,33 @@ config.substitutions.append(("%xfmr_examples", os.path.join(config.xfmr_src_root
 config.substitutions.append(("%xfmr_runtime_libs",
     "%s/lib/libxfmr_runtime.a -lstdc++ -lm -L%s -lomp -Wl,-rpath,%s"
     % (config.xfmr_obj_root, config.openmp_lib_dir, config.openmp_lib_dir)))
+import subprocess
 try:
-    import subprocess
     subprocess.run(["/usr/bin/python3", "-c", "import torch"], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     config.available_features.add("torch")
 except Exception:
     lit_config.warning("PyTorch (python3-torch) not importable by /usr/bin/python3: "
                        "numeric end-to-end tests are UNSUPPORTED")
+
+try:
+    subprocess.run(["/usr/bin/python3", "-c", "import matplotlib"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    config.available_features.add("matplotlib")
+except Exception:
+    lit_config.warning("python3-matplotlib missing: the attention-maps example is UNSUPPORTED")
+
+# Hugging Face transformers is the oracle of whole models: it lives in the
+# virtual environment scripts/install-oracle.sh makes under the build tree.
+hf_python = os.path.join(config.xfmr_obj_root, "oracle-venv", "bin", "python")
+try:
+    subprocess.run([hf_python, "-c", "import transformers, sentence_transformers"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    config.available_features.add("transformers")
+    config.substitutions.append(("%hfpython", hf_python))
+except Exception:
+    lit_config.warning("no transformers oracle in %s (scripts/install-oracle.sh installs it): "
+                       "whole-model comparisons are UNSUPPORTED" % hf_python)
 
 ptxas = os.path.join(config.cuda_root, "bin", "ptxas")
 if os.path.exists(ptxas):

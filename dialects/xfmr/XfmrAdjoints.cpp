@@ -267,15 +267,17 @@ LogicalResult LearnedPositionEncodingOp::buildAdjoint(OpBuilder &b, ValueRange r
   if (!g)
     return success();
   og[0] = g;
-  // The table's first seq rows get the gradient summed over the batch.
+  // The table's rows offset .. offset+seq-1 get the gradient summed over
+  // the batch.
   Location loc = getLoc();
   auto table = typeOf(getTable());
   auto gType = typeOf(g);
   int64_t seq = gType.getDimSize(gType.getRank() - 2), d = gType.getShape().back();
   auto rows = RankedTensorType::get({seq, d}, gType.getElementType());
   Value used = sumToShape(b, loc, g, rows);
-  SmallVector<OpFoldResult> offsets(2, b.getIndexAttr(0)),
-      sizes = {b.getIndexAttr(seq), b.getIndexAttr(d)}, strides(2, b.getIndexAttr(1));
+  SmallVector<OpFoldResult> offsets = {b.getIndexAttr(getOffset()), b.getIndexAttr(0)},
+                            sizes = {b.getIndexAttr(seq), b.getIndexAttr(d)},
+                            strides(2, b.getIndexAttr(1));
   og[1] = tensor::InsertSliceOp::create(b, loc, used, zeros(b, loc, table), offsets, sizes,
                                         strides);
   return success();
@@ -373,23 +375,30 @@ LogicalResult FusedAddLayerNormOp::buildAdjoint(OpBuilder &b, ValueRange rg,
   return success();
 }
 
-LogicalResult GeluOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+/// An activation's input gradient: `grad * activation'(input)`.
+static LogicalResult activationAdjoint(ActivationOpInterface op, OpBuilder &b, ValueRange rg,
+                                       SmallVectorImpl<Value> &og) {
   og.assign(1, Value());
   if (rg[0])
-    og[0] = ActivationBackwardOp::create(
-        b, getLoc(), getInput(), rg[0],
-        ActivationAttr::get(b.getContext(), getApproximate() == GeluApproximation::tanh
-                                                ? Activation::gelu_tanh
-                                                : Activation::gelu));
+    og[0] = ActivationBackwardOp::create(b, op->getLoc(), op->getOperand(0), rg[0],
+                                         ActivationAttr::get(b.getContext(), op.getActivation()));
   return success();
 }
 
+LogicalResult GeluOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  return activationAdjoint(*this, b, rg, og);
+}
+
 LogicalResult ReluOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
-  og.assign(1, Value());
-  if (rg[0])
-    og[0] = ActivationBackwardOp::create(b, getLoc(), getInput(), rg[0],
-                                         ActivationAttr::get(b.getContext(), Activation::relu));
-  return success();
+  return activationAdjoint(*this, b, rg, og);
+}
+
+LogicalResult SiluOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  return activationAdjoint(*this, b, rg, og);
+}
+
+LogicalResult TanhOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  return activationAdjoint(*this, b, rg, og);
 }
 
 LogicalResult DropoutOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {

@@ -51,6 +51,8 @@ def Xfmr_Activation : I32EnumAttr<"Activation", "activation applied in a matmul 
     I32EnumAttrCase<"relu", 1>,
     I32EnumAttrCase<"gelu", 2>,
     I32EnumAttrCase<"gelu_tanh", 3>,
+    I32EnumAttrCase<"silu", 4>,
+    I32EnumAttrCase<"tanh", 5>,
   ]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::xfmr";
@@ -69,6 +71,38 @@ def Xfmr_GeluApproximation : I32EnumAttr<"GeluApproximation",
 }
 def Xfmr_GeluApproximationAttr
     : EnumAttr<Xfmr_Dialect, Xfmr_GeluApproximation, "gelu_approximation"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Xfmr_SinusoidLayout : I32EnumAttr<"SinusoidLayout",
+    "where a sinusoidal position encoding puts its sines and cosines", [
+    // sin in even, cos in odd features ("Attention Is All You Need").
+    I32EnumAttrCase<"interleaved", 0>,
+    // sin in the first half, cos in the second (Marian, XLM-style).
+    I32EnumAttrCase<"halves", 1>,
+  ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::xfmr";
+}
+def Xfmr_SinusoidLayoutAttr
+    : EnumAttr<Xfmr_Dialect, Xfmr_SinusoidLayout, "sinusoid_layout"> {
+  let assemblyFormat = "`<` $value `>`";
+}
+
+def Xfmr_PoolMode : I32EnumAttr<"PoolMode", "how a sequence is pooled into one vector", [
+    // The first token's vector (BERT's [CLS]).
+    I32EnumAttrCase<"cls", 0>,
+    // The mean over the tokens the mask keeps.
+    I32EnumAttrCase<"mean", 1>,
+    // The elementwise max over the kept tokens.
+    I32EnumAttrCase<"max", 2>,
+    // The sum over the kept tokens divided by the square root of their count.
+    I32EnumAttrCase<"mean_sqrt_len", 3>,
+  ]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::xfmr";
+}
+def Xfmr_PoolModeAttr : EnumAttr<Xfmr_Dialect, Xfmr_PoolMode, "pool_mode"> {
   let assemblyFormat = "`<` $value `>`";
 }
 

@@ -28,4 +28,17 @@ def Xfmr_DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
   ];
 }
 
+def Xfmr_ActivationOpInterface : OpInterface<"ActivationOpInterface"> {
+  let cppNamespace = "::xfmr";
+  let description = [{
+    An elementwise activation (relu, gelu, silu, tanh). Lowerings, the
+    epilogue fusion and the adjoints treat every activation alike through
+    the `Activation` it computes.
+  }];
+  let methods = [
+    InterfaceMethod<"The activation this op computes.", "::xfmr::Activation",
+                    "getActivation">,
+  ];
+}
+
 #endif // XFMR_INTERFACES_TD

@@ -111,9 +111,11 @@ LogicalResult LearnedPositionEncodingOp::verify() {
   if (table.getDimSize(1) != dModel)
     return emitOpError("position table width ")
            << table.getDimSize(1) << " differs from d_model " << dModel;
-  if (seq > table.getDimSize(0))
+  int64_t offset = static_cast<int64_t>(getOffset());
+  if (seq + offset > table.getDimSize(0))
     return emitOpError("sequence length ")
-           << seq << " exceeds the " << table.getDimSize(0) << " learned positions";
+           << seq << (offset ? " from offset " + std::to_string(offset) : "") << " exceeds the "
+           << table.getDimSize(0) << " learned positions";
   return success();
 }
 
@@ -217,7 +219,18 @@ LogicalResult MultiHeadAttentionOp::inferReturnTypes(MLIRContext *,
                                                      std::optional<Location>,
                                                      Adaptor adaptor,
                                                      SmallVectorImpl<Type> &results) {
-  results.push_back(adaptor.getQuery().getType());
+  auto query = tensorTypeOf(adaptor.getQuery());
+  results.push_back(query);
+  if (!adaptor.getReturnProbabilities())
+    return success();
+  // Shapes are checked by the verifier; infer what the operands allow.
+  int64_t seqK = query.getRank() == 3 ? query.getDimSize(1) : 0;
+  if (Value kv = adaptor.getKeyValue(); kv && tensorTypeOf(kv).getRank() == 3)
+    seqK = tensorTypeOf(kv).getDimSize(1);
+  int64_t batch = query.getRank() == 3 ? query.getDimSize(0) : 0;
+  int64_t seqQ = query.getRank() == 3 ? query.getDimSize(1) : 0;
+  results.push_back(RankedTensorType::get(
+      {batch, static_cast<int64_t>(adaptor.getNumHeads()), seqQ, seqK}, query.getElementType()));
   return success();
 }
 
@@ -465,6 +478,10 @@ static LogicalResult verifyLayerNormParams(Operation *op, Value input, Value gam
   return success();
 }
 
+Activation GeluOp::getActivation() {
+  return getApproximate() == GeluApproximation::tanh ? Activation::gelu_tanh : Activation::gelu;
+}
+
 LogicalResult LayerNormOp::verify() {
   if (getResult().getType() != getInput().getType())
     return emitOpError("result type ")
@@ -643,6 +660,34 @@ LogicalResult ReduceOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   SmallVector<int64_t> shape(type.getShape());
   shape[*axis] = 1;
   results.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+LogicalResult PoolOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
+                                       SmallVectorImpl<Type> &results) {
+  auto input = tensorTypeOf(adaptor.getInput());
+  if (input.getRank() != 3)
+    return emitOptionalError(loc, "pooled input must be [batch, seq, d], got ", input);
+  results.push_back(
+      RankedTensorType::get({input.getDimSize(0), input.getDimSize(2)}, input.getElementType()));
+  return success();
+}
+
+LogicalResult PoolOp::verify() {
+  auto input = tensorTypeOf(getInput());
+  auto mask = tensorTypeOf(getMask());
+  if (mask.getShape() != input.getShape().drop_back())
+    return emitOpError("mask must be [batch, seq] = ")
+           << shapeString(input.getShape().drop_back()) << ", got " << shapeString(mask.getShape());
+  return success();
+}
+
+LogicalResult L2NormalizeOp::verify() {
+  if (tensorTypeOf(getInput()).getRank() < 1)
+    return emitOpError("input must have at least one dimension");
+  double epsilon = getEpsilon().convertToDouble();
+  if (!(epsilon > 0) || !std::isfinite(epsilon))
+    return emitOpError("epsilon must be a positive finite number, got ") << epsilon;
   return success();
 }
 

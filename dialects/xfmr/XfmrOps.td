@@ -38,15 +38,20 @@ def Xfmr_SinusoidalPositionEncodingOp : Xfmr_Op<"sinusoidal_position_encoding",
   let summary = "adds the fixed sinusoidal position encoding";
   let description = [{
     Adds the encoding of "Attention Is All You Need" to `input`
-    ([..., seq, d_model], d_model even):
-    `pe[p, 2i] = sin(p / 10000^(2i/d_model))`,
-    `pe[p, 2i+1] = cos(p / 10000^(2i/d_model))`, with positions starting at 0.
+    ([..., seq, d_model], d_model even), positions starting at 0. With
+    angle(p, i) = p / 10000^(2i/d_model) for i < d_model/2, the `interleaved`
+    layout (default) puts sin(angle(p, i)) in feature 2i and cos in 2i+1;
+    `halves` (Marian's) puts the sines in features 0 .. d_model/2 - 1 and
+    the cosines after them.
 
     ```mlir
     %y = xfmr.sinusoidal_position_encoding %x : tensor<2x8x64xf32>
+    %z = xfmr.sinusoidal_position_encoding %x {layout = #xfmr.sinusoid_layout<halves>} : tensor<2x8x64xf32>
     ```
   }];
-  let arguments = (ins Xfmr_FloatTensor:$input);
+  let arguments = (ins Xfmr_FloatTensor:$input,
+                   DefaultValuedAttr<Xfmr_SinusoidLayoutAttr,
+                                     "SinusoidLayout::interleaved">:$layout);
   let results = (outs Xfmr_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
   let hasVerifier = 1;
@@ -56,14 +61,17 @@ def Xfmr_LearnedPositionEncodingOp : Xfmr_Op<"learned_position_encoding",
     [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "adds learned position embeddings";
   let description = [{
-    Adds rows `0 .. seq-1` of `table` ([max_positions, d_model]) to `input`
-    ([..., seq, d_model]). `seq` must not exceed `max_positions`.
+    Adds rows `offset .. offset+seq-1` of `table` ([max_positions, d_model])
+    to `input` ([..., seq, d_model]); `offset + seq` must not exceed
+    `max_positions`. BART's tables start with two unused rows: offset 2.
 
     ```mlir
     %y = xfmr.learned_position_encoding %x, %wpe : tensor<2x8x64xf32>, tensor<1024x64xf32>
+    %z = xfmr.learned_position_encoding %x, %wpe {offset = 2 : i64} : tensor<2x8x64xf32>, tensor<1026x64xf32>
     ```
   }];
-  let arguments = (ins Xfmr_FloatTensor:$input, Xfmr_FloatTensor:$table);
+  let arguments = (ins Xfmr_FloatTensor:$input, Xfmr_FloatTensor:$table,
+                   ConfinedAttr<DefaultValuedAttr<I64Attr, "0">, [IntNonNegative]>:$offset);
   let results = (outs Xfmr_FloatTensor:$result);
   let assemblyFormat = "$input `,` $table attr-dict `:` type($input) `,` type($table)";
   let hasVerifier = 1;
@@ -112,6 +120,11 @@ def Xfmr_MultiHeadAttentionOp : Xfmr_Op<"multi_head_attention",
     -inf or a large negative value). A query row whose keys are all masked
     yields zeros.
 
+    With `return_probabilities` the op also returns the attention
+    probabilities ([batch, num_heads, seq_q, seq_k], Hugging Face's
+    `output_attentions`); such an attention is computed unfused, since the
+    fused kernel never forms them.
+
     ```mlir
     %y = xfmr.multi_head_attention %x in_proj(%wqkv) in_bias(%bqkv)
            out_proj(%wo, %bo) padding_mask(%m) {num_heads = 4 : i64, causal}
@@ -131,8 +144,9 @@ def Xfmr_MultiHeadAttentionOp : Xfmr_Op<"multi_head_attention",
     ConfinedAttr<I64Attr, [IntPositive]>:$num_heads,
     UnitAttr:$causal,
     UnitAttr:$transpose_weights,
-    OptionalAttr<F64Attr>:$scale);
-  let results = (outs Xfmr_FloatTensor:$result);
+    OptionalAttr<F64Attr>:$scale,
+    UnitAttr:$return_probabilities);
+  let results = (outs Xfmr_FloatTensor:$result, Optional<Xfmr_FloatTensor>:$probabilities);
   let assemblyFormat = [{
     $query (`kv` `(` $key_value^ `)`)?
     `in_proj` `(` $in_weights `)` (`in_bias` `(` $in_biases^ `)`)?
@@ -195,7 +209,8 @@ def Xfmr_LayerNormOp : Xfmr_Op<"layer_norm", [DeclareOpInterfaceMethods<Xfmr_Dif
   let hasVerifier = 1;
 }
 
-def Xfmr_GeluOp : Xfmr_Op<"gelu", [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, SameOperandsAndResultType]> {
+def Xfmr_GeluOp : Xfmr_Op<"gelu", [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>,
+    DeclareOpInterfaceMethods<Xfmr_ActivationOpInterface>, Pure, SameOperandsAndResultType]> {
   let summary = "Gaussian error linear unit";
   let description = [{
     `x * 0.5 * (1 + erf(x / sqrt(2)))`, or with `approximate = tanh`
@@ -213,19 +228,32 @@ def Xfmr_GeluOp : Xfmr_Op<"gelu", [DeclareOpInterfaceMethods<Xfmr_Differentiable
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Xfmr_ReluOp : Xfmr_Op<"relu", [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, SameOperandsAndResultType]> {
-  let summary = "rectified linear unit";
-  let description = [{
-    `max(x, 0)`.
+/// An activation without options: `activation` names its `Activation` case.
+class Xfmr_SimpleActivationOp<string mnemonic, string activation, string what,
+                              string formula>
+    : Xfmr_Op<mnemonic, [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>,
+                         Xfmr_ActivationOpInterface, Pure, SameOperandsAndResultType]> {
+  let summary = what;
+  let description = formula # [{
 
     ```mlir
-    %y = xfmr.relu %x : tensor<2x8x256xf32>
+    %y = xfmr.}] # mnemonic # [{ %x : tensor<2x8x256xf32>
     ```
   }];
   let arguments = (ins Xfmr_FloatTensor:$input);
   let results = (outs Xfmr_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
+  let extraClassDeclaration = [{
+    ::xfmr::Activation getActivation() { return ::xfmr::Activation::}] # activation # [{; }
+  }];
 }
+
+def Xfmr_ReluOp : Xfmr_SimpleActivationOp<"relu", "relu", "rectified linear unit",
+                                          "`max(x, 0)`.">;
+def Xfmr_SiluOp : Xfmr_SimpleActivationOp<"silu", "silu", "sigmoid linear unit (swish)",
+                                          "`x * sigmoid(x)` (Hugging Face's \"silu\" and \"swish\").">;
+def Xfmr_TanhOp : Xfmr_SimpleActivationOp<"tanh", "tanh", "hyperbolic tangent",
+                                          "`tanh(x)` (BERT's pooler).">;
 
 def Xfmr_DropoutOp : Xfmr_Op<"dropout", [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "dropout: the identity at inference, a seeded random mask in training";
@@ -413,6 +441,45 @@ def Xfmr_CausalMaskOp : Xfmr_Op<"causal_mask", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Xfmr_PoolOp : Xfmr_Op<"pool", [Pure, InferTypeOpAdaptor]> {
+  let summary = "pools the token vectors of each sequence into one";
+  let description = [{
+    Reduces `input` ([batch, seq, d]) over its tokens to [batch, d], counting
+    only the tokens `mask` ([batch, seq], i1, true = token) keeps: `cls`
+    takes token 0, `mean` the mean of the kept tokens, `max` their
+    elementwise max, `mean_sqrt_len` their sum over the square root of their
+    count (sentence-transformers' pooling modes; a sequence without tokens
+    divides by 1e-9 and has a max of -inf).
+
+    ```mlir
+    %e = xfmr.pool %h, %m {mode = #xfmr.pool_mode<mean>}
+           : (tensor<2x8x64xf32>, tensor<2x8xi1>) -> tensor<2x64xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input, Xfmr_BoolTensor:$mask,
+                   Xfmr_PoolModeAttr:$mode);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $mask attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Xfmr_L2NormalizeOp : Xfmr_Op<"l2_normalize", [Pure, SameOperandsAndResultType]> {
+  let summary = "scales vectors to unit Euclidean length";
+  let description = [{
+    `x / max(||x||, epsilon)` along the last dimension
+    (torch.nn.functional.normalize).
+
+    ```mlir
+    %y = xfmr.l2_normalize %x {epsilon = 1.0e-12 : f64} : tensor<2x64xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input,
+                   DefaultValuedAttr<F64Attr, "1.0e-12">:$epsilon);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 //===----------------------------------------------------------------------===//
 // Fused ops
 //===----------------------------------------------------------------------===//
@@ -564,7 +631,7 @@ def Xfmr_ActivationBackwardOp : Xfmr_Op<"activation_backward",
     [Pure, AllTypesMatch<["input", "grad", "result"]>]> {
   let summary = "gradient of an activation at its input";
   let description = [{
-    `grad * activation'(input)` elementwise, for relu, gelu and gelu_tanh.
+    `grad * activation'(input)` elementwise, for every `Activation`.
 
     ```mlir
     %dz = xfmr.activation_backward %z, %dy {activation = #xfmr.activation<gelu_tanh>} : tensor<4x8xf32>

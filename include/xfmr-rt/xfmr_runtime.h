@@ -71,6 +71,24 @@ int xfmr_safetensors_read(const xfmr_safetensors *file, const char *name, xfmr_d
                           int32_t rank, const int64_t *shape, void *dst, char *err,
                           size_t err_size);
 
+/*===--- Reading a model's weights --------------------------------------===*/
+
+/* The tensors of a checkpoint, which may span several safetensors files. */
+typedef struct xfmr_weights xfmr_weights;
+
+/* Opens `path`: a .safetensors file, a Hugging Face checkpoint directory
+ * (its model.safetensors, or the shards its model.safetensors.index.json
+ * lists) or such an index file. Every file is validated as
+ * xfmr_safetensors_open does. Returns NULL on failure. */
+xfmr_weights *xfmr_weights_open(const char *path, char *err, size_t err_size);
+void xfmr_weights_close(xfmr_weights *weights);
+size_t xfmr_weights_count(const xfmr_weights *weights);
+/* As xfmr_safetensors_get, _find and _read, over all files. */
+int xfmr_weights_get(const xfmr_weights *weights, size_t index, xfmr_tensor_info *info);
+int xfmr_weights_find(const xfmr_weights *weights, const char *name, xfmr_tensor_info *info);
+int xfmr_weights_read(const xfmr_weights *weights, const char *name, xfmr_dtype dtype, int32_t rank,
+                      const int64_t *shape, void *dst, char *err, size_t err_size);
+
 /*===--- Writing tensors -------------------------------------------------===*/
 
 typedef struct xfmr_tensor_ref {

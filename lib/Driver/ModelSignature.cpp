@@ -13,6 +13,7 @@
 #include "mlir/Pass/PassManager.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
@@ -24,6 +25,13 @@ using namespace xfmr;
 char LocatedDiagnosticsError::ID = 0;
 
 namespace {
+
+std::string shapeString(ArrayRef<int64_t> shape) {
+  std::string text = "[";
+  llvm::raw_string_ostream os(text);
+  llvm::interleaveComma(shape, os);
+  return text + "]";
+}
 
 std::string dtypeName(Type type) {
   if (type.isF32())
@@ -217,6 +225,41 @@ func::FuncOp buildEvaluation(func::FuncOp loss) {
   return evaluate;
 }
 
+/// Checks the weights a checkpoint directory declares against the
+/// parameters of the model built from its config, naming the first that
+/// is missing or does not fit.
+llvm::Error checkCheckpoint(ModuleOp module, const ModelSource &source, const ModelInfo &info) {
+  if (source.directory.empty())
+    return llvm::Error::success();
+  for (auto func : module.getOps<func::FuncOp>())
+    for (BlockArgument arg : func.getArguments()) {
+      auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "xfmr.param");
+      if (!name)
+        continue;
+      auto type = cast<RankedTensorType>(arg.getType());
+      std::string needs = dtypeName(type.getElementType()) + " " + shapeString(type.getShape());
+      const CheckpointTensor *found = nullptr;
+      std::string foundName;
+      for (const std::string &prefix : info.weightPrefixes) {
+        auto it = source.tensors.find(prefix + name.getValue().str());
+        if (!found && it != source.tensors.end()) {
+          found = &it->second;
+          foundName = it->first().str();
+        }
+      }
+      if (!found)
+        return llvm::createStringError(source.directory + ": no tensor '" + name.getValue() +
+                                       "' (the model of " + source.configPath + " needs " + needs +
+                                       ")");
+      bool isFloat = llvm::is_contained({"F32", "F64", "F16", "BF16"}, found->dtype);
+      if (!isFloat || ArrayRef<int64_t>(found->shape) != type.getShape())
+        return llvm::createStringError(source.directory + ": tensor '" + foundName + "' is " +
+                                       found->dtype + " " + shapeString(found->shape) +
+                                       ", the model of " + source.configPath + " needs " + needs);
+    }
+  return llvm::Error::success();
+}
+
 /// Prints diagnostics as `file:line:col: error: ...` while parsing and
 /// verifying, and collects them into one error.
 class CollectingDiagnostics {
@@ -244,31 +287,42 @@ llvm::Expected<OwningOpRef<ModuleOp>>
 xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
                 std::vector<ModelSignature> &entries) {
   StringRef path = options.inputPath;
-  auto file = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
-  if (!file)
-    return llvm::createStringError(path + ": cannot read: " + file.getError().message());
-
   OwningOpRef<ModuleOp> module;
   llvm::SourceMgr sourceMgr;
-  StringRef contents = (*file)->getBuffer();
   CollectingDiagnostics diagnostics(context, sourceMgr);
   ModelInfo info;
-  if (llvm::sys::path::extension(path) == ".json") {
-    ModelShape shape = options.shape;
-    shape.training = options.mode != CompileMode::Inference;
-    auto built = buildModelFromConfig(context, path, contents, shape, info);
+  if (llvm::sys::path::extension(path) == ".json" || llvm::sys::fs::is_directory(path)) {
+    llvm::Expected<ModelSource> source = readModelSource(path);
+    if (!source)
+      return source.takeError();
+    ModelRequest request = options.model;
+    request.training = options.mode != CompileMode::Inference;
+    auto built = buildModel(context, *source, request, info);
     if (!built)
       return built.takeError();
     module = std::move(*built);
+    if (llvm::Error error = checkCheckpoint(*module, *source, info))
+      return std::move(error);
+    if (!source->directory.empty()) {
+      SmallString<256> absolute(source->directory);
+      llvm::sys::fs::make_absolute(absolute);
+      info.defaultWeights = std::string(absolute);
+    }
   } else if (llvm::sys::path::extension(path) == ".mlir") {
+    auto file = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
+    if (!file)
+      return llvm::createStringError(path + ": cannot read: " + file.getError().message());
     sourceMgr.AddNewSourceBuffer(std::move(*file), llvm::SMLoc());
     module = parseSourceFile<ModuleOp>(sourceMgr, &context);
     if (!module)
       return diagnostics.error(path + ": cannot parse");
     if (auto type = (*module)->getAttrOfType<StringAttr>("xfmr.model_type"))
       info.modelType = type.getValue().str();
+  } else if (!llvm::sys::fs::exists(path)) {
+    return llvm::createStringError(path + ": no such file or directory");
   } else {
-    return llvm::createStringError(path + ": unknown model file type (expected .json or .mlir)");
+    return llvm::createStringError(path + ": unknown model file type (expected a checkpoint "
+                                          "directory, a config .json or an .mlir file)");
   }
   if (failed(verify(*module)))
     return diagnostics.error(path + ": the model does not verify");
@@ -348,13 +402,13 @@ std::string xfmr::buildManifest(const ModelSignature &signature) {
       arg["updates"] = argument.updates;
     args.push_back(std::move(arg));
   }
-  llvm::json::Object manifest{
-      {"format", 1},
-      {"model_type", signature.info.modelType},
-      {"entry", signature.entryName},
-      {"pad_token_id", signature.info.padTokenId},
-      {"weight_prefixes", llvm::json::Array(signature.info.weightPrefixes)},
-      {"args", std::move(args)}};
+  llvm::json::Object manifest{{"format", 1},
+                              {"model_type", signature.info.modelType},
+                              {"entry", signature.entryName},
+                              {"pad_token_id", signature.info.padTokenId},
+                              {"weight_prefixes", llvm::json::Array(signature.info.weightPrefixes)},
+                              {"default_weights", signature.info.defaultWeights},
+                              {"args", std::move(args)}};
   if (const std::optional<TrainOptions> &t = signature.training)
     manifest["training"] =
         llvm::json::Object{{"optimizer", t->optimizer},       {"lr", t->learningRate},

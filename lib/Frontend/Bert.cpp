@@ -1,9 +1,14 @@
-//===- Bert.cpp - BERT: encoder, post-LN, padding mask, MLM head ----------===//
+//===- Bert.cpp - BERT: encoder, post-LN, padding mask --------------------===//
 //
-// Config keys and tensor names follow Hugging Face's BertConfig and the
-// BertForMaskedLM checkpoint (`bert.encoder.layer.0.attention.self.query.weight`,
-// `cls.predictions.transform.dense.weight`, ...). nn.Linear weights are
-// [out, in]; the MLM decoder is tied to the word embeddings.
+// Config keys and tensor names follow Hugging Face's BertConfig and its
+// checkpoints: BertModel saves `embeddings.word_embeddings.weight`,
+// `encoder.layer.0.attention.self.query.weight`, ..., `pooler.dense.weight`;
+// the task classes save the same under `bert.` beside their heads
+// (`cls.predictions.*` for BertForMaskedLM, whose decoder is tied to the word
+// embeddings, `classifier.*` for BertForSequenceClassification). A
+// sentence-transformers checkpoint is a BertModel whose token vectors are
+// pooled (and normalized) into a sentence embedding. nn.Linear weights are
+// [out, in].
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,8 +18,9 @@ using namespace mlir;
 using namespace xfmr;
 using namespace xfmr::frontend;
 
-llvm::Error frontend::buildBert(ConfigReader &config, GraphBuilder &graph,
-                                const ModelShape &shape, ModelInfo &info) {
+llvm::Error frontend::buildBert(FamilyInputs &in) {
+  ConfigReader &config = in.config;
+  GraphBuilder &graph = in.graph;
   int64_t layers = config.positiveInt({"num_hidden_layers", "n_layer"});
   int64_t heads = config.positiveInt({"num_attention_heads", "n_head"});
   int64_t dModel = config.positiveInt({"hidden_size", "n_embd"});
@@ -22,15 +28,33 @@ llvm::Error frontend::buildBert(ConfigReader &config, GraphBuilder &graph,
   int64_t positions = config.positiveInt({"max_position_embeddings", "n_positions"});
   int64_t inner = config.positiveInt({"intermediate_size"}, 4 * dModel);
   int64_t typeVocab = config.positiveInt({"type_vocab_size"}, 2);
+  int64_t labels = config.objectSize("id2label", config.positiveInt({"num_labels"}, 2));
   double epsilon = config.positiveNumber("layer_norm_eps", 1e-12);
   Activation activation = config.activation({"hidden_act"}, "gelu");
   double dropout = config.probability("hidden_dropout_prob", 0.1);
-  info.padTokenId = config.nonNegativeInt("pad_token_id", 0);
+  bool tied = config.boolean("tie_word_embeddings", true);
+  std::string positionKind = config.string({"position_embedding_type"}, "absolute");
+  if (positionKind != "absolute")
+    config.error("position_embedding_type",
+                 "unsupported \"" + positionKind + "\" (only \"absolute\" is)");
+  if (config.boolean("is_decoder", false) || config.boolean("add_cross_attention", false))
+    config.error("is_decoder", "BERT as a decoder (causal or with cross-attention) is not "
+                               "supported");
+  if (labels <= 0)
+    config.error("id2label", "needs at least one label");
+  in.info.padTokenId = config.nonNegativeInt("pad_token_id", 0);
   config.requireDivisible("hidden_size", dModel, "num_attention_heads", heads);
   int64_t seqLen =
-      resolveSeqLen(config, shape.seqLen, positions, "max_position_embeddings", "--seq-len");
+      resolveSeqLen(config, in.request.seqLen, positions, "max_position_embeddings", "--seq-len");
+  graph.checkAttentionLayers(config, "num_hidden_layers", layers);
+  bool sentence = !in.source.sentencePooling.empty();
+  if (sentence && in.architecture != "BertModel")
+    config.error("architectures", "a sentence-transformers checkpoint pools the token vectors "
+                                  "of BertModel, not of " +
+                                      in.architecture);
   if (config.failed())
     return config.takeError();
+  in.info.weightPrefixes = {"", "bert."};
 
   OpBuilder &b = graph.builder();
   Location loc = graph.location();
@@ -38,37 +62,32 @@ llvm::Error frontend::buildBert(ConfigReader &config, GraphBuilder &graph,
   Value mask = graph.paddingMask(graph.input("attention_mask", seqLen));
   Value types = graph.input("token_type_ids", seqLen);
 
-  Value words = graph.param("bert.embeddings.word_embeddings.weight", {vocab, dModel});
+  Value words = graph.param("embeddings.word_embeddings.weight", {vocab, dModel});
   Value x = EmbeddingOp::create(b, loc, ids, words, b.getF64FloatAttr(1.0));
   x = LearnedPositionEncodingOp::create(
-      b, loc, x, graph.param("bert.embeddings.position_embeddings.weight", {positions, dModel}));
+      b, loc, x, graph.param("embeddings.position_embeddings.weight", {positions, dModel}));
   x = graph.add(x, EmbeddingOp::create(
                        b, loc, types,
-                       graph.param("bert.embeddings.token_type_embeddings.weight",
-                                   {typeVocab, dModel}),
+                       graph.param("embeddings.token_type_embeddings.weight", {typeVocab, dModel}),
                        b.getF64FloatAttr(1.0)));
-  x = graph.dropout(graph.layerNorm(x, "bert.embeddings.LayerNorm", epsilon), dropout);
+  x = graph.dropout(graph.layerNorm(x, "embeddings.LayerNorm", epsilon), dropout);
 
   for (int64_t i = 0; i < layers; ++i) {
-    std::string prefix = "bert.encoder.layer." + std::to_string(i);
+    std::string prefix = "encoder.layer." + std::to_string(i);
     std::string self = prefix + ".attention.self";
-    auto weight = [&](const std::string &name, int64_t out, int64_t in) {
-      return graph.param(name + ".weight", {out, in});
-    };
-    auto bias = [&](const std::string &name, int64_t size) {
-      return graph.param(name + ".bias", {size});
-    };
-    Value attention = MultiHeadAttentionOp::create(
-        b, loc, x, /*key_value=*/Value(),
-        ValueRange{weight(self + ".query", dModel, dModel), weight(self + ".key", dModel, dModel),
-                   weight(self + ".value", dModel, dModel)},
-        ValueRange{bias(self + ".query", dModel), bias(self + ".key", dModel),
-                   bias(self + ".value", dModel)},
-        weight(prefix + ".attention.output.dense", dModel, dModel),
-        bias(prefix + ".attention.output.dense", dModel), mask, /*attn_bias=*/Value(), heads,
-        /*causal=*/false, /*transpose_weights=*/true, FloatAttr());
-    x = graph.layerNorm(graph.add(graph.dropout(attention, dropout), x),
-                        prefix + ".attention.output.LayerNorm", epsilon);
+    AttentionSpec attention;
+    attention.query = x;
+    for (const char *projection : {".query", ".key", ".value"}) {
+      attention.inWeights.push_back(graph.param(self + projection + ".weight", {dModel, dModel}));
+      attention.inBiases.push_back(graph.param(self + projection + ".bias", {dModel}));
+    }
+    attention.outWeight = graph.param(prefix + ".attention.output.dense.weight", {dModel, dModel});
+    attention.outBias = graph.param(prefix + ".attention.output.dense.bias", {dModel});
+    attention.paddingMask = mask;
+    attention.heads = heads;
+    x = graph.layerNorm(
+        graph.add(graph.dropout(graph.attention(attention, "attentions", i), dropout), x),
+        prefix + ".attention.output.LayerNorm", epsilon);
     Value hidden = graph.activation(
         graph.linear(x, prefix + ".intermediate.dense", dModel, inner, true), activation);
     hidden = graph.linear(hidden, prefix + ".output.dense", inner, dModel, true);
@@ -76,11 +95,38 @@ llvm::Error frontend::buildBert(ConfigReader &config, GraphBuilder &graph,
                         prefix + ".output.LayerNorm", epsilon);
   }
 
+  // tanh(dense(first token)), what BertModel returns as pooler_output.
+  auto pooler = [&] {
+    Value first = PoolOp::create(b, loc, x, mask, PoolMode::cls);
+    return graph.activation(graph.linear(first, "pooler.dense", dModel, dModel, true),
+                            Activation::tanh);
+  };
+  if (in.architecture == "BertModel") {
+    if (sentence) {
+      auto mode = symbolizePoolMode(in.source.sentencePooling);
+      Value embedding = PoolOp::create(b, loc, x, mask, *mode);
+      if (in.source.sentenceNormalize)
+        embedding = L2NormalizeOp::create(b, loc, embedding, b.getF64FloatAttr(1e-12));
+      graph.output("sentence_embedding", embedding);
+      return llvm::Error::success();
+    }
+    graph.output("last_hidden_state", x);
+    if (in.hasWeight("pooler.dense.weight"))
+      graph.output("pooler_output", pooler());
+    return llvm::Error::success();
+  }
+  if (in.architecture == "BertForSequenceClassification") {
+    double classifierDropout = config.probability("classifier_dropout", dropout);
+    graph.output("logits", graph.linear(graph.dropout(pooler(), classifierDropout), "classifier",
+                                        dModel, labels, true));
+    return config.takeError();
+  }
   Value transformed = graph.activation(
       graph.linear(x, "cls.predictions.transform.dense", dModel, dModel, true), activation);
   transformed = graph.layerNorm(transformed, "cls.predictions.transform.LayerNorm", epsilon);
-  graph.finish(LinearOp::create(b, loc, transformed, words,
-                                graph.param("cls.predictions.bias", {vocab}),
-                                /*transpose_weight=*/true));
+  Value decoder = tied ? words : graph.param("cls.predictions.decoder.weight", {vocab, dModel});
+  graph.output("logits", LinearOp::create(b, loc, transformed, decoder,
+                                          graph.param("cls.predictions.bias", {vocab}),
+                                          /*transpose_weight=*/true));
   return llvm::Error::success();
 }

@@ -23,8 +23,9 @@ using namespace mlir;
 using namespace xfmr;
 using namespace xfmr::frontend;
 
-llvm::Error frontend::buildEncoder(ConfigReader &config, GraphBuilder &graph,
-                                   const ModelShape &shape, ModelInfo &info) {
+llvm::Error frontend::buildEncoder(FamilyInputs &in) {
+  ConfigReader &config = in.config;
+  GraphBuilder &graph = in.graph;
   int64_t layers = config.positiveInt({"num_layers", "num_hidden_layers"});
   int64_t heads = config.positiveInt({"num_heads", "num_attention_heads"});
   int64_t dModel = config.positiveInt({"d_model", "hidden_size"});
@@ -38,7 +39,7 @@ llvm::Error frontend::buildEncoder(ConfigReader &config, GraphBuilder &graph,
   bool normFirst = config.boolean("norm_first", true);
   bool scaleEmbedding = config.boolean("scale_embedding", false);
   std::string positionKind = config.string({"position_embedding"}, "learned");
-  info.padTokenId = config.nonNegativeInt("pad_token_id", 0);
+  in.info.padTokenId = config.nonNegativeInt("pad_token_id", 0);
   config.requireDivisible("d_model", dModel, "num_heads", heads);
   if (positionKind != "learned" && positionKind != "sinusoidal")
     config.error("position_embedding",
@@ -46,7 +47,8 @@ llvm::Error frontend::buildEncoder(ConfigReader &config, GraphBuilder &graph,
   if (positionKind == "sinusoidal" && dModel % 2)
     config.error("d_model", "must be even for sinusoidal positions, got " + Twine(dModel));
   int64_t seqLen =
-      resolveSeqLen(config, shape.seqLen, positions, "max_position_embeddings", "--seq-len");
+      resolveSeqLen(config, in.request.seqLen, positions, "max_position_embeddings", "--seq-len");
+  graph.checkAttentionLayers(config, "num_layers", layers);
   if (config.failed())
     return config.takeError();
 
@@ -67,14 +69,16 @@ llvm::Error frontend::buildEncoder(ConfigReader &config, GraphBuilder &graph,
   for (int64_t i = 0; i < layers; ++i) {
     std::string prefix = "encoder.layers." + std::to_string(i);
     auto selfAttention = [&](Value h) {
-      return MultiHeadAttentionOp::create(
-          b, loc, h, /*key_value=*/Value(),
-          ValueRange{graph.param(prefix + ".self_attn.in_proj_weight", {3 * dModel, dModel})},
-          ValueRange{graph.param(prefix + ".self_attn.in_proj_bias", {3 * dModel})},
-          graph.param(prefix + ".self_attn.out_proj.weight", {dModel, dModel}),
-          graph.param(prefix + ".self_attn.out_proj.bias", {dModel}), mask,
-          /*attn_bias=*/Value(), heads, /*causal=*/false, /*transpose_weights=*/true,
-          FloatAttr());
+      AttentionSpec attention;
+      attention.query = h;
+      attention.inWeights = {
+          graph.param(prefix + ".self_attn.in_proj_weight", {3 * dModel, dModel})};
+      attention.inBiases = {graph.param(prefix + ".self_attn.in_proj_bias", {3 * dModel})};
+      attention.outWeight = graph.param(prefix + ".self_attn.out_proj.weight", {dModel, dModel});
+      attention.outBias = graph.param(prefix + ".self_attn.out_proj.bias", {dModel});
+      attention.paddingMask = mask;
+      attention.heads = heads;
+      return graph.attention(attention, "attentions", i);
     };
     auto feedForward = [&](Value h) {
       Value hidden = graph.activation(graph.linear(h, prefix + ".linear1", dModel, ffn, true),
@@ -96,6 +100,6 @@ llvm::Error frontend::buildEncoder(ConfigReader &config, GraphBuilder &graph,
   }
   if (normFirst)
     x = graph.layerNorm(x, "encoder.norm", epsilon);
-  graph.finish(graph.linear(x, "head", dModel, labels, true));
+  graph.output("logits", graph.linear(x, "head", dModel, labels, true));
   return llvm::Error::success();
 }

@@ -1,8 +1,9 @@
 //===- FrontendSupport.h - config reading and graph building ---*- C++ -*-===//
 //
-// Shared by the per-architecture builders (Gpt2.cpp, Bert.cpp,
-// Transformer.cpp), each of which holds all knowledge of its architecture:
-// config keys, checkpoint tensor names and the block structure.
+// Shared by the per-family builders (Gpt2.cpp, Bert.cpp, Bart.cpp,
+// Transformer.cpp, Encoder.cpp), each of which holds all knowledge of its
+// family: config keys, Hugging Face classes, checkpoint tensor names and the
+// block structure.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,13 +15,18 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/JSON.h"
 
+#include <optional>
+
 namespace xfmr::frontend {
 
-/// Reads typed, validated values from a config object. Every failure names
-/// the file and key; the first one is kept and reported by `takeError`.
+/// Reads typed, validated values from a config object. A key holding null
+/// counts as absent (transformers writes null for "the default"); every
+/// failure names the file and key; the first one is kept and reported by
+/// `takeError`.
 class ConfigReader {
 public:
   ConfigReader(llvm::StringRef path, const llvm::json::Object &object)
@@ -30,6 +36,8 @@ public:
   /// several spellings); `fallback` if none is present and it is > 0.
   int64_t positiveInt(llvm::ArrayRef<llvm::StringRef> keys, int64_t fallback = 0);
   int64_t nonNegativeInt(llvm::StringRef key, int64_t fallback);
+  /// A token id: a non-negative integer, or -1 when absent.
+  int64_t tokenId(llvm::StringRef key);
   double positiveNumber(llvm::StringRef key, double fallback);
   /// A dropout rate in [0, 1).
   double probability(llvm::StringRef key, double fallback);
@@ -37,6 +45,11 @@ public:
   std::string string(llvm::ArrayRef<llvm::StringRef> keys, llvm::StringRef fallback);
   /// The activation named under `keys` (relu, gelu, gelu_new, ...).
   Activation activation(llvm::ArrayRef<llvm::StringRef> keys, llvm::StringRef fallback);
+  /// The number of entries of an object (transformers' `id2label`), or
+  /// `fallback` when absent.
+  int64_t objectSize(llvm::StringRef key, int64_t fallback);
+  /// The first string of an array (transformers' `architectures`), or "".
+  std::string firstString(llvm::StringRef key);
   /// Records a failure about `key`.
   void error(llvm::StringRef key, const llvm::Twine &message);
   /// Requires `dModel % heads == 0`, naming both keys.
@@ -47,11 +60,30 @@ public:
   llvm::Error takeError();
 
 private:
+  /// The value of the first of `keys` present and not null.
   const llvm::json::Value *lookup(llvm::ArrayRef<llvm::StringRef> keys, llvm::StringRef &found);
+  const llvm::json::Value *lookup(llvm::StringRef key);
 
   std::string path;
   const llvm::json::Object &object;
   std::optional<std::string> firstError;
+};
+
+/// Multi-head attention as `xfmr.multi_head_attention` takes it.
+struct AttentionSpec {
+  mlir::Value query;
+  /// The keys' and values' source (cross-attention); null for self.
+  mlir::Value keyValue;
+  /// One fused QKV weight, or Q, K, V; biases likewise, or none.
+  llvm::SmallVector<mlir::Value, 3> inWeights, inBiases;
+  mlir::Value outWeight, outBias;
+  mlir::Value paddingMask;
+  int64_t heads = 1;
+  bool causal = false;
+  /// torch.nn.Linear's [out, in] layout (else GPT-2's Conv1D [in, out]).
+  bool torchLayout = true;
+  /// The scores' scale; default 1/sqrt(head_dim).
+  std::optional<double> scale;
 };
 
 /// Builds one entry function whose arguments appear as the body asks for
@@ -59,7 +91,7 @@ private:
 /// one argument used twice).
 class GraphBuilder {
 public:
-  GraphBuilder(mlir::ModuleOp module, int64_t batch, bool training, mlir::Type floatType);
+  GraphBuilder(mlir::ModuleOp module, const ModelRequest &request, mlir::Type floatType);
 
   mlir::OpBuilder &builder() { return b; }
   mlir::Location location() const { return loc; }
@@ -75,18 +107,27 @@ public:
   mlir::Value paddingMask(mlir::Value attentionMask);
 
   mlir::Value layerNorm(mlir::Value x, llvm::StringRef prefix, double epsilon);
-  /// A linear layer with weight `<prefix>.weight` and bias `<prefix>.bias`;
-  /// `torchLayout` selects torch.nn.Linear's [out, in] weight layout.
+  /// A linear layer with weight `<prefix>.weight` and bias `<prefix>.bias`
+  /// (none if `bias` is false); `torchLayout` selects torch.nn.Linear's
+  /// [out, in] weight layout.
   mlir::Value linear(mlir::Value x, llvm::StringRef prefix, int64_t in, int64_t out,
-                     bool torchLayout);
+                     bool torchLayout, bool bias = true);
   mlir::Value add(mlir::Value x, mlir::Value y);
   /// Dropout, active (seeded) in the training form only.
   mlir::Value dropout(mlir::Value x, double rate);
   mlir::Value activation(mlir::Value x, Activation activation);
+  /// Multi-head attention; when the request asks for layer `layer`'s
+  /// probabilities, they become the output `<group>.<layer>`.
+  mlir::Value attention(const AttentionSpec &spec, llvm::StringRef group, int64_t layer);
 
-  /// Finishes the function returning `logits` as output "logits" (after
-  /// the loss, in the training form).
-  void finish(mlir::Value logits);
+  /// Records a result of the entry function.
+  void output(llvm::StringRef name, mlir::Value value);
+  /// Checks that every requested attention layer is below `layers`, the
+  /// value of the config's `layersKey`.
+  void checkAttentionLayers(ConfigReader &config, llvm::StringRef layersKey, int64_t layers);
+  /// Finishes the function with the recorded outputs (in the training form:
+  /// the loss of output "logits" against a `labels` input, then the logits).
+  llvm::Error finish();
 
 private:
   mlir::Value addArgument(mlir::Type type, llvm::StringRef attrName, llvm::StringRef name);
@@ -95,27 +136,38 @@ private:
   mlir::Location loc;
   mlir::func::FuncOp func;
   mlir::Block *body;
-  int64_t batch;
-  bool training;
+  const ModelRequest &request;
   mlir::Type elementType;
   llvm::StringMap<mlir::Value> params;
+  llvm::SmallVector<std::pair<std::string, mlir::Value>> outputs;
   /// The `dropout_seed` input, and how many dropouts drew from it.
   mlir::Value dropoutSeed;
   int64_t dropouts = 0;
 };
 
-/// One architecture: reads its config and emits its graph.
-using ArchitectureBuilder = llvm::Error (*)(ConfigReader &config, GraphBuilder &graph,
-                                            const ModelShape &shape, ModelInfo &info);
+/// What a family's builder reads and writes.
+struct FamilyInputs {
+  ConfigReader &config;
+  GraphBuilder &graph;
+  const ModelRequest &request;
+  /// The Hugging Face class to build, one of the family's (empty for the
+  /// tutorial types, which have none).
+  llvm::StringRef architecture;
+  const ModelSource &source;
+  ModelInfo &info;
 
-llvm::Error buildGpt2(ConfigReader &config, GraphBuilder &graph, const ModelShape &shape,
-                      ModelInfo &info);
-llvm::Error buildBert(ConfigReader &config, GraphBuilder &graph, const ModelShape &shape,
-                      ModelInfo &info);
-llvm::Error buildTransformer(ConfigReader &config, GraphBuilder &graph,
-                             const ModelShape &shape, ModelInfo &info);
-llvm::Error buildEncoder(ConfigReader &config, GraphBuilder &graph, const ModelShape &shape,
-                         ModelInfo &info);
+  /// Whether the checkpoint holds `name` under one of the info's prefixes;
+  /// true when there is no checkpoint to ask (a bare config).
+  bool hasWeight(llvm::StringRef name) const;
+};
+
+using FamilyBuilder = llvm::Error (*)(FamilyInputs &in);
+
+llvm::Error buildGpt2(FamilyInputs &in);
+llvm::Error buildBert(FamilyInputs &in);
+llvm::Error buildBart(FamilyInputs &in);
+llvm::Error buildTransformer(FamilyInputs &in);
+llvm::Error buildEncoder(FamilyInputs &in);
 
 /// Resolves the compiled sequence length against the model's max positions,
 /// naming `positionsKey` when it is too long.

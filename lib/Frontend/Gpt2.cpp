@@ -1,20 +1,23 @@
 //===- Gpt2.cpp - GPT-2: decoder-only, pre-LN, learned positions ----------===//
 //
-// Config keys and tensor names follow Hugging Face's GPT2Config and the
-// `gpt2` checkpoint (`h.0.attn.c_attn.weight`, ...; GPT2LMHeadModel saves the
-// same under `transformer.`). Conv1D weights are [in, out]; the LM head is
-// tied to the token embedding.
+// Config keys and tensor names follow Hugging Face's GPT2Config and its
+// checkpoints: GPT2Model saves `h.0.attn.c_attn.weight`, ..., and
+// GPT2LMHeadModel the same under `transformer.`, plus `lm_head.weight` when
+// the head is not tied to the token embedding. Conv1D weights are [in, out].
 //
 //===----------------------------------------------------------------------===//
 
 #include "FrontendSupport.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace xfmr;
 using namespace xfmr::frontend;
 
-llvm::Error frontend::buildGpt2(ConfigReader &config, GraphBuilder &graph,
-                                const ModelShape &shape, ModelInfo &info) {
+llvm::Error frontend::buildGpt2(FamilyInputs &in) {
+  ConfigReader &config = in.config;
+  GraphBuilder &graph = in.graph;
   int64_t layers = config.positiveInt({"n_layer", "num_hidden_layers"});
   int64_t heads = config.positiveInt({"n_head", "num_attention_heads"});
   int64_t dModel = config.positiveInt({"n_embd", "hidden_size"});
@@ -25,12 +28,19 @@ llvm::Error frontend::buildGpt2(ConfigReader &config, GraphBuilder &graph,
   Activation activation = config.activation({"activation_function"}, "gelu_new");
   double residualDropout = config.probability("resid_pdrop", 0.1);
   double embeddingDropout = config.probability("embd_pdrop", 0.1);
-  info.padTokenId = config.nonNegativeInt("pad_token_id", 0);
+  bool scaleAttention = config.boolean("scale_attn_weights", true);
+  bool scaleByLayer = config.boolean("scale_attn_by_inverse_layer_idx", false);
+  bool tied = config.boolean("tie_word_embeddings", true);
+  if (config.boolean("add_cross_attention", false))
+    config.error("add_cross_attention", "GPT-2 with cross-attention (a decoder of an "
+                                        "encoder-decoder model) is not supported");
+  in.info.padTokenId = config.nonNegativeInt("pad_token_id", 0);
   config.requireDivisible("n_embd", dModel, "n_head", heads);
-  int64_t seqLen = resolveSeqLen(config, shape.seqLen, positions, "n_positions", "--seq-len");
+  int64_t seqLen = resolveSeqLen(config, in.request.seqLen, positions, "n_positions", "--seq-len");
+  graph.checkAttentionLayers(config, "n_layer", layers);
   if (config.failed())
     return config.takeError();
-  info.weightPrefixes = {"", "transformer."};
+  in.info.weightPrefixes = {"", "transformer."};
 
   OpBuilder &b = graph.builder();
   Location loc = graph.location();
@@ -41,17 +51,27 @@ llvm::Error frontend::buildGpt2(ConfigReader &config, GraphBuilder &graph,
   x = LearnedPositionEncodingOp::create(b, loc, x, graph.param("wpe.weight", {positions, dModel}));
   x = graph.dropout(x, embeddingDropout);
 
+  // The scores' scale where it is not the default 1/sqrt(head_dim).
+  auto attentionScale = [&](int64_t layer) -> std::optional<double> {
+    if (scaleAttention && !scaleByLayer)
+      return std::nullopt;
+    double scale = scaleAttention ? 1.0 / std::sqrt(static_cast<double>(dModel / heads)) : 1.0;
+    return scaleByLayer ? scale / static_cast<double>(layer + 1) : scale;
+  };
   for (int64_t i = 0; i < layers; ++i) {
     std::string prefix = "h." + std::to_string(i);
-    Value normed = graph.layerNorm(x, prefix + ".ln_1", epsilon);
-    Value attention = MultiHeadAttentionOp::create(
-        b, loc, normed, /*key_value=*/Value(),
-        ValueRange{graph.param(prefix + ".attn.c_attn.weight", {dModel, 3 * dModel})},
-        ValueRange{graph.param(prefix + ".attn.c_attn.bias", {3 * dModel})},
-        graph.param(prefix + ".attn.c_proj.weight", {dModel, dModel}),
-        graph.param(prefix + ".attn.c_proj.bias", {dModel}), mask, /*attn_bias=*/Value(),
-        heads, /*causal=*/true, /*transpose_weights=*/false, FloatAttr());
-    x = graph.add(x, graph.dropout(attention, residualDropout));
+    AttentionSpec attention;
+    attention.query = graph.layerNorm(x, prefix + ".ln_1", epsilon);
+    attention.inWeights = {graph.param(prefix + ".attn.c_attn.weight", {dModel, 3 * dModel})};
+    attention.inBiases = {graph.param(prefix + ".attn.c_attn.bias", {3 * dModel})};
+    attention.outWeight = graph.param(prefix + ".attn.c_proj.weight", {dModel, dModel});
+    attention.outBias = graph.param(prefix + ".attn.c_proj.bias", {dModel});
+    attention.paddingMask = mask;
+    attention.heads = heads;
+    attention.causal = true;
+    attention.torchLayout = false;
+    attention.scale = attentionScale(i);
+    x = graph.add(x, graph.dropout(graph.attention(attention, "attentions", i), residualDropout));
     Value hidden = graph.linear(graph.layerNorm(x, prefix + ".ln_2", epsilon),
                                 prefix + ".mlp.c_fc", dModel, inner, false);
     hidden = graph.linear(graph.activation(hidden, activation), prefix + ".mlp.c_proj", inner,
@@ -59,6 +79,11 @@ llvm::Error frontend::buildGpt2(ConfigReader &config, GraphBuilder &graph,
     x = graph.add(x, graph.dropout(hidden, residualDropout));
   }
   x = graph.layerNorm(x, "ln_f", epsilon);
-  graph.finish(LinearOp::create(b, loc, x, wte, Value(), /*transpose_weight=*/true));
+  if (in.architecture == "GPT2Model") {
+    graph.output("last_hidden_state", x);
+    return llvm::Error::success();
+  }
+  Value head = tied ? wte : graph.param("lm_head.weight", {vocab, dModel});
+  graph.output("logits", LinearOp::create(b, loc, x, head, Value(), /*transpose_weight=*/true));
   return llvm::Error::success();
 }

@@ -32,11 +32,16 @@ void ConfigReader::error(StringRef key, const Twine &message) {
 
 const json::Value *ConfigReader::lookup(ArrayRef<StringRef> keys, StringRef &found) {
   for (StringRef key : keys)
-    if (const json::Value *value = object.get(key)) {
+    if (const json::Value *value = object.get(key); value && !value->getAsNull()) {
       found = key;
       return value;
     }
   return nullptr;
+}
+
+const json::Value *ConfigReader::lookup(StringRef key) {
+  StringRef found;
+  return lookup(ArrayRef<StringRef>{key}, found);
 }
 
 int64_t ConfigReader::positiveInt(ArrayRef<StringRef> keys, int64_t fallback) {
@@ -66,8 +71,8 @@ int64_t ConfigReader::positiveInt(ArrayRef<StringRef> keys, int64_t fallback) {
 }
 
 int64_t ConfigReader::nonNegativeInt(StringRef key, int64_t fallback) {
-  const json::Value *value = object.get(key);
-  if (!value || value->getAsNull())
+  const json::Value *value = lookup(key);
+  if (!value)
     return fallback;
   std::optional<int64_t> number = value->getAsInteger();
   if (!number || *number < 0) {
@@ -77,8 +82,36 @@ int64_t ConfigReader::nonNegativeInt(StringRef key, int64_t fallback) {
   return *number;
 }
 
+int64_t ConfigReader::tokenId(StringRef key) { return nonNegativeInt(key, -1); }
+
+int64_t ConfigReader::objectSize(StringRef key, int64_t fallback) {
+  const json::Value *value = lookup(key);
+  if (!value)
+    return fallback;
+  const json::Object *entries = value->getAsObject();
+  if (!entries) {
+    error(key, "expected an object");
+    return fallback;
+  }
+  return static_cast<int64_t>(entries->size());
+}
+
+std::string ConfigReader::firstString(StringRef key) {
+  const json::Value *value = lookup(key);
+  if (!value)
+    return "";
+  const json::Array *items = value->getAsArray();
+  std::optional<StringRef> first =
+      items && !items->empty() ? (*items)[0].getAsString() : std::nullopt;
+  if (!first) {
+    error(key, "expected an array of strings");
+    return "";
+  }
+  return first->str();
+}
+
 double ConfigReader::positiveNumber(StringRef key, double fallback) {
-  const json::Value *value = object.get(key);
+  const json::Value *value = lookup(key);
   if (!value)
     return fallback;
   std::optional<double> number = value->getAsNumber();
@@ -90,7 +123,7 @@ double ConfigReader::positiveNumber(StringRef key, double fallback) {
 }
 
 double ConfigReader::probability(StringRef key, double fallback) {
-  const json::Value *value = object.get(key);
+  const json::Value *value = lookup(key);
   if (!value)
     return fallback;
   std::optional<double> number = value->getAsNumber();
@@ -102,7 +135,7 @@ double ConfigReader::probability(StringRef key, double fallback) {
 }
 
 bool ConfigReader::boolean(StringRef key, bool fallback) {
-  const json::Value *value = object.get(key);
+  const json::Value *value = lookup(key);
   if (!value)
     return fallback;
   std::optional<bool> flag = value->getAsBoolean();
@@ -134,10 +167,15 @@ Activation ConfigReader::activation(ArrayRef<StringRef> keys, StringRef fallback
     return Activation::gelu;
   if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast")
     return Activation::gelu_tanh;
+  if (name == "silu" || name == "swish")
+    return Activation::silu;
+  if (name == "tanh")
+    return Activation::tanh;
   StringRef key;
   lookup(keys, key);
   error(key.empty() ? keys.front() : key,
-        "unsupported activation \"" + name + "\" (relu, gelu, gelu_new, gelu_pytorch_tanh)");
+        "unsupported activation \"" + name +
+            "\" (relu, gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, silu, swish, tanh)");
   return Activation::relu;
 }
 
@@ -169,11 +207,11 @@ int64_t frontend::resolveSeqLen(ConfigReader &config, int64_t requested, int64_t
 // GraphBuilder
 //===----------------------------------------------------------------------===//
 
-GraphBuilder::GraphBuilder(ModuleOp module, int64_t batch, bool training, Type floatType)
-    : b(module.getContext()), loc(module.getLoc()), batch(batch), training(training),
-      elementType(floatType) {
+GraphBuilder::GraphBuilder(ModuleOp module, const ModelRequest &request, Type floatType)
+    : b(module.getContext()), loc(module.getLoc()), request(request), elementType(floatType) {
   b.setInsertionPointToEnd(module.getBody());
-  func = func::FuncOp::create(b, loc, training ? "loss" : "forward", b.getFunctionType({}, {}));
+  func = func::FuncOp::create(b, loc, request.training ? "loss" : "forward",
+                              b.getFunctionType({}, {}));
   body = func.addEntryBlock();
   b.setInsertionPointToStart(body);
 }
@@ -186,7 +224,8 @@ Value GraphBuilder::addArgument(Type type, StringRef attrName, StringRef name) {
 }
 
 Value GraphBuilder::input(StringRef name, int64_t length) {
-  return addArgument(RankedTensorType::get({batch, length}, b.getI32Type()), "xfmr.input", name);
+  return addArgument(RankedTensorType::get({request.batch, length}, b.getI32Type()), "xfmr.input",
+                     name);
 }
 
 Value GraphBuilder::param(StringRef name, ArrayRef<int64_t> shape) {
@@ -198,7 +237,7 @@ Value GraphBuilder::param(StringRef name, ArrayRef<int64_t> shape) {
   }
   // Training a narrow model keeps f32 master weights, which the optimizer
   // updates (bf16 would round most updates away), and rounds them for use.
-  bool masterWeights = training && !elementType.isF32();
+  bool masterWeights = request.training && !elementType.isF32();
   Value arg = addArgument(masterWeights ? type.clone(b.getF32Type()) : type, "xfmr.param", name);
   Value weight = masterWeights ? arith::TruncFOp::create(b, loc, type, arg).getResult() : arg;
   params[name] = weight;
@@ -219,18 +258,18 @@ Value GraphBuilder::layerNorm(Value x, StringRef prefix, double epsilon) {
                              b.getF64FloatAttr(epsilon));
 }
 
-Value GraphBuilder::linear(Value x, StringRef prefix, int64_t in, int64_t out,
-                           bool torchLayout) {
+Value GraphBuilder::linear(Value x, StringRef prefix, int64_t in, int64_t out, bool torchLayout,
+                           bool bias) {
   SmallVector<int64_t> shape = torchLayout ? SmallVector<int64_t>{out, in}
                                            : SmallVector<int64_t>{in, out};
   return LinearOp::create(b, loc, x, param((prefix + ".weight").str(), shape),
-                          param((prefix + ".bias").str(), {out}), torchLayout);
+                          bias ? param((prefix + ".bias").str(), {out}) : Value(), torchLayout);
 }
 
 Value GraphBuilder::add(Value x, Value y) { return AddOp::create(b, loc, x, y); }
 
 Value GraphBuilder::dropout(Value x, double rate) {
-  if (rate <= 0 || !training)
+  if (rate <= 0 || !request.training)
     return x;
   auto seedType = RankedTensorType::get({}, b.getI64Type());
   if (!dropoutSeed)
@@ -255,29 +294,75 @@ Value GraphBuilder::activation(Value x, Activation activation) {
     return GeluOp::create(b, loc, x, GeluApproximation::none);
   case Activation::gelu_tanh:
     return GeluOp::create(b, loc, x, GeluApproximation::tanh);
+  case Activation::silu:
+    return SiluOp::create(b, loc, x);
+  case Activation::tanh:
+    return TanhOp::create(b, loc, x);
   }
   llvm_unreachable("unknown activation");
 }
 
-void GraphBuilder::finish(Value logits) {
-  SmallVector<Value> results = {logits};
-  SmallVector<StringRef> names = {"logits"};
-  if (training) {
+Value GraphBuilder::attention(const AttentionSpec &spec, StringRef group, int64_t layer) {
+  bool probabilities = request.allAttentions || llvm::is_contained(request.attentionLayers, layer);
+  auto op = MultiHeadAttentionOp::create(
+      b, loc, spec.query, spec.keyValue, spec.inWeights, spec.inBiases, spec.outWeight,
+      spec.outBias, spec.paddingMask, /*attn_bias=*/Value(), spec.heads, spec.causal,
+      spec.torchLayout, spec.scale ? b.getF64FloatAttr(*spec.scale) : FloatAttr(), probabilities);
+  if (probabilities)
+    output((group + "." + Twine(layer)).str(), op.getProbabilities());
+  return op.getResult();
+}
+
+void GraphBuilder::output(StringRef name, Value value) { outputs.emplace_back(name.str(), value); }
+
+void GraphBuilder::checkAttentionLayers(ConfigReader &config, StringRef layersKey, int64_t layers) {
+  for (int64_t layer : request.attentionLayers)
+    if (layer < 0 || layer >= layers) {
+      config.error(layersKey, "--output-attentions asks for layer " + Twine(layer) +
+                                  " of a model with " + Twine(layers) + " layers");
+      return;
+    }
+}
+
+llvm::Error GraphBuilder::finish() {
+  SmallVector<Value> results;
+  SmallVector<std::string> names;
+  for (auto &[name, value] : outputs) {
+    results.push_back(value);
+    names.push_back(name);
+  }
+  if (request.training) {
+    // The loss is that of a language-model head: logits at every position.
+    auto logits = llvm::find_if(outputs, [](const auto &o) { return o.first == "logits"; });
+    if (logits == outputs.end() || cast<RankedTensorType>(logits->second.getType()).getRank() != 3)
+      return llvm::createStringError(
+          "the training form needs a head with logits at every position (a language-model "
+          "head: GPT2LMHeadModel, BertForMaskedLM, BartForConditionalGeneration, ...)");
     // A narrow model's training form (mixed precision) returns f32 logits
     // and takes the loss from them, so that neither is rounded.
-    auto logitsType = cast<RankedTensorType>(logits.getType());
+    Value logitsValue = logits->second;
+    auto logitsType = cast<RankedTensorType>(logitsValue.getType());
     if (!elementType.isF32())
-      results[0] = arith::ExtFOp::create(b, loc, logitsType.clone(b.getF32Type()), logits);
+      logitsValue = arith::ExtFOp::create(b, loc, logitsType.clone(b.getF32Type()), logitsValue);
     auto labelsType = RankedTensorType::get(logitsType.getShape().drop_back(), b.getI32Type());
     Value labels = addArgument(labelsType, "xfmr.input", "labels");
-    Value loss = CrossEntropyOp::create(b, loc, results[0], labels, b.getI64IntegerAttr(-100));
-    results.insert(results.begin(), loss);
-    names.insert(names.begin(), "loss");
+    Value loss = CrossEntropyOp::create(b, loc, logitsValue, labels, b.getI64IntegerAttr(-100));
+    results = {loss, logitsValue};
+    names = {"loss", "logits"};
   }
   func::ReturnOp::create(b, loc, results);
   func.setType(b.getFunctionType(body->getArgumentTypes(), ValueRange(results).getTypes()));
   for (auto [index, name] : llvm::enumerate(names))
     func.setResultAttr(index, "xfmr.output", b.getStringAttr(name));
+  return llvm::Error::success();
+}
+
+bool FamilyInputs::hasWeight(StringRef name) const {
+  if (source.tensors.empty())
+    return true;
+  return llvm::any_of(info.weightPrefixes, [&](const std::string &prefix) {
+    return source.tensors.contains(prefix + name.str());
+  });
 }
 
 //===----------------------------------------------------------------------===//
@@ -285,34 +370,67 @@ void GraphBuilder::finish(Value logits) {
 //===----------------------------------------------------------------------===//
 
 namespace {
-struct Architecture {
+struct Family {
   StringRef modelType;
-  ArchitectureBuilder build;
+  /// The Hugging Face classes it builds, the default (when the config names
+  /// none) first; none for the project's tutorial types.
+  ArrayRef<StringRef> architectures;
+  FamilyBuilder build;
 };
-constexpr Architecture kArchitectures[] = {
-    {"gpt2", buildGpt2},
-    {"bert", buildBert},
-    {"transformer", buildTransformer},
-    {"encoder", buildEncoder},
+constexpr StringRef kGpt2Classes[] = {"GPT2LMHeadModel", "GPT2Model"};
+constexpr StringRef kBertClasses[] = {"BertForMaskedLM", "BertModel",
+                                      "BertForSequenceClassification"};
+constexpr StringRef kMarianClasses[] = {"MarianMTModel", "MarianModel"};
+constexpr StringRef kBartClasses[] = {"BartForConditionalGeneration", "BartModel"};
+const Family kFamilies[] = {
+    {"gpt2", kGpt2Classes, buildGpt2},     {"bert", kBertClasses, buildBert},
+    {"marian", kMarianClasses, buildBart}, {"bart", kBartClasses, buildBart},
+    {"transformer", {}, buildTransformer}, {"encoder", {}, buildEncoder},
 };
+
+/// The class to build: the request's, else the config's first
+/// `architectures` entry, else the family's default.
+std::string chooseArchitecture(ConfigReader &config, const Family &family,
+                               const ModelRequest &request) {
+  std::string fromConfig = config.firstString("architectures");
+  bool requested = !request.architecture.empty();
+  std::string chosen = requested ? request.architecture : fromConfig;
+  if (family.architectures.empty()) {
+    if (requested)
+      config.error("model_type", "--architecture=" + chosen + ": model type \"" + family.modelType +
+                                     "\" is one of xfmr's own, without Hugging Face classes");
+    return "";
+  }
+  if (chosen.empty())
+    return family.architectures.front().str();
+  if (!llvm::is_contained(family.architectures, chosen)) {
+    std::string message = "unsupported architecture \"" + chosen + "\" for model type \"" +
+                          family.modelType.str() +
+                          "\" (supported: " + llvm::join(family.architectures, ", ") + ")";
+    config.error("architectures", requested ? "--architecture: " + message : message);
+  }
+  return chosen;
+}
 } // namespace
 
 ArrayRef<StringRef> xfmr::supportedModelTypes() {
   static const SmallVector<StringRef> types = [] {
     SmallVector<StringRef> names;
-    for (const Architecture &arch : kArchitectures)
-      names.push_back(arch.modelType);
+    for (const Family &family : kFamilies)
+      names.push_back(family.modelType);
     return names;
   }();
   return types;
 }
 
-llvm::Expected<OwningOpRef<ModuleOp>>
-xfmr::buildModelFromConfig(MLIRContext &context, StringRef path, StringRef contents,
-                           const ModelShape &shape, ModelInfo &info) {
+llvm::Expected<OwningOpRef<ModuleOp>> xfmr::buildModel(MLIRContext &context,
+                                                       const ModelSource &source,
+                                                       const ModelRequest &request,
+                                                       ModelInfo &info) {
   context.loadDialect<XfmrDialect, func::FuncDialect, arith::ArithDialect,
                       tensor::TensorDialect>();
-  llvm::Expected<json::Value> parsed = json::parse(contents);
+  StringRef path = source.configPath;
+  llvm::Expected<json::Value> parsed = json::parse(source.configText);
   if (!parsed)
     return llvm::createStringError(path + ": invalid JSON: " + toString(parsed.takeError()));
   const json::Object *object = parsed->getAsObject();
@@ -324,27 +442,40 @@ xfmr::buildModelFromConfig(MLIRContext &context, StringRef path, StringRef conte
   if (modelType.empty())
     return llvm::createStringError(path + ": missing key 'model_type' (one of " +
                                    llvm::join(supportedModelTypes(), ", ") + ")");
-  const Architecture *arch = nullptr;
-  for (const Architecture &candidate : kArchitectures)
-    if (candidate.modelType == modelType)
-      arch = &candidate;
-  if (!arch)
+  const Family *family = llvm::find_if(
+      kFamilies, [&](const Family &candidate) { return candidate.modelType == modelType; });
+  if (family == std::end(kFamilies))
     return llvm::createStringError(path + ": key 'model_type': unsupported model type \"" +
                                    modelType + "\" (supported: " +
                                    llvm::join(supportedModelTypes(), ", ") + ")");
-  if (shape.batch <= 0)
+  if (request.batch <= 0)
     return llvm::createStringError("the batch size must be positive");
+  if (!source.sentencePooling.empty() && modelType != "bert")
+    return llvm::createStringError(path +
+                                   ": sentence-transformers pooling is supported for "
+                                   "BERT checkpoints, not for model type \"" +
+                                   modelType + "\"");
+  std::string architecture = chooseArchitecture(config, *family, request);
+  if (config.failed())
+    return config.takeError();
 
   OwningOpRef<ModuleOp> module =
       ModuleOp::create(FileLineColLoc::get(&context, path, 1, 1));
   (*module)->setAttr("xfmr.model_type", StringAttr::get(&context, modelType));
-  Type floatType = shape.elementType == ElementType::BF16  ? Type(BFloat16Type::get(&context))
-                   : shape.elementType == ElementType::F16 ? Type(Float16Type::get(&context))
-                                                           : Type(Float32Type::get(&context));
-  GraphBuilder graph(*module, shape.batch, shape.training, floatType);
+  Type floatType = request.elementType == ElementType::BF16  ? Type(BFloat16Type::get(&context))
+                   : request.elementType == ElementType::F16 ? Type(Float16Type::get(&context))
+                                                             : Type(Float32Type::get(&context));
+  GraphBuilder graph(*module, request, floatType);
   info = ModelInfo();
   info.modelType = modelType;
-  if (llvm::Error error = arch->build(config, graph, shape, info))
+  info.architecture = architecture;
+  FamilyInputs inputs{config, graph, request, architecture, source, info};
+  if (llvm::Error error = family->build(inputs))
     return std::move(error);
+  if (config.failed())
+    return config.takeError();
+  if (llvm::Error error = graph.finish())
+    return llvm::createStringError(path + ": " + (architecture.empty() ? modelType : architecture) +
+                                   ": " + toString(std::move(error)));
   return std::move(module);
 }

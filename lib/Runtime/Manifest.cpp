@@ -51,6 +51,8 @@ Manifest xfmr::rt::parseManifest(const char *text) {
     for (const JsonValue &prefix : prefixes->array)
       manifest.weightPrefixes.push_back(prefix.text);
   }
+  if (const JsonValue *weights = json->get("default_weights"))
+    manifest.defaultWeights = weights->text;
   if (const JsonValue *training = json->get("training"))
     for (const auto &[key, value] : training->object) {
       if (key == "optimizer")
@@ -115,11 +117,10 @@ std::unique_ptr<Buffer> xfmr::rt::allocate(const ArgSpec &arg) {
 std::map<std::string, std::unique_ptr<Buffer>>
 xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path) {
   char err[512];
-  xfmr_safetensors *file = xfmr_safetensors_open(path.c_str(), err, sizeof(err));
+  xfmr_weights *file = xfmr_weights_open(path.c_str(), err, sizeof(err));
   if (!file)
     fail(err);
-  std::unique_ptr<xfmr_safetensors, void (*)(xfmr_safetensors *)> guard(file,
-                                                                         xfmr_safetensors_close);
+  std::unique_ptr<xfmr_weights, void (*)(xfmr_weights *)> guard(file, xfmr_weights_close);
   std::map<std::string, std::unique_ptr<Buffer>> weights;
   for (const ArgSpec &arg : manifest.args) {
     if (arg.kind != ArgSpec::Kind::Param)
@@ -127,21 +128,27 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path) {
     std::string found;
     xfmr_tensor_info info;
     for (const std::string &prefix : manifest.weightPrefixes)
-      if (found.empty() && !xfmr_safetensors_find(file, (prefix + arg.name).c_str(), &info))
+      if (found.empty() && !xfmr_weights_find(file, (prefix + arg.name).c_str(), &info))
         found = prefix + arg.name;
     if (found.empty())
       fail("weights file '" + path + "': no tensor '" + arg.name + "' (the model needs " +
            std::string(xfmr_dtype_name(arg.dtype)) + " " + shapeToString(arg.shape) + ")");
+    bool isFloat = info.dtype == XFMR_DTYPE_F32 || info.dtype == XFMR_DTYPE_F64 ||
+                   info.dtype == XFMR_DTYPE_F16 || info.dtype == XFMR_DTYPE_BF16;
+    if (!isFloat)
+      fail("weights file '" + path + "': tensor '" + found + "' is " + xfmr_dtype_name(info.dtype) +
+           " " + shapeToString(std::vector<int64_t>(info.shape, info.shape + info.rank)) +
+           ", the model needs " + xfmr_dtype_name(arg.dtype) + " " + shapeToString(arg.shape));
     // Read as f32 (checked finite): straight into the buffer of an f32
     // weight, through a copy narrowed to the model's type otherwise.
     std::unique_ptr<Buffer> buffer = allocate(arg);
     size_t count = elementCount(arg.shape);
     std::vector<float> widened(arg.dtype == XFMR_DTYPE_F32 ? 0 : count);
     float *values = widened.empty() ? buffer->as<float>() : widened.data();
-    if (xfmr_safetensors_read(file, found.c_str(), XFMR_DTYPE_F32,
-                              static_cast<int32_t>(arg.shape.size()), arg.shape.data(), values,
-                              err, sizeof(err)))
-      fail(std::string("weights file ") + err);
+    if (xfmr_weights_read(file, found.c_str(), XFMR_DTYPE_F32,
+                          static_cast<int32_t>(arg.shape.size()), arg.shape.data(), values, err,
+                          sizeof(err)))
+      fail("weights file " + std::string(err));
     if (!std::all_of(values, values + count, [](float v) { return std::isfinite(v); }))
       fail("weights file '" + path + "': tensor '" + found + "' contains NaN or infinity");
     if (!widened.empty()) {

@@ -43,6 +43,8 @@ struct Manifest {
   std::string modelType;
   int64_t padTokenId = 0;
   std::vector<std::string> weightPrefixes{""};
+  /// The checkpoint the model was compiled from, if any.
+  std::string defaultWeights;
   std::vector<ArgSpec> args;
   /// A training step's "training" object: the optimizer and the
   /// number-valued settings.

@@ -51,9 +51,11 @@ void printHelp(const char *argv0, const Manifest &manifest) {
   std::printf(
       "usage: %s --weights=FILE.safetensors [--input=FILE|-] [--output=FILE|-] [options]\n"
       "\n"
-      "Runs the compiled %s model on token-id sequences and writes its logits.\n"
+      "Runs the compiled %s model on token-id sequences and writes its outputs.\n"
       "\n"
-      "  --weights=FILE   safetensors file with the model's tensors (Hugging Face names)\n"
+      "  --weights=PATH   the model's tensors (Hugging Face names): a .safetensors file or\n"
+      "                   a checkpoint directory (sharded or not); default: the\n"
+      "                   checkpoint the model was compiled from, if any\n"
       "  --input=FILE     token ids, one sequence per line, separated by spaces; for\n"
       "                   encoder-decoder models 'source ids | target ids'. '-' = stdin\n"
       "                   (default). Blank lines and lines starting with '#' are skipped.\n"
@@ -61,10 +63,11 @@ void printHelp(const char *argv0, const Manifest &manifest) {
       "                   .safetensors file instead (any model, one call); all outputs\n"
       "                   are written, named, to --output\n"
       "  --output=FILE    '-' = stdout (default). The format follows the extension:\n"
-      "                   .npy (float32 [sequences, seq_len, vocab], padding positions 0),\n"
-      "                   .safetensors ('logits' as for .npy, 'lengths' int32), else text\n"
+      "                   .npy (one output, float32 [sequences, ...]; padding positions 0),\n"
+      "                   .safetensors (every output by name, and 'lengths' int32), else\n"
+      "                   text\n"
       "  --format=F       text | npy | safetensors, overriding the extension\n"
-      "  --top=K          text: print the K highest logits of each position as id:logit\n"
+      "  --top=K          text: print the K highest values of each position as id:value\n"
       "  --threads=N      OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
       "  --benchmark=N    tensor mode: after one warm-up call, time N calls and print\n"
       "                   'benchmark: min M ms, median M ms, peak extra memory B bytes'\n"
@@ -124,6 +127,8 @@ public:
       checkTokenInputs();
     bool hasParams = std::any_of(manifest.args.begin(), manifest.args.end(),
                                  [](const ArgSpec &a) { return a.kind == ArgSpec::Kind::Param; });
+    if (options.weights.empty())
+      options.weights = manifest.defaultWeights;
     if (options.weights.empty() && hasParams)
       fail("missing --weights=FILE.safetensors (see --help)");
     setThreads(options.threads);
@@ -158,16 +163,18 @@ private:
           fail("model inputs disagree on the batch size");
         batch = arg.shape[0];
         segmentLength[roleOf(arg.name)->segment] = arg.shape[1];
-      } else if (arg.kind == ArgSpec::Kind::Output) {
-        bool isFloat = arg.dtype == XFMR_DTYPE_F32 || arg.dtype == XFMR_DTYPE_BF16 ||
-                       arg.dtype == XFMR_DTYPE_F16;
-        if (!isFloat || arg.shape.size() != 3)
-          fail("model output '" + arg.name +
-               "' must be float32, bfloat16 or float16 [batch, seq_len, vocab]");
       }
     }
     if (batch == 0)
       fail("the model has no token inputs; pass its inputs with --inputs=FILE.safetensors");
+    for (const ArgSpec &arg : manifest.args) {
+      if (arg.kind != ArgSpec::Kind::Output)
+        continue;
+      bool isFloat = arg.dtype == XFMR_DTYPE_F32 || arg.dtype == XFMR_DTYPE_BF16 ||
+                     arg.dtype == XFMR_DTYPE_F16;
+      if (!isFloat || arg.shape.size() < 2 || arg.shape[0] != batch)
+        fail("model output '" + arg.name + "' must be float32, bfloat16 or float16 [batch, ...]");
+    }
   }
 
   void printInfo() {
@@ -415,10 +422,29 @@ private:
     }
   }
 
+  /// One output's values for every sequence: [sequences, ...] in float32.
+  struct Collected {
+    const ArgSpec *arg;
+    /// The token segment whose positions its dim 1 follows, or -1.
+    int segment;
+    std::vector<int64_t> shape;
+    std::vector<float> values;
+  };
+
+  /// Positions of an output of rank 3 ([batch, positions, features]) follow
+  /// the encoder's tokens if its name says so, else the last segment's.
+  int segmentOf(const ArgSpec &arg) const {
+    if (arg.shape.size() != 3)
+      return -1;
+    int segment = segmentLength[1] > 0 && arg.name.rfind("encoder_", 0) != 0 ? 1 : 0;
+    return arg.shape[1] == segmentLength[segment] ? segment : -1;
+  }
+
   void computeAndWrite(const std::vector<Sequence> &sequences) {
     std::vector<std::unique_ptr<Buffer>> inputs, outputs;
     std::vector<void *> args;
-    const ArgSpec *output = nullptr;
+    std::vector<Collected> collected;
+    size_t count = sequences.size();
     for (const ArgSpec &arg : manifest.args) {
       if (arg.kind == ArgSpec::Kind::Param) {
         args.push_back(params[arg.name]->data);
@@ -428,87 +454,114 @@ private:
       args.push_back(buffer->data);
       if (arg.kind == ArgSpec::Kind::Input) {
         inputs.push_back(std::move(buffer));
-      } else {
-        output = &arg;
-        outputs.push_back(std::move(buffer));
+        continue;
       }
+      outputs.push_back(std::move(buffer));
+      std::vector<int64_t> shape = arg.shape;
+      shape[0] = static_cast<int64_t>(count);
+      collected.push_back(
+          {&arg, segmentOf(arg), shape, std::vector<float>(elementCount(shape), 0.0f)});
     }
-    if (outputs.size() != 1)
-      fail("the runner writes models with exactly one output");
-    // The output covers the positions of the decoder sequence when there is one.
-    int outSegment = segmentLength[1] > 0 ? 1 : 0;
-    int64_t seqLen = output->shape[1], vocab = output->shape[2];
-    size_t count = sequences.size();
-    std::vector<float> logits(count * seqLen * vocab, 0.0f);
-    std::vector<int32_t> lengths(count);
-    // One call's logits in float32, whatever the model's output type.
-    std::vector<float> result(batch * seqLen * vocab);
     for (size_t first = 0; first < count; first += batch) {
       fillInputs(sequences, first, inputs);
       entry(args.data());
-      convertElements(output->dtype, outputs[0]->data, result.size(), XFMR_DTYPE_F32,
-                      result.data());
-      for (int64_t row = 0; row < batch && first + row < count; ++row) {
-        size_t n = first + row;
-        lengths[n] = static_cast<int32_t>(sequences[n].segments[outSegment].size());
-        std::copy_n(result.data() + row * seqLen * vocab, lengths[n] * vocab,
-                    logits.data() + n * seqLen * vocab);
+      for (size_t o = 0; o < collected.size(); ++o) {
+        Collected &out = collected[o];
+        size_t row = elementCount(out.arg->shape) / batch;
+        std::vector<float> result(row * batch);
+        convertElements(out.arg->dtype, outputs[o]->data, result.size(), XFMR_DTYPE_F32,
+                        result.data());
+        for (int64_t r = 0; r < batch && first + r < count; ++r) {
+          size_t n = first + r, kept = row;
+          // Padding positions stay 0.
+          if (out.segment >= 0)
+            kept = sequences[n].segments[out.segment].size() * out.arg->shape[2];
+          std::copy_n(result.data() + r * row, kept, out.values.data() + n * row);
+        }
       }
     }
-    write(logits, lengths, seqLen, vocab, *output);
+    std::vector<int32_t> lengths(count);
+    int lastSegment = segmentLength[1] > 0 ? 1 : 0;
+    for (size_t n = 0; n < count; ++n)
+      lengths[n] = static_cast<int32_t>(sequences[n].segments[lastSegment].size());
+    write(collected, sequences, lengths);
   }
 
-  void write(const std::vector<float> &logits, const std::vector<int32_t> &lengths,
-             int64_t seqLen, int64_t vocab, const ArgSpec &output) {
+  void write(const std::vector<Collected> &collected, const std::vector<Sequence> &sequences,
+             const std::vector<int32_t> &lengths) {
     std::string format = outputFormat();
+    std::vector<xfmr_tensor_ref> tensors;
+    for (const Collected &out : collected)
+      tensors.push_back({out.arg->name.c_str(), XFMR_DTYPE_F32,
+                         static_cast<int32_t>(out.shape.size()), out.shape.data(),
+                         out.values.data()});
     int64_t count = static_cast<int64_t>(lengths.size());
-    int64_t shape[3] = {count, seqLen, vocab};
-    xfmr_tensor_ref tensors[2] = {{output.name.c_str(), XFMR_DTYPE_F32, 3, shape, logits.data()},
-                                  {"lengths", XFMR_DTYPE_I32, 1, shape, lengths.data()}};
     char err[kErrorSize];
     if (format == "npy") {
+      if (tensors.size() != 1)
+        fail(".npy holds one tensor but the model has " + std::to_string(tensors.size()) +
+             " outputs: write .safetensors");
       if (xfmr_npy_write(options.output.c_str(), &tensors[0], err, sizeof(err)))
         fail(err);
       return;
     }
     if (format == "safetensors") {
-      if (xfmr_safetensors_write(options.output.c_str(), tensors, 2, err, sizeof(err)))
+      tensors.push_back({"lengths", XFMR_DTYPE_I32, 1, &count, lengths.data()});
+      if (xfmr_safetensors_write(options.output.c_str(), tensors.data(), tensors.size(), err,
+                                 sizeof(err)))
         fail(err);
       return;
     }
     OutputFile out(options.output.c_str());
     if (!out)
       fail("cannot write '" + options.output + "': " + std::strerror(errno));
-    char number[64];
-    for (int64_t n = 0; n < count; ++n) {
-      out.print("# sequence " + std::to_string(n) + ": " + std::to_string(lengths[n]) +
-                " positions x " + std::to_string(vocab) + " " + output.name + "\n");
-      for (int32_t t = 0; t < lengths[n]; ++t) {
-        const float *row = logits.data() + (n * seqLen + t) * vocab;
-        std::string line;
-        if (options.top > 0) {
-          std::vector<int64_t> order(vocab);
-          for (int64_t v = 0; v < vocab; ++v)
-            order[v] = v;
-          int64_t k = std::min<int64_t>(options.top, vocab);
-          std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                            [&](int64_t a, int64_t b) { return row[a] > row[b]; });
-          for (int64_t i = 0; i < k; ++i) {
-            std::snprintf(number, sizeof(number), "%s%" PRId64 ":%.4f", i ? " " : "", order[i],
-                          row[order[i]]);
-            line += number;
-          }
-        } else {
-          for (int64_t v = 0; v < vocab; ++v) {
-            std::snprintf(number, sizeof(number), "%s%.7g", v ? " " : "", row[v]);
-            line += number;
-          }
-        }
-        out.print(line + "\n");
-      }
-    }
+    for (int64_t n = 0; n < count; ++n)
+      for (const Collected &output : collected)
+        writeText(out, output, sequences[n], n);
     if (!out.close())
       fail("error writing '" + options.output + "'");
+  }
+
+  /// Sequence n's part of `output`, a row per line: one row per position of
+  /// a per-position output, each highest `--top` entries if asked for.
+  void writeText(OutputFile &out, const Collected &output, const Sequence &sequence, int64_t n) {
+    int64_t width = output.shape.back();
+    size_t perSequence = elementCount(output.shape) / output.shape[0];
+    const float *values = output.values.data() + n * perSequence;
+    int64_t rows = static_cast<int64_t>(perSequence / width);
+    std::string header = "# sequence " + std::to_string(n) + ": ";
+    if (output.segment >= 0) {
+      rows = static_cast<int64_t>(sequence.segments[output.segment].size());
+      header += std::to_string(rows) + " positions x " + std::to_string(width);
+    } else {
+      std::vector<int64_t> shape(output.shape.begin() + 1, output.shape.end());
+      header += shapeToString(shape);
+    }
+    out.print(header + " " + output.arg->name + "\n");
+    char number[64];
+    for (int64_t t = 0; t < rows; ++t) {
+      const float *row = values + t * width;
+      std::string line;
+      if (options.top > 0 && output.segment >= 0) {
+        std::vector<int64_t> order(width);
+        for (int64_t v = 0; v < width; ++v)
+          order[v] = v;
+        int64_t k = std::min<int64_t>(options.top, width);
+        std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                          [&](int64_t a, int64_t b) { return row[a] > row[b]; });
+        for (int64_t i = 0; i < k; ++i) {
+          std::snprintf(number, sizeof(number), "%s%" PRId64 ":%.4f", i ? " " : "", order[i],
+                        row[order[i]]);
+          line += number;
+        }
+      } else {
+        for (int64_t v = 0; v < width; ++v) {
+          std::snprintf(number, sizeof(number), "%s%.7g", v ? " " : "", row[v]);
+          line += number;
+        }
+      }
+      out.print(line + "\n");
+    }
   }
 
   const char *argv0;

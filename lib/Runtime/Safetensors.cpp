@@ -253,9 +253,10 @@ int xfmr_safetensors_read(const xfmr_safetensors *file, const char *name, xfmr_d
     return 1;
   }
   if (entry->shape != expected) {
-    setError(err, errSize, prefix + "tensor '" + name + "' has shape " +
-                               shapeToString(entry->shape) + ", the model needs " +
-                               shapeToString(expected));
+    setError(err, errSize,
+             prefix + "tensor '" + name + "' is " + xfmr_dtype_name(entry->dtype) + " " +
+                 shapeToString(entry->shape) + ", the model needs " + xfmr_dtype_name(dtype) + " " +
+                 shapeToString(expected));
     return 1;
   }
   std::string problem = convertElements(entry->dtype, file->data + entry->begin,

@@ -142,7 +142,11 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     Value probabilities = SoftmaxOp::create(rewriter, loc, scores, /*axis=*/3);
     Value context = MatmulOp::create(rewriter, loc, probabilities, v, false);
     Value merged = mergeHeads(rewriter, loc, context);
-    rewriter.replaceOp(op, project(merged, op.getOutWeight(), op.getOutBias()));
+    Value result = project(merged, op.getOutWeight(), op.getOutBias());
+    if (op.getProbabilities())
+      rewriter.replaceOp(op, {result, probabilities});
+    else
+      rewriter.replaceOp(op, result);
     return success();
   }
 };

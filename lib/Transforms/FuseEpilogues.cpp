@@ -51,15 +51,10 @@ struct FuseMatmulEpilogue : OpRewritePattern<MatmulOp> {
         last = add;
       }
     Operation *user = soleUser(current);
-    if (auto gelu = dyn_cast_or_null<GeluOp>(user)) {
-      activation = gelu.getApproximate() == GeluApproximation::tanh ? Activation::gelu_tanh
-                                                                     : Activation::gelu;
-      current = gelu.getResult();
-      last = gelu;
-    } else if (auto relu = dyn_cast_or_null<ReluOp>(user)) {
-      activation = Activation::relu;
-      current = relu.getResult();
-      last = relu;
+    if (auto act = dyn_cast_or_null<ActivationOpInterface>(user)) {
+      activation = act.getActivation();
+      current = act->getResult(0);
+      last = act;
     }
     if (auto add = dyn_cast_or_null<AddOp>(soleUser(current)))
       if ((residual = otherAddend(add, current, type, n))) {

@@ -124,18 +124,90 @@ func.func @positions(%x: tensor<2x3x8xf32>, %t: tensor<16x8xf32>) -> tensor<2x3x
 
 // -----
 
-// Activations; dropout is the identity.
+// Activations; dropout is the identity. silu is x / (1 + exp(-x)).
 // CHECK-LABEL: func @activations
 // CHECK: math.erf
 // CHECK: math.tanh
 // CHECK: arith.maximumf
+// CHECK: %[[NEG:.*]] = arith.negf %[[IN:.*]] : f32
+// CHECK-NEXT: %[[EXP:.*]] = math.exp %[[NEG]]
+// CHECK-NEXT: %[[DEN:.*]] = arith.addf %[[EXP]], %{{.*}}
+// CHECK-NEXT: %[[SIG:.*]] = arith.divf %{{.*}}, %[[DEN]]
+// CHECK-NEXT: arith.mulf %[[IN]], %[[SIG]]
+// CHECK: math.tanh
 // CHECK-NOT: xfmr.dropout
 func.func @activations(%x: tensor<8xf32>) -> tensor<8xf32> {
   %a = xfmr.gelu %x : tensor<8xf32>
   %b = xfmr.gelu %a {approximate = #xfmr.gelu_approximation<tanh>} : tensor<8xf32>
   %c = xfmr.relu %b : tensor<8xf32>
-  %d = xfmr.dropout %c {rate = 0.1 : f64} : tensor<8xf32>
+  %s = xfmr.silu %c : tensor<8xf32>
+  %t = xfmr.tanh %s : tensor<8xf32>
+  %d = xfmr.dropout %t {rate = 0.1 : f64} : tensor<8xf32>
   return %d : tensor<8xf32>
+}
+
+// -----
+
+// Marian's sinusoids: a cosine where the feature is in the second half, at
+// the frequency of the feature a half before it. BART's positions start at
+// row 2 of their table.
+// CHECK-LABEL: func @positions_of_checkpoints
+// CHECK: arith.cmpi uge, %{{.*}}, %c4
+// CHECK: arith.subi %{{.*}}, %c4
+// CHECK: math.cos
+// CHECK: math.sin
+// CHECK: tensor.extract_slice %{{.*}}[2, 0] [3, 8] [1, 1] : tensor<16x8xf32> to tensor<3x8xf32>
+func.func @positions_of_checkpoints(%x: tensor<2x3x8xf32>, %t: tensor<16x8xf32>) -> tensor<2x3x8xf32> {
+  %s = xfmr.sinusoidal_position_encoding %x {layout = #xfmr.sinusoid_layout<halves>} : tensor<2x3x8xf32>
+  %l = xfmr.learned_position_encoding %s, %t {offset = 2 : i64} : tensor<2x3x8xf32>, tensor<16x8xf32>
+  return %l : tensor<2x3x8xf32>
+}
+
+// -----
+
+// Mean pooling: a masked sum over the tokens (a reduction loop in the
+// middle), divided by the clamped count of kept tokens.
+// CHECK-DAG: #[[TOKENS:.*]] = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+// CHECK-DAG: #[[MASK:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-LABEL: func @pool_mean
+// CHECK: linalg.generic {indexing_maps = [#[[TOKENS]], #[[MASK]], #[[OUT]]], iterator_types = ["parallel", "reduction", "parallel"]}
+// CHECK: arith.select
+// CHECK: arith.addf
+// CHECK: linalg.reduce
+// CHECK: arith.maximumf %{{.*}}, %cst
+// CHECK: arith.divf
+func.func @pool_mean(%x: tensor<2x5x8xf32>, %m: tensor<2x5xi1>) -> tensor<2x8xf32> {
+  %p = xfmr.pool %x, %m {mode = #xfmr.pool_mode<mean>} : (tensor<2x5x8xf32>, tensor<2x5xi1>) -> tensor<2x8xf32>
+  return %p : tensor<2x8xf32>
+}
+
+// -----
+
+// CLS pooling is the first token; max pooling fills masked tokens with -inf.
+// CHECK-LABEL: func @pool_cls_max
+// CHECK: tensor.extract_slice %{{.*}}[0, 0, 0] [2, 1, 8] [1, 1, 1]
+// CHECK: arith.select %{{.*}}, %{{.*}}, %cst
+// CHECK: arith.maximumf
+// CHECK-NOT: arith.divf
+func.func @pool_cls_max(%x: tensor<2x5x8xf32>, %m: tensor<2x5xi1>) -> (tensor<2x8xf32>, tensor<2x8xf32>) {
+  %c = xfmr.pool %x, %m {mode = #xfmr.pool_mode<cls>} : (tensor<2x5x8xf32>, tensor<2x5xi1>) -> tensor<2x8xf32>
+  %p = xfmr.pool %x, %m {mode = #xfmr.pool_mode<max>} : (tensor<2x5x8xf32>, tensor<2x5xi1>) -> tensor<2x8xf32>
+  return %c, %p : tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+// L2 normalization: a sum of squares per row, then x / max(sqrt(sum), eps).
+// CHECK-LABEL: func @l2_normalize
+// CHECK: arith.mulf
+// CHECK: linalg.reduce
+// CHECK: math.sqrt
+// CHECK-NEXT: arith.maximumf
+// CHECK-NEXT: arith.divf
+func.func @l2_normalize(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  %n = xfmr.l2_normalize %x : tensor<2x8xf32>
+  return %n : tensor<2x8xf32>
 }
 
 // -----

@@ -521,3 +521,54 @@ func.func @loss_scale_clip(%p: tensor<4xf32>, %lr: tensor<f32>) {
   %0:2 = xfmr.sgd_update %p, %p, %p lr(%lr : tensor<f32>) grad_norm(%lr : tensor<f32>) loss_scale(%lr : tensor<f32>) {max_grad_norm = -1.0 : f64} : tensor<4xf32>
   return
 }
+
+// -----
+
+func.func @learned_position_offset(%x: tensor<2x8x64xf32>, %t: tensor<9x64xf32>) {
+  // expected-error @+1 {{sequence length 8 from offset 2 exceeds the 9 learned positions}}
+  %y = xfmr.learned_position_encoding %x, %t {offset = 2 : i64} : tensor<2x8x64xf32>, tensor<9x64xf32>
+  return
+}
+
+// -----
+
+func.func @learned_position_negative_offset(%x: tensor<2x8x64xf32>, %t: tensor<9x64xf32>) {
+  // expected-error @+1 {{attribute 'offset' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  %y = xfmr.learned_position_encoding %x, %t {offset = -1 : i64} : tensor<2x8x64xf32>, tensor<9x64xf32>
+  return
+}
+
+// -----
+
+func.func @pool_mask_shape(%x: tensor<2x8x64xf32>, %m: tensor<2x7xi1>) {
+  // expected-error @+1 {{mask must be [batch, seq] = [2, 8], got [2, 7]}}
+  %y = xfmr.pool %x, %m {mode = #xfmr.pool_mode<mean>} : (tensor<2x8x64xf32>, tensor<2x7xi1>) -> tensor<2x64xf32>
+  return
+}
+
+// -----
+
+func.func @pool_rank(%x: tensor<8x64xf32>, %m: tensor<8xi1>) {
+  // expected-error @+2 {{pooled input must be [batch, seq, d], got 'tensor<8x64xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = xfmr.pool %x, %m {mode = #xfmr.pool_mode<cls>} : (tensor<8x64xf32>, tensor<8xi1>) -> tensor<64xf32>
+  return
+}
+
+// -----
+
+func.func @l2_normalize_epsilon(%x: tensor<2x64xf32>) {
+  // expected-error @+1 {{epsilon must be a positive finite number, got 0}}
+  %y = xfmr.l2_normalize %x {epsilon = 0.0 : f64} : tensor<2x64xf32>
+  return
+}
+
+// -----
+
+func.func @attention_probabilities_type(%x: tensor<2x8x64xf32>, %w: tensor<64x192xf32>, %wo: tensor<64x64xf32>) {
+  // expected-error @+2 {{inferred type(s) 'tensor<2x8x64xf32>', 'tensor<2x4x8x8xf32>' are incompatible with return type(s) of operation 'tensor<2x8x64xf32>', 'tensor<2x8x8xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %a, %p = xfmr.multi_head_attention %x in_proj(%w) out_proj(%wo) {num_heads = 4 : i64, return_probabilities}
+         : (tensor<2x8x64xf32>, tensor<64x192xf32>, tensor<64x64xf32>) -> (tensor<2x8x64xf32>, tensor<2x8x8xf32>)
+  return
+}

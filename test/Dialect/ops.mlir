@@ -172,3 +172,24 @@ func.func @loss_scaling(%step: tensor<i64>, %p: tensor<64xf32>, %g: tensor<64xf3
   %p2:2 = xfmr.sgd_update %p, %g, %m lr(%lr : tensor<f32>) grad_norm(%n : tensor<f32>) loss_scale(%s : tensor<f32>) : tensor<64xf32>
   return
 }
+
+// CHECK-LABEL: func @checkpoint_families
+func.func @checkpoint_families(%x: tensor<2x8x64xf32>, %m: tensor<2x8xi1>, %wpe: tensor<18x64xf32>,
+                               %wqkv: tensor<64x192xf32>, %wo: tensor<64x64xf32>) -> tensor<2x64xf32> {
+  // CHECK: xfmr.silu %{{.*}} : tensor<2x8x64xf32>
+  %s = xfmr.silu %x : tensor<2x8x64xf32>
+  // CHECK: xfmr.tanh %{{.*}} : tensor<2x8x64xf32>
+  %t = xfmr.tanh %s : tensor<2x8x64xf32>
+  // CHECK: xfmr.sinusoidal_position_encoding %{{.*}} {layout = #xfmr.sinusoid_layout<halves>} : tensor<2x8x64xf32>
+  %h = xfmr.sinusoidal_position_encoding %t {layout = #xfmr.sinusoid_layout<halves>} : tensor<2x8x64xf32>
+  // CHECK: xfmr.learned_position_encoding %{{.*}}, %{{.*}} {offset = 2 : i64} : tensor<2x8x64xf32>, tensor<18x64xf32>
+  %l = xfmr.learned_position_encoding %h, %wpe {offset = 2 : i64} : tensor<2x8x64xf32>, tensor<18x64xf32>
+  // CHECK: xfmr.multi_head_attention {{.*}} {num_heads = 4 : i64, return_probabilities} : {{.*}} -> (tensor<2x8x64xf32>, tensor<2x4x8x8xf32>)
+  %a, %p = xfmr.multi_head_attention %l in_proj(%wqkv) out_proj(%wo) {num_heads = 4 : i64, return_probabilities}
+         : (tensor<2x8x64xf32>, tensor<64x192xf32>, tensor<64x64xf32>) -> (tensor<2x8x64xf32>, tensor<2x4x8x8xf32>)
+  // CHECK: xfmr.pool %{{.*}}, %{{.*}} {mode = #xfmr.pool_mode<mean>} : (tensor<2x8x64xf32>, tensor<2x8xi1>) -> tensor<2x64xf32>
+  %e = xfmr.pool %a, %m {mode = #xfmr.pool_mode<mean>} : (tensor<2x8x64xf32>, tensor<2x8xi1>) -> tensor<2x64xf32>
+  // CHECK: xfmr.l2_normalize %{{.*}} {epsilon = 5.000000e-01 : f64} : tensor<2x64xf32>
+  %n = xfmr.l2_normalize %e {epsilon = 0.5 : f64} : tensor<2x64xf32>
+  return %n : tensor<2x64xf32>
+}

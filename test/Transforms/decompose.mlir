@@ -66,6 +66,20 @@ func.func @cross_attention(%x: tensor<1x4x8xf32>, %m: tensor<1x6x12xf32>, %wq: t
 
 // -----
 
+// With return_probabilities the softmax over the keys is the second result
+// (which keeps xfmr-fuse-attention from fusing it away).
+// CHECK-LABEL: func @probabilities
+// CHECK: %[[P:.*]] = xfmr.softmax %{{.*}} {axis = 3 : i64} : tensor<1x2x3x3xf32>
+// CHECK: xfmr.matmul %[[P]], %{{.*}}
+// CHECK: return %{{.*}}, %[[P]] : tensor<1x3x4xf32>, tensor<1x2x3x3xf32>
+func.func @probabilities(%x: tensor<1x3x4xf32>, %w: tensor<4x12xf32>, %wo: tensor<4x4xf32>) -> (tensor<1x3x4xf32>, tensor<1x2x3x3xf32>) {
+  %y, %p = xfmr.multi_head_attention %x in_proj(%w) out_proj(%wo) {num_heads = 2 : i64, return_probabilities}
+       : (tensor<1x3x4xf32>, tensor<4x12xf32>, tensor<4x4xf32>) -> (tensor<1x3x4xf32>, tensor<1x2x3x3xf32>)
+  return %y, %p : tensor<1x3x4xf32>, tensor<1x2x3x3xf32>
+}
+
+// -----
+
 // Negative: ops that have their own lowering, and fused ops, stay as they are.
 // CHECK-LABEL: func @untouched
 // CHECK-NEXT: xfmr.softmax

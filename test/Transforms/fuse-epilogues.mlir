@@ -28,6 +28,21 @@ func.func @relu_only(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>) -> tensor<4x16xf
 
 // -----
 
+// Every activation fuses: Marian's silu, BERT's pooler tanh.
+// CHECK-LABEL: func @silu_tanh
+// CHECK-NEXT: %[[S:.*]] = xfmr.fused_linear %{{.*}}, %{{.*}} bias(%{{.*}}) {activation = #xfmr.activation<silu>}
+// CHECK-NEXT: xfmr.fused_linear %[[S]], %{{.*}} {activation = #xfmr.activation<tanh>}
+func.func @silu_tanh(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %m = xfmr.matmul %x, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %a = xfmr.add %m, %b : (tensor<4x8xf32>, tensor<8xf32>) -> tensor<4x8xf32>
+  %s = xfmr.silu %a : tensor<4x8xf32>
+  %m2 = xfmr.matmul %s, %w : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %t = xfmr.tanh %m2 : tensor<4x8xf32>
+  return %t : tensor<4x8xf32>
+}
+
+// -----
+
 // Negative: the matmul result is used twice; nothing fuses.
 // CHECK-LABEL: func @shared_product
 // CHECK-NOT: xfmr.fused_linear

@@ -18,7 +18,8 @@ using namespace llvm;
 static cl::OptionCategory category("xfmrc options");
 
 static cl::opt<std::string> inputPath(cl::Positional, cl::Required,
-                                      cl::desc("<model.json | model.mlir>"), cl::cat(category));
+                                      cl::desc("<checkpoint directory | config.json | model.mlir>"),
+                                      cl::cat(category));
 static cl::opt<std::string> outputPath("o", cl::desc("Output file (default: from the input name; "
                                                      "'-' = stdout for text formats)"),
                                        cl::value_desc("path"), cl::cat(category));
@@ -109,6 +110,16 @@ static cl::opt<int64_t> seqLen("seq-len",
 static cl::opt<int64_t> decoderSeqLen(
     "decoder-seq-len", cl::desc("Decoder tokens per sequence (default: --seq-len)"), cl::init(0),
     cl::cat(category));
+static cl::opt<std::string>
+    architecture("architecture",
+                 cl::desc("Hugging Face class to build from a checkpoint or config (GPT2Model, "
+                          "BertForMaskedLM, ...; default: the config's \"architectures\")"),
+                 cl::cat(category));
+static cl::list<std::string> outputAttentions(
+    "output-attentions",
+    cl::desc("Also output the attention probabilities of these layers (numbers, or 'all'), "
+             "as transformers' output_attentions"),
+    cl::CommaSeparated, cl::cat(category));
 static cl::opt<std::string> entry("entry", cl::desc("Entry function of an .mlir model"),
                                   cl::cat(category));
 static cl::opt<std::string> symbolPrefix(
@@ -161,9 +172,16 @@ static cl::opt<bool> reverseGpuThreads(
 static cl::opt<bool> openmp("openmp", cl::desc("Run parallel loops on OpenMP threads"),
                             cl::init(true), cl::cat(category));
 
+/// What a model file or checkpoint directory is called: its file name
+/// without extension.
+static std::string modelName(StringRef path) {
+  path = path.rtrim('/');
+  return (sys::fs::is_directory(path) ? sys::path::filename(path) : sys::path::stem(path)).str();
+}
+
 static std::string identifierFrom(StringRef path) {
   std::string name;
-  for (char c : sys::path::stem(path))
+  for (char c : modelName(path))
     name += isAlnum(c) ? c : '_';
   if (name.empty() || isDigit(name.front()))
     name.insert(name.begin(), 'm');
@@ -174,9 +192,9 @@ int main(int argc, char **argv) {
   InitLLVM initLLVM(argc, argv);
   cl::HideUnrelatedOptions({&category, &trainCategory});
   cl::ParseCommandLineOptions(argc, argv,
-                              "xfmr model compiler: compiles a transformer model description "
-                              "(Hugging Face config.json or xfmr .mlir) for the host CPU or an "
-                              "NVIDIA GPU\n");
+                              "xfmr model compiler: compiles a transformer model (a Hugging "
+                              "Face checkpoint directory, a config.json or an xfmr .mlir file) "
+                              "for the host CPU or an NVIDIA GPU\n");
   auto fail = [](const Twine &message) {
     WithColor::error(errs(), "xfmrc") << message << "\n";
     return 1;
@@ -236,11 +254,24 @@ int main(int argc, char **argv) {
   options.train.momentum = momentum;
   options.train.maxGradNorm = maxGradNorm;
   options.gradientInputs.assign(gradientInputs.begin(), gradientInputs.end());
-  options.shape.batch = batch;
-  options.shape.seqLen = seqLen;
-  options.shape.decoderSeqLen = decoderSeqLen;
-  if (dtype != xfmr::ElementType::F32 && sys::path::extension(inputPath) != ".json")
-    return fail("--dtype applies to config.json models; an .mlir model's types are its own");
+  options.model.batch = batch;
+  options.model.seqLen = seqLen;
+  options.model.decoderSeqLen = decoderSeqLen;
+  options.model.architecture = architecture;
+  for (StringRef layer : outputAttentions) {
+    int64_t index;
+    if (layer == "all")
+      options.model.allAttentions = true;
+    else if (layer.getAsInteger(10, index) || index < 0)
+      return fail("--output-attentions takes layer numbers or 'all', got '" + layer + "'");
+    else
+      options.model.attentionLayers.push_back(index);
+  }
+  bool isMlir = sys::path::extension(inputPath) == ".mlir";
+  if (dtype != xfmr::ElementType::F32 && isMlir)
+    return fail("--dtype applies to checkpoints and configs; an .mlir model's types are its own");
+  if (isMlir && (architecture.getNumOccurrences() || outputAttentions.getNumOccurrences()))
+    return fail("--architecture and --output-attentions apply to checkpoints and configs");
   if (!(lossScale >= 0) || std::isinf(lossScale) || lossScaleGrowthInterval < 1)
     return fail("--loss-scale must be positive and finite (or 0: none) and "
                 "--loss-scale-growth-interval at least 1");
@@ -251,7 +282,7 @@ int main(int argc, char **argv) {
   if (f16 && train && options.train.lossScale == 0)
     return fail("--dtype=f16 --train needs loss scaling (--loss-scale > 0): f16 gradients "
                 "underflow without it");
-  options.shape.elementType = dtype;
+  options.model.elementType = dtype;
   options.entry = entry;
   options.cpu = cpu;
   if (xfmr::emitsKernelsOnly(emit) && target != xfmr::Target::Nvptx)
@@ -282,8 +313,7 @@ int main(int argc, char **argv) {
   if (options.outputPath.empty()) {
     static constexpr const char *suffixes[] = {
         "", ".o", ".h", ".xfmr.mlir", ".ll", ".safetensors", ".ptx", ".cubin", ".fatbin"};
-    options.outputPath =
-        (sys::path::stem(inputPath) + suffixes[static_cast<int>(options.emit)]).str();
+    options.outputPath = modelName(inputPath) + suffixes[static_cast<int>(options.emit)];
   }
   std::string executable = sys::fs::getMainExecutable(argv[0], (void *)&main);
   SmallString<256> libDir(sys::path::parent_path(sys::path::parent_path(executable)));

@@ -83,7 +83,8 @@ struct CompileOptions {
   /// float inputs).
   std::vector<std::string> gradientInputs;
   TrainOptions train;
-  ModelShape shape;
+  /// Shapes, element type, head and outputs of a config model.
+  ModelRequest model;
   /// Entry function of an .mlir input (default: its only public function).
   std::string entry;
   /// Prefix of the generated symbols (`<prefix>_forward`, ...).

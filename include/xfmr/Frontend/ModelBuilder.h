@@ -5,6 +5,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
 #include <string>
@@ -15,8 +16,9 @@ namespace xfmr {
 /// Element type of a model's weights and activations.
 enum class ElementType { F32, BF16, F16 };
 
-/// Static shapes (and the element type) the model is compiled for.
-struct ModelShape {
+/// What the compiled model is asked to be: static shapes, element type,
+/// inference or training, and which head and outputs.
+struct ModelRequest {
   int64_t batch = 1;
   /// Tokens per (encoder) sequence; 0 means the model's max positions.
   int64_t seqLen = 0;
@@ -29,27 +31,69 @@ struct ModelShape {
   /// bf16 or f16: weights, activations and logits stored in that type (each
   /// op still computes in f32, see xfmr-compute-in-f32).
   ElementType elementType = ElementType::F32;
+  /// The Hugging Face class to build (GPT2Model, BertForMaskedLM, ...);
+  /// empty: the config's "architectures", else the family's default.
+  std::string architecture;
+  /// Layers whose attention probabilities become outputs, as
+  /// `output_attentions` in transformers; `allAttentions` asks for all.
+  std::vector<int64_t> attentionLayers;
+  bool allAttentions = false;
 };
+
+/// A tensor a checkpoint declares.
+struct CheckpointTensor {
+  std::string dtype; // safetensors spelling: F32, BF16, ...
+  std::vector<int64_t> shape;
+};
+
+/// A model description on disk: a config.json alone, or a checkpoint
+/// directory as Hugging Face `save_pretrained` (or sentence-transformers'
+/// `save`) writes it.
+struct ModelSource {
+  std::string configPath;
+  std::string configText;
+  /// The checkpoint directory; empty for a bare config.
+  std::string directory;
+  /// The tensors its safetensors files declare (all shards).
+  llvm::StringMap<CheckpointTensor> tensors;
+  /// sentence-transformers (modules.json): how token vectors are pooled
+  /// into a sentence embedding ("cls", "mean", "max", "mean_sqrt_len"), or
+  /// empty; and whether it is then normalized.
+  std::string sentencePooling;
+  bool sentenceNormalize = false;
+};
+
+/// Reads `path`: a config .json, or a checkpoint directory (its
+/// config.json, the headers of its safetensors files, and
+/// sentence-transformers' modules.json and pooling config). Errors name the
+/// file and key.
+llvm::Expected<ModelSource> readModelSource(llvm::StringRef path);
 
 /// What the runtime needs beyond the entry function's signature.
 struct ModelInfo {
   std::string modelType;
+  /// The Hugging Face class built (empty for the tutorial types).
+  std::string architecture;
   int64_t padTokenId = 0;
   /// Tried in order in front of each parameter name when looking it up in a
   /// weights file (Hugging Face checkpoints of one architecture differ in
   /// the head they were saved with).
   std::vector<std::string> weightPrefixes{""};
+  /// Where the weights are when none are given: the checkpoint compiled.
+  std::string defaultWeights;
 };
 
-/// Builds `func.func @forward` (or, with `shape.training`, `@loss`) from a
-/// Hugging Face style config.json: token inputs carry `xfmr.input =
-/// "<name>"`, weights `xfmr.param = "<checkpoint name>"`, the logits result
-/// `xfmr.output = "logits"`. Errors name the file and the offending key.
-llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
-buildModelFromConfig(mlir::MLIRContext &context, llvm::StringRef path,
-                     llvm::StringRef contents, const ModelShape &shape, ModelInfo &info);
+/// Builds `func.func @forward` (or, with `request.training`, `@loss`) from
+/// a Hugging Face style config: token inputs carry `xfmr.input = "<name>"`,
+/// weights `xfmr.param = "<checkpoint name>"`, results `xfmr.output =
+/// "<name>"` (logits, last_hidden_state, ...). Errors name the file and the
+/// offending key.
+llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>> buildModel(mlir::MLIRContext &context,
+                                                             const ModelSource &source,
+                                                             const ModelRequest &request,
+                                                             ModelInfo &info);
 
-/// The architectures buildModelFromConfig knows (values of "model_type").
+/// The architectures buildModel knows (values of "model_type").
 llvm::ArrayRef<llvm::StringRef> supportedModelTypes();
 
 } // namespace xfmr

@@ -125,6 +125,15 @@ Value lowering::reshapeTensor(OpBuilder &b, Location loc, Value input,
   return reshapeTensor(b, loc, reshapeTensor(b, loc, input, flatType), resultType);
 }
 
+/// 1 / (1 + exp(-x)): exp overflows to +inf for x below about -88, which
+/// gives the right limit 0.
+static Value buildSigmoid(OpBuilder &b, Location loc, Value x) {
+  Type type = x.getType();
+  Value one = floatConstant(b, loc, type, 1.0);
+  Value exp = math::ExpOp::create(b, loc, arith::NegFOp::create(b, loc, x));
+  return arith::DivFOp::create(b, loc, one, arith::AddFOp::create(b, loc, one, exp));
+}
+
 Value lowering::buildActivation(OpBuilder &b, Location loc, Activation activation, Value x) {
   Type type = x.getType();
   auto constant = [&](double value) { return floatConstant(b, loc, type, value); };
@@ -151,6 +160,10 @@ Value lowering::buildActivation(OpBuilder &b, Location loc, Activation activatio
     Value half = arith::MulFOp::create(b, loc, x, constant(0.5));
     return arith::MulFOp::create(b, loc, half, onePlus);
   }
+  case Activation::silu:
+    return arith::MulFOp::create(b, loc, x, buildSigmoid(b, loc, x));
+  case Activation::tanh:
+    return math::TanhOp::create(b, loc, x);
   }
   llvm_unreachable("unknown activation");
 }
@@ -186,6 +199,16 @@ Value lowering::buildActivationDerivative(OpBuilder &b, Location loc, Activation
     Value du = mul(constant(c), add(constant(1.0), mul(constant(3 * a), square)));
     Value sech2 = arith::SubFOp::create(b, loc, constant(1.0), mul(t, t));
     return add(mul(constant(0.5), add(constant(1.0), t)), mul(mul(constant(0.5), x), mul(sech2, du)));
+  }
+  case Activation::silu: {
+    // s (1 + x (1 - s)) with s = sigmoid(x).
+    Value s = buildSigmoid(b, loc, x);
+    Value oneMinus = arith::SubFOp::create(b, loc, constant(1.0), s);
+    return mul(s, add(constant(1.0), mul(x, oneMinus)));
+  }
+  case Activation::tanh: {
+    Value t = math::TanhOp::create(b, loc, x);
+    return arith::SubFOp::create(b, loc, constant(1.0), mul(t, t));
   }
   }
   llvm_unreachable("unknown activation");
@@ -245,17 +268,13 @@ struct SelectLowering : OpConversionPattern<SelectOp> {
   }
 };
 
-template <typename OpTy>
-struct ActivationLowering : OpConversionPattern<OpTy> {
-  using OpConversionPattern<OpTy>::OpConversionPattern;
-  LogicalResult matchAndRewrite(OpTy op, typename OpTy::Adaptor adaptor,
+struct ActivationLowering : OpInterfaceConversionPattern<ActivationOpInterface> {
+  using OpInterfaceConversionPattern::OpInterfaceConversionPattern;
+  LogicalResult matchAndRewrite(ActivationOpInterface op, ArrayRef<Value> operands,
                                 ConversionPatternRewriter &rewriter) const override {
-    Activation activation = Activation::relu;
-    if constexpr (std::is_same_v<OpTy, GeluOp>)
-      activation = op.getApproximate() == GeluApproximation::tanh ? Activation::gelu_tanh
-                                                                   : Activation::gelu;
-    rewriter.replaceOp(op, broadcastGeneric(rewriter, op.getLoc(), op.getType(),
-                                            adaptor.getInput(),
+    Activation activation = op.getActivation();
+    rewriter.replaceOp(op, broadcastGeneric(rewriter, op->getLoc(), tensorTypeOf(op->getResult(0)),
+                                            operands.front(),
                                             [&](OpBuilder &b, Location loc, ValueRange args) {
                                               return buildActivation(b, loc, activation,
                                                                      args[0]);
@@ -513,31 +532,42 @@ struct SinusoidalPositionLowering : OpConversionPattern<SinusoidalPositionEncodi
     int64_t dModel = type.getShape().back();
     Type elementType = type.getElementType();
     // Evaluated as PyTorch's reference implementation does, in the element
-    // type: div = exp(2i * -ln(10000)/d), angle = pos * div.
+    // type: div = exp(2i * -ln(10000)/d), angle = pos * div, where feature
+    // f holds frequency i and a sine or a cosine as the layout says.
     double logStep = -std::log(10000.0) / static_cast<double>(dModel);
+    bool halves = op.getLayout() == SinusoidLayout::halves;
     rewriter.replaceOp(
         op, broadcastGeneric(
                 rewriter, op.getLoc(), type, adaptor.getInput(),
                 [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
                   Value pos = linalg::IndexOp::create(b, loc, rank - 2);
-                  Value dim = linalg::IndexOp::create(b, loc, rank - 1);
-                  Value two = arith::ConstantIndexOp::create(b, loc, 2);
-                  Value odd = arith::RemUIOp::create(b, loc, dim, two);
-                  Value even = arith::SubIOp::create(b, loc, dim, odd);
+                  Value feature = linalg::IndexOp::create(b, loc, rank - 1);
+                  Value isCosine, twiceFrequency;
+                  if (halves) {
+                    Value half = arith::ConstantIndexOp::create(b, loc, dModel / 2);
+                    isCosine =
+                        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, feature, half);
+                    Value frequency = arith::SelectOp::create(
+                        b, loc, isCosine, arith::SubIOp::create(b, loc, feature, half), feature);
+                    twiceFrequency = arith::AddIOp::create(b, loc, frequency, frequency);
+                  } else {
+                    Value two = arith::ConstantIndexOp::create(b, loc, 2);
+                    Value odd = arith::RemUIOp::create(b, loc, feature, two);
+                    twiceFrequency = arith::SubIOp::create(b, loc, feature, odd);
+                    isCosine = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, odd,
+                                                     arith::ConstantIndexOp::create(b, loc, 0));
+                  }
                   auto toFloat = [&](Value index) -> Value {
                     Value i64 = arith::IndexCastOp::create(b, loc, b.getI64Type(), index);
                     return arith::SIToFPOp::create(b, loc, elementType, i64);
                   };
                   Value div = math::ExpOp::create(
                       b, loc,
-                      arith::MulFOp::create(b, loc, toFloat(even),
+                      arith::MulFOp::create(b, loc, toFloat(twiceFrequency),
                                             floatConstant(b, loc, elementType, logStep)));
                   Value angle = arith::MulFOp::create(b, loc, toFloat(pos), div);
-                  Value isOdd = arith::CmpIOp::create(
-                      b, loc, arith::CmpIPredicate::ne, odd,
-                      arith::ConstantIndexOp::create(b, loc, 0));
                   Value encoding =
-                      arith::SelectOp::create(b, loc, isOdd, math::CosOp::create(b, loc, angle),
+                      arith::SelectOp::create(b, loc, isCosine, math::CosOp::create(b, loc, angle),
                                               math::SinOp::create(b, loc, angle));
                   return arith::AddFOp::create(b, loc, args[0], encoding);
                 }));
@@ -555,7 +585,7 @@ struct LearnedPositionLowering : OpConversionPattern<LearnedPositionEncodingOp> 
     auto sliceType = RankedTensorType::get({seq, dModel}, type.getElementType());
     Value positions = tensor::ExtractSliceOp::create(
         rewriter, loc, sliceType, adaptor.getTable(),
-        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0), rewriter.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{rewriter.getIndexAttr(op.getOffset()), rewriter.getIndexAttr(0)},
         ArrayRef<OpFoldResult>{rewriter.getIndexAttr(seq), rewriter.getIndexAttr(dModel)},
         ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1)});
     rewriter.replaceOp(op, broadcastGeneric(rewriter, loc, type,
@@ -564,6 +594,121 @@ struct LearnedPositionLowering : OpConversionPattern<LearnedPositionEncodingOp> 
                                               return arith::AddFOp::create(b, l, args[0],
                                                                            args[1]);
                                             }));
+    return success();
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Pooling
+//===----------------------------------------------------------------------===//
+
+struct PoolLowering : OpConversionPattern<PoolOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(PoolOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value input = adaptor.getInput(), mask = adaptor.getMask();
+    auto inputType = tensorTypeOf(input);
+    auto resultType = op.getType();
+    Type elementType = resultType.getElementType();
+    int64_t batch = inputType.getDimSize(0), d = inputType.getDimSize(2);
+    PoolMode mode = op.getMode();
+    if (mode == PoolMode::cls) {
+      auto first = tensor::ExtractSliceOp::create(
+          rewriter, loc, RankedTensorType::get({batch, 1, d}, elementType), input,
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0), rewriter.getIndexAttr(0),
+                                 rewriter.getIndexAttr(0)},
+          ArrayRef<OpFoldResult>{rewriter.getIndexAttr(batch), rewriter.getIndexAttr(1),
+                                 rewriter.getIndexAttr(d)},
+          ArrayRef<OpFoldResult>(SmallVector<OpFoldResult>(3, rewriter.getIndexAttr(1))));
+      rewriter.replaceOp(op, reshapeTensor(rewriter, loc, first, resultType));
+      return success();
+    }
+
+    // Masked tokens contribute 0 to a sum and -inf to a max, as
+    // sentence-transformers fills them.
+    bool isMax = mode == PoolMode::max;
+    MLIRContext *context = rewriter.getContext();
+    AffineExpr bDim = getAffineDimExpr(0, context), sDim = getAffineDimExpr(1, context),
+               dDim = getAffineDimExpr(2, context);
+    SmallVector<AffineMap> maps = {AffineMap::get(3, 0, {bDim, sDim, dDim}, context),
+                                   AffineMap::get(3, 0, {bDim, sDim}, context),
+                                   AffineMap::get(3, 0, {bDim, dDim}, context)};
+    SmallVector<utils::IteratorType> iterators = {utils::IteratorType::parallel,
+                                                  utils::IteratorType::reduction,
+                                                  utils::IteratorType::parallel};
+    Value init = filledTensor(rewriter, loc, resultType,
+                              isMax ? -std::numeric_limits<double>::infinity() : 0.0);
+    Value pooled =
+        linalg::GenericOp::create(
+            rewriter, loc, resultType, ValueRange{input, mask}, init, maps, iterators,
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value masked = floatConstant(b, l, elementType,
+                                           isMax ? -std::numeric_limits<double>::infinity() : 0.0);
+              Value value = arith::SelectOp::create(b, l, args[1], args[0], masked);
+              Value combined = isMax ? arith::MaximumFOp::create(b, l, value, args[2]).getResult()
+                                     : arith::AddFOp::create(b, l, value, args[2]).getResult();
+              linalg::YieldOp::create(b, l, combined);
+            })
+            .getResult(0);
+    if (isMax) {
+      rewriter.replaceOp(op, pooled);
+      return success();
+    }
+    // sum / max(count, 1e-9), or / sqrt of that for mean_sqrt_len.
+    Value ones = broadcastGeneric(
+        rewriter, loc, RankedTensorType::get({batch, inputType.getDimSize(1)}, elementType), mask,
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          return arith::SelectOp::create(b, l, args[0], floatConstant(b, l, elementType, 1.0),
+                                         floatConstant(b, l, elementType, 0.0));
+        });
+    Value counts = reduceAxis(rewriter, loc, ones, 1, 0.0,
+                              [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                                return arith::AddFOp::create(b, l, args[0], args[1]);
+                              });
+    Value divisors = broadcastGeneric(rewriter, loc, tensorTypeOf(counts), counts,
+                                      [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                                        Value count = arith::MaximumFOp::create(
+                                            b, l, args[0], floatConstant(b, l, elementType, 1e-9));
+                                        return mode == PoolMode::mean_sqrt_len
+                                                   ? math::SqrtOp::create(b, l, count).getResult()
+                                                   : count;
+                                      });
+    rewriter.replaceOp(op, broadcastGeneric(rewriter, loc, resultType,
+                                            ValueRange{pooled, asColumn(rewriter, loc, divisors)},
+                                            [](OpBuilder &b, Location l, ValueRange args) {
+                                              return arith::DivFOp::create(b, l, args[0], args[1]);
+                                            }));
+    return success();
+  }
+};
+
+struct L2NormalizeLowering : OpConversionPattern<L2NormalizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(L2NormalizeOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = op.getType();
+    Type elementType = type.getElementType();
+    Value rows = asRows(rewriter, loc, adaptor.getInput());
+    Value squares = broadcastGeneric(rewriter, loc, tensorTypeOf(rows), rows,
+                                     [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                                       return arith::MulFOp::create(b, l, args[0], args[0]);
+                                     });
+    Value sums = reduceAxis(rewriter, loc, squares, 1, 0.0,
+                            [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                              return arith::AddFOp::create(b, l, args[0], args[1]);
+                            });
+    double epsilon = op.getEpsilon().convertToDouble();
+    Value normalized = broadcastGeneric(
+        rewriter, loc, tensorTypeOf(rows), ValueRange{rows, asColumn(rewriter, loc, sums)},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value norm = math::SqrtOp::create(b, l, args[1]);
+          Value divisor =
+              arith::MaximumFOp::create(b, l, norm, floatConstant(b, l, elementType, epsilon));
+          return arith::DivFOp::create(b, l, args[0], divisor);
+        });
+    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, normalized, type));
     return success();
   }
 };
@@ -723,12 +868,11 @@ struct ConvertXfmrToLinalgPass
     populateDecompositionPatterns(patterns);
     patterns.add<BinaryLowering<AddOp, arith::AddFOp>, BinaryLowering<SubOp, arith::SubFOp>,
                  BinaryLowering<MulOp, arith::MulFOp>, BinaryLowering<DivOp, arith::DivFOp>,
-                 BinaryLowering<MaximumOp, arith::MaximumFOp>, SelectLowering,
-                 ActivationLowering<GeluOp>, ActivationLowering<ReluOp>, DropoutLowering,
-                 TransposeLowering, ReshapeLowering, ReduceLowering, MatmulLowering,
-                 CausalMaskLowering, EmbeddingLowering, SinusoidalPositionLowering,
-                 LearnedPositionLowering, CrossEntropyLowering, CrossEntropyBackwardLowering>(
-        context);
+                 BinaryLowering<MaximumOp, arith::MaximumFOp>, SelectLowering, ActivationLowering,
+                 DropoutLowering, PoolLowering, L2NormalizeLowering, TransposeLowering,
+                 ReshapeLowering, ReduceLowering, MatmulLowering, CausalMaskLowering,
+                 EmbeddingLowering, SinusoidalPositionLowering, LearnedPositionLowering,
+                 CrossEntropyLowering, CrossEntropyBackwardLowering>(context);
     populateFusedKernelLoweringPatterns(patterns);
     populateBackwardLoweringPatterns(patterns);
     populateTrainingLoweringPatterns(patterns);
