@@ -256,16 +256,19 @@ LogicalResult EmbeddingOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVector
 
 LogicalResult SinusoidalPositionEncodingOp::buildAdjoint(OpBuilder &, ValueRange rg,
                                                          SmallVectorImpl<Value> &og) {
-  og.assign(1, rg[0]);
+  og.assign(getNumOperands(), Value());
+  og[0] = rg[0];
   return success();
 }
 
 LogicalResult LearnedPositionEncodingOp::buildAdjoint(OpBuilder &b, ValueRange rg,
                                                       SmallVectorImpl<Value> &og) {
-  og.assign(2, Value());
+  og.assign(getNumOperands(), Value());
   Value g = rg[0];
   if (!g)
     return success();
+  if (getPositions())
+    return emitOpError("cannot differentiate positions read at run time");
   og[0] = g;
   // The table's rows offset .. offset+seq-1 get the gradient summed over
   // the batch.
@@ -427,6 +430,8 @@ LogicalResult FusedAttentionOp::buildAdjoint(OpBuilder &b, ValueRange rg,
     return success();
   if (!getLogsumexp())
     return emitOpError("the backward pass needs the forward's logsumexp result");
+  if (getQueryOffset() || getKeyLength())
+    return emitOpError("cannot differentiate attention over a cache (query_offset, key_length)");
   auto backward = FusedAttentionBackwardOp::create(
       b, getLoc(), TypeRange{getQuery().getType(), getKey().getType(), getValue().getType()},
       getQuery(), getKey(), getValue(), getResult(), getLogsumexp(), rg[0], getPaddingMask(),

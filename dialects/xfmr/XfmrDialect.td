@@ -98,6 +98,8 @@ def Xfmr_PoolMode : I32EnumAttr<"PoolMode", "how a sequence is pooled into one v
     I32EnumAttrCase<"max", 2>,
     // The sum over the kept tokens divided by the square root of their count.
     I32EnumAttrCase<"mean_sqrt_len", 3>,
+    // The last kept token's vector.
+    I32EnumAttrCase<"last", 4>,
   ]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::xfmr";

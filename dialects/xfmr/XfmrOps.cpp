@@ -84,10 +84,26 @@ LogicalResult EmbeddingOp::verify() {
 // Position encodings
 //===----------------------------------------------------------------------===//
 
+/// Checks the optional [batch] i32 start positions of a position encoding.
+static LogicalResult verifyStartPositions(Operation *op, Value positions, RankedTensorType input) {
+  if (!positions)
+    return success();
+  if (input.getRank() != 3)
+    return op->emitOpError("with positions, input must be [batch, seq, d_model], got ") << input;
+  auto type = tensorTypeOf(positions);
+  if (type.getRank() != 1 || type.getDimSize(0) != input.getDimSize(0) ||
+      !type.getElementType().isInteger(32))
+    return op->emitOpError("positions must be i32 [batch] = [")
+           << input.getDimSize(0) << "], got " << type;
+  return success();
+}
+
 LogicalResult SinusoidalPositionEncodingOp::verify() {
   auto type = tensorTypeOf(getInput());
   if (type.getRank() < 2)
     return emitOpError("input must be [..., seq, d_model], got rank ") << type.getRank();
+  if (failed(verifyStartPositions(*this, getPositions(), type)))
+    return failure();
   if (type.getShape().back() % 2 != 0)
     return emitOpError("d_model must be even for the sinusoidal encoding, got ")
            << type.getShape().back();
@@ -99,6 +115,8 @@ LogicalResult LearnedPositionEncodingOp::verify() {
   auto table = tensorTypeOf(getTable());
   if (type.getRank() < 2)
     return emitOpError("input must be [..., seq, d_model], got rank ") << type.getRank();
+  if (failed(verifyStartPositions(*this, getPositions(), type)))
+    return failure();
   if (table.getRank() != 2)
     return emitOpError("position table must be rank 2 [max_positions, d_model], got ")
            << table;
@@ -351,9 +369,18 @@ LogicalResult FusedAttentionOp::verify() {
   if (getAttnBias() &&
       failed(verifyAttentionBias(*this, getAttnBias(), {batch, heads, seqQ, seqK})))
     return failure();
+  // A cache's queries may outnumber the keys filled so far, never its rows.
   if (getCausal() && seqK < seqQ)
     return emitOpError("causal attention needs seq_k >= seq_q, got seq_q = ")
            << seqQ << ", seq_k = " << seqK;
+  for (auto [value, name] :
+       {std::pair{getQueryOffset(), "query_offset"}, {getKeyLength(), "key_length"}}) {
+    if (!value)
+      continue;
+    auto type = tensorTypeOf(value);
+    if (type.getRank() != 1 || type.getDimSize(0) != batch || !type.getElementType().isInteger(32))
+      return emitOpError() << name << " must be i32 [batch] = [" << batch << "], got " << type;
+  }
   if (!(getScale().convertToDouble() > 0))
     return emitOpError("scale must be positive");
   if (Value lse = getLogsumexp()) {
@@ -660,6 +687,35 @@ LogicalResult ReduceOp::inferReturnTypes(MLIRContext *, std::optional<Location> 
   SmallVector<int64_t> shape(type.getShape());
   shape[*axis] = 1;
   results.push_back(RankedTensorType::get(shape, type.getElementType()));
+  return success();
+}
+
+LogicalResult CacheUpdateOp::verify() {
+  auto cache = tensorTypeOf(getCache()), values = tensorTypeOf(getValues());
+  auto positions = tensorTypeOf(getPositions());
+  if (cache.getRank() < 2)
+    return emitOpError("cache must be [batch, capacity, ...], got ") << cache;
+  SmallVector<int64_t> expected(cache.getShape());
+  expected[1] = values.getRank() == cache.getRank() ? values.getDimSize(1) : 0;
+  if (values.getShape() != ArrayRef<int64_t>(expected) || expected[1] > cache.getDimSize(1) ||
+      expected[1] == 0)
+    return emitOpError("values must be [batch, chunk, ...] with the cache's other dims and a "
+                       "chunk of 1 to ")
+           << cache.getDimSize(1) << " rows, got " << shapeString(values.getShape())
+           << " for a cache of " << shapeString(cache.getShape());
+  if (values.getElementType() != cache.getElementType())
+    return emitOpError("values element type ")
+           << values.getElementType() << " differs from the cache's " << cache.getElementType();
+  if (positions.getRank() != 1 || positions.getDimSize(0) != cache.getDimSize(0) ||
+      !positions.getElementType().isInteger(32))
+    return emitOpError("positions must be i32 [batch] = [")
+           << cache.getDimSize(0) << "], got " << positions;
+  if (Value mask = getMask()) {
+    ArrayRef<int64_t> rows = values.getShape().take_front(2);
+    if (tensorTypeOf(mask).getShape() != rows)
+      return emitOpError("mask must be [batch, chunk] = ")
+             << shapeString(rows) << ", got " << shapeString(tensorTypeOf(mask).getShape());
+  }
   return success();
 }
 

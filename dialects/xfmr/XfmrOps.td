@@ -42,18 +42,22 @@ def Xfmr_SinusoidalPositionEncodingOp : Xfmr_Op<"sinusoidal_position_encoding",
     angle(p, i) = p / 10000^(2i/d_model) for i < d_model/2, the `interleaved`
     layout (default) puts sin(angle(p, i)) in feature 2i and cos in 2i+1;
     `halves` (Marian's) puts the sines in features 0 .. d_model/2 - 1 and
-    the cosines after them.
+    the cosines after them. With `positions` ([batch] i32, `input` [batch,
+    seq, d_model]) sequence b starts at position positions[b].
 
     ```mlir
     %y = xfmr.sinusoidal_position_encoding %x : tensor<2x8x64xf32>
     %z = xfmr.sinusoidal_position_encoding %x {layout = #xfmr.sinusoid_layout<halves>} : tensor<2x8x64xf32>
+    %c = xfmr.sinusoidal_position_encoding %x positions(%p : tensor<2xi32>) : tensor<2x8x64xf32>
     ```
   }];
-  let arguments = (ins Xfmr_FloatTensor:$input,
+  let arguments = (ins Xfmr_FloatTensor:$input, Optional<Xfmr_IntTensor>:$positions,
                    DefaultValuedAttr<Xfmr_SinusoidLayoutAttr,
                                      "SinusoidLayout::interleaved">:$layout);
   let results = (outs Xfmr_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat = [{
+    $input (`positions` `(` $positions^ `:` type($positions) `)`)? attr-dict `:` type($input)
+  }];
   let hasVerifier = 1;
 }
 
@@ -65,15 +69,25 @@ def Xfmr_LearnedPositionEncodingOp : Xfmr_Op<"learned_position_encoding",
     to `input` ([..., seq, d_model]); `offset + seq` must not exceed
     `max_positions`. BART's tables start with two unused rows: offset 2.
 
+    With `positions` ([batch] i32, `input` [batch, seq, d_model]) sequence b
+    starts at position positions[b] (a chunk of a longer sequence being
+    generated): it reads rows offset + positions[b] + t, clamped to the
+    table.
+
     ```mlir
     %y = xfmr.learned_position_encoding %x, %wpe : tensor<2x8x64xf32>, tensor<1024x64xf32>
     %z = xfmr.learned_position_encoding %x, %wpe {offset = 2 : i64} : tensor<2x8x64xf32>, tensor<1026x64xf32>
+    %c = xfmr.learned_position_encoding %x, %wpe positions(%p : tensor<2xi32>) : tensor<2x8x64xf32>, tensor<1024x64xf32>
     ```
   }];
   let arguments = (ins Xfmr_FloatTensor:$input, Xfmr_FloatTensor:$table,
+                   Optional<Xfmr_IntTensor>:$positions,
                    ConfinedAttr<DefaultValuedAttr<I64Attr, "0">, [IntNonNegative]>:$offset);
   let results = (outs Xfmr_FloatTensor:$result);
-  let assemblyFormat = "$input `,` $table attr-dict `:` type($input) `,` type($table)";
+  let assemblyFormat = [{
+    $input `,` $table (`positions` `(` $positions^ `:` type($positions) `)`)? attr-dict `:`
+    type($input) `,` type($table)
+  }];
   let hasVerifier = 1;
 }
 
@@ -441,15 +455,46 @@ def Xfmr_CausalMaskOp : Xfmr_Op<"causal_mask", [Pure]> {
   let hasVerifier = 1;
 }
 
+def Xfmr_CacheUpdateOp : Xfmr_Op<"cache_update",
+    [Pure, AllTypesMatch<["cache", "result"]>]> {
+  let summary = "writes new rows into a key/value cache";
+  let description = [{
+    `cache` ([batch, capacity, ...]) with row positions[b] + t of sequence b
+    replaced by `values`[b, t] ([batch, chunk, ...]) for each t that `mask`
+    ([batch, chunk] i1, default all) keeps; `positions` is [batch] i32. Rows
+    past the capacity are dropped, and a masked row leaves the cache as it
+    was: a chunk's padding never overwrites what another call wrote. The
+    lowering writes the chunk's rows in place, so a cache that is a
+    function's argument and result is updated without a copy.
+
+    ```mlir
+    %c2 = xfmr.cache_update %c, %k, %p
+            : (tensor<1x1024x12x64xf32>, tensor<1x1x12x64xf32>, tensor<1xi32>) -> tensor<1x1024x12x64xf32>
+    %c3 = xfmr.cache_update %c, %k, %p mask(%m)
+            : (tensor<2x1024x12x64xf32>, tensor<2x64x12x64xf32>, tensor<2xi32>, tensor<2x64xi1>)
+            -> tensor<2x1024x12x64xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$cache, Xfmr_FloatTensor:$values,
+                   Xfmr_IntTensor:$positions, Optional<Xfmr_BoolTensor>:$mask);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = [{
+    $cache `,` $values `,` $positions (`mask` `(` $mask^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
 def Xfmr_PoolOp : Xfmr_Op<"pool", [Pure, InferTypeOpAdaptor]> {
   let summary = "pools the token vectors of each sequence into one";
   let description = [{
     Reduces `input` ([batch, seq, d]) over its tokens to [batch, d], counting
     only the tokens `mask` ([batch, seq], i1, true = token) keeps: `cls`
-    takes token 0, `mean` the mean of the kept tokens, `max` their
-    elementwise max, `mean_sqrt_len` their sum over the square root of their
-    count (sentence-transformers' pooling modes; a sequence without tokens
-    divides by 1e-9 and has a max of -inf).
+    takes token 0, `last` the last kept token (token 0 if none: what a
+    language model's next token comes from), `mean` the mean of the kept
+    tokens, `max` their elementwise max, `mean_sqrt_len` their sum over the
+    square root of their count (sentence-transformers' pooling modes; a
+    sequence without tokens divides by 1e-9 and has a max of -inf).
 
     ```mlir
     %e = xfmr.pool %h, %m {mode = #xfmr.pool_mode<mean>}
@@ -502,6 +547,13 @@ def Xfmr_FusedAttentionOp : Xfmr_Op<"fused_attention",
     log-sum-exp of 8 would be off by up to 1/32, each recomputed probability
     by 3%.
 
+    Over a KV cache the key range is known only at run time: with
+    `query_offset` ([batch] i32) query i of sequence b stands at position
+    query_offset[b] + i, so that `causal` lets it see keys j <= that position
+    (without it, query_offset is seq_k - seq_q: bottom-right aligned); with
+    `key_length` ([batch] i32) keys j >= key_length[b] are masked and never
+    read. The kernels clamp both to [0, seq_k].
+
     ```mlir
     %o = xfmr.fused_attention %q, %k, %v padding_mask(%m)
            {causal, scale = 2.500000e-01 : f64, layout = #xfmr.layout<bshd>}
@@ -513,13 +565,16 @@ def Xfmr_FusedAttentionOp : Xfmr_Op<"fused_attention",
                    Xfmr_FloatTensor:$value,
                    Optional<Xfmr_BoolTensor>:$padding_mask,
                    Optional<Xfmr_FloatTensor>:$attn_bias,
+                   Optional<Xfmr_IntTensor>:$query_offset,
+                   Optional<Xfmr_IntTensor>:$key_length,
                    F64Attr:$scale, UnitAttr:$causal,
                    DefaultValuedAttr<Xfmr_AttentionLayoutAttr,
                                      "AttentionLayout::bshd">:$layout);
   let results = (outs Xfmr_FloatTensor:$result, Optional<F32Tensor>:$logsumexp);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`padding_mask` `(` $padding_mask^ `)`)?
-    (`attn_bias` `(` $attn_bias^ `)`)? attr-dict `:` functional-type(operands, results)
+    (`attn_bias` `(` $attn_bias^ `)`)? (`query_offset` `(` $query_offset^ `)`)?
+    (`key_length` `(` $key_length^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{

@@ -124,6 +124,92 @@ int xfmr_trainer_main(int argc, char **argv, const char *train_step_manifest,
                       void (*train_step)(void **args), const char *evaluate_manifest,
                       void (*evaluate)(void **args));
 
+/*===--- Generation ------------------------------------------------------===*/
+
+/* How the next token is chosen, in Hugging Face generate()'s order:
+ * repetition penalty, temperature, top-k, top-p, then a draw (the argmax at
+ * temperature 0). */
+typedef struct xfmr_sampling {
+  double temperature;    /* 0: greedy */
+  int64_t top_k;         /* 0: off */
+  double top_p;          /* 1: off */
+  double repeat_penalty; /* 1: off; logits of tokens already seen are divided
+                            by it (multiplied where negative) */
+  int64_t repeat_last_n; /* tokens of the history it looks at; 0: all */
+} xfmr_sampling;
+
+/* The defaults of the generator's command line (temperature 0.8, top-k 40,
+ * top-p 0.95, no repetition penalty over the last 64 tokens). */
+xfmr_sampling xfmr_sampling_defaults(void);
+
+/* Writes to `probabilities` (vocab floats) the distribution the next token
+ * is drawn from after `settings` are applied to `logits` given the tokens
+ * so far (`history`). */
+void xfmr_sampling_probabilities(const float *logits, int64_t vocab, const xfmr_sampling *settings,
+                                 const int32_t *history, size_t history_length,
+                                 float *probabilities);
+
+/* Draws tokens with `settings` from a generator seeded with `seed`. */
+typedef struct xfmr_sampler xfmr_sampler;
+xfmr_sampler *xfmr_sampler_create(const xfmr_sampling *settings, uint64_t seed);
+void xfmr_sampler_free(xfmr_sampler *sampler);
+int32_t xfmr_sampler_sample(xfmr_sampler *sampler, const float *logits, int64_t vocab,
+                            const int32_t *history, size_t history_length);
+
+/* A checkpoint's tokenizer: byte-level BPE from tokenizer.json, or from
+ * vocab.json + merges.txt. */
+typedef struct xfmr_tokenizer xfmr_tokenizer;
+/* Reads the tokenizer in checkpoint directory `directory`; NULL (with a
+ * message) when it holds none or a file is corrupt or unsupported. */
+xfmr_tokenizer *xfmr_tokenizer_load(const char *directory, char *err, size_t err_size);
+void xfmr_tokenizer_free(xfmr_tokenizer *tokenizer);
+/* Writes up to `capacity` ids of the UTF-8 `text` to `ids` and returns how
+ * many there are (call again with more room if that exceeds `capacity`), or
+ * -1 with a message (invalid UTF-8). */
+int64_t xfmr_tokenizer_encode(const xfmr_tokenizer *tokenizer, const char *text, size_t length,
+                              int32_t *ids, size_t capacity, char *err, size_t err_size);
+/* Writes up to `capacity` bytes of the text of `ids` and returns its
+ * length. */
+size_t xfmr_tokenizer_decode(const xfmr_tokenizer *tokenizer, const int32_t *ids, size_t count,
+                             char *text, size_t capacity);
+
+/* A compiled generator's entries (`xfmrc --generate --emit=obj`: the
+ * `<name>_prefill` and `<name>_decode` packed functions and manifests) with
+ * their weights and KV cache. */
+typedef struct xfmr_generator xfmr_generator;
+
+/* Loads the weights (a .safetensors file or checkpoint directory; NULL: the
+ * checkpoint the model was compiled from) and allocates the KV cache. */
+xfmr_generator *xfmr_generator_create(const char *prefill_manifest, void (*prefill)(void **args),
+                                      const char *decode_manifest, void (*decode)(void **args),
+                                      const char *weights, char *err, size_t err_size);
+void xfmr_generator_free(xfmr_generator *generator);
+/* Sequences per call, cache positions, vocabulary size. */
+int64_t xfmr_generator_batch(const xfmr_generator *generator);
+int64_t xfmr_generator_context(const xfmr_generator *generator);
+int64_t xfmr_generator_vocab(const xfmr_generator *generator);
+/* Empties sequence `sequence`'s cache. */
+void xfmr_generator_reset(xfmr_generator *generator, int64_t sequence);
+/* Appends `count` tokens to sequence `sequence` (through the prefill entry,
+ * in chunks) and writes the logits of the next token (vocab floats). 0 on
+ * success; past the context, an error. */
+int xfmr_generator_append(xfmr_generator *generator, int64_t sequence, const int32_t *tokens,
+                          size_t count, float *logits, char *err, size_t err_size);
+/* One decode step of every sequence: tokens[b] is appended to sequence b
+ * where active[b] (a NULL `active`: all), and the next logits of each
+ * active sequence written to logits[b * vocab ...]. 0 on success. */
+int xfmr_generator_step(xfmr_generator *generator, const int32_t *tokens, const uint8_t *active,
+                        float *logits, char *err, size_t err_size);
+/* Tokens in sequence `sequence`'s cache. */
+int64_t xfmr_generator_length(const xfmr_generator *generator, int64_t sequence);
+
+/* The command line of compiled generators (see `--help`): tokenizes a
+ * prompt with the checkpoint's tokenizer, generates and streams the text,
+ * and prints the prompt and generation speed. Returns the exit code. */
+int xfmr_generator_main(int argc, char **argv, const char *prefill_manifest,
+                        void (*prefill)(void **args), const char *decode_manifest,
+                        void (*decode)(void **args));
+
 #ifdef __cplusplus
 }
 #endif

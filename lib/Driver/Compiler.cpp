@@ -305,6 +305,8 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
   llvm::FileRemover removeObject(objectPath);
   if (llvm::Error error = emitObject(*llvmModule, **machine, objectPath))
     return error;
-  return link(objectPath, options, options.mode == CompileMode::Train ? "libxfmr_train_main.a"
-                                                                      : "libxfmr_main.a");
+  return link(objectPath, options,
+              options.mode == CompileMode::Train      ? "libxfmr_train_main.a"
+              : options.mode == CompileMode::Generate ? "libxfmr_generate_main.a"
+                                                      : "libxfmr_main.a");
 }

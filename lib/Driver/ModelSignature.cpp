@@ -296,7 +296,8 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
     if (!source)
       return source.takeError();
     ModelRequest request = options.model;
-    request.training = options.mode != CompileMode::Inference;
+    request.training = options.mode == CompileMode::Gradient || options.mode == CompileMode::Train;
+    request.generate = options.mode == CompileMode::Generate;
     auto built = buildModel(context, *source, request, info);
     if (!built)
       return built.takeError();
@@ -326,7 +327,10 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
   }
   if (failed(verify(*module)))
     return diagnostics.error(path + ": the model does not verify");
-  auto entry = findEntry(*module, options.entry, path);
+  auto entry = findEntry(*module,
+                         options.mode == CompileMode::Generate ? StringRef("prefill")
+                                                               : StringRef(options.entry),
+                         path);
   if (!entry)
     return entry.takeError();
 
@@ -338,7 +342,14 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
       inits[name.getValue()] = initOf(arg);
 
   SmallVector<std::pair<func::FuncOp, StringRef>> described = {{*entry, "forward"}};
-  if (options.mode != CompileMode::Inference) {
+  if (options.mode == CompileMode::Generate) {
+    auto prefill = module->lookupSymbol<func::FuncOp>("prefill");
+    auto decode = module->lookupSymbol<func::FuncOp>("decode");
+    if (!prefill || !decode)
+      return llvm::createStringError(path + ": generation needs the entries @prefill and "
+                                            "@decode (a checkpoint or config builds them)");
+    described = {{prefill, "prefill"}, {decode, "decode"}};
+  } else if (options.mode != CompileMode::Inference) {
     func::FuncOp evaluation =
         options.mode == CompileMode::Train ? buildEvaluation(*entry) : func::FuncOp();
     PassManager pm(&context);
@@ -408,6 +419,9 @@ std::string xfmr::buildManifest(const ModelSignature &signature) {
                               {"pad_token_id", signature.info.padTokenId},
                               {"weight_prefixes", llvm::json::Array(signature.info.weightPrefixes)},
                               {"default_weights", signature.info.defaultWeights},
+                              {"bos_token_id", signature.info.bosTokenId},
+                              {"causal_lm", signature.info.causalLanguageModel},
+                              {"eos_token_id", signature.info.eosTokenId},
                               {"args", std::move(args)}};
   if (const std::optional<TrainOptions> &t = signature.training)
     manifest["training"] =

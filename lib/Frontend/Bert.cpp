@@ -44,8 +44,7 @@ llvm::Error frontend::buildBert(FamilyInputs &in) {
     config.error("id2label", "needs at least one label");
   in.info.padTokenId = config.nonNegativeInt("pad_token_id", 0);
   config.requireDivisible("hidden_size", dModel, "num_attention_heads", heads);
-  int64_t seqLen =
-      resolveSeqLen(config, in.request.seqLen, positions, "max_position_embeddings", "--seq-len");
+  int64_t seqLen = graph.sequenceLength(config, positions, "max_position_embeddings");
   graph.checkAttentionLayers(config, "num_hidden_layers", layers);
   bool sentence = !in.source.sentencePooling.empty();
   if (sentence && in.architecture != "BertModel")
@@ -64,8 +63,8 @@ llvm::Error frontend::buildBert(FamilyInputs &in) {
 
   Value words = graph.param("embeddings.word_embeddings.weight", {vocab, dModel});
   Value x = EmbeddingOp::create(b, loc, ids, words, b.getF64FloatAttr(1.0));
-  x = LearnedPositionEncodingOp::create(
-      b, loc, x, graph.param("embeddings.position_embeddings.weight", {positions, dModel}));
+  x = graph.learnedPositions(
+      x, graph.param("embeddings.position_embeddings.weight", {positions, dModel}));
   x = graph.add(x, EmbeddingOp::create(
                        b, loc, types,
                        graph.param("embeddings.token_type_embeddings.weight", {typeVocab, dModel}),

@@ -3,7 +3,9 @@
 // The encoder-only model of the PyTorch tutorials: token embedding, learned
 // or sinusoidal positions, `nn.TransformerEncoderLayer`s (batch_first, pre-LN
 // with `norm_first`, the default here, or post-LN) and a linear head that
-// classifies every token. Tensor names are those of the state_dict of
+// classifies every token. With `causal` (a causal mask in every layer) it is
+// the tutorials' decoder-only language model, which can generate. Tensor names are those of the
+// state_dict of
 //
 //   embedding = nn.Embedding(vocab_size, d_model)
 //   position_embedding = nn.Embedding(max_position_embeddings, d_model)
@@ -38,16 +40,17 @@ llvm::Error frontend::buildEncoder(FamilyInputs &in) {
   Activation activation = config.activation({"activation"}, "relu");
   bool normFirst = config.boolean("norm_first", true);
   bool scaleEmbedding = config.boolean("scale_embedding", false);
+  bool causal = config.boolean("causal", false);
   std::string positionKind = config.string({"position_embedding"}, "learned");
   in.info.padTokenId = config.nonNegativeInt("pad_token_id", 0);
+  in.info.causalLanguageModel = causal;
   config.requireDivisible("d_model", dModel, "num_heads", heads);
   if (positionKind != "learned" && positionKind != "sinusoidal")
     config.error("position_embedding",
                  "expected \"learned\" or \"sinusoidal\", got \"" + positionKind + "\"");
   if (positionKind == "sinusoidal" && dModel % 2)
     config.error("d_model", "must be even for sinusoidal positions, got " + Twine(dModel));
-  int64_t seqLen =
-      resolveSeqLen(config, in.request.seqLen, positions, "max_position_embeddings", "--seq-len");
+  int64_t seqLen = graph.sequenceLength(config, positions, "max_position_embeddings");
   graph.checkAttentionLayers(config, "num_layers", layers);
   if (config.failed())
     return config.takeError();
@@ -60,10 +63,9 @@ llvm::Error frontend::buildEncoder(FamilyInputs &in) {
   Value x = EmbeddingOp::create(b, loc, ids, graph.param("embedding.weight", {vocab, dModel}),
                                 b.getF64FloatAttr(scale));
   if (positionKind == "learned")
-    x = LearnedPositionEncodingOp::create(
-        b, loc, x, graph.param("position_embedding.weight", {positions, dModel}));
+    x = graph.learnedPositions(x, graph.param("position_embedding.weight", {positions, dModel}));
   else
-    x = SinusoidalPositionEncodingOp::create(b, loc, x);
+    x = graph.sinusoidalPositions(x);
   x = graph.dropout(x, dropout);
 
   for (int64_t i = 0; i < layers; ++i) {
@@ -78,6 +80,7 @@ llvm::Error frontend::buildEncoder(FamilyInputs &in) {
       attention.outBias = graph.param(prefix + ".self_attn.out_proj.bias", {dModel});
       attention.paddingMask = mask;
       attention.heads = heads;
+      attention.causal = causal;
       return graph.attention(attention, "attentions", i);
     };
     auto feedForward = [&](Value h) {
@@ -100,6 +103,7 @@ llvm::Error frontend::buildEncoder(FamilyInputs &in) {
   }
   if (normFirst)
     x = graph.layerNorm(x, "encoder.norm", epsilon);
+  x = graph.predictedPositions(x, mask);
   graph.output("logits", graph.linear(x, "head", dModel, labels, true));
   return llvm::Error::success();
 }

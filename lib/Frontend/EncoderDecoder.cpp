@@ -18,15 +18,13 @@ public:
     Value x = EmbeddingOp::create(b, loc, ids, table, b.getF64FloatAttr(config.embeddingScale));
     using Positions = EncoderDecoderConfig::Positions;
     if (config.positionKind == Positions::Learned)
-      x = LearnedPositionEncodingOp::create(
-          b, loc, x,
-          graph.param(stack + ".embed_positions.weight", {config.positions, config.dModel}),
+      x = graph.learnedPositions(
+          x, graph.param(stack + ".embed_positions.weight", {config.positions, config.dModel}),
           config.positionOffset);
     else
-      x = SinusoidalPositionEncodingOp::create(b, loc, x,
-                                               config.positionKind == Positions::SinusoidalHalves
-                                                   ? SinusoidLayout::halves
-                                                   : SinusoidLayout::interleaved);
+      x = graph.sinusoidalPositions(x, config.positionKind == Positions::SinusoidalHalves
+                                           ? SinusoidLayout::halves
+                                           : SinusoidLayout::interleaved);
     if (config.layerNormEmbedding)
       x = graph.layerNorm(x, stack + ".layernorm_embedding", config.epsilon);
     return graph.dropout(x, config.dropout);

@@ -91,7 +91,12 @@ struct AttentionSpec {
 /// one argument used twice).
 class GraphBuilder {
 public:
-  GraphBuilder(mlir::ModuleOp module, const ModelRequest &request, mlir::Type floatType);
+  /// Builds the function `name` (forward, loss, prefill or decode).
+  GraphBuilder(mlir::ModuleOp module, llvm::StringRef name, const ModelRequest &request,
+               mlir::Type floatType);
+
+  /// Whether this is a generation entry over a KV cache.
+  bool caching() const { return request.generate; }
 
   mlir::OpBuilder &builder() { return b; }
   mlir::Location location() const { return loc; }
@@ -106,6 +111,11 @@ public:
   /// The padding mask (i1, true = token) of an int32 attention_mask input.
   mlir::Value paddingMask(mlir::Value attentionMask);
 
+  /// x plus rows `offset + t` of a learned position table.
+  mlir::Value learnedPositions(mlir::Value x, mlir::Value table, int64_t offset = 0);
+  /// x plus the fixed sinusoids.
+  mlir::Value sinusoidalPositions(mlir::Value x,
+                                  SinusoidLayout layout = SinusoidLayout::interleaved);
   mlir::Value layerNorm(mlir::Value x, llvm::StringRef prefix, double epsilon);
   /// A linear layer with weight `<prefix>.weight` and bias `<prefix>.bias`
   /// (none if `bias` is false); `torchLayout` selects torch.nn.Linear's
@@ -117,11 +127,24 @@ public:
   mlir::Value dropout(mlir::Value x, double rate);
   mlir::Value activation(mlir::Value x, Activation activation);
   /// Multi-head attention; when the request asks for layer `layer`'s
-  /// probabilities, they become the output `<group>.<layer>`.
+  /// probabilities, they become the output `<group>.<layer>`. In a
+  /// generation entry, causal self-attention reads and extends the KV cache
+  /// `cache.<group>.<layer>.key` / `.value` (state in, updated state out).
   mlir::Value attention(const AttentionSpec &spec, llvm::StringRef group, int64_t layer);
+  /// The positions whose logits the entry returns: `x` itself, or in a
+  /// generation entry the last token `mask` keeps in each sequence ([batch,
+  /// d]).
+  mlir::Value predictedPositions(mlir::Value x, mlir::Value mask);
 
-  /// Records a result of the entry function.
-  void output(llvm::StringRef name, mlir::Value value);
+  /// Records a result of the entry function; `updates` names the argument
+  /// it replaces (a cache), if any.
+  void output(llvm::StringRef name, mlir::Value value, llvm::StringRef updates = "");
+  /// Tokens per sequence of the entry's call (at most `maxPositions`, the
+  /// config's `positionsKey`): the requested --seq-len, else the model's
+  /// positions, or in a generation entry a chunk of 64 (prefill) or 1
+  /// (decode). Also fixes a generation entry's cache length (--max-context,
+  /// else the model's positions).
+  int64_t sequenceLength(ConfigReader &config, int64_t maxPositions, llvm::StringRef positionsKey);
   /// Checks that every requested attention layer is below `layers`, the
   /// value of the config's `layersKey`.
   void checkAttentionLayers(ConfigReader &config, llvm::StringRef layersKey, int64_t layers);
@@ -131,6 +154,10 @@ public:
 
 private:
   mlir::Value addArgument(mlir::Type type, llvm::StringRef attrName, llvm::StringRef name);
+  /// The `positions` input of a generation entry: where each sequence's
+  /// tokens of this call start.
+  mlir::Value startPositions();
+  mlir::Value cachedSelfAttention(const AttentionSpec &spec, llvm::StringRef group, int64_t layer);
 
   mlir::OpBuilder b;
   mlir::Location loc;
@@ -139,7 +166,17 @@ private:
   const ModelRequest &request;
   mlir::Type elementType;
   llvm::StringMap<mlir::Value> params;
-  llvm::SmallVector<std::pair<std::string, mlir::Value>> outputs;
+  struct Output {
+    std::string name;
+    mlir::Value value;
+    std::string updates;
+  };
+  llvm::SmallVector<Output> outputs;
+  mlir::Value positions;
+  int64_t cacheLength = 0;
+  /// A generation entry met bidirectional self-attention, which no cache
+  /// can serve.
+  bool cachesNonCausalAttention = false;
   /// The `dropout_seed` input, and how many dropouts drew from it.
   mlir::Value dropoutSeed;
   int64_t dropouts = 0;

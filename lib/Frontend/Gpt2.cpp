@@ -36,11 +36,12 @@ llvm::Error frontend::buildGpt2(FamilyInputs &in) {
                                         "encoder-decoder model) is not supported");
   in.info.padTokenId = config.nonNegativeInt("pad_token_id", 0);
   config.requireDivisible("n_embd", dModel, "n_head", heads);
-  int64_t seqLen = resolveSeqLen(config, in.request.seqLen, positions, "n_positions", "--seq-len");
+  int64_t seqLen = graph.sequenceLength(config, positions, "n_positions");
   graph.checkAttentionLayers(config, "n_layer", layers);
   if (config.failed())
     return config.takeError();
   in.info.weightPrefixes = {"", "transformer."};
+  in.info.causalLanguageModel = true;
 
   OpBuilder &b = graph.builder();
   Location loc = graph.location();
@@ -48,7 +49,7 @@ llvm::Error frontend::buildGpt2(FamilyInputs &in) {
   Value mask = graph.paddingMask(graph.input("attention_mask", seqLen));
   Value wte = graph.param("wte.weight", {vocab, dModel});
   Value x = EmbeddingOp::create(b, loc, ids, wte, b.getF64FloatAttr(1.0));
-  x = LearnedPositionEncodingOp::create(b, loc, x, graph.param("wpe.weight", {positions, dModel}));
+  x = graph.learnedPositions(x, graph.param("wpe.weight", {positions, dModel}));
   x = graph.dropout(x, embeddingDropout);
 
   // The scores' scale where it is not the default 1/sqrt(head_dim).
@@ -78,7 +79,7 @@ llvm::Error frontend::buildGpt2(FamilyInputs &in) {
                           dModel, false);
     x = graph.add(x, graph.dropout(hidden, residualDropout));
   }
-  x = graph.layerNorm(x, "ln_f", epsilon);
+  x = graph.predictedPositions(graph.layerNorm(x, "ln_f", epsilon), mask);
   if (in.architecture == "GPT2Model") {
     graph.output("last_hidden_state", x);
     return llvm::Error::success();

@@ -192,6 +192,22 @@ llvm::Error ConfigReader::takeError() {
   return llvm::createStringError(*firstError);
 }
 
+int64_t GraphBuilder::sequenceLength(ConfigReader &config, int64_t maxPositions,
+                                     StringRef positionsKey) {
+  if (!caching())
+    return resolveSeqLen(config, request.seqLen, maxPositions, positionsKey, "--seq-len");
+  cacheLength = request.cacheLength ? request.cacheLength : maxPositions;
+  int64_t tokens = request.seqLen ? request.seqLen : std::min<int64_t>(64, cacheLength);
+  if (cacheLength > maxPositions)
+    config.error(positionsKey, "--max-context=" + Twine(cacheLength) + " exceeds the model's " +
+                                   Twine(maxPositions) + " positions");
+  else if (tokens > cacheLength)
+    config.error(positionsKey, "a prefill of " + Twine(tokens) +
+                                   " tokens (--seq-len) exceeds the cache of " +
+                                   Twine(cacheLength) + " positions (--max-context)");
+  return std::min(tokens, cacheLength);
+}
+
 int64_t frontend::resolveSeqLen(ConfigReader &config, int64_t requested, int64_t maxPositions,
                                 StringRef positionsKey, StringRef flag) {
   if (requested == 0)
@@ -207,11 +223,11 @@ int64_t frontend::resolveSeqLen(ConfigReader &config, int64_t requested, int64_t
 // GraphBuilder
 //===----------------------------------------------------------------------===//
 
-GraphBuilder::GraphBuilder(ModuleOp module, const ModelRequest &request, Type floatType)
+GraphBuilder::GraphBuilder(ModuleOp module, StringRef name, const ModelRequest &request,
+                           Type floatType)
     : b(module.getContext()), loc(module.getLoc()), request(request), elementType(floatType) {
   b.setInsertionPointToEnd(module.getBody());
-  func = func::FuncOp::create(b, loc, request.training ? "loss" : "forward",
-                              b.getFunctionType({}, {}));
+  func = func::FuncOp::create(b, loc, name, b.getFunctionType({}, {}));
   body = func.addEntryBlock();
   b.setInsertionPointToStart(body);
 }
@@ -249,6 +265,23 @@ Value GraphBuilder::paddingMask(Value attentionMask) {
   Value zeros = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(type, b.getI32IntegerAttr(0)));
   return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, attentionMask, zeros);
+}
+
+Value GraphBuilder::startPositions() {
+  if (!positions)
+    positions = addArgument(RankedTensorType::get({request.batch}, b.getI32Type()), "xfmr.input",
+                            "positions");
+  return positions;
+}
+
+Value GraphBuilder::learnedPositions(Value x, Value table, int64_t offset) {
+  return LearnedPositionEncodingOp::create(b, loc, x, table, caching() ? startPositions() : Value(),
+                                           offset);
+}
+
+Value GraphBuilder::sinusoidalPositions(Value x, SinusoidLayout layout) {
+  return SinusoidalPositionEncodingOp::create(b, loc, x, caching() ? startPositions() : Value(),
+                                              layout);
 }
 
 Value GraphBuilder::layerNorm(Value x, StringRef prefix, double epsilon) {
@@ -303,6 +336,8 @@ Value GraphBuilder::activation(Value x, Activation activation) {
 }
 
 Value GraphBuilder::attention(const AttentionSpec &spec, StringRef group, int64_t layer) {
+  if (caching() && !spec.keyValue)
+    return cachedSelfAttention(spec, group, layer);
   bool probabilities = request.allAttentions || llvm::is_contained(request.attentionLayers, layer);
   auto op = MultiHeadAttentionOp::create(
       b, loc, spec.query, spec.keyValue, spec.inWeights, spec.inBiases, spec.outWeight,
@@ -313,7 +348,73 @@ Value GraphBuilder::attention(const AttentionSpec &spec, StringRef group, int64_
   return op.getResult();
 }
 
-void GraphBuilder::output(StringRef name, Value value) { outputs.emplace_back(name.str(), value); }
+Value GraphBuilder::cachedSelfAttention(const AttentionSpec &spec, StringRef group, int64_t layer) {
+  cachesNonCausalAttention |= !spec.causal;
+  auto inputType = cast<RankedTensorType>(spec.query.getType());
+  int64_t batch = inputType.getDimSize(0), chunk = inputType.getDimSize(1);
+  int64_t dModel = inputType.getDimSize(2), heads = spec.heads, headDim = dModel / heads;
+  auto project = [&](Value weight, Value bias) -> Value {
+    return LinearOp::create(b, loc, spec.query, weight, bias, spec.torchLayout);
+  };
+  auto bias = [&](size_t i) { return spec.inBiases.empty() ? Value() : spec.inBiases[i]; };
+  SmallVector<Value, 3> qkv;
+  if (spec.inWeights.size() == 1) {
+    Value fused = project(spec.inWeights[0], bias(0));
+    for (int64_t part = 0; part < 3; ++part)
+      qkv.push_back(tensor::ExtractSliceOp::create(
+          b, loc, inputType, fused,
+          ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0),
+                                 b.getIndexAttr(part * dModel)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(batch), b.getIndexAttr(chunk),
+                                 b.getIndexAttr(dModel)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1)}));
+  } else {
+    for (size_t i = 0; i < 3; ++i)
+      qkv.push_back(project(spec.inWeights[i], bias(i)));
+  }
+  auto headsType = RankedTensorType::get({batch, chunk, heads, headDim}, elementType);
+  for (Value &value : qkv)
+    value = ReshapeOp::create(b, loc, headsType, value);
+
+  // The cache: rows 0 .. positions[b] + chunk - 1 of sequence b are filled
+  // once this call's keys and values are written.
+  auto cacheType = RankedTensorType::get({batch, cacheLength, heads, headDim}, elementType);
+  std::string name = ("cache." + group + "." + Twine(layer)).str();
+  Value start = startPositions();
+  SmallVector<Value, 2> caches;
+  for (auto [part, suffix] : {std::pair{1, ".key"}, {2, ".value"}}) {
+    std::string cacheName = name + suffix;
+    Value cache = addArgument(cacheType, "xfmr.state", cacheName);
+    // A chunk's padding (a sequence with fewer tokens this call) is not
+    // written.
+    cache = CacheUpdateOp::create(b, loc, cacheType, cache, qkv[part], start, spec.paddingMask);
+    output("new:" + cacheName, cache, cacheName);
+    caches.push_back(cache);
+  }
+  auto lengthsType = RankedTensorType::get({batch}, b.getI32Type());
+  Value chunkSize = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(lengthsType, b.getI32IntegerAttr(chunk)));
+  Value keyLength = arith::AddIOp::create(b, loc, start, chunkSize);
+  double scale = spec.scale ? *spec.scale : 1.0 / std::sqrt(static_cast<double>(headDim));
+  Value attended = FusedAttentionOp::create(
+                       b, loc, headsType, qkv[0], caches[0], caches[1], /*padding_mask=*/Value(),
+                       /*attn_bias=*/Value(), /*query_offset=*/start, keyLength,
+                       b.getF64FloatAttr(scale), spec.causal ? b.getUnitAttr() : UnitAttr(),
+                       AttentionLayoutAttr::get(b.getContext(), AttentionLayout::bshd))
+                       .getResult();
+  Value merged = ReshapeOp::create(b, loc, inputType, attended);
+  return LinearOp::create(b, loc, merged, spec.outWeight, spec.outBias, spec.torchLayout);
+}
+
+Value GraphBuilder::predictedPositions(Value x, Value mask) {
+  if (!caching())
+    return x;
+  return PoolOp::create(b, loc, x, mask, PoolMode::last);
+}
+
+void GraphBuilder::output(StringRef name, Value value, StringRef updates) {
+  outputs.push_back({name.str(), value, updates.str()});
+}
 
 void GraphBuilder::checkAttentionLayers(ConfigReader &config, StringRef layersKey, int64_t layers) {
   for (int64_t layer : request.attentionLayers)
@@ -326,21 +427,22 @@ void GraphBuilder::checkAttentionLayers(ConfigReader &config, StringRef layersKe
 
 llvm::Error GraphBuilder::finish() {
   SmallVector<Value> results;
-  SmallVector<std::string> names;
-  for (auto &[name, value] : outputs) {
-    results.push_back(value);
-    names.push_back(name);
+  SmallVector<std::string> names, updates;
+  for (const Output &output : outputs) {
+    results.push_back(output.value);
+    names.push_back(output.name);
+    updates.push_back(output.updates);
   }
   if (request.training) {
     // The loss is that of a language-model head: logits at every position.
-    auto logits = llvm::find_if(outputs, [](const auto &o) { return o.first == "logits"; });
-    if (logits == outputs.end() || cast<RankedTensorType>(logits->second.getType()).getRank() != 3)
+    auto logits = llvm::find_if(outputs, [](const Output &o) { return o.name == "logits"; });
+    if (logits == outputs.end() || cast<RankedTensorType>(logits->value.getType()).getRank() != 3)
       return llvm::createStringError(
           "the training form needs a head with logits at every position (a language-model "
           "head: GPT2LMHeadModel, BertForMaskedLM, BartForConditionalGeneration, ...)");
     // A narrow model's training form (mixed precision) returns f32 logits
     // and takes the loss from them, so that neither is rounded.
-    Value logitsValue = logits->second;
+    Value logitsValue = logits->value;
     auto logitsType = cast<RankedTensorType>(logitsValue.getType());
     if (!elementType.isF32())
       logitsValue = arith::ExtFOp::create(b, loc, logitsType.clone(b.getF32Type()), logitsValue);
@@ -349,11 +451,20 @@ llvm::Error GraphBuilder::finish() {
     Value loss = CrossEntropyOp::create(b, loc, logitsValue, labels, b.getI64IntegerAttr(-100));
     results = {loss, logitsValue};
     names = {"loss", "logits"};
+    updates = {"", ""};
   }
+  if (caching() && !llvm::is_contained(names, "logits"))
+    return llvm::createStringError("generation needs a language-model head (logits)");
+  if (caching() && (cachesNonCausalAttention ||
+                    llvm::none_of(updates, [](const std::string &u) { return !u.empty(); })))
+    return llvm::createStringError("generation needs causal self-attention (a decoder) to cache");
   func::ReturnOp::create(b, loc, results);
   func.setType(b.getFunctionType(body->getArgumentTypes(), ValueRange(results).getTypes()));
-  for (auto [index, name] : llvm::enumerate(names))
+  for (auto [index, name] : llvm::enumerate(names)) {
     func.setResultAttr(index, "xfmr.output", b.getStringAttr(name));
+    if (!updates[index].empty())
+      func.setResultAttr(index, "xfmr.updates", b.getStringAttr(updates[index]));
+  }
   return llvm::Error::success();
 }
 
@@ -376,6 +487,8 @@ struct Family {
   /// none) first; none for the project's tutorial types.
   ArrayRef<StringRef> architectures;
   FamilyBuilder build;
+  /// Whether it has generation entries (a decoder over a KV cache).
+  bool generates;
 };
 constexpr StringRef kGpt2Classes[] = {"GPT2LMHeadModel", "GPT2Model"};
 constexpr StringRef kBertClasses[] = {"BertForMaskedLM", "BertModel",
@@ -383,9 +496,12 @@ constexpr StringRef kBertClasses[] = {"BertForMaskedLM", "BertModel",
 constexpr StringRef kMarianClasses[] = {"MarianMTModel", "MarianModel"};
 constexpr StringRef kBartClasses[] = {"BartForConditionalGeneration", "BartModel"};
 const Family kFamilies[] = {
-    {"gpt2", kGpt2Classes, buildGpt2},     {"bert", kBertClasses, buildBert},
-    {"marian", kMarianClasses, buildBart}, {"bart", kBartClasses, buildBart},
-    {"transformer", {}, buildTransformer}, {"encoder", {}, buildEncoder},
+    {"gpt2", kGpt2Classes, buildGpt2, /*generates=*/true},
+    {"bert", kBertClasses, buildBert, /*generates=*/false},
+    {"marian", kMarianClasses, buildBart, /*generates=*/false},
+    {"bart", kBartClasses, buildBart, /*generates=*/false},
+    {"transformer", {}, buildTransformer, /*generates=*/false},
+    {"encoder", {}, buildEncoder, /*generates=*/true},
 };
 
 /// The class to build: the request's, else the config's first
@@ -465,17 +581,34 @@ llvm::Expected<OwningOpRef<ModuleOp>> xfmr::buildModel(MLIRContext &context,
   Type floatType = request.elementType == ElementType::BF16  ? Type(BFloat16Type::get(&context))
                    : request.elementType == ElementType::F16 ? Type(Float16Type::get(&context))
                                                              : Type(Float32Type::get(&context));
-  GraphBuilder graph(*module, request, floatType);
-  info = ModelInfo();
-  info.modelType = modelType;
-  info.architecture = architecture;
-  FamilyInputs inputs{config, graph, request, architecture, source, info};
-  if (llvm::Error error = family->build(inputs))
-    return std::move(error);
-  if (config.failed())
-    return config.takeError();
-  if (llvm::Error error = graph.finish())
-    return llvm::createStringError(path + ": " + (architecture.empty() ? modelType : architecture) +
-                                   ": " + toString(std::move(error)));
+  if (request.generate && !family->generates)
+    return llvm::createStringError(path + ": model type \"" + modelType +
+                                   "\" has no decoder to generate with");
+  // One entry, or for generation a prefill of seqLen tokens and a decode
+  // step of one, built alike.
+  SmallVector<std::pair<StringRef, int64_t>, 2> entries;
+  if (request.generate)
+    entries = {{"prefill", request.seqLen}, {"decode", 1}};
+  else
+    entries = {{request.training ? "loss" : "forward", request.seqLen}};
+  for (auto [name, tokens] : entries) {
+    ModelRequest entryRequest = request;
+    entryRequest.seqLen = tokens;
+    GraphBuilder graph(*module, name, entryRequest, floatType);
+    info = ModelInfo();
+    info.modelType = modelType;
+    info.architecture = architecture;
+    info.bosTokenId = config.tokenId("bos_token_id");
+    info.eosTokenId = config.tokenId("eos_token_id");
+    FamilyInputs inputs{config, graph, entryRequest, architecture, source, info};
+    if (llvm::Error error = family->build(inputs))
+      return std::move(error);
+    if (config.failed())
+      return config.takeError();
+    if (llvm::Error error = graph.finish())
+      return llvm::createStringError(path + ": " +
+                                     (architecture.empty() ? modelType : architecture) + ": " +
+                                     toString(std::move(error)));
+  }
   return std::move(module);
 }

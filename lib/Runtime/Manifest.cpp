@@ -53,6 +53,12 @@ Manifest xfmr::rt::parseManifest(const char *text) {
   }
   if (const JsonValue *weights = json->get("default_weights"))
     manifest.defaultWeights = weights->text;
+  if (const JsonValue *bos = json->get("bos_token_id"))
+    manifest.bosTokenId = bos->asInt().value_or(-1);
+  if (const JsonValue *causal = json->get("causal_lm"))
+    manifest.causalLanguageModel = causal->boolean;
+  if (const JsonValue *eos = json->get("eos_token_id"))
+    manifest.eosTokenId = eos->asInt().value_or(-1);
   if (const JsonValue *training = json->get("training"))
     for (const auto &[key, value] : training->object) {
       if (key == "optimizer")

@@ -45,6 +45,10 @@ struct Manifest {
   std::vector<std::string> weightPrefixes{""};
   /// The checkpoint the model was compiled from, if any.
   std::string defaultWeights;
+  /// Special tokens of the model's config (-1: none).
+  int64_t bosTokenId = -1, eosTokenId = -1;
+  /// Position t's logits predict token t + 1.
+  bool causalLanguageModel = false;
   std::vector<ArgSpec> args;
   /// A training step's "training" object: the optimizer and the
   /// number-valued settings.

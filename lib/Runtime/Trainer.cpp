@@ -162,7 +162,7 @@ Layout layoutOf(const Manifest &manifest) {
          "logits output (compile a config with xfmrc --train)");
   if (layout.labelLength != (layout.targetLength ? layout.targetLength : layout.sourceLength))
     fail("labels must cover the positions of the (decoder) sequence");
-  layout.causal = manifest.modelType == "gpt2";
+  layout.causal = manifest.causalLanguageModel;
   return layout;
 }
 

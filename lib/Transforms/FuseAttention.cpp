@@ -243,7 +243,8 @@ struct FuseScaledDotProductAttention : OpRewritePattern<MatmulOp> {
     auto layout = bshd ? AttentionLayout::bshd : AttentionLayout::bhsd;
     Value q = bshd ? qSource : match.q, k = bshd ? kSource : match.k, v = bshd ? vSource : match.v;
     auto fused = FusedAttentionOp::create(
-        rewriter, loc, q.getType(), q, k, v, padding, bias, rewriter.getF64FloatAttr(match.scale),
+        rewriter, loc, q.getType(), q, k, v, padding, bias, /*query_offset=*/Value(),
+        /*key_length=*/Value(), rewriter.getF64FloatAttr(match.scale),
         match.causal ? rewriter.getUnitAttr() : UnitAttr(),
         AttentionLayoutAttr::get(rewriter.getContext(), layout));
     if (!bshd) {

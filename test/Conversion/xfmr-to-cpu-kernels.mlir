@@ -159,3 +159,30 @@ func.func @attention_backward(%q: tensor<1x256x2x16xf32>, %o: tensor<1x256x2x16x
       -> (tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>)
   return %dq, %dk, %dv : tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>, tensor<1x256x2x16xf32>
 }
+
+// -----
+
+// Attention over a KV cache: the keys and values are packed, and the key
+// blocks visited, only up to the runtime key length (and the causal
+// diagonal at query_offset): blocks past it are never read.
+// CHECK-LABEL: func @cache_attention
+// CHECK-SAME: %[[OFFSETS:[^:]*]]: tensor<2xi32>, %[[LENGTHS:[^:]*]]: tensor<2xi32>
+// CHECK: %[[OFF:.*]] = bufferization.to_buffer %[[OFFSETS]]
+// CHECK: %[[LEN:.*]] = bufferization.to_buffer %[[LENGTHS]]
+// CHECK: scf.forall
+// CHECK: %[[L0:.*]] = memref.load %[[LEN]]
+// CHECK: %[[KEYS:.*]] = arith.minsi %{{.*}}, %c256
+// CHECK: %[[BLOCKS:.*]] = arith.ceildivui %[[KEYS]], %c64
+// CHECK: %[[PADDED:.*]] = arith.muli %[[BLOCKS]], %c64
+// CHECK: scf.for %{{.*}} = %c0 to %[[PADDED]]
+// CHECK: memref.load %[[OFF]]
+// CHECK: %[[END:.*]] = arith.minsi %{{[0-9]+}}, %{{[0-9]+}} : index
+// CHECK-NEXT: %[[VISITED:.*]] = arith.ceildivui %[[END]], %c64
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %[[VISITED]]
+func.func @cache_attention(%q: tensor<2x1x2x16xf32>, %k: tensor<2x256x2x16xf32>,
+                           %v: tensor<2x256x2x16xf32>, %off: tensor<2xi32>,
+                           %len: tensor<2xi32>) -> tensor<2x1x2x16xf32> {
+  %o = xfmr.fused_attention %q, %k, %v query_offset(%off) key_length(%len) {causal, scale = 0.25 : f64}
+       : (tensor<2x1x2x16xf32>, tensor<2x256x2x16xf32>, tensor<2x256x2x16xf32>, tensor<2xi32>, tensor<2xi32>) -> tensor<2x1x2x16xf32>
+  return %o : tensor<2x1x2x16xf32>
+}

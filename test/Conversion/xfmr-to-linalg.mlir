@@ -275,9 +275,9 @@ func.func @fused_linear(%x: tensor<2x3x8xf32>, %w: tensor<8x16xf32>, %b: tensor<
 // CHECK: scf.forall (%[[B:.*]], %[[H:.*]], %[[QB:.*]]) in (2, 4, 4)
 // CHECK: %[[Q0:.*]] = arith.muli %[[QB]], %c64
 // CHECK: tensor.extract_slice %{{.*}}[%[[B]], %[[Q0]], %[[H]], 0] [1, 64, 1, 32]
-// CHECK: %[[END:.*]] = arith.addi %[[Q0]], %c64
-// CHECK: %[[BLOCKS:.*]] = arith.ceildivui %[[END]], %c64
-// CHECK: %[[N:.*]] = arith.minui %[[BLOCKS]], %c4
+// CHECK: %[[DIAGONAL:.*]] = arith.addi %[[Q0]], %c64
+// CHECK: %[[END:.*]] = arith.minui %[[DIAGONAL]], %c256
+// CHECK: %[[N:.*]] = arith.ceildivui %[[END]], %c64
 // CHECK: scf.for %{{.*}} = %c0 to %[[N]] step %c1 iter_args({{.*}}) -> (tensor<64xf32>, tensor<64xf32>, tensor<64x32xf32>)
 // CHECK: linalg.matmul {{.*}} -> tensor<64x64xf32>
 // CHECK: arith.cmpi sle
@@ -438,4 +438,24 @@ func.func @sgd_loss_scaled(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %b: tensor<
                            %n: tensor<f32>, %s: tensor<f32>) -> (tensor<4x8xf32>, tensor<4x8xf32>) {
   %0:2 = xfmr.sgd_update %p, %g, %b lr(%lr : tensor<f32>) grad_norm(%n : tensor<f32>) loss_scale(%s : tensor<f32>) {max_grad_norm = 0.0 : f64} : tensor<4x8xf32>
   return %0#0, %0#1 : tensor<4x8xf32>, tensor<4x8xf32>
+}
+
+// -----
+
+// The reference lowering over a KV cache: the key-block loop ends at the
+// runtime key length or the diagonal at query_offset, whichever is first.
+// CHECK-LABEL: func @cache_attention
+// CHECK-SAME: %[[OFFSETS:[^:]*]]: tensor<2xi32>, %[[LENGTHS:[^:]*]]: tensor<2xi32>
+// CHECK: scf.forall (%[[B:.*]], %{{.*}}) in (2, 2)
+// CHECK: tensor.extract %[[LENGTHS]][%[[B]]]
+// CHECK: tensor.extract %[[OFFSETS]][%[[B]]]
+// CHECK: %[[END:.*]] = arith.minui
+// CHECK: %[[BLOCKS:.*]] = arith.ceildivui %[[END]], %c64
+// CHECK: scf.for %{{.*}} = %c0 to %[[BLOCKS]]
+func.func @cache_attention(%q: tensor<2x1x2x16xf32>, %k: tensor<2x256x2x16xf32>,
+                           %v: tensor<2x256x2x16xf32>, %off: tensor<2xi32>,
+                           %len: tensor<2xi32>) -> tensor<2x1x2x16xf32> {
+  %o = xfmr.fused_attention %q, %k, %v query_offset(%off) key_length(%len) {causal, scale = 0.25 : f64}
+       : (tensor<2x1x2x16xf32>, tensor<2x256x2x16xf32>, tensor<2x256x2x16xf32>, tensor<2xi32>, tensor<2xi32>) -> tensor<2x1x2x16xf32>
+  return %o : tensor<2x1x2x16xf32>
 }

@@ -572,3 +572,21 @@ func.func @attention_probabilities_type(%x: tensor<2x8x64xf32>, %w: tensor<64x19
          : (tensor<2x8x64xf32>, tensor<64x192xf32>, tensor<64x64xf32>) -> (tensor<2x8x64xf32>, tensor<2x8x8xf32>)
   return
 }
+
+// -----
+
+func.func @attention_key_length_type(%q: tensor<2x1x2x16xf32>, %k: tensor<2x8x2x16xf32>, %len: tensor<2xi64>) {
+  // expected-error @+1 {{key_length must be i32 [batch] = [2], got 'tensor<2xi64>'}}
+  %o = xfmr.fused_attention %q, %k, %k key_length(%len) {scale = 0.25 : f64}
+       : (tensor<2x1x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2xi64>) -> tensor<2x1x2x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_query_offset_shape(%q: tensor<2x1x2x16xf32>, %k: tensor<2x8x2x16xf32>, %off: tensor<3xi32>) {
+  // expected-error @+1 {{query_offset must be i32 [batch] = [2], got 'tensor<3xi32>'}}
+  %o = xfmr.fused_attention %q, %k, %k query_offset(%off) {causal, scale = 0.25 : f64}
+       : (tensor<2x1x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<3xi32>) -> tensor<2x1x2x16xf32>
+  return
+}

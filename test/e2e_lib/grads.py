@@ -143,8 +143,16 @@ def check(args, config_path, weights_path, inputs_path, model):
     print(f"{'PASS' if ok else 'FAIL'}: {c['kind']} loss {float(got['loss']):.6f} "
           f"(torch {loss.item():.6f})")
     largest = max(float(leaf.grad.abs().max()) for leaf in leaves.values())
+    # xfmr names weights without the task classes' prefix (as the base
+    # model saves them); the reference keeps the checkpoint's full names.
+    def gradient_key(name):
+        for prefix in ("", "bert.", "transformer.", "model."):
+            if name.startswith(prefix) and "grad:" + name[len(prefix):] in got:
+                return "grad:" + name[len(prefix):]
+        return "grad:" + name
+
     for name, leaf in sorted(leaves.items()):
-        key = "grad:" + name
+        key = gradient_key(name)
         if key not in got:
             print(f"FAIL: no gradient for {name}")
             failed = True

@@ -94,6 +94,40 @@ def ref_attention(x):
                                          keep=causal_keep(50, 50)))
 
 
+def gen_cache_attention():
+    """Attention over a KV cache: per-sequence query offsets and key lengths
+    (runtime values), a prefill chunk, decode steps, a key length of 1 and
+    of 0 (the row is fully masked), several key blocks."""
+    i32 = lambda values: np.asarray(values, dtype=np.int32)
+    return dict(pq=randn(3, 5, 2, 16), pk=randn(3, 200, 2, 16), pv=randn(3, 200, 2, 16),
+                poff=i32([0, 61, 195]), plen=i32([5, 66, 200]),
+                dq=randn(4, 1, 2, 16), dk=randn(4, 200, 2, 16), dv=randn(4, 200, 2, 16),
+                doff=i32([7, 0, 199, 0]), dlen=i32([8, 1, 200, 0]),
+                xq=randn(2, 2, 6, 8), xk=randn(2, 2, 70, 8), xv=randn(2, 2, 70, 8),
+                xlen=i32([70, 33]))
+
+
+def cache_keep(offsets, lengths, seq_q, seq_k, causal):
+    """[B, 1, Sq, Sk]: key j is visible from query i of sequence b iff
+    j < length[b] and, when causal, j <= offset[b] + i."""
+    i = torch.arange(seq_q)[None, :, None]
+    j = torch.arange(seq_k)[None, None, :]
+    keep = j < torch.tensor(lengths.astype(np.int64))[:, None, None]
+    if causal:
+        keep = keep & (j <= torch.tensor(offsets.astype(np.int64))[:, None, None] + i)
+    return keep[:, None]
+
+
+def ref_cache_attention(x):
+    return dict(
+        prefill=attention_reference(t(x["pq"]), t(x["pk"]), t(x["pv"]), 0.25,
+                                    keep=cache_keep(x["poff"], x["plen"], 5, 200, True)),
+        decode=attention_reference(t(x["dq"]), t(x["dk"]), t(x["dv"]), 0.25,
+                                   keep=cache_keep(x["doff"], x["dlen"], 1, 200, True)),
+        cross=attention_reference(t(x["xq"]), t(x["xk"]), t(x["xv"]), 0.35355339,
+                                  keep=cache_keep(None, x["xlen"], 6, 70, False), layout="bhsd"))
+
+
 def gen_normalization():
     x = randn(6, 50, scale=3.0)
     x[0] *= 1e4 / np.abs(x[0]).max()  # logits of +-1e4
@@ -390,6 +424,7 @@ def ref_long_backward(x):
 
 
 CASES = {"attention": (gen_attention, ref_attention),
+         "cache_attention": (gen_cache_attention, ref_cache_attention),
          "backward": (gen_backward, ref_backward),
          "backward_bf16": (gen_backward_low_precision,
                            lambda x: ref_backward_low_precision(x, "_bf16", torch.bfloat16)),

@@ -52,6 +52,15 @@ static cl::opt<bool> train(
     cl::desc("Compile a training executable: a training step (loss, gradients, optimizer "
              "update) and a held-out evaluation, with the trainer as main() (see its --help)"),
     cl::cat(category));
+static cl::opt<bool> generate(
+    "generate",
+    cl::desc("Compile a text generator: prefill and decode entries over a KV cache, with the "
+             "sampler and the checkpoint's tokenizer as main() (see its --help)"),
+    cl::cat(category));
+static cl::opt<int64_t>
+    maxContext("max-context",
+               cl::desc("With --generate: positions the KV cache holds (default: the model's)"),
+               cl::init(0), cl::cat(category));
 static cl::OptionCategory trainCategory("xfmrc --train options");
 static cl::opt<std::string> optimizer("optimizer", cl::desc("adamw (default) or sgd"),
                                       cl::init("adamw"), cl::cat(trainCategory));
@@ -105,7 +114,8 @@ static cl::opt<xfmr::ElementType> dtype(
 static cl::opt<int64_t> batch("batch", cl::desc("Sequences per call (default 1)"), cl::init(1),
                               cl::cat(category));
 static cl::opt<int64_t> seqLen("seq-len",
-                               cl::desc("Tokens per sequence (default: the model's positions)"),
+                               cl::desc("Tokens per sequence (default: the model's positions; "
+                                        "with --generate, tokens per prefill call: 64)"),
                                cl::init(0), cl::cat(category));
 static cl::opt<int64_t> decoderSeqLen(
     "decoder-seq-len", cl::desc("Decoder tokens per sequence (default: --seq-len)"), cl::init(0),
@@ -209,11 +219,17 @@ int main(int argc, char **argv) {
   options.emit = emit;
   if (!gradientInputs.empty() && !gradient)
     return fail("--grad-inputs needs --grad");
-  if (gradient && train)
-    return fail("--grad and --train exclude each other");
+  if (static_cast<int>(gradient) + static_cast<int>(train) + static_cast<int>(generate) > 1)
+    return fail("--grad, --train and --generate exclude each other");
+  if (maxContext.getNumOccurrences() && !generate)
+    return fail("--max-context needs --generate");
+  if (maxContext < 0)
+    return fail("--max-context must be positive, got " + Twine(maxContext));
   options.mode = train      ? xfmr::CompileMode::Train
                  : gradient ? xfmr::CompileMode::Gradient
+                 : generate ? xfmr::CompileMode::Generate
                             : xfmr::CompileMode::Inference;
+  options.model.cacheLength = maxContext;
   for (cl::Option *option :
        {static_cast<cl::Option *>(&optimizer), static_cast<cl::Option *>(&learningRate),
         static_cast<cl::Option *>(&warmupSteps), static_cast<cl::Option *>(&trainSteps),

@@ -178,10 +178,15 @@ def XfmrDestinationPassingEntry : Pass<"xfmr-destination-passing-entry", "::mlir
     style), so that one-shot bufferization writes results in place and the C
     ABI is `void f(in..., out...)` with caller-owned buffers. Argument and
     result attributes move with them (results' attributes land on the new
-    arguments). Does nothing to private functions.
+    arguments). A result marked `xfmr.updates = "<name>"` of the argument
+    it replaces (a weight or a KV cache) is computed in its output buffer,
+    which first receives a copy of the argument unless the caller passed the
+    argument's own buffer: then the update happens in place. Does nothing to
+    private functions.
   }];
-  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
-                           "::mlir::memref::MemRefDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"];
 }
 
 def XfmrExpandStridedCopies : Pass<"xfmr-expand-strided-copies"> {

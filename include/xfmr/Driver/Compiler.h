@@ -52,6 +52,9 @@ enum class CompileMode {
   Gradient,
   /// A training step (xfmr-train-step) and a held-out evaluation entry.
   Train,
+  /// Text generation: prefill and decode entries over a KV cache, linked
+  /// with the generator (sampling, tokenizers).
+  Generate,
 };
 
 /// Optimizer and schedule of a compiled training step (xfmr-train-step).
@@ -138,7 +141,8 @@ struct ModelArgument {
 struct ModelSignature {
   ModelInfo info;
   std::string entryName;
-  /// The entry's symbol is `<prefix>_<symbol>`: forward, train_step, evaluate.
+  /// The entry's symbol is `<prefix>_<symbol>`: forward, train_step,
+  /// evaluate, prefill, decode.
   std::string symbol = "forward";
   std::vector<ModelArgument> arguments;
   /// For a training step: its optimizer and schedule.

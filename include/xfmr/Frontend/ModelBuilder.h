@@ -38,6 +38,13 @@ struct ModelRequest {
   /// `output_attentions` in transformers; `allAttentions` asks for all.
   std::vector<int64_t> attentionLayers;
   bool allAttentions = false;
+  /// Generation: instead of one forward, a `prefill` entry (seqLen tokens a
+  /// call) and a `decode` entry (one token), each taking the sequences'
+  /// start positions and a KV cache per layer, and returning the logits of
+  /// each sequence's last token.
+  bool generate = false;
+  /// Positions the KV cache holds; 0: the model's positions.
+  int64_t cacheLength = 0;
 };
 
 /// A tensor a checkpoint declares.
@@ -81,6 +88,11 @@ struct ModelInfo {
   std::vector<std::string> weightPrefixes{""};
   /// Where the weights are when none are given: the checkpoint compiled.
   std::string defaultWeights;
+  /// Special tokens (-1: none), for generation.
+  int64_t bosTokenId = -1, eosTokenId = -1;
+  /// A causal language model: position t's logits predict token t + 1 (a
+  /// training file of plain ids trains it).
+  bool causalLanguageModel = false;
 };
 
 /// Builds `func.func @forward` (or, with `request.training`, `@loss`) from

@@ -17,7 +17,9 @@
 // and finally O / l is written (0 where no key was visible), with the row
 // log-sum-exp m + log l when the backward will need it. The forward keeps S
 // in base 2 (Q scaled by log2 e as well), so that each exponential is an
-// exp2 of a non-positive number, the cheapest kind.
+// exp2 of a non-positive number, the cheapest kind. Over a KV cache
+// (query_offset, key_length) the diagonal and the number of keys are runtime
+// values per sequence; key blocks past them are neither packed nor visited.
 //
 // Backward (FlashAttention-2): for each key block, over the query blocks
 // that see it, the probabilities are recomputed from the log-sum-exp:
@@ -85,8 +87,9 @@ protected:
   /// rows strided through the whole sequence (pages and prefetch).
   Value packTransposedBlocks(Value source, Value bi, Value hi) {
     Value packed = kb.allocate({paddedK / blockK, headDim, blockK}, f32());
-    kb.forLoop(kb.index(0), kb.index(paddedK), 1, [&](Value j) {
-      Value valid = kb.below(j, seqK);
+    Value keys = keyLimit(bi);
+    kb.forLoop(kb.index(0), paddedKeys(keys), 1, [&](Value j) {
+      Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, keys);
       Value row = kb.mini(j, kb.index(seqK - 1));
       Value block = kb.divui(j, blockK), inBlock = kb.remui(j, blockK);
       kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
@@ -97,13 +100,14 @@ protected:
     return packed;
   }
 
-  /// packed[j][c] = factor * X[b, j, h, c] for j < rows, 0 up to paddedRows.
-  Value packRows(Value source, Value bi, Value hi, int64_t rows, int64_t paddedRows,
-                 double factor) {
-    Value packed = kb.allocate({paddedRows, headDim}, f32());
-    kb.forLoop(kb.index(0), kb.index(paddedRows), 1, [&](Value j) {
-      Value valid = kb.below(j, rows);
-      Value row = kb.mini(j, kb.index(rows - 1));
+  /// packed[j][c] = factor * X[b, j, h, c] for j < rows, 0 up to
+  /// `paddedRows` (of `allocatedRows`).
+  Value packRows(Value source, Value bi, Value hi, Value rows, Value paddedRows,
+                 int64_t allocatedRows, int64_t lastRow, double factor) {
+    Value packed = kb.allocate({allocatedRows, headDim}, f32());
+    kb.forLoop(kb.index(0), paddedRows, 1, [&](Value j) {
+      Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, rows);
+      Value row = kb.mini(j, kb.index(lastRow));
       kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
         Value value = kb.load(source, in.at(bi, row, hi, c));
         if (factor != 1.0)
@@ -114,32 +118,51 @@ protected:
     return packed;
   }
 
-  /// Number of key blocks a query block starting at q0 with `rows` rows sees.
-  Value keyBlockCount(Value q0, int64_t rows) {
-    Value all = kb.index(paddedK / blockK);
-    if (!in.causal)
-      return all;
-    Value end = kb.addi(q0, kb.index(rows + seqK - seqQ));
-    Value blocks = arith::CeilDivUIOp::create(b, loc, end, kb.index(blockK));
-    return arith::MinUIOp::create(b, loc, blocks, all);
+  /// A [batch] i32 runtime limit of sequence bi as an index in [0, seq_k].
+  Value perSequence(Value values, Value bi) {
+    Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), kb.load(values, {bi}));
+    return kb.mini(arith::MaxSIOp::create(b, loc, index, kb.index(0)), kb.index(seqK));
+  }
+
+  /// The keys sequence bi has: key_length[bi] or seq_k.
+  Value keyLimit(Value bi) { return in.keyLength ? perSequence(in.keyLength, bi) : kb.index(seqK); }
+
+  /// Where query 0 of sequence bi stands among the keys: query_offset[bi]
+  /// or seq_k - seq_q (bottom-right aligned).
+  Value diagonalOffset(Value bi) {
+    return in.queryOffset ? perSequence(in.queryOffset, bi) : kb.index(seqK - seqQ);
+  }
+
+  /// `keys` rounded up to whole key blocks.
+  Value paddedKeys(Value keys) {
+    return kb.muli(arith::CeilDivUIOp::create(b, loc, keys, kb.index(blockK)), blockK);
+  }
+
+  /// One past the last key query qi of sequence bi may see.
+  Value visibleEnd(Value bi, Value qi) {
+    Value end = keyLimit(bi);
+    if (in.causal)
+      end = kb.mini(end, kb.addi(kb.addi(qi, diagonalOffset(bi)), kb.index(1)));
+    return end;
+  }
+
+  /// Number of key blocks a query block starting at q0 with `rows` rows
+  /// sees; blocks past it are never read.
+  Value keyBlockCount(Value bi, Value q0, int64_t rows) {
+    Value end = visibleEnd(bi, kb.addi(q0, kb.index(rows - 1)));
+    return arith::CeilDivUIOp::create(b, loc, end, kb.index(blockK));
   }
 
   /// Key blocks below this one are visible from every row of the query
-  /// block at q0, so need no masking: those before seq_k and, when causal,
-  /// before the diagonal.
-  Value unmaskedBlockCount(Value q0) {
-    Value unmasked = kb.index(seqK / blockK);
-    if (in.causal)
-      unmasked = kb.mini(unmasked, arith::DivUIOp::create(b, loc, kb.addi(q0, kb.index(seqK - seqQ + 1)),
-                                                          kb.index(blockK)));
-    return unmasked;
-  }
+  /// block at q0, so need no masking: those before the key limit and, when
+  /// causal, before the diagonal.
+  Value unmaskedBlockCount(Value bi, Value q0) { return kb.divui(visibleEnd(bi, q0), blockK); }
 
   /// Calls `body(masked)` under an scf.if on whether key block `block` of
   /// the query block at q0 needs masking.
-  void ifMasked(Value block, Value q0, function_ref<void(bool)> body) {
+  void ifMasked(Value bi, Value block, Value q0, function_ref<void(bool)> body) {
     Value masked =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, block, unmaskedBlockCount(q0));
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, block, unmaskedBlockCount(bi, q0));
     auto branch = scf::IfOp::create(b, loc, masked, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(branch.thenBlock()->getTerminator());
@@ -213,11 +236,7 @@ protected:
                                bool masked, double biasFactor = 1.0) {
     auto iotaType = VectorType::get({lanes}, b.getIndexType());
     Value iota = vector::StepOp::create(b, loc, iotaType);
-    // Keys j may be seen from query qi iff j < seq_k and, when causal,
-    // j <= qi + seq_k - seq_q.
-    Value limit = kb.index(seqK);
-    if (in.causal)
-      limit = kb.mini(limit, kb.addi(qi, kb.index(seqK - seqQ + 1)));
+    Value limit = visibleEnd(bi, qi);
     Value limitVector = vector::BroadcastOp::create(b, loc, iotaType, limit);
     SmallVector<Value> row;
     for (int64_t v = 0; v < blockK / lanes; ++v) {
@@ -272,7 +291,8 @@ public:
   void emit() {
     forEachPair([&](Value bi, Value hi) {
       Value keysT = packTransposedBlocks(in.k, bi, hi);
-      Value values = packRows(in.v, bi, hi, seqK, paddedK, 1.0);
+      Value keys = keyLimit(bi);
+      Value values = packRows(in.v, bi, hi, keys, paddedKeys(keys), paddedK, seqK - 1, 1.0);
       Scratch scratch{kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ, blockK}, f32()),
                       kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ}, f32()),
                       kb.allocate({kBlockQ, lanes}, f32())};
@@ -304,12 +324,13 @@ private:
       kb.store(kb.f32(kNegInf), s.max, {i});
       kb.storeVector(kb.splat(0.0), s.sum, {i, kb.index(0)});
     });
-    kb.forLoop(kb.index(0), keyBlockCount(q0, rows), 1, [&](Value block) {
+    kb.forLoop(kb.index(0), keyBlockCount(bi, q0, rows), 1, [&](Value block) {
       Value k0 = kb.muli(block, blockK);
       emitBlockProduct(s.queries, kb.index(0), keysT, block, rows, s.scores);
-      ifMasked(block, q0, [&](bool masked) { emitSoftmaxUpdate(bi, hi, s, q0, k0, rows, masked); });
-      // O += P V over the block's keys before seq_k.
-      Value kEnd = kb.mini(kb.addi(k0, kb.index(blockK)), kb.index(seqK));
+      ifMasked(bi, block, q0,
+               [&](bool masked) { emitSoftmaxUpdate(bi, hi, s, q0, k0, rows, masked); });
+      // O += P V over the block's keys before the key limit.
+      Value kEnd = kb.mini(kb.addi(k0, kb.index(blockK)), keyLimit(bi));
       emitAccumulate(
           s.output, kb.index(0), rows, k0, kEnd,
           [&](Value i, Value key) {
@@ -384,9 +405,10 @@ public:
       p.hi = hi;
       p.keysT = packTransposedBlocks(in.k, bi, hi);
       p.valuesT = packTransposedBlocks(in.v, bi, hi);
-      p.keys = packRows(in.k, bi, hi, seqK, paddedK, in.scale);
-      p.queries = packRows(in.q, bi, hi, seqQ, seqQ, in.scale);
-      p.gradOut = packRows(in.gradOut, bi, hi, seqQ, seqQ, 1.0);
+      p.keys =
+          packRows(in.k, bi, hi, kb.index(seqK), kb.index(paddedK), paddedK, seqK - 1, in.scale);
+      p.queries = packRows(in.q, bi, hi, kb.index(seqQ), kb.index(seqQ), seqQ, seqQ - 1, in.scale);
+      p.gradOut = packRows(in.gradOut, bi, hi, kb.index(seqQ), kb.index(seqQ), seqQ, seqQ - 1, 1.0);
       p.gradQ = kb.allocate({seqQ, headDim}, f32());
       p.probs = kb.allocate({kBlockQ, blockK}, f32());
       p.gradScores = kb.allocate({kBlockQ, blockK}, f32());
@@ -484,7 +506,7 @@ private:
     Value k0 = kb.muli(block, blockK);
     emitBlockProduct(p.queries, q0, p.keysT, block, rows, p.probs);
     emitBlockProduct(p.gradOut, q0, p.valuesT, block, rows, p.gradScores);
-    ifMasked(block, q0, [&](bool masked) {
+    ifMasked(p.bi, block, q0, [&](bool masked) {
       kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
         Value qi = kb.addi(q0, i);
         SmallVector<Value> scores = maskedRow(p.bi, p.hi, p.probs, i, qi, k0, masked);

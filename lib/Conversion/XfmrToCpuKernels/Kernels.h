@@ -54,6 +54,9 @@ struct AttentionOperands {
   mlir::Value keyBias;
   /// Rank-4 additive bias with broadcast dims of size 1, or null.
   mlir::Value bias;
+  /// [batch] i32: the position of each sequence's query 0 among the keys,
+  /// and how many keys it has (a KV cache filled so far); null when static.
+  mlir::Value queryOffset, keyLength;
   AttentionDims dims;
   double scale;
   bool causal;
@@ -107,6 +110,12 @@ AttentionOperands attentionOperands(KernelBuilder &kb, OpTy op, mlir::ValueRange
                                      scalar(-std::numeric_limits<double>::infinity()));
     in.keyBias = kb.readBuffer(keyBias);
   }
+  if constexpr (std::is_same_v<OpTy, FusedAttentionOp>) {
+    if (Value offset = op.getQueryOffset())
+      in.queryOffset = kb.readBuffer(offset);
+    if (Value length = op.getKeyLength())
+      in.keyLength = kb.readBuffer(length);
+  }
   if (Value bias = op.getAttnBias()) {
     auto biasType = cast<RankedTensorType>(bias.getType());
     SmallVector<int64_t> shape(4 - biasType.getRank(), 1);
@@ -157,6 +166,9 @@ public:
                                                             mlir::Type sumType,
                                                             mlir::Type resultType) const = 0;
   virtual void attention(KernelBuilder &kb, const AttentionOperands &operands) const = 0;
+  /// Whether attention() honours runtime key ranges (query_offset,
+  /// key_length); ops with them are otherwise left to the linalg lowering.
+  virtual bool handlesRuntimeKeyRanges() const { return false; }
   virtual void attentionBackward(KernelBuilder &kb, const AttentionOperands &operands) const = 0;
 
 private:

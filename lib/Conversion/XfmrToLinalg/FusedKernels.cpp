@@ -281,6 +281,10 @@ public:
   AttentionTiling(OpBuilder &b, Location loc, OpTy op, typename OpTy::Adaptor adaptor)
       : dims(op.getDims()), paddingMask(adaptor.getPaddingMask()),
         scale(op.getScale().convertToDouble()), causal(op.getCausal()) {
+    if constexpr (std::is_same_v<OpTy, FusedAttentionOp>) {
+      queryOffset = adaptor.getQueryOffset();
+      keyLength = adaptor.getKeyLength();
+    }
     auto q = tensorTypeOf(op.getQuery());
     elementType = q.getElementType();
     batch = q.getDimSize(dims.batch);
@@ -341,18 +345,35 @@ public:
                                           perRow, offsets, sizes, unitStrides(b, 3));
   }
 
-  /// Number of key blocks query block `qStart` must visit: all of them, or
-  /// with a causal mask only those at or below the diagonal.
-  Value keyBlockCount(OpBuilder &b, Location loc, Value qStart) {
-    Value all = arith::ConstantIndexOp::create(b, loc, seqK / blockK);
-    if (!causal)
-      return all;
-    // Last visible key of the block: qStart + blockQ - 1 + (seqK - seqQ).
-    Value end = arith::AddIOp::create(
-        b, loc, qStart, arith::ConstantIndexOp::create(b, loc, blockQ + seqK - seqQ));
-    Value blocks = arith::CeilDivUIOp::create(b, loc, end,
-                                              arith::ConstantIndexOp::create(b, loc, blockK));
-    return arith::MinUIOp::create(b, loc, blocks, all);
+  /// The position of query 0 of sequence `batchIv` in the keys' frame:
+  /// query_offset[b] clamped to [0, seq_k], or seq_k - seq_q.
+  Value diagonalOffset(OpBuilder &b, Location loc, Value batchIv) {
+    if (!queryOffset)
+      return arith::ConstantIndexOp::create(b, loc, seqK - seqQ);
+    return perSequence(b, loc, queryOffset, batchIv);
+  }
+
+  /// How many keys sequence `batchIv` has: key_length[b] clamped to
+  /// [0, seq_k], or seq_k.
+  Value keyLimit(OpBuilder &b, Location loc, Value batchIv) {
+    if (!keyLength)
+      return arith::ConstantIndexOp::create(b, loc, seqK);
+    return perSequence(b, loc, keyLength, batchIv);
+  }
+
+  /// Number of key blocks query block `qStart` must visit: those holding
+  /// keys before the key limit and, with a causal mask, at or below the
+  /// diagonal. Blocks past them are never read.
+  Value keyBlockCount(OpBuilder &b, Location loc, Value batchIv, Value qStart) {
+    Value end = keyLimit(b, loc, batchIv);
+    if (causal) {
+      // One past the last visible key of the block: qStart + blockQ + offset.
+      Value diagonalEnd = arith::AddIOp::create(
+          b, loc, arith::AddIOp::create(b, loc, qStart, diagonalOffset(b, loc, batchIv)),
+          arith::ConstantIndexOp::create(b, loc, blockQ));
+      end = arith::MinUIOp::create(b, loc, end, diagonalEnd);
+    }
+    return arith::CeilDivUIOp::create(b, loc, end, arith::ConstantIndexOp::create(b, loc, blockK));
   }
 
   /// The first query block that sees any key of the block at `kStart`.
@@ -386,7 +407,8 @@ public:
     }
     if (bias4d)
       inputs.push_back(extractBiasTile(b, loc, batchIv, head, qStart, kStart));
-    int64_t diagonalOffset = seqK - seqQ;
+    Value diagonal = causal ? diagonalOffset(b, loc, batchIv) : Value();
+    Value limit = keyLength ? keyLimit(b, loc, batchIv) : Value();
     return broadcastGeneric(
         b, loc, scoreType, inputs, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
           Value value =
@@ -394,13 +416,15 @@ public:
           if (bias4d)
             value = arith::AddFOp::create(nb, l, value, args.back());
           Value keep = arith::ConstantOp::create(nb, l, nb.getBoolAttr(true));
+          Value j = arith::AddIOp::create(nb, l, linalg::IndexOp::create(nb, l, 1), kStart);
           if (causal) {
             Value i = arith::AddIOp::create(nb, l, linalg::IndexOp::create(nb, l, 0), qStart);
-            Value j = arith::AddIOp::create(nb, l, linalg::IndexOp::create(nb, l, 1), kStart);
-            Value limit = arith::AddIOp::create(
-                nb, l, i, arith::ConstantIndexOp::create(nb, l, diagonalOffset));
-            keep = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sle, j, limit);
+            Value last = arith::AddIOp::create(nb, l, i, diagonal);
+            keep = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sle, j, last);
           }
+          if (limit)
+            keep = arith::AndIOp::create(
+                nb, l, keep, arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j, limit));
           if (hasPadding)
             keep = arith::AndIOp::create(nb, l, keep, args[1]);
           return arith::SelectOp::create(nb, l, keep, value,
@@ -435,12 +459,22 @@ public:
 
   AttentionDims dims;
   Value paddingMask, bias4d;
+  /// [batch] i32 runtime limits of a cache attention, or null.
+  Value queryOffset, keyLength;
   double scale;
   bool causal;
   Type elementType;
   int64_t batch, heads, seqQ, seqK, headDim, blockQ, blockK;
 
 private:
+  /// values[b] as an index clamped to [0, seq_k].
+  Value perSequence(OpBuilder &b, Location loc, Value values, Value batchIv) {
+    Value element = tensor::ExtractOp::create(b, loc, values, ValueRange{batchIv});
+    Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), element);
+    index = arith::MaxSIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, 0));
+    return arith::MinSIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, seqK));
+  }
+
   static SmallVector<OpFoldResult> unitStrides(OpBuilder &b, int64_t rank) {
     return SmallVector<OpFoldResult>(rank, b.getIndexAttr(1));
   }
@@ -530,7 +564,7 @@ struct FusedAttentionLowering : OpConversionPattern<FusedAttentionOp> {
     auto rowType = RankedTensorType::get({t.blockQ}, elementType);
     auto accType = RankedTensorType::get({t.blockQ, t.headDim}, elementType);
     auto loop = scf::ForOp::create(
-        b, loc, arith::ConstantIndexOp::create(b, loc, 0), t.keyBlockCount(b, loc, qStart),
+        b, loc, arith::ConstantIndexOp::create(b, loc, 0), t.keyBlockCount(b, loc, batchIv, qStart),
         arith::ConstantIndexOp::create(b, loc, 1),
         ValueRange{filledTensor(b, loc, rowType, kNegInf), filledTensor(b, loc, rowType, 0.0),
                    filledTensor(b, loc, accType, 0.0)},
@@ -661,8 +695,8 @@ struct FusedAttentionBackwardLowering : OpConversionPattern<FusedAttentionBackwa
           Value doTile =
               t.extractTile(b, loc, adaptor.getGradOutput(), batchIv, head, qStart, t.blockQ);
           auto loop = scf::ForOp::create(
-              b, loc, arith::ConstantIndexOp::create(b, loc, 0), t.keyBlockCount(b, loc, qStart),
-              arith::ConstantIndexOp::create(b, loc, 1),
+              b, loc, arith::ConstantIndexOp::create(b, loc, 0),
+              t.keyBlockCount(b, loc, batchIv, qStart), arith::ConstantIndexOp::create(b, loc, 1),
               ValueRange{filledTensor(b, loc, tileType(t.blockQ), 0.0)},
               [&](OpBuilder &nb, Location l, Value kb, ValueRange iter) {
                 Value kStart = scaledIndex(nb, l, kb, t.blockK);

@@ -523,6 +523,18 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
   }
 };
 
+/// Inside a generic over [batch, ...]: `offset` + starts[batch index],
+/// clamped to [0, limit], as an index.
+Value startPosition(OpBuilder &b, Location loc, Value starts, int64_t offset, int64_t limit) {
+  Value start =
+      tensor::ExtractOp::create(b, loc, starts, ValueRange{linalg::IndexOp::create(b, loc, 0)});
+  Value index =
+      arith::AddIOp::create(b, loc, arith::IndexCastOp::create(b, loc, b.getIndexType(), start),
+                            arith::ConstantIndexOp::create(b, loc, offset));
+  index = arith::MaxSIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, 0));
+  return arith::MinSIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, limit));
+}
+
 struct SinusoidalPositionLowering : OpConversionPattern<SinusoidalPositionEncodingOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(SinusoidalPositionEncodingOp op, OpAdaptor adaptor,
@@ -541,6 +553,9 @@ struct SinusoidalPositionLowering : OpConversionPattern<SinusoidalPositionEncodi
                 rewriter, op.getLoc(), type, adaptor.getInput(),
                 [&](OpBuilder &b, Location loc, ValueRange args) -> Value {
                   Value pos = linalg::IndexOp::create(b, loc, rank - 2);
+                  if (Value starts = adaptor.getPositions())
+                    pos = arith::AddIOp::create(b, loc, pos,
+                                                startPosition(b, loc, starts, 0, INT32_MAX));
                   Value feature = linalg::IndexOp::create(b, loc, rank - 1);
                   Value isCosine, twiceFrequency;
                   if (halves) {
@@ -582,6 +597,25 @@ struct LearnedPositionLowering : OpConversionPattern<LearnedPositionEncodingOp> 
     Location loc = op.getLoc();
     auto type = op.getType();
     int64_t seq = type.getDimSize(type.getRank() - 2), dModel = type.getShape().back();
+    if (Value starts = adaptor.getPositions()) {
+      // Sequence b's token t reads row offset + positions[b] + t.
+      Value table = adaptor.getTable();
+      int64_t rows = tensorTypeOf(table).getDimSize(0);
+      int64_t offset = static_cast<int64_t>(op.getOffset());
+      rewriter.replaceOp(
+          op, broadcastGeneric(
+                  rewriter, loc, type, adaptor.getInput(),
+                  [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                    Value start = startPosition(b, l, starts, offset, rows - 1);
+                    Value row = arith::MinSIOp::create(
+                        b, l, arith::AddIOp::create(b, l, start, linalg::IndexOp::create(b, l, 1)),
+                        arith::ConstantIndexOp::create(b, l, rows - 1));
+                    Value value = tensor::ExtractOp::create(
+                        b, l, table, ValueRange{row, linalg::IndexOp::create(b, l, 2)});
+                    return arith::AddFOp::create(b, l, args[0], value);
+                  }));
+      return success();
+    }
     auto sliceType = RankedTensorType::get({seq, dModel}, type.getElementType());
     Value positions = tensor::ExtractSliceOp::create(
         rewriter, loc, sliceType, adaptor.getTable(),
@@ -594,6 +628,78 @@ struct LearnedPositionLowering : OpConversionPattern<LearnedPositionEncodingOp> 
                                               return arith::AddFOp::create(b, l, args[0],
                                                                            args[1]);
                                             }));
+    return success();
+  }
+};
+
+/// One tensor.insert_slice per kept row into the loop-carried cache: only
+/// the chunk's rows are written, in place once bufferized.
+struct CacheUpdateLowering : OpConversionPattern<CacheUpdateOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(CacheUpdateOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto cacheType = tensorTypeOf(adaptor.getCache());
+    auto valuesType = tensorTypeOf(adaptor.getValues());
+    int64_t rank = cacheType.getRank();
+    auto c = [&](OpBuilder &b, int64_t value) {
+      return arith::ConstantIndexOp::create(b, loc, value);
+    };
+    SmallVector<int64_t> rowShape(valuesType.getShape());
+    rowShape[0] = rowShape[1] = 1;
+    auto rowType = RankedTensorType::get(rowShape, valuesType.getElementType());
+    // Offsets, sizes and strides of row (b, t) of a [batch, rows, ...] tensor.
+    auto rowSlice = [&](OpBuilder &b, Value batch, Value row) {
+      SmallVector<OpFoldResult> offsets(rank, b.getIndexAttr(0)), sizes,
+          strides(rank, b.getIndexAttr(1));
+      for (int64_t size : rowShape)
+        sizes.push_back(b.getIndexAttr(size));
+      offsets[0] = batch;
+      offsets[1] = row;
+      return std::make_tuple(offsets, sizes, strides);
+    };
+    auto forRange = [&](OpBuilder &b, int64_t count, Value init,
+                        function_ref<Value(OpBuilder &, Value, Value)> body) {
+      return scf::ForOp::create(b, loc, c(b, 0), c(b, count), c(b, 1), ValueRange{init},
+                                [&](OpBuilder &nb, Location l, Value iv, ValueRange iter) {
+                                  scf::YieldOp::create(nb, l, body(nb, iv, iter[0]));
+                                })
+          .getResult(0);
+    };
+    Value updated = forRange(
+        rewriter, cacheType.getDimSize(0), adaptor.getCache(),
+        [&](OpBuilder &b, Value batch, Value cache) {
+          Value start = tensor::ExtractOp::create(b, loc, adaptor.getPositions(), batch);
+          Value first = arith::IndexCastOp::create(b, loc, b.getIndexType(), start);
+          return forRange(
+              b, valuesType.getDimSize(1), cache, [&](OpBuilder &nb, Value t, Value current) {
+                Value row = arith::AddIOp::create(nb, loc, first, t);
+                // Rows before 0 or past the capacity, and masked rows, stay.
+                Value write = arith::AndIOp::create(
+                    nb, loc,
+                    arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::sge, row, c(nb, 0)),
+                    arith::CmpIOp::create(nb, loc, arith::CmpIPredicate::slt, row,
+                                          c(nb, cacheType.getDimSize(1))));
+                if (Value mask = adaptor.getMask())
+                  write = arith::AndIOp::create(
+                      nb, loc, write,
+                      tensor::ExtractOp::create(nb, loc, mask, ValueRange{batch, t}));
+                auto branch = scf::IfOp::create(
+                    nb, loc, write,
+                    [&](OpBuilder &tb, Location l) {
+                      auto [offsets, sizes, strides] = rowSlice(tb, batch, t);
+                      Value slice = tensor::ExtractSliceOp::create(
+                          tb, l, rowType, adaptor.getValues(), offsets, sizes, strides);
+                      offsets[1] = row;
+                      scf::YieldOp::create(tb, l,
+                                           ValueRange{tensor::InsertSliceOp::create(
+                                               tb, l, slice, current, offsets, sizes, strides)});
+                    },
+                    [&](OpBuilder &eb, Location l) { scf::YieldOp::create(eb, l, current); });
+                return branch.getResult(0);
+              });
+        });
+    rewriter.replaceOp(op, updated);
     return success();
   }
 };
@@ -613,6 +719,10 @@ struct PoolLowering : OpConversionPattern<PoolOp> {
     Type elementType = resultType.getElementType();
     int64_t batch = inputType.getDimSize(0), d = inputType.getDimSize(2);
     PoolMode mode = op.getMode();
+    if (mode == PoolMode::last) {
+      rewriter.replaceOp(op, lastKept(rewriter, loc, input, mask, resultType));
+      return success();
+    }
     if (mode == PoolMode::cls) {
       auto first = tensor::ExtractSliceOp::create(
           rewriter, loc, RankedTensorType::get({batch, 1, d}, elementType), input,
@@ -680,6 +790,39 @@ struct PoolLowering : OpConversionPattern<PoolOp> {
                                               return arith::DivFOp::create(b, l, args[0], args[1]);
                                             }));
     return success();
+  }
+
+  /// Row b of the result is input[b, s] for the largest s that mask[b]
+  /// keeps (0 if none).
+  static Value lastKept(OpBuilder &b, Location loc, Value input, Value mask,
+                        RankedTensorType resultType) {
+    auto maskType = tensorTypeOf(mask);
+    auto indexType = RankedTensorType::get({maskType.getDimSize(0)}, b.getIndexType());
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value empty = tensor::EmptyOp::create(b, loc, indexType.getShape(), b.getIndexType());
+    Value init = linalg::FillOp::create(b, loc, ValueRange{zero}, ValueRange{empty}).getResult(0);
+    MLIRContext *context = b.getContext();
+    AffineExpr row = getAffineDimExpr(0, context), token = getAffineDimExpr(1, context);
+    Value last = linalg::GenericOp::create(
+                     b, loc, indexType, ValueRange{mask}, init,
+                     ArrayRef<AffineMap>{AffineMap::get(2, 0, {row, token}, context),
+                                         AffineMap::get(2, 0, {row}, context)},
+                     ArrayRef<utils::IteratorType>{utils::IteratorType::parallel,
+                                                   utils::IteratorType::reduction},
+                     [&](OpBuilder &nb, Location l, ValueRange args) {
+                       Value index = linalg::IndexOp::create(nb, l, 1);
+                       Value kept = arith::SelectOp::create(nb, l, args[0], index, args[1]);
+                       linalg::YieldOp::create(
+                           nb, l, ValueRange{arith::MaxUIOp::create(nb, l, kept, args[1])});
+                     })
+                     .getResult(0);
+    return broadcastGeneric(
+        b, loc, resultType, ValueRange{}, [&](OpBuilder &nb, Location l, ValueRange) -> Value {
+          Value batch = linalg::IndexOp::create(nb, l, 0);
+          Value token = tensor::ExtractOp::create(nb, l, last, batch);
+          return tensor::ExtractOp::create(
+              nb, l, input, ValueRange{batch, token, linalg::IndexOp::create(nb, l, 1)});
+        });
   }
 };
 
@@ -872,7 +1015,7 @@ struct ConvertXfmrToLinalgPass
                  DropoutLowering, PoolLowering, L2NormalizeLowering, TransposeLowering,
                  ReshapeLowering, ReduceLowering, MatmulLowering, CausalMaskLowering,
                  EmbeddingLowering, SinusoidalPositionLowering, LearnedPositionLowering,
-                 CrossEntropyLowering, CrossEntropyBackwardLowering>(context);
+                 CrossEntropyLowering, CrossEntropyBackwardLowering, CacheUpdateLowering>(context);
     populateFusedKernelLoweringPatterns(patterns);
     populateBackwardLoweringPatterns(patterns);
     populateTrainingLoweringPatterns(patterns);

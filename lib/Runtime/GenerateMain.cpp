@@ -1,0 +1,19 @@
+//===- GenerateMain.cpp - main() of compiled generators -------------------===//
+//
+// `xfmrc --generate` links this (libxfmr_generate_main.a) with a model object
+// that defines the prefill and decode entries under the symbol prefix
+// `xfmr_model`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xfmr-rt/xfmr_runtime.h"
+
+extern "C" const char xfmr_model_prefill_manifest[];
+extern "C" void xfmr_model_prefill_packed(void **args);
+extern "C" const char xfmr_model_decode_manifest[];
+extern "C" void xfmr_model_decode_packed(void **args);
+
+int main(int argc, char **argv) {
+  return xfmr_generator_main(argc, argv, xfmr_model_prefill_manifest, xfmr_model_prefill_packed,
+                             xfmr_model_decode_manifest, xfmr_model_decode_packed);
+}

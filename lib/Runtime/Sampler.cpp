@@ -1,0 +1,101 @@
+//===- Sampler.cpp - the next token from logits ---------------------------===//
+//
+// The filters are those of transformers' RepetitionPenaltyLogitsProcessor,
+// TemperatureLogitsWarper, TopKLogitsWarper and TopPLogitsWarper, applied in
+// generate()'s order; test/e2e_lib/sampling.py checks the probabilities
+// against them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+using namespace xfmr::rt;
+
+std::vector<float> xfmr::rt::sampledProbabilities(const float *logits, int64_t vocab,
+                                                  const xfmr_sampling &s, const int32_t *history,
+                                                  size_t historyLength) {
+  std::vector<double> scores(logits, logits + vocab);
+  // Each token seen in the last repeat_last_n (0: all) is penalised once.
+  if (s.repeat_penalty != 1.0) {
+    size_t first = s.repeat_last_n > 0 && historyLength > static_cast<size_t>(s.repeat_last_n)
+                       ? historyLength - s.repeat_last_n
+                       : 0;
+    std::vector<bool> seen(vocab, false);
+    for (size_t i = first; i < historyLength; ++i)
+      if (history[i] >= 0 && history[i] < vocab)
+        seen[history[i]] = true;
+    for (int64_t v = 0; v < vocab; ++v)
+      if (seen[v])
+        scores[v] = scores[v] < 0 ? scores[v] * s.repeat_penalty : scores[v] / s.repeat_penalty;
+  }
+  std::vector<float> probabilities(vocab, 0.0f);
+  if (vocab == 0)
+    return probabilities;
+  if (s.temperature <= 0) {
+    probabilities[std::max_element(scores.begin(), scores.end()) - scores.begin()] = 1.0f;
+    return probabilities;
+  }
+  for (double &score : scores)
+    score /= s.temperature;
+  std::vector<int64_t> order(vocab);
+  std::iota(order.begin(), order.end(), 0);
+  // Highest first; equal scores in token order.
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    return scores[a] != scores[b] ? scores[a] > scores[b] : a < b;
+  });
+  int64_t kept = vocab;
+  if (s.top_k > 0 && s.top_k < vocab) {
+    // Ties with the k-th score stay, as torch.topk's threshold keeps them.
+    double threshold = scores[order[s.top_k - 1]];
+    kept = s.top_k;
+    while (kept < vocab && scores[order[kept]] >= threshold)
+      ++kept;
+  }
+  double maximum = scores[order[0]];
+  std::vector<double> weights(kept);
+  double sum = 0;
+  for (int64_t i = 0; i < kept; ++i)
+    sum += weights[i] = std::exp(scores[order[i]] - maximum);
+  if (s.top_p < 1.0) {
+    // Drop the least likely tokens whose probabilities add up to at most
+    // 1 - top_p (ascending order), keeping at least one.
+    double dropped = 0;
+    int64_t keep = kept;
+    for (int64_t i = kept - 1; i > 0; --i) {
+      dropped += weights[i] / sum;
+      if (dropped > 1.0 - s.top_p)
+        break;
+      keep = i;
+    }
+    kept = keep;
+    sum = std::accumulate(weights.begin(), weights.begin() + kept, 0.0);
+  }
+  for (int64_t i = 0; i < kept; ++i)
+    probabilities[order[i]] = static_cast<float>(weights[i] / sum);
+  return probabilities;
+}
+
+int32_t Sampler::sample(const float *logits, int64_t vocab, const std::vector<int32_t> &history) {
+  std::vector<float> probabilities =
+      sampledProbabilities(logits, vocab, settings, history.data(), history.size());
+  if (settings.temperature <= 0)
+    return static_cast<int32_t>(std::max_element(probabilities.begin(), probabilities.end()) -
+                                probabilities.begin());
+  double draw = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+  double cumulative = 0;
+  int32_t last = 0;
+  for (int64_t v = 0; v < vocab; ++v) {
+    if (probabilities[v] <= 0)
+      continue;
+    cumulative += probabilities[v];
+    last = static_cast<int32_t>(v);
+    if (draw < cumulative)
+      return last;
+  }
+  return last;
+}
