@@ -59,9 +59,50 @@ func.func @gemm(%x: tensor<2x8x16xf32>, %w: tensor<16x44xf32>, %b: tensor<44xf32
 // CHECK: vector.maskedstore
 // WIDE-LABEL: func @gemm_nk
 // WIDE-COUNT-64: vector.shuffle %{{.*}} : vector<16xf32>, vector<16xf32>
-func.func @gemm_nk(%x: tensor<8x20xf32>, %w: tensor<36x20xf32>) -> tensor<8x36xf32> {
-  %y = xfmr.fused_linear %x, %w {transpose_weight} : (tensor<8x20xf32>, tensor<36x20xf32>) -> tensor<8x36xf32>
-  return %y : tensor<8x36xf32>
+func.func @gemm_nk(%x: tensor<16x20xf32>, %w: tensor<36x20xf32>) -> tensor<16x36xf32> {
+  %y = xfmr.fused_linear %x, %w {transpose_weight} : (tensor<16x20xf32>, tensor<36x20xf32>) -> tensor<16x36xf32>
+  return %y : tensor<16x36xf32>
+}
+
+// -----
+
+// A product of a few rows (a decode step) reads its [K, N] weight once,
+// unpacked: K is cut into 16 slabs of 4 rows, each slab's rows streamed
+// into partial sums of all columns (2 full vectors and a 4-column tail),
+// then the partials added up and the epilogue applied, a vector of columns
+// at a time.
+// CHECK-LABEL: func @skinny_kn
+// CHECK: %[[W:.*]] = bufferization.to_buffer %{{.*}} : tensor<64x20xf32>
+// CHECK: %[[PARTIAL:.*]] = memref.alloc() {{.*}} : memref<16x2x24xf32>
+// CHECK: scf.forall (%[[SLAB:.*]]) in (16)
+// CHECK: scf.for %[[K:.*]] = %{{.*}} to %{{.*}} step %c1
+// CHECK: vector.load %[[W]][%[[K]], %{{.*}}] : {{.*}}, vector<8xf32>
+// CHECK: vector.fma
+// CHECK: vector.maskedload %[[W]][%[[K]], %c16]
+// CHECK: scf.forall (%{{.*}}) in (3)
+// CHECK-COUNT-16: vector.load %[[PARTIAL]]
+// CHECK: arith.maximumf
+// CHECK-NOT: memref.alloc() {{.*}} : memref<1x64x16xf32>
+func.func @skinny_kn(%x: tensor<2x64xf32>, %w: tensor<64x20xf32>) -> tensor<2x20xf32> {
+  %y = xfmr.fused_linear %x, %w {activation = #xfmr.activation<relu>} : (tensor<2x64xf32>, tensor<64x20xf32>) -> tensor<2x20xf32>
+  return %y : tensor<2x20xf32>
+}
+
+// -----
+
+// A [N, K] weight with a few rows of A: each output a dot product along a
+// contiguous row of the weight (3 outputs at a time for 2 rows of A and 16
+// registers), the depth tail masked, reduced and finished as a scalar.
+// CHECK-LABEL: func @skinny_nk
+// CHECK: %[[W:.*]] = bufferization.to_buffer %{{.*}} : tensor<7x20xf32>
+// CHECK: scf.forall (%{{.*}}) in (3)
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: vector.maskedload %[[W]]
+// CHECK: vector.reduction <add>
+// CHECK: memref.store
+func.func @skinny_nk(%x: tensor<2x20xf32>, %w: tensor<7x20xf32>) -> tensor<2x7xf32> {
+  %y = xfmr.fused_linear %x, %w {transpose_weight} : (tensor<2x20xf32>, tensor<7x20xf32>) -> tensor<2x7xf32>
+  return %y : tensor<2x7xf32>
 }
 
 // -----

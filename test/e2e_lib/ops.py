@@ -171,7 +171,10 @@ def gen_linear():
                 # Enough rows and columns for 128 x 128 GPU tiles (12 x 12),
                 # 8-deep stages, all with tails; each factor staged both ways.
                 xl=randn(1500, 44), wl=randn(1480, 44, scale=0.2), bl=randn(1480, scale=0.5),
-                al=randn(44, 1500), ml=randn(44, 1480, scale=0.2))
+                al=randn(44, 1500), ml=randn(44, 1480, scale=0.2),
+                # A few rows (a decode step): depth and columns with tails.
+                xs=randn(1, 1, 200), ws=randn(200, 37, scale=0.1), bs=randn(37, scale=0.5),
+                rs=randn(1, 1, 37), xm=randn(6, 200), wst=randn(37, 200, scale=0.1))
 
 
 def ref_linear(x):
@@ -188,7 +191,10 @@ def ref_linear(x):
                 wide_tn=t(x["pt"]).T @ t(x["wb"]),
                 odd_nk=t(x["xo"]) @ t(x["wo"]).T,
                 large_nt=t(x["xl"]) @ t(x["wl"]).T + t(x["bl"]),
-                large_tn=t(x["al"]).T @ t(x["ml"]))
+                large_tn=t(x["al"]).T @ t(x["ml"]),
+                skinny_silu_residual=torch.nn.functional.silu(t(x["xs"]) @ t(x["ws"]) + t(x["bs"]))
+                + t(x["rs"]),
+                skinny_nk_tanh=torch.tanh(t(x["xm"]) @ t(x["wst"]).T + t(x["bs"])))
 
 
 def gen_elementwise():

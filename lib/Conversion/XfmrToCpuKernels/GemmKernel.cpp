@@ -145,6 +145,121 @@ void packTail(KernelBuilder &kb, const GemmOperands &g, Value packed, int64_t ta
   });
 }
 
+/// Rows up to which a product counts as skinny, and the slabs K is cut into.
+constexpr int64_t kSkinnyRows = 8;
+constexpr int64_t kSkinnySlabs = 16;
+
+/// The epilogue of output element (m, n) on a vector of `valid` columns
+/// from n (or a scalar): bias, activation, residual, store.
+void storeFinished(KernelBuilder &kb, const GemmOperands &g, Value value, Value m, Value n,
+                   int64_t valid, bool scalar) {
+  OpBuilder &b = kb.builder();
+  if (g.bias)
+    value = kb.add(value, scalar ? kb.load(g.bias, {n}) : kb.loadVector(g.bias, {n}, valid));
+  value = lowering::buildActivation(b, kb.location(), g.activation, value);
+  if (g.residual)
+    value = kb.add(value,
+                   scalar ? kb.load(g.residual, {m, n}) : kb.loadVector(g.residual, {m, n}, valid));
+  if (scalar)
+    kb.store(value, g.c, {m, n});
+  else
+    kb.storeVector(value, g.c, {m, n}, valid);
+}
+
+/// C = epilogue(A B) for B [K, N]: partial[s] = A[:, slab s] B[slab s, :],
+/// each slab of B read row after row, then C = sum over s of partial[s].
+void emitSkinnyGemmAlongK(KernelBuilder &kb, const GemmOperands &g) {
+  int64_t lanes = kb.cpu().lanes;
+  int64_t slabs = std::min(kSkinnySlabs, g.k);
+  int64_t slabRows = (g.k + slabs - 1) / slabs;
+  slabs = (g.k + slabRows - 1) / slabRows;
+  int64_t vectors = (g.n + lanes - 1) / lanes, lastValid = g.n - (vectors - 1) * lanes;
+  OpBuilder &b = kb.builder();
+  Value partial = kb.allocate({slabs, g.m, vectors * lanes}, b.getF32Type());
+  kb.parallelFor(slabs, [&](Value slab) {
+    Value begin = kb.muli(slab, slabRows);
+    Value end = kb.mini(kb.addi(begin, kb.index(slabRows)), kb.index(g.k));
+    for (int64_t m = 0; m < g.m; ++m)
+      kb.forLoop(kb.index(0), kb.index(vectors * lanes), lanes, [&](Value col) {
+        kb.storeVector(kb.splat(0.0), partial, {slab, kb.index(m), col});
+      });
+    kb.forLoop(begin, end, 1, [&](Value k) {
+      SmallVector<Value> a;
+      for (int64_t m = 0; m < g.m; ++m)
+        a.push_back(kb.splat(kb.load(g.a, {kb.index(m), k})));
+      auto update = [&](Value col, int64_t valid) {
+        Value row = kb.loadVector(g.b, {k, col}, valid);
+        for (int64_t m = 0; m < g.m; ++m) {
+          SmallVector<Value> at = {slab, kb.index(m), col};
+          kb.storeVector(kb.fma(a[m], row, kb.loadVector(partial, at)), partial, at);
+        }
+      };
+      kb.forLoop(kb.index(0), kb.index((vectors - 1) * lanes), lanes,
+                 [&](Value col) { update(col, lanes); });
+      update(kb.index((vectors - 1) * lanes), lastValid);
+    });
+  });
+  // Sums and epilogue, a vector of columns at a time.
+  kb.parallelFor(vectors, [&](Value vector) {
+    Value col = kb.muli(vector, lanes);
+    auto finish = [&](int64_t valid) {
+      for (int64_t m = 0; m < g.m; ++m) {
+        Value sum = kb.splat(0.0);
+        for (int64_t s = 0; s < slabs; ++s)
+          sum = kb.add(sum, kb.loadVector(partial, {kb.index(s), kb.index(m), col}));
+        storeFinished(kb, g, sum, kb.index(m), col, valid, /*scalar=*/false);
+      }
+    };
+    if (lastValid == lanes)
+      return finish(lanes);
+    kb.ifThenElse(
+        kb.below(vector, vectors - 1), [&] { finish(lanes); }, [&] { finish(lastValid); });
+  });
+}
+
+/// C = epilogue(A B^T) for B [N, K]: outputs in groups, each a dot product
+/// of A's rows with a contiguous row of B, groups of rows of B to a thread.
+void emitSkinnyGemmAlongN(KernelBuilder &kb, const GemmOperands &g) {
+  int64_t lanes = kb.cpu().lanes;
+  // Accumulators for m rows x group outputs, plus A's and B's vectors.
+  int64_t group = std::clamp<int64_t>((kb.cpu().registers - 2) / (g.m + 1) - 1, 1, 8);
+  int64_t fullK = g.k / lanes * lanes, tailK = g.k - fullK;
+  int64_t groups = (g.n + group - 1) / group;
+  kb.parallelFor(groups, [&](Value index) {
+    Value n0 = kb.muli(index, group);
+    auto outputs = [&](int64_t count) {
+      SmallVector<Value> acc(g.m * count, kb.splat(0.0));
+      auto step = [&](Value k, int64_t valid) {
+        SmallVector<Value> a, rows;
+        for (int64_t m = 0; m < g.m; ++m)
+          a.push_back(kb.loadVector(g.a, {kb.index(m), k}, valid));
+        for (int64_t j = 0; j < count; ++j)
+          rows.push_back(kb.loadVector(g.b, {kb.addi(n0, kb.index(j)), k}, valid));
+        for (int64_t m = 0; m < g.m; ++m)
+          for (int64_t j = 0; j < count; ++j)
+            acc[m * count + j] = kb.fma(a[m], rows[j], acc[m * count + j]);
+      };
+      acc = llvm::to_vector(
+          kb.forLoop(kb.index(0), kb.index(fullK), lanes, acc, [&](Value k, ValueRange carried) {
+            acc.assign(carried.begin(), carried.end());
+            step(k, lanes);
+            return acc;
+          }));
+      if (tailK)
+        step(kb.index(fullK), tailK);
+      for (int64_t m = 0; m < g.m; ++m)
+        for (int64_t j = 0; j < count; ++j)
+          storeFinished(kb, g, kb.reduceAdd(acc[m * count + j]), kb.index(m),
+                        kb.addi(n0, kb.index(j)), 1, /*scalar=*/true);
+    };
+    if (int64_t last = g.n - (groups - 1) * group; last != group)
+      kb.ifThenElse(
+          kb.below(index, groups - 1), [&] { outputs(group); }, [&] { outputs(last); });
+    else
+      outputs(group);
+  });
+}
+
 } // namespace
 
 Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB,
@@ -163,6 +278,13 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
   g.bias = bias ? kb.readBuffer(bias) : Value();
   g.residual = residual ? kb.readBuffer(residual) : Value();
   g.c = kb.allocate({g.m, g.n}, aType.getElementType());
+  if (g.m <= kSkinnyRows && !g.transposeA) {
+    if (g.transposeB)
+      emitSkinnyGemmAlongN(kb, g);
+    else
+      emitSkinnyGemmAlongK(kb, g);
+    return kb.asTensor(g.c);
+  }
 
   // Column chunks: full panels, then the tail columns (masked vectors).
   int64_t lanes = kb.cpu().lanes, panel = 2 * lanes;

@@ -1,5 +1,6 @@
 // linear and fused_linear (every activation, bias, residual, both weight
-// layouts) and the primitive matmul with broadcast batch dimensions.
+// layouts; products of a few rows, as decoding makes, too) and the
+// primitive matmul with broadcast batch dimensions.
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python %testlib/ops.py generate linear %t/inputs.safetensors
@@ -34,6 +35,8 @@
 // CHECK: PASS: odd_nk
 // CHECK: PASS: large_nt
 // CHECK: PASS: large_tn
+// CHECK: PASS: skinny_silu_residual
+// CHECK: PASS: skinny_nk_tanh
 
 func.func @forward(%x: tensor<3x5x24xf32> {xfmr.input = "x"}, %w: tensor<24x36xf32> {xfmr.input = "w"},
                    %wt: tensor<36x24xf32> {xfmr.input = "wt"}, %bias: tensor<36xf32> {xfmr.input = "bias"},
@@ -46,14 +49,19 @@ func.func @forward(%x: tensor<3x5x24xf32> {xfmr.input = "x"}, %w: tensor<24x36xf
                    %xo: tensor<7x13xf32> {xfmr.input = "xo"}, %wo: tensor<19x13xf32> {xfmr.input = "wo"},
                    %xl: tensor<1500x44xf32> {xfmr.input = "xl"}, %wl: tensor<1480x44xf32> {xfmr.input = "wl"},
                    %bl: tensor<1480xf32> {xfmr.input = "bl"}, %al: tensor<44x1500xf32> {xfmr.input = "al"},
-                   %ml: tensor<44x1480xf32> {xfmr.input = "ml"})
+                   %ml: tensor<44x1480xf32> {xfmr.input = "ml"},
+                   %xs: tensor<1x1x200xf32> {xfmr.input = "xs"}, %ws: tensor<200x37xf32> {xfmr.input = "ws"},
+                   %bs: tensor<37xf32> {xfmr.input = "bs"}, %rs: tensor<1x1x37xf32> {xfmr.input = "rs"},
+                   %xm: tensor<6x200xf32> {xfmr.input = "xm"}, %wst: tensor<37x200xf32> {xfmr.input = "wst"})
     -> (tensor<3x5x36xf32> {xfmr.output = "linear_bias"}, tensor<3x5x36xf32> {xfmr.output = "linear_nk"},
         tensor<3x5x36xf32> {xfmr.output = "fused_relu"}, tensor<3x5x36xf32> {xfmr.output = "fused_gelu"},
         tensor<3x5x36xf32> {xfmr.output = "fused_gelu_tanh_residual"}, tensor<3x5x36xf32> {xfmr.output = "fused_none_nk"},
         tensor<2x3x5x6xf32> {xfmr.output = "matmul_broadcast"}, tensor<2x3x5x6xf32> {xfmr.output = "matmul_transposed"},
         tensor<2x70x136xf32> {xfmr.output = "wide_gelu"}, tensor<2x70x136xf32> {xfmr.output = "wide_nk_residual"},
         tensor<140x136xf32> {xfmr.output = "wide_tn"}, tensor<7x19xf32> {xfmr.output = "odd_nk"},
-        tensor<1500x1480xf32> {xfmr.output = "large_nt"}, tensor<1500x1480xf32> {xfmr.output = "large_tn"}) {
+        tensor<1500x1480xf32> {xfmr.output = "large_nt"}, tensor<1500x1480xf32> {xfmr.output = "large_tn"},
+        tensor<1x1x37xf32> {xfmr.output = "skinny_silu_residual"},
+        tensor<6x37xf32> {xfmr.output = "skinny_nk_tanh"}) {
   %0 = xfmr.linear %x, %w, %bias : (tensor<3x5x24xf32>, tensor<24x36xf32>, tensor<36xf32>) -> tensor<3x5x36xf32>
   %1 = xfmr.linear %x, %wt {transpose_weight} : (tensor<3x5x24xf32>, tensor<36x24xf32>) -> tensor<3x5x36xf32>
   %2 = xfmr.fused_linear %x, %w bias(%bias) {activation = #xfmr.activation<relu>} : (tensor<3x5x24xf32>, tensor<24x36xf32>, tensor<36xf32>) -> tensor<3x5x36xf32>
@@ -69,5 +77,9 @@ func.func @forward(%x: tensor<3x5x24xf32> {xfmr.input = "x"}, %w: tensor<24x36xf
   %11 = xfmr.linear %xo, %wo {transpose_weight} : (tensor<7x13xf32>, tensor<19x13xf32>) -> tensor<7x19xf32>
   %12 = xfmr.linear %xl, %wl, %bl {transpose_weight} : (tensor<1500x44xf32>, tensor<1480x44xf32>, tensor<1480xf32>) -> tensor<1500x1480xf32>
   %13 = xfmr.matmul %al, %ml {transpose_lhs} : (tensor<44x1500xf32>, tensor<44x1480xf32>) -> tensor<1500x1480xf32>
-  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13 : tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<2x3x5x6xf32>, tensor<2x3x5x6xf32>, tensor<2x70x136xf32>, tensor<2x70x136xf32>, tensor<140x136xf32>, tensor<7x19xf32>, tensor<1500x1480xf32>, tensor<1500x1480xf32>
+  %14 = xfmr.fused_linear %xs, %ws bias(%bs) residual(%rs) {activation = #xfmr.activation<silu>}
+        : (tensor<1x1x200xf32>, tensor<200x37xf32>, tensor<37xf32>, tensor<1x1x37xf32>) -> tensor<1x1x37xf32>
+  %15 = xfmr.fused_linear %xm, %wst bias(%bs) {activation = #xfmr.activation<tanh>, transpose_weight}
+        : (tensor<6x200xf32>, tensor<37x200xf32>, tensor<37xf32>) -> tensor<6x37xf32>
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15 : tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<2x3x5x6xf32>, tensor<2x3x5x6xf32>, tensor<2x70x136xf32>, tensor<2x70x136xf32>, tensor<140x136xf32>, tensor<7x19xf32>, tensor<1500x1480xf32>, tensor<1500x1480xf32>, tensor<1x1x37xf32>, tensor<6x37xf32>
 }
