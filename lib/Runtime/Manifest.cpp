@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iostream>
 #include <malloc.h>
+#include <sys/mman.h>
 #include <optional>
 #include <sstream>
 
@@ -105,12 +106,19 @@ Manifest xfmr::rt::parseManifest(const char *text) {
   return manifest;
 }
 
-Buffer::Buffer(size_t bytes)
-    : data(static_cast<uint8_t *>(
-          std::aligned_alloc(64, std::max<size_t>(64, (bytes + 63) / 64 * 64)))),
-      size(bytes) {
+/// Buffers from this size on live on 2 MiB pages where the kernel allows:
+/// streaming a model's weights through 4 KiB pages halves the read bandwidth
+/// (a TLB miss every 4 KiB).
+static constexpr size_t kHugePage = size_t(2) << 20;
+
+Buffer::Buffer(size_t bytes) : size(bytes) {
+  size_t alignment = bytes >= kHugePage ? kHugePage : 64;
+  size_t rounded = std::max(alignment, (bytes + alignment - 1) / alignment * alignment);
+  data = static_cast<uint8_t *>(std::aligned_alloc(alignment, rounded));
   if (!data)
     fail("out of memory allocating " + std::to_string(bytes) + " bytes");
+  if (alignment == kHugePage)
+    madvise(data, rounded, MADV_HUGEPAGE);
   std::memset(data, 0, size);
 }
 
