@@ -209,6 +209,12 @@ int64_t xfmr_generator_length(const xfmr_generator *generator, int64_t sequence)
 int xfmr_generator_main(int argc, char **argv, const char *prefill_manifest,
                         void (*prefill)(void **args), const char *decode_manifest,
                         void (*decode)(void **args));
+/* The same for an encoder-decoder, whose `encode` entry reads the prompt as
+ * the source before the decoder generates. */
+int xfmr_seq2seq_generator_main(int argc, char **argv, const char *encode_manifest,
+                                void (*encode)(void **args), const char *prefill_manifest,
+                                void (*prefill)(void **args), const char *decode_manifest,
+                                void (*decode)(void **args));
 
 #ifdef __cplusplus
 }

@@ -349,6 +349,8 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
       return llvm::createStringError(path + ": generation needs the entries @prefill and "
                                             "@decode (a checkpoint or config builds them)");
     described = {{prefill, "prefill"}, {decode, "decode"}};
+    if (auto encode = module->lookupSymbol<func::FuncOp>("encode"))
+      described.insert(described.begin(), {encode, "encode"});
   } else if (options.mode != CompileMode::Inference) {
     func::FuncOp evaluation =
         options.mode == CompileMode::Train ? buildEvaluation(*entry) : func::FuncOp();
@@ -421,6 +423,7 @@ std::string xfmr::buildManifest(const ModelSignature &signature) {
                               {"default_weights", signature.info.defaultWeights},
                               {"bos_token_id", signature.info.bosTokenId},
                               {"causal_lm", signature.info.causalLanguageModel},
+                              {"decoder_start_token_id", signature.info.decoderStartTokenId},
                               {"eos_token_id", signature.info.eosTokenId},
                               {"args", std::move(args)}};
   if (const std::optional<TrainOptions> &t = signature.training)

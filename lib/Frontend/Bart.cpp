@@ -7,8 +7,9 @@
 // BART's layer norm after the embeddings. Neither config places the layer
 // norms: both families are post-LN. `scale_embedding` multiplies
 // token embeddings by sqrt(d_model). The conditional-generation classes
-// (BartForConditionalGeneration, MarianMTModel) add a head tied to the
-// decoder's embeddings plus `final_logits_bias`; the base classes return
+// (BartForConditionalGeneration, MarianMTModel) add a head, tied to the
+// decoder's embeddings unless tie_word_embeddings is false, plus
+// `final_logits_bias`; the base classes return
 // the decoder's and the encoder's last hidden states.
 //
 //===----------------------------------------------------------------------===//
@@ -61,5 +62,6 @@ llvm::Error frontend::buildBart(FamilyInputs &in) {
   config.requireDivisible("d_model", c.dModel, "decoder_attention_heads", c.decoderHeads);
   if (config.failed())
     return config.takeError();
+  in.info.decoderStartTokenId = config.nonNegativeInt("decoder_start_token_id", in.info.padTokenId);
   return buildEncoderDecoder(in, c);
 }

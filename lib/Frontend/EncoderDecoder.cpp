@@ -30,12 +30,12 @@ public:
     return graph.dropout(x, config.dropout);
   }
 
-  Value attention(Value x, Value memory, const std::string &prefix, int64_t heads, Value mask,
-                  bool causal, StringRef group, int64_t layer) {
+  /// The attention whose weights are named `prefix` (q_proj, ...).
+  AttentionSpec attentionSpec(Value x, const std::string &prefix, int64_t heads, Value mask,
+                              bool causal) {
     int64_t d = config.dModel;
     AttentionSpec spec;
     spec.query = x;
-    spec.keyValue = memory;
     for (const char *projection : {".q_proj", ".k_proj", ".v_proj"}) {
       spec.inWeights.push_back(graph.param(prefix + projection + ".weight", {d, d}));
       spec.inBiases.push_back(graph.param(prefix + projection + ".bias", {d}));
@@ -45,7 +45,7 @@ public:
     spec.paddingMask = mask;
     spec.heads = heads;
     spec.causal = causal;
-    return graph.attention(spec, group, layer);
+    return spec;
   }
 
   /// x + sublayer(x) with the layer norm before (pre-LN) or after (post-LN).
@@ -77,54 +77,85 @@ private:
 llvm::Error frontend::buildEncoderDecoder(FamilyInputs &in, const EncoderDecoderConfig &c) {
   ConfigReader &config = in.config;
   GraphBuilder &graph = in.graph;
+  EntryKind entry = graph.entry();
   int64_t maxPositions = c.positions - c.positionOffset;
   int64_t sourceLen = resolveSeqLen(config, in.request.seqLen, maxPositions,
                                     "max_position_embeddings", "--seq-len");
+  // The decoder's tokens a call: all of the target's, or a generation
+  // entry's chunk.
   int64_t targetLen =
-      resolveSeqLen(config, in.request.decoderSeqLen ? in.request.decoderSeqLen : sourceLen,
-                    maxPositions, "max_position_embeddings", "--decoder-seq-len");
+      graph.caching()
+          ? graph.sequenceLength(config, maxPositions, "max_position_embeddings", true)
+          : resolveSeqLen(config, in.request.decoderSeqLen ? in.request.decoderSeqLen : sourceLen,
+                          maxPositions, "max_position_embeddings", "--decoder-seq-len");
   graph.checkAttentionLayers(config, "encoder_layers", std::max(c.encoderLayers, c.decoderLayers));
   if (config.failed())
     return config.takeError();
   in.info.weightPrefixes = {"", "model."};
 
   EncoderDecoderBuilder builder(graph, c);
-  Value sourceIds = graph.input("input_ids", sourceLen);
-  Value sourceMask = graph.paddingMask(graph.input("attention_mask", sourceLen));
+  Value sourceTable, targetTable;
+  // transformers (v5) ties the encoder's and decoder's embeddings to
+  // `shared` only with tie_word_embeddings; untied checkpoints it saved hold
+  // the tables it uses under their own names.
+  bool shared = c.sharedEmbeddings && (c.tiedHead || !in.hasWeight("encoder.embed_tokens.weight"));
+  auto tables = [&] {
+    if (shared) {
+      sourceTable = targetTable = graph.param("shared.weight", {c.vocab, c.dModel});
+    } else {
+      sourceTable = graph.param("encoder.embed_tokens.weight", {c.vocab, c.dModel});
+      targetTable = graph.param("decoder.embed_tokens.weight", {c.decoderVocab, c.dModel});
+    }
+  };
+  auto crossSpec = [&](Value x, int64_t layer, Value sourceMask) {
+    return builder.attentionSpec(x, "decoder.layers." + std::to_string(layer) + ".encoder_attn",
+                                 c.decoderHeads, sourceMask, false);
+  };
+
+  // The encoder, but in the decoder's generation entries (which read what
+  // the encode entry computed from it).
+  Value memory, sourceMask;
+  if (!graph.caching()) {
+    Value sourceIds = graph.input("input_ids", sourceLen);
+    sourceMask = graph.paddingMask(graph.input("attention_mask", sourceLen));
+    tables();
+    memory = builder.embed(sourceIds, sourceTable, "encoder");
+    for (int64_t i = 0; i < c.encoderLayers; ++i) {
+      std::string prefix = "encoder.layers." + std::to_string(i);
+      memory = builder.residual(memory, prefix + ".self_attn_layer_norm", [&](Value x) {
+        return graph.attention(
+            builder.attentionSpec(x, prefix + ".self_attn", c.encoderHeads, sourceMask, false),
+            "encoder_attentions", i);
+      });
+      memory = builder.residual(memory, prefix + ".final_layer_norm", [&](Value x) {
+        return builder.feedForward(x, prefix, c.encoderFfn);
+      });
+    }
+    if (c.preLayerNorm)
+      memory = graph.layerNorm(memory, "encoder.layer_norm", c.epsilon);
+  }
+  if (entry == EntryKind::Encode) {
+    for (int64_t i = 0; i < c.decoderLayers; ++i)
+      graph.outputCrossKeysAndValues(crossSpec(memory, i, sourceMask), memory, i);
+    return llvm::Error::success();
+  }
+  if (graph.caching()) {
+    graph.setSourceLength(sourceLen);
+    tables();
+  }
+
   Value targetIds = graph.input("decoder_input_ids", targetLen);
   Value targetMask = graph.paddingMask(graph.input("decoder_attention_mask", targetLen));
-  Value sourceTable, targetTable;
-  if (c.sharedEmbeddings) {
-    sourceTable = targetTable = graph.param("shared.weight", {c.vocab, c.dModel});
-  } else {
-    sourceTable = graph.param("encoder.embed_tokens.weight", {c.vocab, c.dModel});
-    targetTable = graph.param("decoder.embed_tokens.weight", {c.decoderVocab, c.dModel});
-  }
-
-  Value memory = builder.embed(sourceIds, sourceTable, "encoder");
-  for (int64_t i = 0; i < c.encoderLayers; ++i) {
-    std::string prefix = "encoder.layers." + std::to_string(i);
-    memory = builder.residual(memory, prefix + ".self_attn_layer_norm", [&](Value x) {
-      return builder.attention(x, Value(), prefix + ".self_attn", c.encoderHeads, sourceMask, false,
-                               "encoder_attentions", i);
-    });
-    memory = builder.residual(memory, prefix + ".final_layer_norm", [&](Value x) {
-      return builder.feedForward(x, prefix, c.encoderFfn);
-    });
-  }
-  if (c.preLayerNorm)
-    memory = graph.layerNorm(memory, "encoder.layer_norm", c.epsilon);
-
   Value y = builder.embed(targetIds, targetTable, "decoder");
   for (int64_t i = 0; i < c.decoderLayers; ++i) {
     std::string prefix = "decoder.layers." + std::to_string(i);
     y = builder.residual(y, prefix + ".self_attn_layer_norm", [&](Value x) {
-      return builder.attention(x, Value(), prefix + ".self_attn", c.decoderHeads, targetMask, true,
-                               "decoder_attentions", i);
+      return graph.attention(
+          builder.attentionSpec(x, prefix + ".self_attn", c.decoderHeads, targetMask, true),
+          "decoder_attentions", i);
     });
     y = builder.residual(y, prefix + ".encoder_attn_layer_norm", [&](Value x) {
-      return builder.attention(x, memory, prefix + ".encoder_attn", c.decoderHeads, sourceMask,
-                               false, "cross_attentions", i);
+      return graph.crossAttention(crossSpec(x, i, sourceMask), memory, i);
     });
     y = builder.residual(y, prefix + ".final_layer_norm",
                          [&](Value x) { return builder.feedForward(x, prefix, c.decoderFfn); });
@@ -139,6 +170,7 @@ llvm::Error frontend::buildEncoderDecoder(FamilyInputs &in, const EncoderDecoder
   }
   OpBuilder &b = graph.builder();
   Location loc = graph.location();
+  y = graph.predictedPositions(y, targetMask);
   Value head = c.tiedHead ? targetTable : graph.param("lm_head.weight", {c.decoderVocab, c.dModel});
   Value logits = LinearOp::create(b, loc, y, head, Value(), /*transpose_weight=*/true);
   if (c.finalLogitsBias) {

@@ -69,6 +69,12 @@ private:
   std::optional<std::string> firstError;
 };
 
+/// The entry function a GraphBuilder builds: the forward pass, the training
+/// loss, or one of generation's entries over a KV cache -- for
+/// encoder-decoders the encoder's (`encode`: the cross-attention keys and
+/// values of the source), then the decoder's (`prefill`, `decode`).
+enum class EntryKind { Forward, Loss, Encode, Prefill, Decode };
+
 /// Multi-head attention as `xfmr.multi_head_attention` takes it.
 struct AttentionSpec {
   mlir::Value query;
@@ -91,12 +97,12 @@ struct AttentionSpec {
 /// one argument used twice).
 class GraphBuilder {
 public:
-  /// Builds the function `name` (forward, loss, prefill or decode).
-  GraphBuilder(mlir::ModuleOp module, llvm::StringRef name, const ModelRequest &request,
+  GraphBuilder(mlir::ModuleOp module, EntryKind entry, const ModelRequest &request,
                mlir::Type floatType);
 
-  /// Whether this is a generation entry over a KV cache.
-  bool caching() const { return request.generate; }
+  EntryKind entry() const { return entryKind; }
+  /// Whether this is a decoder's generation entry over a KV cache.
+  bool caching() const { return entryKind == EntryKind::Prefill || entryKind == EntryKind::Decode; }
 
   mlir::OpBuilder &builder() { return b; }
   mlir::Location location() const { return loc; }
@@ -140,11 +146,25 @@ public:
   /// it replaces (a cache), if any.
   void output(llvm::StringRef name, mlir::Value value, llvm::StringRef updates = "");
   /// Tokens per sequence of the entry's call (at most `maxPositions`, the
-  /// config's `positionsKey`): the requested --seq-len, else the model's
-  /// positions, or in a generation entry a chunk of 64 (prefill) or 1
-  /// (decode). Also fixes a generation entry's cache length (--max-context,
-  /// else the model's positions).
-  int64_t sequenceLength(ConfigReader &config, int64_t maxPositions, llvm::StringRef positionsKey);
+  /// config's `positionsKey`): the requested --seq-len (an encoder-decoder's
+  /// decoder: --decoder-seq-len), else the model's positions, or in a
+  /// generation entry a chunk of 64 (prefill) or 1 (decode). Also fixes a
+  /// generation entry's cache length (--max-context, else the model's
+  /// positions).
+  int64_t sequenceLength(ConfigReader &config, int64_t maxPositions, llvm::StringRef positionsKey,
+                         bool decoder = false);
+  /// Attention of the decoder at `layer` over the encoder's output `memory`;
+  /// in a decoder generation entry, over the keys and values the encode
+  /// entry computed (inputs `cross.<layer>.key` / `.value`, [batch, source,
+  /// heads, head_dim]) under the source's padding mask.
+  mlir::Value crossAttention(const AttentionSpec &spec, mlir::Value memory, int64_t layer);
+  /// The source length a decoder generation entry's cross-attention reads
+  /// (the encoder's --seq-len).
+  void setSourceLength(int64_t length) { sourceLength = length; }
+  /// In the encode entry: the keys and values decoder layer `layer`'s
+  /// cross-attention reads, projected from `memory` once, as the outputs
+  /// the decoder entries take.
+  void outputCrossKeysAndValues(const AttentionSpec &spec, mlir::Value memory, int64_t layer);
   /// Checks that every requested attention layer is below `layers`, the
   /// value of the config's `layersKey`.
   void checkAttentionLayers(ConfigReader &config, llvm::StringRef layersKey, int64_t layers);
@@ -159,6 +179,17 @@ private:
   mlir::Value startPositions();
   mlir::Value cachedSelfAttention(const AttentionSpec &spec, llvm::StringRef group, int64_t layer);
 
+  /// [batch, seq, heads * head_dim] -> [batch, seq, heads, head_dim].
+  mlir::Value splitHeads(mlir::Value x, int64_t heads);
+  /// The projections of `spec`'s query (and keys and values from `memory`,
+  /// or the query when null), heads split.
+  llvm::SmallVector<mlir::Value, 3> projectHeads(const AttentionSpec &spec, mlir::Value memory);
+  /// fused_attention of split heads, merged and projected out.
+  mlir::Value attendAndProject(const AttentionSpec &spec, mlir::Value q, mlir::Value k,
+                               mlir::Value v, mlir::Value paddingMask, mlir::Value queryOffset,
+                               mlir::Value keyLength);
+
+  EntryKind entryKind;
   mlir::OpBuilder b;
   mlir::Location loc;
   mlir::func::FuncOp func;
@@ -174,6 +205,10 @@ private:
   llvm::SmallVector<Output> outputs;
   mlir::Value positions;
   int64_t cacheLength = 0;
+  /// A decoder generation entry's source: its length and padding mask.
+  mlir::Value sourceMask;
+  int64_t sourceLength = 0;
+
   /// A generation entry met bidirectional self-attention, which no cache
   /// can serve.
   bool cachesNonCausalAttention = false;
@@ -204,6 +239,7 @@ llvm::Error buildGpt2(FamilyInputs &in);
 llvm::Error buildBert(FamilyInputs &in);
 llvm::Error buildBart(FamilyInputs &in);
 llvm::Error buildTransformer(FamilyInputs &in);
+
 llvm::Error buildEncoder(FamilyInputs &in);
 
 /// Resolves the compiled sequence length against the model's max positions,

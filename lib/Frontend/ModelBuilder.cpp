@@ -193,18 +193,23 @@ llvm::Error ConfigReader::takeError() {
 }
 
 int64_t GraphBuilder::sequenceLength(ConfigReader &config, int64_t maxPositions,
-                                     StringRef positionsKey) {
+                                     StringRef positionsKey, bool decoder) {
+  int64_t requested = decoder ? request.decoderSeqLen : request.seqLen;
   if (!caching())
-    return resolveSeqLen(config, request.seqLen, maxPositions, positionsKey, "--seq-len");
+    return resolveSeqLen(config, requested, maxPositions, positionsKey,
+                         decoder ? "--decoder-seq-len" : "--seq-len");
   cacheLength = request.cacheLength ? request.cacheLength : maxPositions;
-  int64_t tokens = request.seqLen ? request.seqLen : std::min<int64_t>(64, cacheLength);
+  if (entryKind == EntryKind::Decode)
+    requested = 1;
+  int64_t tokens = requested ? requested : std::min<int64_t>(64, cacheLength);
   if (cacheLength > maxPositions)
     config.error(positionsKey, "--max-context=" + Twine(cacheLength) + " exceeds the model's " +
                                    Twine(maxPositions) + " positions");
   else if (tokens > cacheLength)
-    config.error(positionsKey, "a prefill of " + Twine(tokens) +
-                                   " tokens (--seq-len) exceeds the cache of " +
-                                   Twine(cacheLength) + " positions (--max-context)");
+    config.error(positionsKey, "a prefill of " + Twine(tokens) + " tokens (" +
+                                   (decoder ? "--decoder-seq-len" : "--seq-len") +
+                                   ") exceeds the cache of " + Twine(cacheLength) +
+                                   " positions (--max-context)");
   return std::min(tokens, cacheLength);
 }
 
@@ -223,11 +228,13 @@ int64_t frontend::resolveSeqLen(ConfigReader &config, int64_t requested, int64_t
 // GraphBuilder
 //===----------------------------------------------------------------------===//
 
-GraphBuilder::GraphBuilder(ModuleOp module, StringRef name, const ModelRequest &request,
+GraphBuilder::GraphBuilder(ModuleOp module, EntryKind entry, const ModelRequest &request,
                            Type floatType)
-    : b(module.getContext()), loc(module.getLoc()), request(request), elementType(floatType) {
+    : entryKind(entry), b(module.getContext()), loc(module.getLoc()), request(request),
+      elementType(floatType) {
+  static constexpr StringLiteral names[] = {"forward", "loss", "encode", "prefill", "decode"};
   b.setInsertionPointToEnd(module.getBody());
-  func = func::FuncOp::create(b, loc, name, b.getFunctionType({}, {}));
+  func = func::FuncOp::create(b, loc, names[static_cast<int>(entry)], b.getFunctionType({}, {}));
   body = func.addEntryBlock();
   b.setInsertionPointToStart(body);
 }
@@ -348,37 +355,68 @@ Value GraphBuilder::attention(const AttentionSpec &spec, StringRef group, int64_
   return op.getResult();
 }
 
-Value GraphBuilder::cachedSelfAttention(const AttentionSpec &spec, StringRef group, int64_t layer) {
-  cachesNonCausalAttention |= !spec.causal;
-  auto inputType = cast<RankedTensorType>(spec.query.getType());
-  int64_t batch = inputType.getDimSize(0), chunk = inputType.getDimSize(1);
-  int64_t dModel = inputType.getDimSize(2), heads = spec.heads, headDim = dModel / heads;
-  auto project = [&](Value weight, Value bias) -> Value {
-    return LinearOp::create(b, loc, spec.query, weight, bias, spec.torchLayout);
+Value GraphBuilder::splitHeads(Value x, int64_t heads) {
+  auto type = cast<RankedTensorType>(x.getType());
+  return ReshapeOp::create(
+      b, loc,
+      RankedTensorType::get(
+          {type.getDimSize(0), type.getDimSize(1), heads, type.getDimSize(2) / heads}, elementType),
+      x);
+}
+
+SmallVector<Value, 3> GraphBuilder::projectHeads(const AttentionSpec &spec, Value memory) {
+  auto project = [&](Value input, Value weight, Value bias) -> Value {
+    return LinearOp::create(b, loc, input, weight, bias, spec.torchLayout);
   };
   auto bias = [&](size_t i) { return spec.inBiases.empty() ? Value() : spec.inBiases[i]; };
   SmallVector<Value, 3> qkv;
   if (spec.inWeights.size() == 1) {
-    Value fused = project(spec.inWeights[0], bias(0));
+    auto type = cast<RankedTensorType>(spec.query.getType());
+    int64_t dModel = type.getDimSize(2);
+    Value fused = project(spec.query, spec.inWeights[0], bias(0));
     for (int64_t part = 0; part < 3; ++part)
       qkv.push_back(tensor::ExtractSliceOp::create(
-          b, loc, inputType, fused,
+          b, loc, type, fused,
           ArrayRef<OpFoldResult>{b.getIndexAttr(0), b.getIndexAttr(0),
                                  b.getIndexAttr(part * dModel)},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(batch), b.getIndexAttr(chunk),
-                                 b.getIndexAttr(dModel)},
+          ArrayRef<OpFoldResult>{b.getIndexAttr(type.getDimSize(0)),
+                                 b.getIndexAttr(type.getDimSize(1)), b.getIndexAttr(dModel)},
           ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(1)}));
   } else {
-    for (size_t i = 0; i < 3; ++i)
-      qkv.push_back(project(spec.inWeights[i], bias(i)));
+    Value source = memory ? memory : spec.query;
+    qkv = {project(spec.query, spec.inWeights[0], bias(0)),
+           project(source, spec.inWeights[1], bias(1)),
+           project(source, spec.inWeights[2], bias(2))};
   }
-  auto headsType = RankedTensorType::get({batch, chunk, heads, headDim}, elementType);
   for (Value &value : qkv)
-    value = ReshapeOp::create(b, loc, headsType, value);
+    value = splitHeads(value, spec.heads);
+  return qkv;
+}
 
+Value GraphBuilder::attendAndProject(const AttentionSpec &spec, Value q, Value k, Value v,
+                                     Value paddingMask, Value queryOffset, Value keyLength) {
+  auto type = cast<RankedTensorType>(q.getType());
+  double scale =
+      spec.scale ? *spec.scale : 1.0 / std::sqrt(static_cast<double>(type.getDimSize(3)));
+  Value attended =
+      FusedAttentionOp::create(b, loc, type, q, k, v, paddingMask, /*attn_bias=*/Value(),
+                               queryOffset, keyLength, b.getF64FloatAttr(scale),
+                               spec.causal ? b.getUnitAttr() : UnitAttr(),
+                               AttentionLayoutAttr::get(b.getContext(), AttentionLayout::bshd))
+          .getResult();
+  Value merged = ReshapeOp::create(b, loc, spec.query.getType(), attended);
+  return LinearOp::create(b, loc, merged, spec.outWeight, spec.outBias, spec.torchLayout);
+}
+
+Value GraphBuilder::cachedSelfAttention(const AttentionSpec &spec, StringRef group, int64_t layer) {
+  cachesNonCausalAttention |= !spec.causal;
+  SmallVector<Value, 3> qkv = projectHeads(spec, Value());
+  auto headsType = cast<RankedTensorType>(qkv[0].getType());
+  int64_t batch = headsType.getDimSize(0), chunk = headsType.getDimSize(1);
   // The cache: rows 0 .. positions[b] + chunk - 1 of sequence b are filled
   // once this call's keys and values are written.
-  auto cacheType = RankedTensorType::get({batch, cacheLength, heads, headDim}, elementType);
+  auto cacheType = RankedTensorType::get(
+      {batch, cacheLength, headsType.getDimSize(2), headsType.getDimSize(3)}, elementType);
   std::string name = ("cache." + group + "." + Twine(layer)).str();
   Value start = startPositions();
   SmallVector<Value, 2> caches;
@@ -395,15 +433,43 @@ Value GraphBuilder::cachedSelfAttention(const AttentionSpec &spec, StringRef gro
   Value chunkSize = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(lengthsType, b.getI32IntegerAttr(chunk)));
   Value keyLength = arith::AddIOp::create(b, loc, start, chunkSize);
-  double scale = spec.scale ? *spec.scale : 1.0 / std::sqrt(static_cast<double>(headDim));
-  Value attended = FusedAttentionOp::create(
-                       b, loc, headsType, qkv[0], caches[0], caches[1], /*padding_mask=*/Value(),
-                       /*attn_bias=*/Value(), /*query_offset=*/start, keyLength,
-                       b.getF64FloatAttr(scale), spec.causal ? b.getUnitAttr() : UnitAttr(),
-                       AttentionLayoutAttr::get(b.getContext(), AttentionLayout::bshd))
-                       .getResult();
-  Value merged = ReshapeOp::create(b, loc, inputType, attended);
-  return LinearOp::create(b, loc, merged, spec.outWeight, spec.outBias, spec.torchLayout);
+  return attendAndProject(spec, qkv[0], caches[0], caches[1], /*paddingMask=*/Value(), start,
+                          keyLength);
+}
+
+Value GraphBuilder::crossAttention(const AttentionSpec &spec, Value memory, int64_t layer) {
+  if (!caching()) {
+    AttentionSpec withMemory = spec;
+    withMemory.keyValue = memory;
+    return attention(withMemory, "cross_attentions", layer);
+  }
+  // The source's keys and values, projected once by the encode entry.
+  Value query = splitHeads(LinearOp::create(b, loc, spec.query, spec.inWeights[0],
+                                            spec.inBiases.empty() ? Value() : spec.inBiases[0],
+                                            spec.torchLayout),
+                           spec.heads);
+  auto queryType = cast<RankedTensorType>(query.getType());
+  int64_t batch = queryType.getDimSize(0);
+  if (!sourceMask) {
+    sourceLength = sourceLength ? sourceLength : 1;
+    sourceMask = paddingMask(input("encoder_attention_mask", sourceLength));
+  }
+  auto crossType = RankedTensorType::get(
+      {batch, sourceLength, queryType.getDimSize(2), queryType.getDimSize(3)}, elementType);
+  std::string name = "cross." + std::to_string(layer);
+  Value keys = addArgument(crossType, "xfmr.state", name + ".key");
+  Value values = addArgument(crossType, "xfmr.state", name + ".value");
+  return attendAndProject(spec, query, keys, values, sourceMask, Value(), Value());
+}
+
+void GraphBuilder::outputCrossKeysAndValues(const AttentionSpec &spec, Value memory,
+                                            int64_t layer) {
+  AttentionSpec keysAndValues = spec;
+  keysAndValues.query = memory;
+  SmallVector<Value, 3> projected = projectHeads(keysAndValues, memory);
+  std::string name = "cross." + std::to_string(layer);
+  output(name + ".key", projected[1]);
+  output(name + ".value", projected[2]);
 }
 
 Value GraphBuilder::predictedPositions(Value x, Value mask) {
@@ -481,14 +547,17 @@ bool FamilyInputs::hasWeight(StringRef name) const {
 //===----------------------------------------------------------------------===//
 
 namespace {
+/// How a family generates: not at all, a decoder alone, or a decoder over
+/// an encoder's output.
+enum class Generation { None, Decoder, EncoderDecoder };
+
 struct Family {
   StringRef modelType;
   /// The Hugging Face classes it builds, the default (when the config names
   /// none) first; none for the project's tutorial types.
   ArrayRef<StringRef> architectures;
   FamilyBuilder build;
-  /// Whether it has generation entries (a decoder over a KV cache).
-  bool generates;
+  Generation generation;
 };
 constexpr StringRef kGpt2Classes[] = {"GPT2LMHeadModel", "GPT2Model"};
 constexpr StringRef kBertClasses[] = {"BertForMaskedLM", "BertModel",
@@ -496,12 +565,12 @@ constexpr StringRef kBertClasses[] = {"BertForMaskedLM", "BertModel",
 constexpr StringRef kMarianClasses[] = {"MarianMTModel", "MarianModel"};
 constexpr StringRef kBartClasses[] = {"BartForConditionalGeneration", "BartModel"};
 const Family kFamilies[] = {
-    {"gpt2", kGpt2Classes, buildGpt2, /*generates=*/true},
-    {"bert", kBertClasses, buildBert, /*generates=*/false},
-    {"marian", kMarianClasses, buildBart, /*generates=*/false},
-    {"bart", kBartClasses, buildBart, /*generates=*/false},
-    {"transformer", {}, buildTransformer, /*generates=*/false},
-    {"encoder", {}, buildEncoder, /*generates=*/true},
+    {"gpt2", kGpt2Classes, buildGpt2, Generation::Decoder},
+    {"bert", kBertClasses, buildBert, Generation::None},
+    {"marian", kMarianClasses, buildBart, Generation::EncoderDecoder},
+    {"bart", kBartClasses, buildBart, Generation::EncoderDecoder},
+    {"transformer", {}, buildTransformer, Generation::EncoderDecoder},
+    {"encoder", {}, buildEncoder, Generation::Decoder},
 };
 
 /// The class to build: the request's, else the config's first
@@ -581,26 +650,26 @@ llvm::Expected<OwningOpRef<ModuleOp>> xfmr::buildModel(MLIRContext &context,
   Type floatType = request.elementType == ElementType::BF16  ? Type(BFloat16Type::get(&context))
                    : request.elementType == ElementType::F16 ? Type(Float16Type::get(&context))
                                                              : Type(Float32Type::get(&context));
-  if (request.generate && !family->generates)
+  if (request.generate && family->generation == Generation::None)
     return llvm::createStringError(path + ": model type \"" + modelType +
                                    "\" has no decoder to generate with");
-  // One entry, or for generation a prefill of seqLen tokens and a decode
-  // step of one, built alike.
-  SmallVector<std::pair<StringRef, int64_t>, 2> entries;
-  if (request.generate)
-    entries = {{"prefill", request.seqLen}, {"decode", 1}};
+  // One entry, or generation's: an encoder-decoder's encode, then the
+  // decoder's prefill and decode, built alike.
+  SmallVector<EntryKind, 3> entries;
+  if (!request.generate)
+    entries = {request.training ? EntryKind::Loss : EntryKind::Forward};
+  else if (family->generation == Generation::EncoderDecoder)
+    entries = {EntryKind::Encode, EntryKind::Prefill, EntryKind::Decode};
   else
-    entries = {{request.training ? "loss" : "forward", request.seqLen}};
-  for (auto [name, tokens] : entries) {
-    ModelRequest entryRequest = request;
-    entryRequest.seqLen = tokens;
-    GraphBuilder graph(*module, name, entryRequest, floatType);
+    entries = {EntryKind::Prefill, EntryKind::Decode};
+  for (EntryKind entry : entries) {
+    GraphBuilder graph(*module, entry, request, floatType);
     info = ModelInfo();
     info.modelType = modelType;
     info.architecture = architecture;
     info.bosTokenId = config.tokenId("bos_token_id");
     info.eosTokenId = config.tokenId("eos_token_id");
-    FamilyInputs inputs{config, graph, entryRequest, architecture, source, info};
+    FamilyInputs inputs{config, graph, request, architecture, source, info};
     if (llvm::Error error = family->build(inputs))
       return std::move(error);
     if (config.failed())

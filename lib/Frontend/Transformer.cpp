@@ -41,5 +41,6 @@ llvm::Error frontend::buildTransformer(FamilyInputs &in) {
     config.error("d_model", "must be even for sinusoidal positions, got " + Twine(c.dModel));
   if (config.failed())
     return config.takeError();
+  in.info.decoderStartTokenId = config.nonNegativeInt("decoder_start_token_id", in.info.padTokenId);
   return buildEncoderDecoder(in, c);
 }

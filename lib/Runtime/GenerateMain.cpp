@@ -8,12 +8,16 @@
 
 #include "xfmr-rt/xfmr_runtime.h"
 
+// An encoder-decoder also has an encode entry; a decoder alone does not.
+extern "C" const char xfmr_model_encode_manifest[] __attribute__((weak));
+extern "C" void xfmr_model_encode_packed(void **args) __attribute__((weak));
 extern "C" const char xfmr_model_prefill_manifest[];
 extern "C" void xfmr_model_prefill_packed(void **args);
 extern "C" const char xfmr_model_decode_manifest[];
 extern "C" void xfmr_model_decode_packed(void **args);
 
 int main(int argc, char **argv) {
-  return xfmr_generator_main(argc, argv, xfmr_model_prefill_manifest, xfmr_model_prefill_packed,
-                             xfmr_model_decode_manifest, xfmr_model_decode_packed);
+  return xfmr_seq2seq_generator_main(
+      argc, argv, xfmr_model_encode_manifest, xfmr_model_encode_packed, xfmr_model_prefill_manifest,
+      xfmr_model_prefill_packed, xfmr_model_decode_manifest, xfmr_model_decode_packed);
 }

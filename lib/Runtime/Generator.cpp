@@ -10,8 +10,15 @@
 // each writing the new tokens' keys and values at positions[b] .. and
 // returning the logits of each sequence's last token. A prompt goes through
 // prefill in chunks of C tokens, then each generated token through decode;
-// the sampler (Sampler.cpp) picks tokens, the checkpoint's tokenizer
-// (Tokenizer.cpp) turns text into ids and back.
+// the sampler (Sampler.cpp) or beam search picks tokens, the checkpoint's
+// tokenizer (Tokenizer.cpp) turns text into ids and back. An encoder-decoder
+// has a third entry,
+//
+//   encode(input_ids [B, S], attention_mask [B, S]) -> cross.<layer>.key/value
+//
+// run once per source; the decoder entries then read its keys and values
+// (state `cross.*`, [B, S, heads, head_dim]) under `encoder_attention_mask`,
+// and decoding starts from the decoder start token.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,6 +36,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <numeric>
 #include <random>
 #include <sstream>
 #include <sys/stat.h>
@@ -50,13 +58,16 @@ struct Entry {
 } // namespace
 
 struct xfmr_generator {
-  Entry prefill, decode;
-  std::map<std::string, std::unique_ptr<Buffer>> weights, caches;
-  int64_t batch = 0, context = 0, vocab = 0;
+  Entry encode, prefill, decode;
+  std::map<std::string, std::unique_ptr<Buffer>> weights, caches, cross;
+  /// The source's padding mask, which the decoder entries read.
+  std::unique_ptr<Buffer> sourceMask;
+  int64_t batch = 0, context = 0, vocab = 0, sourceLength = 0;
   size_t cacheBytes = 0;
   std::vector<int64_t> lengths;
 
-  xfmr_generator(const char *prefillManifest, void (*prefillEntry)(void **),
+  xfmr_generator(const char *encodeManifest, void (*encodeEntry)(void **),
+                 const char *prefillManifest, void (*prefillEntry)(void **),
                  const char *decodeManifest, void (*decodeEntry)(void **),
                  const std::string &weightsPath) {
     prefill.manifest = parseManifest(prefillManifest);
@@ -66,7 +77,17 @@ struct xfmr_generator {
     std::string path = weightsPath.empty() ? prefill.manifest.defaultWeights : weightsPath;
     if (path.empty())
       fail("missing --weights=PATH (the model was not compiled from a checkpoint)");
-    weights = loadWeights(prefill.manifest, path);
+    if (encodeEntry) {
+      encode.manifest = parseManifest(encodeManifest);
+      encode.function = encodeEntry;
+      weights = loadWeights(encode.manifest, path);
+      bind(encode);
+    }
+    std::map<std::string, std::unique_ptr<Buffer>> decoderWeights =
+        loadWeights(prefill.manifest, path);
+    for (auto &[name, buffer] : decoderWeights)
+      if (!weights.count(name))
+        weights[name] = std::move(buffer);
     bind(prefill);
     bind(decode);
     if (decode.tokens != 1)
@@ -93,6 +114,14 @@ struct xfmr_generator {
       case ArgSpec::Kind::State: {
         if (arg.shape.size() < 2)
           corrupt("must be a [batch, context, ...] cache");
+        if (arg.name.rfind("cross.", 0) == 0) {
+          auto it = cross.find(arg.name);
+          if (it == cross.end() ||
+              it->second->size != elementCount(arg.shape) * xfmr_dtype_size(arg.dtype))
+            corrupt("is no [batch, source, ...] output of the encode entry");
+          entry.args.push_back(it->second->data);
+          break;
+        }
         std::unique_ptr<Buffer> &cache = caches[arg.name];
         if (!cache) {
           cache = allocate(arg);
@@ -106,14 +135,24 @@ struct xfmr_generator {
         break;
       }
       case ArgSpec::Kind::Input: {
-        std::unique_ptr<Buffer> *slot = arg.name == "input_ids"        ? &entry.ids
-                                        : arg.name == "attention_mask" ? &entry.mask
-                                        : arg.name == "positions"      ? &entry.positions
-                                                                       : nullptr;
-        if (!slot || arg.dtype != XFMR_DTYPE_I32)
+        if (arg.dtype != XFMR_DTYPE_I32)
           corrupt("is not an int32 input the generator fills");
-        *slot = allocate(arg);
         setShape(batch, arg.shape[0], arg.name);
+        if (arg.name == "encoder_attention_mask") {
+          setShape(sourceLength, arg.shape[1], arg.name);
+          if (!sourceMask)
+            sourceMask = allocate(arg);
+          entry.args.push_back(sourceMask->data);
+          break;
+        }
+        std::unique_ptr<Buffer> *slot =
+            arg.name == "input_ids" || arg.name == "decoder_input_ids"             ? &entry.ids
+            : arg.name == "attention_mask" || arg.name == "decoder_attention_mask" ? &entry.mask
+            : arg.name == "positions" ? &entry.positions
+                                      : nullptr;
+        if (!slot)
+          corrupt("is not an input the generator fills");
+        *slot = allocate(arg);
         if (arg.name != "positions")
           entry.tokens = arg.shape[1];
         entry.args.push_back((*slot)->data);
@@ -125,6 +164,11 @@ struct xfmr_generator {
           if (it == caches.end())
             corrupt("updates unknown '" + arg.updates + "'");
           entry.args.push_back(it->second->data); // in place
+        } else if (arg.name.rfind("cross.", 0) == 0 && &entry == &encode) {
+          std::unique_ptr<Buffer> &buffer = cross[arg.name];
+          buffer = allocate(arg);
+          cacheBytes += buffer->size;
+          entry.args.push_back(buffer->data);
         } else if (arg.name == "logits" && arg.shape.size() == 2) {
           entry.logits = allocate(arg);
           entry.logitsSpec = &arg;
@@ -138,9 +182,58 @@ struct xfmr_generator {
       }
       }
     }
-    if (!entry.ids || !entry.mask || !entry.positions || !entry.logits)
-      fail("corrupt generator manifest: an entry lacks input_ids, attention_mask, positions "
-           "or logits");
+    bool complete = &entry == &encode ? entry.ids && entry.mask && !cross.empty()
+                                      : entry.ids && entry.mask && entry.positions && entry.logits;
+    if (!complete)
+      fail("corrupt generator manifest: an entry lacks input_ids, attention_mask, positions, "
+           "logits or (encode) the cross-attention's keys and values");
+  }
+
+  bool encoderDecoder() const { return encode.function != nullptr; }
+
+  /// Runs the encoder on sources[b] (none: an empty source), keeping their
+  /// cross-attention keys and values and padding mask for the decoder, and
+  /// empties every sequence's cache.
+  void encodeSources(const std::vector<std::vector<int32_t>> &sources) {
+    auto *ids = encode.ids->as<int32_t>();
+    auto *mask = encode.mask->as<int32_t>();
+    for (int64_t b = 0; b < batch; ++b) {
+      const std::vector<int32_t> &source = sources[b];
+      if (static_cast<int64_t>(source.size()) > encode.tokens)
+        fail("source " + std::to_string(b + 1) + " has " + std::to_string(source.size()) +
+             " tokens, more than the " + std::to_string(encode.tokens) +
+             " the encoder was compiled for (xfmrc --seq-len)");
+      for (int64_t t = 0; t < encode.tokens; ++t) {
+        bool real = static_cast<size_t>(t) < source.size();
+        if (real && (source[t] < 0 || source[t] >= vocab))
+          fail("token id " + std::to_string(source[t]) + " is outside the vocabulary [0, " +
+               std::to_string(vocab) + ")");
+        ids[b * encode.tokens + t] = real ? source[t] : 0;
+        mask[b * encode.tokens + t] = real;
+      }
+      lengths[b] = 0;
+    }
+    encode.function(encode.args.data());
+    std::copy_n(encode.mask->data, encode.mask->size, sourceMask->data);
+  }
+
+  /// Sequence b < parents.size() becomes a copy of sequence parents[b]
+  /// (beam search keeps the beams it continues): the first `rows` positions
+  /// of its cache, and its length.
+  void reorder(const std::vector<int64_t> &parents, int64_t rows) {
+    int64_t count = static_cast<int64_t>(parents.size());
+    for (auto &[name, cache] : caches) {
+      size_t sequenceBytes = cache->size / batch;
+      size_t copied = sequenceBytes / context * rows;
+      std::vector<uint8_t> old(cache->data, cache->data + count * sequenceBytes);
+      for (int64_t b = 0; b < count; ++b)
+        if (parents[b] != b)
+          std::copy_n(old.data() + parents[b] * sequenceBytes, copied,
+                      cache->data + b * sequenceBytes);
+    }
+    std::vector<int64_t> old = lengths;
+    for (int64_t b = 0; b < count; ++b)
+      lengths[b] = old[parents[b]];
   }
 
   void setShape(int64_t &slot, int64_t value, const std::string &name) {
@@ -201,6 +294,11 @@ struct xfmr_generator {
 
 namespace {
 
+/// How beam search ends, as generate()'s early_stopping: when every beam
+/// has finished (true), by a heuristic (false), or at the length limit
+/// (never).
+enum class EarlyStopping { True, False, Never };
+
 struct Options {
   std::string weights, tokenizer, saveLogits;
   std::vector<std::string> prompts;
@@ -211,6 +309,9 @@ struct Options {
   uint64_t seed = 0;
   bool seeded = false;
   xfmr_sampling sampling = xfmr_sampling_defaults();
+  int64_t beams = 1;
+  double lengthPenalty = 1.0;
+  EarlyStopping earlyStopping = EarlyStopping::False;
 };
 
 void printHelp(const char *argv0) {
@@ -233,6 +334,12 @@ void printHelp(const char *argv0) {
               "  -s, --seed N          seed of the sampler (default: random, printed)\n"
               "  --stop TEXT           stop when the generated text ends with TEXT (repeatable)\n"
               "  --ignore-eos          go on past the end-of-sequence token\n"
+              "  --num-beams K         beam search over K beams (one prompt, K up to the compiled\n"
+              "                        --batch), as generate() does it: no sampling; the\n"
+              "                        repeat penalty applies to the log-probabilities\n"
+              "  --length-penalty L    divide finished beams' log-probabilities by length^L\n"
+              "                        (default 1)\n"
+              "  --early-stopping E    true, false (default) or never, as generate()'s\n"
               "  --no-echo             do not print the prompt before the generated text\n"
               "  -m, --weights PATH    the model's tensors: .safetensors file or checkpoint\n"
               "                        directory (default: the checkpoint compiled from)\n"
@@ -315,7 +422,22 @@ Options parseOptions(int argc, char **argv) {
       o.threads = static_cast<int>(parseCount("--threads", v, 1 << 16));
     else if (value("--save-logits"))
       o.saveLogits = v;
-    else
+    else if (value("--num-beams")) {
+      o.beams = parseCount("--num-beams", v, 1 << 16);
+      if (o.beams < 1)
+        fail("flag --num-beams needs at least 1 beam, got " + v);
+    } else if (value("--length-penalty"))
+      o.lengthPenalty = parseNumber("--length-penalty", v, -1e6, 1e6);
+    else if (value("--early-stopping")) {
+      if (v == "true")
+        o.earlyStopping = EarlyStopping::True;
+      else if (v == "false")
+        o.earlyStopping = EarlyStopping::False;
+      else if (v == "never")
+        o.earlyStopping = EarlyStopping::Never;
+      else
+        fail("flag --early-stopping needs true, false or never, got '" + v + "'");
+    } else
       fail("unknown argument '" + arg + "' (see --help)");
   }
   if (o.prompts.empty())
@@ -356,50 +478,53 @@ struct Sequence {
 
 class GeneratorCommand {
 public:
-  GeneratorCommand(const char *argv0, const char *prefillManifest, void (*prefill)(void **),
-                   const char *decodeManifest, void (*decode)(void **))
-      : argv0(argv0), prefillManifest(prefillManifest), prefillEntry(prefill),
-        decodeManifest(decodeManifest), decodeEntry(decode) {}
+  struct Entries {
+    const char *encodeManifest = nullptr;
+    void (*encode)(void **) = nullptr;
+    const char *prefillManifest;
+    void (*prefill)(void **);
+    const char *decodeManifest;
+    void (*decode)(void **);
+  };
+
+  GeneratorCommand(const char *argv0, const Entries &entries) : argv0(argv0), entries(entries) {}
 
   int run(int argc, char **argv) {
     if (wantsHelp(argc, argv)) {
       printHelp(argv0);
       return 0;
     }
-    Options options = parseOptions(argc, argv);
+    options = parseOptions(argc, argv);
     setThreads(options.threads);
-    xfmr_generator generator(prefillManifest, prefillEntry, decodeManifest, decodeEntry,
+    xfmr_generator generator(entries.encodeManifest, entries.encode, entries.prefillManifest,
+                             entries.prefill, entries.decodeManifest, entries.decode,
                              options.weights);
     if (static_cast<int64_t>(options.prompts.size()) > generator.batch)
       fail(std::to_string(options.prompts.size()) + " prompts, but the model generates " +
            std::to_string(generator.batch) + " sequences at once (xfmrc --batch)");
+    if (options.beams > 1 && options.prompts.size() > 1)
+      fail("beam search (--num-beams) takes one prompt");
+    if (options.beams > generator.batch)
+      fail("--num-beams=" + std::to_string(options.beams) +
+           " needs a model compiled for as "
+           "many sequences (xfmrc --batch), this one has " +
+           std::to_string(generator.batch));
     const Manifest &manifest = generator.prefill.manifest;
-    std::unique_ptr<Tokenizer> tokenizer;
-    if (!options.ids) {
-      std::string weightsPath = options.weights.empty() ? manifest.defaultWeights : options.weights;
-      std::string directory = !options.tokenizer.empty() ? options.tokenizer
-                              : isDirectory(weightsPath) ? weightsPath
-                                                         : "";
-      tokenizer = directory.empty() ? nullptr : loadTokenizer(directory);
-      if (!tokenizer)
-        fail("no tokenizer" + (directory.empty() ? std::string() : " in '" + directory + "'") +
-             " (tokenizer.json, or vocab.json and merges.txt): pass --tokenizer=DIR, or "
-             "token ids with --ids");
-      if (tokenizer->size() > generator.vocab)
-        fail("the tokenizer '" + tokenizer->source + "' has " + std::to_string(tokenizer->size()) +
-             " tokens, more than the model's " + std::to_string(generator.vocab));
-    }
+    loadTokenizerFor(manifest, generator.vocab);
     std::fprintf(stderr,
                  "KV cache: %zu tensors of %" PRId64 " sequences x %" PRId64
                  " positions, %.1f MiB\n",
-                 generator.caches.size(), generator.batch, generator.context,
-                 generator.cacheBytes / 1048576.0);
-    if (!options.seeded) {
+                 generator.caches.size() + generator.cross.size(), generator.batch,
+                 generator.context, generator.cacheBytes / 1048576.0);
+    if (!options.seeded && options.beams == 1 && options.sampling.temperature > 0) {
       options.seed = std::random_device{}();
       std::fprintf(stderr, "seed: %" PRIu64 "\n", options.seed);
     }
 
+    // The prompts, and what the decoder starts from: the prompt itself, or
+    // an encoder-decoder's start token after the prompt is encoded.
     std::vector<Sequence> sequences(options.prompts.size());
+    std::vector<std::vector<int32_t>> sources(generator.batch);
     for (size_t i = 0; i < sequences.size(); ++i) {
       std::string what = "prompt " + std::to_string(i + 1);
       Sequence &s = sequences[i];
@@ -407,24 +532,72 @@ public:
                              : tokenizer->encode(options.prompts[i], what);
       if (s.prompt.empty())
         fail(what + " is empty");
-      if (options.echo)
+      if (options.echo && !generator.encoderDecoder())
         s.promptBytes = options.ids ? idsText(s.prompt) : tokenizer->decode(s.prompt);
     }
-    bool streaming = sequences.size() == 1;
-    int64_t eos = options.ignoreEos ? -1 : manifest.eosTokenId;
+    auto start = std::chrono::steady_clock::now();
+    size_t promptTokens = 0;
+    for (const Sequence &s : sequences)
+      promptTokens += s.prompt.size();
+    if (generator.encoderDecoder()) {
+      if (manifest.decoderStartTokenId < 0)
+        fail("the model's config names no decoder_start_token_id to start decoding from");
+      for (int64_t b = 0; b < generator.batch; ++b)
+        sources[b] = sequences[std::min<size_t>(b, sequences.size() - 1)].prompt;
+      generator.encodeSources(sources);
+      for (Sequence &s : sequences)
+        s.prompt = {static_cast<int32_t>(manifest.decoderStartTokenId)};
+    }
+    eos = options.ignoreEos ? -1 : manifest.eosTokenId;
+    int status = options.beams > 1 ? beamSearch(generator, sequences[0], start, promptTokens)
+                                   : sample(generator, sequences, start, promptTokens);
+    if (!options.saveLogits.empty())
+      saveLogits(options.saveLogits, sequences, generator.vocab);
+    return status;
+  }
 
+private:
+  void loadTokenizerFor(const Manifest &manifest, int64_t vocab) {
+    if (options.ids)
+      return;
+    std::string weightsPath = options.weights.empty() ? manifest.defaultWeights : options.weights;
+    std::string directory = !options.tokenizer.empty() ? options.tokenizer
+                            : isDirectory(weightsPath) ? weightsPath
+                                                       : "";
+    tokenizer = directory.empty() ? nullptr : loadTokenizer(directory);
+    if (!tokenizer)
+      fail("no tokenizer" + (directory.empty() ? std::string() : " in '" + directory + "'") +
+           " (tokenizer.json, or vocab.json and merges.txt): pass --tokenizer=DIR, or token "
+           "ids with --ids");
+    if (tokenizer->size() > vocab)
+      fail("the tokenizer '" + tokenizer->source + "' has " + std::to_string(tokenizer->size()) +
+           " tokens, more than the model's " + std::to_string(vocab));
+  }
+
+  std::string tokenText(int32_t token) const {
+    return options.ids ? " " + std::to_string(token) : tokenizer->tokenBytes(token);
+  }
+
+  /// Whether the sequence's text now ends with a --stop text.
+  bool stopped(const Sequence &s) const {
+    return std::any_of(options.stops.begin(), options.stops.end(), [&](const std::string &stop) {
+      return s.bytes.size() >= stop.size() &&
+             s.bytes.compare(s.bytes.size() - stop.size(), stop.size(), stop) == 0;
+    });
+  }
+
+  /// Sampling (or greedy) generation of every sequence at once.
+  int sample(xfmr_generator &generator, std::vector<Sequence> &sequences,
+             std::chrono::steady_clock::time_point start, size_t promptTokens) {
+    bool streaming = sequences.size() == 1;
     std::vector<float> logits(generator.batch * generator.vocab);
     std::vector<std::vector<int32_t>> chunk(generator.batch);
     for (size_t i = 0; i < sequences.size(); ++i)
       chunk[i] = sequences[i].prompt;
     if (streaming)
       emit(sequences[0], "", true);
-    auto start = std::chrono::steady_clock::now();
     generator.append(generator.prefill, chunk, logits.data());
     double promptMs = elapsedMs(start);
-    size_t promptTokens = 0;
-    for (const Sequence &s : sequences)
-      promptTokens += s.prompt.size();
 
     std::vector<Sampler> samplers;
     for (size_t i = 0; i < sequences.size(); ++i)
@@ -451,13 +624,8 @@ public:
         }
         s.generated.push_back(token);
         ++generatedTokens;
-        emit(s, options.ids ? " " + std::to_string(token) : tokenizer->tokenBytes(token),
-             streaming);
-        if (std::any_of(options.stops.begin(), options.stops.end(), [&](const std::string &stop) {
-              return s.bytes.size() >= stop.size() &&
-                     s.bytes.compare(s.bytes.size() - stop.size(), stop.size(), stop) == 0;
-            }))
-          s.done = true;
+        emit(s, tokenText(token), streaming);
+        s.done = stopped(s);
         if (step + 1 == options.predict || s.done)
           continue;
         if (generator.lengths[i] + 1 > generator.context) {
@@ -472,10 +640,165 @@ public:
         break;
       generator.append(generator.decode, next, logits.data());
     }
-    double generationMs = elapsedMs(start);
-    for (Sequence &s : sequences)
-      emit(s, "", streaming, /*flush=*/true);
+    finish(sequences, streaming, contextFull, generator.context);
+    report("prompt", promptTokens, promptMs);
+    report("generation", generatedTokens, elapsedMs(start));
+    return 0;
+  }
+
+  /// Beam search over options.beams beams (sequences 0 .. K-1 of the
+  /// batch), as transformers' generate(num_beams=K) does it: each step
+  /// keeps the 2K best continuations of all beams by summed
+  /// log-probability, continues the K best unfinished ones, and keeps the K
+  /// best finished hypotheses, scored by log-probability / length^penalty.
+  int beamSearch(xfmr_generator &generator, Sequence &result,
+                 std::chrono::steady_clock::time_point start, size_t promptTokens) {
+    int64_t beams = options.beams, vocab = generator.vocab;
+    std::vector<int32_t> prompt = result.prompt;
+    int64_t promptLength = static_cast<int64_t>(prompt.size());
+    int64_t maxLength = promptLength + options.predict;
+    std::vector<float> logits(generator.batch * vocab);
+    std::vector<std::vector<int32_t>> chunk(generator.batch);
+    chunk[0] = prompt;
+    generator.append(generator.prefill, chunk, logits.data());
+    // Every beam starts from the prompt's state.
+    generator.reorder(std::vector<int64_t>(beams, 0), generator.lengths[0]);
+    for (int64_t b = 1; b < beams; ++b)
+      std::copy_n(logits.data(), vocab, logits.data() + b * vocab);
+    double promptMs = elapsedMs(start);
+    start = std::chrono::steady_clock::now();
+
+    struct Hypothesis {
+      std::vector<int32_t> tokens;
+      double score;
+      bool finished;
+    };
+    std::vector<Hypothesis> running(beams, {prompt, 0.0, false});
+    for (int64_t b = 1; b < beams; ++b)
+      running[b].score = -1e9;
+    std::vector<Hypothesis> finished(beams, {prompt, -1e9, false});
+    bool improvable = true;
+    size_t steps = 0;
+    for (int64_t length = promptLength;; ++length) {
+      // The 2K best continuations of all beams.
+      struct Candidate {
+        double score;
+        int64_t beam;
+        int32_t token;
+        bool hits;
+      };
+      std::vector<Candidate> candidates;
+      std::vector<double> scores(vocab);
+      for (int64_t b = 0; b < beams; ++b) {
+        const float *row = logits.data() + b * vocab;
+        double maximum = *std::max_element(row, row + vocab), sum = 0;
+        for (int64_t v = 0; v < vocab; ++v)
+          sum += std::exp(static_cast<double>(row[v]) - maximum);
+        double shift = maximum + std::log(sum);
+        for (int64_t v = 0; v < vocab; ++v)
+          scores[v] = row[v] - shift;
+        const std::vector<int32_t> &history = running[b].tokens;
+        penalizeRepeats(scores.data(), vocab, options.sampling, history.data(), history.size());
+        for (int64_t v = 0; v < vocab; ++v)
+          candidates.push_back({scores[v] + running[b].score, b, static_cast<int32_t>(v), false});
+      }
+      size_t keep = std::min<size_t>(2 * beams, candidates.size());
+      std::partial_sort(candidates.begin(), candidates.begin() + keep, candidates.end(),
+                        [](const Candidate &x, const Candidate &y) {
+                          return x.score != y.score ? x.score > y.score
+                                 : x.beam != y.beam ? x.beam < y.beam
+                                                    : x.token < y.token;
+                        });
+      candidates.resize(keep);
+      for (Candidate &c : candidates)
+        c.hits = c.token == eos || length + 1 >= maxLength;
+      // The K best unfinished continuations go on.
+      std::vector<size_t> order(keep);
+      std::iota(order.begin(), order.end(), 0);
+      std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+        double sx = candidates[x].score - (candidates[x].hits ? 1e9 : 0);
+        double sy = candidates[y].score - (candidates[y].hits ? 1e9 : 0);
+        return sx != sy ? sx > sy : x < y;
+      });
+      std::vector<Hypothesis> next;
+      std::vector<int64_t> parents;
+      for (int64_t b = 0; b < beams; ++b) {
+        const Candidate &c = candidates[order[b]];
+        Hypothesis h = running[c.beam];
+        h.tokens.push_back(c.token);
+        h.score = c.score - (c.hits ? 1e9 : 0);
+        next.push_back(std::move(h));
+        parents.push_back(c.beam);
+      }
+      // The K best finished hypotheses so far.
+      bool full = std::all_of(finished.begin(), finished.end(),
+                              [](const Hypothesis &h) { return h.finished; }) &&
+                  options.earlyStopping == EarlyStopping::True;
+      std::vector<Hypothesis> merged = finished;
+      for (size_t i = 0; i < keep; ++i) {
+        const Candidate &c = candidates[i];
+        bool justFinished = c.hits && static_cast<int64_t>(i) < beams;
+        double score = c.score / std::pow(static_cast<double>(length + 1 - promptLength),
+                                          options.lengthPenalty);
+        score += (full ? -1e9 : 0) + (improvable ? 0 : -1e9) + (justFinished ? 0 : -1e9);
+        Hypothesis h = running[c.beam];
+        h.tokens.push_back(c.token);
+        h.score = score;
+        h.finished = justFinished;
+        merged.push_back(std::move(h));
+      }
+      std::vector<size_t> ranks(merged.size());
+      std::iota(ranks.begin(), ranks.end(), 0);
+      std::sort(ranks.begin(), ranks.end(), [&](size_t x, size_t y) {
+        return merged[x].score != merged[y].score ? merged[x].score > merged[y].score : x < y;
+      });
+      for (int64_t b = 0; b < beams; ++b)
+        finished[b] = std::move(merged[ranks[b]]);
+      running = std::move(next);
+      // Can a running beam still beat the worst finished one?
+      double bestLength = options.earlyStopping == EarlyStopping::Never && options.lengthPenalty > 0
+                              ? static_cast<double>(maxLength - promptLength)
+                              : static_cast<double>(length + 1 - promptLength);
+      double best = running[0].score / std::pow(bestLength, options.lengthPenalty);
+      double worstFinished = 1e300;
+      for (const Hypothesis &h : finished)
+        worstFinished = std::min(worstFinished, h.score);
+      improvable = improvable && std::any_of(finished.begin(), finished.end(), [&](auto &h) {
+                     return best > (h.finished ? worstFinished : -1e9);
+                   });
+      bool allFinished = std::all_of(finished.begin(), finished.end(),
+                                     [](const Hypothesis &h) { return h.finished; });
+      bool allHit = std::all_of(candidates.begin(), candidates.end(),
+                                [](const Candidate &c) { return c.hits; });
+      ++steps;
+      if (!improvable || (allFinished && options.earlyStopping == EarlyStopping::True) || allHit)
+        break;
+      if (generator.lengths[0] + 1 > generator.context)
+        fail("beam search ran past the context of " + std::to_string(generator.context) +
+             " positions (xfmrc --max-context)");
+      generator.reorder(parents, generator.lengths[0]);
+      std::vector<std::vector<int32_t>> tokens(generator.batch);
+      for (int64_t b = 0; b < beams; ++b)
+        tokens[b] = {running[b].tokens.back()};
+      generator.append(generator.decode, tokens, logits.data());
+    }
+    const std::vector<int32_t> &best = finished[0].tokens;
+    for (size_t t = prompt.size(); t < best.size(); ++t)
+      if (best[t] != eos) {
+        result.generated.push_back(best[t]);
+        emit(result, tokenText(best[t]), false);
+      }
+    finish({result}, true, false, generator.context);
+    report("prompt", promptTokens, promptMs);
+    std::fprintf(stderr, "beam search: %zu steps of %" PRId64 " beams in %.2f ms\n", steps, beams,
+                 elapsedMs(start));
+    return 0;
+  }
+
+  /// Prints what is left of each sequence's text.
+  void finish(std::vector<Sequence> sequences, bool streaming, bool contextFull, int64_t context) {
     if (streaming) {
+      emit(sequences[0], "", true, /*flush=*/true);
       std::printf("\n");
     } else {
       for (size_t i = 0; i < sequences.size(); ++i)
@@ -487,15 +810,9 @@ public:
       std::fprintf(stderr,
                    "%s: stopped: the context of %" PRId64
                    " positions is full (xfmrc --max-context)\n",
-                   argv0, generator.context);
-    report("prompt", promptTokens, promptMs);
-    report("generation", generatedTokens, generationMs);
-    if (!options.saveLogits.empty())
-      saveLogits(options.saveLogits, sequences, generator.vocab);
-    return 0;
+                   argv0, context);
   }
 
-private:
   static double elapsedMs(std::chrono::steady_clock::time_point start) {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
         .count();
@@ -562,10 +879,10 @@ private:
   }
 
   const char *argv0;
-  const char *prefillManifest;
-  void (*prefillEntry)(void **);
-  const char *decodeManifest;
-  void (*decodeEntry)(void **);
+  Entries entries;
+  Options options;
+  std::unique_ptr<Tokenizer> tokenizer;
+  int64_t eos = -1;
 };
 
 } // namespace
@@ -621,8 +938,8 @@ xfmr_generator *xfmr_generator_create(const char *prefillManifest, void (*prefil
                                       const char *weights, char *err, size_t errSize) {
   xfmr_generator *generator = nullptr;
   guarded(err, errSize, [&] {
-    generator = new xfmr_generator(prefillManifest, prefill, decodeManifest, decode,
-                                   weights ? weights : "");
+    generator = new xfmr_generator(nullptr, nullptr, prefillManifest, prefill, decodeManifest,
+                                   decode, weights ? weights : "");
   });
   return generator;
 }
@@ -670,9 +987,16 @@ int xfmr_generator_step(xfmr_generator *generator, const int32_t *tokens, const 
 extern "C" int xfmr_generator_main(int argc, char **argv, const char *prefillManifest,
                                    void (*prefill)(void **), const char *decodeManifest,
                                    void (*decode)(void **)) {
+  return xfmr_seq2seq_generator_main(argc, argv, nullptr, nullptr, prefillManifest, prefill,
+                                     decodeManifest, decode);
+}
+
+extern "C" int xfmr_seq2seq_generator_main(int argc, char **argv, const char *encodeManifest,
+                                           void (*encode)(void **), const char *prefillManifest,
+                                           void (*prefill)(void **), const char *decodeManifest,
+                                           void (*decode)(void **)) {
   const char *argv0 = argc > 0 ? argv[0] : "generate";
-  return runCommandLine(argv0, [&] {
-    return GeneratorCommand(argv0, prefillManifest, prefill, decodeManifest, decode)
-        .run(argc, argv);
-  });
+  GeneratorCommand::Entries entries{encodeManifest, encode,         prefillManifest,
+                                    prefill,        decodeManifest, decode};
+  return runCommandLine(argv0, [&] { return GeneratorCommand(argv0, entries).run(argc, argv); });
 }

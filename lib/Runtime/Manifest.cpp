@@ -56,6 +56,8 @@ Manifest xfmr::rt::parseManifest(const char *text) {
     manifest.defaultWeights = weights->text;
   if (const JsonValue *bos = json->get("bos_token_id"))
     manifest.bosTokenId = bos->asInt().value_or(-1);
+  if (const JsonValue *start = json->get("decoder_start_token_id"))
+    manifest.decoderStartTokenId = start->asInt().value_or(-1);
   if (const JsonValue *causal = json->get("causal_lm"))
     manifest.causalLanguageModel = causal->boolean;
   if (const JsonValue *eos = json->get("eos_token_id"))

@@ -46,7 +46,7 @@ struct Manifest {
   /// The checkpoint the model was compiled from, if any.
   std::string defaultWeights;
   /// Special tokens of the model's config (-1: none).
-  int64_t bosTokenId = -1, eosTokenId = -1;
+  int64_t bosTokenId = -1, eosTokenId = -1, decoderStartTokenId = -1;
   /// Position t's logits predict token t + 1.
   bool causalLanguageModel = false;
   std::vector<ArgSpec> args;

@@ -16,23 +16,28 @@
 
 using namespace xfmr::rt;
 
+void xfmr::rt::penalizeRepeats(double *scores, int64_t vocab, const xfmr_sampling &s,
+                               const int32_t *history, size_t historyLength) {
+  if (s.repeat_penalty == 1.0)
+    return;
+  // Each token seen in the last repeat_last_n (0: all) is penalised once.
+  size_t first = s.repeat_last_n > 0 && historyLength > static_cast<size_t>(s.repeat_last_n)
+                     ? historyLength - s.repeat_last_n
+                     : 0;
+  std::vector<bool> seen(vocab, false);
+  for (size_t i = first; i < historyLength; ++i)
+    if (history[i] >= 0 && history[i] < vocab)
+      seen[history[i]] = true;
+  for (int64_t v = 0; v < vocab; ++v)
+    if (seen[v])
+      scores[v] = scores[v] < 0 ? scores[v] * s.repeat_penalty : scores[v] / s.repeat_penalty;
+}
+
 std::vector<float> xfmr::rt::sampledProbabilities(const float *logits, int64_t vocab,
                                                   const xfmr_sampling &s, const int32_t *history,
                                                   size_t historyLength) {
   std::vector<double> scores(logits, logits + vocab);
-  // Each token seen in the last repeat_last_n (0: all) is penalised once.
-  if (s.repeat_penalty != 1.0) {
-    size_t first = s.repeat_last_n > 0 && historyLength > static_cast<size_t>(s.repeat_last_n)
-                       ? historyLength - s.repeat_last_n
-                       : 0;
-    std::vector<bool> seen(vocab, false);
-    for (size_t i = first; i < historyLength; ++i)
-      if (history[i] >= 0 && history[i] < vocab)
-        seen[history[i]] = true;
-    for (int64_t v = 0; v < vocab; ++v)
-      if (seen[v])
-        scores[v] = scores[v] < 0 ? scores[v] * s.repeat_penalty : scores[v] / s.repeat_penalty;
-  }
+  penalizeRepeats(scores.data(), vocab, s, history, historyLength);
   std::vector<float> probabilities(vocab, 0.0f);
   if (vocab == 0)
     return probabilities;

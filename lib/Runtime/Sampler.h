@@ -16,6 +16,12 @@
 
 namespace xfmr::rt {
 
+/// Divides the positive scores of the tokens in the history's last
+/// repeat_last_n (0: all) by repeat_penalty and multiplies the negative
+/// ones, as RepetitionPenaltyLogitsProcessor.
+void penalizeRepeats(double *scores, int64_t vocab, const xfmr_sampling &settings,
+                     const int32_t *history, size_t historyLength);
+
 /// The probabilities of the next token after penalty, temperature and
 /// filtering (zeros where filtered out; at temperature 0, 1 at the argmax).
 std::vector<float> sampledProbabilities(const float *logits, int64_t vocab,

@@ -13,6 +13,12 @@ gpt2-sampled: the same seed gives the same text; each step's logits equal
 xfmr's own full-sequence forward at that position (<= 1e-5 relative).
 encoder-causal-{learned,sinusoidal}: xfmr's tutorial decoder (encoder type
 with causal: true), decode steps against its own full forward.
+transformer-seq2seq: xfmr's tutorial encoder-decoder, the same.
+{bart,marian}-greedy: random translation checkpoints; a batch of sources of
+different lengths decoded greedily with a repetition penalty gives exactly
+generate()'s tokens, each step's logits within 1e-4 of its float64 ones.
+{gpt2,marian}-beams: beam search gives exactly generate(num_beams=...)'s
+tokens under each early_stopping, length and repetition penalties.
 """
 import argparse
 import json
@@ -29,6 +35,7 @@ from safetensors.numpy import load_file
 from tokenizers import ByteLevelBPETokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_models import padded, random_sequences, randomize, seq2seq_config  # noqa: E402
 from tokenizers_check import CORPUS  # noqa: E402
 
 tf.logging.set_verbosity_error()
@@ -61,13 +68,16 @@ def run(command, **kwargs):
     return subprocess.run(command, check=True, capture_output=True, **kwargs)
 
 
-def xfmr_forward_logits(xfmrc, source, workdir, weights, tokens, vocab):
-    """Logits of xfmr's own forward (inference executable) over `tokens`."""
+def xfmr_forward_logits(xfmrc, source, workdir, weights, tokens, vocab, encoded=None):
+    """Logits of xfmr's own forward (inference executable) over `tokens`
+    (an encoder-decoder's decoder tokens over the source `encoded`)."""
     model = os.path.join(workdir, "forward")
     if not os.path.exists(model):
         run([xfmrc, source, "-o", model])
     line = os.path.join(workdir, "line.txt")
     with open(line, "w") as f:
+        if encoded is not None:
+            f.write(" ".join(map(str, encoded)) + " | ")
         f.write(" ".join(map(str, tokens)) + "\n")
     out = os.path.join(workdir, "forward.npy")
     run([model, f"--weights={weights}", f"--input={line}", f"--output={out}"])
@@ -80,7 +90,7 @@ def check_against_forward(name, saved, forward):
     for i in range(saved["tokens"].shape[0]):
         p, n = int(saved["prompt_lengths"][i]), int(saved["generated_lengths"][i])
         tokens = saved["tokens"][i][:p + n].tolist()
-        reference = forward(tokens)
+        reference = forward(i, tokens)
         steps = saved["logits"][i]
         for s in range(min(n + 1, steps.shape[0])):
             want = reference[p - 1 + s]
@@ -155,8 +165,8 @@ def gpt2_sampled(args):
     print(f"{'PASS' if same and differs else 'FAIL'}: gpt2-sampled: seed 7 twice gives the same "
           f"text, seed 8 another", flush=True)
     vocab = model.config.vocab_size
-    forward = lambda tokens: xfmr_forward_logits(args.xfmrc, directory, workdir, directory,
-                                                 tokens, vocab)
+    forward = lambda i, tokens: xfmr_forward_logits(args.xfmrc, directory, workdir, directory,
+                                                    tokens, vocab)
     return same and differs and check_against_forward("gpt2-sampled", load_file(outputs[0][1]),
                                                       forward)
 
@@ -178,13 +188,168 @@ def encoder_causal(args, positions):
     saved = os.path.join(workdir, "steps.safetensors")
     run([generator, f"--weights={weights}", "--ids", "-p", "3 1 4 1 5 9 2 6 5 3 5 8 9",
          "-p", "2 7", "-n", "30", "--temp", "1", "-s", "1", f"--save-logits={saved}"])
-    forward = lambda tokens: xfmr_forward_logits(args.xfmrc, config, workdir, weights, tokens, 50)
+    forward = lambda i, tokens: xfmr_forward_logits(args.xfmrc, config, workdir, weights, tokens,
+                                                    50)
     return check_against_forward(name, load_file(saved), forward)
 
 
+def transformer_seq2seq(args):
+    """xfmr's tutorial encoder-decoder: decode steps against its own full
+    forward over the same source."""
+    name = "transformer-seq2seq"
+    workdir = os.path.join(args.workdir, name)
+    os.makedirs(workdir, exist_ok=True)
+    config = os.path.join(workdir, "config.json")
+    with open(config, "w") as f:
+        json.dump({"model_type": "transformer", "d_model": 32, "encoder_layers": 2,
+                   "decoder_layers": 2, "encoder_attention_heads": 4, "vocab_size": 50,
+                   "max_position_embeddings": 40, "pad_token_id": 0, "eos_token_id": 2,
+                   "decoder_start_token_id": 1}, f)
+    weights = os.path.join(workdir, "weights.safetensors")
+    run([args.xfmrc, config, "--emit=random-weights", "--seed=3", "-o", weights])
+    generator = os.path.join(workdir, "generate")
+    run([args.xfmrc, config, "--generate", "--batch=2", "--seq-len=16", "--decoder-seq-len=4",
+         "-o", generator])
+    sources = [[3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9], [2, 7]]
+    saved = os.path.join(workdir, "steps.safetensors")
+    command = [generator, f"--weights={weights}", "--ids", "-n", "30", "--temp", "1", "-s", "1",
+               "--ignore-eos", f"--save-logits={saved}"]
+    for source in sources:
+        command += ["-p", " ".join(map(str, source))]
+    run(command)
+    forward = lambda i, tokens: xfmr_forward_logits(args.xfmrc, config, workdir, weights, tokens,
+                                                    50, sources[i])
+    return check_against_forward(name, load_file(saved), forward)
+
+
+def seq2seq_checkpoint(directory, family, seed, eos_bias=0.0):
+    """A random Marian or BART translation checkpoint (an untied output
+    projection: a tied one mostly repeats the last token), its end of
+    sequence eos_bias likelier."""
+    cls, config_cls = {"bart": (tf.BartForConditionalGeneration, tf.BartConfig),
+                       "marian": (tf.MarianMTModel, tf.MarianConfig)}[family]
+    config = seq2seq_config(config_cls, forced_eos_token_id=None, tie_word_embeddings=False,
+                            **({"scale_embedding": True, "decoder_start_token_id": 1}
+                               if family == "marian" else {}))
+    model = cls(config).eval()
+    randomize(model, torch.Generator().manual_seed(seed), scale=0.6)
+    with torch.no_grad():
+        model.final_logits_bias[0, config.eos_token_id] += eos_bias
+    model.save_pretrained(directory)
+    return model
+
+
+def hf_generate(model, sources, pad, **kwargs):
+    """generate()'s token lists for each source (an encoder-decoder's
+    sources padded into one batch, with each step's logits; a decoder's one
+    at a time)."""
+    with torch.no_grad():
+        if model.config.is_encoder_decoder:
+            ids, mask = padded(sources, max(map(len, sources)), pad)
+            out = model.generate(ids, attention_mask=mask, output_logits=True,
+                                 return_dict_in_generate=True, **kwargs)
+            return [row.tolist() for row in out.sequences], out.logits
+        return [model.generate(torch.tensor([s]), pad_token_id=pad, **kwargs)[0].tolist()
+                for s in sources], None
+
+
+def trim(tokens, eos, pad):
+    """Tokens up to the first end of sequence (dropped), no padding."""
+    tokens = [t for t in tokens if t != pad] if pad != eos else tokens
+    return tokens[:tokens.index(eos)] if eos in tokens else tokens
+
+
+def seq2seq_greedy(args, family):
+    name = f"{family}-greedy"
+    workdir = os.path.join(args.workdir, name)
+    directory = os.path.join(workdir, "checkpoint")
+    model = seq2seq_checkpoint(directory, family, 6)
+    config = model.config
+    generator = os.path.join(workdir, "generate")
+    run([args.xfmrc, directory, "--generate", "--batch=3", "--seq-len=12", "-o", generator])
+    rng = np.random.default_rng(4)
+    sources = random_sequences(rng, 3, 12, config.vocab_size)
+    saved = os.path.join(workdir, "greedy.safetensors")
+    command = [generator, "--ids", "-n", "16", "--temp", "0", "--repeat-penalty", "2",
+               "--repeat-last-n", "0", f"--save-logits={saved}"]
+    for source in sources:
+        command += ["-p", " ".join(map(str, source))]
+    run(command)
+    got = load_file(saved)
+    want, logits = hf_generate(model.double(), sources, config.pad_token_id, max_new_tokens=16,
+                               do_sample=False, num_beams=1, repetition_penalty=2.0)
+    ok, worst, ended = True, 0.0, 0
+    for i in range(len(sources)):
+        p, n = int(got["prompt_lengths"][i]), int(got["generated_lengths"][i])
+        mine = got["tokens"][i][:p + n].tolist()
+        theirs = [want[i][0]] + trim(want[i][1:], config.eos_token_id, config.pad_token_id)
+        ended += len(theirs) < len(want[i])
+        if mine != theirs:
+            print(f"FAIL: {name} source {i + 1}: tokens {mine} != generate()'s {theirs}")
+            ok = False
+        for s in range(min(n + 1, len(logits))):
+            reference = logits[s][i].numpy()
+            worst = max(worst, float(np.abs(got["logits"][i][s] - reference).max()
+                                     / np.abs(reference).max()))
+    ok &= worst <= 1e-4
+    print(f"{'PASS' if ok else 'FAIL'}: {name}: {len(sources)} sources, tokens as generate() "
+          f"({ended} ended early), step logits within {worst:.2e} of its float64 forward "
+          f"(limit 1e-4)", flush=True)
+    return ok
+
+
+def beams(args, family):
+    """Beam search against generate(num_beams=...) under each
+    early_stopping, a few length penalties, with and without a repetition
+    penalty."""
+    name = f"{family}-beams"
+    workdir = os.path.join(args.workdir, name)
+    directory = os.path.join(workdir, "checkpoint")
+    if family == "gpt2":
+        model, _ = gpt2_checkpoint(directory, 5)
+        sources = [[5, 17, 3], [200, 4], [9]]
+    else:
+        model = seq2seq_checkpoint(directory, family, 6, eos_bias=2.0)
+        sources = random_sequences(np.random.default_rng(7), 3, 9, model.config.vocab_size)
+    config = model.config
+    generator = os.path.join(workdir, "generate")
+    run([args.xfmrc, directory, "--generate", "--batch=4", "--seq-len=9", "-o", generator])
+    model = model.double()
+    ok, runs = True, 0
+    ended = 0
+    for early, penalty, count, repeat in [("false", 1.0, 4, 1.0), ("true", 1.0, 3, 1.5),
+                                          ("never", 2.0, 4, 1.0), ("false", -0.5, 2, 1.5)]:
+        for source in sources:
+            printed = run([generator, "--ids", "--no-echo", "-p", " ".join(map(str, source)),
+                           "-n", "10", f"--num-beams={count}", f"--early-stopping={early}",
+                           f"--length-penalty={penalty}", f"--repeat-penalty={repeat}",
+                           "--repeat-last-n=0"]).stdout.decode().split()
+            mine = [int(t) for t in printed]
+            hf_early = {"true": True, "false": False, "never": "never"}[early]
+            want, _ = hf_generate(model, [source], config.pad_token_id, max_new_tokens=10,
+                                  do_sample=False, num_beams=count, early_stopping=hf_early,
+                                  length_penalty=penalty, repetition_penalty=repeat)
+            start = 1 if config.is_encoder_decoder else len(source)
+            theirs = trim(want[0][start:], config.eos_token_id, config.pad_token_id)
+            runs += 1
+            ended += len(theirs) < 10
+            if mine != theirs:
+                print(f"FAIL: {name} {count} beams, early_stopping={early}, length_penalty="
+                      f"{penalty}, repetition_penalty={repeat}, source {source}: {mine} != "
+                      f"generate()'s {theirs}")
+                ok = False
+    print(f"{'PASS' if ok else 'FAIL'}: {name}: {runs} searches as generate(num_beams=...) "
+          f"({ended} ended early)", flush=True)
+    return ok
+
+
 CASES = {"gpt2-greedy": gpt2_greedy, "gpt2-sampled": gpt2_sampled,
+         "bart-greedy": lambda a: seq2seq_greedy(a, "bart"),
+         "marian-greedy": lambda a: seq2seq_greedy(a, "marian"),
+         "gpt2-beams": lambda a: beams(a, "gpt2"), "marian-beams": lambda a: beams(a, "marian"),
          "encoder-causal-learned": lambda a: encoder_causal(a, "learned"),
-         "encoder-causal-sinusoidal": lambda a: encoder_causal(a, "sinusoidal")}
+         "encoder-causal-sinusoidal": lambda a: encoder_causal(a, "sinusoidal"),
+         "transformer-seq2seq": transformer_seq2seq}
 
 
 def main():

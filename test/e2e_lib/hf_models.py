@@ -97,7 +97,7 @@ SENTENCE_CASES = {"st-mean-normalized": ("mean", True), "st-cls": ("cls", False)
                   "st-max": ("max", False), "st-mean-sqrt-len": ("mean_sqrt_len_tokens", True)}
 
 
-def randomize(model, generator):
+def randomize(model, generator, scale=0.1):
     """Every floating parameter and buffer random: norms' scales near 1."""
     with torch.no_grad():
         for name, tensor in list(model.named_parameters()) + list(model.named_buffers()):
@@ -110,7 +110,7 @@ def randomize(model, generator):
                     model.get_submodule(name.rsplit(".", 1)[0])).__name__:
                 continue  # fixed sinusoids
             else:
-                tensor.copy_(0.1 * noise)
+                tensor.copy_(scale * noise)
 
 
 def random_sequences(rng, count, length, vocab):

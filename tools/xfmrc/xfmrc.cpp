@@ -115,11 +115,14 @@ static cl::opt<int64_t> batch("batch", cl::desc("Sequences per call (default 1)"
                               cl::cat(category));
 static cl::opt<int64_t> seqLen("seq-len",
                                cl::desc("Tokens per sequence (default: the model's positions; "
-                                        "with --generate, tokens per prefill call: 64)"),
+                                        "with --generate, a decoder's tokens per prefill call: "
+                                        "64, an encoder-decoder's longest source)"),
                                cl::init(0), cl::cat(category));
-static cl::opt<int64_t> decoderSeqLen(
-    "decoder-seq-len", cl::desc("Decoder tokens per sequence (default: --seq-len)"), cl::init(0),
-    cl::cat(category));
+static cl::opt<int64_t>
+    decoderSeqLen("decoder-seq-len",
+                  cl::desc("Decoder tokens per sequence (default: --seq-len; with "
+                           "--generate, per prefill call: 64)"),
+                  cl::init(0), cl::cat(category));
 static cl::opt<std::string>
     architecture("architecture",
                  cl::desc("Hugging Face class to build from a checkpoint or config (GPT2Model, "

@@ -88,8 +88,9 @@ struct ModelInfo {
   std::vector<std::string> weightPrefixes{""};
   /// Where the weights are when none are given: the checkpoint compiled.
   std::string defaultWeights;
-  /// Special tokens (-1: none), for generation.
-  int64_t bosTokenId = -1, eosTokenId = -1;
+  /// Special tokens (-1: none), for generation; an encoder-decoder's
+  /// decoder starts from decoderStartTokenId.
+  int64_t bosTokenId = -1, eosTokenId = -1, decoderStartTokenId = -1;
   /// A causal language model: position t's logits predict token t + 1 (a
   /// training file of plain ids trains it).
   bool causalLanguageModel = false;
