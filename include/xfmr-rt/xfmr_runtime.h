@@ -169,7 +169,8 @@ void xfmr_tokenizer_free(xfmr_tokenizer *tokenizer);
 int64_t xfmr_tokenizer_encode(const xfmr_tokenizer *tokenizer, const char *text, size_t length,
                               int32_t *ids, size_t capacity, char *err, size_t err_size);
 /* Writes up to `capacity` bytes of the text of `ids` and returns its
- * length. */
+ * length; bytes that are not valid UTF-8 become U+FFFD, as in Hugging
+ * Face's decode(). */
 size_t xfmr_tokenizer_decode(const xfmr_tokenizer *tokenizer, const int32_t *ids, size_t count,
                              char *text, size_t capacity);
 
@@ -183,7 +184,23 @@ typedef struct xfmr_generator xfmr_generator;
 xfmr_generator *xfmr_generator_create(const char *prefill_manifest, void (*prefill)(void **args),
                                       const char *decode_manifest, void (*decode)(void **args),
                                       const char *weights, char *err, size_t err_size);
+/* The same for an encoder-decoder (`xfmrc --generate` of marian, bart,
+ * transformer), whose `<name>_encode` entry reads the sources. */
+xfmr_generator *
+xfmr_seq2seq_generator_create(const char *encode_manifest, void (*encode)(void **args),
+                              const char *prefill_manifest, void (*prefill)(void **args),
+                              const char *decode_manifest, void (*decode)(void **args),
+                              const char *weights, char *err, size_t err_size);
 void xfmr_generator_free(xfmr_generator *generator);
+/* An encoder-decoder's sources, sources[b] of lengths[b] tokens for each of
+ * the batch's sequences (a NULL or empty one: none), encoded at once; every
+ * sequence's cache is emptied, the decoder then starts from the
+ * "decoder_start_token_id". 0 on success. */
+int xfmr_generator_encode(xfmr_generator *generator, const int32_t *const *sources,
+                          const size_t *lengths, char *err, size_t err_size);
+/* The model's config's token id `key` ("eos_token_id", "bos_token_id",
+ * "pad_token_id", "decoder_start_token_id"), or -1 if it names none. */
+int64_t xfmr_generator_token_id(const xfmr_generator *generator, const char *key);
 /* Sequences per call, cache positions, vocabulary size. */
 int64_t xfmr_generator_batch(const xfmr_generator *generator);
 int64_t xfmr_generator_context(const xfmr_generator *generator);

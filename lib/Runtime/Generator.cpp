@@ -944,7 +944,44 @@ xfmr_generator *xfmr_generator_create(const char *prefillManifest, void (*prefil
   return generator;
 }
 
+xfmr_generator *xfmr_seq2seq_generator_create(const char *encodeManifest, void (*encode)(void **),
+                                              const char *prefillManifest, void (*prefill)(void **),
+                                              const char *decodeManifest, void (*decode)(void **),
+                                              const char *weights, char *err, size_t errSize) {
+  xfmr_generator *generator = nullptr;
+  guarded(err, errSize, [&] {
+    if (!encodeManifest || !encode)
+      fail("an encoder-decoder generator needs its encode entry");
+    generator = new xfmr_generator(encodeManifest, encode, prefillManifest, prefill, decodeManifest,
+                                   decode, weights ? weights : "");
+  });
+  return generator;
+}
+
 void xfmr_generator_free(xfmr_generator *generator) { delete generator; }
+
+int xfmr_generator_encode(xfmr_generator *generator, const int32_t *const *sources,
+                          const size_t *lengths, char *err, size_t errSize) {
+  return guarded(err, errSize, [&] {
+    if (!generator->encoderDecoder())
+      fail("the model has no encoder (xfmr_seq2seq_generator_create)");
+    std::vector<std::vector<int32_t>> all(generator->batch);
+    for (int64_t b = 0; b < generator->batch; ++b)
+      if (sources && sources[b])
+        all[b].assign(sources[b], sources[b] + lengths[b]);
+    generator->encodeSources(all);
+  });
+}
+
+int64_t xfmr_generator_token_id(const xfmr_generator *generator, const char *key) {
+  const Manifest &manifest = generator->prefill.manifest;
+  std::string_view name = key ? key : "";
+  return name == "eos_token_id"             ? manifest.eosTokenId
+         : name == "bos_token_id"           ? manifest.bosTokenId
+         : name == "pad_token_id"           ? manifest.padTokenId
+         : name == "decoder_start_token_id" ? manifest.decoderStartTokenId
+                                            : -1;
+}
 
 int64_t xfmr_generator_batch(const xfmr_generator *generator) { return generator->batch; }
 int64_t xfmr_generator_context(const xfmr_generator *generator) { return generator->context; }

@@ -578,7 +578,8 @@ int64_t xfmr_tokenizer_encode(const xfmr_tokenizer *tokenizer, const char *text,
 
 size_t xfmr_tokenizer_decode(const xfmr_tokenizer *tokenizer, const int32_t *ids, size_t count,
                              char *text, size_t capacity) {
-  std::string decoded = tokenizer->tokenizer->decode(std::vector<int32_t>(ids, ids + count));
+  std::string decoded =
+      replaceInvalidUtf8(tokenizer->tokenizer->decode(std::vector<int32_t>(ids, ids + count)));
   std::copy_n(decoded.begin(), std::min(decoded.size(), capacity), text);
   return decoded.size();
 }

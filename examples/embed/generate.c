@@ -1,0 +1,114 @@
+/* Generating text from a C program with a compiled generator.
+ *
+ *   xfmrc CHECKPOINT --generate --emit=obj --name=model -o model.o
+ *   xfmrc CHECKPOINT --generate --emit=header --name=model -o model.h
+ *   cc -I. -I<xfmr>/include generate.c model.o <xfmr>/build/lib/libxfmr_runtime.a \
+ *      -lstdc++ -lm -L/usr/lib/llvm-22/lib -lomp -o generate
+ *   ./generate CHECKPOINT "prompt" 20
+ *
+ * Tokenizes the prompt with the checkpoint's tokenizer and feeds it through
+ * the prefill entry (an encoder-decoder encodes it instead and starts the
+ * decoder from its start token), then decodes greedily, one step a token,
+ * up to the end-of-sequence token or N tokens, and prints the text (a
+ * decoder's after its prompt), as the generator executable does with
+ * --temp 0. */
+
+#include "model.h"
+#include "xfmr-rt/xfmr_runtime.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void die(const char *what, const char *message) {
+  fprintf(stderr, "error: %s: %s\n", what, message);
+  exit(1);
+}
+
+/* Prints the text of ids[0 .. count). */
+static void print_text(const xfmr_tokenizer *tokenizer, const int32_t *ids, size_t count) {
+  size_t length = xfmr_tokenizer_decode(tokenizer, ids, count, NULL, 0);
+  char *text = malloc(length + 1);
+  xfmr_tokenizer_decode(tokenizer, ids, count, text, length + 1);
+  fwrite(text, 1, length, stdout);
+  free(text);
+}
+
+int main(int argc, char **argv) {
+  if (argc != 4) {
+    fprintf(stderr, "usage: %s CHECKPOINT PROMPT TOKENS\n", argv[0]);
+    return 2;
+  }
+  const char *checkpoint = argv[1], *prompt = argv[2];
+  int steps = atoi(argv[3]);
+  char err[512];
+  xfmr_tokenizer *tokenizer = xfmr_tokenizer_load(checkpoint, err, sizeof(err));
+  if (!tokenizer)
+    die(checkpoint, err);
+#ifdef MODEL_ENCODE_NUM_ARGS
+  xfmr_generator *generator = xfmr_seq2seq_generator_create(
+      model_encode_manifest, model_encode_packed, model_prefill_manifest, model_prefill_packed,
+      model_decode_manifest, model_decode_packed, checkpoint, err, sizeof(err));
+#else
+  xfmr_generator *generator =
+      xfmr_generator_create(model_prefill_manifest, model_prefill_packed, model_decode_manifest,
+                            model_decode_packed, checkpoint, err, sizeof(err));
+#endif
+  if (!generator)
+    die(checkpoint, err);
+  int64_t batch = xfmr_generator_batch(generator), vocab = xfmr_generator_vocab(generator);
+  int64_t eos = xfmr_generator_token_id(generator, "eos_token_id");
+
+  size_t capacity = (size_t)xfmr_generator_context(generator);
+  int32_t *tokens = malloc((capacity + 1) * sizeof(int32_t));
+  int64_t count =
+      xfmr_tokenizer_encode(tokenizer, prompt, strlen(prompt), tokens, capacity, err, sizeof(err));
+  if (count < 0)
+    die("prompt", err);
+  if ((size_t)count > capacity)
+    die("prompt", "longer than the context");
+  size_t promptLength = (size_t)count;
+#ifdef MODEL_ENCODE_NUM_ARGS
+  /* The prompt is the source of sequence 0; the decoder starts from the
+   * start token. */
+  const int32_t *sources[1] = {tokens};
+  size_t lengths[1] = {promptLength};
+  if (batch != 1)
+    die("model", "this example generates one sequence (compile with --batch=1)");
+  if (xfmr_generator_encode(generator, sources, lengths, err, sizeof(err)))
+    die("prompt", err);
+  tokens[0] = (int32_t)xfmr_generator_token_id(generator, "decoder_start_token_id");
+  promptLength = 1;
+#else
+  if (batch != 1)
+    die("model", "this example generates one sequence (compile with --batch=1)");
+  print_text(tokenizer, tokens, promptLength);
+#endif
+
+  float *logits = malloc((size_t)vocab * sizeof(float));
+  if (xfmr_generator_append(generator, 0, tokens, promptLength, logits, err, sizeof(err)))
+    die("prompt", err);
+  xfmr_sampling greedy = xfmr_sampling_defaults();
+  greedy.temperature = 0;
+  xfmr_sampler *sampler = xfmr_sampler_create(&greedy, 0);
+  size_t length = promptLength;
+  for (int step = 0; step < steps; ++step) {
+    int32_t next = xfmr_sampler_sample(sampler, logits, vocab, tokens, length);
+    if (next == eos)
+      break;
+    tokens[length++] = next;
+    if (step + 1 == steps || length == capacity)
+      break;
+    if (xfmr_generator_step(generator, &next, NULL, logits, err, sizeof(err)))
+      die("decode", err);
+  }
+  print_text(tokenizer, tokens + promptLength, length - promptLength);
+  printf("\n");
+
+  xfmr_sampler_free(sampler);
+  xfmr_generator_free(generator);
+  xfmr_tokenizer_free(tokenizer);
+  free(tokens);
+  free(logits);
+  return 0;
+}
