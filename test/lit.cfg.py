@@ -28,6 +28,8 @@ config.substitutions.append(("%testlib", os.path.join(config.test_source_root, "
 config.substitutions.append(("%cc", config.c_compiler))
 config.substitutions.append(("%xfmr_include", os.path.join(config.xfmr_src_root, "include")))
 config.substitutions.append(("%xfmr_examples", os.path.join(config.xfmr_src_root, "examples")))
+config.substitutions.append(("%xfmr_sentencepiece_libs",
+    "%s/lib/libxfmr_sentencepiece.a -lsentencepiece" % config.xfmr_obj_root))
 config.substitutions.append(("%xfmr_runtime_libs",
     "%s/lib/libxfmr_runtime.a -lstdc++ -lm -L%s -lomp -Wl,-rpath,%s"
     % (config.xfmr_obj_root, config.openmp_lib_dir, config.openmp_lib_dir)))

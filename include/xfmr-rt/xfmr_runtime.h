@@ -156,16 +156,21 @@ void xfmr_sampler_free(xfmr_sampler *sampler);
 int32_t xfmr_sampler_sample(xfmr_sampler *sampler, const float *logits, int64_t vocab,
                             const int32_t *history, size_t history_length);
 
-/* A checkpoint's tokenizer: byte-level BPE from tokenizer.json, or from
- * vocab.json + merges.txt. */
+/* A checkpoint's tokenizer: byte-level BPE (tokenizer.json, or vocab.json +
+ * merges.txt), WordPiece (tokenizer.json, or vocab.txt) or SentencePiece
+ * (Marian's source.spm + vocab.json, or spiece.model). */
 typedef struct xfmr_tokenizer xfmr_tokenizer;
+/* Lets xfmr_tokenizer_load read SentencePiece files; defined in
+ * libxfmr_sentencepiece.a, which needs -lsentencepiece. */
+void xfmr_tokenizer_enable_sentencepiece(void);
 /* Reads the tokenizer in checkpoint directory `directory`; NULL (with a
  * message) when it holds none or a file is corrupt or unsupported. */
 xfmr_tokenizer *xfmr_tokenizer_load(const char *directory, char *err, size_t err_size);
 void xfmr_tokenizer_free(xfmr_tokenizer *tokenizer);
 /* Writes up to `capacity` ids of the UTF-8 `text` to `ids` and returns how
  * many there are (call again with more room if that exceeds `capacity`), or
- * -1 with a message (invalid UTF-8). */
+ * -1 with a message (invalid UTF-8). The ids include the special tokens the
+ * tokenizer adds around a sequence, as Hugging Face's encode() does. */
 int64_t xfmr_tokenizer_encode(const xfmr_tokenizer *tokenizer, const char *text, size_t length,
                               int32_t *ids, size_t capacity, char *err, size_t err_size);
 /* Writes up to `capacity` bytes of the text of `ids` and returns its

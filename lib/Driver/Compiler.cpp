@@ -147,6 +147,9 @@ llvm::Error link(StringRef object, const CompileOptions &options, StringRef main
     return std::string(path);
   };
   std::vector<std::string> libraries = {library(mainLibrary), library("libxfmr_runtime.a")};
+  bool generator = options.mode == CompileMode::Generate;
+  if (generator)
+    libraries.insert(libraries.begin() + 1, library("libxfmr_sentencepiece.a"));
   if (options.target == Target::Nvptx)
     libraries.push_back(library("libxfmr_cuda.a"));
   for (StringRef lib : libraries)
@@ -160,6 +163,8 @@ llvm::Error link(StringRef object, const CompileOptions &options, StringRef main
   std::string rpath = "-Wl,-rpath," XFMR_OPENMP_LIB_DIR;
   SmallVector<StringRef> args = {*linker, object};
   args.append(libraries.begin(), libraries.end());
+  if (generator)
+    args.push_back("-lsentencepiece");
   args.append({"-L" XFMR_OPENMP_LIB_DIR, "-lomp", rpath, "-ldl", "-lm", "-o",
                options.outputPath});
   std::string message;

@@ -43,6 +43,7 @@ llvm::Error frontend::buildBart(FamilyInputs &in) {
   c.decoderVocab =
       c.sharedEmbeddings ? c.vocab : config.positiveInt({"decoder_vocab_size"}, c.vocab);
   c.tiedHead = config.boolean("tie_word_embeddings", true);
+  c.sharingFollowsHead = true;
   c.languageModelHead =
       in.architecture == "BartForConditionalGeneration" || in.architecture == "MarianMTModel";
   int64_t positions = config.positiveInt({"max_position_embeddings"}, 1024);

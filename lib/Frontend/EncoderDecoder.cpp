@@ -95,10 +95,8 @@ llvm::Error frontend::buildEncoderDecoder(FamilyInputs &in, const EncoderDecoder
 
   EncoderDecoderBuilder builder(graph, c);
   Value sourceTable, targetTable;
-  // transformers (v5) ties the encoder's and decoder's embeddings to
-  // `shared` only with tie_word_embeddings; untied checkpoints it saved hold
-  // the tables it uses under their own names.
-  bool shared = c.sharedEmbeddings && (c.tiedHead || !in.hasWeight("encoder.embed_tokens.weight"));
+  bool shared = c.sharedEmbeddings && (c.tiedHead || !c.sharingFollowsHead ||
+                                       !in.hasWeight("encoder.embed_tokens.weight"));
   auto tables = [&] {
     if (shared) {
       sourceTable = targetTable = graph.param("shared.weight", {c.vocab, c.dModel});

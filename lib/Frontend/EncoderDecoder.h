@@ -39,6 +39,10 @@ struct EncoderDecoderConfig {
   /// One `shared` table for source, target and (tied) head; else
   /// `encoder.embed_tokens` and `decoder.embed_tokens`.
   bool sharedEmbeddings = true;
+  /// Whether the shared table is shared only along with a tied head
+  /// (transformers v5's BART and Marian): untied checkpoints keep the
+  /// encoder's and decoder's embeddings under their own names.
+  bool sharingFollowsHead = false;
   /// The LM head is the decoder's embedding table.
   bool tiedHead = true;
   /// The LM head adds `final_logits_bias` [1, decoderVocab].

@@ -28,6 +28,7 @@
 #include "RuntimeSupport.h"
 #include "Sampler.h"
 #include "Tokenizer.h"
+#include "Unicode.h"
 
 #include <algorithm>
 #include <chrono>
@@ -566,9 +567,8 @@ private:
                                                        : "";
     tokenizer = directory.empty() ? nullptr : loadTokenizer(directory);
     if (!tokenizer)
-      fail("no tokenizer" + (directory.empty() ? std::string() : " in '" + directory + "'") +
-           " (tokenizer.json, or vocab.json and merges.txt): pass --tokenizer=DIR, or token "
-           "ids with --ids");
+      fail("no tokenizer" + (directory.empty() ? std::string() : " in '" + directory + "'") + " (" +
+           kTokenizerFiles + "): pass --tokenizer=DIR, or token ids with --ids");
     if (tokenizer->size() > vocab)
       fail("the tokenizer '" + tokenizer->source + "' has " + std::to_string(tokenizer->size()) +
            " tokens, more than the model's " + std::to_string(vocab));

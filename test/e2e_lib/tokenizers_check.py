@@ -1,19 +1,29 @@
 #!/usr/bin/env python3
-"""xfmr's tokenizers against Hugging Face `tokenizers`: trains a tokenizer
-on a small multilingual text, saves it as a checkpoint would, runs the
-runtime's encoder and decoder on test lines (through tokenize.c, the C API)
-and compares ids and decoded bytes with `tokenizers`' own.
+"""xfmr's tokenizers against Hugging Face's: trains a tokenizer on a small
+multilingual text, saves it as a checkpoint would, runs the runtime's
+encoder and decoder on test lines (through tokenize.c, the C API) and
+compares ids and decoded bytes with the reference's encode() and
+decode(skip_special_tokens=False).
 
   tokenizers_check.py KIND WORKDIR TOKENIZE_PROGRAM
 
-KIND: bpe (byte-level BPE: tokenizer.json, and vocab.json + merges.txt).
-Prints one PASS/FAIL line per file layout.
+KIND: bpe (byte-level BPE: tokenizer.json, also with BART's <s> ... </s>
+post-processor, and vocab.json + merges.txt against `tokenizers`), wordpiece (BERT, uncased and cased: tokenizer.json
+and vocab.txt against transformers' BertTokenizer), sentencepiece (a
+unigram model trained by `sentencepiece`: Marian's source.spm + vocab.json
+against transformers' MarianTokenizer, spiece.model against
+`sentencepiece` itself). Prints one PASS/FAIL line per file layout.
 """
+import io
+import json
 import os
+import random
+import shutil
 import subprocess
 import sys
 
-from tokenizers import ByteLevelBPETokenizer
+from tokenizers import BertWordPieceTokenizer, ByteLevelBPETokenizer, Tokenizer
+from tokenizers.processors import RobertaProcessing
 
 CORPUS = """The quick brown fox jumps over the lazy dog; it's what they'd say, isn't it?
 Lorem ipsum dolor sit amet, consectetur adipiscing elit — 1234567890 and 3.14159.
@@ -35,8 +45,49 @@ TESTS = [
     "special <|endoftext|> token<|endoftext|>glued",
     "don't can't won't we've they're I'm you'll he'd 'S 'T",
     "numbers 12345 1,234.56 ٣٤٥ ⅻ ½",
+    "masked [MASK] words, [SEP] and </s> glued<pad>; >>fr<< is a language code",
+    ">>fr<< bonjour, le monde",
     "",
 ]
+
+
+class TokenizersReference:
+    """A `tokenizers` Tokenizer."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+
+    def encode(self, text):
+        return self.tokenizer.encode(text).ids
+
+    def decode(self, ids):
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
+
+
+class TransformersReference:
+    """A transformers tokenizer."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+
+    def encode(self, text):
+        return self.tokenizer.encode(text)
+
+    def decode(self, ids):
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
+
+
+class SentencePieceReference:
+    """`sentencepiece` itself: its ids, then </s>."""
+
+    def __init__(self, processor):
+        self.processor = processor
+
+    def encode(self, text):
+        return self.processor.encode(text) + [self.processor.eos_id()]
+
+    def decode(self, ids):
+        return self.processor.decode(ids)
 
 
 def bpe(workdir):
@@ -55,31 +106,102 @@ def bpe(workdir):
     with open(os.path.join(slow, "tokenizer_config.json"), "w") as f:
         f.write('{"added_tokens_decoder": {"%d": {"content": "<|endoftext|>", "special": true}}}'
                 % eos)
-    return tokenizer, {"tokenizer.json": fast, "vocab.json + merges.txt": slow}
+    reference = TokenizersReference(tokenizer)
+    # BART's and RoBERTa's: <s> ... </s> around the sequence.
+    roberta = Tokenizer.from_str(tokenizer._tokenizer.to_str())
+    roberta.add_special_tokens(["<s>", "</s>"])
+    roberta.post_processor = RobertaProcessing(("</s>", roberta.token_to_id("</s>")),
+                                               ("<s>", roberta.token_to_id("<s>")))
+    bart = os.path.join(workdir, "bart")
+    os.makedirs(bart, exist_ok=True)
+    roberta.save(os.path.join(bart, "tokenizer.json"))
+    return {"tokenizer.json": (fast, reference), "vocab.json + merges.txt": (slow, reference),
+            "tokenizer.json with RobertaProcessing": (bart, TokenizersReference(roberta))}
+
+
+def wordpiece(workdir):
+    import transformers
+    transformers.logging.set_verbosity_error()
+    layouts = {}
+    for case in ("uncased", "cased"):
+        lowercase = case == "uncased"
+        trainer = BertWordPieceTokenizer(lowercase=lowercase, strip_accents=None)
+        trainer.train_from_iterator(CORPUS.splitlines() * 3, vocab_size=400, min_frequency=1)
+        slow = os.path.join(workdir, case, "slow")
+        fast = os.path.join(workdir, case, "fast")
+        os.makedirs(slow, exist_ok=True)
+        trainer.save_model(slow)
+        with open(os.path.join(slow, "tokenizer_config.json"), "w") as f:
+            json.dump({"tokenizer_class": "BertTokenizer", "do_lower_case": lowercase}, f)
+        tokenizer = transformers.BertTokenizer.from_pretrained(slow)
+        # transformers writes tokenizer.json with BERT's template.
+        tokenizer.save_pretrained(fast)
+        assert not os.path.exists(os.path.join(fast, "vocab.txt"))
+        reference = TransformersReference(tokenizer)
+        layouts[f"{case} tokenizer.json"] = (fast, reference)
+        layouts[f"{case} vocab.txt"] = (slow, reference)
+    return layouts
+
+
+def sentencepiece(workdir):
+    import sentencepiece as spm
+    import transformers
+    transformers.logging.set_verbosity_error()
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(CORPUS.splitlines() * 3),
+                                   model_writer=model, vocab_size=300, character_coverage=1.0,
+                                   model_type="unigram", hard_vocab_limit=False,
+                                   minloglevel=2)
+    processor = spm.SentencePieceProcessor(model_proto=model.getvalue())
+    # Marian: ids from vocab.json, in another order than the model's, with
+    # pieces missing (they become <unk>) and a language code.
+    marian = os.path.join(workdir, "marian")
+    os.makedirs(marian, exist_ok=True)
+    for name in ("source.spm", "target.spm"):
+        with open(os.path.join(marian, name), "wb") as f:
+            f.write(model.getvalue())
+    pieces = [processor.id_to_piece(i) for i in range(processor.get_piece_size())]
+    ordinary = [p for p in pieces if p not in ("<unk>", "<s>", "</s>")]
+    random.Random(0).shuffle(ordinary)
+    vocab = {"</s>": 0, "<unk>": 1}
+    for piece in ordinary[:-20] + [">>fr<<", "<pad>"]:
+        vocab[piece] = len(vocab)
+    with open(os.path.join(marian, "vocab.json"), "w", encoding="utf-8") as f:
+        json.dump(vocab, f, ensure_ascii=False)
+    tokenizer = transformers.MarianTokenizer(*(os.path.join(marian, name) for name in
+                                               ("source.spm", "target.spm", "vocab.json")))
+    spiece = os.path.join(workdir, "spiece")
+    os.makedirs(spiece, exist_ok=True)
+    with open(os.path.join(spiece, "spiece.model"), "wb") as f:
+        f.write(model.getvalue())
+    return {"Marian source.spm + vocab.json": (marian, TransformersReference(tokenizer)),
+            "spiece.model": (spiece, SentencePieceReference(processor))}
 
 
 def main():
     kind, workdir, program = sys.argv[1], sys.argv[2], sys.argv[3]
-    os.makedirs(workdir, exist_ok=True)
-    tokenizer, layouts = {"bpe": bpe}[kind](workdir)
+    shutil.rmtree(workdir, ignore_errors=True)
+    os.makedirs(workdir)
+    layouts = {"bpe": bpe, "wordpiece": wordpiece, "sentencepiece": sentencepiece}[kind](workdir)
     text_file = os.path.join(workdir, "tests.txt")
     with open(text_file, "w", encoding="utf-8", newline="\n") as f:
         f.write("\n".join(TESTS) + "\n")
     failed = False
-    for layout, directory in layouts.items():
+    for layout, (directory, reference) in layouts.items():
         run = subprocess.run([program, directory, text_file], capture_output=True, check=True)
         lines = run.stdout.decode().splitlines()
         problems = []
         for i, text in enumerate(TESTS):
             ids = [int(x) for x in lines[2 * i].split()[1:]]
             decoded = bytes.fromhex(lines[2 * i + 1][len("text: "):])
-            want = tokenizer.encode(text).ids
+            want = reference.encode(text)
             if ids != want:
                 problems.append(f"line {i + 1}: ids {ids} != {want}")
-            if decoded != tokenizer.decode(want, skip_special_tokens=False).encode():
-                problems.append(f"line {i + 1}: decoded {decoded!r}")
+            if decoded != reference.decode(want).encode():
+                problems.append(f"line {i + 1}: decoded {decoded.decode(errors='replace')!r} != "
+                                f"{reference.decode(want)!r}")
         failed |= bool(problems)
-        print(f"{'FAIL' if problems else 'PASS'}: {kind} {layout}: {len(TESTS)} lines"
+        print(f"{'PASS' if problems == [] else 'FAIL'}: {kind} {layout}: {len(TESTS)} lines"
               + "".join("\n  " + p for p in problems))
     return 1 if failed else 0
 

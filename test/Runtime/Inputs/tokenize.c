@@ -14,6 +14,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: tokenize DIR TEXT\n");
     return 2;
   }
+  xfmr_tokenizer_enable_sentencepiece();
   xfmr_tokenizer *tokenizer = xfmr_tokenizer_load(argv[1], err, sizeof(err));
   if (!tokenizer) {
     fprintf(stderr, "tokenize: error: %s\n", err);
