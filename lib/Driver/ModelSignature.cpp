@@ -415,17 +415,21 @@ std::string xfmr::buildManifest(const ModelSignature &signature) {
       arg["updates"] = argument.updates;
     args.push_back(std::move(arg));
   }
-  llvm::json::Object manifest{{"format", 1},
-                              {"model_type", signature.info.modelType},
-                              {"entry", signature.entryName},
-                              {"pad_token_id", signature.info.padTokenId},
-                              {"weight_prefixes", llvm::json::Array(signature.info.weightPrefixes)},
-                              {"default_weights", signature.info.defaultWeights},
-                              {"bos_token_id", signature.info.bosTokenId},
-                              {"causal_lm", signature.info.causalLanguageModel},
-                              {"decoder_start_token_id", signature.info.decoderStartTokenId},
-                              {"eos_token_id", signature.info.eosTokenId},
-                              {"args", std::move(args)}};
+  llvm::json::Object manifest{
+      {"format", 1},
+      {"model_type", signature.info.modelType},
+      {"entry", signature.entryName},
+      {"pad_token_id", signature.info.padTokenId},
+      {"weight_prefixes", llvm::json::Array(signature.info.weightPrefixes)},
+      {"default_weights", signature.info.defaultWeights},
+      {"bos_token_id", signature.info.bosTokenId},
+      {"causal_lm", signature.info.causalLanguageModel},
+      {"decoder_start_token_id", signature.info.decoderStartTokenId},
+      {"forced_bos_token_id", signature.info.forcedBosTokenId},
+      {"forced_eos_token_id", signature.info.forcedEosTokenId},
+      {"suppress_tokens", llvm::json::Array(signature.info.suppressedTokenIds)},
+      {"eos_token_id", signature.info.eosTokenId},
+      {"args", std::move(args)}};
   if (const std::optional<TrainOptions> &t = signature.training)
     manifest["training"] =
         llvm::json::Object{{"optimizer", t->optimizer},       {"lr", t->learningRate},

@@ -165,6 +165,14 @@ llvm::Expected<ModelSource> xfmr::readModelSource(llvm::StringRef path) {
   if (!text)
     return text.takeError();
   source.configText = std::move(*text);
+  std::string generationConfig = join(directory, "generation_config.json");
+  if (llvm::sys::fs::exists(generationConfig)) {
+    llvm::Expected<std::string> generation = readText(generationConfig);
+    if (!generation)
+      return generation.takeError();
+    source.generationConfigPath = generationConfig;
+    source.generationConfigText = std::move(*generation);
+  }
 
   char err[512];
   xfmr_weights *weights = xfmr_weights_open(directory.c_str(), err, sizeof(err));

@@ -608,6 +608,69 @@ ArrayRef<StringRef> xfmr::supportedModelTypes() {
   return types;
 }
 
+/// The token rules of generate() that the generator applies, from the
+/// checkpoint's generation_config.json if it has one (where transformers
+/// saves them), else from the config. Rules it cannot apply are errors.
+static llvm::Error readGenerationRules(const ModelSource &source, const json::Object &config,
+                                       ModelInfo &info) {
+  std::optional<json::Value> generation;
+  const json::Object *object = &config;
+  StringRef path = source.configPath;
+  if (!source.generationConfigText.empty()) {
+    path = source.generationConfigPath;
+    llvm::Expected<json::Value> parsed = json::parse(source.generationConfigText);
+    if (!parsed)
+      return llvm::createStringError(path + ": invalid JSON: " + toString(parsed.takeError()));
+    generation = std::move(*parsed);
+    object = generation->getAsObject();
+    if (!object)
+      return llvm::createStringError(path + ": must be a JSON object");
+  }
+  ConfigReader reader(path, *object);
+  info.forcedBosTokenId = reader.tokenId("forced_bos_token_id");
+  info.forcedEosTokenId = reader.tokenId("forced_eos_token_id");
+  auto tokenLists = [&](StringRef key, bool nested) -> llvm::Error {
+    const json::Value *value = object->get(key);
+    if (!value || value->kind() == json::Value::Null)
+      return llvm::Error::success();
+    const json::Array *list = value->getAsArray();
+    if (!list)
+      return llvm::createStringError(path + ": key '" + key + "': expected a list");
+    for (const json::Value &entry : *list) {
+      const json::Value *token = &entry;
+      if (nested) {
+        const json::Array *words = entry.getAsArray();
+        if (!words || words->size() != 1)
+          return llvm::createStringError(
+              path + ": key '" + key +
+              "': only single-token entries are supported (a token never generated)");
+        token = &words->front();
+      }
+      std::optional<int64_t> id = token->getAsInteger();
+      if (!id || *id < 0)
+        return llvm::createStringError(path + ": key '" + key + "': expected token ids");
+      info.suppressedTokenIds.push_back(*id);
+    }
+    return llvm::Error::success();
+  };
+  if (llvm::Error error = tokenLists("bad_words_ids", true))
+    return error;
+  if (llvm::Error error = tokenLists("suppress_tokens", false))
+    return error;
+  // Rules of generate() the generator does not apply.
+  for (StringRef key : {"no_repeat_ngram_size", "encoder_no_repeat_ngram_size", "min_length",
+                        "min_new_tokens", "begin_suppress_tokens", "sequence_bias"}) {
+    const json::Value *value = object->get(key);
+    bool unset = !value || value->kind() == json::Value::Null ||
+                 (value->getAsInteger() && *value->getAsInteger() == 0) ||
+                 (value->getAsArray() && value->getAsArray()->empty());
+    if (!unset)
+      llvm::errs() << "xfmrc: warning: " << path << ": key '" << key
+                   << "': not applied by the generator\n";
+  }
+  return reader.takeError();
+}
+
 llvm::Expected<OwningOpRef<ModuleOp>> xfmr::buildModel(MLIRContext &context,
                                                        const ModelSource &source,
                                                        const ModelRequest &request,
@@ -679,5 +742,8 @@ llvm::Expected<OwningOpRef<ModuleOp>> xfmr::buildModel(MLIRContext &context,
                                      (architecture.empty() ? modelType : architecture) + ": " +
                                      toString(std::move(error)));
   }
+  if (request.generate)
+    if (llvm::Error error = readGenerationRules(source, *object, info))
+      return std::move(error);
   return std::move(module);
 }

@@ -37,6 +37,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <sstream>
@@ -550,6 +551,7 @@ public:
         s.prompt = {static_cast<int32_t>(manifest.decoderStartTokenId)};
     }
     eos = options.ignoreEos ? -1 : manifest.eosTokenId;
+    rules = manifest;
     int status = options.beams > 1 ? beamSearch(generator, sequences[0], start, promptTokens)
                                    : sample(generator, sequences, start, promptTokens);
     if (!options.saveLogits.empty())
@@ -576,6 +578,26 @@ private:
 
   std::string tokenText(int32_t token) const {
     return options.ids ? " " + std::to_string(token) : tokenizer->tokenBytes(token);
+  }
+
+  /// generate()'s token rules on the next-token scores of a sequence of
+  /// `length` tokens (an encoder-decoder's counting its start token) that
+  /// may grow to `maxLength`: suppressed tokens never come; the forced
+  /// first token follows a sequence of one, the forced last token ends one
+  /// at the limit (its score 0, every other token's -inf).
+  template <typename T>
+  void applyTokenRules(T *scores, int64_t vocab, size_t length, size_t maxLength) const {
+    constexpr T never = -std::numeric_limits<T>::infinity();
+    for (int64_t token : rules.suppressedTokenIds)
+      if (token < vocab)
+        scores[token] = never;
+    int64_t forced = length == 1                                     ? rules.forcedBosTokenId
+                     : length + 1 == maxLength && !options.ignoreEos ? rules.forcedEosTokenId
+                                                                     : -1;
+    if (forced < 0 || forced >= vocab)
+      return;
+    std::fill(scores, scores + vocab, never);
+    scores[forced] = 0;
   }
 
   /// Whether the sequence's text now ends with a --stop text.
@@ -612,12 +634,13 @@ private:
         Sequence &s = sequences[i];
         if (s.done)
           continue;
-        const float *row = logits.data() + i * generator.vocab;
-        std::vector<int32_t> history = s.prompt;
-        history.insert(history.end(), s.generated.begin(), s.generated.end());
-        int32_t token = samplers[i].sample(row, generator.vocab, history);
+        float *row = logits.data() + i * generator.vocab;
         if (!options.saveLogits.empty())
           s.logits.insert(s.logits.end(), row, row + generator.vocab);
+        std::vector<int32_t> history = s.prompt;
+        history.insert(history.end(), s.generated.begin(), s.generated.end());
+        applyTokenRules(row, generator.vocab, history.size(), s.prompt.size() + options.predict);
+        int32_t token = samplers[i].sample(row, generator.vocab, history);
         if (token == eos) {
           s.done = true;
           continue;
@@ -699,6 +722,7 @@ private:
           scores[v] = row[v] - shift;
         const std::vector<int32_t> &history = running[b].tokens;
         penalizeRepeats(scores.data(), vocab, options.sampling, history.data(), history.size());
+        applyTokenRules(scores.data(), vocab, history.size(), maxLength);
         for (int64_t v = 0; v < vocab; ++v)
           candidates.push_back({scores[v] + running[b].score, b, static_cast<int32_t>(v), false});
       }
@@ -883,6 +907,8 @@ private:
   Options options;
   std::unique_ptr<Tokenizer> tokenizer;
   int64_t eos = -1;
+  /// The model's token rules (forced and suppressed tokens).
+  Manifest rules;
 };
 
 } // namespace

@@ -58,6 +58,13 @@ Manifest xfmr::rt::parseManifest(const char *text) {
     manifest.bosTokenId = bos->asInt().value_or(-1);
   if (const JsonValue *start = json->get("decoder_start_token_id"))
     manifest.decoderStartTokenId = start->asInt().value_or(-1);
+  if (const JsonValue *forced = json->get("forced_bos_token_id"))
+    manifest.forcedBosTokenId = forced->asInt().value_or(-1);
+  if (const JsonValue *forced = json->get("forced_eos_token_id"))
+    manifest.forcedEosTokenId = forced->asInt().value_or(-1);
+  if (const JsonValue *suppressed = json->get("suppress_tokens"))
+    for (const JsonValue &id : suppressed->array)
+      manifest.suppressedTokenIds.push_back(id.asInt().value_or(-1));
   if (const JsonValue *causal = json->get("causal_lm"))
     manifest.causalLanguageModel = causal->boolean;
   if (const JsonValue *eos = json->get("eos_token_id"))

@@ -47,6 +47,9 @@ struct Manifest {
   std::string defaultWeights;
   /// Special tokens of the model's config (-1: none).
   int64_t bosTokenId = -1, eosTokenId = -1, decoderStartTokenId = -1;
+  /// generate()'s token rules (ModelInfo's).
+  int64_t forcedBosTokenId = -1, forcedEosTokenId = -1;
+  std::vector<int64_t> suppressedTokenIds;
   /// Position t's logits predict token t + 1.
   bool causalLanguageModel = false;
   std::vector<ArgSpec> args;

@@ -225,7 +225,9 @@ def transformer_seq2seq(args):
 def seq2seq_checkpoint(directory, family, seed, eos_bias=0.0):
     """A random Marian or BART translation checkpoint (an untied output
     projection: a tied one mostly repeats the last token), its end of
-    sequence eos_bias likelier."""
+    sequence eos_bias likelier, with the token rules the published ones
+    have in generation_config.json: BART's forced first and last tokens,
+    Marian's forced last token and never the padding."""
     cls, config_cls = {"bart": (tf.BartForConditionalGeneration, tf.BartConfig),
                        "marian": (tf.MarianMTModel, tf.MarianConfig)}[family]
     config = seq2seq_config(config_cls, forced_eos_token_id=None, tie_word_embeddings=False,
@@ -235,7 +237,16 @@ def seq2seq_checkpoint(directory, family, seed, eos_bias=0.0):
     randomize(model, torch.Generator().manual_seed(seed), scale=0.6)
     with torch.no_grad():
         model.final_logits_bias[0, config.eos_token_id] += eos_bias
+    rules = model.generation_config
+    rules.forced_eos_token_id = config.eos_token_id
+    if family == "bart":
+        rules.forced_bos_token_id = config.bos_token_id
+    else:
+        rules.bad_words_ids = [[config.pad_token_id]]
     model.save_pretrained(directory)
+    with open(os.path.join(directory, "generation_config.json")) as f:
+        saved = json.load(f)
+    assert saved["forced_eos_token_id"] == config.eos_token_id, saved
     return model
 
 

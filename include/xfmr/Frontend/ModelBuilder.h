@@ -59,6 +59,8 @@ struct CheckpointTensor {
 struct ModelSource {
   std::string configPath;
   std::string configText;
+  /// The checkpoint's generation_config.json, if it has one.
+  std::string generationConfigPath, generationConfigText;
   /// The checkpoint directory; empty for a bare config.
   std::string directory;
   /// The tensors its safetensors files declare (all shards).
@@ -91,6 +93,11 @@ struct ModelInfo {
   /// Special tokens (-1: none), for generation; an encoder-decoder's
   /// decoder starts from decoderStartTokenId.
   int64_t bosTokenId = -1, eosTokenId = -1, decoderStartTokenId = -1;
+  /// generate()'s token rules, from generation_config.json (else the
+  /// config): the first and last token it forces (-1: none) and the
+  /// tokens it never generates (bad_words_ids of one token, suppress_tokens).
+  int64_t forcedBosTokenId = -1, forcedEosTokenId = -1;
+  std::vector<int64_t> suppressedTokenIds;
   /// A causal language model: position t's logits predict token t + 1 (a
   /// training file of plain ids trains it).
   bool causalLanguageModel = false;
