@@ -3,7 +3,8 @@
 a 128-token prompt and 128 new tokens, 2 threads; one table of xfmr against
 the peers people generate with, measured in the same run:
 
-  xfmr            xfmrc --generate of the checkpoint directory (f32)
+  xfmr            xfmrc --generate of the checkpoint directory (f32, and
+                  --dtype=bf16: weights, activations and KV cache in bf16)
   generate()      transformers on PyTorch 2.x eager (f32, SDPA), KV cache
   llama.cpp       llama-cpp-python on the same weights written as GGUF
                   (f32, f16 and q8_0, quantized by llama.cpp itself)
@@ -62,10 +63,11 @@ def prompt_ids():
     return np.random.default_rng(0).integers(0, 50000, size=PROMPT).tolist()
 
 
-def bench_xfmr(args, directory, workdir):
-    generator = os.path.join(workdir, "xfmr-generate")
+def bench_xfmr(args, directory, workdir, dtype):
+    generator = os.path.join(workdir, f"xfmr-generate-{dtype}")
     start = time.perf_counter()
-    run([os.path.join(args.build, "bin", "xfmrc"), directory, "--generate", "-o", generator])
+    run([os.path.join(args.build, "bin", "xfmrc"), directory, "--generate", f"--dtype={dtype}",
+         "-o", generator])
     compile_s = time.perf_counter() - start
     best = None
     ids = " ".join(map(str, prompt_ids()))
@@ -195,8 +197,9 @@ def main():
     bandwidth = read_bandwidth(workdir, args.threads)
 
     rows = []
-    prompt, decode, compile_s = bench_xfmr(args, directory, workdir)
+    prompt, decode, compile_s = bench_xfmr(args, directory, workdir, "f32")
     rows.append(("xfmr f32", prompt, decode, 4))
+    rows.append(("xfmr bf16",) + bench_xfmr(args, directory, workdir, "bf16")[:2] + (2,))
     rows.append(("transformers generate() f32",) + bench_transformers(args, directory) + (4,))
     f32 = os.path.join(workdir, "gpt2-f32.gguf")
     if not os.path.exists(f32):

@@ -148,10 +148,9 @@ LogicalResult describeEntry(func::FuncOp func, const llvm::StringMap<std::string
     argument.dtype = dtypeName(type.getElementType());
     argument.shape.assign(type.getShape().begin(), type.getShape().end());
     Type element = type.getElementType();
-    if (state && !element.isF32())
-      return signatureError(func, "state '" + argument.name + "' must be f32");
-    if (param && !element.isF32() && !element.isBF16() && !element.isF16())
-      return signatureError(func, "weight '" + argument.name + "' must be f32, bf16 or f16");
+    if ((param || state) && !element.isF32() && !element.isBF16() && !element.isF16())
+      return signatureError(func, (param ? "weight '" : "state '") + argument.name +
+                                      "' must be f32, bf16 or f16");
     if (input)
       argument.vocabSize = vocabularyOf(arg);
     if (param) {

@@ -16,6 +16,14 @@ using namespace xfmr;
 
 namespace {
 
+/// Ops that only move values: exact in any type, so left narrow (a KV
+/// cache updated in place, an embedding table read a row at a time).
+bool movesValues(Operation *op) {
+  if (auto embedding = dyn_cast<EmbeddingOp>(op))
+    return embedding.getScale().convertToDouble() == 1.0;
+  return isa<ReshapeOp, TransposeOp, SelectOp, CacheUpdateOp>(op);
+}
+
 bool isLowPrecision(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   return tensor && (tensor.getElementType().isBF16() || tensor.getElementType().isF16());
@@ -33,7 +41,7 @@ struct ComputeInF32Pass : xfmr::impl::XfmrComputeInF32Base<ComputeInF32Pass> {
     Dialect *xfmrDialect = getContext().getLoadedDialect<XfmrDialect>();
     SmallVector<Operation *> lowPrecision;
     getOperation()->walk([&](Operation *op) {
-      if (op->getDialect() != xfmrDialect || isa<ReshapeOp, TransposeOp, SelectOp>(op))
+      if (op->getDialect() != xfmrDialect || movesValues(op))
         return;
       if (llvm::any_of(op->getOperandTypes(), isLowPrecision) ||
           llvm::any_of(op->getResultTypes(), isLowPrecision))

@@ -227,3 +227,29 @@ func.func @cache_attention(%q: tensor<2x1x2x16xf32>, %k: tensor<2x256x2x16xf32>,
        : (tensor<2x1x2x16xf32>, tensor<2x256x2x16xf32>, tensor<2x256x2x16xf32>, tensor<2xi32>, tensor<2xi32>) -> tensor<2x1x2x16xf32>
   return %o : tensor<2x1x2x16xf32>
 }
+
+// -----
+
+// Narrow weights and KV caches: a product of a widened bf16 weight reads
+// the bf16 weight, widening each vector in registers, and an attention
+// reads its bf16 keys and values widening them as it packs them; the
+// widened copies are never made. The f32 input stays f32.
+// CHECK-LABEL: func @narrow_inputs
+// CHECK-NOT: arith.extf {{.*}} : tensor<
+// CHECK: %[[W:.*]] = bufferization.to_buffer %{{.*}} : tensor<64x20xbf16>
+// CHECK: %[[ROW:.*]] = vector.load %[[W]][%{{.*}}, %{{.*}}] : {{.*}}, vector<8xbf16>
+// CHECK: arith.extf %[[ROW]] : vector<8xbf16> to vector<8xf32>
+// CHECK: %[[K:.*]] = bufferization.to_buffer %{{.*}} : tensor<1x64x2x16xbf16>
+// CHECK: %[[KEY:.*]] = memref.load %[[K]]
+// CHECK: arith.extf %[[KEY]] : bf16 to f32
+func.func @narrow_inputs(%x: tensor<1x64xf32>, %w: tensor<64x20xbf16>, %q: tensor<1x1x2x16xf32>,
+                         %k: tensor<1x64x2x16xbf16>, %v: tensor<1x64x2x16xbf16>)
+    -> (tensor<1x20xf32>, tensor<1x1x2x16xf32>) {
+  %wf = arith.extf %w : tensor<64x20xbf16> to tensor<64x20xf32>
+  %y = xfmr.fused_linear %x, %wf : (tensor<1x64xf32>, tensor<64x20xf32>) -> tensor<1x20xf32>
+  %kf = arith.extf %k : tensor<1x64x2x16xbf16> to tensor<1x64x2x16xf32>
+  %vf = arith.extf %v : tensor<1x64x2x16xbf16> to tensor<1x64x2x16xf32>
+  %o = xfmr.fused_attention %q, %kf, %vf {scale = 0.25 : f64}
+       : (tensor<1x1x2x16xf32>, tensor<1x64x2x16xf32>, tensor<1x64x2x16xf32>) -> tensor<1x1x2x16xf32>
+  return %y, %o : tensor<1x20xf32>, tensor<1x1x2x16xf32>
+}

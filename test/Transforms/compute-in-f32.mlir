@@ -24,18 +24,37 @@ func.func @linear_softmax(%x: tensor<4x8xbf16>, %w: tensor<8x16xbf16>, %b: tenso
 // -----
 
 // f16 too; an operand used twice is extended once; integer operands (token
-// ids) keep their type.
+// ids) keep their type. A scaled embedding multiplies in f32.
 // CHECK-LABEL: func.func @f16
 // CHECK: %[[TABLE:.*]] = arith.extf %{{.*}} : tensor<10x8xf16> to tensor<10x8xf32>
-// CHECK: xfmr.embedding %{{.*}}, %[[TABLE]] : (tensor<2x3xi32>, tensor<10x8xf32>) -> tensor<2x3x8xf32>
+// CHECK: xfmr.embedding %{{.*}}, %[[TABLE]] {scale = 2.000000e+00 : f64} : (tensor<2x3xi32>, tensor<10x8xf32>) -> tensor<2x3x8xf32>
 // CHECK: %[[H:.*]] = arith.extf %{{.*}} : tensor<4x8xf16> to tensor<4x8xf32>
 // CHECK-NOT: arith.extf
 // CHECK: xfmr.add %[[H]], %[[H]] : (tensor<4x8xf32>, tensor<4x8xf32>) -> tensor<4x8xf32>
 func.func @f16(%ids: tensor<2x3xi32>, %table: tensor<10x8xf16>, %h: tensor<4x8xf16>)
     -> (tensor<2x3x8xf16>, tensor<4x8xf16>) {
-  %e = xfmr.embedding %ids, %table : (tensor<2x3xi32>, tensor<10x8xf16>) -> tensor<2x3x8xf16>
+  %e = xfmr.embedding %ids, %table {scale = 2.0 : f64} : (tensor<2x3xi32>, tensor<10x8xf16>) -> tensor<2x3x8xf16>
   %d = xfmr.add %h, %h : (tensor<4x8xf16>, tensor<4x8xf16>) -> tensor<4x8xf16>
   return %e, %d : tensor<2x3x8xf16>, tensor<4x8xf16>
+}
+
+// -----
+
+// Ops that only move values stay narrow: an unscaled embedding reads the
+// table a row at a time, a KV cache is updated in place.
+// CHECK-LABEL: func.func @moves
+// CHECK-NOT: arith.extf
+// CHECK: xfmr.embedding %{{.*}}, %{{.*}} : (tensor<1x1xi32>, tensor<10x8xbf16>) -> tensor<1x1x8xbf16>
+// CHECK: xfmr.cache_update %{{.*}}, %{{.*}}, %{{.*}} : (tensor<1x16x2x4xbf16>, tensor<1x1x2x4xbf16>, tensor<1xi32>) -> tensor<1x16x2x4xbf16>
+// CHECK-NOT: arith.extf
+// CHECK: return
+func.func @moves(%ids: tensor<1x1xi32>, %table: tensor<10x8xbf16>, %cache: tensor<1x16x2x4xbf16>,
+                 %k: tensor<1x1x2x4xbf16>, %p: tensor<1xi32>)
+    -> (tensor<1x1x8xbf16>, tensor<1x16x2x4xbf16>) {
+  %e = xfmr.embedding %ids, %table : (tensor<1x1xi32>, tensor<10x8xbf16>) -> tensor<1x1x8xbf16>
+  %c = xfmr.cache_update %cache, %k, %p
+       : (tensor<1x16x2x4xbf16>, tensor<1x1x2x4xbf16>, tensor<1xi32>) -> tensor<1x16x2x4xbf16>
+  return %e, %c : tensor<1x1x8xbf16>, tensor<1x16x2x4xbf16>
 }
 
 // -----

@@ -9,6 +9,8 @@ trained here; greedy generation from text prompts (a batch of different
 lengths, prompts longer than a prefill chunk) must give exactly the tokens
 of generate(do_sample=False), the text its decode, and at every step logits
 within 1e-4 of its float64 forward.
+gpt2-bf16: --dtype=bf16 generation's greedy step logits against the
+float64 forward, within bf16 bounds.
 gpt2-sampled: the same seed gives the same text; each step's logits equal
 xfmr's own full-sequence forward at that position (<= 1e-5 relative).
 encoder-causal-{learned,sinusoidal}: xfmr's tutorial decoder (encoder type
@@ -143,6 +145,41 @@ def gpt2_greedy(args):
     print(f"{'PASS' if ok else 'FAIL'}: gpt2-greedy: {len(PROMPTS)} prompts, tokens and text as "
           f"generate(), step logits within {worst:.2e} of its float64 forward (limit 1e-4)",
           flush=True)
+    return ok
+
+
+def gpt2_bf16(args):
+    """--dtype=bf16 (weights, activations and KV cache in bf16, each op in
+    f32): each greedy step's logits against transformers' float64 forward
+    over the same tokens, within a bf16-sized bound."""
+    workdir = os.path.join(args.workdir, "gpt2-bf16")
+    directory = os.path.join(workdir, "checkpoint")
+    model, tokenizer = gpt2_checkpoint(directory, 1)
+    generator = os.path.join(workdir, "generate")
+    run([args.xfmrc, directory, "--generate", "--dtype=bf16", "--batch=3", "--seq-len=8", "-o",
+         generator])
+    saved = os.path.join(workdir, "greedy.safetensors")
+    command = [generator, "-n", "20", "--temp", "0", "--ignore-eos", f"--save-logits={saved}"]
+    for prompt in PROMPTS:
+        command += ["-p", prompt]
+    run(command)
+    got = load_file(saved)
+    hf = model.double()
+    worst, total, count = 0.0, 0.0, 0
+    for i in range(len(PROMPTS)):
+        p, n = int(got["prompt_lengths"][i]), int(got["generated_lengths"][i])
+        tokens = got["tokens"][i][:p + n].tolist()
+        with torch.no_grad():
+            reference = hf(torch.tensor([tokens])).logits[0].numpy()
+        for s in range(n):
+            want, mine = reference[p - 1 + s], got["logits"][i][s]
+            error = np.abs(mine - want) / np.abs(want).max()
+            worst, total, count = max(worst, float(error.max())), total + float(error.mean()), count + 1
+    mean = total / count
+    ok = worst <= 5e-2 and mean <= 1e-2
+    print(f"{'PASS' if ok else 'FAIL'}: gpt2-bf16: {count} greedy steps, logits within {worst:.2e} "
+          f"(mean {mean:.2e}) of the float64 forward, relative to the largest (limits 5e-2, "
+          f"mean 1e-2)", flush=True)
     return ok
 
 
@@ -354,7 +391,7 @@ def beams(args, family):
     return ok
 
 
-CASES = {"gpt2-greedy": gpt2_greedy, "gpt2-sampled": gpt2_sampled,
+CASES = {"gpt2-greedy": gpt2_greedy, "gpt2-sampled": gpt2_sampled, "gpt2-bf16": gpt2_bf16,
          "bart-greedy": lambda a: seq2seq_greedy(a, "bart"),
          "marian-greedy": lambda a: seq2seq_greedy(a, "marian"),
          "gpt2-beams": lambda a: beams(a, "gpt2"), "marian-beams": lambda a: beams(a, "marian"),

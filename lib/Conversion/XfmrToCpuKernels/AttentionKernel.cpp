@@ -93,7 +93,7 @@ protected:
       Value row = kb.mini(j, kb.index(seqK - 1));
       Value block = kb.divui(j, blockK), inBlock = kb.remui(j, blockK);
       kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
-        Value value = kb.load(source, in.at(bi, row, hi, c));
+        Value value = kb.loadWidened(source, in.at(bi, row, hi, c));
         kb.store(kb.select(valid, value, kb.f32(0.0)), packed, {block, c, inBlock});
       });
     });
@@ -109,7 +109,7 @@ protected:
       Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, rows);
       Value row = kb.mini(j, kb.index(lastRow));
       kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
-        Value value = kb.load(source, in.at(bi, row, hi, c));
+        Value value = kb.loadWidened(source, in.at(bi, row, hi, c));
         if (factor != 1.0)
           value = kb.mul(value, kb.f32(factor));
         kb.store(kb.select(valid, value, kb.f32(0.0)), packed, {j, c});

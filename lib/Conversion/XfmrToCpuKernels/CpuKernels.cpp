@@ -25,6 +25,7 @@ public:
     assert(resultType.isF32() && "the CPU kernels write f32");
     return emitGemm(kb, a, transposeA, b, transposeB, bias, residual, activation);
   }
+  bool widensNarrowInputs() const override { return true; }
   Value softmaxRows(KernelBuilder &kb, Value x, Type resultType) const override {
     assert(resultType.isF32() && "the CPU kernels write f32");
     return emitSoftmaxRows(kb, x);

@@ -8,7 +8,8 @@
 // A's rows stream by. A tile's accumulators stay in registers over the whole K loop
 // and the epilogue (bias, activation, residual) is applied to them before
 // the one store. Column tails use masked loads and stores; row tails a
-// smaller tile.
+// smaller tile. B may be bf16 or f16 (narrow weights), widened as it is
+// loaded or packed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -67,7 +68,7 @@ void emitGemmTile(KernelBuilder &kb, const GemmOperands &g, Value row, int64_t r
       [&](int64_t j, Value k) {
         if (source.packed)
           return kb.loadVector(source.packed, {source.panel, k, kb.index(j * lanes)});
-        return kb.loadVector(g.b, {k, column(j)}, valid(j));
+        return kb.loadVectorWidened(g.b, {k, column(j)}, valid(j));
       });
 
   OpBuilder &b = kb.builder();
@@ -110,7 +111,8 @@ void packPanels(KernelBuilder &kb, const GemmOperands &g, Value packed, Value be
       kb.forLoop(kb.index(0), kb.index(g.k), 1, [&](Value k) {
         for (int64_t j = 0; j < 2; ++j) {
           Value offset = kb.index(j * lanes);
-          kb.storeVector(kb.loadVector(g.b, {k, kb.addi(col, offset)}), packed, {index, k, offset});
+          kb.storeVector(kb.loadVectorWidened(g.b, {k, kb.addi(col, offset)}), packed,
+                         {index, k, offset});
         }
       });
       return;
@@ -120,14 +122,14 @@ void packPanels(KernelBuilder &kb, const GemmOperands &g, Value packed, Value be
       for (int64_t j = 0; j < 2; ++j) {
         SmallVector<Value> rows;
         for (int64_t r = 0; r < lanes; ++r)
-          rows.push_back(kb.loadVector(g.b, {kb.addi(col, kb.index(j * lanes + r)), k}));
+          rows.push_back(kb.loadVectorWidened(g.b, {kb.addi(col, kb.index(j * lanes + r)), k}));
         for (auto [c, column] : llvm::enumerate(kb.transpose(rows)))
           kb.storeVector(column, packed, {index, kb.addi(k, kb.index(c)), kb.index(j * lanes)});
       }
     });
     kb.forLoop(kb.index(fullDepth), kb.index(g.k), 1, [&](Value k) {
       kb.forLoop(kb.index(0), kb.index(panel), 1, [&](Value j) {
-        kb.store(kb.load(g.b, {kb.addi(col, j), k}), packed, {index, k, j});
+        kb.store(kb.loadWidened(g.b, {kb.addi(col, j), k}), packed, {index, k, j});
       });
     });
   });
@@ -139,7 +141,7 @@ void packTail(KernelBuilder &kb, const GemmOperands &g, Value packed, int64_t ta
   int64_t panel = 2 * kb.cpu().lanes;
   kb.forLoop(kb.index(0), kb.index(g.k), 1, [&](Value k) {
     for (int64_t j = 0; j < panel; ++j) {
-      Value value = j < tail ? kb.load(g.b, {kb.index(g.n - tail + j), k}) : kb.f32(0.0);
+      Value value = j < tail ? kb.loadWidened(g.b, {kb.index(g.n - tail + j), k}) : kb.f32(0.0);
       kb.store(value, packed, {kb.index(0), k, kb.index(j)});
     }
   });
@@ -188,7 +190,7 @@ void emitSkinnyGemmAlongK(KernelBuilder &kb, const GemmOperands &g) {
       for (int64_t m = 0; m < g.m; ++m)
         a.push_back(kb.splat(kb.load(g.a, {kb.index(m), k})));
       auto update = [&](Value col, int64_t valid) {
-        Value row = kb.loadVector(g.b, {k, col}, valid);
+        Value row = kb.loadVectorWidened(g.b, {k, col}, valid);
         for (int64_t m = 0; m < g.m; ++m) {
           SmallVector<Value> at = {slab, kb.index(m), col};
           kb.storeVector(kb.fma(a[m], row, kb.loadVector(partial, at)), partial, at);
@@ -234,7 +236,7 @@ void emitSkinnyGemmAlongN(KernelBuilder &kb, const GemmOperands &g) {
         for (int64_t m = 0; m < g.m; ++m)
           a.push_back(kb.loadVector(g.a, {kb.index(m), k}, valid));
         for (int64_t j = 0; j < count; ++j)
-          rows.push_back(kb.loadVector(g.b, {kb.addi(n0, kb.index(j)), k}, valid));
+          rows.push_back(kb.loadVectorWidened(g.b, {kb.addi(n0, kb.index(j)), k}, valid));
         for (int64_t m = 0; m < g.m; ++m)
           for (int64_t j = 0; j < count; ++j)
             acc[m * count + j] = kb.fma(a[m], rows[j], acc[m * count + j]);

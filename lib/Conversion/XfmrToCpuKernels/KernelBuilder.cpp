@@ -201,6 +201,17 @@ Value KernelBuilder::loadVector(Value buffer, ValueRange indices, int64_t valid,
   return vector::MaskedLoadOp::create(b, loc, type, buffer, indices, mask, passThrough);
 }
 
+Value KernelBuilder::loadVectorWidened(Value buffer, ValueRange indices, int64_t valid) {
+  Type element = cast<MemRefType>(buffer.getType()).getElementType();
+  if (element.isF32())
+    return loadVector(buffer, indices, valid);
+  VectorType wide = vectorType();
+  auto narrow = VectorType::get(wide.getShape(), element);
+  Value zeros = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(narrow, b.getFloatAttr(element, 0.0)));
+  return arith::ExtFOp::create(b, loc, wide, loadVector(buffer, indices, valid, zeros));
+}
+
 void KernelBuilder::storeVector(Value vector, Value buffer, ValueRange indices, int64_t valid) {
   auto type = cast<VectorType>(vector.getType());
   if (valid < 0 || valid >= type.getNumElements()) {

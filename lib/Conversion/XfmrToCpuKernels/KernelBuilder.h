@@ -112,6 +112,8 @@ public:
   /// As loadVector, with the lanes past `valid` taken from `passThrough`.
   mlir::Value loadVector(mlir::Value buffer, mlir::ValueRange indices, int64_t valid,
                          mlir::Value passThrough);
+  /// loadVector as f32: a bf16 or f16 buffer's lanes widened in registers.
+  mlir::Value loadVectorWidened(mlir::Value buffer, mlir::ValueRange indices, int64_t valid = -1);
   void storeVector(mlir::Value vector, mlir::Value buffer, mlir::ValueRange indices,
                    int64_t valid = -1);
   /// A vector along the last dim that may run past the buffer's end; lanes

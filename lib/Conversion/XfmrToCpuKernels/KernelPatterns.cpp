@@ -52,6 +52,22 @@ template <typename OpTy> struct KernelPattern : OpRewritePattern<OpTy> {
     return narrow;
   }
 
+  /// factors(), except that for kernels that widen narrow inputs the
+  /// operands after the first that are widened from bf16 or f16 are given
+  /// narrow beside an f32 first one (narrow weights, a narrow KV cache).
+  SmallVector<Value> mixedFactors(ValueRange values) const {
+    SmallVector<Value> result = factors(values);
+    if (!kernels.widensNarrowInputs() || !getElementTypeOrSelf(result[0]).isF32())
+      return result;
+    for (Value &operand : llvm::drop_begin(result))
+      if (auto widen = operand.getDefiningOp<arith::ExtFOp>()) {
+        Type type = getElementTypeOrSelf(widen.getIn());
+        if (type.isBF16() || type.isF16())
+          operand = widen.getIn();
+      }
+    return result;
+  }
+
   /// An operand the kernels read on its own (a bias, a residual, a row
   /// kernel's input): the bf16 or f16 value it widens, when the kernels
   /// take those. Null stays null.
@@ -110,7 +126,7 @@ struct FusedLinearKernel : KernelPattern<FusedLinearOp> {
     Value residual = narrowOperand(op.getResidual());
     if (residual)
       residual = asMatrix(rewriter, loc, residual);
-    SmallVector<Value> narrow = factors({op.getInput(), op.getWeight()});
+    SmallVector<Value> narrow = mixedFactors({op.getInput(), op.getWeight()});
     Value input = narrow[0], weight = narrow[1];
     arith::TruncFOp round = roundingUse(op.getResult());
     Value c = kernels.gemm(kb, asMatrix(rewriter, loc, input), /*transposeA=*/false, weight,
@@ -131,7 +147,7 @@ struct MatmulKernel : KernelPattern<MatmulOp> {
       return rewriter.notifyMatchFailure(op, "not an f32 product of matrices or with a 2-D weight");
     Location loc = op.getLoc();
     KernelBuilder kb = builder(rewriter, op);
-    SmallVector<Value> narrow = factors({op.getLhs(), op.getRhs()});
+    SmallVector<Value> narrow = mixedFactors({op.getLhs(), op.getRhs()});
     Value lhs = narrow[0], rhs = narrow[1];
     Value a = transposeA ? lhs : asMatrix(rewriter, loc, lhs);
     arith::TruncFOp round = roundingUse(op.getResult());
@@ -152,7 +168,7 @@ struct FusedAttentionKernel : KernelPattern<FusedAttentionOp> {
       return rewriter.notifyMatchFailure(op, "runtime key ranges: left to the linalg lowering");
     KernelBuilder kb = builder(rewriter, op);
     AttentionOperands in =
-        attentionOperands(kb, op, factors({op.getQuery(), op.getKey(), op.getValue()}));
+        attentionOperands(kb, op, mixedFactors({op.getQuery(), op.getKey(), op.getValue()}));
     arith::TruncFOp round = roundingUse(op.getResult());
     in.out = kb.allocate(shapeOf(op.getResult()), resultType(op.getResult(), round));
     if (Value lse = op.getLogsumexp())

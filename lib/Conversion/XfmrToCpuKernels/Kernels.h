@@ -151,6 +151,11 @@ public:
   /// values is then given the narrow ones, and an op whose one use rounds
   /// its result writes the rounded values itself.
   virtual bool handlesNarrowFloats() const { return false; }
+  /// Whether gemm()'s B and attention()'s keys and values may be bf16 or
+  /// f16 beside f32 operands (narrow weights, a narrow KV cache), widened
+  /// as the kernels read them: such an operand that is widened is then
+  /// given narrow.
+  virtual bool widensNarrowInputs() const { return false; }
   /// C = activation(A B + bias) + residual, C of `resultType` (f32 unless
   /// handlesNarrowFloats()).
   virtual mlir::Value gemm(KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Value b,
