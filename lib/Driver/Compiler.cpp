@@ -136,11 +136,14 @@ llvm::Error emitObject(llvm::Module &module, llvm::TargetMachine &machine, Strin
 }
 
 llvm::Error link(StringRef object, const CompileOptions &options, StringRef mainLibrary) {
-  llvm::ErrorOr<std::string> linker = llvm::sys::findProgramByName("c++");
-  if (!linker)
+  llvm::ErrorOr<std::string> linker = std::string(XFMR_RUNTIME_LINKER);
+  if (!llvm::sys::fs::can_execute(*linker))
     linker = llvm::sys::findProgramByName("clang++-22");
   if (!linker)
-    return llvm::createStringError("no C++ linker driver (c++ or clang++-22) on PATH");
+    linker = llvm::sys::findProgramByName("c++");
+  if (!linker)
+    return llvm::createStringError("no C++ linker driver (" XFMR_RUNTIME_LINKER
+                                   ", clang++-22 or c++) found");
   auto library = [&](StringRef name) {
     SmallString<256> path(options.runtimeLibraryDir);
     llvm::sys::path::append(path, name);
@@ -167,6 +170,9 @@ llvm::Error link(StringRef object, const CompileOptions &options, StringRef main
     args.push_back("-lsentencepiece");
   args.append({"-L" XFMR_OPENMP_LIB_DIR, "-lomp", rpath, "-ldl", "-lm", "-o",
                options.outputPath});
+  SmallVector<StringRef> sanitizerFlags;
+  StringRef(XFMR_RUNTIME_LINK_FLAGS).split(sanitizerFlags, ' ', -1, /*KeepEmpty=*/false);
+  args.append(sanitizerFlags.begin(), sanitizerFlags.end());
   std::string message;
   int status = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0, &message);
   if (status != 0)

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FrontendSupport.h"
 #include "xfmr/Frontend/ModelBuilder.h"
 
 #include "xfmr-rt/xfmr_runtime.h"
@@ -34,10 +35,7 @@ llvm::Expected<json::Value> readJson(llvm::StringRef path) {
   llvm::Expected<std::string> text = readText(path);
   if (!text)
     return text.takeError();
-  llvm::Expected<json::Value> value = json::parse(*text);
-  if (!value)
-    return llvm::createStringError(path + ": invalid JSON: " + toString(value.takeError()));
-  return value;
+  return frontend::parseJsonFile(path, *text);
 }
 
 std::string join(llvm::StringRef directory, llvm::StringRef name) {

@@ -23,6 +23,10 @@
 
 namespace xfmr::frontend {
 
+/// Parses the JSON `text` of file `path`. Nesting deeper than any config
+/// needs is rejected before llvm::json, whose parser recurses, sees it.
+llvm::Expected<llvm::json::Value> parseJsonFile(llvm::StringRef path, llvm::StringRef text);
+
 /// Reads typed, validated values from a config object. A key holding null
 /// counts as absent (transformers writes null for "the default"); every
 /// failure names the file and key; the first one is kept and reported by
@@ -52,7 +56,8 @@ public:
   std::string firstString(llvm::StringRef key);
   /// Records a failure about `key`.
   void error(llvm::StringRef key, const llvm::Twine &message);
-  /// Requires `dModel % heads == 0`, naming both keys.
+  /// Requires `dModel % heads == 0` and a head size the kernels take,
+  /// naming both keys.
   void requireDivisible(llvm::StringRef modelKey, int64_t dModel, llvm::StringRef headsKey,
                         int64_t heads);
 

@@ -181,9 +181,44 @@ Activation ConfigReader::activation(ArrayRef<StringRef> keys, StringRef fallback
 
 void ConfigReader::requireDivisible(StringRef modelKey, int64_t dModel, StringRef headsKey,
                                     int64_t heads) {
-  if (!failed() && dModel % heads != 0)
+  // The attention kernels keep a query row in registers; real models use
+  // head sizes up to 256.
+  constexpr int64_t kMaxHeadSize = 1024;
+  if (failed())
+    return;
+  if (dModel % heads != 0)
     error(modelKey, Twine(dModel) + " is not divisible by '" + headsKey + "' (" +
                         Twine(heads) + ")");
+  else if (dModel / heads > kMaxHeadSize)
+    error(modelKey, "head size " + Twine(dModel / heads) + " ('" + modelKey + "' / '" + headsKey +
+                        "') is larger than the supported " + Twine(kMaxHeadSize));
+}
+
+llvm::Expected<json::Value> xfmr::frontend::parseJsonFile(StringRef path, StringRef text) {
+  constexpr int kMaxDepth = 64;
+  int depth = 0;
+  bool inString = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (inString) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxDepth)
+        return llvm::createStringError(path + ": invalid JSON: nested deeper than " +
+                                       Twine(kMaxDepth) + " levels");
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  llvm::Expected<json::Value> value = json::parse(text);
+  if (!value)
+    return llvm::createStringError(path + ": invalid JSON: " + toString(value.takeError()));
+  return value;
 }
 
 llvm::Error ConfigReader::takeError() {
@@ -524,6 +559,21 @@ llvm::Error GraphBuilder::finish() {
   if (caching() && (cachesNonCausalAttention ||
                     llvm::none_of(updates, [](const std::string &u) { return !u.empty(); })))
     return llvm::createStringError("generation needs causal self-attention (a decoder) to cache");
+  // A config asking for more memory than any machine has fails here, not in
+  // hours of compiling or at the executable's first allocation.
+  constexpr uint64_t kMaxArgumentBytes = uint64_t(1) << 40;
+  uint64_t argumentBytes = 0;
+  for (Type type : body->getArgumentTypes()) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || !tensor.hasStaticShape())
+      continue;
+    argumentBytes +=
+        uint64_t(tensor.getNumElements()) * llvm::divideCeil(tensor.getElementTypeBitWidth(), 8);
+    if (argumentBytes > kMaxArgumentBytes)
+      return llvm::createStringError("its weights and inputs take more than " +
+                                     Twine(kMaxArgumentBytes >> 30) +
+                                     " GiB; no model this large is supported");
+  }
   func::ReturnOp::create(b, loc, results);
   func.setType(b.getFunctionType(body->getArgumentTypes(), ValueRange(results).getTypes()));
   for (auto [index, name] : llvm::enumerate(names)) {
@@ -618,9 +668,9 @@ static llvm::Error readGenerationRules(const ModelSource &source, const json::Ob
   StringRef path = source.configPath;
   if (!source.generationConfigText.empty()) {
     path = source.generationConfigPath;
-    llvm::Expected<json::Value> parsed = json::parse(source.generationConfigText);
+    llvm::Expected<json::Value> parsed = parseJsonFile(path, source.generationConfigText);
     if (!parsed)
-      return llvm::createStringError(path + ": invalid JSON: " + toString(parsed.takeError()));
+      return parsed.takeError();
     generation = std::move(*parsed);
     object = generation->getAsObject();
     if (!object)
@@ -678,9 +728,9 @@ llvm::Expected<OwningOpRef<ModuleOp>> xfmr::buildModel(MLIRContext &context,
   context.loadDialect<XfmrDialect, func::FuncDialect, arith::ArithDialect,
                       tensor::TensorDialect>();
   StringRef path = source.configPath;
-  llvm::Expected<json::Value> parsed = json::parse(source.configText);
+  llvm::Expected<json::Value> parsed = frontend::parseJsonFile(path, source.configText);
   if (!parsed)
-    return llvm::createStringError(path + ": invalid JSON: " + toString(parsed.takeError()));
+    return parsed.takeError();
   const json::Object *object = parsed->getAsObject();
   if (!object)
     return llvm::createStringError(path + ": the config must be a JSON object");

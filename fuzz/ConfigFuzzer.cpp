@@ -1,0 +1,46 @@
+//===- ConfigFuzzer.cpp - config.json through the frontend ----------------===//
+//
+// A config.json (after one byte choosing the request: inference, training
+// or generation, f32 or bf16) built into xfmr IR and verified, as xfmrc
+// does before its pipeline.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FuzzSupport.h"
+
+#include "xfmr/Dialect/XfmrDialect.h"
+#include "xfmr/Frontend/ModelBuilder.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+
+using namespace mlir;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  static MLIRContext *context = [] {
+    auto *context = new MLIRContext(MLIRContext::Threading::DISABLED);
+    context->getDiagEngine().registerHandler([](Diagnostic &) { return success(); });
+    return context;
+  }();
+  if (size == 0)
+    return 0;
+  xfmr::ModelRequest request;
+  request.training = data[0] & 1;
+  request.generate = !request.training && (data[0] & 2);
+  if (data[0] & 4)
+    request.elementType = xfmr::ElementType::BF16;
+  request.batch = 1 + (data[0] >> 6);
+  xfmr::ModelSource source;
+  source.configPath = "config.json";
+  source.configText = std::string(xfmr::fuzz::asText(data + 1, size - 1));
+  xfmr::ModelInfo info;
+  llvm::Expected<OwningOpRef<ModuleOp>> module = xfmr::buildModel(*context, source, request, info);
+  if (!module) {
+    llvm::consumeError(module.takeError());
+    return 0;
+  }
+  // The frontend builds only valid IR.
+  if (failed(verify(**module)))
+    __builtin_trap();
+  return 0;
+}
