@@ -183,6 +183,10 @@ private:
   /// tokens of this call start.
   mlir::Value startPositions();
   mlir::Value cachedSelfAttention(const AttentionSpec &spec, llvm::StringRef group, int64_t layer);
+  /// `value` with elements of type `element` (arith.extf / arith.truncf).
+  mlir::Value convertElements(mlir::Value value, mlir::Type element);
+  /// The element type of cached keys and values (--cache-dtype).
+  mlir::Type cacheElementType() const;
 
   /// [batch, seq, heads * head_dim] -> [batch, seq, heads, head_dim].
   mlir::Value splitHeads(mlir::Value x, int64_t heads);

@@ -263,6 +263,32 @@ int64_t frontend::resolveSeqLen(ConfigReader &config, int64_t requested, int64_t
 // GraphBuilder
 //===----------------------------------------------------------------------===//
 
+static Type toMlirType(ElementType type, MLIRContext *context) {
+  switch (type) {
+  case ElementType::BF16:
+    return BFloat16Type::get(context);
+  case ElementType::F16:
+    return Float16Type::get(context);
+  case ElementType::F32:
+    break;
+  }
+  return Float32Type::get(context);
+}
+
+Type GraphBuilder::cacheElementType() const {
+  return request.cacheElementType ? toMlirType(*request.cacheElementType, b.getContext())
+                                  : elementType;
+}
+
+Value GraphBuilder::convertElements(Value value, Type element) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getElementType() == element)
+    return value;
+  if (element.getIntOrFloatBitWidth() > type.getElementTypeBitWidth())
+    return arith::ExtFOp::create(b, loc, type.clone(element), value);
+  return arith::TruncFOp::create(b, loc, type.clone(element), value);
+}
+
 GraphBuilder::GraphBuilder(ModuleOp module, EntryKind entry, const ModelRequest &request,
                            Type floatType)
     : entryKind(entry), b(module.getContext()), loc(module.getLoc()), request(request),
@@ -451,7 +477,7 @@ Value GraphBuilder::cachedSelfAttention(const AttentionSpec &spec, StringRef gro
   // The cache: rows 0 .. positions[b] + chunk - 1 of sequence b are filled
   // once this call's keys and values are written.
   auto cacheType = RankedTensorType::get(
-      {batch, cacheLength, headsType.getDimSize(2), headsType.getDimSize(3)}, elementType);
+      {batch, cacheLength, headsType.getDimSize(2), headsType.getDimSize(3)}, cacheElementType());
   std::string name = ("cache." + group + "." + Twine(layer)).str();
   Value start = startPositions();
   SmallVector<Value, 2> caches;
@@ -460,9 +486,12 @@ Value GraphBuilder::cachedSelfAttention(const AttentionSpec &spec, StringRef gro
     Value cache = addArgument(cacheType, "xfmr.state", cacheName);
     // A chunk's padding (a sequence with fewer tokens this call) is not
     // written.
-    cache = CacheUpdateOp::create(b, loc, cacheType, cache, qkv[part], start, spec.paddingMask);
+    cache = CacheUpdateOp::create(b, loc, cacheType, cache,
+                                  convertElements(qkv[part], cacheType.getElementType()), start,
+                                  spec.paddingMask);
     output("new:" + cacheName, cache, cacheName);
-    caches.push_back(cache);
+    // The CPU kernels read a narrower cache as it is (widened in registers).
+    caches.push_back(convertElements(cache, elementType));
   }
   auto lengthsType = RankedTensorType::get({batch}, b.getI32Type());
   Value chunkSize = arith::ConstantOp::create(
@@ -490,11 +519,12 @@ Value GraphBuilder::crossAttention(const AttentionSpec &spec, Value memory, int6
     sourceMask = paddingMask(input("encoder_attention_mask", sourceLength));
   }
   auto crossType = RankedTensorType::get(
-      {batch, sourceLength, queryType.getDimSize(2), queryType.getDimSize(3)}, elementType);
+      {batch, sourceLength, queryType.getDimSize(2), queryType.getDimSize(3)}, cacheElementType());
   std::string name = "cross." + std::to_string(layer);
   Value keys = addArgument(crossType, "xfmr.state", name + ".key");
   Value values = addArgument(crossType, "xfmr.state", name + ".value");
-  return attendAndProject(spec, query, keys, values, sourceMask, Value(), Value());
+  return attendAndProject(spec, query, convertElements(keys, elementType),
+                          convertElements(values, elementType), sourceMask, Value(), Value());
 }
 
 void GraphBuilder::outputCrossKeysAndValues(const AttentionSpec &spec, Value memory,
@@ -503,8 +533,8 @@ void GraphBuilder::outputCrossKeysAndValues(const AttentionSpec &spec, Value mem
   keysAndValues.query = memory;
   SmallVector<Value, 3> projected = projectHeads(keysAndValues, memory);
   std::string name = "cross." + std::to_string(layer);
-  output(name + ".key", projected[1]);
-  output(name + ".value", projected[2]);
+  output(name + ".key", convertElements(projected[1], cacheElementType()));
+  output(name + ".value", convertElements(projected[2], cacheElementType()));
 }
 
 Value GraphBuilder::predictedPositions(Value x, Value mask) {
@@ -760,9 +790,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> xfmr::buildModel(MLIRContext &context,
   OwningOpRef<ModuleOp> module =
       ModuleOp::create(FileLineColLoc::get(&context, path, 1, 1));
   (*module)->setAttr("xfmr.model_type", StringAttr::get(&context, modelType));
-  Type floatType = request.elementType == ElementType::BF16  ? Type(BFloat16Type::get(&context))
-                   : request.elementType == ElementType::F16 ? Type(Float16Type::get(&context))
-                                                             : Type(Float32Type::get(&context));
+  Type floatType = toMlirType(request.elementType, &context);
   if (request.generate && family->generation == Generation::None)
     return llvm::createStringError(path + ": model type \"" + modelType +
                                    "\" has no decoder to generate with");

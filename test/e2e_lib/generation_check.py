@@ -9,8 +9,8 @@ trained here; greedy generation from text prompts (a batch of different
 lengths, prompts longer than a prefill chunk) must give exactly the tokens
 of generate(do_sample=False), the text its decode, and at every step logits
 within 1e-4 of its float64 forward.
-gpt2-bf16: --dtype=bf16 generation's greedy step logits against the
-float64 forward, within bf16 bounds.
+gpt2-bf16, gpt2-bf16-cache: --dtype=bf16 and --cache-dtype=bf16 generation's
+greedy step logits against the float64 forward, within bf16 bounds.
 gpt2-sampled: the same seed gives the same text; each step's logits equal
 xfmr's own full-sequence forward at that position (<= 1e-5 relative).
 encoder-causal-{learned,sinusoidal}: xfmr's tutorial decoder (encoder type
@@ -148,15 +148,15 @@ def gpt2_greedy(args):
     return ok
 
 
-def gpt2_bf16(args):
-    """--dtype=bf16 (weights, activations and KV cache in bf16, each op in
-    f32): each greedy step's logits against transformers' float64 forward
-    over the same tokens, within a bf16-sized bound."""
-    workdir = os.path.join(args.workdir, "gpt2-bf16")
+def gpt2_narrow(args, name, flags, max_limit, mean_limit):
+    """Generation with narrow storage (`flags`): each greedy step's logits
+    against transformers' float64 forward over the same tokens, within
+    bounds relative to the largest logit."""
+    workdir = os.path.join(args.workdir, name)
     directory = os.path.join(workdir, "checkpoint")
     model, tokenizer = gpt2_checkpoint(directory, 1)
     generator = os.path.join(workdir, "generate")
-    run([args.xfmrc, directory, "--generate", "--dtype=bf16", "--batch=3", "--seq-len=8", "-o",
+    run([args.xfmrc, directory, "--generate", *flags, "--batch=3", "--seq-len=8", "-o",
          generator])
     saved = os.path.join(workdir, "greedy.safetensors")
     command = [generator, "-n", "20", "--temp", "0", "--ignore-eos", f"--save-logits={saved}"]
@@ -176,11 +176,22 @@ def gpt2_bf16(args):
             error = np.abs(mine - want) / np.abs(want).max()
             worst, total, count = max(worst, float(error.max())), total + float(error.mean()), count + 1
     mean = total / count
-    ok = worst <= 5e-2 and mean <= 1e-2
-    print(f"{'PASS' if ok else 'FAIL'}: gpt2-bf16: {count} greedy steps, logits within {worst:.2e} "
-          f"(mean {mean:.2e}) of the float64 forward, relative to the largest (limits 5e-2, "
-          f"mean 1e-2)", flush=True)
+    ok = worst <= max_limit and mean <= mean_limit
+    print(f"{'PASS' if ok else 'FAIL'}: {name}: {count} greedy steps, logits within {worst:.2e} "
+          f"(mean {mean:.2e}) of the float64 forward, relative to the largest (limits "
+          f"{max_limit:g}, mean {mean_limit:g})", flush=True)
     return ok
+
+
+def gpt2_bf16(args):
+    """--dtype=bf16: weights, activations and KV cache in bf16, each op in f32."""
+    return gpt2_narrow(args, "gpt2-bf16", ["--dtype=bf16"], 5e-2, 1e-2)
+
+
+def gpt2_bf16_cache(args):
+    """--cache-dtype=bf16: f32 weights and activations, keys and values
+    rounded to bf16 in the cache."""
+    return gpt2_narrow(args, "gpt2-bf16-cache", ["--cache-dtype=bf16"], 1e-2, 2e-3)
 
 
 def gpt2_sampled(args):
@@ -391,7 +402,7 @@ def beams(args, family):
     return ok
 
 
-CASES = {"gpt2-greedy": gpt2_greedy, "gpt2-sampled": gpt2_sampled, "gpt2-bf16": gpt2_bf16,
+CASES = {"gpt2-greedy": gpt2_greedy, "gpt2-sampled": gpt2_sampled, "gpt2-bf16": gpt2_bf16, "gpt2-bf16-cache": gpt2_bf16_cache,
          "bart-greedy": lambda a: seq2seq_greedy(a, "bart"),
          "marian-greedy": lambda a: seq2seq_greedy(a, "marian"),
          "gpt2-beams": lambda a: beams(a, "gpt2"), "marian-beams": lambda a: beams(a, "marian"),

@@ -61,6 +61,14 @@ static cl::opt<int64_t>
     maxContext("max-context",
                cl::desc("With --generate: positions the KV cache holds (default: the model's)"),
                cl::init(0), cl::cat(category));
+/// The KV cache's element type; by default the model's (--dtype).
+static cl::opt<xfmr::ElementType> cacheDtype(
+    "cache-dtype",
+    cl::desc("With --generate: element type of the KV cache (default: the model's --dtype); "
+             "bf16 halves the bytes attention reads per step"),
+    cl::values(clEnumValN(xfmr::ElementType::F32, "f32", "float32"),
+               clEnumValN(xfmr::ElementType::BF16, "bf16", "bfloat16")),
+    cl::cat(category));
 static cl::OptionCategory trainCategory("xfmrc --train options");
 static cl::opt<std::string> optimizer("optimizer", cl::desc("adamw (default) or sgd"),
                                       cl::init("adamw"), cl::cat(trainCategory));
@@ -233,6 +241,11 @@ int main(int argc, char **argv) {
                  : generate ? xfmr::CompileMode::Generate
                             : xfmr::CompileMode::Inference;
   options.model.cacheLength = maxContext;
+  if (cacheDtype.getNumOccurrences()) {
+    if (!generate)
+      return fail("--cache-dtype needs --generate");
+    options.model.cacheElementType = cacheDtype;
+  }
   for (cl::Option *option :
        {static_cast<cl::Option *>(&optimizer), static_cast<cl::Option *>(&learningRate),
         static_cast<cl::Option *>(&warmupSteps), static_cast<cl::Option *>(&trainSteps),

@@ -8,6 +8,7 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,8 @@ struct ModelRequest {
   bool generate = false;
   /// Positions the KV cache holds; 0: the model's positions.
   int64_t cacheLength = 0;
+  /// The KV cache's element type; none: `elementType`.
+  std::optional<ElementType> cacheElementType;
 };
 
 /// A tensor a checkpoint declares.
