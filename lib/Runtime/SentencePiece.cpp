@@ -31,7 +31,15 @@ constexpr std::string_view kWordBoundary = "\xE2\x96\x81"; // U+2581, SentencePi
 
 std::unique_ptr<sentencepiece::SentencePieceProcessor> loadModel(const std::string &path) {
   auto model = std::make_unique<sentencepiece::SentencePieceProcessor>();
-  if (sentencepiece::util::Status status = model->Load(path); !status.ok())
+  // Some corrupt models make the library throw (its trie builder rejects
+  // empty pieces) rather than return a status.
+  sentencepiece::util::Status status;
+  try {
+    status = model->Load(path);
+  } catch (const std::exception &error) {
+    fail(tokenizerFileName(path) + ": corrupt model: " + error.what());
+  }
+  if (!status.ok())
     fail(tokenizerFileName(path) + ": " + status.ToString());
   return model;
 }
