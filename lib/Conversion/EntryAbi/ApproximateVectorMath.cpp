@@ -20,6 +20,8 @@ struct ApproximateVectorMathPass
   void runOnOperation() override {
     SmallVector<Operation *> vectorMath;
     getOperation()->walk([&](Operation *op) {
+      if (!isa<math::ExpOp, math::TanhOp, math::ErfOp, math::LogOp>(op))
+        return;
       Type type = op->getResult(0).getType();
       // Scalar tanh and erf too (GELU and its derivative in linalg loops):
       // as polynomials the loops vectorize, instead of calling libm per
