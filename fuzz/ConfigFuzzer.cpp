@@ -16,12 +16,20 @@
 
 using namespace mlir;
 
-extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static MLIRContext *context = [] {
-    auto *context = new MLIRContext(MLIRContext::Threading::DISABLED);
+/// A context for a few hundred inputs: one per input would dominate the
+/// time, and one for all would keep every type and attribute ever built.
+MLIRContext &freshContext() {
+  static std::unique_ptr<MLIRContext> context;
+  static unsigned uses = 0;
+  if (!context || ++uses % 256 == 0) {
+    context = std::make_unique<MLIRContext>(MLIRContext::Threading::DISABLED);
     context->getDiagEngine().registerHandler([](Diagnostic &) { return success(); });
-    return context;
-  }();
+  }
+  return *context;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  MLIRContext &context = freshContext();
   if (size == 0)
     return 0;
   xfmr::ModelRequest request;
@@ -34,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   source.configPath = "config.json";
   source.configText = std::string(xfmr::fuzz::asText(data + 1, size - 1));
   xfmr::ModelInfo info;
-  llvm::Expected<OwningOpRef<ModuleOp>> module = xfmr::buildModel(*context, source, request, info);
+  llvm::Expected<OwningOpRef<ModuleOp>> module = xfmr::buildModel(context, source, request, info);
   if (!module) {
     llvm::consumeError(module.takeError());
     return 0;
