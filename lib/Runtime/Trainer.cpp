@@ -5,7 +5,8 @@
 // `evaluate` (the loss without dropout). The trainer initialises or loads
 // the weights, zeroes the optimizer state, feeds shuffled batches of a
 // token file to the step, logs progress, evaluates on held-out data and
-// saves the weights for the inference executable.
+// saves the weights for the inference executable, with the optimizer state
+// and step counts beside them so that --resume continues the run exactly.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +28,10 @@ using namespace xfmr::rt;
 namespace {
 
 constexpr int32_t kIgnoreIndex = -100;
+/// The step counts a --save writes beside the weights and optimizer state:
+/// steps taken, and updates applied (fewer when loss scaling skipped some).
+constexpr const char *kStepsTensor = "trainer.steps";
+constexpr const char *kUpdatesTensor = "trainer.updates";
 
 /// One training or evaluation example, as the model inputs see it.
 struct Example {
@@ -36,7 +41,7 @@ struct Example {
 };
 
 struct Options {
-  std::string train, eval, weights, save;
+  std::string train, eval, weights, save, resume, log;
   int64_t steps = -1;
   int64_t logEvery = 100;
   int64_t evalEvery = 0;
@@ -64,7 +69,13 @@ void printHelp(const char *argv0, const Manifest &manifest) {
       "                   default: a fresh initialisation (N(0, 0.02), biases 0,\n"
       "                   layer-norm scales 1) from --seed\n"
       "  --save=FILE      write the trained weights (.safetensors) for the inference\n"
-      "                   executable (xfmrc without --train)\n"
+      "                   executable (xfmrc without --train), and beside them the\n"
+      "                   optimizer state and step counts for --resume\n"
+      "  --resume=FILE    continue the run a --save wrote: its weights, optimizer\n"
+      "                   state, step and data order (same --train file and --seed);\n"
+      "                   --steps counts from the start of the run\n"
+      "  --log=FILE       write each step's loss, token accuracy, learning rate,\n"
+      "                   gradient norm and tokens/s as CSV (appended to when resuming)\n"
       "  --steps=N        training steps (default: xfmrc --steps, here %" PRId64 "); with\n"
       "                   loss scaling, a step skipped for overflowing gradients counts\n"
       "  --log-every=N    print a progress line every N steps (default 100; 0: never)\n"
@@ -89,6 +100,10 @@ Options parseOptions(int argc, char **argv) {
       options.weights = v;
     else if (value("--save"))
       options.save = v;
+    else if (value("--resume"))
+      options.resume = v;
+    else if (value("--log"))
+      options.log = v;
     else if (value("--steps"))
       options.steps = parseCount("--steps", v);
     else if (value("--log-every"))
@@ -104,6 +119,8 @@ Options parseOptions(int argc, char **argv) {
   }
   if (options.train.empty())
     fail("missing --train=FILE (see --help)");
+  if (!options.resume.empty() && !options.weights.empty())
+    fail("--resume and --weights exclude each other: --resume loads the weights too");
   return options;
 }
 
@@ -359,15 +376,22 @@ public:
     std::vector<Example> eval;
     if (!options.eval.empty())
       eval = readExamples(options.eval, layout, step.padTokenId);
-    if (options.weights.empty())
+    if (!options.resume.empty())
+      resume();
+    else if (options.weights.empty())
       initialiseWeights();
     else
       weights = loadWeights(step, options.weights);
+    if (!options.resume.empty() && firstStep >= options.steps)
+      fail("'" + options.resume + "' has already taken " + std::to_string(firstStep) +
+           " steps of --steps=" + std::to_string(options.steps));
 
     EntryCall stepCall(step, stepEntry, weights);
     EntryCall evalCall(evaluation, evaluateEntry, weights);
     std::printf("training %zu examples, batch %" PRId64 ", %" PRId64 " steps; %zu parameters\n",
                 train.size(), layout.batch, options.steps, parameterCount());
+    if (firstStep)
+      std::printf("resuming after step %" PRId64 " from %s\n", firstStep, options.resume.c_str());
     trainLoop(train, eval, stepCall, evalCall);
     if (!eval.empty())
       evaluate(eval, evalCall, options.steps);
@@ -399,6 +423,47 @@ private:
     return count;
   }
 
+  /// Reads the weights, the optimizer state and the step counts that a
+  /// --save of this trainer wrote.
+  void resume() {
+    char err[512];
+    xfmr_weights *file = xfmr_weights_open(options.resume.c_str(), err, sizeof(err));
+    if (!file)
+      fail(std::string("--resume: ") + err);
+    auto read = [&](const char *name, xfmr_dtype dtype, const std::vector<int64_t> &shape,
+                    void *data) {
+      if (xfmr_weights_read(file, name, dtype, static_cast<int32_t>(shape.size()), shape.data(),
+                            data, err, sizeof(err)) != 0) {
+        xfmr_weights_close(file);
+        fail("--resume: " + std::string(err) + " (resume from what this trainer's --save wrote)");
+      }
+    };
+    for (const ArgSpec &arg : step.args) {
+      if (arg.kind != ArgSpec::Kind::Param && arg.kind != ArgSpec::Kind::State)
+        continue;
+      std::unique_ptr<Buffer> buffer = allocate(arg);
+      read(arg.name.c_str(), arg.dtype, arg.shape, buffer->data);
+      weights[arg.name] = std::move(buffer);
+    }
+    read(kStepsTensor, XFMR_DTYPE_I64, {}, &firstStep);
+    read(kUpdatesTensor, XFMR_DTYPE_I64, {}, &firstUpdates);
+    xfmr_weights_close(file);
+    if (firstStep < 0 || firstUpdates < 0 || firstUpdates > firstStep)
+      fail("--resume: '" + options.resume + "': corrupt step counts");
+  }
+
+  /// The CSV file of --log, or null.
+  FILE *openLog() {
+    if (options.log.empty())
+      return nullptr;
+    FILE *log = std::fopen(options.log.c_str(), firstStep > 0 ? "a" : "w");
+    if (!log)
+      fail("--log: cannot write '" + options.log + "': " + std::strerror(errno));
+    if (std::ftell(log) == 0)
+      std::fprintf(log, "step,loss,token_accuracy,lr,grad_norm,tokens_per_second\n");
+    return log;
+  }
+
   void trainLoop(const std::vector<Example> &train, const std::vector<Example> &eval,
                  EntryCall &call, EntryCall &evalCall) {
     std::mt19937_64 shuffler(mix(options.seed));
@@ -407,6 +472,23 @@ private:
       order[i] = i;
     std::shuffle(order.begin(), order.end(), shuffler);
     size_t next = 0;
+    // The rows of the next batch, reshuffling after each pass over the data.
+    auto nextRows = [&] {
+      std::vector<size_t> rows;
+      while (static_cast<int64_t>(rows.size()) < layout.batch) {
+        if (next == order.size()) {
+          std::shuffle(order.begin(), order.end(), shuffler);
+          next = 0;
+        }
+        rows.push_back(order[next++]);
+      }
+      return rows;
+    };
+    // A resumed run draws the batches the steps before it drew.
+    for (int64_t s = 0; s < firstStep; ++s)
+      nextRows();
+    std::unique_ptr<FILE, int (*)(FILE *)> log(openLog(),
+                                               [](FILE *f) { return f ? std::fclose(f) : 0; });
     double windowLoss = 0, windowSeconds = 0;
     int64_t windowTokens = 0, windowSteps = 0;
     Accuracy windowAccuracy;
@@ -423,23 +505,17 @@ private:
     // With dynamic loss scaling, a step whose gradients overflowed updates
     // nothing; like the Hugging Face trainer, the optimizer's step count and
     // the learning-rate schedule then do not advance.
-    int64_t updates = 0, windowSkipped = 0;
-    for (int64_t s = 0; s < options.steps; ++s) {
-      std::vector<size_t> rows;
-      while (static_cast<int64_t>(rows.size()) < layout.batch) {
-        if (next == order.size()) {
-          std::shuffle(order.begin(), order.end(), shuffler);
-          next = 0;
-        }
-        rows.push_back(order[next++]);
-      }
+    int64_t updates = firstUpdates, windowSkipped = 0;
+    for (int64_t s = firstStep; s < options.steps; ++s) {
+      std::vector<size_t> rows = nextRows();
       auto start = std::chrono::steady_clock::now();
       int64_t labelled = call.fill(train, rows, layout, step.padTokenId);
       call.setScalar("step", updates);
       call.setScalar("dropout_seed", static_cast<int64_t>(mix(options.seed ^ mix(s))));
       call.call();
-      windowSeconds +=
+      double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      windowSeconds += seconds;
       float value = scalar(loss);
       if (!std::isfinite(value))
         fail("step " + std::to_string(s + 1) + ": the loss is " + std::to_string(value) +
@@ -457,8 +533,18 @@ private:
       windowLoss += value;
       windowTokens += labelled;
       ++windowSteps;
-      windowAccuracy.add(reinterpret_cast<const float *>(logits->data),
-                         reinterpret_cast<const int32_t *>(labels->data), layout.batch, layout);
+      Accuracy stepAccuracy;
+      stepAccuracy.add(reinterpret_cast<const float *>(logits->data),
+                       reinterpret_cast<const int32_t *>(labels->data), layout.batch, layout);
+      windowAccuracy.tokens += stepAccuracy.tokens;
+      windowAccuracy.correct += stepAccuracy.correct;
+      if (log) {
+        std::fprintf(log.get(), "%" PRId64 ",%.6g,%.4f,%.6g,", s + 1, value,
+                     stepAccuracy.tokenRate() / 100.0, scalar(lr));
+        if (norm)
+          std::fprintf(log.get(), "%.6g", scalar(norm));
+        std::fprintf(log.get(), ",%.1f\n", labelled / seconds);
+      }
       bool last = s + 1 == options.steps;
       if (options.logEvery && ((s + 1) % options.logEvery == 0 || last)) {
         std::printf("step %6" PRId64 "  loss %.4f  acc %6.2f%%  lr %.3e", s + 1,
@@ -477,6 +563,8 @@ private:
       if (!eval.empty() && options.evalEvery && (s + 1) % options.evalEvery == 0 && !last)
         evaluate(eval, evalCall, s + 1);
     }
+    stepsTaken = options.steps;
+    updatesApplied = updates;
   }
 
   void evaluate(const std::vector<Example> &eval, EntryCall &call, int64_t steps) {
@@ -506,16 +594,24 @@ private:
     std::fflush(stdout);
   }
 
+  /// Writes the weights, which the inference executable reads by name, and
+  /// the optimizer state and step counts, which only --resume reads.
   void save() {
     std::vector<xfmr_tensor_ref> refs;
+    size_t params = 0;
     for (const ArgSpec &arg : step.args)
-      if (arg.kind == ArgSpec::Kind::Param)
-        refs.push_back({arg.name.c_str(), XFMR_DTYPE_F32, static_cast<int32_t>(arg.shape.size()),
+      if (arg.kind == ArgSpec::Kind::Param || arg.kind == ArgSpec::Kind::State) {
+        params += arg.kind == ArgSpec::Kind::Param;
+        refs.push_back({arg.name.c_str(), arg.dtype, static_cast<int32_t>(arg.shape.size()),
                         arg.shape.data(), weights.at(arg.name)->data});
+      }
+    refs.push_back({kStepsTensor, XFMR_DTYPE_I64, 0, nullptr, &stepsTaken});
+    refs.push_back({kUpdatesTensor, XFMR_DTYPE_I64, 0, nullptr, &updatesApplied});
     char err[512];
     if (xfmr_safetensors_write(options.save.c_str(), refs.data(), refs.size(), err, sizeof(err)))
       fail(err);
-    std::printf("saved %zu tensors to %s\n", refs.size(), options.save.c_str());
+    std::printf("saved %zu weights and %zu optimizer tensors (step %" PRId64 ") to %s\n", params,
+                refs.size() - 2 - params, stepsTaken, options.save.c_str());
   }
 
   const char *argv0;
@@ -526,6 +622,9 @@ private:
   Options options;
   Layout layout;
   std::map<std::string, std::unique_ptr<Buffer>> weights;
+  /// Where this run starts (a resumed one: where the saved one stopped) and
+  /// where it ends.
+  int64_t firstStep = 0, firstUpdates = 0, stepsTaken = 0, updatesApplied = 0;
 };
 
 } // namespace
