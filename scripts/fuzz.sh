@@ -26,13 +26,15 @@ fi
 ninja -C "$build" -j "${XFMR_JOBS:-2}" xfmr-fuzzers
 
 mkdir -p "$build/artifacts" "$build/logs"
+# A smaller quarantine than ASan's 256 MB: building IR frees much memory.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-quarantine_size_mb=64}"
 run_target() {
   local name=$1 corpus="$build/corpus/$1"
   mkdir -p "$corpus"
   cp -n "$root/fuzz/corpus/$name/"* "$corpus/" 2>/dev/null || true
   "$build/bin/xfmr-$name-fuzzer" "$corpus" -max_total_time="$seconds" \
     -runs="${XFMR_FUZZ_RUNS:--1}" -timeout=10 \
-    -rss_limit_mb=2048 -max_len=16384 -dict="$root/fuzz/dicts/$name.dict" \
+    -rss_limit_mb=4096 -max_len=16384 -dict="$root/fuzz/dicts/$name.dict" \
     -artifact_prefix="$build/artifacts/$name-" -print_final_stats=1 \
     >"$build/logs/$name.log" 2>&1
 }

@@ -28,8 +28,8 @@ llvm::Error frontend::buildBart(FamilyInputs &in) {
   EncoderDecoderConfig c;
   c.dModel = config.positiveInt({"d_model", "hidden_size"});
   c.vocab = config.positiveInt({"vocab_size"});
-  c.encoderLayers = config.positiveInt({"encoder_layers"}, 12);
-  c.decoderLayers = config.positiveInt({"decoder_layers"}, 12);
+  c.encoderLayers = config.layerCount({"encoder_layers"}, 12);
+  c.decoderLayers = config.layerCount({"decoder_layers"}, 12);
   c.encoderHeads = config.positiveInt({"encoder_attention_heads"}, 16);
   c.decoderHeads = config.positiveInt({"decoder_attention_heads"}, 16);
   c.encoderFfn = config.positiveInt({"encoder_ffn_dim"}, 4096);

@@ -21,7 +21,7 @@ using namespace xfmr::frontend;
 llvm::Error frontend::buildBert(FamilyInputs &in) {
   ConfigReader &config = in.config;
   GraphBuilder &graph = in.graph;
-  int64_t layers = config.positiveInt({"num_hidden_layers", "n_layer"});
+  int64_t layers = config.layerCount({"num_hidden_layers", "n_layer"});
   int64_t heads = config.positiveInt({"num_attention_heads", "n_head"});
   int64_t dModel = config.positiveInt({"hidden_size", "n_embd"});
   int64_t vocab = config.positiveInt({"vocab_size"});

@@ -28,7 +28,7 @@ using namespace xfmr::frontend;
 llvm::Error frontend::buildEncoder(FamilyInputs &in) {
   ConfigReader &config = in.config;
   GraphBuilder &graph = in.graph;
-  int64_t layers = config.positiveInt({"num_layers", "num_hidden_layers"});
+  int64_t layers = config.layerCount({"num_layers", "num_hidden_layers"});
   int64_t heads = config.positiveInt({"num_heads", "num_attention_heads"});
   int64_t dModel = config.positiveInt({"d_model", "hidden_size"});
   int64_t vocab = config.positiveInt({"vocab_size"});

@@ -39,6 +39,8 @@ public:
   /// A positive integer under the first of `keys` present (HF configs use
   /// several spellings); `fallback` if none is present and it is > 0.
   int64_t positiveInt(llvm::ArrayRef<llvm::StringRef> keys, int64_t fallback = 0);
+  /// positiveInt of a number of layers, at most 1024.
+  int64_t layerCount(llvm::ArrayRef<llvm::StringRef> keys, int64_t fallback = 0);
   int64_t nonNegativeInt(llvm::StringRef key, int64_t fallback);
   /// A token id: a non-negative integer, or -1 when absent.
   int64_t tokenId(llvm::StringRef key);

@@ -18,7 +18,7 @@ using namespace xfmr::frontend;
 llvm::Error frontend::buildGpt2(FamilyInputs &in) {
   ConfigReader &config = in.config;
   GraphBuilder &graph = in.graph;
-  int64_t layers = config.positiveInt({"n_layer", "num_hidden_layers"});
+  int64_t layers = config.layerCount({"n_layer", "num_hidden_layers"});
   int64_t heads = config.positiveInt({"n_head", "num_attention_heads"});
   int64_t dModel = config.positiveInt({"n_embd", "hidden_size"});
   int64_t vocab = config.positiveInt({"vocab_size"});

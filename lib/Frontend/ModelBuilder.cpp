@@ -70,6 +70,20 @@ int64_t ConfigReader::positiveInt(ArrayRef<StringRef> keys, int64_t fallback) {
   return *number;
 }
 
+int64_t ConfigReader::layerCount(ArrayRef<StringRef> keys, int64_t fallback) {
+  // Each layer is IR to build and compile; the deepest real models have a
+  // few hundred.
+  constexpr int64_t kMaxLayers = 1024;
+  int64_t layers = positiveInt(keys, fallback);
+  if (layers > kMaxLayers) {
+    StringRef key;
+    lookup(keys, key);
+    error(key, Twine(layers) + " layers is more than the supported " + Twine(kMaxLayers));
+    return 1;
+  }
+  return layers;
+}
+
 int64_t ConfigReader::nonNegativeInt(StringRef key, int64_t fallback) {
   const json::Value *value = lookup(key);
   if (!value)

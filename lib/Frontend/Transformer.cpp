@@ -21,8 +21,8 @@ llvm::Error frontend::buildTransformer(FamilyInputs &in) {
   c.dModel = config.positiveInt({"d_model", "hidden_size"});
   c.vocab = c.decoderVocab = config.positiveInt({"vocab_size"});
   c.positions = config.positiveInt({"max_position_embeddings", "n_positions"});
-  c.encoderLayers = config.positiveInt({"encoder_layers", "num_hidden_layers"});
-  c.decoderLayers = config.positiveInt({"decoder_layers"}, c.encoderLayers);
+  c.encoderLayers = config.layerCount({"encoder_layers", "num_hidden_layers"});
+  c.decoderLayers = config.layerCount({"decoder_layers"}, c.encoderLayers);
   c.encoderHeads = config.positiveInt({"encoder_attention_heads", "num_attention_heads"});
   c.decoderHeads = config.positiveInt({"decoder_attention_heads"}, c.encoderHeads);
   c.encoderFfn = config.positiveInt({"encoder_ffn_dim"}, 4 * c.dModel);

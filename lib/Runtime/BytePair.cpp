@@ -81,8 +81,9 @@ class ByteLevelBpe : public Tokenizer {
 public:
   /// The merge ranks, vocabulary and added tokens, each checked.
   void addToken(const std::string &token, int64_t id, const std::string &where) {
-    if (id < 0 || id > INT32_MAX)
-      fail(where + ": token id " + std::to_string(id) + " of '" + token + "' is out of range");
+    if (id < 0 || id > kMaxTokenId)
+      fail(where + ": token id " + std::to_string(id) + " of '" + token +
+           "' is out of range (0 to " + std::to_string(kMaxTokenId) + ")");
     if (!vocab.emplace(token, static_cast<int32_t>(id)).second)
       fail(where + ": token '" + token + "' appears twice");
     if (static_cast<size_t>(id) >= tokens.size())

@@ -160,8 +160,8 @@ std::unique_ptr<Tokenizer> loadMarian(const std::string &directory) {
     fail(where + ": expected an object of piece: id");
   for (const auto &[piece, id] : vocab.object) {
     std::optional<int64_t> value = id.asInt();
-    if (!value || *value < 0 || *value > INT32_MAX)
-      fail(where + ": piece '" + piece + "' has no valid id");
+    if (!value || *value < 0 || *value > kMaxTokenId)
+      fail(where + ": piece '" + piece + "' has no id from 0 to " + std::to_string(kMaxTokenId));
     tokenizer->vocab[piece] = static_cast<int32_t>(*value);
     if (static_cast<size_t>(*value) >= tokenizer->pieces.size())
       tokenizer->pieces.resize(*value + 1);

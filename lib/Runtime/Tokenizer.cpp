@@ -188,8 +188,9 @@ void xfmr::rt::readAddedTokens(Tokenizer &tokenizer, const JsonValue &json,
     for (const JsonValue &token : added->array) {
       const JsonValue *content = token.get("content");
       const JsonValue *id = token.get("id");
-      if (!content || !id || !id->asInt() || *id->asInt() < 0 || *id->asInt() > INT32_MAX)
-        fail(where + ": an added token needs a 'content' and an 'id'");
+      if (!content || !id || !id->asInt() || *id->asInt() < 0 || *id->asInt() > kMaxTokenId)
+        fail(where + ": an added token needs a 'content' and an 'id' up to " +
+             std::to_string(kMaxTokenId));
       tokenizer.addSpecialToken(content->text, static_cast<int32_t>(*id->asInt()));
     }
   if (const JsonValue *processor = json.get("post_processor"))
@@ -206,9 +207,9 @@ void xfmr::rt::readSpecialTokenConfig(Tokenizer &tokenizer, const std::string &c
       char *end = nullptr;
       long value = std::strtol(id.c_str(), &end, 10);
       const JsonValue *content = token.get("content");
-      if (id.empty() || *end || value < 0 || value > INT32_MAX || !content)
-        fail(where + ": key 'added_tokens_decoder': entry '" + id +
-             "' is not an id with a 'content'");
+      if (id.empty() || *end || value < 0 || value > kMaxTokenId || !content)
+        fail(where + ": key 'added_tokens_decoder': entry '" + id + "' is not an id up to " +
+             std::to_string(kMaxTokenId) + " with a 'content'");
       tokenizer.addSpecialToken(content->text, static_cast<int32_t>(value));
     }
   // The slow tokenizers' templates: [CLS] A [SEP] (BERT), <s> A </s>

@@ -13,6 +13,10 @@
 
 namespace xfmr::rt {
 
+/// The largest token id a tokenizer file may give (real vocabularies hold up
+/// to a few hundred thousand): ids index dense tables.
+constexpr int64_t kMaxTokenId = (int64_t(1) << 22) - 1;
+
 std::string readTokenizerFile(const std::string &path);
 bool isRegularFile(const std::string &path);
 JsonValue parseTokenizerJson(const std::string &path);

@@ -79,8 +79,9 @@ bool isBertPunctuation(uint32_t cp) {
 class WordPiece : public Tokenizer {
 public:
   void addToken(const std::string &token, int64_t id, const std::string &where) {
-    if (id < 0 || id > INT32_MAX)
-      fail(where + ": token id " + std::to_string(id) + " of '" + token + "' is out of range");
+    if (id < 0 || id > kMaxTokenId)
+      fail(where + ": token id " + std::to_string(id) + " of '" + token +
+           "' is out of range (0 to " + std::to_string(kMaxTokenId) + ")");
     if (static_cast<size_t>(id) >= tokens.size())
       tokens.resize(id + 1);
     tokens[id] = token;
