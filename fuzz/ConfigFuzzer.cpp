@@ -8,6 +8,8 @@
 
 #include "FuzzSupport.h"
 
+#include "../lib/Frontend/FrontendSupport.h"
+
 #include "xfmr/Dialect/XfmrDialect.h"
 #include "xfmr/Frontend/ModelBuilder.h"
 
@@ -41,6 +43,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   xfmr::ModelSource source;
   source.configPath = "config.json";
   source.configText = std::string(xfmr::fuzz::asText(data + 1, size - 1));
+  // Layers past a few repeat the IR of the first ones and make an input a
+  // hundred times slower (the limit itself is tested in config-errors.test).
+  llvm::Expected<llvm::json::Value> json =
+      xfmr::frontend::parseJsonFile(source.configPath, source.configText);
+  if (!json) {
+    llvm::consumeError(json.takeError());
+  } else if (const llvm::json::Object *object = json->getAsObject()) {
+    for (llvm::StringRef key :
+         {"n_layer", "num_hidden_layers", "num_layers", "encoder_layers", "decoder_layers"})
+      if (std::optional<int64_t> layers = object->getInteger(key); layers && *layers > 4)
+        return 0;
+  }
   xfmr::ModelInfo info;
   llvm::Expected<OwningOpRef<ModuleOp>> module = xfmr::buildModel(context, source, request, info);
   if (!module) {
