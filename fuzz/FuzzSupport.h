@@ -12,13 +12,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <unistd.h>
 
 namespace xfmr::fuzz {
 
-/// This process's scratch directory, created on first use.
+/// This process's scratch directory, created on first use and removed at
+/// exit.
 inline const std::string &scratchDirectory() {
   static const std::string path = [] {
     std::string dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
@@ -29,6 +31,11 @@ inline const std::string &scratchDirectory() {
     }
     return pattern;
   }();
+  static const int removal = std::atexit([] {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  });
+  (void)removal;
   return path;
 }
 
