@@ -10,6 +10,7 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${XFMR_BUILD_DIR:-$root/build}"
 "$root/scripts/install-deps.sh"
+mkdir -p "$build"
 "$root/scripts/install-oracle.sh"
 "$root/scripts/fetch-nvdisasm.sh"
 if [ "${1:-}" = "--sanitize" ]; then
