@@ -9,6 +9,8 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace xfmr;
 using namespace xfmr::frontend;
@@ -44,6 +46,15 @@ const json::Value *ConfigReader::lookup(StringRef key) {
   return lookup(ArrayRef<StringRef>{key}, found);
 }
 
+/// The value as an int64, if it is an integer. llvm::json converts a double
+/// of exactly 2^63 (out of int64's range: undefined behaviour), so such
+/// doubles are refused first.
+static std::optional<int64_t> integerOf(const json::Value &value) {
+  if (std::optional<double> number = value.getAsNumber(); number && std::fabs(*number) >= 0x1p63)
+    return std::nullopt;
+  return value.getAsInteger();
+}
+
 int64_t ConfigReader::positiveInt(ArrayRef<StringRef> keys, int64_t fallback) {
   StringRef key;
   const json::Value *value = lookup(keys, key);
@@ -54,7 +65,7 @@ int64_t ConfigReader::positiveInt(ArrayRef<StringRef> keys, int64_t fallback) {
       firstError = path + ": missing key " + keyList(keys);
     return 1;
   }
-  std::optional<int64_t> number = value->getAsInteger();
+  std::optional<int64_t> number = integerOf(*value);
   if (!number || *number <= 0) {
     std::string text;
     llvm::raw_string_ostream(text) << *value;
@@ -88,7 +99,7 @@ int64_t ConfigReader::nonNegativeInt(StringRef key, int64_t fallback) {
   const json::Value *value = lookup(key);
   if (!value)
     return fallback;
-  std::optional<int64_t> number = value->getAsInteger();
+  std::optional<int64_t> number = integerOf(*value);
   if (!number || *number < 0) {
     error(key, "expected a non-negative integer");
     return fallback;
@@ -740,7 +751,7 @@ static llvm::Error readGenerationRules(const ModelSource &source, const json::Ob
               "': only single-token entries are supported (a token never generated)");
         token = &words->front();
       }
-      std::optional<int64_t> id = token->getAsInteger();
+      std::optional<int64_t> id = integerOf(*token);
       if (!id || *id < 0)
         return llvm::createStringError(path + ": key '" + key + "': expected token ids");
       info.suppressedTokenIds.push_back(*id);
@@ -756,7 +767,7 @@ static llvm::Error readGenerationRules(const ModelSource &source, const json::Ob
                         "min_new_tokens", "begin_suppress_tokens", "sequence_bias"}) {
     const json::Value *value = object->get(key);
     bool unset = !value || value->kind() == json::Value::Null ||
-                 (value->getAsInteger() && *value->getAsInteger() == 0) ||
+                 (integerOf(*value) && *integerOf(*value) == 0) ||
                  (value->getAsArray() && value->getAsArray()->empty());
     if (!unset)
       llvm::errs() << "xfmrc: warning: " << path << ": key '" << key
