@@ -12,7 +12,8 @@ PY=/usr/bin/python3
 LIB=$ROOT/test/e2e_lib
 IN=$ROOT/test/e2e/Inputs
 rm -rf build/gpu-bench && mkdir -p build/gpu-bench && cd build/gpu-bench
-mkdir -p e2e ops bench
+mkdir -p e2e ops bench lib
+cp -L /usr/lib/llvm-22/lib/libomp.so.5 lib/
 # Whole models: weights/tokens from the reference, executables for nvptx.
 gen() { $PY $LIB/reference.py generate --config $IN/$1.json --weights e2e/$1.w.safetensors --tokens e2e/$1.tokens --sequences $2 --seq-len $3 --decoder-seq-len $4 --seed $5; }
 gen gpt2-tiny 5 12 0 1
