@@ -747,6 +747,73 @@ LogicalResult L2NormalizeOp::verify() {
   return success();
 }
 
+LogicalResult RmsNormOp::verify() {
+  auto type = tensorTypeOf(getInput());
+  if (type.getRank() < 1)
+    return emitOpError("input must have at least one dimension");
+  auto gamma = tensorTypeOf(getGamma());
+  if (gamma.getRank() != 1 || gamma.getDimSize(0) != type.getShape().back())
+    return emitOpError("gamma must be [") << type.getShape().back() << "], got " << gamma;
+  if (gamma.getElementType() != type.getElementType())
+    return emitOpError("gamma must have the input's element type");
+  double epsilon = getEpsilon().convertToDouble();
+  if (!(epsilon > 0) || !std::isfinite(epsilon))
+    return emitOpError("epsilon must be a positive finite number, got ") << epsilon;
+  return success();
+}
+
+SmallVector<int32_t> RelativePositionBiasOp::distanceBuckets(int64_t buckets, int64_t maxDistance) {
+  // transformers: max_exact + (log(n.float() / max_exact) / math.log(max_distance / max_exact)
+  // * (buckets - max_exact)).long(), at most buckets - 1; float32 throughout.
+  int64_t maxExact = buckets / 2;
+  float logRange = static_cast<float>(
+      std::log(static_cast<double>(maxDistance) / static_cast<double>(maxExact)));
+  SmallVector<int32_t> table;
+  for (int64_t n = 0; n <= maxDistance; ++n) {
+    if (n < maxExact) {
+      table.push_back(static_cast<int32_t>(n));
+      continue;
+    }
+    float ratio = static_cast<float>(n) / static_cast<float>(maxExact);
+    float scaled = std::log(ratio) / logRange * static_cast<float>(buckets - maxExact);
+    table.push_back(static_cast<int32_t>(
+        std::min<int64_t>(maxExact + static_cast<int64_t>(scaled), buckets - 1)));
+  }
+  return table;
+}
+
+LogicalResult RelativePositionBiasOp::verify() {
+  auto table = tensorTypeOf(getTable());
+  auto type = tensorTypeOf(getResult());
+  if (table.getRank() != 2)
+    return emitOpError("table must be [num_buckets, heads], got ") << table;
+  if (type.getRank() != 4)
+    return emitOpError("result must be [batch, heads, seq_q, seq_k], got ") << type;
+  if (type.getElementType() != table.getElementType())
+    return emitOpError("result must have the table's element type");
+  if (type.getDimSize(1) != table.getDimSize(1))
+    return emitOpError("result has ")
+           << type.getDimSize(1) << " heads, the table " << table.getDimSize(1);
+  // Each direction needs an exact bucket and a logarithmic range beyond it.
+  int64_t buckets = table.getDimSize(0) / (getBidirectional() ? 2 : 1);
+  if (buckets < 2)
+    return emitOpError("needs at least ")
+           << (getBidirectional() ? 4 : 2) << " buckets, got " << table.getDimSize(0);
+  if (getMaxDistance() <= buckets / 2)
+    return emitOpError("max_distance must exceed the exact buckets (")
+           << buckets / 2 << "), got " << getMaxDistance();
+  if (Value offset = getQueryOffset()) {
+    auto offsetType = tensorTypeOf(offset);
+    if (offsetType.getRank() != 1 || offsetType.getDimSize(0) != type.getDimSize(0) ||
+        !offsetType.getElementType().isInteger(32))
+      return emitOpError("query_offset must be i32 [batch] = [")
+             << type.getDimSize(0) << "], got " << offsetType;
+  } else if (type.getDimSize(0) != 1) {
+    return emitOpError("without query_offset the batch dimension must be 1, got ") << type;
+  }
+  return success();
+}
+
 LogicalResult CausalMaskOp::verify() {
   auto type = tensorTypeOf(getResult());
   if (type.getRank() != 2)

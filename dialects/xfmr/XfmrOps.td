@@ -525,6 +525,61 @@ def Xfmr_L2NormalizeOp : Xfmr_Op<"l2_normalize", [Pure, SameOperandsAndResultTyp
   let hasVerifier = 1;
 }
 
+def Xfmr_RmsNormOp : Xfmr_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "root-mean-square normalization over the last dimension";
+  let description = [{
+    `x / sqrt(mean(x^2) + epsilon) * gamma` over the last dimension, `gamma`
+    ([d]) its scale: no mean is subtracted and there is no bias (T5's
+    T5LayerNorm). The mean of squares is computed in f32 whatever the
+    element type, as transformers does.
+
+    ```mlir
+    %y = xfmr.rms_norm %x, %g {epsilon = 1.0e-06 : f64}
+           : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input, Xfmr_FloatTensor:$gamma,
+                   DefaultValuedAttr<F64Attr, "1.0e-6">:$epsilon);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $gamma attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
+def Xfmr_RelativePositionBiasOp : Xfmr_Op<"relative_position_bias", [Pure]> {
+  let summary = "T5's bucketed relative-position attention bias";
+  let description = [{
+    The additive attention bias [batch, heads, seq_q, seq_k] of T5: entry
+    (b, h, i, j) is `table`[bucket(j - p), h] ([num_buckets, heads]), where
+    p = i + `query_offset`[b] is query i's position (without `query_offset`,
+    [batch] i32 as `fused_attention`'s, p = i + seq_k - seq_q and batch is
+    1). Buckets as transformers' `_relative_position_bucket`: with
+    `bidirectional` half the buckets are for keys after the query; the first
+    half of a direction's buckets are exact distances, the rest grow
+    logarithmically up to `max_distance`, beyond which all share the last.
+    The logarithmic buckets are computed at compile time in f32, exactly as
+    transformers computes them.
+
+    ```mlir
+    %b = xfmr.relative_position_bias %t {max_distance = 128 : i64, bidirectional}
+           : (tensor<32x8xf32>) -> tensor<1x8x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$table, Optional<Xfmr_IntTensor>:$query_offset,
+                   ConfinedAttr<I64Attr, [IntPositive]>:$max_distance,
+                   UnitAttr:$bidirectional);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = [{
+    $table (`query_offset` `(` $query_offset^ `)`)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The bucket of each distance 0..max_distance in one direction
+    /// (`bidirectional` halves the buckets), as transformers computes it.
+    static llvm::SmallVector<int32_t> distanceBuckets(int64_t buckets, int64_t maxDistance);
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Fused ops
 //===----------------------------------------------------------------------===//

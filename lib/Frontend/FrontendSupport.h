@@ -51,6 +51,11 @@ public:
   std::string string(llvm::ArrayRef<llvm::StringRef> keys, llvm::StringRef fallback);
   /// The activation named under `keys` (relu, gelu, gelu_new, ...).
   Activation activation(llvm::ArrayRef<llvm::StringRef> keys, llvm::StringRef fallback);
+  /// The activation of transformers' name `name`, if xfmr has it.
+  static std::optional<Activation> parseActivation(llvm::StringRef name);
+  /// The activations parseActivation knows, for messages.
+  static constexpr llvm::StringLiteral kActivationNames =
+      "relu, gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, silu, swish, tanh";
   /// The number of entries of an object (transformers' `id2label`), or
   /// `fallback` when absent.
   int64_t objectSize(llvm::StringRef key, int64_t fallback);
@@ -97,6 +102,8 @@ struct AttentionSpec {
   bool torchLayout = true;
   /// The scores' scale; default 1/sqrt(head_dim).
   std::optional<double> scale;
+  /// Added to the scores: [1 or batch, heads, seq_q, seq_k], or null.
+  mlir::Value bias;
 };
 
 /// Builds one entry function whose arguments appear as the body asks for
@@ -130,6 +137,15 @@ public:
   mlir::Value sinusoidalPositions(mlir::Value x,
                                   SinusoidLayout layout = SinusoidLayout::interleaved);
   mlir::Value layerNorm(mlir::Value x, llvm::StringRef prefix, double epsilon);
+  /// RMS normalization scaled by `<prefix>.weight`.
+  mlir::Value rmsNorm(mlir::Value x, llvm::StringRef prefix, double epsilon);
+  /// T5's relative-position bias from `table` [buckets, heads] for `queries`
+  /// queries over as many keys, or in a generation entry over the cache from
+  /// each sequence's start position.
+  mlir::Value relativePositionBias(mlir::Value table, int64_t queries, bool bidirectional,
+                                   int64_t maxDistance);
+  /// x times a constant.
+  mlir::Value scale(mlir::Value x, double factor);
   /// A linear layer with weight `<prefix>.weight` and bias `<prefix>.bias`
   /// (none if `bias` is false); `torchLayout` selects torch.nn.Linear's
   /// [out, in] weight layout.
@@ -252,6 +268,7 @@ llvm::Error buildBart(FamilyInputs &in);
 llvm::Error buildTransformer(FamilyInputs &in);
 
 llvm::Error buildEncoder(FamilyInputs &in);
+llvm::Error buildT5(FamilyInputs &in);
 
 /// Resolves the compiled sequence length against the model's max positions,
 /// naming `positionsKey` when it is too long.

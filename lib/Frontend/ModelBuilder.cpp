@@ -7,6 +7,7 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
@@ -184,23 +185,24 @@ std::string ConfigReader::string(ArrayRef<StringRef> keys, StringRef fallback) {
   return text->str();
 }
 
+std::optional<Activation> ConfigReader::parseActivation(StringRef name) {
+  return llvm::StringSwitch<std::optional<Activation>>(name)
+      .Case("relu", Activation::relu)
+      .Case("gelu", Activation::gelu)
+      .Cases({"gelu_new", "gelu_pytorch_tanh", "gelu_fast"}, Activation::gelu_tanh)
+      .Cases({"silu", "swish"}, Activation::silu)
+      .Case("tanh", Activation::tanh)
+      .Default(std::nullopt);
+}
+
 Activation ConfigReader::activation(ArrayRef<StringRef> keys, StringRef fallback) {
   std::string name = string(keys, fallback);
-  if (name == "relu")
-    return Activation::relu;
-  if (name == "gelu")
-    return Activation::gelu;
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast")
-    return Activation::gelu_tanh;
-  if (name == "silu" || name == "swish")
-    return Activation::silu;
-  if (name == "tanh")
-    return Activation::tanh;
+  if (std::optional<Activation> parsed = parseActivation(name))
+    return *parsed;
   StringRef key;
   lookup(keys, key);
   error(key.empty() ? keys.front() : key,
-        "unsupported activation \"" + name +
-            "\" (relu, gelu, gelu_new, gelu_pytorch_tanh, gelu_fast, silu, swish, tanh)");
+        "unsupported activation \"" + name + "\" (" + kActivationNames + ")");
   return Activation::relu;
 }
 
@@ -384,6 +386,33 @@ Value GraphBuilder::layerNorm(Value x, StringRef prefix, double epsilon) {
                              b.getF64FloatAttr(epsilon));
 }
 
+Value GraphBuilder::rmsNorm(Value x, StringRef prefix, double epsilon) {
+  int64_t d = cast<RankedTensorType>(x.getType()).getShape().back();
+  return RmsNormOp::create(b, loc, x.getType(), x, param((prefix + ".weight").str(), {d}),
+                           b.getF64FloatAttr(epsilon));
+}
+
+Value GraphBuilder::relativePositionBias(Value table, int64_t queries, bool bidirectional,
+                                         int64_t maxDistance) {
+  int64_t heads = cast<RankedTensorType>(table.getType()).getDimSize(1);
+  // A generation entry's queries stand at each sequence's start position
+  // and see the whole cache (the kernels mask what is not yet filled).
+  Value offset = caching() ? startPositions() : Value();
+  auto type = RankedTensorType::get(
+      {caching() ? request.batch : 1, heads, queries, caching() ? cacheLength : queries},
+      elementType);
+  return RelativePositionBiasOp::create(b, loc, type, table, offset,
+                                        b.getI64IntegerAttr(maxDistance),
+                                        bidirectional ? b.getUnitAttr() : UnitAttr());
+}
+
+Value GraphBuilder::scale(Value x, double factor) {
+  auto type = RankedTensorType::get({1}, elementType);
+  Value constant = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elementType, factor)));
+  return MulOp::create(b, loc, x, constant);
+}
+
 Value GraphBuilder::linear(Value x, StringRef prefix, int64_t in, int64_t out, bool torchLayout,
                            bool bias) {
   SmallVector<int64_t> shape = torchLayout ? SmallVector<int64_t>{out, in}
@@ -434,8 +463,8 @@ Value GraphBuilder::attention(const AttentionSpec &spec, StringRef group, int64_
   bool probabilities = request.allAttentions || llvm::is_contained(request.attentionLayers, layer);
   auto op = MultiHeadAttentionOp::create(
       b, loc, spec.query, spec.keyValue, spec.inWeights, spec.inBiases, spec.outWeight,
-      spec.outBias, spec.paddingMask, /*attn_bias=*/Value(), spec.heads, spec.causal,
-      spec.torchLayout, spec.scale ? b.getF64FloatAttr(*spec.scale) : FloatAttr(), probabilities);
+      spec.outBias, spec.paddingMask, spec.bias, spec.heads, spec.causal, spec.torchLayout,
+      spec.scale ? b.getF64FloatAttr(*spec.scale) : FloatAttr(), probabilities);
   if (probabilities)
     output((group + "." + Twine(layer)).str(), op.getProbabilities());
   return op.getResult();
@@ -484,12 +513,11 @@ Value GraphBuilder::attendAndProject(const AttentionSpec &spec, Value q, Value k
   auto type = cast<RankedTensorType>(q.getType());
   double scale =
       spec.scale ? *spec.scale : 1.0 / std::sqrt(static_cast<double>(type.getDimSize(3)));
-  Value attended =
-      FusedAttentionOp::create(b, loc, type, q, k, v, paddingMask, /*attn_bias=*/Value(),
-                               queryOffset, keyLength, b.getF64FloatAttr(scale),
-                               spec.causal ? b.getUnitAttr() : UnitAttr(),
-                               AttentionLayoutAttr::get(b.getContext(), AttentionLayout::bshd))
-          .getResult();
+  Value attended = FusedAttentionOp::create(
+                       b, loc, type, q, k, v, paddingMask, spec.bias, queryOffset, keyLength,
+                       b.getF64FloatAttr(scale), spec.causal ? b.getUnitAttr() : UnitAttr(),
+                       AttentionLayoutAttr::get(b.getContext(), AttentionLayout::bshd))
+                       .getResult();
   Value merged = ReshapeOp::create(b, loc, spec.query.getType(), attended);
   return LinearOp::create(b, loc, merged, spec.outWeight, spec.outBias, spec.torchLayout);
 }
@@ -669,11 +697,13 @@ constexpr StringRef kBertClasses[] = {"BertForMaskedLM", "BertModel",
                                       "BertForSequenceClassification"};
 constexpr StringRef kMarianClasses[] = {"MarianMTModel", "MarianModel"};
 constexpr StringRef kBartClasses[] = {"BartForConditionalGeneration", "BartModel"};
+constexpr StringRef kT5Classes[] = {"T5ForConditionalGeneration", "T5Model", "T5EncoderModel"};
 const Family kFamilies[] = {
     {"gpt2", kGpt2Classes, buildGpt2, Generation::Decoder},
     {"bert", kBertClasses, buildBert, Generation::None},
     {"marian", kMarianClasses, buildBart, Generation::EncoderDecoder},
     {"bart", kBartClasses, buildBart, Generation::EncoderDecoder},
+    {"t5", kT5Classes, buildT5, Generation::EncoderDecoder},
     {"transformer", {}, buildTransformer, Generation::EncoderDecoder},
     {"encoder", {}, buildEncoder, Generation::Decoder},
 };

@@ -212,6 +212,43 @@ func.func @l2_normalize(%x: tensor<2x8xf32>) -> tensor<2x8xf32> {
 
 // -----
 
+// RMS normalization of bf16 rows: squares summed in f32, x * rsqrt(mean + eps)
+// rounded to bf16, then scaled by gamma.
+// CHECK-LABEL: func @rms_norm
+// CHECK: arith.extf
+// CHECK: arith.mulf {{.*}} : f32
+// CHECK: linalg.reduce
+// CHECK: arith.divf
+// CHECK: math.rsqrt
+// CHECK: arith.truncf {{.*}} f32 to bf16
+// CHECK-NEXT: arith.mulf {{.*}} : bf16
+func.func @rms_norm(%x: tensor<2x8xbf16>, %g: tensor<8xbf16>) -> tensor<2x8xbf16> {
+  %n = xfmr.rms_norm %x, %g : (tensor<2x8xbf16>, tensor<8xbf16>) -> tensor<2x8xbf16>
+  return %n : tensor<2x8xbf16>
+}
+
+// -----
+
+// T5's position bias: key - query position (per sequence from query_offset),
+// direction and distance, the compile-time bucket of the distance (exact
+// below 2, logarithmic to max_distance 8, then the last), the table's entry.
+// CHECK-LABEL: func @relative_position_bias
+// CHECK: %[[BUCKETS:.*]] = arith.constant dense<[0, 1, 2, 2, 3, 3, 3, 3, 3]> : tensor<9xi32>
+// CHECK: linalg.generic
+// CHECK: tensor.extract %{{.*}}[%{{.*}}] : tensor<2xi32>
+// CHECK: arith.subi
+// CHECK: arith.cmpi sgt
+// CHECK: arith.minsi
+// CHECK: tensor.extract %[[BUCKETS]]
+// CHECK: tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<8x2xf32>
+func.func @relative_position_bias(%t: tensor<8x2xf32>, %p: tensor<2xi32>) -> tensor<2x2x1x5xf32> {
+  %b = xfmr.relative_position_bias %t query_offset(%p) {max_distance = 8 : i64, bidirectional}
+         : (tensor<8x2xf32>, tensor<2xi32>) -> tensor<2x2x1x5xf32>
+  return %b : tensor<2x2x1x5xf32>
+}
+
+// -----
+
 // The fused softmax: max, exp with the -inf row guard, sum, guarded divide.
 // CHECK-LABEL: func @softmax
 // CHECK: linalg.reduce

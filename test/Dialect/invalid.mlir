@@ -590,3 +590,59 @@ func.func @attention_query_offset_shape(%q: tensor<2x1x2x16xf32>, %k: tensor<2x8
        : (tensor<2x1x2x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>, tensor<3xi32>) -> tensor<2x1x2x16xf32>
   return
 }
+
+// -----
+
+func.func @rms_norm_gamma(%x: tensor<2x64xf32>, %g: tensor<32xf32>) {
+  // expected-error @+1 {{gamma must be [64], got 'tensor<32xf32>'}}
+  %y = xfmr.rms_norm %x, %g : (tensor<2x64xf32>, tensor<32xf32>) -> tensor<2x64xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_epsilon(%x: tensor<2x64xf32>, %g: tensor<64xf32>) {
+  // expected-error @+1 {{epsilon must be a positive finite number, got -1}}
+  %y = xfmr.rms_norm %x, %g {epsilon = -1.0 : f64} : (tensor<2x64xf32>, tensor<64xf32>) -> tensor<2x64xf32>
+  return
+}
+
+// -----
+
+func.func @relative_position_bias_heads(%t: tensor<32x4xf32>) {
+  // expected-error @+1 {{result has 8 heads, the table 4}}
+  %b = xfmr.relative_position_bias %t {max_distance = 128 : i64} : (tensor<32x4xf32>) -> tensor<1x8x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @relative_position_bias_buckets(%t: tensor<3x4xf32>) {
+  // expected-error @+1 {{needs at least 4 buckets, got 3}}
+  %b = xfmr.relative_position_bias %t {max_distance = 128 : i64, bidirectional} : (tensor<3x4xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @relative_position_bias_distance(%t: tensor<32x4xf32>) {
+  // expected-error @+1 {{max_distance must exceed the exact buckets (8), got 8}}
+  %b = xfmr.relative_position_bias %t {max_distance = 8 : i64, bidirectional} : (tensor<32x4xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @relative_position_bias_batch(%t: tensor<32x4xf32>) {
+  // expected-error @+1 {{without query_offset the batch dimension must be 1, got 'tensor<2x4x8x8xf32>'}}
+  %b = xfmr.relative_position_bias %t {max_distance = 128 : i64} : (tensor<32x4xf32>) -> tensor<2x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @relative_position_bias_offset(%t: tensor<32x4xf32>, %p: tensor<3xi32>) {
+  // expected-error @+1 {{query_offset must be i32 [batch] = [2], got 'tensor<3xi32>'}}
+  %b = xfmr.relative_position_bias %t query_offset(%p) {max_distance = 128 : i64} : (tensor<32x4xf32>, tensor<3xi32>) -> tensor<2x4x1x8xf32>
+  return
+}

@@ -193,3 +193,17 @@ func.func @checkpoint_families(%x: tensor<2x8x64xf32>, %m: tensor<2x8xi1>, %wpe:
   %n = xfmr.l2_normalize %e {epsilon = 0.5 : f64} : tensor<2x64xf32>
   return %n : tensor<2x64xf32>
 }
+
+// CHECK-LABEL: func @t5_ops
+func.func @t5_ops(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>, %t: tensor<32x4xf32>,
+                  %p: tensor<2xi32>) -> (tensor<2x8x64xf32>, tensor<1x4x8x8xf32>, tensor<2x4x1x16xf32>) {
+  // CHECK: xfmr.rms_norm %{{.*}}, %{{.*}} : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  %y = xfmr.rms_norm %x, %g : (tensor<2x8x64xf32>, tensor<64xf32>) -> tensor<2x8x64xf32>
+  // CHECK: xfmr.relative_position_bias %{{.*}} {bidirectional, max_distance = 128 : i64} : (tensor<32x4xf32>) -> tensor<1x4x8x8xf32>
+  %b = xfmr.relative_position_bias %t {max_distance = 128 : i64, bidirectional}
+         : (tensor<32x4xf32>) -> tensor<1x4x8x8xf32>
+  // CHECK: xfmr.relative_position_bias %{{.*}} query_offset(%{{.*}}) {max_distance = 20 : i64} : (tensor<32x4xf32>, tensor<2xi32>) -> tensor<2x4x1x16xf32>
+  %c = xfmr.relative_position_bias %t query_offset(%p) {max_distance = 20 : i64}
+         : (tensor<32x4xf32>, tensor<2xi32>) -> tensor<2x4x1x16xf32>
+  return %y, %b, %c : tensor<2x8x64xf32>, tensor<1x4x8x8xf32>, tensor<2x4x1x16xf32>
+}

@@ -17,6 +17,7 @@ Runs under the oracle's virtual environment (scripts/install-oracle.sh).
 """
 
 import argparse
+import inspect
 import json
 import os
 import subprocess
@@ -61,6 +62,16 @@ def seq2seq_config(cls, **overrides):
     return cls(**c)
 
 
+def t5_config(**overrides):
+    c = dict(d_model=SMALL["d_model"], d_kv=SMALL["d_model"] // SMALL["heads"], d_ff=SMALL["ffn"],
+             num_layers=SMALL["layers"], num_decoder_layers=3, num_heads=SMALL["heads"],
+             vocab_size=SMALL["vocab"], relative_attention_num_buckets=8,
+             relative_attention_max_distance=10, pad_token_id=0, eos_token_id=1,
+             decoder_start_token_id=0)
+    c.update(overrides)
+    return tf.T5Config(**c)
+
+
 # name -> (model class, config factory, xfmrc flags, options)
 CASES = {
     "gpt2-lm": (tf.GPT2LMHeadModel, lambda: gpt2_config(), [], {}),
@@ -86,6 +97,19 @@ CASES = {
                                                           share_encoder_decoder_embeddings=False,
                                                           decoder_vocab_size=61),
                                    [], {}),
+    # Sequences of 12 against max_distance 10: exact, logarithmic and
+    # clamped buckets all occur.
+    "t5-cg": (tf.T5ForConditionalGeneration, lambda: t5_config(), [], {}),
+    "t5-gated": (tf.T5ForConditionalGeneration,
+                 lambda: t5_config(feed_forward_proj="gated-gelu", tie_word_embeddings=False),
+                 [], {}),
+    # As the hub's v1.1 and FLAN checkpoints: a head of its own, unscaled.
+    "t5-separate-head": (tf.T5ForConditionalGeneration,
+                         lambda: t5_config(feed_forward_proj="gated-gelu"), [],
+                         {"separate_head": True}),
+    "t5-base": (tf.T5Model, lambda: t5_config(feed_forward_proj="gated-silu"),
+                ["--output-attentions=0,1"], {}),
+    "t5-encoder": (tf.T5EncoderModel, lambda: t5_config(), [], {}),
     "bart-cg": (tf.BartForConditionalGeneration, lambda: seq2seq_config(tf.BartConfig), [], {}),
     "bart-base": (tf.BartModel,
                   lambda: seq2seq_config(tf.BartConfig, scale_embedding=True,
@@ -111,6 +135,23 @@ def randomize(model, generator, scale=0.1):
                 continue  # fixed sinusoids
             else:
                 tensor.copy_(scale * noise)
+
+
+def separate_head(directory, config, generator):
+    """Gives a saved T5 checkpoint a head of its own and an untied config."""
+    from safetensors.torch import load_file as load_torch, save_file
+    path = os.path.join(directory, "model.safetensors")
+    weights = load_torch(path)
+    weights["lm_head.weight"] = 0.1 * torch.randn((config.vocab_size, config.d_model),
+                                                  generator=generator)
+    save_file(weights, path, metadata={"format": "pt"})
+    config_path = os.path.join(directory, "config.json")
+    with open(config_path) as f:
+        saved = json.load(f)
+    saved["tie_word_embeddings"] = False
+    saved.pop("scale_decoder_outputs", None)
+    with open(config_path, "w") as f:
+        json.dump(saved, f)
 
 
 def random_sequences(rng, count, length, vocab):
@@ -184,8 +225,11 @@ def run_case(args, case):
     model.save_pretrained(directory, **save)
     if "shard" in options:
         assert os.path.exists(os.path.join(directory, "model.safetensors.index.json"))
+    if options.get("separate_head"):
+        separate_head(directory, config, generator)
 
-    seq2seq = config.is_encoder_decoder
+    # T5EncoderModel's config is an encoder-decoder's.
+    seq2seq = "decoder_input_ids" in inspect.signature(cls.forward).parameters
     seq_len, decoder_len, batch = 12, (9 if seq2seq else 0), 2
     vocab = config.vocab_size
     sources = random_sequences(rng, 5, seq_len, vocab)
@@ -202,7 +246,8 @@ def run_case(args, case):
     ours = run_xfmr(args, directory, flags, tokens, workdir, batch, seq_len, decoder_len)
 
     reference = options.get("reference", cls)
-    hf = reference.from_pretrained(directory) if reference is not cls else model
+    reload = reference is not cls or options.get("separate_head")
+    hf = reference.from_pretrained(directory) if reload else model
     hf.set_attn_implementation("eager")
     hf = hf.double().eval()
     pad = config.pad_token_id if config.pad_token_id is not None else 0

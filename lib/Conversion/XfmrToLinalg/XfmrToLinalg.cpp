@@ -856,6 +856,108 @@ struct L2NormalizeLowering : OpConversionPattern<L2NormalizeOp> {
   }
 };
 
+struct RmsNormLowering : OpConversionPattern<RmsNormOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(RmsNormOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value rows = asRows(rewriter, loc, adaptor.getInput());
+    auto rowsType = tensorTypeOf(rows);
+    Type elementType = rowsType.getElementType();
+    Type f32 = rewriter.getF32Type();
+    auto widen = [&](OpBuilder &b, Location l, Value x) -> Value {
+      return x.getType() == f32 ? x : arith::ExtFOp::create(b, l, f32, x).getResult();
+    };
+    Value squares = broadcastGeneric(rewriter, loc, RankedTensorType::get(rowsType.getShape(), f32),
+                                     rows, [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                                       Value x = widen(b, l, args[0]);
+                                       return arith::MulFOp::create(b, l, x, x);
+                                     });
+    Value sums = reduceAxis(rewriter, loc, squares, 1, 0.0,
+                            [](OpBuilder &b, Location l, ValueRange args) -> Value {
+                              return arith::AddFOp::create(b, l, args[0], args[1]);
+                            });
+    double width = static_cast<double>(rowsType.getShape().back());
+    double epsilon = op.getEpsilon().convertToDouble();
+    Value normed = broadcastGeneric(
+        rewriter, loc, rowsType,
+        ValueRange{rows, asColumn(rewriter, loc, sums), adaptor.getGamma()},
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          // transformers: gamma * (x * rsqrt(mean(x^2) + eps)), rounded to
+          // gamma's type before the product.
+          Value mean = arith::DivFOp::create(b, l, args[1], floatConstant(b, l, f32, width));
+          Value rstd = math::RsqrtOp::create(
+              b, l, arith::AddFOp::create(b, l, mean, floatConstant(b, l, f32, epsilon)));
+          Value scaled = arith::MulFOp::create(b, l, widen(b, l, args[0]), rstd);
+          if (elementType != f32)
+            scaled = arith::TruncFOp::create(b, l, elementType, scaled);
+          return arith::MulFOp::create(b, l, args[2], scaled);
+        });
+    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, normed, op.getType()));
+    return success();
+  }
+};
+
+struct RelativePositionBiasLowering : OpConversionPattern<RelativePositionBiasOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(RelativePositionBiasOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = op.getType();
+    Value table = adaptor.getTable();
+    Value queryOffset = adaptor.getQueryOffset();
+    bool bidirectional = op.getBidirectional();
+    int64_t perDirection = tensorTypeOf(table).getDimSize(0) / (bidirectional ? 2 : 1);
+    int64_t maxDistance = op.getMaxDistance();
+    // The bucket of each distance in [0, max_distance], fixed at compile
+    // time so that the logarithms are transformers' float32 ones.
+    SmallVector<int32_t> buckets =
+        RelativePositionBiasOp::distanceBuckets(perDirection, maxDistance);
+    auto bucketsType =
+        RankedTensorType::get({static_cast<int64_t>(buckets.size())}, rewriter.getI32Type());
+    Value bucketTable = arith::ConstantOp::create(
+        rewriter, loc, DenseElementsAttr::get(bucketsType, ArrayRef<int32_t>(buckets)));
+    int64_t bottomRight = type.getDimSize(3) - type.getDimSize(2);
+    rewriter.replaceOp(
+        op, broadcastGeneric(
+                rewriter, loc, type, {}, [&](OpBuilder &b, Location l, ValueRange) -> Value {
+                  auto index = [&](int64_t value) -> Value {
+                    return arith::ConstantIndexOp::create(b, l, value);
+                  };
+                  Value head = linalg::IndexOp::create(b, l, 1);
+                  Value query = linalg::IndexOp::create(b, l, 2);
+                  Value key = linalg::IndexOp::create(b, l, 3);
+                  Value offset = index(bottomRight);
+                  if (queryOffset)
+                    offset = arith::IndexCastOp::create(
+                        b, l, b.getIndexType(),
+                        tensor::ExtractOp::create(b, l, queryOffset,
+                                                  ValueRange{linalg::IndexOp::create(b, l, 0)}));
+                  // Key position minus query position.
+                  Value relative =
+                      arith::SubIOp::create(b, l, key, arith::AddIOp::create(b, l, query, offset));
+                  Value before = arith::SubIOp::create(b, l, index(0), relative);
+                  Value distance, base = index(0);
+                  if (bidirectional) {
+                    Value after =
+                        arith::CmpIOp::create(b, l, arith::CmpIPredicate::sgt, relative, index(0));
+                    distance = arith::SelectOp::create(b, l, after, relative, before);
+                    base = arith::SelectOp::create(b, l, after, index(perDirection), base);
+                  } else {
+                    distance = arith::MaxSIOp::create(b, l, before, index(0));
+                  }
+                  distance = arith::MinSIOp::create(b, l, distance, index(maxDistance));
+                  Value bucket = arith::AddIOp::create(
+                      b, l, base,
+                      arith::IndexCastOp::create(
+                          b, l, b.getIndexType(),
+                          tensor::ExtractOp::create(b, l, bucketTable, ValueRange{distance})));
+                  return tensor::ExtractOp::create(b, l, table, ValueRange{bucket, head});
+                }));
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Loss
 //===----------------------------------------------------------------------===//
@@ -1012,10 +1114,11 @@ struct ConvertXfmrToLinalgPass
     patterns.add<BinaryLowering<AddOp, arith::AddFOp>, BinaryLowering<SubOp, arith::SubFOp>,
                  BinaryLowering<MulOp, arith::MulFOp>, BinaryLowering<DivOp, arith::DivFOp>,
                  BinaryLowering<MaximumOp, arith::MaximumFOp>, SelectLowering, ActivationLowering,
-                 DropoutLowering, PoolLowering, L2NormalizeLowering, TransposeLowering,
-                 ReshapeLowering, ReduceLowering, MatmulLowering, CausalMaskLowering,
-                 EmbeddingLowering, SinusoidalPositionLowering, LearnedPositionLowering,
-                 CrossEntropyLowering, CrossEntropyBackwardLowering, CacheUpdateLowering>(context);
+                 DropoutLowering, PoolLowering, L2NormalizeLowering, RmsNormLowering,
+                 RelativePositionBiasLowering, TransposeLowering, ReshapeLowering, ReduceLowering,
+                 MatmulLowering, CausalMaskLowering, EmbeddingLowering, SinusoidalPositionLowering,
+                 LearnedPositionLowering, CrossEntropyLowering, CrossEntropyBackwardLowering,
+                 CacheUpdateLowering>(context);
     populateFusedKernelLoweringPatterns(patterns);
     populateBackwardLoweringPatterns(patterns);
     populateTrainingLoweringPatterns(patterns);
