@@ -16,7 +16,7 @@ xfmr's own full-sequence forward at that position (<= 1e-5 relative).
 encoder-causal-{learned,sinusoidal}: xfmr's tutorial decoder (encoder type
 with causal: true), decode steps against its own full forward.
 transformer-seq2seq: xfmr's tutorial encoder-decoder, the same.
-{bart,marian}-greedy: random translation checkpoints; a batch of sources of
+{bart,marian,t5}-greedy: random translation checkpoints; a batch of sources of
 different lengths decoded greedily with a repetition penalty gives exactly
 generate()'s tokens, each step's logits within 1e-4 of its float64 ones.
 {gpt2,marian}-beams: beam search gives exactly generate(num_beams=...)'s
@@ -37,7 +37,8 @@ from safetensors.numpy import load_file
 from tokenizers import ByteLevelBPETokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hf_models import padded, random_sequences, randomize, seq2seq_config  # noqa: E402
+from hf_models import (padded, random_sequences, randomize, seq2seq_config,  # noqa: E402
+                       t5_config)
 from tokenizers_check import CORPUS  # noqa: E402
 
 tf.logging.set_verbosity_error()
@@ -276,6 +277,16 @@ def seq2seq_checkpoint(directory, family, seed, eos_bias=0.0):
     sequence eos_bias likelier, with the token rules the published ones
     have in generation_config.json: BART's forced first and last tokens,
     Marian's forced last token and never the padding."""
+    if family == "t5":
+        # T5 has no token rules; its position buckets (max_distance 10) go
+        # logarithmic, then clamp, as the decoder's cache grows. (generate()
+        # sizes its cache by num_layers: the decoder has as many.)
+        # Its scores are unscaled: weights of 0.6 would make them so sharp that
+        # float32 rounding shows in the logits.
+        model = tf.T5ForConditionalGeneration(t5_config(num_decoder_layers=2)).eval()
+        randomize(model, torch.Generator().manual_seed(seed), scale=0.3)
+        model.save_pretrained(directory)
+        return model
     cls, config_cls = {"bart": (tf.BartForConditionalGeneration, tf.BartConfig),
                        "marian": (tf.MarianMTModel, tf.MarianConfig)}[family]
     config = seq2seq_config(config_cls, forced_eos_token_id=None, tie_word_embeddings=False,
@@ -405,7 +416,9 @@ def beams(args, family):
 CASES = {"gpt2-greedy": gpt2_greedy, "gpt2-sampled": gpt2_sampled, "gpt2-bf16": gpt2_bf16, "gpt2-bf16-cache": gpt2_bf16_cache,
          "bart-greedy": lambda a: seq2seq_greedy(a, "bart"),
          "marian-greedy": lambda a: seq2seq_greedy(a, "marian"),
+         "t5-greedy": lambda a: seq2seq_greedy(a, "t5"),
          "gpt2-beams": lambda a: beams(a, "gpt2"), "marian-beams": lambda a: beams(a, "marian"),
+         "t5-beams": lambda a: beams(a, "t5"),
          "encoder-causal-learned": lambda a: encoder_causal(a, "learned"),
          "encoder-causal-sinusoidal": lambda a: encoder_causal(a, "sinusoidal"),
          "transformer-seq2seq": transformer_seq2seq}
