@@ -11,6 +11,9 @@
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "xfmr-autodiff"
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMRAUTODIFF
@@ -207,6 +210,8 @@ void addLogsumexp(func::FuncOp func) {
 struct AutodiffPass : xfmr::impl::XfmrAutodiffBase<AutodiffPass> {
   using Base::Base;
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     ModuleOp module = getOperation();
     auto func = module.lookupSymbol<func::FuncOp>(function);
     if (!func || func.isExternal()) {

@@ -8,7 +8,10 @@
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/StringMap.h"
 
+#include "llvm/Support/Debug.h"
 #include <cmath>
+
+#define DEBUG_TYPE "xfmr-train-step"
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMRTRAINSTEP
@@ -30,6 +33,8 @@ struct TrainStepPass : xfmr::impl::XfmrTrainStepBase<TrainStepPass> {
   using Base::Base;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     ModuleOp module = getOperation();
     std::string gradName = function + "_grad";
     auto grad = module.lookupSymbol<func::FuncOp>(gradName);

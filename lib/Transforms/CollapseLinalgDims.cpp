@@ -5,6 +5,9 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "xfmr-collapse-linalg-dims"
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMRCOLLAPSELINALGDIMS
@@ -46,6 +49,8 @@ SmallVector<ReassociationIndices> collapsibleDims(linalg::LinalgOp op) {
 struct CollapseLinalgDimsPass
     : xfmr::impl::XfmrCollapseLinalgDimsBase<CollapseLinalgDimsPass> {
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     RewritePatternSet patterns(&getContext());
     linalg::populateCollapseDimensions(patterns, collapsibleDims);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -5,6 +5,9 @@
 
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Verifier.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "xfmr-compute-in-f32"
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMRCOMPUTEINF32
@@ -38,6 +41,8 @@ Type widened(Type type) {
 
 struct ComputeInF32Pass : xfmr::impl::XfmrComputeInF32Base<ComputeInF32Pass> {
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     Dialect *xfmrDialect = getContext().getLoadedDialect<XfmrDialect>();
     SmallVector<Operation *> lowPrecision;
     getOperation()->walk([&](Operation *op) {

@@ -15,7 +15,10 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include "llvm/Support/Debug.h"
 #include <limits>
+
+#define DEBUG_TYPE "xfmr-decompose"
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMRDECOMPOSE
@@ -153,6 +156,8 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
 
 struct XfmrDecomposePass : xfmr::impl::XfmrDecomposeBase<XfmrDecomposePass> {
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     RewritePatternSet patterns(&getContext());
     populateDecompositionPatterns(patterns);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -13,7 +13,10 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
+#include "llvm/Support/Debug.h"
 #include <limits>
+
+#define DEBUG_TYPE "xfmr-fuse-attention"
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMRFUSEATTENTION
@@ -266,6 +269,8 @@ struct FuseScaledDotProductAttention : OpRewritePattern<MatmulOp> {
 
 struct FuseAttentionPass : xfmr::impl::XfmrFuseAttentionBase<FuseAttentionPass> {
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     RewritePatternSet patterns(&getContext());
     patterns.add<FuseScaledDotProductAttention>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

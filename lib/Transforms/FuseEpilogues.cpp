@@ -4,6 +4,9 @@
 #include "xfmr/Transforms/Passes.h"
 
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "xfmr-fuse-epilogues"
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMRFUSEEPILOGUES
@@ -76,6 +79,8 @@ struct FuseMatmulEpilogue : OpRewritePattern<MatmulOp> {
 
 struct FuseEpiloguesPass : xfmr::impl::XfmrFuseEpiloguesBase<FuseEpiloguesPass> {
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     RewritePatternSet patterns(&getContext());
     patterns.add<FuseMatmulEpilogue>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -6,6 +6,9 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "xfmr-fuse-layer-norm"
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMRFUSELAYERNORM
@@ -156,6 +159,8 @@ struct FuseResidualAdd : OpRewritePattern<LayerNormOp> {
 
 struct FuseLayerNormPass : xfmr::impl::XfmrFuseLayerNormBase<FuseLayerNormPass> {
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     RewritePatternSet patterns(&getContext());
     patterns.add<FuseLayerNormChain, FuseResidualAdd>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -4,6 +4,9 @@
 #include "xfmr/Transforms/Passes.h"
 
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "xfmr-fuse-softmax"
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMRFUSESOFTMAX
@@ -30,6 +33,8 @@ struct FuseSoftmaxChain : OpRewritePattern<DivOp> {
 
 struct FuseSoftmaxPass : xfmr::impl::XfmrFuseSoftmaxBase<FuseSoftmaxPass> {
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     RewritePatternSet patterns(&getContext());
     patterns.add<FuseSoftmaxChain>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))

@@ -131,7 +131,7 @@ func.func @gemm_bands(%x: tensor<4x128x32xf32>, %w: tensor<32x32xf32>) -> tensor
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<2x16x64xf32>
 // CHECK: memref.alloc() {alignment = 64 : i64} : memref<128x16xf32>
 // CHECK: arith.mulf %{{.*}}, %[[SCALE]] : f32
-// CHECK: arith.ceildivui
+// CHECK: arith.ceildivsi
 // CHECK: scf.for
 // CHECK: vector.fma
 // CHECK: scf.if
@@ -212,13 +212,15 @@ func.func @attention_backward(%q: tensor<1x256x2x16xf32>, %o: tensor<1x256x2x16x
 // CHECK: %[[LEN:.*]] = bufferization.to_buffer %[[LENGTHS]]
 // CHECK: scf.forall
 // CHECK: %[[L0:.*]] = memref.load %[[LEN]]
-// CHECK: %[[KEYS:.*]] = arith.minsi %{{.*}}, %c256
+// CHECK: %[[CLAMPED:.*]] = arith.minsi %{{.*}}, %c256
+// CHECK: %[[KEYS:.*]] = arith.maxsi %[[CLAMPED]], %c0
 // CHECK: %[[BLOCKS:.*]] = arith.ceildivui %[[KEYS]], %c64
 // CHECK: %[[PADDED:.*]] = arith.muli %[[BLOCKS]], %c64
 // CHECK: scf.for %{{.*}} = %c0 to %[[PADDED]]
 // CHECK: memref.load %[[OFF]]
 // CHECK: %[[END:.*]] = arith.minsi %{{[0-9]+}}, %{{[0-9]+}} : index
-// CHECK-NEXT: %[[VISITED:.*]] = arith.ceildivui %[[END]], %c64
+// CHECK-NEXT: %[[VISIBLE:.*]] = arith.maxsi %[[END]], %c0
+// CHECK-NEXT: %[[VISITED:.*]] = arith.ceildivsi %[[VISIBLE]], %c64
 // CHECK-NEXT: scf.for %{{.*}} = %c0 to %[[VISITED]]
 func.func @cache_attention(%q: tensor<2x1x2x16xf32>, %k: tensor<2x256x2x16xf32>,
                            %v: tensor<2x256x2x16xf32>, %off: tensor<2xi32>,

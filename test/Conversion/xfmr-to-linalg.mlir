@@ -312,12 +312,16 @@ func.func @fused_linear(%x: tensor<2x3x8xf32>, %w: tensor<8x16xf32>, %b: tensor<
 // CHECK: scf.forall (%[[B:.*]], %[[H:.*]], %[[QB:.*]]) in (2, 4, 4)
 // CHECK: %[[Q0:.*]] = arith.muli %[[QB]], %c64
 // CHECK: tensor.extract_slice %{{.*}}[%[[B]], %[[Q0]], %[[H]], 0] [1, 64, 1, 32]
-// CHECK: %[[DIAGONAL:.*]] = arith.addi %[[Q0]], %c64
-// CHECK: %[[END:.*]] = arith.minui %[[DIAGONAL]], %c256
-// CHECK: %[[N:.*]] = arith.ceildivui %[[END]], %c64
+// The block's last query, its diagonal, clamped to the keys:
+// CHECK: %[[LAST:.*]] = arith.addi %[[Q0]], %c63
+// CHECK: %[[ROW:.*]] = arith.minsi %[[LAST]], %c255
+// CHECK: %[[DIAGONAL:.*]] = arith.addi %[[ROW]], %c1
+// CHECK: %[[END:.*]] = arith.minsi %[[DIAGONAL]], %c256
+// CHECK: %[[VISIBLE:.*]] = arith.maxsi %[[END]], %c0
+// CHECK: %[[N:.*]] = arith.ceildivsi %[[VISIBLE]], %c64
 // CHECK: scf.for %{{.*}} = %c0 to %[[N]] step %c1 iter_args({{.*}}) -> (tensor<64xf32>, tensor<64xf32>, tensor<64x32xf32>)
 // CHECK: linalg.matmul {{.*}} -> tensor<64x64xf32>
-// CHECK: arith.cmpi sle
+// CHECK: arith.cmpi slt
 // CHECK: arith.andi
 // CHECK: arith.maximumf
 // CHECK: math.exp
@@ -486,8 +490,10 @@ func.func @sgd_loss_scaled(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %b: tensor<
 // CHECK: scf.forall (%[[B:.*]], %{{.*}}) in (2, 2)
 // CHECK: tensor.extract %[[LENGTHS]][%[[B]]]
 // CHECK: tensor.extract %[[OFFSETS]][%[[B]]]
-// CHECK: %[[END:.*]] = arith.minui
-// CHECK: %[[BLOCKS:.*]] = arith.ceildivui %[[END]], %c64
+// CHECK: %[[DIAGONAL:.*]] = arith.addi %{{.*}}, %c1
+// CHECK: %[[END:.*]] = arith.minsi %{{.*}}, %[[DIAGONAL]]
+// CHECK: %[[VISIBLE:.*]] = arith.maxsi %[[END]], %c0
+// CHECK: %[[BLOCKS:.*]] = arith.ceildivsi %[[VISIBLE]], %c64
 // CHECK: scf.for %{{.*}} = %c0 to %[[BLOCKS]]
 func.func @cache_attention(%q: tensor<2x1x2x16xf32>, %k: tensor<2x256x2x16xf32>,
                            %v: tensor<2x256x2x16xf32>, %off: tensor<2xi32>,

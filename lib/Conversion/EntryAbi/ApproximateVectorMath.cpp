@@ -5,6 +5,9 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "xfmr-approximate-vector-math"
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMRAPPROXIMATEVECTORMATH
@@ -18,6 +21,8 @@ namespace {
 struct ApproximateVectorMathPass
     : xfmr::impl::XfmrApproximateVectorMathBase<ApproximateVectorMathPass> {
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     SmallVector<Operation *> vectorMath;
     getOperation()->walk([&](Operation *op) {
       if (!isa<math::ExpOp, math::TanhOp, math::ErfOp, math::LogOp>(op))

@@ -8,6 +8,9 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "xfmr-destination-passing-entry"
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMRDESTINATIONPASSINGENTRY
@@ -106,6 +109,8 @@ LogicalResult rewriteEntry(func::FuncOp func) {
 struct DestinationPassingEntryPass
     : xfmr::impl::XfmrDestinationPassingEntryBase<DestinationPassingEntryPass> {
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       if (func.isPrivate() || func.isExternal())
         continue;

@@ -4,6 +4,9 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "xfmr-expand-strided-copies"
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMREXPANDSTRIDEDCOPIES
@@ -22,6 +25,8 @@ bool isContiguous(Value buffer) {
 struct ExpandStridedCopiesPass
     : xfmr::impl::XfmrExpandStridedCopiesBase<ExpandStridedCopiesPass> {
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     getOperation()->walk([](memref::CopyOp copy) {
       if (isContiguous(copy.getSource()) && isContiguous(copy.getTarget()))
         return;

@@ -4,6 +4,9 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "xfmr-emit-packed-entry"
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMREMITPACKEDENTRY
@@ -16,6 +19,8 @@ namespace {
 
 struct EmitPackedEntryPass : xfmr::impl::XfmrEmitPackedEntryBase<EmitPackedEntryPass> {
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     ModuleOp module = getOperation();
     MLIRContext *context = &getContext();
     auto ptrType = LLVM::LLVMPointerType::get(context);

@@ -42,6 +42,7 @@
 using namespace mlir;
 using namespace xfmr;
 using namespace xfmr::cpu;
+using xfmr::kernels::AttentionLimits;
 
 namespace {
 
@@ -87,7 +88,7 @@ protected:
   /// rows strided through the whole sequence (pages and prefetch).
   Value packTransposedBlocks(Value source, Value bi, Value hi) {
     Value packed = kb.allocate({paddedK / blockK, headDim, blockK}, f32());
-    Value keys = keyLimit(bi);
+    Value keys = limits().keyCount(bi);
     kb.forLoop(kb.index(0), paddedKeys(keys), 1, [&](Value j) {
       Value valid = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, j, keys);
       Value row = kb.mini(j, kb.index(seqK - 1));
@@ -118,51 +119,19 @@ protected:
     return packed;
   }
 
-  /// A [batch] i32 runtime limit of sequence bi as an index in [0, seq_k].
-  Value perSequence(Value values, Value bi) {
-    Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), kb.load(values, {bi}));
-    return kb.mini(arith::MaxSIOp::create(b, loc, index, kb.index(0)), kb.index(seqK));
-  }
-
-  /// The keys sequence bi has: key_length[bi] or seq_k.
-  Value keyLimit(Value bi) { return in.keyLength ? perSequence(in.keyLength, bi) : kb.index(seqK); }
-
-  /// Where query 0 of sequence bi stands among the keys: query_offset[bi]
-  /// or seq_k - seq_q (bottom-right aligned).
-  Value diagonalOffset(Value bi) {
-    return in.queryOffset ? perSequence(in.queryOffset, bi) : kb.index(seqK - seqQ);
-  }
+  /// The key range of each query (../Kernels/AttentionLimits.h).
+  AttentionLimits limits() { return AttentionLimits(b, loc, in.masks()); }
 
   /// `keys` rounded up to whole key blocks.
   Value paddedKeys(Value keys) {
     return kb.muli(arith::CeilDivUIOp::create(b, loc, keys, kb.index(blockK)), blockK);
   }
 
-  /// One past the last key query qi of sequence bi may see.
-  Value visibleEnd(Value bi, Value qi) {
-    Value end = keyLimit(bi);
-    if (in.causal)
-      end = kb.mini(end, kb.addi(kb.addi(qi, diagonalOffset(bi)), kb.index(1)));
-    return end;
-  }
-
-  /// Number of key blocks a query block starting at q0 with `rows` rows
-  /// sees; blocks past it are never read.
-  Value keyBlockCount(Value bi, Value q0, int64_t rows) {
-    Value end = visibleEnd(bi, kb.addi(q0, kb.index(rows - 1)));
-    return arith::CeilDivUIOp::create(b, loc, end, kb.index(blockK));
-  }
-
-  /// Key blocks below this one are visible from every row of the query
-  /// block at q0, so need no masking: those before the key limit and, when
-  /// causal, before the diagonal.
-  Value unmaskedBlockCount(Value bi, Value q0) { return kb.divui(visibleEnd(bi, q0), blockK); }
-
   /// Calls `body(masked)` under an scf.if on whether key block `block` of
   /// the query block at q0 needs masking.
   void ifMasked(Value bi, Value block, Value q0, function_ref<void(bool)> body) {
-    Value masked =
-        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, block, unmaskedBlockCount(bi, q0));
+    Value masked = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, block,
+                                         limits().unmaskedKeyTiles(bi, q0, blockK));
     auto branch = scf::IfOp::create(b, loc, masked, /*withElseRegion=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(branch.thenBlock()->getTerminator());
@@ -236,7 +205,7 @@ protected:
                                bool masked, double biasFactor = 1.0) {
     auto iotaType = VectorType::get({lanes}, b.getIndexType());
     Value iota = vector::StepOp::create(b, loc, iotaType);
-    Value limit = visibleEnd(bi, qi);
+    Value limit = limits().visibleEnd(bi, qi);
     Value limitVector = vector::BroadcastOp::create(b, loc, iotaType, limit);
     SmallVector<Value> row;
     for (int64_t v = 0; v < blockK / lanes; ++v) {
@@ -291,7 +260,7 @@ public:
   void emit() {
     forEachPair([&](Value bi, Value hi) {
       Value keysT = packTransposedBlocks(in.k, bi, hi);
-      Value keys = keyLimit(bi);
+      Value keys = limits().keyCount(bi);
       Value values = packRows(in.v, bi, hi, keys, paddedKeys(keys), paddedK, seqK - 1, 1.0);
       Scratch scratch{kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ, blockK}, f32()),
                       kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ}, f32()),
@@ -324,13 +293,13 @@ private:
       kb.store(kb.f32(kNegInf), s.max, {i});
       kb.storeVector(kb.splat(0.0), s.sum, {i, kb.index(0)});
     });
-    kb.forLoop(kb.index(0), keyBlockCount(bi, q0, rows), 1, [&](Value block) {
+    kb.forLoop(kb.index(0), limits().keyTiles(bi, q0, rows, blockK), 1, [&](Value block) {
       Value k0 = kb.muli(block, blockK);
       emitBlockProduct(s.queries, kb.index(0), keysT, block, rows, s.scores);
       ifMasked(bi, block, q0,
                [&](bool masked) { emitSoftmaxUpdate(bi, hi, s, q0, k0, rows, masked); });
       // O += P V over the block's keys before the key limit.
-      Value kEnd = kb.mini(kb.addi(k0, kb.index(blockK)), keyLimit(bi));
+      Value kEnd = kb.mini(kb.addi(k0, kb.index(blockK)), limits().keyCount(bi));
       emitAccumulate(
           s.output, kb.index(0), rows, k0, kEnd,
           [&](Value i, Value key) {
@@ -472,14 +441,9 @@ private:
     Value k0 = kb.muli(block, blockK);
     zeroRows(p.gradK, kb.index(blockK));
     zeroRows(p.gradV, kb.index(blockK));
-    // Query blocks that see this key block: from the first row i with
-    // k0 <= i + seq_k - seq_q (causal), to the end.
-    Value firstBlock = kb.index(0);
-    if (in.causal) {
-      Value firstRow = arith::MaxSIOp::create(
-          b, loc, arith::SubIOp::create(b, loc, k0, kb.index(seqK - seqQ)), kb.index(0));
-      firstBlock = kb.divui(firstRow, kBlockQ);
-    }
+    // Query blocks that see this key block: from the first row that sees
+    // k0, to the end.
+    Value firstBlock = kb.divui(limits().firstQuerySeeing(p.bi, k0), kBlockQ);
     int64_t fullBlocks = seqQ / kBlockQ;
     kb.forLoop(kb.muli(firstBlock, kBlockQ), kb.index(fullBlocks * kBlockQ), kBlockQ,
                [&](Value q0) { emitTile(p, block, q0, kBlockQ); });

@@ -5,6 +5,9 @@
 #include "xfmr/Conversion/Passes.h"
 
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "convert-xfmr-to-cpu-kernels"
 
 namespace xfmr {
 #define GEN_PASS_DEF_CONVERTXFMRTOCPUKERNELS
@@ -49,6 +52,8 @@ struct ConvertXfmrToCpuKernelsPass
     : xfmr::impl::ConvertXfmrToCpuKernelsBase<ConvertXfmrToCpuKernelsPass> {
   using Base::Base;
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     if (lanes != 8 && lanes != 16) {
       getOperation()->emitError("lanes must be 8 or 16, got ") << lanes;
       return signalPassFailure();

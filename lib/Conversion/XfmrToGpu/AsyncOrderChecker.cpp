@@ -61,7 +61,7 @@ SmallVector<Value> AsyncOrderChecker::tileAt(Value t, Value array, Value buffer)
 }
 
 /// Asserts that `event` (-1: none) is below `bound`.
-static void assertBefore(xfmr::cpu::KernelBuilder &kb, Value event, Value bound,
+static void assertBefore(xfmr::kernels::KernelBuilder &kb, Value event, Value bound,
                          StringRef message) {
   OpBuilder &b = kb.builder();
   cf::AssertOp::create(

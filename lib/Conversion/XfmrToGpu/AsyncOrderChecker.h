@@ -32,7 +32,7 @@ namespace xfmr::gpu {
 
 class AsyncOrderChecker {
 public:
-  AsyncOrderChecker(cpu::KernelBuilder &kb, ThreadBlockBuilder &block, bool enabled)
+  AsyncOrderChecker(kernels::KernelBuilder &kb, ThreadBlockBuilder &block, bool enabled)
       : kb(kb), block(block), enabled(enabled) {}
 
   /// Starts the bookkeeping of a block whose shared tiles are `arrays`,
@@ -75,7 +75,7 @@ private:
   /// to be one.
   llvm::SmallVector<mlir::Value> tileAt(mlir::Value t, mlir::Value array, mlir::Value buffer);
 
-  cpu::KernelBuilder &kb;
+  kernels::KernelBuilder &kb;
   ThreadBlockBuilder &block;
   bool enabled;
   int64_t buffers = 1;

@@ -45,7 +45,7 @@
 
 using namespace mlir;
 using namespace xfmr;
-using namespace xfmr::cpu;
+using namespace xfmr::kernels;
 using namespace xfmr::gpu;
 
 namespace {
@@ -93,7 +93,7 @@ private:
       });
     });
 
-    kb.forLoop(zero, keyTileCount(q0, rowsPerBlock, keysPerTile), 1, [&](Value tile) {
+    kb.forLoop(zero, limits().keyTiles(bi, q0, rowsPerBlock, keysPerTile), 1, [&](Value tile) {
       Value k0 = kb.muli(tile, keysPerTile);
       block.phase([&](Value t) {
         loadTiles(t, rowsPerBlock, bi, hi, k0, keysPerTile, seqK,
@@ -235,14 +235,9 @@ private:
               },
               /*barrier=*/false);
 
-          // When causal, query rows before k0 - (seq_k - seq_q) see none of
-          // the block's keys.
-          Value firstTile = kb.index(0);
-          if (in.causal) {
-            Value firstRow = arith::MaxSIOp::create(
-                b, loc, arith::SubIOp::create(b, loc, k0, kb.index(seqK - seqQ)), kb.index(0));
-            firstTile = kb.divui(firstRow, queriesPerTile);
-          }
+          // The query rows before the first that sees k0 see none of the
+          // block's keys.
+          Value firstTile = kb.divui(limits().firstQuerySeeing(bi, k0), queriesPerTile);
           kb.forLoop(
               firstTile, kb.index(llvm::divideCeilSigned(seqQ, queriesPerTile)), 1,
               [&](Value tile) {
@@ -334,7 +329,7 @@ private:
               },
               /*barrier=*/false);
 
-          kb.forLoop(zero, keyTileCount(q0, threads, keysPerTile), 1, [&](Value tile) {
+          kb.forLoop(zero, limits().keyTiles(bi, q0, threads, keysPerTile), 1, [&](Value tile) {
             Value k0 = kb.muli(tile, keysPerTile);
             block.phase([&](Value t) {
               loadTiles(t, threads, bi, hi, k0, keysPerTile, seqK,

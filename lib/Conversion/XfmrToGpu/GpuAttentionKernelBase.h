@@ -9,7 +9,7 @@
 #ifndef XFMR_LIB_CONVERSION_XFMRTOGPU_GPUATTENTIONKERNELBASE_H
 #define XFMR_LIB_CONVERSION_XFMRTOGPU_GPUATTENTIONKERNELBASE_H
 
-#include "../XfmrToCpuKernels/Kernels.h"
+#include "../Kernels/KernelSet.h"
 
 namespace xfmr::gpu {
 
@@ -23,7 +23,7 @@ protected:
   static constexpr int64_t kSharedBytes = 32 * 1024;
   static constexpr int64_t kMaxRowsPerTile = 64;
 
-  AttentionKernelBase(cpu::KernelBuilder &kb, const cpu::AttentionOperands &in)
+  AttentionKernelBase(kernels::KernelBuilder &kb, const kernels::AttentionOperands &in)
       : kb(kb), b(kb.builder()), loc(kb.location()), in(in) {
     auto q = mlir::cast<mlir::MemRefType>(in.q.getType());
     auto k = mlir::cast<mlir::MemRefType>(in.k.getType());
@@ -76,49 +76,30 @@ protected:
   }
 
   /// `dot` (the scaled q . k of a row and a key) plus the biases, or -inf
-  /// where the mask hides the key: past seq_k or, when causal, after
-  /// row + seq_k - seq_q. Rows and keys outside the sequences read the
-  /// biases of the last ones.
+  /// where the mask hides the key (past the row's visible end). Rows and keys outside the sequences
+  /// read the biases of the last ones.
   mlir::Value score(mlir::Value bi, mlir::Value hi, mlir::Value row, mlir::Value key,
                     mlir::Value dot) {
     mlir::Value zero = kb.index(0);
-    mlir::Value limit = visibleKeys(row);
+    mlir::Value limit = limits().visibleEnd(bi, row);
     mlir::Value clampedKey = kb.mini(key, kb.index(seqK - 1));
     if (in.keyBias)
       dot = kb.add(dot, kb.load(in.keyBias, {bi, clampedKey}));
     if (in.bias)
       dot = kb.add(dot, kb.load(in.bias, in.biasAt(zero, bi, hi, kb.mini(row, kb.index(seqQ - 1)),
                                                    clampedKey)));
-    return kb.select(kb.below(key, limit), dot, kb.f32(cpu::kNegInf));
-  }
-
-  /// The keys query row `row` sees: seq_k, or when causal those up to its
-  /// own (signed: with seq_k - seq_q + row + 1 below 0 none).
-  mlir::Value visibleKeys(mlir::Value row) {
-    mlir::Value keys = kb.index(seqK);
-    if (in.causal)
-      keys = kb.mini(keys, kb.addi(row, kb.index(seqK - seqQ + 1)));
-    return keys;
+    return kb.select(kb.below(key, limit), dot, kb.f32(kernels::kNegInf));
   }
 
   /// e^(score - lse), 0 where the score or the row's lse is -inf (a masked
   /// key, a row that sees nothing), without relying on the exponential's
   /// range.
   mlir::Value probability(mlir::Value score, mlir::Value lse) {
-    return kb.select(kb.equals(lse, cpu::kNegInf), kb.f32(0.0), kb.expShifted(score, lse));
+    return kb.select(kb.equals(lse, kernels::kNegInf), kb.f32(0.0), kb.expShifted(score, lse));
   }
 
-  /// Key tiles of `keysPerTile` that the query rows [q0, q0 + rows) read:
-  /// all, or when causal those holding a key the last row sees.
-  mlir::Value keyTileCount(mlir::Value q0, int64_t rows, int64_t keysPerTile) {
-    int64_t all = llvm::divideCeilSigned(seqK, keysPerTile);
-    if (!in.causal)
-      return kb.index(all);
-    mlir::Value lastRow = kb.mini(kb.addi(q0, kb.index(rows - 1)), kb.index(seqQ - 1));
-    mlir::Value keys = kb.addi(lastRow, kb.index(seqK - seqQ + 1));
-    keys = mlir::arith::MaxSIOp::create(b, loc, kb.mini(keys, kb.index(seqK)), kb.index(0));
-    return mlir::arith::CeilDivSIOp::create(b, loc, keys, kb.index(keysPerTile));
-  }
+  /// The key range of each query (../Kernels/AttentionLimits.h).
+  kernels::AttentionLimits limits() { return kernels::AttentionLimits(b, loc, in.masks()); }
 
   /// A bf16 or f16 value as f32.
   mlir::Value widen(mlir::Value narrow) {
@@ -146,10 +127,10 @@ protected:
     });
   }
 
-  cpu::KernelBuilder &kb;
+  kernels::KernelBuilder &kb;
   mlir::OpBuilder &b;
   mlir::Location loc;
-  const cpu::AttentionOperands &in;
+  const kernels::AttentionOperands &in;
   int64_t batch, heads, seqQ, seqK, headDim;
   bool unrollHeadDim = false;
 };

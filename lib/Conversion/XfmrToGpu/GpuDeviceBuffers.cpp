@@ -5,6 +5,9 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "xfmr-gpu-device-buffers"
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMRGPUDEVICEBUFFERS
@@ -39,6 +42,8 @@ bool onlyGpuTouches(Value buffer) {
 
 struct GpuDeviceBuffersPass : xfmr::impl::XfmrGpuDeviceBuffersBase<GpuDeviceBuffersPass> {
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     SmallVector<gpu::AllocOp> managed;
     getOperation().walk([&](gpu::AllocOp alloc) {
       if (alloc.getHostShared() && alloc.getAsyncToken())

@@ -31,7 +31,7 @@
 
 using namespace mlir;
 using namespace xfmr;
-using namespace xfmr::cpu;
+using namespace xfmr::kernels;
 using namespace xfmr::gpu;
 
 namespace {

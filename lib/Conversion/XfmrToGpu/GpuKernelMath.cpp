@@ -5,6 +5,9 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "xfmr-gpu-kernel-math"
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMRGPUKERNELMATH
@@ -87,6 +90,8 @@ void populateUnaryToPtxPatterns(RewritePatternSet &patterns) {
 
 struct GpuKernelMathPass : xfmr::impl::XfmrGpuKernelMathBase<GpuKernelMathPass> {
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     MLIRContext *context = &getContext();
     RewritePatternSet patterns(context);
     // Polynomials first (higher benefit); the expansions rewrite what they

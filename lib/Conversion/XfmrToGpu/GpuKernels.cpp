@@ -8,6 +8,9 @@
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "convert-xfmr-to-gpu-kernels"
 
 namespace xfmr {
 #define GEN_PASS_DEF_CONVERTXFMRTOGPUKERNELS
@@ -16,7 +19,7 @@ namespace xfmr {
 
 using namespace mlir;
 using namespace xfmr;
-using namespace xfmr::cpu;
+using namespace xfmr::kernels;
 
 namespace {
 
@@ -87,6 +90,8 @@ struct ConvertXfmrToGpuKernelsPass
     : xfmr::impl::ConvertXfmrToGpuKernelsBase<ConvertXfmrToGpuKernelsPass> {
   using Base::Base;
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     if (reverseThreads && !emulateThreads) {
       getOperation()->emitError("reverse-threads needs emulate-threads");
       return signalPassFailure();

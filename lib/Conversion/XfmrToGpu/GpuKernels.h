@@ -11,7 +11,7 @@
 
 #include "ThreadBlockBuilder.h"
 
-#include "../XfmrToCpuKernels/Kernels.h"
+#include "../Kernels/KernelSet.h"
 
 namespace xfmr::gpu {
 
@@ -19,19 +19,19 @@ namespace xfmr::gpu {
 /// fitsMmaAttention says so (emitMmaAttention), else a block per (query
 /// tile, head, batch), a thread per query row (widening bf16/f16 loads),
 /// key/value tiles through shared memory.
-void emitAttention(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands,
+void emitAttention(kernels::KernelBuilder &kb, const kernels::AttentionOperands &operands,
                    Emulation emulate, bool warpgroupMma);
 
 /// Whether q, k and v are bf16 or f16 and the tensor-core attention's
 /// shared memory holds tiles of their head dim (forward and backward: the
 /// backward's tiles are no larger; registers bound both).
-bool fitsMmaAttention(const cpu::AttentionOperands &operands);
+bool fitsMmaAttention(const kernels::AttentionOperands &operands);
 
 /// FlashAttention-2 forward on tensor cores: a block per (128 query rows,
 /// head, batch), 4 warps of 32 rows up to head dim 128 (8 of 16 above),
 /// both products by mma.sync; with `warpgroupMma` (sm_90a), two
 /// warpgroups of 64 rows, both products by wgmma.mma_async.
-void emitMmaAttention(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands,
+void emitMmaAttention(kernels::KernelBuilder &kb, const kernels::AttentionOperands &operands,
                       Emulation emulate, bool warpgroupMma);
 
 /// FlashAttention-2 backward as two kernels: on tensor cores when
@@ -39,7 +39,7 @@ void emitMmaAttention(cpu::KernelBuilder &kb, const cpu::AttentionOperands &oper
 /// dV with a thread per key row streaming query tiles, then dQ with a thread
 /// per query row streaming key tiles; the probabilities recomputed from the
 /// lse.
-void emitAttentionBackward(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands,
+void emitAttentionBackward(kernels::KernelBuilder &kb, const kernels::AttentionOperands &operands,
                            Emulation emulate, bool warpgroupMma);
 
 /// FlashAttention-2 backward on tensor cores: dQ (and D = rowsum(dO * O))
@@ -47,28 +47,29 @@ void emitAttentionBackward(cpu::KernelBuilder &kb, const cpu::AttentionOperands 
 /// rows, 4 warps of 16 rows, every product by mma.sync; with
 /// `warpgroupMma` (sm_90a), the 4 warps are a warpgroup, every product a
 /// wgmma.mma_async.
-void emitMmaAttentionBackward(cpu::KernelBuilder &kb, const cpu::AttentionOperands &operands,
-                              Emulation emulate, bool warpgroupMma);
+void emitMmaAttentionBackward(kernels::KernelBuilder &kb,
+                              const kernels::AttentionOperands &operands, Emulation emulate,
+                              bool warpgroupMma);
 
 /// Whether (i, j) lies inside a rows x cols matrix.
-mlir::Value insideMatrix(cpu::KernelBuilder &kb, mlir::Value i, mlir::Value j, int64_t rows,
+mlir::Value insideMatrix(kernels::KernelBuilder &kb, mlir::Value i, mlir::Value j, int64_t rows,
                          int64_t cols);
 
 /// C = activation(A B + bias) + residual as a GEMM kernel sees it: A
 /// [m, k] (or [k, m] transposed), B [k, n] (or [n, k]) as buffers, and the
 /// result buffer C of `resultType` (f32, bf16 or f16).
 struct GemmProblem {
-  GemmProblem(cpu::KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Value b,
+  GemmProblem(kernels::KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Value b,
               bool transposeB, mlir::Value bias, mlir::Value residual, Activation activation,
               mlir::Type resultType);
 
   /// C[row][col] = activation(sum + bias[col]) + residual[row][col], for
   /// (row, col) inside C, computed in f32 and rounded to C's type.
-  void store(cpu::KernelBuilder &kb, mlir::Value sum, mlir::Value row, mlir::Value col) const;
+  void store(kernels::KernelBuilder &kb, mlir::Value sum, mlir::Value row, mlir::Value col) const;
   /// The same for C[row][col] and C[row][col + 1], col even, as one store
   /// of both where C has an even number of columns (then both lie inside C
   /// or neither does, and the pair is aligned).
-  void storePair(cpu::KernelBuilder &kb, mlir::Value sum, mlir::Value nextSum, mlir::Value row,
+  void storePair(kernels::KernelBuilder &kb, mlir::Value sum, mlir::Value nextSum, mlir::Value row,
                  mlir::Value col) const;
 
   /// The side of the square tiles of C a block computes: 128 where C has
@@ -85,7 +86,7 @@ struct GemmProblem {
 
 /// matrix[i][j] of a [rows, cols] matrix, `outside` where (i, j) is not in
 /// it (the load itself is clamped to the matrix).
-mlir::Value loadInside(cpu::KernelBuilder &kb, mlir::Value matrix, mlir::Value i, mlir::Value j,
+mlir::Value loadInside(kernels::KernelBuilder &kb, mlir::Value matrix, mlir::Value i, mlir::Value j,
                        int64_t rows, int64_t cols, mlir::Value outside);
 
 /// f32 A and B: a block of 256 threads per 128 x 128 tile of C (8 x 8
@@ -93,7 +94,7 @@ mlir::Value loadInside(cpu::KernelBuilder &kb, mlir::Value matrix, mlir::Value i
 /// x 4); A and B streamed through double-buffered shared memory, a stage
 /// ahead in registers, read 16 bytes at a time; the epilogue applied in
 /// registers before the one store. Returns C as a tensor.
-mlir::Value emitGemm(cpu::KernelBuilder &kb, const GemmProblem &problem, Emulation emulate);
+mlir::Value emitGemm(kernels::KernelBuilder &kb, const GemmProblem &problem, Emulation emulate);
 
 /// bf16 or f16 A and B on tensor cores (mma.sync, f32 accumulators): a
 /// block per 128 x 128 tile of C (4 warps of 64 x 64) where there are
@@ -102,19 +103,19 @@ mlir::Value emitGemm(cpu::KernelBuilder &kb, const GemmProblem &problem, Emulati
 /// (cp.async where aligned), their fragments by ldmatrix. With
 /// `warpgroupMma` (sm_90a), the 4 warps are a warpgroup whose wgmma.mma_async
 /// multiply A and B from shared memory, staged as core matrices.
-mlir::Value emitMmaGemm(cpu::KernelBuilder &kb, const GemmProblem &problem, Emulation emulate,
+mlir::Value emitMmaGemm(kernels::KernelBuilder &kb, const GemmProblem &problem, Emulation emulate,
                         bool warpgroupMma);
 
 /// A block per row: each thread an online max and sum over a strided part
 /// of the row, a tree reduction through shared memory, then the output (of
 /// `resultType`). Operands f32, bf16 or f16, computed in f32.
-mlir::Value emitSoftmaxRows(cpu::KernelBuilder &kb, mlir::Value x, mlir::Type resultType,
+mlir::Value emitSoftmaxRows(kernels::KernelBuilder &kb, mlir::Value x, mlir::Type resultType,
                             Emulation emulate);
 
 /// A block per row: the (residual) sum written (as `sumType`) while the
 /// mean is reduced, then the centred second moment, then the output (of
 /// `resultType`), all from the f32 sum. Operands f32, bf16 or f16.
-std::pair<mlir::Value, mlir::Value> emitLayerNormRows(cpu::KernelBuilder &kb, mlir::Value x,
+std::pair<mlir::Value, mlir::Value> emitLayerNormRows(kernels::KernelBuilder &kb, mlir::Value x,
                                                       mlir::Value residual, mlir::Value gamma,
                                                       mlir::Value beta, double epsilon,
                                                       mlir::Type sumType, mlir::Type resultType,

@@ -5,6 +5,9 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "xfmr-gpu-managed-buffers"
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMRGPUMANAGEDBUFFERS
@@ -46,6 +49,8 @@ Value allocateManaged(OpBuilder &b, Location loc, MemRefType type, ValueRange dy
 
 struct GpuManagedBuffersPass : xfmr::impl::XfmrGpuManagedBuffersBase<GpuManagedBuffersPass> {
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     func::FuncOp func = getOperation();
     if (func.isExternal())
       return;

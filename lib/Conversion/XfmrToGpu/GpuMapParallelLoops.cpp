@@ -6,7 +6,10 @@
 #include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "llvm/Support/Debug.h"
 #include "llvm/Support/MathExtras.h"
+
+#define DEBUG_TYPE "xfmr-gpu-map-parallel-loops"
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMRGPUMAPPARALLELLOOPS
@@ -25,6 +28,8 @@ struct GpuMapParallelLoopsPass
   using Base::Base;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     if (blockSize <= 0 || !llvm::isPowerOf2_64(blockSize)) {
       getOperation().emitError("xfmr-gpu-map-parallel-loops: block-size must be a power of two, "
                                "got ")

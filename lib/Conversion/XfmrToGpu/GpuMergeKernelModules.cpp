@@ -5,6 +5,9 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/SymbolTable.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "xfmr-gpu-merge-kernel-modules"
 
 namespace xfmr {
 #define GEN_PASS_DEF_XFMRGPUMERGEKERNELMODULES
@@ -29,6 +32,8 @@ struct GpuMergeKernelModulesPass
   using Base::Base;
 
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     ModuleOp module = getOperation();
     SmallVector<gpu::GPUModuleOp> kernelModules(module.getOps<gpu::GPUModuleOp>());
     if (kernelModules.empty())

@@ -11,7 +11,7 @@
 using namespace mlir;
 using namespace xfmr::gpu;
 
-MmaBuilder::MmaBuilder(cpu::KernelBuilder &kb, Type narrow, bool emulated)
+MmaBuilder::MmaBuilder(kernels::KernelBuilder &kb, Type narrow, bool emulated)
     : kb(kb), b(kb.builder()), loc(kb.location()), narrow(narrow), emulated(emulated) {
   assert((narrow.isBF16() || narrow.isF16()) && "mma.sync factors are bf16 or f16");
 }

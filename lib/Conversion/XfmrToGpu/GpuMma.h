@@ -18,7 +18,7 @@
 #ifndef XFMR_LIB_CONVERSION_XFMRTOGPU_GPUMMA_H
 #define XFMR_LIB_CONVERSION_XFMRTOGPU_GPUMMA_H
 
-#include "../XfmrToCpuKernels/KernelBuilder.h"
+#include "../Kernels/KernelBuilder.h"
 
 namespace xfmr::gpu {
 
@@ -36,7 +36,7 @@ public:
   /// `narrow`: bf16 or f16. `emulated`: the kernel runs on the CPU, where
   /// only matrixDescriptor, describedTile and describedElement of the warpgroup MMAs' members
   /// apply.
-  MmaBuilder(cpu::KernelBuilder &kb, mlir::Type narrow, bool emulated = false);
+  MmaBuilder(kernels::KernelBuilder &kb, mlir::Type narrow, bool emulated = false);
 
   mlir::Type narrowType() const { return narrow; }
 
@@ -191,7 +191,7 @@ private:
   /// the shared `tile`; emulated, its byte offset in the tile.
   mlir::Value sharedAddress(mlir::Value tile, mlir::ValueRange indices);
 
-  cpu::KernelBuilder &kb;
+  kernels::KernelBuilder &kb;
   mlir::OpBuilder &b;
   mlir::Location loc;
   mlir::Type narrow;

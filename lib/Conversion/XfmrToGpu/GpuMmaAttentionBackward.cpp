@@ -54,7 +54,7 @@
 
 using namespace mlir;
 using namespace xfmr;
-using namespace xfmr::cpu;
+using namespace xfmr::kernels;
 using namespace xfmr::gpu;
 
 namespace {
@@ -152,7 +152,7 @@ private:
         kb.store(gradS, gradScores, entry(t, tileIndex(m, n, columnTiles), r));
       });
     };
-    Value tiles = keyTileCount(q0, rowsPerBlock, columns);
+    Value tiles = limits().keyTiles(bi, q0, rowsPerBlock, columns);
     SmallVector<SmallVector<Value>> stageArrays = stagesOf(shared, 2);
     if (!warpgroupMma) {
       streamTiles(kb.index(0), tiles, bi, hi, seqK, {in.k, in.v}, stageArrays,
@@ -163,7 +163,7 @@ private:
                           Lane lane = laneOf(t, q0);
                           auto products = productPair(t, lane, rows[0], keyTile, rows[1],
                                                       tile.stage[1], [&] { tile.copyNext(t); });
-                          ifMasked(keyTileNeedsMask(k0, lane), [&](bool masked) {
+                          ifMasked(keyTileNeedsMask(bi, k0, lane), [&](bool masked) {
                             storeGradScores(t, lane, k0, products.first, products.second, masked);
                           });
                         },
@@ -191,7 +191,7 @@ private:
                   storeGradScores(t, lane, k0, qk, gradP, tile.masked.value_or(true));
                 });
           },
-          /*stageMore=*/nullptr, MaskSplit{firstMaskedTile(q0)},
+          /*stageMore=*/nullptr, MaskSplit{firstMaskedTile(bi, q0)},
           streamedReads(/*queryGradient=*/true));
       // The last tile's update.
       block.phase(
@@ -253,14 +253,9 @@ private:
         },
         /*barrier=*/false);
 
-    // When causal, query rows before k0 - (seq_k - seq_q) see none of the
-    // block's keys.
-    Value firstTile = kb.index(0);
-    if (in.causal) {
-      Value firstRow = arith::MaxSIOp::create(
-          b, loc, arith::SubIOp::create(b, loc, k0, kb.index(seqK - seqQ)), kb.index(0));
-      firstTile = kb.divui(firstRow, columns);
-    }
+    // The query rows before the first that sees k0 see none of the block's
+    // keys.
+    Value firstTile = kb.divui(limits().firstQuerySeeing(bi, k0), columns);
     // lse2 and D of the tile's query rows with them.
     auto stageRowStatistics = [&](Value t, Value q0, ArrayRef<Value> stage) {
       Value lseTile = stage[2], dotTile = stage[3];
@@ -307,7 +302,7 @@ private:
                   Lane lane = laneOf(t, k0);
                   auto products = productPair(t, lane, rows[0], tile.stage[0], rows[1],
                                               tile.stage[1], [&] { tile.copyNext(t); });
-                  ifMasked(queryTileNeedsMask(tile.first, lane), [&](bool masked) {
+                  ifMasked(queryTileNeedsMask(bi, tile.first, lane), [&](bool masked) {
                     storeProbabilities(t, lane, tile.first, tile.stage, products.first,
                                        products.second, masked);
                   });
@@ -337,7 +332,7 @@ private:
                                      tile.masked.value_or(true));
                 });
           },
-          stageRowStatistics, MaskSplit{firstUnmaskedTile(k0), /*maskedFirst=*/true},
+          stageRowStatistics, MaskSplit{firstUnmaskedTile(bi, k0), /*maskedFirst=*/true},
           streamedReads(/*queryGradient=*/false));
       // The last tile's updates.
       block.phase(
@@ -366,30 +361,28 @@ private:
   /// tile may (with biases, which each score adds). Keys past seq_k are
   /// never stored, queries past seq_q have probability 0: neither needs a
   /// mask.
-  Value queryTileNeedsMask(Value q0, const Lane &lane) {
+  Value queryTileNeedsMask(Value bi, Value q0, const Lane &lane) {
     if (in.keyBias || in.bias)
       return Value();
     if (!in.causal)
       return arith::ConstantIntOp::create(b, loc, b.getI1Type(), 0);
     Value lastKey =
         kb.addi(arith::SubIOp::create(b, loc, lane.top, lane.group), kb.index(rowsPerWarp - 1));
-    Value firstQueryKeys = kb.addi(q0, kb.index(seqK - seqQ));
-    return kb.below(firstQueryKeys, lastKey);
+    // The first query's last key.
+    return kb.below(kb.addi(q0, limits().queryOffset(bi)), lastKey);
   }
 
   /// The first query tile whose queries see every key of the block from
   /// k0 (none with biases, which each score adds): when causal, the first
   /// query's keys reach the block's last key. Keys past seq_k are never
   /// stored, queries past seq_q have probability 0: neither needs a mask.
-  Value firstUnmaskedTile(Value k0) {
+  Value firstUnmaskedTile(Value bi, Value k0) {
     if (in.keyBias || in.bias)
       return kb.index(llvm::divideCeilSigned(seqQ, columns));
     if (!in.causal)
       return kb.index(0);
-    // ceil((k0 + rowsPerBlock - 1 - (seq_k - seq_q)) / columns), signed.
-    Value firstQuery = kb.addi(k0, kb.index(rowsPerBlock - 1 - (seqK - seqQ)));
-    Value tile = arith::CeilDivSIOp::create(b, loc, firstQuery, kb.index(columns));
-    return arith::MaxSIOp::create(b, loc, tile, kb.index(0));
+    Value firstQuery = limits().firstQuerySeeing(bi, kb.addi(k0, kb.index(rowsPerBlock - 1)));
+    return arith::CeilDivSIOp::create(b, loc, firstQuery, kb.index(columns));
   }
 
   bool rowsInShared;

@@ -12,7 +12,7 @@
 
 using namespace mlir;
 using namespace xfmr;
-using namespace xfmr::cpu;
+using namespace xfmr::kernels;
 using namespace xfmr::gpu;
 
 void MmaAttentionKernelBase::forEachRowBlock(
@@ -189,28 +189,23 @@ mlir::Value MmaAttentionKernelBase::probability2(mlir::Value product, mlir::Valu
   return probability2(maskedLogit2(product, bi, hi, query, key), max);
 }
 
-mlir::Value MmaAttentionKernelBase::keyTileNeedsMask(mlir::Value k0, const Lane &lane) {
+mlir::Value MmaAttentionKernelBase::keyTileNeedsMask(mlir::Value bi, mlir::Value k0,
+                                                     const Lane &lane) {
   using namespace mlir;
   if (in.keyBias || in.bias)
     return Value();
+  // The warp's first row is the lane's row less its group; the tile is
+  // masked where its last key is past that row's visible end.
+  Value firstRow = arith::SubIOp::create(b, loc, lane.top, lane.group);
   Value lastKey = kb.addi(k0, kb.index(columns - 1));
-  Value masked = kb.below(kb.index(seqK - 1), lastKey);
-  if (in.causal) {
-    // The warp's first row is the lane's row less its group.
-    Value firstRow = arith::SubIOp::create(b, loc, lane.top, lane.group);
-    Value firstRowKeys = kb.addi(firstRow, kb.index(seqK - seqQ));
-    // Signed: with seq_k < seq_q the first rows see no key at all.
-    Value hidden = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, firstRowKeys, lastKey);
-    masked = arith::OrIOp::create(b, loc, masked, hidden);
-  }
-  return masked;
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, lastKey,
+                               limits().visibleEnd(bi, firstRow));
 }
 
-mlir::Value MmaAttentionKernelBase::firstMaskedTile(mlir::Value q0) {
+mlir::Value MmaAttentionKernelBase::firstMaskedTile(mlir::Value bi, mlir::Value q0) {
   if (in.keyBias || in.bias)
     return kb.index(0);
-  mlir::Value tile = mlir::arith::FloorDivSIOp::create(b, loc, visibleKeys(q0), kb.index(columns));
-  return mlir::arith::MaxSIOp::create(b, loc, tile, kb.index(0));
+  return limits().unmaskedKeyTiles(bi, q0, columns);
 }
 
 void MmaAttentionKernelBase::ifMasked(mlir::Value needsMask, llvm::function_ref<void(bool)> body) {

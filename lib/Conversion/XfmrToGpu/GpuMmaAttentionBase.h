@@ -61,7 +61,7 @@ public:
   static constexpr int64_t kPadding = 8;
   static constexpr int64_t kVector = MmaBuilder::kVector;
 
-  static int64_t headDimOf(const cpu::AttentionOperands &in) {
+  static int64_t headDimOf(const kernels::AttentionOperands &in) {
     return mlir::cast<mlir::MemRefType>(in.q.getType()).getDimSize(in.dims.headDim);
   }
   static int64_t dimSteps(int64_t headDim) {
@@ -83,7 +83,7 @@ public:
 protected:
   static constexpr int64_t kWarpSize = MmaBuilder::kWarpSize;
   static constexpr int64_t kAccumulators = MmaBuilder::kAccumulators;
-  MmaAttentionKernelBase(cpu::KernelBuilder &kb, const cpu::AttentionOperands &in,
+  MmaAttentionKernelBase(kernels::KernelBuilder &kb, const kernels::AttentionOperands &in,
                          Emulation emulate, int64_t warps, int64_t columns, int64_t rowTiles = 1,
                          bool warpgroupMma = false, int64_t extraStages = 0)
       : AttentionKernelBase(kb, in), emulate(emulate), warpgroupMma(warpgroupMma),
@@ -232,7 +232,7 @@ protected:
   /// 2^(x - max), 0 where x is -inf (a masked key, or any key of a row
   /// that has seen none).
   mlir::Value probability2(mlir::Value x, mlir::Value max) {
-    return kb.select(kb.equals(x, cpu::kNegInf), kb.f32(0.0), exp2(kb.sub(x, max)));
+    return kb.select(kb.equals(x, kernels::kNegInf), kb.f32(0.0), exp2(kb.sub(x, max)));
   }
   /// The same for the raw product of a key no mask hides, its base-2 logit
   /// scaled into the exponent (one FFMA, as FlashAttention-2): `max` is a
@@ -266,12 +266,12 @@ protected:
   /// lane's warp (rows are queries, columns keys): it runs past seq_k or,
   /// when causal, past the warp's first row's last key. Null when every
   /// tile may (with biases, which each score adds).
-  mlir::Value keyTileNeedsMask(mlir::Value k0, const Lane &lane);
+  mlir::Value keyTileNeedsMask(mlir::Value bi, mlir::Value k0, const Lane &lane);
 
   /// The first key tile that may hide a key from some row of the block
   /// whose first row is q0: past seq_k, or, when causal, past q0's last
   /// key; 0 with biases, which each score adds.
-  mlir::Value firstMaskedTile(mlir::Value q0);
+  mlir::Value firstMaskedTile(mlir::Value bi, mlir::Value q0);
 
   /// Calls `body(masked)` with masked true where `needsMask` (null: always)
   /// and false elsewhere: a uniform branch per warp.

@@ -75,7 +75,7 @@
 
 using namespace mlir;
 using namespace xfmr;
-using namespace xfmr::cpu;
+using namespace xfmr::kernels;
 using namespace xfmr::gpu;
 
 namespace {
@@ -181,7 +181,7 @@ private:
         },
         /*barrier=*/false);
 
-    Value tiles = keyTileCount(q0, rowsPerBlock, columns);
+    Value tiles = limits().keyTiles(bi, q0, rowsPerBlock, columns);
     SmallVector<SmallVector<Value>> stageArrays = stagesOf(shared, 2);
     // Calls body(masked) for thread t and the key tile at k0: masked where
     // some key of the tile may be hidden from some row (of the warp, or
@@ -190,7 +190,7 @@ private:
     auto withMasks = [&](Value t, const StreamedTile &tile, function_ref<void(bool)> body) {
       if (warpgroupMma)
         return body(tile.masked.value_or(true));
-      ifMasked(keyTileNeedsMask(tile.first, laneOf(t, q0)), body);
+      ifMasked(keyTileNeedsMask(bi, tile.first, laneOf(t, q0)), body);
     };
     // Thread t's scores of the key tile from its products `qk` - logits
     // where masked, else the products, scaled in their exponentials - and
@@ -199,7 +199,7 @@ private:
       Lane lane = laneOf(t, q0);
       withMasks(t, tile, [&](bool masked) {
         SmallVector<Value> visible =
-            masked ? visibleColumns(lane, tile.first) : SmallVector<Value>();
+            masked ? visibleColumns(bi, lane, tile.first) : SmallVector<Value>();
         SmallVector<Value> rowMax(rowSlots(), kb.f32(kNegInf));
         forEachAccumulator(columnTiles, [&](int64_t m, int64_t n, int64_t r) {
           Value s = qk[accumulatorIndex(m, n, r, columnTiles)];
@@ -292,7 +292,7 @@ private:
                 },
                 /*barrier=*/false);
           },
-          /*stageMore=*/nullptr, MaskSplit{firstMaskedTile(q0)},
+          /*stageMore=*/nullptr, MaskSplit{firstMaskedTile(bi, q0)},
           /*reads=*/{{/*first=*/0, /*last=*/0}, {/*first=*/1, /*last=*/1}});
       // The last tile's P V.
       block.phase(
@@ -332,13 +332,13 @@ private:
   /// column) is below it, one compare (the key's index and a 64-bit compare
   /// per score took the registers that spilled in the masked tiles of the
   /// sm_90a kernels). None with biases (maskedLogit2).
-  SmallVector<Value> visibleColumns(const Lane &lane, Value k0) {
+  SmallVector<Value> visibleColumns(Value bi, const Lane &lane, Value k0) {
     if (in.keyBias || in.bias)
       return {};
     Value laneColumn = kb.addi(k0, columnOf(lane, 0, 0));
     SmallVector<Value> visible;
     for (int64_t slot = 0; slot < rowSlots(); ++slot) {
-      Value keys = visibleKeys(rowOf(lane, slot / 2, (slot % 2) * 2));
+      Value keys = limits().visibleEnd(bi, rowOf(lane, slot / 2, (slot % 2) * 2));
       Value columns = arith::SubIOp::create(b, loc, keys, laneColumn);
       visible.push_back(arith::IndexCastOp::create(b, loc, b.getI32Type(), columns));
     }

@@ -16,7 +16,7 @@
 #ifndef XFMR_LIB_CONVERSION_XFMRTOGPU_THREADBLOCKBUILDER_H
 #define XFMR_LIB_CONVERSION_XFMRTOGPU_THREADBLOCKBUILDER_H
 
-#include "../XfmrToCpuKernels/KernelBuilder.h"
+#include "../Kernels/KernelBuilder.h"
 
 #include <array>
 #include <functional>
@@ -37,7 +37,7 @@ enum class Emulation {
 
 class ThreadBlockBuilder {
 public:
-  ThreadBlockBuilder(cpu::KernelBuilder &kb, Emulation emulate, int64_t threads)
+  ThreadBlockBuilder(kernels::KernelBuilder &kb, Emulation emulate, int64_t threads)
       : kb(kb), b(kb.builder()), loc(kb.location()), emulate(emulate), threads(threads) {}
 
   int64_t threadCount() const { return threads; }
@@ -99,7 +99,7 @@ public:
   llvm::SmallVector<mlir::Value> at(mlir::Value thread, mlir::ValueRange indices);
 
 private:
-  cpu::KernelBuilder &kb;
+  kernels::KernelBuilder &kb;
   mlir::OpBuilder &b;
   mlir::Location loc;
   Emulation emulate;

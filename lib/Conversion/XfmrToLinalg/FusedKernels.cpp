@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../Kernels/AttentionLimits.h"
 #include "../LoweringUtils.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -345,46 +346,21 @@ public:
                                           perRow, offsets, sizes, unitStrides(b, 3));
   }
 
-  /// The position of query 0 of sequence `batchIv` in the keys' frame:
-  /// query_offset[b] clamped to [0, seq_k], or seq_k - seq_q.
-  Value diagonalOffset(OpBuilder &b, Location loc, Value batchIv) {
-    if (!queryOffset)
-      return arith::ConstantIndexOp::create(b, loc, seqK - seqQ);
-    return perSequence(b, loc, queryOffset, batchIv);
+  /// The key range of each query (../Kernels/AttentionLimits.h).
+  kernels::AttentionLimits limits(OpBuilder &b, Location loc) const {
+    return kernels::AttentionLimits(b, loc, {seqQ, seqK, causal, queryOffset, keyLength});
   }
 
-  /// How many keys sequence `batchIv` has: key_length[b] clamped to
-  /// [0, seq_k], or seq_k.
-  Value keyLimit(OpBuilder &b, Location loc, Value batchIv) {
-    if (!keyLength)
-      return arith::ConstantIndexOp::create(b, loc, seqK);
-    return perSequence(b, loc, keyLength, batchIv);
-  }
-
-  /// Number of key blocks query block `qStart` must visit: those holding
-  /// keys before the key limit and, with a causal mask, at or below the
-  /// diagonal. Blocks past them are never read.
+  /// Number of key blocks query block `qStart` must visit; blocks past them
+  /// are never read.
   Value keyBlockCount(OpBuilder &b, Location loc, Value batchIv, Value qStart) {
-    Value end = keyLimit(b, loc, batchIv);
-    if (causal) {
-      // One past the last visible key of the block: qStart + blockQ + offset.
-      Value diagonalEnd = arith::AddIOp::create(
-          b, loc, arith::AddIOp::create(b, loc, qStart, diagonalOffset(b, loc, batchIv)),
-          arith::ConstantIndexOp::create(b, loc, blockQ));
-      end = arith::MinUIOp::create(b, loc, end, diagonalEnd);
-    }
-    return arith::CeilDivUIOp::create(b, loc, end, arith::ConstantIndexOp::create(b, loc, blockK));
+    return limits(b, loc).keyTiles(batchIv, qStart, blockQ, blockK);
   }
 
   /// The first query block that sees any key of the block at `kStart`.
-  Value firstQueryBlock(OpBuilder &b, Location loc, Value kStart) {
-    if (!causal)
-      return arith::ConstantIndexOp::create(b, loc, 0);
-    // Row i sees key j when j <= i + (seqK - seqQ).
-    Value firstRow = arith::SubIOp::create(
-        b, loc, kStart, arith::ConstantIndexOp::create(b, loc, seqK - seqQ));
-    firstRow = arith::MaxSIOp::create(b, loc, firstRow, arith::ConstantIndexOp::create(b, loc, 0));
-    return arith::DivUIOp::create(b, loc, firstRow, arith::ConstantIndexOp::create(b, loc, blockQ));
+  Value firstQueryBlock(OpBuilder &b, Location loc, Value batchIv, Value kStart) {
+    return arith::DivUIOp::create(b, loc, limits(b, loc).firstQuerySeeing(batchIv, kStart),
+                                  arith::ConstantIndexOp::create(b, loc, blockQ));
   }
 
   /// scale * qTile kTile^T + masks, masked entries -inf: the [blockQ, blockK]
@@ -407,8 +383,7 @@ public:
     }
     if (bias4d)
       inputs.push_back(extractBiasTile(b, loc, batchIv, head, qStart, kStart));
-    Value diagonal = causal ? diagonalOffset(b, loc, batchIv) : Value();
-    Value limit = keyLength ? keyLimit(b, loc, batchIv) : Value();
+    bool limited = causal || keyLength;
     return broadcastGeneric(
         b, loc, scoreType, inputs, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
           Value value =
@@ -416,15 +391,11 @@ public:
           if (bias4d)
             value = arith::AddFOp::create(nb, l, value, args.back());
           Value keep = arith::ConstantOp::create(nb, l, nb.getBoolAttr(true));
-          Value j = arith::AddIOp::create(nb, l, linalg::IndexOp::create(nb, l, 1), kStart);
-          if (causal) {
+          if (limited) {
             Value i = arith::AddIOp::create(nb, l, linalg::IndexOp::create(nb, l, 0), qStart);
-            Value last = arith::AddIOp::create(nb, l, i, diagonal);
-            keep = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::sle, j, last);
+            Value j = arith::AddIOp::create(nb, l, linalg::IndexOp::create(nb, l, 1), kStart);
+            keep = limits(nb, l).isVisible(batchIv, i, j);
           }
-          if (limit)
-            keep = arith::AndIOp::create(
-                nb, l, keep, arith::CmpIOp::create(nb, l, arith::CmpIPredicate::ult, j, limit));
           if (hasPadding)
             keep = arith::AndIOp::create(nb, l, keep, args[1]);
           return arith::SelectOp::create(nb, l, keep, value,
@@ -468,13 +439,6 @@ public:
 
 private:
   /// values[b] as an index clamped to [0, seq_k].
-  Value perSequence(OpBuilder &b, Location loc, Value values, Value batchIv) {
-    Value element = tensor::ExtractOp::create(b, loc, values, ValueRange{batchIv});
-    Value index = arith::IndexCastOp::create(b, loc, b.getIndexType(), element);
-    index = arith::MaxSIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, 0));
-    return arith::MinSIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, seqK));
-  }
-
   static SmallVector<OpFoldResult> unitStrides(OpBuilder &b, int64_t rank) {
     return SmallVector<OpFoldResult>(rank, b.getIndexAttr(1));
   }
@@ -659,7 +623,7 @@ struct FusedAttentionBackwardLowering : OpConversionPattern<FusedAttentionBackwa
           Value kTile = t.extractTile(b, loc, adaptor.getKey(), batchIv, head, kStart, t.blockK);
           Value vTile = t.extractTile(b, loc, adaptor.getValue(), batchIv, head, kStart, t.blockK);
           auto loop = scf::ForOp::create(
-              b, loc, t.firstQueryBlock(b, loc, kStart),
+              b, loc, t.firstQueryBlock(b, loc, batchIv, kStart),
               arith::ConstantIndexOp::create(b, loc, t.seqQ / t.blockQ),
               arith::ConstantIndexOp::create(b, loc, 1),
               ValueRange{filledTensor(b, loc, tileType(t.blockK), 0.0),

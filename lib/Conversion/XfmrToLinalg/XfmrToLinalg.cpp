@@ -16,8 +16,11 @@
 #include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
 #include "mlir/IR/AffineMap.h"
 
+#include "llvm/Support/Debug.h"
 #include <cmath>
 #include <limits>
+
+#define DEBUG_TYPE "convert-xfmr-to-linalg"
 
 namespace xfmr {
 #define GEN_PASS_DEF_CONVERTXFMRTOLINALG
@@ -1102,6 +1105,8 @@ struct CrossEntropyBackwardLowering : OpConversionPattern<CrossEntropyBackwardOp
 struct ConvertXfmrToLinalgPass
     : xfmr::impl::ConvertXfmrToLinalgBase<ConvertXfmrToLinalgPass> {
   void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
+                            << getOperation()->getLoc() << "\n");
     MLIRContext *context = &getContext();
     ConversionTarget target(*context);
     target.addIllegalDialect<XfmrDialect>();

@@ -603,9 +603,10 @@ func.func @rounded_gradients(%q: tensor<1x100x2x40xbf16>, %o: tensor<1x100x2x40x
 // CHECK-NEXT: nvvm.mma.sync A[%{{.*}}]  B[%[[B0]], %[[B1]]]
 // CHECK-COUNT-46: nvvm.mma.sync {{.*}}multiplicandAPtxType = #nvvm.mma_type<bf16>
 // CHECK-NOT: nvvm.mma.sync
-// CHECK: %[[HIDDEN:.*]] = arith.cmpi slt
-// CHECK: %[[MASKED:.*]] = arith.ori %{{.*}}, %[[HIDDEN]] : i1
-// CHECK: scf.if %[[MASKED]] {
+// A tile is masked where its last key is past the warp's first row's
+// visible end.
+// CHECK: %[[MASKED:.*]] = arith.cmpi sge
+// CHECK-NEXT: scf.if %[[MASKED]] {
 // CHECK: } else {
 // A tile without masks keeps its products: their row max (one max.f32
 // each), times scale log2(e) once per row.

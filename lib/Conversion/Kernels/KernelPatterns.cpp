@@ -6,13 +6,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Kernels.h"
+#include "KernelSet.h"
 
 #include "../LoweringUtils.h"
 
 using namespace mlir;
 using namespace xfmr;
-using namespace xfmr::cpu;
+using namespace xfmr::kernels;
 
 namespace {
 
@@ -271,7 +271,7 @@ struct FusedAddLayerNormKernel : KernelPattern<FusedAddLayerNormOp> {
 
 } // namespace
 
-void xfmr::cpu::populateKernelPatterns(RewritePatternSet &patterns, const KernelSet &kernels) {
+void xfmr::kernels::populateKernelPatterns(RewritePatternSet &patterns, const KernelSet &kernels) {
   patterns.add<FusedAttentionKernel, FusedAttentionBackwardKernel, FusedAddLayerNormKernel,
                FusedLinearKernel, LayerNormKernel, MatmulKernel, SoftmaxKernel>(
       patterns.getContext(), kernels);

@@ -7,7 +7,7 @@
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
-using namespace xfmr::cpu;
+using namespace xfmr::kernels;
 
 Value KernelBuilder::index(int64_t value) { return arith::ConstantIndexOp::create(b, loc, value); }
 
@@ -283,9 +283,9 @@ void KernelBuilder::forRowTiles(Value begin, int64_t count, int64_t tile,
     body(addi(begin, index(full)), count % tile);
 }
 
-Tile xfmr::cpu::emitTileUpdate(KernelBuilder &kb, Tile tile, Value kBegin, Value kEnd,
-                               function_ref<Value(int64_t, Value)> loadA,
-                               function_ref<Value(int64_t, Value)> loadB) {
+Tile xfmr::kernels::emitTileUpdate(KernelBuilder &kb, Tile tile, Value kBegin, Value kEnd,
+                                   function_ref<Value(int64_t, Value)> loadA,
+                                   function_ref<Value(int64_t, Value)> loadB) {
   ValueRange results = kb.forLoop(kBegin, kEnd, 1, tile.values, [&](Value k, ValueRange acc) {
     SmallVector<Value> next(acc.begin(), acc.end());
     SmallVector<Value> bVectors;

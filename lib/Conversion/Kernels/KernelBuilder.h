@@ -1,4 +1,4 @@
-//===- KernelBuilder.h - writing CPU kernels as MLIR ------------*- C++ -*-===//
+//===- KernelBuilder.h - writing kernels as MLIR ----------------*- C++ -*-===//
 //
 // The CPU kernels are loop nests over memrefs with vector arithmetic, built
 // inside tensor programs: inputs enter through `bufferization.to_buffer
@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef XFMR_LIB_CONVERSION_XFMRTOCPUKERNELS_KERNELBUILDER_H
-#define XFMR_LIB_CONVERSION_XFMRTOCPUKERNELS_KERNELBUILDER_H
+#ifndef XFMR_LIB_CONVERSION_KERNELS_KERNELBUILDER_H
+#define XFMR_LIB_CONVERSION_KERNELS_KERNELBUILDER_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -20,7 +20,7 @@
 
 #include <limits>
 
-namespace xfmr::cpu {
+namespace xfmr::kernels {
 
 inline constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
@@ -160,6 +160,6 @@ Tile emitTileUpdate(KernelBuilder &kb, Tile tile, mlir::Value kBegin, mlir::Valu
                     llvm::function_ref<mlir::Value(int64_t row, mlir::Value k)> loadA,
                     llvm::function_ref<mlir::Value(int64_t vector, mlir::Value k)> loadB);
 
-} // namespace xfmr::cpu
+} // namespace xfmr::kernels
 
-#endif // XFMR_LIB_CONVERSION_XFMRTOCPUKERNELS_KERNELBUILDER_H
+#endif // XFMR_LIB_CONVERSION_KERNELS_KERNELBUILDER_H

@@ -1,0 +1,175 @@
+//===- KernelSet.h - what every target's kernels share ----------*- C++ -*-===//
+//
+// The kernel layer of the fused xfmr ops that the CPU (XfmrToCpuKernels)
+// and GPU (XfmrToGpu) targets share: the attention operands, the interface
+// a target's kernels implement, and the rewrite patterns (KernelPatterns.cpp)
+// that build whichever target's KernelSet they are given.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XFMR_LIB_CONVERSION_KERNELS_KERNELSET_H
+#define XFMR_LIB_CONVERSION_KERNELS_KERNELSET_H
+
+#include "../LoweringUtils.h"
+#include "AttentionLimits.h"
+#include "KernelBuilder.h"
+#include "xfmr/Dialect/XfmrOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+
+#include <limits>
+
+namespace xfmr::kernels {
+
+/// Buffers and attributes of one fused attention or its backward.
+struct AttentionOperands {
+  /// Rank-4 q, k, v buffers (strided views) and the output buffer, all in
+  /// the dimension order `dims` gives. Results (out, and the gradients
+  /// below) are f32, or bf16 / f16 for kernels that handlesNarrowFloats().
+  mlir::Value q, k, v, out;
+  /// [batch, heads, seq_q] row log-sum-exp of the scores: written by the
+  /// forward when non-null, read by the backward.
+  mlir::Value lse;
+  /// Backward only: the output gradient (rank 4, like out) and the gradient
+  /// buffers to write.
+  mlir::Value gradOut, gradQ, gradK, gradV;
+  /// [batch, seq_k] additive 0 / -inf from the padding mask, or null.
+  mlir::Value keyBias;
+  /// Rank-4 additive bias with broadcast dims of size 1, or null.
+  mlir::Value bias;
+  /// [batch] i32: the position of each sequence's query 0 among the keys,
+  /// and how many keys it has (a KV cache filled so far); null when static.
+  mlir::Value queryOffset, keyLength;
+  AttentionDims dims;
+  double scale;
+  bool causal;
+
+  /// The masks that limit the key range.
+  AttentionMasks masks() const {
+    auto seqOf = [&](mlir::Value operand) {
+      return llvm::cast<mlir::MemRefType>(operand.getType()).getDimSize(dims.seq);
+    };
+    return {seqOf(q), seqOf(k), causal, queryOffset, keyLength};
+  }
+
+  /// Indices of element (b, s, h, c) of a q/k/v/out operand in its layout.
+  llvm::SmallVector<mlir::Value> at(mlir::Value b, mlir::Value s, mlir::Value h,
+                                    mlir::Value c) const {
+    llvm::SmallVector<mlir::Value> indices(4);
+    indices[dims.batch] = b;
+    indices[dims.seq] = s;
+    indices[dims.heads] = h;
+    indices[dims.headDim] = c;
+    return indices;
+  }
+
+  /// Indices of the bias at (b, h, query, key), broadcast dims read at `zero`.
+  llvm::SmallVector<mlir::Value> biasAt(mlir::Value zero, mlir::Value b, mlir::Value h,
+                                        mlir::Value query, mlir::Value key) const {
+    auto shape = llvm::cast<mlir::MemRefType>(bias.getType()).getShape();
+    llvm::SmallVector<mlir::Value> indices = {b, h, query, key};
+    for (auto [index, size] : llvm::zip(indices, shape))
+      if (size == 1)
+        index = zero;
+    return indices;
+  }
+};
+
+/// The operands every attention kernel reads (forward or backward, CPU or
+/// GPU): `qkv` (the op's q, k and v or the narrow values they widen), masks
+/// and attributes.
+template <typename OpTy>
+AttentionOperands attentionOperands(KernelBuilder &kb, OpTy op, mlir::ValueRange qkv) {
+  using namespace mlir;
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  Type f32 = b.getF32Type();
+  AttentionOperands in;
+  in.q = kb.readBuffer(qkv[0]);
+  in.k = kb.readBuffer(qkv[1]);
+  in.v = kb.readBuffer(qkv[2]);
+  in.dims = op.getDims();
+  in.scale = op.getScale().convertToDouble();
+  in.causal = op.getCausal();
+  if (Value padding = op.getPaddingMask()) {
+    auto scalar = [&](double value) -> Value {
+      auto scalarType = RankedTensorType::get({}, f32);
+      return arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(scalarType, b.getFloatAttr(f32, value)));
+    };
+    Value keyBias = SelectOp::create(b, loc, padding, scalar(0.0),
+                                     scalar(-std::numeric_limits<double>::infinity()));
+    in.keyBias = kb.readBuffer(keyBias);
+  }
+  if constexpr (std::is_same_v<OpTy, FusedAttentionOp>) {
+    if (Value offset = op.getQueryOffset())
+      in.queryOffset = kb.readBuffer(offset);
+    if (Value length = op.getKeyLength())
+      in.keyLength = kb.readBuffer(length);
+  }
+  if (Value bias = op.getAttnBias()) {
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    SmallVector<int64_t> shape(4 - biasType.getRank(), 1);
+    llvm::append_range(shape, biasType.getShape());
+    in.bias =
+        kb.readBuffer(lowering::reshapeTensor(b, loc, bias, RankedTensorType::get(shape, f32)));
+  }
+  return in;
+}
+
+/// The kernels of one target, which the rewrite patterns of the fused ops
+/// (populateKernelPatterns) build: the CPU's vector kernels above, or the
+/// GPU's thread-block kernels (XfmrToGpu). The operands and results are as
+/// for the CPU kernels of the same name.
+class KernelSet {
+public:
+  explicit KernelSet(const CpuTarget &target) : target(target) {}
+  virtual ~KernelSet() = default;
+
+  /// The vector unit the kernels' KernelBuilder assumes.
+  const CpuTarget &cpu() const { return target; }
+
+  /// Whether the kernels also take bf16 or f16 operands (computing in f32;
+  /// gemm() accumulating bf16 or f16 products in f32) and write bf16 or f16
+  /// results (rounded from f32 as they are stored): an op on widened narrow
+  /// values is then given the narrow ones, and an op whose one use rounds
+  /// its result writes the rounded values itself.
+  virtual bool handlesNarrowFloats() const { return false; }
+  /// Whether gemm()'s B and attention()'s keys and values may be bf16 or
+  /// f16 beside f32 operands (narrow weights, a narrow KV cache), widened
+  /// as the kernels read them: such an operand that is widened is then
+  /// given narrow.
+  virtual bool widensNarrowInputs() const { return false; }
+  /// C = activation(A B + bias) + residual, C of `resultType` (f32 unless
+  /// handlesNarrowFloats()).
+  virtual mlir::Value gemm(KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Value b,
+                           bool transposeB, mlir::Value bias, mlir::Value residual,
+                           Activation activation, mlir::Type resultType) const = 0;
+  /// The row kernels: results of `resultType` (and `sumType`), f32 unless
+  /// handlesNarrowFloats().
+  virtual mlir::Value softmaxRows(KernelBuilder &kb, mlir::Value x,
+                                  mlir::Type resultType) const = 0;
+  virtual std::pair<mlir::Value, mlir::Value> layerNormRows(KernelBuilder &kb, mlir::Value x,
+                                                            mlir::Value residual, mlir::Value gamma,
+                                                            mlir::Value beta, double epsilon,
+                                                            mlir::Type sumType,
+                                                            mlir::Type resultType) const = 0;
+  virtual void attention(KernelBuilder &kb, const AttentionOperands &operands) const = 0;
+  /// Whether attention() honours runtime key ranges (query_offset,
+  /// key_length); ops with them are otherwise left to the linalg lowering.
+  virtual bool handlesRuntimeKeyRanges() const { return false; }
+  virtual void attentionBackward(KernelBuilder &kb, const AttentionOperands &operands) const = 0;
+
+private:
+  CpuTarget target;
+};
+
+/// Rewrites each f32 fused_linear, matmul with a 2-D weight, fused_attention
+/// (and its backward), softmax over the last axis, layer_norm and
+/// fused_add_layer_norm into the kernel `kernels` builds. Ops are rewritten
+/// once: nothing the kernels create is matched again.
+void populateKernelPatterns(mlir::RewritePatternSet &patterns, const KernelSet &kernels);
+
+} // namespace xfmr::kernels
+
+#endif // XFMR_LIB_CONVERSION_KERNELS_KERNELSET_H
