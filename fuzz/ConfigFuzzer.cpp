@@ -50,8 +50,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!json) {
     llvm::consumeError(json.takeError());
   } else if (const llvm::json::Object *object = json->getAsObject()) {
-    for (llvm::StringRef key :
-         {"n_layer", "num_hidden_layers", "num_layers", "encoder_layers", "decoder_layers"})
+    for (llvm::StringRef key : {"n_layer", "num_hidden_layers", "num_layers", "num_decoder_layers",
+                                "encoder_layers", "decoder_layers"})
       if (std::optional<int64_t> layers = object->getInteger(key); layers && *layers > 4)
         return 0;
   }

@@ -224,6 +224,8 @@ private:
   const ModelRequest &request;
   mlir::Type elementType;
   llvm::StringMap<mlir::Value> params;
+  /// Each argument's xfmr.input / xfmr.param / xfmr.state name.
+  llvm::SmallVector<mlir::Attribute> argumentAttrs;
   struct Output {
     std::string name;
     mlir::Value value;

@@ -328,10 +328,10 @@ GraphBuilder::GraphBuilder(ModuleOp module, EntryKind entry, const ModelRequest 
 }
 
 Value GraphBuilder::addArgument(Type type, StringRef attrName, StringRef name) {
-  Value arg = body->addArgument(type, loc);
-  func.setType(b.getFunctionType(body->getArgumentTypes(), {}));
-  func.setArgAttr(body->getNumArguments() - 1, attrName, b.getStringAttr(name));
-  return arg;
+  // The function's type and argument attributes are set once, by finish():
+  // setting them per argument would copy all of them each time.
+  argumentAttrs.push_back(b.getDictionaryAttr(b.getNamedAttr(attrName, b.getStringAttr(name))));
+  return body->addArgument(type, loc);
 }
 
 Value GraphBuilder::input(StringRef name, int64_t length) {
@@ -659,6 +659,7 @@ llvm::Error GraphBuilder::finish() {
   }
   func::ReturnOp::create(b, loc, results);
   func.setType(b.getFunctionType(body->getArgumentTypes(), ValueRange(results).getTypes()));
+  func.setAllArgAttrs(argumentAttrs);
   for (auto [index, name] : llvm::enumerate(names)) {
     func.setResultAttr(index, "xfmr.output", b.getStringAttr(name));
     if (!updates[index].empty())
