@@ -62,3 +62,4 @@ for f in bench/attnbf16_*.mlir bench/gemm_*.mlir bench/block1024_bf16.mlir; do $
 for f in bench/attnbwd*.mlir; do $X $f --target=nvptx --grad --grad-inputs=q,k,v --entry=loss -o ${f%.mlir}; done
 for f in bench/attnbwdbf16*.mlir; do $X $f --target=nvptx --gpu-arch=sm_90a --grad --grad-inputs=q,k,v --entry=loss -o ${f%.mlir}.sm90a; done
 for f in bench/block1024*.mlir; do $X $f --target=nvptx -o ${f%.mlir}; done
+cd .. && tar -czf gpu-bench.tgz gpu-bench

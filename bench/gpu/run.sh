@@ -3,6 +3,7 @@
 # bench/gpu/prepare.sh: the whole-model, per-op and gradient tests on the GPU
 # against PyTorch, then bench/gpu/bench.py (kernel times by ncu, PyTorch's
 # on the same GPU), then training runs. Writes bench.txt into $OUT when that is set.
+[ -d build/gpu-bench ] || tar -xzf build/gpu-bench.tgz -C build
 cd build/gpu-bench
 LIB=../../test/e2e_lib
 IN=../../test/e2e/Inputs

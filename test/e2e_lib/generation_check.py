@@ -15,7 +15,8 @@ gpt2-sampled: the same seed gives the same text; each step's logits equal
 xfmr's own full-sequence forward at that position (<= 1e-5 relative).
 encoder-causal-{learned,sinusoidal}: xfmr's tutorial decoder (encoder type
 with causal: true), decode steps against its own full forward.
-transformer-seq2seq: xfmr's tutorial encoder-decoder, the same.
+transformer-seq2seq, t5-seq2seq: xfmr's tutorial encoder-decoder and T5, the
+same.
 {bart,marian,t5}-greedy: random translation checkpoints; a batch of sources of
 different lengths decoded greedily with a repetition penalty gives exactly
 generate()'s tokens, each step's logits within 1e-4 of its float64 ones.
@@ -242,18 +243,14 @@ def encoder_causal(args, positions):
     return check_against_forward(name, load_file(saved), forward)
 
 
-def transformer_seq2seq(args):
-    """xfmr's tutorial encoder-decoder: decode steps against its own full
-    forward over the same source."""
-    name = "transformer-seq2seq"
+def seq2seq_against_forward(args, name, model):
+    """An encoder-decoder config of xfmr's (random weights): decode steps
+    against its own full forward over the same source."""
     workdir = os.path.join(args.workdir, name)
     os.makedirs(workdir, exist_ok=True)
     config = os.path.join(workdir, "config.json")
     with open(config, "w") as f:
-        json.dump({"model_type": "transformer", "d_model": 32, "encoder_layers": 2,
-                   "decoder_layers": 2, "encoder_attention_heads": 4, "vocab_size": 50,
-                   "max_position_embeddings": 40, "pad_token_id": 0, "eos_token_id": 2,
-                   "decoder_start_token_id": 1}, f)
+        json.dump(model, f)
     weights = os.path.join(workdir, "weights.safetensors")
     run([args.xfmrc, config, "--emit=random-weights", "--seed=3", "-o", weights])
     generator = os.path.join(workdir, "generate")
@@ -267,8 +264,26 @@ def transformer_seq2seq(args):
         command += ["-p", " ".join(map(str, source))]
     run(command)
     forward = lambda i, tokens: xfmr_forward_logits(args.xfmrc, config, workdir, weights, tokens,
-                                                    50, sources[i])
+                                                    model["vocab_size"], sources[i])
     return check_against_forward(name, load_file(saved), forward)
+
+
+def transformer_seq2seq(args):
+    """xfmr's tutorial encoder-decoder."""
+    return seq2seq_against_forward(args, "transformer-seq2seq", {
+        "model_type": "transformer", "d_model": 32, "encoder_layers": 2, "decoder_layers": 2,
+        "encoder_attention_heads": 4, "vocab_size": 50, "max_position_embeddings": 40,
+        "pad_token_id": 0, "eos_token_id": 2, "decoder_start_token_id": 1})
+
+
+def t5_seq2seq(args):
+    """T5, its decoder's position bias over the cache past max_distance."""
+    return seq2seq_against_forward(args, "t5-seq2seq", {
+        "model_type": "t5", "d_model": 32, "num_heads": 4, "d_kv": 8, "d_ff": 64,
+        "num_layers": 2, "num_decoder_layers": 2, "vocab_size": 50,
+        "relative_attention_num_buckets": 8, "relative_attention_max_distance": 10,
+        "feed_forward_proj": "gated-gelu", "n_positions": 40, "pad_token_id": 0,
+        "eos_token_id": 1, "decoder_start_token_id": 0})
 
 
 def seq2seq_checkpoint(directory, family, seed, eos_bias=0.0):
@@ -416,7 +431,7 @@ def beams(args, family):
 CASES = {"gpt2-greedy": gpt2_greedy, "gpt2-sampled": gpt2_sampled, "gpt2-bf16": gpt2_bf16, "gpt2-bf16-cache": gpt2_bf16_cache,
          "bart-greedy": lambda a: seq2seq_greedy(a, "bart"),
          "marian-greedy": lambda a: seq2seq_greedy(a, "marian"),
-         "t5-greedy": lambda a: seq2seq_greedy(a, "t5"),
+         "t5-greedy": lambda a: seq2seq_greedy(a, "t5"), "t5-seq2seq": t5_seq2seq,
          "gpt2-beams": lambda a: beams(a, "gpt2"), "marian-beams": lambda a: beams(a, "marian"),
          "t5-beams": lambda a: beams(a, "t5"),
          "encoder-causal-learned": lambda a: encoder_causal(a, "learned"),
