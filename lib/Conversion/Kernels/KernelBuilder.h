@@ -1,9 +1,10 @@
 //===- KernelBuilder.h - writing kernels as MLIR ----------------*- C++ -*-===//
 //
-// The CPU kernels are loop nests over memrefs with vector arithmetic, built
-// inside tensor programs: inputs enter through `bufferization.to_buffer
-// read_only` (strided views, so slices and head splits are read in place),
-// results leave through a fresh buffer and `bufferization.to_tensor`.
+// The kernels (the CPU's, and the GPU's thread blocks) are loop nests over
+// memrefs, with vector arithmetic on the CPU, built inside tensor programs:
+// inputs enter through `bufferization.to_buffer read_only` (strided views,
+// so slices and head splits are read in place), results leave through a
+// fresh buffer and `bufferization.to_tensor`.
 // KernelBuilder wraps the OpBuilder calls such code needs; emitTileUpdate is
 // the register-tiled multiply-accumulate all matrix products share.
 //
