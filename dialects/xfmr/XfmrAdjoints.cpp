@@ -432,6 +432,8 @@ LogicalResult FusedAttentionOp::buildAdjoint(OpBuilder &b, ValueRange rg,
     return emitOpError("the backward pass needs the forward's logsumexp result");
   if (getQueryOffset() || getKeyLength())
     return emitOpError("cannot differentiate attention over a cache (query_offset, key_length)");
+  if (getPositionBias())
+    return emitOpError("cannot differentiate attention with a position_bias");
   auto backward = FusedAttentionBackwardOp::create(
       b, getLoc(), TypeRange{getQuery().getType(), getKey().getType(), getValue().getType()},
       getQuery(), getKey(), getValue(), getResult(), getLogsumexp(), rg[0], getPaddingMask(),

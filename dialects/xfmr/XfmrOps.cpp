@@ -369,6 +369,15 @@ LogicalResult FusedAttentionOp::verify() {
   if (getAttnBias() &&
       failed(verifyAttentionBias(*this, getAttnBias(), {batch, heads, seqQ, seqK})))
     return failure();
+  if (Value band = getPositionBias()) {
+    if (getAttnBias())
+      return emitOpError("takes attn_bias or position_bias, not both");
+    auto type = tensorTypeOf(band);
+    if (type.getRank() != 3 || (type.getDimSize(0) != 1 && type.getDimSize(0) != batch) ||
+        type.getDimSize(1) != heads || type.getDimSize(2) != seqQ + seqK - 1)
+      return emitOpError("position_bias must be [1 | batch, heads, seq_q + seq_k - 1] = [1 | ")
+             << batch << ", " << heads << ", " << seqQ + seqK - 1 << "], got " << type;
+  }
   // A cache's queries may outnumber the keys filled so far, never its rows.
   if (getCausal() && seqK < seqQ)
     return emitOpError("causal attention needs seq_k >= seq_q, got seq_q = ")
@@ -782,13 +791,28 @@ SmallVector<int32_t> RelativePositionBiasOp::distanceBuckets(int64_t buckets, in
   return table;
 }
 
+int64_t RelativePositionBiasOp::getNumQueries() {
+  auto type = tensorTypeOf(getResult());
+  return getSeqQ() ? *getSeqQ() : type.getDimSize(2);
+}
+
+int64_t RelativePositionBiasOp::getNumKeys() {
+  auto type = tensorTypeOf(getResult());
+  return getSeqQ() ? type.getDimSize(2) - *getSeqQ() + 1 : type.getDimSize(3);
+}
+
 LogicalResult RelativePositionBiasOp::verify() {
   auto table = tensorTypeOf(getTable());
   auto type = tensorTypeOf(getResult());
   if (table.getRank() != 2)
     return emitOpError("table must be [num_buckets, heads], got ") << table;
-  if (type.getRank() != 4)
+  if (std::optional<uint64_t> seqQ = getSeqQ()) {
+    if (type.getRank() != 3 || type.getDimSize(2) < static_cast<int64_t>(*seqQ))
+      return emitOpError("with seq_q = ")
+             << *seqQ << " the result must be [batch, heads, seq_q + seq_k - 1], got " << type;
+  } else if (type.getRank() != 4) {
     return emitOpError("result must be [batch, heads, seq_q, seq_k], got ") << type;
+  }
   if (type.getElementType() != table.getElementType())
     return emitOpError("result must have the table's element type");
   if (type.getDimSize(1) != table.getDimSize(1))

@@ -559,6 +559,11 @@ def Xfmr_RelativePositionBiasOp : Xfmr_Op<"relative_position_bias", [Pure]> {
     The logarithmic buckets are computed at compile time in f32, exactly as
     transformers computes them.
 
+    With `seq_q` the result is the band [1 | batch, heads, seq_q + seq_k -
+    1] that `fused_attention` takes as `position_bias`: entry (b, h, t) is
+    the bias of every query i and key j with j - i = t - (seq_q - 1), a
+    diagonal of the [seq_q, seq_k] bias, which then never exists.
+
     ```mlir
     %b = xfmr.relative_position_bias %t {max_distance = 128 : i64, bidirectional}
            : (tensor<32x8xf32>) -> tensor<1x8x16x16xf32>
@@ -566,7 +571,8 @@ def Xfmr_RelativePositionBiasOp : Xfmr_Op<"relative_position_bias", [Pure]> {
   }];
   let arguments = (ins Xfmr_FloatTensor:$table, Optional<Xfmr_IntTensor>:$query_offset,
                    ConfinedAttr<I64Attr, [IntPositive]>:$max_distance,
-                   UnitAttr:$bidirectional);
+                   UnitAttr:$bidirectional,
+                   OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$seq_q);
   let results = (outs Xfmr_FloatTensor:$result);
   let assemblyFormat = [{
     $table (`query_offset` `(` $query_offset^ `)`)? attr-dict `:`
@@ -577,6 +583,9 @@ def Xfmr_RelativePositionBiasOp : Xfmr_Op<"relative_position_bias", [Pure]> {
     /// The bucket of each distance 0..max_distance in one direction
     /// (`bidirectional` halves the buckets), as transformers computes it.
     static llvm::SmallVector<int32_t> distanceBuckets(int64_t buckets, int64_t maxDistance);
+    /// The queries and keys of the attention the bias is for.
+    int64_t getNumQueries();
+    int64_t getNumKeys();
   }];
 }
 
@@ -609,6 +618,12 @@ def Xfmr_FusedAttentionOp : Xfmr_Op<"fused_attention",
     `key_length` ([batch] i32) keys j >= key_length[b] are masked and never
     read. The kernels clamp both to [0, seq_k].
 
+    A bias that depends only on the distance between key and query (T5's
+    relative positions) is `position_bias` ([1 | batch, heads, seq_q + seq_k
+    - 1]): query i and key j add position_bias[b, h, j - i + seq_q - 1]. The
+    kernels read it along each score row's diagonals, so no [seq_q, seq_k]
+    bias exists either; it excludes `attn_bias`.
+
     ```mlir
     %o = xfmr.fused_attention %q, %k, %v padding_mask(%m)
            {causal, scale = 2.500000e-01 : f64, layout = #xfmr.layout<bshd>}
@@ -620,6 +635,7 @@ def Xfmr_FusedAttentionOp : Xfmr_Op<"fused_attention",
                    Xfmr_FloatTensor:$value,
                    Optional<Xfmr_BoolTensor>:$padding_mask,
                    Optional<Xfmr_FloatTensor>:$attn_bias,
+                   Optional<Xfmr_FloatTensor>:$position_bias,
                    Optional<Xfmr_IntTensor>:$query_offset,
                    Optional<Xfmr_IntTensor>:$key_length,
                    F64Attr:$scale, UnitAttr:$causal,
@@ -628,7 +644,8 @@ def Xfmr_FusedAttentionOp : Xfmr_Op<"fused_attention",
   let results = (outs Xfmr_FloatTensor:$result, Optional<F32Tensor>:$logsumexp);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`padding_mask` `(` $padding_mask^ `)`)?
-    (`attn_bias` `(` $attn_bias^ `)`)? (`query_offset` `(` $query_offset^ `)`)?
+    (`attn_bias` `(` $attn_bias^ `)`)? (`position_bias` `(` $position_bias^ `)`)?
+    (`query_offset` `(` $query_offset^ `)`)?
     (`key_length` `(` $key_length^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;

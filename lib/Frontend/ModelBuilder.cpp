@@ -403,7 +403,8 @@ Value GraphBuilder::relativePositionBias(Value table, int64_t queries, bool bidi
       elementType);
   return RelativePositionBiasOp::create(b, loc, type, table, offset,
                                         b.getI64IntegerAttr(maxDistance),
-                                        bidirectional ? b.getUnitAttr() : UnitAttr());
+                                        bidirectional ? b.getUnitAttr() : UnitAttr(),
+                                        /*seq_q=*/IntegerAttr());
 }
 
 Value GraphBuilder::scale(Value x, double factor) {
@@ -513,11 +514,12 @@ Value GraphBuilder::attendAndProject(const AttentionSpec &spec, Value q, Value k
   auto type = cast<RankedTensorType>(q.getType());
   double scale =
       spec.scale ? *spec.scale : 1.0 / std::sqrt(static_cast<double>(type.getDimSize(3)));
-  Value attended = FusedAttentionOp::create(
-                       b, loc, type, q, k, v, paddingMask, spec.bias, queryOffset, keyLength,
-                       b.getF64FloatAttr(scale), spec.causal ? b.getUnitAttr() : UnitAttr(),
-                       AttentionLayoutAttr::get(b.getContext(), AttentionLayout::bshd))
-                       .getResult();
+  Value attended =
+      FusedAttentionOp::create(b, loc, type, q, k, v, paddingMask, spec.bias,
+                               /*position_bias=*/Value(), queryOffset, keyLength,
+                               b.getF64FloatAttr(scale), spec.causal ? b.getUnitAttr() : UnitAttr(),
+                               AttentionLayoutAttr::get(b.getContext(), AttentionLayout::bshd))
+          .getResult();
   Value merged = ReshapeOp::create(b, loc, spec.query.getType(), attended);
   return LinearOp::create(b, loc, merged, spec.outWeight, spec.outBias, spec.torchLayout);
 }

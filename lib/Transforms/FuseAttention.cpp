@@ -246,7 +246,8 @@ struct FuseScaledDotProductAttention : OpRewritePattern<MatmulOp> {
     auto layout = bshd ? AttentionLayout::bshd : AttentionLayout::bhsd;
     Value q = bshd ? qSource : match.q, k = bshd ? kSource : match.k, v = bshd ? vSource : match.v;
     auto fused = FusedAttentionOp::create(
-        rewriter, loc, q.getType(), q, k, v, padding, bias, /*query_offset=*/Value(),
+        rewriter, loc, q.getType(), q, k, v, padding, bias, /*position_bias=*/Value(),
+        /*query_offset=*/Value(),
         /*key_length=*/Value(), rewriter.getF64FloatAttr(match.scale),
         match.causal ? rewriter.getUnitAttr() : UnitAttr(),
         AttentionLayoutAttr::get(rewriter.getContext(), layout));
@@ -267,12 +268,43 @@ struct FuseScaledDotProductAttention : OpRewritePattern<MatmulOp> {
   }
 };
 
+/// A relative-position bias added to the scores of a fused attention
+/// becomes its band form (one value per diagonal) read inside the kernel, so
+/// the [seq_q, seq_k] bias is never computed.
+struct FoldPositionBias : OpRewritePattern<FusedAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(FusedAttentionOp op, PatternRewriter &rewriter) const override {
+    auto dense = op.getAttnBias() ? op.getAttnBias().getDefiningOp<RelativePositionBiasOp>()
+                                  : RelativePositionBiasOp();
+    if (!dense || dense.getSeqQ())
+      return rewriter.notifyMatchFailure(op, "no dense relative position bias");
+    AttentionDims dims = op.getDims();
+    int64_t seqQ = typeOf(op.getQuery()).getDimSize(dims.seq);
+    int64_t seqK = typeOf(op.getKey()).getDimSize(dims.seq);
+    auto denseType = typeOf(dense.getResult());
+    if (denseType.getDimSize(2) != seqQ || denseType.getDimSize(3) != seqK)
+      return rewriter.notifyMatchFailure(op, "the bias broadcasts over queries or keys");
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] position bias into " << op.getLoc() << "\n");
+    auto bandType =
+        RankedTensorType::get({denseType.getDimSize(0), denseType.getDimSize(1), seqQ + seqK - 1},
+                              denseType.getElementType());
+    Value band = RelativePositionBiasOp::create(
+        rewriter, dense.getLoc(), bandType, dense.getTable(), dense.getQueryOffset(),
+        dense.getMaxDistanceAttr(), dense.getBidirectionalAttr(), rewriter.getI64IntegerAttr(seqQ));
+    rewriter.replaceOpWithNewOp<FusedAttentionOp>(
+        op, op->getResultTypes(), op.getQuery(), op.getKey(), op.getValue(), op.getPaddingMask(),
+        /*attn_bias=*/Value(), band, op.getQueryOffset(), op.getKeyLength(), op.getScaleAttr(),
+        op.getCausalAttr(), op.getLayoutAttr());
+    return success();
+  }
+};
+
 struct FuseAttentionPass : xfmr::impl::XfmrFuseAttentionBase<FuseAttentionPass> {
   void runOnOperation() override {
     LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
                             << getOperation()->getLoc() << "\n");
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseScaledDotProductAttention>(&getContext());
+    patterns.add<FuseScaledDotProductAttention, FoldPositionBias>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

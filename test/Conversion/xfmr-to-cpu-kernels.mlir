@@ -154,6 +154,23 @@ func.func @attention(%q: tensor<1x128x2x16xf32>) -> tensor<1x128x2x16xf32> {
 
 // -----
 
+// A position bias (one value per diagonal) is read through a view whose
+// query stride is -1: score (i, j) reads band[j - i + 95] as a vector along
+// the keys; no [seq_q, seq_k] bias is allocated.
+// CHECK-LABEL: func @position_bias
+// CHECK: %[[BAND:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<1x2x191xf32> to memref<1x2x191xf32>
+// CHECK: %[[VIEW:.*]] = memref.reinterpret_cast %[[BAND]] to offset: [95], sizes: [1, 2, 96, 96], strides: [382, 191, -1, 1]
+// CHECK-NOT: memref.alloc{{.*}}96x96
+// CHECK: vector.transfer_read %[[VIEW]][%c0, %{{.*}}, %{{.*}}, %{{.*}}], %{{.*}} : memref<1x2x96x96xf32, strided<[382, 191, -1, 1], offset: 95>>, vector<8xf32>
+// CHECK-NOT: memref.alloc{{.*}}96x96
+func.func @position_bias(%q: tensor<2x96x2x16xf32>, %b: tensor<1x2x191xf32>) -> tensor<2x96x2x16xf32> {
+  %o = xfmr.fused_attention %q, %q, %q position_bias(%b) {scale = 0.25 : f64}
+       : (tensor<2x96x2x16xf32>, tensor<2x96x2x16xf32>, tensor<2x96x2x16xf32>, tensor<1x2x191xf32>) -> tensor<2x96x2x16xf32>
+  return %o : tensor<2x96x2x16xf32>
+}
+
+// -----
+
 // Row kernels: softmax over the last axis, add + layer norm.
 // CHECK-LABEL: func @rows
 // CHECK: scf.forall

@@ -249,6 +249,31 @@ func.func @relative_position_bias(%t: tensor<8x2xf32>, %p: tensor<2xi32>) -> ten
 
 // -----
 
+// The band form: entry t is the diagonal j - i = t - (seq_q - 1), whose
+// key-minus-query position is that less the bottom-right offset seq_k -
+// seq_q: t - 4, a distance 4 - t before the query (folded); the fused
+// attention adds the band's entry on each score's diagonal (j - i + 2),
+// never a [seq_q, seq_k] bias.
+// CHECK-LABEL: func @position_bias
+// CHECK: %[[BAND:.*]] = linalg.generic
+// CHECK: %[[T:.*]] = linalg.index 2 : index
+// CHECK: arith.subi %c4, %[[T]]
+// CHECK: } -> tensor<1x2x7xf32>
+// CHECK-NOT: tensor<1x2x3x5xf32>
+// CHECK: scf.forall
+// CHECK: %[[KMQ:.*]] = arith.subi %{{.*}}, %{{.*}} : index
+// CHECK: %[[DIAGONAL:.*]] = arith.addi %[[KMQ]], %c2 : index
+// CHECK: tensor.extract %[[BAND]][%c0, %{{.*}}, %[[DIAGONAL]]] : tensor<1x2x7xf32>
+func.func @position_bias(%q: tensor<1x3x2x8xf32>, %k: tensor<1x5x2x8xf32>, %t: tensor<8x2xf32>) -> tensor<1x3x2x8xf32> {
+  %b = xfmr.relative_position_bias %t {max_distance = 8 : i64, seq_q = 3 : i64}
+         : (tensor<8x2xf32>) -> tensor<1x2x7xf32>
+  %o = xfmr.fused_attention %q, %k, %k position_bias(%b) {scale = 0.25 : f64}
+       : (tensor<1x3x2x8xf32>, tensor<1x5x2x8xf32>, tensor<1x5x2x8xf32>, tensor<1x2x7xf32>) -> tensor<1x3x2x8xf32>
+  return %o : tensor<1x3x2x8xf32>
+}
+
+// -----
+
 // The fused softmax: max, exp with the -inf row guard, sum, guarded divide.
 // CHECK-LABEL: func @softmax
 // CHECK: linalg.reduce

@@ -646,3 +646,29 @@ func.func @relative_position_bias_offset(%t: tensor<32x4xf32>, %p: tensor<3xi32>
   %b = xfmr.relative_position_bias %t query_offset(%p) {max_distance = 128 : i64} : (tensor<32x4xf32>, tensor<3xi32>) -> tensor<2x4x1x8xf32>
   return
 }
+
+// -----
+
+func.func @relative_position_bias_band(%t: tensor<32x4xf32>) {
+  // expected-error @+1 {{with seq_q = 8 the result must be [batch, heads, seq_q + seq_k - 1], got 'tensor<1x4x8x8xf32>'}}
+  %b = xfmr.relative_position_bias %t {max_distance = 128 : i64, seq_q = 8 : i64} : (tensor<32x4xf32>) -> tensor<1x4x8x8xf32>
+  return
+}
+
+// -----
+
+func.func @position_bias_shape(%q: tensor<2x8x4x16xf32>, %b: tensor<1x4x16xf32>) {
+  // expected-error @+1 {{position_bias must be [1 | batch, heads, seq_q + seq_k - 1] = [1 | 2, 4, 15], got 'tensor<1x4x16xf32>'}}
+  %o = xfmr.fused_attention %q, %q, %q position_bias(%b) {scale = 0.25 : f64}
+         : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<1x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @position_bias_and_attn_bias(%q: tensor<2x8x4x16xf32>, %b: tensor<1x4x15xf32>, %a: tensor<8x8xf32>) {
+  // expected-error @+1 {{takes attn_bias or position_bias, not both}}
+  %o = xfmr.fused_attention %q, %q, %q attn_bias(%a) position_bias(%b) {scale = 0.25 : f64}
+         : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<8x8xf32>, tensor<1x4x15xf32>) -> tensor<2x8x4x16xf32>
+  return
+}

@@ -207,3 +207,16 @@ func.func @t5_ops(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>, %t: tensor<32x4xf3
          : (tensor<32x4xf32>, tensor<2xi32>) -> tensor<2x4x1x16xf32>
   return %y, %b, %c : tensor<2x8x64xf32>, tensor<1x4x8x8xf32>, tensor<2x4x1x16xf32>
 }
+
+// The band form: one bias per diagonal, read by fused_attention's kernels.
+// CHECK-LABEL: func @position_bias
+func.func @position_bias(%q: tensor<2x8x4x16xf32>, %k: tensor<2x12x4x16xf32>, %t: tensor<32x4xf32>)
+    -> tensor<2x8x4x16xf32> {
+  // CHECK: %[[BAND:.*]] = xfmr.relative_position_bias %{{.*}} {bidirectional, max_distance = 128 : i64, seq_q = 8 : i64} : (tensor<32x4xf32>) -> tensor<1x4x19xf32>
+  %b = xfmr.relative_position_bias %t {max_distance = 128 : i64, bidirectional, seq_q = 8 : i64}
+         : (tensor<32x4xf32>) -> tensor<1x4x19xf32>
+  // CHECK: xfmr.fused_attention %{{.*}}, %{{.*}}, %{{.*}} position_bias(%[[BAND]]) {scale = 2.500000e-01 : f64}
+  %o = xfmr.fused_attention %q, %k, %k position_bias(%b) {scale = 0.25 : f64}
+         : (tensor<2x8x4x16xf32>, tensor<2x12x4x16xf32>, tensor<2x12x4x16xf32>, tensor<1x4x19xf32>) -> tensor<2x8x4x16xf32>
+  return %o : tensor<2x8x4x16xf32>
+}

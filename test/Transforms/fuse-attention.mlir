@@ -103,3 +103,49 @@ func.func @not_attention(%q: tensor<1x1x4x8xf32>, %k: tensor<1x1x4x8xf32>, %v: t
   %o2 = xfmr.matmul %p2, %v : (tensor<1x1x4x4xf32>, tensor<1x1x4x8xf32>) -> tensor<1x1x4x8xf32>
   return %o, %o2 : tensor<1x1x4x8xf32>, tensor<1x1x4x8xf32>
 }
+
+// -----
+
+// T5's relative-position bias becomes its band form, one value per diagonal,
+// read by the kernel: the [seq_q, seq_k] bias is never computed. Over a cache
+// the band is per sequence (query_offset) and the runtime limits stay.
+// CHECK-LABEL: func @position_bias
+// CHECK-SAME: (%[[Q:.*]]: tensor<2x6x4x8xf32>, %[[T:.*]]: tensor<32x4xf32>, %[[K:.*]]: tensor<2x10x4x8xf32>, %[[OFF:.*]]: tensor<2xi32>, %[[LEN:.*]]: tensor<2xi32>)
+// CHECK: %[[BAND:.*]] = xfmr.relative_position_bias %[[T]] {bidirectional, max_distance = 128 : i64, seq_q = 6 : i64} : (tensor<32x4xf32>) -> tensor<1x4x11xf32>
+// CHECK: xfmr.fused_attention %[[Q]], %[[Q]], %[[Q]] position_bias(%[[BAND]]) {scale = 1.000000e+00 : f64}
+// CHECK: %[[CBAND:.*]] = xfmr.relative_position_bias %[[T]] query_offset(%[[OFF]]) {max_distance = 128 : i64, seq_q = 1 : i64} : (tensor<32x4xf32>, tensor<2xi32>) -> tensor<2x4x10xf32>
+// CHECK: xfmr.fused_attention %{{.*}}, %[[K]], %[[K]] position_bias(%[[CBAND]]) query_offset(%[[OFF]]) key_length(%[[LEN]]) {causal, scale = 1.000000e+00 : f64}
+// CHECK-NOT: tensor<1x4x6x6xf32>
+// CHECK-NOT: tensor<2x4x1x10xf32>
+func.func @position_bias(%q: tensor<2x6x4x8xf32>, %t: tensor<32x4xf32>, %k: tensor<2x10x4x8xf32>,
+                         %off: tensor<2xi32>, %len: tensor<2xi32>) -> (tensor<2x6x4x8xf32>, tensor<2x1x4x8xf32>) {
+  %b = xfmr.relative_position_bias %t {max_distance = 128 : i64, bidirectional}
+         : (tensor<32x4xf32>) -> tensor<1x4x6x6xf32>
+  %o = xfmr.fused_attention %q, %q, %q attn_bias(%b) {scale = 1.0 : f64}
+         : (tensor<2x6x4x8xf32>, tensor<2x6x4x8xf32>, tensor<2x6x4x8xf32>, tensor<1x4x6x6xf32>) -> tensor<2x6x4x8xf32>
+  %d = tensor.extract_slice %q[0, 0, 0, 0] [2, 1, 4, 8] [1, 1, 1, 1] : tensor<2x6x4x8xf32> to tensor<2x1x4x8xf32>
+  %c = xfmr.relative_position_bias %t query_offset(%off) {max_distance = 128 : i64}
+         : (tensor<32x4xf32>, tensor<2xi32>) -> tensor<2x4x1x10xf32>
+  %e = xfmr.fused_attention %d, %k, %k attn_bias(%c) query_offset(%off) key_length(%len) {causal, scale = 1.0 : f64}
+         : (tensor<2x1x4x8xf32>, tensor<2x10x4x8xf32>, tensor<2x10x4x8xf32>, tensor<2x4x1x10xf32>, tensor<2xi32>, tensor<2xi32>) -> tensor<2x1x4x8xf32>
+  return %o, %e : tensor<2x6x4x8xf32>, tensor<2x1x4x8xf32>
+}
+
+// -----
+
+// Negative: a bias broadcast over the queries is not a band, and any other
+// bias stays as it is.
+// CHECK-LABEL: func @position_bias_not_folded
+// CHECK-NOT: seq_q
+// CHECK: xfmr.fused_attention %{{.*}} attn_bias(%{{.*}}) {scale = 1.000000e+00 : f64} : {{.*}}tensor<1x4x1x6xf32>
+// CHECK: xfmr.fused_attention %{{.*}} attn_bias(%{{.*}}) {scale = 1.000000e+00 : f64} : {{.*}}tensor<1x4x6x6xf32>
+func.func @position_bias_not_folded(%q: tensor<2x6x4x8xf32>, %t: tensor<32x4xf32>, %a: tensor<1x4x6x6xf32>)
+    -> (tensor<2x6x4x8xf32>, tensor<2x6x4x8xf32>) {
+  %b = xfmr.relative_position_bias %t {max_distance = 128 : i64, bidirectional}
+         : (tensor<32x4xf32>) -> tensor<1x4x1x6xf32>
+  %o = xfmr.fused_attention %q, %q, %q attn_bias(%b) {scale = 1.0 : f64}
+         : (tensor<2x6x4x8xf32>, tensor<2x6x4x8xf32>, tensor<2x6x4x8xf32>, tensor<1x4x1x6xf32>) -> tensor<2x6x4x8xf32>
+  %p = xfmr.fused_attention %q, %q, %q attn_bias(%a) {scale = 1.0 : f64}
+         : (tensor<2x6x4x8xf32>, tensor<2x6x4x8xf32>, tensor<2x6x4x8xf32>, tensor<1x4x6x6xf32>) -> tensor<2x6x4x8xf32>
+  return %o, %p : tensor<2x6x4x8xf32>, tensor<2x6x4x8xf32>
+}

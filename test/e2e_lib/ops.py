@@ -128,6 +128,66 @@ def ref_cache_attention(x):
                                   keep=cache_keep(None, x["xlen"], 6, 70, False), layout="bhsd"))
 
 
+def relative_position_bucket(relative, bidirectional, buckets, max_distance):
+    """T5's bucket of each key-minus-query position, as transformers computes it."""
+    bucket = torch.zeros_like(relative)
+    if bidirectional:
+        buckets //= 2
+        bucket = bucket + (relative > 0).long() * buckets
+        relative = relative.abs()
+    else:
+        relative = -torch.clamp(relative, max=0)
+    exact = buckets // 2
+    large = exact + (torch.log(relative.float() / exact) / math.log(max_distance / exact)
+                     * (buckets - exact)).long()
+    large = torch.clamp(large, max=buckets - 1)
+    return bucket + torch.where(relative < exact, relative, large)
+
+
+def position_bias(table, offsets, seq_q, seq_k, bidirectional, max_distance):
+    """[B | 1, H, Sq, Sk]: table[bucket(j - (i + offset[b])), h]; without
+    offsets the queries are the last seq_q positions."""
+    offsets = torch.tensor([seq_k - seq_q]) if offsets is None \
+        else torch.tensor(offsets.astype(np.int64))
+    i = torch.arange(seq_q)[None, :, None]
+    j = torch.arange(seq_k)[None, None, :]
+    buckets = relative_position_bucket(j - (i + offsets[:, None, None]), bidirectional,
+                                       table.shape[0], max_distance)
+    return t(table)[buckets].permute(0, 3, 1, 2)
+
+
+def gen_position_bias():
+    """T5's relative-position bias inside the kernel: bidirectional with
+    padding over several key blocks, causal, and over a KV cache (prefill
+    chunks and decode steps at runtime offsets, key lengths of 1 and 0)."""
+    i32 = lambda values: np.asarray(values, dtype=np.int32)
+    pad = np.ones((2, 70), dtype=np.bool_)
+    pad[1, 50:] = False
+    return dict(eq=randn(2, 70, 2, 16), ek=randn(2, 70, 2, 16), ev=randn(2, 70, 2, 16), pad=pad,
+                et=randn(32, 2), dt=randn(16, 2),
+                cq=randn(1, 2, 40, 8), ck=randn(1, 2, 40, 8), cv=randn(1, 2, 40, 8),
+                pq=randn(3, 5, 2, 16), pk=randn(3, 200, 2, 16), pv=randn(3, 200, 2, 16),
+                poff=i32([0, 61, 195]), plen=i32([5, 66, 200]),
+                dq=randn(4, 1, 2, 16), dk=randn(4, 200, 2, 16), dv=randn(4, 200, 2, 16),
+                doff=i32([7, 0, 199, 0]), dlen=i32([8, 1, 200, 0]))
+
+
+def ref_position_bias(x):
+    keep = t(x["pad"])[:, None, None, :]
+    return dict(
+        encoder=attention_reference(t(x["eq"]), t(x["ek"]), t(x["ev"]), 0.25, keep=keep,
+                                    bias=position_bias(x["et"], None, 70, 70, True, 20)),
+        causal=attention_reference(t(x["cq"]), t(x["ck"]), t(x["cv"]), 1.0,
+                                   keep=causal_keep(40, 40), layout="bhsd",
+                                   bias=position_bias(x["dt"], None, 40, 40, False, 24)),
+        prefill=attention_reference(t(x["pq"]), t(x["pk"]), t(x["pv"]), 0.25,
+                                    keep=cache_keep(x["poff"], x["plen"], 5, 200, True),
+                                    bias=position_bias(x["dt"], x["poff"], 5, 200, False, 24)),
+        decode=attention_reference(t(x["dq"]), t(x["dk"]), t(x["dv"]), 0.25,
+                                   keep=cache_keep(x["doff"], x["dlen"], 1, 200, True),
+                                   bias=position_bias(x["dt"], x["doff"], 1, 200, False, 24)))
+
+
 def gen_normalization():
     x = randn(6, 50, scale=3.0)
     x[0] *= 1e4 / np.abs(x[0]).max()  # logits of +-1e4
@@ -431,6 +491,7 @@ def ref_long_backward(x):
 
 CASES = {"attention": (gen_attention, ref_attention),
          "cache_attention": (gen_cache_attention, ref_cache_attention),
+         "position_bias": (gen_position_bias, ref_position_bias),
          "backward": (gen_backward, ref_backward),
          "backward_bf16": (gen_backward_low_precision,
                            lambda x: ref_backward_low_precision(x, "_bf16", torch.bfloat16)),

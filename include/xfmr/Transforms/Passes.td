@@ -51,7 +51,9 @@ def XfmrFuseAttention : Pass<"xfmr-fuse-attention"> {
     [batch, seq, heads, head_dim] tensors the fused op takes x directly
     (`bshd` layout) and absorbs the output's transpose back, so the head
     split and merge cost nothing. Does nothing when an intermediate value is
-    used elsewhere or the softmax is not over the keys.
+    used elsewhere or the softmax is not over the keys. A fused attention's
+    `attn_bias` made by `relative_position_bias` becomes that op's band form,
+    taken as `position_bias`: the kernels read it per diagonal.
   }];
 }
 

@@ -15,6 +15,7 @@
 #include "KernelBuilder.h"
 #include "xfmr/Dialect/XfmrOps.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <limits>
@@ -75,6 +76,27 @@ struct AttentionOperands {
   }
 };
 
+/// The rank-4 bias that `band` (a fused attention's position_bias, [1 |
+/// batch, heads, seq_q + seq_k - 1] f32) holds per diagonal: a view whose
+/// query stride is -1, so that (b, h, i, j) reads band[b, h, j - i + seq_q -
+/// 1] and every kernel reads it as any other bias.
+inline mlir::Value diagonalBiasView(KernelBuilder &kb, mlir::Value band, int64_t seqQ,
+                                    int64_t seqK) {
+  using namespace mlir;
+  OpBuilder &b = kb.builder();
+  auto type = cast<RankedTensorType>(band.getType());
+  int64_t batch = type.getDimSize(0), heads = type.getDimSize(1), width = type.getDimSize(2);
+  Value buffer = bufferization::ToBufferOp::create(
+      b, kb.location(), MemRefType::get(type.getShape(), type.getElementType()), band,
+      b.getUnitAttr());
+  SmallVector<int64_t> sizes = {batch, heads, seqQ, seqK};
+  SmallVector<int64_t> strides = {heads * width, width, -1, 1};
+  auto viewType = MemRefType::get(sizes, type.getElementType(),
+                                  StridedLayoutAttr::get(b.getContext(), seqQ - 1, strides));
+  return memref::ReinterpretCastOp::create(b, kb.location(), viewType, buffer, seqQ - 1, sizes,
+                                           strides);
+}
+
 /// The operands every attention kernel reads (forward or backward, CPU or
 /// GPU): `qkv` (the op's q, k and v or the narrow values they widen), masks
 /// and attributes.
@@ -106,6 +128,8 @@ AttentionOperands attentionOperands(KernelBuilder &kb, OpTy op, mlir::ValueRange
       in.queryOffset = kb.readBuffer(offset);
     if (Value length = op.getKeyLength())
       in.keyLength = kb.readBuffer(length);
+    if (Value band = op.getPositionBias())
+      in.bias = diagonalBiasView(kb, band, in.masks().seqQ, in.masks().seqK);
   }
   if (Value bias = op.getAttnBias()) {
     auto biasType = cast<RankedTensorType>(bias.getType());

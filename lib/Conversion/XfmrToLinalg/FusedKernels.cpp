@@ -285,6 +285,7 @@ public:
     if constexpr (std::is_same_v<OpTy, FusedAttentionOp>) {
       queryOffset = adaptor.getQueryOffset();
       keyLength = adaptor.getKeyLength();
+      positionBias = adaptor.getPositionBias();
     }
     auto q = tensorTypeOf(op.getQuery());
     elementType = q.getElementType();
@@ -390,12 +391,13 @@ public:
               arith::MulFOp::create(nb, l, args[0], floatConstant(nb, l, elementType, scale));
           if (bias4d)
             value = arith::AddFOp::create(nb, l, value, args.back());
+          Value i = arith::AddIOp::create(nb, l, linalg::IndexOp::create(nb, l, 0), qStart);
+          Value j = arith::AddIOp::create(nb, l, linalg::IndexOp::create(nb, l, 1), kStart);
+          if (positionBias)
+            value = arith::AddFOp::create(nb, l, value, diagonalBias(nb, l, batchIv, head, i, j));
           Value keep = arith::ConstantOp::create(nb, l, nb.getBoolAttr(true));
-          if (limited) {
-            Value i = arith::AddIOp::create(nb, l, linalg::IndexOp::create(nb, l, 0), qStart);
-            Value j = arith::AddIOp::create(nb, l, linalg::IndexOp::create(nb, l, 1), kStart);
+          if (limited)
             keep = limits(nb, l).isVisible(batchIv, i, j);
-          }
           if (hasPadding)
             keep = arith::AndIOp::create(nb, l, keep, args[1]);
           return arith::SelectOp::create(nb, l, keep, value,
@@ -430,6 +432,8 @@ public:
 
   AttentionDims dims;
   Value paddingMask, bias4d;
+  /// The [1 | batch, heads, seq_q + seq_k - 1] bias per diagonal, or null.
+  Value positionBias;
   /// [batch] i32 runtime limits of a cache attention, or null.
   Value queryOffset, keyLength;
   double scale;
@@ -462,6 +466,16 @@ private:
   std::pair<SmallVector<OpFoldResult>, SmallVector<OpFoldResult>>
   rowGeometry(OpBuilder &b, Value batchIv, Value head, Value seqStart, int64_t rows) {
     return {{batchIv, head, seqStart}, {b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(rows)}};
+  }
+
+  /// positionBias at (batch, head, query, key): its entry on their diagonal.
+  Value diagonalBias(OpBuilder &b, Location loc, Value batchIv, Value head, Value query,
+                     Value key) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value perSequence = tensorTypeOf(positionBias).getDimSize(0) == 1 ? zero : batchIv;
+    Value diagonal = arith::AddIOp::create(b, loc, arith::SubIOp::create(b, loc, key, query),
+                                           arith::ConstantIndexOp::create(b, loc, seqQ - 1));
+    return tensor::ExtractOp::create(b, loc, positionBias, ValueRange{perSequence, head, diagonal});
   }
 
   /// The [blockQ | 1, blockK | 1] slice of the rank-4 bias for this tile.

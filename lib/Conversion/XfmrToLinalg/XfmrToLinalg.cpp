@@ -920,7 +920,9 @@ struct RelativePositionBiasLowering : OpConversionPattern<RelativePositionBiasOp
         RankedTensorType::get({static_cast<int64_t>(buckets.size())}, rewriter.getI32Type());
     Value bucketTable = arith::ConstantOp::create(
         rewriter, loc, DenseElementsAttr::get(bucketsType, ArrayRef<int32_t>(buckets)));
-    int64_t bottomRight = type.getDimSize(3) - type.getDimSize(2);
+    int64_t seqQ = op.getNumQueries();
+    int64_t bottomRight = op.getNumKeys() - seqQ;
+    bool band = type.getRank() == 3;
     rewriter.replaceOp(
         op, broadcastGeneric(
                 rewriter, loc, type, {}, [&](OpBuilder &b, Location l, ValueRange) -> Value {
@@ -928,8 +930,12 @@ struct RelativePositionBiasLowering : OpConversionPattern<RelativePositionBiasOp
                     return arith::ConstantIndexOp::create(b, l, value);
                   };
                   Value head = linalg::IndexOp::create(b, l, 1);
-                  Value query = linalg::IndexOp::create(b, l, 2);
-                  Value key = linalg::IndexOp::create(b, l, 3);
+                  // Key index minus query index: the diagonal of a band entry.
+                  Value keyMinusQuery =
+                      band ? arith::SubIOp::create(b, l, linalg::IndexOp::create(b, l, 2),
+                                                   index(seqQ - 1))
+                           : arith::SubIOp::create(b, l, linalg::IndexOp::create(b, l, 3),
+                                                   linalg::IndexOp::create(b, l, 2));
                   Value offset = index(bottomRight);
                   if (queryOffset)
                     offset = arith::IndexCastOp::create(
@@ -937,8 +943,7 @@ struct RelativePositionBiasLowering : OpConversionPattern<RelativePositionBiasOp
                         tensor::ExtractOp::create(b, l, queryOffset,
                                                   ValueRange{linalg::IndexOp::create(b, l, 0)}));
                   // Key position minus query position.
-                  Value relative =
-                      arith::SubIOp::create(b, l, key, arith::AddIOp::create(b, l, query, offset));
+                  Value relative = arith::SubIOp::create(b, l, keyMinusQuery, offset);
                   Value before = arith::SubIOp::create(b, l, index(0), relative);
                   Value distance, base = index(0);
                   if (bidirectional) {
