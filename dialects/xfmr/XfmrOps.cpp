@@ -223,9 +223,14 @@ static LogicalResult verifyPaddingMask(Operation *op, Value mask, int64_t batch,
   return success();
 }
 
-int64_t MultiHeadAttentionOp::getHeadDim() {
-  return tensorTypeOf(getQuery()).getShape().back() / getNumHeads();
+int64_t MultiHeadAttentionOp::getInnerDim() {
+  // The output projection's input side: [inner, d_model], or [d_model, inner]
+  // in [out, in] layout.
+  auto shape = tensorTypeOf(getOutWeight()).getShape();
+  return shape.size() == 2 ? shape[getTransposeWeights() ? 1 : 0] : 0;
 }
+
+int64_t MultiHeadAttentionOp::getHeadDim() { return getInnerDim() / getNumHeads(); }
 
 double MultiHeadAttentionOp::getScaleOrDefault() {
   if (auto scale = getScale())
@@ -258,8 +263,12 @@ LogicalResult MultiHeadAttentionOp::verify() {
     return emitOpError("query must be [batch, seq_q, d_model], got ") << query;
   int64_t batch = query.getDimSize(0), seqQ = query.getDimSize(1);
   int64_t dModel = query.getDimSize(2), heads = getNumHeads();
-  if (dModel % heads != 0)
-    return emitOpError("d_model ") << dModel << " is not divisible by num_heads " << heads;
+  int64_t inner = getInnerDim();
+  if (tensorTypeOf(getOutWeight()).getRank() != 2)
+    return emitOpError("output weight must be rank 2, got ") << getOutWeight().getType();
+  if (inner % heads != 0)
+    return emitOpError("the projected width ")
+           << inner << " (the output weight's input side) is not divisible by num_heads " << heads;
   Type elementType = query.getElementType();
 
   int64_t seqK = seqQ, dKv = dModel;
@@ -305,20 +314,20 @@ LogicalResult MultiHeadAttentionOp::verify() {
     if (getKeyValue())
       return emitOpError("a fused QKV projection needs self-attention; cross-attention "
                          "takes separate Q, K, V weights");
-    if (failed(checkWeight(weights[0], dModel, 3 * dModel, "fused QKV")))
+    if (failed(checkWeight(weights[0], dModel, 3 * inner, "fused QKV")))
       return failure();
-    if (!biases.empty() && failed(checkBias(biases[0], 3 * dModel, "fused QKV")))
+    if (!biases.empty() && failed(checkBias(biases[0], 3 * inner, "fused QKV")))
       return failure();
   } else {
     static constexpr StringLiteral names[] = {"query", "key", "value"};
     for (int i = 0; i < 3; ++i) {
-      if (failed(checkWeight(weights[i], i == 0 ? dModel : dKv, dModel, names[i])))
+      if (failed(checkWeight(weights[i], i == 0 ? dModel : dKv, inner, names[i])))
         return failure();
-      if (!biases.empty() && failed(checkBias(biases[i], dModel, names[i])))
+      if (!biases.empty() && failed(checkBias(biases[i], inner, names[i])))
         return failure();
     }
   }
-  if (failed(checkWeight(getOutWeight(), dModel, dModel, "output")))
+  if (failed(checkWeight(getOutWeight(), inner, dModel, "output")))
     return failure();
   if (getOutBias() && failed(checkBias(getOutBias(), dModel, "output")))
     return failure();

@@ -121,11 +121,13 @@ def Xfmr_MultiHeadAttentionOp : Xfmr_Op<"multi_head_attention",
     d_model]) over `key_value` ([batch, seq_k, d_kv]; absent for
     self-attention, where keys and values come from `query`).
 
-    Input projections are either one fused QKV weight [d_model, 3*d_model]
-    (self-attention only) or three weights (Q, K, V), each with an optional
-    bias; with `transpose_weights` all weights are in [out, in] layout.
-    `num_heads` must divide d_model; the scores are scaled by `scale`
-    (default 1/sqrt(d_model/num_heads)).
+    Input projections are either one fused QKV weight [d_model, 3*inner]
+    (self-attention only) or three weights (Q, K, V: [d_model or d_kv,
+    inner]), each with an optional bias, and the output projection is
+    [inner, d_model]; with `transpose_weights` all weights are in [out, in]
+    layout. The projected width `inner` (usually d_model) is read from the
+    output weight; `num_heads` must divide it. The scores are scaled by
+    `scale` (default 1/sqrt(inner/num_heads)).
 
     Masks combine: `causal` hides keys after the query position (aligned to
     the bottom right when seq_k > seq_q); `padding_mask` ([batch, seq_k], i1,
@@ -170,7 +172,11 @@ def Xfmr_MultiHeadAttentionOp : Xfmr_Op<"multi_head_attention",
   }];
   let hasVerifier = 1;
   let extraClassDeclaration = [{
-    /// Head dimension d_model / num_heads.
+    /// The width the heads split: num_heads * head_dim, the output
+    /// projection's input side (d_model unless the projections narrow or
+    /// widen it, as T5's d_kv may).
+    int64_t getInnerDim();
+    /// Head dimension inner / num_heads.
     int64_t getHeadDim();
     /// The scale applied to the scores, defaulted to 1/sqrt(head_dim).
     double getScaleOrDefault();

@@ -67,6 +67,8 @@ public:
   /// naming both keys.
   void requireDivisible(llvm::StringRef modelKey, int64_t dModel, llvm::StringRef headsKey,
                         int64_t heads);
+  /// Requires a head size the kernels take, given under `key`.
+  void requireHeadSize(llvm::StringRef key, int64_t headSize);
 
   bool failed() const { return static_cast<bool>(firstError); }
   llvm::Error takeError();

@@ -206,11 +206,12 @@ Activation ConfigReader::activation(ArrayRef<StringRef> keys, StringRef fallback
   return Activation::relu;
 }
 
+// The attention kernels keep a query row in registers; real models use head
+// sizes up to 256.
+static constexpr int64_t kMaxHeadSize = 1024;
+
 void ConfigReader::requireDivisible(StringRef modelKey, int64_t dModel, StringRef headsKey,
                                     int64_t heads) {
-  // The attention kernels keep a query row in registers; real models use
-  // head sizes up to 256.
-  constexpr int64_t kMaxHeadSize = 1024;
   if (failed())
     return;
   if (dModel % heads != 0)
@@ -219,6 +220,12 @@ void ConfigReader::requireDivisible(StringRef modelKey, int64_t dModel, StringRe
   else if (dModel / heads > kMaxHeadSize)
     error(modelKey, "head size " + Twine(dModel / heads) + " ('" + modelKey + "' / '" + headsKey +
                         "') is larger than the supported " + Twine(kMaxHeadSize));
+}
+
+void ConfigReader::requireHeadSize(StringRef key, int64_t headSize) {
+  if (!failed() && headSize > kMaxHeadSize)
+    error(key,
+          "head size " + Twine(headSize) + " is larger than the supported " + Twine(kMaxHeadSize));
 }
 
 llvm::Expected<json::Value> xfmr::frontend::parseJsonFile(StringRef path, StringRef text) {
@@ -520,7 +527,11 @@ Value GraphBuilder::attendAndProject(const AttentionSpec &spec, Value q, Value k
                                b.getF64FloatAttr(scale), spec.causal ? b.getUnitAttr() : UnitAttr(),
                                AttentionLayoutAttr::get(b.getContext(), AttentionLayout::bshd))
           .getResult();
-  Value merged = ReshapeOp::create(b, loc, spec.query.getType(), attended);
+  Value merged = ReshapeOp::create(b, loc,
+                                   RankedTensorType::get({type.getDimSize(0), type.getDimSize(1),
+                                                          type.getDimSize(2) * type.getDimSize(3)},
+                                                         elementType),
+                                   attended);
   return LinearOp::create(b, loc, merged, spec.outWeight, spec.outBias, spec.torchLayout);
 }
 

@@ -25,7 +25,7 @@ using namespace xfmr::frontend;
 namespace {
 
 struct T5Config {
-  int64_t dModel = 0, heads = 0, ffn = 0, vocab = 0;
+  int64_t dModel = 0, heads = 0, headDim = 0, ffn = 0, vocab = 0;
   int64_t encoderLayers = 0, decoderLayers = 0;
   int64_t buckets = 0, maxDistance = 0;
   double epsilon = 1e-6, dropout = 0.1;
@@ -54,12 +54,12 @@ public:
 
   AttentionSpec attentionSpec(Value x, const std::string &prefix, Value mask, bool causal,
                               Value bias) {
-    int64_t d = config.dModel;
+    int64_t d = config.dModel, inner = config.heads * config.headDim;
     AttentionSpec spec;
     spec.query = x;
     for (const char *projection : {".q", ".k", ".v"})
-      spec.inWeights.push_back(graph.param(prefix + projection + ".weight", {d, d}));
-    spec.outWeight = graph.param(prefix + ".o.weight", {d, d});
+      spec.inWeights.push_back(graph.param(prefix + projection + ".weight", {inner, d}));
+    spec.outWeight = graph.param(prefix + ".o.weight", {d, inner});
     spec.paddingMask = mask;
     spec.heads = config.heads;
     spec.causal = causal;
@@ -108,7 +108,7 @@ llvm::Error frontend::buildT5(FamilyInputs &in) {
   T5Config c;
   c.dModel = config.positiveInt({"d_model"}, 512);
   c.heads = config.positiveInt({"num_heads"}, 8);
-  int64_t headDim = config.positiveInt({"d_kv"}, 64);
+  c.headDim = config.positiveInt({"d_kv"}, 64);
   c.ffn = config.positiveInt({"d_ff"}, 2048);
   c.vocab = config.positiveInt({"vocab_size"}, 32128);
   c.encoderLayers = config.layerCount({"num_layers"}, 6);
@@ -140,10 +140,7 @@ llvm::Error frontend::buildT5(FamilyInputs &in) {
     config.error("relative_attention_max_distance", "must exceed the exact buckets (" +
                                                         Twine(exactBuckets) + "), got " +
                                                         Twine(c.maxDistance));
-  config.requireDivisible("d_model", c.dModel, "num_heads", c.heads);
-  if (!config.failed() && c.dModel / c.heads != headDim)
-    config.error("d_kv", "xfmr needs num_heads * d_kv = d_model (" + Twine(c.dModel) + "), got " +
-                             Twine(c.heads) + " * " + Twine(headDim));
+  config.requireHeadSize("d_kv", c.headDim);
   if (encoderOnly && graph.entry() != EntryKind::Forward && graph.entry() != EntryKind::Loss)
     config.error("architectures", "T5EncoderModel has no decoder to generate with");
   // Relative positions have no table to outgrow; n_positions bounds the

@@ -82,7 +82,7 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     Location loc = op.getLoc();
     auto queryType = tensorTypeOf(op.getQuery());
     Type elementType = queryType.getElementType();
-    int64_t dModel = queryType.getDimSize(2);
+    int64_t inner = op.getInnerDim();
     bool transposed = op.getTransposeWeights();
     auto bias = [&](int i) -> Value {
       return op.getInBiases().empty() ? Value() : op.getInBiases()[i];
@@ -94,13 +94,14 @@ struct DecomposeMultiHeadAttention : OpRewritePattern<MultiHeadAttentionOp> {
     Value q, k, v;
     if (op.hasFusedInProjection()) {
       Value qkv = project(op.getQuery(), op.getInWeights()[0], bias(0));
-      auto sliceType = RankedTensorType::get(queryType.getShape(), elementType);
+      auto sliceType = RankedTensorType::get(
+          {queryType.getDimSize(0), queryType.getDimSize(1), inner}, elementType);
       auto slice = [&](int64_t part) -> Value {
         SmallVector<OpFoldResult> offsets = {rewriter.getIndexAttr(0), rewriter.getIndexAttr(0),
-                                             rewriter.getIndexAttr(part * dModel)};
+                                             rewriter.getIndexAttr(part * inner)};
         SmallVector<OpFoldResult> sizes = {rewriter.getIndexAttr(queryType.getDimSize(0)),
                                            rewriter.getIndexAttr(queryType.getDimSize(1)),
-                                           rewriter.getIndexAttr(dModel)};
+                                           rewriter.getIndexAttr(inner)};
         SmallVector<OpFoldResult> strides(3, rewriter.getIndexAttr(1));
         return tensor::ExtractSliceOp::create(rewriter, loc, sliceType, qkv, offsets, sizes,
                                               strides);

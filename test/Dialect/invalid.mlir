@@ -94,7 +94,7 @@ func.func @linear_element_type(%x: tensor<2x8x64xf32>, %w: tensor<64x256xf16>) {
 // -----
 
 func.func @mha_heads(%x: tensor<2x8x64xf32>, %w: tensor<64x192xf32>, %wo: tensor<64x64xf32>) {
-  // expected-error @+1 {{d_model 64 is not divisible by num_heads 5}}
+  // expected-error @+1 {{the projected width 64 (the output weight's input side) is not divisible by num_heads 5}}
   %y = xfmr.multi_head_attention %x in_proj(%w) out_proj(%wo) {num_heads = 5 : i64}
        : (tensor<2x8x64xf32>, tensor<64x192xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
   return

@@ -80,6 +80,24 @@ func.func @probabilities(%x: tensor<1x3x4xf32>, %w: tensor<4x12xf32>, %wo: tenso
 
 // -----
 
+// Projections to a width other than d_model (T5's num_heads * d_kv): a fused
+// QKV weight of 3 x 24 splits into three slices of 24, the heads into 3 of 8,
+// and the output projection takes the merged 24 back to 16.
+// CHECK-LABEL: func @projected_width
+// CHECK: xfmr.matmul %{{.*}}, %{{.*}} : (tensor<2x8x16xf32>, tensor<16x72xf32>) -> tensor<2x8x72xf32>
+// CHECK: tensor.extract_slice %{{.*}}[0, 0, 24] [2, 8, 24] [1, 1, 1] : tensor<2x8x72xf32> to tensor<2x8x24xf32>
+// CHECK: xfmr.reshape %{{.*}} : (tensor<2x8x24xf32>) -> tensor<2x8x3x8xf32>
+// CHECK: xfmr.softmax %{{.*}} {axis = 3 : i64} : tensor<2x3x8x8xf32>
+// CHECK: xfmr.reshape %{{.*}} : (tensor<2x8x3x8xf32>) -> tensor<2x8x24xf32>
+// CHECK: xfmr.matmul %{{.*}}, %{{.*}} : (tensor<2x8x24xf32>, tensor<24x16xf32>) -> tensor<2x8x16xf32>
+func.func @projected_width(%x: tensor<2x8x16xf32>, %w: tensor<16x72xf32>, %wo: tensor<24x16xf32>) -> tensor<2x8x16xf32> {
+  %y = xfmr.multi_head_attention %x in_proj(%w) out_proj(%wo) {num_heads = 3 : i64}
+       : (tensor<2x8x16xf32>, tensor<16x72xf32>, tensor<24x16xf32>) -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
+
+// -----
+
 // Negative: ops that have their own lowering, and fused ops, stay as they are.
 // CHECK-LABEL: func @untouched
 // CHECK-NEXT: xfmr.softmax

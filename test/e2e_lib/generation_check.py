@@ -277,9 +277,10 @@ def transformer_seq2seq(args):
 
 
 def t5_seq2seq(args):
-    """T5, its decoder's position bias over the cache past max_distance."""
+    """T5, its decoder's position bias over the cache past max_distance;
+    heads of 12 whose 4 make 48 projected features from d_model 32."""
     return seq2seq_against_forward(args, "t5-seq2seq", {
-        "model_type": "t5", "d_model": 32, "num_heads": 4, "d_kv": 8, "d_ff": 64,
+        "model_type": "t5", "d_model": 32, "num_heads": 4, "d_kv": 12, "d_ff": 64,
         "num_layers": 2, "num_decoder_layers": 2, "vocab_size": 50,
         "relative_attention_num_buckets": 8, "relative_attention_max_distance": 10,
         "feed_forward_proj": "gated-gelu", "n_positions": 40, "pad_token_id": 0,
@@ -297,8 +298,10 @@ def seq2seq_checkpoint(directory, family, seed, eos_bias=0.0):
         # logarithmic, then clamp, as the decoder's cache grows. (generate()
         # sizes its cache by num_layers: the decoder has as many.)
         # Its scores are unscaled: weights of 0.6 would make them so sharp that
-        # float32 rounding shows in the logits.
-        model = tf.T5ForConditionalGeneration(t5_config(num_decoder_layers=2)).eval()
+        # float32 rounding shows in the logits. Heads as FLAN-T5's: num_heads
+        # * d_kv (48) is not d_model, nor does num_heads divide it.
+        model = tf.T5ForConditionalGeneration(
+            t5_config(num_decoder_layers=2, num_heads=6, d_kv=8)).eval()
         randomize(model, torch.Generator().manual_seed(seed), scale=0.3)
         model.save_pretrained(directory)
         return model

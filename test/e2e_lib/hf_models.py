@@ -103,13 +103,14 @@ CASES = {
     "t5-gated": (tf.T5ForConditionalGeneration,
                  lambda: t5_config(feed_forward_proj="gated-gelu", tie_word_embeddings=False),
                  [], {}),
-    # As the hub's v1.1 and FLAN checkpoints: a head of its own, unscaled.
+    # As the hub's v1.1 and FLAN checkpoints: a head of its own, unscaled;
+    # num_heads * d_kv (48) is not d_model, nor does num_heads divide it.
     "t5-separate-head": (tf.T5ForConditionalGeneration,
-                         lambda: t5_config(feed_forward_proj="gated-gelu"), [],
-                         {"separate_head": True}),
+                         lambda: t5_config(feed_forward_proj="gated-gelu", num_heads=6, d_kv=8),
+                         [], {"separate_head": True}),
     "t5-base": (tf.T5Model, lambda: t5_config(feed_forward_proj="gated-silu"),
                 ["--output-attentions=0,1"], {}),
-    "t5-encoder": (tf.T5EncoderModel, lambda: t5_config(), [], {}),
+    "t5-encoder": (tf.T5EncoderModel, lambda: t5_config(num_heads=2, d_kv=24), [], {}),
     "bart-cg": (tf.BartForConditionalGeneration, lambda: seq2seq_config(tf.BartConfig), [], {}),
     "bart-base": (tf.BartModel,
                   lambda: seq2seq_config(tf.BartConfig, scale_embedding=True,
