@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""xfmr CPU benchmark: one table of xfmr against PyTorch (eager, fp32) and the
-machine's FMA peak, measured in the same run.
+"""xfmr CPU benchmark: one table of xfmr against the peers people run today
+(PyTorch 2.x eager with scaled_dot_product_attention, torch.compile, ONNX
+Runtime after its transformers optimizer; fp32) and the machine's FMA peak,
+measured in the same run.
 
   bench.py [--build DIR] [--quick] [--only NAME,...]
 
@@ -12,8 +14,10 @@ the training step of examples/reverse-sequence (the compiled trainer against
 the same model, optimizer and batches in PyTorch). FLOPs are 2*M*N*K per
 matmul, 3x the forward for forward + backward; attention counts the full
 seq^2 (causal work is half).
-PyTorch runs with Debian's OpenMP OpenBLAS (libopenblas0-openmp); outputs of
-both are cross-checked. Times are the minimum over the repeats.
+The peers run from build/bench-venv (bench/setup-peers.sh), each engine in
+its own process (bench/run_peers.py); ONNX Runtime runs the forward only.
+Outputs are cross-checked against eager. Times are the minimum over the
+repeats; "vs best" is the best peer's time over xfmr's.
 """
 
 import argparse
@@ -32,7 +36,8 @@ sys.path.insert(0, os.path.join(ROOT, "test", "e2e_lib"))
 import models  # noqa: E402
 import safetensors_io  # noqa: E402
 
-OPENBLAS_OPENMP = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
+PEERS_PYTHON = os.path.join("bench-venv", "bin", "python")
+PEERS = ("eager", "compile", "ort")
 TIMING = re.compile(r"min ([0-9.]+) ms, median ([0-9.]+) ms, peak extra memory (-?[0-9]+) bytes")
 
 
@@ -103,27 +108,39 @@ class Workload:
         self.xfmr_output = safetensors_io.read(out)
         return float(minimum), int(extra)
 
-    def time_torch(self, threads):
-        out = self.stem + f".torch{threads}.npy"
-        env = dict(os.environ, OMP_NUM_THREADS=str(threads),
-                   LD_LIBRARY_PATH=OPENBLAS_OPENMP + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
-        result = run(["/usr/bin/python3", os.path.join(HERE, "run_torch.py"), self.kind,
+    def engines(self):
+        return PEERS if self.kind == "block" else ("eager", "compile")
+
+    def time_peer(self, python, engine, threads):
+        """ms and extra bytes of `engine`; its output is checked against
+        eager's (or, for eager, against xfmr's)."""
+        out = self.stem + f".{engine}{threads}.npy"
+        env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+        result = run([python, os.path.join(HERE, "run_peers.py"), engine, self.kind,
                       str(self.seq), str(self.blocks), str(threads), self.inputs, out,
                       str(self.repeats)], env=env)
         minimum, _, extra = TIMING.search(result.stdout).groups()
-        self.torch_output = np.load(out)
+        output = np.load(out)
+        if engine == "eager":
+            self.eager_output = output
+        elif relative_error(output, self.eager_output) > 1e-3:
+            sys.exit(f"{self.name}: {engine} differs from eager by "
+                     f"{relative_error(output, self.eager_output):.1e}")
         return float(minimum), int(extra)
 
     def discrepancy(self):
         got = self.xfmr_output["grad:x"] if self.kind == "grad" else next(iter(self.xfmr_output.values()))
-        want = self.torch_output
-        return float(np.max(np.abs(got - want)) / max(1e-30, np.max(np.abs(want))))
+        return relative_error(got, self.eager_output)
 
 
-def reverse_task(xfmrc, workdir, threads, steps=600):
+def relative_error(got, want):
+    return float(np.max(np.abs(got - want)) / max(1e-30, np.max(np.abs(want))))
+
+
+def reverse_task(xfmrc, python, workdir, threads, steps=600):
     """ms per training step of examples/reverse-sequence: the compiled trainer
-    and PyTorch, each the mean over `steps` steps, and each one's held-out
-    token accuracy after them."""
+    and PyTorch 2.x eager, each the mean over `steps` steps, and each one's
+    held-out token accuracy after them."""
     data = os.path.join(workdir, "reverse-data")
     trainer = os.path.join(workdir, "reverse-train")
     if not os.path.exists(trainer):
@@ -134,9 +151,8 @@ def reverse_task(xfmrc, workdir, threads, steps=600):
                f"--log-every={steps}", f"--threads={threads}"]).stdout
     xfmr_ms = float(re.search(r"([0-9.]+) ms/step", out).group(1))
     xfmr_acc = float(re.search(r"token accuracy ([0-9.]+)%", out).group(1))
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads),
-               LD_LIBRARY_PATH=OPENBLAS_OPENMP + ":" + os.environ.get("LD_LIBRARY_PATH", ""))
-    out = run(["/usr/bin/python3", os.path.join(HERE, "reverse_torch.py"), f"{data}/train.txt",
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    out = run([python, os.path.join(HERE, "reverse_torch.py"), f"{data}/train.txt",
                f"{data}/eval.txt", str(steps), str(threads)], env=env).stdout
     torch_ms = float(re.search(r"mean ([0-9.]+) ms", out).group(1))
     torch_acc = float(re.search(r"token accuracy ([0-9.]+)%", out).group(1))
@@ -154,9 +170,9 @@ def main():
     xfmrc = os.path.join(args.build, "bin", "xfmrc")
     workdir = os.path.join(args.build, "bench")
     os.makedirs(workdir, exist_ok=True)
-    if not os.path.isdir(OPENBLAS_OPENMP):
-        print(f"note: {OPENBLAS_OPENMP} missing (apt install libopenblas0-openmp): PyTorch uses "
-              "the pthread OpenBLAS and is slower than it can be", file=sys.stderr)
+    python = os.path.join(args.build, PEERS_PYTHON)
+    if not os.path.exists(python):
+        sys.exit(f"{python} missing: run bench/setup-peers.sh (or bench/run.sh)")
 
     workloads = [Workload("block-128", "block", 128, 1, block_flops(128), 20),
                  Workload("block-512", "block", 512, 1, block_flops(512), 5),
@@ -188,38 +204,40 @@ def main():
         print(f"compile GPT-2 small (12 layers, seq 128, config.json -> executable): "
               f"{time.perf_counter() - start:.1f} s")
 
-    header = (f"{'workload':<16}{'thr':>4}{'GFLOP':>8}{'xfmr ms':>10}{'torch ms':>10}"
-              f"{'speedup':>9}{'xfmr GF/s':>11}{'%peak':>7}{'torch %pk':>10}"
-              f"{'xfmr MiB':>10}{'torch MiB':>10}{'rel.err':>9}")
+    header = (f"{'workload':<16}{'thr':>4}{'GFLOP':>8}{'xfmr ms':>10}{'eager ms':>10}"
+              f"{'compile':>10}{'ort ms':>10}{'vs best':>9}{'xfmr %pk':>10}{'best %pk':>10}"
+              f"{'xfmr MiB':>10}{'eager MiB':>10}{'rel.err':>9}")
     print(header)
     print("-" * len(header))
     for w in workloads:
         w.prepare(xfmrc, workdir)
         for threads in (2, 1):
             xfmr_ms, xfmr_mem = w.time_xfmr(threads)
-            torch_ms, torch_mem = w.time_torch(threads)
+            peers = {engine: w.time_peer(python, engine, threads) for engine in w.engines()}
+            best = min(ms for ms, _ in peers.values())
             if w.kind == "block":
                 forward_ms[(w.seq, w.blocks, threads)] = xfmr_ms
             gflop = w.flops * 1e-9
-            print(f"{w.name:<16}{threads:>4}{gflop:>8.2f}{xfmr_ms:>10.2f}{torch_ms:>10.2f}"
-                  f"{torch_ms / xfmr_ms:>8.2f}x{gflop / xfmr_ms * 1e3:>11.1f}"
-                  f"{100 * gflop / xfmr_ms * 1e3 / peaks[threads]:>6.1f}%"
-                  f"{100 * gflop / torch_ms * 1e3 / peaks[threads]:>9.1f}%"
-                  f"{xfmr_mem / 2**20:>10.1f}{torch_mem / 2**20:>10.1f}{w.discrepancy():>9.1e}",
-                  flush=True)
+            cells = "".join(f"{peers[e][0]:>10.2f}" if e in peers else f"{'-':>10}" for e in PEERS)
+            print(f"{w.name:<16}{threads:>4}{gflop:>8.2f}{xfmr_ms:>10.2f}{cells}"
+                  f"{best / xfmr_ms:>8.2f}x"
+                  f"{100 * gflop / xfmr_ms * 1e3 / peaks[threads]:>9.1f}%"
+                  f"{100 * gflop / best * 1e3 / peaks[threads]:>9.1f}%"
+                  f"{xfmr_mem / 2**20:>10.1f}{peers['eager'][1] / 2**20:>10.1f}"
+                  f"{w.discrepancy():>9.1e}", flush=True)
             if w.kind == "grad" and (w.seq, 1, threads) in forward_ms:
                 print(f"{'':<16}    forward + backward = {xfmr_ms / forward_ms[(w.seq, 1, threads)]:.2f}x "
                       f"xfmr's forward ({threads} thr)")
         print(f"{'':<16}    (compiled in {w.compile_seconds:.1f} s)")
     if not only or "reverse-train" in only:
         print("reverse-sequence training step (examples/reverse-sequence, batch 32, mean over 600 "
-              "steps)")
+              "steps; PyTorch 2.x eager)")
         for threads in (2, 1):
-            xfmr_ms, torch_ms, xfmr_acc, torch_acc = reverse_task(xfmrc, workdir, threads)
+            xfmr_ms, torch_ms, xfmr_acc, torch_acc = reverse_task(xfmrc, python, workdir, threads)
             gflop = 3 * REVERSE_FLOPS * 1e-9
             print(f"{'reverse-train':<16}{threads:>4}{gflop:>8.3f}{xfmr_ms:>10.2f}{torch_ms:>10.2f}"
-                  f"{torch_ms / xfmr_ms:>8.2f}x{gflop / xfmr_ms * 1e3:>11.1f}"
-                  f"{100 * gflop / xfmr_ms * 1e3 / peaks[threads]:>6.1f}%"
+                  f"{'-':>10}{'-':>10}{torch_ms / xfmr_ms:>8.2f}x"
+                  f"{100 * gflop / xfmr_ms * 1e3 / peaks[threads]:>9.1f}%"
                   f"{100 * gflop / torch_ms * 1e3 / peaks[threads]:>9.1f}%"
                   f"   held-out token accuracy: xfmr {xfmr_acc:.2f}%, torch {torch_acc:.2f}%",
                   flush=True)
