@@ -3,8 +3,10 @@
 a 128-token prompt and 128 new tokens, 2 threads; one table of xfmr against
 the peers people generate with, measured in the same run:
 
-  xfmr            xfmrc --generate of the checkpoint directory (f32, and
-                  --dtype=bf16: weights, activations and KV cache in bf16)
+  xfmr            xfmrc --generate of the checkpoint directory (f32;
+                  --dtype=bf16: weights, activations and KV cache in bf16;
+                  --weights-dtype=int8: the products' weights int8 with a
+                  scale per output channel or per group of 32)
   generate()      transformers on PyTorch 2.x eager (f32, SDPA), KV cache
   llama.cpp       llama-cpp-python on the same weights written as GGUF
                   (f32, f16 and q8_0, quantized by llama.cpp itself)
@@ -63,10 +65,10 @@ def prompt_ids():
     return np.random.default_rng(0).integers(0, 50000, size=PROMPT).tolist()
 
 
-def bench_xfmr(args, directory, workdir, dtype):
-    generator = os.path.join(workdir, f"xfmr-generate-{dtype}")
+def bench_xfmr(args, directory, workdir, name, flags):
+    generator = os.path.join(workdir, f"xfmr-generate-{name}")
     start = time.perf_counter()
-    run([os.path.join(args.build, "bin", "xfmrc"), directory, "--generate", f"--dtype={dtype}",
+    run([os.path.join(args.build, "bin", "xfmrc"), directory, "--generate", *flags,
          "-o", generator])
     compile_s = time.perf_counter() - start
     best = None
@@ -197,9 +199,19 @@ def main():
     bandwidth = read_bandwidth(workdir, args.threads)
 
     rows = []
-    prompt, decode, compile_s = bench_xfmr(args, directory, workdir, "f32")
+    prompt, decode, compile_s = bench_xfmr(args, directory, workdir, "f32", [])
     rows.append(("xfmr f32", prompt, decode, 4))
-    rows.append(("xfmr bf16",) + bench_xfmr(args, directory, workdir, "bf16")[:2] + (2,))
+    rows.append(("xfmr bf16",) + bench_xfmr(args, directory, workdir, "bf16",
+                                            ["--dtype=bf16"])[:2] + (2,))
+    # int8 values and an f32 scale per output channel (768 or 3072 values)
+    # or per group of 32.
+    rows.append(("xfmr int8 (scale per channel)",)
+                + bench_xfmr(args, directory, workdir, "int8", ["--weights-dtype=int8"])[:2]
+                + (1 + 4 / 768,))
+    rows.append(("xfmr int8 (scale per 32)",)
+                + bench_xfmr(args, directory, workdir, "int8-g32",
+                             ["--weights-dtype=int8", "--weight-group-size=32"])[:2]
+                + (1 + 4 / 32,))
     rows.append(("transformers generate() f32",) + bench_transformers(args, directory) + (4,))
     f32 = os.path.join(workdir, "gpt2-f32.gguf")
     if not os.path.exists(f32):

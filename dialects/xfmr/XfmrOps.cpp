@@ -800,6 +800,30 @@ SmallVector<int32_t> RelativePositionBiasOp::distanceBuckets(int64_t buckets, in
   return table;
 }
 
+LogicalResult DequantizeOp::verify() {
+  auto values = tensorTypeOf(getValues()), scales = tensorTypeOf(getScales());
+  auto type = tensorTypeOf(getResult());
+  if (values.getRank() != 2)
+    return emitOpError("values must be a rank-2 weight, got ") << values;
+  if (type.getShape() != values.getShape())
+    return emitOpError("result shape ")
+           << shapeString(type.getShape()) << " differs from the values' "
+           << shapeString(values.getShape());
+  if (!scales.getElementType().isF32() && !scales.getElementType().isBF16())
+    return emitOpError("scales must be f32 or bf16, got ") << scales.getElementType();
+  int64_t axis = getAxis(), group = getGroupSize();
+  if (values.getDimSize(axis) % group != 0)
+    return emitOpError("group_size ") << group << " does not divide dimension " << axis << " ("
+                                      << values.getDimSize(axis) << ")";
+  SmallVector<int64_t> expected(values.getShape());
+  expected[axis] /= group;
+  if (scales.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("scales must be ")
+           << shapeString(expected) << " (one per group of " << group << " along dimension " << axis
+           << "), got " << shapeString(scales.getShape());
+  return success();
+}
+
 int64_t RelativePositionBiasOp::getNumQueries() {
   auto type = tensorTypeOf(getResult());
   return getSeqQ() ? *getSeqQ() : type.getDimSize(2);

@@ -551,6 +551,30 @@ def Xfmr_RmsNormOp : Xfmr_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"
   let hasVerifier = 1;
 }
 
+def Xfmr_DequantizeOp : Xfmr_Op<"dequantize", [Pure]> {
+  let summary = "int8 weights with a scale per group, as floats";
+  let description = [{
+    `values` ([rows, cols] i8) times the scale of each value's group: groups
+    of `group_size` consecutive values along dimension `axis` (the weight's
+    input side, which a product reduces over) share one entry of `scales`,
+    whose shape is `values`' with that dimension divided by `group_size`
+    (f32 or bf16). A group as long as the dimension is one scale per output
+    channel. Products whose weight this is read the int8 values and widen
+    them in registers (the CPU kernels); no float copy of the weight exists.
+
+    ```mlir
+    %w = xfmr.dequantize %q, %s {axis = 0 : i64, group_size = 32 : i64}
+           : (tensor<768x3072xi8>, tensor<24x3072xf32>) -> tensor<768x3072xf32>
+    ```
+  }];
+  let arguments = (ins StaticShapeTensorOf<[I8]>:$values, Xfmr_FloatTensor:$scales,
+                   ConfinedAttr<I64Attr, [IntMinValue<0>, IntMaxValue<1>]>:$axis,
+                   ConfinedAttr<I64Attr, [IntPositive]>:$group_size);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$values `,` $scales attr-dict `:` functional-type(operands, results)";
+  let hasVerifier = 1;
+}
+
 def Xfmr_RelativePositionBiasOp : Xfmr_Op<"relative_position_bias", [Pure]> {
   let summary = "T5's bucketed relative-position attention bias";
   let description = [{

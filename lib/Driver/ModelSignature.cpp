@@ -46,6 +46,8 @@ std::string dtypeName(Type type) {
     return "I64";
   if (type.isInteger(32))
     return "I32";
+  if (type.isInteger(8))
+    return "I8";
   if (type.isInteger(1))
     return "BOOL";
   return "";
@@ -148,9 +150,27 @@ LogicalResult describeEntry(func::FuncOp func, const llvm::StringMap<std::string
     argument.dtype = dtypeName(type.getElementType());
     argument.shape.assign(type.getShape().begin(), type.getShape().end());
     Type element = type.getElementType();
-    if ((param || state) && !element.isF32() && !element.isBF16() && !element.isF16())
+    auto quantized = func.getArgAttrOfType<DictionaryAttr>(index, "xfmr.quantized");
+    if (param && quantized) {
+      // The int8 values or the scales of checkpoint tensor `name`
+      // (xfmr-quantize-weights), which the runtime computes from it.
+      auto part = quantized.getAs<StringAttr>("part");
+      auto axis = quantized.getAs<IntegerAttr>("axis");
+      auto group = quantized.getAs<IntegerAttr>("group_size");
+      if (!part || !axis || !group || type.getRank() != 2 ||
+          !(part.getValue() == "values" ? element.isInteger(8) : element.isF32()))
+        return signatureError(func, "weight '" + argument.name +
+                                        "': xfmr.quantized needs part = \"values\" (i8) or "
+                                        "\"scales\" (f32), axis and group_size");
+      argument.source = argument.name;
+      argument.name += ":" + part.getValue().str();
+      argument.quantizedPart = part.getValue().str();
+      argument.quantizedAxis = axis.getInt();
+      argument.groupSize = group.getInt();
+    } else if ((param || state) && !element.isF32() && !element.isBF16() && !element.isF16()) {
       return signatureError(func, (param ? "weight '" : "state '") + argument.name +
                                       "' must be f32, bf16 or f16");
+    }
     if (input)
       argument.vocabSize = vocabularyOf(arg);
     if (param) {
@@ -333,6 +353,13 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
   if (!entry)
     return entry.takeError();
 
+  if (options.int8WeightGroup >= 0) {
+    PassManager pm(&context);
+    pm.addPass(createXfmrQuantizeWeights({options.int8WeightGroup}));
+    if (failed(pm.run(*module)))
+      return diagnostics.error(path + ": cannot store the weights as int8");
+  }
+
   // Weight initialisation is read off the model as written, before the
   // transformations below rewrite the ops that reveal it.
   llvm::StringMap<std::string> inits;
@@ -412,6 +439,11 @@ std::string xfmr::buildManifest(const ModelSignature &signature) {
       arg["init"] = argument.init;
     if (!argument.updates.empty())
       arg["updates"] = argument.updates;
+    if (!argument.quantizedPart.empty())
+      arg["quantized"] = llvm::json::Object{{"source", argument.source},
+                                            {"part", argument.quantizedPart},
+                                            {"axis", argument.quantizedAxis},
+                                            {"group_size", argument.groupSize}};
     args.push_back(std::move(arg));
   }
   llvm::json::Object manifest{

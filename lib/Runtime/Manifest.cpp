@@ -110,6 +110,20 @@ Manifest xfmr::rt::parseManifest(const char *text) {
       spec.init = init->text;
     if (const JsonValue *updates = arg.get("updates"))
       spec.updates = updates->text;
+    if (const JsonValue *quantized = arg.get("quantized")) {
+      const JsonValue *source = quantized->get("source"), *part = quantized->get("part");
+      const JsonValue *axis = quantized->get("axis"), *group = quantized->get("group_size");
+      if (!source || !part || !axis || !group || spec.shape.size() != 2 ||
+          (part->text != "values" && part->text != "scales") ||
+          spec.dtype != (part->text == "values" ? XFMR_DTYPE_I8 : XFMR_DTYPE_F32) ||
+          !axis->asInt() || *axis->asInt() < 0 || *axis->asInt() > 1 || !group->asInt() ||
+          *group->asInt() <= 0)
+        fail("corrupt model manifest: quantized argument '" + spec.name + "'");
+      spec.source = source->text;
+      spec.quantizedPart = part->text;
+      spec.axis = *axis->asInt();
+      spec.groupSize = *group->asInt();
+    }
     manifest.args.push_back(std::move(spec));
   }
   return manifest;
@@ -137,6 +151,44 @@ std::unique_ptr<Buffer> xfmr::rt::allocate(const ArgSpec &arg) {
   return std::make_unique<Buffer>(elementCount(arg.shape) * xfmr_dtype_size(arg.dtype));
 }
 
+/// Symmetric int8 quantization of the [rows, cols] `values` in groups of
+/// `group` along dimension `axis`: each group's scale is its largest
+/// magnitude over 127 (0 for a group of zeros), each value its nearest
+/// multiple of the scale.
+static std::pair<std::vector<int8_t>, std::vector<float>>
+quantizeInt8(const float *values, const std::vector<int64_t> &shape, int64_t axis, int64_t group) {
+  int64_t rows = shape[0], cols = shape[1];
+  std::vector<int64_t> scaleShape = shape;
+  scaleShape[axis] /= group;
+  std::vector<int8_t> q(rows * cols);
+  std::vector<float> scales(scaleShape[0] * scaleShape[1], 0.0f);
+  auto scaleIndex = [&](int64_t r, int64_t c) {
+    return axis == 0 ? (r / group) * cols + c : r * scaleShape[1] + c / group;
+  };
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      float &scale = scales[scaleIndex(r, c)];
+      scale = std::max(scale, std::fabs(values[r * cols + c]) / 127.0f);
+    }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      float scale = scales[scaleIndex(r, c)];
+      q[r * cols + c] =
+          scale == 0.0f ? 0 : static_cast<int8_t>(std::nearbyint(values[r * cols + c] / scale));
+    }
+  return {std::move(q), std::move(scales)};
+}
+
+/// Copies the part of a quantized tensor that `arg` is into `buffer`.
+static void copyQuantizedPart(const ArgSpec &arg,
+                              const std::pair<std::vector<int8_t>, std::vector<float>> &parts,
+                              Buffer &buffer) {
+  if (arg.quantizedPart == "values")
+    std::memcpy(buffer.data, parts.first.data(), parts.first.size());
+  else
+    std::memcpy(buffer.data, parts.second.data(), parts.second.size() * sizeof(float));
+}
+
 std::map<std::string, std::unique_ptr<Buffer>>
 xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path) {
   char err[512];
@@ -145,36 +197,54 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path) {
     fail(err);
   std::unique_ptr<xfmr_weights, void (*)(xfmr_weights *)> guard(file, xfmr_weights_close);
   std::map<std::string, std::unique_ptr<Buffer>> weights;
+  // Checkpoint tensors quantized so far: their int8 values and scales.
+  std::map<std::string, std::pair<std::vector<int8_t>, std::vector<float>>> quantized;
   for (const ArgSpec &arg : manifest.args) {
     if (arg.kind != ArgSpec::Kind::Param)
       continue;
+    bool isQuantized = !arg.quantizedPart.empty();
+    const std::string &name = isQuantized ? arg.source : arg.name;
+    // A quantized weight reads the f32 tensor its values have the shape of.
+    std::vector<int64_t> shape = arg.shape;
+    if (isQuantized && arg.quantizedPart == "scales")
+      shape[arg.axis] *= arg.groupSize;
+    xfmr_dtype dtype = isQuantized ? XFMR_DTYPE_F32 : arg.dtype;
     std::string found;
     xfmr_tensor_info info;
     for (const std::string &prefix : manifest.weightPrefixes)
-      if (found.empty() && !xfmr_weights_find(file, (prefix + arg.name).c_str(), &info))
-        found = prefix + arg.name;
+      if (found.empty() && !xfmr_weights_find(file, (prefix + name).c_str(), &info))
+        found = prefix + name;
     if (found.empty())
-      fail("weights file '" + path + "': no tensor '" + arg.name + "' (the model needs " +
-           std::string(xfmr_dtype_name(arg.dtype)) + " " + shapeToString(arg.shape) + ")");
+      fail("weights file '" + path + "': no tensor '" + name + "' (the model needs " +
+           std::string(xfmr_dtype_name(dtype)) + " " + shapeToString(shape) + ")");
     bool isFloat = info.dtype == XFMR_DTYPE_F32 || info.dtype == XFMR_DTYPE_F64 ||
                    info.dtype == XFMR_DTYPE_F16 || info.dtype == XFMR_DTYPE_BF16;
     if (!isFloat)
       fail("weights file '" + path + "': tensor '" + found + "' is " + xfmr_dtype_name(info.dtype) +
            " " + shapeToString(std::vector<int64_t>(info.shape, info.shape + info.rank)) +
-           ", the model needs " + xfmr_dtype_name(arg.dtype) + " " + shapeToString(arg.shape));
+           ", the model needs " + xfmr_dtype_name(dtype) + " " + shapeToString(shape));
     // Read as f32 (checked finite): straight into the buffer of an f32
-    // weight, through a copy narrowed to the model's type otherwise.
+    // weight, through a copy narrowed to the model's type or quantized
+    // otherwise.
     std::unique_ptr<Buffer> buffer = allocate(arg);
-    size_t count = elementCount(arg.shape);
-    std::vector<float> widened(arg.dtype == XFMR_DTYPE_F32 ? 0 : count);
+    size_t count = elementCount(shape);
+    auto done = quantized.find(found);
+    if (isQuantized && done != quantized.end()) {
+      copyQuantizedPart(arg, done->second, *buffer);
+      weights[arg.name] = std::move(buffer);
+      continue;
+    }
+    std::vector<float> widened(arg.dtype == XFMR_DTYPE_F32 && !isQuantized ? 0 : count);
     float *values = widened.empty() ? buffer->as<float>() : widened.data();
-    if (xfmr_weights_read(file, found.c_str(), XFMR_DTYPE_F32,
-                          static_cast<int32_t>(arg.shape.size()), arg.shape.data(), values, err,
-                          sizeof(err)))
+    if (xfmr_weights_read(file, found.c_str(), XFMR_DTYPE_F32, static_cast<int32_t>(shape.size()),
+                          shape.data(), values, err, sizeof(err)))
       fail("weights file " + std::string(err));
     if (!std::all_of(values, values + count, [](float v) { return std::isfinite(v); }))
       fail("weights file '" + path + "': tensor '" + found + "' contains NaN or infinity");
-    if (!widened.empty()) {
+    if (isQuantized) {
+      auto &parts = quantized[found] = quantizeInt8(values, shape, arg.axis, arg.groupSize);
+      copyQuantizedPart(arg, parts, *buffer);
+    } else if (!widened.empty()) {
       std::string problem = convertElements(XFMR_DTYPE_F32, values, count, arg.dtype, buffer->data);
       if (!problem.empty())
         fail("weights file '" + path + "': tensor '" + found + "': " + problem);

@@ -37,6 +37,10 @@ struct ArgSpec {
   int64_t vocabSize = 0; // token inputs only
   std::string init;      // weights: normal, zeros or ones
   std::string updates;   // outputs: the weight or state they replace
+  /// int8 weights: the part ("values" or "scales") of checkpoint tensor
+  /// `source` quantized in groups of `groupSize` along dimension `axis`.
+  std::string source, quantizedPart;
+  int64_t axis = 0, groupSize = 0;
 };
 
 struct Manifest {

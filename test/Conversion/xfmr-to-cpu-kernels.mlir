@@ -171,6 +171,28 @@ func.func @position_bias(%q: tensor<2x96x2x16xf32>, %b: tensor<1x2x191xf32>) -> 
 
 // -----
 
+// int8 weights: a decode step's product reads the int8 values as they are
+// stored, converting a vector at a time in registers; scales one per
+// output channel multiply the sums, not every value. No f32 weight is made.
+// CHECK-LABEL: func @int8_weight
+// CHECK: %[[Q:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<64x96xi8>
+// CHECK: %[[S:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<1x96xf32>
+// CHECK: scf.forall
+// CHECK: %[[V:.*]] = vector.load %[[Q]][%{{.*}}, %{{.*}}] : memref<64x96xi8, strided<[?, 1], offset: ?>>, vector<8xi8>
+// CHECK: arith.sitofp %[[V]] : vector<8xi8> to vector<8xf32>
+// CHECK-NOT: vector.load %[[S]]
+// CHECK: scf.forall
+// CHECK: vector.load %[[S]]
+// CHECK-NOT: tensor<64x96xf32>
+func.func @int8_weight(%x: tensor<1x64xf32>, %q: tensor<64x96xi8>, %s: tensor<1x96xf32>) -> tensor<1x96xf32> {
+  %w = xfmr.dequantize %q, %s {axis = 0 : i64, group_size = 64 : i64}
+         : (tensor<64x96xi8>, tensor<1x96xf32>) -> tensor<64x96xf32>
+  %y = xfmr.matmul %x, %w : (tensor<1x64xf32>, tensor<64x96xf32>) -> tensor<1x96xf32>
+  return %y : tensor<1x96xf32>
+}
+
+// -----
+
 // Row kernels: softmax over the last axis, add + layer norm.
 // CHECK-LABEL: func @rows
 // CHECK: scf.forall

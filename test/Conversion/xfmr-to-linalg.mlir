@@ -249,6 +249,23 @@ func.func @relative_position_bias(%t: tensor<8x2xf32>, %p: tensor<2xi32>) -> ten
 
 // -----
 
+// int8 weights: each value converted and times its group's scale (the
+// scale's row is the value's over the group size).
+// CHECK-LABEL: func @dequantize
+// CHECK: linalg.generic
+// CHECK: %[[ROW:.*]] = linalg.index 0 : index
+// CHECK: %[[GROUP:.*]] = arith.divui %[[ROW]], %c32
+// CHECK: %[[SCALE:.*]] = tensor.extract %{{.*}}[%[[GROUP]], %{{.*}}] : tensor<2x96xf32>
+// CHECK: %[[VALUE:.*]] = arith.sitofp %{{.*}} : i8 to f32
+// CHECK: arith.mulf %[[VALUE]], %[[SCALE]]
+func.func @dequantize(%q: tensor<64x96xi8>, %s: tensor<2x96xf32>) -> tensor<64x96xf32> {
+  %w = xfmr.dequantize %q, %s {axis = 0 : i64, group_size = 32 : i64}
+         : (tensor<64x96xi8>, tensor<2x96xf32>) -> tensor<64x96xf32>
+  return %w : tensor<64x96xf32>
+}
+
+// -----
+
 // The band form: entry t is the diagonal j - i = t - (seq_q - 1), whose
 // key-minus-query position is that less the bottom-right offset seq_k -
 // seq_q: t - 4, a distance 4 - t before the query (folded); the fused

@@ -672,3 +672,43 @@ func.func @position_bias_and_attn_bias(%q: tensor<2x8x4x16xf32>, %b: tensor<1x4x
          : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<8x8xf32>, tensor<1x4x15xf32>) -> tensor<2x8x4x16xf32>
   return
 }
+
+// -----
+
+func.func @dequantize_group(%q: tensor<64x96xi8>, %s: tensor<2x96xf32>) {
+  // expected-error @+1 {{group_size 48 does not divide dimension 0 (64)}}
+  %w = xfmr.dequantize %q, %s {axis = 0 : i64, group_size = 48 : i64} : (tensor<64x96xi8>, tensor<2x96xf32>) -> tensor<64x96xf32>
+  return
+}
+
+// -----
+
+func.func @dequantize_scales(%q: tensor<64x96xi8>, %s: tensor<96x2xf32>) {
+  // expected-error @+1 {{scales must be [2, 96] (one per group of 32 along dimension 0), got [96, 2]}}
+  %w = xfmr.dequantize %q, %s {axis = 0 : i64, group_size = 32 : i64} : (tensor<64x96xi8>, tensor<96x2xf32>) -> tensor<64x96xf32>
+  return
+}
+
+// -----
+
+func.func @dequantize_scale_type(%q: tensor<64x96xi8>, %s: tensor<2x96xf16>) {
+  // expected-error @+1 {{scales must be f32 or bf16, got 'f16'}}
+  %w = xfmr.dequantize %q, %s {axis = 0 : i64, group_size = 32 : i64} : (tensor<64x96xi8>, tensor<2x96xf16>) -> tensor<64x96xf32>
+  return
+}
+
+// -----
+
+func.func @dequantize_shape(%q: tensor<64x96xi8>, %s: tensor<2x96xf32>) {
+  // expected-error @+1 {{result shape [96, 64] differs from the values' [64, 96]}}
+  %w = xfmr.dequantize %q, %s {axis = 0 : i64, group_size = 32 : i64} : (tensor<64x96xi8>, tensor<2x96xf32>) -> tensor<96x64xf32>
+  return
+}
+
+// -----
+
+func.func @dequantize_axis(%q: tensor<64x96xi8>, %s: tensor<2x96xf32>) {
+  // expected-error @+1 {{attribute 'axis' failed to satisfy constraint}}
+  %w = xfmr.dequantize %q, %s {axis = 2 : i64, group_size = 32 : i64} : (tensor<64x96xi8>, tensor<2x96xf32>) -> tensor<64x96xf32>
+  return
+}

@@ -208,6 +208,18 @@ func.func @t5_ops(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>, %t: tensor<32x4xf3
   return %y, %b, %c : tensor<2x8x64xf32>, tensor<1x4x8x8xf32>, tensor<2x4x1x16xf32>
 }
 
+// CHECK-LABEL: func @dequantize
+func.func @dequantize(%q: tensor<64x96xi8>, %s: tensor<2x96xf32>, %t: tensor<96x64xi8>, %u: tensor<96x1xbf16>)
+    -> (tensor<64x96xf32>, tensor<96x64xf32>) {
+  // CHECK: xfmr.dequantize %{{.*}}, %{{.*}} {axis = 0 : i64, group_size = 32 : i64} : (tensor<64x96xi8>, tensor<2x96xf32>) -> tensor<64x96xf32>
+  %a = xfmr.dequantize %q, %s {axis = 0 : i64, group_size = 32 : i64}
+         : (tensor<64x96xi8>, tensor<2x96xf32>) -> tensor<64x96xf32>
+  // CHECK: xfmr.dequantize %{{.*}}, %{{.*}} {axis = 1 : i64, group_size = 64 : i64} : (tensor<96x64xi8>, tensor<96x1xbf16>) -> tensor<96x64xf32>
+  %b = xfmr.dequantize %t, %u {axis = 1 : i64, group_size = 64 : i64}
+         : (tensor<96x64xi8>, tensor<96x1xbf16>) -> tensor<96x64xf32>
+  return %a, %b : tensor<64x96xf32>, tensor<96x64xf32>
+}
+
 // The band form: one bias per diagonal, read by fused_attention's kernels.
 // CHECK-LABEL: func @position_bias
 func.func @position_bias(%q: tensor<2x8x4x16xf32>, %k: tensor<2x12x4x16xf32>, %t: tensor<32x4xf32>)

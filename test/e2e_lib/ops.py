@@ -188,6 +188,33 @@ def ref_position_bias(x):
                                    bias=position_bias(x["dt"], x["doff"], 1, 200, False, 24)))
 
 
+def gen_int8_weights():
+    """Products whose weights the runtime stores as int8: skinny (decode)
+    and full GEMMs, both weight layouts, column tails."""
+    return dict(x=randn(3, 64), xl=randn(70, 64),
+                w_kn=randn(64, 96, scale=0.2), w_nk=randn(100, 64, scale=0.2),
+                b=randn(100, scale=0.1))
+
+
+def int8_dequantized(w, axis, group):
+    """w quantized as the runtime does (symmetric int8, a scale per group of
+    `group` along `axis`, 0: the whole axis), back in float64."""
+    w = np.asarray(w, dtype=np.float32)
+    group = group or w.shape[axis]
+    moved = np.moveaxis(w, axis, 0)
+    grouped = moved.reshape(moved.shape[0] // group, group, -1)
+    scale = (np.abs(grouped).max(axis=1, keepdims=True) / np.float32(127)).astype(np.float32)
+    q = np.rint(np.divide(grouped, scale, out=np.zeros_like(grouped), where=scale != 0))
+    dequantized = (q.astype(np.float64) * scale.astype(np.float64)).reshape(moved.shape)
+    return torch.tensor(np.moveaxis(dequantized, 0, axis))
+
+
+def ref_int8_weights(x, group):
+    kn, nk = int8_dequantized(x["w_kn"], 0, group), int8_dequantized(x["w_nk"], 1, group)
+    return dict(skinny_kn=t(x["x"]) @ kn, skinny_nk=t(x["x"]) @ nk.T + t(x["b"]),
+                gemm_kn=t(x["xl"]) @ kn, gemm_nk=torch.relu(t(x["xl"]) @ nk.T + t(x["b"])))
+
+
 def gen_normalization():
     x = randn(6, 50, scale=3.0)
     x[0] *= 1e4 / np.abs(x[0]).max()  # logits of +-1e4
@@ -492,6 +519,8 @@ def ref_long_backward(x):
 CASES = {"attention": (gen_attention, ref_attention),
          "cache_attention": (gen_cache_attention, ref_cache_attention),
          "position_bias": (gen_position_bias, ref_position_bias),
+         "int8_weights": (gen_int8_weights, lambda x: ref_int8_weights(x, 0)),
+         "int8_weights_32": (gen_int8_weights, lambda x: ref_int8_weights(x, 32)),
          "backward": (gen_backward, ref_backward),
          "backward_bf16": (gen_backward_low_precision,
                            lambda x: ref_backward_low_precision(x, "_bf16", torch.bfloat16)),

@@ -119,6 +119,20 @@ static cl::opt<xfmr::ElementType> dtype(
                           "bfloat16 storage, each op computed in f32"),
                clEnumValN(xfmr::ElementType::F16, "f16", "float16 storage, each op computed in f32")),
     cl::init(xfmr::ElementType::F32), cl::cat(category));
+enum class WeightsDtype { Model, Int8 };
+static cl::opt<WeightsDtype> weightsDtype(
+    "weights-dtype",
+    cl::desc("Storage of the weights of products (linear layers, attention projections, the "
+             "LM head) in an inference or generation executable (default: --dtype's)"),
+    cl::values(clEnumValN(WeightsDtype::Int8, "int8",
+                          "int8 with a scale per group (--weight-group-size), quantized from "
+                          "the checkpoint as it loads; activations stay f32")),
+    cl::init(WeightsDtype::Model), cl::cat(category));
+static cl::opt<int64_t> weightGroupSize(
+    "weight-group-size",
+    cl::desc("With --weights-dtype=int8: values per scale along a weight's input side: 32, 64, "
+             "128, or 0 for one scale per output channel (default 0)"),
+    cl::init(0), cl::cat(category));
 static cl::opt<int64_t> batch("batch", cl::desc("Sequences per call (default 1)"), cl::init(1),
                               cl::cat(category));
 static cl::opt<int64_t> seqLen("seq-len",
@@ -315,6 +329,21 @@ int main(int argc, char **argv) {
     return fail("--dtype=f16 --train needs loss scaling (--loss-scale > 0): f16 gradients "
                 "underflow without it");
   options.model.elementType = dtype;
+  if (weightGroupSize.getNumOccurrences() && weightsDtype != WeightsDtype::Int8)
+    return fail("--weight-group-size needs --weights-dtype=int8");
+  if (weightsDtype == WeightsDtype::Int8) {
+    if (train || gradient)
+      return fail("--weights-dtype=int8 is for inference and generation, not --grad or --train");
+    if (dtype != xfmr::ElementType::F32)
+      return fail("--weights-dtype=int8 needs --dtype=f32 (activations stay f32)");
+    if (weightGroupSize != 0 && weightGroupSize != 32 && weightGroupSize != 64 &&
+        weightGroupSize != 128)
+      return fail("--weight-group-size must be 32, 64, 128 or 0 (per output channel), got " +
+                  Twine(weightGroupSize));
+    if (emit == xfmr::EmitKind::RandomWeights)
+      return fail("--emit=random-weights writes f32 weights; drop --weights-dtype");
+    options.int8WeightGroup = weightGroupSize;
+  }
   options.entry = entry;
   options.cpu = cpu;
   if (xfmr::emitsKernelsOnly(emit) && target != xfmr::Target::Nvptx)

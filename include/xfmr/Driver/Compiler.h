@@ -115,6 +115,10 @@ struct CompileOptions {
   /// With emulateGpuKernels: each phase's threads run last to first (see
   /// convert-xfmr-to-gpu-kernels{reverse-threads}).
   bool reverseGpuThreads = false;
+  /// Store the weights of products as int8 with a scale per group of this
+  /// many values along their input side (0: per output channel), quantized
+  /// by the runtime as it loads them; -1: as the model's element type.
+  int64_t int8WeightGroup = -1;
   /// Seed of --emit=random-weights.
   uint64_t seed = 0;
   /// Where xfmrc finds libxfmr_runtime.a and libxfmr_main.a.
@@ -136,6 +140,10 @@ struct ModelArgument {
   /// For outputs: the weight or state argument whose buffer the output may
   /// overwrite (a training step's updates).
   std::string updates;
+  /// For int8 weights (xfmr-quantize-weights): the checkpoint tensor they
+  /// quantize, which part they are ("values" or "scales"), and the groups.
+  std::string source, quantizedPart;
+  int64_t quantizedAxis = 0, groupSize = 0;
 };
 
 struct ModelSignature {

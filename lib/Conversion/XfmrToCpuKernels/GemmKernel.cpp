@@ -9,7 +9,8 @@
 // and the epilogue (bias, activation, residual) is applied to them before
 // the one store. Column tails use masked loads and stores; row tails a
 // smaller tile. B may be bf16 or f16 (narrow weights), widened as it is
-// loaded or packed.
+// loaded or packed, or int8 with scales (xfmr.dequantize), converted and
+// scaled as it is loaded or packed.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,10 +37,52 @@ constexpr int64_t kMinTilesPerBand = 4;
 
 struct GemmOperands {
   Value a, b, c, bias, residual;
+  /// For an int8 B (xfmr.dequantize): its scales, one per `groupSize`
+  /// values along dimension `groupAxis` of B's storage; null otherwise.
+  Value bScales;
+  int64_t groupAxis = 0, groupSize = 1;
   /// A is stored [K, M]; B is stored [N, K].
   bool transposeA, transposeB;
   int64_t m, n, k;
   Activation activation;
+
+  /// Whether B's scales are one per output channel (a group spans K), which
+  /// a product may apply to its sums instead of to every value.
+  bool scalesPerChannel() const { return bScales && groupSize == k; }
+
+  /// `valid` lanes of B's storage from (row, col) along its rows, as f32:
+  /// bf16 and f16 widened, int8 converted and (unless `unscaled`) scaled,
+  /// in registers.
+  Value loadB(KernelBuilder &kb, Value row, Value col, int64_t valid = -1,
+              bool unscaled = false) const {
+    if (!bScales)
+      return kb.loadVectorWidened(b, {row, col}, valid);
+    OpBuilder &builder = kb.builder();
+    Location loc = kb.location();
+    VectorType wide = kb.vectorType();
+    auto narrow = VectorType::get(wide.getShape(), builder.getI8Type());
+    Value zeros = arith::ConstantOp::create(
+        builder, loc, DenseElementsAttr::get(narrow, builder.getI8IntegerAttr(0)));
+    Value values =
+        arith::SIToFPOp::create(builder, loc, wide, kb.loadVector(b, {row, col}, valid, zeros));
+    if (unscaled)
+      return values;
+    // Groups along the rows: the lanes lie in one group (emitGemm checks).
+    Value scales = groupAxis == 0 ? kb.loadVector(bScales, {kb.divui(row, groupSize), col}, valid)
+                                  : kb.splat(kb.load(bScales, {row, kb.divui(col, groupSize)}));
+    return kb.mul(values, scales);
+  }
+  /// B's storage at (row, col) as f32.
+  Value loadBScalar(KernelBuilder &kb, Value row, Value col) const {
+    if (!bScales)
+      return kb.loadWidened(b, {row, col});
+    OpBuilder &builder = kb.builder();
+    Value value = arith::SIToFPOp::create(builder, kb.location(), builder.getF32Type(),
+                                          kb.load(b, {row, col}));
+    Value scale = groupAxis == 0 ? kb.load(bScales, {kb.divui(row, groupSize), col})
+                                 : kb.load(bScales, {row, kb.divui(col, groupSize)});
+    return kb.mul(value, scale);
+  }
 };
 
 /// Where a tile reads B: the weight itself (`packed` null), or a packed
@@ -68,7 +111,7 @@ void emitGemmTile(KernelBuilder &kb, const GemmOperands &g, Value row, int64_t r
       [&](int64_t j, Value k) {
         if (source.packed)
           return kb.loadVector(source.packed, {source.panel, k, kb.index(j * lanes)});
-        return kb.loadVectorWidened(g.b, {k, column(j)}, valid(j));
+        return g.loadB(kb, k, column(j), valid(j));
       });
 
   OpBuilder &b = kb.builder();
@@ -111,8 +154,7 @@ void packPanels(KernelBuilder &kb, const GemmOperands &g, Value packed, Value be
       kb.forLoop(kb.index(0), kb.index(g.k), 1, [&](Value k) {
         for (int64_t j = 0; j < 2; ++j) {
           Value offset = kb.index(j * lanes);
-          kb.storeVector(kb.loadVectorWidened(g.b, {k, kb.addi(col, offset)}), packed,
-                         {index, k, offset});
+          kb.storeVector(g.loadB(kb, k, kb.addi(col, offset)), packed, {index, k, offset});
         }
       });
       return;
@@ -122,14 +164,14 @@ void packPanels(KernelBuilder &kb, const GemmOperands &g, Value packed, Value be
       for (int64_t j = 0; j < 2; ++j) {
         SmallVector<Value> rows;
         for (int64_t r = 0; r < lanes; ++r)
-          rows.push_back(kb.loadVectorWidened(g.b, {kb.addi(col, kb.index(j * lanes + r)), k}));
+          rows.push_back(g.loadB(kb, kb.addi(col, kb.index(j * lanes + r)), k));
         for (auto [c, column] : llvm::enumerate(kb.transpose(rows)))
           kb.storeVector(column, packed, {index, kb.addi(k, kb.index(c)), kb.index(j * lanes)});
       }
     });
     kb.forLoop(kb.index(fullDepth), kb.index(g.k), 1, [&](Value k) {
       kb.forLoop(kb.index(0), kb.index(panel), 1, [&](Value j) {
-        kb.store(kb.loadWidened(g.b, {kb.addi(col, j), k}), packed, {index, k, j});
+        kb.store(g.loadBScalar(kb, kb.addi(col, j), k), packed, {index, k, j});
       });
     });
   });
@@ -141,7 +183,7 @@ void packTail(KernelBuilder &kb, const GemmOperands &g, Value packed, int64_t ta
   int64_t panel = 2 * kb.cpu().lanes;
   kb.forLoop(kb.index(0), kb.index(g.k), 1, [&](Value k) {
     for (int64_t j = 0; j < panel; ++j) {
-      Value value = j < tail ? kb.loadWidened(g.b, {kb.index(g.n - tail + j), k}) : kb.f32(0.0);
+      Value value = j < tail ? g.loadBScalar(kb, kb.index(g.n - tail + j), k) : kb.f32(0.0);
       kb.store(value, packed, {kb.index(0), k, kb.index(j)});
     }
   });
@@ -190,7 +232,7 @@ void emitSkinnyGemmAlongK(KernelBuilder &kb, const GemmOperands &g) {
       for (int64_t m = 0; m < g.m; ++m)
         a.push_back(kb.splat(kb.load(g.a, {kb.index(m), k})));
       auto update = [&](Value col, int64_t valid) {
-        Value row = kb.loadVectorWidened(g.b, {k, col}, valid);
+        Value row = g.loadB(kb, k, col, valid, /*unscaled=*/g.scalesPerChannel());
         for (int64_t m = 0; m < g.m; ++m) {
           SmallVector<Value> at = {slab, kb.index(m), col};
           kb.storeVector(kb.fma(a[m], row, kb.loadVector(partial, at)), partial, at);
@@ -209,6 +251,8 @@ void emitSkinnyGemmAlongK(KernelBuilder &kb, const GemmOperands &g) {
         Value sum = kb.splat(0.0);
         for (int64_t s = 0; s < slabs; ++s)
           sum = kb.add(sum, kb.loadVector(partial, {kb.index(s), kb.index(m), col}));
+        if (g.scalesPerChannel())
+          sum = kb.mul(sum, kb.loadVector(g.bScales, {kb.index(0), col}, valid));
         storeFinished(kb, g, sum, kb.index(m), col, valid, /*scalar=*/false);
       }
     };
@@ -236,7 +280,8 @@ void emitSkinnyGemmAlongN(KernelBuilder &kb, const GemmOperands &g) {
         for (int64_t m = 0; m < g.m; ++m)
           a.push_back(kb.loadVector(g.a, {kb.index(m), k}, valid));
         for (int64_t j = 0; j < count; ++j)
-          rows.push_back(kb.loadVectorWidened(g.b, {kb.addi(n0, kb.index(j)), k}, valid));
+          rows.push_back(g.loadB(kb, kb.addi(n0, kb.index(j)), k, valid,
+                                 /*unscaled=*/g.scalesPerChannel()));
         for (int64_t m = 0; m < g.m; ++m)
           for (int64_t j = 0; j < count; ++j)
             acc[m * count + j] = kb.fma(a[m], rows[j], acc[m * count + j]);
@@ -250,9 +295,13 @@ void emitSkinnyGemmAlongN(KernelBuilder &kb, const GemmOperands &g) {
       if (tailK)
         step(kb.index(fullK), tailK);
       for (int64_t m = 0; m < g.m; ++m)
-        for (int64_t j = 0; j < count; ++j)
-          storeFinished(kb, g, kb.reduceAdd(acc[m * count + j]), kb.index(m),
-                        kb.addi(n0, kb.index(j)), 1, /*scalar=*/true);
+        for (int64_t j = 0; j < count; ++j) {
+          Value n = kb.addi(n0, kb.index(j));
+          Value sum = kb.reduceAdd(acc[m * count + j]);
+          if (g.scalesPerChannel())
+            sum = kb.mul(sum, kb.load(g.bScales, {n, kb.index(0)}));
+          storeFinished(kb, g, sum, kb.index(m), n, 1, /*scalar=*/true);
+        }
     };
     if (int64_t last = g.n - (groups - 1) * group; last != group)
       kb.ifThenElse(
@@ -276,7 +325,19 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
   g.activation = activation;
   g.a = kb.readBuffer(a);
   g.transposeB = transposeB;
-  g.b = kb.readBuffer(b);
+  // An int8 weight is read as it is stored, when each vector of it lies in
+  // one group: groups along its columns must hold whole vectors.
+  auto dequantize = b.getDefiningOp<DequantizeOp>();
+  int64_t columns = bType.getDimSize(1);
+  if (dequantize && (dequantize.getAxis() == 0 || dequantize.getGroupSize() == columns ||
+                     dequantize.getGroupSize() % kb.cpu().lanes == 0)) {
+    g.b = kb.readBuffer(dequantize.getValues());
+    g.bScales = kb.readBuffer(dequantize.getScales());
+    g.groupAxis = dequantize.getAxis();
+    g.groupSize = dequantize.getGroupSize();
+  } else {
+    g.b = kb.readBuffer(b);
+  }
   g.bias = bias ? kb.readBuffer(bias) : Value();
   g.residual = residual ? kb.readBuffer(residual) : Value();
   g.c = kb.allocate({g.m, g.n}, aType.getElementType());

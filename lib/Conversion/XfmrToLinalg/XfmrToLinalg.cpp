@@ -901,6 +901,37 @@ struct RmsNormLowering : OpConversionPattern<RmsNormOp> {
   }
 };
 
+/// value * scale of its group: the scale's index is the value's with the
+/// grouped dimension divided by the group size.
+struct DequantizeLowering : OpConversionPattern<DequantizeOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(DequantizeOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    int64_t axis = op.getAxis(), group = op.getGroupSize();
+    Value scales = adaptor.getScales();
+    auto type = op.getType();
+    rewriter.replaceOp(
+        op, broadcastGeneric(rewriter, op.getLoc(), type, adaptor.getValues(),
+                             [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                               SmallVector<Value, 2> at = {linalg::IndexOp::create(b, l, 0),
+                                                           linalg::IndexOp::create(b, l, 1)};
+                               at[axis] = arith::DivUIOp::create(
+                                   b, l, at[axis], arith::ConstantIndexOp::create(b, l, group));
+                               Value scale = tensor::ExtractOp::create(b, l, scales, at);
+                               Type f32 = b.getF32Type();
+                               if (!scale.getType().isF32())
+                                 scale = arith::ExtFOp::create(b, l, f32, scale);
+                               Value value = arith::MulFOp::create(
+                                   b, l, arith::SIToFPOp::create(b, l, f32, args[0]), scale);
+                               if (type.getElementType() != f32)
+                                 value =
+                                     arith::TruncFOp::create(b, l, type.getElementType(), value);
+                               return value;
+                             }));
+    return success();
+  }
+};
+
 struct RelativePositionBiasLowering : OpConversionPattern<RelativePositionBiasOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(RelativePositionBiasOp op, OpAdaptor adaptor,
@@ -1125,10 +1156,10 @@ struct ConvertXfmrToLinalgPass
                  BinaryLowering<MulOp, arith::MulFOp>, BinaryLowering<DivOp, arith::DivFOp>,
                  BinaryLowering<MaximumOp, arith::MaximumFOp>, SelectLowering, ActivationLowering,
                  DropoutLowering, PoolLowering, L2NormalizeLowering, RmsNormLowering,
-                 RelativePositionBiasLowering, TransposeLowering, ReshapeLowering, ReduceLowering,
-                 MatmulLowering, CausalMaskLowering, EmbeddingLowering, SinusoidalPositionLowering,
-                 LearnedPositionLowering, CrossEntropyLowering, CrossEntropyBackwardLowering,
-                 CacheUpdateLowering>(context);
+                 RelativePositionBiasLowering, DequantizeLowering, TransposeLowering,
+                 ReshapeLowering, ReduceLowering, MatmulLowering, CausalMaskLowering,
+                 EmbeddingLowering, SinusoidalPositionLowering, LearnedPositionLowering,
+                 CrossEntropyLowering, CrossEntropyBackwardLowering, CacheUpdateLowering>(context);
     populateFusedKernelLoweringPatterns(patterns);
     populateBackwardLoweringPatterns(patterns);
     populateTrainingLoweringPatterns(patterns);

@@ -1,0 +1,116 @@
+//===- QuantizeWeights.cpp - int8 weights for products ----------*- C++ -*-===//
+//
+// A decode step reads every weight once per token, so its time is the
+// weights' bytes over the memory bandwidth: int8 values with a scale per
+// group read a quarter of f32's. The runtime quantizes the checkpoint's f32
+// tensors into the arguments this pass makes (xfmr.quantized), the products
+// read them through xfmr.dequantize, which the CPU kernels fold into their
+// loads.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xfmr/Dialect/XfmrOps.h"
+#include "xfmr/Transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Support/Debug.h"
+
+#define DEBUG_TYPE "xfmr-quantize-weights"
+
+namespace xfmr {
+#define GEN_PASS_DEF_XFMRQUANTIZEWEIGHTS
+#include "xfmr/Transforms/Passes.h.inc"
+} // namespace xfmr
+
+using namespace mlir;
+using namespace xfmr;
+
+namespace {
+
+/// The input side (the dimension a product reduces over) of the weight that
+/// `use` is, or nullopt when the use is not the weight of a product.
+std::optional<int64_t> inputSideOfWeight(OpOperand &use) {
+  Operation *user = use.getOwner();
+  if (auto linear = dyn_cast<LinearOp>(user); linear && &use == &linear.getWeightMutable())
+    return linear.getTransposeWeight() ? 1 : 0;
+  if (auto matmul = dyn_cast<MatmulOp>(user); matmul && &use == &matmul.getRhsMutable())
+    return matmul.getTransposeRhs() ? 1 : 0;
+  if (auto attention = dyn_cast<MultiHeadAttentionOp>(user)) {
+    bool weight = &use == &attention.getOutWeightMutable();
+    for (OpOperand &in : attention.getInWeightsMutable())
+      weight |= &use == &in;
+    if (weight)
+      return attention.getTransposeWeights() ? 1 : 0;
+  }
+  return std::nullopt;
+}
+
+struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeightsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] group size " << groupSize << "\n");
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (!func.isExternal() && failed(quantize(func)))
+        return signalPassFailure();
+  }
+
+  LogicalResult quantize(func::FuncOp func) {
+    OpBuilder b(func.getBody());
+    MLIRContext *context = func.getContext();
+    Type i8 = IntegerType::get(context, 8), f32 = Float32Type::get(context);
+    unsigned originalCount = func.getNumArguments();
+    llvm::BitVector unused(originalCount);
+    for (unsigned index = 0; index < originalCount; ++index) {
+      BlockArgument arg = func.getArgument(index);
+      auto name = func.getArgAttrOfType<StringAttr>(index, "xfmr.param");
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!name || !type || type.getRank() != 2 || !type.getElementType().isF32())
+        continue;
+      // The weight's uses as a product's weight, by input side.
+      llvm::MapVector<int64_t, SmallVector<OpOperand *>> uses;
+      for (OpOperand &use : arg.getUses())
+        if (std::optional<int64_t> axis = inputSideOfWeight(use))
+          uses[*axis].push_back(&use);
+      for (auto &[axis, operands] : uses) {
+        int64_t inputs = type.getDimSize(axis);
+        int64_t group = groupSize > 0 ? groupSize : inputs;
+        if (inputs % group != 0)
+          return func.emitError("weight '") << name.getValue() << "': its input side (" << inputs
+                                            << ") is not a multiple of the group size " << group;
+        SmallVector<int64_t> scaleShape(type.getShape());
+        scaleShape[axis] /= group;
+        auto attrs = [&](StringRef part) {
+          NamedAttrList quantized;
+          quantized.set("part", StringAttr::get(context, part));
+          quantized.set("axis", b.getI64IntegerAttr(axis));
+          quantized.set("group_size", b.getI64IntegerAttr(group));
+          NamedAttrList list;
+          list.set("xfmr.param", name);
+          list.set("xfmr.quantized", quantized.getDictionary(context));
+          return list.getDictionary(context);
+        };
+        unsigned end = func.getNumArguments();
+        if (failed(func.insertArgument(end, RankedTensorType::get(type.getShape(), i8),
+                                       attrs("values"), arg.getLoc())) ||
+            failed(func.insertArgument(end + 1, RankedTensorType::get(scaleShape, f32),
+                                       attrs("scales"), arg.getLoc())))
+          return func.emitError("cannot add the int8 arguments of '") << name.getValue() << "'";
+        Value weight = DequantizeOp::create(b, arg.getLoc(), type, func.getArgument(end),
+                                            func.getArgument(end + 1), b.getI64IntegerAttr(axis),
+                                            b.getI64IntegerAttr(group));
+        for (OpOperand *use : operands)
+          use->set(weight);
+        LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << name.getValue() << ": " << operands.size()
+                                << " uses, input side " << axis << "\n");
+      }
+      if (!uses.empty() && arg.use_empty())
+        unused.set(index);
+    }
+    unused.resize(func.getNumArguments());
+    return func.eraseArguments(unused);
+  }
+};
+
+} // namespace

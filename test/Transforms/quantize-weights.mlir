@@ -1,0 +1,53 @@
+// RUN: xfmr-opt %s --xfmr-quantize-weights --split-input-file | FileCheck %s
+// RUN: xfmr-opt %s --xfmr-quantize-weights=group-size=32 --split-input-file | FileCheck %s --check-prefix=G32
+// RUN: not xfmr-opt %s --xfmr-quantize-weights=group-size=48 --split-input-file 2>&1 | FileCheck %s --check-prefix=G48
+
+// Each product's weight becomes int8 values and scales of its input side:
+// one scale per output channel by default, per group of 32 inputs with
+// group-size=32. A table used by an embedding and as the tied output
+// projection keeps its f32 argument for the embedding; the bias, a
+// vector, stays f32.
+// CHECK-LABEL: func @forward
+// CHECK-SAME: %[[IDS:[^:]*]]: tensor<2x4xi32>
+// CHECK-SAME: %[[TABLE:[^:]*]]: tensor<50x64xf32> {xfmr.param = "wte"}
+// CHECK-SAME: %[[BIAS:[^:]*]]: tensor<96xf32> {xfmr.param = "fc.bias"}
+// CHECK-SAME: %[[HEADQ:[^:]*]]: tensor<50x64xi8> {xfmr.param = "wte", xfmr.quantized = {axis = 1 : i64, group_size = 64 : i64, part = "values"}}
+// CHECK-SAME: %[[HEADS:[^:]*]]: tensor<50x1xf32> {xfmr.param = "wte", xfmr.quantized = {axis = 1 : i64, group_size = 64 : i64, part = "scales"}}
+// CHECK-SAME: %[[FCQ:[^:]*]]: tensor<64x96xi8> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 0 : i64, group_size = 64 : i64, part = "values"}}
+// CHECK-SAME: %[[FCS:[^:]*]]: tensor<1x96xf32> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 0 : i64, group_size = 64 : i64, part = "scales"}}
+// CHECK-NOT: tensor<64x96xf32> {xfmr.param
+// CHECK: %[[HEAD:.*]] = xfmr.dequantize %[[HEADQ]], %[[HEADS]] {axis = 1 : i64, group_size = 64 : i64}
+// CHECK: %[[FC:.*]] = xfmr.dequantize %[[FCQ]], %[[FCS]] {axis = 0 : i64, group_size = 64 : i64}
+// CHECK: xfmr.embedding %[[IDS]], %[[TABLE]]
+// CHECK: xfmr.linear %{{.*}}, %[[FC]], %[[BIAS]]
+// CHECK: xfmr.matmul %{{.*}}, %[[HEAD]] {transpose_rhs}
+// G32: tensor<50x2xf32> {xfmr.param = "wte", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "scales"}}
+// G32-SAME: tensor<64x96xi8> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 0 : i64, group_size = 32 : i64, part = "values"}}
+// G32-SAME: tensor<2x96xf32> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 0 : i64, group_size = 32 : i64, part = "scales"}}
+// G48: error: weight 'wte': its input side (64) is not a multiple of the group size 48
+func.func @forward(%ids: tensor<2x4xi32> {xfmr.input = "input_ids"},
+                   %wte: tensor<50x64xf32> {xfmr.param = "wte"},
+                   %w: tensor<64x96xf32> {xfmr.param = "fc.weight"},
+                   %b: tensor<96xf32> {xfmr.param = "fc.bias"})
+    -> (tensor<2x4x96xf32>, tensor<2x4x50xf32>) {
+  %x = xfmr.embedding %ids, %wte : (tensor<2x4xi32>, tensor<50x64xf32>) -> tensor<2x4x64xf32>
+  %h = xfmr.linear %x, %w, %b : (tensor<2x4x64xf32>, tensor<64x96xf32>, tensor<96xf32>) -> tensor<2x4x96xf32>
+  %l = xfmr.matmul %x, %wte {transpose_rhs} : (tensor<2x4x64xf32>, tensor<50x64xf32>) -> tensor<2x4x50xf32>
+  return %h, %l : tensor<2x4x96xf32>, tensor<2x4x50xf32>
+}
+
+// -----
+
+// Negative: inputs, vectors, weights used only elsewhere, and weights that
+// are already narrow stay as they are.
+// CHECK-LABEL: func @untouched
+// CHECK-NOT: xfmr.dequantize
+// CHECK-NOT: xfmr.quantized
+func.func @untouched(%x: tensor<4x64xf32> {xfmr.input = "x"}, %w: tensor<64x64xf32> {xfmr.input = "w"},
+                     %t: tensor<64x64xf32> {xfmr.param = "t"}, %n: tensor<64x64xbf16> {xfmr.param = "n"})
+    -> (tensor<4x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) {
+  %y = xfmr.matmul %x, %w : (tensor<4x64xf32>, tensor<64x64xf32>) -> tensor<4x64xf32>
+  %z = xfmr.add %t, %t : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %e = arith.extf %n : tensor<64x64xbf16> to tensor<64x64xf32>
+  return %y, %z, %e : tensor<4x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
+}

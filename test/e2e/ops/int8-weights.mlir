@@ -1,0 +1,45 @@
+// Weights stored as int8 (xfmrc --weights-dtype=int8: the runtime quantizes
+// the f32 tensors as it loads them, a scale per output channel or per group
+// of 32) against float64 products with the same quantized weights: skinny
+// products (decode steps) and full GEMMs, both weight layouts, bias and
+// activation epilogues, column tails.
+// REQUIRES: torch
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: %python %testlib/ops.py generate int8_weights %t/inputs.safetensors
+// RUN: xfmrc %s --weights-dtype=int8 -o %t/model
+// RUN: %t/model --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs.safetensors
+// RUN: %python %testlib/ops.py check int8_weights %t/inputs.safetensors %t/outputs.safetensors | FileCheck %s
+// RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 --vector-lanes=16 -o %t/model16
+// RUN: %t/model16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs16.safetensors
+// RUN: %python %testlib/ops.py check int8_weights_32 %t/inputs.safetensors %t/outputs16.safetensors | FileCheck %s
+// RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 -o %t/model32
+// RUN: %t/model32 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs32.safetensors
+// RUN: %python %testlib/ops.py check int8_weights_32 %t/inputs.safetensors %t/outputs32.safetensors | FileCheck %s
+// The GPU build takes the dequantized weights (the linalg lowering of xfmr.dequantize).
+// RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 --emulate-gpu-kernels -o %t/gpu-emulated
+// RUN: %t/gpu-emulated --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
+// RUN: %python %testlib/ops.py check int8_weights_32 %t/inputs.safetensors %t/outputs-gpu.safetensors | FileCheck %s
+// The weights the executable takes: int8 values and their scales, read by the products.
+// RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 --emit=mlir -o - | FileCheck %s --check-prefix=IR
+// IR: tensor<64x96xi8> {xfmr.param = "w_kn", xfmr.quantized = {axis = 0 : i64, group_size = 32 : i64, part = "values"}}
+// IR-SAME: tensor<2x96xf32> {xfmr.param = "w_kn", xfmr.quantized = {axis = 0 : i64, group_size = 32 : i64, part = "scales"}}
+// IR-SAME: tensor<100x64xi8> {xfmr.param = "w_nk", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "values"}}
+// IR-SAME: tensor<100x2xf32> {xfmr.param = "w_nk", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "scales"}}
+// IR-NOT: tensor<64x96xf32> {xfmr.param
+// CHECK: PASS: skinny_kn
+// CHECK: PASS: skinny_nk
+// CHECK: PASS: gemm_kn
+// CHECK: PASS: gemm_nk
+
+func.func @forward(%x: tensor<3x64xf32> {xfmr.input = "x"}, %xl: tensor<70x64xf32> {xfmr.input = "xl"},
+                   %w_kn: tensor<64x96xf32> {xfmr.param = "w_kn"},
+                   %w_nk: tensor<100x64xf32> {xfmr.param = "w_nk"}, %b: tensor<100xf32> {xfmr.param = "b"})
+    -> (tensor<3x96xf32> {xfmr.output = "skinny_kn"}, tensor<3x100xf32> {xfmr.output = "skinny_nk"},
+        tensor<70x96xf32> {xfmr.output = "gemm_kn"}, tensor<70x100xf32> {xfmr.output = "gemm_nk"}) {
+  %a = xfmr.matmul %x, %w_kn : (tensor<3x64xf32>, tensor<64x96xf32>) -> tensor<3x96xf32>
+  %c = xfmr.linear %x, %w_nk, %b {transpose_weight} : (tensor<3x64xf32>, tensor<100x64xf32>, tensor<100xf32>) -> tensor<3x100xf32>
+  %d = xfmr.matmul %xl, %w_kn : (tensor<70x64xf32>, tensor<64x96xf32>) -> tensor<70x96xf32>
+  %e = xfmr.linear %xl, %w_nk, %b {transpose_weight} : (tensor<70x64xf32>, tensor<100x64xf32>, tensor<100xf32>) -> tensor<70x100xf32>
+  %f = xfmr.relu %e : tensor<70x100xf32>
+  return %a, %c, %d, %f : tensor<3x96xf32>, tensor<3x100xf32>, tensor<70x96xf32>, tensor<70x100xf32>
+}

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Narrow weights on a trained model: the sonnets example (examples/sonnets, a
+byte-level GPT) trained here for a few hundred steps; the perplexity of its
+held-out text with f32, bf16 (--dtype=bf16) and int8 (--weights-dtype=int8,
+a scale per output channel or per group of 32) weights, and the greedy
+generations of int8 against f32's, token by token.
+
+  quantized_accuracy.py --xfmrc PATH --workdir DIR
+
+Prints one PASS/FAIL line per check: each perplexity within PPL_RATIO of
+f32's, and int8's greedy tokens equal to f32's at >= 95% of the positions.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+EXAMPLE = os.path.join(ROOT, "examples", "sonnets")
+PROMPTS = ["Shall I compare thee", "When in disgrace with fortune", "My mistress' eyes"]
+NEW = 100
+PPL_RATIO = {"bf16": 1.01, "int8": 1.01, "int8-g32": 1.01}
+VARIANTS = {"f32": [], "bf16": ["--dtype=bf16"], "int8": ["--weights-dtype=int8"],
+            "int8-g32": ["--weights-dtype=int8", "--weight-group-size=32"]}
+
+
+def run(command):
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"command failed: {' '.join(command)}\n{result.stdout}{result.stderr}")
+    return result
+
+
+def perplexity(logits, ids):
+    """exp of the mean cross-entropy of each next byte, in float64."""
+    logits = logits[:, :-1].astype(np.float64)
+    logits -= logits.max(axis=-1, keepdims=True)
+    log_probs = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+    targets = ids[:, 1:]
+    picked = np.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]
+    return float(np.exp(-picked.mean()))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--xfmrc", required=True)
+    parser.add_argument("--workdir", required=True)
+    args = parser.parse_args()
+    work = args.workdir
+    checkpoint = os.path.join(work, "checkpoint")
+    run([sys.executable, os.path.join(EXAMPLE, "prepare.py"), work])
+    run([args.xfmrc, "--train", os.path.join(EXAMPLE, "config.json"), "--batch=16",
+         "--seq-len=128", "--lr=5e-3", "--warmup-steps=50", "--steps=300", "-o",
+         os.path.join(work, "train")])
+    run([os.path.join(work, "train"), f"--train={work}/train.txt", f"--eval={work}/eval.txt",
+         "--log-every=300", f"--save={checkpoint}/model.safetensors"])
+
+    eval_path = os.path.join(work, "eval.txt")
+    ids = np.array([list(map(int, line.split())) for line in open(eval_path) if line.strip()])
+    ok = True
+    ppl = {}
+    for name, flags in VARIANTS.items():
+        model = os.path.join(work, f"forward-{name}")
+        run([args.xfmrc, checkpoint, "--batch=8", "--seq-len=128", *flags, "-o", model])
+        out = os.path.join(work, f"logits-{name}.npy")
+        run([model, f"--input={eval_path}", f"--output={out}"])
+        ppl[name] = perplexity(np.load(out), ids)
+    for name, value in ppl.items():
+        if name == "f32":
+            continue
+        good = value <= PPL_RATIO[name] * ppl["f32"]
+        ok &= good
+        print(f"{'PASS' if good else 'FAIL'}: {name} perplexity {value:.4f}, f32 {ppl['f32']:.4f} "
+              f"(ratio {value / ppl['f32']:.4f}, limit {PPL_RATIO[name]})")
+
+    tokens = {}
+    for name in ("f32", "int8", "int8-g32"):
+        generator = os.path.join(work, f"generate-{name}")
+        run([args.xfmrc, checkpoint, "--generate", f"--batch={len(PROMPTS)}", *VARIANTS[name],
+             "-o", generator])
+        saved = os.path.join(work, f"greedy-{name}.safetensors")
+        command = [generator, "-n", str(NEW), "--temp", "0", "--ignore-eos",
+                   f"--save-logits={saved}"]
+        for prompt in PROMPTS:
+            command += ["-p", prompt]
+        run(command)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import safetensors_io
+        got = safetensors_io.read(saved)
+        tokens[name] = [got["tokens"][i][int(got["prompt_lengths"][i]):][:NEW]
+                        for i in range(len(PROMPTS))]
+    for name in ("int8", "int8-g32"):
+        same = sum(int((a == b).sum()) for a, b in zip(tokens[name], tokens["f32"]))
+        total = sum(len(a) for a in tokens["f32"])
+        good = same >= 0.95 * total
+        ok &= good
+        print(f"{'PASS' if good else 'FAIL'}: {name} greedy tokens equal f32's at {same} of {total} "
+              f"positions ({100 * same / total:.1f}%, limit 95%)")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
