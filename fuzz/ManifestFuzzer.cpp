@@ -7,6 +7,7 @@
 
 #include "FuzzSupport.h"
 
+#include "../lib/Runtime/CommandLine.h"
 #include "../lib/Runtime/Manifest.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

@@ -6,7 +6,8 @@
 
 #include "FuzzSupport.h"
 
-#include "../lib/Runtime/Manifest.h"
+#include "../lib/Runtime/CommandLine.h"
+#include "../lib/Runtime/TokenFiles.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string path = xfmr::fuzz::writeScratchFile("tokens.txt", xfmr::fuzz::asText(data, size));

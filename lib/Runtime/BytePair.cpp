@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Manifest.h"
+#include "CommandLine.h"
 #include "RuntimeSupport.h"
 #include "TokenizerModels.h"
 #include "Unicode.h"

@@ -24,7 +24,8 @@
 
 #include "xfmr-rt/xfmr_runtime.h"
 
-#include "Manifest.h"
+#include "CommandLine.h"
+#include "ModelWeights.h"
 #include "RuntimeSupport.h"
 #include "Sampler.h"
 #include "Tokenizer.h"

@@ -10,7 +10,9 @@
 
 #include "xfmr-rt/xfmr_runtime.h"
 
-#include "Manifest.h"
+#include "CommandLine.h"
+#include "ModelWeights.h"
+#include "TokenFiles.h"
 #include "RuntimeSupport.h"
 
 #include <algorithm>

@@ -15,7 +15,7 @@
 
 #include "xfmr-rt/xfmr_runtime.h"
 
-#include "Manifest.h"
+#include "CommandLine.h"
 #include "TokenizerModels.h"
 #include "Unicode.h"
 

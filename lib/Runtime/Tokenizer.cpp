@@ -10,7 +10,7 @@
 
 #include "xfmr-rt/xfmr_runtime.h"
 
-#include "Manifest.h"
+#include "CommandLine.h"
 #include "RuntimeSupport.h"
 #include "TokenizerModels.h"
 #include "Unicode.h"

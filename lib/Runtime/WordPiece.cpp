@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Manifest.h"
+#include "CommandLine.h"
 #include "TokenizerModels.h"
 #include "Unicode.h"
 

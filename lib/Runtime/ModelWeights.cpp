@@ -1,0 +1,139 @@
+//===- ModelWeights.cpp - buffers and the weights a manifest names --------===//
+
+#include "ModelWeights.h"
+
+#include "CommandLine.h"
+#include "RuntimeSupport.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <sys/mman.h>
+
+using namespace xfmr::rt;
+
+/// Buffers from this size on live on 2 MiB pages where the kernel allows:
+/// streaming a model's weights through 4 KiB pages halves the read bandwidth
+/// (a TLB miss every 4 KiB).
+static constexpr size_t kHugePage = size_t(2) << 20;
+
+Buffer::Buffer(size_t bytes) : size(bytes) {
+  size_t alignment = bytes >= kHugePage ? kHugePage : 64;
+  size_t rounded = std::max(alignment, (bytes + alignment - 1) / alignment * alignment);
+  data = static_cast<uint8_t *>(std::aligned_alloc(alignment, rounded));
+  if (!data)
+    fail("out of memory allocating " + std::to_string(bytes) + " bytes");
+  if (alignment == kHugePage)
+    madvise(data, rounded, MADV_HUGEPAGE);
+  std::memset(data, 0, size);
+}
+
+Buffer::~Buffer() { std::free(data); }
+
+std::unique_ptr<Buffer> xfmr::rt::allocate(const ArgSpec &arg) {
+  return std::make_unique<Buffer>(elementCount(arg.shape) * xfmr_dtype_size(arg.dtype));
+}
+
+/// Symmetric int8 quantization of the [rows, cols] `values` in groups of
+/// `group` along dimension `axis`: each group's scale is its largest
+/// magnitude over 127 (0 for a group of zeros), each value its nearest
+/// multiple of the scale.
+static std::pair<std::vector<int8_t>, std::vector<float>>
+quantizeInt8(const float *values, const std::vector<int64_t> &shape, int64_t axis, int64_t group) {
+  int64_t rows = shape[0], cols = shape[1];
+  std::vector<int64_t> scaleShape = shape;
+  scaleShape[axis] /= group;
+  std::vector<int8_t> q(rows * cols);
+  std::vector<float> scales(scaleShape[0] * scaleShape[1], 0.0f);
+  auto scaleIndex = [&](int64_t r, int64_t c) {
+    return axis == 0 ? (r / group) * cols + c : r * scaleShape[1] + c / group;
+  };
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      float &scale = scales[scaleIndex(r, c)];
+      scale = std::max(scale, std::fabs(values[r * cols + c]) / 127.0f);
+    }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      float scale = scales[scaleIndex(r, c)];
+      q[r * cols + c] =
+          scale == 0.0f ? 0 : static_cast<int8_t>(std::nearbyint(values[r * cols + c] / scale));
+    }
+  return {std::move(q), std::move(scales)};
+}
+
+/// Copies the part of a quantized tensor that `arg` is into `buffer`.
+static void copyQuantizedPart(const ArgSpec &arg,
+                              const std::pair<std::vector<int8_t>, std::vector<float>> &parts,
+                              Buffer &buffer) {
+  if (arg.quantizedPart == "values")
+    std::memcpy(buffer.data, parts.first.data(), parts.first.size());
+  else
+    std::memcpy(buffer.data, parts.second.data(), parts.second.size() * sizeof(float));
+}
+
+std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manifest &manifest,
+                                                                     const std::string &path) {
+  char err[512];
+  xfmr_weights *file = xfmr_weights_open(path.c_str(), err, sizeof(err));
+  if (!file)
+    fail(err);
+  std::unique_ptr<xfmr_weights, void (*)(xfmr_weights *)> guard(file, xfmr_weights_close);
+  std::map<std::string, std::unique_ptr<Buffer>> weights;
+  // Checkpoint tensors quantized so far: their int8 values and scales.
+  std::map<std::string, std::pair<std::vector<int8_t>, std::vector<float>>> quantized;
+  for (const ArgSpec &arg : manifest.args) {
+    if (arg.kind != ArgSpec::Kind::Param)
+      continue;
+    bool isQuantized = !arg.quantizedPart.empty();
+    const std::string &name = isQuantized ? arg.source : arg.name;
+    // A quantized weight reads the f32 tensor its values have the shape of.
+    std::vector<int64_t> shape = arg.shape;
+    if (isQuantized && arg.quantizedPart == "scales")
+      shape[arg.axis] *= arg.groupSize;
+    xfmr_dtype dtype = isQuantized ? XFMR_DTYPE_F32 : arg.dtype;
+    std::string found;
+    xfmr_tensor_info info;
+    for (const std::string &prefix : manifest.weightPrefixes)
+      if (found.empty() && !xfmr_weights_find(file, (prefix + name).c_str(), &info))
+        found = prefix + name;
+    if (found.empty())
+      fail("weights file '" + path + "': no tensor '" + name + "' (the model needs " +
+           std::string(xfmr_dtype_name(dtype)) + " " + shapeToString(shape) + ")");
+    bool isFloat = info.dtype == XFMR_DTYPE_F32 || info.dtype == XFMR_DTYPE_F64 ||
+                   info.dtype == XFMR_DTYPE_F16 || info.dtype == XFMR_DTYPE_BF16;
+    if (!isFloat)
+      fail("weights file '" + path + "': tensor '" + found + "' is " + xfmr_dtype_name(info.dtype) +
+           " " + shapeToString(std::vector<int64_t>(info.shape, info.shape + info.rank)) +
+           ", the model needs " + xfmr_dtype_name(dtype) + " " + shapeToString(shape));
+    // Read as f32 (checked finite): straight into the buffer of an f32
+    // weight, through a copy narrowed to the model's type or quantized
+    // otherwise.
+    std::unique_ptr<Buffer> buffer = allocate(arg);
+    size_t count = elementCount(shape);
+    auto done = quantized.find(found);
+    if (isQuantized && done != quantized.end()) {
+      copyQuantizedPart(arg, done->second, *buffer);
+      weights[arg.name] = std::move(buffer);
+      continue;
+    }
+    std::vector<float> widened(arg.dtype == XFMR_DTYPE_F32 && !isQuantized ? 0 : count);
+    float *values = widened.empty() ? buffer->as<float>() : widened.data();
+    if (xfmr_weights_read(file, found.c_str(), XFMR_DTYPE_F32, static_cast<int32_t>(shape.size()),
+                          shape.data(), values, err, sizeof(err)))
+      fail("weights file " + std::string(err));
+    if (!std::all_of(values, values + count, [](float v) { return std::isfinite(v); }))
+      fail("weights file '" + path + "': tensor '" + found + "' contains NaN or infinity");
+    if (isQuantized) {
+      auto &parts = quantized[found] = quantizeInt8(values, shape, arg.axis, arg.groupSize);
+      copyQuantizedPart(arg, parts, *buffer);
+    } else if (!widened.empty()) {
+      std::string problem = convertElements(XFMR_DTYPE_F32, values, count, arg.dtype, buffer->data);
+      if (!problem.empty())
+        fail("weights file '" + path + "': tensor '" + found + "': " + problem);
+    }
+    weights[arg.name] = std::move(buffer);
+  }
+  return weights;
+}

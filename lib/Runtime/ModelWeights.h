@@ -1,0 +1,40 @@
+//===- ModelWeights.h - buffers and weights ---------------------*- C++ -*-===//
+//
+// Aligned (large ones on huge pages) buffers for a manifest's arguments, and
+// its weights read from a safetensors file or checkpoint: converted to the
+// model's element type, or quantized to int8 as the manifest says.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XFMR_LIB_RUNTIME_MODELWEIGHTS_H
+#define XFMR_LIB_RUNTIME_MODELWEIGHTS_H
+
+#include "Manifest.h"
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace xfmr::rt {
+
+/// A zero-filled, 64-byte aligned buffer.
+struct Buffer {
+  explicit Buffer(size_t bytes);
+  ~Buffer();
+  Buffer(const Buffer &) = delete;
+  Buffer &operator=(const Buffer &) = delete;
+  uint8_t *data;
+  size_t size;
+  template <typename T> T *as() { return reinterpret_cast<T *>(data); }
+};
+
+std::unique_ptr<Buffer> allocate(const ArgSpec &arg);
+
+/// Reads every weight of `manifest` from the safetensors file at `path`
+/// (trying the manifest's name prefixes) as finite float32.
+std::map<std::string, std::unique_ptr<Buffer>> loadWeights(const Manifest &manifest,
+                                                           const std::string &path);
+
+} // namespace xfmr::rt
+
+#endif // XFMR_LIB_RUNTIME_MODELWEIGHTS_H
