@@ -193,7 +193,11 @@ def gen_int8_weights():
     and full GEMMs, both weight layouts, column tails."""
     return dict(x=randn(3, 64), xl=randn(70, 64),
                 w_kn=randn(64, 96, scale=0.2), w_nk=randn(100, 64, scale=0.2),
-                b=randn(100, scale=0.1))
+                b=randn(100, scale=0.1),
+                # A hand-written square weight whose scales are per input
+                # row (groups along its output side): not per channel.
+                sq=RNG.integers(-127, 128, size=(64, 64)).astype(np.int8),
+                ss=randn(64, 1, scale=0.01))
 
 
 def int8_dequantized(w, axis, group):
@@ -211,7 +215,9 @@ def int8_dequantized(w, axis, group):
 
 def ref_int8_weights(x, group):
     kn, nk = int8_dequantized(x["w_kn"], 0, group), int8_dequantized(x["w_nk"], 1, group)
+    square = torch.tensor(x["sq"].astype(np.float64)) * t(x["ss"])
     return dict(skinny_kn=t(x["x"]) @ kn, skinny_nk=t(x["x"]) @ nk.T + t(x["b"]),
+                square_rows=t(x["x"]) @ square,
                 gemm_kn=t(x["xl"]) @ kn, gemm_nk=torch.relu(t(x["xl"]) @ nk.T + t(x["b"])))
 
 

@@ -46,9 +46,12 @@ struct GemmOperands {
   int64_t m, n, k;
   Activation activation;
 
-  /// Whether B's scales are one per output channel (a group spans K), which
-  /// a product may apply to its sums instead of to every value.
-  bool scalesPerChannel() const { return bScales && groupSize == k; }
+  /// Whether B's scales are one per output channel (groups along K that
+  /// span it), which a product may apply to its sums instead of to every
+  /// value.
+  bool scalesPerChannel() const {
+    return bScales && groupAxis == (transposeB ? 1 : 0) && groupSize == k;
+  }
 
   /// `valid` lanes of B's storage from (row, col) along its rows, as f32:
   /// bf16 and f16 widened, int8 converted and (unless `unscaled`) scaled,

@@ -2,7 +2,8 @@
 // the f32 tensors as it loads them, a scale per output channel or per group
 // of 32) against float64 products with the same quantized weights: skinny
 // products (decode steps) and full GEMMs, both weight layouts, bias and
-// activation epilogues, column tails.
+// activation epilogues, column tails; and a hand-written xfmr.dequantize whose groups run
+// along a square weight's output side (scales per input row, not per channel).
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python %testlib/ops.py generate int8_weights %t/inputs.safetensors
@@ -28,18 +29,23 @@
 // IR-NOT: tensor<64x96xf32> {xfmr.param
 // CHECK: PASS: skinny_kn
 // CHECK: PASS: skinny_nk
+// CHECK: PASS: square_rows
 // CHECK: PASS: gemm_kn
 // CHECK: PASS: gemm_nk
 
 func.func @forward(%x: tensor<3x64xf32> {xfmr.input = "x"}, %xl: tensor<70x64xf32> {xfmr.input = "xl"},
                    %w_kn: tensor<64x96xf32> {xfmr.param = "w_kn"},
-                   %w_nk: tensor<100x64xf32> {xfmr.param = "w_nk"}, %b: tensor<100xf32> {xfmr.param = "b"})
+                   %w_nk: tensor<100x64xf32> {xfmr.param = "w_nk"}, %b: tensor<100xf32> {xfmr.param = "b"},
+                   %sq: tensor<64x64xi8> {xfmr.input = "sq"}, %ss: tensor<64x1xf32> {xfmr.input = "ss"})
     -> (tensor<3x96xf32> {xfmr.output = "skinny_kn"}, tensor<3x100xf32> {xfmr.output = "skinny_nk"},
-        tensor<70x96xf32> {xfmr.output = "gemm_kn"}, tensor<70x100xf32> {xfmr.output = "gemm_nk"}) {
+        tensor<70x96xf32> {xfmr.output = "gemm_kn"}, tensor<70x100xf32> {xfmr.output = "gemm_nk"},
+        tensor<3x64xf32> {xfmr.output = "square_rows"}) {
   %a = xfmr.matmul %x, %w_kn : (tensor<3x64xf32>, tensor<64x96xf32>) -> tensor<3x96xf32>
   %c = xfmr.linear %x, %w_nk, %b {transpose_weight} : (tensor<3x64xf32>, tensor<100x64xf32>, tensor<100xf32>) -> tensor<3x100xf32>
   %d = xfmr.matmul %xl, %w_kn : (tensor<70x64xf32>, tensor<64x96xf32>) -> tensor<70x96xf32>
   %e = xfmr.linear %xl, %w_nk, %b {transpose_weight} : (tensor<70x64xf32>, tensor<100x64xf32>, tensor<100xf32>) -> tensor<70x100xf32>
   %f = xfmr.relu %e : tensor<70x100xf32>
-  return %a, %c, %d, %f : tensor<3x96xf32>, tensor<3x100xf32>, tensor<70x96xf32>, tensor<70x100xf32>
+  %w = xfmr.dequantize %sq, %ss {axis = 1 : i64, group_size = 64 : i64} : (tensor<64x64xi8>, tensor<64x1xf32>) -> tensor<64x64xf32>
+  %g = xfmr.matmul %x, %w : (tensor<3x64xf32>, tensor<64x64xf32>) -> tensor<3x64xf32>
+  return %a, %c, %d, %f, %g : tensor<3x96xf32>, tensor<3x100xf32>, tensor<70x96xf32>, tensor<70x100xf32>, tensor<3x64xf32>
 }
