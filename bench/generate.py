@@ -5,8 +5,8 @@ the peers people generate with, measured in the same run:
 
   xfmr            xfmrc --generate of the checkpoint directory (f32;
                   --dtype=bf16: weights, activations and KV cache in bf16;
-                  --weights-dtype=int8: the products' weights int8 with a
-                  scale per output channel or per group of 32)
+                  --weights-dtype=bf16|int8: the products' weights bf16, or
+                  int8 with a scale per output channel or per group of 32)
   generate()      transformers on PyTorch 2.x eager (f32, SDPA), KV cache
   llama.cpp       llama-cpp-python on the same weights written as GGUF
                   (f32, f16 and q8_0, quantized by llama.cpp itself)
@@ -203,6 +203,8 @@ def main():
     rows.append(("xfmr f32", prompt, decode, 4))
     rows.append(("xfmr bf16",) + bench_xfmr(args, directory, workdir, "bf16",
                                             ["--dtype=bf16"])[:2] + (2,))
+    rows.append(("xfmr bf16 weights",) + bench_xfmr(args, directory, workdir, "bf16-weights",
+                                                    ["--weights-dtype=bf16"])[:2] + (2,))
     # int8 values and an f32 scale per output channel (768 or 3072 values)
     # or per group of 32.
     rows.append(("xfmr int8 (scale per channel)",)

@@ -153,20 +153,25 @@ LogicalResult describeEntry(func::FuncOp func, const llvm::StringMap<std::string
     auto quantized = func.getArgAttrOfType<DictionaryAttr>(index, "xfmr.quantized");
     if (param && quantized) {
       // The int8 values or the scales of checkpoint tensor `name`
-      // (xfmr-quantize-weights), which the runtime computes from it.
+      // (xfmr-quantize-weights), or its bf16 rounding, which the runtime
+      // computes from it.
       auto part = quantized.getAs<StringAttr>("part");
       auto axis = quantized.getAs<IntegerAttr>("axis");
       auto group = quantized.getAs<IntegerAttr>("group_size");
-      if (!part || !axis || !group || type.getRank() != 2 ||
-          !(part.getValue() == "values" ? element.isInteger(8) : element.isF32()))
+      bool rounded = part && part.getValue() == "bf16";
+      if (!part || type.getRank() != 2 ||
+          !(rounded ? element.isBF16()
+                    : axis && group &&
+                          (part.getValue() == "values" ? element.isInteger(8) : element.isF32())))
         return signatureError(func, "weight '" + argument.name +
                                         "': xfmr.quantized needs part = \"values\" (i8) or "
-                                        "\"scales\" (f32), axis and group_size");
+                                        "\"scales\" (f32) with axis and group_size, or "
+                                        "\"bf16\" (bf16)");
       argument.source = argument.name;
       argument.name += ":" + part.getValue().str();
       argument.quantizedPart = part.getValue().str();
-      argument.quantizedAxis = axis.getInt();
-      argument.groupSize = group.getInt();
+      argument.quantizedAxis = rounded ? 0 : axis.getInt();
+      argument.groupSize = rounded ? 0 : group.getInt();
     } else if ((param || state) && !element.isF32() && !element.isBF16() && !element.isF16()) {
       return signatureError(func, (param ? "weight '" : "state '") + argument.name +
                                       "' must be f32, bf16 or f16");
@@ -353,11 +358,11 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
   if (!entry)
     return entry.takeError();
 
-  if (options.int8WeightGroup >= 0) {
+  if (!options.weightType.empty()) {
     PassManager pm(&context);
-    pm.addPass(createXfmrQuantizeWeights({options.int8WeightGroup}));
+    pm.addPass(createXfmrQuantizeWeights({options.weightType, options.weightGroupSize}));
     if (failed(pm.run(*module)))
-      return diagnostics.error(path + ": cannot store the weights as int8");
+      return diagnostics.error(path + ": cannot store the weights as " + options.weightType);
   }
 
   // Weight initialisation is read off the model as written, before the

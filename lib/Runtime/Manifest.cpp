@@ -100,16 +100,20 @@ Manifest xfmr::rt::parseManifest(const char *text) {
     if (const JsonValue *quantized = arg.get("quantized")) {
       const JsonValue *source = quantized->get("source"), *part = quantized->get("part");
       const JsonValue *axis = quantized->get("axis"), *group = quantized->get("group_size");
-      if (!source || !part || !axis || !group || spec.shape.size() != 2 ||
-          (part->text != "values" && part->text != "scales") ||
-          spec.dtype != (part->text == "values" ? XFMR_DTYPE_I8 : XFMR_DTYPE_F32) ||
-          !axis->asInt() || *axis->asInt() < 0 || *axis->asInt() > 1 || !group->asInt() ||
-          *group->asInt() <= 0)
+      bool rounded = part && part->text == "bf16";
+      bool groups = axis && group && axis->asInt() && *axis->asInt() >= 0 && *axis->asInt() <= 1 &&
+                    group->asInt() && *group->asInt() > 0;
+      if (!source || !part || spec.shape.size() != 2 ||
+          !(rounded ? spec.dtype == XFMR_DTYPE_BF16
+                    : groups && ((part->text == "values" && spec.dtype == XFMR_DTYPE_I8) ||
+                                 (part->text == "scales" && spec.dtype == XFMR_DTYPE_F32))))
         fail("corrupt model manifest: quantized argument '" + spec.name + "'");
       spec.source = source->text;
       spec.quantizedPart = part->text;
-      spec.axis = *axis->asInt();
-      spec.groupSize = *group->asInt();
+      if (!rounded) {
+        spec.axis = *axis->asInt();
+        spec.groupSize = *group->asInt();
+      }
     }
     manifest.args.push_back(std::move(spec));
   }

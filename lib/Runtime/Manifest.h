@@ -26,8 +26,9 @@ struct ArgSpec {
   int64_t vocabSize = 0; // token inputs only
   std::string init;      // weights: normal, zeros or ones
   std::string updates;   // outputs: the weight or state they replace
-  /// int8 weights: the part ("values" or "scales") of checkpoint tensor
-  /// `source` quantized in groups of `groupSize` along dimension `axis`.
+  /// Narrow weights: the part ("values" or "scales") of checkpoint tensor
+  /// `source` quantized in groups of `groupSize` along dimension `axis`, or
+  /// its bf16 rounding ("bf16").
   std::string source, quantizedPart;
   int64_t axis = 0, groupSize = 0;
 };

@@ -86,8 +86,10 @@ std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manif
   for (const ArgSpec &arg : manifest.args) {
     if (arg.kind != ArgSpec::Kind::Param)
       continue;
-    bool isQuantized = !arg.quantizedPart.empty();
-    const std::string &name = isQuantized ? arg.source : arg.name;
+    // int8 values or scales are computed from the checkpoint's tensor; a
+    // bf16 rounding is read as any narrow weight.
+    bool isQuantized = !arg.quantizedPart.empty() && arg.quantizedPart != "bf16";
+    const std::string &name = arg.source.empty() ? arg.name : arg.source;
     // A quantized weight reads the f32 tensor its values have the shape of.
     std::vector<int64_t> shape = arg.shape;
     if (isQuantized && arg.quantizedPart == "scales")

@@ -2,16 +2,17 @@
 //
 // A decode step reads every weight once per token, so its time is the
 // weights' bytes over the memory bandwidth: int8 values with a scale per
-// group read a quarter of f32's. The runtime quantizes the checkpoint's f32
-// tensors into the arguments this pass makes (xfmr.quantized), the products
-// read them through xfmr.dequantize, which the CPU kernels fold into their
-// loads.
+// group read a quarter of f32's, bf16 half. The runtime quantizes or rounds
+// the checkpoint's f32 tensors into the arguments this pass makes
+// (xfmr.quantized); the products read them through xfmr.dequantize or
+// arith.extf, which the CPU kernels fold into their loads.
 //
 //===----------------------------------------------------------------------===//
 
 #include "xfmr/Dialect/XfmrOps.h"
 #include "xfmr/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/Debug.h"
@@ -50,7 +51,13 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
   using Base::Base;
 
   void runOnOperation() override {
-    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] group size " << groupSize << "\n");
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << weightType << ", group size " << groupSize
+                            << "\n");
+    if (weightType != "int8" && weightType != "bf16") {
+      getOperation().emitError("xfmr-quantize-weights: type must be int8 or bf16, got '")
+          << weightType << "'";
+      return signalPassFailure();
+    }
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (!func.isExternal() && failed(quantize(func)))
         return signalPassFailure();
@@ -73,6 +80,13 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
       for (OpOperand &use : arg.getUses())
         if (std::optional<int64_t> axis = inputSideOfWeight(use))
           uses[*axis].push_back(&use);
+      if (uses.empty())
+        continue;
+      if (weightType == "bf16") {
+        if (failed(roundToBf16(func, arg, name, uses)))
+          return failure();
+        uses.clear();
+      }
       for (auto &[axis, operands] : uses) {
         int64_t inputs = type.getDimSize(axis);
         int64_t group = groupSize > 0 ? groupSize : inputs;
@@ -105,11 +119,34 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
         LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << name.getValue() << ": " << operands.size()
                                 << " uses, input side " << axis << "\n");
       }
-      if (!uses.empty() && arg.use_empty())
+      if (arg.use_empty())
         unused.set(index);
     }
     unused.resize(func.getNumArguments());
     return func.eraseArguments(unused);
+  }
+
+  /// Gives the product uses of `arg` its widening from a new bf16 argument.
+  LogicalResult roundToBf16(func::FuncOp func, BlockArgument arg, StringAttr name,
+                            const llvm::MapVector<int64_t, SmallVector<OpOperand *>> &uses) {
+    MLIRContext *context = func.getContext();
+    auto type = cast<RankedTensorType>(arg.getType());
+    NamedAttrList rounded;
+    rounded.set("part", StringAttr::get(context, "bf16"));
+    NamedAttrList attrs;
+    attrs.set("xfmr.param", name);
+    attrs.set("xfmr.quantized", rounded.getDictionary(context));
+    unsigned end = func.getNumArguments();
+    if (failed(func.insertArgument(
+            end, RankedTensorType::get(type.getShape(), BFloat16Type::get(context)),
+            attrs.getDictionary(context), arg.getLoc())))
+      return func.emitError("cannot add the bf16 argument of '") << name.getValue() << "'";
+    OpBuilder b(func.getBody());
+    Value weight = arith::ExtFOp::create(b, arg.getLoc(), type, func.getArgument(end));
+    for (auto &[axis, operands] : uses)
+      for (OpOperand *use : operands)
+        use->set(weight);
+    return success();
   }
 };
 

@@ -1,6 +1,8 @@
 // RUN: xfmr-opt %s --xfmr-quantize-weights --split-input-file | FileCheck %s
 // RUN: xfmr-opt %s --xfmr-quantize-weights=group-size=32 --split-input-file | FileCheck %s --check-prefix=G32
 // RUN: not xfmr-opt %s --xfmr-quantize-weights=group-size=48 --split-input-file 2>&1 | FileCheck %s --check-prefix=G48
+// RUN: xfmr-opt %s --xfmr-quantize-weights=type=bf16 --split-input-file | FileCheck %s --check-prefix=BF16
+// RUN: not xfmr-opt %s --xfmr-quantize-weights=type=int4 --split-input-file 2>&1 | FileCheck %s --check-prefix=INT4
 
 // Each product's weight becomes int8 values and scales of its input side:
 // one scale per output channel by default, per group of 32 inputs with
@@ -24,6 +26,19 @@
 // G32: tensor<50x2xf32> {xfmr.param = "wte", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "scales"}}
 // G32-SAME: tensor<64x96xi8> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 0 : i64, group_size = 32 : i64, part = "values"}}
 // G32-SAME: tensor<2x96xf32> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 0 : i64, group_size = 32 : i64, part = "scales"}}
+// With type=bf16, one bf16 argument per weight, widened for the products.
+// BF16-LABEL: func @forward
+// BF16-SAME: %[[TABLE:[^:]*]]: tensor<50x64xf32> {xfmr.param = "wte"}
+// BF16-SAME: %[[HEAD:[^:]*]]: tensor<50x64xbf16> {xfmr.param = "wte", xfmr.quantized = {part = "bf16"}}
+// BF16-SAME: %[[FC:[^:]*]]: tensor<64x96xbf16> {xfmr.param = "fc.weight", xfmr.quantized = {part = "bf16"}}
+// BF16-DAG: %[[FCW:.*]] = arith.extf %[[FC]] : tensor<64x96xbf16> to tensor<64x96xf32>
+// BF16-DAG: %[[HEADW:.*]] = arith.extf %[[HEAD]] : tensor<50x64xbf16> to tensor<50x64xf32>
+// BF16: xfmr.embedding %{{.*}}, %[[TABLE]]
+// BF16: xfmr.linear %{{.*}}, %[[FCW]]
+// BF16: xfmr.matmul %{{.*}}, %[[HEADW]] {transpose_rhs}
+// BF16-LABEL: func @untouched
+// BF16-NOT: xfmr.quantized
+// INT4: error: xfmr-quantize-weights: type must be int8 or bf16, got 'int4'
 // G48: error: weight 'wte': its input side (64) is not a multiple of the group size 48
 func.func @forward(%ids: tensor<2x4xi32> {xfmr.input = "input_ids"},
                    %wte: tensor<50x64xf32> {xfmr.param = "wte"},

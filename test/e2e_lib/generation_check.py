@@ -9,9 +9,9 @@ trained here; greedy generation from text prompts (a batch of different
 lengths, prompts longer than a prefill chunk) must give exactly the tokens
 of generate(do_sample=False), the text its decode, and at every step logits
 within 1e-4 of its float64 forward.
-gpt2-bf16, gpt2-bf16-cache, gpt2-int8, gpt2-int8-g32: --dtype=bf16,
---cache-dtype=bf16 and --weights-dtype=int8 generation's greedy step logits
-against the float64 forward, within bf16 or int8 bounds.
+gpt2-bf16, gpt2-bf16-cache, gpt2-bf16-weights, gpt2-int8, gpt2-int8-g32:
+--dtype=bf16, --cache-dtype=bf16 and --weights-dtype=bf16|int8 generation's
+greedy step logits against the float64 forward, within bf16 or int8 bounds.
 gpt2-sampled: the same seed gives the same text; each step's logits equal
 xfmr's own full-sequence forward at that position (<= 1e-5 relative).
 encoder-causal-{learned,sinusoidal}: xfmr's tutorial decoder (encoder type
@@ -201,6 +201,12 @@ def gpt2_int8(args):
     """--weights-dtype=int8: the products' weights (the LM head too) int8 with
     a scale per output channel, activations and KV cache f32."""
     return gpt2_narrow(args, "gpt2-int8", ["--weights-dtype=int8"], 5e-2, 1e-2)
+
+
+def gpt2_bf16_weights(args):
+    """--weights-dtype=bf16: the products' weights in bf16, activations and
+    KV cache f32."""
+    return gpt2_narrow(args, "gpt2-bf16-weights", ["--weights-dtype=bf16"], 2e-2, 4e-3)
 
 
 def gpt2_int8_groups(args):
@@ -446,6 +452,7 @@ def beams(args, family):
 
 CASES = {"gpt2-greedy": gpt2_greedy, "gpt2-sampled": gpt2_sampled, "gpt2-bf16": gpt2_bf16, "gpt2-bf16-cache": gpt2_bf16_cache,
          "gpt2-int8": gpt2_int8, "gpt2-int8-g32": gpt2_int8_groups,
+         "gpt2-bf16-weights": gpt2_bf16_weights,
          "bart-greedy": lambda a: seq2seq_greedy(a, "bart"),
          "marian-greedy": lambda a: seq2seq_greedy(a, "marian"),
          "t5-greedy": lambda a: seq2seq_greedy(a, "t5"), "t5-seq2seq": t5_seq2seq,

@@ -221,6 +221,15 @@ def ref_int8_weights(x, group):
                 gemm_kn=t(x["xl"]) @ kn, gemm_nk=torch.relu(t(x["xl"]) @ nk.T + t(x["b"])))
 
 
+def ref_bf16_weights(x):
+    """The int8_weights products with the weights rounded to bf16."""
+    kn, nk = (torch.tensor(x[n]).to(torch.bfloat16).to(F64) for n in ("w_kn", "w_nk"))
+    square = torch.tensor(x["sq"].astype(np.float64)) * t(x["ss"])
+    return dict(skinny_kn=t(x["x"]) @ kn, skinny_nk=t(x["x"]) @ nk.T + t(x["b"]),
+                square_rows=t(x["x"]) @ square,
+                gemm_kn=t(x["xl"]) @ kn, gemm_nk=torch.relu(t(x["xl"]) @ nk.T + t(x["b"])))
+
+
 def gen_normalization():
     x = randn(6, 50, scale=3.0)
     x[0] *= 1e4 / np.abs(x[0]).max()  # logits of +-1e4
@@ -527,6 +536,7 @@ CASES = {"attention": (gen_attention, ref_attention),
          "position_bias": (gen_position_bias, ref_position_bias),
          "int8_weights": (gen_int8_weights, lambda x: ref_int8_weights(x, 0)),
          "int8_weights_32": (gen_int8_weights, lambda x: ref_int8_weights(x, 32)),
+         "bf16_weights": (gen_int8_weights, ref_bf16_weights),
          "backward": (gen_backward, ref_backward),
          "backward_bf16": (gen_backward_low_precision,
                            lambda x: ref_backward_low_precision(x, "_bf16", torch.bfloat16)),

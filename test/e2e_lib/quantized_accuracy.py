@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Narrow weights on a trained model: the sonnets example (examples/sonnets, a
 byte-level GPT) trained here for a few hundred steps; the perplexity of its
-held-out text with f32, bf16 (--dtype=bf16) and int8 (--weights-dtype=int8,
-a scale per output channel or per group of 32) weights, and the greedy
+held-out text with f32, bf16 (--dtype=bf16 and --weights-dtype=bf16) and int8
+(--weights-dtype=int8, a scale per output channel or per group of 32) weights, and the greedy
 generations of int8 against f32's, token by token.
 
   quantized_accuracy.py --xfmrc PATH --workdir DIR
@@ -22,8 +22,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXAMPLE = os.path.join(ROOT, "examples", "sonnets")
 PROMPTS = ["Shall I compare thee", "When in disgrace with fortune", "My mistress' eyes"]
 NEW = 100
-PPL_RATIO = {"bf16": 1.01, "int8": 1.01, "int8-g32": 1.01}
-VARIANTS = {"f32": [], "bf16": ["--dtype=bf16"], "int8": ["--weights-dtype=int8"],
+PPL_RATIO = {"bf16": 1.01, "bf16-weights": 1.01, "int8": 1.01, "int8-g32": 1.01}
+VARIANTS = {"f32": [], "bf16": ["--dtype=bf16"], "bf16-weights": ["--weights-dtype=bf16"],
+            "int8": ["--weights-dtype=int8"],
             "int8-g32": ["--weights-dtype=int8", "--weight-group-size=32"]}
 
 

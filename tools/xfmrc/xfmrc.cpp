@@ -119,14 +119,15 @@ static cl::opt<xfmr::ElementType> dtype(
                           "bfloat16 storage, each op computed in f32"),
                clEnumValN(xfmr::ElementType::F16, "f16", "float16 storage, each op computed in f32")),
     cl::init(xfmr::ElementType::F32), cl::cat(category));
-enum class WeightsDtype { Model, Int8 };
+enum class WeightsDtype { Model, Int8, BF16 };
 static cl::opt<WeightsDtype> weightsDtype(
     "weights-dtype",
     cl::desc("Storage of the weights of products (linear layers, attention projections, the "
-             "LM head) in an inference or generation executable (default: --dtype's)"),
+             "LM head) in an inference or generation executable, converted from the checkpoint "
+             "as it loads; activations stay f32 (default: --dtype's)"),
     cl::values(clEnumValN(WeightsDtype::Int8, "int8",
-                          "int8 with a scale per group (--weight-group-size), quantized from "
-                          "the checkpoint as it loads; activations stay f32")),
+                          "int8 with a scale per group (--weight-group-size)"),
+               clEnumValN(WeightsDtype::BF16, "bf16", "bfloat16")),
     cl::init(WeightsDtype::Model), cl::cat(category));
 static cl::opt<int64_t> weightGroupSize(
     "weight-group-size",
@@ -331,18 +332,21 @@ int main(int argc, char **argv) {
   options.model.elementType = dtype;
   if (weightGroupSize.getNumOccurrences() && weightsDtype != WeightsDtype::Int8)
     return fail("--weight-group-size needs --weights-dtype=int8");
-  if (weightsDtype == WeightsDtype::Int8) {
+  if (weightsDtype != WeightsDtype::Model) {
+    std::string name = weightsDtype == WeightsDtype::Int8 ? "int8" : "bf16";
     if (train || gradient)
-      return fail("--weights-dtype=int8 is for inference and generation, not --grad or --train");
+      return fail("--weights-dtype=" + name +
+                  " is for inference and generation, not --grad or --train");
     if (dtype != xfmr::ElementType::F32)
-      return fail("--weights-dtype=int8 needs --dtype=f32 (activations stay f32)");
+      return fail("--weights-dtype=" + name + " needs --dtype=f32 (activations stay f32)");
     if (weightGroupSize != 0 && weightGroupSize != 32 && weightGroupSize != 64 &&
         weightGroupSize != 128)
       return fail("--weight-group-size must be 32, 64, 128 or 0 (per output channel), got " +
                   Twine(weightGroupSize));
     if (emit == xfmr::EmitKind::RandomWeights)
       return fail("--emit=random-weights writes f32 weights; drop --weights-dtype");
-    options.int8WeightGroup = weightGroupSize;
+    options.weightType = name;
+    options.weightGroupSize = weightGroupSize;
   }
   options.entry = entry;
   options.cpu = cpu;

@@ -115,10 +115,12 @@ struct CompileOptions {
   /// With emulateGpuKernels: each phase's threads run last to first (see
   /// convert-xfmr-to-gpu-kernels{reverse-threads}).
   bool reverseGpuThreads = false;
-  /// Store the weights of products as int8 with a scale per group of this
-  /// many values along their input side (0: per output channel), quantized
-  /// by the runtime as it loads them; -1: as the model's element type.
-  int64_t int8WeightGroup = -1;
+  /// Store the weights of products as "int8" (a scale per group of
+  /// weightGroupSize values along their input side, 0: per output channel)
+  /// or "bf16", quantized or rounded by the runtime as it loads them; "":
+  /// as the model's element type.
+  std::string weightType;
+  int64_t weightGroupSize = 0;
   /// Seed of --emit=random-weights.
   uint64_t seed = 0;
   /// Where xfmrc finds libxfmr_runtime.a and libxfmr_main.a.

@@ -72,24 +72,27 @@ def XfmrFuseLayerNorm : Pass<"xfmr-fuse-layer-norm"> {
 }
 
 def XfmrQuantizeWeights : Pass<"xfmr-quantize-weights", "::mlir::ModuleOp"> {
-  let summary = "Store the weights of products as int8 with a scale per group";
+  let summary = "Store the weights of products as int8 with a scale per group, or as bf16";
   let description = [{
     Every f32 rank-2 `xfmr.param` argument used as the weight of a product
     (`linear`, the right side of `matmul`, the projections of
     `multi_head_attention`) is given to those uses as `xfmr.dequantize` of
     two new arguments: its int8 values and their scales, one per
     `group-size` values along the weight's input side (0: one per output
-    channel). Both keep the weight's `xfmr.param` name and say what they
-    are in `xfmr.quantized` ({part = "values" | "scales", axis, group_size}),
-    so that the runtime quantizes the checkpoint's tensor into them as it
-    loads it. Other uses (an embedding whose table is also the tied output
-    projection) keep the f32 argument; an argument left without uses goes.
-    Fails, naming the weight, where the group size does not divide the
-    input side.
+    channel); with `type=bf16`, as `arith.extf` of one new bf16 argument.
+    The new arguments keep the weight's `xfmr.param` name and say what they
+    are in `xfmr.quantized` ({part = "values" | "scales", axis, group_size}
+    or {part = "bf16"}), so that the runtime quantizes or rounds the
+    checkpoint's tensor into them as it loads it. Other uses (an embedding
+    whose table is also the tied output projection) keep the f32 argument;
+    an argument left without uses goes. Fails, naming the weight, where the
+    group size does not divide the input side.
   }];
   let options = [
+    Option<"weightType", "type", "std::string", /*default=*/"\"int8\"",
+           "int8 (values and scales) or bf16">,
     Option<"groupSize", "group-size", "int64_t", /*default=*/"0",
-           "values per scale along the input side (0: one scale per output channel)">
+           "int8: values per scale along the input side (0: one scale per output channel)">
   ];
 }
 

@@ -1,9 +1,9 @@
-// Weights stored as int8 (xfmrc --weights-dtype=int8: the runtime quantizes
-// the f32 tensors as it loads them, a scale per output channel or per group
-// of 32) against float64 products with the same quantized weights: skinny
-// products (decode steps) and full GEMMs, both weight layouts, bias and
-// activation epilogues, column tails; and a hand-written xfmr.dequantize whose groups run
-// along a square weight's output side (scales per input row, not per channel).
+// Weights stored narrow (xfmrc --weights-dtype: int8 with a scale per output channel or per
+// group of 32, or bf16; the runtime converts the f32 tensors as it loads them) against float64
+// products of the same stored weights: skinny products (decode steps) and full GEMMs, both
+// weight layouts, bias and activation epilogues, column tails; and a hand-written
+// xfmr.dequantize whose groups run along a square weight's output side (scales per input row,
+// not per channel).
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python %testlib/ops.py generate int8_weights %t/inputs.safetensors
@@ -20,6 +20,10 @@
 // RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 --emulate-gpu-kernels -o %t/gpu-emulated
 // RUN: %t/gpu-emulated --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
 // RUN: %python %testlib/ops.py check int8_weights_32 %t/inputs.safetensors %t/outputs-gpu.safetensors | FileCheck %s
+// --weights-dtype=bf16: the weights rounded to bf16, widened as the products read them.
+// RUN: xfmrc %s --weights-dtype=bf16 -o %t/model-bf16
+// RUN: %t/model-bf16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-bf16.safetensors
+// RUN: %python %testlib/ops.py check bf16_weights %t/inputs.safetensors %t/outputs-bf16.safetensors | FileCheck %s
 // The weights the executable takes: int8 values and their scales, read by the products.
 // RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 --emit=mlir -o - | FileCheck %s --check-prefix=IR
 // IR: tensor<64x96xi8> {xfmr.param = "w_kn", xfmr.quantized = {axis = 0 : i64, group_size = 32 : i64, part = "values"}}
