@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sys/mman.h>
+#include <tuple>
 
 using namespace xfmr::rt;
 
@@ -81,8 +82,11 @@ std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manif
     fail(err);
   std::unique_ptr<xfmr_weights, void (*)(xfmr_weights *)> guard(file, xfmr_weights_close);
   std::map<std::string, std::unique_ptr<Buffer>> weights;
-  // Checkpoint tensors quantized so far: their int8 values and scales.
-  std::map<std::string, std::pair<std::vector<int8_t>, std::vector<float>>> quantized;
+  // Checkpoint tensors quantized so far (by name, axis and group size):
+  // their int8 values and scales.
+  std::map<std::tuple<std::string, int64_t, int64_t>,
+           std::pair<std::vector<int8_t>, std::vector<float>>>
+      quantized;
   for (const ArgSpec &arg : manifest.args) {
     if (arg.kind != ArgSpec::Kind::Param)
       continue;
@@ -114,7 +118,8 @@ std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manif
     // otherwise.
     std::unique_ptr<Buffer> buffer = allocate(arg);
     size_t count = elementCount(shape);
-    auto done = quantized.find(found);
+    auto key = std::make_tuple(found, arg.axis, arg.groupSize);
+    auto done = quantized.find(key);
     if (isQuantized && done != quantized.end()) {
       copyQuantizedPart(arg, done->second, *buffer);
       weights[arg.name] = std::move(buffer);
@@ -128,7 +133,7 @@ std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manif
     if (!std::all_of(values, values + count, [](float v) { return std::isfinite(v); }))
       fail("weights file '" + path + "': tensor '" + found + "' contains NaN or infinity");
     if (isQuantized) {
-      auto &parts = quantized[found] = quantizeInt8(values, shape, arg.axis, arg.groupSize);
+      auto &parts = quantized[key] = quantizeInt8(values, shape, arg.axis, arg.groupSize);
       copyQuantizedPart(arg, parts, *buffer);
     } else if (!widened.empty()) {
       std::string problem = convertElements(XFMR_DTYPE_F32, values, count, arg.dtype, buffer->data);

@@ -213,21 +213,23 @@ def int8_dequantized(w, axis, group):
     return torch.tensor(np.moveaxis(dequantized, 0, axis))
 
 
-def ref_int8_weights(x, group):
-    kn, nk = int8_dequantized(x["w_kn"], 0, group), int8_dequantized(x["w_nk"], 1, group)
+def ref_narrow_weights(x, kn, nk):
+    """The int8_weights products with the stored weights kn and nk."""
     square = torch.tensor(x["sq"].astype(np.float64)) * t(x["ss"])
     return dict(skinny_kn=t(x["x"]) @ kn, skinny_nk=t(x["x"]) @ nk.T + t(x["b"]),
                 square_rows=t(x["x"]) @ square,
                 gemm_kn=t(x["xl"]) @ kn, gemm_nk=torch.relu(t(x["xl"]) @ nk.T + t(x["b"])))
+
+
+def ref_int8_weights(x, group):
+    return ref_narrow_weights(x, int8_dequantized(x["w_kn"], 0, group),
+                              int8_dequantized(x["w_nk"], 1, group))
 
 
 def ref_bf16_weights(x):
     """The int8_weights products with the weights rounded to bf16."""
-    kn, nk = (torch.tensor(x[n]).to(torch.bfloat16).to(F64) for n in ("w_kn", "w_nk"))
-    square = torch.tensor(x["sq"].astype(np.float64)) * t(x["ss"])
-    return dict(skinny_kn=t(x["x"]) @ kn, skinny_nk=t(x["x"]) @ nk.T + t(x["b"]),
-                square_rows=t(x["x"]) @ square,
-                gemm_kn=t(x["xl"]) @ kn, gemm_nk=torch.relu(t(x["xl"]) @ nk.T + t(x["b"])))
+    return ref_narrow_weights(x, *(torch.tensor(x[n]).to(torch.bfloat16).to(F64)
+                                   for n in ("w_kn", "w_nk")))
 
 
 def gen_normalization():
