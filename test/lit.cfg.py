@@ -50,6 +50,17 @@ try:
 except Exception:
     lit_config.warning("python3-matplotlib missing: the attention-maps example is UNSUPPORTED")
 
+# Data-parallel training runs under Open MPI's mpirun (scripts/install-deps.sh
+# installs it); more processes than cores, and as root in CI containers.
+mpirun = shutil.which("mpirun")
+if mpirun:
+    config.available_features.add("mpi")
+    config.substitutions.append(("%mpirun", mpirun + " --oversubscribe"))
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+    config.environment["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+else:
+    lit_config.warning("no mpirun (openmpi-bin): data-parallel training tests are UNSUPPORTED")
+
 # Hugging Face transformers is the oracle of whole models: it lives in the
 # virtual environment scripts/install-oracle.sh makes under the build tree.
 hf_python = os.path.join(config.xfmr_obj_root, "oracle-venv", "bin", "python")

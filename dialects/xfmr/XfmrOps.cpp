@@ -913,6 +913,14 @@ LogicalResult GlobalNormOp::verify() {
   return success();
 }
 
+LogicalResult AllReduceOp::verify() {
+  // MPI and the runtime reduce f32: gradients of f32 (master) weights.
+  if (!getType().getElementType().isF32() || !getWeight().getType().getElementType().isF32())
+    return emitOpError("reduces f32 tensors with an f32 weight, got ")
+           << getType() << " and " << getWeight().getType();
+  return success();
+}
+
 LogicalResult LossScaleOp::verify() {
   double initial = getInitial().convertToDouble();
   if (!(initial > 0) || std::isinf(initial))

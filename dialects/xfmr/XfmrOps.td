@@ -7,6 +7,7 @@ include "XfmrDialect.td"
 include "XfmrInterfaces.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.td"
 
 //===----------------------------------------------------------------------===//
 // High-level ops
@@ -923,6 +924,31 @@ def Xfmr_GlobalNormOp : Xfmr_Op<"global_norm", [Pure]> {
   let arguments = (ins Variadic<Xfmr_FloatTensor>:$inputs);
   let results = (outs Xfmr_ScalarFloat:$result);
   let assemblyFormat = "$inputs attr-dict `:` functional-type($inputs, $result)";
+  let hasVerifier = 1;
+}
+
+def Xfmr_AllReduceOp : Xfmr_Op<"all_reduce", [AllTypesMatch<["input", "result"]>,
+    DeclareOpInterfaceMethods<BufferizableOpInterface, ["bufferizesToMemoryRead",
+        "bufferizesToMemoryWrite", "getAliasingValues", "bufferize"]>]> {
+  let summary = "weighted sum of a tensor over the processes of a data-parallel job";
+  let description = [{
+    `sum over processes p of weight_p * input_p`, the same on every process:
+    how a data-parallel training step combines its gradients, each process
+    weighting its own by its share of the job's batch. With one process it
+    is `weight * input`.
+
+    It communicates, so it is not `Pure`: it is neither moved nor merged
+    nor dropped. It bufferizes in place into a call of the runtime's
+    `xfmr_all_reduce_f32(float *data, int64_t count, float weight)`, which
+    the trainer backs with MPI under `mpirun`.
+
+    ```mlir
+    %g = xfmr.all_reduce %grad, %weight : tensor<64x64xf32>, tensor<f32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input, Xfmr_ScalarFloat:$weight);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight attr-dict `:` type($input) `,` type($weight)";
   let hasVerifier = 1;
 }
 

@@ -124,6 +124,13 @@ int xfmr_trainer_main(int argc, char **argv, const char *train_step_manifest,
                       void (*train_step)(void **args), const char *evaluate_manifest,
                       void (*evaluate)(void **args));
 
+/* Called by a training step compiled for data-parallel jobs
+ * (`xfmr.all_reduce`): replaces the `count` floats at `data` by the sum
+ * over the job's processes of `weight` times each one's values. The
+ * trainer's main backs it with MPI under mpirun; linked into a program of
+ * one process, it multiplies by `weight`. */
+void xfmr_all_reduce_f32(uintptr_t data, int64_t count, float weight);
+
 /*===--- Generation ------------------------------------------------------===*/
 
 /* How the next token is chosen, in Hugging Face generate()'s order:

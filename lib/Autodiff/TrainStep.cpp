@@ -164,6 +164,16 @@ struct TrainStepPass : xfmr::impl::XfmrTrainStepBase<TrainStepPass> {
       body->eraseArgument(lossScaleArg.getArgNumber());
     }
     llvm::append_range(args, states);
+    if (dataParallel) {
+      if (!elementType.isF32())
+        return grad.emitError("xfmr-train-step: data-parallel training reduces f32 gradients, "
+                              "got ")
+               << elementType;
+      Value weight = body->addArgument(scalarType, loc);
+      args.push_back({weight, named("xfmr.input", "gradient_weight")});
+      for (auto &entry : gradients)
+        entry.second = AllReduceOp::create(b, loc, entry.second, weight);
+    }
     Value stepArg = body->addArgument(RankedTensorType::get({}, b.getI64Type()), loc);
     args.push_back({stepArg, named("xfmr.input", "step")});
 

@@ -173,6 +173,11 @@ llvm::Error link(StringRef object, const CompileOptions &options, StringRef main
   SmallVector<StringRef> sanitizerFlags;
   StringRef(XFMR_RUNTIME_LINK_FLAGS).split(sanitizerFlags, ' ', -1, /*KeepEmpty=*/false);
   args.append(sanitizerFlags.begin(), sanitizerFlags.end());
+  // The trainer's main joins an MPI job under mpirun.
+  SmallVector<StringRef> mpiLibraries;
+  if (options.mode == CompileMode::Train)
+    StringRef(XFMR_MPI_LINK_LIBRARIES).split(mpiLibraries, ' ', -1, /*KeepEmpty=*/false);
+  args.append(mpiLibraries.begin(), mpiLibraries.end());
   std::string message;
   int status = llvm::sys::ExecuteAndWait(*linker, args, std::nullopt, {}, 0, 0, &message);
   if (status != 0)

@@ -406,6 +406,8 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
       step.maxGradNorm = t.maxGradNorm;
       step.lossScale = t.lossScale;
       step.lossScaleGrowthInterval = t.lossScaleGrowthInterval;
+      // The trainer runs on the host CPU, under mpirun or alone.
+      step.dataParallel = options.target == Target::Host;
       pm.addPass(createXfmrTrainStep(step));
     }
     std::string name = entry->getName().str();

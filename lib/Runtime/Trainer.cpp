@@ -7,6 +7,8 @@
 // token file to the step, logs progress, evaluates on held-out data and
 // saves the weights for the inference executable, with the optimizer state
 // and step counts beside them so that --resume continues the run exactly.
+// Under mpirun each process takes its share of every batch; the step
+// combines the gradients (xfmr_all_reduce_f32) and rank 0 logs and saves.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,16 +16,19 @@
 
 #include "CommandLine.h"
 #include "ModelWeights.h"
-#include "TokenFiles.h"
 #include "RuntimeSupport.h"
+#include "TokenFiles.h"
+#include "Trainer.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <thread>
 
 using namespace xfmr::rt;
 
@@ -142,6 +147,7 @@ struct Layout {
   int64_t classes = 0; // last dim of the logits
   int64_t labelLength = 0;
   bool causal = false;
+  bool dataParallel = false; // the step takes a gradient_weight
 };
 
 Layout layoutOf(const Manifest &manifest) {
@@ -153,9 +159,13 @@ Layout layoutOf(const Manifest &manifest) {
         if ((arg.name == "dropout_seed" || arg.name == "step") && arg.shape.empty() &&
             arg.dtype == XFMR_DTYPE_I64)
           continue;
+        if (arg.name == "gradient_weight" && arg.shape.empty() && arg.dtype == XFMR_DTYPE_F32) {
+          layout.dataParallel = true;
+          continue;
+        }
         fail("model input '" + arg.name + "' is not one the trainer can fill (input_ids, "
              "attention_mask, token_type_ids, decoder_input_ids, decoder_attention_mask, "
-             "labels, dropout_seed, step)");
+             "labels, dropout_seed, step, gradient_weight)");
       }
       if (arg.shape.size() != 2 || arg.dtype != XFMR_DTYPE_I32)
         fail("model input '" + arg.name + "' must be int32 [batch, seq_len]");
@@ -315,6 +325,11 @@ public:
       *buffer->as<int64_t>() = value;
   }
 
+  void setScalar(const std::string &name, float value) {
+    if (Buffer *buffer = get(name))
+      *buffer->as<float>() = value;
+  }
+
   void call() { entry(args.data()); }
 
 private:
@@ -355,9 +370,9 @@ struct Accuracy {
 class Trainer {
 public:
   Trainer(const char *argv0, const Manifest &step, void (*stepEntry)(void **),
-          const Manifest &evaluation, void (*evaluateEntry)(void **))
+          const Manifest &evaluation, void (*evaluateEntry)(void **), Collectives &job)
       : argv0(argv0), step(step), stepEntry(stepEntry), evaluation(evaluation),
-        evaluateEntry(evaluateEntry) {}
+        evaluateEntry(evaluateEntry), job(job) {}
 
   int run(int argc, char **argv) {
     if (wantsHelp(argc, argv)) {
@@ -368,8 +383,16 @@ public:
     if (options.steps < 0)
       options.steps = static_cast<int64_t>(step.training.count("steps") ? step.training.at("steps")
                                                                         : 1000);
+    // The processes of a job on one machine share its cores.
+    if (!options.threads && job.localSize() > 1 && !std::getenv("OMP_NUM_THREADS"))
+      options.threads =
+          std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / job.localSize());
     setThreads(options.threads);
     layout = layoutOf(step);
+    if (job.size() > 1 && !layout.dataParallel)
+      fail("this training step was compiled without data-parallel support (it takes no "
+           "gradient_weight), so it cannot run as one of " +
+           std::to_string(job.size()) + " processes");
     Layout evalLayout = layoutOf(evaluation);
     if (evalLayout.batch != layout.batch || evalLayout.labelLength != layout.labelLength)
       fail("corrupt model manifest: the evaluation entry has another shape");
@@ -390,14 +413,26 @@ public:
 
     EntryCall stepCall(step, stepEntry, weights);
     EntryCall evalCall(evaluation, evaluateEntry, weights);
-    std::printf("training %zu examples, batch %" PRId64 ", %" PRId64 " steps; %zu parameters\n",
-                train.size(), layout.batch, options.steps, parameterCount());
-    if (firstStep)
+    // Every process starts where rank 0 does (the optimizer state included).
+    for (auto &entry : weights)
+      job.broadcast(entry.second->data, entry.second->size);
+    job.broadcast(&firstStep, sizeof firstStep);
+    job.broadcast(&firstUpdates, sizeof firstUpdates);
+    bool lead = job.rank() == 0;
+    if (lead && job.size() > 1)
+      std::printf("training %zu examples, batch %" PRId64 " (%d processes of %" PRId64
+                  "), %" PRId64 " steps; %zu parameters\n",
+                  train.size(), layout.batch * job.size(), job.size(), layout.batch,
+                  options.steps, parameterCount());
+    else if (lead)
+      std::printf("training %zu examples, batch %" PRId64 ", %" PRId64 " steps; %zu parameters\n",
+                  train.size(), layout.batch, options.steps, parameterCount());
+    if (lead && firstStep)
       std::printf("resuming after step %" PRId64 " from %s\n", firstStep, options.resume.c_str());
     trainLoop(train, eval, stepCall, evalCall);
-    if (!eval.empty())
+    if (lead && !eval.empty())
       evaluate(eval, evalCall, options.steps);
-    if (!options.save.empty())
+    if (lead && !options.save.empty())
       save();
     return 0;
   }
@@ -456,7 +491,7 @@ private:
 
   /// The CSV file of --log, or null.
   FILE *openLog() {
-    if (options.log.empty())
+    if (options.log.empty() || job.rank() != 0)
       return nullptr;
     FILE *log = std::fopen(options.log.c_str(), firstStep > 0 ? "a" : "w");
     if (!log)
@@ -474,17 +509,20 @@ private:
       order[i] = i;
     std::shuffle(order.begin(), order.end(), shuffler);
     size_t next = 0;
-    // The rows of the next batch, reshuffling after each pass over the data.
+    // The rows of the next batch of the job, reshuffling after each pass
+    // over the data, and this process's share of them.
+    const int64_t ownRows = layout.batch;
     auto nextRows = [&] {
       std::vector<size_t> rows;
-      while (static_cast<int64_t>(rows.size()) < layout.batch) {
+      while (static_cast<int64_t>(rows.size()) < ownRows * job.size()) {
         if (next == order.size()) {
           std::shuffle(order.begin(), order.end(), shuffler);
           next = 0;
         }
         rows.push_back(order[next++]);
       }
-      return rows;
+      return std::vector<size_t>(rows.begin() + ownRows * job.rank(),
+                                 rows.begin() + ownRows * (job.rank() + 1));
     };
     // A resumed run draws the batches the steps before it drew.
     for (int64_t s = 0; s < firstStep; ++s)
@@ -512,13 +550,34 @@ private:
       std::vector<size_t> rows = nextRows();
       auto start = std::chrono::steady_clock::now();
       int64_t labelled = call.fill(train, rows, layout, step.padTokenId);
+      // The step's loss is the mean over this process's labelled positions;
+      // weighted by their share of the job's, the gradients it combines are
+      // those of the mean over the whole batch.
+      double jobLabelled = static_cast<double>(labelled);
+      job.sum(&jobLabelled, 1);
+      float share = jobLabelled > 0 ? static_cast<float>(labelled / jobLabelled)
+                                    : 1.0f / static_cast<float>(job.size());
+      call.setScalar("gradient_weight", share);
       call.setScalar("step", updates);
-      call.setScalar("dropout_seed", static_cast<int64_t>(mix(options.seed ^ mix(s))));
+      uint64_t dropoutSeed = mix(options.seed ^ mix(s));
+      if (job.rank())
+        dropoutSeed = mix(dropoutSeed ^ static_cast<uint64_t>(job.rank()));
+      call.setScalar("dropout_seed", static_cast<int64_t>(dropoutSeed));
       call.call();
+      Accuracy stepAccuracy;
+      stepAccuracy.add(reinterpret_cast<const float *>(logits->data),
+                       reinterpret_cast<const int32_t *>(labels->data), layout.batch, layout);
+      // The job's loss and accuracy, the same on every process.
+      double stepTotals[] = {share * scalar(loss), static_cast<double>(stepAccuracy.tokens),
+                             static_cast<double>(stepAccuracy.correct)};
+      job.sum(stepTotals, 3);
+      stepAccuracy.tokens = static_cast<int64_t>(stepTotals[1]);
+      stepAccuracy.correct = static_cast<int64_t>(stepTotals[2]);
+      labelled = static_cast<int64_t>(jobLabelled);
       double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       windowSeconds += seconds;
-      float value = scalar(loss);
+      float value = job.size() > 1 ? static_cast<float>(stepTotals[0]) : scalar(loss);
       if (!std::isfinite(value))
         fail("step " + std::to_string(s + 1) + ": the loss is " + std::to_string(value) +
              " (try a lower --lr or a larger --warmup-steps at compile time)");
@@ -535,9 +594,6 @@ private:
       windowLoss += value;
       windowTokens += labelled;
       ++windowSteps;
-      Accuracy stepAccuracy;
-      stepAccuracy.add(reinterpret_cast<const float *>(logits->data),
-                       reinterpret_cast<const int32_t *>(labels->data), layout.batch, layout);
       windowAccuracy.tokens += stepAccuracy.tokens;
       windowAccuracy.correct += stepAccuracy.correct;
       if (log) {
@@ -548,7 +604,7 @@ private:
         std::fprintf(log.get(), ",%.1f\n", labelled / seconds);
       }
       bool last = s + 1 == options.steps;
-      if (options.logEvery && ((s + 1) % options.logEvery == 0 || last)) {
+      if (options.logEvery && ((s + 1) % options.logEvery == 0 || last) && job.rank() == 0) {
         std::printf("step %6" PRId64 "  loss %.4f  acc %6.2f%%  lr %.3e", s + 1,
                     windowLoss / windowSteps, windowAccuracy.tokenRate(), scalar(lr));
         if (norm)
@@ -562,7 +618,8 @@ private:
         windowTokens = windowSteps = windowSkipped = 0;
         windowAccuracy = Accuracy();
       }
-      if (!eval.empty() && options.evalEvery && (s + 1) % options.evalEvery == 0 && !last)
+      if (!eval.empty() && options.evalEvery && (s + 1) % options.evalEvery == 0 && !last &&
+          job.rank() == 0)
         evaluate(eval, evalCall, s + 1);
     }
     stepsTaken = options.steps;
@@ -621,6 +678,7 @@ private:
   void (*stepEntry)(void **);
   const Manifest &evaluation;
   void (*evaluateEntry)(void **);
+  Collectives &job;
   Options options;
   Layout layout;
   std::map<std::string, std::unique_ptr<Buffer>> weights;
@@ -631,13 +689,23 @@ private:
 
 } // namespace
 
+int xfmr::rt::runTrainer(int argc, char **argv, const char *trainStepManifest,
+                         void (*trainStep)(void **), const char *evaluateManifest,
+                         void (*evaluate)(void **), Collectives *job) {
+  const char *argv0 = argc > 0 ? argv[0] : "train";
+  setCurrentJob(job);
+  int status = runCommandLine(argv0, [&] {
+    Manifest step = parseManifest(trainStepManifest);
+    Manifest evaluation = parseManifest(evaluateManifest);
+    return Trainer(argv0, step, trainStep, evaluation, evaluate, currentJob()).run(argc, argv);
+  });
+  setCurrentJob(nullptr);
+  return status;
+}
+
 extern "C" int xfmr_trainer_main(int argc, char **argv, const char *trainStepManifest,
                                  void (*trainStep)(void **), const char *evaluateManifest,
                                  void (*evaluate)(void **)) {
-  const char *argv0 = argc > 0 ? argv[0] : "train";
-  return runCommandLine(argv0, [&] {
-    Manifest step = parseManifest(trainStepManifest);
-    Manifest evaluation = parseManifest(evaluateManifest);
-    return Trainer(argv0, step, trainStep, evaluation, evaluate).run(argc, argv);
-  });
+  return runTrainer(argc, argv, trainStepManifest, trainStep, evaluateManifest, evaluate,
+                    nullptr);
 }

@@ -452,6 +452,14 @@ func.func @global_norm_type(%a: tensor<4xf64>) {
 
 // -----
 
+func.func @all_reduce_type(%a: tensor<4xf16>, %w: tensor<f32>) {
+  // expected-error @+1 {{reduces f32 tensors with an f32 weight, got 'tensor<4xf16>' and 'tensor<f32>'}}
+  %r = xfmr.all_reduce %a, %w : tensor<4xf16>, tensor<f32>
+  return
+}
+
+// -----
+
 func.func @adamw_beta(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
   // expected-error @+1 {{beta2 must be in [0, 1), got 1}}
   %0:3 = xfmr.adamw_update %p, %p, %p, %p lr(%lr : tensor<f32>) step(%s : tensor<i64>) {beta2 = 1.0 : f64} : tensor<4xf32>

@@ -147,6 +147,8 @@ func.func @training(%step: tensor<i64>, %p: tensor<64x64xf32>, %g: tensor<64x64x
                                   min_ratio = 0.1 : f64} : tensor<i64> -> tensor<f32>
   // CHECK: xfmr.global_norm %{{.*}}, %{{.*}} : (tensor<64x64xf32>, tensor<64xf32>) -> tensor<f32>
   %n = xfmr.global_norm %g, %b : (tensor<64x64xf32>, tensor<64xf32>) -> tensor<f32>
+  // CHECK: xfmr.all_reduce %{{.*}}, %{{.*}} : tensor<64x64xf32>, tensor<f32>
+  %reduced = xfmr.all_reduce %g, %lr : tensor<64x64xf32>, tensor<f32>
   // CHECK: xfmr.adamw_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lr(%{{.*}} : tensor<f32>) step(%{{.*}} : tensor<i64>) grad_norm(%{{.*}} : tensor<f32>) {weight_decay = 0.000000e+00 : f64} : tensor<64x64xf32>
   %p1:3 = xfmr.adamw_update %p, %g, %m, %v lr(%lr : tensor<f32>) step(%step : tensor<i64>)
           grad_norm(%n : tensor<f32>) {weight_decay = 0.0 : f64} : tensor<64x64xf32>

@@ -8,6 +8,9 @@
 // RUN: not xfmr-opt %s --xfmr-autodiff='function=loss loss-scale' --xfmr-train-step=function=loss 2>&1 | FileCheck %s --check-prefix=NOSCALE
 // RUN: not xfmr-opt %s --xfmr-autodiff='function=loss loss-scale' --xfmr-train-step='function=loss loss-scale=-1' 2>&1 | FileCheck %s --check-prefix=BADSCALE
 // RUN: not xfmr-opt %s --xfmr-autodiff='function=half loss-scale' --xfmr-train-step='function=half loss-scale=1024' 2>&1 | FileCheck %s --check-prefix=HALF
+// RUN: xfmr-opt %s --xfmr-autodiff=function=loss --xfmr-train-step='function=loss max-grad-norm=1.0 data-parallel' | FileCheck %s --check-prefix=PARALLEL
+// RUN: not xfmr-opt %s --xfmr-autodiff=function=half --xfmr-train-step='function=half data-parallel' 2>&1 | FileCheck %s --check-prefix=PARALLELHALF
+// PARALLELHALF: error: xfmr-train-step: data-parallel training reduces f32 gradients, got 'f16'
 // NOGRAD: error: xfmr-train-step: no function @loss_grad (run xfmr-autodiff{function=loss} first)
 // NOSCALEARG: error: xfmr-train-step: loss-scale needs a gradient function that takes the loss scale (run xfmr-autodiff{function=loss loss-scale} first)
 // NOSCALE: error: xfmr-train-step: @loss_grad takes a loss_scale, so loss-scale must be set
@@ -58,6 +61,16 @@
 // SCALED: xfmr.adamw_update %[[B]], {{.*}} loss_scale(%[[SCALE]] : tensor<f32>)
 // SCALED: %[[NEXP:.*]], %[[NGOOD:.*]] = xfmr.loss_scale_update %[[EXP]], %[[GOOD]], %[[NORM]] {growth_interval = 10 : i64}
 // SCALED: return %{{.*}}, %{{.*}}, %[[REPORTED]], %[[SCALE]], {{.*}}, %[[NEXP]], %[[NGOOD]] :
+// Data-parallel: the gradients are reduced over the job, weighted by this
+// process's share of the batch, before the norm and the updates read them.
+// PARALLEL-LABEL: func.func @train_step
+// PARALLEL-SAME: {xfmr.state = "b.exp_avg_sq"}, %[[WEIGHT:[a-z0-9]+]]: tensor<f32> {xfmr.input = "gradient_weight"}, %{{.*}}: tensor<i64> {xfmr.input = "step"})
+// PARALLEL: %[[DW:.*]] = xfmr.matmul %{{.*}}, %{{.*}} {transpose_lhs}
+// PARALLEL: %[[RW:.*]] = xfmr.all_reduce %[[DW]], %[[WEIGHT]] : tensor<8x16xf32>, tensor<f32>
+// PARALLEL: %[[RB:.*]] = xfmr.all_reduce %{{.*}}, %[[WEIGHT]] : tensor<16xf32>, tensor<f32>
+// PARALLEL: xfmr.global_norm %[[RW]], %[[RB]]
+// PARALLEL: xfmr.adamw_update %{{.*}}, %[[RW]],
+// PARALLEL: xfmr.adamw_update %{{.*}}, %[[RB]],
 func.func @loss(%x: tensor<2x4x8xf32> {xfmr.input = "x"}, %t: tensor<2x4xi32> {xfmr.input = "t"},
                 %w: tensor<8x16xf32> {xfmr.param = "w"}, %b: tensor<16xf32> {xfmr.param = "b"})
     -> (tensor<f32> {xfmr.output = "loss"}) {

@@ -16,7 +16,8 @@ def ConvertXfmrToLinalg : Pass<"convert-xfmr-to-linalg"> {
     Primitive ops become linalg named or generic ops with numpy broadcasting
     encoded in indexing maps. High-level ops without a direct lowering
     (`multi_head_attention`, `linear`) are first decomposed with the
-    `xfmr-decompose` patterns. Fails, naming the op, if any xfmr op is left.
+    `xfmr-decompose` patterns. Fails, naming the op, if any xfmr op is left,
+    but for `xfmr.all_reduce`, which bufferizes itself.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",

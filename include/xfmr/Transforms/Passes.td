@@ -173,6 +173,13 @@ def XfmrTrainStep : Pass<"xfmr-train-step", "::mlir::ModuleOp"> {
     the start). The step also returns the scale it used (`"loss_scale"`);
     its `"grad_norm"` is that of the unscaled gradients, not finite on a
     skipped step.
+
+    With `data-parallel`, each process of a job computes the gradients of
+    its share of the batch and the step takes an f32 input
+    `"gradient_weight"` (before `step`): that share's part of the job's labelled positions
+    (1 with one process). Every gradient becomes its `xfmr.all_reduce` with
+    that weight, the gradient of the whole batch's mean loss, before the
+    norm and the updates, so every process applies the same update.
   }];
   let options = [
     Option<"function", "function", "std::string", /*default=*/"\"loss\"",
@@ -199,6 +206,9 @@ def XfmrTrainStep : Pass<"xfmr-train-step", "::mlir::ModuleOp"> {
            "take it (xfmr-autodiff{loss-scale})">,
     Option<"lossScaleGrowthInterval", "loss-scale-growth-interval", "int64_t",
            /*default=*/"2000", "Finite steps in a row after which the loss scale doubles">,
+    Option<"dataParallel", "data-parallel", "bool", /*default=*/"false",
+           "Combine the gradients of the processes of a data-parallel job (xfmr.all_reduce, "
+           "weighted by the input \"gradient_weight\") before clipping and updating">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect"];
 }
