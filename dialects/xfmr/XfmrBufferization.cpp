@@ -28,8 +28,7 @@ static func::FuncOp getOrDeclareAllReduce(RewriterBase &rewriter, Operation *fro
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(module.getBody());
   Type f32 = rewriter.getF32Type();
-  auto type = rewriter.getFunctionType(
-      {rewriter.getI64Type(), rewriter.getI64Type(), f32}, {});
+  auto type = rewriter.getFunctionType({rewriter.getI64Type(), rewriter.getI64Type(), f32}, {});
   auto declaration = func::FuncOp::create(rewriter, from->getLoc(), kAllReduceFunction, type);
   declaration.setPrivate();
   return declaration;

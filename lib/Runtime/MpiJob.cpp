@@ -49,8 +49,9 @@ public:
   void sum(double *data, int64_t count) override { reduce(data, count, MPI_DOUBLE); }
   void broadcast(void *data, size_t bytes) override {
     for (size_t done = 0; done < bytes; done += INT_MAX)
-      MPI_Bcast(static_cast<char *>(data) + done, static_cast<int>(std::min<size_t>(bytes - done, INT_MAX)),
-                MPI_BYTE, 0, MPI_COMM_WORLD);
+      MPI_Bcast(static_cast<char *>(data) + done,
+                static_cast<int>(std::min<size_t>(bytes - done, INT_MAX)), MPI_BYTE, 0,
+                MPI_COMM_WORLD);
   }
 
 private:

@@ -163,7 +163,8 @@ Layout layoutOf(const Manifest &manifest) {
           layout.dataParallel = true;
           continue;
         }
-        fail("model input '" + arg.name + "' is not one the trainer can fill (input_ids, "
+        fail("model input '" + arg.name +
+             "' is not one the trainer can fill (input_ids, "
              "attention_mask, token_type_ids, decoder_input_ids, decoder_attention_mask, "
              "labels, dropout_seed, step, gradient_weight)");
       }
@@ -420,10 +421,10 @@ public:
     job.broadcast(&firstUpdates, sizeof firstUpdates);
     bool lead = job.rank() == 0;
     if (lead && job.size() > 1)
-      std::printf("training %zu examples, batch %" PRId64 " (%d processes of %" PRId64
-                  "), %" PRId64 " steps; %zu parameters\n",
-                  train.size(), layout.batch * job.size(), job.size(), layout.batch,
-                  options.steps, parameterCount());
+      std::printf("training %zu examples, batch %" PRId64 " (%d processes of %" PRId64 "), %" PRId64
+                  " steps; %zu parameters\n",
+                  train.size(), layout.batch * job.size(), job.size(), layout.batch, options.steps,
+                  parameterCount());
     else if (lead)
       std::printf("training %zu examples, batch %" PRId64 ", %" PRId64 " steps; %zu parameters\n",
                   train.size(), layout.batch, options.steps, parameterCount());
@@ -706,6 +707,5 @@ int xfmr::rt::runTrainer(int argc, char **argv, const char *trainStepManifest,
 extern "C" int xfmr_trainer_main(int argc, char **argv, const char *trainStepManifest,
                                  void (*trainStep)(void **), const char *evaluateManifest,
                                  void (*evaluate)(void **)) {
-  return runTrainer(argc, argv, trainStepManifest, trainStep, evaluateManifest, evaluate,
-                    nullptr);
+  return runTrainer(argc, argv, trainStepManifest, trainStep, evaluateManifest, evaluate, nullptr);
 }
