@@ -102,6 +102,15 @@ typedef struct xfmr_tensor_ref {
 /* Writes `count` tensors to a .safetensors file. 0 on success. */
 int xfmr_safetensors_write(const char *path, const xfmr_tensor_ref *tensors, size_t count,
                            char *err, size_t err_size);
+
+/* Reads the weights that executables with the given manifests load from the
+ * checkpoint `source` (a .safetensors file or checkpoint directory),
+ * narrowed as the manifests say (int8 values and scales, bf16), and writes
+ * them to the .safetensors file `path`, which those executables then load
+ * without converting (`xfmrc --quantize`; docs/quantization.md has the
+ * format). 0 on success. */
+int xfmr_write_model_weights(const char *const *manifests_json, size_t count, const char *source,
+                             const char *path, char *err, size_t err_size);
 /* Writes one tensor as a NumPy .npy file (format 1.0, little-endian, C order). */
 int xfmr_npy_write(const char *path, const xfmr_tensor_ref *tensor, char *err,
                    size_t err_size);

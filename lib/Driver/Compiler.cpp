@@ -2,6 +2,8 @@
 
 #include "xfmr/Driver/Compiler.h"
 
+#include "xfmr-rt/xfmr_runtime.h"
+
 #include "xfmr/Conversion/Passes.h"
 #include "xfmr/Dialect/XfmrDialect.h"
 #include "xfmr/Transforms/Passes.h"
@@ -232,6 +234,24 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
   }
   if (options.emit == EmitKind::RandomWeights)
     return writeRandomWeights(entries.front(), options.outputPath, options.seed);
+  if (options.emit == EmitKind::QuantizedWeights) {
+    const std::string &source = entries.front().info.defaultWeights;
+    if (source.empty())
+      return llvm::createStringError(options.inputPath +
+                                     ": --quantize reads a checkpoint directory's weights, and "
+                                     "this model has none (compile the checkpoint directory)");
+    std::vector<std::string> manifests;
+    std::vector<const char *> texts;
+    for (const ModelSignature &entry : entries)
+      manifests.push_back(buildManifest(entry));
+    for (const std::string &manifest : manifests)
+      texts.push_back(manifest.c_str());
+    char err[512];
+    if (xfmr_write_model_weights(texts.data(), texts.size(), source.c_str(),
+                                 options.outputPath.c_str(), err, sizeof(err)))
+      return llvm::createStringError(err);
+    return llvm::Error::success();
+  }
   if (options.emit == EmitKind::Header)
     return writeText(options.outputPath,
                      buildHeader(entries, prefix, llvm::sys::path::filename(options.inputPath)));

@@ -346,7 +346,8 @@ void printHelp(const char *argv0) {
               "  --no-echo             do not print the prompt before the generated text\n"
               "  -m, --weights PATH    the model's tensors: .safetensors file or checkpoint\n"
               "                        directory (default: the checkpoint compiled from)\n"
-              "  --tokenizer DIR       the tokenizer's directory (default: the weights')\n"
+              "  --tokenizer DIR       the tokenizer's directory (default: the weights', or the\n"
+              "                        checkpoint's the model was compiled from)\n"
               "  -t, --threads N       OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
               "  --save-logits FILE    write each sequence's generated tokens and the logits\n"
               "                        they were drawn from (.safetensors)\n",
@@ -565,9 +566,12 @@ private:
     if (options.ids)
       return;
     std::string weightsPath = options.weights.empty() ? manifest.defaultWeights : options.weights;
-    std::string directory = !options.tokenizer.empty() ? options.tokenizer
-                            : isDirectory(weightsPath) ? weightsPath
-                                                       : "";
+    // A weights file (xfmrc --quantize's) leaves the tokenizer with the
+    // checkpoint the model was compiled from.
+    std::string directory = !options.tokenizer.empty()             ? options.tokenizer
+                            : isDirectory(weightsPath)             ? weightsPath
+                            : isDirectory(manifest.defaultWeights) ? manifest.defaultWeights
+                                                                   : "";
     tokenizer = directory.empty() ? nullptr : loadTokenizer(directory);
     if (!tokenizer)
       fail("no tokenizer" + (directory.empty() ? std::string() : " in '" + directory + "'") + " (" +

@@ -74,6 +74,77 @@ static void copyQuantizedPart(const ArgSpec &arg,
     std::memcpy(buffer.data, parts.second.data(), parts.second.size() * sizeof(float));
 }
 
+/// The name under which `xfmrc --quantize` stores a narrow part of checkpoint
+/// tensor `source`: `<source>:values`, `<source>:scales`, `<source>:bf16`.
+static std::string storedPartName(const std::string &source, const std::string &part) {
+  return source + ":" + part;
+}
+
+static std::string describeGroups(int64_t group, int64_t inputs) {
+  return group == inputs ? std::string("one scale per output channel")
+                         : "a scale per " + std::to_string(group) + " values";
+}
+
+/// The narrow part `arg` as `xfmrc --quantize` stored it ahead of time, or
+/// null when the file holds the checkpoint's own tensor instead.
+static std::unique_ptr<Buffer> readStoredPart(const xfmr_weights *file, const std::string &path,
+                                              const Manifest &manifest, const ArgSpec &arg) {
+  auto find = [&](const std::string &part) {
+    xfmr_tensor_info info;
+    for (const std::string &prefix : manifest.weightPrefixes) {
+      std::string name = prefix + storedPartName(arg.source, part);
+      if (!xfmr_weights_find(file, name.c_str(), &info))
+        return std::make_pair(name, info);
+    }
+    return std::make_pair(std::string(), info);
+  };
+  auto [found, info] = find(arg.quantizedPart);
+  if (found.empty()) {
+    // int8 values and their scales come together, or not at all.
+    const char *sibling = arg.quantizedPart == "values"   ? "scales"
+                          : arg.quantizedPart == "scales" ? "values"
+                                                          : nullptr;
+    if (sibling && !find(sibling).first.empty())
+      fail("weights file '" + path + "': tensor '" + find(sibling).first + "' has no '" +
+           storedPartName(arg.source, arg.quantizedPart) + "' beside it");
+    return nullptr;
+  }
+  std::string where = "weights file '" + path + "': tensor '" + found + "' ";
+  std::vector<int64_t> shape(info.shape, info.shape + info.rank);
+  if (shape != arg.shape) {
+    // Scales of another grouping of the same weight.
+    int64_t axis = arg.axis, other = 1 - arg.axis;
+    if (arg.quantizedPart == "scales" && shape.size() == 2 && arg.shape.size() == 2 &&
+        shape[other] == arg.shape[other] && shape[axis] > 0) {
+      int64_t inputs = arg.shape[axis] * arg.groupSize;
+      if (inputs % shape[axis] == 0) {
+        int64_t group = inputs / shape[axis];
+        bool supported = group == inputs || group == 32 || group == 64 || group == 128;
+        fail(where + "holds " + describeGroups(group, inputs) +
+             (supported ? ", but this executable was compiled for " +
+                              describeGroups(arg.groupSize, inputs) + " (xfmrc --weight-group-size)"
+                        : ", which is not supported (32, 64, 128, or one scale per output "
+                          "channel)"));
+      }
+    }
+    fail(where + "is " + xfmr_dtype_name(info.dtype) + " " + shapeToString(shape) +
+         ", the model needs " + xfmr_dtype_name(arg.dtype) + " " + shapeToString(arg.shape) +
+         " (quantized for another model?)");
+  }
+  std::unique_ptr<Buffer> buffer = allocate(arg);
+  char err[512];
+  if (xfmr_weights_read(file, found.c_str(), arg.dtype, static_cast<int32_t>(arg.shape.size()),
+                        arg.shape.data(), buffer->data, err, sizeof(err)))
+    fail("weights file " + std::string(err));
+  if (arg.quantizedPart == "scales") {
+    const float *scales = buffer->as<float>();
+    if (!std::all_of(scales, scales + elementCount(arg.shape),
+                     [](float v) { return std::isfinite(v) && v >= 0.0f; }))
+      fail(where + "holds negative, NaN or infinite scales");
+  }
+  return buffer;
+}
+
 std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manifest &manifest,
                                                                      const std::string &path) {
   char err[512];
@@ -92,6 +163,11 @@ std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manif
       continue;
     // int8 values or scales are computed from the checkpoint's tensor; a
     // bf16 rounding is read as any narrow weight.
+    if (!arg.quantizedPart.empty())
+      if (std::unique_ptr<Buffer> stored = readStoredPart(file, path, manifest, arg)) {
+        weights[arg.name] = std::move(stored);
+        continue;
+      }
     bool isQuantized = !arg.quantizedPart.empty() && arg.quantizedPart != "bf16";
     const std::string &name = arg.source.empty() ? arg.name : arg.source;
     // A quantized weight reads the f32 tensor its values have the shape of.
@@ -104,9 +180,15 @@ std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manif
     for (const std::string &prefix : manifest.weightPrefixes)
       if (found.empty() && !xfmr_weights_find(file, (prefix + name).c_str(), &info))
         found = prefix + name;
-    if (found.empty())
+    if (found.empty()) {
+      std::string hint;
+      for (const char *part : {"values", "bf16"})
+        if (hint.empty() && !xfmr_weights_find(file, storedPartName(name, part).c_str(), &info))
+          hint = std::string("; the file holds it as '") + storedPartName(name, part) +
+                 "' (xfmrc --quantize): compile with the --weights-dtype it was written for";
       fail("weights file '" + path + "': no tensor '" + name + "' (the model needs " +
-           std::string(xfmr_dtype_name(dtype)) + " " + shapeToString(shape) + ")");
+           std::string(xfmr_dtype_name(dtype)) + " " + shapeToString(shape) + ")" + hint);
+    }
     bool isFloat = info.dtype == XFMR_DTYPE_F32 || info.dtype == XFMR_DTYPE_F64 ||
                    info.dtype == XFMR_DTYPE_F16 || info.dtype == XFMR_DTYPE_BF16;
     if (!isFloat)
@@ -143,4 +225,43 @@ std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manif
     weights[arg.name] = std::move(buffer);
   }
   return weights;
+}
+
+void xfmr::rt::writeModelWeights(const std::vector<Manifest> &manifests, const std::string &source,
+                                 const std::string &path) {
+  // Each tensor once, by the name the loader looks for first.
+  std::map<std::string, std::unique_ptr<Buffer>> tensors;
+  std::vector<xfmr_tensor_ref> refs;
+  for (const Manifest &manifest : manifests) {
+    std::map<std::string, std::unique_ptr<Buffer>> weights = loadWeights(manifest, source);
+    for (const ArgSpec &arg : manifest.args) {
+      if (arg.kind != ArgSpec::Kind::Param)
+        continue;
+      std::string name =
+          arg.quantizedPart.empty() ? arg.name : storedPartName(arg.source, arg.quantizedPart);
+      if (tensors.count(name))
+        continue;
+      Buffer *buffer = (tensors[name] = std::move(weights.at(arg.name))).get();
+      refs.push_back({nullptr, arg.dtype, static_cast<int32_t>(arg.shape.size()), arg.shape.data(),
+                      buffer->data});
+      refs.back().name = tensors.find(name)->first.c_str();
+    }
+  }
+  char err[512];
+  if (xfmr_safetensors_write(path.c_str(), refs.data(), refs.size(), err, sizeof(err)))
+    fail(err);
+}
+
+int xfmr_write_model_weights(const char *const *manifestsJson, size_t count, const char *source,
+                             const char *path, char *err, size_t errSize) {
+  try {
+    std::vector<Manifest> manifests;
+    for (size_t i = 0; i < count; ++i)
+      manifests.push_back(parseManifest(manifestsJson[i]));
+    writeModelWeights(manifests, source, path);
+    return 0;
+  } catch (const Failure &failure) {
+    setError(err, errSize, failure.message);
+    return 1;
+  }
 }

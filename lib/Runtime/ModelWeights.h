@@ -35,6 +35,14 @@ std::unique_ptr<Buffer> allocate(const ArgSpec &arg);
 std::map<std::string, std::unique_ptr<Buffer>> loadWeights(const Manifest &manifest,
                                                            const std::string &path);
 
+/// Writes the weights of the executables of `manifests`, read from the
+/// checkpoint `source` and quantized as the manifests say, to the
+/// safetensors file `path`: a weight by its name, a narrow part of checkpoint
+/// tensor T as `T:values` (I8), `T:scales` (F32) or `T:bf16` (BF16), which
+/// loadWeights then reads as stored (`xfmrc --quantize`).
+void writeModelWeights(const std::vector<Manifest> &manifests, const std::string &source,
+                       const std::string &path);
+
 } // namespace xfmr::rt
 
 #endif // XFMR_LIB_RUNTIME_MODELWEIGHTS_H

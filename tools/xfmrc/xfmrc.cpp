@@ -129,6 +129,12 @@ static cl::opt<WeightsDtype> weightsDtype(
                           "int8 with a scale per group (--weight-group-size)"),
                clEnumValN(WeightsDtype::BF16, "bf16", "bfloat16")),
     cl::init(WeightsDtype::Model), cl::cat(category));
+static cl::opt<bool> quantize(
+    "quantize",
+    cl::desc("Write the checkpoint directory's weights as --weights-dtype stores them (int8 "
+             "values and scales, or bf16) to the .safetensors file -o, which executables "
+             "compiled with the same flags load without converting (--weights=FILE)"),
+    cl::cat(category));
 static cl::opt<int64_t> weightGroupSize(
     "weight-group-size",
     cl::desc("With --weights-dtype=int8: values per scale along a weight's input side: 32, 64, "
@@ -345,9 +351,15 @@ int main(int argc, char **argv) {
                   Twine(weightGroupSize));
     if (emit == xfmr::EmitKind::RandomWeights)
       return fail("--emit=random-weights writes f32 weights; drop --weights-dtype");
+    if (quantize && emit.getNumOccurrences())
+      return fail("--quantize writes weights; drop --emit");
     options.weightType = name;
     options.weightGroupSize = weightGroupSize;
   }
+  if (quantize && weightsDtype == WeightsDtype::Model)
+    return fail("--quantize needs --weights-dtype=int8 or bf16");
+  if (quantize)
+    options.emit = xfmr::EmitKind::QuantizedWeights;
   options.entry = entry;
   options.cpu = cpu;
   if (xfmr::emitsKernelsOnly(emit) && target != xfmr::Target::Nvptx)
@@ -377,7 +389,8 @@ int main(int argc, char **argv) {
   options.outputPath = outputPath;
   if (options.outputPath.empty()) {
     static constexpr const char *suffixes[] = {
-        "", ".o", ".h", ".xfmr.mlir", ".ll", ".safetensors", ".ptx", ".cubin", ".fatbin"};
+        "",     ".o",     ".h",      ".xfmr.mlir",         ".ll", ".safetensors",
+        ".ptx", ".cubin", ".fatbin", ".narrow.safetensors"};
     options.outputPath = modelName(inputPath) + suffixes[static_cast<int>(options.emit)];
   }
   std::string executable = sys::fs::getMainExecutable(argv[0], (void *)&main);

@@ -33,7 +33,20 @@ private:
   std::string text;
 };
 
-enum class EmitKind { Executable, Object, Header, Mlir, Llvm, RandomWeights, Ptx, Cubin, Fatbin };
+/// QuantizedWeights (xfmrc --quantize): the checkpoint's weights as the
+/// executable would hold them (--weights-dtype), for it to load as they are.
+enum class EmitKind {
+  Executable,
+  Object,
+  Header,
+  Mlir,
+  Llvm,
+  RandomWeights,
+  Ptx,
+  Cubin,
+  Fatbin,
+  QuantizedWeights
+};
 
 /// Whether `emit` asks for the GPU kernels alone (PTX, cubin, fatbin).
 inline bool emitsKernelsOnly(EmitKind emit) {
