@@ -92,11 +92,14 @@ func.func @skinny_kn(%x: tensor<2x64xf32>, %w: tensor<64x20xf32>) -> tensor<2x20
 
 // A [N, K] weight with a few rows of A: each output a dot product along a
 // contiguous row of the weight (3 outputs at a time for 2 rows of A and 16
-// registers), the depth tail masked, reduced and finished as a scalar.
+// registers), the depth tail masked, reduced and finished as a scalar. The
+// rows of the group after next are prefetched, the last row at most.
 // CHECK-LABEL: func @skinny_nk
 // CHECK: %[[W:.*]] = bufferization.to_buffer %{{.*}} : tensor<7x20xf32>
 // CHECK: scf.forall (%{{.*}}) in (3)
-// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: scf.for %[[K:.*]] = %c0 to %c16 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: %[[AHEAD:.*]] = arith.minsi %{{.*}}, %c6
+// CHECK: memref.prefetch %[[W]][%[[AHEAD]], %[[K]]], read, locality<3>, data
 // CHECK: vector.maskedload %[[W]]
 // CHECK: vector.reduction <add>
 // CHECK: memref.store

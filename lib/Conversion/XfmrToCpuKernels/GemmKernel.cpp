@@ -195,6 +195,8 @@ void packTail(KernelBuilder &kb, const GemmOperands &g, Value packed, int64_t ta
 /// Rows up to which a product counts as skinny, and the slabs K is cut into.
 constexpr int64_t kSkinnyRows = 8;
 constexpr int64_t kSkinnySlabs = 16;
+/// How many groups of rows ahead the skinny B^T product prefetches.
+constexpr int64_t kPrefetchGroups = 2;
 
 /// The epilogue of output element (m, n) on a vector of `valid` columns
 /// from n (or a scalar): bias, activation, residual, store.
@@ -285,6 +287,15 @@ void emitSkinnyGemmAlongN(KernelBuilder &kb, const GemmOperands &g) {
         for (int64_t j = 0; j < count; ++j)
           rows.push_back(g.loadB(kb, kb.addi(n0, kb.index(j)), k, valid,
                                  /*unscaled=*/g.scalesPerChannel()));
+        // Each row is a short stream (K values) that the hardware
+        // prefetchers hardly ramp up on: fetch the rows of a later group.
+        for (int64_t j = 0; j < count; ++j) {
+          Value ahead = kb.mini(kb.addi(n0, kb.index(kPrefetchGroups * group + j)),
+                                kb.index(g.n - 1));
+          memref::PrefetchOp::create(kb.builder(), kb.location(), g.b, ValueRange{ahead, k},
+                                     /*isWrite=*/false, /*localityHint=*/3,
+                                     /*isDataCache=*/true);
+        }
         for (int64_t m = 0; m < g.m; ++m)
           for (int64_t j = 0; j < count; ++j)
             acc[m * count + j] = kb.fma(a[m], rows[j], acc[m * count + j]);
