@@ -360,7 +360,8 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
 
   if (!options.weightType.empty()) {
     PassManager pm(&context);
-    pm.addPass(createXfmrQuantizeWeights({options.weightType, options.weightGroupSize}));
+    pm.addPass(createXfmrQuantizeWeights(
+        {options.weightType, options.weightGroupSize, options.quantizeEmbeddings}));
     if (failed(pm.run(*module)))
       return diagnostics.error(path + ": cannot store the weights as " + options.weightType);
   }

@@ -30,9 +30,13 @@ using namespace xfmr;
 namespace {
 
 /// The input side (the dimension a product reduces over) of the weight that
-/// `use` is, or nullopt when the use is not the weight of a product.
-std::optional<int64_t> inputSideOfWeight(OpOperand &use) {
+/// `use` is, or nullopt when the use is not the weight of a product. An
+/// embedding table (with `embeddings`) reads rows: its groups lie along them.
+std::optional<int64_t> inputSideOfWeight(OpOperand &use, bool embeddings) {
   Operation *user = use.getOwner();
+  if (auto embedding = dyn_cast<EmbeddingOp>(user);
+      embedding && embeddings && &use == &embedding.getTableMutable())
+    return 1;
   if (auto linear = dyn_cast<LinearOp>(user); linear && &use == &linear.getWeightMutable())
     return linear.getTransposeWeight() ? 1 : 0;
   if (auto matmul = dyn_cast<MatmulOp>(user); matmul && &use == &matmul.getRhsMutable())
@@ -78,7 +82,7 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
       // The weight's uses as a product's weight, by input side.
       llvm::MapVector<int64_t, SmallVector<OpOperand *>> uses;
       for (OpOperand &use : arg.getUses())
-        if (std::optional<int64_t> axis = inputSideOfWeight(use))
+        if (std::optional<int64_t> axis = inputSideOfWeight(use, embeddings))
           uses[*axis].push_back(&use);
       if (uses.empty())
         continue;

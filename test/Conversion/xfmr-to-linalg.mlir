@@ -111,6 +111,38 @@ func.func @embedding(%ids: tensor<2x3xi32>, %t: tensor<10x8xf32>) -> tensor<2x3x
 
 // -----
 
+// A narrowed table is read a value at a time as stored (int8 times its
+// group's scale, or bf16 widened), never widened whole.
+// CHECK-LABEL: func @embedding_int8
+// CHECK-NOT: tensor<10x8xf32>
+// CHECK: linalg.generic
+// CHECK: %[[ROW:.*]] = arith.index_cast %{{.*}} : i32 to index
+// CHECK: %[[COL:.*]] = linalg.index 2
+// CHECK: %[[GROUP:.*]] = arith.divui %[[COL]], %c4
+// CHECK: %[[S:.*]] = tensor.extract %{{.*}}[%[[ROW]], %[[GROUP]]] : tensor<10x2xf32>
+// CHECK: %[[Q:.*]] = tensor.extract %{{.*}}[%[[ROW]], %[[COL]]] : tensor<10x8xi8>
+// CHECK: %[[F:.*]] = arith.sitofp %[[Q]] : i8 to f32
+// CHECK: arith.mulf %[[F]], %[[S]]
+func.func @embedding_int8(%ids: tensor<2x3xi32>, %q: tensor<10x8xi8>, %s: tensor<10x2xf32>) -> tensor<2x3x8xf32> {
+  %t = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 4 : i64} : (tensor<10x8xi8>, tensor<10x2xf32>) -> tensor<10x8xf32>
+  %e = xfmr.embedding %ids, %t : (tensor<2x3xi32>, tensor<10x8xf32>) -> tensor<2x3x8xf32>
+  return %e : tensor<2x3x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func @embedding_bf16
+// CHECK-NOT: tensor<10x8xf32>
+// CHECK: %[[V:.*]] = tensor.extract %{{.*}}[%{{.*}}, %{{.*}}] : tensor<10x8xbf16>
+// CHECK: arith.extf %[[V]] : bf16 to f32
+func.func @embedding_bf16(%ids: tensor<2x3xi32>, %b: tensor<10x8xbf16>) -> tensor<2x3x8xf32> {
+  %t = arith.extf %b : tensor<10x8xbf16> to tensor<10x8xf32>
+  %e = xfmr.embedding %ids, %t : (tensor<2x3xi32>, tensor<10x8xf32>) -> tensor<2x3x8xf32>
+  return %e : tensor<2x3x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func @positions
 // CHECK: math.exp
 // CHECK: math.cos

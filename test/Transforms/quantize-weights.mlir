@@ -3,6 +3,8 @@
 // RUN: not xfmr-opt %s --xfmr-quantize-weights=group-size=48 --split-input-file 2>&1 | FileCheck %s --check-prefix=G48
 // RUN: xfmr-opt %s --xfmr-quantize-weights=type=bf16 --split-input-file | FileCheck %s --check-prefix=BF16
 // RUN: not xfmr-opt %s --xfmr-quantize-weights=type=int4 --split-input-file 2>&1 | FileCheck %s --check-prefix=INT4
+// RUN: xfmr-opt %s --xfmr-quantize-weights=embeddings --split-input-file | FileCheck %s --check-prefix=EMB
+// RUN: xfmr-opt %s --xfmr-quantize-weights='type=bf16 embeddings' --split-input-file | FileCheck %s --check-prefix=EMBBF16
 
 // Each product's weight becomes int8 values and scales of its input side:
 // one scale per output channel by default, per group of 32 inputs with
@@ -38,6 +40,19 @@
 // BF16: xfmr.matmul %{{.*}}, %[[HEADW]] {transpose_rhs}
 // BF16-LABEL: func @untouched
 // BF16-NOT: xfmr.quantized
+// With embeddings, the table is int8 too, in groups along its rows: the
+// tied head and the embedding read one int8 copy, and the f32 argument goes.
+// EMB-LABEL: func @forward
+// EMB-NOT: tensor<50x64xf32> {xfmr.param
+// EMB-SAME: %[[TABLEQ:[^:]*]]: tensor<50x64xi8> {xfmr.param = "wte", xfmr.quantized = {axis = 1 : i64, group_size = 64 : i64, part = "values"}}
+// EMB-SAME: %[[TABLES:[^:]*]]: tensor<50x1xf32> {xfmr.param = "wte", xfmr.quantized = {axis = 1 : i64, group_size = 64 : i64, part = "scales"}}
+// EMB: %[[TABLE:.*]] = xfmr.dequantize %[[TABLEQ]], %[[TABLES]] {axis = 1 : i64, group_size = 64 : i64}
+// EMB: xfmr.embedding %{{.*}}, %[[TABLE]]
+// EMB: xfmr.matmul %{{.*}}, %[[TABLE]] {transpose_rhs}
+// EMBBF16-LABEL: func @forward
+// EMBBF16-NOT: tensor<50x64xf32> {xfmr.param
+// EMBBF16: %[[TABLE:.*]] = arith.extf %{{.*}} : tensor<50x64xbf16> to tensor<50x64xf32>
+// EMBBF16: xfmr.embedding %{{.*}}, %[[TABLE]]
 // INT4: error: xfmr-quantize-weights: type must be int8 or bf16, got 'int4'
 // G48: error: weight 'wte': its input side (64) is not a multiple of the group size 48
 func.func @forward(%ids: tensor<2x4xi32> {xfmr.input = "input_ids"},

@@ -129,6 +129,11 @@ static cl::opt<WeightsDtype> weightsDtype(
                           "int8 with a scale per group (--weight-group-size)"),
                clEnumValN(WeightsDtype::BF16, "bf16", "bfloat16")),
     cl::init(WeightsDtype::Model), cl::cat(category));
+static cl::opt<bool> quantizeEmbeddings(
+    "quantize-embeddings",
+    cl::desc("With --weights-dtype: store the token embedding tables that way too (a tied "
+             "LM head then shares the int8 copy)"),
+    cl::cat(category));
 static cl::opt<bool> quantize(
     "quantize",
     cl::desc("Write the checkpoint directory's weights as --weights-dtype stores them (int8 "
@@ -338,6 +343,8 @@ int main(int argc, char **argv) {
   options.model.elementType = dtype;
   if (weightGroupSize.getNumOccurrences() && weightsDtype != WeightsDtype::Int8)
     return fail("--weight-group-size needs --weights-dtype=int8");
+  if (quantizeEmbeddings && weightsDtype == WeightsDtype::Model)
+    return fail("--quantize-embeddings needs --weights-dtype=int8 or bf16");
   if (weightsDtype != WeightsDtype::Model) {
     std::string name = weightsDtype == WeightsDtype::Int8 ? "int8" : "bf16";
     if (train || gradient)
@@ -355,6 +362,7 @@ int main(int argc, char **argv) {
       return fail("--quantize writes weights; drop --emit");
     options.weightType = name;
     options.weightGroupSize = weightGroupSize;
+    options.quantizeEmbeddings = quantizeEmbeddings;
   }
   if (quantize && weightsDtype == WeightsDtype::Model)
     return fail("--quantize needs --weights-dtype=int8 or bf16");

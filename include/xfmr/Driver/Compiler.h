@@ -134,6 +134,8 @@ struct CompileOptions {
   /// as the model's element type.
   std::string weightType;
   int64_t weightGroupSize = 0;
+  /// With weightType: the embedding tables too.
+  bool quantizeEmbeddings = false;
   /// Seed of --emit=random-weights.
   uint64_t seed = 0;
   /// Where xfmrc finds libxfmr_runtime.a and libxfmr_main.a.

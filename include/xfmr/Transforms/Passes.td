@@ -85,14 +85,18 @@ def XfmrQuantizeWeights : Pass<"xfmr-quantize-weights", "::mlir::ModuleOp"> {
     or {part = "bf16"}), so that the runtime quantizes or rounds the
     checkpoint's tensor into them as it loads it. Other uses (an embedding
     whose table is also the tied output projection) keep the f32 argument;
-    an argument left without uses goes. Fails, naming the weight, where the
-    group size does not divide the input side.
+    an argument left without uses goes. With `embeddings`, the tables of
+    `xfmr.embedding` are narrowed too, with groups along a row (the tied
+    output projection's input side, so that both read one int8 copy). Fails,
+    naming the weight, where the group size does not divide the input side.
   }];
   let options = [
     Option<"weightType", "type", "std::string", /*default=*/"\"int8\"",
            "int8 (values and scales) or bf16">,
     Option<"groupSize", "group-size", "int64_t", /*default=*/"0",
-           "int8: values per scale along the input side (0: one scale per output channel)">
+           "int8: values per scale along the input side (0: one scale per output channel)">,
+    Option<"embeddings", "embeddings", "bool", /*default=*/"false",
+           "Narrow the tables of xfmr.embedding too">
   ];
 }
 

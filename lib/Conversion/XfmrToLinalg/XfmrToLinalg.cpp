@@ -505,6 +505,10 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
     Type elementType = resultType.getElementType();
     double scale = op.getScale().convertToDouble();
     int64_t rank = resultType.getRank();
+    // A narrowed table (int8 with scales, or bf16) is read a row at a time
+    // as stored, not widened whole.
+    auto dequantize = op.getTable().getDefiningOp<DequantizeOp>();
+    auto widen = op.getTable().getDefiningOp<arith::ExtFOp>();
     MLIRContext *context = rewriter.getContext();
     SmallVector<AffineMap> maps = {
         AffineMap::getMultiDimIdentityMap(rank, context).dropResult(rank - 1),
@@ -516,7 +520,25 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
         [&](OpBuilder &b, Location l, ValueRange args) {
           Value row = arith::IndexCastOp::create(b, l, b.getIndexType(), args[0]);
           Value col = linalg::IndexOp::create(b, l, rank - 1);
-          Value value = tensor::ExtractOp::create(b, l, table, ValueRange{row, col});
+          Value value;
+          if (dequantize) {
+            SmallVector<Value, 2> at = {row, col};
+            at[dequantize.getAxis()] = arith::DivUIOp::create(
+                b, l, at[dequantize.getAxis()],
+                arith::ConstantIndexOp::create(b, l, dequantize.getGroupSize()));
+            Value groupScale = tensor::ExtractOp::create(b, l, dequantize.getScales(), at);
+            value = arith::SIToFPOp::create(
+                b, l, elementType,
+                tensor::ExtractOp::create(b, l, dequantize.getValues(), ValueRange{row, col}));
+            value = arith::MulFOp::create(b, l, value, groupScale);
+          } else if (widen) {
+            value = arith::ExtFOp::create(
+                b, l, elementType,
+                tensor::ExtractOp::create(b, l, widen.getIn(), ValueRange{row, col}),
+                /*fastmath=*/nullptr);
+          } else {
+            value = tensor::ExtractOp::create(b, l, table, ValueRange{row, col});
+          }
           if (scale != 1.0)
             value = arith::MulFOp::create(b, l, value, floatConstant(b, l, elementType, scale));
           linalg::YieldOp::create(b, l, value);

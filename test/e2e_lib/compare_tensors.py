@@ -1,5 +1,5 @@
-"""Compares two safetensors files tensor by tensor: exit 0 when every tensor of the first
-agrees with the second's within `--within` times its largest absolute value."""
+"""Compares two .safetensors files tensor by tensor, or two .npy outputs: exit 0 when every
+tensor of the first agrees with the second's within `--within` times its largest magnitude."""
 import argparse
 import sys
 
@@ -8,26 +8,34 @@ import numpy as np
 import safetensors_io
 
 
+def load(path):
+    if path.endswith(".npy"):
+        return {"output": np.load(path)}
+    return safetensors_io.read(path)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("first")
     parser.add_argument("second")
     parser.add_argument("--within", type=float, required=True)
     args = parser.parse_args()
-    first, second = safetensors_io.read(args.first), safetensors_io.read(args.second)
+    first, second = load(args.first), load(args.second)
     if sorted(first) != sorted(second):
         sys.exit("%s and %s hold different tensors" % (args.first, args.second))
     worst_name, worst = None, 0.0
     for name in sorted(first):
         a = np.asarray(first[name], np.float64)
         b = np.asarray(second[name], np.float64)
-        scale = max(np.abs(a).max(initial=0.0), np.finfo(np.float32).tiny)
+        if a.shape != b.shape:
+            sys.exit("'%s' is %s in one and %s in the other" % (name, a.shape, b.shape))
+        scale = max(np.abs(b).max(initial=0.0), np.finfo(np.float32).tiny)
         error = np.abs(a - b).max(initial=0.0) / scale
-        if error > worst:
+        if error >= worst:
             worst_name, worst = name, error
     print("largest relative difference %.3g (%s)" % (worst, worst_name))
-    if worst > args.within:
-        print("the weights differ by more than %.0e" % args.within)
+    if not worst <= args.within:
+        print("they differ by more than %.0e" % args.within)
         return 1
     return 0
 
