@@ -420,14 +420,12 @@ public:
     job.broadcast(&firstStep, sizeof firstStep);
     job.broadcast(&firstUpdates, sizeof firstUpdates);
     bool lead = job.rank() == 0;
-    if (lead && job.size() > 1)
-      std::printf("training %zu examples, batch %" PRId64 " (%d processes of %" PRId64 "), %" PRId64
-                  " steps; %zu parameters\n",
-                  train.size(), layout.batch * job.size(), job.size(), layout.batch, options.steps,
-                  parameterCount());
-    else if (lead)
-      std::printf("training %zu examples, batch %" PRId64 ", %" PRId64 " steps; %zu parameters\n",
-                  train.size(), layout.batch, options.steps, parameterCount());
+    if (lead) {
+      std::printf("training %zu examples, batch %" PRId64, train.size(), layout.batch * job.size());
+      if (job.size() > 1)
+        std::printf(" (%d processes of %" PRId64 ")", job.size(), layout.batch);
+      std::printf(", %" PRId64 " steps; %zu parameters\n", options.steps, parameterCount());
+    }
     if (lead && firstStep)
       std::printf("resuming after step %" PRId64 " from %s\n", firstStep, options.resume.c_str());
     trainLoop(train, eval, stepCall, evalCall);
@@ -578,7 +576,7 @@ private:
       double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       windowSeconds += seconds;
-      float value = job.size() > 1 ? static_cast<float>(stepTotals[0]) : scalar(loss);
+      float value = static_cast<float>(stepTotals[0]);
       if (!std::isfinite(value))
         fail("step " + std::to_string(s + 1) + ": the loss is " + std::to_string(value) +
              " (try a lower --lr or a larger --warmup-steps at compile time)");
