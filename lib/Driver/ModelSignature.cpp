@@ -162,10 +162,11 @@ LogicalResult describeEntry(func::FuncOp func, const llvm::StringMap<std::string
       if (!part || type.getRank() != 2 ||
           !(rounded ? element.isBF16()
                     : axis && group &&
-                          (part.getValue() == "values" ? element.isInteger(8) : element.isF32())))
+                          (part.getValue() == "values" ? element.isInteger(8)
+                                                       : element.isF32() || element.isBF16())))
         return signatureError(func, "weight '" + argument.name +
                                         "': xfmr.quantized needs part = \"values\" (i8) or "
-                                        "\"scales\" (f32) with axis and group_size, or "
+                                        "\"scales\" (f32 or bf16) with axis and group_size, or "
                                         "\"bf16\" (bf16)");
       argument.source = argument.name;
       argument.name += ":" + part.getValue().str();
@@ -360,8 +361,8 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
 
   if (!options.weightType.empty()) {
     PassManager pm(&context);
-    pm.addPass(createXfmrQuantizeWeights(
-        {options.weightType, options.weightGroupSize, options.quantizeEmbeddings}));
+    pm.addPass(createXfmrQuantizeWeights({options.weightType, options.weightGroupSize,
+                                          options.quantizeEmbeddings, options.weightScaleType}));
     if (failed(pm.run(*module)))
       return diagnostics.error(path + ": cannot store the weights as " + options.weightType);
   }

@@ -106,7 +106,8 @@ Manifest xfmr::rt::parseManifest(const char *text) {
       if (!source || !part || spec.shape.size() != 2 ||
           !(rounded ? spec.dtype == XFMR_DTYPE_BF16
                     : groups && ((part->text == "values" && spec.dtype == XFMR_DTYPE_I8) ||
-                                 (part->text == "scales" && spec.dtype == XFMR_DTYPE_F32))))
+                                 (part->text == "scales" && (spec.dtype == XFMR_DTYPE_F32 ||
+                                                             spec.dtype == XFMR_DTYPE_BF16)))))
         fail("corrupt model manifest: quantized argument '" + spec.name + "'");
       spec.source = source->text;
       spec.quantizedPart = part->text;

@@ -38,10 +38,11 @@ std::unique_ptr<Buffer> xfmr::rt::allocate(const ArgSpec &arg) {
 
 /// Symmetric int8 quantization of the [rows, cols] `values` in groups of
 /// `group` along dimension `axis`: each group's scale is its largest
-/// magnitude over 127 (0 for a group of zeros), each value its nearest
-/// multiple of the scale.
+/// magnitude over 127 (0 for a group of zeros; rounded to `scaleType`'s
+/// precision), each value its nearest multiple of the scale in [-127, 127].
 static std::pair<std::vector<int8_t>, std::vector<float>>
-quantizeInt8(const float *values, const std::vector<int64_t> &shape, int64_t axis, int64_t group) {
+quantizeInt8(const float *values, const std::vector<int64_t> &shape, int64_t axis, int64_t group,
+             xfmr_dtype scaleType) {
   int64_t rows = shape[0], cols = shape[1];
   std::vector<int64_t> scaleShape = shape;
   scaleShape[axis] /= group;
@@ -55,11 +56,16 @@ quantizeInt8(const float *values, const std::vector<int64_t> &shape, int64_t axi
       float &scale = scales[scaleIndex(r, c)];
       scale = std::max(scale, std::fabs(values[r * cols + c]) / 127.0f);
     }
+  if (scaleType != XFMR_DTYPE_F32) {
+    std::vector<uint8_t> narrow(scales.size() * xfmr_dtype_size(scaleType));
+    convertElements(XFMR_DTYPE_F32, scales.data(), scales.size(), scaleType, narrow.data());
+    convertElements(scaleType, narrow.data(), scales.size(), XFMR_DTYPE_F32, scales.data());
+  }
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {
       float scale = scales[scaleIndex(r, c)];
-      q[r * cols + c] =
-          scale == 0.0f ? 0 : static_cast<int8_t>(std::nearbyint(values[r * cols + c] / scale));
+      float multiple = scale == 0.0f ? 0.0f : std::nearbyint(values[r * cols + c] / scale);
+      q[r * cols + c] = static_cast<int8_t>(std::clamp(multiple, -127.0f, 127.0f));
     }
   return {std::move(q), std::move(scales)};
 }
@@ -71,7 +77,17 @@ static void copyQuantizedPart(const ArgSpec &arg,
   if (arg.quantizedPart == "values")
     std::memcpy(buffer.data, parts.first.data(), parts.first.size());
   else
-    std::memcpy(buffer.data, parts.second.data(), parts.second.size() * sizeof(float));
+    convertElements(XFMR_DTYPE_F32, parts.second.data(), parts.second.size(), arg.dtype,
+                    buffer.data);
+}
+
+/// The type of the scales of the quantized weight whose part `arg` is.
+static xfmr_dtype scaleTypeOf(const Manifest &manifest, const ArgSpec &arg) {
+  for (const ArgSpec &other : manifest.args)
+    if (other.quantizedPart == "scales" && other.source == arg.source && other.axis == arg.axis &&
+        other.groupSize == arg.groupSize)
+      return other.dtype;
+  fail("corrupt model manifest: no scales for the int8 values of '" + arg.source + "'");
 }
 
 /// The name under which `xfmrc --quantize` stores a narrow part of checkpoint
@@ -131,14 +147,19 @@ static std::unique_ptr<Buffer> readStoredPart(const xfmr_weights *file, const st
          ", the model needs " + xfmr_dtype_name(arg.dtype) + " " + shapeToString(arg.shape) +
          " (quantized for another model?)");
   }
+  if (info.dtype != arg.dtype)
+    fail(where + "is " + xfmr_dtype_name(info.dtype) + ", but this executable reads " +
+         xfmr_dtype_name(arg.dtype) +
+         (arg.quantizedPart == "scales" ? " scales (xfmrc --weight-scales-dtype)" : ""));
   std::unique_ptr<Buffer> buffer = allocate(arg);
   char err[512];
   if (xfmr_weights_read(file, found.c_str(), arg.dtype, static_cast<int32_t>(arg.shape.size()),
                         arg.shape.data(), buffer->data, err, sizeof(err)))
     fail("weights file " + std::string(err));
   if (arg.quantizedPart == "scales") {
-    const float *scales = buffer->as<float>();
-    if (!std::all_of(scales, scales + elementCount(arg.shape),
+    std::vector<float> scales(elementCount(arg.shape));
+    convertElements(arg.dtype, buffer->data, scales.size(), XFMR_DTYPE_F32, scales.data());
+    if (!std::all_of(scales.begin(), scales.end(),
                      [](float v) { return std::isfinite(v) && v >= 0.0f; }))
       fail(where + "holds negative, NaN or infinite scales");
   }
@@ -153,9 +174,9 @@ std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manif
     fail(err);
   std::unique_ptr<xfmr_weights, void (*)(xfmr_weights *)> guard(file, xfmr_weights_close);
   std::map<std::string, std::unique_ptr<Buffer>> weights;
-  // Checkpoint tensors quantized so far (by name, axis and group size):
-  // their int8 values and scales.
-  std::map<std::tuple<std::string, int64_t, int64_t>,
+  // Checkpoint tensors quantized so far (by name, axis, group size and scale
+  // type): their int8 values and scales.
+  std::map<std::tuple<std::string, int64_t, int64_t, xfmr_dtype>,
            std::pair<std::vector<int8_t>, std::vector<float>>>
       quantized;
   for (const ArgSpec &arg : manifest.args) {
@@ -200,7 +221,8 @@ std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manif
     // otherwise.
     std::unique_ptr<Buffer> buffer = allocate(arg);
     size_t count = elementCount(shape);
-    auto key = std::make_tuple(found, arg.axis, arg.groupSize);
+    xfmr_dtype scaleType = isQuantized ? scaleTypeOf(manifest, arg) : XFMR_DTYPE_F32;
+    auto key = std::make_tuple(found, arg.axis, arg.groupSize, scaleType);
     auto done = quantized.find(key);
     if (isQuantized && done != quantized.end()) {
       copyQuantizedPart(arg, done->second, *buffer);
@@ -215,7 +237,8 @@ std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manif
     if (!std::all_of(values, values + count, [](float v) { return std::isfinite(v); }))
       fail("weights file '" + path + "': tensor '" + found + "' contains NaN or infinity");
     if (isQuantized) {
-      auto &parts = quantized[key] = quantizeInt8(values, shape, arg.axis, arg.groupSize);
+      auto &parts = quantized[key] =
+          quantizeInt8(values, shape, arg.axis, arg.groupSize, scaleType);
       copyQuantizedPart(arg, parts, *buffer);
     } else if (!widened.empty()) {
       std::string problem = convertElements(XFMR_DTYPE_F32, values, count, arg.dtype, buffer->data);

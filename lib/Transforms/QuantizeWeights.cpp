@@ -62,6 +62,11 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
           << weightType << "'";
       return signalPassFailure();
     }
+    if (scaleType != "f32" && scaleType != "bf16") {
+      getOperation().emitError("xfmr-quantize-weights: scale-type must be f32 or bf16, got '")
+          << scaleType << "'";
+      return signalPassFailure();
+    }
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (!func.isExternal() && failed(quantize(func)))
         return signalPassFailure();
@@ -70,7 +75,8 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
   LogicalResult quantize(func::FuncOp func) {
     OpBuilder b(func.getBody());
     MLIRContext *context = func.getContext();
-    Type i8 = IntegerType::get(context, 8), f32 = Float32Type::get(context);
+    Type i8 = IntegerType::get(context, 8);
+    Type scale = scaleType == "bf16" ? Type(BFloat16Type::get(context)) : Float32Type::get(context);
     unsigned originalCount = func.getNumArguments();
     llvm::BitVector unused(originalCount);
     for (unsigned index = 0; index < originalCount; ++index) {
@@ -112,7 +118,7 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
         unsigned end = func.getNumArguments();
         if (failed(func.insertArgument(end, RankedTensorType::get(type.getShape(), i8),
                                        attrs("values"), arg.getLoc())) ||
-            failed(func.insertArgument(end + 1, RankedTensorType::get(scaleShape, f32),
+            failed(func.insertArgument(end + 1, RankedTensorType::get(scaleShape, scale),
                                        attrs("scales"), arg.getLoc())))
           return func.emitError("cannot add the int8 arguments of '") << name.getValue() << "'";
         Value weight = DequantizeOp::create(b, arg.getLoc(), type, func.getArgument(end),

@@ -4,6 +4,8 @@
 // RUN: xfmr-opt %s --xfmr-quantize-weights=type=bf16 --split-input-file | FileCheck %s --check-prefix=BF16
 // RUN: not xfmr-opt %s --xfmr-quantize-weights=type=int4 --split-input-file 2>&1 | FileCheck %s --check-prefix=INT4
 // RUN: xfmr-opt %s --xfmr-quantize-weights=embeddings --split-input-file | FileCheck %s --check-prefix=EMB
+// RUN: xfmr-opt %s --xfmr-quantize-weights='group-size=32 scale-type=bf16' --split-input-file | FileCheck %s --check-prefix=BF16SCALES
+// RUN: not xfmr-opt %s --xfmr-quantize-weights=scale-type=f16 --split-input-file 2>&1 | FileCheck %s --check-prefix=F16SCALES
 // RUN: xfmr-opt %s --xfmr-quantize-weights='type=bf16 embeddings' --split-input-file | FileCheck %s --check-prefix=EMBBF16
 
 // Each product's weight becomes int8 values and scales of its input side:
@@ -53,6 +55,10 @@
 // EMBBF16-NOT: tensor<50x64xf32> {xfmr.param
 // EMBBF16: %[[TABLE:.*]] = arith.extf %{{.*}} : tensor<50x64xbf16> to tensor<50x64xf32>
 // EMBBF16: xfmr.embedding %{{.*}}, %[[TABLE]]
+// BF16SCALES: tensor<64x96xi8> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 0 : i64, group_size = 32 : i64, part = "values"}}
+// BF16SCALES-SAME: tensor<2x96xbf16> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 0 : i64, group_size = 32 : i64, part = "scales"}}
+// BF16SCALES: xfmr.dequantize %{{.*}}, %{{.*}} {axis = 0 : i64, group_size = 32 : i64} : (tensor<64x96xi8>, tensor<2x96xbf16>) -> tensor<64x96xf32>
+// F16SCALES: error: xfmr-quantize-weights: scale-type must be f32 or bf16, got 'f16'
 // INT4: error: xfmr-quantize-weights: type must be int8 or bf16, got 'int4'
 // G48: error: weight 'wte': its input side (64) is not a multiple of the group size 48
 func.func @forward(%ids: tensor<2x4xi32> {xfmr.input = "input_ids"},

@@ -200,15 +200,19 @@ def gen_int8_weights():
                 ss=randn(64, 1, scale=0.01))
 
 
-def int8_dequantized(w, axis, group):
+def int8_dequantized(w, axis, group, bf16_scales=False):
     """w quantized as the runtime does (symmetric int8, a scale per group of
-    `group` along `axis`, 0: the whole axis), back in float64."""
+    `group` along `axis`, 0: the whole axis; the scales rounded to bf16 first
+    with `bf16_scales`), back in float64."""
     w = np.asarray(w, dtype=np.float32)
     group = group or w.shape[axis]
     moved = np.moveaxis(w, axis, 0)
     grouped = moved.reshape(moved.shape[0] // group, group, -1)
     scale = (np.abs(grouped).max(axis=1, keepdims=True) / np.float32(127)).astype(np.float32)
+    if bf16_scales:
+        scale = torch.tensor(scale).to(torch.bfloat16).to(torch.float32).numpy()
     q = np.rint(np.divide(grouped, scale, out=np.zeros_like(grouped), where=scale != 0))
+    q = np.clip(q, -127, 127)
     dequantized = (q.astype(np.float64) * scale.astype(np.float64)).reshape(moved.shape)
     return torch.tensor(np.moveaxis(dequantized, 0, axis))
 
@@ -221,9 +225,9 @@ def ref_narrow_weights(x, kn, nk):
                 gemm_kn=t(x["xl"]) @ kn, gemm_nk=torch.relu(t(x["xl"]) @ nk.T + t(x["b"])))
 
 
-def ref_int8_weights(x, group):
-    return ref_narrow_weights(x, int8_dequantized(x["w_kn"], 0, group),
-                              int8_dequantized(x["w_nk"], 1, group))
+def ref_int8_weights(x, group, bf16_scales=False):
+    return ref_narrow_weights(x, int8_dequantized(x["w_kn"], 0, group, bf16_scales),
+                              int8_dequantized(x["w_nk"], 1, group, bf16_scales))
 
 
 def ref_bf16_weights(x):
@@ -538,6 +542,10 @@ CASES = {"attention": (gen_attention, ref_attention),
          "position_bias": (gen_position_bias, ref_position_bias),
          "int8_weights": (gen_int8_weights, lambda x: ref_int8_weights(x, 0)),
          "int8_weights_32": (gen_int8_weights, lambda x: ref_int8_weights(x, 32)),
+         "int8_weights_bf16_scales": (gen_int8_weights,
+                                      lambda x: ref_int8_weights(x, 0, bf16_scales=True)),
+         "int8_weights_32_bf16_scales": (gen_int8_weights,
+                                         lambda x: ref_int8_weights(x, 32, bf16_scales=True)),
          "bf16_weights": (gen_int8_weights, ref_bf16_weights),
          "backward": (gen_backward, ref_backward),
          "backward_bf16": (gen_backward_low_precision,

@@ -134,6 +134,11 @@ static cl::opt<bool> quantizeEmbeddings(
     cl::desc("With --weights-dtype: store the token embedding tables that way too (a tied "
              "LM head then shares the int8 copy)"),
     cl::cat(category));
+static cl::opt<std::string> weightScalesDtype(
+    "weight-scales-dtype",
+    cl::desc("With --weights-dtype=int8: f32 (default) or bf16 scales (half their bytes; the "
+             "values are quantized with the rounded scales)"),
+    cl::init("f32"), cl::cat(category));
 static cl::opt<bool> quantize(
     "quantize",
     cl::desc("Write the checkpoint directory's weights as --weights-dtype stores them (int8 "
@@ -343,6 +348,10 @@ int main(int argc, char **argv) {
   options.model.elementType = dtype;
   if (weightGroupSize.getNumOccurrences() && weightsDtype != WeightsDtype::Int8)
     return fail("--weight-group-size needs --weights-dtype=int8");
+  if (weightScalesDtype.getNumOccurrences() && weightsDtype != WeightsDtype::Int8)
+    return fail("--weight-scales-dtype needs --weights-dtype=int8");
+  if (weightScalesDtype != "f32" && weightScalesDtype != "bf16")
+    return fail("--weight-scales-dtype must be f32 or bf16, got '" + weightScalesDtype + "'");
   if (quantizeEmbeddings && weightsDtype == WeightsDtype::Model)
     return fail("--quantize-embeddings needs --weights-dtype=int8 or bf16");
   if (weightsDtype != WeightsDtype::Model) {
@@ -363,6 +372,7 @@ int main(int argc, char **argv) {
     options.weightType = name;
     options.weightGroupSize = weightGroupSize;
     options.quantizeEmbeddings = quantizeEmbeddings;
+    options.weightScaleType = weightScalesDtype;
   }
   if (quantize && weightsDtype == WeightsDtype::Model)
     return fail("--quantize needs --weights-dtype=int8 or bf16");

@@ -136,6 +136,8 @@ struct CompileOptions {
   int64_t weightGroupSize = 0;
   /// With weightType: the embedding tables too.
   bool quantizeEmbeddings = false;
+  /// With int8: the type of the scales, f32 or bf16.
+  std::string weightScaleType = "f32";
   /// Seed of --emit=random-weights.
   uint64_t seed = 0;
   /// Where xfmrc finds libxfmr_runtime.a and libxfmr_main.a.

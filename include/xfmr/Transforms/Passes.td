@@ -77,9 +77,9 @@ def XfmrQuantizeWeights : Pass<"xfmr-quantize-weights", "::mlir::ModuleOp"> {
     Every f32 rank-2 `xfmr.param` argument used as the weight of a product
     (`linear`, the right side of `matmul`, the projections of
     `multi_head_attention`) is given to those uses as `xfmr.dequantize` of
-    two new arguments: its int8 values and their scales, one per
-    `group-size` values along the weight's input side (0: one per output
-    channel); with `type=bf16`, as `arith.extf` of one new bf16 argument.
+    two new arguments: its int8 values and their scales (f32, or bf16 with
+    `scale-type=bf16`), one per `group-size` values along the weight's input
+    side (0: one per output channel); with `type=bf16`, as `arith.extf` of one new bf16 argument.
     The new arguments keep the weight's `xfmr.param` name and say what they
     are in `xfmr.quantized` ({part = "values" | "scales", axis, group_size}
     or {part = "bf16"}), so that the runtime quantizes or rounds the
@@ -96,7 +96,9 @@ def XfmrQuantizeWeights : Pass<"xfmr-quantize-weights", "::mlir::ModuleOp"> {
     Option<"groupSize", "group-size", "int64_t", /*default=*/"0",
            "int8: values per scale along the input side (0: one scale per output channel)">,
     Option<"embeddings", "embeddings", "bool", /*default=*/"false",
-           "Narrow the tables of xfmr.embedding too">
+           "Narrow the tables of xfmr.embedding too">,
+    Option<"scaleType", "scale-type", "std::string", /*default=*/"\"f32\"",
+           "int8: the scales' type, f32 or bf16 (rounded before the values are)">
   ];
 }
 

@@ -71,8 +71,9 @@ struct GemmOperands {
     if (unscaled)
       return values;
     // Groups along the rows: the lanes lie in one group (emitGemm checks).
-    Value scales = groupAxis == 0 ? kb.loadVector(bScales, {kb.divui(row, groupSize), col}, valid)
-                                  : kb.splat(kb.load(bScales, {row, kb.divui(col, groupSize)}));
+    Value scales = groupAxis == 0
+                       ? kb.loadVectorWidened(bScales, {kb.divui(row, groupSize), col}, valid)
+                       : kb.splat(kb.loadWidened(bScales, {row, kb.divui(col, groupSize)}));
     return kb.mul(values, scales);
   }
   /// B's storage at (row, col) as f32.
@@ -82,8 +83,8 @@ struct GemmOperands {
     OpBuilder &builder = kb.builder();
     Value value = arith::SIToFPOp::create(builder, kb.location(), builder.getF32Type(),
                                           kb.load(b, {row, col}));
-    Value scale = groupAxis == 0 ? kb.load(bScales, {kb.divui(row, groupSize), col})
-                                 : kb.load(bScales, {row, kb.divui(col, groupSize)});
+    Value scale = groupAxis == 0 ? kb.loadWidened(bScales, {kb.divui(row, groupSize), col})
+                                 : kb.loadWidened(bScales, {row, kb.divui(col, groupSize)});
     return kb.mul(value, scale);
   }
 };
@@ -257,7 +258,7 @@ void emitSkinnyGemmAlongK(KernelBuilder &kb, const GemmOperands &g) {
         for (int64_t s = 0; s < slabs; ++s)
           sum = kb.add(sum, kb.loadVector(partial, {kb.index(s), kb.index(m), col}));
         if (g.scalesPerChannel())
-          sum = kb.mul(sum, kb.loadVector(g.bScales, {kb.index(0), col}, valid));
+          sum = kb.mul(sum, kb.loadVectorWidened(g.bScales, {kb.index(0), col}, valid));
         storeFinished(kb, g, sum, kb.index(m), col, valid, /*scalar=*/false);
       }
     };
@@ -313,7 +314,7 @@ void emitSkinnyGemmAlongN(KernelBuilder &kb, const GemmOperands &g) {
           Value n = kb.addi(n0, kb.index(j));
           Value sum = kb.reduceAdd(acc[m * count + j]);
           if (g.scalesPerChannel())
-            sum = kb.mul(sum, kb.load(g.bScales, {n, kb.index(0)}));
+            sum = kb.mul(sum, kb.loadWidened(g.bScales, {n, kb.index(0)}));
           storeFinished(kb, g, sum, kb.index(m), n, 1, /*scalar=*/true);
         }
     };

@@ -16,6 +16,15 @@
 // RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 -o %t/model32
 // RUN: %t/model32 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs32.safetensors
 // RUN: %python %testlib/ops.py check int8_weights_32 %t/inputs.safetensors %t/outputs32.safetensors | FileCheck %s
+// bf16 scales (the values quantized with the rounded scales), 8 and 16 lanes.
+// RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 --weight-scales-dtype=bf16 -o %t/model-bf16-scales
+// RUN: %t/model-bf16-scales --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-bf16-scales.safetensors
+// RUN: %python %testlib/ops.py check int8_weights_32_bf16_scales %t/inputs.safetensors %t/outputs-bf16-scales.safetensors | FileCheck %s
+// RUN: xfmrc %s --weights-dtype=int8 --weight-scales-dtype=bf16 --vector-lanes=16 -o %t/model-bf16-scales16
+// RUN: %t/model-bf16-scales16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-bf16-scales16.safetensors
+// RUN: %python %testlib/ops.py check int8_weights_bf16_scales %t/inputs.safetensors %t/outputs-bf16-scales16.safetensors | FileCheck %s
+// Rounding the scales shows: the f32-scale reference rejects these outputs.
+// RUN: not %python %testlib/ops.py check int8_weights_32 %t/inputs.safetensors %t/outputs-bf16-scales.safetensors > /dev/null
 // The GPU build takes the dequantized weights (the linalg lowering of xfmr.dequantize).
 // RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 --emulate-gpu-kernels -o %t/gpu-emulated
 // RUN: %t/gpu-emulated --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
