@@ -182,8 +182,9 @@ std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manif
   for (const ArgSpec &arg : manifest.args) {
     if (arg.kind != ArgSpec::Kind::Param)
       continue;
-    // int8 values or scales are computed from the checkpoint's tensor; a
-    // bf16 rounding is read as any narrow weight.
+    // A narrow part is read as `xfmrc --quantize` stored it, or else int8
+    // values or scales are computed from the checkpoint's tensor, and a bf16
+    // rounding is read as any narrow weight.
     if (!arg.quantizedPart.empty())
       if (std::unique_ptr<Buffer> stored = readStoredPart(file, path, manifest, arg)) {
         weights[arg.name] = std::move(stored);
