@@ -11,6 +11,7 @@
 
 #include "CommandLine.h"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 
