@@ -97,7 +97,9 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
           return failure();
         uses.clear();
       }
-      for (auto &[axis, operands] : uses) {
+      for (auto &entry : uses) {
+        int64_t axis = entry.first;
+        SmallVector<OpOperand *> &operands = entry.second;
         int64_t inputs = type.getDimSize(axis);
         int64_t group = groupSize > 0 ? groupSize : inputs;
         if (inputs % group != 0)
