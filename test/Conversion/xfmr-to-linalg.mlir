@@ -118,13 +118,26 @@ func.func @embedding(%ids: tensor<2x3xi32>, %t: tensor<10x8xf32>) -> tensor<2x3x
 // CHECK: linalg.generic
 // CHECK: %[[ROW:.*]] = arith.index_cast %{{.*}} : i32 to index
 // CHECK: %[[COL:.*]] = linalg.index 2
-// CHECK: %[[GROUP:.*]] = arith.divui %[[COL]], %c4
+// CHECK-DAG: %[[Q:.*]] = tensor.extract %{{.*}}[%[[ROW]], %[[COL]]] : tensor<10x8xi8>
+// CHECK-DAG: %[[GROUP:.*]] = arith.divui %[[COL]], %c4
 // CHECK: %[[S:.*]] = tensor.extract %{{.*}}[%[[ROW]], %[[GROUP]]] : tensor<10x2xf32>
-// CHECK: %[[Q:.*]] = tensor.extract %{{.*}}[%[[ROW]], %[[COL]]] : tensor<10x8xi8>
 // CHECK: %[[F:.*]] = arith.sitofp %[[Q]] : i8 to f32
 // CHECK: arith.mulf %[[F]], %[[S]]
 func.func @embedding_int8(%ids: tensor<2x3xi32>, %q: tensor<10x8xi8>, %s: tensor<10x2xf32>) -> tensor<2x3x8xf32> {
   %t = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 4 : i64} : (tensor<10x8xi8>, tensor<10x2xf32>) -> tensor<10x8xf32>
+  %e = xfmr.embedding %ids, %t : (tensor<2x3xi32>, tensor<10x8xf32>) -> tensor<2x3x8xf32>
+  return %e : tensor<2x3x8xf32>
+}
+
+// -----
+
+// bf16 scales are widened before they multiply.
+// CHECK-LABEL: func @embedding_int8_bf16_scales
+// CHECK: %[[S:.*]] = tensor.extract %{{.*}} : tensor<10x1xbf16>
+// CHECK: %[[W:.*]] = arith.extf %[[S]] : bf16 to f32
+// CHECK: arith.mulf %{{.*}}, %[[W]]
+func.func @embedding_int8_bf16_scales(%ids: tensor<2x3xi32>, %q: tensor<10x8xi8>, %s: tensor<10x1xbf16>) -> tensor<2x3x8xf32> {
+  %t = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 8 : i64} : (tensor<10x8xi8>, tensor<10x1xbf16>) -> tensor<10x8xf32>
   %e = xfmr.embedding %ids, %t : (tensor<2x3xi32>, tensor<10x8xf32>) -> tensor<2x3x8xf32>
   return %e : tensor<2x3x8xf32>
 }

@@ -494,6 +494,24 @@ struct CausalMaskLowering : OpConversionPattern<CausalMaskOp> {
 // Embeddings and position encodings
 //===----------------------------------------------------------------------===//
 
+/// The int8 value `q` at (`row`, `col`) of `op`'s values times its group's
+/// scale (widened to f32 when narrower), as `type`: the scale's index is
+/// the value's with the grouped dimension divided by the group size.
+Value dequantizedElement(OpBuilder &b, Location loc, DequantizeOp op, Value scales, Value q,
+                         Value row, Value col, Type type) {
+  SmallVector<Value, 2> at = {row, col};
+  at[op.getAxis()] = arith::DivUIOp::create(
+      b, loc, at[op.getAxis()], arith::ConstantIndexOp::create(b, loc, op.getGroupSize()));
+  Value scale = tensor::ExtractOp::create(b, loc, scales, at);
+  Type f32 = b.getF32Type();
+  if (!scale.getType().isF32())
+    scale = arith::ExtFOp::create(b, loc, f32, scale);
+  Value value = arith::MulFOp::create(b, loc, arith::SIToFPOp::create(b, loc, f32, q), scale);
+  if (type != f32)
+    value = arith::TruncFOp::create(b, loc, type, value);
+  return value;
+}
+
 struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(EmbeddingOp op, OpAdaptor adaptor,
@@ -522,15 +540,9 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
           Value col = linalg::IndexOp::create(b, l, rank - 1);
           Value value;
           if (dequantize) {
-            SmallVector<Value, 2> at = {row, col};
-            at[dequantize.getAxis()] = arith::DivUIOp::create(
-                b, l, at[dequantize.getAxis()],
-                arith::ConstantIndexOp::create(b, l, dequantize.getGroupSize()));
-            Value groupScale = tensor::ExtractOp::create(b, l, dequantize.getScales(), at);
-            value = arith::SIToFPOp::create(
-                b, l, elementType,
-                tensor::ExtractOp::create(b, l, dequantize.getValues(), ValueRange{row, col}));
-            value = arith::MulFOp::create(b, l, value, groupScale);
+            Value q = tensor::ExtractOp::create(b, l, dequantize.getValues(), ValueRange{row, col});
+            value = dequantizedElement(b, l, dequantize, dequantize.getScales(), q, row, col,
+                                       elementType);
           } else if (widen) {
             value = arith::ExtFOp::create(
                 b, l, elementType,
@@ -923,33 +935,19 @@ struct RmsNormLowering : OpConversionPattern<RmsNormOp> {
   }
 };
 
-/// value * scale of its group: the scale's index is the value's with the
-/// grouped dimension divided by the group size.
 struct DequantizeLowering : OpConversionPattern<DequantizeOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(DequantizeOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
-    int64_t axis = op.getAxis(), group = op.getGroupSize();
-    Value scales = adaptor.getScales();
     auto type = op.getType();
-    rewriter.replaceOp(
-        op, broadcastGeneric(rewriter, op.getLoc(), type, adaptor.getValues(),
-                             [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-                               SmallVector<Value, 2> at = {linalg::IndexOp::create(b, l, 0),
-                                                           linalg::IndexOp::create(b, l, 1)};
-                               at[axis] = arith::DivUIOp::create(
-                                   b, l, at[axis], arith::ConstantIndexOp::create(b, l, group));
-                               Value scale = tensor::ExtractOp::create(b, l, scales, at);
-                               Type f32 = b.getF32Type();
-                               if (!scale.getType().isF32())
-                                 scale = arith::ExtFOp::create(b, l, f32, scale);
-                               Value value = arith::MulFOp::create(
-                                   b, l, arith::SIToFPOp::create(b, l, f32, args[0]), scale);
-                               if (type.getElementType() != f32)
-                                 value =
-                                     arith::TruncFOp::create(b, l, type.getElementType(), value);
-                               return value;
-                             }));
+    rewriter.replaceOp(op, broadcastGeneric(rewriter, op.getLoc(), type, adaptor.getValues(),
+                                            [&](OpBuilder &b, Location l, ValueRange args) {
+                                              return dequantizedElement(
+                                                  b, l, op, adaptor.getScales(), args[0],
+                                                  linalg::IndexOp::create(b, l, 0),
+                                                  linalg::IndexOp::create(b, l, 1),
+                                                  type.getElementType());
+                                            }));
     return success();
   }
 };
