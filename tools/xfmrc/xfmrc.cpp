@@ -134,11 +134,14 @@ static cl::opt<bool> quantizeEmbeddings(
     cl::desc("With --weights-dtype: store the token embedding tables that way too (a tied "
              "LM head then shares the int8 copy)"),
     cl::cat(category));
-static cl::opt<std::string> weightScalesDtype(
-    "weight-scales-dtype",
-    cl::desc("With --weights-dtype=int8: f32 (default) or bf16 scales (half their bytes; the "
-             "values are quantized with the rounded scales)"),
-    cl::init("f32"), cl::cat(category));
+enum class ScalesDtype { F32, BF16 };
+static cl::opt<ScalesDtype> weightScalesDtype(
+    "weight-scales-dtype", cl::desc("With --weights-dtype=int8: the scales' storage"),
+    cl::values(clEnumValN(ScalesDtype::F32, "f32", "float32 (default)"),
+               clEnumValN(ScalesDtype::BF16, "bf16",
+                          "bfloat16, half their bytes; the values are quantized with the "
+                          "rounded scales")),
+    cl::init(ScalesDtype::F32), cl::cat(category));
 static cl::opt<bool> quantize(
     "quantize",
     cl::desc("Write the checkpoint directory's weights as --weights-dtype stores them (int8 "
@@ -350,8 +353,6 @@ int main(int argc, char **argv) {
     return fail("--weight-group-size needs --weights-dtype=int8");
   if (weightScalesDtype.getNumOccurrences() && weightsDtype != WeightsDtype::Int8)
     return fail("--weight-scales-dtype needs --weights-dtype=int8");
-  if (weightScalesDtype != "f32" && weightScalesDtype != "bf16")
-    return fail("--weight-scales-dtype must be f32 or bf16, got '" + weightScalesDtype + "'");
   if (quantizeEmbeddings && weightsDtype == WeightsDtype::Model)
     return fail("--quantize-embeddings needs --weights-dtype=int8 or bf16");
   if (weightsDtype != WeightsDtype::Model) {
@@ -367,17 +368,18 @@ int main(int argc, char **argv) {
                   Twine(weightGroupSize));
     if (emit == xfmr::EmitKind::RandomWeights)
       return fail("--emit=random-weights writes f32 weights; drop --weights-dtype");
-    if (quantize && emit.getNumOccurrences())
-      return fail("--quantize writes weights; drop --emit");
     options.weightType = name;
     options.weightGroupSize = weightGroupSize;
     options.quantizeEmbeddings = quantizeEmbeddings;
-    options.weightScaleType = weightScalesDtype;
+    options.weightScaleType = weightScalesDtype == ScalesDtype::BF16 ? "bf16" : "f32";
   }
-  if (quantize && weightsDtype == WeightsDtype::Model)
-    return fail("--quantize needs --weights-dtype=int8 or bf16");
-  if (quantize)
+  if (quantize) {
+    if (weightsDtype == WeightsDtype::Model)
+      return fail("--quantize needs --weights-dtype=int8 or bf16");
+    if (emit.getNumOccurrences())
+      return fail("--quantize writes weights; drop --emit");
     options.emit = xfmr::EmitKind::QuantizedWeights;
+  }
   options.entry = entry;
   options.cpu = cpu;
   if (xfmr::emitsKernelsOnly(emit) && target != xfmr::Target::Nvptx)
