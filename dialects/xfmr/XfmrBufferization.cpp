@@ -57,19 +57,20 @@ LogicalResult AllReduceOp::bufferize(RewriterBase &rewriter, const Bufferization
   int64_t count = type.getNumElements();
   // The runtime reads one contiguous array (identity layouts start at the
   // aligned pointer): a strided view is reduced through a contiguous copy.
+  bool strided = !type.getLayout().isIdentity();
   Value contiguous = *data;
-  if (!type.getLayout().isIdentity())
+  if (strided) {
     contiguous = memref::AllocOp::create(rewriter, loc,
                                          MemRefType::get(type.getShape(), type.getElementType()));
-  if (contiguous != *data)
     memref::CopyOp::create(rewriter, loc, *data, contiguous);
+  }
   Value address = memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, contiguous);
   address = arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), address);
   Value countValue = arith::ConstantIntOp::create(rewriter, loc, count, 64);
   Value weightValue = memref::LoadOp::create(rewriter, loc, *weight, ValueRange{});
   func::CallOp::create(rewriter, loc, getOrDeclareAllReduce(rewriter, *this),
                        ValueRange{address, countValue, weightValue});
-  if (contiguous != *data)
+  if (strided)
     memref::CopyOp::create(rewriter, loc, contiguous, *data);
   replaceOpWithBufferizedValues(rewriter, *this, *data);
   return success();
