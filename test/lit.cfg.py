@@ -50,6 +50,14 @@ try:
 except Exception:
     lit_config.warning("python3-matplotlib missing: the attention-maps example is UNSUPPORTED")
 
+# Kernels that only hosts with AVX-512 VNNI build (xfmrc --int8-dot).
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        if "avx512_vnni" in cpuinfo.read().split():
+            config.available_features.add("avx512vnni")
+except OSError:
+    pass
+
 # Data-parallel training runs under Open MPI's mpirun (scripts/install-deps.sh
 # installs it); more processes than cores, and as root in CI containers.
 mpirun = shutil.which("mpirun")

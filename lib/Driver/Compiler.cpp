@@ -301,6 +301,8 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
                     : (*machine)->getMCSubtargetInfo()->checkFeatures("+avx512f");
     pipeline.vectorLanes = wide ? 16 : 8;
     pipeline.vectorRegisters = wide ? 32 : 16;
+    pipeline.int8Dot =
+        options.int8Dot && wide && (*machine)->getMCSubtargetInfo()->checkFeatures("+avx512vnni");
     buildCpuPipeline(pm, pipeline);
   }
   if (failed(pm.run(**module)))

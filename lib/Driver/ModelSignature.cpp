@@ -169,8 +169,9 @@ LogicalResult describeEntry(func::FuncOp func, const llvm::StringMap<std::string
                                         "\"scales\" (f32 or bf16) with axis and group_size, or "
                                         "\"bf16\" (bf16)");
       argument.source = argument.name;
-      argument.name += ":" + part.getValue().str();
+      argument.quantizedTransposed = !rounded && quantized.get("transposed");
       argument.quantizedPart = part.getValue().str();
+      argument.name += ":" + argument.quantizedPart + (argument.quantizedTransposed ? ".T" : "");
       argument.quantizedAxis = rounded ? 0 : axis.getInt();
       argument.groupSize = rounded ? 0 : group.getInt();
     } else if ((param || state) && !element.isF32() && !element.isBF16() && !element.isF16()) {
@@ -452,7 +453,8 @@ std::string xfmr::buildManifest(const ModelSignature &signature) {
       arg["quantized"] = llvm::json::Object{{"source", argument.source},
                                             {"part", argument.quantizedPart},
                                             {"axis", argument.quantizedAxis},
-                                            {"group_size", argument.groupSize}};
+                                            {"group_size", argument.groupSize},
+                                            {"transposed", argument.quantizedTransposed}};
     args.push_back(std::move(arg));
   }
   llvm::json::Object manifest{

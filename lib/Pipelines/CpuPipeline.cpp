@@ -26,6 +26,7 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
   ConvertXfmrToCpuKernelsOptions kernels;
   kernels.lanes = options.vectorLanes;
   kernels.registers = options.vectorRegisters;
+  kernels.int8Dot = options.int8Dot;
   pm.addPass(createConvertXfmrToCpuKernels(kernels));
   buildLinalgBufferizationPipeline(pm, options.fuseElementwise);
   pm.addPass(createXfmrExpandStridedCopies());

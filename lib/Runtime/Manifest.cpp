@@ -115,6 +115,8 @@ Manifest xfmr::rt::parseManifest(const char *text) {
         spec.axis = *axis->asInt();
         spec.groupSize = *group->asInt();
       }
+      if (const JsonValue *transposed = quantized->get("transposed"))
+        spec.transposed = transposed->kind == JsonValue::Kind::Bool && transposed->boolean;
     }
     manifest.args.push_back(std::move(spec));
   }

@@ -28,9 +28,10 @@ struct ArgSpec {
   std::string updates;   // outputs: the weight or state they replace
   /// Narrow weights: the part ("values" or "scales") of checkpoint tensor
   /// `source` quantized in groups of `groupSize` along dimension `axis`, or
-  /// its bf16 rounding ("bf16").
+  /// its bf16 rounding ("bf16"); `transposed`: of the tensor's transpose.
   std::string source, quantizedPart;
   int64_t axis = 0, groupSize = 0;
+  bool transposed = false;
 };
 
 struct Manifest {

@@ -85,15 +85,17 @@ static void copyQuantizedPart(const ArgSpec &arg,
 static xfmr_dtype scaleTypeOf(const Manifest &manifest, const ArgSpec &arg) {
   for (const ArgSpec &other : manifest.args)
     if (other.quantizedPart == "scales" && other.source == arg.source && other.axis == arg.axis &&
-        other.groupSize == arg.groupSize)
+        other.groupSize == arg.groupSize && other.transposed == arg.transposed)
       return other.dtype;
   fail("corrupt model manifest: no scales for the int8 values of '" + arg.source + "'");
 }
 
 /// The name under which `xfmrc --quantize` stores a narrow part of checkpoint
-/// tensor `source`: `<source>:values`, `<source>:scales`, `<source>:bf16`.
-static std::string storedPartName(const std::string &source, const std::string &part) {
-  return source + ":" + part;
+/// tensor `source`: `<source>:values`, `<source>:scales`, `<source>:bf16`,
+/// and `<source>:values.T`, `<source>:scales.T` for those of its transpose.
+static std::string storedPartName(const std::string &source, const std::string &part,
+                                  bool transposed = false) {
+  return source + ":" + part + (transposed ? ".T" : "");
 }
 
 static std::string describeGroups(int64_t group, int64_t inputs) {
@@ -108,7 +110,7 @@ static std::unique_ptr<Buffer> readStoredPart(const xfmr_weights *file, const st
   auto find = [&](const std::string &part) {
     xfmr_tensor_info info;
     for (const std::string &prefix : manifest.weightPrefixes) {
-      std::string name = prefix + storedPartName(arg.source, part);
+      std::string name = prefix + storedPartName(arg.source, part, arg.transposed);
       if (!xfmr_weights_find(file, name.c_str(), &info))
         return std::make_pair(name, info);
     }
@@ -122,7 +124,7 @@ static std::unique_ptr<Buffer> readStoredPart(const xfmr_weights *file, const st
                                                           : nullptr;
     if (sibling && !find(sibling).first.empty())
       fail("weights file '" + path + "': tensor '" + find(sibling).first + "' has no '" +
-           storedPartName(arg.source, arg.quantizedPart) + "' beside it");
+           storedPartName(arg.source, arg.quantizedPart, arg.transposed) + "' beside it");
     return nullptr;
   }
   std::string where = "weights file '" + path + "': tensor '" + found + "' ";
@@ -174,9 +176,9 @@ std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manif
     fail(err);
   std::unique_ptr<xfmr_weights, void (*)(xfmr_weights *)> guard(file, xfmr_weights_close);
   std::map<std::string, std::unique_ptr<Buffer>> weights;
-  // Checkpoint tensors quantized so far (by name, axis, group size and scale
-  // type): their int8 values and scales.
-  std::map<std::tuple<std::string, int64_t, int64_t, xfmr_dtype>,
+  // Checkpoint tensors quantized so far (by name, axis, group size, scale
+  // type and transposition): their int8 values and scales.
+  std::map<std::tuple<std::string, int64_t, int64_t, xfmr_dtype, bool>,
            std::pair<std::vector<int8_t>, std::vector<float>>>
       quantized;
   for (const ArgSpec &arg : manifest.args) {
@@ -192,10 +194,13 @@ std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manif
       }
     bool isQuantized = !arg.quantizedPart.empty() && arg.quantizedPart != "bf16";
     const std::string &name = arg.source.empty() ? arg.name : arg.source;
-    // A quantized weight reads the f32 tensor its values have the shape of.
+    // A quantized weight reads the f32 tensor its values have the shape of
+    // (or the transpose of).
     std::vector<int64_t> shape = arg.shape;
     if (isQuantized && arg.quantizedPart == "scales")
       shape[arg.axis] *= arg.groupSize;
+    if (isQuantized && arg.transposed)
+      std::swap(shape[0], shape[1]);
     xfmr_dtype dtype = isQuantized ? XFMR_DTYPE_F32 : arg.dtype;
     std::string found;
     xfmr_tensor_info info;
@@ -204,9 +209,9 @@ std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manif
         found = prefix + name;
     if (found.empty()) {
       std::string hint;
-      for (const char *part : {"values", "bf16"})
-        if (hint.empty() && !xfmr_weights_find(file, storedPartName(name, part).c_str(), &info))
-          hint = std::string("; the file holds it as '") + storedPartName(name, part) +
+      for (const char *part : {"values", "values.T", "bf16"})
+        if (hint.empty() && !xfmr_weights_find(file, (name + ":" + part).c_str(), &info))
+          hint = "; the file holds it as '" + name + ":" + part +
                  "' (xfmrc --quantize): compile with the --weights-dtype it was written for";
       fail("weights file '" + path + "': no tensor '" + name + "' (the model needs " +
            std::string(xfmr_dtype_name(dtype)) + " " + shapeToString(shape) + ")" + hint);
@@ -223,7 +228,7 @@ std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manif
     std::unique_ptr<Buffer> buffer = allocate(arg);
     size_t count = elementCount(shape);
     xfmr_dtype scaleType = isQuantized ? scaleTypeOf(manifest, arg) : XFMR_DTYPE_F32;
-    auto key = std::make_tuple(found, arg.axis, arg.groupSize, scaleType);
+    auto key = std::make_tuple(found, arg.axis, arg.groupSize, scaleType, arg.transposed);
     auto done = quantized.find(key);
     if (isQuantized && done != quantized.end()) {
       copyQuantizedPart(arg, done->second, *buffer);
@@ -238,6 +243,15 @@ std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manif
     if (!std::all_of(values, values + count, [](float v) { return std::isfinite(v); }))
       fail("weights file '" + path + "': tensor '" + found + "' contains NaN or infinity");
     if (isQuantized) {
+      if (arg.transposed) {
+        std::vector<float> transpose(count);
+        for (int64_t r = 0; r < shape[0]; ++r)
+          for (int64_t c = 0; c < shape[1]; ++c)
+            transpose[c * shape[0] + r] = values[r * shape[1] + c];
+        widened = std::move(transpose);
+        values = widened.data();
+        std::swap(shape[0], shape[1]);
+      }
       auto &parts = quantized[key] =
           quantizeInt8(values, shape, arg.axis, arg.groupSize, scaleType);
       copyQuantizedPart(arg, parts, *buffer);
@@ -261,8 +275,9 @@ void xfmr::rt::writeModelWeights(const std::vector<Manifest> &manifests, const s
     for (const ArgSpec &arg : manifest.args) {
       if (arg.kind != ArgSpec::Kind::Param)
         continue;
-      std::string name =
-          arg.quantizedPart.empty() ? arg.name : storedPartName(arg.source, arg.quantizedPart);
+      std::string name = arg.quantizedPart.empty()
+                             ? arg.name
+                             : storedPartName(arg.source, arg.quantizedPart, arg.transposed);
       if (tensors.count(name))
         continue;
       Buffer *buffer = (tensors[name] = std::move(weights.at(arg.name))).get();

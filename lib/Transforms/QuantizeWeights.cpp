@@ -105,31 +105,45 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
         if (inputs % group != 0)
           return func.emitError("weight '") << name.getValue() << "': its input side (" << inputs
                                             << ") is not a multiple of the group size " << group;
-        SmallVector<int64_t> scaleShape(type.getShape());
-        scaleShape[axis] /= group;
+        // A weight stored [in, out] is kept transposed, [out, in]: each
+        // output's values (and groups) then lie contiguous, the rows a
+        // skinny product streams and an integer dot product reads.
+        bool transposed = axis == 0;
+        SmallVector<int64_t> storedShape(type.getShape());
+        if (transposed)
+          std::swap(storedShape[0], storedShape[1]);
+        int64_t storedAxis = transposed ? 1 : axis;
+        SmallVector<int64_t> scaleShape = storedShape;
+        scaleShape[storedAxis] /= group;
         auto attrs = [&](StringRef part) {
           NamedAttrList quantized;
           quantized.set("part", StringAttr::get(context, part));
-          quantized.set("axis", b.getI64IntegerAttr(axis));
+          quantized.set("axis", b.getI64IntegerAttr(storedAxis));
           quantized.set("group_size", b.getI64IntegerAttr(group));
+          if (transposed)
+            quantized.set("transposed", UnitAttr::get(context));
           NamedAttrList list;
           list.set("xfmr.param", name);
           list.set("xfmr.quantized", quantized.getDictionary(context));
           return list.getDictionary(context);
         };
         unsigned end = func.getNumArguments();
-        if (failed(func.insertArgument(end, RankedTensorType::get(type.getShape(), i8),
-                                       attrs("values"), arg.getLoc())) ||
+        if (failed(func.insertArgument(end, RankedTensorType::get(storedShape, i8), attrs("values"),
+                                       arg.getLoc())) ||
             failed(func.insertArgument(end + 1, RankedTensorType::get(scaleShape, scale),
                                        attrs("scales"), arg.getLoc())))
           return func.emitError("cannot add the int8 arguments of '") << name.getValue() << "'";
-        Value weight = DequantizeOp::create(b, arg.getLoc(), type, func.getArgument(end),
-                                            func.getArgument(end + 1), b.getI64IntegerAttr(axis),
-                                            b.getI64IntegerAttr(group));
+        Value weight = DequantizeOp::create(
+            b, arg.getLoc(), RankedTensorType::get(storedShape, type.getElementType()),
+            func.getArgument(end), func.getArgument(end + 1), b.getI64IntegerAttr(storedAxis),
+            b.getI64IntegerAttr(group));
+        if (transposed)
+          weight = TransposeOp::create(b, arg.getLoc(), weight, b.getDenseI64ArrayAttr({1, 0}));
         for (OpOperand *use : operands)
           use->set(weight);
         LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << name.getValue() << ": " << operands.size()
-                                << " uses, input side " << axis << "\n");
+                                << " uses, input side " << axis
+                                << (transposed ? ", stored transposed" : "") << "\n");
       }
       if (arg.use_empty())
         unused.set(index);

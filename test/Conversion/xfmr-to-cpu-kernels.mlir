@@ -1,5 +1,8 @@
 // RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels --split-input-file | FileCheck %s
 // RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="lanes=16 registers=32" --split-input-file | FileCheck %s --check-prefix=WIDE
+// RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="lanes=16 registers=32 int8-dot=1" --split-input-file | FileCheck %s --check-prefix=DOT
+// RUN: not xfmr-opt %s --convert-xfmr-to-cpu-kernels="int8-dot=1" --split-input-file 2>&1 | FileCheck %s --check-prefix=DOTLANES
+// DOTLANES: error: int8-dot needs 16 lanes, got 8
 
 // The GEMM: weights read in place; threads take column chunks (here three:
 // two one-panel chunks and the 12-column tail, 44 = 2 x 16 + 12); B packed
@@ -93,13 +96,13 @@ func.func @skinny_kn(%x: tensor<2x64xf32>, %w: tensor<64x20xf32>) -> tensor<2x20
 // A [N, K] weight with a few rows of A: each output a dot product along a
 // contiguous row of the weight (3 outputs at a time for 2 rows of A and 16
 // registers), the depth tail masked, reduced and finished as a scalar. The
-// rows of the group after next are prefetched, the last row at most.
+// rows of the group after next are prefetched into L2, the last row at most.
 // CHECK-LABEL: func @skinny_nk
 // CHECK: %[[W:.*]] = bufferization.to_buffer %{{.*}} : tensor<7x20xf32>
 // CHECK: scf.forall (%{{.*}}) in (3)
 // CHECK: scf.for %[[K:.*]] = %c0 to %c16 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK: %[[AHEAD:.*]] = arith.minsi %{{.*}}, %c6
-// CHECK: memref.prefetch %[[W]][%[[AHEAD]], %[[K]]], read, locality<3>, data
+// CHECK: memref.prefetch %[[W]][%[[AHEAD]], %[[K]]], read, locality<2>, data
 // CHECK: vector.maskedload %[[W]]
 // CHECK: vector.reduction <add>
 // CHECK: memref.store
@@ -192,6 +195,38 @@ func.func @int8_weight(%x: tensor<1x64xf32>, %q: tensor<64x96xi8>, %s: tensor<1x
          : (tensor<64x96xi8>, tensor<1x96xf32>) -> tensor<64x96xf32>
   %y = xfmr.matmul %x, %w : (tensor<1x64xf32>, tensor<64x96xf32>) -> tensor<1x96xf32>
   return %y : tensor<1x96xf32>
+}
+
+// -----
+
+// An int8 weight kept transposed ([out, in], xfmr-quantize-weights) is read
+// as B^T: no transpose is made, each output a dot product along a row. With
+// int8-dot, the activations are quantized to int8 per row (round to even,
+// offset to unsigned bytes) and the rows are multiplied 64 bytes at a time
+// by vpdpbusd, the call of its LLVM intrinsic; the depth tail (160 = 2 x 64
+// + 32) is a masked load, and each sum is scaled once.
+// CHECK-LABEL: func @int8_transposed_weight
+// CHECK-NOT: xfmr.transpose
+// CHECK: vector.load %{{.*}} : memref<40x160xi8, strided<[?, 1], offset: ?>>, vector<8xi8>
+// CHECK-NOT: vpdpbusd
+// DOT: func.func private @llvm.x86.avx512.vpdpbusd.512(vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
+// DOT-LABEL: func @int8_transposed_weight
+// DOT: math.roundeven %{{.*}} : vector<16xf32>
+// DOT: arith.trunci %{{.*}} : vector<16xi32> to vector<16xi8>
+// DOT: scf.forall
+// DOT: scf.for
+// DOT: vector.load %{{.*}} : memref<40x160xi8, strided<[?, 1], offset: ?>>, vector<64xi8>
+// DOT: call @llvm.x86.avx512.vpdpbusd.512
+// DOT: vector.maskedload %{{.*}} : memref<40x160xi8, strided<[?, 1], offset: ?>>, vector<64xi1>, vector<64xi8> into vector<64xi8>
+// DOT: vector.reduction <add>, %{{.*}} : vector<16xi32> into i32
+// DOT: arith.sitofp %{{.*}} : i32 to f32
+// DOT-NOT: tensor<160x40xf32>
+func.func @int8_transposed_weight(%x: tensor<1x160xf32>, %q: tensor<40x160xi8>, %s: tensor<40x1xf32>) -> tensor<1x40xf32> {
+  %d = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 160 : i64}
+         : (tensor<40x160xi8>, tensor<40x1xf32>) -> tensor<40x160xf32>
+  %w = xfmr.transpose %d {permutation = array<i64: 1, 0>} : (tensor<40x160xf32>) -> tensor<160x40xf32>
+  %y = xfmr.fused_linear %x, %w : (tensor<1x160xf32>, tensor<160x40xf32>) -> tensor<1x40xf32>
+  return %y : tensor<1x40xf32>
 }
 
 // -----

@@ -10,7 +10,9 @@
 
 // Each product's weight becomes int8 values and scales of its input side:
 // one scale per output channel by default, per group of 32 inputs with
-// group-size=32. A table used by an embedding and as the tied output
+// group-size=32. A weight stored [in, out] is kept transposed, [out, in],
+// its groups along its rows, and reaches the product through
+// xfmr.transpose. A table used by an embedding and as the tied output
 // projection keeps its f32 argument for the embedding; the bias, a
 // vector, stays f32.
 // CHECK-LABEL: func @forward
@@ -19,17 +21,18 @@
 // CHECK-SAME: %[[BIAS:[^:]*]]: tensor<96xf32> {xfmr.param = "fc.bias"}
 // CHECK-SAME: %[[HEADQ:[^:]*]]: tensor<50x64xi8> {xfmr.param = "wte", xfmr.quantized = {axis = 1 : i64, group_size = 64 : i64, part = "values"}}
 // CHECK-SAME: %[[HEADS:[^:]*]]: tensor<50x1xf32> {xfmr.param = "wte", xfmr.quantized = {axis = 1 : i64, group_size = 64 : i64, part = "scales"}}
-// CHECK-SAME: %[[FCQ:[^:]*]]: tensor<64x96xi8> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 0 : i64, group_size = 64 : i64, part = "values"}}
-// CHECK-SAME: %[[FCS:[^:]*]]: tensor<1x96xf32> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 0 : i64, group_size = 64 : i64, part = "scales"}}
+// CHECK-SAME: %[[FCQ:[^:]*]]: tensor<96x64xi8> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, group_size = 64 : i64, part = "values", transposed}}
+// CHECK-SAME: %[[FCS:[^:]*]]: tensor<96x1xf32> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, group_size = 64 : i64, part = "scales", transposed}}
 // CHECK-NOT: tensor<64x96xf32> {xfmr.param
 // CHECK: %[[HEAD:.*]] = xfmr.dequantize %[[HEADQ]], %[[HEADS]] {axis = 1 : i64, group_size = 64 : i64}
-// CHECK: %[[FC:.*]] = xfmr.dequantize %[[FCQ]], %[[FCS]] {axis = 0 : i64, group_size = 64 : i64}
+// CHECK: %[[FCT:.*]] = xfmr.dequantize %[[FCQ]], %[[FCS]] {axis = 1 : i64, group_size = 64 : i64} : (tensor<96x64xi8>, tensor<96x1xf32>) -> tensor<96x64xf32>
+// CHECK: %[[FC:.*]] = xfmr.transpose %[[FCT]] {permutation = array<i64: 1, 0>} : (tensor<96x64xf32>) -> tensor<64x96xf32>
 // CHECK: xfmr.embedding %[[IDS]], %[[TABLE]]
 // CHECK: xfmr.linear %{{.*}}, %[[FC]], %[[BIAS]]
 // CHECK: xfmr.matmul %{{.*}}, %[[HEAD]] {transpose_rhs}
 // G32: tensor<50x2xf32> {xfmr.param = "wte", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "scales"}}
-// G32-SAME: tensor<64x96xi8> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 0 : i64, group_size = 32 : i64, part = "values"}}
-// G32-SAME: tensor<2x96xf32> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 0 : i64, group_size = 32 : i64, part = "scales"}}
+// G32-SAME: tensor<96x64xi8> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "values", transposed}}
+// G32-SAME: tensor<96x2xf32> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "scales", transposed}}
 // With type=bf16, one bf16 argument per weight, widened for the products.
 // BF16-LABEL: func @forward
 // BF16-SAME: %[[TABLE:[^:]*]]: tensor<50x64xf32> {xfmr.param = "wte"}
@@ -55,9 +58,9 @@
 // EMBBF16-NOT: tensor<50x64xf32> {xfmr.param
 // EMBBF16: %[[TABLE:.*]] = arith.extf %{{.*}} : tensor<50x64xbf16> to tensor<50x64xf32>
 // EMBBF16: xfmr.embedding %{{.*}}, %[[TABLE]]
-// BF16SCALES: tensor<64x96xi8> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 0 : i64, group_size = 32 : i64, part = "values"}}
-// BF16SCALES-SAME: tensor<2x96xbf16> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 0 : i64, group_size = 32 : i64, part = "scales"}}
-// BF16SCALES: xfmr.dequantize %{{.*}}, %{{.*}} {axis = 0 : i64, group_size = 32 : i64} : (tensor<64x96xi8>, tensor<2x96xbf16>) -> tensor<64x96xf32>
+// BF16SCALES: tensor<96x64xi8> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "values", transposed}}
+// BF16SCALES-SAME: tensor<96x2xbf16> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "scales", transposed}}
+// BF16SCALES: xfmr.dequantize %{{.*}}, %{{.*}} {axis = 1 : i64, group_size = 32 : i64} : (tensor<96x64xi8>, tensor<96x2xbf16>) -> tensor<96x64xf32>
 // F16SCALES: error: xfmr-quantize-weights: scale-type must be f32 or bf16, got 'f16'
 // INT4: error: xfmr-quantize-weights: type must be int8 or bf16, got 'int4'
 // G48: error: weight 'wte': its input side (64) is not a multiple of the group size 48

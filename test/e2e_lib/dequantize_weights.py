@@ -1,6 +1,6 @@
 """Writes the f32 weights a file of `xfmrc --quantize` stands for: each W:values times its
-W:scales (the grouped axis and group size read off the shapes), each W:bf16 widened, the other
-tensors as they are. An f32 executable over them is the reference of the narrowed one."""
+W:scales (the grouped axis and group size read off the shapes), each W:values.T times its
+W:scales.T transposed back, each W:bf16 widened, the other tensors as they are. An f32 executable over them is the reference of the narrowed one."""
 import sys
 
 import numpy as np
@@ -13,14 +13,17 @@ def main(source, target):
     weights = {}
     for name, array in tensors.items():
         base, _, part = name.partition(":")
+        part, _, transposed = part.partition(".")
         if part == "scales":
             continue
         if part == "values":
-            scales = tensors[base + ":scales"]
+            scales = tensors[name.replace(":values", ":scales")]
             axes = [d for d in range(2) if scales.shape[d] != array.shape[d]]
             assert len(axes) == 1, (name, array.shape, scales.shape)
             group = array.shape[axes[0]] // scales.shape[axes[0]]
             array = array.astype(np.float32) * np.repeat(scales, group, axis=axes[0])
+            if transposed:
+                array = array.T
         assert base not in weights, "%s is there twice" % base
         weights[base] = np.asarray(array, np.float32)
     safetensors_io.write(target, weights)

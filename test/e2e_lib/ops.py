@@ -191,8 +191,13 @@ def ref_position_bias(x):
 def gen_int8_weights():
     """Products whose weights the runtime stores as int8: skinny (decode)
     and full GEMMs, both weight layouts, column tails."""
-    return dict(x=randn(3, 64), xl=randn(70, 64),
+    # xt: a skinny product whose K (160) ends in a partial vector of int8
+    # (64 lanes), one of whose rows is zeros.
+    xt = randn(2, 160)
+    xt[1] = 0
+    return dict(x=randn(3, 64), xl=randn(70, 64), xt=xt,
                 w_kn=randn(64, 96, scale=0.2), w_nk=randn(100, 64, scale=0.2),
+                w_tail=randn(40, 160, scale=0.2),
                 b=randn(100, scale=0.1),
                 # A hand-written square weight whose scales are per input
                 # row (groups along its output side): not per channel.
@@ -217,23 +222,40 @@ def int8_dequantized(w, axis, group, bf16_scales=False):
     return torch.tensor(np.moveaxis(dequantized, 0, axis))
 
 
-def ref_narrow_weights(x, kn, nk):
-    """The int8_weights products with the stored weights kn and nk."""
+def int8_activations(x):
+    """x's rows quantized as the int8 dot product's skinny products do (a
+    scale per row: its largest magnitude over 127, in float32), in float64."""
+    x = np.asarray(x, dtype=np.float32)
+    largest = np.abs(x).max(axis=1, keepdims=True)
+    inverse = np.divide(np.float32(127), largest, out=np.zeros_like(largest), where=largest != 0)
+    q = np.rint(x * inverse)
+    return torch.tensor(q.astype(np.float64) * (largest / np.float32(127)).astype(np.float64))
+
+
+def ref_narrow_weights(x, kn, nk, tail, skinny=t):
+    """The int8_weights products with the stored weights kn, nk and tail;
+    skinny(x) is what the skinny products multiply."""
     square = torch.tensor(x["sq"].astype(np.float64)) * t(x["ss"])
-    return dict(skinny_kn=t(x["x"]) @ kn, skinny_nk=t(x["x"]) @ nk.T + t(x["b"]),
+    xs = skinny(x["x"])
+    return dict(skinny_kn=xs @ kn, skinny_nk=xs @ nk.T + t(x["b"]),
+                skinny_tail=skinny(x["xt"]) @ tail.T,
                 square_rows=t(x["x"]) @ square,
                 gemm_kn=t(x["xl"]) @ kn, gemm_nk=torch.relu(t(x["xl"]) @ nk.T + t(x["b"])))
 
 
-def ref_int8_weights(x, group, bf16_scales=False):
+def ref_int8_weights(x, group, bf16_scales=False, int8_dot=False):
+    """int8_dot: the skinny products of weights with a scale per channel take
+    int8 activations (xfmrc --int8-dot on a host with AVX-512 VNNI)."""
     return ref_narrow_weights(x, int8_dequantized(x["w_kn"], 0, group, bf16_scales),
-                              int8_dequantized(x["w_nk"], 1, group, bf16_scales))
+                              int8_dequantized(x["w_nk"], 1, group, bf16_scales),
+                              int8_dequantized(x["w_tail"], 1, group, bf16_scales),
+                              int8_activations if int8_dot else t)
 
 
 def ref_bf16_weights(x):
     """The int8_weights products with the weights rounded to bf16."""
     return ref_narrow_weights(x, *(torch.tensor(x[n]).to(torch.bfloat16).to(F64)
-                                   for n in ("w_kn", "w_nk")))
+                                   for n in ("w_kn", "w_nk", "w_tail")))
 
 
 def gen_normalization():
@@ -544,6 +566,9 @@ CASES = {"attention": (gen_attention, ref_attention),
          "int8_weights_32": (gen_int8_weights, lambda x: ref_int8_weights(x, 32)),
          "int8_weights_bf16_scales": (gen_int8_weights,
                                       lambda x: ref_int8_weights(x, 0, bf16_scales=True)),
+         "int8_weights_dot": (gen_int8_weights, lambda x: ref_int8_weights(x, 0, int8_dot=True)),
+         "int8_weights_dot_bf16_scales": (
+             gen_int8_weights, lambda x: ref_int8_weights(x, 0, bf16_scales=True, int8_dot=True)),
          "int8_weights_32_bf16_scales": (gen_int8_weights,
                                          lambda x: ref_int8_weights(x, 32, bf16_scales=True)),
          "bf16_weights": (gen_int8_weights, ref_bf16_weights),

@@ -216,6 +216,11 @@ static cl::opt<int64_t> vectorLanes(
     "vector-lanes",
     cl::desc("f32 lanes of the generated vector code: 8 or 16 (default: the target's widest)"),
     cl::init(0), cl::cat(category), cl::Hidden);
+static cl::opt<bool> int8Dot(
+    "int8-dot",
+    cl::desc("Skinny products of int8 weights quantize their activations to int8 and use the "
+             "target's int8 dot product (AVX-512 VNNI) where it has one (default on)"),
+    cl::init(true), cl::cat(category), cl::Hidden);
 static cl::opt<bool> emulateGpuKernels(
     "emulate-gpu-kernels",
     cl::desc("Build the GPU kernels for the host, thread blocks run as loops (for testing)"),
@@ -399,6 +404,7 @@ int main(int argc, char **argv) {
   if (vectorLanes != 0 && vectorLanes != 8 && vectorLanes != 16)
     return fail("--vector-lanes must be 8 or 16, got " + Twine(vectorLanes));
   options.vectorLanes = vectorLanes;
+  options.int8Dot = int8Dot;
   if (emulateGpuKernels && target == xfmr::Target::Nvptx)
     return fail("--emulate-gpu-kernels applies to --target=host only");
   if (reverseGpuThreads && !emulateGpuKernels)

@@ -122,6 +122,10 @@ struct CompileOptions {
   /// widest. 16 on an AVX2 machine is legal (each vector takes two
   /// registers) and is how the AVX-512 code shape is tested there.
   int64_t vectorLanes = 0;
+  /// CPU: skinny products of int8 weights quantize their activations to
+  /// int8 and use the target's int8 dot product, where it has one (AVX-512
+  /// VNNI).
+  bool int8Dot = true;
   /// CPU: build the GPU kernels instead of the CPU ones, their thread blocks
   /// run as loops (how the GPU kernels are tested without a GPU).
   bool emulateGpuKernels = false;
@@ -160,9 +164,11 @@ struct ModelArgument {
   /// overwrite (a training step's updates).
   std::string updates;
   /// For int8 weights (xfmr-quantize-weights): the checkpoint tensor they
-  /// quantize, which part they are ("values" or "scales"), and the groups.
+  /// quantize, which part they are ("values" or "scales"), the groups, and
+  /// whether the part is stored as the tensor's transpose.
   std::string source, quantizedPart;
   int64_t quantizedAxis = 0, groupSize = 0;
+  bool quantizedTransposed = false;
 };
 
 struct ModelSignature {

@@ -3,6 +3,7 @@
 #include "KernelBuilder.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -130,6 +131,24 @@ SmallVector<Value> KernelBuilder::transpose(ArrayRef<Value> rows) {
 Value KernelBuilder::reduceMax(Value vector) {
   return vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXNUMF, vector,
                                      arith::FastMathFlags::nnan);
+}
+
+Value KernelBuilder::dotInt8(Value acc, Value u, Value s) {
+  assert(target.int8Dot && target.lanes == 16 && "vpdpbusd is AVX-512 VNNI's");
+  // A call of the intrinsic's declaration, which LLVM IR takes for the
+  // intrinsic: unlike llvm.call_intrinsic, a func.call is an op that
+  // bufferization and buffer deallocation reason about.
+  constexpr StringLiteral name = "llvm.x86.avx512.vpdpbusd.512";
+  auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
+  auto callee = module.lookupSymbol<func::FuncOp>(name);
+  if (!callee) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    callee = func::FuncOp::create(
+        b, loc, name, b.getFunctionType({acc.getType(), u.getType(), s.getType()}, acc.getType()));
+    callee.setPrivate();
+  }
+  return func::CallOp::create(b, loc, callee, ValueRange{acc, u, s}).getResult(0);
 }
 
 Value KernelBuilder::reduceAdd(Value vector) {

@@ -31,6 +31,8 @@ struct CpuTarget {
   int64_t lanes = 8;
   /// Vector registers: 16 (AVX2) or 32 (AVX-512).
   int64_t registers = 16;
+  /// Whether 16-lane vectors have an int8 dot product (AVX-512 VNNI).
+  bool int8Dot = false;
 
   /// Rows of a register tile of 2 vectors per row, leaving registers for the
   /// two B vectors and the broadcast A value.
@@ -88,6 +90,10 @@ public:
   /// (as many as they have lanes, a power of 2): lanes * log2(lanes)
   /// two-source shuffles.
   llvm::SmallVector<mlir::Value> transpose(llvm::ArrayRef<mlir::Value> rows);
+  /// acc + the sums of each lane's 4 products of unsigned bytes `u` and
+  /// signed bytes `s` (vector<16xi32>, vector<64xi8> twice): AVX-512
+  /// VNNI's vpdpbusd, for targets with `int8Dot`.
+  mlir::Value dotInt8(mlir::Value acc, mlir::Value u, mlir::Value s);
   /// Horizontal reductions of a vector (the max of non-NaNs).
   mlir::Value reduceMax(mlir::Value vector);
   mlir::Value reduceAdd(mlir::Value vector);

@@ -68,6 +68,16 @@ template <typename OpTy> struct KernelPattern : OpRewritePattern<OpTy> {
     return result;
   }
 
+  /// A product's weight as the kernels read it: the matrix whose 2-D
+  /// `xfmr.transpose` it is (an int8 weight kept [out, in]), read the other
+  /// way round, or itself. Returns the matrix and whether it is transposed.
+  static std::pair<Value, bool> storedWeight(Value weight, bool transposed) {
+    auto transpose = weight.getDefiningOp<TransposeOp>();
+    if (!transpose || transpose.getPermutation() != ArrayRef<int64_t>{1, 0})
+      return {weight, transposed};
+    return {transpose.getInput(), !transposed};
+  }
+
   /// An operand the kernels read on its own (a bias, a residual, a row
   /// kernel's input): the bf16 or f16 value it widens, when the kernels
   /// take those. Null stays null.
@@ -127,10 +137,10 @@ struct FusedLinearKernel : KernelPattern<FusedLinearOp> {
     if (residual)
       residual = asMatrix(rewriter, loc, residual);
     SmallVector<Value> narrow = mixedFactors({op.getInput(), op.getWeight()});
-    Value input = narrow[0], weight = narrow[1];
+    auto [weight, transposeWeight] = storedWeight(narrow[1], op.getTransposeWeight());
     arith::TruncFOp round = roundingUse(op.getResult());
-    Value c = kernels.gemm(kb, asMatrix(rewriter, loc, input), /*transposeA=*/false, weight,
-                           op.getTransposeWeight(), narrowOperand(op.getBias()), residual,
+    Value c = kernels.gemm(kb, asMatrix(rewriter, loc, narrow[0]), /*transposeA=*/false, weight,
+                           transposeWeight, narrowOperand(op.getBias()), residual,
                            op.getActivation(), resultType(op.getResult(), round));
     replaceResult(rewriter, op.getResult(), round, c);
     rewriter.eraseOp(op);
@@ -148,11 +158,12 @@ struct MatmulKernel : KernelPattern<MatmulOp> {
     Location loc = op.getLoc();
     KernelBuilder kb = builder(rewriter, op);
     SmallVector<Value> narrow = mixedFactors({op.getLhs(), op.getRhs()});
-    Value lhs = narrow[0], rhs = narrow[1];
+    Value lhs = narrow[0];
+    auto [rhs, transposeB] = storedWeight(narrow[1], op.getTransposeRhs());
     Value a = transposeA ? lhs : asMatrix(rewriter, loc, lhs);
     arith::TruncFOp round = roundingUse(op.getResult());
-    Value c = kernels.gemm(kb, a, transposeA, rhs, op.getTransposeRhs(), Value(), Value(),
-                           Activation::none, resultType(op.getResult(), round));
+    Value c = kernels.gemm(kb, a, transposeA, rhs, transposeB, Value(), Value(), Activation::none,
+                           resultType(op.getResult(), round));
     replaceResult(rewriter, op.getResult(), round, c);
     rewriter.eraseOp(op);
     return success();

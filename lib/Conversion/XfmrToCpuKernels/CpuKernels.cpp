@@ -55,10 +55,14 @@ struct ConvertXfmrToCpuKernelsPass
     LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
                             << getOperation()->getLoc() << "\n");
     if (lanes != 8 && lanes != 16) {
-      getOperation()->emitError("lanes must be 8 or 16, got ") << lanes;
+      getOperation()->emitError("lanes must be 8 or 16, got ") << lanes.getValue();
       return signalPassFailure();
     }
-    CpuKernelSet kernels(CpuTarget{lanes, registers});
+    if (int8Dot && lanes != 16) {
+      getOperation()->emitError("int8-dot needs 16 lanes, got ") << lanes.getValue();
+      return signalPassFailure();
+    }
+    CpuKernelSet kernels(CpuTarget{lanes, registers, int8Dot});
     RewritePatternSet patterns(&getContext());
     populateKernelPatterns(patterns, kernels);
     // Kernels are built once; nothing they create is rewritten again.

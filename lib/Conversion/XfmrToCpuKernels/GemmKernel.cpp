@@ -18,6 +18,8 @@
 
 #include "../LoweringUtils.h"
 
+#include "mlir/Dialect/Math/IR/Math.h"
+
 #include <algorithm>
 
 using namespace mlir;
@@ -269,6 +271,35 @@ void emitSkinnyGemmAlongK(KernelBuilder &kb, const GemmOperands &g) {
   });
 }
 
+/// Each row of B [N, K] is a short stream (K values) that the hardware
+/// prefetchers hardly ramp up on: the `count` rows of the group from `n0`
+/// fetch, at column `k`, those of a later group of `group` rows into L2
+/// (into L1, the int8 rows of a whole model streamed at 2/3 the rate).
+void prefetchLaterRows(KernelBuilder &kb, const GemmOperands &g, Value n0, int64_t group,
+                       int64_t count, Value k) {
+  for (int64_t j = 0; j < count; ++j) {
+    Value ahead = kb.mini(kb.addi(n0, kb.index(kPrefetchGroups * group + j)), kb.index(g.n - 1));
+    memref::PrefetchOp::create(kb.builder(), kb.location(), g.b, ValueRange{ahead, k},
+                               /*isWrite=*/false, /*localityHint=*/2, /*isDataCache=*/true);
+  }
+}
+
+/// Calls `body(n0, count)` for the groups of outputs of a skinny
+/// product with B [N, K]: `group` rows of B at a time, parallel over the
+/// groups, the last one holding the `count` left.
+void forOutputGroups(KernelBuilder &kb, const GemmOperands &g, int64_t group,
+                     llvm::function_ref<void(Value, int64_t)> body) {
+  int64_t groups = (g.n + group - 1) / group;
+  kb.parallelFor(groups, [&](Value index) {
+    Value n0 = kb.muli(index, group);
+    if (int64_t last = g.n - (groups - 1) * group; last != group)
+      kb.ifThenElse(
+          kb.below(index, groups - 1), [&] { body(n0, group); }, [&] { body(n0, last); });
+    else
+      body(n0, group);
+  });
+}
+
 /// C = epilogue(A B^T) for B [N, K]: outputs in groups, each a dot product
 /// of A's rows with a contiguous row of B, groups of rows of B to a thread.
 void emitSkinnyGemmAlongN(KernelBuilder &kb, const GemmOperands &g) {
@@ -276,53 +307,128 @@ void emitSkinnyGemmAlongN(KernelBuilder &kb, const GemmOperands &g) {
   // Accumulators for m rows x group outputs, plus A's and B's vectors.
   int64_t group = std::clamp<int64_t>((kb.cpu().registers - 2) / (g.m + 1) - 1, 1, 8);
   int64_t fullK = g.k / lanes * lanes, tailK = g.k - fullK;
-  int64_t groups = (g.n + group - 1) / group;
-  kb.parallelFor(groups, [&](Value index) {
-    Value n0 = kb.muli(index, group);
-    auto outputs = [&](int64_t count) {
-      SmallVector<Value> acc(g.m * count, kb.splat(0.0));
-      auto step = [&](Value k, int64_t valid) {
-        SmallVector<Value> a, rows;
-        for (int64_t m = 0; m < g.m; ++m)
-          a.push_back(kb.loadVector(g.a, {kb.index(m), k}, valid));
-        for (int64_t j = 0; j < count; ++j)
-          rows.push_back(g.loadB(kb, kb.addi(n0, kb.index(j)), k, valid,
-                                 /*unscaled=*/g.scalesPerChannel()));
-        // Each row is a short stream (K values) that the hardware
-        // prefetchers hardly ramp up on: fetch the rows of a later group.
-        for (int64_t j = 0; j < count; ++j) {
-          Value ahead = kb.mini(kb.addi(n0, kb.index(kPrefetchGroups * group + j)),
-                                kb.index(g.n - 1));
-          memref::PrefetchOp::create(kb.builder(), kb.location(), g.b, ValueRange{ahead, k},
-                                     /*isWrite=*/false, /*localityHint=*/3,
-                                     /*isDataCache=*/true);
-        }
-        for (int64_t m = 0; m < g.m; ++m)
-          for (int64_t j = 0; j < count; ++j)
-            acc[m * count + j] = kb.fma(a[m], rows[j], acc[m * count + j]);
-      };
-      acc = llvm::to_vector(
-          kb.forLoop(kb.index(0), kb.index(fullK), lanes, acc, [&](Value k, ValueRange carried) {
-            acc.assign(carried.begin(), carried.end());
-            step(k, lanes);
-            return acc;
-          }));
-      if (tailK)
-        step(kb.index(fullK), tailK);
+  forOutputGroups(kb, g, group, [&](Value n0, int64_t count) {
+    SmallVector<Value> acc(g.m * count, kb.splat(0.0));
+    auto step = [&](Value k, int64_t valid) {
+      SmallVector<Value> a, rows;
       for (int64_t m = 0; m < g.m; ++m)
-        for (int64_t j = 0; j < count; ++j) {
-          Value n = kb.addi(n0, kb.index(j));
-          Value sum = kb.reduceAdd(acc[m * count + j]);
-          if (g.scalesPerChannel())
-            sum = kb.mul(sum, kb.loadWidened(g.bScales, {n, kb.index(0)}));
-          storeFinished(kb, g, sum, kb.index(m), n, 1, /*scalar=*/true);
-        }
+        a.push_back(kb.loadVector(g.a, {kb.index(m), k}, valid));
+      for (int64_t j = 0; j < count; ++j)
+        rows.push_back(g.loadB(kb, kb.addi(n0, kb.index(j)), k, valid,
+                               /*unscaled=*/g.scalesPerChannel()));
+      prefetchLaterRows(kb, g, n0, group, count, k);
+      for (int64_t m = 0; m < g.m; ++m)
+        for (int64_t j = 0; j < count; ++j)
+          acc[m * count + j] = kb.fma(a[m], rows[j], acc[m * count + j]);
     };
-    if (int64_t last = g.n - (groups - 1) * group; last != group)
-      kb.ifThenElse(
-          kb.below(index, groups - 1), [&] { outputs(group); }, [&] { outputs(last); });
-    else
-      outputs(group);
+    acc = llvm::to_vector(
+        kb.forLoop(kb.index(0), kb.index(fullK), lanes, acc, [&](Value k, ValueRange carried) {
+          acc.assign(carried.begin(), carried.end());
+          step(k, lanes);
+          return acc;
+        }));
+    if (tailK)
+      step(kb.index(fullK), tailK);
+    for (int64_t m = 0; m < g.m; ++m)
+      for (int64_t j = 0; j < count; ++j) {
+        Value n = kb.addi(n0, kb.index(j));
+        Value sum = kb.reduceAdd(acc[m * count + j]);
+        if (g.scalesPerChannel())
+          sum = kb.mul(sum, kb.loadWidened(g.bScales, {n, kb.index(0)}));
+        storeFinished(kb, g, sum, kb.index(m), n, 1, /*scalar=*/true);
+      }
+  });
+}
+
+/// C = epilogue(A B^T) for an int8 B [N, K] with a scale per output channel,
+/// on targets with an int8 dot product, as llama.cpp's q8_0 products: each
+/// row of A is quantized to int8 with one scale (its largest magnitude over
+/// 127) and offset by 128 to unsigned bytes; an output is then a dot product
+/// of bytes (4 products summed a lane), minus 128 times its row of B's sum
+/// (the same instruction on bytes of 128), times both scales.
+void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  int64_t lanes = kb.cpu().lanes, bytes = 4 * lanes;
+  auto byteVector = VectorType::get({bytes}, b.getI8Type());
+  auto laneBytes = VectorType::get({lanes}, b.getI8Type());
+  auto sumVector = VectorType::get({lanes}, b.getI32Type());
+  auto splatInt = [&](VectorType type, int64_t value) -> Value {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getIntegerAttr(type.getElementType(), value)));
+  };
+
+  // A's rows as offset bytes, and their scales. A NaN reaches the scale
+  // (a NaN-propagating maximum), and through it the outputs.
+  Value aBytes = kb.allocate({g.m, g.k}, b.getI8Type());
+  Value aScales = kb.allocate({g.m}, b.getF32Type());
+  int64_t fullA = g.k / lanes * lanes, tailA = g.k - fullA;
+  for (int64_t m = 0; m < g.m; ++m) {
+    Value row = kb.index(m);
+    auto magnitude = [&](Value k, int64_t valid) -> Value {
+      return math::AbsFOp::create(b, loc, kb.loadVector(g.a, {row, k}, valid));
+    };
+    Value largest = kb.forLoop(kb.index(0), kb.index(fullA), lanes, ValueRange{kb.splat(0.0)},
+                               [&](Value k, ValueRange carried) -> SmallVector<Value> {
+                                 return {kb.max(carried[0], magnitude(k, lanes))};
+                               })[0];
+    if (tailA)
+      largest = kb.max(largest, magnitude(kb.index(fullA), tailA));
+    largest = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, largest);
+    kb.store(kb.div(largest, kb.f32(127.0)), aScales, {row});
+    Value inverse =
+        kb.splat(kb.select(kb.equals(largest, 0.0), kb.f32(0.0), kb.div(kb.f32(127.0), largest)));
+    auto quantize = [&](Value k, int64_t valid) {
+      Value scaled =
+          math::RoundEvenOp::create(b, loc, kb.mul(kb.loadVector(g.a, {row, k}, valid), inverse));
+      Value offset = arith::AddIOp::create(
+          b, loc, arith::FPToSIOp::create(b, loc, sumVector, scaled), splatInt(sumVector, 128));
+      kb.storeVector(arith::TruncIOp::create(b, loc, laneBytes, offset), aBytes, {row, k}, valid);
+    };
+    kb.forLoop(kb.index(0), kb.index(fullA), lanes, [&](Value k) { quantize(k, lanes); });
+    if (tailA)
+      quantize(kb.index(fullA), tailA);
+  }
+
+  // Accumulators for m rows x group outputs and the group's corrections,
+  // plus A's vectors and one of B's.
+  int64_t group = std::clamp<int64_t>((kb.cpu().registers - 2) / (g.m + 2), 1, 8);
+  int64_t fullK = g.k / bytes * bytes, tailK = g.k - fullK;
+  Value zeroBytes = splatInt(byteVector, 0), highBit = splatInt(byteVector, -128);
+  forOutputGroups(kb, g, group, [&](Value n0, int64_t count) {
+    SmallVector<Value> sums(g.m * count + count, splatInt(sumVector, 0));
+    auto step = [&](Value k, int64_t valid) {
+      SmallVector<Value> a;
+      for (int64_t m = 0; m < g.m; ++m)
+        a.push_back(kb.loadVector(aBytes, {kb.index(m), k}, valid, zeroBytes));
+      prefetchLaterRows(kb, g, n0, group, count, k);
+      for (int64_t j = 0; j < count; ++j) {
+        Value row = kb.loadVector(g.b, {kb.addi(n0, kb.index(j)), k}, valid, zeroBytes);
+        Value &correction = sums[g.m * count + j];
+        correction = kb.dotInt8(correction, highBit, row);
+        for (int64_t m = 0; m < g.m; ++m)
+          sums[m * count + j] = kb.dotInt8(sums[m * count + j], a[m], row);
+      }
+    };
+    sums = llvm::to_vector(
+        kb.forLoop(kb.index(0), kb.index(fullK), bytes, sums, [&](Value k, ValueRange carried) {
+          sums.assign(carried.begin(), carried.end());
+          step(k, bytes);
+          return sums;
+        }));
+    if (tailK)
+      step(kb.index(fullK), tailK);
+    for (int64_t m = 0; m < g.m; ++m) {
+      Value aScale = kb.load(aScales, {kb.index(m)});
+      for (int64_t j = 0; j < count; ++j) {
+        Value n = kb.addi(n0, kb.index(j));
+        Value dot = arith::SubIOp::create(b, loc, sums[m * count + j], sums[g.m * count + j]);
+        dot = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, dot);
+        Value sum = arith::SIToFPOp::create(b, loc, b.getF32Type(), dot);
+        sum = kb.mul(sum, kb.mul(aScale, kb.loadWidened(g.bScales, {n, kb.index(0)})));
+        storeFinished(kb, g, sum, kb.index(m), n, 1, /*scalar=*/true);
+      }
+    }
   });
 }
 
@@ -357,7 +463,9 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
   g.residual = residual ? kb.readBuffer(residual) : Value();
   g.c = kb.allocate({g.m, g.n}, aType.getElementType());
   if (g.m <= kSkinnyRows && !g.transposeA) {
-    if (g.transposeB)
+    if (g.transposeB && kb.cpu().int8Dot && g.scalesPerChannel())
+      emitSkinnyGemmInt8Dot(kb, g);
+    else if (g.transposeB)
       emitSkinnyGemmAlongN(kb, g);
     else
       emitSkinnyGemmAlongK(kb, g);

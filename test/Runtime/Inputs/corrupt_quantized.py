@@ -10,13 +10,13 @@ import safetensors_io  # noqa: E402
 
 source, out = sys.argv[1], sys.argv[2]
 tensors = safetensors_io.read(source)
-scales = "h.0.mlp.c_fc.weight:scales"
+scales = "h.0.mlp.c_fc.weight:scales.T"
 variants = {
-    "negative": {"h.1.mlp.c_fc.weight:scales": -tensors["h.1.mlp.c_fc.weight:scales"]},
+    "negative": {"h.1.mlp.c_fc.weight:scales.T": -tensors["h.1.mlp.c_fc.weight:scales.T"]},
     "noscales": {scales: None},
-    "group16": {scales: np.ones((4, 256), np.float32)},
+    "group16": {scales: np.ones((256, 4), np.float32)},
     "transposed": {scales: np.ascontiguousarray(tensors[scales].T)},
-    "int-scales": {scales: np.ones((2, 256), np.int32)},
+    "int-scales": {scales: np.ones((256, 2), np.int32)},
 }
 for name, changes in variants.items():
     broken = dict(tensors)

@@ -1,13 +1,13 @@
 // Weights stored narrow (xfmrc --weights-dtype: int8 with a scale per output channel or per
 // group of 32, or bf16; the runtime converts the f32 tensors as it loads them) against float64
 // products of the same stored weights: skinny products (decode steps) and full GEMMs, both
-// weight layouts, bias and activation epilogues, column tails; and a hand-written
+// weight layouts, bias and activation epilogues, column and depth tails; and a hand-written
 // xfmr.dequantize whose groups run along a square weight's output side (scales per input row,
 // not per channel).
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python %testlib/ops.py generate int8_weights %t/inputs.safetensors
-// RUN: xfmrc %s --weights-dtype=int8 -o %t/model
+// RUN: xfmrc %s --weights-dtype=int8 --int8-dot=false -o %t/model
 // RUN: %t/model --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs.safetensors
 // RUN: %python %testlib/ops.py check int8_weights %t/inputs.safetensors %t/outputs.safetensors | FileCheck %s
 // RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 --vector-lanes=16 -o %t/model16
@@ -20,9 +20,19 @@
 // RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 --weight-scales-dtype=bf16 -o %t/model-bf16-scales
 // RUN: %t/model-bf16-scales --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-bf16-scales.safetensors
 // RUN: %python %testlib/ops.py check int8_weights_32_bf16_scales %t/inputs.safetensors %t/outputs-bf16-scales.safetensors | FileCheck %s
-// RUN: xfmrc %s --weights-dtype=int8 --weight-scales-dtype=bf16 --vector-lanes=16 -o %t/model-bf16-scales16
+// RUN: xfmrc %s --weights-dtype=int8 --weight-scales-dtype=bf16 --vector-lanes=16 --int8-dot=false -o %t/model-bf16-scales16
 // RUN: %t/model-bf16-scales16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-bf16-scales16.safetensors
 // RUN: %python %testlib/ops.py check int8_weights_bf16_scales %t/inputs.safetensors %t/outputs-bf16-scales16.safetensors | FileCheck %s
+// With --int8-dot (the default) on a host with AVX-512 VNNI, skinny products of weights with a
+// scale per channel take their activations quantized to int8 (a scale per row), as the reference
+// int8_weights_dot does; the f32-activation reference rejects them.
+// RUN: %if avx512vnni %{ xfmrc %s --weights-dtype=int8 -o %t/model-dot %}
+// RUN: %if avx512vnni %{ %t/model-dot --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-dot.safetensors %}
+// RUN: %if avx512vnni %{ %python %testlib/ops.py check int8_weights_dot %t/inputs.safetensors %t/outputs-dot.safetensors | FileCheck %s %}
+// RUN: %if avx512vnni %{ not %python %testlib/ops.py check int8_weights %t/inputs.safetensors %t/outputs-dot.safetensors > /dev/null %}
+// RUN: %if avx512vnni %{ xfmrc %s --weights-dtype=int8 --weight-scales-dtype=bf16 -o %t/model-dot-bf16-scales %}
+// RUN: %if avx512vnni %{ %t/model-dot-bf16-scales --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-dot-bf16-scales.safetensors %}
+// RUN: %if avx512vnni %{ %python %testlib/ops.py check int8_weights_dot_bf16_scales %t/inputs.safetensors %t/outputs-dot-bf16-scales.safetensors | FileCheck %s %}
 // Rounding the scales shows: the f32-scale reference rejects these outputs.
 // RUN: not %python %testlib/ops.py check int8_weights_32 %t/inputs.safetensors %t/outputs-bf16-scales.safetensors > /dev/null
 // The GPU build takes the dequantized weights (the linalg lowering of xfmr.dequantize).
@@ -33,26 +43,29 @@
 // RUN: xfmrc %s --weights-dtype=bf16 -o %t/model-bf16
 // RUN: %t/model-bf16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-bf16.safetensors
 // RUN: %python %testlib/ops.py check bf16_weights %t/inputs.safetensors %t/outputs-bf16.safetensors | FileCheck %s
-// The weights the executable takes: int8 values and their scales, read by the products.
+// The weights the executable takes: int8 values and their scales, read by the products; w_kn
+// kept transposed, its rows the outputs.
 // RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 --emit=mlir -o - | FileCheck %s --check-prefix=IR
-// IR: tensor<64x96xi8> {xfmr.param = "w_kn", xfmr.quantized = {axis = 0 : i64, group_size = 32 : i64, part = "values"}}
-// IR-SAME: tensor<2x96xf32> {xfmr.param = "w_kn", xfmr.quantized = {axis = 0 : i64, group_size = 32 : i64, part = "scales"}}
+// IR: tensor<96x64xi8> {xfmr.param = "w_kn", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "values", transposed}}
+// IR-SAME: tensor<96x2xf32> {xfmr.param = "w_kn", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "scales", transposed}}
 // IR-SAME: tensor<100x64xi8> {xfmr.param = "w_nk", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "values"}}
 // IR-SAME: tensor<100x2xf32> {xfmr.param = "w_nk", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "scales"}}
 // IR-NOT: tensor<64x96xf32> {xfmr.param
 // CHECK: PASS: skinny_kn
 // CHECK: PASS: skinny_nk
+// CHECK: PASS: skinny_tail
 // CHECK: PASS: square_rows
 // CHECK: PASS: gemm_kn
 // CHECK: PASS: gemm_nk
 
 func.func @forward(%x: tensor<3x64xf32> {xfmr.input = "x"}, %xl: tensor<70x64xf32> {xfmr.input = "xl"},
+                   %xt: tensor<2x160xf32> {xfmr.input = "xt"}, %w_tail: tensor<40x160xf32> {xfmr.param = "w_tail"},
                    %w_kn: tensor<64x96xf32> {xfmr.param = "w_kn"},
                    %w_nk: tensor<100x64xf32> {xfmr.param = "w_nk"}, %b: tensor<100xf32> {xfmr.param = "b"},
                    %sq: tensor<64x64xi8> {xfmr.input = "sq"}, %ss: tensor<64x1xf32> {xfmr.input = "ss"})
     -> (tensor<3x96xf32> {xfmr.output = "skinny_kn"}, tensor<3x100xf32> {xfmr.output = "skinny_nk"},
         tensor<70x96xf32> {xfmr.output = "gemm_kn"}, tensor<70x100xf32> {xfmr.output = "gemm_nk"},
-        tensor<3x64xf32> {xfmr.output = "square_rows"}) {
+        tensor<3x64xf32> {xfmr.output = "square_rows"}, tensor<2x40xf32> {xfmr.output = "skinny_tail"}) {
   %a = xfmr.matmul %x, %w_kn : (tensor<3x64xf32>, tensor<64x96xf32>) -> tensor<3x96xf32>
   %c = xfmr.linear %x, %w_nk, %b {transpose_weight} : (tensor<3x64xf32>, tensor<100x64xf32>, tensor<100xf32>) -> tensor<3x100xf32>
   %d = xfmr.matmul %xl, %w_kn : (tensor<70x64xf32>, tensor<64x96xf32>) -> tensor<70x96xf32>
@@ -60,5 +73,6 @@ func.func @forward(%x: tensor<3x64xf32> {xfmr.input = "x"}, %xl: tensor<70x64xf3
   %f = xfmr.relu %e : tensor<70x100xf32>
   %w = xfmr.dequantize %sq, %ss {axis = 1 : i64, group_size = 64 : i64} : (tensor<64x64xi8>, tensor<64x1xf32>) -> tensor<64x64xf32>
   %g = xfmr.matmul %x, %w : (tensor<3x64xf32>, tensor<64x64xf32>) -> tensor<3x64xf32>
-  return %a, %c, %d, %f, %g : tensor<3x96xf32>, tensor<3x100xf32>, tensor<70x96xf32>, tensor<70x100xf32>, tensor<3x64xf32>
+  %h = xfmr.linear %xt, %w_tail {transpose_weight} : (tensor<2x160xf32>, tensor<40x160xf32>) -> tensor<2x40xf32>
+  return %a, %c, %d, %f, %g, %h : tensor<3x96xf32>, tensor<3x100xf32>, tensor<70x96xf32>, tensor<70x100xf32>, tensor<3x64xf32>, tensor<2x40xf32>
 }
