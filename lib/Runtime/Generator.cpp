@@ -194,6 +194,21 @@ struct xfmr_generator {
 
   bool encoderDecoder() const { return encode.function != nullptr; }
 
+  /// Runs each entry once on no tokens (all masked, which writes no cache
+  /// row): what a first call costs beyond the next ones (its temporaries'
+  /// first touch, the threads' start) is then paid here, as in llama.cpp's
+  /// warm-up run, not by the prompt.
+  void warmUp() {
+    for (Entry *entry : {&encode, &prefill, &decode}) {
+      if (!entry->function)
+        continue;
+      for (Buffer *input : {entry->ids.get(), entry->mask.get(), entry->positions.get()})
+        if (input)
+          std::memset(input->data, 0, input->size);
+      entry->function(entry->args.data());
+    }
+  }
+
   /// Runs the encoder on sources[b] (none: an empty source), keeping their
   /// cross-attention keys and values and padding mask for the decoder, and
   /// empties every sequence's cache.
@@ -306,7 +321,7 @@ struct Options {
   std::string weights, tokenizer, saveLogits;
   std::vector<std::string> prompts;
   std::vector<std::string> stops;
-  bool ids = false, ignoreEos = false, echo = true;
+  bool ids = false, ignoreEos = false, echo = true, warmUp = true;
   int64_t predict = 128;
   int threads = 0;
   uint64_t seed = 0;
@@ -344,6 +359,7 @@ void printHelp(const char *argv0) {
               "                        (default 1)\n"
               "  --early-stopping E    true, false (default) or never, as generate()'s\n"
               "  --no-echo             do not print the prompt before the generated text\n"
+              "  --no-warmup           skip the run of each entry on no tokens at start-up\n"
               "  -m, --weights PATH    the model's tensors: .safetensors file or checkpoint\n"
               "                        directory (default: the checkpoint compiled from)\n"
               "  --tokenizer DIR       the tokenizer's directory (default: the weights', or the\n"
@@ -416,6 +432,8 @@ Options parseOptions(int argc, char **argv) {
       o.stops.push_back(v);
     } else if (arg == "--ignore-eos")
       o.ignoreEos = true;
+    else if (arg == "--no-warmup")
+      o.warmUp = false;
     else if (arg == "--no-echo")
       o.echo = false;
     else if (value("--weights", "-m"))
@@ -513,6 +531,8 @@ public:
            " needs a model compiled for as "
            "many sequences (xfmrc --batch), this one has " +
            std::to_string(generator.batch));
+    if (options.warmUp)
+      generator.warmUp();
     const Manifest &manifest = generator.prefill.manifest;
     loadTokenizerFor(manifest, generator.vocab);
     std::fprintf(stderr,

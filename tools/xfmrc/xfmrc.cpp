@@ -158,12 +158,12 @@ static cl::opt<int64_t> batch("batch", cl::desc("Sequences per call (default 1)"
 static cl::opt<int64_t> seqLen("seq-len",
                                cl::desc("Tokens per sequence (default: the model's positions; "
                                         "with --generate, a decoder's tokens per prefill call: "
-                                        "64, an encoder-decoder's longest source)"),
+                                        "128, an encoder-decoder's longest source)"),
                                cl::init(0), cl::cat(category));
 static cl::opt<int64_t>
     decoderSeqLen("decoder-seq-len",
                   cl::desc("Decoder tokens per sequence (default: --seq-len; with "
-                           "--generate, per prefill call: 64)"),
+                           "--generate, per prefill call: 128)"),
                   cl::init(0), cl::cat(category));
 static cl::opt<std::string>
     architecture("architecture",
