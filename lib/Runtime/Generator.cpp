@@ -86,11 +86,10 @@ struct xfmr_generator {
       weights = loadWeights(encode.manifest, path);
       bind(encode);
     }
-    std::map<std::string, std::unique_ptr<Buffer>> decoderWeights =
-        loadWeights(prefill.manifest, path);
-    for (auto &[name, buffer] : decoderWeights)
-      if (!weights.count(name))
-        weights[name] = std::move(buffer);
+    std::set<std::string> shared;
+    for (const auto &entry : weights)
+      shared.insert(entry.first);
+    weights.merge(loadWeights(prefill.manifest, path, shared));
     bind(prefill);
     bind(decode);
     if (decode.tokens != 1)

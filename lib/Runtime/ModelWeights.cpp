@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <sys/mman.h>
 #include <tuple>
 
@@ -30,10 +31,20 @@ Buffer::Buffer(size_t bytes) : size(bytes) {
   std::memset(data, 0, size);
 }
 
-Buffer::~Buffer() { std::free(data); }
+Buffer::Buffer(std::shared_ptr<Buffer> block, size_t offset, size_t bytes)
+    : data(block->data + offset), size(bytes), block(std::move(block)) {}
+
+Buffer::~Buffer() {
+  if (!block)
+    std::free(data);
+}
+
+static size_t bytesOf(const ArgSpec &arg) {
+  return elementCount(arg.shape) * xfmr_dtype_size(arg.dtype);
+}
 
 std::unique_ptr<Buffer> xfmr::rt::allocate(const ArgSpec &arg) {
-  return std::make_unique<Buffer>(elementCount(arg.shape) * xfmr_dtype_size(arg.dtype));
+  return std::make_unique<Buffer>(bytesOf(arg));
 }
 
 /// Symmetric int8 quantization of the [rows, cols] `values` in groups of
@@ -105,8 +116,9 @@ static std::string describeGroups(int64_t group, int64_t inputs) {
 
 /// The narrow part `arg` as `xfmrc --quantize` stored it ahead of time, or
 /// null when the file holds the checkpoint's own tensor instead.
-static std::unique_ptr<Buffer> readStoredPart(const xfmr_weights *file, const std::string &path,
-                                              const Manifest &manifest, const ArgSpec &arg) {
+static std::unique_ptr<Buffer>
+readStoredPart(const xfmr_weights *file, const std::string &path, const Manifest &manifest,
+               const ArgSpec &arg, const std::function<std::unique_ptr<Buffer>()> &allocate) {
   auto find = [&](const std::string &part) {
     xfmr_tensor_info info;
     for (const std::string &prefix : manifest.weightPrefixes) {
@@ -153,7 +165,7 @@ static std::unique_ptr<Buffer> readStoredPart(const xfmr_weights *file, const st
     fail(where + "is " + xfmr_dtype_name(info.dtype) + ", but this executable reads " +
          xfmr_dtype_name(arg.dtype) +
          (arg.quantizedPart == "scales" ? " scales (xfmrc --weight-scales-dtype)" : ""));
-  std::unique_ptr<Buffer> buffer = allocate(arg);
+  std::unique_ptr<Buffer> buffer = allocate();
   char err[512];
   if (xfmr_weights_read(file, found.c_str(), arg.dtype, static_cast<int32_t>(arg.shape.size()),
                         arg.shape.data(), buffer->data, err, sizeof(err)))
@@ -168,8 +180,9 @@ static std::unique_ptr<Buffer> readStoredPart(const xfmr_weights *file, const st
   return buffer;
 }
 
-std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manifest &manifest,
-                                                                     const std::string &path) {
+std::map<std::string, std::unique_ptr<Buffer>>
+xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
+                      const std::set<std::string> &skip) {
   char err[512];
   xfmr_weights *file = xfmr_weights_open(path.c_str(), err, sizeof(err));
   if (!file)
@@ -181,14 +194,29 @@ std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manif
   std::map<std::tuple<std::string, int64_t, int64_t, xfmr_dtype, bool>,
            std::pair<std::vector<int8_t>, std::vector<float>>>
       quantized;
+  auto wanted = [&](const ArgSpec &arg) {
+    return arg.kind == ArgSpec::Kind::Param && !skip.count(arg.name);
+  };
+  auto aligned = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
+  size_t total = 0;
+  for (const ArgSpec &arg : manifest.args)
+    if (wanted(arg))
+      total += aligned(bytesOf(arg));
+  auto block = std::make_shared<Buffer>(total);
+  size_t offset = 0;
   for (const ArgSpec &arg : manifest.args) {
-    if (arg.kind != ArgSpec::Kind::Param)
+    if (!wanted(arg))
       continue;
+    auto allocate = [&] {
+      auto buffer = std::make_unique<Buffer>(block, offset, bytesOf(arg));
+      offset += aligned(buffer->size);
+      return buffer;
+    };
     // A narrow part is read as `xfmrc --quantize` stored it, or else int8
     // values or scales are computed from the checkpoint's tensor, and a bf16
     // rounding is read as any narrow weight.
     if (!arg.quantizedPart.empty())
-      if (std::unique_ptr<Buffer> stored = readStoredPart(file, path, manifest, arg)) {
+      if (std::unique_ptr<Buffer> stored = readStoredPart(file, path, manifest, arg, allocate)) {
         weights[arg.name] = std::move(stored);
         continue;
       }
@@ -225,7 +253,7 @@ std::map<std::string, std::unique_ptr<Buffer>> xfmr::rt::loadWeights(const Manif
     // Read as f32 (checked finite): straight into the buffer of an f32
     // weight, through a copy narrowed to the model's type or quantized
     // otherwise.
-    std::unique_ptr<Buffer> buffer = allocate(arg);
+    std::unique_ptr<Buffer> buffer = allocate();
     size_t count = elementCount(shape);
     xfmr_dtype scaleType = isQuantized ? scaleTypeOf(manifest, arg) : XFMR_DTYPE_F32;
     auto key = std::make_tuple(found, arg.axis, arg.groupSize, scaleType, arg.transposed);

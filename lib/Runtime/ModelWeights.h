@@ -13,27 +13,35 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 
 namespace xfmr::rt {
 
-/// A zero-filled, 64-byte aligned buffer.
+/// A zero-filled, 64-byte aligned buffer: its own memory, or `size` bytes
+/// at `offset` of a larger `block`, which it keeps alive.
 struct Buffer {
   explicit Buffer(size_t bytes);
+  Buffer(std::shared_ptr<Buffer> block, size_t offset, size_t bytes);
   ~Buffer();
   Buffer(const Buffer &) = delete;
   Buffer &operator=(const Buffer &) = delete;
   uint8_t *data;
   size_t size;
+  std::shared_ptr<Buffer> block;
   template <typename T> T *as() { return reinterpret_cast<T *>(data); }
 };
 
 std::unique_ptr<Buffer> allocate(const ArgSpec &arg);
 
-/// Reads every weight of `manifest` from the safetensors file at `path`
-/// (trying the manifest's name prefixes) as finite float32.
+/// Reads every weight of `manifest` but those named in `skip` from the
+/// safetensors file at `path` (trying the manifest's name prefixes) as
+/// finite float32, into one block of memory: on huge pages as a whole, where
+/// small weights on their own would sit on 4 KiB pages, which a stream
+/// reads at a fraction of the bandwidth.
 std::map<std::string, std::unique_ptr<Buffer>> loadWeights(const Manifest &manifest,
-                                                           const std::string &path);
+                                                           const std::string &path,
+                                                           const std::set<std::string> &skip = {});
 
 /// Writes the weights of the executables of `manifests`, read from the
 /// checkpoint `source` and quantized as the manifests say, to the

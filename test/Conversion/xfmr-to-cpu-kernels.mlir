@@ -96,13 +96,20 @@ func.func @skinny_kn(%x: tensor<2x64xf32>, %w: tensor<64x20xf32>) -> tensor<2x20
 // A [N, K] weight with a few rows of A: each output a dot product along a
 // contiguous row of the weight (3 outputs at a time for 2 rows of A and 16
 // registers), the depth tail masked, reduced and finished as a scalar. The
-// rows of the group after next are prefetched into L2, the last row at most.
+// rows of the group after next are prefetched into L2, in memory order (the
+// step's 3 x 8 floats: one line, at row 6 + (3k / 20) and column 3k mod
+// 20), the last row at most.
 // CHECK-LABEL: func @skinny_nk
 // CHECK: %[[W:.*]] = bufferization.to_buffer %{{.*}} : tensor<7x20xf32>
 // CHECK: scf.forall (%{{.*}}) in (3)
 // CHECK: scf.for %[[K:.*]] = %c0 to %c16 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: %[[LINE:.*]] = arith.muli %[[K]], %c3
+// CHECK: %[[ROWS:.*]] = arith.divui %[[LINE]], %c20
 // CHECK: %[[AHEAD:.*]] = arith.minsi %{{.*}}, %c6
-// CHECK: memref.prefetch %[[W]][%[[AHEAD]], %[[K]]], read, locality<2>, data
+// CHECK: %[[COL:.*]] = arith.remui %[[LINE]], %c20
+// CHECK: memref.prefetch %[[W]][%[[AHEAD]], %[[COL]]], read, locality<2>, data
+// CHECK-NOT: memref.prefetch
+// CHECK: vector.fma
 // CHECK: vector.maskedload %[[W]]
 // CHECK: vector.reduction <add>
 // CHECK: memref.store
