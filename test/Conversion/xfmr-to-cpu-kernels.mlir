@@ -287,25 +287,30 @@ func.func @attention_backward(%q: tensor<1x256x2x16xf32>, %o: tensor<1x256x2x16x
 
 // -----
 
-// Attention over a KV cache: the keys and values are packed, and the key
-// blocks visited, only up to the runtime key length (and the causal
-// diagonal at query_offset): blocks past it are never read.
+// Attention over a KV cache: the key blocks are visited only up to the
+// runtime key length (and the causal diagonal at query_offset): blocks past
+// it are never read. With one query (decoding) the keys and values are read
+// where they are, not packed: a dot product per key of the block (its last
+// rows clamped to the cache's, then masked).
 // CHECK-LABEL: func @cache_attention
 // CHECK-SAME: %[[OFFSETS:[^:]*]]: tensor<2xi32>, %[[LENGTHS:[^:]*]]: tensor<2xi32>
+// CHECK: %[[K:.*]] = bufferization.to_buffer %{{.*}} : tensor<2x256x2x16xf32>
 // CHECK: %[[OFF:.*]] = bufferization.to_buffer %[[OFFSETS]]
 // CHECK: %[[LEN:.*]] = bufferization.to_buffer %[[LENGTHS]]
 // CHECK: scf.forall
-// CHECK: %[[L0:.*]] = memref.load %[[LEN]]
+// CHECK-NOT: arith.ceildivui
+// CHECK: memref.load %[[LEN]]
 // CHECK: %[[CLAMPED:.*]] = arith.minsi %{{.*}}, %c256
 // CHECK: %[[KEYS:.*]] = arith.maxsi %[[CLAMPED]], %c0
-// CHECK: %[[BLOCKS:.*]] = arith.ceildivui %[[KEYS]], %c64
-// CHECK: %[[PADDED:.*]] = arith.muli %[[BLOCKS]], %c64
-// CHECK: scf.for %{{.*}} = %c0 to %[[PADDED]]
 // CHECK: memref.load %[[OFF]]
-// CHECK: %[[END:.*]] = arith.minsi %{{[0-9]+}}, %{{[0-9]+}} : index
+// CHECK: %[[END:.*]] = arith.minsi %[[KEYS]], %{{[0-9]+}} : index
 // CHECK-NEXT: %[[VISIBLE:.*]] = arith.maxsi %[[END]], %c0
 // CHECK-NEXT: %[[VISITED:.*]] = arith.ceildivsi %[[VISIBLE]], %c64
 // CHECK-NEXT: scf.for %{{.*}} = %c0 to %[[VISITED]]
+// CHECK: scf.for %{{.*}} = %c0 to %c64
+// CHECK: %[[ROW:.*]] = arith.minsi %{{.*}}, %c255
+// CHECK: vector.load %[[K]][%{{.*}}, %[[ROW]], %{{.*}}, %c0]
+// CHECK: vector.reduction <add>
 func.func @cache_attention(%q: tensor<2x1x2x16xf32>, %k: tensor<2x256x2x16xf32>,
                            %v: tensor<2x256x2x16xf32>, %off: tensor<2xi32>,
                            %len: tensor<2xi32>) -> tensor<2x1x2x16xf32> {
@@ -318,16 +323,17 @@ func.func @cache_attention(%q: tensor<2x1x2x16xf32>, %k: tensor<2x256x2x16xf32>,
 
 // Narrow weights and KV caches: a product of a widened bf16 weight reads
 // the bf16 weight, widening each vector in registers, and an attention
-// reads its bf16 keys and values widening them as it packs them; the
-// widened copies are never made. The f32 input stays f32.
+// reads its bf16 keys and values widening them in registers too (as it
+// packs them, or in place for a query); the widened copies are never made.
+// The f32 input stays f32.
 // CHECK-LABEL: func @narrow_inputs
 // CHECK-NOT: arith.extf {{.*}} : tensor<
 // CHECK: %[[W:.*]] = bufferization.to_buffer %{{.*}} : tensor<64x20xbf16>
 // CHECK: %[[ROW:.*]] = vector.load %[[W]][%{{.*}}, %{{.*}}] : {{.*}}, vector<8xbf16>
 // CHECK: arith.extf %[[ROW]] : vector<8xbf16> to vector<8xf32>
 // CHECK: %[[K:.*]] = bufferization.to_buffer %{{.*}} : tensor<1x64x2x16xbf16>
-// CHECK: %[[KEY:.*]] = memref.load %[[K]]
-// CHECK: arith.extf %[[KEY]] : bf16 to f32
+// CHECK: %[[KEY:.*]] = vector.load %[[K]]{{.*}} vector<8xbf16>
+// CHECK: arith.extf %[[KEY]] : vector<8xbf16> to vector<8xf32>
 func.func @narrow_inputs(%x: tensor<1x64xf32>, %w: tensor<64x20xbf16>, %q: tensor<1x1x2x16xf32>,
                          %k: tensor<1x64x2x16xbf16>, %v: tensor<1x64x2x16xbf16>)
     -> (tensor<1x20xf32>, tensor<1x1x2x16xf32>) {

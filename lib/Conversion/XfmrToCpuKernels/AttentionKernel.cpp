@@ -3,7 +3,9 @@
 // Threads take (batch, head) pairs, which all cost the same even with a
 // causal mask, so everything a pair needs is private to its thread. Per
 // pair, K^T (and for the backward V^T) is copied once into block-contiguous
-// scratch, so products with it vectorize over keys like a GEMM over columns.
+// scratch, so products with it vectorize over keys like a GEMM over columns;
+// a forward of a few queries (a decode step) reads each key and value once,
+// in place, a dot product per key.
 //
 // Forward: queries go in blocks of kBlockQ rows; for each block the key
 // blocks up to the diagonal are visited:
@@ -47,6 +49,10 @@ using xfmr::kernels::AttentionLimits;
 namespace {
 
 constexpr int64_t kBlockQ = 64;
+/// Up to this many queries (decoding), the forward reads keys and values
+/// where they are: each is read once, and packing them would cost more than
+/// it saves (a copy of the whole cache per step).
+constexpr int64_t kInPlaceQueries = 8;
 /// Keys per block, fewer for short key sequences (rounded up to a panel of
 /// 2 vectors), which would otherwise compute mostly padding.
 constexpr int64_t kMaxBlockK = 64;
@@ -259,9 +265,12 @@ public:
 
   void emit() {
     forEachPair([&](Value bi, Value hi) {
-      Value keysT = packTransposedBlocks(in.k, bi, hi);
-      Value keys = limits().keyCount(bi);
-      Value values = packRows(in.v, bi, hi, keys, paddedKeys(keys), paddedK, seqK - 1, 1.0);
+      Value keysT, values;
+      if (seqQ > kInPlaceQueries) {
+        keysT = packTransposedBlocks(in.k, bi, hi);
+        Value keys = limits().keyCount(bi);
+        values = packRows(in.v, bi, hi, keys, paddedKeys(keys), paddedK, seqK - 1, 1.0);
+      }
       Scratch scratch{kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ, blockK}, f32()),
                       kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ}, f32()),
                       kb.allocate({kBlockQ, lanes}, f32())};
@@ -295,7 +304,10 @@ private:
     });
     kb.forLoop(kb.index(0), limits().keyTiles(bi, q0, rows, blockK), 1, [&](Value block) {
       Value k0 = kb.muli(block, blockK);
-      emitBlockProduct(s.queries, kb.index(0), keysT, block, rows, s.scores);
+      if (keysT)
+        emitBlockProduct(s.queries, kb.index(0), keysT, block, rows, s.scores);
+      else
+        emitBlockProductInPlace(bi, hi, s.queries, k0, rows, s.scores);
       ifMasked(bi, block, q0,
                [&](bool masked) { emitSoftmaxUpdate(bi, hi, s, q0, k0, rows, masked); });
       // O += P V over the block's keys before the key limit.
@@ -306,7 +318,8 @@ private:
             return kb.load(s.scores, {i, arith::SubIOp::create(b, loc, key, k0)});
           },
           [&](Value key, Value col, int64_t valid) {
-            return kb.loadVector(values, {key, col}, valid);
+            return values ? kb.loadVector(values, {key, col}, valid)
+                          : kb.loadVectorWidened(in.v, in.at(bi, key, hi, col), valid);
           });
     });
     // out = O / l, 0 where nothing was visible; lse = m + log l.
@@ -320,6 +333,24 @@ private:
       });
       if (in.lse)
         kb.store(kb.add(kb.mul(kb.load(s.max, {i}), kb.f32(kLn2)), kb.log(l)), in.lse, {bi, hi, qi});
+    });
+  }
+
+  /// scores[i][j] = sum_c queries[i][c] K[b, k0 + j, h, c] for the block's
+  /// keys, read in place, a dot product each (keys past seq_k read its last
+  /// row; the block's mask hides them).
+  void emitBlockProductInPlace(Value bi, Value hi, Value queries, Value k0, int64_t rows,
+                               Value scores) {
+    kb.forLoop(kb.index(0), kb.index(blockK), 1, [&](Value j) {
+      Value key = kb.mini(kb.addi(k0, j), kb.index(seqK - 1));
+      SmallVector<Value> sums(rows, kb.splat(0.0));
+      forHeadDimVectors([&](Value c, int64_t valid) {
+        Value k = kb.loadVectorWidened(in.k, in.at(bi, key, hi, c), valid);
+        for (int64_t i = 0; i < rows; ++i)
+          sums[i] = kb.fma(kb.loadVector(queries, {kb.index(i), c}, valid), k, sums[i]);
+      });
+      for (int64_t i = 0; i < rows; ++i)
+        kb.store(kb.reduceAdd(sums[i]), scores, {kb.index(i), j});
     });
   }
 
