@@ -310,13 +310,28 @@ void forOutputGroups(KernelBuilder &kb, const GemmOperands &g, int64_t group,
   });
 }
 
+/// Calls `step(k, valid)` for the columns [k, k + valid) of a sweep of
+/// [0, depth) `width` at a time, the accumulators `acc` (which `step`
+/// updates) carried through the loop of full steps, the tail step after it.
+void sweepDepth(KernelBuilder &kb, int64_t depth, int64_t width, SmallVector<Value> &acc,
+                llvm::function_ref<void(Value, int64_t)> step) {
+  int64_t full = depth / width * width;
+  acc = llvm::to_vector(
+      kb.forLoop(kb.index(0), kb.index(full), width, acc, [&](Value k, ValueRange carried) {
+        acc.assign(carried.begin(), carried.end());
+        step(k, width);
+        return acc;
+      }));
+  if (depth > full)
+    step(kb.index(full), depth - full);
+}
+
 /// C = epilogue(A B^T) for B [N, K]: outputs in groups, each a dot product
 /// of A's rows with a contiguous row of B, groups of rows of B to a thread.
 void emitSkinnyGemmAlongN(KernelBuilder &kb, const GemmOperands &g) {
   int64_t lanes = kb.cpu().lanes;
   // Accumulators for m rows x group outputs, plus A's and B's vectors.
   int64_t group = std::clamp<int64_t>((kb.cpu().registers - 2) / (g.m + 1) - 1, 1, 8);
-  int64_t fullK = g.k / lanes * lanes, tailK = g.k - fullK;
   forOutputGroups(kb, g, group, [&](Value n0, int64_t count) {
     SmallVector<Value> acc(g.m * count, kb.splat(0.0));
     auto step = [&](Value k, int64_t valid) {
@@ -331,14 +346,7 @@ void emitSkinnyGemmAlongN(KernelBuilder &kb, const GemmOperands &g) {
         for (int64_t j = 0; j < count; ++j)
           acc[m * count + j] = kb.fma(a[m], rows[j], acc[m * count + j]);
     };
-    acc = llvm::to_vector(
-        kb.forLoop(kb.index(0), kb.index(fullK), lanes, acc, [&](Value k, ValueRange carried) {
-          acc.assign(carried.begin(), carried.end());
-          step(k, lanes);
-          return acc;
-        }));
-    if (tailK)
-      step(kb.index(fullK), tailK);
+    sweepDepth(kb, g.k, lanes, acc, step);
     for (int64_t m = 0; m < g.m; ++m)
       for (int64_t j = 0; j < count; ++j) {
         Value n = kb.addi(n0, kb.index(j));
@@ -403,7 +411,6 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
   // Accumulators for m rows x group outputs and the group's corrections,
   // plus A's vectors and one of B's.
   int64_t group = std::clamp<int64_t>((kb.cpu().registers - 2) / (g.m + 2), 1, 8);
-  int64_t fullK = g.k / bytes * bytes, tailK = g.k - fullK;
   Value zeroBytes = splatInt(byteVector, 0), highBit = splatInt(byteVector, -128);
   forOutputGroups(kb, g, group, [&](Value n0, int64_t count) {
     SmallVector<Value> sums(g.m * count + count, splatInt(sumVector, 0));
@@ -420,14 +427,7 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
           sums[m * count + j] = kb.dotInt8(sums[m * count + j], a[m], row);
       }
     };
-    sums = llvm::to_vector(
-        kb.forLoop(kb.index(0), kb.index(fullK), bytes, sums, [&](Value k, ValueRange carried) {
-          sums.assign(carried.begin(), carried.end());
-          step(k, bytes);
-          return sums;
-        }));
-    if (tailK)
-      step(kb.index(fullK), tailK);
+    sweepDepth(kb, g.k, bytes, sums, step);
     for (int64_t m = 0; m < g.m; ++m) {
       Value aScale = kb.load(aScales, {kb.index(m)});
       for (int64_t j = 0; j < count; ++j) {
