@@ -10,7 +10,9 @@
 // the one store. Column tails use masked loads and stores; row tails a
 // smaller tile. B may be bf16 or f16 (narrow weights), widened as it is
 // loaded or packed, or int8 with scales (xfmr.dequantize), converted and
-// scaled as it is loaded or packed.
+// scaled as it is loaded or packed. Skinny products (decoding) stream B
+// once; with AVX-512 VNNI those of an int8 B^T quantize A to int8 and take
+// integer dot products instead.
 //
 //===----------------------------------------------------------------------===//
 
