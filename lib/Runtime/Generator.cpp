@@ -530,10 +530,10 @@ public:
            " needs a model compiled for as "
            "many sequences (xfmrc --batch), this one has " +
            std::to_string(generator.batch));
-    if (options.warmUp)
-      generator.warmUp();
     const Manifest &manifest = generator.prefill.manifest;
     loadTokenizerFor(manifest, generator.vocab);
+    if (options.warmUp)
+      generator.warmUp();
     std::fprintf(stderr,
                  "KV cache: %zu tensors of %" PRId64 " sequences x %" PRId64
                  " positions, %.1f MiB\n",

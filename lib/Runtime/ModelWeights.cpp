@@ -237,9 +237,11 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
         found = prefix + name;
     if (found.empty()) {
       std::string hint;
-      for (const char *part : {"values", "values.T", "bf16"})
-        if (hint.empty() && !xfmr_weights_find(file, (name + ":" + part).c_str(), &info))
-          hint = "; the file holds it as '" + name + ":" + part +
+      for (const std::string &stored :
+           {storedPartName(name, "values"), storedPartName(name, "values", /*transposed=*/true),
+            storedPartName(name, "bf16")})
+        if (hint.empty() && !xfmr_weights_find(file, stored.c_str(), &info))
+          hint = "; the file holds it as '" + stored +
                  "' (xfmrc --quantize): compile with the --weights-dtype it was written for";
       fail("weights file '" + path + "': no tensor '" + name + "' (the model needs " +
            std::string(xfmr_dtype_name(dtype)) + " " + shapeToString(shape) + ")" + hint);
@@ -303,15 +305,13 @@ void xfmr::rt::writeModelWeights(const std::vector<Manifest> &manifests, const s
     for (const ArgSpec &arg : manifest.args) {
       if (arg.kind != ArgSpec::Kind::Param)
         continue;
-      std::string name = arg.quantizedPart.empty()
-                             ? arg.name
-                             : storedPartName(arg.source, arg.quantizedPart, arg.transposed);
-      if (tensors.count(name))
+      // A narrow part's name is already storedPartName's.
+      if (tensors.count(arg.name))
         continue;
-      Buffer *buffer = (tensors[name] = std::move(weights.at(arg.name))).get();
+      Buffer *buffer = (tensors[arg.name] = std::move(weights.at(arg.name))).get();
       refs.push_back({nullptr, arg.dtype, static_cast<int32_t>(arg.shape.size()), arg.shape.data(),
                       buffer->data});
-      refs.back().name = tensors.find(name)->first.c_str();
+      refs.back().name = tensors.find(arg.name)->first.c_str();
     }
   }
   char err[512];

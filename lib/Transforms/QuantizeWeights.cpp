@@ -97,9 +97,7 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
           return failure();
         uses.clear();
       }
-      for (auto &entry : uses) {
-        int64_t axis = entry.first;
-        SmallVector<OpOperand *> &operands = entry.second;
+      for (auto &[axis, operands] : uses) {
         int64_t inputs = type.getDimSize(axis);
         int64_t group = groupSize > 0 ? groupSize : inputs;
         if (inputs % group != 0)
