@@ -14,6 +14,7 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
@@ -27,6 +28,9 @@
 #include "llvm/MC/MCSubtargetInfo.h"
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Passes/PassBuilder.h"
+#include "llvm/Transforms/IPO/MergeFunctions.h"
+#include "llvm/Passes/StandardInstrumentations.h"
+#include "llvm/Support/Debug.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FileUtilities.h"
 #include "llvm/Support/Path.h"
@@ -36,6 +40,8 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 #include "llvm/TargetParser/SubtargetFeature.h"
+
+#define DEBUG_TYPE "xfmr-compiler"
 
 using namespace mlir;
 using namespace xfmr;
@@ -115,12 +121,27 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
   llvm::FunctionAnalysisManager functions;
   llvm::CGSCCAnalysisManager cgscc;
   llvm::ModuleAnalysisManager modules;
-  llvm::PassBuilder builder(&machine);
+  // LLVM's own flags (--time-passes, --print-after=...) then cover this pipeline too.
+  llvm::PassInstrumentationCallbacks callbacks;
+  llvm::StandardInstrumentations instrumentations(module.getContext(), /*DebugLogging=*/false);
+  instrumentations.registerCallbacks(callbacks, &modules);
+  llvm::PassBuilder builder(&machine, llvm::PipelineTuningOptions(), std::nullopt, &callbacks);
   builder.registerModuleAnalyses(modules);
   builder.registerCGSCCAnalyses(cgscc);
   builder.registerFunctionAnalyses(functions);
   builder.registerLoopAnalyses(loops);
   builder.crossRegisterProxies(loops, functions, cgscc, modules);
+  // Every layer lowers to the same kernels; the OpenMP translation outlines
+  // each parallel loop into a function of its own, so a model of N layers has
+  // N identical copies of each. Their addresses only reach the OpenMP runtime,
+  // so merging them first lets the pipeline below optimize each kernel once.
+  for (llvm::Function &function : module)
+    if (function.hasLocalLinkage())
+      function.setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
+  unsigned before = module.getFunctionList().size();
+  llvm::MergeFunctionsPass::runOnModule(module);
+  LLVM_DEBUG(llvm::dbgs() << "merged identical functions: " << before << " -> "
+                          << module.getFunctionList().size() << "\n");
   builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3).run(module, modules);
 }
 
@@ -279,6 +300,10 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
     return machine.takeError();
   DiagnosticCollector diagnostics(context);
   PassManager pm(&context);
+  // --mlir-timing and the other pass-manager flags of mlir-opt.
+  if (failed(applyPassManagerCLOptions(pm)))
+    return llvm::createStringError("invalid pass-manager options");
+  applyDefaultTimingPassManagerCLOptions(pm);
   if (options.target == Target::Nvptx) {
     GpuPipelineOptions pipeline;
     pipeline.setFusion(options.fusion);

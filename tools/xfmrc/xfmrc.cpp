@@ -2,6 +2,9 @@
 
 #include "xfmr/Driver/Compiler.h"
 
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -250,6 +253,8 @@ static std::string identifierFrom(StringRef path) {
 
 int main(int argc, char **argv) {
   InitLLVM initLLVM(argc, argv);
+  mlir::registerPassManagerCLOptions();
+  mlir::registerDefaultTimingManagerCLOptions();
   cl::HideUnrelatedOptions({&category, &trainCategory});
   cl::ParseCommandLineOptions(argc, argv,
                               "xfmr model compiler: compiles a transformer model (a Hugging "
