@@ -6,7 +6,8 @@ the peers people generate with, measured in the same run:
   xfmr            xfmrc --generate of the checkpoint directory (f32;
                   --dtype=bf16: weights, activations and KV cache in bf16;
                   --weights-dtype=bf16|int8: the products' weights bf16, or
-                  int8 with a scale per output channel or per group of 32)
+                  int8 with a scale per output channel or per group of 32;
+                  these keep a bf16 KV cache, as llama.cpp an f16 one)
   generate()      transformers on PyTorch 2.x eager (f32, SDPA), KV cache
   llama.cpp       llama-cpp-python on the same weights written as GGUF
                   (f32, f16 and q8_0, quantized by llama.cpp itself)
@@ -93,8 +94,9 @@ def bench_transformers(args, directory):
     best_prompt, best_decode = 0.0, float("inf")
     with torch.no_grad():
         for _ in range(args.repeats):
+            # generate()'s own prefill: logits of the last position only.
             start = time.perf_counter()
-            model(ids, use_cache=True)
+            model(ids, use_cache=True, logits_to_keep=1)
             prefill = time.perf_counter() - start
             start = time.perf_counter()
             model.generate(ids, max_new_tokens=1, min_new_tokens=1, do_sample=False)
@@ -203,16 +205,21 @@ def main():
     rows.append(("xfmr f32", prompt, decode, 4))
     rows.append(("xfmr bf16",) + bench_xfmr(args, directory, workdir, "bf16",
                                             ["--dtype=bf16"])[:2] + (2,))
+    # The narrow weights' rows keep a bf16 KV cache, as llama.cpp keeps an f16
+    # one in all its rows.
     rows.append(("xfmr bf16 weights",) + bench_xfmr(args, directory, workdir, "bf16-weights",
-                                                    ["--weights-dtype=bf16"])[:2] + (2,))
+                                                    ["--weights-dtype=bf16", "--cache-dtype=bf16"])[:2]
+                + (2,))
     # int8 values and an f32 scale per output channel (768 or 3072 values)
     # or per group of 32.
     rows.append(("xfmr int8 (scale per channel)",)
-                + bench_xfmr(args, directory, workdir, "int8", ["--weights-dtype=int8"])[:2]
+                + bench_xfmr(args, directory, workdir, "int8",
+                             ["--weights-dtype=int8", "--cache-dtype=bf16"])[:2]
                 + (1 + 4 / 768,))
     rows.append(("xfmr int8 (scale per 32)",)
                 + bench_xfmr(args, directory, workdir, "int8-g32",
-                             ["--weights-dtype=int8", "--weight-group-size=32"])[:2]
+                             ["--weights-dtype=int8", "--weight-group-size=32",
+                              "--cache-dtype=bf16"])[:2]
                 + (1 + 4 / 32,))
     rows.append(("transformers generate() f32",) + bench_transformers(args, directory) + (4,))
     f32 = os.path.join(workdir, "gpt2-f32.gguf")

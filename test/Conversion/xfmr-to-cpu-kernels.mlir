@@ -133,6 +133,33 @@ func.func @gemm_bands(%x: tensor<4x128x32xf32>, %w: tensor<32x32xf32>) -> tensor
 
 // -----
 
+// Rows of A 4 KiB apart (K = 1024) would share L1 sets: A is first copied,
+// in parallel, to rows one cache line longer, which the tiles read. Rows of
+// 1000 values are read in place.
+// CHECK-LABEL: func @gemm_aliased_rows
+// CHECK: %[[A:.*]] = bufferization.to_buffer %arg0
+// CHECK: %[[PADDED:.*]] = memref.alloc() {alignment = 64 : i64} : memref<24x1040xf32>
+// CHECK: scf.forall (%{{.*}}) in (8)
+// CHECK: %[[ROW:.*]] = vector.load %[[A]]
+// CHECK: vector.store %[[ROW]], %[[PADDED]]
+// CHECK: scf.forall (%{{.*}}) in (2)
+// CHECK: memref.load %[[PADDED]]
+// CHECK-LABEL: func @gemm_unaliased_rows
+// CHECK: %[[A:.*]] = bufferization.to_buffer %arg0
+// CHECK-NOT: memref<24x1016xf32>
+// CHECK: scf.forall (%{{.*}}) in (2)
+// CHECK: memref.load %[[A]]
+func.func @gemm_aliased_rows(%x: tensor<24x1024xf32>, %w: tensor<1024x32xf32>) -> tensor<24x32xf32> {
+  %y = xfmr.fused_linear %x, %w : (tensor<24x1024xf32>, tensor<1024x32xf32>) -> tensor<24x32xf32>
+  return %y : tensor<24x32xf32>
+}
+func.func @gemm_unaliased_rows(%x: tensor<24x1000xf32>, %w: tensor<1000x32xf32>) -> tensor<24x32xf32> {
+  %y = xfmr.fused_linear %x, %w : (tensor<24x1000xf32>, tensor<1000x32xf32>) -> tensor<24x32xf32>
+  return %y : tensor<24x32xf32>
+}
+
+// -----
+
 // Attention: (batch, head) pairs in parallel; keys transposed once per pair;
 // key blocks up to the diagonal; masks only on the blocks that need them;
 // scores in base 2 (scale 0.25 times log2 e), so probabilities are exp2 of

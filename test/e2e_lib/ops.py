@@ -304,7 +304,9 @@ def gen_linear():
                 al=randn(44, 1500), ml=randn(44, 1480, scale=0.2),
                 # A few rows (a decode step): depth and columns with tails.
                 xs=randn(1, 1, 200), ws=randn(200, 37, scale=0.1), bs=randn(37, scale=0.5),
-                rs=randn(1, 1, 37), xm=randn(6, 200), wst=randn(37, 200, scale=0.1))
+                rs=randn(1, 1, 37), xm=randn(6, 200), wst=randn(37, 200, scale=0.1),
+                # Rows of A 4 KiB long, which the CPU GEMM copies to padded rows.
+                xd=randn(19, 1024), wd=randn(1024, 40, scale=0.05))
 
 
 def ref_linear(x):
@@ -324,7 +326,8 @@ def ref_linear(x):
                 large_tn=t(x["al"]).T @ t(x["ml"]),
                 skinny_silu_residual=torch.nn.functional.silu(t(x["xs"]) @ t(x["ws"]) + t(x["bs"]))
                 + t(x["rs"]),
-                skinny_nk_tanh=torch.tanh(t(x["xm"]) @ t(x["wst"]).T + t(x["bs"])))
+                skinny_nk_tanh=torch.tanh(t(x["xm"]) @ t(x["wst"]).T + t(x["bs"])),
+                deep_relu=torch.relu(t(x["xd"]) @ t(x["wd"])))
 
 
 def gen_elementwise():

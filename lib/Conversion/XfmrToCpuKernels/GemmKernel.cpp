@@ -38,6 +38,9 @@ constexpr int64_t kPanelsPerChunk = 4;
 /// rows a band may have.
 constexpr int64_t kTargetBlocks = 8;
 constexpr int64_t kMinTilesPerBand = 4;
+/// Bytes after which addresses map to the same L1 set, and a cache line.
+constexpr int64_t kL1SetBytes = 4096;
+constexpr int64_t kCacheLineBytes = 64;
 
 struct GemmOperands {
   Value a, b, c, bias, residual;
@@ -145,6 +148,32 @@ void emitGemmPanel(KernelBuilder &kb, const GemmOperands &g, Value row, int64_t 
   kb.forRowTiles(row, rows, kb.cpu().tileRows(), [&](Value tileRow, int64_t tileRows) {
     emitGemmTile(kb, g, tileRow, tileRows, col, vectors, lastValid, source);
   });
+}
+
+/// A as a fresh [M, K + one cache line] buffer when its rows are a multiple
+/// of 4 KiB long (K = 1024, 3072, ...): a register tile reads the same k of
+/// `tileRows` rows at once, and rows that far apart share one set of the L1
+/// cache, evicting each other at every k. The copy, one parallel pass over
+/// A, costs a few percent of such a product.
+Value padAliasedRows(KernelBuilder &kb, const GemmOperands &g) {
+  Type element = cast<MemRefType>(g.a.getType()).getElementType();
+  int64_t bytes = element.getIntOrFloatBitWidth() / 8;
+  int64_t lanes = kb.cpu().lanes;
+  if (g.transposeA || (g.k * bytes) % kL1SetBytes != 0 || g.k % lanes != 0)
+    return g.a;
+  Value padded = kb.allocate({g.m, g.k + kCacheLineBytes / bytes}, element);
+  int64_t groups = std::min<int64_t>(g.m, kTargetBlocks);
+  int64_t rowsPerGroup = (g.m + groups - 1) / groups;
+  kb.parallelFor(groups, [&](Value group) {
+    Value begin = kb.muli(group, rowsPerGroup);
+    Value end = kb.mini(kb.addi(begin, kb.index(rowsPerGroup)), kb.index(g.m));
+    kb.forLoop(begin, end, 1, [&](Value row) {
+      kb.forLoop(kb.index(0), kb.index(g.k), lanes, [&](Value k) {
+        kb.storeVector(kb.loadVector(g.a, {row, k}), padded, {row, k});
+      });
+    });
+  });
+  return padded;
 }
 
 /// Copies the full panels of columns [begin, end) of B into
@@ -484,6 +513,7 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
     return kb.asTensor(g.c);
   }
 
+  g.a = padAliasedRows(kb, g);
   // Column chunks: full panels, then the tail columns (masked vectors).
   int64_t lanes = kb.cpu().lanes, panel = 2 * lanes;
   int64_t fullColumns = g.n / panel * panel;
