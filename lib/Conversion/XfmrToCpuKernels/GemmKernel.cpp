@@ -38,8 +38,10 @@ constexpr int64_t kPanelsPerChunk = 4;
 /// rows a band may have.
 constexpr int64_t kTargetBlocks = 8;
 constexpr int64_t kMinTilesPerBand = 4;
-/// Bytes after which addresses map to the same L1 set, and a cache line.
+/// Bytes after which addresses map to the same L1 set, the lines a set
+/// holds, and a cache line.
 constexpr int64_t kL1SetBytes = 4096;
+constexpr int64_t kL1Ways = 8;
 constexpr int64_t kCacheLineBytes = 64;
 
 struct GemmOperands {
@@ -151,15 +153,17 @@ void emitGemmPanel(KernelBuilder &kb, const GemmOperands &g, Value row, int64_t 
 }
 
 /// A as a fresh [M, K + one cache line] buffer when its rows are a multiple
-/// of 4 KiB long (K = 1024, 3072, ...): a register tile reads the same k of
-/// `tileRows` rows at once, and rows that far apart share one set of the L1
-/// cache, evicting each other at every k. The copy, one parallel pass over
-/// A, costs a few percent of such a product.
+/// of 4 KiB long (K = 1024, 3072, ...) and a register tile has more rows
+/// than the L1 cache has ways: the tile reads the same k of all its rows at
+/// once, and rows that far apart share one L1 set, evicting each other at
+/// every k. The copy, one parallel pass over A, costs about 2% of such a
+/// product.
 Value padAliasedRows(KernelBuilder &kb, const GemmOperands &g) {
   Type element = cast<MemRefType>(g.a.getType()).getElementType();
   int64_t bytes = element.getIntOrFloatBitWidth() / 8;
   int64_t lanes = kb.cpu().lanes;
-  if (g.transposeA || (g.k * bytes) % kL1SetBytes != 0 || g.k % lanes != 0)
+  if (g.transposeA || kb.cpu().tileRows() <= kL1Ways || (g.k * bytes) % kL1SetBytes != 0 ||
+      g.k % lanes != 0)
     return g.a;
   Value padded = kb.allocate({g.m, g.k + kCacheLineBytes / bytes}, element);
   int64_t groups = std::min<int64_t>(g.m, kTargetBlocks);
