@@ -28,7 +28,7 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
   kernels.registers = options.vectorRegisters;
   kernels.int8Dot = options.int8Dot;
   pm.addPass(createConvertXfmrToCpuKernels(kernels));
-  buildLinalgBufferizationPipeline(pm, options.fuseElementwise);
+  buildLinalgBufferizationPipeline(pm, options.fuseElementwise, /*distribute=*/options.openmp);
   pm.addPass(createXfmrExpandStridedCopies());
 
   // Loops.

@@ -29,7 +29,7 @@ void xfmr::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options
   ConvertXfmrToGpuKernelsOptions kernelOptions;
   kernelOptions.warpgroupMma = hasWarpgroupMma(options.chip);
   pm.addPass(createConvertXfmrToGpuKernels(kernelOptions));
-  buildLinalgBufferizationPipeline(pm, options.fuseElementwise);
+  buildLinalgBufferizationPipeline(pm, options.fuseElementwise, /*distribute=*/false);
 
   // Fused attention is one hand-built kernel; every other op is one kernel
   // per linalg op: parallel dimensions become blocks and threads, reduction

@@ -45,7 +45,8 @@ void xfmr::buildGradientPipeline(OpPassManager &pm, const FusionOptions &fusion,
   pm.addPass(createXfmrAutodiff(autodiff));
 }
 
-void xfmr::buildLinalgBufferizationPipeline(OpPassManager &pm, bool fuseElementwise) {
+void xfmr::buildLinalgBufferizationPipeline(OpPassManager &pm, bool fuseElementwise,
+                                            bool distribute) {
   pm.addPass(createConvertXfmrToLinalg());
   pm.addPass(createConvertElementwiseToLinalgPass());
   // One loop nest (one kernel on the GPU) per chain of elementwise ops, such
@@ -53,6 +54,8 @@ void xfmr::buildLinalgBufferizationPipeline(OpPassManager &pm, bool fuseElementw
   if (fuseElementwise)
     pm.addPass(createLinalgElementwiseOpFusionPass());
   pm.addPass(createXfmrCollapseLinalgDims());
+  if (distribute)
+    pm.addPass(createXfmrDistributeLinalg());
   // No CSE from here to bufferization: the CPU kernels read tensors through
   // `bufferization.to_buffer` right where they run, and CSE would merge a
   // late read into an earlier identical one, hiding it from the

@@ -101,8 +101,10 @@ void buildGradientPipeline(mlir::OpPassManager &pm, const FusionOptions &fusion,
 /// elementwise ops, with `fuseElementwise` fused where a producer has one
 /// use, collapsed loop dims), then tensors -> memrefs: function results
 /// become caller-owned buffers (xfmr-destination-passing-entry), one-shot
-/// bufferization, deallocation.
-void buildLinalgBufferizationPipeline(mlir::OpPassManager &pm, bool fuseElementwise);
+/// bufferization, deallocation. With `distribute`, linalg ops with enough
+/// work are split across the CPU's threads (xfmr-distribute-linalg).
+void buildLinalgBufferizationPipeline(mlir::OpPassManager &pm, bool fuseElementwise,
+                                      bool distribute);
 
 /// Host code (scf, memref, arith, math, vector, OpenMP and, with `gpu`,
 /// kernel launches and GPU buffers) -> the LLVM dialect. Entry functions use

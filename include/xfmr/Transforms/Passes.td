@@ -254,4 +254,26 @@ def XfmrCollapseLinalgDims : Pass<"xfmr-collapse-linalg-dims"> {
   let dependentDialects = ["::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"];
 }
 
+def XfmrDistributeLinalg : Pass<"xfmr-distribute-linalg"> {
+  let summary = "Run the linalg ops that have enough work on the CPU's threads";
+  let description = [{
+    The ops no kernel covers (elementwise chains, reductions such as a bias
+    gradient's column sums, the layer-norm backward, the optimizer's
+    update) lower to loops on one thread while the others wait. This pass
+    tiles the outermost parallel loop of each linalg op on tensors with at
+    least `min-points` iterations into an `scf.forall` of at most `tiles`
+    tiles (upstream `scf::tileUsingSCF`), which the pipeline maps to OpenMP
+    threads. Ops with dynamic shapes, with no parallel loop of two or more
+    iterations, or already inside an `scf.forall` are left alone.
+  }];
+  let options = [
+    Option<"minPoints", "min-points", "int64_t", /*default=*/"16384",
+           "Fewest iterations an op needs to be distributed">,
+    Option<"tiles", "tiles", "int64_t", /*default=*/"8",
+           "Most tiles of the distributed loop">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+                           "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect"];
+}
+
 #endif // XFMR_TRANSFORMS_PASSES_TD
