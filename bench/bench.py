@@ -143,10 +143,11 @@ def reverse_task(xfmrc, python, workdir, threads, steps=600):
     held-out token accuracy after them."""
     data = os.path.join(workdir, "reverse-data")
     trainer = os.path.join(workdir, "reverse-train")
-    if not os.path.exists(trainer):
+    if not os.path.exists(data):
         run(["/usr/bin/python3", os.path.join(REVERSE, "make_data.py"), data])
-        run([xfmrc, "--train", os.path.join(REVERSE, "model.json"), "--batch=32", "--lr=1e-3",
-             "--warmup-steps=100", f"--steps={steps}", "-o", trainer])
+    # Compiled every run: a trainer of an older xfmrc would measure that one.
+    run([xfmrc, "--train", os.path.join(REVERSE, "model.json"), "--batch=32", "--lr=1e-3",
+         "--warmup-steps=100", f"--steps={steps}", "-o", trainer])
     out = run([trainer, f"--train={data}/train.txt", f"--eval={data}/eval.txt", f"--steps={steps}",
                f"--log-every={steps}", f"--threads={threads}"]).stdout
     xfmr_ms = float(re.search(r"([0-9.]+) ms/step", out).group(1))
