@@ -138,7 +138,7 @@ void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
   for (llvm::Function &function : module)
     if (function.hasLocalLinkage())
       function.setUnnamedAddr(llvm::GlobalValue::UnnamedAddr::Global);
-  unsigned before = module.getFunctionList().size();
+  [[maybe_unused]] size_t before = module.getFunctionList().size();
   llvm::MergeFunctionsPass::runOnModule(module);
   LLVM_DEBUG(llvm::dbgs() << "merged identical functions: " << before << " -> "
                           << module.getFunctionList().size() << "\n");

@@ -162,8 +162,8 @@ Value padAliasedRows(KernelBuilder &kb, const GemmOperands &g) {
   Type element = cast<MemRefType>(g.a.getType()).getElementType();
   int64_t bytes = element.getIntOrFloatBitWidth() / 8;
   int64_t lanes = kb.cpu().lanes;
-  if (g.transposeA || kb.cpu().tileRows() <= kL1Ways || (g.k * bytes) % kL1SetBytes != 0 ||
-      g.k % lanes != 0)
+  // Rows of 4 KiB hold whole vectors: the copy needs no masked tail.
+  if (g.transposeA || kb.cpu().tileRows() <= kL1Ways || (g.k * bytes) % kL1SetBytes != 0)
     return g.a;
   Value padded = kb.allocate({g.m, g.k + kCacheLineBytes / bytes}, element);
   int64_t groups = std::min<int64_t>(g.m, kTargetBlocks);
