@@ -318,6 +318,8 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
     CpuPipelineOptions pipeline;
     pipeline.setFusion(options.fusion);
     pipeline.openmp = options.openmp;
+    // An executable calls each entry once at a time; an object's users may not.
+    pipeline.globalArena = options.emit == EmitKind::Executable;
     pipeline.emulateGpuKernels = options.emulateGpuKernels;
     pipeline.reverseGpuThreads = options.reverseGpuThreads;
     pipeline.emulatedChip = options.gpuArch;

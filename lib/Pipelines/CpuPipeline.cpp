@@ -30,6 +30,10 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
   pm.addPass(createConvertXfmrToCpuKernels(kernels));
   buildLinalgBufferizationPipeline(pm, options.fuseElementwise, /*distribute=*/options.openmp);
   pm.addPass(createXfmrExpandStridedCopies());
+  XfmrPlanBuffersOptions buffers;
+  buffers.globalArena = options.globalArena;
+  buffers.parallelLoopScopes = options.openmp;
+  pm.addPass(createXfmrPlanBuffers(buffers));
 
   // Loops.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());

@@ -63,6 +63,11 @@ struct CpuPipelineOptions : FusionPipelineOptions<CpuPipelineOptions> {
   Option<int64_t> vectorRegisters{*this, "registers",
                                   llvm::cl::desc("Vector registers (16: AVX2, 32: AVX-512)"),
                                   llvm::cl::init(16)};
+  BoolOption globalArena{
+      *this, "global-arena",
+      llvm::cl::desc(
+          "Keep each function's temporaries in a module global (calls must not overlap)"),
+      llvm::cl::init(false)};
   BoolOption int8Dot{*this, "int8-dot",
                      llvm::cl::desc("The target has AVX-512 VNNI's int8 dot product"),
                      llvm::cl::init(false)};

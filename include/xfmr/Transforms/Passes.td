@@ -276,4 +276,37 @@ def XfmrDistributeLinalg : Pass<"xfmr-distribute-linalg"> {
                            "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect"];
 }
 
+def XfmrPlanBuffers : Pass<"xfmr-plan-buffers", "::mlir::ModuleOp"> {
+  let summary = "Give a function's temporary buffers places planned at compile time";
+  let description = [{
+    After bufferization and deallocation, every temporary is a
+    `memref.alloc` freed by a `memref.dealloc`: hundreds of mallocs a call,
+    many inside parallel loops. This pass removes them:
+
+    - With `parallel-loop-scopes` (the bodies of scf.forall loops become
+      allocation scopes downstream, as scf-to-openmp makes each OpenMP
+      loop body), a temporary directly in such a body (static shape, at
+      most `max-stack-bytes` per body, freed there) becomes a
+      `memref.alloca`: each thread takes it from its stack and gives it back
+      at the iteration's end.
+    - The temporaries of a function's body (static shape, freed in the body,
+      never returned, passed to a call or carried into a region as a
+      memref) become `memref.view`s of one arena at offsets planned from
+      their live ranges in the body (first fit, largest first): buffers
+      whose ranges do not overlap share bytes. The arena is one allocation
+      per call, or with `global-arena` a module global (no allocation at
+      all; calls of one function must then not overlap, as in the
+      executables xfmrc builds).
+  }];
+  let options = [
+    Option<"globalArena", "global-arena", "bool", /*default=*/"false",
+           "Keep each function's arena in a module global instead of allocating it per call">,
+    Option<"parallelLoopScopes", "parallel-loop-scopes", "bool", /*default=*/"false",
+           "scf.forall bodies become allocation scopes downstream (OpenMP loops)">,
+    Option<"maxStackBytes", "max-stack-bytes", "int64_t", /*default=*/"65536",
+           "Most bytes of an scf.forall body's temporaries moved to the stack">,
+  ];
+  let dependentDialects = ["::mlir::memref::MemRefDialect", "::mlir::arith::ArithDialect"];
+}
+
 #endif // XFMR_TRANSFORMS_PASSES_TD
