@@ -237,7 +237,7 @@ void planBodyTemporaries(func::FuncOp func, bool globalArena, SymbolTable &symbo
     OpBuilder atEnd(body.getTerminator());
     memref::DeallocOp::create(atEnd, loc, arena);
   }
-  int64_t summed = 0;
+  [[maybe_unused]] int64_t summed = 0;
   for (Temporary &temporary : temporaries) {
     OpBuilder at(temporary.alloc);
     Value offset = arith::ConstantIndexOp::create(at, loc, temporary.offset);
@@ -251,7 +251,6 @@ void planBodyTemporaries(func::FuncOp func, bool globalArena, SymbolTable &symbo
   LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] @" << func.getSymName() << ": " << temporaries.size()
                           << " temporaries of " << summed << " bytes in an arena of " << arenaBytes
                           << "\n");
-  (void)summed;
 }
 
 struct PlanBuffersPass : xfmr::impl::XfmrPlanBuffersBase<PlanBuffersPass> {

@@ -166,15 +166,9 @@ Value padAliasedRows(KernelBuilder &kb, const GemmOperands &g) {
   if (g.transposeA || kb.cpu().tileRows() <= kL1Ways || (g.k * bytes) % kL1SetBytes != 0)
     return g.a;
   Value padded = kb.allocate({g.m, g.k + kCacheLineBytes / bytes}, element);
-  int64_t groups = std::min<int64_t>(g.m, kTargetBlocks);
-  int64_t rowsPerGroup = (g.m + groups - 1) / groups;
-  kb.parallelFor(groups, [&](Value group) {
-    Value begin = kb.muli(group, rowsPerGroup);
-    Value end = kb.mini(kb.addi(begin, kb.index(rowsPerGroup)), kb.index(g.m));
-    kb.forLoop(begin, end, 1, [&](Value row) {
-      kb.forLoop(kb.index(0), kb.index(g.k), lanes, [&](Value k) {
-        kb.storeVector(kb.loadVector(g.a, {row, k}), padded, {row, k});
-      });
+  forEachRow(kb, g.m, g.k, [&](Value row) {
+    kb.forLoop(kb.index(0), kb.index(g.k), lanes, [&](Value k) {
+      kb.storeVector(kb.loadVector(g.a, {row, k}), padded, {row, k});
     });
   });
   return padded;

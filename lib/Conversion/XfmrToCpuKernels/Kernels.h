@@ -20,6 +20,11 @@ using kernels::KernelSet;
 using kernels::kNegInf;
 using kernels::Tile;
 
+/// Calls body(row) for rows [0, rows) of `width` values each, the rows split
+/// into parallel chunks of enough work to amortise scheduling.
+void forEachRow(KernelBuilder &kb, int64_t rows, int64_t width,
+                llvm::function_ref<void(mlir::Value)> body);
+
 /// activation(a @ b + bias) + residual for a [M, K] (or [K, M] with
 /// `transposeA`), b [K, N] (or [N, K] with `transposeB`), bias [N] and
 /// residual [M, N] (either may be null). Returns the [M, N] tensor.

@@ -14,22 +14,11 @@ using namespace xfmr::cpu;
 
 namespace {
 
-
 /// Rows per parallel chunk: enough work per chunk to amortise scheduling,
 /// enough chunks to balance two threads.
 int64_t rowsPerChunk(int64_t rows, int64_t width) {
   int64_t byWork = std::max<int64_t>(1, 4096 / std::max<int64_t>(1, width));
   return std::max<int64_t>(1, std::min(byWork, (rows + 7) / 8));
-}
-
-/// Calls body(row) for every row, the rows split into parallel chunks.
-void forEachRow(KernelBuilder &kb, int64_t rows, int64_t width, function_ref<void(Value)> body) {
-  int64_t chunk = rowsPerChunk(rows, width);
-  kb.parallelFor((rows + chunk - 1) / chunk, [&](Value c) {
-    Value begin = kb.muli(c, chunk);
-    Value end = kb.mini(kb.addi(begin, kb.index(chunk)), kb.index(rows));
-    kb.forLoop(begin, end, 1, body);
-  });
 }
 
 /// Calls body(column, valid) for the vectors covering [0, width).
@@ -43,6 +32,16 @@ void forEachVector(KernelBuilder &kb, int64_t width, function_ref<void(Value, in
 }
 
 } // namespace
+
+void xfmr::cpu::forEachRow(KernelBuilder &kb, int64_t rows, int64_t width,
+                           function_ref<void(Value)> body) {
+  int64_t chunk = rowsPerChunk(rows, width);
+  kb.parallelFor((rows + chunk - 1) / chunk, [&](Value c) {
+    Value begin = kb.muli(c, chunk);
+    Value end = kb.mini(kb.addi(begin, kb.index(chunk)), kb.index(rows));
+    kb.forLoop(begin, end, 1, body);
+  });
+}
 
 Value xfmr::cpu::emitSoftmaxRows(KernelBuilder &kb, Value x) {
   auto type = cast<RankedTensorType>(x.getType());
