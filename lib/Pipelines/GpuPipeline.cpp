@@ -36,9 +36,11 @@ void xfmr::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options
   // loops inside the thread.
   OpPassManager &funcs = pm.nest<func::FuncOp>();
   funcs.addPass(createXfmrGpuManagedBuffers());
+  funcs.addPass(createXfmrGpuReductionsInnermost());
   funcs.addPass(createConvertLinalgToParallelLoopsPass());
   funcs.addPass(createForallToForLoopPass());
   funcs.addPass(createCanonicalizerPass());
+  funcs.addPass(createXfmrGpuHoistParallelLoops());
   XfmrGpuMapParallelLoopsOptions mapping;
   mapping.blockSize = options.blockSize;
   funcs.addPass(createXfmrGpuMapParallelLoops(mapping));

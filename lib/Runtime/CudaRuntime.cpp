@@ -23,6 +23,7 @@
 #include <dlfcn.h>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -165,6 +166,21 @@ CUmodule loadedModule(LazyModule &lazy) {
   return lazy.module;
 }
 
+/// Streams given back by mgpuStreamDestroy, for the next mgpuStreamCreate.
+/// The host code makes a stream for every chain of asynchronous GPU work,
+/// often a single launch, and the driver's create and destroy cost more than
+/// the launch itself. Work still queued on a returned stream only orders the
+/// next user's after it. Never freed: the driver reclaims them at exit.
+struct StreamPool {
+  std::mutex mutex;
+  std::vector<CUstream> idle;
+};
+
+StreamPool &streamPool() {
+  static auto *pool = new StreamPool;
+  return *pool;
+}
+
 } // namespace
 
 extern "C" {
@@ -204,12 +220,25 @@ void mgpuLaunchKernel(CUfunction function, intptr_t gridX, intptr_t gridY, intpt
 }
 
 CUstream mgpuStreamCreate() {
+  StreamPool &pool = streamPool();
+  {
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    if (!pool.idle.empty()) {
+      CUstream stream = pool.idle.back();
+      pool.idle.pop_back();
+      return stream;
+    }
+  }
   CUstream stream = nullptr;
   XFMR_CHECK(cuStreamCreate_(&stream, CU_STREAM_NON_BLOCKING));
   return stream;
 }
 
-void mgpuStreamDestroy(CUstream stream) { XFMR_CHECK(cuStreamDestroy_(stream)); }
+void mgpuStreamDestroy(CUstream stream) {
+  StreamPool &pool = streamPool();
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  pool.idle.push_back(stream);
+}
 
 void mgpuStreamSynchronize(CUstream stream) { XFMR_CHECK(cuStreamSynchronize_(stream)); }
 

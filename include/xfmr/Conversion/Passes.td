@@ -258,6 +258,39 @@ def XfmrGpuDeviceBuffers : Pass<"xfmr-gpu-device-buffers", "::mlir::func::FuncOp
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def XfmrGpuReductionsInnermost : Pass<"xfmr-gpu-reductions-innermost", "::mlir::func::FuncOp"> {
+  let summary = "Move linalg ops' reduction loops inside their parallel loops";
+  let description = [{
+    Interchanges every linalg op that has a reduction loop outside a parallel
+    one (a column sum: iterators `[reduction, parallel]`) into a
+    `linalg.generic` whose parallel loops come first, then its reductions,
+    each group in its original order. `convert-linalg-to-parallel-loops`
+    then gives one `scf.parallel` with the reduction as an `scf.for` inside,
+    one GPU kernel whose threads each reduce, instead of a host loop that
+    launches a kernel per reduced row. Each output still sums its inputs in
+    the same order.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
+def XfmrGpuHoistParallelLoops : Pass<"xfmr-gpu-hoist-parallel-loops", "::mlir::func::FuncOp"> {
+  let summary = "Move an scf.parallel out of the scf.for around it where columns are owned";
+  let description = [{
+    An `scf.for` over rows whose body computes row views and ends in an
+    `scf.parallel` over the row's elements (the embedding gradient adding
+    each token's gradient row into its table row) would be a host loop
+    launching one kernel per row. Where every access in the parallel body
+    is a load or store at exactly its induction variables, of a buffer
+    defined outside the row loop or of a row of one (a subview keeping whole
+    trailing dimensions), iteration `i` only ever touches column `i` of each
+    buffer, so the loops interchange: one `scf.parallel` around the row
+    loop, each iteration visiting the rows in their original order. Row
+    loops that carry values, read what the parallel body writes, or write a
+    buffer through two views are left alone.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+}
+
 def XfmrGpuMapParallelLoops : Pass<"xfmr-gpu-map-parallel-loops", "::mlir::func::FuncOp"> {
   let summary = "Tile outermost scf.parallel loops into GPU blocks and threads";
   let description = [{
