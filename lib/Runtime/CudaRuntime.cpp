@@ -45,7 +45,6 @@ namespace {
   X(cuFuncSetAttribute)                                                                            \
   X(cuLaunchKernel)                                                                                \
   X(cuStreamCreate)                                                                                \
-  X(cuStreamDestroy)                                                                               \
   X(cuStreamSynchronize)                                                                           \
   X(cuStreamWaitEvent)                                                                             \
   X(cuEventCreate)                                                                                 \
