@@ -119,9 +119,10 @@ struct HoistParallelLoop : OpRewritePattern<scf::ForOp> {
       Value outer;
       if (!llvm::equal(indices, ivs) || !ownsColumns(memref, rowLoop, rank, outer))
         return rewriter.notifyMatchFailure(&op, "columns not owned by one iteration");
-      accesses.push_back({rootOf(outer), outer});
+      Value root = rootOf(outer);
+      accesses.push_back({root, outer});
       if (isa<memref::StoreOp>(op))
-        storedRoots[rootOf(outer)] = outer;
+        storedRoots[root] = outer;
     }
     // A written buffer is reached through one view only, and never read by
     // the row loop itself.
