@@ -29,7 +29,7 @@ $X $IN/bert-tiny.json --target=nvptx --batch=2 --seq-len=10 --dtype=bf16 -o e2e/
 $X $IN/transformer-pre-ln.json --target=nvptx --batch=2 --seq-len=8 --decoder-seq-len=10 -o e2e/transformer-pre-ln.all
 $X $IN/transformer-pre-ln.json --target=nvptx --batch=2 --seq-len=8 --decoder-seq-len=10 --dtype=f16 -o e2e/transformer-pre-ln.f16
 # Per-op tests.
-for c in linear:linear normalization:normalization fused-attention:attention low-precision:low_precision mma-gemm:mma_gemm; do
+for c in linear:linear normalization:normalization fused-attention:attention low-precision:low_precision mma-gemm:mma_gemm cache-attention:cache_attention cache-attention-bf16:cache_attention_bf16; do
   f=${c%%:*}; k=${c##*:}
   $PY $LIB/ops.py generate $k ops/$f.in.safetensors
   $X $ROOT/test/e2e/ops/$f.mlir --target=nvptx -o ops/$f
@@ -37,7 +37,7 @@ done
 $PY $LIB/ops.py generate backward ops/grad.in.safetensors
 $X $ROOT/test/e2e/grad/kernels.mlir --target=nvptx --grad --grad-inputs=q,k,v,cq,ck,cv,x -o ops/grad
 # The bf16/f16 attention forward on warpgroup MMAs (sm_90a: runs on an H100/H200 only).
-for f in low-precision mma-gemm; do $X $ROOT/test/e2e/ops/$f.mlir --target=nvptx --gpu-arch=sm_90a -o ops/$f.sm90a; done
+for f in low-precision mma-gemm cache-attention-bf16; do $X $ROOT/test/e2e/ops/$f.mlir --target=nvptx --gpu-arch=sm_90a -o ops/$f.sm90a; done
 # Whole-model gradients, f32 and mixed-precision bf16 (test/e2e/gpu/gpt2-tiny-grad.test).
 for d in f32 bf16; do
   $PY $LIB/grads.py --stage prepare --xfmrc $X --xfmrc-flag=--target=nvptx --dtype $d --config $IN/gpt2-tiny.json --workdir grads/gpt2-tiny-$d --batch 2 --seq-len 9 --seed 3

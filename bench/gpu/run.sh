@@ -20,7 +20,7 @@ for exe in e2e/*.all e2e/*.noattn e2e/*.noepi e2e/*.bf16 e2e/*.f16; do
   echo -n "$exe: "; python3 $LIB/reference.py check --config $IN/$cfg.json --weights e2e/$cfg.w.safetensors --tokens e2e/$cfg.tokens --output $exe.npy --rel-tol $tol
 done
 echo "== per-op tests on the GPU vs PyTorch"
-for c in linear:linear normalization:normalization fused-attention:attention low-precision:low_precision mma-gemm:mma_gemm; do
+for c in linear:linear normalization:normalization fused-attention:attention low-precision:low_precision mma-gemm:mma_gemm cache-attention:cache_attention cache-attention-bf16:cache_attention_bf16; do
   f=${c%%:*}; k=${c##*:}
   timeout 60 ./ops/$f --inputs=ops/$f.in.safetensors --output=ops/$f.out.safetensors && python3 $LIB/ops.py check $k ops/$f.in.safetensors ops/$f.out.safetensors
 done
@@ -28,7 +28,7 @@ cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1)
 if [ "$cc" = 9.0 ]; then
   echo "sm_90a (warpgroup MMA attention forward and backward, GEMMs):"
   timeout 60 ./e2e/gpt2-tiny.sm90a --weights=e2e/gpt2-tiny.w.safetensors --input=e2e/gpt2-tiny.tokens --output=e2e/gpt2-tiny.sm90a.npy && echo -n "e2e/gpt2-tiny.sm90a (bf16): " && python3 $LIB/reference.py check --config $IN/gpt2-tiny.json --weights e2e/gpt2-tiny.w.safetensors --tokens e2e/gpt2-tiny.tokens --output e2e/gpt2-tiny.sm90a.npy --rel-tol 2e-2
-  for c in low-precision:low_precision mma-gemm:mma_gemm; do
+  for c in low-precision:low_precision mma-gemm:mma_gemm cache-attention-bf16:cache_attention_bf16; do
     f=${c%%:*}; k=${c##*:}
     timeout 60 ./ops/$f.sm90a --inputs=ops/$f.in.safetensors --output=ops/$f.sm90a.out.safetensors && python3 $LIB/ops.py check $k ops/$f.in.safetensors ops/$f.sm90a.out.safetensors
   done

@@ -118,14 +118,22 @@ def cache_keep(offsets, lengths, seq_q, seq_k, causal):
     return keep[:, None]
 
 
-def ref_cache_attention(x):
-    return dict(
-        prefill=attention_reference(t(x["pq"]), t(x["pk"]), t(x["pv"]), 0.25,
+def ref_cache_attention(x, dtype=F64):
+    """In `dtype` (bf16: inputs and results stored in it, computed in float64)."""
+    def stored(value):
+        return value.to(dtype).to(F64)
+
+    def tensor(name):
+        return stored(t(x[name]))
+
+    return {name: stored(value) for name, value in dict(
+        prefill=attention_reference(tensor("pq"), tensor("pk"), tensor("pv"), 0.25,
                                     keep=cache_keep(x["poff"], x["plen"], 5, 200, True)),
-        decode=attention_reference(t(x["dq"]), t(x["dk"]), t(x["dv"]), 0.25,
+        decode=attention_reference(tensor("dq"), tensor("dk"), tensor("dv"), 0.25,
                                    keep=cache_keep(x["doff"], x["dlen"], 1, 200, True)),
-        cross=attention_reference(t(x["xq"]), t(x["xk"]), t(x["xv"]), 0.35355339,
-                                  keep=cache_keep(None, x["xlen"], 6, 70, False), layout="bhsd"))
+        cross=attention_reference(tensor("xq"), tensor("xk"), tensor("xv"), 0.35355339,
+                                  keep=cache_keep(None, x["xlen"], 6, 70, False),
+                                  layout="bhsd")).items()}
 
 
 def relative_position_bucket(relative, bidirectional, buckets, max_distance):
@@ -564,6 +572,8 @@ def ref_long_backward(x):
 
 CASES = {"attention": (gen_attention, ref_attention),
          "cache_attention": (gen_cache_attention, ref_cache_attention),
+         "cache_attention_bf16": (gen_cache_attention,
+                                  lambda x: ref_cache_attention(x, torch.bfloat16)),
          "position_bias": (gen_position_bias, ref_position_bias),
          "int8_weights": (gen_int8_weights, lambda x: ref_int8_weights(x, 0)),
          "int8_weights_32": (gen_int8_weights, lambda x: ref_int8_weights(x, 32)),
@@ -595,6 +605,7 @@ TOLERANCE = 2e-5
 # The gradients of the low-precision attentions too, though the reference
 # cannot store the backward's own roundings (see test/e2e/grad/low-precision.mlir).
 CASE_TOLERANCE = {"low_precision": {"_bf16": 8e-3, "_f16": 1e-3}, "mma_gemm": {"": 8e-3},
+                  "cache_attention_bf16": {"": 8e-3},
                   "long_attention": {"": 8e-3}, "long_backward": {"": 8e-3},
                   "backward_bf16": {"": 8e-3}, "backward_f16": {"": 1e-3}}
 

@@ -175,8 +175,6 @@ struct FusedAttentionKernel : KernelPattern<FusedAttentionOp> {
   LogicalResult matchAndRewrite(FusedAttentionOp op, PatternRewriter &rewriter) const override {
     if (!isF32(op.getQuery()))
       return rewriter.notifyMatchFailure(op, "the attention kernel is f32");
-    if ((op.getQueryOffset() || op.getKeyLength()) && !kernels.handlesRuntimeKeyRanges())
-      return rewriter.notifyMatchFailure(op, "runtime key ranges: left to the linalg lowering");
     KernelBuilder kb = builder(rewriter, op);
     AttentionOperands in =
         attentionOperands(kb, op, mixedFactors({op.getQuery(), op.getKey(), op.getValue()}));

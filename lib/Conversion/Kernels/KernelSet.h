@@ -179,9 +179,6 @@ public:
                                                             mlir::Type sumType,
                                                             mlir::Type resultType) const = 0;
   virtual void attention(KernelBuilder &kb, const AttentionOperands &operands) const = 0;
-  /// Whether attention() honours runtime key ranges (query_offset,
-  /// key_length); ops with them are otherwise left to the linalg lowering.
-  virtual bool handlesRuntimeKeyRanges() const { return false; }
   virtual void attentionBackward(KernelBuilder &kb, const AttentionOperands &operands) const = 0;
 
 private:

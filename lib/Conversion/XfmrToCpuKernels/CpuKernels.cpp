@@ -42,7 +42,6 @@ public:
   void attention(KernelBuilder &kb, const AttentionOperands &operands) const override {
     emitAttention(kb, operands);
   }
-  bool handlesRuntimeKeyRanges() const override { return true; }
   void attentionBackward(KernelBuilder &kb, const AttentionOperands &operands) const override {
     emitAttentionBackward(kb, operands);
   }

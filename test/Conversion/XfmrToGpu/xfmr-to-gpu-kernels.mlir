@@ -1218,6 +1218,66 @@ func.func @mixed_factors(%x: tensor<8x16xbf16>, %w: tensor<16x8xf16>) -> tensor<
 
 // -----
 
+// Attention over a KV cache (a decode step: one query, runtime query
+// offsets and key lengths): the f32 kernel's key-tile loop ends at the last
+// tile the block's rows see, min(key_length, query_offset + row + 1), each
+// clamped to [0, 256]: tiles past the key length are never loaded.
+// CHECK-LABEL: func.func @cache_attention
+// CHECK: %[[OFF:.*]] = bufferization.to_buffer %{{.*}} : tensor<2xi32>
+// CHECK: %[[LEN:.*]] = bufferization.to_buffer %{{.*}} : tensor<2xi32>
+// CHECK: gpu.launch
+// CHECK: memref.load %[[LEN]]
+// CHECK: %[[CLAMPED:.*]] = arith.minsi %{{.*}}, %c256
+// CHECK: %[[KEYS:.*]] = arith.maxsi %[[CLAMPED]], %c0
+// CHECK: memref.load %[[OFF]]
+// CHECK: %[[END:.*]] = arith.minsi %[[KEYS]], %{{[0-9]+}} : index
+// CHECK-NEXT: %[[VISIBLE:.*]] = arith.maxsi %[[END]], %c0
+// CHECK-NEXT: %[[TILES:.*]] = arith.ceildivsi %[[VISIBLE]], %c64
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %[[TILES]] step %c1
+func.func @cache_attention(%q: tensor<2x1x2x16xf32>, %k: tensor<2x256x2x16xf32>,
+                           %v: tensor<2x256x2x16xf32>, %off: tensor<2xi32>,
+                           %len: tensor<2xi32>) -> tensor<2x1x2x16xf32> {
+  %o = xfmr.fused_attention %q, %k, %v query_offset(%off) key_length(%len) {causal, scale = 0.25 : f64}
+       : (tensor<2x1x2x16xf32>, tensor<2x256x2x16xf32>, tensor<2x256x2x16xf32>, tensor<2xi32>, tensor<2xi32>) -> tensor<2x1x2x16xf32>
+  return %o : tensor<2x1x2x16xf32>
+}
+
+// -----
+
+// The same on tensor cores (bf16, a runtime key length): the key tiles of
+// 64 (mma.sync) or 128 (wgmma) run to ceil(key_length / tile); with wgmma
+// the loop splits at the first tile that needs masks, key_length / 128,
+// and both parts end at that count.
+// CHECK-LABEL: func.func @mma_cache_attention
+// CHECK: %[[LEN:.*]] = bufferization.to_buffer %{{.*}} : tensor<1xi32>
+// CHECK: gpu.launch
+// CHECK: %[[LOADED:.*]] = memref.load %[[LEN]]
+// CHECK-NEXT: %[[LENGTH:.*]] = arith.index_cast %[[LOADED]]
+// CHECK-NEXT: %[[CLAMPED:.*]] = arith.minsi %[[LENGTH]], %c256
+// CHECK-NEXT: %[[KEYS:.*]] = arith.maxsi %[[CLAMPED]], %c0
+// CHECK-NEXT: %[[TILES:.*]] = arith.ceildivsi %[[KEYS]], %c64
+// CHECK: scf.for %{{.*}} = %c0 to %[[TILES]] step %c1
+// WGMMA-LABEL: func.func @mma_cache_attention
+// WGMMA: %[[LEN:.*]] = bufferization.to_buffer %{{.*}} : tensor<1xi32>
+// WGMMA: memref.load %[[LEN]]
+// WGMMA: %[[KEYS:.*]] = arith.maxsi %{{.*}}, %c0
+// WGMMA-NEXT: %[[TILES:.*]] = arith.ceildivsi %[[KEYS]], %c128
+// WGMMA: %[[UNMASKED:.*]] = arith.divsi %{{.*}}, %c128
+// WGMMA: %[[SPLIT:.*]] = arith.maxsi %[[UNMASKED]], %{{.*}}
+// WGMMA-NEXT: %[[SPLIT_END:.*]] = arith.minsi %[[SPLIT]], %[[TILES]]
+// WGMMA-NEXT: scf.for %{{.*}} = %{{.*}} to %[[SPLIT_END]] step %c1
+// WGMMA: scf.for %{{.*}} = %{{.*}} to %[[TILES]] step %c1
+func.func @mma_cache_attention(%q: tensor<1x2x1x64xbf16>, %k: tensor<1x2x256x64xbf16>,
+                               %len: tensor<1xi32>) -> tensor<1x2x1x64xf32> {
+  %qf = arith.extf %q : tensor<1x2x1x64xbf16> to tensor<1x2x1x64xf32>
+  %kf = arith.extf %k : tensor<1x2x256x64xbf16> to tensor<1x2x256x64xf32>
+  %o = xfmr.fused_attention %qf, %kf, %kf key_length(%len) {scale = 0.125 : f64, layout = #xfmr.layout<bhsd>}
+       : (tensor<1x2x1x64xf32>, tensor<1x2x256x64xf32>, tensor<1x2x256x64xf32>, tensor<1xi32>) -> tensor<1x2x1x64xf32>
+  return %o : tensor<1x2x1x64xf32>
+}
+
+// -----
+
 // Negative: softmax over another axis than the last and a product with a
 // batched right operand have no GPU kernel and stay for the linalg
 // lowering.

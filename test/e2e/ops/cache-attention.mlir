@@ -14,7 +14,7 @@
 // RUN: %python %testlib/ops.py check cache_attention %t/inputs.safetensors %t/outputs16.safetensors | FileCheck %s
 // RUN: xfmr-opt %s --convert-xfmr-to-linalg | FileCheck %s --check-prefix=LINALG
 // LINALG-NOT: xfmr.fused_attention
-// The GPU build: its kernels leave runtime key ranges to the linalg lowering.
+// The GPU build's f32 kernel, emulated (the tensor-core ones: cache-attention-bf16.mlir).
 // RUN: xfmrc %s --emulate-gpu-kernels -o %t/gpu-emulated
 // RUN: %t/gpu-emulated --inputs=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
 // RUN: %python %testlib/ops.py check cache_attention %t/inputs.safetensors %t/outputs-gpu.safetensors | FileCheck %s
