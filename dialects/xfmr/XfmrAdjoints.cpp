@@ -39,17 +39,32 @@ Value broadcastTo(OpBuilder &b, Location loc, Value value, RankedTensorType type
 }
 
 /// Sums `grad` over the dimensions along which a value of `type` was
-/// broadcast to grad's shape: the adjoint of numpy broadcasting.
+/// broadcast to grad's shape: the adjoint of numpy broadcasting. Adjacent
+/// such dimensions are merged first, so that a bias's gradient over
+/// [batch, seq, d] is one sum over batch x seq rows.
 Value sumToShape(OpBuilder &b, Location loc, Value grad, RankedTensorType type) {
   auto gradType = typeOf(grad);
   if (gradType.getShape() == type.getShape())
     return grad;
   int64_t offset = gradType.getRank() - type.getRank();
+  SmallVector<int64_t> merged, summed;
+  bool previousSummed = false;
   for (int64_t d = 0; d < gradType.getRank(); ++d) {
-    bool leading = d < offset;
-    if (leading || (type.getDimSize(d - offset) == 1 && gradType.getDimSize(d) != 1))
-      grad = ReduceOp::create(b, loc, grad, ReduceKind::sum, d);
+    int64_t size = gradType.getDimSize(d);
+    bool sum = d < offset || (type.getDimSize(d - offset) == 1 && size != 1);
+    if (sum && previousSummed) {
+      merged.back() *= size;
+    } else {
+      if (sum)
+        summed.push_back(merged.size());
+      merged.push_back(size);
+    }
+    previousSummed = sum;
   }
+  if (merged != gradType.getShape())
+    grad = ReshapeOp::create(b, loc, RankedTensorType::get(merged, gradType.getElementType()), grad);
+  for (int64_t d : summed)
+    grad = ReduceOp::create(b, loc, grad, ReduceKind::sum, d);
   return ReshapeOp::create(b, loc, RankedTensorType::get(type.getShape(), type.getElementType()),
                            grad);
 }
@@ -339,8 +354,8 @@ static std::tuple<Value, Value, Value> layerNormGradients(OpBuilder &b, Location
                                                           Value gamma, Value g,
                                                           FloatAttr epsilon) {
   auto row = RankedTensorType::get({typeOf(x).getShape().back()}, typeOf(x).getElementType());
-  auto backward = LayerNormBackwardOp::create(b, loc, TypeRange{x.getType(), row, row}, x, gamma,
-                                              g, epsilon);
+  auto backward =
+      LayerNormBackwardOp::create(b, loc, TypeRange{x.getType(), row, row}, x, g, gamma, epsilon);
   return {backward.getGradInput(), backward.getGradGamma(), backward.getGradBeta()};
 }
 

@@ -771,16 +771,17 @@ def Xfmr_LayerNormBackwardOp : Xfmr_Op<"layer_norm_backward", [Pure]> {
     non-affine norm). One row kernel for the input gradient.
 
     ```mlir
-    %dx, %dg, %db = xfmr.layer_norm_backward %x, %g, %dy {epsilon = 1.0e-05 : f64}
-        : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+    %dx, %dg, %db = xfmr.layer_norm_backward %x, %dy gamma(%g) {epsilon = 1.0e-05 : f64}
+        : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
     ```
   }];
-  let arguments = (ins Xfmr_FloatTensor:$input, Optional<Xfmr_FloatTensor>:$gamma,
-                   Xfmr_FloatTensor:$grad, DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
+  let arguments = (ins Xfmr_FloatTensor:$input, Xfmr_FloatTensor:$grad,
+                   Optional<Xfmr_FloatTensor>:$gamma,
+                   DefaultValuedAttr<F64Attr, "1.0e-5">:$epsilon);
   let results = (outs Xfmr_FloatTensor:$grad_input, Xfmr_FloatTensor:$grad_gamma,
                       Xfmr_FloatTensor:$grad_beta);
   let assemblyFormat = [{
-    $input (`,` $gamma^)? `,` $grad attr-dict `:` functional-type(operands, results)
+    $input `,` $grad (`gamma` `(` $gamma^ `)`)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }

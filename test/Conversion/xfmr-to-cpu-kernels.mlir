@@ -287,6 +287,83 @@ func.func @rows(%x: tensor<4x32xf32>, %r: tensor<4x32xf32>, %g: tensor<32xf32>) 
 
 // -----
 
+// Backward row kernels. Layer norm: threads take chunks of rows; per row a
+// sweep for the mean, one for the variance with the sums of g * gamma and
+// g * gamma * (x - mean), one writing dx (the 4 columns past 16 masked, their
+// lanes read as the mean so they add nothing), each row's mean and 1/std
+// kept; then gamma's and beta's gradients, threads taking vectors of columns
+// (3 of 8 lanes, 2 of 16) and sweeping the rows. Softmax: a sweep for
+// sum(g * y), one for the result.
+// CHECK-LABEL: func @backward_rows
+// CHECK: %[[MEANS:.*]] = memref.alloc() {{.*}} : memref<12xf32>
+// CHECK: %[[RSTDS:.*]] = memref.alloc() {{.*}} : memref<12xf32>
+// CHECK: scf.forall
+// CHECK: vector.reduction <add>
+// CHECK: %[[MEAN:.*]] = vector.broadcast
+// CHECK: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: vector.maskedload %{{.*}}[%{{.*}}, %c16], %{{.*}}, %[[MEAN]]
+// CHECK: math.rsqrt
+// CHECK: vector.store
+// CHECK: vector.maskedstore
+// CHECK: memref.store %{{.*}}, %[[MEANS]]
+// CHECK: memref.store %{{.*}}, %[[RSTDS]]
+// CHECK: scf.forall (%{{.*}}) in (3)
+// CHECK: memref.load %[[MEANS]]
+// CHECK: memref.load %[[RSTDS]]
+// CHECK: vector.fma
+// CHECK: scf.forall
+// CHECK: vector.reduction <add>
+// CHECK: arith.subf
+// CHECK: arith.mulf
+// CHECK-NOT: xfmr.
+// WIDE-LABEL: func @backward_rows
+// WIDE: scf.forall (%{{.*}}) in (2)
+func.func @backward_rows(%x: tensor<3x4x20xf32>, %gamma: tensor<20xf32>, %dy: tensor<3x4x20xf32>,
+                         %y: tensor<6x20xf32>, %g: tensor<6x20xf32>)
+    -> (tensor<3x4x20xf32>, tensor<20xf32>, tensor<20xf32>, tensor<6x20xf32>) {
+  %dx, %dg, %db = xfmr.layer_norm_backward %x, %dy gamma(%gamma) {epsilon = 1.0e-05 : f64}
+      : (tensor<3x4x20xf32>, tensor<3x4x20xf32>, tensor<20xf32>) -> (tensor<3x4x20xf32>, tensor<20xf32>, tensor<20xf32>)
+  %ds = xfmr.softmax_backward %y, %g : tensor<6x20xf32>
+  return %dx, %dg, %db, %ds : tensor<3x4x20xf32>, tensor<20xf32>, tensor<20xf32>, tensor<6x20xf32>
+}
+
+// -----
+
+// A layer norm without gamma has zero gamma and beta gradients: no column
+// sums.
+// CHECK-LABEL: func @backward_rows_without_gamma
+// CHECK: scf.forall
+// CHECK: math.rsqrt
+// CHECK-NOT: scf.forall
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<20xf32>)
+// CHECK: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<20xf32>)
+func.func @backward_rows_without_gamma(%x: tensor<12x20xf32>, %dy: tensor<12x20xf32>)
+    -> (tensor<12x20xf32>, tensor<20xf32>, tensor<20xf32>) {
+  %dx, %dg, %db = xfmr.layer_norm_backward %x, %dy {epsilon = 1.0e-05 : f64}
+      : (tensor<12x20xf32>, tensor<12x20xf32>) -> (tensor<12x20xf32>, tensor<20xf32>, tensor<20xf32>)
+  return %dx, %dg, %db : tensor<12x20xf32>, tensor<20xf32>, tensor<20xf32>
+}
+
+// -----
+
+// Negative: the backward row kernels are f32 over the last axis; a softmax
+// gradient over a leading axis and an f64 layer norm gradient are left for
+// the linalg lowering.
+// CHECK-LABEL: func @backward_left_alone
+// CHECK: xfmr.layer_norm_backward
+// CHECK: xfmr.softmax_backward %{{.*}}, %{{.*}} {axis = 0 : i64}
+// CHECK-NOT: vector.
+func.func @backward_left_alone(%x: tensor<4x8xf64>, %g: tensor<8xf64>, %dy: tensor<4x8xf64>,
+                               %y: tensor<4x8xf32>, %dz: tensor<4x8xf32>)
+    -> (tensor<4x8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<4x8xf32>) {
+  %dx, %dg, %db = xfmr.layer_norm_backward %x, %dy gamma(%g) {epsilon = 1.0e-05 : f64}
+      : (tensor<4x8xf64>, tensor<4x8xf64>, tensor<8xf64>) -> (tensor<4x8xf64>, tensor<8xf64>, tensor<8xf64>)
+  %ds = xfmr.softmax_backward %y, %dz {axis = 0} : tensor<4x8xf32>
+  return %dx, %dg, %db, %ds : tensor<4x8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<4x8xf32>
+}
+
+// -----
+
 // Negative: kernels are f32; softmax over a leading axis and batched matmuls
 // are left for the linalg lowering.
 // CHECK-LABEL: func @left_alone

@@ -373,7 +373,7 @@ func.func @softmax_backward_axis(%y: tensor<4x8xf32>) {
 
 func.func @layer_norm_backward_gamma(%x: tensor<4x8xf32>, %g: tensor<4xf32>) {
   // expected-error @+1 {{gamma must be [8]}}
-  %0:3 = xfmr.layer_norm_backward %x, %g, %x : (tensor<4x8xf32>, tensor<4xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %0:3 = xfmr.layer_norm_backward %x, %x gamma(%g) : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<4xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
   return
 }
 

@@ -121,9 +121,13 @@ func.func @backward(%y: tensor<4x8xf32>, %dy: tensor<4x8xf32>, %g: tensor<8xf32>
                     %lse: tensor<2x4x8xf32>, %pm: tensor<2x8xi1>) {
   // CHECK: xfmr.softmax_backward %{{.*}}, %{{.*}} {axis = 0 : i64} : tensor<4x8xf32>
   %0 = xfmr.softmax_backward %y, %dy {axis = 0 : i64} : tensor<4x8xf32>
-  // CHECK: xfmr.layer_norm_backward %{{.*}}, %{{.*}}, %{{.*}} {epsilon = 1.000000e-03 : f64} : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
-  %1:3 = xfmr.layer_norm_backward %y, %g, %dy {epsilon = 1.0e-3 : f64}
-         : (tensor<4x8xf32>, tensor<8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  // CHECK: xfmr.layer_norm_backward %{{.*}}, %{{.*}} gamma(%{{.*}}) {epsilon = 1.000000e-03 : f64} : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %1:3 = xfmr.layer_norm_backward %y, %dy gamma(%g) {epsilon = 1.0e-3 : f64}
+         : (tensor<4x8xf32>, tensor<4x8xf32>, tensor<8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  // A norm without gamma.
+  // CHECK: xfmr.layer_norm_backward %{{.*}}, %{{.*}} {epsilon = 1.000000e-03 : f64} : (tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
+  %nonaffine:3 = xfmr.layer_norm_backward %y, %dy {epsilon = 1.0e-3 : f64}
+         : (tensor<4x8xf32>, tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>)
   // CHECK: xfmr.activation_backward %{{.*}}, %{{.*}} {activation = #xfmr.activation<gelu_tanh>} : tensor<4x8xf32>
   %2 = xfmr.activation_backward %y, %dy {activation = #xfmr.activation<gelu_tanh>} : tensor<4x8xf32>
   // CHECK: xfmr.embedding_backward %{{.*}}, %{{.*}} {scale = 2.000000e+00 : f64} : (tensor<2x8xi32>, tensor<2x8x64xf32>) -> tensor<100x64xf32>

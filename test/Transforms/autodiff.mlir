@@ -25,10 +25,12 @@
 // CHECK: %[[SEED:.*]] = arith.constant dense<1.000000e+00> : tensor<f32>
 // CHECK: %[[DPROBS:.*]] = xfmr.cross_entropy_backward %[[PROBS]], %{{.*}}, %[[SEED]]
 // CHECK: %[[DNORM:.*]] = xfmr.softmax_backward %[[PROBS]], %[[DPROBS]]
-// CHECK: %[[DACT:.*]], %[[DG:.*]], %[[DBETA:.*]] = xfmr.layer_norm_backward %[[ACT]], %{{.*}}, %[[DNORM]]
+// CHECK: %[[DACT:.*]], %[[DG:.*]], %[[DBETA:.*]] = xfmr.layer_norm_backward %[[ACT]], %[[DNORM]] gamma(%{{.*}})
 // CHECK: %[[DPRE:.*]] = xfmr.activation_backward %[[PRE]], %[[DACT]] {activation = #xfmr.activation<relu>}
-// CHECK: xfmr.reduce %[[DPRE]] {axis = 0 : i64, kind = #xfmr.reduce_kind<sum>}
-// CHECK: %[[DB:.*]] = xfmr.reshape %{{.*}} : (tensor<1x1x16xf32>) -> tensor<16xf32>
+// The bias's gradient: the broadcast batch and sequence dims summed as one.
+// CHECK: %[[ROWS:.*]] = xfmr.reshape %[[DPRE]] : (tensor<2x4x16xf32>) -> tensor<8x16xf32>
+// CHECK-NEXT: %[[SUM:.*]] = xfmr.reduce %[[ROWS]] {axis = 0 : i64, kind = #xfmr.reduce_kind<sum>} : (tensor<8x16xf32>) -> tensor<1x16xf32>
+// CHECK-NEXT: %[[DB:.*]] = xfmr.reshape %[[SUM]] : (tensor<1x16xf32>) -> tensor<16xf32>
 // CHECK: %[[X2:.*]] = xfmr.reshape %arg0 : (tensor<2x4x8xf32>) -> tensor<8x8xf32>
 // CHECK: %[[DY2:.*]] = xfmr.reshape %[[DPRE]] : (tensor<2x4x16xf32>) -> tensor<8x16xf32>
 // CHECK: %[[DW:.*]] = xfmr.matmul %[[X2]], %[[DY2]] {transpose_lhs}

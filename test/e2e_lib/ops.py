@@ -390,13 +390,16 @@ def gen_backward():
                 bias=randn(1, 1, 40, 100), x=randn(3, 37, 48), w1=randn(48, 80, scale=0.2),
                 b1=randn(80, scale=0.1), w2=randn(48, 80, scale=0.2),
                 gamma=1.0 + randn(48, scale=0.1), beta=randn(48, scale=0.1),
-                r1=randn(2, 150, 2, 32), r2=randn(1, 2, 40, 72), r3=randn(3, 37, 48))
+                r1=randn(2, 150, 2, 32), r2=randn(1, 2, 40, 72), r3=randn(3, 37, 48),
+                y=randn(5, 21), gamma2=1.0 + randn(21, scale=0.1), beta2=randn(21, scale=0.1),
+                r4=randn(5, 21), r5=randn(5, 21))
 
 
 def ref_backward(x):
     """The loss of test/e2e/grad/kernels.mlir and its gradients by autograd."""
     leaves = {name: t(x[name]).requires_grad_() for name in
-              ("q", "k", "v", "cq", "ck", "cv", "x", "w1", "b1", "w2", "gamma", "beta")}
+              ("q", "k", "v", "cq", "ck", "cv", "x", "w1", "b1", "w2", "gamma", "beta", "y",
+               "gamma2", "beta2")}
     p = leaves
     keep = t(x["pad"])[:, None, None, :] & causal_keep(150, 150)
     a = attention_reference(p["q"], p["k"], p["v"], 0.17677669, keep=keep)
@@ -404,8 +407,11 @@ def ref_backward(x):
                             bias=t(x["bias"]), layout="bhsd")
     h = torch.nn.functional.gelu(p["x"] @ p["w1"] + p["b1"], approximate="tanh")
     n = torch.nn.functional.layer_norm(p["x"] + h @ p["w2"].T, (48,), p["gamma"], p["beta"], 1e-5)
+    n2 = torch.nn.functional.layer_norm(p["y"], (21,), p["gamma2"], p["beta2"], 1e-5)
+    n3 = torch.nn.functional.layer_norm(p["y"], (21,), eps=1e-3)
     loss = (a * t(x["r1"])).sum() + (b * t(x["r2"])).sum() + \
-        (torch.softmax(n, -1) * t(x["r3"])).sum()
+        (torch.softmax(n, -1) * t(x["r3"])).sum() + (torch.softmax(n2, -1) * t(x["r4"])).sum() + \
+        (n3 * t(x["r5"])).sum()
     loss.backward()
     out = {"loss": loss.detach()}
     out.update({f"grad:{name}": leaf.grad for name, leaf in leaves.items()})

@@ -278,10 +278,50 @@ struct FusedAddLayerNormKernel : KernelPattern<FusedAddLayerNormOp> {
   }
 };
 
+struct SoftmaxBackwardKernel : KernelPattern<SoftmaxBackwardOp> {
+  using KernelPattern::KernelPattern;
+  LogicalResult matchAndRewrite(SoftmaxBackwardOp op, PatternRewriter &rewriter) const override {
+    if (!kernels.hasBackwardRowKernels() || !isF32(op.getOutput()) ||
+        op.getNormalizedAxis() != op.getType().getRank() - 1)
+      return rewriter.notifyMatchFailure(op, "no f32 row kernel over the last axis");
+    Location loc = op.getLoc();
+    KernelBuilder kb = builder(rewriter, op);
+    Value dx = kernels.softmaxBackwardRows(kb, asMatrix(rewriter, loc, op.getOutput()),
+                                           asMatrix(rewriter, loc, op.getGrad()));
+    replaceResult(rewriter, op.getResult(), {}, dx);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct LayerNormBackwardKernel : KernelPattern<LayerNormBackwardOp> {
+  using KernelPattern::KernelPattern;
+  LogicalResult matchAndRewrite(LayerNormBackwardOp op, PatternRewriter &rewriter) const override {
+    if (!kernels.hasBackwardRowKernels() || !isF32(op.getInput()))
+      return rewriter.notifyMatchFailure(op, "no f32 row kernel");
+    Location loc = op.getLoc();
+    KernelBuilder kb = builder(rewriter, op);
+    LayerNormGradients gradients = kernels.layerNormBackwardRows(
+        kb, asMatrix(rewriter, loc, op.getInput()), asMatrix(rewriter, loc, op.getGrad()),
+        op.getGamma(), op.getEpsilon().convertToDouble());
+    replaceResult(rewriter, op.getGradInput(), {}, gradients.input);
+    // A norm without gamma has none to learn: its gradients are 0.
+    auto zeros = [&](Value result) {
+      return lowering::filledTensor(rewriter, loc, cast<RankedTensorType>(result.getType()), 0.0);
+    };
+    rewriter.replaceAllUsesWith(op.getGradGamma(),
+                                gradients.gamma ? gradients.gamma : zeros(op.getGradGamma()));
+    rewriter.replaceAllUsesWith(op.getGradBeta(),
+                                gradients.beta ? gradients.beta : zeros(op.getGradBeta()));
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void xfmr::kernels::populateKernelPatterns(RewritePatternSet &patterns, const KernelSet &kernels) {
   patterns.add<FusedAttentionKernel, FusedAttentionBackwardKernel, FusedAddLayerNormKernel,
-               FusedLinearKernel, LayerNormKernel, MatmulKernel, SoftmaxKernel>(
-      patterns.getContext(), kernels);
+               FusedLinearKernel, LayerNormBackwardKernel, LayerNormKernel, MatmulKernel,
+               SoftmaxBackwardKernel, SoftmaxKernel>(patterns.getContext(), kernels);
 }

@@ -141,6 +141,12 @@ AttentionOperands attentionOperands(KernelBuilder &kb, OpTy op, mlir::ValueRange
   return in;
 }
 
+/// A layer norm's input gradient and, for an affine norm, gamma's and
+/// beta's (null otherwise).
+struct LayerNormGradients {
+  mlir::Value input, gamma, beta;
+};
+
 /// The kernels of one target, which the rewrite patterns of the fused ops
 /// (populateKernelPatterns) build: the CPU's vector kernels above, or the
 /// GPU's thread-block kernels (XfmrToGpu). The operands and results are as
@@ -180,6 +186,18 @@ public:
                                                             mlir::Type resultType) const = 0;
   virtual void attention(KernelBuilder &kb, const AttentionOperands &operands) const = 0;
   virtual void attentionBackward(KernelBuilder &kb, const AttentionOperands &operands) const = 0;
+  /// Whether the target has the backward row kernels below (f32, rows of
+  /// the last axis); without them the ops are left to the linalg lowering.
+  virtual bool hasBackwardRowKernels() const { return false; }
+  virtual mlir::Value softmaxBackwardRows(KernelBuilder &kb, mlir::Value y,
+                                          mlir::Value grad) const {
+    llvm_unreachable("no backward row kernels");
+  }
+  virtual LayerNormGradients layerNormBackwardRows(KernelBuilder &kb, mlir::Value x,
+                                                   mlir::Value grad, mlir::Value gamma,
+                                                   double epsilon) const {
+    llvm_unreachable("no backward row kernels");
+  }
 
 private:
   CpuTarget target;

@@ -45,6 +45,14 @@ public:
   void attentionBackward(KernelBuilder &kb, const AttentionOperands &operands) const override {
     emitAttentionBackward(kb, operands);
   }
+  bool hasBackwardRowKernels() const override { return true; }
+  Value softmaxBackwardRows(KernelBuilder &kb, Value y, Value grad) const override {
+    return emitSoftmaxBackwardRows(kb, y, grad);
+  }
+  LayerNormGradients layerNormBackwardRows(KernelBuilder &kb, Value x, Value grad, Value gamma,
+                                           double epsilon) const override {
+    return emitLayerNormBackwardRows(kb, x, grad, gamma, epsilon);
+  }
 };
 
 struct ConvertXfmrToCpuKernelsPass

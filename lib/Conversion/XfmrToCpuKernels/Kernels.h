@@ -18,6 +18,7 @@ using kernels::emitTileUpdate;
 using kernels::KernelBuilder;
 using kernels::KernelSet;
 using kernels::kNegInf;
+using kernels::LayerNormGradients;
 using kernels::Tile;
 
 /// Calls body(row) for rows [0, rows) of `width` values each, the rows split
@@ -43,6 +44,18 @@ mlir::Value emitSoftmaxRows(KernelBuilder &kb, mlir::Value x);
 std::pair<mlir::Value, mlir::Value> emitLayerNormRows(KernelBuilder &kb, mlir::Value x,
                                                       mlir::Value residual, mlir::Value gamma,
                                                       mlir::Value beta, double epsilon);
+
+/// The gradient through the softmax of each row of `y` (its output) [rows,
+/// n] of `grad`: y * (grad - sum(grad * y)); one sweep for the sum, one for
+/// the result.
+mlir::Value emitSoftmaxBackwardRows(KernelBuilder &kb, mlir::Value y, mlir::Value grad);
+
+/// The gradients of a layer norm of the rows of `x` [rows, d] (gamma [d] or
+/// null) from the output gradient `grad`: three sweeps of each row (mean;
+/// variance with the sums dx needs; dx), and with gamma the column sums of
+/// gamma's and beta's gradients, threads taking vectors of columns.
+LayerNormGradients emitLayerNormBackwardRows(KernelBuilder &kb, mlir::Value x, mlir::Value grad,
+                                             mlir::Value gamma, double epsilon);
 
 /// Writes softmax(scale q k^T + masks) v into `operands.out` (and the row
 /// log-sum-exp into `operands.lse` when given).

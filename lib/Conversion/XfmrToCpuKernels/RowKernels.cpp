@@ -31,6 +31,42 @@ void forEachVector(KernelBuilder &kb, int64_t width, function_ref<void(Value, in
     body(kb.index(full), width % lanes);
 }
 
+/// The sums over a row of `width` of the vectors `terms(c, valid)` gives for
+/// the columns [c, c + valid) (zero in the lanes past `valid`): one running
+/// vector per term, added up across lanes at the end.
+SmallVector<Value> sumRow(KernelBuilder &kb, int64_t width, int64_t count,
+                          function_ref<SmallVector<Value>(Value, int64_t)> terms) {
+  int64_t lanes = kb.cpu().lanes;
+  int64_t full = width / lanes * lanes;
+  auto addTerms = [&](ValueRange sums, Value c, int64_t valid) {
+    return llvm::map_to_vector(llvm::zip_equal(sums, terms(c, valid)), [&](auto pair) {
+      return kb.add(std::get<0>(pair), std::get<1>(pair));
+    });
+  };
+  SmallVector<Value> sums(count, kb.splat(0.0));
+  if (full > 0)
+    sums = llvm::to_vector(
+        kb.forLoop(kb.index(0), kb.index(full), lanes, sums,
+                   [&](Value c, ValueRange carried) { return addTerms(carried, c, lanes); }));
+  if (width % lanes)
+    sums = addTerms(sums, kb.index(full), width % lanes);
+  return llvm::map_to_vector(sums, [&](Value sum) { return kb.reduceAdd(sum); });
+}
+
+/// Calls body(c, valid) for the vectors covering [0, width), in parallel.
+void forEachVectorInParallel(KernelBuilder &kb, int64_t width,
+                             function_ref<void(Value, int64_t)> body) {
+  int64_t lanes = kb.cpu().lanes;
+  int64_t vectors = (width + lanes - 1) / lanes, tail = width - (vectors - 1) * lanes;
+  kb.parallelFor(vectors, [&](Value vector) {
+    Value c = kb.muli(vector, lanes);
+    if (tail == lanes)
+      return body(c, lanes);
+    kb.ifThenElse(
+        kb.below(vector, vectors - 1), [&] { body(c, lanes); }, [&] { body(c, tail); });
+  });
+}
+
 } // namespace
 
 void xfmr::cpu::forEachRow(KernelBuilder &kb, int64_t rows, int64_t width,
@@ -175,4 +211,94 @@ std::pair<Value, Value> xfmr::cpu::emitLayerNormRows(KernelBuilder &kb, Value x,
     });
   });
   return {residual ? kb.asTensor(sumOut) : Value(), kb.asTensor(out)};
+}
+
+Value xfmr::cpu::emitSoftmaxBackwardRows(KernelBuilder &kb, Value y, Value grad) {
+  auto type = cast<RankedTensorType>(y.getType());
+  int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
+  Value output = kb.readBuffer(y), g = kb.readBuffer(grad);
+  Value result = kb.allocate({rows, width}, type.getElementType());
+  forEachRow(kb, rows, width, [&](Value row) {
+    Value dot = sumRow(kb, width, 1, [&](Value c, int64_t valid) -> SmallVector<Value> {
+      return {kb.mul(kb.loadVector(output, {row, c}, valid), kb.loadVector(g, {row, c}, valid))};
+    })[0];
+    Value dotVector = kb.splat(dot);
+    forEachVector(kb, width, [&](Value c, int64_t valid) {
+      Value difference = kb.sub(kb.loadVector(g, {row, c}, valid), dotVector);
+      kb.storeVector(kb.mul(kb.loadVector(output, {row, c}, valid), difference), result, {row, c},
+                     valid);
+    });
+  });
+  return kb.asTensor(result);
+}
+
+LayerNormGradients xfmr::cpu::emitLayerNormBackwardRows(KernelBuilder &kb, Value x, Value grad,
+                                                        Value gamma, double epsilon) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
+  Type f32 = type.getElementType();
+  Value input = kb.readBuffer(x), g = kb.readBuffer(grad);
+  Value scale = gamma ? kb.readBuffer(gamma) : Value();
+  Value dx = kb.allocate({rows, width}, f32);
+  // Each row's mean and 1/std, for the column sums of gamma's gradient.
+  Value means = gamma ? kb.allocate({rows}, f32) : Value();
+  Value rstds = gamma ? kb.allocate({rows}, f32) : Value();
+  Value inverseWidth = kb.f32(1.0 / static_cast<double>(width));
+
+  forEachRow(kb, rows, width, [&](Value row) {
+    Value mean = kb.mul(sumRow(kb, width, 1,
+                               [&](Value c, int64_t valid) -> SmallVector<Value> {
+                                 return {kb.loadVector(input, {row, c}, valid)};
+                               })[0],
+                        inverseWidth);
+    Value meanVector = kb.splat(mean);
+    // x - mean, 0 past the row (the lanes there read the mean).
+    auto centered = [&](Value c, int64_t valid) {
+      return kb.sub(kb.loadVector(input, {row, c}, valid, meanVector), meanVector);
+    };
+    // The gradient of the normalised row: g * gamma.
+    auto scaledGrad = [&](Value c, int64_t valid) {
+      Value gv = kb.loadVector(g, {row, c}, valid);
+      return scale ? kb.mul(gv, kb.loadVector(scale, {c}, valid)) : gv;
+    };
+    // Two-pass variance (the row centred first), with the sums of gy and
+    // gy * (x - mean) in the same sweep.
+    SmallVector<Value> sums = sumRow(kb, width, 3, [&](Value c, int64_t valid) {
+      Value d = centered(c, valid), gy = scaledGrad(c, valid);
+      return SmallVector<Value>{kb.mul(d, d), gy, kb.mul(gy, d)};
+    });
+    Value rstd = kb.rsqrt(kb.add(kb.mul(sums[0], inverseWidth), kb.f32(epsilon)));
+    // dx = rstd * (gy - mean(gy) - xhat * mean(gy * xhat)), xhat = d * rstd.
+    Value meanGrad = kb.splat(kb.mul(sums[1], inverseWidth));
+    Value projection = kb.splat(kb.mul(kb.mul(sums[2], inverseWidth), kb.mul(rstd, rstd)));
+    Value rstdVector = kb.splat(rstd);
+    forEachVector(kb, width, [&](Value c, int64_t valid) {
+      Value d = centered(c, valid);
+      Value inner = kb.sub(kb.sub(scaledGrad(c, valid), meanGrad), kb.mul(d, projection));
+      kb.storeVector(kb.mul(inner, rstdVector), dx, {row, c}, valid);
+    });
+    if (gamma) {
+      kb.store(mean, means, {row});
+      kb.store(rstd, rstds, {row});
+    }
+  });
+  if (!gamma)
+    return {kb.asTensor(dx), Value(), Value()};
+
+  // dgamma = sum over rows of g * xhat, dbeta = sum of g: threads take
+  // vectors of columns and sweep the rows.
+  Value dGamma = kb.allocate({width}, f32), dBeta = kb.allocate({width}, f32);
+  forEachVectorInParallel(kb, width, [&](Value c, int64_t valid) {
+    ValueRange sums = kb.forLoop(
+        kb.index(0), kb.index(rows), 1, {kb.splat(0.0), kb.splat(0.0)},
+        [&](Value row, ValueRange carried) -> SmallVector<Value> {
+          Value gv = kb.loadVector(g, {row, c}, valid);
+          Value d = kb.sub(kb.loadVector(input, {row, c}, valid), kb.splat(kb.load(means, {row})));
+          Value normalized = kb.mul(d, kb.splat(kb.load(rstds, {row})));
+          return {kb.fma(gv, normalized, carried[0]), kb.add(carried[1], gv)};
+        });
+    kb.storeVector(sums[0], dGamma, {c}, valid);
+    kb.storeVector(sums[1], dBeta, {c}, valid);
+  });
+  return {kb.asTensor(dx), kb.asTensor(dGamma), kb.asTensor(dBeta)};
 }

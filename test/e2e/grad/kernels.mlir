@@ -1,25 +1,26 @@
 // The f32 CPU kernels of the backward pass (FlashAttention-2 attention
 // backward with causal + padding masks, partial query and key blocks and
 // seq_k > seq_q with a bias; GEMMs with a transposed left operand for the
-// weight gradients; layer-norm and softmax backward) against PyTorch
+// weight gradients; layer-norm and softmax backward, rows of 48 and of 21,
+// which leave a tail of lanes, with and without gamma) against PyTorch
 // autograd in float64.
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python %testlib/ops.py generate backward %t/inputs.safetensors
-// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x -o %t/grad
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y -o %t/grad
 // RUN: %t/grad --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs.safetensors | FileCheck %s
 // The AVX-512 code shape (16 lanes, 32 registers), run here as split vectors.
-// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x --vector-lanes=16 -o %t/grad16
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y --vector-lanes=16 -o %t/grad16
 // RUN: %t/grad16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs16.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs16.safetensors | FileCheck %s
 // The GPU kernels (attention forward and its two-kernel backward, GEMMs,
 // row kernels), their thread blocks run as loops on the CPU, each phase's
 // threads first to last, then last to first.
-// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x --emulate-gpu-kernels -o %t/grad-gpu
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y --emulate-gpu-kernels -o %t/grad-gpu
 // RUN: %t/grad-gpu --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs-gpu.safetensors | FileCheck %s
-// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x --emulate-gpu-kernels --reverse-gpu-threads -o %t/grad-reversed
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y --emulate-gpu-kernels --reverse-gpu-threads -o %t/grad-reversed
 // RUN: %t/grad-reversed --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-reversed.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs-reversed.safetensors | FileCheck %s
 // CHECK-DAG: PASS: loss
@@ -35,6 +36,9 @@
 // CHECK-DAG: PASS: grad:w2
 // CHECK-DAG: PASS: grad:gamma
 // CHECK-DAG: PASS: grad:beta
+// CHECK-DAG: PASS: grad:y
+// CHECK-DAG: PASS: grad:gamma2
+// CHECK-DAG: PASS: grad:beta2
 // CHECK-NOT: FAIL
 
 func.func @loss(%q: tensor<2x150x2x32xf32> {xfmr.input = "q"}, %k: tensor<2x150x2x32xf32> {xfmr.input = "k"},
@@ -45,7 +49,9 @@ func.func @loss(%q: tensor<2x150x2x32xf32> {xfmr.input = "q"}, %k: tensor<2x150x
                 %b1: tensor<80xf32> {xfmr.param = "b1"}, %w2: tensor<48x80xf32> {xfmr.param = "w2"},
                 %gamma: tensor<48xf32> {xfmr.param = "gamma"}, %beta: tensor<48xf32> {xfmr.param = "beta"},
                 %r1: tensor<2x150x2x32xf32> {xfmr.input = "r1"}, %r2: tensor<1x2x40x72xf32> {xfmr.input = "r2"},
-                %r3: tensor<3x37x48xf32> {xfmr.input = "r3"})
+                %r3: tensor<3x37x48xf32> {xfmr.input = "r3"}, %y: tensor<5x21xf32> {xfmr.input = "y"},
+                %gamma2: tensor<21xf32> {xfmr.param = "gamma2"}, %beta2: tensor<21xf32> {xfmr.param = "beta2"},
+                %r4: tensor<5x21xf32> {xfmr.input = "r4"}, %r5: tensor<5x21xf32> {xfmr.input = "r5"})
     -> (tensor<f32> {xfmr.output = "loss"}) {
   %a = xfmr.fused_attention %q, %k, %v padding_mask(%pad) {causal, scale = 0.17677669 : f64}
        : (tensor<2x150x2x32xf32>, tensor<2x150x2x32xf32>, tensor<2x150x2x32xf32>, tensor<2x150xi1>) -> tensor<2x150x2x32xf32>
@@ -70,8 +76,19 @@ func.func @loss(%q: tensor<2x150x2x32xf32> {xfmr.input = "q"}, %k: tensor<2x150x
   %f3 = xfmr.reshape %p3 : (tensor<3x37x48xf32>) -> tensor<5328xf32>
   %s3 = xfmr.reduce %f3 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<5328xf32>) -> tensor<1xf32>
 
+  // Rows of 21: softmax(LN(y)) and a norm without gamma.
+  %n2 = xfmr.layer_norm %y, %gamma2, %beta2 {epsilon = 1.0e-5 : f64} : (tensor<5x21xf32>, tensor<21xf32>, tensor<21xf32>) -> tensor<5x21xf32>
+  %sm2 = xfmr.softmax %n2 : tensor<5x21xf32>
+  %p4 = xfmr.mul %sm2, %r4 : (tensor<5x21xf32>, tensor<5x21xf32>) -> tensor<5x21xf32>
+  %n3 = xfmr.layer_norm %y {epsilon = 1.0e-3 : f64} : (tensor<5x21xf32>) -> tensor<5x21xf32>
+  %p5 = xfmr.mul %n3, %r5 : (tensor<5x21xf32>, tensor<5x21xf32>) -> tensor<5x21xf32>
+  %p45 = xfmr.add %p4, %p5 : (tensor<5x21xf32>, tensor<5x21xf32>) -> tensor<5x21xf32>
+  %f4 = xfmr.reshape %p45 : (tensor<5x21xf32>) -> tensor<105xf32>
+  %s4 = xfmr.reduce %f4 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<105xf32>) -> tensor<1xf32>
+
   %a12 = xfmr.add %s1, %s2 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
-  %total = xfmr.add %a12, %s3 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
+  %a34 = xfmr.add %s3, %s4 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
+  %total = xfmr.add %a12, %a34 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
   %loss = xfmr.reshape %total : (tensor<1xf32>) -> tensor<f32>
   return %loss : tensor<f32>
 }
