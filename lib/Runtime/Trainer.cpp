@@ -296,10 +296,10 @@ public:
         continue;
       int32_t *values = get(arg.name)->as<int32_t>();
       int64_t length = arg.shape[1];
+      const InputRole *role = roleOf(arg.name); // null: the labels
       for (int64_t row = 0; row < layout.batch; ++row) {
         const Example *example =
             row < static_cast<int64_t>(rows.size()) ? &examples[rows[row]] : nullptr;
-        const InputRole *role = roleOf(arg.name); // null: the labels
         const std::vector<int32_t> *ids = !example ? nullptr
                                           : !role  ? &example->labels
                                           : role->segment ? &example->targetIds
