@@ -35,7 +35,7 @@ for c in linear:linear normalization:normalization fused-attention:attention low
   $X $ROOT/test/e2e/ops/$f.mlir --target=nvptx -o ops/$f
 done
 $PY $LIB/ops.py generate backward ops/grad.in.safetensors
-$X $ROOT/test/e2e/grad/kernels.mlir --target=nvptx --grad --grad-inputs=q,k,v,cq,ck,cv,x,y -o ops/grad
+$X $ROOT/test/e2e/grad/kernels.mlir --target=nvptx --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z -o ops/grad
 # The bf16/f16 attention forward on warpgroup MMAs (sm_90a: runs on an H100/H200 only).
 for f in low-precision mma-gemm cache-attention-bf16; do $X $ROOT/test/e2e/ops/$f.mlir --target=nvptx --gpu-arch=sm_90a -o ops/$f.sm90a; done
 # Whole-model gradients, f32 and mixed-precision bf16 (test/e2e/gpu/gpt2-tiny-grad.test).

@@ -133,6 +133,25 @@ func.func @gemm_bands(%x: tensor<4x128x32xf32>, %w: tensor<32x32xf32>) -> tensor
 
 // -----
 
+// A weight gradient's product (A^T B, 96 x 32 summed over 64 rows): with the
+// 14-row tiles of 32 registers no two bands of 4 tiles fit, so the rows split
+// into 6 bands of one tile and a tail rather than one block for one thread;
+// B, one panel wide, is read in place (no packed copy). The 6-row tiles of
+// 16 registers make 2 column chunks x 4 bands, as before.
+// WIDE-LABEL: func @gemm_weight_gradient
+// WIDE: %[[B:.*]] = bufferization.to_buffer %arg1
+// WIDE-NEXT: memref.alloc() {alignment = 64 : i64} : memref<96x32xf32>
+// WIDE-NEXT: scf.forall (%[[BLOCK:.*]]) in (6)
+// WIDE-NOT: memref.alloc
+// WIDE: arith.muli %{{.*}}, %c16
+// WIDE: vector.load %[[B]]
+// CHECK-LABEL: func @gemm_weight_gradient
+// CHECK: scf.forall (%{{.*}}) in (8)
+func.func @gemm_weight_gradient(%x: tensor<64x96xf32>, %dy: tensor<64x32xf32>) -> tensor<96x32xf32> {
+  %dw = xfmr.matmul %x, %dy {transpose_lhs} : (tensor<64x96xf32>, tensor<64x32xf32>) -> tensor<96x32xf32>
+  return %dw : tensor<96x32xf32>
+}
+
 // Rows of A 4 KiB apart (K = 1024) share L1 sets: with the 14-row tiles of
 // 32 registers, more than the 8 ways of a set, A is first copied, in
 // parallel, to rows one cache line longer, which the tiles read. Rows of
@@ -360,6 +379,63 @@ func.func @backward_left_alone(%x: tensor<4x8xf64>, %g: tensor<8xf64>, %dy: tens
       : (tensor<4x8xf64>, tensor<4x8xf64>, tensor<8xf64>) -> (tensor<4x8xf64>, tensor<8xf64>, tensor<8xf64>)
   %ds = xfmr.softmax_backward %y, %dz {axis = 0} : tensor<4x8xf32>
   return %dx, %dg, %db, %ds : tensor<4x8xf64>, tensor<8xf64>, tensor<8xf64>, tensor<4x8xf32>
+}
+
+// -----
+
+// Cross-entropy: threads take chunks of rows; per row one sweep for the max
+// and the sum of exponentials (the 4 columns past 16 masked), the loss from
+// their log, the max and the target's logit (0 where the target is
+// ignored); then the rows' losses and the counted targets are summed. Its
+// gradient counts the targets first (ignore_index 0 here), then per row the
+// same sweep, one writing weight * softmax, and the target's entry lowered
+// by the weight.
+// CHECK-LABEL: func @cross_entropy_rows
+// CHECK: %[[LOSSES:.*]] = memref.alloc() {{.*}} : memref<12xf32>
+// CHECK: scf.forall
+// CHECK: arith.cmpi ne, %{{.*}}, %c-100_i32
+// CHECK: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>)
+// CHECK: vector.maskedload %{{.*}}[%{{.*}}, %c16]
+// CHECK: math.log
+// CHECK: memref.store %{{.*}}, %[[LOSSES]]
+// CHECK: scf.for {{.*}} -> (f32)
+// CHECK: memref.load %[[LOSSES]]
+// CHECK: scf.for {{.*}} -> (f32)
+// CHECK: arith.divf
+// CHECK: scf.for {{.*}} -> (f32)
+// CHECK: arith.cmpi ne, %{{.*}}, %c0_i32
+// CHECK: %[[WEIGHT:.*]] = arith.divf
+// CHECK: scf.forall
+// CHECK: scf.for {{.*}} -> (vector<8xf32>, vector<8xf32>)
+// CHECK: arith.select %{{.*}}, %[[WEIGHT]]
+// CHECK: vector.store
+// CHECK: vector.maskedstore
+// CHECK: memref.load
+// CHECK: arith.subf
+// CHECK: memref.store
+// CHECK-NOT: xfmr.
+func.func @cross_entropy_rows(%logits: tensor<3x4x20xf32>, %t: tensor<3x4xi32>, %g: tensor<f32>)
+    -> (tensor<f32>, tensor<3x4x20xf32>) {
+  %l = xfmr.cross_entropy %logits, %t : (tensor<3x4x20xf32>, tensor<3x4xi32>) -> tensor<f32>
+  %dl = xfmr.cross_entropy_backward %logits, %t, %g {ignore_index = 0}
+      : (tensor<3x4x20xf32>, tensor<3x4xi32>, tensor<f32>) -> tensor<3x4x20xf32>
+  return %l, %dl : tensor<f32>, tensor<3x4x20xf32>
+}
+
+// -----
+
+// Negative: the cross-entropy kernels are f32; f64 logits are left for the
+// linalg lowering.
+// CHECK-LABEL: func @cross_entropy_left_alone
+// CHECK: xfmr.cross_entropy
+// CHECK: xfmr.cross_entropy_backward
+// CHECK-NOT: vector.
+func.func @cross_entropy_left_alone(%logits: tensor<4x8xf64>, %t: tensor<4xi32>, %g: tensor<f64>)
+    -> (tensor<f64>, tensor<4x8xf64>) {
+  %l = xfmr.cross_entropy %logits, %t : (tensor<4x8xf64>, tensor<4xi32>) -> tensor<f64>
+  %dl = xfmr.cross_entropy_backward %logits, %t, %g
+      : (tensor<4x8xf64>, tensor<4xi32>, tensor<f64>) -> tensor<4x8xf64>
+  return %l, %dl : tensor<f64>, tensor<4x8xf64>
 }
 
 // -----

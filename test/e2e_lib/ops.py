@@ -383,6 +383,8 @@ def ref_tutorial(x):
 def gen_backward():
     pad = np.ones((2, 150), dtype=np.bool_)
     pad[1, 100:] = False
+    zt = RNG.integers(0, 37, (3, 9)).astype(np.int32)
+    zt[1, 2:6] = -100  # ignore_index
     return dict(q=randn(2, 150, 2, 32), k=randn(2, 150, 2, 32), v=randn(2, 150, 2, 32), pad=pad,
                 # Head dim 72: the GPU kernels' head-dim loops stay loops
                 # (32: unrolled).
@@ -392,14 +394,14 @@ def gen_backward():
                 gamma=1.0 + randn(48, scale=0.1), beta=randn(48, scale=0.1),
                 r1=randn(2, 150, 2, 32), r2=randn(1, 2, 40, 72), r3=randn(3, 37, 48),
                 y=randn(5, 21), gamma2=1.0 + randn(21, scale=0.1), beta2=randn(21, scale=0.1),
-                r4=randn(5, 21), r5=randn(5, 21))
+                r4=randn(5, 21), r5=randn(5, 21), z=randn(3, 9, 37, scale=3.0), zt=zt)
 
 
 def ref_backward(x):
     """The loss of test/e2e/grad/kernels.mlir and its gradients by autograd."""
     leaves = {name: t(x[name]).requires_grad_() for name in
               ("q", "k", "v", "cq", "ck", "cv", "x", "w1", "b1", "w2", "gamma", "beta", "y",
-               "gamma2", "beta2")}
+               "gamma2", "beta2", "z")}
     p = leaves
     keep = t(x["pad"])[:, None, None, :] & causal_keep(150, 150)
     a = attention_reference(p["q"], p["k"], p["v"], 0.17677669, keep=keep)
@@ -411,7 +413,8 @@ def ref_backward(x):
     n3 = torch.nn.functional.layer_norm(p["y"], (21,), eps=1e-3)
     loss = (a * t(x["r1"])).sum() + (b * t(x["r2"])).sum() + \
         (torch.softmax(n, -1) * t(x["r3"])).sum() + (torch.softmax(n2, -1) * t(x["r4"])).sum() + \
-        (n3 * t(x["r5"])).sum()
+        (n3 * t(x["r5"])).sum() + \
+        torch.nn.functional.cross_entropy(p["z"].reshape(-1, 37), t(x["zt"]).long().reshape(-1))
     loss.backward()
     out = {"loss": loss.detach()}
     out.update({f"grad:{name}": leaf.grad for name, leaf in leaves.items()})

@@ -281,7 +281,7 @@ struct FusedAddLayerNormKernel : KernelPattern<FusedAddLayerNormOp> {
 struct SoftmaxBackwardKernel : KernelPattern<SoftmaxBackwardOp> {
   using KernelPattern::KernelPattern;
   LogicalResult matchAndRewrite(SoftmaxBackwardOp op, PatternRewriter &rewriter) const override {
-    if (!kernels.hasBackwardRowKernels() || !isF32(op.getOutput()) ||
+    if (!kernels.hasTrainingRowKernels() || !isF32(op.getOutput()) ||
         op.getNormalizedAxis() != op.getType().getRank() - 1)
       return rewriter.notifyMatchFailure(op, "no f32 row kernel over the last axis");
     Location loc = op.getLoc();
@@ -297,7 +297,7 @@ struct SoftmaxBackwardKernel : KernelPattern<SoftmaxBackwardOp> {
 struct LayerNormBackwardKernel : KernelPattern<LayerNormBackwardOp> {
   using KernelPattern::KernelPattern;
   LogicalResult matchAndRewrite(LayerNormBackwardOp op, PatternRewriter &rewriter) const override {
-    if (!kernels.hasBackwardRowKernels() || !isF32(op.getInput()))
+    if (!kernels.hasTrainingRowKernels() || !isF32(op.getInput()))
       return rewriter.notifyMatchFailure(op, "no f32 row kernel");
     Location loc = op.getLoc();
     KernelBuilder kb = builder(rewriter, op);
@@ -318,10 +318,49 @@ struct LayerNormBackwardKernel : KernelPattern<LayerNormBackwardOp> {
   }
 };
 
+/// [..., vocab] logits and their [...] targets as [rows, vocab] and [rows].
+std::pair<Value, Value> logitRows(OpBuilder &b, Location loc, Value logits, Value targets) {
+  auto type = cast<RankedTensorType>(targets.getType());
+  return {
+      asMatrix(b, loc, logits),
+      lowering::reshapeTensor(
+          b, loc, targets, RankedTensorType::get({type.getNumElements()}, type.getElementType()))};
+}
+
+struct CrossEntropyKernel : KernelPattern<CrossEntropyOp> {
+  using KernelPattern::KernelPattern;
+  LogicalResult matchAndRewrite(CrossEntropyOp op, PatternRewriter &rewriter) const override {
+    if (!kernels.hasTrainingRowKernels() || !isF32(op.getLogits()))
+      return rewriter.notifyMatchFailure(op, "no f32 row kernel");
+    KernelBuilder kb = builder(rewriter, op);
+    auto [logits, targets] = logitRows(rewriter, op.getLoc(), op.getLogits(), op.getTargets());
+    rewriter.replaceOp(op, kernels.crossEntropyRows(kb, logits, targets,
+                                                    static_cast<int64_t>(op.getIgnoreIndex())));
+    return success();
+  }
+};
+
+struct CrossEntropyBackwardKernel : KernelPattern<CrossEntropyBackwardOp> {
+  using KernelPattern::KernelPattern;
+  LogicalResult matchAndRewrite(CrossEntropyBackwardOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!kernels.hasTrainingRowKernels() || !isF32(op.getLogits()))
+      return rewriter.notifyMatchFailure(op, "no f32 row kernel");
+    KernelBuilder kb = builder(rewriter, op);
+    auto [logits, targets] = logitRows(rewriter, op.getLoc(), op.getLogits(), op.getTargets());
+    Value dx = kernels.crossEntropyBackwardRows(kb, logits, targets, op.getGrad(),
+                                                static_cast<int64_t>(op.getIgnoreIndex()));
+    replaceResult(rewriter, op.getResult(), {}, dx);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
 } // namespace
 
 void xfmr::kernels::populateKernelPatterns(RewritePatternSet &patterns, const KernelSet &kernels) {
-  patterns.add<FusedAttentionKernel, FusedAttentionBackwardKernel, FusedAddLayerNormKernel,
-               FusedLinearKernel, LayerNormBackwardKernel, LayerNormKernel, MatmulKernel,
-               SoftmaxBackwardKernel, SoftmaxKernel>(patterns.getContext(), kernels);
+  patterns.add<CrossEntropyBackwardKernel, CrossEntropyKernel, FusedAttentionKernel,
+               FusedAttentionBackwardKernel, FusedAddLayerNormKernel, FusedLinearKernel,
+               LayerNormBackwardKernel, LayerNormKernel, MatmulKernel, SoftmaxBackwardKernel,
+               SoftmaxKernel>(patterns.getContext(), kernels);
 }

@@ -186,17 +186,28 @@ public:
                                                             mlir::Type resultType) const = 0;
   virtual void attention(KernelBuilder &kb, const AttentionOperands &operands) const = 0;
   virtual void attentionBackward(KernelBuilder &kb, const AttentionOperands &operands) const = 0;
-  /// Whether the target has the backward row kernels below (f32, rows of
-  /// the last axis); without them the ops are left to the linalg lowering.
-  virtual bool hasBackwardRowKernels() const { return false; }
+  /// Whether the target has the row kernels of training below (f32, rows
+  /// of the last axis): the softmax and layer-norm gradients, cross-entropy
+  /// and its gradient; without them the ops are left to the linalg lowering.
+  virtual bool hasTrainingRowKernels() const { return false; }
   virtual mlir::Value softmaxBackwardRows(KernelBuilder &kb, mlir::Value y,
                                           mlir::Value grad) const {
-    llvm_unreachable("no backward row kernels");
+    llvm_unreachable("no training row kernels");
   }
   virtual LayerNormGradients layerNormBackwardRows(KernelBuilder &kb, mlir::Value x,
                                                    mlir::Value grad, mlir::Value gamma,
                                                    double epsilon) const {
-    llvm_unreachable("no backward row kernels");
+    llvm_unreachable("no training row kernels");
+  }
+  /// `logits` [rows, vocab], `targets` [rows] (integers), `grad` rank 0.
+  virtual mlir::Value crossEntropyRows(KernelBuilder &kb, mlir::Value logits, mlir::Value targets,
+                                       int64_t ignoreIndex) const {
+    llvm_unreachable("no training row kernels");
+  }
+  virtual mlir::Value crossEntropyBackwardRows(KernelBuilder &kb, mlir::Value logits,
+                                               mlir::Value targets, mlir::Value grad,
+                                               int64_t ignoreIndex) const {
+    llvm_unreachable("no training row kernels");
   }
 
 private:
@@ -205,7 +216,9 @@ private:
 
 /// Rewrites each f32 fused_linear, matmul with a 2-D weight, fused_attention
 /// (and its backward), softmax over the last axis, layer_norm and
-/// fused_add_layer_norm into the kernel `kernels` builds. Ops are rewritten
+/// fused_add_layer_norm, and where the target has them the gradients of
+/// softmax and layer_norm and cross_entropy with its gradient, into the
+/// kernel `kernels` builds. Ops are rewritten
 /// once: nothing the kernels create is matched again.
 void populateKernelPatterns(mlir::RewritePatternSet &patterns, const KernelSet &kernels);
 

@@ -45,13 +45,21 @@ public:
   void attentionBackward(KernelBuilder &kb, const AttentionOperands &operands) const override {
     emitAttentionBackward(kb, operands);
   }
-  bool hasBackwardRowKernels() const override { return true; }
+  bool hasTrainingRowKernels() const override { return true; }
   Value softmaxBackwardRows(KernelBuilder &kb, Value y, Value grad) const override {
     return emitSoftmaxBackwardRows(kb, y, grad);
   }
   LayerNormGradients layerNormBackwardRows(KernelBuilder &kb, Value x, Value grad, Value gamma,
                                            double epsilon) const override {
     return emitLayerNormBackwardRows(kb, x, grad, gamma, epsilon);
+  }
+  Value crossEntropyRows(KernelBuilder &kb, Value logits, Value targets,
+                         int64_t ignoreIndex) const override {
+    return emitCrossEntropyRows(kb, logits, targets, ignoreIndex);
+  }
+  Value crossEntropyBackwardRows(KernelBuilder &kb, Value logits, Value targets, Value grad,
+                                 int64_t ignoreIndex) const override {
+    return emitCrossEntropyBackwardRows(kb, logits, targets, grad, ignoreIndex);
   }
 };
 

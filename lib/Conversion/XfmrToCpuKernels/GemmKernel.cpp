@@ -224,6 +224,17 @@ void packTail(KernelBuilder &kb, const GemmOperands &g, Value packed, int64_t ta
   });
 }
 
+/// The most row bands of equal height, `minRows` or more each, that
+/// `columnChunks` chunks of columns need to make kTargetBlocks blocks; 1 if
+/// no such split exists.
+int64_t rowBands(int64_t m, int64_t columnChunks, int64_t minRows) {
+  for (int64_t candidate = (kTargetBlocks + columnChunks - 1) / columnChunks; candidate > 1;
+       --candidate)
+    if (m % candidate == 0 && m / candidate >= minRows)
+      return candidate;
+  return 1;
+}
+
 /// Rows up to which a product counts as skinny, and the slabs K is cut into.
 constexpr int64_t kSkinnyRows = 8;
 constexpr int64_t kSkinnySlabs = 16;
@@ -520,15 +531,18 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
   int64_t panelChunks = (panels + panelsPerChunk - 1) / panelsPerChunk;
   int64_t tail = g.n - fullColumns;
   int64_t columnChunks = panelChunks + (tail ? 1 : 0);
-  // Row bands of equal height, as many as needed to reach kTargetBlocks.
-  int64_t bands = 1;
-  for (int64_t candidate = (kTargetBlocks + columnChunks - 1) / columnChunks; candidate > 1;
-       --candidate)
-    if (g.m % candidate == 0 && g.m / candidate >= kMinTilesPerBand * kb.cpu().tileRows()) {
-      bands = candidate;
-      break;
-    }
+  // Row bands of equal height, as many as needed to reach kTargetBlocks;
+  // bands of a single register tile where a product would otherwise be one
+  // block (the weight gradients of small models), which one thread would run
+  // while the others wait.
+  int64_t tileRows = kb.cpu().tileRows();
+  int64_t bands = rowBands(g.m, columnChunks, kMinTilesPerBand * tileRows);
+  if (bands * columnChunks == 1)
+    bands = rowBands(g.m, 1, tileRows);
   int64_t bandRows = g.m / bands;
+  // A B [K, N] one panel wide is laid out as its packed panel already.
+  bool packB = g.transposeB || g.bScales || g.n != panel ||
+               !cast<MemRefType>(g.b.getType()).getElementType().isF32();
 
   OpBuilder &builder = kb.builder();
   Location loc = kb.location();
@@ -539,6 +553,8 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
       int64_t chunkColumns = panelsPerChunk * panel;
       Value begin = kb.muli(chunk, chunkColumns);
       Value end = kb.mini(kb.addi(begin, kb.index(chunkColumns)), kb.index(fullColumns));
+      if (!packB)
+        return emitGemmPanel(kb, g, row, bandRows, begin, 2, lanes);
       Value packed = kb.allocate({panelsPerChunk, g.k, panel}, builder.getF32Type());
       packPanels(kb, g, packed, begin, end);
       kb.forLoop(begin, end, panel, [&](Value col) {

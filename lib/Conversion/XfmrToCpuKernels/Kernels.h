@@ -57,6 +57,19 @@ mlir::Value emitSoftmaxBackwardRows(KernelBuilder &kb, mlir::Value y, mlir::Valu
 LayerNormGradients emitLayerNormBackwardRows(KernelBuilder &kb, mlir::Value x, mlir::Value grad,
                                              mlir::Value gamma, double epsilon);
 
+/// The mean over the rows of `logits` [rows, vocab] whose target (`targets`
+/// [rows], integers) is not `ignoreIndex` of logsumexp(row) - row[target],
+/// as a rank-0 tensor (0 when no target counts): rows in parallel, one
+/// sweep each for max and sum of exponentials.
+mlir::Value emitCrossEntropyRows(KernelBuilder &kb, mlir::Value logits, mlir::Value targets,
+                                 int64_t ignoreIndex);
+
+/// Its gradient at the logits scaled by the rank-0 `grad`: grad / count *
+/// (softmax(row) - onehot(target)), 0 on rows whose target does not count;
+/// two sweeps of each row.
+mlir::Value emitCrossEntropyBackwardRows(KernelBuilder &kb, mlir::Value logits, mlir::Value targets,
+                                         mlir::Value grad, int64_t ignoreIndex);
+
 /// Writes softmax(scale q k^T + masks) v into `operands.out` (and the row
 /// log-sum-exp into `operands.lse` when given).
 void emitAttention(KernelBuilder &kb, const AttentionOperands &operands);

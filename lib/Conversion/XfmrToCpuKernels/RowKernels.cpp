@@ -67,6 +67,63 @@ void forEachVectorInParallel(KernelBuilder &kb, int64_t width,
   });
 }
 
+/// The max of row `row` of `in` [rows, width] and the sum of e^(x - max)
+/// over it, in one sweep: per lane a running max and sum (the sum rescaled
+/// as the max grows), the lanes combined at the end.
+std::pair<Value, Value> rowMaxAndExpSum(KernelBuilder &kb, Value in, Value row, int64_t width) {
+  int64_t lanes = kb.cpu().lanes;
+  Value max = kb.splat(kNegInf), sum = kb.splat(0.0);
+  int64_t full = width / lanes * lanes;
+  auto update = [&](Value value, Value m, Value s) -> std::pair<Value, Value> {
+    Value next = kb.max(m, value);
+    Value rescaled = kb.mul(s, kb.expShifted(m, next));
+    return {next, kb.add(rescaled, kb.expShifted(value, next))};
+  };
+  if (full > 0) {
+    ValueRange state =
+        kb.forLoop(kb.index(0), kb.index(full), lanes, {max, sum},
+                   [&](Value c, ValueRange carried) -> SmallVector<Value> {
+                     auto [m, s] = update(kb.loadVector(in, {row, c}), carried[0], carried[1]);
+                     return {m, s};
+                   });
+    max = state[0];
+    sum = state[1];
+  }
+  if (width % lanes)
+    std::tie(max, sum) =
+        update(kb.loadVector(in, {row, kb.index(full)}, width % lanes, kNegInf), max, sum);
+  Value rowMax = kb.reduceMax(max);
+  return {rowMax, kb.reduceAdd(kb.mul(sum, kb.expShifted(max, kb.splat(rowMax))))};
+}
+
+/// Whether each target of `targets` [rows] counts (is not `ignoreIndex`),
+/// and the target as an index (0 where it does not count).
+std::pair<Value, Value> countedTarget(KernelBuilder &kb, Value targets, Value row,
+                                      int64_t ignoreIndex) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  Value target = kb.load(targets, {row});
+  Type type = target.getType();
+  Value counted =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, target,
+                            arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, ignoreIndex)));
+  Value safe =
+      kb.select(counted, target, arith::ConstantOp::create(b, loc, b.getIntegerAttr(type, 0)));
+  return {counted, arith::IndexCastOp::create(b, loc, b.getIndexType(), safe)};
+}
+
+/// max(the number of targets that count, 1), as an f32, summed serially
+/// (one compare a row).
+Value countedRows(KernelBuilder &kb, Value targets, int64_t rows, int64_t ignoreIndex) {
+  Value count =
+      kb.forLoop(kb.index(0), kb.index(rows), 1, ValueRange{kb.f32(0.0)},
+                 [&](Value row, ValueRange carried) -> SmallVector<Value> {
+                   Value counted = countedTarget(kb, targets, row, ignoreIndex).first;
+                   return {kb.add(carried[0], kb.select(counted, kb.f32(1.0), kb.f32(0.0)))};
+                 })[0];
+  return kb.max(count, kb.f32(1.0));
+}
+
 } // namespace
 
 void xfmr::cpu::forEachRow(KernelBuilder &kb, int64_t rows, int64_t width,
@@ -82,35 +139,10 @@ void xfmr::cpu::forEachRow(KernelBuilder &kb, int64_t rows, int64_t width,
 Value xfmr::cpu::emitSoftmaxRows(KernelBuilder &kb, Value x) {
   auto type = cast<RankedTensorType>(x.getType());
   int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
-  int64_t lanes = kb.cpu().lanes;
   Value in = kb.readBuffer(x);
   Value out = kb.allocate({rows, width}, type.getElementType());
   forEachRow(kb, rows, width, [&](Value row) {
-    // Per-lane running max and sum of exp(x - max).
-    Value negInf = kb.splat(kNegInf);
-    Value max = negInf, sum = kb.splat(0.0);
-    int64_t full = width / lanes * lanes;
-    auto update = [&](Value value, Value m, Value s) -> std::pair<Value, Value> {
-      Value next = kb.max(m, value);
-      Value rescaled = kb.mul(s, kb.expShifted(m, next));
-      return {next, kb.add(rescaled, kb.expShifted(value, next))};
-    };
-    if (full > 0) {
-      ValueRange state = kb.forLoop(kb.index(0), kb.index(full), lanes, {max, sum},
-                                    [&](Value c, ValueRange carried) -> SmallVector<Value> {
-                                      auto [m, s] = update(kb.loadVector(in, {row, c}),
-                                                           carried[0], carried[1]);
-                                      return {m, s};
-                                    });
-      max = state[0];
-      sum = state[1];
-    }
-    if (width % lanes)
-      std::tie(max, sum) =
-          update(kb.loadVector(in, {row, kb.index(full)}, width % lanes, kNegInf), max, sum);
-    // Combine the lanes.
-    Value rowMax = kb.reduceMax(max);
-    Value rowSum = kb.reduceAdd(kb.mul(sum, kb.expShifted(max, kb.splat(rowMax))));
+    auto [rowMax, rowSum] = rowMaxAndExpSum(kb, in, row, width);
     Value empty = kb.equals(rowSum, 0.0);
     Value inverse = kb.splat(kb.select(empty, kb.f32(0.0), kb.div(kb.f32(1.0), rowSum)));
     Value shift = kb.splat(rowMax);
@@ -301,4 +333,49 @@ LayerNormGradients xfmr::cpu::emitLayerNormBackwardRows(KernelBuilder &kb, Value
     kb.storeVector(sums[1], dBeta, {c}, valid);
   });
   return {kb.asTensor(dx), kb.asTensor(dGamma), kb.asTensor(dBeta)};
+}
+
+Value xfmr::cpu::emitCrossEntropyRows(KernelBuilder &kb, Value logits, Value targets,
+                                      int64_t ignoreIndex) {
+  auto type = cast<RankedTensorType>(logits.getType());
+  int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
+  Value in = kb.readBuffer(logits), labels = kb.readBuffer(targets);
+  Value losses = kb.allocate({rows}, type.getElementType());
+  forEachRow(kb, rows, width, [&](Value row) {
+    auto [counted, target] = countedTarget(kb, labels, row, ignoreIndex);
+    auto [rowMax, rowSum] = rowMaxAndExpSum(kb, in, row, width);
+    Value loss = kb.sub(kb.add(kb.log(rowSum), rowMax), kb.load(in, {row, target}));
+    kb.store(kb.select(counted, loss, kb.f32(0.0)), losses, {row});
+  });
+  Value total = kb.forLoop(kb.index(0), kb.index(rows), 1, ValueRange{kb.f32(0.0)},
+                           [&](Value row, ValueRange carried) -> SmallVector<Value> {
+                             return {kb.add(carried[0], kb.load(losses, {row}))};
+                           })[0];
+  Value result = kb.allocate({}, type.getElementType());
+  kb.store(kb.div(total, countedRows(kb, labels, rows, ignoreIndex)), result, {});
+  return kb.asTensor(result);
+}
+
+Value xfmr::cpu::emitCrossEntropyBackwardRows(KernelBuilder &kb, Value logits, Value targets,
+                                              Value grad, int64_t ignoreIndex) {
+  auto type = cast<RankedTensorType>(logits.getType());
+  int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
+  Value in = kb.readBuffer(logits), labels = kb.readBuffer(targets);
+  Value weight =
+      kb.div(kb.load(kb.readBuffer(grad), {}), countedRows(kb, labels, rows, ignoreIndex));
+  Value result = kb.allocate({rows, width}, type.getElementType());
+  forEachRow(kb, rows, width, [&](Value row) {
+    auto [counted, target] = countedTarget(kb, labels, row, ignoreIndex);
+    auto [rowMax, rowSum] = rowMaxAndExpSum(kb, in, row, width);
+    // weight * softmax, then weight off the target's entry; 0 on rows
+    // whose target does not count.
+    Value rowWeight = kb.select(counted, weight, kb.f32(0.0));
+    Value scale = kb.splat(kb.div(rowWeight, rowSum)), shift = kb.splat(rowMax);
+    forEachVector(kb, width, [&](Value c, int64_t valid) {
+      Value value = kb.loadVector(in, {row, c}, valid, kNegInf);
+      kb.storeVector(kb.mul(kb.expShifted(value, shift), scale), result, {row, c}, valid);
+    });
+    kb.store(kb.sub(kb.load(result, {row, target}), rowWeight), result, {row, target});
+  });
+  return kb.asTensor(result);
 }

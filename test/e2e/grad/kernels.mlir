@@ -7,20 +7,20 @@
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python %testlib/ops.py generate backward %t/inputs.safetensors
-// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y -o %t/grad
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z -o %t/grad
 // RUN: %t/grad --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs.safetensors | FileCheck %s
 // The AVX-512 code shape (16 lanes, 32 registers), run here as split vectors.
-// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y --vector-lanes=16 -o %t/grad16
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z --vector-lanes=16 -o %t/grad16
 // RUN: %t/grad16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs16.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs16.safetensors | FileCheck %s
 // The GPU kernels (attention forward and its two-kernel backward, GEMMs,
 // row kernels), their thread blocks run as loops on the CPU, each phase's
 // threads first to last, then last to first.
-// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y --emulate-gpu-kernels -o %t/grad-gpu
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z --emulate-gpu-kernels -o %t/grad-gpu
 // RUN: %t/grad-gpu --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs-gpu.safetensors | FileCheck %s
-// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y --emulate-gpu-kernels --reverse-gpu-threads -o %t/grad-reversed
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z --emulate-gpu-kernels --reverse-gpu-threads -o %t/grad-reversed
 // RUN: %t/grad-reversed --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-reversed.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs-reversed.safetensors | FileCheck %s
 // CHECK-DAG: PASS: loss
@@ -39,6 +39,7 @@
 // CHECK-DAG: PASS: grad:y
 // CHECK-DAG: PASS: grad:gamma2
 // CHECK-DAG: PASS: grad:beta2
+// CHECK-DAG: PASS: grad:z
 // CHECK-NOT: FAIL
 
 func.func @loss(%q: tensor<2x150x2x32xf32> {xfmr.input = "q"}, %k: tensor<2x150x2x32xf32> {xfmr.input = "k"},
@@ -51,7 +52,8 @@ func.func @loss(%q: tensor<2x150x2x32xf32> {xfmr.input = "q"}, %k: tensor<2x150x
                 %r1: tensor<2x150x2x32xf32> {xfmr.input = "r1"}, %r2: tensor<1x2x40x72xf32> {xfmr.input = "r2"},
                 %r3: tensor<3x37x48xf32> {xfmr.input = "r3"}, %y: tensor<5x21xf32> {xfmr.input = "y"},
                 %gamma2: tensor<21xf32> {xfmr.param = "gamma2"}, %beta2: tensor<21xf32> {xfmr.param = "beta2"},
-                %r4: tensor<5x21xf32> {xfmr.input = "r4"}, %r5: tensor<5x21xf32> {xfmr.input = "r5"})
+                %r4: tensor<5x21xf32> {xfmr.input = "r4"}, %r5: tensor<5x21xf32> {xfmr.input = "r5"},
+                %z: tensor<3x9x37xf32> {xfmr.input = "z"}, %zt: tensor<3x9xi32> {xfmr.input = "zt"})
     -> (tensor<f32> {xfmr.output = "loss"}) {
   %a = xfmr.fused_attention %q, %k, %v padding_mask(%pad) {causal, scale = 0.17677669 : f64}
        : (tensor<2x150x2x32xf32>, tensor<2x150x2x32xf32>, tensor<2x150x2x32xf32>, tensor<2x150xi1>) -> tensor<2x150x2x32xf32>
@@ -86,9 +88,15 @@ func.func @loss(%q: tensor<2x150x2x32xf32> {xfmr.input = "q"}, %k: tensor<2x150x
   %f4 = xfmr.reshape %p45 : (tensor<5x21xf32>) -> tensor<105xf32>
   %s4 = xfmr.reduce %f4 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<105xf32>) -> tensor<1xf32>
 
+  // Cross-entropy over rows of 37 (lane tails at 8 and 16), some targets
+  // ignored.
+  %ce = xfmr.cross_entropy %z, %zt : (tensor<3x9x37xf32>, tensor<3x9xi32>) -> tensor<f32>
+  %s5 = xfmr.reshape %ce : (tensor<f32>) -> tensor<1xf32>
+
   %a12 = xfmr.add %s1, %s2 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
   %a34 = xfmr.add %s3, %s4 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
-  %total = xfmr.add %a12, %a34 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
+  %a345 = xfmr.add %a34, %s5 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
+  %total = xfmr.add %a12, %a345 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
   %loss = xfmr.reshape %total : (tensor<1xf32>) -> tensor<f32>
   return %loss : tensor<f32>
 }
