@@ -8,6 +8,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringSet.h"
@@ -106,6 +107,69 @@ LogicalResult upstreamAdjoint(Operation *op, OpBuilder &b, ValueRange rg,
   return op->emitOpError("has no adjoint, but a value depending on a parameter reaches it");
 }
 
+/// The static box (offsets, sizes) that a unit-stride `insert_slice`
+/// writes, if it has one.
+std::optional<std::pair<SmallVector<int64_t>, SmallVector<int64_t>>>
+staticBox(tensor::InsertSliceOp insert) {
+  if (ShapedType::isDynamicShape(insert.getStaticOffsets()) ||
+      ShapedType::isDynamicShape(insert.getStaticSizes()) ||
+      llvm::any_of(insert.getStaticStrides(), [](int64_t stride) { return stride != 1; }))
+    return std::nullopt;
+  return std::make_pair(llvm::to_vector(insert.getStaticOffsets()),
+                        llvm::to_vector(insert.getStaticSizes()));
+}
+
+bool isZeros(Value value) {
+  DenseElementsAttr attr;
+  return matchPattern(value, m_Constant(&attr)) && attr.isSplat() &&
+         isa<FloatType>(attr.getElementType()) && attr.getSplatValue<APFloat>().isZero();
+}
+
+/// `slot + g` when both are slices of a gradient inserted into zeros (the
+/// adjoints of a fused QKV projection's slices, `slot` a chain of them):
+/// g's slice inserted into `slot` instead, when it is disjoint from the
+/// chain's; once the slices cover the whole tensor, the zeros under them
+/// become an empty tensor (nothing is filled, nothing added). Null when the
+/// pattern does not apply.
+Value insertDisjointSlice(OpBuilder &b, Location loc, Value slot, Value g) {
+  auto added = g.getDefiningOp<tensor::InsertSliceOp>();
+  if (!added || !isZeros(added.getDest()) || !staticBox(added))
+    return Value();
+  auto [offsets, sizes] = *staticBox(added);
+  int64_t covered = ShapedType::getNumElements(sizes);
+  tensor::InsertSliceOp innermost;
+  for (Value chain = slot; !isZeros(chain);) {
+    innermost = chain.getDefiningOp<tensor::InsertSliceOp>();
+    if (!innermost || !staticBox(innermost))
+      return Value();
+    auto [otherOffsets, otherSizes] = *staticBox(innermost);
+    bool disjoint = false;
+    for (auto [offset, size, otherOffset, otherSize] :
+         llvm::zip_equal(offsets, sizes, otherOffsets, otherSizes))
+      disjoint |= offset + size <= otherOffset || otherOffset + otherSize <= offset;
+    if (!disjoint)
+      return Value();
+    covered += ShapedType::getNumElements(otherSizes);
+    chain = innermost.getDest();
+  }
+  if (!innermost)
+    return Value();
+  Value result =
+      tensor::InsertSliceOp::create(b, loc, added.getSource(), slot, added.getMixedOffsets(),
+                                    added.getMixedSizes(), added.getMixedStrides());
+  added.erase();
+  RankedTensorType type = typeOf(slot);
+  if (covered == type.getNumElements()) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(innermost);
+    innermost.getDestMutable().assign(
+        tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType()));
+  }
+  LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] disjoint slice of " << type << " inserted"
+                          << (covered == type.getNumElements() ? ", covering it" : "") << "\n");
+  return result;
+}
+
 class Differentiator {
 public:
   /// `seed`: the loss's own gradient (a rank-0 tensor of its type), or
@@ -152,7 +216,12 @@ public:
           return op->emitOpError("gives no gradient for operand #")
                  << index << ", which depends on a parameter";
         Value &slot = grads[operand];
-        slot = slot ? AddOp::create(b, op->getLoc(), slot, g).getResult() : g;
+        if (!slot)
+          slot = g;
+        else if (Value inserted = insertDisjointSlice(b, op->getLoc(), slot, g))
+          slot = inserted;
+        else
+          slot = AddOp::create(b, op->getLoc(), slot, g).getResult();
       }
     }
     SmallVector<Value> result;

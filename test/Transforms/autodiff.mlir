@@ -3,6 +3,7 @@
 // RUN: xfmr-opt %s --xfmr-autodiff=function=attention | FileCheck %s --check-prefix=ATTN
 // RUN: xfmr-opt %s --xfmr-autodiff=function=mixed | FileCheck %s --check-prefix=MIXED
 // RUN: xfmr-opt %s --xfmr-autodiff='function=mixed loss-scale' | FileCheck %s --check-prefix=SCALED
+// RUN: xfmr-opt %s --xfmr-autodiff=function=slices | FileCheck %s --check-prefix=SLICES
 // RUN: not xfmr-opt %s --xfmr-autodiff='function=has_loss_scale loss-scale' 2>&1 | FileCheck %s --check-prefix=SCALENAME
 // RUN: not xfmr-opt %s --xfmr-autodiff=function=nope 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not xfmr-opt %s --xfmr-autodiff=function=scores 2>&1 | FileCheck %s --check-prefix=NOTSCALAR
@@ -112,4 +113,38 @@ func.func @has_loss_scale(%w: tensor<4xf32> {xfmr.param = "w"}, %s: tensor<4xf32
 func.func @scores(%x: tensor<4xf32> {xfmr.param = "x"}) -> tensor<4xf32> {
   %y = xfmr.relu %x : tensor<4xf32>
   return %y : tensor<4xf32>
+}
+
+// Slices of one tensor (a fused QKV projection's): the gradients of disjoint
+// slices are inserted into one another instead of added, and once they
+// cover the tensor nothing is under them (no zeros to fill); overlapping
+// slices' gradients are added.
+// SLICES-LABEL: func.func @slices_grad
+// SLICES: %[[DQ:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0, 1] [4, 3] [1, 1]
+// SLICES: %[[DP:.*]] = tensor.insert_slice %{{.*}} into %{{.*}}[0, 0] [4, 3] [1, 1]
+// SLICES: %[[DV:.*]] = xfmr.add %[[DQ]], %[[DP]]
+// SLICES: %[[EMPTY:.*]] = tensor.empty() : tensor<4x6xf32>
+// SLICES-NEXT: %[[DC:.*]] = tensor.insert_slice %{{.*}} into %[[EMPTY]][0, 4] [4, 2] [1, 1]
+// SLICES-NOT: xfmr.add
+// SLICES: %[[DB:.*]] = tensor.insert_slice %{{.*}} into %[[DC]][0, 2] [4, 2] [1, 1]
+// SLICES-NOT: xfmr.add
+// SLICES: %[[DW:.*]] = tensor.insert_slice %{{.*}} into %[[DB]][0, 0] [4, 2] [1, 1]
+// SLICES-NEXT: return %{{.*}}, %[[DW]], %[[DV]]
+func.func @slices(%w: tensor<4x6xf32> {xfmr.param = "w"}, %v: tensor<4x4xf32> {xfmr.param = "v"})
+    -> tensor<f32> {
+  %a = tensor.extract_slice %w[0, 0] [4, 2] [1, 1] : tensor<4x6xf32> to tensor<4x2xf32>
+  %b = tensor.extract_slice %w[0, 2] [4, 2] [1, 1] : tensor<4x6xf32> to tensor<4x2xf32>
+  %c = tensor.extract_slice %w[0, 4] [4, 2] [1, 1] : tensor<4x6xf32> to tensor<4x2xf32>
+  %p = tensor.extract_slice %v[0, 0] [4, 3] [1, 1] : tensor<4x4xf32> to tensor<4x3xf32>
+  %q = tensor.extract_slice %v[0, 1] [4, 3] [1, 1] : tensor<4x4xf32> to tensor<4x3xf32>
+  %ab = xfmr.add %a, %b : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  %abc = xfmr.mul %ab, %c : (tensor<4x2xf32>, tensor<4x2xf32>) -> tensor<4x2xf32>
+  %pq = xfmr.mul %p, %q : (tensor<4x3xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %f1 = xfmr.reshape %abc : (tensor<4x2xf32>) -> tensor<8xf32>
+  %s1 = xfmr.reduce %f1 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<8xf32>) -> tensor<1xf32>
+  %f2 = xfmr.reshape %pq : (tensor<4x3xf32>) -> tensor<12xf32>
+  %s2 = xfmr.reduce %f2 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<12xf32>) -> tensor<1xf32>
+  %s = xfmr.add %s1, %s2 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
+  %loss = xfmr.reshape %s : (tensor<1xf32>) -> tensor<f32>
+  return %loss : tensor<f32>
 }
