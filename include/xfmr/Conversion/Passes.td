@@ -193,15 +193,18 @@ def XfmrDestinationPassingEntry : Pass<"xfmr-destination-passing-entry", "::mlir
 }
 
 def XfmrExpandStridedCopies : Pass<"xfmr-expand-strided-copies"> {
-  let summary = "Rewrite memref.copy of non-contiguous buffers into linalg.copy";
+  let summary = "Rewrite memref.copy of non-contiguous buffers into loops";
   let description = [{
     The LLVM lowering turns `memref.copy` between contiguous buffers into a
     memcpy, but copies involving strided views into calls to
     `memrefCopy` from MLIR's runner utilities, which neither Debian nor the
     xfmr runtime ships. This pass rewrites those copies (and only those) into
-    `linalg.copy`, which lowers to loops. Runs after bufferization.
+    loops: static copies whose innermost dimension is contiguous in both
+    buffers and at most 64 elements long into a loop nest copying a vector
+    of it at a time, others into `linalg.copy`. Runs after bufferization.
   }];
-  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+                           "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect"];
 }
 
 def XfmrEmitPackedEntry : Pass<"xfmr-emit-packed-entry", "::mlir::ModuleOp"> {
