@@ -128,21 +128,22 @@ bool isZeros(Value value) {
 /// `slot + g` when both are slices of a gradient inserted into zeros (the
 /// adjoints of a fused QKV projection's slices, `slot` a chain of them):
 /// g's slice inserted into `slot` instead, when it is disjoint from the
-/// chain's; once the slices cover the whole tensor, the zeros under them
-/// become an empty tensor (nothing is filled, nothing added). Null when the
-/// pattern does not apply.
+/// chain's; once the slices cover the whole tensor, the chain is rebuilt on
+/// an empty tensor (nothing is filled, nothing added). Existing ops are left
+/// as they are: an adjoint may hand the same value to several operands. Null
+/// when the pattern does not apply.
 Value insertDisjointSlice(OpBuilder &b, Location loc, Value slot, Value g) {
   auto added = g.getDefiningOp<tensor::InsertSliceOp>();
   if (!added || !isZeros(added.getDest()) || !staticBox(added))
     return Value();
   auto [offsets, sizes] = *staticBox(added);
   int64_t covered = ShapedType::getNumElements(sizes);
-  tensor::InsertSliceOp innermost;
-  for (Value chain = slot; !isZeros(chain);) {
-    innermost = chain.getDefiningOp<tensor::InsertSliceOp>();
-    if (!innermost || !staticBox(innermost))
+  SmallVector<tensor::InsertSliceOp> chain;
+  for (Value link = slot; !isZeros(link);) {
+    auto insert = link.getDefiningOp<tensor::InsertSliceOp>();
+    if (!insert || !staticBox(insert))
       return Value();
-    auto [otherOffsets, otherSizes] = *staticBox(innermost);
+    auto [otherOffsets, otherSizes] = *staticBox(insert);
     bool disjoint = false;
     for (auto [offset, size, otherOffset, otherSize] :
          llvm::zip_equal(offsets, sizes, otherOffsets, otherSizes))
@@ -150,24 +151,26 @@ Value insertDisjointSlice(OpBuilder &b, Location loc, Value slot, Value g) {
     if (!disjoint)
       return Value();
     covered += ShapedType::getNumElements(otherSizes);
-    chain = innermost.getDest();
+    chain.push_back(insert);
+    link = insert.getDest();
   }
-  if (!innermost)
+  if (chain.empty())
     return Value();
-  Value result =
-      tensor::InsertSliceOp::create(b, loc, added.getSource(), slot, added.getMixedOffsets(),
-                                    added.getMixedSizes(), added.getMixedStrides());
-  added.erase();
+  auto insertInto = [&](tensor::InsertSliceOp slice, Value into) -> Value {
+    return tensor::InsertSliceOp::create(b, loc, slice.getSource(), into, slice.getMixedOffsets(),
+                                         slice.getMixedSizes(), slice.getMixedStrides());
+  };
   RankedTensorType type = typeOf(slot);
-  if (covered == type.getNumElements()) {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPoint(innermost);
-    innermost.getDestMutable().assign(
-        tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType()));
+  bool covers = covered == type.getNumElements();
+  Value result = slot;
+  if (covers) {
+    result = tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType());
+    for (tensor::InsertSliceOp slice : llvm::reverse(chain))
+      result = insertInto(slice, result);
   }
   LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] disjoint slice of " << type << " inserted"
-                          << (covered == type.getNumElements() ? ", covering it" : "") << "\n");
-  return result;
+                          << (covers ? ", covering it" : "") << "\n");
+  return insertInto(added, result);
 }
 
 class Differentiator {
