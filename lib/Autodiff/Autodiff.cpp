@@ -134,16 +134,18 @@ bool isZeros(Value value) {
 /// when the pattern does not apply.
 Value insertDisjointSlice(OpBuilder &b, Location loc, Value slot, Value g) {
   auto added = g.getDefiningOp<tensor::InsertSliceOp>();
-  if (!added || !isZeros(added.getDest()) || !staticBox(added))
+  auto box = added ? staticBox(added) : std::nullopt;
+  if (!box || !isZeros(added.getDest()))
     return Value();
-  auto [offsets, sizes] = *staticBox(added);
+  auto [offsets, sizes] = *box;
   int64_t covered = ShapedType::getNumElements(sizes);
   SmallVector<tensor::InsertSliceOp> chain;
   for (Value link = slot; !isZeros(link);) {
     auto insert = link.getDefiningOp<tensor::InsertSliceOp>();
-    if (!insert || !staticBox(insert))
+    auto other = insert ? staticBox(insert) : std::nullopt;
+    if (!other)
       return Value();
-    auto [otherOffsets, otherSizes] = *staticBox(insert);
+    auto [otherOffsets, otherSizes] = *other;
     bool disjoint = false;
     for (auto [offset, size, otherOffset, otherSize] :
          llvm::zip_equal(offsets, sizes, otherOffsets, otherSizes))
