@@ -40,6 +40,7 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
   if (options.openmp) {
     pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
     pm.addPass(createConvertSCFToOpenMPPass());
+    pm.addPass(createXfmrMergeParallelRegions());
   } else {
     pm.addNestedPass<func::FuncOp>(createForallToForLoopPass());
   }

@@ -276,6 +276,25 @@ def XfmrDistributeLinalg : Pass<"xfmr-distribute-linalg"> {
                            "::mlir::affine::AffineDialect", "::mlir::arith::ArithDialect"];
 }
 
+def XfmrMergeParallelRegions : Pass<"xfmr-merge-parallel-regions"> {
+  let summary = "Run consecutive OpenMP parallel regions as one team";
+  let description = [{
+    scf-to-openmp gives every parallel loop an `omp.parallel` of its own, so
+    a training step of a small model forks and joins the thread team about
+    eighty times (each fork-join about twice a barrier's cost). This pass
+    merges a run of `omp.parallel` ops of one block into one region: their
+    worksharing loops follow each other, each one's implicit barrier
+    ordering it before the next. Between two of them, ops free of memory
+    effects are hoisted before the run, and ops with effects but no results
+    (serial loops, stores, copies) run in an `omp.single`, whose implicit
+    barrier orders them likewise. A run ends at an op with effects and
+    results, a call, an op holding OpenMP ops, and at a parallel region with
+    clauses (threads, privates, reductions, ...) or whose body does not end
+    in a worksharing loop that waits.
+  }];
+  let dependentDialects = ["::mlir::omp::OpenMPDialect"];
+}
+
 def XfmrPlanBuffers : Pass<"xfmr-plan-buffers", "::mlir::ModuleOp"> {
   let summary = "Give a function's temporary buffers places planned at compile time";
   let description = [{
