@@ -46,13 +46,13 @@ Between classify(Operation &op) {
     return Between::EndsRun;
   // Calls may reach MPI or the OpenMP runtime, which the master thread
   // alone must call; nested OpenMP ops would nest teams.
-  bool callsOrForks = op.walk([](Operation *nested) {
-                          return isa<CallOpInterface>(nested) ||
-                                         isa<omp::OpenMPDialect>(nested->getDialect())
-                                     ? WalkResult::interrupt()
-                                     : WalkResult::advance();
-                        }).wasInterrupted();
-  if (callsOrForks)
+  auto callsOrForks = [](Operation *nested) {
+    return isa<CallOpInterface>(nested) ||
+           isa_and_nonnull<omp::OpenMPDialect>(nested->getDialect());
+  };
+  if (op.walk([&](Operation *nested) {
+          return callsOrForks(nested) ? WalkResult::interrupt() : WalkResult::advance();
+        }).wasInterrupted())
     return Between::EndsRun;
   if (isMemoryEffectFree(&op))
     return Between::Hoisted;
