@@ -110,24 +110,23 @@ SmallVector<Value> unlessSkipped(OpBuilder &b, Location loc, const GradientTreat
   return results;
 }
 
-/// An all-parallel generic over `type` with one identity-mapped output per
-/// result; `body` gets the input scalars and returns the outputs.
-SmallVector<Value> elementwise(OpBuilder &b, Location loc, RankedTensorType type, ValueRange inputs,
-                               int64_t results,
-                               function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)>
-                                   body) {
-  MLIRContext *context = b.getContext();
+/// An all-parallel generic over `type` that reads `inputs` and overwrites
+/// `updated` (its outputs, so that bufferization updates their buffers in
+/// place: a training step's weights and moments are computed in the
+/// caller's buffers, not in temporaries copied there); `body` gets the
+/// input and the current updated scalars and returns the new ones.
+SmallVector<Value>
+updateInPlace(OpBuilder &b, Location loc, RankedTensorType type, ValueRange inputs,
+              ValueRange updated,
+              function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)> body) {
   int64_t rank = type.getRank();
-  SmallVector<AffineMap> maps(inputs.size() + results,
-                              AffineMap::getMultiDimIdentityMap(rank, context));
-  SmallVector<Value> inits;
-  for (int64_t i = 0; i < results; ++i)
-    inits.push_back(tensor::EmptyOp::create(b, loc, type.getShape(), type.getElementType()));
+  SmallVector<AffineMap> maps(inputs.size() + updated.size(),
+                              AffineMap::getMultiDimIdentityMap(rank, b.getContext()));
   auto generic = linalg::GenericOp::create(
-      b, loc, SmallVector<Type>(results, type), inputs, inits, maps,
+      b, loc, SmallVector<Type>(updated.size(), type), inputs, updated, maps,
       SmallVector<utils::IteratorType>(rank, utils::IteratorType::parallel),
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        linalg::YieldOp::create(nb, nloc, body(nb, nloc, args.take_front(inputs.size())));
+        linalg::YieldOp::create(nb, nloc, body(nb, nloc, args));
       });
   return generic.getResults();
 }
@@ -271,19 +270,19 @@ struct AdamWUpdateLowering : OpConversionPattern<AdamWUpdateOp> {
         treatGradient(math, rewriter, loc, adaptor.getGradNorm(), adaptor.getLossScale(),
                       op.getMaxGradNorm().convertToDouble());
 
-    SmallVector<Value> results = elementwise(
-        rewriter, loc, type,
-        ValueRange{adaptor.getParam(), adaptor.getGrad(), adaptor.getExpAvg(),
-                   adaptor.getExpAvgSq()},
-        3, [&](OpBuilder &b, Location l, ValueRange args) -> SmallVector<Value> {
+    SmallVector<Value> results = updateInPlace(
+        rewriter, loc, type, adaptor.getGrad(),
+        ValueRange{adaptor.getParam(), adaptor.getExpAvg(), adaptor.getExpAvgSq()},
+        [&](OpBuilder &b, Location l, ValueRange args) -> SmallVector<Value> {
           ScalarMath m(b, l, elementType);
-          Value g = m.mul(args[1], treatment.factor);
-          Value avg = m.add(m.mul(m.constant(beta1), args[2]), m.mul(m.constant(1 - beta1), g));
-          Value avgSq = m.add(m.mul(m.constant(beta2), args[3]),
-                              m.mul(m.constant(1 - beta2), m.mul(g, g)));
+          Value param = args[1], oldAvg = args[2], oldAvgSq = args[3];
+          Value g = m.mul(args[0], treatment.factor);
+          Value avg = m.add(m.mul(m.constant(beta1), oldAvg), m.mul(m.constant(1 - beta1), g));
+          Value avgSq =
+              m.add(m.mul(m.constant(beta2), oldAvgSq), m.mul(m.constant(1 - beta2), m.mul(g, g)));
           Value denominator = m.add(m.div(m.sqrt(avgSq), secondScale), m.constant(epsilon));
-          Value p = m.sub(m.mul(args[0], decay), m.mul(stepSize, m.div(avg, denominator)));
-          return unlessSkipped(b, l, treatment, {p, avg, avgSq}, {args[0], args[2], args[3]});
+          Value p = m.sub(m.mul(param, decay), m.mul(stepSize, m.div(avg, denominator)));
+          return unlessSkipped(b, l, treatment, {p, avg, avgSq}, {param, oldAvg, oldAvgSq});
         });
     rewriter.replaceOp(op, results);
     return success();
@@ -304,16 +303,16 @@ struct SgdUpdateLowering : OpConversionPattern<SgdUpdateOp> {
     GradientTreatment treatment =
         treatGradient(math, rewriter, loc, adaptor.getGradNorm(), adaptor.getLossScale(),
                       op.getMaxGradNorm().convertToDouble());
-    SmallVector<Value> results = elementwise(
-        rewriter, loc, type,
-        ValueRange{adaptor.getParam(), adaptor.getGrad(), adaptor.getMomentumBuffer()}, 2,
+    SmallVector<Value> results = updateInPlace(
+        rewriter, loc, type, adaptor.getGrad(),
+        ValueRange{adaptor.getParam(), adaptor.getMomentumBuffer()},
         [&](OpBuilder &b, Location l, ValueRange args) -> SmallVector<Value> {
           ScalarMath m(b, l, elementType);
-          Value g =
-              m.add(m.mul(args[1], treatment.factor), m.mul(m.constant(weightDecay), args[0]));
-          Value buffer = m.add(m.mul(m.constant(momentum), args[2]), g);
-          return unlessSkipped(b, l, treatment, {m.sub(args[0], m.mul(lr, buffer)), buffer},
-                               {args[0], args[2]});
+          Value param = args[1], oldBuffer = args[2];
+          Value g = m.add(m.mul(args[0], treatment.factor), m.mul(m.constant(weightDecay), param));
+          Value buffer = m.add(m.mul(m.constant(momentum), oldBuffer), g);
+          return unlessSkipped(b, l, treatment, {m.sub(param, m.mul(lr, buffer)), buffer},
+                               {param, oldBuffer});
         });
     rewriter.replaceOp(op, results);
     return success();
