@@ -31,32 +31,52 @@ bool isMergeable(omp::ParallelOp region) {
   return loop && !loop.getNowait();
 }
 
-/// What an op between two parallel regions of a run becomes.
-enum class Between {
-  /// Free of memory effects: hoisted before the run.
-  Hoisted,
-  /// Effects but no results: run by one thread in an omp.single.
-  Single,
-  /// Anything else ends the run.
-  EndsRun,
-};
-
-Between classify(Operation &op) {
+/// Whether `op` may sit between two regions of a run: not a terminator, and
+/// no calls (which may reach MPI or the OpenMP runtime, which the master
+/// thread alone must call) or OpenMP ops (which would nest teams) in it.
+bool mayRunBetween(Operation &op) {
   if (op.hasTrait<OpTrait::IsTerminator>())
-    return Between::EndsRun;
-  // Calls may reach MPI or the OpenMP runtime, which the master thread
-  // alone must call; nested OpenMP ops would nest teams.
-  auto callsOrForks = [](Operation *nested) {
-    return isa<CallOpInterface>(nested) ||
-           isa_and_nonnull<omp::OpenMPDialect>(nested->getDialect());
-  };
-  if (op.walk([&](Operation *nested) {
-          return callsOrForks(nested) ? WalkResult::interrupt() : WalkResult::advance();
-        }).wasInterrupted())
-    return Between::EndsRun;
-  if (isMemoryEffectFree(&op))
-    return Between::Hoisted;
-  return op.getNumResults() == 0 ? Between::Single : Between::EndsRun;
+    return false;
+  return !op.walk([](Operation *nested) {
+              return isa<CallOpInterface>(nested) ||
+                             isa_and_nonnull<omp::OpenMPDialect>(nested->getDialect())
+                         ? WalkResult::interrupt()
+                         : WalkResult::advance();
+            }).wasInterrupted();
+}
+
+/// Whether `op` or an op nested in it reads a result of an op in `ops`.
+bool readsResultOf(Operation &op, const llvm::SetVector<Operation *> &ops) {
+  return op
+      .walk([&](Operation *nested) {
+        return llvm::any_of(nested->getOperands(),
+                            [&](Value v) { return ops.contains(v.getDefiningOp()); })
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// The ops between two regions of a run: those free of memory effects and
+/// of the others' results, hoisted before the run, and the rest, run by one
+/// thread in an omp.single (whose implicit barrier orders them like a
+/// loop's). None if a value of the single part is used outside it: the
+/// other threads would not have it.
+std::optional<std::pair<SmallVector<Operation *>, SmallVector<Operation *>>>
+splitBetween(ArrayRef<Operation *> ops) {
+  SmallVector<Operation *> hoisted;
+  llvm::SetVector<Operation *> single;
+  for (Operation *op : ops) {
+    if (isMemoryEffectFree(op) && !readsResultOf(*op, single))
+      hoisted.push_back(op);
+    else
+      single.insert(op);
+  }
+  for (Operation *op : single)
+    for (Operation *user : op->getUsers())
+      if (!single.contains(op->getBlock()->findAncestorOpInBlock(*user)))
+        return std::nullopt;
+  return std::make_pair(std::move(hoisted), single.takeVector());
 }
 
 /// A run of mergeable parallel regions of one block, the ops between them
@@ -73,23 +93,22 @@ struct Run {
 Run collectRun(omp::ParallelOp first, Operation *&next) {
   Run run;
   run.regions.push_back(first);
-  SmallVector<Operation *> hoisted, single;
-  Operation *op = first->getNextNode();
-  while (op) {
+  SmallVector<Operation *> between;
+  for (Operation *op = first->getNextNode(); op; op = op->getNextNode()) {
     auto region = dyn_cast<omp::ParallelOp>(op);
-    if (region && isMergeable(region)) {
-      run.regions.push_back(region);
-      run.hoisted.append(hoisted);
-      run.singleBefore.push_back(std::move(single));
-      hoisted.clear();
-      single.clear();
-    } else {
-      Between between = classify(*op);
-      if (between == Between::EndsRun)
+    if (!region || !isMergeable(region)) {
+      if (!mayRunBetween(*op))
         break;
-      (between == Between::Hoisted ? hoisted : single).push_back(op);
+      between.push_back(op);
+      continue;
     }
-    op = op->getNextNode();
+    auto split = splitBetween(between);
+    if (!split)
+      break;
+    run.regions.push_back(region);
+    run.hoisted.append(split->first);
+    run.singleBefore.push_back(std::move(split->second));
+    between.clear();
   }
   next = run.regions.back()->getNextNode();
   return run;

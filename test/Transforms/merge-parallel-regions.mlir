@@ -3,6 +3,8 @@
 // Three regions become one: the index computed between them is hoisted
 // before it, the serial store runs in an omp.single (whose barrier, like
 // each loop's, orders it), and each loop keeps its own barrier (no nowait).
+// A serial sum, the arithmetic on it and the store of the result run in
+// one omp.single together: no other thread reads the sum.
 // CHECK-LABEL: func.func @merged
 // CHECK: %[[TWICE:.*]] = arith.muli
 // CHECK-NEXT: omp.parallel {
@@ -13,6 +15,11 @@
 // CHECK-NEXT: omp.terminator
 // CHECK: omp.wsloop {
 // CHECK: memref.load %arg1
+// CHECK: omp.single {
+// CHECK-NEXT: %[[SUM:.*]] = scf.for
+// CHECK: %[[TWICE_SUM:.*]] = arith.addf %[[SUM]], %[[SUM]]
+// CHECK-NEXT: memref.store %[[TWICE_SUM]], %arg1[%c0]
+// CHECK-NEXT: omp.terminator
 // CHECK: omp.wsloop {
 // CHECK: omp.terminator
 // CHECK-NOT: omp.parallel
@@ -43,6 +50,13 @@ func.func @merged(%a: memref<8xf32>, %b: memref<8xf32>, %n: index) {
     }
     omp.terminator
   }
+  %sum = scf.for %i = %c0 to %c8 step %c1 iter_args(%acc = %one) -> (f32) {
+    %v = memref.load %a[%i] : memref<8xf32>
+    %next = arith.addf %acc, %v : f32
+    scf.yield %next : f32
+  }
+  %twice_sum = arith.addf %sum, %sum : f32
+  memref.store %twice_sum, %b[%c0] : memref<8xf32>
   omp.parallel {
     omp.wsloop {
       omp.loop_nest (%i) : index = (%c0) to (%c8) step (%c1) {

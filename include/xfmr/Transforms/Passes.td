@@ -285,10 +285,11 @@ def XfmrMergeParallelRegions : Pass<"xfmr-merge-parallel-regions"> {
     merges a run of `omp.parallel` ops of one block into one region: their
     worksharing loops follow each other, each one's implicit barrier
     ordering it before the next. Between two of them, ops free of memory
-    effects are hoisted before the run, and ops with effects but no results
-    (serial loops, stores, copies) run in an `omp.single`, whose implicit
-    barrier orders them likewise. A run ends at an op with effects and
-    results, a call, an op holding OpenMP ops, and at a parallel region with
+    effects are hoisted before the run, and the others (serial loops,
+    stores, copies) with the pure ops on their results run in an
+    `omp.single`, whose implicit barrier orders them likewise. A run ends
+    where a value computed in such an omp.single would be used outside it,
+    at a call, an op holding OpenMP ops, and at a parallel region with
     clauses (threads, privates, reductions, ...) or whose body does not end
     in a worksharing loop that waits.
   }];
