@@ -47,6 +47,15 @@ std::unique_ptr<Buffer> xfmr::rt::allocate(const ArgSpec &arg) {
   return std::make_unique<Buffer>(bytesOf(arg));
 }
 
+/// `value` rounded to the nearest integer, ties to even, for |value| <=
+/// 2^22: adding and subtracting 1.5 * 2^23 leaves no fraction bits, in the
+/// default rounding mode, as std::nearbyint would; unlike the libm call it
+/// vectorizes.
+static float roundToInteger(float value) {
+  constexpr float kShift = 12582912.0f;
+  return (value + kShift) - kShift;
+}
+
 /// Symmetric int8 quantization of the [rows, cols] `values` in groups of
 /// `group` along dimension `axis`: each group's scale is its largest
 /// magnitude over 127 (0 for a group of zeros; rounded to `scaleType`'s
@@ -55,30 +64,64 @@ static std::pair<std::vector<int8_t>, std::vector<float>>
 quantizeInt8(const float *values, const std::vector<int64_t> &shape, int64_t axis, int64_t group,
              xfmr_dtype scaleType) {
   int64_t rows = shape[0], cols = shape[1];
-  std::vector<int64_t> scaleShape = shape;
-  scaleShape[axis] /= group;
-  std::vector<int8_t> q(rows * cols);
-  std::vector<float> scales(scaleShape[0] * scaleShape[1], 0.0f);
-  auto scaleIndex = [&](int64_t r, int64_t c) {
-    return axis == 0 ? (r / group) * cols + c : r * scaleShape[1] + c / group;
+  // The scales of row r start at scaleRow(r): one per column (groups along
+  // rows) or one per group of columns. Rounding is monotonic, so the
+  // largest magnitude over 127 is the largest of the magnitudes over 127.
+  int64_t scaleCols = axis == 0 ? cols : cols / group;
+  std::vector<float> scales(rows / (axis == 0 ? group : 1) * scaleCols, 0.0f);
+  auto scaleRow = [&](int64_t r) {
+    return scales.data() + (axis == 0 ? r / group : r) * scaleCols;
   };
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) {
-      float &scale = scales[scaleIndex(r, c)];
-      scale = std::max(scale, std::fabs(values[r * cols + c]) / 127.0f);
-    }
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = values + r * cols;
+    float *scale = scaleRow(r);
+    if (axis == 0)
+      for (int64_t c = 0; c < cols; ++c)
+        scale[c] = std::max(scale[c], std::fabs(row[c]));
+    else
+      for (int64_t s = 0; s < scaleCols; ++s) {
+        float largest = 0.0f;
+        for (int64_t c = s * group; c < (s + 1) * group; ++c)
+          largest = std::max(largest, std::fabs(row[c]));
+        scale[s] = largest;
+      }
+  }
+  for (float &scale : scales)
+    scale /= 127.0f;
   if (scaleType != XFMR_DTYPE_F32) {
     std::vector<uint8_t> narrow(scales.size() * xfmr_dtype_size(scaleType));
     convertElements(XFMR_DTYPE_F32, scales.data(), scales.size(), scaleType, narrow.data());
     convertElements(scaleType, narrow.data(), scales.size(), XFMR_DTYPE_F32, scales.data());
   }
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) {
-      float scale = scales[scaleIndex(r, c)];
-      float multiple = scale == 0.0f ? 0.0f : std::nearbyint(values[r * cols + c] / scale);
-      q[r * cols + c] = static_cast<int8_t>(std::clamp(multiple, -127.0f, 127.0f));
-    }
+  auto quantize = [](float value, float scale) {
+    float multiple = scale == 0.0f ? 0.0f : roundToInteger(value / scale);
+    return static_cast<int8_t>(std::clamp(multiple, -127.0f, 127.0f));
+  };
+  std::vector<int8_t> q(rows * cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float *row = values + r * cols, *scale = scaleRow(r);
+    int8_t *out = q.data() + r * cols;
+    if (axis == 0)
+      for (int64_t c = 0; c < cols; ++c)
+        out[c] = quantize(row[c], scale[c]);
+    else
+      for (int64_t s = 0; s < scaleCols; ++s)
+        for (int64_t c = s * group; c < (s + 1) * group; ++c)
+          out[c] = quantize(row[c], scale[s]);
+  }
   return {std::move(q), std::move(scales)};
+}
+
+/// The [rows, cols] `values` transposed, a cache-sized tile at a time.
+static std::vector<float> transposed(const float *values, int64_t rows, int64_t cols) {
+  constexpr int64_t kTile = 32;
+  std::vector<float> result(rows * cols);
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile)
+      for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c)
+        for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
+          result[c * rows + r] = values[r * cols + c];
+  return result;
 }
 
 /// Copies the part of a quantized tensor that `arg` is into `buffer`.
@@ -274,11 +317,7 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
       fail("weights file '" + path + "': tensor '" + found + "' contains NaN or infinity");
     if (isQuantized) {
       if (arg.transposed) {
-        std::vector<float> transpose(count);
-        for (int64_t r = 0; r < shape[0]; ++r)
-          for (int64_t c = 0; c < shape[1]; ++c)
-            transpose[c * shape[0] + r] = values[r * shape[1] + c];
-        widened = std::move(transpose);
+        widened = transposed(values, shape[0], shape[1]);
         values = widened.data();
         std::swap(shape[0], shape[1]);
       }
