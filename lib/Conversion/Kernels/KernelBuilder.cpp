@@ -175,9 +175,13 @@ Value KernelBuilder::allocate(ArrayRef<int64_t> shape, Type elementType) {
 
 Value KernelBuilder::asTensor(Value buffer) {
   auto type = cast<MemRefType>(buffer.getType());
+  // A kernel's own allocation may be written in place by the tensor ops
+  // that consume its result (as an all-reduce of a gradient is), instead
+  // of through a copy; a view of another tensor's buffer may not.
+  bool writable = isa_and_nonnull<memref::AllocOp>(buffer.getDefiningOp());
   return bufferization::ToTensorOp::create(
       b, loc, RankedTensorType::get(type.getShape(), type.getElementType()), buffer,
-      /*restrict=*/true, /*writable=*/false);
+      /*restrict=*/true, writable);
 }
 
 Value KernelBuilder::load(Value buffer, ValueRange indices) {

@@ -103,6 +103,7 @@ public:
   mlir::Value readBuffer(mlir::Value tensor);
   /// A fresh buffer of `type`'s shape, and its tensor value.
   mlir::Value allocate(llvm::ArrayRef<int64_t> shape, mlir::Type elementType);
+  /// `buffer` as a tensor; writable in place if the kernel allocated it.
   mlir::Value asTensor(mlir::Value buffer);
 
   mlir::Value load(mlir::Value buffer, mlir::ValueRange indices);
