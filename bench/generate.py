@@ -7,7 +7,9 @@ the peers people generate with, measured in the same run:
                   --dtype=bf16: weights, activations and KV cache in bf16;
                   --weights-dtype=bf16|int8: the products' weights bf16, or
                   int8 with a scale per output channel or per group of 32;
-                  these keep a bf16 KV cache, as llama.cpp an f16 one)
+                  these keep a bf16 KV cache, as llama.cpp an f16 one;
+                  one int8 row samples with the generator's defaults,
+                  the others choose greedily)
   generate()      transformers on PyTorch 2.x eager (f32, SDPA), KV cache
   llama.cpp       llama-cpp-python on the same weights written as GGUF
                   (f32, f16 and q8_0, quantized by llama.cpp itself)
@@ -66,7 +68,7 @@ def prompt_ids():
     return np.random.default_rng(0).integers(0, 50000, size=PROMPT).tolist()
 
 
-def bench_xfmr(args, directory, workdir, name, flags):
+def bench_xfmr(args, directory, workdir, name, flags, sampling=("--temp", "0")):
     generator = os.path.join(workdir, f"xfmr-generate-{name}")
     start = time.perf_counter()
     run([os.path.join(args.build, "bin", "xfmrc"), directory, "--generate", *flags,
@@ -75,7 +77,7 @@ def bench_xfmr(args, directory, workdir, name, flags):
     best = None
     ids = " ".join(map(str, prompt_ids()))
     for _ in range(args.repeats):
-        err = run([generator, "--ids", "-p", ids, "-n", str(NEW), "--temp", "0", "--ignore-eos",
+        err = run([generator, "--ids", "-p", ids, "-n", str(NEW), *sampling, "--ignore-eos",
                    "--no-echo", "-t", str(args.threads)]).stderr
         prompt = re.search(r"prompt: (\d+) tokens in ([0-9.]+) ms", err)
         decode = re.search(r"generation: (\d+) tokens in ([0-9.]+) ms", err)
@@ -221,6 +223,12 @@ def main():
                              ["--weights-dtype=int8", "--weight-group-size=32",
                               "--cache-dtype=bf16"])[:2]
                 + (1 + 4 / 32,))
+    # The generator's default sampling (temperature 0.8, top-k 40, top-p
+    # 0.95) instead of greedy choice: what sampling adds to a token.
+    rows.append(("xfmr int8 (per channel), sampled",)
+                + bench_xfmr(args, directory, workdir, "int8",
+                             ["--weights-dtype=int8", "--cache-dtype=bf16"], sampling=("-s", "1"))[:2]
+                + (1 + 4 / 768,))
     rows.append(("transformers generate() f32",) + bench_transformers(args, directory) + (4,))
     f32 = os.path.join(workdir, "gpt2-f32.gguf")
     if not os.path.exists(f32):

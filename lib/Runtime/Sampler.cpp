@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <numeric>
 
@@ -47,20 +48,37 @@ std::vector<float> xfmr::rt::sampledProbabilities(const float *logits, int64_t v
   }
   for (double &score : scores)
     score /= s.temperature;
-  std::vector<int64_t> order(vocab);
-  std::iota(order.begin(), order.end(), 0);
-  // Highest first; equal scores in token order.
+  // The kept tokens, highest first, equal scores in token order. Only they
+  // are sorted: sorting a vocabulary of 50k took as long as a decode step.
+  std::vector<int64_t> order;
+  if (s.top_k > 0 && s.top_k < vocab) {
+    // The k highest scores in a min-heap, in one pass that mostly compares
+    // with its least; the k-th highest is the threshold. Ties with it stay,
+    // as torch.topk's threshold keeps them.
+    std::vector<double> highest;
+    highest.reserve(s.top_k);
+    for (double score : scores) {
+      if (static_cast<int64_t>(highest.size()) < s.top_k) {
+        highest.push_back(score);
+        std::push_heap(highest.begin(), highest.end(), std::greater<>());
+      } else if (score > highest.front()) {
+        std::pop_heap(highest.begin(), highest.end(), std::greater<>());
+        highest.back() = score;
+        std::push_heap(highest.begin(), highest.end(), std::greater<>());
+      }
+    }
+    double threshold = highest.front();
+    for (int64_t token = 0; token < vocab; ++token)
+      if (scores[token] >= threshold)
+        order.push_back(token);
+  } else {
+    order.resize(vocab);
+    std::iota(order.begin(), order.end(), 0);
+  }
   std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
     return scores[a] != scores[b] ? scores[a] > scores[b] : a < b;
   });
-  int64_t kept = vocab;
-  if (s.top_k > 0 && s.top_k < vocab) {
-    // Ties with the k-th score stay, as torch.topk's threshold keeps them.
-    double threshold = scores[order[s.top_k - 1]];
-    kept = s.top_k;
-    while (kept < vocab && scores[order[kept]] >= threshold)
-      ++kept;
-  }
+  int64_t kept = static_cast<int64_t>(order.size());
   double maximum = scores[order[0]];
   std::vector<double> weights(kept);
   double sum = 0;
