@@ -274,7 +274,7 @@ struct xfmr_generator {
              std::to_string(context) + " (xfmrc --max-context)");
     }
     std::vector<size_t> done(batch, 0);
-    std::vector<float> converted(batch * vocab);
+    size_t logitsBytes = vocab * xfmr_dtype_size(entry.logitsSpec->dtype);
     while (true) {
       bool any = false;
       auto *ids = entry.ids->as<int32_t>();
@@ -295,15 +295,14 @@ struct xfmr_generator {
       if (!any)
         return;
       entry.function(entry.args.data());
-      convertElements(entry.logitsSpec->dtype, entry.logits->data, converted.size(), XFMR_DTYPE_F32,
-                      converted.data());
       for (int64_t b = 0; b < batch; ++b) {
         if (!taken[b])
           continue;
         done[b] += taken[b];
         lengths[b] += static_cast<int64_t>(taken[b]);
         if (done[b] == tokens[b].size())
-          std::copy_n(converted.data() + b * vocab, vocab, logits + b * vocab);
+          convertElements(entry.logitsSpec->dtype, entry.logits->data + b * logitsBytes, vocab,
+                          XFMR_DTYPE_F32, logits + b * vocab);
       }
     }
   }
