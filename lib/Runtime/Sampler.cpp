@@ -52,22 +52,13 @@ std::vector<float> xfmr::rt::sampledProbabilities(const float *logits, int64_t v
   // are sorted: sorting a vocabulary of 50k took as long as a decode step.
   std::vector<int64_t> order;
   if (s.top_k > 0 && s.top_k < vocab) {
-    // The k highest scores in a min-heap, in one pass that mostly compares
-    // with its least; the k-th highest is the threshold. Ties with it stay,
+    // The k highest scores, from one pass that mostly compares with the
+    // least of them (a heap); the k-th is the threshold. Ties with it stay,
     // as torch.topk's threshold keeps them.
-    std::vector<double> highest;
-    highest.reserve(s.top_k);
-    for (double score : scores) {
-      if (static_cast<int64_t>(highest.size()) < s.top_k) {
-        highest.push_back(score);
-        std::push_heap(highest.begin(), highest.end(), std::greater<>());
-      } else if (score > highest.front()) {
-        std::pop_heap(highest.begin(), highest.end(), std::greater<>());
-        highest.back() = score;
-        std::push_heap(highest.begin(), highest.end(), std::greater<>());
-      }
-    }
-    double threshold = highest.front();
+    std::vector<double> highest(s.top_k);
+    std::partial_sort_copy(scores.begin(), scores.end(), highest.begin(), highest.end(),
+                           std::greater<>());
+    double threshold = highest.back();
     for (int64_t token = 0; token < vocab; ++token)
       if (scores[token] >= threshold)
         order.push_back(token);
