@@ -169,7 +169,7 @@ LogicalResult describeEntry(func::FuncOp func, const llvm::StringMap<std::string
                                         "\"scales\" (f32 or bf16) with axis and group_size, or "
                                         "\"bf16\" (bf16)");
       argument.source = argument.name;
-      argument.quantizedTransposed = !rounded && quantized.get("transposed");
+      argument.quantizedTransposed = static_cast<bool>(quantized.get("transposed"));
       argument.quantizedPart = part.getValue().str();
       argument.name += ":" + argument.quantizedPart + (argument.quantizedTransposed ? ".T" : "");
       argument.quantizedAxis = rounded ? 0 : axis.getInt();

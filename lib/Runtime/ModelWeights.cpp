@@ -146,7 +146,8 @@ static xfmr_dtype scaleTypeOf(const Manifest &manifest, const ArgSpec &arg) {
 
 /// The name under which `xfmrc --quantize` stores a narrow part of checkpoint
 /// tensor `source`: `<source>:values`, `<source>:scales`, `<source>:bf16`,
-/// and `<source>:values.T`, `<source>:scales.T` for those of its transpose.
+/// and `<source>:values.T`, `<source>:scales.T`, `<source>:bf16.T` for those
+/// of its transpose.
 static std::string storedPartName(const std::string &source, const std::string &part,
                                   bool transposed = false) {
   return source + ":" + part + (transposed ? ".T" : "");
@@ -265,12 +266,12 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
       }
     bool isQuantized = !arg.quantizedPart.empty() && arg.quantizedPart != "bf16";
     const std::string &name = arg.source.empty() ? arg.name : arg.source;
-    // A quantized weight reads the f32 tensor its values have the shape of
-    // (or the transpose of).
+    // A narrow weight reads the f32 tensor its values have the shape of (or
+    // the transpose of).
     std::vector<int64_t> shape = arg.shape;
     if (isQuantized && arg.quantizedPart == "scales")
       shape[arg.axis] *= arg.groupSize;
-    if (isQuantized && arg.transposed)
+    if (arg.transposed)
       std::swap(shape[0], shape[1]);
     xfmr_dtype dtype = isQuantized ? XFMR_DTYPE_F32 : arg.dtype;
     std::string found;
@@ -282,7 +283,7 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
       std::string hint;
       for (const std::string &stored :
            {storedPartName(name, "values"), storedPartName(name, "values", /*transposed=*/true),
-            storedPartName(name, "bf16")})
+            storedPartName(name, "bf16"), storedPartName(name, "bf16", /*transposed=*/true)})
         if (hint.empty() && !xfmr_weights_find(file, stored.c_str(), &info))
           hint = "; the file holds it as '" + stored +
                  "' (xfmrc --quantize): compile with the --weights-dtype it was written for";
@@ -315,12 +316,12 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
       fail("weights file " + std::string(err));
     if (!std::all_of(values, values + count, [](float v) { return std::isfinite(v); }))
       fail("weights file '" + path + "': tensor '" + found + "' contains NaN or infinity");
+    if (arg.transposed) {
+      widened = transposed(values, shape[0], shape[1]);
+      values = widened.data();
+      std::swap(shape[0], shape[1]);
+    }
     if (isQuantized) {
-      if (arg.transposed) {
-        widened = transposed(values, shape[0], shape[1]);
-        values = widened.data();
-        std::swap(shape[0], shape[1]);
-      }
       auto &parts = quantized[key] =
           quantizeInt8(values, shape, arg.axis, arg.groupSize, scaleType);
       copyQuantizedPart(arg, parts, *buffer);

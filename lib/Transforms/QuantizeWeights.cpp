@@ -73,10 +73,8 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
   }
 
   LogicalResult quantize(func::FuncOp func) {
+    // The widenings and dequantizations, in the order of the weights.
     OpBuilder b(func.getBody());
-    MLIRContext *context = func.getContext();
-    Type i8 = IntegerType::get(context, 8);
-    Type scale = scaleType == "bf16" ? Type(BFloat16Type::get(context)) : Float32Type::get(context);
     unsigned originalCount = func.getNumArguments();
     llvm::BitVector unused(originalCount);
     for (unsigned index = 0; index < originalCount; ++index) {
@@ -92,53 +90,18 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
           uses[*axis].push_back(&use);
       if (uses.empty())
         continue;
-      if (weightType == "bf16") {
-        if (failed(roundToBf16(func, arg, name, uses)))
-          return failure();
-        uses.clear();
-      }
       for (auto &[axis, operands] : uses) {
-        int64_t inputs = type.getDimSize(axis);
-        int64_t group = groupSize > 0 ? groupSize : inputs;
-        if (inputs % group != 0)
-          return func.emitError("weight '") << name.getValue() << "': its input side (" << inputs
-                                            << ") is not a multiple of the group size " << group;
         // A weight stored [in, out] is kept transposed, [out, in]: each
         // output's values (and groups) then lie contiguous, the rows a
         // skinny product streams and an integer dot product reads.
         bool transposed = axis == 0;
-        SmallVector<int64_t> storedShape(type.getShape());
-        if (transposed)
-          std::swap(storedShape[0], storedShape[1]);
-        int64_t storedAxis = transposed ? 1 : axis;
-        SmallVector<int64_t> scaleShape = storedShape;
-        scaleShape[storedAxis] /= group;
-        auto attrs = [&](StringRef part) {
-          NamedAttrList quantized;
-          quantized.set("part", StringAttr::get(context, part));
-          quantized.set("axis", b.getI64IntegerAttr(storedAxis));
-          quantized.set("group_size", b.getI64IntegerAttr(group));
-          if (transposed)
-            quantized.set("transposed", UnitAttr::get(context));
-          NamedAttrList list;
-          list.set("xfmr.param", name);
-          list.set("xfmr.quantized", quantized.getDictionary(context));
-          return list.getDictionary(context);
-        };
-        unsigned end = func.getNumArguments();
-        if (failed(func.insertArgument(end, RankedTensorType::get(storedShape, i8), attrs("values"),
-                                       arg.getLoc())) ||
-            failed(func.insertArgument(end + 1, RankedTensorType::get(scaleShape, scale),
-                                       attrs("scales"), arg.getLoc())))
-          return func.emitError("cannot add the int8 arguments of '") << name.getValue() << "'";
-        Value weight = DequantizeOp::create(
-            b, arg.getLoc(), RankedTensorType::get(storedShape, type.getElementType()),
-            func.getArgument(end), func.getArgument(end + 1), b.getI64IntegerAttr(storedAxis),
-            b.getI64IntegerAttr(group));
-        if (transposed)
-          weight = TransposeOp::create(b, arg.getLoc(), weight, b.getDenseI64ArrayAttr({1, 0}));
+        FailureOr<Value> weight = weightType == "bf16"
+                                      ? roundToBf16(b, func, arg, name, transposed)
+                                      : quantizeToInt8(b, func, arg, name, axis, transposed);
+        if (failed(weight))
+          return failure();
         for (OpOperand *use : operands)
-          use->set(weight);
+          use->set(*weight);
         LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << name.getValue() << ": " << operands.size()
                                 << " uses, input side " << axis
                                 << (transposed ? ", stored transposed" : "") << "\n");
@@ -150,27 +113,88 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
     return func.eraseArguments(unused);
   }
 
-  /// Gives the product uses of `arg` its widening from a new bf16 argument.
-  LogicalResult roundToBf16(func::FuncOp func, BlockArgument arg, StringAttr name,
-                            const llvm::MapVector<int64_t, SmallVector<OpOperand *>> &uses) {
+  /// The attributes of an argument holding `part` of weight `name`.
+  DictionaryAttr partAttrs(StringAttr name, StringRef part, std::optional<int64_t> axis,
+                           int64_t group, bool transposed) {
+    MLIRContext *context = name.getContext();
+    Builder b(context);
+    NamedAttrList quantized;
+    quantized.set("part", StringAttr::get(context, part));
+    if (axis) {
+      quantized.set("axis", b.getI64IntegerAttr(*axis));
+      quantized.set("group_size", b.getI64IntegerAttr(group));
+    }
+    if (transposed)
+      quantized.set("transposed", UnitAttr::get(context));
+    NamedAttrList list;
+    list.set("xfmr.param", name);
+    list.set("xfmr.quantized", quantized.getDictionary(context));
+    return list.getDictionary(context);
+  }
+
+  /// `shape`, transposed when `transposed`.
+  static SmallVector<int64_t> storedShapeOf(ArrayRef<int64_t> shape, bool transposed) {
+    SmallVector<int64_t> stored(shape);
+    if (transposed)
+      std::swap(stored[0], stored[1]);
+    return stored;
+  }
+
+  /// `weight` read as the product's weight: through its transpose when
+  /// stored transposed.
+  static Value asProductWeight(OpBuilder &b, Location loc, Value weight, bool transposed) {
+    if (!transposed)
+      return weight;
+    return TransposeOp::create(b, loc, weight, b.getDenseI64ArrayAttr({1, 0}));
+  }
+
+  /// The f32 weight `arg` as the widening of a new bf16 argument (of its
+  /// transpose when `transposed`).
+  FailureOr<Value> roundToBf16(OpBuilder &b, func::FuncOp func, BlockArgument arg, StringAttr name,
+                               bool transposed) {
+    auto type = cast<RankedTensorType>(arg.getType());
+    unsigned end = func.getNumArguments();
+    auto stored = RankedTensorType::get(storedShapeOf(type.getShape(), transposed),
+                                        BFloat16Type::get(func.getContext()));
+    if (failed(func.insertArgument(
+            end, stored, partAttrs(name, "bf16", std::nullopt, 0, transposed), arg.getLoc())))
+      return func.emitError("cannot add the bf16 argument of '") << name.getValue() << "'";
+    // Widened after the transpose, so that the kernels find the bf16
+    // matrix they stream below the widening.
+    Value weight = asProductWeight(b, arg.getLoc(), func.getArgument(end), transposed);
+    return arith::ExtFOp::create(b, arg.getLoc(), type, weight).getResult();
+  }
+
+  /// The f32 weight `arg` as xfmr.dequantize of new int8 values and scales
+  /// (of its transpose when `transposed`), a scale per group along input
+  /// side `axis`.
+  FailureOr<Value> quantizeToInt8(OpBuilder &b, func::FuncOp func, BlockArgument arg,
+                                  StringAttr name, int64_t axis, bool transposed) {
     MLIRContext *context = func.getContext();
     auto type = cast<RankedTensorType>(arg.getType());
-    NamedAttrList rounded;
-    rounded.set("part", StringAttr::get(context, "bf16"));
-    NamedAttrList attrs;
-    attrs.set("xfmr.param", name);
-    attrs.set("xfmr.quantized", rounded.getDictionary(context));
+    int64_t inputs = type.getDimSize(axis);
+    int64_t group = groupSize > 0 ? groupSize : inputs;
+    if (inputs % group != 0)
+      return func.emitError("weight '") << name.getValue() << "': its input side (" << inputs
+                                        << ") is not a multiple of the group size " << group;
+    SmallVector<int64_t> storedShape = storedShapeOf(type.getShape(), transposed);
+    int64_t storedAxis = transposed ? 1 : axis;
+    SmallVector<int64_t> scaleShape = storedShape;
+    scaleShape[storedAxis] /= group;
+    Type scale = scaleType == "bf16" ? Type(BFloat16Type::get(context)) : Float32Type::get(context);
     unsigned end = func.getNumArguments();
     if (failed(func.insertArgument(
-            end, RankedTensorType::get(type.getShape(), BFloat16Type::get(context)),
-            attrs.getDictionary(context), arg.getLoc())))
-      return func.emitError("cannot add the bf16 argument of '") << name.getValue() << "'";
-    OpBuilder b(func.getBody());
-    Value weight = arith::ExtFOp::create(b, arg.getLoc(), type, func.getArgument(end));
-    for (auto &[axis, operands] : uses)
-      for (OpOperand *use : operands)
-        use->set(weight);
-    return success();
+            end, RankedTensorType::get(storedShape, IntegerType::get(context, 8)),
+            partAttrs(name, "values", storedAxis, group, transposed), arg.getLoc())) ||
+        failed(func.insertArgument(end + 1, RankedTensorType::get(scaleShape, scale),
+                                   partAttrs(name, "scales", storedAxis, group, transposed),
+                                   arg.getLoc())))
+      return func.emitError("cannot add the int8 arguments of '") << name.getValue() << "'";
+    Value weight = DequantizeOp::create(
+        b, arg.getLoc(), RankedTensorType::get(storedShape, type.getElementType()),
+        func.getArgument(end), func.getArgument(end + 1), b.getI64IntegerAttr(storedAxis),
+        b.getI64IntegerAttr(group));
+    return asProductWeight(b, arg.getLoc(), weight, transposed);
   }
 };
 

@@ -93,28 +93,29 @@ func.func @skinny_kn(%x: tensor<2x64xf32>, %w: tensor<64x20xf32>) -> tensor<2x20
 
 // -----
 
-// A [N, K] weight with a few rows of A: each output a dot product along a
-// contiguous row of the weight (3 outputs at a time for 2 rows of A and 16
-// registers), the depth tail masked, reduced and finished as a scalar. The
-// rows of the group after next are prefetched into L2, in memory order (the
-// step's 3 x 8 floats: one line, at row 6 + (3k / 20) and column 3k mod
-// 20), the last row at most.
+// A [N, K] weight with a few rows of A: each output a dot product along
+// one contiguous row of the weight, a row to an iteration of the parallel
+// loop, read from start to end as 4 vectors a step into 4 sums per row of A
+// (8 accumulators), the depth tail (20 = 8 + 8 + 4) masked, the sums added,
+// reduced and finished as a scalar. No software prefetch: each thread reads
+// one sequential stream.
 // CHECK-LABEL: func @skinny_nk
-// CHECK: %[[W:.*]] = bufferization.to_buffer %{{.*}} : tensor<7x20xf32>
-// CHECK: scf.forall (%{{.*}}) in (3)
-// CHECK: scf.for %[[K:.*]] = %c0 to %c16 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
-// CHECK: %[[LINE:.*]] = arith.muli %[[K]], %c3
-// CHECK: %[[ROWS:.*]] = arith.divui %[[LINE]], %c20
-// CHECK: %[[AHEAD:.*]] = arith.minsi %{{.*}}, %c6
-// CHECK: %[[COL:.*]] = arith.remui %[[LINE]], %c20
-// CHECK: memref.prefetch %[[W]][%[[AHEAD]], %[[COL]]], read, locality<2>, data
+// CHECK: %[[W:.*]] = bufferization.to_buffer %{{.*}} : tensor<7x84xf32>
 // CHECK-NOT: memref.prefetch
-// CHECK: vector.fma
-// CHECK: vector.maskedload %[[W]]
+// CHECK: scf.forall (%[[N:.*]]) in (7)
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c32 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-COUNT-4: vector.load %[[W]][%[[N]], %{{.*}}]
+// CHECK: scf.yield
+// CHECK-COUNT-2: vector.load %[[W]][%[[N]], %{{.*}}]
+// CHECK: vector.maskedload %[[W]][%[[N]], %{{.*}}]
+// CHECK-NOT: vector.load %[[W]]
 // CHECK: vector.reduction <add>
-// CHECK: memref.store
-func.func @skinny_nk(%x: tensor<2x20xf32>, %w: tensor<7x20xf32>) -> tensor<2x7xf32> {
-  %y = xfmr.fused_linear %x, %w {transpose_weight} : (tensor<2x20xf32>, tensor<7x20xf32>) -> tensor<2x7xf32>
+// CHECK: memref.store %{{.*}}, %{{.*}}[%c0, %[[N]]]
+// CHECK: vector.reduction <add>
+// CHECK: memref.store %{{.*}}, %{{.*}}[%c1, %[[N]]]
+// CHECK-NOT: memref.prefetch
+func.func @skinny_nk(%x: tensor<2x84xf32>, %w: tensor<7x84xf32>) -> tensor<2x7xf32> {
+  %y = xfmr.fused_linear %x, %w {transpose_weight} : (tensor<2x84xf32>, tensor<7x84xf32>) -> tensor<2x7xf32>
   return %y : tensor<2x7xf32>
 }
 
@@ -261,30 +262,34 @@ func.func @int8_weight(%x: tensor<1x64xf32>, %q: tensor<64x96xi8>, %s: tensor<1x
 // An int8 weight kept transposed ([out, in], xfmr-quantize-weights) is read
 // as B^T: no transpose is made, each output a dot product along a row. With
 // int8-dot, the activations are quantized to int8 per row (round to even,
-// offset to unsigned bytes) and the rows are multiplied 64 bytes at a time
-// by vpdpbusd, the call of its LLVM intrinsic; the depth tail (160 = 2 x 64
-// + 32) is a masked load, and each sum is scaled once.
+// offset to unsigned bytes) and each row is multiplied 64 bytes at a time
+// by vpdpbusd, the call of its LLVM intrinsic, 4 vectors a step into 4 sums;
+// the depth tail (352 = 256 + 64 + 32) ends in a masked load, and each sum
+// is scaled once.
 // CHECK-LABEL: func @int8_transposed_weight
 // CHECK-NOT: xfmr.transpose
-// CHECK: vector.load %{{.*}} : memref<40x160xi8, strided<[?, 1], offset: ?>>, vector<8xi8>
+// CHECK: vector.load %{{.*}} : memref<40x352xi8, strided<[?, 1], offset: ?>>, vector<8xi8>
 // CHECK-NOT: vpdpbusd
 // DOT: func.func private @llvm.x86.avx512.vpdpbusd.512(vector<16xi32>, vector<64xi8>, vector<64xi8>) -> vector<16xi32>
 // DOT-LABEL: func @int8_transposed_weight
 // DOT: math.roundeven %{{.*}} : vector<16xf32>
 // DOT: arith.trunci %{{.*}} : vector<16xi32> to vector<16xi8>
-// DOT: scf.forall
-// DOT: scf.for
-// DOT: vector.load %{{.*}} : memref<40x160xi8, strided<[?, 1], offset: ?>>, vector<64xi8>
+// DOT: scf.forall (%[[N:.*]]) in (40)
+// DOT: scf.for %{{.*}} = %c0 to %c256 step %c256
+// DOT: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x352xi8, strided<[?, 1], offset: ?>>, vector<64xi8>
 // DOT: call @llvm.x86.avx512.vpdpbusd.512
-// DOT: vector.maskedload %{{.*}} : memref<40x160xi8, strided<[?, 1], offset: ?>>, vector<64xi1>, vector<64xi8> into vector<64xi8>
+// DOT-COUNT-3: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x352xi8, strided<[?, 1], offset: ?>>, vector<64xi8>
+// DOT: scf.yield
+// DOT: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x352xi8, strided<[?, 1], offset: ?>>, vector<64xi8>
+// DOT: vector.maskedload %{{.*}}[%[[N]], %{{.*}}], %{{.*}} : memref<40x352xi8, strided<[?, 1], offset: ?>>, vector<64xi1>, vector<64xi8> into vector<64xi8>
 // DOT: vector.reduction <add>, %{{.*}} : vector<16xi32> into i32
 // DOT: arith.sitofp %{{.*}} : i32 to f32
-// DOT-NOT: tensor<160x40xf32>
-func.func @int8_transposed_weight(%x: tensor<1x160xf32>, %q: tensor<40x160xi8>, %s: tensor<40x1xf32>) -> tensor<1x40xf32> {
-  %d = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 160 : i64}
-         : (tensor<40x160xi8>, tensor<40x1xf32>) -> tensor<40x160xf32>
-  %w = xfmr.transpose %d {permutation = array<i64: 1, 0>} : (tensor<40x160xf32>) -> tensor<160x40xf32>
-  %y = xfmr.fused_linear %x, %w : (tensor<1x160xf32>, tensor<160x40xf32>) -> tensor<1x40xf32>
+// DOT-NOT: tensor<352x40xf32>
+func.func @int8_transposed_weight(%x: tensor<1x352xf32>, %q: tensor<40x352xi8>, %s: tensor<40x1xf32>) -> tensor<1x40xf32> {
+  %d = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 352 : i64}
+         : (tensor<40x352xi8>, tensor<40x1xf32>) -> tensor<40x352xf32>
+  %w = xfmr.transpose %d {permutation = array<i64: 1, 0>} : (tensor<40x352xf32>) -> tensor<352x40xf32>
+  %y = xfmr.fused_linear %x, %w : (tensor<1x352xf32>, tensor<352x40xf32>) -> tensor<1x40xf32>
   return %y : tensor<1x40xf32>
 }
 

@@ -33,12 +33,14 @@
 // G32: tensor<50x2xf32> {xfmr.param = "wte", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "scales"}}
 // G32-SAME: tensor<96x64xi8> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "values", transposed}}
 // G32-SAME: tensor<96x2xf32> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "scales", transposed}}
-// With type=bf16, one bf16 argument per weight, widened for the products.
+// With type=bf16, one bf16 argument per weight, widened for the products;
+// one stored [in, out] is kept transposed, as int8 values are.
 // BF16-LABEL: func @forward
 // BF16-SAME: %[[TABLE:[^:]*]]: tensor<50x64xf32> {xfmr.param = "wte"}
 // BF16-SAME: %[[HEAD:[^:]*]]: tensor<50x64xbf16> {xfmr.param = "wte", xfmr.quantized = {part = "bf16"}}
-// BF16-SAME: %[[FC:[^:]*]]: tensor<64x96xbf16> {xfmr.param = "fc.weight", xfmr.quantized = {part = "bf16"}}
-// BF16-DAG: %[[FCW:.*]] = arith.extf %[[FC]] : tensor<64x96xbf16> to tensor<64x96xf32>
+// BF16-SAME: %[[FC:[^:]*]]: tensor<96x64xbf16> {xfmr.param = "fc.weight", xfmr.quantized = {part = "bf16", transposed}}
+// BF16-DAG: %[[FCT:.*]] = xfmr.transpose %[[FC]] {permutation = array<i64: 1, 0>} : (tensor<96x64xbf16>) -> tensor<64x96xbf16>
+// BF16-DAG: %[[FCW:.*]] = arith.extf %[[FCT]] : tensor<64x96xbf16> to tensor<64x96xf32>
 // BF16-DAG: %[[HEADW:.*]] = arith.extf %[[HEAD]] : tensor<50x64xbf16> to tensor<50x64xf32>
 // BF16: xfmr.embedding %{{.*}}, %[[TABLE]]
 // BF16: xfmr.linear %{{.*}}, %[[FCW]]

@@ -82,12 +82,12 @@ def XfmrQuantizeWeights : Pass<"xfmr-quantize-weights", "::mlir::ModuleOp"> {
     side (0: one per output channel); with `type=bf16`, as `arith.extf` of one new bf16 argument.
     The new arguments keep the weight's `xfmr.param` name and say what they
     are in `xfmr.quantized` ({part = "values" | "scales", axis, group_size,
-    transposed?} or {part = "bf16"}), so that the runtime quantizes or rounds
-    the checkpoint's tensor into them as it loads it. int8 values of a weight
-    stored [in, out] are kept transposed, [out, in] (`transposed`, groups
-    along axis 1), and reach their uses through `xfmr.transpose`: every
-    output's values are then contiguous, as skinny products and integer dot
-    products read them. Other uses (an embedding
+    transposed?} or {part = "bf16", transposed?}), so that the runtime
+    quantizes or rounds the checkpoint's tensor into them as it loads it. A
+    weight stored [in, out] is kept transposed, [out, in] (`transposed`; int8
+    groups along axis 1), and reaches its uses through `xfmr.transpose`
+    (widened after it): every output's values are then contiguous, as skinny
+    products and integer dot products read them. Other uses (an embedding
     whose table is also the tied output projection) keep the f32 argument;
     an argument left without uses goes. With `embeddings`, the tables of
     `xfmr.embedding` are narrowed too, with groups along a row (the tied
