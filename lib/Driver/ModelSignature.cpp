@@ -153,21 +153,22 @@ LogicalResult describeEntry(func::FuncOp func, const llvm::StringMap<std::string
     auto quantized = func.getArgAttrOfType<DictionaryAttr>(index, "xfmr.quantized");
     if (param && quantized) {
       // The int8 values or the scales of checkpoint tensor `name`
-      // (xfmr-quantize-weights), or its bf16 rounding, which the runtime
-      // computes from it.
+      // (xfmr-quantize-weights), or it as a float type (its bf16 rounding,
+      // say), which the runtime computes from it.
       auto part = quantized.getAs<StringAttr>("part");
       auto axis = quantized.getAs<IntegerAttr>("axis");
       auto group = quantized.getAs<IntegerAttr>("group_size");
-      bool rounded = part && part.getValue() == "bf16";
+      bool rounded = part && (element.isF32() || element.isBF16() || element.isF16()) &&
+                     part.getValue() == StringRef(argument.dtype).lower();
       if (!part || type.getRank() != 2 ||
-          !(rounded ? element.isBF16()
-                    : axis && group &&
-                          (part.getValue() == "values" ? element.isInteger(8)
-                                                       : element.isF32() || element.isBF16())))
+          !(rounded || (axis && group &&
+                        (part.getValue() == "values" ? element.isInteger(8)
+                                                     : part.getValue() == "scales" &&
+                                                           (element.isF32() || element.isBF16())))))
         return signatureError(func, "weight '" + argument.name +
                                         "': xfmr.quantized needs part = \"values\" (i8) or "
                                         "\"scales\" (f32 or bf16) with axis and group_size, or "
-                                        "\"bf16\" (bf16)");
+                                        "the argument's float type (\"f32\", \"bf16\", \"f16\")");
       argument.source = argument.name;
       argument.quantizedTransposed = static_cast<bool>(quantized.get("transposed"));
       argument.quantizedPart = part.getValue().str();
@@ -360,12 +361,20 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
   if (!entry)
     return entry.takeError();
 
-  if (!options.weightType.empty()) {
+  // A CPU generator keeps its weights as decoding streams them, [out, in],
+  // in the model's type unless told another.
+  std::string weightType = options.weightType;
+  if (weightType.empty() && options.mode == CompileMode::Generate &&
+      options.target == Target::Host && !options.emulateGpuKernels)
+    weightType = options.model.elementType == ElementType::BF16  ? "bf16"
+                 : options.model.elementType == ElementType::F16 ? "f16"
+                                                                 : "f32";
+  if (!weightType.empty()) {
     PassManager pm(&context);
-    pm.addPass(createXfmrQuantizeWeights({options.weightType, options.weightGroupSize,
+    pm.addPass(createXfmrQuantizeWeights({weightType, options.weightGroupSize,
                                           options.quantizeEmbeddings, options.weightScaleType}));
     if (failed(pm.run(*module)))
-      return diagnostics.error(path + ": cannot store the weights as " + options.weightType);
+      return diagnostics.error(path + ": cannot store the weights as " + weightType);
   }
 
   // Weight initialisation is read off the model as written, before the

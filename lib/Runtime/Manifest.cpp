@@ -17,6 +17,19 @@ static std::optional<xfmr_dtype> parseDtype(const std::string &name) {
   return std::nullopt;
 }
 
+std::string xfmr::rt::floatPartName(xfmr_dtype dtype) {
+  switch (dtype) {
+  case XFMR_DTYPE_F32:
+    return "f32";
+  case XFMR_DTYPE_BF16:
+    return "bf16";
+  case XFMR_DTYPE_F16:
+    return "f16";
+  default:
+    return "";
+  }
+}
+
 const ArgSpec *Manifest::find(const std::string &name, ArgSpec::Kind kind) const {
   for (const ArgSpec &arg : args)
     if (arg.kind == kind && arg.name == name)
@@ -100,14 +113,15 @@ Manifest xfmr::rt::parseManifest(const char *text) {
     if (const JsonValue *quantized = arg.get("quantized")) {
       const JsonValue *source = quantized->get("source"), *part = quantized->get("part");
       const JsonValue *axis = quantized->get("axis"), *group = quantized->get("group_size");
-      bool rounded = part && part->text == "bf16";
+      // A float part is the tensor converted to the argument's type.
+      bool rounded =
+          part && !floatPartName(spec.dtype).empty() && part->text == floatPartName(spec.dtype);
       bool groups = axis && group && axis->asInt() && *axis->asInt() >= 0 && *axis->asInt() <= 1 &&
                     group->asInt() && *group->asInt() > 0;
       if (!source || !part || spec.shape.size() != 2 ||
-          !(rounded ? spec.dtype == XFMR_DTYPE_BF16
-                    : groups && ((part->text == "values" && spec.dtype == XFMR_DTYPE_I8) ||
-                                 (part->text == "scales" && (spec.dtype == XFMR_DTYPE_F32 ||
-                                                             spec.dtype == XFMR_DTYPE_BF16)))))
+          !(rounded || (groups && ((part->text == "values" && spec.dtype == XFMR_DTYPE_I8) ||
+                                   (part->text == "scales" && (spec.dtype == XFMR_DTYPE_F32 ||
+                                                               spec.dtype == XFMR_DTYPE_BF16))))))
         fail("corrupt model manifest: quantized argument '" + spec.name + "'");
       spec.source = source->text;
       spec.quantizedPart = part->text;

@@ -26,13 +26,21 @@ struct ArgSpec {
   int64_t vocabSize = 0; // token inputs only
   std::string init;      // weights: normal, zeros or ones
   std::string updates;   // outputs: the weight or state they replace
-  /// Narrow weights: the part ("values" or "scales") of checkpoint tensor
-  /// `source` quantized in groups of `groupSize` along dimension `axis`, or
-  /// its bf16 rounding ("bf16"); `transposed`: of the tensor's transpose.
+  /// Weights stored as decoding reads them: the part ("values" or
+  /// "scales") of checkpoint tensor `source` quantized in groups of
+  /// `groupSize` along dimension `axis`, or it converted to `dtype` ("f32",
+  /// "bf16", "f16"); `transposed`: of the tensor's transpose.
   std::string source, quantizedPart;
   int64_t axis = 0, groupSize = 0;
   bool transposed = false;
+
+  /// Whether this is the int8 values or scales of a quantized weight.
+  bool isInt8Part() const { return quantizedPart == "values" || quantizedPart == "scales"; }
 };
+
+/// The name of a float `dtype` as a stored part ("f32", "bf16", "f16"), or
+/// empty for other types.
+std::string floatPartName(xfmr_dtype dtype);
 
 struct Manifest {
   std::string modelType;

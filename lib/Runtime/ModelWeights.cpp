@@ -256,15 +256,16 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
       offset += aligned(buffer->size);
       return buffer;
     };
-    // A narrow part is read as `xfmrc --quantize` stored it, or else int8
-    // values or scales are computed from the checkpoint's tensor, and a bf16
-    // rounding is read as any narrow weight.
+    // A stored part is read as `xfmrc --quantize` stored it, or else int8
+    // values or scales are computed from the checkpoint's tensor, and a
+    // float part (a bf16 rounding, a transposed copy) is read as any weight
+    // of its type.
     if (!arg.quantizedPart.empty())
       if (std::unique_ptr<Buffer> stored = readStoredPart(file, path, manifest, arg, allocate)) {
         weights[arg.name] = std::move(stored);
         continue;
       }
-    bool isQuantized = !arg.quantizedPart.empty() && arg.quantizedPart != "bf16";
+    bool isQuantized = arg.isInt8Part();
     const std::string &name = arg.source.empty() ? arg.name : arg.source;
     // A narrow weight reads the f32 tensor its values have the shape of (or
     // the transpose of).

@@ -1,11 +1,13 @@
-//===- QuantizeWeights.cpp - int8 weights for products ----------*- C++ -*-===//
+//===- QuantizeWeights.cpp - weights stored as decoding reads them -*- C++ -*-===//
 //
 // A decode step reads every weight once per token, so its time is the
 // weights' bytes over the memory bandwidth: int8 values with a scale per
-// group read a quarter of f32's, bf16 half. The runtime quantizes or rounds
-// the checkpoint's f32 tensors into the arguments this pass makes
-// (xfmr.quantized); the products read them through xfmr.dequantize or
-// arith.extf, which the CPU kernels fold into their loads.
+// group read a quarter of f32's, bf16 half; and a weight stored [out, in]
+// is read as one sequential stream per thread. The runtime quantizes,
+// rounds or transposes the checkpoint's tensors into the arguments this
+// pass makes (xfmr.quantized); the products read them through
+// xfmr.dequantize or arith.extf, which the CPU kernels fold into their
+// loads, and xfmr.transpose, which they read as a transposed operand.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +17,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "xfmr-quantize-weights"
@@ -57,8 +60,8 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
   void runOnOperation() override {
     LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << weightType << ", group size " << groupSize
                             << "\n");
-    if (weightType != "int8" && weightType != "bf16") {
-      getOperation().emitError("xfmr-quantize-weights: type must be int8 or bf16, got '")
+    if (weightType != "int8" && !floatType()) {
+      getOperation().emitError("xfmr-quantize-weights: type must be int8, bf16, f16 or f32, got '")
           << weightType << "'";
       return signalPassFailure();
     }
@@ -81,13 +84,20 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
       BlockArgument arg = func.getArgument(index);
       auto name = func.getArgAttrOfType<StringAttr>(index, "xfmr.param");
       auto type = dyn_cast<RankedTensorType>(arg.getType());
-      if (!name || !type || type.getRank() != 2 || !type.getElementType().isF32())
+      if (!name || !type || type.getRank() != 2)
+        continue;
+      // f32 weights, and with a float type, those of that type already
+      // (which only a transpose changes).
+      Type element = type.getElementType();
+      bool sameType = element == floatType();
+      if (!element.isF32() && !sameType)
         continue;
       // The weight's uses as a product's weight, by input side.
       llvm::MapVector<int64_t, SmallVector<OpOperand *>> uses;
       for (OpOperand &use : arg.getUses())
         if (std::optional<int64_t> axis = inputSideOfWeight(use, embeddings))
-          uses[*axis].push_back(&use);
+          if (!sameType || *axis == 0)
+            uses[*axis].push_back(&use);
       if (uses.empty())
         continue;
       for (auto &[axis, operands] : uses) {
@@ -95,8 +105,8 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
         // output's values (and groups) then lie contiguous, the rows a
         // skinny product streams and an integer dot product reads.
         bool transposed = axis == 0;
-        FailureOr<Value> weight = weightType == "bf16"
-                                      ? roundToBf16(b, func, arg, name, transposed)
+        FailureOr<Value> weight = floatType()
+                                      ? convertWeight(b, func, arg, name, transposed)
                                       : quantizeToInt8(b, func, arg, name, axis, transposed);
         if (failed(weight))
           return failure();
@@ -148,20 +158,32 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
     return TransposeOp::create(b, loc, weight, b.getDenseI64ArrayAttr({1, 0}));
   }
 
-  /// The f32 weight `arg` as the widening of a new bf16 argument (of its
-  /// transpose when `transposed`).
-  FailureOr<Value> roundToBf16(OpBuilder &b, func::FuncOp func, BlockArgument arg, StringAttr name,
-                               bool transposed) {
+  /// The float type of `type`, or null for int8.
+  FloatType floatType() {
+    MLIRContext *context = &getContext();
+    return llvm::StringSwitch<FloatType>(weightType)
+        .Case("f32", Float32Type::get(context))
+        .Case("bf16", BFloat16Type::get(context))
+        .Case("f16", Float16Type::get(context))
+        .Default(nullptr);
+  }
+
+  /// The weight `arg` read from a new argument of floatType() (of its
+  /// transpose when `transposed`), widened back to `arg`'s type.
+  FailureOr<Value> convertWeight(OpBuilder &b, func::FuncOp func, BlockArgument arg,
+                                 StringAttr name, bool transposed) {
     auto type = cast<RankedTensorType>(arg.getType());
     unsigned end = func.getNumArguments();
-    auto stored = RankedTensorType::get(storedShapeOf(type.getShape(), transposed),
-                                        BFloat16Type::get(func.getContext()));
+    auto stored = RankedTensorType::get(storedShapeOf(type.getShape(), transposed), floatType());
     if (failed(func.insertArgument(
-            end, stored, partAttrs(name, "bf16", std::nullopt, 0, transposed), arg.getLoc())))
-      return func.emitError("cannot add the bf16 argument of '") << name.getValue() << "'";
-    // Widened after the transpose, so that the kernels find the bf16
+            end, stored, partAttrs(name, weightType, std::nullopt, 0, transposed), arg.getLoc())))
+      return func.emitError("cannot add the ")
+             << weightType << " argument of '" << name.getValue() << "'";
+    // Widened after the transpose, so that the kernels find the narrow
     // matrix they stream below the widening.
     Value weight = asProductWeight(b, arg.getLoc(), func.getArgument(end), transposed);
+    if (stored.getElementType() == type.getElementType())
+      return weight;
     return arith::ExtFOp::create(b, arg.getLoc(), type, weight).getResult();
   }
 

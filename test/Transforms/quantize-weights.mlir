@@ -7,6 +7,7 @@
 // RUN: xfmr-opt %s --xfmr-quantize-weights='group-size=32 scale-type=bf16' --split-input-file | FileCheck %s --check-prefix=BF16SCALES
 // RUN: not xfmr-opt %s --xfmr-quantize-weights=scale-type=f16 --split-input-file 2>&1 | FileCheck %s --check-prefix=F16SCALES
 // RUN: xfmr-opt %s --xfmr-quantize-weights='type=bf16 embeddings' --split-input-file | FileCheck %s --check-prefix=EMBBF16
+// RUN: xfmr-opt %s --xfmr-quantize-weights=type=f32 --split-input-file | FileCheck %s --check-prefix=F32
 
 // Each product's weight becomes int8 values and scales of its input side:
 // one scale per output channel by default, per group of 32 inputs with
@@ -64,8 +65,19 @@
 // BF16SCALES-SAME: tensor<96x2xbf16> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "scales", transposed}}
 // BF16SCALES: xfmr.dequantize %{{.*}}, %{{.*}} {axis = 1 : i64, group_size = 32 : i64} : (tensor<96x64xi8>, tensor<96x2xbf16>) -> tensor<96x64xf32>
 // F16SCALES: error: xfmr-quantize-weights: scale-type must be f32 or bf16, got 'f16'
-// INT4: error: xfmr-quantize-weights: type must be int8 or bf16, got 'int4'
+// INT4: error: xfmr-quantize-weights: type must be int8, bf16, f16 or f32, got 'int4'
 // G48: error: weight 'wte': its input side (64) is not a multiple of the group size 48
+// With the weights' own type, only a weight stored [in, out] changes: it is
+// kept transposed, nothing widened; the tied head, read [out, in], stays.
+// F32-LABEL: func @forward
+// F32-SAME: %[[TABLE:[^:]*]]: tensor<50x64xf32> {xfmr.param = "wte"}
+// F32-SAME: %[[BIAS:[^:]*]]: tensor<96xf32> {xfmr.param = "fc.bias"}
+// F32-SAME: %[[FC:[^:]*]]: tensor<96x64xf32> {xfmr.param = "fc.weight", xfmr.quantized = {part = "f32", transposed}}
+// F32-NOT: xfmr.quantized
+// F32-NOT: arith.extf
+// F32: %[[FCW:.*]] = xfmr.transpose %[[FC]] {permutation = array<i64: 1, 0>} : (tensor<96x64xf32>) -> tensor<64x96xf32>
+// F32: xfmr.linear %{{.*}}, %[[FCW]], %[[BIAS]]
+// F32: xfmr.matmul %{{.*}}, %[[TABLE]] {transpose_rhs}
 func.func @forward(%ids: tensor<2x4xi32> {xfmr.input = "input_ids"},
                    %wte: tensor<50x64xf32> {xfmr.param = "wte"},
                    %w: tensor<64x96xf32> {xfmr.param = "fc.weight"},
@@ -91,4 +103,26 @@ func.func @untouched(%x: tensor<4x64xf32> {xfmr.input = "x"}, %w: tensor<64x64xf
   %z = xfmr.add %t, %t : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
   %e = arith.extf %n : tensor<64x64xbf16> to tensor<64x64xf32>
   return %y, %z, %e : tensor<4x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>
+}
+
+// -----
+
+// A bf16 model with type=bf16: as with f32 and type=f32, only the weight
+// stored [in, out] changes, transposed; nothing is widened.
+// BF16-LABEL: func @bf16_model
+// BF16-SAME: %[[TABLE:[^:]*]]: tensor<50x64xbf16> {xfmr.param = "wte"}
+// BF16-SAME: %[[W:[^:]*]]: tensor<96x64xbf16> {xfmr.param = "fc.weight", xfmr.quantized = {part = "bf16", transposed}}
+// BF16-NOT: arith.extf
+// BF16: %[[WT:.*]] = xfmr.transpose %[[W]] {permutation = array<i64: 1, 0>} : (tensor<96x64xbf16>) -> tensor<64x96xbf16>
+// BF16: xfmr.matmul %{{.*}}, %[[WT]] :
+// BF16: xfmr.matmul %{{.*}}, %[[TABLE]] {transpose_rhs}
+// F32-LABEL: func @bf16_model
+// F32-NOT: xfmr.quantized
+func.func @bf16_model(%x: tensor<4x64xbf16> {xfmr.input = "x"},
+                      %wte: tensor<50x64xbf16> {xfmr.param = "wte"},
+                      %w: tensor<64x96xbf16> {xfmr.param = "fc.weight"})
+    -> (tensor<4x96xbf16>, tensor<4x50xbf16>) {
+  %h = xfmr.matmul %x, %w : (tensor<4x64xbf16>, tensor<64x96xbf16>) -> tensor<4x96xbf16>
+  %l = xfmr.matmul %x, %wte {transpose_rhs} : (tensor<4x64xbf16>, tensor<50x64xbf16>) -> tensor<4x50xbf16>
+  return %h, %l : tensor<4x96xbf16>, tensor<4x50xbf16>
 }

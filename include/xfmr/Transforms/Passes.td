@@ -72,31 +72,34 @@ def XfmrFuseLayerNorm : Pass<"xfmr-fuse-layer-norm"> {
 }
 
 def XfmrQuantizeWeights : Pass<"xfmr-quantize-weights", "::mlir::ModuleOp"> {
-  let summary = "Store the weights of products as int8 with a scale per group, or as bf16";
+  let summary = "Store the weights of products as decoding reads them: int8, bf16, or transposed";
   let description = [{
     Every f32 rank-2 `xfmr.param` argument used as the weight of a product
     (`linear`, the right side of `matmul`, the projections of
     `multi_head_attention`) is given to those uses as `xfmr.dequantize` of
     two new arguments: its int8 values and their scales (f32, or bf16 with
     `scale-type=bf16`), one per `group-size` values along the weight's input
-    side (0: one per output channel); with `type=bf16`, as `arith.extf` of one new bf16 argument.
-    The new arguments keep the weight's `xfmr.param` name and say what they
-    are in `xfmr.quantized` ({part = "values" | "scales", axis, group_size,
-    transposed?} or {part = "bf16", transposed?}), so that the runtime
-    quantizes or rounds the checkpoint's tensor into them as it loads it. A
-    weight stored [in, out] is kept transposed, [out, in] (`transposed`; int8
-    groups along axis 1), and reaches its uses through `xfmr.transpose`
-    (widened after it): every output's values are then contiguous, as skinny
-    products and integer dot products read them. Other uses (an embedding
-    whose table is also the tied output projection) keep the f32 argument;
-    an argument left without uses goes. With `embeddings`, the tables of
-    `xfmr.embedding` are narrowed too, with groups along a row (the tied
-    output projection's input side, so that both read one int8 copy). Fails,
-    naming the weight, where the group size does not divide the input side.
+    side (0: one per output channel). With a float `type` (bf16, f16, f32)
+    it is one new argument of that type instead, widened by `arith.extf`
+    where it is narrower; a weight of that type already changes only where
+    it is stored [in, out]. The new arguments keep the weight's `xfmr.param`
+    name and say what they are in `xfmr.quantized` ({part = "values" |
+    "scales", axis, group_size, transposed?} or {part = <type>,
+    transposed?}), so that the runtime quantizes, rounds or transposes the
+    checkpoint's tensor into them as it loads it. A weight stored [in, out]
+    is kept transposed, [out, in] (`transposed`; int8 groups along axis 1),
+    and reaches its uses through `xfmr.transpose` (widened after it): every
+    output's values are then contiguous, as skinny products and integer dot
+    products read them. Other uses (an embedding whose table is also the
+    tied output projection) keep the original argument; an argument left
+    without uses goes. With `embeddings`, the tables of `xfmr.embedding` are
+    narrowed too, with groups along a row (the tied output projection's
+    input side, so that both read one int8 copy). Fails, naming the weight,
+    where the group size does not divide the input side.
   }];
   let options = [
     Option<"weightType", "type", "std::string", /*default=*/"\"int8\"",
-           "int8 (values and scales) or bf16">,
+           "int8 (values and scales), bf16, f16 or f32">,
     Option<"groupSize", "group-size", "int64_t", /*default=*/"0",
            "int8: values per scale along the input side (0: one scale per output channel)">,
     Option<"embeddings", "embeddings", "bool", /*default=*/"false",
