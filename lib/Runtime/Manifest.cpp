@@ -114,8 +114,8 @@ Manifest xfmr::rt::parseManifest(const char *text) {
       const JsonValue *source = quantized->get("source"), *part = quantized->get("part");
       const JsonValue *axis = quantized->get("axis"), *group = quantized->get("group_size");
       // A float part is the tensor converted to the argument's type.
-      bool rounded =
-          part && !floatPartName(spec.dtype).empty() && part->text == floatPartName(spec.dtype);
+      std::string floatPart = floatPartName(spec.dtype);
+      bool rounded = part && !floatPart.empty() && part->text == floatPart;
       bool groups = axis && group && axis->asInt() && *axis->asInt() >= 0 && *axis->asInt() <= 1 &&
                     group->asInt() && *group->asInt() > 0;
       if (!source || !part || spec.shape.size() != 2 ||

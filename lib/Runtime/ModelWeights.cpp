@@ -112,16 +112,15 @@ quantizeInt8(const float *values, const std::vector<int64_t> &shape, int64_t axi
   return {std::move(q), std::move(scales)};
 }
 
-/// The [rows, cols] `values` transposed, a cache-sized tile at a time.
-static std::vector<float> transposed(const float *values, int64_t rows, int64_t cols) {
+/// Writes the [rows, cols] `values` transposed to `result`, a cache-sized
+/// tile at a time.
+static void transposeInto(const float *values, int64_t rows, int64_t cols, float *result) {
   constexpr int64_t kTile = 32;
-  std::vector<float> result(rows * cols);
   for (int64_t r0 = 0; r0 < rows; r0 += kTile)
     for (int64_t c0 = 0; c0 < cols; c0 += kTile)
       for (int64_t c = c0; c < std::min(cols, c0 + kTile); ++c)
         for (int64_t r = r0; r < std::min(rows, r0 + kTile); ++r)
           result[c * rows + r] = values[r * cols + c];
-  return result;
 }
 
 /// Copies the part of a quantized tensor that `arg` is into `buffer`.
@@ -298,8 +297,8 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
            " " + shapeToString(std::vector<int64_t>(info.shape, info.shape + info.rank)) +
            ", the model needs " + xfmr_dtype_name(dtype) + " " + shapeToString(shape));
     // Read as f32 (checked finite): straight into the buffer of an f32
-    // weight, through a copy narrowed to the model's type or quantized
-    // otherwise.
+    // weight (or transposed into it), through a copy narrowed to the
+    // model's type or quantized otherwise.
     std::unique_ptr<Buffer> buffer = allocate();
     size_t count = elementCount(shape);
     xfmr_dtype scaleType = isQuantized ? scaleTypeOf(manifest, arg) : XFMR_DTYPE_F32;
@@ -310,7 +309,8 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
       weights[arg.name] = std::move(buffer);
       continue;
     }
-    std::vector<float> widened(arg.dtype == XFMR_DTYPE_F32 && !isQuantized ? 0 : count);
+    bool plainF32 = arg.dtype == XFMR_DTYPE_F32 && !isQuantized;
+    std::vector<float> widened(plainF32 && !arg.transposed ? 0 : count);
     float *values = widened.empty() ? buffer->as<float>() : widened.data();
     if (xfmr_weights_read(file, found.c_str(), XFMR_DTYPE_F32, static_cast<int32_t>(shape.size()),
                           shape.data(), values, err, sizeof(err)))
@@ -318,8 +318,11 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
     if (!std::all_of(values, values + count, [](float v) { return std::isfinite(v); }))
       fail("weights file '" + path + "': tensor '" + found + "' contains NaN or infinity");
     if (arg.transposed) {
-      widened = transposed(values, shape[0], shape[1]);
-      values = widened.data();
+      std::vector<float> transpose(plainF32 ? 0 : count);
+      float *into = transpose.empty() ? buffer->as<float>() : transpose.data();
+      transposeInto(values, shape[0], shape[1], into);
+      widened = std::move(transpose);
+      values = into;
       std::swap(shape[0], shape[1]);
     }
     if (isQuantized) {
