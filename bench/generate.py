@@ -68,6 +68,14 @@ def prompt_ids():
     return np.random.default_rng(0).integers(0, 50000, size=PROMPT).tolist()
 
 
+def xfmr_speeds(printed):
+    """Prompt tokens/s and decode ms/token from a generator's closing lines."""
+    prompt = re.search(r"prompt: (\d+) tokens in ([0-9.]+) ms", printed)
+    decode = re.search(r"generation: (\d+) tokens in ([0-9.]+) ms", printed)
+    return (int(prompt.group(1)) * 1000 / float(prompt.group(2)),
+            float(decode.group(2)) / int(decode.group(1)))
+
+
 def bench_xfmr(args, directory, workdir, name, flags, sampling=("--temp", "0")):
     generator = os.path.join(workdir, f"xfmr-generate-{name}")
     start = time.perf_counter()
@@ -79,10 +87,7 @@ def bench_xfmr(args, directory, workdir, name, flags, sampling=("--temp", "0")):
     for _ in range(args.repeats):
         err = run([generator, "--ids", "-p", ids, "-n", str(NEW), *sampling, "--ignore-eos",
                    "--no-echo", "-t", str(args.threads)]).stderr
-        prompt = re.search(r"prompt: (\d+) tokens in ([0-9.]+) ms", err)
-        decode = re.search(r"generation: (\d+) tokens in ([0-9.]+) ms", err)
-        result = (int(prompt.group(1)) * 1000 / float(prompt.group(2)),
-                  float(decode.group(2)) / int(decode.group(1)))
+        result = xfmr_speeds(err)
         best = result if best is None else (max(best[0], result[0]), min(best[1], result[1]))
     return best + (compile_s,)
 

@@ -28,6 +28,14 @@ $X $IN/bert-tiny.json --target=nvptx --batch=2 --seq-len=10 --fuse-epilogues=fal
 $X $IN/bert-tiny.json --target=nvptx --batch=2 --seq-len=10 --dtype=bf16 -o e2e/bert-tiny.bf16
 $X $IN/transformer-pre-ln.json --target=nvptx --batch=2 --seq-len=8 --decoder-seq-len=10 -o e2e/transformer-pre-ln.all
 $X $IN/transformer-pre-ln.json --target=nvptx --batch=2 --seq-len=8 --decoder-seq-len=10 --dtype=f16 -o e2e/transformer-pre-ln.f16
+# The object + header form with the caller's host buffers, which each call
+# stages (examples/embed/run_model.c, as test/Examples/embed.test).
+mkdir -p embed
+$PY $LIB/reference.py generate --config $IN/gpt2-tiny.json --weights embed/w.safetensors --tokens embed/unused.txt --sequences 1 --seq-len 10
+$X $IN/gpt2-tiny.json --target=nvptx --seq-len=10 --emit=obj --name=model -o embed/model.o
+$X $IN/gpt2-tiny.json --target=nvptx --seq-len=10 --emit=header --name=model -o embed/model.h
+clang-22 -std=c11 -Wall -Werror -Iembed -I$ROOT/include $ROOT/examples/embed/run_model.c embed/model.o $ROOT/build/lib/libxfmr_runtime.a $ROOT/build/lib/libxfmr_cuda.a -ldl -lstdc++ -lm -o embed/run_model
+$X $IN/gpt2-tiny.json --target=nvptx --seq-len=10 -o embed/model
 # Per-op tests.
 for c in linear:linear normalization:normalization fused-attention:attention low-precision:low_precision mma-gemm:mma_gemm cache-attention:cache_attention cache-attention-bf16:cache_attention_bf16; do
   f=${c%%:*}; k=${c##*:}
@@ -48,6 +56,16 @@ for d in bf16 f16; do
 done
 # ... and the bf16 attention backward on warpgroup MMAs (sm_90a).
 $X $ROOT/test/e2e/grad/low-precision.mlir --entry=loss_bf16 --grad --grad-inputs=q_bf16,k_bf16,v_bf16,cq_bf16,ck_bf16,cv_bf16,lq_bf16,lk_bf16,lv_bf16,hq_bf16,hk_bf16,hv_bf16 --target=nvptx --gpu-arch=sm_90a -o ops/grad-bf16.sm90a
+# Generators (KV cache, greedy decoding) of random GPT-2, BART, Marian and T5
+# checkpoints, checked there against transformers (test/e2e/generate).
+GENERATE="gpt2-greedy gpt2-bf16 gpt2-bf16-cache gpt2-bf16-weights gpt2-int8 bart-greedy marian-greedy t5-greedy"
+$ROOT/build/oracle-venv/bin/python $LIB/generation_check.py --stage prepare --xfmrc $X --xfmrc-flag=--target=nvptx --workdir generate $GENERATE
+$ROOT/build/oracle-venv/bin/python $LIB/generation_check.py --stage prepare --xfmrc $X --xfmrc-flag=--target=nvptx --xfmrc-flag=--gpu-arch=sm_90a --workdir generate.sm90a gpt2-bf16
+# GPT-2 small generators for bench/gpu/generation.py (weights written there).
+$ROOT/build/oracle-venv/bin/python -c "import transformers as tf; tf.GPT2Config().save_pretrained('generate/gpt2-small')"
+for f in "f32" "bf16 --dtype=bf16" "int8 --weights-dtype=int8"; do
+  set -- $f; $X generate/gpt2-small/config.json --generate --target=nvptx $2 -o generate/gpt2-small-$1
+done
 # Training executables: the reverse-sequence example in f32, mixed-precision
 # bf16 and f16 (dynamic loss scaling), as test/Train/reverse-sequence.test.
 mkdir -p train && $PY $ROOT/examples/reverse-sequence/make_data.py train > /dev/null

@@ -1,8 +1,9 @@
 #!/bin/bash
 # On a GPU machine, from the repository root, with build/gpu-bench made by
-# bench/gpu/prepare.sh: the whole-model, per-op and gradient tests on the GPU
-# against PyTorch, then bench/gpu/bench.py (kernel times by ncu, PyTorch's
-# on the same GPU), then training runs. Writes bench.txt into $OUT when that is set.
+# bench/gpu/prepare.sh: the whole models against the float64 reference,
+# generation against transformers and its speed (bench/gpu/generation.py),
+# the per-op and gradient tests against PyTorch, then bench/gpu/bench.py
+# (kernel times by ncu, PyTorch's on the same GPU), then training runs. Writes bench.txt into $OUT when that is set.
 [ -d build/gpu-bench ] || tar -xzf build/gpu-bench.tgz -C build
 cd build/gpu-bench
 LIB=../../test/e2e_lib
@@ -19,12 +20,19 @@ for exe in e2e/*.all e2e/*.noattn e2e/*.noepi e2e/*.bf16 e2e/*.f16; do
   timeout 60 ./$exe --weights=e2e/$cfg.w.safetensors --input=e2e/$cfg.tokens --output=$exe.npy || { echo "FAIL: $exe did not run"; continue; }
   echo -n "$exe: "; python3 $LIB/reference.py check --config $IN/$cfg.json --weights e2e/$cfg.w.safetensors --tokens e2e/$cfg.tokens --output $exe.npy --rel-tol $tol
 done
+echo "== the object + header form (the caller's host buffers, staged at each call) vs the executable"
+./embed/run_model embed/w.safetensors 5 17 42 96 0 3 > embed/embedded.txt && echo "5 17 42 96 0 3" | ./embed/model --weights=embed/w.safetensors --top=5 > embed/runner.txt && diff embed/embedded.txt embed/runner.txt && echo "PASS: embedded gpt2-tiny prints the executable's top logits"
+cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1)
+echo "== generation on the GPU vs transformers (bounds as test/e2e/generate's)"
+timeout 120 python3 $LIB/generation_check.py --stage check --workdir generate gpt2-greedy gpt2-bf16 gpt2-bf16-cache gpt2-bf16-weights gpt2-int8 bart-greedy marian-greedy t5-greedy
+[ "$cc" = 9.0 ] && timeout 60 python3 $LIB/generation_check.py --stage check --workdir generate.sm90a gpt2-bf16
+echo "== generation speed"
+timeout 240 python3 ../../bench/gpu/generation.py 2>&1 | tee ${OUT:-.}/generate.txt
 echo "== per-op tests on the GPU vs PyTorch"
 for c in linear:linear normalization:normalization fused-attention:attention low-precision:low_precision mma-gemm:mma_gemm cache-attention:cache_attention cache-attention-bf16:cache_attention_bf16; do
   f=${c%%:*}; k=${c##*:}
   timeout 60 ./ops/$f --inputs=ops/$f.in.safetensors --output=ops/$f.out.safetensors && python3 $LIB/ops.py check $k ops/$f.in.safetensors ops/$f.out.safetensors
 done
-cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1)
 if [ "$cc" = 9.0 ]; then
   echo "sm_90a (warpgroup MMA attention forward and backward, GEMMs):"
   timeout 60 ./e2e/gpt2-tiny.sm90a --weights=e2e/gpt2-tiny.w.safetensors --input=e2e/gpt2-tiny.tokens --output=e2e/gpt2-tiny.sm90a.npy && echo -n "e2e/gpt2-tiny.sm90a (bf16): " && python3 $LIB/reference.py check --config $IN/gpt2-tiny.json --weights e2e/gpt2-tiny.w.safetensors --tokens e2e/gpt2-tiny.tokens --output e2e/gpt2-tiny.sm90a.npy --rel-tol 2e-2

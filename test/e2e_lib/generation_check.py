@@ -2,7 +2,14 @@
 """Generation (xfmrc --generate) against transformers' generate() and the
 model's own full forward.
 
-  generation_check.py --xfmrc PATH --workdir DIR CASE...
+  generation_check.py --xfmrc PATH --workdir DIR [--stage all|prepare|check]
+                      [--xfmrc-flag FLAG]... CASE...
+
+--stage=prepare writes the checkpoints and compiles the generators (with the
+extra --xfmrc-flag flags, e.g. --target=nvptx) on a machine with xfmrc;
+--stage=check runs and checks them where they run (a GPU machine with
+transformers). Only the greedy gpt2-* and {bart,marian,t5}-greedy cases have
+the two stages.
 
 gpt2-greedy: a random GPT-2 checkpoint with a byte-level BPE tokenizer
 trained here; greedy generation from text prompts (a batch of different
@@ -36,7 +43,7 @@ import numpy as np
 import torch
 import transformers as tf
 from safetensors.numpy import load_file
-from tokenizers import ByteLevelBPETokenizer
+from tokenizers import ByteLevelBPETokenizer, Tokenizer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from hf_models import (padded, random_sequences, randomize, seq2seq_config,  # noqa: E402
@@ -50,7 +57,10 @@ PROMPTS = ["The quick brown fox", "Voilà: naïve café, résumé, Ærøskøbing
            "it's"]
 
 
-def gpt2_checkpoint(directory, seed):
+def gpt2_checkpoint(directory, seed, stage="all"):
+    if stage == "check":
+        return (tf.GPT2LMHeadModel.from_pretrained(directory).eval(),
+                Tokenizer.from_file(os.path.join(directory, "tokenizer.json")))
     tokenizer = ByteLevelBPETokenizer()
     tokenizer.train_from_iterator(CORPUS.splitlines() * 3, vocab_size=300, min_frequency=1,
                                   special_tokens=["<|endoftext|>"])
@@ -71,6 +81,14 @@ def gpt2_checkpoint(directory, seed):
 
 def run(command, **kwargs):
     return subprocess.run(command, check=True, capture_output=True, **kwargs)
+
+
+def compile_generator(args, directory, generator, *flags):
+    """xfmrc --generate on the checkpoint, unless in the check stage; returns
+    whether the case goes on to run and check it."""
+    if args.stage != "check":
+        run([args.xfmrc, directory, "--generate", *flags, *args.xfmrc_flag, "-o", generator])
+    return args.stage != "prepare"
 
 
 def xfmr_forward_logits(xfmrc, source, workdir, weights, tokens, vocab, encoded=None):
@@ -109,11 +127,13 @@ def check_against_forward(name, saved, forward):
 def gpt2_greedy(args):
     workdir = os.path.join(args.workdir, "gpt2-greedy")
     directory = os.path.join(workdir, "checkpoint")
-    model, tokenizer = gpt2_checkpoint(directory, 1)
+    model, tokenizer = gpt2_checkpoint(directory, 1, args.stage)
     generator = os.path.join(workdir, "generate")
-    run([args.xfmrc, directory, "--generate", "--batch=3", "--seq-len=8", "-o", generator])
+    if not compile_generator(args, directory, generator, "--batch=3", "--seq-len=8"):
+        return True
     saved = os.path.join(workdir, "greedy.safetensors")
-    command = [generator, "-n", "20", "--temp", "0", f"--save-logits={saved}"]
+    command = [generator, f"--weights={directory}", "-n", "20", "--temp", "0",
+               f"--save-logits={saved}"]
     for prompt in PROMPTS:
         command += ["-p", prompt]
     printed = run(command).stdout.decode()
@@ -157,12 +177,13 @@ def gpt2_narrow(args, name, flags, max_limit, mean_limit):
     bounds relative to the largest logit."""
     workdir = os.path.join(args.workdir, name)
     directory = os.path.join(workdir, "checkpoint")
-    model, tokenizer = gpt2_checkpoint(directory, 1)
+    model, tokenizer = gpt2_checkpoint(directory, 1, args.stage)
     generator = os.path.join(workdir, "generate")
-    run([args.xfmrc, directory, "--generate", *flags, "--batch=3", "--seq-len=8", "-o",
-         generator])
+    if not compile_generator(args, directory, generator, *flags, "--batch=3", "--seq-len=8"):
+        return True
     saved = os.path.join(workdir, "greedy.safetensors")
-    command = [generator, "-n", "20", "--temp", "0", "--ignore-eos", f"--save-logits={saved}"]
+    command = [generator, f"--weights={directory}", "-n", "20", "--temp", "0", "--ignore-eos",
+               f"--save-logits={saved}"]
     for prompt in PROMPTS:
         command += ["-p", prompt]
     run(command)
@@ -308,12 +329,14 @@ def t5_seq2seq(args):
         "eos_token_id": 1, "decoder_start_token_id": 0})
 
 
-def seq2seq_checkpoint(directory, family, seed, eos_bias=0.0):
+def seq2seq_checkpoint(directory, family, seed, eos_bias=0.0, stage="all"):
     """A random Marian or BART translation checkpoint (an untied output
     projection: a tied one mostly repeats the last token), its end of
     sequence eos_bias likelier, with the token rules the published ones
     have in generation_config.json: BART's forced first and last tokens,
     Marian's forced last token and never the padding."""
+    if stage == "check":
+        return tf.AutoModelForSeq2SeqLM.from_pretrained(directory).eval()
     if family == "t5":
         # T5 has no token rules; its position buckets (max_distance 10) go
         # logarithmic, then clamp, as the decoder's cache grows. (generate()
@@ -372,14 +395,15 @@ def seq2seq_greedy(args, family):
     name = f"{family}-greedy"
     workdir = os.path.join(args.workdir, name)
     directory = os.path.join(workdir, "checkpoint")
-    model = seq2seq_checkpoint(directory, family, 6)
+    model = seq2seq_checkpoint(directory, family, 6, stage=args.stage)
     config = model.config
     generator = os.path.join(workdir, "generate")
-    run([args.xfmrc, directory, "--generate", "--batch=3", "--seq-len=12", "-o", generator])
+    if not compile_generator(args, directory, generator, "--batch=3", "--seq-len=12"):
+        return True
     rng = np.random.default_rng(4)
     sources = random_sequences(rng, 3, 12, config.vocab_size)
     saved = os.path.join(workdir, "greedy.safetensors")
-    command = [generator, "--ids", "-n", "16", "--temp", "0", "--repeat-penalty", "2",
+    command = [generator, f"--weights={directory}", "--ids", "-n", "16", "--temp", "0", "--repeat-penalty", "2",
                "--repeat-last-n", "0", f"--save-logits={saved}"]
     for source in sources:
         command += ["-p", " ".join(map(str, source))]
@@ -464,14 +488,22 @@ CASES = {"gpt2-greedy": gpt2_greedy, "gpt2-sampled": gpt2_sampled, "gpt2-bf16": 
          "encoder-causal-sinusoidal": lambda a: encoder_causal(a, "sinusoidal"),
          "transformer-seq2seq": transformer_seq2seq}
 
+STAGED = {"gpt2-greedy", "gpt2-bf16", "gpt2-bf16-cache", "gpt2-bf16-weights", "gpt2-int8",
+          "gpt2-int8-g32", "bart-greedy", "marian-greedy", "t5-greedy"}
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--xfmrc", required=True)
+    parser.add_argument("--xfmrc", default="xfmrc")
     parser.add_argument("--workdir", required=True)
+    parser.add_argument("--stage", choices=("all", "prepare", "check"), default="all")
+    parser.add_argument("--xfmrc-flag", action="append", default=[],
+                        help="extra xfmrc flag of the generators (repeatable)")
     parser.add_argument("cases", nargs="+", choices=sorted(CASES))
     args = parser.parse_args()
+    if args.stage != "all" and not set(args.cases) <= STAGED:
+        parser.error(f"--stage={args.stage} is for {', '.join(sorted(STAGED))}")
     ok = True
     for case in args.cases:
         ok &= CASES[case](args)

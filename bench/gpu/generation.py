@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""GPU generation benchmark (not a test), run by bench/gpu/run.sh from
+build/gpu-bench: GPT-2 small with random weights (transformers' own
+initialisation, written there), batch 1, a 128-token prompt and 128 new
+tokens, greedy. xfmr's nvptx generators (bench/gpu/prepare.sh compiles them
+from the config: f32, --dtype=bf16, --weights-dtype=int8) against
+transformers' generate() on the same GPU (eager, SDPA, KV cache; f32 and
+bf16). Prompt speed is tokens/s of the prefill; decode is ms per generated
+token (the 127 steps after the first); the best of REPEATS runs."""
+import os
+import subprocess
+import sys
+import time
+
+import torch
+import transformers as tf
+
+sys.path.insert(0, "../../bench")
+from generate import NEW, PROMPT, prompt_ids, xfmr_speeds  # noqa: E402
+
+REPEATS = 3
+GENERATORS = [("xfmr f32", "generate/gpt2-small-f32"),
+              ("xfmr bf16 (--dtype=bf16)", "generate/gpt2-small-bf16"),
+              ("xfmr int8 weights", "generate/gpt2-small-int8")]
+
+
+def checkpoint(directory):
+    if not os.path.exists(os.path.join(directory, "model.safetensors")):
+        torch.manual_seed(0)
+        tf.GPT2LMHeadModel(tf.GPT2Config()).save_pretrained(directory)
+    return directory
+
+
+def bench_xfmr(generator, directory):
+    ids = " ".join(map(str, prompt_ids()))
+    best = (0.0, float("inf"))
+    for _ in range(REPEATS):
+        result = subprocess.run([generator, f"--weights={directory}", "--ids", "-p", ids, "-n",
+                                 str(NEW), "--temp", "0", "--ignore-eos", "--no-echo"],
+                                capture_output=True, text=True, timeout=300)
+        if result.returncode != 0:
+            return None
+        prompt, decode = xfmr_speeds(result.stderr)
+        best = (max(best[0], prompt), min(best[1], decode))
+    return best
+
+
+def bench_transformers(directory, dtype):
+    model = tf.GPT2LMHeadModel.from_pretrained(directory, attn_implementation="sdpa",
+                                               dtype=dtype).cuda().eval()
+    ids = torch.tensor([prompt_ids()]).cuda()
+
+    def timed(fn):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        fn()
+        torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+    best = (0.0, float("inf"))
+    with torch.no_grad():
+        for _ in range(REPEATS + 1):  # the first warms up
+            prefill = timed(lambda: model(ids, use_cache=True, logits_to_keep=1))
+            one = timed(lambda: model.generate(ids, max_new_tokens=1, min_new_tokens=1,
+                                               do_sample=False))
+            all_tokens = timed(lambda: model.generate(ids, max_new_tokens=NEW,
+                                                      min_new_tokens=NEW, do_sample=False))
+            best = (max(best[0], PROMPT / prefill),
+                    min(best[1], (all_tokens - one) * 1000 / (NEW - 1)))
+    return best
+
+
+def main():
+    directory = checkpoint("generate/gpt2-small")
+    print(f"GPU: {torch.cuda.get_device_name()}, torch {torch.__version__}, transformers "
+          f"{tf.__version__}; GPT-2 small, batch 1, {PROMPT}-token prompt, {NEW} new tokens")
+    rows = [(name, bench_xfmr(generator, directory)) for name, generator in GENERATORS]
+    rows += [(f"transformers generate() {name}", bench_transformers(directory, dtype))
+             for name, dtype in (("f32", torch.float32), ("bf16", torch.bfloat16))]
+    print(f"| {'system':34} | prompt tok/s | decode ms/token |")
+    print(f"|{'-' * 36}|--------------|-----------------|")
+    for name, result in rows:
+        cells = "failed" if result is None else f"{result[0]:12.1f} | {result[1]:15.3f}"
+        print(f"| {name:34} | {cells} |")
+
+
+if __name__ == "__main__":
+    main()
