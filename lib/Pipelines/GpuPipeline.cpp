@@ -34,8 +34,8 @@ void xfmr::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options
   // Fused attention is one hand-built kernel; every other op is one kernel
   // per linalg op: parallel dimensions become blocks and threads, reduction
   // loops inside the thread.
+  pm.addPass(createXfmrGpuManagedBuffers());
   OpPassManager &funcs = pm.nest<func::FuncOp>();
-  funcs.addPass(createXfmrGpuManagedBuffers());
   funcs.addPass(createXfmrGpuReductionsInnermost());
   funcs.addPass(createConvertLinalgToParallelLoopsPass());
   funcs.addPass(createForallToForLoopPass());

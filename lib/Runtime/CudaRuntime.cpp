@@ -295,6 +295,33 @@ void mgpuMemset16(void *destination, unsigned short value, size_t count, CUstrea
   XFMR_CHECK(cuMemsetD16Async_(reinterpret_cast<CUdeviceptr>(destination), value, count, stream));
 }
 
+/// Whether `pointer` is in CUDA managed memory, which the host code of
+/// xfmr-gpu-managed-buffers then hands to the kernels in place instead of
+/// staging it. Host memory CUDA does not know reads as not managed.
+bool xfmrGpuIsManaged(intptr_t pointer) {
+  unsigned managed = 0;
+  CUresult result = driver().cuPointerGetAttribute_(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                                    static_cast<CUdeviceptr>(pointer));
+  if (result == CUDA_ERROR_INVALID_VALUE)
+    return false;
+  check(result, "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_IS_MANAGED)");
+  return managed != 0;
+}
+
+/// The runtime's buffers (weights, KV caches, inputs and outputs) in a GPU
+/// executable: managed memory, so that the compiled functions use them in
+/// place and they stay on the GPU between calls, while host code still reads
+/// and writes them (ModelWeights.cpp).
+void *xfmrGpuAllocShared(size_t bytes) {
+  CUdeviceptr pointer = 0;
+  XFMR_CHECK(cuMemAllocManaged_(&pointer, bytes ? bytes : 1, CU_MEM_ATTACH_GLOBAL));
+  return reinterpret_cast<void *>(pointer);
+}
+
+void xfmrGpuFreeShared(void *pointer) {
+  XFMR_CHECK(cuMemFree_(reinterpret_cast<CUdeviceptr>(pointer)));
+}
+
 void mgpuSetDefaultDevice(int32_t device) {
   if (device != 0)
     fail("xfmr's CUDA runtime runs on device 0 only");

@@ -20,7 +20,17 @@ using namespace xfmr::rt;
 /// (a TLB miss every 4 KiB).
 static constexpr size_t kHugePage = size_t(2) << 20;
 
+// Defined in GPU executables (libxfmr_cuda, CudaRuntime.cpp): buffers in CUDA
+// managed memory, which the compiled functions use in place.
+extern "C" void *xfmrGpuAllocShared(size_t bytes) __attribute__((weak));
+extern "C" void xfmrGpuFreeShared(void *pointer) __attribute__((weak));
+
 Buffer::Buffer(size_t bytes) : size(bytes) {
+  if (xfmrGpuAllocShared) {
+    data = static_cast<uint8_t *>(xfmrGpuAllocShared(bytes));
+    std::memset(data, 0, size);
+    return;
+  }
   size_t alignment = bytes >= kHugePage ? kHugePage : 64;
   size_t rounded = std::max(alignment, (bytes + alignment - 1) / alignment * alignment);
   data = static_cast<uint8_t *>(std::aligned_alloc(alignment, rounded));
@@ -35,7 +45,11 @@ Buffer::Buffer(std::shared_ptr<Buffer> block, size_t offset, size_t bytes)
     : data(block->data + offset), size(bytes), block(std::move(block)) {}
 
 Buffer::~Buffer() {
-  if (!block)
+  if (block)
+    return;
+  if (xfmrGpuFreeShared)
+    xfmrGpuFreeShared(data);
+  else
     std::free(data);
 }
 

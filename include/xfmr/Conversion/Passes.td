@@ -225,23 +225,27 @@ def XfmrEmitPackedEntry : Pass<"xfmr-emit-packed-entry", "::mlir::ModuleOp"> {
 // GPU (NVPTX)
 //===----------------------------------------------------------------------===//
 
-def XfmrGpuManagedBuffers : Pass<"xfmr-gpu-managed-buffers", "::mlir::func::FuncOp"> {
-  let summary = "Place a bufferized function's buffers in CUDA managed memory";
+def XfmrGpuManagedBuffers : Pass<"xfmr-gpu-managed-buffers", "::mlir::ModuleOp"> {
+  let summary = "Place bufferized functions' buffers where the GPU kernels address them";
   let description = [{
     Runs on bufferized functions whose loops are about to become GPU kernels.
     Every `memref.alloc` becomes `gpu.alloc host_shared` (CUDA managed memory,
     addressable by the kernels and by whatever host code remains between
     them) and every `memref.dealloc` a `gpu.dealloc`; constants read with
     `memref.get_global` are copied into managed buffers at entry. The
-    caller's arguments stay host pointers (the ABI of the CPU build): each is
-    copied into a managed buffer at entry, and the arguments the function
-    writes are copied back before it returns. Those copies are `gpu.memcpy`
-    (the copy engine), so the kernels find staged data already in GPU
-    memory. Copies between buffers inside the function become `linalg.copy`,
-    so they run as kernels too. Fails on `memref.alloca` outside loops,
-    which a kernel could not address.
+    caller's arguments keep the CPU build's ABI (host pointers). An argument
+    in CUDA managed memory (`xfmrGpuIsManaged`, libxfmr_cuda; the runtime's
+    weights, caches, inputs and outputs in GPU executables) is used in place:
+    it stays on the GPU from one call to the next. Any other is copied into a
+    managed buffer at entry, and copied back before returning where the
+    function writes it. Those copies are `gpu.memcpy` (the copy engine), so
+    the kernels find staged data already in GPU memory. Copies between
+    buffers inside the function become `linalg.copy`, so they run as kernels
+    too. Fails on `memref.alloca` outside loops, which a kernel could not
+    address.
   }];
-  let dependentDialects = ["::mlir::gpu::GPUDialect", "::mlir::linalg::LinalgDialect"];
+  let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
+                           "::mlir::linalg::LinalgDialect", "::mlir::scf::SCFDialect"];
 }
 
 def XfmrGpuDeviceBuffers : Pass<"xfmr-gpu-device-buffers", "::mlir::func::FuncOp"> {

@@ -3,6 +3,7 @@
 #include "xfmr/Conversion/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "llvm/Support/Debug.h"
@@ -25,6 +26,15 @@ bool onlyGpuTouches(Value buffer) {
     if (user->getParentOfType<gpu::LaunchOp>() ||
         isa<gpu::LaunchFuncOp, gpu::MemcpyOp, gpu::MemsetOp, gpu::DeallocOp>(user))
       continue;
+    // A buffer an scf.if yields (an argument staged where it was not in
+    // managed memory) counts through the yielded value.
+    if (auto yield = dyn_cast<scf::YieldOp>(user)) {
+      for (OpOperand &use : yield->getOpOperands())
+        if (use.get() == buffer &&
+            !onlyGpuTouches(yield->getParentOp()->getResult(use.getOperandNumber())))
+          return false;
+      continue;
+    }
     if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
       if (view.getViewSource() == buffer && !onlyGpuTouches(view->getResult(0)))
         return false;

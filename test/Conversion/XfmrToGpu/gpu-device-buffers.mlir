@@ -59,4 +59,48 @@ module attributes {gpu.container_module} {
     gpu.wait [%t3]
     return %v : f32
   }
+
+  // An argument staged where it is not in managed memory: the staging buffer
+  // that an scf.if yields counts through the yielded value, which only
+  // kernels touch here, and the host reads in @staged_host_reads.
+  // CHECK-LABEL: func.func @staged_for_kernels
+  // CHECK: scf.if
+  // CHECK-NEXT: scf.yield %arg0
+  // CHECK-NEXT: } else {
+  // CHECK-NEXT: gpu.wait async
+  // CHECK-NEXT: gpu.alloc async {{.*}} () : memref<32xf32>
+  // CHECK-LABEL: func.func @staged_host_reads
+  // CHECK: scf.if
+  // CHECK: gpu.alloc host_shared () : memref<32xf32>
+  func.func @staged_for_kernels(%host: memref<32xf32>, %managed: i1) {
+    %c1 = arith.constant 1 : index
+    %m = scf.if %managed -> (memref<32xf32>) {
+      scf.yield %host : memref<32xf32>
+    } else {
+      %s = gpu.wait async
+      %b, %t0 = gpu.alloc async [%s] host_shared () : memref<32xf32>
+      %t1 = gpu.memcpy async [%t0] %b, %host : memref<32xf32>, memref<32xf32>
+      gpu.wait [%t1]
+      scf.yield %b : memref<32xf32>
+    }
+    %s = gpu.wait async
+    %t = gpu.launch_func async [%s] @kernels::@scale blocks in (%c1, %c1, %c1)
+        threads in (%c1, %c1, %c1) args(%m : memref<32xf32>)
+    gpu.wait [%t]
+    return
+  }
+  func.func @staged_host_reads(%host: memref<32xf32>, %managed: i1) -> f32 {
+    %c0 = arith.constant 0 : index
+    %m = scf.if %managed -> (memref<32xf32>) {
+      scf.yield %host : memref<32xf32>
+    } else {
+      %s = gpu.wait async
+      %b, %t0 = gpu.alloc async [%s] host_shared () : memref<32xf32>
+      %t1 = gpu.memcpy async [%t0] %b, %host : memref<32xf32>, memref<32xf32>
+      gpu.wait [%t1]
+      scf.yield %b : memref<32xf32>
+    }
+    %v = memref.load %m[%c0] : memref<32xf32>
+    return %v : f32
+  }
 }

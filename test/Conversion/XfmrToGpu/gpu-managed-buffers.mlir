@@ -1,15 +1,25 @@
 // RUN: xfmr-opt %s --xfmr-gpu-managed-buffers --split-input-file --verify-diagnostics | FileCheck %s
 
-// Arguments and constants are staged into managed memory by the copy engine;
-// only the written argument is copied back; internal buffers are managed;
-// copies between the function's own buffers become linalg.copy (a kernel).
+// Arguments in managed memory are used in place; others, and constants, are
+// staged into managed memory by the copy engine, and only the written
+// argument is copied back; internal buffers are managed; copies between the
+// function's own buffers become linalg.copy (a kernel).
 memref.global "private" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 4.0]>
 // CHECK-LABEL: func.func @stage
 // CHECK-SAME: (%[[IN:.*]]: memref<4xf32>, %[[OUT:.*]]: memref<4xf32>)
-// CHECK: %[[MIN:.*]] = gpu.alloc host_shared () : memref<4xf32>
-// CHECK-NEXT: gpu.memcpy %[[MIN]], %[[IN]]
-// CHECK-NEXT: %[[MOUT:.*]] = gpu.alloc host_shared () : memref<4xf32>
-// CHECK-NEXT: gpu.memcpy %[[MOUT]], %[[OUT]]
+// CHECK: %[[PIN:.*]] = memref.extract_aligned_pointer_as_index %[[IN]]
+// CHECK-NEXT: %[[MANAGED_IN:.*]] = call @xfmrGpuIsManaged(%[[PIN]]) : (index) -> i1
+// CHECK-NEXT: %[[MIN:.*]] = scf.if %[[MANAGED_IN]] -> (memref<4xf32>) {
+// CHECK-NEXT: scf.yield %[[IN]]
+// CHECK-NEXT: } else {
+// CHECK-NEXT: %[[SIN:.*]] = gpu.alloc host_shared () : memref<4xf32>
+// CHECK-NEXT: gpu.memcpy %[[SIN]], %[[IN]]
+// CHECK-NEXT: scf.yield %[[SIN]]
+// CHECK: %[[STAGED_IN:.*]] = arith.xori %[[MANAGED_IN]], %true
+// CHECK: %[[MANAGED_OUT:.*]] = call @xfmrGpuIsManaged
+// CHECK-NEXT: %[[MOUT:.*]] = scf.if %[[MANAGED_OUT]] -> (memref<4xf32>) {
+// CHECK-NEXT: scf.yield %[[OUT]]
+// CHECK: %[[STAGED_OUT:.*]] = arith.xori %[[MANAGED_OUT]]
 // CHECK-NEXT: %[[G:.*]] = memref.get_global @table
 // CHECK-NEXT: %[[MG:.*]] = gpu.alloc host_shared () : memref<4xf32>
 // CHECK-NEXT: gpu.memcpy %[[MG]], %[[G]]
@@ -17,11 +27,16 @@ memref.global "private" constant @table : memref<4xf32> = dense<[1.0, 2.0, 3.0, 
 // CHECK-NEXT: linalg.add ins(%[[MIN]], %[[MG]] : {{.*}}) outs(%[[TMP]] :
 // CHECK-NEXT: linalg.copy ins(%[[TMP]] : {{.*}}) outs(%[[MOUT]] :
 // CHECK-NEXT: gpu.dealloc %[[TMP]]
-// CHECK-NEXT: gpu.memcpy %[[OUT]], %[[MOUT]]
+// CHECK-NEXT: scf.if %[[STAGED_IN]] {
 // CHECK-NEXT: gpu.dealloc %[[MIN]]
+// CHECK-NEXT: }
+// CHECK-NEXT: scf.if %[[STAGED_OUT]] {
+// CHECK-NEXT: gpu.memcpy %[[OUT]], %[[MOUT]]
 // CHECK-NEXT: gpu.dealloc %[[MOUT]]
+// CHECK-NEXT: }
 // CHECK-NEXT: gpu.dealloc %[[MG]]
 // CHECK-NEXT: return
+// CHECK: func.func private @xfmrGpuIsManaged(index) -> i1
 func.func @stage(%in: memref<4xf32>, %out: memref<4xf32>) {
   %t = memref.get_global @table : memref<4xf32>
   %tmp = memref.alloc() : memref<4xf32>
@@ -35,9 +50,10 @@ func.func @stage(%in: memref<4xf32>, %out: memref<4xf32>) {
 
 // A write through a view of an argument counts.
 // CHECK-LABEL: func.func @view_write
-// CHECK: %[[M:.*]] = gpu.alloc host_shared () : memref<4x4xf32>
+// CHECK: %[[M:.*]] = scf.if
 // CHECK: memref.subview %[[M]]
-// CHECK: gpu.memcpy %arg0, %[[M]]
+// CHECK: scf.if
+// CHECK-NEXT: gpu.memcpy %arg0, %[[M]]
 func.func @view_write(%arg: memref<4x4xf32>, %v: f32) {
   %row = memref.subview %arg[1, 0] [1, 4] [1, 1] : memref<4x4xf32> to memref<4xf32, strided<[1], offset: 4>>
   linalg.fill ins(%v : f32) outs(%row : memref<4xf32, strided<[1], offset: 4>>)
