@@ -319,7 +319,11 @@ void *xfmrGpuAllocShared(size_t bytes) {
 }
 
 void xfmrGpuFreeShared(void *pointer) {
-  XFMR_CHECK(cuMemFree_(reinterpret_cast<CUdeviceptr>(pointer)));
+  CUresult result = driver().cuMemFree_(reinterpret_cast<CUdeviceptr>(pointer));
+  // A buffer freed by a static destructor after the driver's own teardown
+  // at exit: the memory goes with the process.
+  if (result != CUDA_ERROR_DEINITIALIZED)
+    check(result, "cuMemFree");
 }
 
 void mgpuSetDefaultDevice(int32_t device) {
