@@ -3,23 +3,13 @@ backward, bf16 matrix products and GPT-2 block next to PyTorch's on the same GPU
 result's error against PyTorch. Run by bench/gpu/run.sh from
 build/gpu-bench (NCU: the ncu binary; SECTIONS: a comma-separated subset of
 attention,attention_bf16,backward,gemm,block)."""
-import csv, glob, io, os, subprocess, sys
+import glob, os, subprocess, sys
 import numpy as np, torch
 sys.path.insert(0, "../../test/e2e_lib"); sys.path.insert(0, "../../bench")
 import safetensors_io, models
+from ncu import ncu_kernels
 
-NCU = os.environ["NCU"]
 B, H = 4, 16
-
-def ncu_kernels(cmd):
-    out = subprocess.run([NCU, "--csv", "--metrics", "gpu__time_duration.sum"] + cmd,
-                         capture_output=True, text=True, timeout=300)
-    rows = [r for r in csv.reader(io.StringIO(out.stdout)) if len(r) > 10]
-    head, body = rows[0], rows[1:]
-    ki, ui, vi = head.index("Kernel Name"), head.index("Metric Unit"), head.index("Metric Value")
-    scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3, "ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
-    kernels = [(r[ki], float(r[vi].replace(",", "")) * scale[r[ui]]) for r in body]
-    return kernels
 
 def wall(cmd):
     out = subprocess.run(cmd + ["--benchmark=5"], capture_output=True, text=True, timeout=300)

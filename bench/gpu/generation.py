@@ -6,7 +6,11 @@ tokens, greedy. xfmr's nvptx generators (bench/gpu/prepare.sh compiles them
 from the config: f32, --dtype=bf16, --weights-dtype=int8) against
 transformers' generate() on the same GPU (eager, SDPA, KV cache; f32 and
 bf16). Prompt speed is tokens/s of the prefill; decode is ms per generated
-token (the 127 steps after the first); the best of REPEATS runs."""
+token (the 127 steps after the first); the best of REPEATS runs. With NCU
+set (the ncu binary), then where xfmr's decode step goes: the kernel time of
+a step by kernel (the difference of a 3-token and a 1-token run, halved)
+next to the step's wall time."""
+import collections
 import os
 import subprocess
 import sys
@@ -17,6 +21,7 @@ import transformers as tf
 
 sys.path.insert(0, "../../bench")
 from generate import NEW, PROMPT, prompt_ids, xfmr_speeds  # noqa: E402
+from ncu import ncu_kernels  # noqa: E402
 
 REPEATS = 3
 GENERATORS = [("xfmr f32", "generate/gpt2-small-f32"),
@@ -31,12 +36,29 @@ def checkpoint(directory):
     return directory
 
 
+def generator_command(generator, directory, prompt, new):
+    return [generator, f"--weights={directory}", "--ids", "-p", " ".join(map(str, prompt)), "-n",
+            str(new), "--temp", "0", "--ignore-eos", "--no-echo"]
+
+
+def decode_profile(name, generator, directory, decode_ms):
+    """Kernel milliseconds of one decode step by kernel name: a run that
+    decodes two more tokens than another, the difference halved."""
+    runs = [collections.Counter(), collections.Counter()]
+    for run, new in zip(runs, (1, 3)):
+        for kernel, ms in ncu_kernels(generator_command(generator, directory, prompt_ids(), new)):
+            run[kernel] += ms
+    step = {kernel: (runs[1][kernel] - runs[0][kernel]) / 2 for kernel in runs[1]}
+    total = sum(step.values())
+    print(f"{name}: a decode step's kernels {total:.3f} ms of its {decode_ms:.3f} ms; the largest:")
+    for kernel, ms in sorted(step.items(), key=lambda item: -item[1])[:8]:
+        print(f"  {ms:8.3f} ms  {kernel[:100]}")
+
+
 def bench_xfmr(generator, directory):
-    ids = " ".join(map(str, prompt_ids()))
     best = (0.0, float("inf"))
     for _ in range(REPEATS):
-        result = subprocess.run([generator, f"--weights={directory}", "--ids", "-p", ids, "-n",
-                                 str(NEW), "--temp", "0", "--ignore-eos", "--no-echo"],
+        result = subprocess.run(generator_command(generator, directory, prompt_ids(), NEW),
                                 capture_output=True, text=True, timeout=300)
         if result.returncode != 0:
             return None
@@ -82,6 +104,10 @@ def main():
     for name, result in rows:
         cells = "failed" if result is None else f"{result[0]:12.1f} | {result[1]:15.3f}"
         print(f"| {name:34} | {cells} |")
+    if os.environ.get("NCU"):
+        for (name, generator), (_, result) in zip(GENERATORS, rows):
+            if result is not None:
+                decode_profile(name, generator, directory, result[1])
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ echo "== generation on the GPU vs transformers (bounds as test/e2e/generate's)"
 timeout 120 python3 $LIB/generation_check.py --stage check --workdir generate gpt2-greedy gpt2-bf16 gpt2-bf16-cache gpt2-bf16-weights gpt2-int8 bart-greedy marian-greedy t5-greedy
 [ "$cc" = 9.0 ] && timeout 60 python3 $LIB/generation_check.py --stage check --workdir generate.sm90a gpt2-bf16
 echo "== generation speed"
-timeout 240 python3 ../../bench/gpu/generation.py 2>&1 | tee ${OUT:-.}/generate.txt
+NCU=$NCU timeout 420 python3 ../../bench/gpu/generation.py 2>&1 | tee ${OUT:-.}/generate.txt
 echo "== per-op tests on the GPU vs PyTorch"
 for c in linear:linear normalization:normalization fused-attention:attention low-precision:low_precision mma-gemm:mma_gemm cache-attention:cache_attention cache-attention-bf16:cache_attention_bf16; do
   f=${c%%:*}; k=${c##*:}
