@@ -48,9 +48,16 @@ std::vector<float> xfmr::rt::sampledProbabilities(const float *logits, int64_t v
   }
   for (double &score : scores)
     score /= s.temperature;
+  auto higher = [&](int64_t a, int64_t b) {
+    return scores[a] != scores[b] ? scores[a] > scores[b] : a < b;
+  };
+  double maximum = *std::max_element(scores.begin(), scores.end());
   // The kept tokens, highest first, equal scores in token order. Only they
   // are sorted: sorting a vocabulary of 50k took as long as a decode step.
   std::vector<int64_t> order;
+  // The probability mass (unnormalized) of the tokens top-p drops for sure:
+  // those outside `order` when only top-p filters.
+  double outside = 0;
   if (s.top_k > 0 && s.top_k < vocab) {
     // The k highest scores, from one pass that mostly compares with the
     // least of them (a heap); the k-th is the threshold. Ties with it stay,
@@ -62,23 +69,40 @@ std::vector<float> xfmr::rt::sampledProbabilities(const float *logits, int64_t v
     for (int64_t token = 0; token < vocab; ++token)
       if (scores[token] >= threshold)
         order.push_back(token);
+    std::sort(order.begin(), order.end(), higher);
   } else {
     order.resize(vocab);
     std::iota(order.begin(), order.end(), 0);
+    // Top-p alone: the fewest highest tokens (256, 2048, ...) outside which
+    // lies at most 1 - top_p of the mass, which top-p then drops whole.
+    double total = 0;
+    if (s.top_p < 1.0)
+      for (double score : scores)
+        total += std::exp(score - maximum);
+    int64_t candidates = vocab;
+    for (int64_t m = 256; s.top_p < 1.0 && m < vocab; m *= 8) {
+      std::nth_element(order.begin(), order.begin() + m, order.end(), higher);
+      double inside = 0;
+      for (int64_t i = 0; i < m; ++i)
+        inside += std::exp(scores[order[i]] - maximum);
+      if (total - inside <= (1.0 - s.top_p) * total) {
+        candidates = m;
+        outside = total - inside;
+        break;
+      }
+    }
+    std::sort(order.begin(), order.begin() + candidates, higher);
+    order.resize(candidates);
   }
-  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return scores[a] != scores[b] ? scores[a] > scores[b] : a < b;
-  });
   int64_t kept = static_cast<int64_t>(order.size());
-  double maximum = scores[order[0]];
   std::vector<double> weights(kept);
-  double sum = 0;
+  double sum = outside;
   for (int64_t i = 0; i < kept; ++i)
     sum += weights[i] = std::exp(scores[order[i]] - maximum);
   if (s.top_p < 1.0) {
     // Drop the least likely tokens whose probabilities add up to at most
     // 1 - top_p (ascending order), keeping at least one.
-    double dropped = 0;
+    double dropped = outside / sum;
     int64_t keep = kept;
     for (int64_t i = kept - 1; i > 0; --i) {
       dropped += weights[i] / sum;

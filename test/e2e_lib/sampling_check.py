@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """xfmr's sampling filters against transformers' own logits processors
 (RepetitionPenalty, Temperature, TopK, TopP, in generate()'s order): the
-probabilities the next token is drawn from, for random logits and histories.
+probabilities the next token is drawn from, for random logits and histories;
+half the vocabularies past 256 tokens, where top-p alone sorts only the
+highest tokens it may keep.
 
   sampling_check.py SAMPLING_PROGRAM
 """
@@ -17,7 +19,7 @@ from transformers.generation.logits_process import (LogitsProcessorList,
 
 SETTINGS = [  # temperature, top_k, top_p, repetition penalty
     (1.0, 0, 1.0, 1.0), (0.7, 10, 1.0, 1.0), (1.3, 0, 0.8, 1.0), (0.9, 40, 0.95, 1.3),
-    (2.0, 5, 0.5, 0.8), (0.5, 1, 1.0, 1.0), (1.0, 0, 0.05, 1.0)]
+    (2.0, 5, 0.5, 0.8), (0.5, 1, 1.0, 1.0), (1.0, 0, 0.05, 1.0), (1.0, 0, 0.99, 1.1)]
 
 
 def reference(logits, history, temperature, top_k, top_p, penalty):
@@ -40,8 +42,8 @@ def main():
     worst, cases = 0.0, 0
     for temperature, top_k, top_p, penalty in SETTINGS:
         inputs, expected = [], []
-        for _ in range(20):
-            vocab = int(rng.integers(2, 300))
+        for i in range(20):
+            vocab = int(rng.integers(2, 300) if i % 2 else rng.integers(300, 6000))
             logits = (rng.standard_normal(vocab) * rng.uniform(0.5, 6)).astype(np.float32)
             history = rng.integers(0, vocab, size=int(rng.integers(1, 30))).tolist()
             inputs.append(f"{vocab} {' '.join(repr(float(x)) for x in logits)} "
