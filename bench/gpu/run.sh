@@ -3,7 +3,8 @@
 # bench/gpu/prepare.sh: the whole models against the float64 reference,
 # generation against transformers and its speed (bench/gpu/generation.py),
 # the per-op and gradient tests against PyTorch, then bench/gpu/bench.py
-# (kernel times by ncu, PyTorch's on the same GPU), then training runs. Writes bench.txt into $OUT when that is set.
+# (kernel times by ncu, PyTorch's on the same GPU), then training runs.
+# Writes bench.txt and generate.txt into $OUT when that is set.
 [ -d build/gpu-bench ] || tar -xzf build/gpu-bench.tgz -C build
 cd build/gpu-bench
 LIB=../../test/e2e_lib
