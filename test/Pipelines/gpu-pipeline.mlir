@@ -7,25 +7,33 @@
 // RUN: %if ptxas %{ %ptxas -arch=sm_80 %t.sm80.ptx -o %t.sm80.cubin %}
 
 // The whole GPU pipeline: xfmr on tensors in; host code in the LLVM dialect
-// that copies its arguments into device memory and launches kernels from
-// one embedded PTX module out, all ordered on one stream that the host
-// waits for once, at the end.
+// that uses each argument in place where it is CUDA managed memory and else
+// copies it into device memory (a stream of its own, waited for), launches
+// kernels from one embedded PTX module, all ordered on one stream that the
+// host waits for once, at the end, then copies the written output back and
+// frees what it staged.
 // CHECK-NOT: xfmr.
 // CHECK-NOT: func.func
 // CHECK-LABEL: llvm.func @block(
 // CHECK-SAME: %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) attributes {xfmr.entry}
 // CHECK: %[[FALSE:.*]] = llvm.mlir.constant(0 : i8) : i8
+// CHECK: %[[MANAGED:.*]] = llvm.call @xfmrGpuIsManaged(
+// CHECK-NEXT: llvm.cond_br %[[MANAGED]], ^{{.*}}, ^[[STAGE:bb[0-9]+]]
+// CHECK: ^[[STAGE]]:
+// CHECK-NEXT: %[[COPY:.*]] = llvm.call @mgpuStreamCreate()
+// CHECK: llvm.call @mgpuMemAlloc(%{{.*}}, %[[COPY]], %[[FALSE]])
+// CHECK: llvm.call @mgpuMemcpy(%{{.*}}, %arg0, %{{.*}}, %[[COPY]])
+// CHECK-NEXT: llvm.call @mgpuStreamSynchronize(%[[COPY]])
+// CHECK: llvm.call @mgpuMemcpy(%{{.*}}, %arg5, %{{.*}}, %{{.*}})
 // CHECK: %[[STREAM:.*]] = llvm.call @mgpuStreamCreate()
-// CHECK-NOT: mgpuStreamCreate
-// CHECK: llvm.call @mgpuMemAlloc(%{{.*}}, %[[STREAM]], %[[FALSE]])
-// CHECK: llvm.call @mgpuMemcpy(%{{.*}}, %arg0, %{{.*}}, %[[STREAM]])
 // CHECK-NOT: mgpuStreamSynchronize
 // CHECK: gpu.launch_func <%[[STREAM]] : !llvm.ptr> @xfmr_kernels::
 // CHECK-NOT: mgpuStreamSynchronize
 // CHECK: llvm.call @mgpuMemFree(%{{.*}}, %[[STREAM]])
 // CHECK: llvm.call @mgpuStreamSynchronize(%[[STREAM]])
 // CHECK-NEXT: llvm.call @mgpuStreamDestroy(%[[STREAM]])
-// CHECK-NOT: mgpuStreamCreate
+// CHECK-NOT: gpu.launch_func
+// CHECK: llvm.call @mgpuMemcpy(%arg5, %{{.*}}, %{{.*}}, %{{.*}})
 // CHECK: llvm.return
 // CHECK: gpu.binary @xfmr_kernels
 // CHECK-SAME: #gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">
