@@ -8,8 +8,8 @@ model's own full forward.
 --stage=prepare writes the checkpoints and compiles the generators (with the
 extra --xfmrc-flag flags, e.g. --target=nvptx) on a machine with xfmrc;
 --stage=check runs and checks them where they run (a GPU machine with
-transformers). Only the greedy gpt2-* and {bart,marian,t5}-greedy cases have
-the two stages.
+transformers). Only the greedy gpt2-* and {bart,marian,t5}-greedy cases take
+--stage and --xfmrc-flag.
 
 gpt2-greedy: a random GPT-2 checkpoint with a byte-level BPE tokenizer
 trained here; greedy generation from text prompts (a batch of different
@@ -502,8 +502,8 @@ def main():
                         help="extra xfmrc flag of the generators (repeatable)")
     parser.add_argument("cases", nargs="+", choices=sorted(CASES))
     args = parser.parse_args()
-    if args.stage != "all" and not set(args.cases) <= STAGED:
-        parser.error(f"--stage={args.stage} is for {', '.join(sorted(STAGED))}")
+    if (args.stage != "all" or args.xfmrc_flag) and not set(args.cases) <= STAGED:
+        parser.error(f"--stage and --xfmrc-flag are for {', '.join(sorted(STAGED))}")
     ok = True
     for case in args.cases:
         ok &= CASES[case](args)
