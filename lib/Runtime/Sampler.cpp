@@ -75,16 +75,16 @@ std::vector<float> xfmr::rt::sampledProbabilities(const float *logits, int64_t v
     std::iota(order.begin(), order.end(), 0);
     // Top-p alone: the fewest highest tokens (256, 2048, ...) outside which
     // lies at most 1 - top_p of the mass, which top-p then drops whole.
+    std::vector<double> mass(s.top_p < 1.0 ? vocab : 0);
     double total = 0;
-    if (s.top_p < 1.0)
-      for (double score : scores)
-        total += std::exp(score - maximum);
+    for (size_t token = 0; token < mass.size(); ++token)
+      total += mass[token] = std::exp(scores[token] - maximum);
     int64_t candidates = vocab;
     for (int64_t m = 256; s.top_p < 1.0 && m < vocab; m *= 8) {
       std::nth_element(order.begin(), order.begin() + m, order.end(), higher);
       double inside = 0;
       for (int64_t i = 0; i < m; ++i)
-        inside += std::exp(scores[order[i]] - maximum);
+        inside += mass[order[i]];
       if (total - inside <= (1.0 - s.top_p) * total) {
         candidates = m;
         outside = total - inside;
