@@ -1,8 +1,9 @@
 //===- XfmrBufferization.cpp - xfmr ops that bufferize themselves ---------===//
 //
 // Most xfmr ops lower to linalg or to kernels before bufferization.
-// `xfmr.all_reduce` stays until then: it reduces its operand's buffer in
-// place, through the runtime, so a gradient is not copied to be reduced.
+// `xfmr.all_reduce` (and its split form, `xfmr.all_reduce_start` and
+// `xfmr.all_reduce_wait`) stays until then: it reduces its operand's buffer
+// in place, through the runtime, so a gradient is not copied to be reduced.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,34 +17,83 @@ using namespace mlir;
 using namespace mlir::bufferization;
 using namespace xfmr;
 
-/// The runtime's `void xfmr_all_reduce_f32(uintptr_t data, int64_t count,
-/// float weight)`. The address travels as an integer: the executables' bare
-/// pointer convention takes only memrefs of static shape.
+/// The runtime's reductions: `void xfmr_all_reduce_f32(uintptr_t data,
+/// int64_t count, float weight)`, its split `xfmr_all_reduce_start_f32` (the
+/// same arguments) and `xfmr_all_reduce_wait_f32(uintptr_t data)`. Addresses
+/// travel as integers: the executables' bare pointer convention takes only
+/// memrefs of static shape.
 static constexpr StringLiteral kAllReduceFunction = "xfmr_all_reduce_f32";
+static constexpr StringLiteral kAllReduceStartFunction = "xfmr_all_reduce_start_f32";
+static constexpr StringLiteral kAllReduceWaitFunction = "xfmr_all_reduce_wait_f32";
 
-static func::FuncOp getOrDeclareAllReduce(RewriterBase &rewriter, Operation *from) {
+static func::FuncOp getOrDeclare(RewriterBase &rewriter, Operation *from, StringRef name,
+                                 TypeRange arguments) {
   auto module = from->getParentOfType<ModuleOp>();
-  if (auto existing = module.lookupSymbol<func::FuncOp>(kAllReduceFunction))
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
     return existing;
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPointToStart(module.getBody());
-  Type f32 = rewriter.getF32Type();
-  auto type = rewriter.getFunctionType({rewriter.getI64Type(), rewriter.getI64Type(), f32}, {});
-  auto declaration = func::FuncOp::create(rewriter, from->getLoc(), kAllReduceFunction, type);
+  auto declaration =
+      func::FuncOp::create(rewriter, from->getLoc(), name, rewriter.getFunctionType(arguments, {}));
   declaration.setPrivate();
+  declaration->setAttr(kMainThreadOnlyAttrName, rewriter.getUnitAttr());
   return declaration;
+}
+
+static Value addressOf(RewriterBase &rewriter, Location loc, Value buffer) {
+  Value address = memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, buffer);
+  return arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), address);
+}
+
+/// The runtime reads one contiguous array (identity layouts start at the
+/// aligned pointer); a strided view is reduced through a contiguous copy.
+static bool isContiguous(Value buffer) {
+  return cast<MemRefType>(buffer.getType()).getLayout().isIdentity();
+}
+
+/// Calls `function(data, count, weight)` on `data`, through a contiguous
+/// copy if it is strided.
+static void callReduction(RewriterBase &rewriter, Operation *op, StringRef function, Value data,
+                          Value weight) {
+  Location loc = op->getLoc();
+  auto type = cast<MemRefType>(data.getType());
+  Value contiguous = data;
+  if (!isContiguous(data)) {
+    contiguous = memref::AllocOp::create(rewriter, loc,
+                                         MemRefType::get(type.getShape(), type.getElementType()));
+    memref::CopyOp::create(rewriter, loc, data, contiguous);
+  }
+  Type i64 = rewriter.getI64Type();
+  Value address = addressOf(rewriter, loc, contiguous);
+  Value countValue = arith::ConstantIntOp::create(rewriter, loc, type.getNumElements(), 64);
+  Value weightValue = memref::LoadOp::create(rewriter, loc, weight, ValueRange{});
+  func::CallOp::create(rewriter, loc,
+                       getOrDeclare(rewriter, op, function, {i64, i64, rewriter.getF32Type()}),
+                       ValueRange{address, countValue, weightValue});
+  if (contiguous != data)
+    memref::CopyOp::create(rewriter, loc, contiguous, data);
+}
+
+/// The in-place interface of the three ops: the first operand's buffer is
+/// read and written, and it is the result's.
+template <typename Op> static bool writesInPlace(Op op, OpOperand &operand) {
+  return operand.get() == op.getInput();
+}
+
+template <typename Op> static AliasingValueList aliasInPlace(Op op, OpOperand &operand) {
+  if (operand.get() != op.getInput())
+    return {};
+  return {{op.getResult(), BufferRelation::Equivalent}};
 }
 
 bool AllReduceOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) { return true; }
 
 bool AllReduceOp::bufferizesToMemoryWrite(OpOperand &operand, const AnalysisState &) {
-  return operand.get() == getInput();
+  return writesInPlace(*this, operand);
 }
 
 AliasingValueList AllReduceOp::getAliasingValues(OpOperand &operand, const AnalysisState &) {
-  if (operand.get() != getInput())
-    return {};
-  return {{getResult(), BufferRelation::Equivalent}};
+  return aliasInPlace(*this, operand);
 }
 
 LogicalResult AllReduceOp::bufferize(RewriterBase &rewriter, const BufferizationOptions &options,
@@ -52,26 +102,57 @@ LogicalResult AllReduceOp::bufferize(RewriterBase &rewriter, const Bufferization
   FailureOr<Value> weight = getBuffer(rewriter, getWeight(), options, state);
   if (failed(data) || failed(weight))
     return failure();
-  Location loc = getLoc();
-  auto type = cast<MemRefType>(data->getType());
-  int64_t count = type.getNumElements();
-  // The runtime reads one contiguous array (identity layouts start at the
-  // aligned pointer): a strided view is reduced through a contiguous copy.
-  bool strided = !type.getLayout().isIdentity();
-  Value contiguous = *data;
-  if (strided) {
-    contiguous = memref::AllocOp::create(rewriter, loc,
-                                         MemRefType::get(type.getShape(), type.getElementType()));
-    memref::CopyOp::create(rewriter, loc, *data, contiguous);
-  }
-  Value address = memref::ExtractAlignedPointerAsIndexOp::create(rewriter, loc, contiguous);
-  address = arith::IndexCastOp::create(rewriter, loc, rewriter.getI64Type(), address);
-  Value countValue = arith::ConstantIntOp::create(rewriter, loc, count, 64);
-  Value weightValue = memref::LoadOp::create(rewriter, loc, *weight, ValueRange{});
-  func::CallOp::create(rewriter, loc, getOrDeclareAllReduce(rewriter, *this),
-                       ValueRange{address, countValue, weightValue});
-  if (strided)
-    memref::CopyOp::create(rewriter, loc, contiguous, *data);
+  callReduction(rewriter, *this, kAllReduceFunction, *data, *weight);
+  replaceOpWithBufferizedValues(rewriter, *this, *data);
+  return success();
+}
+
+bool AllReduceStartOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) { return true; }
+
+bool AllReduceStartOp::bufferizesToMemoryWrite(OpOperand &operand, const AnalysisState &) {
+  return writesInPlace(*this, operand);
+}
+
+AliasingValueList AllReduceStartOp::getAliasingValues(OpOperand &operand, const AnalysisState &) {
+  return aliasInPlace(*this, operand);
+}
+
+LogicalResult AllReduceStartOp::bufferize(RewriterBase &rewriter,
+                                          const BufferizationOptions &options,
+                                          BufferizationState &state) {
+  FailureOr<Value> data = getBuffer(rewriter, getInput(), options, state);
+  FailureOr<Value> weight = getBuffer(rewriter, getWeight(), options, state);
+  if (failed(data) || failed(weight))
+    return failure();
+  // A strided view cannot stay in flight through a copy that the wait
+  // would have to copy back: it is reduced at once.
+  callReduction(rewriter, *this, isContiguous(*data) ? kAllReduceStartFunction : kAllReduceFunction,
+                *data, *weight);
+  replaceOpWithBufferizedValues(rewriter, *this, *data);
+  return success();
+}
+
+bool AllReduceWaitOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) { return true; }
+
+bool AllReduceWaitOp::bufferizesToMemoryWrite(OpOperand &operand, const AnalysisState &) {
+  return writesInPlace(*this, operand);
+}
+
+AliasingValueList AllReduceWaitOp::getAliasingValues(OpOperand &operand, const AnalysisState &) {
+  return aliasInPlace(*this, operand);
+}
+
+LogicalResult AllReduceWaitOp::bufferize(RewriterBase &rewriter,
+                                         const BufferizationOptions &options,
+                                         BufferizationState &state) {
+  FailureOr<Value> data = getBuffer(rewriter, getInput(), options, state);
+  if (failed(data))
+    return failure();
+  if (isContiguous(*data))
+    func::CallOp::create(
+        rewriter, getLoc(),
+        getOrDeclare(rewriter, *this, kAllReduceWaitFunction, {rewriter.getI64Type()}),
+        ValueRange{addressOf(rewriter, getLoc(), *data)});
   replaceOpWithBufferizedValues(rewriter, *this, *data);
   return success();
 }

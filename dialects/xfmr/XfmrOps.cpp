@@ -921,6 +921,23 @@ LogicalResult AllReduceOp::verify() {
   return success();
 }
 
+LogicalResult AllReduceStartOp::verify() {
+  if (!getType().getElementType().isF32() || !getWeight().getType().getElementType().isF32())
+    return emitOpError("reduces f32 tensors with an f32 weight, got ")
+           << getType() << " and " << getWeight().getType();
+  // The buffer is the runtime's until the wait: one use, later in the block.
+  if (!getResult().hasOneUse() || !isa<AllReduceWaitOp>(*getResult().getUsers().begin()) ||
+      (*getResult().getUsers().begin())->getBlock() != (*this)->getBlock())
+    return emitOpError("result must have one use, an xfmr.all_reduce_wait in the same block");
+  return success();
+}
+
+LogicalResult AllReduceWaitOp::verify() {
+  if (!getInput().getDefiningOp<AllReduceStartOp>())
+    return emitOpError("waits for the result of an xfmr.all_reduce_start");
+  return success();
+}
+
 LogicalResult LossScaleOp::verify() {
   double initial = getInitial().convertToDouble();
   if (!(initial > 0) || std::isinf(initial))

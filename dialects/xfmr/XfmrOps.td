@@ -953,6 +953,46 @@ def Xfmr_AllReduceOp : Xfmr_Op<"all_reduce", [AllTypesMatch<["input", "result"]>
   let hasVerifier = 1;
 }
 
+def Xfmr_AllReduceStartOp : Xfmr_Op<"all_reduce_start", [AllTypesMatch<["input", "result"]>,
+    DeclareOpInterfaceMethods<BufferizableOpInterface, ["bufferizesToMemoryRead",
+        "bufferizesToMemoryWrite", "getAliasingValues", "bufferize"]>]> {
+  let summary = "starts an `xfmr.all_reduce` that `xfmr.all_reduce_wait` completes";
+  let description = [{
+    The first half of `xfmr.all_reduce`, split so that the reduction of a
+    gradient runs while the backward computes the gradients of earlier
+    layers (`xfmr-overlap-all-reduce`). Its result is the reduction in
+    flight: its one use is the `xfmr.all_reduce_wait` that yields the sum,
+    and nothing may read or write the buffer in between. It bufferizes in
+    place into a call of the runtime's `xfmr_all_reduce_start_f32(float
+    *data, int64_t count, float weight)`; a strided view is reduced at once
+    (through a contiguous copy) and its wait is a no-op.
+
+    ```mlir
+    %inflight = xfmr.all_reduce_start %grad, %weight : tensor<64x64xf32>, tensor<f32>
+    ...
+    %g = xfmr.all_reduce_wait %inflight : tensor<64x64xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input, Xfmr_ScalarFloat:$weight);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$input `,` $weight attr-dict `:` type($input) `,` type($weight)";
+  let hasVerifier = 1;
+}
+
+def Xfmr_AllReduceWaitOp : Xfmr_Op<"all_reduce_wait", [AllTypesMatch<["input", "result"]>,
+    DeclareOpInterfaceMethods<BufferizableOpInterface, ["bufferizesToMemoryRead",
+        "bufferizesToMemoryWrite", "getAliasingValues", "bufferize"]>]> {
+  let summary = "waits for the reduction an `xfmr.all_reduce_start` started";
+  let description = [{
+    The sum of the started reduction, in place of its buffer: a call of the
+    runtime's `xfmr_all_reduce_wait_f32(float *data)`.
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
 def Xfmr_LossScaleOp : Xfmr_Op<"loss_scale", [Pure]> {
   let summary = "the loss scale of dynamic loss scaling, from its state";
   let description = [{

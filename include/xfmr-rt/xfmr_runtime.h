@@ -140,6 +140,12 @@ int xfmr_trainer_main(int argc, char **argv, const char *train_step_manifest,
  * one process, it multiplies by `weight`. */
 void xfmr_all_reduce_f32(uintptr_t data, int64_t count, float weight);
 
+/* The same reduction split in two (`xfmr.all_reduce_start` and
+ * `xfmr.all_reduce_wait`), so that it travels while the step computes:
+ * the data are the job's until the wait for the same address returns. */
+void xfmr_all_reduce_start_f32(uintptr_t data, int64_t count, float weight);
+void xfmr_all_reduce_wait_f32(uintptr_t data);
+
 /*===--- Generation ------------------------------------------------------===*/
 
 /* How the next token is chosen, in Hugging Face generate()'s order:

@@ -320,6 +320,7 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
     pipeline.openmp = options.openmp;
     // An executable calls each entry once at a time; an object's users may not.
     pipeline.globalArena = options.emit == EmitKind::Executable;
+    pipeline.overlapAllReduce = options.train.overlapAllReduce;
     pipeline.emulateGpuKernels = options.emulateGpuKernels;
     pipeline.reverseGpuThreads = options.reverseGpuThreads;
     pipeline.emulatedChip = options.gpuArch;

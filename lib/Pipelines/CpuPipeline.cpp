@@ -28,6 +28,8 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
   kernels.registers = options.vectorRegisters;
   kernels.int8Dot = options.int8Dot;
   pm.addPass(createConvertXfmrToCpuKernels(kernels));
+  if (options.overlapAllReduce)
+    pm.addPass(createXfmrOverlapAllReduce());
   buildLinalgBufferizationPipeline(pm, options.fuseElementwise, /*distribute=*/options.openmp);
   pm.addPass(createXfmrExpandStridedCopies());
   XfmrPlanBuffersOptions buffers;

@@ -27,6 +27,10 @@ public:
   /// In place, on every process: the sum over the processes.
   virtual void sum(float *, int64_t) {}
   virtual void sum(double *, int64_t) {}
+  /// sum() split in two: it may run until finishSum(data) returns, and
+  /// reductions start in the same order on every process.
+  virtual void startSum(float *data, int64_t count) { sum(data, count); }
+  virtual void finishSum(float *) {}
   /// Every process receives rank 0's `bytes` at `data`.
   virtual void broadcast(void *, size_t) {}
 };

@@ -2,8 +2,10 @@
 //
 // Data-parallel training calls MPI from the runtime (see docs/training.md):
 // the compiled step hands each gradient to xfmr_all_reduce_f32, which ends
-// here in one MPI_Allreduce. Built without MPI, a trainer refuses to run as
-// one of several processes instead of training alone N times.
+// here in one MPI_Allreduce, or to xfmr_all_reduce_start_f32 and
+// xfmr_all_reduce_wait_f32 (MPI_Iallreduce, MPI_Wait). Built without MPI, a
+// trainer refuses to run as one of several processes instead of training
+// alone N times.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +16,7 @@
 #include <algorithm>
 #include <climits>
 #include <cstdlib>
+#include <vector>
 
 #ifdef XFMR_HAVE_MPI
 #include <mpi.h>
@@ -48,6 +51,35 @@ public:
   int localSize() const override { return localSizeValue; }
   void sum(float *data, int64_t count) override { reduce(data, count, MPI_FLOAT); }
   void sum(double *data, int64_t count) override { reduce(data, count, MPI_DOUBLE); }
+  void startSum(float *data, int64_t count) override {
+    // Open MPI moves a non-blocking collective along inside MPI calls
+    // only: each start also advances those in flight.
+    if (!requests.empty()) {
+      int allDone;
+      MPI_Testall(static_cast<int>(requests.size()), requests.data(), &allDone,
+                  MPI_STATUSES_IGNORE);
+    }
+    for (int64_t done = 0; done < count; done += INT_MAX) {
+      requests.push_back(MPI_REQUEST_NULL);
+      addresses.push_back(data);
+      MPI_Iallreduce(MPI_IN_PLACE, data + done,
+                     static_cast<int>(std::min<int64_t>(count - done, INT_MAX)), MPI_FLOAT, MPI_SUM,
+                     MPI_COMM_WORLD, &requests.back());
+    }
+  }
+  void finishSum(float *data) override {
+    size_t kept = 0;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      if (addresses[i] == data)
+        MPI_Wait(&requests[i], MPI_STATUS_IGNORE);
+      if (requests[i] != MPI_REQUEST_NULL) {
+        requests[kept] = requests[i];
+        addresses[kept++] = addresses[i];
+      }
+    }
+    requests.resize(kept);
+    addresses.resize(kept);
+  }
   void broadcast(void *data, size_t bytes) override {
     for (size_t done = 0; done < bytes; done += INT_MAX)
       MPI_Bcast(static_cast<char *>(data) + done,
@@ -64,6 +96,9 @@ private:
                     MPI_COMM_WORLD);
   }
   int rankValue = 0, sizeValue = 1, localSizeValue = 1;
+  /// The reductions in flight, and the data each reduces.
+  std::vector<MPI_Request> requests;
+  std::vector<float *> addresses;
 };
 #endif
 
@@ -74,7 +109,12 @@ std::unique_ptr<Collectives> xfmr::rt::joinMpiJob(int *argc, char ***argv) {
   if (!launched)
     return nullptr;
 #ifdef XFMR_HAVE_MPI
-  MPI_Init(argc, argv);
+  // The step calls MPI on the main thread, at times inside an OpenMP team
+  // (xfmr-merge-parallel-regions' omp.master).
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided);
+  if (provided < MPI_THREAD_FUNNELED)
+    fail("the MPI library cannot be called from inside OpenMP threads (MPI_THREAD_FUNNELED)");
   return std::make_unique<MpiJob>();
 #else
   (void)argc;

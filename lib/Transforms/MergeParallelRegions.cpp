@@ -2,6 +2,8 @@
 
 #include "xfmr/Transforms/Passes.h"
 
+#include "xfmr/Dialect/XfmrOps.h"
+
 #include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Interfaces/CallInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
@@ -31,18 +33,32 @@ bool isMergeable(omp::ParallelOp region) {
   return loop && !loop.getNowait();
 }
 
+/// Whether `call` calls a function declared `xfmr.main_thread_only`: one
+/// that uses no OpenMP and may run inside a team if the master thread (the
+/// one that started it, which alone may call MPI) calls it.
+bool callsMainThreadOnly(CallOpInterface call) {
+  auto callee = dyn_cast_or_null<FunctionOpInterface>(call.resolveCallable());
+  return callee && callee->hasAttr(xfmr::kMainThreadOnlyAttrName);
+}
+
 /// Whether `op` may sit between two regions of a run: not a terminator, and
-/// no calls (which may reach MPI or the OpenMP runtime, which the master
-/// thread alone must call) or OpenMP ops (which would nest teams) in it.
+/// no OpenMP ops (which would nest teams) or calls (which may reach MPI or
+/// the OpenMP runtime) in it but of `xfmr.main_thread_only` functions.
 bool mayRunBetween(Operation &op) {
   if (op.hasTrait<OpTrait::IsTerminator>())
     return false;
   return !op.walk([](Operation *nested) {
-              return isa<CallOpInterface>(nested) ||
+              auto call = dyn_cast<CallOpInterface>(nested);
+              return (call && !callsMainThreadOnly(call)) ||
                              isa_and_nonnull<omp::OpenMPDialect>(nested->getDialect())
                          ? WalkResult::interrupt()
                          : WalkResult::advance();
             }).wasInterrupted();
+}
+
+/// Whether `op` holds a call: it must run on the master thread.
+bool holdsCall(Operation *op) {
+  return op->walk([](CallOpInterface) { return WalkResult::interrupt(); }).wasInterrupted();
 }
 
 /// Whether `op` or an op nested in it reads a result of an op in `ops`.
@@ -125,13 +141,20 @@ void merge(Run &run) {
   OpBuilder b(terminator);
   for (auto [region, serial] : llvm::zip(llvm::drop_begin(run.regions), run.singleBefore)) {
     if (!serial.empty()) {
-      auto single = omp::SingleOp::create(b, serial.front()->getLoc(), omp::SingleOperands{});
-      Block *singleBody = b.createBlock(&single.getRegion());
+      // One thread runs them, then a barrier: omp.single's implicit one, or
+      // after omp.master where a call must come from the master thread.
+      Location loc = serial.front()->getLoc();
+      bool onMaster = llvm::any_of(serial, holdsCall);
+      Operation *oneThread = onMaster ? omp::MasterOp::create(b, loc).getOperation()
+                                      : omp::SingleOp::create(b, loc, omp::SingleOperands{});
+      Block *oneThreadBody = b.createBlock(&oneThread->getRegion(0));
       for (Operation *op : serial)
-        op->moveBefore(singleBody, singleBody->end());
-      b.setInsertionPointToEnd(singleBody);
-      omp::TerminatorOp::create(b, single.getLoc());
+        op->moveBefore(oneThreadBody, oneThreadBody->end());
+      b.setInsertionPointToEnd(oneThreadBody);
+      omp::TerminatorOp::create(b, loc);
       b.setInsertionPoint(terminator);
+      if (onMaster)
+        omp::BarrierOp::create(b, loc);
     }
     Block &merged = region.getRegion().front();
     merged.getTerminator()->erase();

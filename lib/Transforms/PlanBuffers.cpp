@@ -92,8 +92,9 @@ struct Temporary {
 
 /// The last call that `address` reaches as an argument (directly or as an
 /// i64), or nullopt if the address goes anywhere else: compared with another
-/// temporary's, it could now be equal. Calls are synchronous (the runtime's
-/// all-reduce of a gradient), so the buffer is free once the call returns.
+/// temporary's, it could now be equal. The buffer is free once that call
+/// returns (the runtime's all-reduce of a gradient, or the wait of one
+/// started earlier).
 std::optional<Operation *> lastCallTaking(memref::ExtractAlignedPointerAsIndexOp address) {
   Operation *last = nullptr;
   auto consider = [&](Operation *call) {

@@ -460,6 +460,42 @@ func.func @all_reduce_type(%a: tensor<4xf16>, %w: tensor<f32>) {
 
 // -----
 
+func.func @all_reduce_start_type(%a: tensor<4xf64>, %w: tensor<f32>) {
+  // expected-error @+1 {{reduces f32 tensors with an f32 weight, got 'tensor<4xf64>' and 'tensor<f32>'}}
+  %s = xfmr.all_reduce_start %a, %w : tensor<4xf64>, tensor<f32>
+  %r = xfmr.all_reduce_wait %s : tensor<4xf64>
+  return
+}
+
+// -----
+
+// The buffer is the runtime's until the wait: nothing else may read it.
+func.func @all_reduce_start_read(%a: tensor<4xf32>, %w: tensor<f32>) -> tensor<f32> {
+  // expected-error @+1 {{result must have one use, an xfmr.all_reduce_wait in the same block}}
+  %s = xfmr.all_reduce_start %a, %w : tensor<4xf32>, tensor<f32>
+  %n = xfmr.global_norm %s : (tensor<4xf32>) -> tensor<f32>
+  %r = xfmr.all_reduce_wait %s : tensor<4xf32>
+  return %n : tensor<f32>
+}
+
+// -----
+
+func.func @all_reduce_start_unwaited(%a: tensor<4xf32>, %w: tensor<f32>) {
+  // expected-error @+1 {{result must have one use, an xfmr.all_reduce_wait in the same block}}
+  %s = xfmr.all_reduce_start %a, %w : tensor<4xf32>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_wait_unstarted(%a: tensor<4xf32>) {
+  // expected-error @+1 {{waits for the result of an xfmr.all_reduce_start}}
+  %r = xfmr.all_reduce_wait %a : tensor<4xf32>
+  return
+}
+
+// -----
+
 func.func @adamw_beta(%p: tensor<4xf32>, %lr: tensor<f32>, %s: tensor<i64>) {
   // expected-error @+1 {{beta2 must be in [0, 1), got 1}}
   %0:3 = xfmr.adamw_update %p, %p, %p, %p lr(%lr : tensor<f32>) step(%s : tensor<i64>) {beta2 = 1.0 : f64} : tensor<4xf32>

@@ -153,6 +153,10 @@ func.func @training(%step: tensor<i64>, %p: tensor<64x64xf32>, %g: tensor<64x64x
   %n = xfmr.global_norm %g, %b : (tensor<64x64xf32>, tensor<64xf32>) -> tensor<f32>
   // CHECK: xfmr.all_reduce %{{.*}}, %{{.*}} : tensor<64x64xf32>, tensor<f32>
   %reduced = xfmr.all_reduce %g, %lr : tensor<64x64xf32>, tensor<f32>
+  // CHECK: %[[START:.*]] = xfmr.all_reduce_start %{{.*}}, %{{.*}} : tensor<64xf32>, tensor<f32>
+  %started = xfmr.all_reduce_start %b, %lr : tensor<64xf32>, tensor<f32>
+  // CHECK: xfmr.all_reduce_wait %[[START]] : tensor<64xf32>
+  %waited = xfmr.all_reduce_wait %started : tensor<64xf32>
   // CHECK: xfmr.adamw_update %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} lr(%{{.*}} : tensor<f32>) step(%{{.*}} : tensor<i64>) grad_norm(%{{.*}} : tensor<f32>) {weight_decay = 0.000000e+00 : f64} : tensor<64x64xf32>
   %p1:3 = xfmr.adamw_update %p, %g, %m, %v lr(%lr : tensor<f32>) step(%step : tensor<i64>)
           grad_norm(%n : tensor<f32>) {weight_decay = 0.0 : f64} : tensor<64x64xf32>

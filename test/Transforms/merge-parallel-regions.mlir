@@ -71,6 +71,55 @@ func.func @merged(%a: memref<8xf32>, %b: memref<8xf32>, %n: index) {
 
 // -----
 
+// A call of a function the master thread may call inside a team (the
+// runtime's gradient reductions) runs in an omp.master, and the barrier
+// after it orders it as omp.single's would.
+// CHECK-LABEL: func.func @main_thread_call
+// CHECK: omp.parallel {
+// CHECK: omp.wsloop {
+// CHECK: omp.master {
+// CHECK-NEXT: %[[W:.*]] = memref.load
+// CHECK-NEXT: func.call @reduce_start(%{{.*}}, %[[W]])
+// CHECK-NEXT: omp.terminator
+// CHECK-NEXT: }
+// CHECK-NEXT: omp.barrier
+// CHECK-NEXT: omp.wsloop {
+// CHECK-NOT: omp.parallel
+// CHECK-NOT: omp.single
+// CHECK: return
+func.func private @reduce_start(i64, f32) attributes {xfmr.main_thread_only}
+func.func @main_thread_call(%a: memref<8xf32>, %b: memref<8xf32>, %weight: memref<f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %one = arith.constant 1.0 : f32
+  omp.parallel {
+    omp.wsloop {
+      omp.loop_nest (%i) : index = (%c0) to (%c8) step (%c1) {
+        memref.store %one, %a[%i] : memref<8xf32>
+        omp.yield
+      }
+    }
+    omp.terminator
+  }
+  %p = memref.extract_aligned_pointer_as_index %a : memref<8xf32> -> index
+  %address = arith.index_cast %p : index to i64
+  %w = memref.load %weight[] : memref<f32>
+  func.call @reduce_start(%address, %w) : (i64, f32) -> ()
+  omp.parallel {
+    omp.wsloop {
+      omp.loop_nest (%i) : index = (%c0) to (%c8) step (%c1) {
+        memref.store %one, %b[%i] : memref<8xf32>
+        omp.yield
+      }
+    }
+    omp.terminator
+  }
+  return
+}
+
+// -----
+
 // A load whose value the host uses, a call, a loop without its barrier
 // and a region with a clause each keep the regions around them apart.
 // CHECK-LABEL: func.func @kept_apart

@@ -150,6 +150,33 @@ func.func @address_to_call(%out: memref<16xf32>) {
 
 // -----
 
+// A reduction started on a gradient's address runs until its wait: the
+// temporary used in between cannot take the gradient's bytes.
+// CHECK-LABEL: func @started_reduction
+// CHECK: memref.alloc() {alignment = 64 : i64} : memref<128xi8>
+// CHECK: call @reduce_start
+// CHECK: call @reduce_wait
+func.func private @reduce_start(i64, i64)
+func.func private @reduce_wait(i64)
+func.func @started_reduction(%out: memref<16xf32>) {
+  %c16 = arith.constant 16 : i64
+  %one = arith.constant 1.0 : f32
+  %g = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+  linalg.fill ins(%one : f32) outs(%g : memref<16xf32>)
+  %p = memref.extract_aligned_pointer_as_index %g : memref<16xf32> -> index
+  %i = arith.index_cast %p : index to i64
+  func.call @reduce_start(%i, %c16) : (i64, i64) -> ()
+  %h = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+  linalg.fill ins(%one : f32) outs(%h : memref<16xf32>)
+  memref.copy %h, %out : memref<16xf32> to memref<16xf32>
+  memref.dealloc %h : memref<16xf32>
+  func.call @reduce_wait(%i) : (i64) -> ()
+  memref.dealloc %g : memref<16xf32>
+  return
+}
+
+// -----
+
 // Left alone: a returned buffer, one passed to a call, one whose address is
 // returned, and one of dynamic shape.
 // CHECK-LABEL: func @escaping

@@ -112,6 +112,11 @@ static cl::opt<int64_t> lossScaleGrowthInterval(
     "loss-scale-growth-interval",
     cl::desc("Finite steps in a row after which the loss scale doubles (default 2000)"),
     cl::init(2000), cl::cat(trainCategory));
+static cl::opt<bool> overlapAllReduce(
+    "overlap-all-reduce",
+    cl::desc("Under mpirun, start each gradient's reduction as soon as the backward has "
+             "computed it, so it travels while the backward goes on (default on)"),
+    cl::init(true), cl::cat(trainCategory));
 static cl::opt<xfmr::ElementType> dtype(
     "dtype",
     cl::desc("Element type of a config model's weights and activations (default f32); with "
@@ -297,7 +302,8 @@ int main(int argc, char **argv) {
         static_cast<cl::Option *>(&beta2), static_cast<cl::Option *>(&epsilon),
         static_cast<cl::Option *>(&weightDecay), static_cast<cl::Option *>(&momentum),
         static_cast<cl::Option *>(&maxGradNorm), static_cast<cl::Option *>(&lossScale),
-        static_cast<cl::Option *>(&lossScaleGrowthInterval)})
+        static_cast<cl::Option *>(&lossScaleGrowthInterval),
+        static_cast<cl::Option *>(&overlapAllReduce)})
     if (option->getNumOccurrences() && !train)
       return fail("--" + option->ArgStr + " needs --train");
   if (optimizer != "adamw" && optimizer != "sgd")
@@ -355,6 +361,7 @@ int main(int argc, char **argv) {
   bool f16 = dtype == xfmr::ElementType::F16;
   options.train.lossScale = lossScale.getNumOccurrences() || f16 ? lossScale.getValue() : 0.0;
   options.train.lossScaleGrowthInterval = lossScaleGrowthInterval;
+  options.train.overlapAllReduce = overlapAllReduce;
   if (f16 && train && options.train.lossScale == 0)
     return fail("--dtype=f16 --train needs loss scaling (--loss-scale > 0): f16 gradients "
                 "underflow without it");
@@ -400,6 +407,8 @@ int main(int argc, char **argv) {
     return fail("--gpu-arch must look like sm_80 or sm_90a, got '" + gpuArch + "'");
   if (openmp.getNumOccurrences() && target == xfmr::Target::Nvptx)
     return fail("--openmp applies to --target=host only");
+  if (overlapAllReduce.getNumOccurrences() && overlapAllReduce && target == xfmr::Target::Nvptx)
+    return fail("--overlap-all-reduce applies to --target=host only (data-parallel jobs)");
   options.target = target;
   options.gpuArch = gpuArch;
   options.cudaRoot = cudaPath;

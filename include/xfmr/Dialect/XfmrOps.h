@@ -25,6 +25,12 @@ struct AttentionDims {
   int64_t batch, heads, seq, headDim;
 };
 
+/// Marks a function declaration (the runtime's reductions) that uses no
+/// OpenMP and that the thread that started an OpenMP team may call inside
+/// it (MPI's MPI_THREAD_FUNNELED): xfmr-merge-parallel-regions runs such
+/// calls in an omp.master instead of splitting the team.
+inline constexpr llvm::StringLiteral kMainThreadOnlyAttrName = "xfmr.main_thread_only";
+
 /// Result type of a broadcasting binary op (shared by add, sub, mul, ...).
 llvm::LogicalResult inferBroadcastBinaryType(std::optional<mlir::Location> loc,
                                              mlir::Value lhs, mlir::Value rhs,

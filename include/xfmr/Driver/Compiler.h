@@ -87,6 +87,9 @@ struct TrainOptions {
   double lossScale = 0.0;
   /// Finite steps in a row after which the loss scale doubles.
   int64_t lossScaleGrowthInterval = 2000;
+  /// Start each gradient's reduction in a data-parallel job as soon as the
+  /// backward has computed it.
+  bool overlapAllReduce = true;
 };
 
 struct CompileOptions {

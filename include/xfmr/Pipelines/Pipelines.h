@@ -68,6 +68,11 @@ struct CpuPipelineOptions : FusionPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc(
           "Keep each function's temporaries in a module global (calls must not overlap)"),
       llvm::cl::init(false)};
+  BoolOption overlapAllReduce{
+      *this, "overlap-all-reduce",
+      llvm::cl::desc("Start each gradient's reduction where the backward has computed it "
+                     "(xfmr-overlap-all-reduce)"),
+      llvm::cl::init(false)};
   BoolOption int8Dot{*this, "int8-dot",
                      llvm::cl::desc("The target has AVX-512 VNNI's int8 dot product"),
                      llvm::cl::init(false)};

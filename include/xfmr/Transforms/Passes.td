@@ -226,6 +226,18 @@ def XfmrTrainStep : Pass<"xfmr-train-step", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::arith::ArithDialect", "::mlir::func::FuncDialect"];
 }
 
+def XfmrOverlapAllReduce : Pass<"xfmr-overlap-all-reduce"> {
+  let summary = "Reduce each gradient while the backward computes the earlier ones";
+  let description = [{
+    Splits each `xfmr.all_reduce` into an `xfmr.all_reduce_start` right
+    after the last op of its block that its operands need (the gradient's
+    producer and its other readers there) and an `xfmr.all_reduce_wait` in
+    its place, so that in a data-parallel train step the reduction of the
+    last layers' gradients overlaps the backward of the first layers. A
+    reduction whose operand is computed right before it stays whole.
+  }];
+}
+
 def XfmrComputeInF32 : Pass<"xfmr-compute-in-f32"> {
   let summary = "Compute bf16 and f16 xfmr ops in f32, keeping their results in bf16/f16";
   let description = [{
@@ -292,9 +304,11 @@ def XfmrMergeParallelRegions : Pass<"xfmr-merge-parallel-regions"> {
     stores, copies) with the pure ops on their results run in an
     `omp.single`, whose implicit barrier orders them likewise. A run ends
     where a value computed in such an omp.single would be used outside it,
-    at a call, an op holding OpenMP ops, and at a parallel region with
-    clauses (threads, privates, reductions, ...) or whose body does not end
-    in a worksharing loop that waits.
+    at an op holding OpenMP ops, at a call (but for calls of functions
+    declared `xfmr.main_thread_only`, the runtime's gradient reductions,
+    which run in an `omp.master` followed by an `omp.barrier`), and at a
+    parallel region with clauses (threads, privates, reductions, ...) or
+    whose body does not end in a worksharing loop that waits.
   }];
   let dependentDialects = ["::mlir::omp::OpenMPDialect"];
 }

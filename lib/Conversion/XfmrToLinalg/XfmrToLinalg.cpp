@@ -1167,7 +1167,7 @@ struct ConvertXfmrToLinalgPass
     ConversionTarget target(*context);
     target.addIllegalDialect<XfmrDialect>();
     // Bufferizes itself, in place (a call of the runtime).
-    target.addLegalOp<AllReduceOp>();
+    target.addLegalOp<AllReduceOp, AllReduceStartOp, AllReduceWaitOp>();
     target.addLegalDialect<arith::ArithDialect, linalg::LinalgDialect, math::MathDialect,
                            scf::SCFDialect, tensor::TensorDialect>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
