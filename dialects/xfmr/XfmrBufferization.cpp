@@ -74,72 +74,32 @@ static void callReduction(RewriterBase &rewriter, Operation *op, StringRef funct
     memref::CopyOp::create(rewriter, loc, contiguous, data);
 }
 
-/// The in-place interface of the three ops: the first operand's buffer is
-/// read and written, and it is the result's.
-template <typename Op> static bool writesInPlace(Op op, OpOperand &operand) {
-  return operand.get() == op.getInput();
-}
-
-template <typename Op> static AliasingValueList aliasInPlace(Op op, OpOperand &operand) {
-  if (operand.get() != op.getInput())
-    return {};
-  return {{op.getResult(), BufferRelation::Equivalent}};
-}
-
-bool AllReduceOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) { return true; }
-
-bool AllReduceOp::bufferizesToMemoryWrite(OpOperand &operand, const AnalysisState &) {
-  return writesInPlace(*this, operand);
-}
-
-AliasingValueList AllReduceOp::getAliasingValues(OpOperand &operand, const AnalysisState &) {
-  return aliasInPlace(*this, operand);
+/// `op`'s reduction in place: a call of `function`, or for a strided view,
+/// which cannot stay in flight through a copy the wait would have to copy
+/// back, of the blocking reduction.
+template <typename Op>
+static LogicalResult bufferizeReduction(Op op, RewriterBase &rewriter,
+                                        const BufferizationOptions &options,
+                                        BufferizationState &state, StringRef function) {
+  FailureOr<Value> data = getBuffer(rewriter, op.getInput(), options, state);
+  FailureOr<Value> weight = getBuffer(rewriter, op.getWeight(), options, state);
+  if (failed(data) || failed(weight))
+    return failure();
+  callReduction(rewriter, op, isContiguous(*data) ? function : StringRef(kAllReduceFunction), *data,
+                *weight);
+  replaceOpWithBufferizedValues(rewriter, op, *data);
+  return success();
 }
 
 LogicalResult AllReduceOp::bufferize(RewriterBase &rewriter, const BufferizationOptions &options,
                                      BufferizationState &state) {
-  FailureOr<Value> data = getBuffer(rewriter, getInput(), options, state);
-  FailureOr<Value> weight = getBuffer(rewriter, getWeight(), options, state);
-  if (failed(data) || failed(weight))
-    return failure();
-  callReduction(rewriter, *this, kAllReduceFunction, *data, *weight);
-  replaceOpWithBufferizedValues(rewriter, *this, *data);
-  return success();
-}
-
-bool AllReduceStartOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) { return true; }
-
-bool AllReduceStartOp::bufferizesToMemoryWrite(OpOperand &operand, const AnalysisState &) {
-  return writesInPlace(*this, operand);
-}
-
-AliasingValueList AllReduceStartOp::getAliasingValues(OpOperand &operand, const AnalysisState &) {
-  return aliasInPlace(*this, operand);
+  return bufferizeReduction(*this, rewriter, options, state, kAllReduceFunction);
 }
 
 LogicalResult AllReduceStartOp::bufferize(RewriterBase &rewriter,
                                           const BufferizationOptions &options,
                                           BufferizationState &state) {
-  FailureOr<Value> data = getBuffer(rewriter, getInput(), options, state);
-  FailureOr<Value> weight = getBuffer(rewriter, getWeight(), options, state);
-  if (failed(data) || failed(weight))
-    return failure();
-  // A strided view cannot stay in flight through a copy that the wait
-  // would have to copy back: it is reduced at once.
-  callReduction(rewriter, *this, isContiguous(*data) ? kAllReduceStartFunction : kAllReduceFunction,
-                *data, *weight);
-  replaceOpWithBufferizedValues(rewriter, *this, *data);
-  return success();
-}
-
-bool AllReduceWaitOp::bufferizesToMemoryRead(OpOperand &, const AnalysisState &) { return true; }
-
-bool AllReduceWaitOp::bufferizesToMemoryWrite(OpOperand &operand, const AnalysisState &) {
-  return writesInPlace(*this, operand);
-}
-
-AliasingValueList AllReduceWaitOp::getAliasingValues(OpOperand &operand, const AnalysisState &) {
-  return aliasInPlace(*this, operand);
+  return bufferizeReduction(*this, rewriter, options, state, kAllReduceStartFunction);
 }
 
 LogicalResult AllReduceWaitOp::bufferize(RewriterBase &rewriter,

@@ -928,9 +928,32 @@ def Xfmr_GlobalNormOp : Xfmr_Op<"global_norm", [Pure]> {
   let hasVerifier = 1;
 }
 
-def Xfmr_AllReduceOp : Xfmr_Op<"all_reduce", [AllTypesMatch<["input", "result"]>,
-    DeclareOpInterfaceMethods<BufferizableOpInterface, ["bufferizesToMemoryRead",
-        "bufferizesToMemoryWrite", "getAliasingValues", "bufferize"]>]> {
+// The reductions over the processes of a data-parallel job: they read and
+// write their input's buffer in place, which is their result's (each op's
+// `bufferize` calls the runtime).
+class Xfmr_InPlaceReductionOp<string mnemonic>
+    : Xfmr_Op<mnemonic, [AllTypesMatch<["input", "result"]>,
+        DeclareOpInterfaceMethods<BufferizableOpInterface, ["bufferizesToMemoryRead",
+            "bufferizesToMemoryWrite", "getAliasingValues", "bufferize"]>]> {
+  let extraClassDefinition = [{
+    bool $cppClass::bufferizesToMemoryRead(::mlir::OpOperand &,
+        const ::mlir::bufferization::AnalysisState &) {
+      return true;
+    }
+    bool $cppClass::bufferizesToMemoryWrite(::mlir::OpOperand &operand,
+        const ::mlir::bufferization::AnalysisState &) {
+      return operand.get() == getInput();
+    }
+    ::mlir::bufferization::AliasingValueList $cppClass::getAliasingValues(
+        ::mlir::OpOperand &operand, const ::mlir::bufferization::AnalysisState &) {
+      if (operand.get() != getInput())
+        return {};
+      return {{getResult(), ::mlir::bufferization::BufferRelation::Equivalent}};
+    }
+  }];
+}
+
+def Xfmr_AllReduceOp : Xfmr_InPlaceReductionOp<"all_reduce"> {
   let summary = "weighted sum of a tensor over the processes of a data-parallel job";
   let description = [{
     `sum over processes p of weight_p * input_p`, the same on every process:
@@ -953,9 +976,7 @@ def Xfmr_AllReduceOp : Xfmr_Op<"all_reduce", [AllTypesMatch<["input", "result"]>
   let hasVerifier = 1;
 }
 
-def Xfmr_AllReduceStartOp : Xfmr_Op<"all_reduce_start", [AllTypesMatch<["input", "result"]>,
-    DeclareOpInterfaceMethods<BufferizableOpInterface, ["bufferizesToMemoryRead",
-        "bufferizesToMemoryWrite", "getAliasingValues", "bufferize"]>]> {
+def Xfmr_AllReduceStartOp : Xfmr_InPlaceReductionOp<"all_reduce_start"> {
   let summary = "starts an `xfmr.all_reduce` that `xfmr.all_reduce_wait` completes";
   let description = [{
     The first half of `xfmr.all_reduce`, split so that the reduction of a
@@ -979,9 +1000,7 @@ def Xfmr_AllReduceStartOp : Xfmr_Op<"all_reduce_start", [AllTypesMatch<["input",
   let hasVerifier = 1;
 }
 
-def Xfmr_AllReduceWaitOp : Xfmr_Op<"all_reduce_wait", [AllTypesMatch<["input", "result"]>,
-    DeclareOpInterfaceMethods<BufferizableOpInterface, ["bufferizesToMemoryRead",
-        "bufferizesToMemoryWrite", "getAliasingValues", "bufferize"]>]> {
+def Xfmr_AllReduceWaitOp : Xfmr_InPlaceReductionOp<"all_reduce_wait"> {
   let summary = "waits for the reduction an `xfmr.all_reduce_start` started";
   let description = [{
     The sum of the started reduction, in place of its buffer: a call of the
