@@ -391,29 +391,32 @@ func.func @fused_linear(%x: tensor<2x3x8xf32>, %w: tensor<8x16xf32>, %b: tensor<
 
 // -----
 
-// Attention is one loop nest: a forall over (batch, heads, query blocks)
-// around a loop over key blocks carrying the running max, sum and output;
-// causal query blocks stop at the diagonal; no [seq_q, seq_k] tensor exists.
+// The reference lowering of attention (for element types no kernel takes):
+// a forall over (batch, heads, query blocks), each block's scores against
+// every key ([64, 256]), -inf past the query's diagonal or where padded, an
+// exact softmax (row max, exponentials, row sum) and one product with V; no
+// [seq_q, seq_k] tensor exists.
 // CHECK-LABEL: func @attention
 // CHECK-NOT: tensor<256x256xf32>
 // CHECK: scf.forall (%[[B:.*]], %[[H:.*]], %[[QB:.*]]) in (2, 4, 4)
 // CHECK: %[[Q0:.*]] = arith.muli %[[QB]], %c64
 // CHECK: tensor.extract_slice %{{.*}}[%[[B]], %[[Q0]], %[[H]], 0] [1, 64, 1, 32]
-// The block's last query, its diagonal, clamped to the keys:
-// CHECK: %[[LAST:.*]] = arith.addi %[[Q0]], %c63
-// CHECK: %[[ROW:.*]] = arith.minsi %[[LAST]], %c255
-// CHECK: %[[DIAGONAL:.*]] = arith.addi %[[ROW]], %c1
+// CHECK: linalg.matmul {{.*}} -> tensor<64x256xf32>
+// CHECK: linalg.generic
+// CHECK: %[[I:.*]] = arith.addi %{{.*}}, %[[Q0]]
+// CHECK: %[[J:.*]] = linalg.index 1
+// The query's diagonal, clamped to the keys:
+// CHECK: %[[DIAGONAL:.*]] = arith.addi %[[I]], %c1
 // CHECK: %[[END:.*]] = arith.minsi %[[DIAGONAL]], %c256
 // CHECK: %[[VISIBLE:.*]] = arith.maxsi %[[END]], %c0
-// CHECK: %[[N:.*]] = arith.ceildivsi %[[VISIBLE]], %c64
-// CHECK: scf.for %{{.*}} = %c0 to %[[N]] step %c1 iter_args({{.*}}) -> (tensor<64xf32>, tensor<64xf32>, tensor<64x32xf32>)
-// CHECK: linalg.matmul {{.*}} -> tensor<64x64xf32>
-// CHECK: arith.cmpi slt
-// CHECK: arith.andi
+// CHECK: %[[KEEP:.*]] = arith.cmpi slt, %[[J]], %[[VISIBLE]]
+// CHECK: arith.andi %[[KEEP]]
+// CHECK: iterator_types = ["parallel", "reduction"]
 // CHECK: arith.maximumf
 // CHECK: math.exp
+// CHECK: iterator_types = ["parallel", "reduction"]
+// CHECK: arith.addf
 // CHECK: linalg.matmul {{.*}} -> tensor<64x32xf32>
-// CHECK: scf.yield
 // CHECK: arith.divf
 // CHECK: scf.forall.in_parallel
 // CHECK-NEXT: tensor.parallel_insert_slice
@@ -462,9 +465,20 @@ func.func @no_xfmr(%a: f32) -> f32 {
 
 // -----
 
-// The portable FlashAttention-2 backward (linalg on tiles): no seq x seq
-// tensor either.
+// The backward from the recomputed probabilities: dK and dV per block of
+// keys against every query ([256, 64] tiles), dQ per block of queries
+// against every key ([64, 256]); no seq x seq tensor either.
 // CHECK-LABEL: func @attention_backward
+// CHECK-NOT: 256x256
+// CHECK: scf.forall ({{.*}}) in (2, 4) shared_outs(%{{.*}} = %[[EMPTY:.*]], %{{.*}} = %[[EMPTY]])
+// CHECK: linalg.matmul {{.*}} -> tensor<256x64xf32>
+// CHECK: math.exp
+// CHECK: linalg.matmul {{.*}} -> tensor<64x16xf32>
+// CHECK: linalg.matmul {{.*}} -> tensor<64x16xf32>
+// CHECK: scf.forall ({{.*}}) in (2, 4) shared_outs
+// CHECK: linalg.matmul {{.*}} -> tensor<64x256xf32>
+// CHECK: math.exp
+// CHECK: linalg.matmul {{.*}} -> tensor<64x16xf32>
 // CHECK-NOT: 256x256
 // CHECK: return
 func.func @attention_backward(%q: tensor<1x256x2x16xf32>, %o: tensor<1x256x2x16xf32>, %lse: tensor<1x2x256xf32>)
@@ -571,18 +585,20 @@ func.func @sgd_loss_scaled(%p: tensor<4x8xf32>, %g: tensor<4x8xf32>, %b: tensor<
 
 // -----
 
-// The reference lowering over a KV cache: the key-block loop ends at the
-// runtime key length or the diagonal at query_offset, whichever is first.
+// The reference lowering over a KV cache: a key is visible before the
+// runtime key length and, causal, up to the diagonal at query_offset.
 // CHECK-LABEL: func @cache_attention
 // CHECK-SAME: %[[OFFSETS:[^:]*]]: tensor<2xi32>, %[[LENGTHS:[^:]*]]: tensor<2xi32>
 // CHECK: scf.forall (%[[B:.*]], %{{.*}}) in (2, 2)
+// CHECK: linalg.generic
+// CHECK: %[[J:.*]] = linalg.index 1
 // CHECK: tensor.extract %[[LENGTHS]][%[[B]]]
 // CHECK: tensor.extract %[[OFFSETS]][%[[B]]]
 // CHECK: %[[DIAGONAL:.*]] = arith.addi %{{.*}}, %c1
 // CHECK: %[[END:.*]] = arith.minsi %{{.*}}, %[[DIAGONAL]]
-// CHECK: %[[VISIBLE:.*]] = arith.maxsi %[[END]], %c0
-// CHECK: %[[BLOCKS:.*]] = arith.ceildivsi %[[VISIBLE]], %c64
-// CHECK: scf.for %{{.*}} = %c0 to %[[BLOCKS]]
+// CHECK: %[[VISIBLE:.*]] = arith.maxsi %[[END]]
+// CHECK: %[[KEEP:.*]] = arith.cmpi slt, %[[J]], %[[VISIBLE]]
+// CHECK: arith.select %[[KEEP]]
 func.func @cache_attention(%q: tensor<2x1x2x16xf32>, %k: tensor<2x256x2x16xf32>,
                            %v: tensor<2x256x2x16xf32>, %off: tensor<2xi32>,
                            %len: tensor<2xi32>) -> tensor<2x1x2x16xf32> {

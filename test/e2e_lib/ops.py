@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Inputs and float64 PyTorch references for the per-op tests in test/e2e/ops.
 
-  ops.py generate CASE inputs.safetensors
+  ops.py generate CASE inputs.safetensors [--f64]
   ops.py check CASE inputs.safetensors outputs.safetensors
 
 Each case matches one .mlir file: `generate` writes random inputs under the
-argument names the file uses, `check` recomputes every output from them and
+argument names the file uses (float32, or with --f64 the same values as
+float64), `check` recomputes every output from them and
 prints one PASS/FAIL line per output: max |xfmr - torch| <= tol * max(1, max |torch|).
 """
 
@@ -613,6 +614,9 @@ TOLERANCE = 2e-5
 # for bf16 (8 significant bits), 2^-11 for f16; two units allowed.
 # The gradients of the low-precision attentions too, though the reference
 # cannot store the backward's own roundings (see test/e2e/grad/low-precision.mlir).
+# Computed in float64 (the reference lowering, for --f64 inputs): only the
+# order of the sums differs.
+F64_TOLERANCE = 1e-12
 CASE_TOLERANCE = {"low_precision": {"_bf16": 8e-3, "_f16": 1e-3}, "mma_gemm": {"": 8e-3},
                   "cache_attention_bf16": {"": 8e-3},
                   "long_attention": {"": 8e-3}, "long_backward": {"": 8e-3},
@@ -623,7 +627,11 @@ def main():
     command, case = sys.argv[1], sys.argv[2]
     generate, reference = CASES[case]
     if command == "generate":
-        safetensors_io.write(sys.argv[3], generate())
+        inputs = generate()
+        if "--f64" in sys.argv[4:]:
+            inputs = {name: value.astype(np.float64) if value.dtype == np.float32 else value
+                      for name, value in inputs.items()}
+        safetensors_io.write(sys.argv[3], inputs)
         return 0
     inputs = safetensors_io.read(sys.argv[3])
     outputs = safetensors_io.read(sys.argv[4])
@@ -643,6 +651,8 @@ def main():
         scale = max(1.0, float(np.max(np.abs(want))) if want.size else 0.0)
         tolerance = next((value for suffix, value in CASE_TOLERANCE.get(case, {}).items()
                           if name.endswith(suffix)), TOLERANCE)
+        if got.dtype == np.float64:
+            tolerance = min(tolerance, F64_TOLERANCE)
         ok = error <= tolerance * scale
         failed |= not ok
         print(f"{'PASS' if ok else 'FAIL'}: {name}: max error {error:.2e} "

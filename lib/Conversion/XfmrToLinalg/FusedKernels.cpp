@@ -1,8 +1,8 @@
 //===- FusedKernels.cpp - lowering of the fused xfmr ops --------*- C++ -*-===//
 //
-// Each fused op becomes one kernel: attention a tiled loop nest with an online
-// softmax; softmax, layer norm and matmul epilogues short linalg chains over
-// rows that the CPU schedule tiles together.
+// Each fused op becomes a few linalg ops: softmax, layer norm and matmul
+// epilogues short chains over rows; attention (for element types no kernel
+// takes) a loop over blocks of queries or keys, each block's softmax exact.
 //
 //===----------------------------------------------------------------------===//
 
@@ -251,35 +251,31 @@ struct FusedLinearLowering : OpConversionPattern<FusedLinearOp> {
 };
 
 //===----------------------------------------------------------------------===//
-// Fused attention
+// Fused attention: the reference lowering
 //===----------------------------------------------------------------------===//
+//
+// For element types no kernel takes (f64): per block of queries, the whole
+// [rows, seq_k] tile of scores, its exact softmax from the row max and sum,
+// and its product with V; the backward's dK and dV per block of keys, from
+// the [seq_q, rows] tile. The online softmax and the key-tile limits are the
+// kernels' own (a target's KernelSet): here every key is read and the masks
+// zero its probability, which makes this an independent check of them. No
+// [seq_q, seq_k] tensor exists.
 
-/// The largest divisor of `size` not above `limit`, so tiles are static.
-int64_t tileSizeFor(int64_t size, int64_t limit) {
-  for (int64_t tile = std::min(size, limit); tile > 1; --tile)
-    if (size % tile == 0)
-      return tile;
+/// The largest divisor of `size` not above `limit`, so blocks are static.
+int64_t blockSizeFor(int64_t size, int64_t limit) {
+  for (int64_t block = std::min(size, limit); block > 1; --block)
+    if (size % block == 0)
+      return block;
   return 1;
 }
 
-Value scaledIndex(OpBuilder &b, Location loc, Value index, int64_t factor) {
-  return arith::MulIOp::create(b, loc, index, arith::ConstantIndexOp::create(b, loc, factor));
-}
-
-Value multiply(OpBuilder &b, Location loc, Value x, Value y) {
-  return broadcastGeneric(b, loc, tensorTypeOf(x), ValueRange{x, y},
-                          [](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                            return arith::MulFOp::create(nb, l, args[0], args[1]);
-                          });
-}
-
-/// The tiling of one attention problem into [blockQ, blockK] score tiles,
-/// shared by the forward kernel and the two backward kernels: operand
-/// tiles, masks and the probabilities of a tile.
-class AttentionTiling {
+/// One attention problem cut into blocks of rows: operand tiles, the masked
+/// scores of a tile and their probabilities.
+class AttentionTiles {
 public:
   template <typename OpTy>
-  AttentionTiling(OpBuilder &b, Location loc, OpTy op, typename OpTy::Adaptor adaptor)
+  AttentionTiles(OpBuilder &b, Location loc, OpTy op, typename OpTy::Adaptor adaptor)
       : dims(op.getDims()), paddingMask(adaptor.getPaddingMask()),
         scale(op.getScale().convertToDouble()), causal(op.getCausal()) {
     if constexpr (std::is_same_v<OpTy, FusedAttentionOp>) {
@@ -294,8 +290,8 @@ public:
     seqQ = q.getDimSize(dims.seq);
     headDim = q.getDimSize(dims.headDim);
     seqK = tensorTypeOf(op.getKey()).getDimSize(dims.seq);
-    blockQ = tileSizeFor(seqQ, 64);
-    blockK = tileSizeFor(seqK, 64);
+    blockQ = blockSizeFor(seqQ, 64);
+    blockK = blockSizeFor(seqK, 64);
     if (Value bias = adaptor.getAttnBias()) {
       auto biasType = tensorTypeOf(bias);
       SmallVector<int64_t> shape(4 - biasType.getRank(), 1);
@@ -317,7 +313,7 @@ public:
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(forall.getTerminator());
     SmallVector<Value> ivs = forall.getInductionVars();
-    Value start = scaledIndex(b, loc, ivs[2], blockRows);
+    Value start = arith::MulIOp::create(b, loc, ivs[2], index(b, loc, blockRows));
     SmallVector<Value> tiles = body(ivs[0], ivs[1], start);
     b.setInsertionPointToStart(forall.getTerminator().getBody());
     for (auto [tile, shared] : llvm::zip_equal(tiles, forall.getRegionIterArgs())) {
@@ -330,10 +326,10 @@ public:
     return forall.getResults();
   }
 
-  /// The [rows, head_dim] tile of a rank-4 operand at (batch, head, seqStart).
+  /// The [rows, head_dim] tile of a rank-4 operand at (batch, head, start).
   Value extractTile(OpBuilder &b, Location loc, Value operand, Value batchIv, Value head,
-                    Value seqStart, int64_t rows) {
-    auto [offsets, sizes] = tileGeometry(b, batchIv, head, seqStart, rows);
+                    Value start, int64_t rows) {
+    auto [offsets, sizes] = tileGeometry(b, batchIv, head, start, rows);
     return tensor::ExtractSliceOp::create(b, loc,
                                           RankedTensorType::get({rows, headDim}, elementType),
                                           operand, offsets, sizes, unitStrides(b, 4));
@@ -341,49 +337,30 @@ public:
 
   /// The [rows] slice of a [batch, heads, seq] per-row value.
   Value extractRows(OpBuilder &b, Location loc, Value perRow, Value batchIv, Value head,
-                    Value seqStart, int64_t rows) {
-    auto [offsets, sizes] = rowGeometry(b, batchIv, head, seqStart, rows);
+                    Value start, int64_t rows) {
+    auto [offsets, sizes] = rowGeometry(b, batchIv, head, start, rows);
     return tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get({rows}, elementType),
                                           perRow, offsets, sizes, unitStrides(b, 3));
   }
 
-  /// The key range of each query (../Kernels/AttentionLimits.h).
-  kernels::AttentionLimits limits(OpBuilder &b, Location loc) const {
-    return kernels::AttentionLimits(b, loc, {seqQ, seqK, causal, queryOffset, keyLength});
-  }
-
-  /// Number of key blocks query block `qStart` must visit; blocks past them
-  /// are never read.
-  Value keyBlockCount(OpBuilder &b, Location loc, Value batchIv, Value qStart) {
-    return limits(b, loc).keyTiles(batchIv, qStart, blockQ, blockK);
-  }
-
-  /// The first query block that sees any key of the block at `kStart`.
-  Value firstQueryBlock(OpBuilder &b, Location loc, Value batchIv, Value kStart) {
-    return arith::DivUIOp::create(b, loc, limits(b, loc).firstQuerySeeing(batchIv, kStart),
-                                  arith::ConstantIndexOp::create(b, loc, blockQ));
-  }
-
-  /// scale * qTile kTile^T + masks, masked entries -inf: the [blockQ, blockK]
-  /// scores at (qStart, kStart).
+  /// scale * qTile kTile^T plus the biases, -inf where a mask hides the key:
+  /// the scores of the queries from qStart and the keys from kStart.
   Value maskedScores(OpBuilder &b, Location loc, Value qTile, Value kTile, Value batchIv,
                      Value head, Value qStart, Value kStart) {
-    auto scoreType = RankedTensorType::get({blockQ, blockK}, elementType);
+    int64_t rows = tensorTypeOf(qTile).getDimSize(0), cols = tensorTypeOf(kTile).getDimSize(0);
+    auto scoreType = RankedTensorType::get({rows, cols}, elementType);
     Value scores = linalg::MatmulTransposeBOp::create(b, loc, scoreType, ValueRange{qTile, kTile},
                                                       filledTensor(b, loc, scoreType, 0.0))
                        .getResult(0);
     SmallVector<Value> inputs = {scores};
     bool hasPadding = static_cast<bool>(paddingMask);
-    if (hasPadding) {
-      Value maskTile = tensor::ExtractSliceOp::create(
-          b, loc, RankedTensorType::get({blockK}, b.getI1Type()), paddingMask,
+    if (hasPadding)
+      inputs.push_back(tensor::ExtractSliceOp::create(
+          b, loc, RankedTensorType::get({cols}, b.getI1Type()), paddingMask,
           ArrayRef<OpFoldResult>{batchIv, kStart},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(blockK)},
-          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
-      inputs.push_back(maskTile);
-    }
+          ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(cols)}, unitStrides(b, 2)));
     if (bias4d)
-      inputs.push_back(extractBiasTile(b, loc, batchIv, head, qStart, kStart));
+      inputs.push_back(extractBiasTile(b, loc, batchIv, head, qStart, kStart, rows, cols));
     bool limited = causal || keyLength;
     return broadcastGeneric(
         b, loc, scoreType, inputs, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
@@ -397,7 +374,8 @@ public:
             value = arith::AddFOp::create(nb, l, value, diagonalBias(nb, l, batchIv, head, i, j));
           Value keep = arith::ConstantOp::create(nb, l, nb.getBoolAttr(true));
           if (limited)
-            keep = limits(nb, l).isVisible(batchIv, i, j);
+            keep = kernels::AttentionLimits(nb, l, {seqQ, seqK, causal, queryOffset, keyLength})
+                       .isVisible(batchIv, i, j);
           if (hasPadding)
             keep = arith::AndIOp::create(nb, l, keep, args[1]);
           return arith::SelectOp::create(nb, l, keep, value,
@@ -405,29 +383,37 @@ public:
         });
   }
 
-  /// exp(x - max), or 0 when max is -inf (nothing visible).
-  Value safeExp(OpBuilder &b, Location l, Value x, Value max) {
-    Value negInf = floatConstant(b, l, elementType, kNegInf);
-    Value none = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, max, negInf);
-    Value exp = math::ExpOp::create(b, l, arith::SubFOp::create(b, l, x, max));
-    return arith::SelectOp::create(b, l, none, floatConstant(b, l, elementType, 0.0), exp);
-  }
-
-  /// exp(scores - rowValue) per row, 0 on rows whose value is -inf.
+  /// exp(scores - rowValue) per row, 0 on rows whose value is -inf (rows
+  /// that see no key).
   Value rowExp(OpBuilder &b, Location loc, Value scores, Value rowValue) {
-    return broadcastGeneric(b, loc, tensorTypeOf(scores),
-                            ValueRange{scores, asColumn(b, loc, rowValue)},
-                            [&](OpBuilder &nb, Location l, ValueRange args) {
-                              return safeExp(nb, l, args[0], args[1]);
-                            });
+    return broadcastGeneric(
+        b, loc, tensorTypeOf(scores), ValueRange{scores, asColumn(b, loc, rowValue)},
+        [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          Value none = arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, args[1],
+                                             floatConstant(nb, l, elementType, kNegInf));
+          Value exp = math::ExpOp::create(nb, l, arith::SubFOp::create(nb, l, args[0], args[1]));
+          return arith::SelectOp::create(nb, l, none, floatConstant(nb, l, elementType, 0.0), exp);
+        });
   }
 
-  Value scaleTile(OpBuilder &b, Location loc, Value tile) {
-    return broadcastGeneric(b, loc, tensorTypeOf(tile), tile,
-                            [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                              return arith::MulFOp::create(
-                                  nb, l, args[0], floatConstant(nb, l, elementType, scale));
-                            });
+  /// lhs rhs (transposed as given), times `factor`: a [rows, cols] tile.
+  template <typename MatmulOpTy>
+  Value product(OpBuilder &b, Location loc, Value lhs, Value rhs, int64_t rows, int64_t cols,
+                double factor = 1.0) {
+    auto type = RankedTensorType::get({rows, cols}, elementType);
+    Value result =
+        MatmulOpTy::create(b, loc, type, ValueRange{lhs, rhs}, filledTensor(b, loc, type, 0.0))
+            .getResult(0);
+    if (factor == 1.0)
+      return result;
+    return broadcastGeneric(
+        b, loc, type, result, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          return arith::MulFOp::create(nb, l, args[0], floatConstant(nb, l, elementType, factor));
+        });
+  }
+
+  static Value index(OpBuilder &b, Location loc, int64_t value) {
+    return arith::ConstantIndexOp::create(b, loc, value);
   }
 
   AttentionDims dims;
@@ -442,20 +428,19 @@ public:
   int64_t batch, heads, seqQ, seqK, headDim, blockQ, blockK;
 
 private:
-  /// values[b] as an index clamped to [0, seq_k].
   static SmallVector<OpFoldResult> unitStrides(OpBuilder &b, int64_t rank) {
     return SmallVector<OpFoldResult>(rank, b.getIndexAttr(1));
   }
 
-  /// Offsets and sizes of the [rows, head_dim] tile at (b, h, seqStart).
+  /// Offsets and sizes of the [rows, head_dim] tile at (b, h, start).
   std::pair<SmallVector<OpFoldResult>, SmallVector<OpFoldResult>>
-  tileGeometry(OpBuilder &b, Value batchIv, Value head, Value seqStart, int64_t rows) {
+  tileGeometry(OpBuilder &b, Value batchIv, Value head, Value start, int64_t rows) {
     SmallVector<OpFoldResult> offsets(4), sizes(4);
     offsets[dims.batch] = batchIv;
     sizes[dims.batch] = b.getIndexAttr(1);
     offsets[dims.heads] = head;
     sizes[dims.heads] = b.getIndexAttr(1);
-    offsets[dims.seq] = seqStart;
+    offsets[dims.seq] = start;
     sizes[dims.seq] = b.getIndexAttr(rows);
     offsets[dims.headDim] = b.getIndexAttr(0);
     sizes[dims.headDim] = b.getIndexAttr(headDim);
@@ -464,240 +449,174 @@ private:
 
   /// Offsets and sizes of `rows` entries of a [batch, heads, seq] tensor.
   std::pair<SmallVector<OpFoldResult>, SmallVector<OpFoldResult>>
-  rowGeometry(OpBuilder &b, Value batchIv, Value head, Value seqStart, int64_t rows) {
-    return {{batchIv, head, seqStart}, {b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(rows)}};
+  rowGeometry(OpBuilder &b, Value batchIv, Value head, Value start, int64_t rows) {
+    return {{batchIv, head, start}, {b.getIndexAttr(1), b.getIndexAttr(1), b.getIndexAttr(rows)}};
   }
 
   /// positionBias at (batch, head, query, key): its entry on their diagonal.
   Value diagonalBias(OpBuilder &b, Location loc, Value batchIv, Value head, Value query,
                      Value key) {
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value perSequence = tensorTypeOf(positionBias).getDimSize(0) == 1 ? zero : batchIv;
+    Value perSequence = tensorTypeOf(positionBias).getDimSize(0) == 1 ? index(b, loc, 0) : batchIv;
     Value diagonal = arith::AddIOp::create(b, loc, arith::SubIOp::create(b, loc, key, query),
-                                           arith::ConstantIndexOp::create(b, loc, seqQ - 1));
+                                           index(b, loc, seqQ - 1));
     return tensor::ExtractOp::create(b, loc, positionBias, ValueRange{perSequence, head, diagonal});
   }
 
-  /// The [blockQ | 1, blockK | 1] slice of the rank-4 bias for this tile.
+  /// The [rows | 1, cols | 1] slice of the rank-4 bias for this tile.
   Value extractBiasTile(OpBuilder &b, Location loc, Value batchIv, Value head, Value qStart,
-                        Value kStart) {
+                        Value kStart, int64_t rows, int64_t cols) {
     auto type = tensorTypeOf(bias4d);
     Value starts[4] = {batchIv, head, qStart, kStart};
-    int64_t fullSizes[4] = {1, 1, blockQ, blockK};
+    int64_t fullSizes[4] = {1, 1, rows, cols};
     SmallVector<OpFoldResult> offsets, sizes;
+    SmallVector<int64_t> shape;
     for (int i = 0; i < 4; ++i) {
       bool broadcast = type.getDimSize(i) == 1;
       offsets.push_back(broadcast ? OpFoldResult(b.getIndexAttr(0)) : OpFoldResult(starts[i]));
-      sizes.push_back(b.getIndexAttr(broadcast ? 1 : fullSizes[i]));
+      shape.push_back(broadcast ? 1 : fullSizes[i]);
+      sizes.push_back(b.getIndexAttr(shape.back()));
     }
-    int64_t rows = type.getDimSize(2) == 1 ? 1 : blockQ;
-    int64_t cols = type.getDimSize(3) == 1 ? 1 : blockK;
-    Value slice = tensor::ExtractSliceOp::create(
-        b, loc, RankedTensorType::get({1, 1, rows, cols}, elementType), bias4d, offsets, sizes,
-        unitStrides(b, 4));
-    return reshapeTensor(b, loc, slice, RankedTensorType::get({rows, cols}, elementType));
+    Value slice = tensor::ExtractSliceOp::create(b, loc, RankedTensorType::get(shape, elementType),
+                                                 bias4d, offsets, sizes, unitStrides(b, 4));
+    return reshapeTensor(b, loc, slice, RankedTensorType::get({shape[2], shape[3]}, elementType));
   }
 };
 
-/// Write `value` over the loop-carried `carried` so the loop bufferizes in
-/// place (no allocation per iteration).
-Value overwrite(OpBuilder &b, Location loc, Value value, Value carried) {
-  return linalg::CopyOp::create(b, loc, value, carried).getResult(0);
-}
-
-/// Forward: per query block, an online-softmax loop over key blocks.
+/// Forward: per query block, the softmax of its scores against every key.
 struct FusedAttentionLowering : OpConversionPattern<FusedAttentionOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(FusedAttentionOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    AttentionTiling t(rewriter, loc, op, adaptor);
+    AttentionTiles t(rewriter, loc, op, adaptor);
+    Type elementType = t.elementType;
     bool wantLse = static_cast<bool>(op.getLogsumexp());
-    auto outType = tensorTypeOf(op.getQuery());
-    SmallVector<Value> inits = {
-        tensor::EmptyOp::create(rewriter, loc, outType.getShape(), t.elementType)};
+    SmallVector<Value> inits = {tensor::EmptyOp::create(
+        rewriter, loc, tensorTypeOf(op.getQuery()).getShape(), elementType)};
     if (wantLse)
-      inits.push_back(tensor::EmptyOp::create(rewriter, loc,
-                                              ArrayRef<int64_t>{t.batch, t.heads, t.seqQ},
-                                              t.elementType));
+      inits.push_back(tensor::EmptyOp::create(
+          rewriter, loc, ArrayRef<int64_t>{t.batch, t.heads, t.seqQ}, elementType));
+    auto rowType = RankedTensorType::get({t.blockQ}, elementType);
     SmallVector<Value> results = t.forallBlocks(
-        rewriter, loc, t.seqQ, t.blockQ, inits, [&](Value batchIv, Value head, Value qStart) {
-          auto [out, lse] = buildQueryBlock(rewriter, loc, t, adaptor, batchIv, head, qStart);
-          SmallVector<Value> tiles = {out};
-          if (wantLse)
-            tiles.push_back(lse);
-          return tiles;
+        rewriter, loc, t.seqQ, t.blockQ, inits,
+        [&](Value batchIv, Value head, Value qStart) -> SmallVector<Value> {
+          OpBuilder &b = rewriter;
+          Value zero = AttentionTiles::index(b, loc, 0);
+          Value queries =
+              t.extractTile(b, loc, adaptor.getQuery(), batchIv, head, qStart, t.blockQ);
+          Value keys = t.extractTile(b, loc, adaptor.getKey(), batchIv, head, zero, t.seqK);
+          Value values = t.extractTile(b, loc, adaptor.getValue(), batchIv, head, zero, t.seqK);
+          Value scores = t.maskedScores(b, loc, queries, keys, batchIv, head, qStart, zero);
+          Value max = reduceRows(b, loc, scores, filledTensor(b, loc, rowType, kNegInf), firstArg,
+                                 maxValues);
+          Value probs = t.rowExp(b, loc, scores, max);
+          Value sum =
+              reduceRows(b, loc, probs, filledTensor(b, loc, rowType, 0.0), firstArg, addValues);
+          Value weighted = t.product<linalg::MatmulOp>(b, loc, probs, values, t.blockQ, t.headDim);
+          Value out = broadcastGeneric(
+              b, loc, tensorTypeOf(weighted), ValueRange{weighted, asColumn(b, loc, sum)},
+              [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                // Rows that see no key give 0, never NaN.
+                Value zero = floatConstant(nb, l, elementType, 0.0);
+                Value empty =
+                    arith::CmpFOp::create(nb, l, arith::CmpFPredicate::OEQ, args[1], zero);
+                return arith::SelectOp::create(nb, l, empty, zero,
+                                               arith::DivFOp::create(nb, l, args[0], args[1]));
+              });
+          if (!wantLse)
+            return {out};
+          // max + log(sum): -inf for rows that see nothing (log 0 = -inf).
+          return {out, broadcastGeneric(b, loc, rowType, ValueRange{max, sum},
+                                        [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+                                          return arith::AddFOp::create(
+                                              nb, l, args[0], math::LogOp::create(nb, l, args[1]));
+                                        })};
         });
     rewriter.replaceOp(op, results);
     return success();
   }
-
-  /// The normalised [blockQ, head_dim] output tile and its [blockQ] row
-  /// log-sum-exp.
-  static std::pair<Value, Value> buildQueryBlock(OpBuilder &b, Location loc, AttentionTiling &t,
-                                                 OpAdaptor adaptor, Value batchIv, Value head,
-                                                 Value qStart) {
-    Type elementType = t.elementType;
-    Value qTile = t.extractTile(b, loc, adaptor.getQuery(), batchIv, head, qStart, t.blockQ);
-    auto rowType = RankedTensorType::get({t.blockQ}, elementType);
-    auto accType = RankedTensorType::get({t.blockQ, t.headDim}, elementType);
-    auto loop = scf::ForOp::create(
-        b, loc, arith::ConstantIndexOp::create(b, loc, 0), t.keyBlockCount(b, loc, batchIv, qStart),
-        arith::ConstantIndexOp::create(b, loc, 1),
-        ValueRange{filledTensor(b, loc, rowType, kNegInf), filledTensor(b, loc, rowType, 0.0),
-                   filledTensor(b, loc, accType, 0.0)},
-        [&](OpBuilder &nb, Location l, Value kb, ValueRange iter) {
-          Value runningMax = iter[0], runningSum = iter[1], acc = iter[2];
-          Value kStart = scaledIndex(nb, l, kb, t.blockK);
-          Value kTile = t.extractTile(nb, l, adaptor.getKey(), batchIv, head, kStart, t.blockK);
-          Value vTile = t.extractTile(nb, l, adaptor.getValue(), batchIv, head, kStart, t.blockK);
-          Value scores = t.maskedScores(nb, l, qTile, kTile, batchIv, head, qStart, kStart);
-          Value newMax = reduceRows(nb, l, scores, runningMax, firstArg, maxValues);
-          Value probs = t.rowExp(nb, l, scores, newMax);
-          Value correction = broadcastGeneric(
-              nb, l, rowType, ValueRange{runningMax, newMax},
-              [&](OpBuilder &bb, Location bl, ValueRange args) {
-                return t.safeExp(bb, bl, args[0], args[1]);
-              });
-          Value newSum =
-              reduceRows(nb, l, probs, multiply(nb, l, runningSum, correction), firstArg, addValues);
-          Value newAcc = linalg::MatmulOp::create(
-                             nb, l, accType, ValueRange{probs, vTile},
-                             multiply(nb, l, acc, asColumn(nb, l, correction)))
-                             .getResult(0);
-          scf::YieldOp::create(nb, l,
-                               ValueRange{overwrite(nb, l, newMax, runningMax),
-                                          overwrite(nb, l, newSum, runningSum),
-                                          overwrite(nb, l, newAcc, acc)});
-        });
-    Value max = loop.getResult(0), sum = loop.getResult(1), acc = loop.getResult(2);
-    Value out = broadcastGeneric(b, loc, accType, ValueRange{acc, asColumn(b, loc, sum)},
-                                 [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                                   // Rows that saw no visible key give 0, never NaN.
-                                   Value zero = floatConstant(nb, l, elementType, 0.0);
-                                   Value empty = arith::CmpFOp::create(
-                                       nb, l, arith::CmpFPredicate::OEQ, args[1], zero);
-                                   return arith::SelectOp::create(
-                                       nb, l, empty, zero,
-                                       arith::DivFOp::create(nb, l, args[0], args[1]));
-                                 });
-    // max + log(sum): -inf for rows that saw nothing (log 0 = -inf).
-    Value lse = broadcastGeneric(b, loc, rowType, ValueRange{max, sum},
-                                 [](OpBuilder &nb, Location l, ValueRange args) -> Value {
-                                   return arith::AddFOp::create(
-                                       nb, l, args[0], math::LogOp::create(nb, l, args[1]));
-                                 });
-    return {out, lse};
-  }
 };
 
-/// Backward, FlashAttention-2 style: one kernel over key blocks accumulates
-/// dK and dV, one over query blocks dQ; both recompute each probability
-/// tile from the saved log-sum-exp, so nothing seq_q x seq_k is stored.
+/// Backward, from the probabilities P = exp(S - lse) recomputed from the
+/// forward's log-sum-exp: dQ per query block against every key, dK and dV
+/// per key block against every query, so each gradient tile has one writer.
 struct FusedAttentionBackwardLowering : OpConversionPattern<FusedAttentionBackwardOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(FusedAttentionBackwardOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     Location loc = op.getLoc();
-    AttentionTiling t(rewriter, loc, op, adaptor);
+    AttentionTiles t(rewriter, loc, op, adaptor);
     Value rowDot = outputDotGrad(rewriter, loc, t, adaptor.getOutput(), adaptor.getGradOutput());
     Value lse = adaptor.getLogsumexp();
-    auto keyType = tensorTypeOf(op.getKey());
-    auto tileType = [&](int64_t rows) {
-      return RankedTensorType::get({rows, t.headDim}, t.elementType);
+
+    // The tile of queries (from qStart) and keys (from kStart) of the
+    // operand tiles: its P, and dS = P (dP - D) with dP = dO V^T and D =
+    // rowsum(dO O).
+    struct Tile {
+      Value probs, gradScores;
+    };
+    auto buildTile = [&](OpBuilder &b, Value batchIv, Value head, Value qStart, Value kStart,
+                         Value queries, Value keys, Value values, Value gradOut) {
+      int64_t rows = tensorTypeOf(queries).getDimSize(0);
+      int64_t cols = tensorTypeOf(keys).getDimSize(0);
+      Value scores = t.maskedScores(b, loc, queries, keys, batchIv, head, qStart, kStart);
+      Value probs =
+          t.rowExp(b, loc, scores, t.extractRows(b, loc, lse, batchIv, head, qStart, rows));
+      Value gradProbs = t.product<linalg::MatmulTransposeBOp>(b, loc, gradOut, values, rows, cols);
+      Value dots = t.extractRows(b, loc, rowDot, batchIv, head, qStart, rows);
+      Value gradScores = broadcastGeneric(
+          b, loc, tensorTypeOf(scores), ValueRange{probs, gradProbs, asColumn(b, loc, dots)},
+          [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+            Value diff = arith::SubFOp::create(nb, l, args[1], args[2]);
+            return arith::MulFOp::create(nb, l, args[0], diff);
+          });
+      return Tile{probs, gradScores};
     };
 
-    // dS = P * (dP - D) for the tile at (qStart, kStart), with
-    // P = exp(S - lse) and dP = dO V^T.
-    auto gradScores = [&](OpBuilder &b, Location l, Value batchIv, Value head, Value qStart,
-                          Value kStart, Value qTile, Value kTile, Value vTile, Value doTile,
-                          Value &probs) {
-      Value scores = t.maskedScores(b, l, qTile, kTile, batchIv, head, qStart, kStart);
-      probs = t.rowExp(b, l, scores, t.extractRows(b, l, lse, batchIv, head, qStart, t.blockQ));
-      auto scoreType = tensorTypeOf(scores);
-      Value gradProbs = linalg::MatmulTransposeBOp::create(b, l, scoreType,
-                                                           ValueRange{doTile, vTile},
-                                                           filledTensor(b, l, scoreType, 0.0))
-                            .getResult(0);
-      Value dTile = t.extractRows(b, l, rowDot, batchIv, head, qStart, t.blockQ);
-      return broadcastGeneric(b, l, scoreType,
-                              ValueRange{probs, gradProbs, asColumn(b, l, dTile)},
-                              [](OpBuilder &nb, Location bl, ValueRange args) -> Value {
-                                Value diff = arith::SubFOp::create(nb, bl, args[1], args[2]);
-                                return arith::MulFOp::create(nb, bl, args[0], diff);
-                              });
-    };
-
-    // dK, dV: per key block, over the query blocks that see it.
-    Value empty = tensor::EmptyOp::create(rewriter, loc, keyType.getShape(), t.elementType);
+    // dK = scale dS^T Q and dV = P^T dO per key block.
+    Value keyEmpty =
+        tensor::EmptyOp::create(rewriter, loc, tensorTypeOf(op.getKey()).getShape(), t.elementType);
     SmallVector<Value> keyGrads = t.forallBlocks(
-        rewriter, loc, t.seqK, t.blockK, ValueRange{empty, empty},
+        rewriter, loc, t.seqK, t.blockK, ValueRange{keyEmpty, keyEmpty},
         [&](Value batchIv, Value head, Value kStart) -> SmallVector<Value> {
           OpBuilder &b = rewriter;
-          Value kTile = t.extractTile(b, loc, adaptor.getKey(), batchIv, head, kStart, t.blockK);
-          Value vTile = t.extractTile(b, loc, adaptor.getValue(), batchIv, head, kStart, t.blockK);
-          auto loop = scf::ForOp::create(
-              b, loc, t.firstQueryBlock(b, loc, batchIv, kStart),
-              arith::ConstantIndexOp::create(b, loc, t.seqQ / t.blockQ),
-              arith::ConstantIndexOp::create(b, loc, 1),
-              ValueRange{filledTensor(b, loc, tileType(t.blockK), 0.0),
-                         filledTensor(b, loc, tileType(t.blockK), 0.0)},
-              [&](OpBuilder &nb, Location l, Value qb, ValueRange iter) {
-                Value qStart = scaledIndex(nb, l, qb, t.blockQ);
-                Value qTile =
-                    t.extractTile(nb, l, adaptor.getQuery(), batchIv, head, qStart, t.blockQ);
-                Value doTile =
-                    t.extractTile(nb, l, adaptor.getGradOutput(), batchIv, head, qStart, t.blockQ);
-                Value probs;
-                Value dS = gradScores(nb, l, batchIv, head, qStart, kStart, qTile, kTile, vTile,
-                                      doTile, probs);
-                Value dV = linalg::MatmulTransposeAOp::create(nb, l, tileType(t.blockK),
-                                                              ValueRange{probs, doTile}, iter[1])
-                               .getResult(0);
-                Value dK = linalg::MatmulTransposeAOp::create(nb, l, tileType(t.blockK),
-                                                              ValueRange{dS, qTile}, iter[0])
-                               .getResult(0);
-                scf::YieldOp::create(nb, l, ValueRange{dK, dV});
-              });
-          return {t.scaleTile(b, loc, loop.getResult(0)), loop.getResult(1)};
+          Value zero = AttentionTiles::index(b, loc, 0);
+          Value queries = t.extractTile(b, loc, adaptor.getQuery(), batchIv, head, zero, t.seqQ);
+          Value gradOut =
+              t.extractTile(b, loc, adaptor.getGradOutput(), batchIv, head, zero, t.seqQ);
+          Value keys = t.extractTile(b, loc, adaptor.getKey(), batchIv, head, kStart, t.blockK);
+          Value values = t.extractTile(b, loc, adaptor.getValue(), batchIv, head, kStart, t.blockK);
+          Tile tile = buildTile(b, batchIv, head, zero, kStart, queries, keys, values, gradOut);
+          return {t.product<linalg::MatmulTransposeAOp>(b, loc, tile.gradScores, queries, t.blockK,
+                                                        t.headDim, t.scale),
+                  t.product<linalg::MatmulTransposeAOp>(b, loc, tile.probs, gradOut, t.blockK,
+                                                        t.headDim)};
         });
 
-    // dQ: per query block, over the key blocks it sees.
-    Value queryEmpty = tensor::EmptyOp::create(rewriter, loc, tensorTypeOf(op.getQuery()).getShape(),
-                                               t.elementType);
+    // dQ = scale dS K per query block.
+    Value queryEmpty = tensor::EmptyOp::create(
+        rewriter, loc, tensorTypeOf(op.getQuery()).getShape(), t.elementType);
     SmallVector<Value> queryGrad = t.forallBlocks(
         rewriter, loc, t.seqQ, t.blockQ, queryEmpty,
         [&](Value batchIv, Value head, Value qStart) -> SmallVector<Value> {
           OpBuilder &b = rewriter;
-          Value qTile = t.extractTile(b, loc, adaptor.getQuery(), batchIv, head, qStart, t.blockQ);
-          Value doTile =
+          Value zero = AttentionTiles::index(b, loc, 0);
+          Value queries =
+              t.extractTile(b, loc, adaptor.getQuery(), batchIv, head, qStart, t.blockQ);
+          Value gradOut =
               t.extractTile(b, loc, adaptor.getGradOutput(), batchIv, head, qStart, t.blockQ);
-          auto loop = scf::ForOp::create(
-              b, loc, arith::ConstantIndexOp::create(b, loc, 0),
-              t.keyBlockCount(b, loc, batchIv, qStart), arith::ConstantIndexOp::create(b, loc, 1),
-              ValueRange{filledTensor(b, loc, tileType(t.blockQ), 0.0)},
-              [&](OpBuilder &nb, Location l, Value kb, ValueRange iter) {
-                Value kStart = scaledIndex(nb, l, kb, t.blockK);
-                Value kTile =
-                    t.extractTile(nb, l, adaptor.getKey(), batchIv, head, kStart, t.blockK);
-                Value vTile =
-                    t.extractTile(nb, l, adaptor.getValue(), batchIv, head, kStart, t.blockK);
-                Value probs;
-                Value dS = gradScores(nb, l, batchIv, head, qStart, kStart, qTile, kTile, vTile,
-                                      doTile, probs);
-                Value dQ = linalg::MatmulOp::create(nb, l, tileType(t.blockQ),
-                                                    ValueRange{dS, kTile}, iter[0])
-                               .getResult(0);
-                scf::YieldOp::create(nb, l, dQ);
-              });
-          return {t.scaleTile(b, loc, loop.getResult(0))};
+          Value keys = t.extractTile(b, loc, adaptor.getKey(), batchIv, head, zero, t.seqK);
+          Value values = t.extractTile(b, loc, adaptor.getValue(), batchIv, head, zero, t.seqK);
+          Tile tile = buildTile(b, batchIv, head, qStart, zero, queries, keys, values, gradOut);
+          return {t.product<linalg::MatmulOp>(b, loc, tile.gradScores, keys, t.blockQ, t.headDim,
+                                              t.scale)};
         });
     rewriter.replaceOp(op, {queryGrad[0], keyGrads[0], keyGrads[1]});
     return success();
   }
 
   /// D = rowsum(dO * O) as [batch, heads, seq_q].
-  static Value outputDotGrad(OpBuilder &b, Location loc, AttentionTiling &t, Value output,
+  static Value outputDotGrad(OpBuilder &b, Location loc, AttentionTiles &t, Value output,
                              Value gradOutput) {
     MLIRContext *context = b.getContext();
     AffineMap identity = AffineMap::getMultiDimIdentityMap(4, context);

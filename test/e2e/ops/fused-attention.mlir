@@ -21,6 +21,13 @@
 // RUN: xfmrc %s --emulate-gpu-kernels --reverse-gpu-threads -o %t/gpu-reversed
 // RUN: %t/gpu-reversed --inputs=%t/inputs.safetensors --output=%t/outputs-reversed.safetensors
 // RUN: %python %testlib/ops.py check attention %t/inputs.safetensors %t/outputs-reversed.safetensors | FileCheck %s
+// The reference lowering (convert-xfmr-to-linalg, for the element types no
+// kernel takes): the same attentions in f64, within 1e-12.
+// RUN: sed 's/xf32>/xf64>/g' %s > %t/f64.mlir
+// RUN: %python %testlib/ops.py generate attention %t/inputs64.safetensors --f64
+// RUN: xfmrc %t/f64.mlir -o %t/model64
+// RUN: %t/model64 --inputs=%t/inputs64.safetensors --output=%t/outputs64.safetensors
+// RUN: %python %testlib/ops.py check attention %t/inputs64.safetensors %t/outputs64.safetensors | FileCheck %s
 // CHECK: PASS: causal_padding
 // CHECK: PASS: cross_bias
 // CHECK: PASS: causal_offset

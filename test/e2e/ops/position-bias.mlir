@@ -15,10 +15,17 @@
 // RUN: xfmrc %s --vector-lanes=16 -o %t/model16
 // RUN: %t/model16 --inputs=%t/inputs.safetensors --output=%t/outputs16.safetensors
 // RUN: %python %testlib/ops.py check position_bias %t/inputs.safetensors %t/outputs16.safetensors | FileCheck %s
-// The GPU kernels, emulated (the cache attentions take the linalg lowering).
+// The GPU kernels, emulated.
 // RUN: xfmrc %s --emulate-gpu-kernels -o %t/gpu-emulated
 // RUN: %t/gpu-emulated --inputs=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
 // RUN: %python %testlib/ops.py check position_bias %t/inputs.safetensors %t/outputs-gpu.safetensors | FileCheck %s
+// The reference lowering (convert-xfmr-to-linalg, for the element types no
+// kernel takes): the same attentions in f64, within 1e-12.
+// RUN: sed 's/xf32>/xf64>/g' %s > %t/f64.mlir
+// RUN: %python %testlib/ops.py generate position_bias %t/inputs64.safetensors --f64
+// RUN: xfmrc %t/f64.mlir -o %t/model64
+// RUN: %t/model64 --inputs=%t/inputs64.safetensors --output=%t/outputs64.safetensors
+// RUN: %python %testlib/ops.py check position_bias %t/inputs64.safetensors %t/outputs64.safetensors | FileCheck %s
 // CHECK: PASS: encoder
 // CHECK: PASS: causal
 // CHECK: PASS: prefill
