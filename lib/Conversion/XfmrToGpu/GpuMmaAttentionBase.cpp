@@ -262,69 +262,6 @@ void MmaAttentionKernelBase::forEachVector(
   }
 }
 
-void MmaAttentionKernelBase::copyAsync(mlir::Value t, mlir::Value bi, mlir::Value hi,
-                                       mlir::Value first, int64_t seq, int64_t rows,
-                                       llvm::ArrayRef<Staged> operandsAndTiles,
-                                       mlir::Value enabled) {
-  if (emulate != Emulation::None) {
-    auto copies = [&] {
-      forEachVector(t, rows, [&](mlir::Value row, mlir::Value c) {
-        for (auto [operand, tile] : operandsAndTiles)
-          mlir::vector::StoreOp::create(
-              b, loc, rowVector(operand, bi, hi, kb.addi(first, row), seq, c), tile, tileAt(row, c),
-              /*nontemporal=*/false, llvm::Align(2 * kVector));
-      });
-    };
-    for (auto [operand, tile] : operandsAndTiles)
-      asyncOrder.noteWrite(t, tile, /*copy=*/true);
-    if (enabled)
-      kb.ifThen(enabled, copies);
-    else
-      copies();
-    asyncOrder.commitCopies(t);
-    return;
-  }
-  // Rows clamped to the sequence (and the zero fill sized) only where it
-  // ends inside the tile: elsewhere a copy's address is the row's, without
-  // the min and select (sm_90, head-dim-128 forward: its hot loop with
-  // both paths is 46 instructions shorter than with the clamped one).
-  auto copies = [&](bool clampRows) {
-    forEachVector(t, rows, [&](mlir::Value row, mlir::Value c) {
-      mlir::Value source = kb.addi(first, row);
-      for (auto [operand, tile] : operandsAndTiles) {
-        mlir::Value inside;
-        llvm::SmallVector<mlir::Value> indices;
-        if (clampRows) {
-          std::tie(inside, indices) = clampedRow(bi, hi, source, seq, c, kVector);
-        } else {
-          indices = in.at(bi, source, hi, kb.mini(c, kb.index(headDim - kVector)));
-          if (paddedDim > headDim)
-            inside = kb.below(c, headDim);
-        }
-        if (enabled)
-          inside = inside ? mlir::arith::AndIOp::create(b, loc, inside, enabled) : enabled;
-        mlir::Value readElements =
-            inside ? kb.select(inside, kb.index(kVector), kb.index(0)) : mlir::Value();
-        mma.copyAsync(tile, tileAt(row, c), operand, indices, readElements);
-      }
-    });
-  };
-  if (enabled) {
-    // Where whole tiles fill the sequence, a tile past its end (whose
-    // copies copy nothing) takes the last one's addresses: no row is
-    // clamped, and a copy's address is its first's plus a constant.
-    bool wholeTiles = seq % rows == 0;
-    if (wholeTiles)
-      first = kb.mini(first, kb.index(seq - rows));
-    copies(/*clampRows=*/!wholeTiles);
-    return mma.commitCopies();
-  }
-  kb.ifThenElse(
-      kb.below(kb.addi(first, kb.index(rows - 1)), seq), [&] { copies(false); },
-      [&] { copies(true); });
-  mma.commitCopies();
-}
-
 void MmaAttentionKernelBase::stageElements(mlir::Value t, mlir::Value bi, mlir::Value hi,
                                            mlir::Value first, int64_t seq, int64_t rows,
                                            llvm::ArrayRef<Staged> operandsAndTiles) {
@@ -351,9 +288,8 @@ void MmaAttentionKernelBase::stageRows(mlir::Value t, mlir::Value bi, mlir::Valu
       elements);
 }
 
-llvm::SmallVector<MmaAttentionKernelBase::RowFactor>
-MmaAttentionKernelBase::rowFactors(int64_t count, bool inShared,
-                                   llvm::ArrayRef<mlir::Value> tiles) {
+llvm::SmallVector<RowFactor> MmaAttentionKernelBase::rowFactors(int64_t count, bool inShared,
+                                                                llvm::ArrayRef<mlir::Value> tiles) {
   llvm::SmallVector<RowFactor> factors;
   for (int64_t i = 0; i < count; ++i)
     factors.push_back(inShared ? RowFactor{tiles[i], /*shared=*/true} : RowFactor{fragmentArray()});
@@ -445,8 +381,7 @@ void MmaAttentionKernelBase::streamTiles(
             aligned, [&] { waitForCopies(t, copiesInFlight); }, elements);
       if (stageMore)
         stageMore(t, first, stage);
-      if (warpgroupMma && emulate == Emulation::None)
-        mma.fenceSharedForWarpgroupMma();
+      tensorCores->fenceShared();
     });
     mlir::Value next = kb.addi(tile, kb.index(1));
     compute({first, stage,
@@ -503,53 +438,10 @@ void MmaAttentionKernelBase::streamTiles(
     block.phase(
         [&](mlir::Value t) {
           waitForCopies(t);
-          if (readAfter && warpgroupMma && emulate == Emulation::None)
-            mma.fenceSharedForWarpgroupMma();
+          if (readAfter)
+            tensorCores->fenceShared();
         },
         /*barrier=*/readAfter);
-}
-
-llvm::SmallVector<mlir::Value>
-MmaAttentionKernelBase::products(mlir::Value t, const Lane &lane, const RowFactor &x,
-                                 mlir::Value tile, llvm::function_ref<void()> whileMultiplying,
-                                 mlir::Value pending) {
-  if (emulate == Emulation::None && warpgroupMma)
-    return productsOnWarpgroup(t, x, tile, whileMultiplying, pending);
-  noteProductsIssued(t, x, tile);
-  if (whileMultiplying)
-    whileMultiplying();
-  if (emulate == Emulation::None)
-    return productsOnTensorCores(t, lane, x, tile);
-  llvm::SmallVector<mlir::Value> result = productsEmulated(t, lane, x, tile);
-  asyncOrder.waitForMmas(t, /*pending=*/0);
-  return result;
-}
-
-std::pair<llvm::SmallVector<mlir::Value>, llvm::SmallVector<mlir::Value>>
-MmaAttentionKernelBase::productPair(mlir::Value t, const Lane &lane, const RowFactor &x,
-                                    mlir::Value xTile, const RowFactor &y, mlir::Value yTile,
-                                    llvm::function_ref<void()> whileMultiplying) {
-  if (emulatesWarpgroupMma()) {
-    noteProductsIssued(t, x, xTile);
-    noteProductsIssued(t, y, yTile);
-    if (whileMultiplying)
-      whileMultiplying();
-    std::pair<llvm::SmallVector<mlir::Value>, llvm::SmallVector<mlir::Value>> result = {
-        productsEmulated(t, lane, x, xTile), productsEmulated(t, lane, y, yTile)};
-    asyncOrder.waitForMmas(t, /*pending=*/0);
-    return result;
-  }
-  if (!warpgroupMma)
-    return {products(t, lane, x, xTile, whileMultiplying), products(t, lane, y, yTile)};
-  llvm::SmallVector<mlir::Value> both = issueOnWarpgroup(t, x, xTile);
-  size_t firstCount = both.size();
-  llvm::append_range(both, issueOnWarpgroup(t, y, yTile));
-  if (whileMultiplying)
-    whileMultiplying();
-  both = waitForProducts(t, both, /*pending=*/0);
-  llvm::ArrayRef<mlir::Value> waited(both);
-  return {llvm::SmallVector<mlir::Value>(waited.take_front(firstCount)),
-          llvm::SmallVector<mlir::Value>(waited.drop_front(firstCount))};
 }
 
 void MmaAttentionKernelBase::pipelinedProductPair(
@@ -581,34 +473,6 @@ void MmaAttentionKernelBase::pipelinedProductPair(
       /*barrier=*/false);
 }
 
-llvm::SmallVector<mlir::Value> MmaAttentionKernelBase::issueProducts(mlir::Value t,
-                                                                     const Lane &lane,
-                                                                     const RowFactor &x,
-                                                                     mlir::Value tile) {
-  if (emulate == Emulation::None && warpgroupMma)
-    return issueOnWarpgroup(t, x, tile);
-  if (!emulatesWarpgroupMma())
-    return products(t, lane, x, tile);
-  noteProductsIssued(t, x, tile);
-  return productsEmulated(t, lane, x, tile);
-}
-
-void MmaAttentionKernelBase::accumulate(mlir::Value t, const Lane &lane, mlir::Value factors,
-                                        mlir::Value tile, mlir::Value acc, bool commit) {
-  if (emulate != Emulation::None) {
-    asyncOrder.noteMmaRead(t, tile);
-    if (commit || !warpgroupMma)
-      asyncOrder.commitMmas(t);
-    accumulateEmulated(t, lane, factors, tile, acc);
-    // mma.sync completes as issued.
-    if (!warpgroupMma)
-      asyncOrder.waitForMmas(t, /*pending=*/0);
-  } else if (warpgroupMma)
-    accumulateOnWarpgroup(t, factors, tile, acc, commit);
-  else
-    accumulateOnTensorCores(t, lane, factors, tile, acc);
-}
-
 llvm::SmallVector<mlir::Value>
 MmaAttentionKernelBase::loadAccumulators(mlir::Value t, mlir::Value array, int64_t tiles) {
   llvm::SmallVector<mlir::Value> values;
@@ -616,82 +480,6 @@ MmaAttentionKernelBase::loadAccumulators(mlir::Value t, mlir::Value array, int64
     for (int64_t r = 0; r < kAccumulators; ++r)
       values.push_back(kb.load(array, entry(t, n, r)));
   return values;
-}
-
-llvm::SmallVector<mlir::Value>
-MmaAttentionKernelBase::waitForAccumulators(mlir::Value t, llvm::ArrayRef<mlir::Value> arrays,
-                                            int64_t pending,
-                                            llvm::ArrayRef<mlir::Value> alsoWaited) {
-  if (!warpgroupMma || emulate != Emulation::None) {
-    asyncOrder.waitForMmas(t, pending);
-    return llvm::SmallVector<mlir::Value>(alsoWaited);
-  }
-  llvm::SmallVector<mlir::Value> values;
-  for (mlir::Value acc : arrays)
-    llvm::append_range(values, loadAccumulators(t, acc, dimTiles));
-  int64_t dims = values.size();
-  llvm::append_range(values, alsoWaited);
-  values = mma.waitForWarpgroupMma(values, pending);
-  llvm::ArrayRef<mlir::Value> waited(values);
-  int64_t size = dims / std::max<int64_t>(arrays.size(), 1);
-  for (auto [i, acc] : llvm::enumerate(arrays))
-    storeAccumulators(t, acc, waited.slice(i * size, size));
-  return llvm::SmallVector<mlir::Value>(waited.drop_front(dims));
-}
-
-llvm::SmallVector<mlir::Value> MmaAttentionKernelBase::rowFragment(mlir::Value t, const Lane &lane,
-                                                                   const RowFactor &x, int64_t m,
-                                                                   int64_t step) {
-  if (x.shared) {
-    // Lane l addresses row l % 16 of the row tile at column 16 step +
-    // 8 (l / 16): the 8 x 8 matrices of rows 0-7 and 8-15 at columns
-    // 0-7, then 8-15, are A registers 0-3.
-    mlir::Value row =
-        kb.addi(kb.addi(lane.warpRow, kb.remui(lane.lane, 16)), kb.index(m * MmaBuilder::kM));
-    mlir::Value col = kb.addi(kb.muli(kb.divui(lane.lane, 16), 8), kb.index(step * MmaBuilder::kK));
-    return mma.loadMatrices(x.array, {row, col}, 4, /*transposed=*/false);
-  }
-  llvm::SmallVector<mlir::Value> words;
-  for (int64_t r = 0; r < kAccumulators; ++r)
-    words.push_back(kb.load(x.array, entry(t, tileIndex(m, step, steps), r)));
-  return words;
-}
-
-llvm::SmallVector<mlir::Value> MmaAttentionKernelBase::productsOnTensorCores(mlir::Value t,
-                                                                             const Lane &lane,
-                                                                             const RowFactor &x,
-                                                                             mlir::Value tile) {
-  // B of column tile n at step s is T[8n + g][16 s + 2q, + 1] and
-  // [16 s + 8 + 2q, + 1]: the 8 x 8 matrices of T's rows 8n at columns
-  // 16 s and 16 s + 8, those of column tile n + 1 with them in one
-  // ldmatrix (lane l addresses row l % 8 of matrix l / 8), each for every
-  // row tile. One step at a time: a row tile's A fragment is live for
-  // one step only.
-  static_assert(kAccumulators == 4, "two column tiles per ldmatrix");
-  assert(columnTiles % 2 == 0 && "tiles of columns in pairs");
-  mlir::Value row = kb.addi(kb.remui(lane.lane, 8), kb.muli(kb.divui(lane.lane, 16), 8));
-  mlir::Value colInStep = kb.muli(kb.remui(kb.divui(lane.lane, 8), 2), 8);
-  llvm::SmallVector<mlir::Value> result(rowTiles * columnTiles * kAccumulators, kb.f32(0.0));
-  for (int64_t s = 0; s < steps; ++s) {
-    llvm::SmallVector<llvm::SmallVector<mlir::Value>> a;
-    for (int64_t m = 0; m < rowTiles; ++m)
-      a.push_back(rowFragment(t, lane, x, m, s));
-    mlir::Value col = kb.addi(colInStep, kb.index(s * MmaBuilder::kK));
-    for (int64_t n = 0; n < columnTiles; n += 2) {
-      llvm::SmallVector<mlir::Value> bWords = mma.loadMatrices(
-          tile, {kb.addi(row, kb.index(n * MmaBuilder::kN)), col}, 4, /*transposed=*/false);
-      for (int64_t pair = 0; pair < 2; ++pair) {
-        for (int64_t m = 0; m < rowTiles; ++m) {
-          auto acc = llvm::MutableArrayRef<mlir::Value>(result).slice(
-              accumulatorIndex(m, n + pair, 0, columnTiles), kAccumulators);
-          llvm::SmallVector<mlir::Value> updated =
-              mma.multiply(a[m], llvm::ArrayRef<mlir::Value>(bWords).slice(pair * 2, 2), acc);
-          llvm::copy(updated, acc.begin());
-        }
-      }
-    }
-  }
-  return result;
 }
 
 MmaBuilder::SharedOperand MmaAttentionKernelBase::stepOperand(mlir::Value tile, int64_t step,
@@ -712,132 +500,6 @@ MmaBuilder::SharedOperand MmaAttentionKernelBase::rowsOperand(mlir::Value t, mli
                               paddedDim, /*kAlongRows=*/false);
 }
 
-void MmaAttentionKernelBase::forEachEmulatedStep(
-    mlir::Value tile, int64_t words, bool kAlongRows,
-    llvm::function_ref<void(int64_t, int64_t,
-                            llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)>)>
-        update) {
-  if (!warpgroupMma)
-    return update(0, words, [&](mlir::Value mn, mlir::Value k) {
-      return widen(kb.load(tile, kAlongRows ? tileAt(k, mn) : tileAt(mn, k)));
-    });
-  for (int64_t step = 0; step * MmaBuilder::kWords < words; ++step) {
-    MmaBuilder::DescribedTile described =
-        mma.describedTile(tile, stepOperand(tile, step, kAlongRows));
-    update(step * MmaBuilder::kWords, (step + 1) * MmaBuilder::kWords,
-           [&](mlir::Value mn, mlir::Value k) {
-             return widen(mma.describedElement(described, mn, kb.remui(k, MmaBuilder::kK)));
-           });
-  }
-}
-
-llvm::SmallVector<mlir::Value>
-MmaAttentionKernelBase::issueOnWarpgroup(mlir::Value t, const RowFactor &x, mlir::Value tile) {
-  assert(rowTiles == 1 && "a warp's 16 rows of a warpgroup's 64");
-  assert(x.shared && "loop-invariant rows by descriptor (RowFactor)");
-  mma.fenceForWarpgroupMma({});
-  llvm::SmallVector<mlir::Value> acc;
-  for (int64_t s = 0; s < steps; ++s) {
-    MmaBuilder::SharedOperand b = stepOperand(tile, s, /*kAlongRows=*/false);
-    acc = mma.warpgroupMultiply(rowsOperand(t, x.array, s), b, acc, columns);
-  }
-  mma.commitWarpgroupMma();
-  return acc;
-}
-
-llvm::SmallVector<mlir::Value>
-MmaAttentionKernelBase::productsOnWarpgroup(mlir::Value t, const RowFactor &x, mlir::Value tile,
-                                            llvm::function_ref<void()> whileMultiplying,
-                                            mlir::Value pending) {
-  llvm::SmallVector<mlir::Value> acc = issueOnWarpgroup(t, x, tile);
-  if (whileMultiplying)
-    whileMultiplying();
-  // One wait for both: the head-dim accumulators' MMAs came first.
-  llvm::SmallVector<mlir::Value> pendingArrays;
-  if (pending)
-    pendingArrays.push_back(pending);
-  return waitForAccumulators(t, pendingArrays, /*pending=*/0, acc);
-}
-
-void MmaAttentionKernelBase::accumulateOnWarpgroup(mlir::Value t, mlir::Value factors,
-                                                   mlir::Value tile, mlir::Value acc, bool commit) {
-  assert(rowTiles == 1 && "a warp's 16 rows of a warpgroup's 64");
-  llvm::SmallVector<mlir::Value> registers;
-  for (int64_t ks = 0; ks < columnSteps; ++ks)
-    llvm::append_range(registers, factorFragment(t, factors, 0, ks));
-  int64_t aWords = registers.size();
-  llvm::append_range(registers, loadAccumulators(t, acc, dimTiles));
-  registers = mma.fenceForWarpgroupMma(registers);
-  llvm::ArrayRef<mlir::Value> a(registers);
-  llvm::SmallVector<mlir::Value> sums(a.drop_front(aWords));
-  for (int64_t ks = 0; ks < columnSteps; ++ks)
-    sums = mma.warpgroupMultiply(a.slice(ks * kAccumulators, kAccumulators),
-                                 stepOperand(tile, ks, /*kAlongRows=*/true), sums, paddedDim);
-  if (commit)
-    mma.commitWarpgroupMma();
-  storeAccumulators(t, acc, sums);
-}
-
-llvm::SmallVector<mlir::Value> MmaAttentionKernelBase::productsEmulated(mlir::Value t,
-                                                                        const Lane &lane,
-                                                                        const RowFactor &x,
-                                                                        mlir::Value tile) {
-  using namespace mlir;
-  SmallVector<Value> tileRows;
-  for (int64_t m = 0; m < rowTiles; ++m)
-    for (int64_t n = 0; n < columnTiles; ++n)
-      for (int64_t r = 0; r < kAccumulators; ++r)
-        tileRows.push_back(columnOf(lane, n, r));
-  SmallVector<Value> sums(tileRows.size(), kb.f32(0.0));
-  forEachEmulatedStep(
-      tile, words, /*kAlongRows=*/false, [&](int64_t first, int64_t end, auto tElement) {
-        // Shared rows of warpgroup MMAs are read through their descriptor.
-        std::optional<MmaBuilder::DescribedTile> xTile;
-        if (x.shared && warpgroupMma)
-          xTile = mma.describedTile(x.array, rowsOperand(t, x.array, first / MmaBuilder::kWords));
-        ValueRange updated =
-            kb.forLoop(kb.index(first), kb.index(end), 1, sums, [&](Value w, ValueRange carried) {
-              // Word w of row g (+ 8) of row tile m is in register (row / 8) +
-              // 2 ((w % 8) / 4) of step w / 8 of lane 4 g + w % 4.
-              Value holder =
-                  kb.addi(lane.warpThread, kb.addi(kb.muli(lane.group, 4), kb.remui(w, 4)));
-              Value step = kb.divui(w, MmaBuilder::kWords);
-              Value highWords = kb.muli(kb.divui(kb.remui(w, MmaBuilder::kWords), 4), 2);
-              Value c = kb.muli(w, 2);
-              SmallVector<Value> next;
-              for (auto [i, partial] : llvm::enumerate(carried)) {
-                int64_t r = i % kAccumulators, m = i / (columnTiles * kAccumulators);
-                Value xLow, xHigh;
-                if (xTile) {
-                  // The warp's row of the warpgroup's 64.
-                  Value row = kb.addi(
-                      kb.addi(kb.remui(lane.warpRow, MmaBuilder::kWarpgroupRows), lane.group),
-                      kb.index((r / 2) * 8));
-                  Value k = kb.remui(c, MmaBuilder::kK);
-                  xLow = widen(mma.describedElement(*xTile, row, k));
-                  xHigh = widen(mma.describedElement(*xTile, row, kb.addi(k, kb.index(1))));
-                } else if (x.shared) {
-                  Value row = kb.addi(kb.addi(lane.warpRow, lane.group),
-                                      kb.index(m * MmaBuilder::kM + (r / 2) * 8));
-                  xLow = widen(kb.load(x.array, {row, c}));
-                  xHigh = widen(kb.load(x.array, {row, kb.addi(c, kb.index(1))}));
-                } else {
-                  Value reg = kb.addi(highWords, kb.index(r / 2));
-                  Value fragment = kb.addi(step, kb.index(m * steps));
-                  std::tie(xLow, xHigh) =
-                      mma.unpack(kb.load(x.array, block.at(holder, {fragment, reg})));
-                }
-                Value tLow = tElement(tileRows[i], c);
-                Value tHigh = tElement(tileRows[i], kb.addi(c, kb.index(1)));
-                next.push_back(kb.fma(xHigh, tHigh, kb.fma(xLow, tLow, partial)));
-              }
-              return next;
-            });
-        sums.assign(updated.begin(), updated.end());
-      });
-  return sums;
-}
-
 llvm::SmallVector<mlir::Value>
 MmaAttentionKernelBase::factorFragment(mlir::Value t, mlir::Value factors, int64_t m, int64_t ks) {
   auto packed = [&](int64_t n, int64_t r) {
@@ -847,98 +509,52 @@ MmaAttentionKernelBase::factorFragment(mlir::Value t, mlir::Value factors, int64
   return {packed(2 * ks, 0), packed(2 * ks, 2), packed(2 * ks + 1, 0), packed(2 * ks + 1, 2)};
 }
 
-void MmaAttentionKernelBase::accumulateOnTensorCores(mlir::Value t, const Lane &lane,
-                                                     mlir::Value factors, mlir::Value tile,
-                                                     mlir::Value acc) {
-  llvm::SmallVector<mlir::Value> tileWords;
-  for (int64_t ks = 0; ks < columnSteps; ++ks) {
-    llvm::SmallVector<llvm::SmallVector<mlir::Value>> a;
-    for (int64_t m = 0; m < rowTiles; ++m)
-      a.push_back(factorFragment(t, factors, m, ks));
-    // B of dim tile n is T[16 ks + 2q, + 1][8n + g] and the same 8 rows
-    // on: the 8 x 8 matrices of T's rows 16 ks and 16 ks + 8 at column
-    // 8n, transposed; two dim tiles per ldmatrix, each for every row
-    // tile.
-    mlir::Value row =
-        kb.addi(kb.addi(kb.remui(lane.lane, 8), kb.muli(kb.remui(kb.divui(lane.lane, 8), 2), 8)),
-                kb.index(ks * MmaBuilder::kK));
-    for (int64_t n = 0; n < dimTiles; ++n) {
-      if (n % 2 == 0) {
-        mlir::Value col =
-            kb.addi(kb.muli(kb.divui(lane.lane, 16), 8), kb.index(n * MmaBuilder::kN));
-        tileWords = mma.loadMatrices(tile, {row, col}, 4, /*transposed=*/true);
-      }
-      llvm::ArrayRef<mlir::Value> bWords =
-          llvm::ArrayRef<mlir::Value>(tileWords).slice((n % 2) * 2, 2);
-      for (int64_t m = 0; m < rowTiles; ++m) {
-        int64_t i = tileIndex(m, n, dimTiles);
-        llvm::SmallVector<mlir::Value> sums;
-        for (int64_t r = 0; r < kAccumulators; ++r)
-          sums.push_back(kb.load(acc, entry(t, i, r)));
-        for (auto [r, updated] : llvm::enumerate(mma.multiply(a[m], bWords, sums)))
-          kb.store(updated, acc, entry(t, i, r));
-      }
-    }
-  }
-}
+TensorCoreOps::TensorCoreOps(MmaAttentionKernelBase &kernel)
+    : k(kernel), kb(kernel.kb), mma(kernel.mma) {}
 
-void MmaAttentionKernelBase::accumulateEmulated(mlir::Value t, const Lane &lane,
-                                                mlir::Value factors, mlir::Value tile,
-                                                mlir::Value acc) {
-  using namespace mlir;
-  SmallVector<Value> dims, initial;
-  for (int64_t i = 0; i < rowTiles * dimTiles; ++i) {
-    for (int64_t r = 0; r < kAccumulators; ++r) {
-      dims.push_back(columnOf(lane, i % dimTiles, r));
-      initial.push_back(kb.load(acc, entry(t, i, r)));
-    }
-  }
-  auto rounded = [&](Value x) {
-    return widen(arith::TruncFOp::create(b, loc, mma.narrowType(), x));
+void TensorCoreOps::copyAsync(mlir::Value t, mlir::Value bi, mlir::Value hi, mlir::Value first,
+                              int64_t seq, int64_t rows,
+                              llvm::ArrayRef<std::pair<mlir::Value, mlir::Value>> operandsAndTiles,
+                              mlir::Value enabled) {
+  // Rows clamped to the sequence (and the zero fill sized) only where it
+  // ends inside the tile: elsewhere a copy's address is the row's, without
+  // the min and select (sm_90, head-dim-128 forward: its hot loop with
+  // both paths is 46 instructions shorter than with the clamped one).
+  auto copies = [&](bool clampRows) {
+    k.forEachVector(t, rows, [&](mlir::Value row, mlir::Value c) {
+      mlir::Value source = kb.addi(first, row);
+      for (auto [operand, tile] : operandsAndTiles) {
+        mlir::Value inside;
+        llvm::SmallVector<mlir::Value> indices;
+        if (clampRows) {
+          std::tie(inside, indices) = k.clampedRow(bi, hi, source, seq, c, k.kVector);
+        } else {
+          indices = k.in.at(bi, source, hi, kb.mini(c, kb.index(k.headDim - k.kVector)));
+          if (k.paddedDim > k.headDim)
+            inside = kb.below(c, k.headDim);
+        }
+        if (enabled)
+          inside = inside ? mlir::arith::AndIOp::create(k.b, k.loc, inside, enabled) : enabled;
+        mlir::Value readElements =
+            inside ? kb.select(inside, kb.index(k.kVector), kb.index(0)) : mlir::Value();
+        mma.copyAsync(tile, k.tileAt(row, c), operand, indices, readElements);
+      }
+    });
   };
-  SmallVector<Value> sums(initial);
-  forEachEmulatedStep(
-      tile, columns / 2, /*kAlongRows=*/true, [&](int64_t first, int64_t end, auto tElement) {
-        ValueRange updated =
-            kb.forLoop(kb.index(first), kb.index(end), 1, sums, [&](Value w, ValueRange carried) {
-              // Columns 2w and 2w + 1 of row g (+ 8) of row tile m are
-              // accumulators (row / 8) * 2 and + 1 of its tile w / 4 of lane
-              // 4 g + w % 4.
-              Value holder =
-                  kb.addi(lane.warpThread, kb.addi(kb.muli(lane.group, 4), kb.remui(w, 4)));
-              Value n = kb.divui(w, 4);
-              Value column = kb.muli(w, 2);
-              SmallVector<Value> next;
-              for (auto [i, partial] : llvm::enumerate(carried)) {
-                int64_t r = i % kAccumulators, m = i / (dimTiles * kAccumulators);
-                Value factorTile = kb.addi(n, kb.index(m * columnTiles));
-                auto factor = [&](int64_t reg) {
-                  return rounded(kb.load(factors, block.at(holder, {factorTile, kb.index(reg)})));
-                };
-                Value fLow = factor((r / 2) * 2), fHigh = factor((r / 2) * 2 + 1);
-                Value tLow = tElement(dims[i], column);
-                Value tHigh = tElement(dims[i], kb.addi(column, kb.index(1)));
-                next.push_back(kb.fma(fHigh, tHigh, kb.fma(fLow, tLow, partial)));
-              }
-              return next;
-            });
-        sums.assign(updated.begin(), updated.end());
-      });
-  for (int64_t i = 0; i < rowTiles * dimTiles; ++i)
-    for (int64_t r = 0; r < kAccumulators; ++r)
-      kb.store(sums[i * kAccumulators + r], acc, entry(t, i, r));
+  if (enabled) {
+    // Where whole tiles fill the sequence, a tile past its end (whose
+    // copies copy nothing) takes the last one's addresses: no row is
+    // clamped, and a copy's address is its first's plus a constant.
+    bool wholeTiles = seq % rows == 0;
+    if (wholeTiles)
+      first = kb.mini(first, kb.index(seq - rows));
+    copies(/*clampRows=*/!wholeTiles);
+    return mma.commitCopies();
+  }
+  kb.ifThenElse(
+      kb.below(kb.addi(first, kb.index(rows - 1)), seq), [&] { copies(false); },
+      [&] { copies(true); });
+  mma.commitCopies();
 }
 
-void MmaAttentionKernelBase::waitForCopies(mlir::Value t, int64_t pending) {
-  if (emulate == Emulation::None)
-    mma.waitForCopies(pending);
-  else
-    asyncOrder.waitForCopies(t, pending);
-}
-
-void MmaAttentionKernelBase::noteProductsIssued(Value t, const RowFactor &x, Value tile) {
-  asyncOrder.noteMmaRead(t, tile);
-  if (x.shared)
-    asyncOrder.noteMmaRead(t, x.array);
-  asyncOrder.commitMmas(t);
-}
+void TensorCoreOps::waitForCopies(mlir::Value t, int64_t pending) { mma.waitForCopies(pending); }

@@ -31,15 +31,9 @@
 // bytes apart. One layout serves both products: K's tile K-major (its rows
 // are the product's N), V's N-major (its rows are K).
 //
-// Emulated, where a GPU thread feeds its own registers to an MMA, a thread
-// reads the fragments or factors of the other lanes of its warp from their
-// private arrays (written in an earlier phase) and computes its
-// accumulators' dot products from them and the shared tiles: the tiling,
-// staging, packing and arithmetic are checked on the CPU, the ldmatrix and
-// MMA fragment layouts only on a GPU. Emulating warpgroup MMAs, a thread
-// reads the shared tiles through the MMAs' matrix descriptors
-// (MmaBuilder::describedElement), so their layout bits and offsets are
-// checked on the CPU as well.
+// The instructions of the two generations, and the CPU's emulation of
+// either, are TensorCoreOps below, one implementation a file; the kernels
+// and the staging and pipelining here are written once for all three.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,7 +47,89 @@
 
 #include "llvm/Support/MathExtras.h"
 
+#include <memory>
+
 namespace xfmr::gpu {
+
+/// A thread's place in its warp: the first thread of its warp, its lane,
+/// the lane's group g and index q in the group, its warp's first row in the
+/// block, and its first row (the warp's row g; the others are g + 8, then
+/// the same 16 rows on per row tile).
+struct MmaLane {
+  mlir::Value warpThread, lane, group, inGroup, warpRow, top;
+};
+
+/// The A factor of products(): the warp's rows of an operand, as A
+/// fragments in a private array (fragmentArray, loadFragments), or, where
+/// those would take too many registers, as a shared tile of the block's
+/// rows (stageRows), read by ldmatrix at each use - with warpgroup MMAs
+/// always the latter, read by descriptor: ptxas 13.0 (sm_90a) gave
+/// loop-invariant A fragments of wgmma the registers of fragments the
+/// loop writes after them (P, dS), so that every tile but the first read
+/// those (bench/gpu/sass_mix.py checks the SASS for it).
+struct RowFactor {
+  mlir::Value array;
+  bool shared = false;
+};
+
+class MmaAttentionKernelBase;
+
+/// The operations of the kernels below that depend on the hardware: the
+/// products X T^T and updates acc += F T, their waits, and the asynchronous
+/// copies that stage tiles in shared memory - one implementation a file:
+/// mma.sync (sm_80 and sm_90, GpuMmaSyncOps.cpp), warpgroup MMAs (sm_90a,
+/// GpuWarpgroupMmaOps.cpp), and the CPU's emulation of either
+/// (GpuEmulatedMmaOps.cpp), which also checks the order of the asynchronous
+/// copies and MMAs. MmaAttentionKernelBase's methods of the same names say
+/// what each does; the kernels call those.
+class TensorCoreOps {
+public:
+  explicit TensorCoreOps(MmaAttentionKernelBase &kernel);
+  virtual ~TensorCoreOps() = default;
+
+  virtual llvm::SmallVector<mlir::Value> products(mlir::Value t, const MmaLane &lane,
+                                                  const RowFactor &x, mlir::Value tile,
+                                                  llvm::function_ref<void()> whileMultiplying,
+                                                  mlir::Value pending) = 0;
+  /// One products() after the other, unless the MMAs can run together.
+  virtual std::pair<llvm::SmallVector<mlir::Value>, llvm::SmallVector<mlir::Value>>
+  productPair(mlir::Value t, const MmaLane &lane, const RowFactor &x, mlir::Value xTile,
+              const RowFactor &y, mlir::Value yTile, llvm::function_ref<void()> whileMultiplying) {
+    return {products(t, lane, x, xTile, whileMultiplying, {}), products(t, lane, y, yTile, {}, {})};
+  }
+  /// products(), done at once unless MMAs can run on.
+  virtual llvm::SmallVector<mlir::Value> issueProducts(mlir::Value t, const MmaLane &lane,
+                                                       const RowFactor &x, mlir::Value tile) {
+    return products(t, lane, x, tile, {}, {});
+  }
+  /// Nothing to wait for where MMAs complete as issued.
+  virtual llvm::SmallVector<mlir::Value>
+  waitForAccumulators(mlir::Value t, llvm::ArrayRef<mlir::Value> arrays, int64_t pending,
+                      llvm::ArrayRef<mlir::Value> alsoWaited) {
+    return llvm::SmallVector<mlir::Value>(alsoWaited);
+  }
+  virtual void accumulate(mlir::Value t, const MmaLane &lane, mlir::Value factors, mlir::Value tile,
+                          mlir::Value acc, bool commit) = 0;
+  /// cp.async copies, on a GPU of either generation.
+  virtual void copyAsync(mlir::Value t, mlir::Value bi, mlir::Value hi, mlir::Value first,
+                         int64_t seq, int64_t rows,
+                         llvm::ArrayRef<std::pair<mlir::Value, mlir::Value>> operandsAndTiles,
+                         mlir::Value enabled);
+  virtual void waitForCopies(mlir::Value t, int64_t pending);
+  /// After a barrier, orders the block's writes to shared memory before
+  /// the MMAs that read it: needed by warpgroup MMAs (the async proxy).
+  virtual void fenceShared() {}
+
+protected:
+  MmaAttentionKernelBase &k;
+  kernels::KernelBuilder &kb;
+  MmaBuilder &mma;
+};
+
+std::unique_ptr<TensorCoreOps> createMmaSyncOps(MmaAttentionKernelBase &kernel);
+std::unique_ptr<TensorCoreOps> createWarpgroupMmaOps(MmaAttentionKernelBase &kernel);
+std::unique_ptr<TensorCoreOps> createEmulatedMmaOps(MmaAttentionKernelBase &kernel,
+                                                    bool warpgroupMma);
 
 class MmaAttentionKernelBase : protected AttentionKernelBase {
 public:
@@ -95,7 +171,10 @@ protected:
         steps(dimSteps(headDim)), words(steps * MmaBuilder::kWords),
         paddedDim(steps * MmaBuilder::kK), dimTiles(paddedDim / MmaBuilder::kN),
         columnTiles(columns / MmaBuilder::kN), columnSteps(columns / MmaBuilder::kK),
-        asyncOrder(kb, block, /*enabled=*/emulate != Emulation::None) {}
+        asyncOrder(kb, block, /*enabled=*/emulate != Emulation::None),
+        tensorCores(emulate != Emulation::None ? createEmulatedMmaOps(*this, warpgroupMma)
+                    : warpgroupMma             ? createWarpgroupMmaOps(*this)
+                                               : createMmaSyncOps(*this)) {}
 
   /// Builds `body(bi, hi, first, shared)` for each block of rowsPerBlock
   /// rows (from `first`) of a sequence of `seq` rows, per head and batch;
@@ -138,14 +217,8 @@ protected:
   llvm::SmallVector<llvm::SmallVector<mlir::Value>> stagesOf(llvm::ArrayRef<mlir::Value> shared,
                                                              int64_t perStage) const;
 
-  /// A thread's place: the first thread of its warp, its lane, the lane's
-  /// group g and index q in the group, its warp's first row in the block,
-  /// and its first row (the warp's row g; the others are g + 8, then the
-  /// same 16 rows on per row tile).
-  struct Lane {
-    mlir::Value warpThread, lane, group, inGroup, warpRow, top;
-  };
-  /// ... in a block whose first row is `first`.
+  using Lane = MmaLane;
+  /// A thread's place in a block whose first row is `first`.
   Lane laneOf(mlir::Value t, mlir::Value first);
 
   /// Entry (i[, j]) of a private array of thread t.
@@ -190,18 +263,6 @@ protected:
   mlir::Value rowWord(mlir::Value operand, mlir::Value bi, mlir::Value hi, mlir::Value row,
                       int64_t seq, mlir::Value w);
 
-  /// The A factor of products(): the warp's rows of an operand, as A
-  /// fragments in a private array (fragmentArray, loadFragments), or, where
-  /// those would take too many registers, as a shared tile of the block's
-  /// rows (stageRows), read by ldmatrix at each use - with warpgroup MMAs
-  /// always the latter, read by descriptor: ptxas 13.0 (sm_90a) gave
-  /// loop-invariant A fragments of wgmma the registers of fragments the
-  /// loop writes after them (P, dS), so that every tile but the first read
-  /// those (bench/gpu/sass_mix.py checks the SASS for it).
-  struct RowFactor {
-    mlir::Value array;
-    bool shared = false;
-  };
   /// A [row tiles * steps, 4] i32 private array for a thread's A fragments
   /// of its warp's rows.
   mlir::Value fragmentArray() {
@@ -305,10 +366,12 @@ protected:
   /// Where `enabled` is given, the copies are built without branches and
   /// copy only where it holds (elsewhere they zero-fill the tiles).
   void copyAsync(mlir::Value t, mlir::Value bi, mlir::Value hi, mlir::Value first, int64_t seq,
-                 int64_t rows, llvm::ArrayRef<Staged> operandsAndTiles, mlir::Value enabled = {});
+                 int64_t rows, llvm::ArrayRef<Staged> operandsAndTiles, mlir::Value enabled = {}) {
+    tensorCores->copyAsync(t, bi, hi, first, seq, rows, operandsAndTiles, enabled);
+  }
   /// Waits for the thread's groups of copies but the last `pending` (the
   /// block's copies are then visible to all its threads after a barrier).
-  void waitForCopies(mlir::Value t, int64_t pending = 0);
+  void waitForCopies(mlir::Value t, int64_t pending = 0) { tensorCores->waitForCopies(t, pending); }
   /// Thread t's share of staging rows [first, first + rows) of the
   /// (operand, tile) pairs element by element, consecutive threads along
   /// the head dim.
@@ -408,7 +471,9 @@ protected:
   llvm::SmallVector<mlir::Value> products(mlir::Value t, const Lane &lane, const RowFactor &x,
                                           mlir::Value tile,
                                           llvm::function_ref<void()> whileMultiplying = nullptr,
-                                          mlir::Value pending = {});
+                                          mlir::Value pending = {}) {
+    return tensorCores->products(t, lane, x, tile, whileMultiplying, pending);
+  }
 
   /// The products X T^T and Y U^T (products()), built so that the second
   /// needs no wait for the first: warpgroup MMAs issue both, then build
@@ -416,7 +481,9 @@ protected:
   std::pair<llvm::SmallVector<mlir::Value>, llvm::SmallVector<mlir::Value>>
   productPair(mlir::Value t, const Lane &lane, const RowFactor &x, mlir::Value xTile,
               const RowFactor &y, mlir::Value yTile,
-              llvm::function_ref<void()> whileMultiplying = nullptr);
+              llvm::function_ref<void()> whileMultiplying = nullptr) {
+    return tensorCores->productPair(t, lane, x, xTile, y, yTile, whileMultiplying);
+  }
 
   /// A software-pipelined tile's products X T^T and Y U^T (as
   /// productPair, into the column accumulators `xArray` and `yArray`): a
@@ -438,7 +505,9 @@ protected:
   /// products() left running where they are warpgroup MMAs (else done at
   /// once): readable after waitForProducts.
   llvm::SmallVector<mlir::Value> issueProducts(mlir::Value t, const Lane &lane, const RowFactor &x,
-                                               mlir::Value tile);
+                                               mlir::Value tile) {
+    return tensorCores->issueProducts(t, lane, x, tile);
+  }
   /// Waits for issueProducts' `products` (passed through) until at most
   /// `pending` later groups of warpgroup MMAs are in flight.
   llvm::SmallVector<mlir::Value>
@@ -453,7 +522,9 @@ protected:
   /// waitForAccumulators; T must stay until then. Where not `commit`, they
   /// join the next accumulate()'s group of MMAs.
   void accumulate(mlir::Value t, const Lane &lane, mlir::Value factors, mlir::Value tile,
-                  mlir::Value acc, bool commit = true);
+                  mlir::Value acc, bool commit = true) {
+    tensorCores->accumulate(t, lane, factors, tile, acc, commit);
+  }
 
   /// Thread t's entries of the [row tiles * tiles, 4] accumulator array
   /// `array`, in order, and their store.
@@ -469,7 +540,9 @@ protected:
   llvm::SmallVector<mlir::Value> waitForAccumulators(mlir::Value t,
                                                      llvm::ArrayRef<mlir::Value> arrays,
                                                      int64_t pending = 0,
-                                                     llvm::ArrayRef<mlir::Value> alsoWaited = {});
+                                                     llvm::ArrayRef<mlir::Value> alsoWaited = {}) {
+    return tensorCores->waitForAccumulators(t, arrays, pending, alsoWaited);
+  }
 
   Emulation emulate;
   /// Products by warpgroup MMAs from tiles of core matrices (sm_90a).
@@ -487,19 +560,14 @@ protected:
   int64_t steps, words, paddedDim, dimTiles, columnTiles, columnSteps;
 
 private:
-  /// Emulated, the checks of the order of the async copies and MMAs, and
-  /// whether the MMAs emulated are warpgroup MMAs (run in their order).
+  friend class TensorCoreOps;
+  friend class MmaSyncOps;
+  friend class WarpgroupMmaOps;
+  friend class EmulatedMmaOps;
+
+  /// Emulated, the checks of the order of the async copies and MMAs.
   AsyncOrderChecker asyncOrder;
-  bool emulatesWarpgroupMma() const { return emulate != Emulation::None && warpgroupMma; }
-  /// The reads of products(X, T) issued, as a group.
-  void noteProductsIssued(mlir::Value t, const RowFactor &x, mlir::Value tile);
-
-  /// The A fragment of step `step` of row tile m of X.
-  llvm::SmallVector<mlir::Value> rowFragment(mlir::Value t, const Lane &lane, const RowFactor &x,
-                                             int64_t m, int64_t step);
-
-  llvm::SmallVector<mlir::Value> productsOnTensorCores(mlir::Value t, const Lane &lane,
-                                                       const RowFactor &x, mlir::Value tile);
+  std::unique_ptr<TensorCoreOps> tensorCores;
 
   /// The B of warpgroup MMAs of the 16 of K from step `step` of T: K along
   /// T's rows where `kAlongRows` (accumulate(): T N-major), else along its
@@ -511,52 +579,10 @@ private:
   /// thread t's warpgroup.
   MmaBuilder::SharedOperand rowsOperand(mlir::Value t, mlir::Value rows, int64_t s);
 
-  /// Emulates products with T over `words` words (pairs of elements along
-  /// K) by `update(first, end, tElement)` over the words [first, end), where
-  /// `tElement(mn, k)` is T's element at N mn and K k (T's row k where
-  /// `kAlongRows`, else its row mn): all words at once; or, emulating
-  /// warpgroup MMAs, a step (16 of K) at a time, T read through the step's
-  /// descriptor (stepOperand, describedElement) - so that the descriptors are
-  /// checked on the CPU too.
-  void forEachEmulatedStep(
-      mlir::Value tile, int64_t words, bool kAlongRows,
-      llvm::function_ref<void(int64_t, int64_t,
-                              llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)>)>
-          update);
-
-  /// The same products by warpgroup MMAs, one per head-dim step, issued as
-  /// one group of MMAs.
-  llvm::SmallVector<mlir::Value> issueOnWarpgroup(mlir::Value t, const RowFactor &x,
-                                                  mlir::Value tile);
-  /// ... and waited for.
-  llvm::SmallVector<mlir::Value> productsOnWarpgroup(mlir::Value t, const RowFactor &x,
-                                                     mlir::Value tile,
-                                                     llvm::function_ref<void()> whileMultiplying,
-                                                     mlir::Value pending);
-
-  /// The update of accumulate() by warpgroup MMAs, one per column step;
-  /// left running.
-  void accumulateOnWarpgroup(mlir::Value t, mlir::Value factors, mlir::Value tile, mlir::Value acc,
-                             bool commit);
-
-  /// The same products, each a dot product over the words of the lane's
-  /// row (from the fragments of the lane holding them, or the shared tile)
-  /// and T's row.
-  llvm::SmallVector<mlir::Value> productsEmulated(mlir::Value t, const Lane &lane,
-                                                  const RowFactor &x, mlir::Value tile);
-
   /// The factors of column tiles 2 ks and 2 ks + 1 of row tile m, rounded
   /// and packed, are its A fragment of column step ks.
   llvm::SmallVector<mlir::Value> factorFragment(mlir::Value t, mlir::Value factors, int64_t m,
                                                 int64_t ks);
-
-  void accumulateOnTensorCores(mlir::Value t, const Lane &lane, mlir::Value factors,
-                               mlir::Value tile, mlir::Value acc);
-
-  /// The same update, each accumulator a dot product over the columns of
-  /// the row's rounded factors (from the lanes holding them) and T's column.
-  void accumulateEmulated(mlir::Value t, const Lane &lane, mlir::Value factors, mlir::Value tile,
-                          mlir::Value acc);
 };
 
 } // namespace xfmr::gpu
