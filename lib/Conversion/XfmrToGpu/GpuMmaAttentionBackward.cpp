@@ -153,53 +153,18 @@ private:
       });
     };
     Value tiles = limits().keyTiles(bi, q0, rowsPerBlock, columns);
-    SmallVector<SmallVector<Value>> stageArrays = stagesOf(shared, 2);
-    if (!warpgroupMma) {
-      streamTiles(kb.index(0), tiles, bi, hi, seqK, {in.k, in.v}, stageArrays,
-                  [&](const StreamedTile &tile) {
-                    Value k0 = tile.first, keyTile = tile.stage[0];
-                    block.phase(
-                        [&](Value t) {
-                          Lane lane = laneOf(t, q0);
-                          auto products = productPair(t, lane, rows[0], keyTile, rows[1],
-                                                      tile.stage[1], [&] { tile.copyNext(t); });
-                          ifMasked(keyTileNeedsMask(bi, k0, lane), [&](bool masked) {
-                            storeGradScores(t, lane, k0, products.first, products.second, masked);
-                          });
-                        },
-                        /*barrier=*/false);
-                    block.phase(
-                        [&](Value t) { accumulate(t, laneOf(t, q0), gradScores, keyTile, acc); },
-                        /*barrier=*/false);
-                  });
-    } else {
-      // Software-pipelined as the forward: a tile's S and dP are issued,
-      // then the tile before's dQ update, which runs on while the tile's dS
-      // is computed; masks split the loop.
-      Value logits = columnAccumulators(), gradLogits = columnAccumulators();
-      auto updateDims = [&](Value t, const Lane &lane, Value tile) {
-        accumulate(t, lane, gradScores, stageOf(tile, stageArrays, /*later=*/-1)[0], acc);
-      };
-      streamTiles(
-          kb.index(0), tiles, bi, hi, seqK, {in.k, in.v}, stageArrays,
-          [&](const StreamedTile &tile) {
-            Value k0 = tile.first;
-            pipelinedProductPair(
-                tile, q0, rows[0], tile.stage[0], rows[1], tile.stage[1], logits, gradLogits,
-                [&](Value t, const Lane &lane) { updateDims(t, lane, kb.divui(k0, columns)); },
-                [&](Value t, const Lane &lane, ArrayRef<Value> qk, ArrayRef<Value> gradP) {
-                  storeGradScores(t, lane, k0, qk, gradP, tile.masked.value_or(true));
-                });
-          },
-          /*stageMore=*/nullptr, MaskSplit{firstMaskedTile(bi, q0)},
-          streamedReads(/*queryGradient=*/true));
-      // The last tile's update.
-      block.phase(
-          [&](Value t) {
-            kb.ifThen(kb.below(kb.index(0), tiles), [&] { updateDims(t, laneOf(t, q0), tiles); });
-          },
-          /*barrier=*/false);
-    }
+    streamProductPairs(
+        kb.index(0), tiles, bi, hi, seqK, {in.k, in.v}, stagesOf(shared, 2), q0, rows[0], rows[1],
+        /*stageMore=*/nullptr,
+        [&](Value k0, const Lane &lane) { return keyTileNeedsMask(bi, k0, lane); },
+        [&] { return MaskSplit{firstMaskedTile(bi, q0)}; }, streamedReads(/*queryGradient=*/true),
+        [&](Value t, const Lane &lane, const StreamedTile &tile, ArrayRef<Value> qk,
+            ArrayRef<Value> gradP,
+            bool masked) { storeGradScores(t, lane, tile.first, qk, gradP, masked); },
+        // dQ += dS K.
+        [&](Value t, const Lane &lane, ArrayRef<Value> stage) {
+          accumulate(t, lane, gradScores, stage[0], acc);
+        });
 
     block.phase(
         [&](Value t) {
@@ -293,55 +258,20 @@ private:
       accumulate(t, lane, gradScores, stage[0], gradKey);
     };
     Value tiles = kb.index(llvm::divideCeilSigned(seqQ, columns));
-    if (!warpgroupMma) {
-      streamTiles(
-          firstTile, tiles, bi, hi, seqQ, {in.q, in.gradOut}, stageArrays,
-          [&](const StreamedTile &tile) {
-            block.phase(
-                [&](Value t) {
-                  Lane lane = laneOf(t, k0);
-                  auto products = productPair(t, lane, rows[0], tile.stage[0], rows[1],
-                                              tile.stage[1], [&] { tile.copyNext(t); });
-                  ifMasked(queryTileNeedsMask(bi, tile.first, lane), [&](bool masked) {
-                    storeProbabilities(t, lane, tile.first, tile.stage, products.first,
-                                       products.second, masked);
-                  });
-                },
-                /*barrier=*/false);
-            block.phase([&](Value t) { updateDims(t, laneOf(t, k0), tile.stage); },
-                        /*barrier=*/false);
-          },
-          stageRowStatistics);
-    } else {
-      // Software-pipelined as the dQ kernel: the tile before's dV and dK
-      // updates issued behind the tile's S^T and dP^T run on while its P^T
-      // and dS^T are computed; the masked tiles (causal) come first.
-      Value logits = columnAccumulators(), gradLogits = columnAccumulators();
-      auto previousStage = [&](Value tile) { return stageOf(tile, stageArrays, /*later=*/-1); };
-      streamTiles(
-          firstTile, tiles, bi, hi, seqQ, {in.q, in.gradOut}, stageArrays,
-          [&](const StreamedTile &tile) {
-            Value q0 = tile.first;
-            pipelinedProductPair(
-                tile, k0, rows[0], tile.stage[0], rows[1], tile.stage[1], logits, gradLogits,
-                [&](Value t, const Lane &lane) {
-                  updateDims(t, lane, previousStage(kb.divui(q0, columns)));
-                },
-                [&](Value t, const Lane &lane, ArrayRef<Value> kq, ArrayRef<Value> gradP) {
-                  storeProbabilities(t, lane, q0, tile.stage, kq, gradP,
-                                     tile.masked.value_or(true));
-                });
-          },
-          stageRowStatistics, MaskSplit{firstUnmaskedTile(bi, k0), /*maskedFirst=*/true},
-          streamedReads(/*queryGradient=*/false));
-      // The last tile's updates.
-      block.phase(
-          [&](Value t) {
-            kb.ifThen(kb.below(firstTile, tiles),
-                      [&] { updateDims(t, laneOf(t, k0), previousStage(tiles)); });
-          },
-          /*barrier=*/false);
-    }
+    streamProductPairs(
+        firstTile, tiles, bi, hi, seqQ, {in.q, in.gradOut}, stageArrays, k0, rows[0], rows[1],
+        stageRowStatistics,
+        [&](Value q0, const Lane &lane) { return queryTileNeedsMask(bi, q0, lane); },
+        // The causal tiles first.
+        [&] {
+          return MaskSplit{firstUnmaskedTile(bi, k0), /*maskedFirst=*/true};
+        },
+        streamedReads(/*queryGradient=*/false),
+        [&](Value t, const Lane &lane, const StreamedTile &tile, ArrayRef<Value> kq,
+            ArrayRef<Value> gradP, bool masked) {
+          storeProbabilities(t, lane, tile.first, tile.stage, kq, gradP, masked);
+        },
+        updateDims);
 
     block.phase(
         [&](Value t) {

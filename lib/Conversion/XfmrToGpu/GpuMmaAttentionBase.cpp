@@ -444,31 +444,70 @@ void MmaAttentionKernelBase::streamTiles(
         /*barrier=*/readAfter);
 }
 
-void MmaAttentionKernelBase::pipelinedProductPair(
-    const StreamedTile &tile, mlir::Value first, const RowFactor &x, mlir::Value xTile,
-    const RowFactor &y, mlir::Value yTile, mlir::Value xArray, mlir::Value yArray,
-    llvm::function_ref<void(mlir::Value, const Lane &)> updateBefore,
-    llvm::function_ref<void(mlir::Value, const Lane &, llvm::ArrayRef<mlir::Value>,
-                            llvm::ArrayRef<mlir::Value>)>
-        body) {
-  block.phase(
-      [&](mlir::Value t) {
-        Lane lane = laneOf(t, first);
-        storeAccumulators(t, xArray, issueProducts(t, lane, x, xTile));
-        storeAccumulators(t, yArray, issueProducts(t, lane, y, yTile));
-        if (!tile.peeled)
-          updateBefore(t, lane);
+void MmaAttentionKernelBase::streamProductPairs(
+    Value begin, Value end, Value bi, Value hi, int64_t seq, ArrayRef<Value> operands,
+    ArrayRef<SmallVector<Value>> stageArrays, Value first, const RowFactor &x, const RowFactor &y,
+    function_ref<void(Value, Value, ArrayRef<Value>)> stageMore,
+    function_ref<Value(Value, const Lane &)> needsMask, function_ref<MaskSplit()> split,
+    ArrayRef<TileReads> reads,
+    function_ref<void(Value, const Lane &, const StreamedTile &, ArrayRef<Value>, ArrayRef<Value>,
+                      bool)>
+        body,
+    function_ref<void(Value, const Lane &, ArrayRef<Value>)> update) {
+  if (!warpgroupMma) {
+    streamTiles(
+        begin, end, bi, hi, seq, operands, stageArrays,
+        [&](const StreamedTile &tile) {
+          block.phase(
+              [&](Value t) {
+                Lane lane = laneOf(t, first);
+                auto products = productPair(t, lane, x, tile.stage[0], y, tile.stage[1],
+                                            [&] { tile.copyNext(t); });
+                ifMasked(needsMask(tile.first, lane), [&](bool masked) {
+                  body(t, lane, tile, products.first, products.second, masked);
+                });
+              },
+              /*barrier=*/false);
+          block.phase([&](Value t) { update(t, laneOf(t, first), tile.stage); },
+                      /*barrier=*/false);
+        },
+        stageMore);
+    return;
+  }
+  Value xArray = columnAccumulators(), yArray = columnAccumulators();
+  // The updates of the tile before `tile`, from its stage.
+  auto updateBefore = [&](Value t, const Lane &lane, Value tile) {
+    update(t, lane, stageOf(tile, stageArrays, /*later=*/-1));
+  };
+  streamTiles(
+      begin, end, bi, hi, seq, operands, stageArrays,
+      [&](const StreamedTile &tile) {
+        block.phase(
+            [&](Value t) {
+              Lane lane = laneOf(t, first);
+              storeAccumulators(t, xArray, issueProducts(t, lane, x, tile.stage[0]));
+              storeAccumulators(t, yArray, issueProducts(t, lane, y, tile.stage[1]));
+              if (!tile.peeled)
+                updateBefore(t, lane, kb.divui(tile.first, columns));
+            },
+            /*barrier=*/false);
+        block.phase(
+            [&](Value t) {
+              SmallVector<Value> both = loadAccumulators(t, xArray, columnTiles);
+              llvm::append_range(both, loadAccumulators(t, yArray, columnTiles));
+              both = waitForProducts(t, both, tile.peeled ? 0 : 1);
+              tile.copyNext(t);
+              ArrayRef<Value> waited(both);
+              body(t, laneOf(t, first), tile, waited.take_front(waited.size() / 2),
+                   waited.drop_front(waited.size() / 2), tile.masked.value_or(true));
+            },
+            /*barrier=*/false);
       },
-      /*barrier=*/false);
+      stageMore, split(), reads);
+  // The last tile's updates.
   block.phase(
-      [&](mlir::Value t) {
-        llvm::SmallVector<mlir::Value> both = loadAccumulators(t, xArray, columnTiles);
-        llvm::append_range(both, loadAccumulators(t, yArray, columnTiles));
-        both = waitForProducts(t, both, tile.peeled ? 0 : 1);
-        tile.copyNext(t);
-        llvm::ArrayRef<mlir::Value> waited(both);
-        body(t, laneOf(t, first), waited.take_front(waited.size() / 2),
-             waited.drop_front(waited.size() / 2));
+      [&](Value t) {
+        kb.ifThen(kb.below(begin, end), [&] { updateBefore(t, laneOf(t, first), end); });
       },
       /*barrier=*/false);
 }

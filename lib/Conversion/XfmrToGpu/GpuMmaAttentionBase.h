@@ -485,22 +485,33 @@ protected:
     return tensorCores->productPair(t, lane, x, xTile, y, yTile, whileMultiplying);
   }
 
-  /// A software-pipelined tile's products X T^T and Y U^T (as
-  /// productPair, into the column accumulators `xArray` and `yArray`): a
-  /// phase issues both, then `updateBefore(t, lane)` (the tile before's
-  /// head-dim updates, one group of MMAs; none for a peeled tile); the
-  /// next waits for the products, leaving the updates running, copies the
-  /// next tiles (tile.copyNext) and builds `body(t, lane, xProducts,
-  /// yProducts)`. Two phases, so that emulated, the updates read every
-  /// lane's factors before any lane's body overwrites them. `first`: the
-  /// block's first row.
-  void pipelinedProductPair(
-      const StreamedTile &tile, mlir::Value first, const RowFactor &x, mlir::Value xTile,
-      const RowFactor &y, mlir::Value yTile, mlir::Value xArray, mlir::Value yArray,
-      llvm::function_ref<void(mlir::Value, const Lane &)> updateBefore,
-      llvm::function_ref<void(mlir::Value, const Lane &, llvm::ArrayRef<mlir::Value>,
-                              llvm::ArrayRef<mlir::Value>)>
-          body);
+  /// The loop of the backward kernels over the tiles [begin, end) of the
+  /// streamed `operands` (streamTiles, with `stageMore` and `reads`): per
+  /// tile the products X T^T and Y U^T of the rows `x` and `y` and the
+  /// stage's first two tiles, `body(t, lane, tile, xProducts, yProducts,
+  /// masked)`, and the head-dim updates `update(t, lane, stage)` that read
+  /// the tile's stage. With mma.sync, a phase of products and body (with
+  /// masks where `needsMask(tile.first, lane)` holds, null: always), then
+  /// one of updates. With warpgroup MMAs, software-pipelined: a phase
+  /// issues the tile's products, then the tile before's updates (one group
+  /// of MMAs; none for a peeled tile); the next waits for the products,
+  /// leaving the updates running, copies the next tiles and builds body -
+  /// two phases, so that emulated, the updates read every lane's factors
+  /// before any lane's body overwrites them; the loop split by masks at
+  /// `split()`, the last tile's updates after it. `first`: the block's
+  /// first row.
+  void streamProductPairs(
+      mlir::Value begin, mlir::Value end, mlir::Value bi, mlir::Value hi, int64_t seq,
+      llvm::ArrayRef<mlir::Value> operands,
+      llvm::ArrayRef<llvm::SmallVector<mlir::Value>> stageArrays, mlir::Value first,
+      const RowFactor &x, const RowFactor &y,
+      llvm::function_ref<void(mlir::Value, mlir::Value, llvm::ArrayRef<mlir::Value>)> stageMore,
+      llvm::function_ref<mlir::Value(mlir::Value, const Lane &)> needsMask,
+      llvm::function_ref<MaskSplit()> split, llvm::ArrayRef<TileReads> reads,
+      llvm::function_ref<void(mlir::Value, const Lane &, const StreamedTile &,
+                              llvm::ArrayRef<mlir::Value>, llvm::ArrayRef<mlir::Value>, bool)>
+          body,
+      llvm::function_ref<void(mlir::Value, const Lane &, llvm::ArrayRef<mlir::Value>)> update);
 
   /// products() left running where they are warpgroup MMAs (else done at
   /// once): readable after waitForProducts.
