@@ -162,7 +162,7 @@ protected:
   MmaAttentionKernelBase(kernels::KernelBuilder &kb, const kernels::AttentionOperands &in,
                          Emulation emulate, int64_t warps, int64_t columns, int64_t rowTiles = 1,
                          bool warpgroupMma = false, int64_t extraStages = 0)
-      : AttentionKernelBase(kb, in), emulate(emulate), warpgroupMma(warpgroupMma),
+      : AttentionKernelBase(kb, in), warpgroupMma(warpgroupMma),
         stages(warpgroupMma ? kStages + 1 + extraStages : kStages), threads(warps * kWarpSize),
         rowTiles(rowTiles), rowsPerWarp(rowTiles * MmaBuilder::kM),
         rowsPerBlock(warps * rowsPerWarp), columns(columns), block(kb, emulate, threads),
@@ -555,7 +555,6 @@ protected:
     return tensorCores->waitForAccumulators(t, arrays, pending, alsoWaited);
   }
 
-  Emulation emulate;
   /// Products by warpgroup MMAs from tiles of core matrices (sm_90a).
   bool warpgroupMma;
   /// Shared stages of the streamed tiles.
