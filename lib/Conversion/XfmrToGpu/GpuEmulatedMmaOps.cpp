@@ -95,8 +95,6 @@ public:
   void waitForCopies(Value t, int64_t pending) override { k.asyncOrder.waitForCopies(t, pending); }
 
 private:
-  static constexpr int64_t kAccumulators = MmaBuilder::kAccumulators;
-
   /// The reads of products(X, T) issued, as a group.
   void noteProductsIssued(Value t, const RowFactor &x, Value tile) {
     k.asyncOrder.noteMmaRead(t, tile);

@@ -121,6 +121,8 @@ public:
   virtual void fenceShared() {}
 
 protected:
+  static constexpr int64_t kAccumulators = MmaBuilder::kAccumulators;
+
   MmaAttentionKernelBase &k;
   kernels::KernelBuilder &kb;
   MmaBuilder &mma;

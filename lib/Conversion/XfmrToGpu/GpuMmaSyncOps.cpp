@@ -28,7 +28,6 @@ public:
     // ldmatrix (lane l addresses row l % 8 of matrix l / 8), each for every
     // row tile. One step at a time: a row tile's A fragment is live for
     // one step only.
-    constexpr int64_t kAccumulators = MmaBuilder::kAccumulators;
     static_assert(kAccumulators == 4, "two column tiles per ldmatrix");
     assert(k.columnTiles % 2 == 0 && "tiles of columns in pairs");
     Value row = kb.addi(kb.remui(lane.lane, 8), kb.muli(kb.divui(lane.lane, 16), 8));
@@ -79,7 +78,7 @@ public:
         for (int64_t m = 0; m < k.rowTiles; ++m) {
           int64_t i = k.tileIndex(m, n, k.dimTiles);
           SmallVector<Value> sums;
-          for (int64_t r = 0; r < MmaBuilder::kAccumulators; ++r)
+          for (int64_t r = 0; r < kAccumulators; ++r)
             sums.push_back(kb.load(acc, k.entry(t, i, r)));
           for (auto [r, updated] : llvm::enumerate(mma.multiply(a[m], bWords, sums)))
             kb.store(updated, acc, k.entry(t, i, r));
@@ -102,7 +101,7 @@ private:
       return mma.loadMatrices(x.array, {row, col}, 4, /*transposed=*/false);
     }
     SmallVector<Value> words;
-    for (int64_t r = 0; r < MmaBuilder::kAccumulators; ++r)
+    for (int64_t r = 0; r < kAccumulators; ++r)
       words.push_back(kb.load(x.array, k.entry(t, k.tileIndex(m, step, k.steps), r)));
     return words;
   }

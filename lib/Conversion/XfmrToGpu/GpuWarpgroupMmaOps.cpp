@@ -86,9 +86,8 @@ public:
     ArrayRef<Value> a(registers);
     SmallVector<Value> sums(a.drop_front(aWords));
     for (int64_t ks = 0; ks < k.columnSteps; ++ks)
-      sums =
-          mma.warpgroupMultiply(a.slice(ks * MmaBuilder::kAccumulators, MmaBuilder::kAccumulators),
-                                k.stepOperand(tile, ks, /*kAlongRows=*/true), sums, k.paddedDim);
+      sums = mma.warpgroupMultiply(a.slice(ks * kAccumulators, kAccumulators),
+                                   k.stepOperand(tile, ks, /*kAlongRows=*/true), sums, k.paddedDim);
     if (commit)
       mma.commitWarpgroupMma();
     k.storeAccumulators(t, acc, sums);
