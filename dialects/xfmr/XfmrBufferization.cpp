@@ -31,8 +31,16 @@ static func::FuncOp getOrDeclare(RewriterBase &rewriter, Operation *from, String
   auto module = from->getParentOfType<ModuleOp>();
   if (auto existing = module.lookupSymbol<func::FuncOp>(name))
     return existing;
+  // Among the leading declarations in the order of their names: one-shot
+  // bufferization may visit functions in an order that varies between runs,
+  // and the output should not.
+  Block *body = module.getBody();
+  auto position = llvm::find_if(*body, [&](Operation &other) {
+    auto function = dyn_cast<func::FuncOp>(other);
+    return !function || !function.isDeclaration() || function.getSymName() > name;
+  });
   OpBuilder::InsertionGuard guard(rewriter);
-  rewriter.setInsertionPointToStart(module.getBody());
+  rewriter.setInsertionPoint(body, position);
   auto declaration =
       func::FuncOp::create(rewriter, from->getLoc(), name, rewriter.getFunctionType(arguments, {}));
   declaration.setPrivate();
