@@ -1,10 +1,10 @@
-//===- GpuEmulatedMmaOps.cpp - attention tile products on the CPU -*- C++ -*-===//
+//===- GpuEmulatedMmaOps.cpp - tensor-core products on the CPU ---*- C++ -*-===//
 //
-// The tensor-core operations of the attention kernels, emulated: where a
-// GPU thread feeds its own registers to an MMA, a thread reads the
-// fragments or factors of the other lanes of its warp from their private
-// arrays (written in an earlier phase) and computes its accumulators' dot
-// products from them and the shared tiles; asynchronous copies copy at
+// The tensor-core operations of the attention and GEMM kernels, emulated:
+// a thread computes its accumulators' dot products from the shared tiles
+// and, where a GPU thread feeds its own registers to an MMA, from the
+// fragments or factors of the other lanes of its warp, read from their
+// private arrays (written in an earlier phase); asynchronous copies copy at
 // once. The tiling, staging, packing and arithmetic are checked on the
 // CPU, the ldmatrix and MMA fragment layouts only on a GPU. Emulating
 // warpgroup MMAs, a thread reads the shared tiles through the MMAs' matrix
@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GpuMmaAttentionBase.h"
+#include "GpuMmaGemmKernel.h"
 
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 
@@ -251,4 +252,120 @@ void EmulatedMmaOps::accumulate(Value t, const MmaLane &lane, Value factors, Val
 std::unique_ptr<TensorCoreOps> xfmr::gpu::createEmulatedMmaOps(MmaAttentionKernelBase &kernel,
                                                                bool warpgroupMma) {
   return std::make_unique<EmulatedMmaOps>(kernel, warpgroupMma);
+}
+
+namespace xfmr::gpu {
+
+class EmulatedGemmOps : public GemmTensorCoreOps {
+public:
+  using GemmTensorCoreOps::GemmTensorCoreOps;
+
+  /// The MMA type's bits: x86 code generation lowers bf16 vectors passed
+  /// between blocks through conversions (to a libgcc function ours lacks).
+  Type tileElementType() override { return kb.builder().getI16Type(); }
+  Value asTileElements(Value narrowValue) override {
+    if (auto type = dyn_cast<VectorType>(narrowValue.getType()))
+      return vector::BitCastOp::create(kb.builder(), kb.location(),
+                                       type.clone(kb.builder().getI16Type()), narrowValue);
+    return mma.bits(narrowValue);
+  }
+
+  void copyVector(Value tiles, ArrayRef<Value> target, Value matrix, ArrayRef<Value> source,
+                  Value inside) override {
+    OpBuilder &b = kb.builder();
+    Location loc = kb.location();
+    auto type = VectorType::get({MmaBuilder::kVector}, mma.narrowType());
+    Value value =
+        vector::LoadOp::create(b, loc, type, matrix, source,
+                               /*nontemporal=*/false, llvm::Align(2 * MmaBuilder::kVector));
+    value = asTileElements(value);
+    if (inside)
+      value =
+          kb.select(inside, value,
+                    arith::ConstantOp::create(b, loc, b.getZeroAttr(value.getType())).getResult());
+    vector::StoreOp::create(b, loc, value, tiles, target, /*nontemporal=*/false,
+                            llvm::Align(2 * MmaBuilder::kVector));
+  }
+
+  void commitCopies(Value t) override { k.asyncOrder.commitCopies(t); }
+  void waitForCopies(Value t, int64_t pending) override { k.asyncOrder.waitForCopies(t, pending); }
+
+  /// As mma.sync (copies, then MMAs completing as issued), or as warpgroup
+  /// MMAs (issued, copies while they run, one group left in flight).
+  SmallVector<Value> multiplyStage(Value t, const MmaGemmKernel::Lane &lane, Value aTiles,
+                                   Value bTiles, Value buffer, ArrayRef<Value> sums,
+                                   function_ref<void()> copyNext) override {
+    if (!k.warpgroupMma)
+      copyNext();
+    SmallVector<Value> result = multiply(t, lane, aTiles, bTiles, buffer, sums);
+    if (k.warpgroupMma)
+      copyNext();
+    k.asyncOrder.waitForMmas(t, /*pending=*/k.warpgroupMma ? 1 : 0);
+    return result;
+  }
+
+  void waitForLastStage() override {
+    if (k.warpgroupMma)
+      k.block.phase([&](Value t) { k.asyncOrder.waitForMmas(t, /*pending=*/0); },
+                    /*barrier=*/false);
+  }
+
+private:
+  /// The stage's products, each accumulator a dot product of the shared
+  /// tiles' row and column, as a group of MMAs issued (AsyncOrderChecker).
+  /// Emulating warpgroup MMAs, a step (16 of K) at a time, the factors read
+  /// through the step's descriptors (describedElement) - so that the
+  /// descriptors are checked on the CPU too.
+  SmallVector<Value> multiply(Value t, const MmaGemmKernel::Lane &lane, Value aTiles, Value bTiles,
+                              Value buffer, ArrayRef<Value> sums) {
+    for (Value tiles : {aTiles, bTiles})
+      k.asyncOrder.noteMmaRead(t, tiles, buffer);
+    k.asyncOrder.commitMmas(t);
+    SmallVector<int64_t> rowTiles;
+    SmallVector<Value> rows, cols;
+    k.forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
+      rowTiles.push_back(mi);
+      rows.push_back(k.accumulatorRow(lane, k.warpgroupMma ? 0 : mi, r));
+      cols.push_back(k.accumulatorCol(lane, ni, r));
+    });
+    OpBuilder &b = kb.builder();
+    auto widen = [&](Value bits) {
+      Value x = arith::BitcastOp::create(b, kb.location(), mma.narrowType(), bits);
+      return arith::ExtFOp::create(b, kb.location(), b.getF32Type(), x);
+    };
+    SmallVector<Value> result(sums);
+    int64_t stepDepth = k.warpgroupMma ? MmaBuilder::kK : MmaGemmKernel::kDepth;
+    for (int64_t k0 = 0; k0 < MmaGemmKernel::kDepth; k0 += stepDepth) {
+      SmallVector<MmaBuilder::DescribedTile> aDescribed;
+      std::optional<MmaBuilder::DescribedTile> bDescribed;
+      if (k.warpgroupMma) {
+        for (int64_t mi = 0; mi < k.tilesM; ++mi)
+          aDescribed.push_back(mma.describedTile(
+              aTiles, k.lhs.operand(kb, mma, aTiles, buffer, mi * MmaBuilder::kWarpgroupRows, k0)));
+        bDescribed = mma.describedTile(bTiles, k.rhs.operand(kb, mma, bTiles, buffer, 0, k0));
+      }
+      ValueRange updated = kb.forLoop(
+          kb.index(0), kb.index(stepDepth), 1, result, [&](Value kIndex, ValueRange carried) {
+            SmallVector<Value> next;
+            for (auto [i, sum] : llvm::enumerate(carried)) {
+              Value x = widen(k.warpgroupMma
+                                  ? mma.describedElement(aDescribed[rowTiles[i]], rows[i], kIndex)
+                                  : kb.load(aTiles, k.lhs.atMnK(mma, buffer, rows[i], kIndex)));
+              Value y = widen(k.warpgroupMma
+                                  ? mma.describedElement(*bDescribed, cols[i], kIndex)
+                                  : kb.load(bTiles, k.rhs.atMnK(mma, buffer, cols[i], kIndex)));
+              next.push_back(kb.fma(x, y, sum));
+            }
+            return next;
+          });
+      result.assign(updated.begin(), updated.end());
+    }
+    return result;
+  }
+};
+
+} // namespace xfmr::gpu
+
+std::unique_ptr<GemmTensorCoreOps> xfmr::gpu::createEmulatedGemmOps(MmaGemmKernel &kernel) {
+  return std::make_unique<EmulatedGemmOps>(kernel);
 }

@@ -1,13 +1,15 @@
-//===- GpuMmaSyncOps.cpp - attention tile products by mma.sync ---*- C++ -*-===//
+//===- GpuMmaSyncOps.cpp - tensor-core products by mma.sync ------*- C++ -*-===//
 //
-// The tensor-core operations of the attention kernels on sm_80 and sm_90:
-// each warp multiplies its 16-row tiles by mma.sync.m16n8k16, A from its
-// registers or by ldmatrix from shared memory, B by ldmatrix (transposed
-// for the head-dim updates). The MMAs complete as issued.
+// The tensor-core operations of the attention and GEMM kernels on sm_80 and
+// sm_90: each warp multiplies its 16-row tiles by mma.sync.m16n8k16, A from
+// its registers or by ldmatrix from shared memory, B by ldmatrix
+// (transposed for the head-dim updates and for factors staged along K). The
+// MMAs complete as issued.
 //
 //===----------------------------------------------------------------------===//
 
 #include "GpuMmaAttentionBase.h"
+#include "GpuMmaGemmKernel.h"
 
 using namespace mlir;
 using namespace xfmr::gpu;
@@ -107,8 +109,70 @@ private:
   }
 };
 
+class MmaSyncGemmOps : public GemmTensorCoreOps {
+public:
+  using GemmTensorCoreOps::GemmTensorCoreOps;
+
+  SmallVector<Value> multiplyStage(Value t, const MmaGemmKernel::Lane &lane, Value aTiles,
+                                   Value bTiles, Value buffer, ArrayRef<Value> sums,
+                                   function_ref<void()> copyNext) override {
+    copyNext();
+    SmallVector<Value> result(sums);
+    auto low = [&](Value i) { return kb.muli(kb.remui(i, 2), 8); };
+    auto high = [&](Value i) { return kb.muli(kb.divui(i, 2), 8); };
+    for (int64_t step = 0; step < MmaGemmKernel::kDepth / MmaBuilder::kK; ++step) {
+      Value k0 = kb.index(step * MmaBuilder::kK);
+      // A registers 0-3: rows 0-7 and 8-15 at K 0-7, then at K 8-15.
+      SmallVector<SmallVector<Value>> aFragments, bFragments;
+      for (int64_t mi = 0; mi < k.tilesM; ++mi)
+        aFragments.push_back(fragments(lane, k.lhs, aTiles, buffer,
+                                       kb.addi(lane.warpRow, kb.index(mi * MmaBuilder::kM)), k0,
+                                       low, high));
+      // B registers 0-1 of a column tile: K 0-7, 8-15; two tiles per load.
+      for (int64_t ni = 0; ni < k.tilesN; ni += 2) {
+        SmallVector<Value> words =
+            fragments(lane, k.rhs, bTiles, buffer,
+                      kb.addi(lane.warpCol, kb.index(ni * MmaBuilder::kN)), k0, high, low);
+        bFragments.push_back({words[0], words[1]});
+        bFragments.push_back({words[2], words[3]});
+      }
+      for (int64_t mi = 0; mi < k.tilesM; ++mi) {
+        for (int64_t ni = 0; ni < k.tilesN; ++ni) {
+          int64_t first = (mi * k.tilesN + ni) * kAccumulators;
+          SmallVector<Value> updated = mma.multiply(
+              aFragments[mi], bFragments[ni], ArrayRef<Value>(result).slice(first, kAccumulators));
+          llvm::copy(updated, result.begin() + first);
+        }
+      }
+    }
+    return result;
+  }
+
+private:
+  /// The words of fragments of factor f at (mn0, k0) of a buffer, 16 x 16
+  /// along (M or N, K): four 8 x 8 matrices, matrix i at (mnOffset(i),
+  /// kOffset(i)) from there.
+  SmallVector<Value> fragments(const MmaGemmKernel::Lane &lane, const MmaGemmKernel::Factor &f,
+                               Value tiles, Value buffer, Value mn0, Value k0,
+                               function_ref<Value(Value)> mnOffset,
+                               function_ref<Value(Value)> kOffset) {
+    Value matrix = kb.divui(lane.lane, 8), matrixRow = kb.remui(lane.lane, 8);
+    Value mn = kb.addi(mn0, mnOffset(matrix)), kIndex = kb.addi(k0, kOffset(matrix));
+    // Lane l addresses row l % 8 of its matrix: along K in a [K, M|N] tile.
+    if (f.kRows)
+      kIndex = kb.addi(kIndex, matrixRow);
+    else
+      mn = kb.addi(mn, matrixRow);
+    return mma.loadMatrices(tiles, f.atMnK(mma, buffer, mn, kIndex), 4, /*transposed=*/f.kRows);
+  }
+};
+
 } // namespace xfmr::gpu
 
 std::unique_ptr<TensorCoreOps> xfmr::gpu::createMmaSyncOps(MmaAttentionKernelBase &kernel) {
   return std::make_unique<MmaSyncOps>(kernel);
+}
+
+std::unique_ptr<GemmTensorCoreOps> xfmr::gpu::createMmaSyncGemmOps(MmaGemmKernel &kernel) {
+  return std::make_unique<MmaSyncGemmOps>(kernel);
 }

@@ -1,14 +1,16 @@
-//===- GpuWarpgroupMmaOps.cpp - attention tile products by wgmma -*- C++ -*-===//
+//===- GpuWarpgroupMmaOps.cpp - tensor-core products by wgmma ----*- C++ -*-===//
 //
-// The tensor-core operations of the attention kernels on sm_90a: the 4
-// warps of a warpgroup multiply their 64 rows by a whole shared tile per 16
-// of K (wgmma.mma_async), both factors of a product read by the tensor
-// cores from shared memory through matrix descriptors, an update's factors
-// from registers. The MMAs run on until waited for, in groups.
+// The tensor-core operations of the attention and GEMM kernels on sm_90a:
+// the 4 warps of a warpgroup multiply their 64 rows by a whole shared tile
+// per 16 of K (wgmma.mma_async), both factors of a product read by the
+// tensor cores from shared memory through matrix descriptors, an attention
+// update's factors from registers. The MMAs run on until waited for, in
+// groups.
 //
 //===----------------------------------------------------------------------===//
 
 #include "GpuMmaAttentionBase.h"
+#include "GpuMmaGemmKernel.h"
 
 using namespace mlir;
 using namespace xfmr::gpu;
@@ -96,8 +98,49 @@ public:
   void fenceShared() override { mma.fenceSharedForWarpgroupMma(); }
 };
 
+class WarpgroupGemmOps : public GemmTensorCoreOps {
+public:
+  using GemmTensorCoreOps::GemmTensorCoreOps;
+
+  /// One MMA per half of the block tile and 16 of K; the accumulators
+  /// returned are those of MMAs still in flight.
+  SmallVector<Value> multiplyStage(Value t, const MmaGemmKernel::Lane &lane, Value aTiles,
+                                   Value bTiles, Value buffer, ArrayRef<Value> sums,
+                                   function_ref<void()> copyNext) override {
+    SmallVector<Value> result = mma.fenceForWarpgroupMma(sums);
+    int64_t half = k.tilesN * kAccumulators;
+    for (int64_t step = 0; step < MmaGemmKernel::kDepth / MmaBuilder::kK; ++step) {
+      int64_t k0 = step * MmaBuilder::kK;
+      MmaBuilder::SharedOperand bOperand = k.rhs.operand(kb, mma, bTiles, buffer, 0, k0);
+      for (int64_t mi = 0; mi < k.tilesM; ++mi) {
+        SmallVector<Value> updated = mma.warpgroupMultiply(
+            k.lhs.operand(kb, mma, aTiles, buffer, mi * MmaBuilder::kWarpgroupRows, k0), bOperand,
+            ArrayRef<Value>(result).slice(mi * half, half), k.tile);
+        llvm::copy(updated, result.begin() + mi * half);
+      }
+    }
+    mma.commitWarpgroupMma();
+    copyNext();
+    // At most this stage's MMAs in flight: the buffer of the one before
+    // is free after the next barrier.
+    mma.waitForWarpgroupMma(/*pending=*/1);
+    return result;
+  }
+
+  void fenceShared() override { mma.fenceSharedForWarpgroupMma(); }
+
+  void waitForLastStage() override {
+    k.block.phase([&](Value t) { k.storeSums(t, mma.waitForWarpgroupMma(k.loadSums(t))); },
+                  /*barrier=*/false);
+  }
+};
+
 } // namespace xfmr::gpu
 
 std::unique_ptr<TensorCoreOps> xfmr::gpu::createWarpgroupMmaOps(MmaAttentionKernelBase &kernel) {
   return std::make_unique<WarpgroupMmaOps>(kernel);
+}
+
+std::unique_ptr<GemmTensorCoreOps> xfmr::gpu::createWarpgroupGemmOps(MmaGemmKernel &kernel) {
+  return std::make_unique<WarpgroupGemmOps>(kernel);
 }
