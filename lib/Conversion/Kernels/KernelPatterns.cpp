@@ -10,6 +10,8 @@
 
 #include "../LoweringUtils.h"
 
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
 using namespace mlir;
 using namespace xfmr;
 using namespace xfmr::kernels;
@@ -358,9 +360,14 @@ struct CrossEntropyBackwardKernel : KernelPattern<CrossEntropyBackwardOp> {
 
 } // namespace
 
-void xfmr::kernels::populateKernelPatterns(RewritePatternSet &patterns, const KernelSet &kernels) {
+LogicalResult xfmr::kernels::applyKernelPatterns(Operation *root, const KernelSet &kernels) {
+  RewritePatternSet patterns(root->getContext());
   patterns.add<CrossEntropyBackwardKernel, CrossEntropyKernel, FusedAttentionKernel,
                FusedAttentionBackwardKernel, FusedAddLayerNormKernel, FusedLinearKernel,
                LayerNormBackwardKernel, LayerNormKernel, MatmulKernel, SoftmaxBackwardKernel,
                SoftmaxKernel>(patterns.getContext(), kernels);
+  // Kernels are built once; nothing they create is rewritten again.
+  GreedyRewriteConfig config;
+  config.setStrictness(GreedyRewriteStrictness::ExistingOps);
+  return applyPatternsGreedily(root, std::move(patterns), config);
 }

@@ -218,9 +218,9 @@ private:
 /// (and its backward), softmax over the last axis, layer_norm and
 /// fused_add_layer_norm, and where the target has them the gradients of
 /// softmax and layer_norm and cross_entropy with its gradient, into the
-/// kernel `kernels` builds. Ops are rewritten once: nothing the kernels
-/// create is matched again.
-void populateKernelPatterns(mlir::RewritePatternSet &patterns, const KernelSet &kernels);
+/// kernel `kernels` builds, under `root`. Ops are rewritten once: nothing
+/// the kernels create is matched again.
+mlir::LogicalResult applyKernelPatterns(mlir::Operation *root, const KernelSet &kernels);
 
 } // namespace xfmr::kernels
 

@@ -4,7 +4,6 @@
 
 #include "xfmr/Conversion/Passes.h"
 
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "convert-xfmr-to-cpu-kernels"
@@ -77,13 +76,8 @@ struct ConvertXfmrToCpuKernelsPass
       getOperation()->emitError("int8-dot needs 16 lanes, got ") << lanes.getValue();
       return signalPassFailure();
     }
-    CpuKernelSet kernels(CpuTarget{lanes, registers, int8Dot});
-    RewritePatternSet patterns(&getContext());
-    populateKernelPatterns(patterns, kernels);
-    // Kernels are built once; nothing they create is rewritten again.
-    GreedyRewriteConfig config;
-    config.setStrictness(GreedyRewriteStrictness::ExistingOps);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+    if (failed(applyKernelPatterns(getOperation(),
+                                   CpuKernelSet(CpuTarget{lanes, registers, int8Dot}))))
       signalPassFailure();
   }
 };

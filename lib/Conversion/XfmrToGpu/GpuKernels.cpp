@@ -7,7 +7,6 @@
 
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "convert-xfmr-to-gpu-kernels"
@@ -100,11 +99,7 @@ struct ConvertXfmrToGpuKernelsPass
                          : reverseThreads ? xfmr::gpu::Emulation::Reversed
                                           : xfmr::gpu::Emulation::InOrder,
                          warpgroupMma);
-    RewritePatternSet patterns(&getContext());
-    populateKernelPatterns(patterns, kernels);
-    GreedyRewriteConfig config;
-    config.setStrictness(GreedyRewriteStrictness::ExistingOps);
-    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+    if (failed(applyKernelPatterns(getOperation(), kernels)))
       signalPassFailure();
   }
 };
