@@ -148,10 +148,14 @@ void MmaGemmKernel::forEachAccumulator(function_ref<void(int64_t, int64_t, int64
         body(mi, ni, r);
 }
 
+SmallVector<Value> MmaGemmKernel::accumulatorAt(Value t, int64_t mi, int64_t ni, int64_t r) {
+  return block.at(t, {kb.index(mi), kb.index(ni), kb.index(r)});
+}
+
 SmallVector<Value> MmaGemmKernel::loadSums(Value t) {
   SmallVector<Value> sums;
   forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
-    sums.push_back(kb.load(accumulators, block.at(t, {kb.index(mi), kb.index(ni), kb.index(r)})));
+    sums.push_back(kb.load(accumulators, accumulatorAt(t, mi, ni, r)));
   });
   return sums;
 }
@@ -159,7 +163,7 @@ SmallVector<Value> MmaGemmKernel::loadSums(Value t) {
 void MmaGemmKernel::storeSums(Value t, ArrayRef<Value> sums) {
   int64_t i = 0;
   forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
-    kb.store(sums[i++], accumulators, block.at(t, {kb.index(mi), kb.index(ni), kb.index(r)}));
+    kb.store(sums[i++], accumulators, accumulatorAt(t, mi, ni, r));
   });
 }
 
@@ -199,8 +203,7 @@ void MmaGemmKernel::emitBlock(Value row0, Value col0, Value aTiles, Value bTiles
     block.phase(
         [&](Value t) {
           forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
-            kb.store(kb.f32(0.0), accumulators,
-                     block.at(t, {kb.index(mi), kb.index(ni), kb.index(r)}));
+            kb.store(kb.f32(0.0), accumulators, accumulatorAt(t, mi, ni, r));
           });
           for (int64_t stage = 0; stage < lookahead; ++stage)
             copyStage(t, kb.index(stage), vectors);
@@ -243,10 +246,8 @@ void MmaGemmKernel::emitBlock(Value row0, Value col0, Value aTiles, Value bTiles
             return;
           Value row = kb.addi(row0, accumulatorRow(lane, mi, r));
           Value col = kb.addi(col0, accumulatorCol(lane, ni, r));
-          auto at = [&](int64_t r) {
-            return block.at(t, {kb.index(mi), kb.index(ni), kb.index(r)});
-          };
-          p.storePair(kb, kb.load(accumulators, at(r)), kb.load(accumulators, at(r + 1)), row, col);
+          p.storePair(kb, kb.load(accumulators, accumulatorAt(t, mi, ni, r)),
+                      kb.load(accumulators, accumulatorAt(t, mi, ni, r + 1)), row, col);
         });
       },
       /*barrier=*/false);

@@ -90,6 +90,8 @@ private:
   mlir::Value accumulatorRow(const Lane &lane, int64_t mi, int64_t r);
   mlir::Value accumulatorCol(const Lane &lane, int64_t ni, int64_t r);
   void forEachAccumulator(llvm::function_ref<void(int64_t, int64_t, int64_t)> body);
+  /// The indices of thread t's accumulator r of MMA tile (mi, ni).
+  llvm::SmallVector<mlir::Value> accumulatorAt(mlir::Value t, int64_t mi, int64_t ni, int64_t r);
   /// Thread t's accumulators, in forEachAccumulator's order.
   llvm::SmallVector<mlir::Value> loadSums(mlir::Value t);
   void storeSums(mlir::Value t, llvm::ArrayRef<mlir::Value> sums);
