@@ -315,7 +315,10 @@ def gen_linear():
                 xs=randn(1, 1, 200), ws=randn(200, 37, scale=0.1), bs=randn(37, scale=0.5),
                 rs=randn(1, 1, 37), xm=randn(6, 200), wst=randn(37, 200, scale=0.1),
                 # Rows of A 4 KiB long, which the CPU GEMM copies to padded rows.
-                xd=randn(19, 1024), wd=randn(1024, 40, scale=0.05))
+                xd=randn(19, 1024), wd=randn(1024, 40, scale=0.05),
+                # The most rows a skinny product takes, 16-byte loads of a
+                # [K, N] weight (N a multiple of 4), K short of the slices.
+                xk8=randn(8, 72), wk8=randn(72, 132, scale=0.1), bk8=randn(132, scale=0.5))
 
 
 def ref_linear(x):
@@ -336,7 +339,8 @@ def ref_linear(x):
                 skinny_silu_residual=torch.nn.functional.silu(t(x["xs"]) @ t(x["ws"]) + t(x["bs"]))
                 + t(x["rs"]),
                 skinny_nk_tanh=torch.tanh(t(x["xm"]) @ t(x["wst"]).T + t(x["bs"])),
-                deep_relu=torch.relu(t(x["xd"]) @ t(x["wd"])))
+                deep_relu=torch.relu(t(x["xd"]) @ t(x["wd"])),
+                skinny_kn_gelu=gelu(t(x["xk8"]) @ t(x["wk8"]) + t(x["bk8"])))
 
 
 def gen_elementwise():
@@ -433,7 +437,9 @@ def gen_low_precision():
              lv=randn(1, 2, 150, 64), cb=randn(2, 1, 70, 130), ra=randn(2, 40, 96),
              hq=randn(1, 200, 2, 128), hk=randn(1, 200, 2, 128), hv=randn(1, 200, 2, 128),
              eq=randn(1, 140, 2, 100), ek=randn(1, 140, 2, 100), ev=randn(1, 140, 2, 100),
-             wq=randn(1, 90, 2, 160), wk2=randn(1, 90, 2, 160), wv=randn(1, 90, 2, 160))
+             wq=randn(1, 90, 2, 160), wk2=randn(1, 90, 2, 160), wv=randn(1, 90, 2, 160),
+             # A few rows (a decode step) against w ([K, N]) and wnk ([N, K]).
+             xs=randn(3, 64), xs2=randn(3, 70))
     pad = np.ones((2, 130), dtype=np.bool_)
     pad[1, 100:] = False
     x["pad"] = pad
@@ -449,11 +455,11 @@ def ref_low_precision(x):
             return value.to(dtype).to(F64)
 
         (X, W, B, G, BETA, Q, K, V, XK, WNK, R, PT, WK, CQ, CK, CV, LQ, LK, LV, CB, RA, HQ, HK, HV,
-         EQ, EK, EV, WQ, WK2, WV) = (
+         EQ, EK, EV, WQ, WK2, WV, XS, XS2) = (
             stored(t(x[n + suffix]))
             for n in ("x", "w", "b", "g", "beta", "q", "k", "v", "xk", "wnk", "r", "pt", "wk",
                       "cq", "ck", "cv", "lq", "lk", "lv", "cb", "ra", "hq", "hk", "hv",
-                      "eq", "ek", "ev", "wq", "wk2", "wv"))
+                      "eq", "ek", "ev", "wq", "wk2", "wv", "xs", "xs2"))
         h = stored(torch.nn.functional.gelu(X @ W + B))
         keep = causal_keep(48, 48)
         attention = attention_reference(Q, K, V, 1 / math.sqrt(32), keep=keep)
@@ -476,7 +482,9 @@ def ref_low_precision(x):
                            WQ, WK2, WV, 0.08, keep=causal_keep(90, 90))),
                        "sum" + suffix: stored(h + RA),
                        "add_norm" + suffix: stored(
-                           torch.nn.functional.layer_norm(h + RA, (96,), G, BETA, 1e-5))})
+                           torch.nn.functional.layer_norm(h + RA, (96,), G, BETA, 1e-5)),
+                       "skinny_kn" + suffix: stored(torch.nn.functional.gelu(XS @ W + B)),
+                       "skinny_nk" + suffix: stored(XS2 @ WNK.T)})
     return result
 
 

@@ -259,6 +259,26 @@ Value xfmr::gpu::insideMatrix(KernelBuilder &kb, Value i, Value j, int64_t rows,
   return arith::AndIOp::create(kb.builder(), kb.location(), kb.below(i, rows), kb.below(j, cols));
 }
 
+Value xfmr::gpu::vectorsAligned(KernelBuilder &kb, Value buffer, int64_t elements,
+                               int64_t contiguousDim) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  auto multipleOf = [&](Value x, int64_t factor) {
+    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kb.remui(x, factor),
+                                 kb.index(0));
+  };
+  int64_t bytes =
+      elements * llvm::divideCeil(cast<MemRefType>(buffer.getType()).getElementTypeBitWidth(), 8);
+  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
+  Value pointer = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
+  Value aligned = arith::AndIOp::create(b, loc, multipleOf(pointer, bytes),
+                                        multipleOf(metadata.getOffset(), elements));
+  for (auto [dim, stride] : llvm::enumerate(metadata.getStrides()))
+    if (static_cast<int64_t>(dim) != contiguousDim)
+      aligned = arith::AndIOp::create(b, loc, aligned, multipleOf(stride, elements));
+  return aligned;
+}
+
 Value xfmr::gpu::loadInside(KernelBuilder &kb, Value matrix, Value i, Value j, int64_t rows,
                             int64_t cols, Value outside) {
   Value value = kb.load(matrix, {kb.mini(i, kb.index(rows - 1)), kb.mini(j, kb.index(cols - 1))});

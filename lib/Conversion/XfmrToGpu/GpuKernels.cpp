@@ -32,6 +32,19 @@ public:
   bool handlesNarrowFloats() const override { return true; }
   Value gemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB, Value bias,
              Value residual, Activation activation, Type resultType) const override {
+    int64_t rows = cast<RankedTensorType>(a.getType()).getDimSize(transposeA ? 1 : 0);
+    if (rows <= xfmr::gpu::kSkinnyGemmMaxRows && !transposeA) {
+      // An int8 weight is read as stored: no f32 copy of it is made.
+      if (auto dequantize = b.getDefiningOp<DequantizeOp>()) {
+        xfmr::gpu::GemmProblem problem(kb, a, transposeA, dequantize.getValues(), transposeB,
+                                       bias, residual, activation, resultType);
+        return xfmr::gpu::emitSkinnyGemm(kb, problem, kb.readBuffer(dequantize.getScales()),
+                                         dequantize.getAxis(), dequantize.getGroupSize(), emulate);
+      }
+      xfmr::gpu::GemmProblem problem(kb, a, transposeA, b, transposeB, bias, residual, activation,
+                                     resultType);
+      return xfmr::gpu::emitSkinnyGemm(kb, problem, Value(), 0, 1, emulate);
+    }
     xfmr::gpu::GemmProblem problem(kb, a, transposeA, b, transposeB, bias, residual, activation,
                                    resultType);
     return cast<RankedTensorType>(a.getType()).getElementType().isF32()

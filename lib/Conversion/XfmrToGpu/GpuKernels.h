@@ -84,6 +84,13 @@ struct GemmProblem {
   int64_t m, n, k;
 };
 
+/// Whether `buffer`, of unit stride along `contiguousDim`, may be read
+/// `elements` at a time (one vector load) at indices whose `contiguousDim`
+/// one is a multiple of `elements`: at run time, its address is a multiple
+/// of the vector's bytes and its offset and other strides of `elements`.
+mlir::Value vectorsAligned(kernels::KernelBuilder &kb, mlir::Value buffer, int64_t elements,
+                           int64_t contiguousDim);
+
 /// matrix[i][j] of a [rows, cols] matrix, `outside` where (i, j) is not in
 /// it (the load itself is clamped to the matrix).
 mlir::Value loadInside(kernels::KernelBuilder &kb, mlir::Value matrix, mlir::Value i, mlir::Value j,
@@ -95,6 +102,20 @@ mlir::Value loadInside(kernels::KernelBuilder &kb, mlir::Value matrix, mlir::Val
 /// ahead in registers, read 16 bytes at a time; the epilogue applied in
 /// registers before the one store. Returns C as a tensor.
 mlir::Value emitGemm(kernels::KernelBuilder &kb, const GemmProblem &problem, Emulation emulate);
+
+/// Rows of A up to which a product takes emitSkinnyGemm (decoding: a
+/// token per sequence of a small batch).
+constexpr int64_t kSkinnyGemmMaxRows = 8;
+
+/// A of at most kSkinnyGemmMaxRows rows (not transposed), any float type;
+/// B f32, bf16, f16 or, with `scales`, the int8 values of an
+/// xfmr.dequantize (a scale per `groupSize` elements along its dimension
+/// `groupAxis`). Bandwidth-bound: each element of B read once, 16 bytes at
+/// a time where aligned, widened and scaled in registers; a warp per
+/// column for B [N, K], a block of row slices per few columns for B [K, N].
+mlir::Value emitSkinnyGemm(kernels::KernelBuilder &kb, const GemmProblem &problem,
+                           mlir::Value scales, int64_t groupAxis, int64_t groupSize,
+                           Emulation emulate);
 
 /// bf16 or f16 A and B on tensor cores (mma.sync, f32 accumulators): a
 /// block per 128 x 128 tile of C (4 warps of 64 x 64) where there are

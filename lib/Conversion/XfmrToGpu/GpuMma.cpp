@@ -1,6 +1,7 @@
 //===- GpuMma.cpp - tensor-core products of bf16/f16 factors ----*- C++ -*-===//
 
 #include "GpuMma.h"
+#include "GpuKernels.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -114,18 +115,7 @@ SmallVector<Value> MmaBuilder::loadMatrices(Value tile, ValueRange indices, int6
 }
 
 Value MmaBuilder::vectorsAligned(Value buffer, int64_t contiguousDim) {
-  auto multipleOf = [&](Value x, int64_t factor) {
-    return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kb.remui(x, factor),
-                                 kb.index(0));
-  };
-  auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, buffer);
-  Value pointer = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, buffer);
-  Value aligned = arith::AndIOp::create(b, loc, multipleOf(pointer, 2 * kVector),
-                                        multipleOf(metadata.getOffset(), kVector));
-  for (auto [dim, stride] : llvm::enumerate(metadata.getStrides()))
-    if (static_cast<int64_t>(dim) != contiguousDim)
-      aligned = arith::AndIOp::create(b, loc, aligned, multipleOf(stride, kVector));
-  return aligned;
+  return xfmr::gpu::vectorsAligned(kb, buffer, kVector, contiguousDim);
 }
 
 void MmaBuilder::copyAsync(Value tile, ValueRange tileIndices, Value source,

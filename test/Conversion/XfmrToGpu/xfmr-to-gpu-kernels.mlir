@@ -180,6 +180,78 @@ func.func @gemm_large(%a: tensor<44x1500xf32>, %m: tensor<44x1480xf32>) -> tenso
 
 // -----
 
+// A product of 3 rows (a decode step) whose weight is int8 stored [N, K]
+// with a scale per 32 of K: a warp per column of C (13 blocks of 8 warps),
+// the int8 values read as stored, 16 at a time where the runtime's
+// addresses and strides allow (else one by one), four chunks of a lane in
+// flight, a scale per chunk; no dequantized copy of the weight. Each row's
+// lane sums meet by 5 shuffles, and lane 0 stores the outputs.
+// CHECK-LABEL: func.func @skinny_int8
+// CHECK-NOT: linalg.generic
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c13, %{{.*}} = %c1, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK: memref.alloca() : memref<3xf32>
+// CHECK: scf.if
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c64 step %c2048 iter_args(%{{.*}} = %cst, %{{.*}} = %cst, %{{.*}} = %cst) -> (f32, f32, f32)
+// CHECK-COUNT-4: vector.load %{{.*}} {alignment = 16 : i64} : memref<100x64xi8, strided<[?, 1], offset: ?>>, vector<16xi8>
+// CHECK-COUNT-48: vector.load %{{.*}} {alignment = 16 : i64} : memref<3x64xf32, strided<[?, 1], offset: ?>>, vector<4xf32>
+// CHECK-COUNT-15: gpu.shuffle  xor
+// CHECK: } else {
+// CHECK: scf.for
+// CHECK-NOT: vector.load
+// CHECK: memref.load %{{.*}} : memref<100x64xi8, strided<[?, 1], offset: ?>>
+// CHECK-NOT: xfmr.dequantize
+// EMU-LABEL: func.func @skinny_int8
+// EMU-NOT: gpu.launch
+// EMU-NOT: gpu.shuffle
+func.func @skinny_int8(%x: tensor<3x64xf32>, %q: tensor<100x64xi8>, %s: tensor<100x2xf32>,
+                       %b: tensor<100xf32>) -> tensor<3x100xf32> {
+  %w = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 32 : i64} : (tensor<100x64xi8>, tensor<100x2xf32>) -> tensor<100x64xf32>
+  %y = xfmr.fused_linear %x, %w bias(%b) {transpose_weight} : (tensor<3x64xf32>, tensor<100x64xf32>, tensor<100xf32>) -> tensor<3x100xf32>
+  return %y : tensor<3x100xf32>
+}
+
+// -----
+
+// One row against a weight stored [K, N] (GPT-2's Conv1D): a block per 16
+// columns (4 threads of 4 columns a row: 8 would leave fewer blocks than an
+// H100's SMs), its 64 slices of threads taking rows k, k + 64, ..., four in
+// flight; their sums meet in shared memory after one barrier. The same
+// weight read as [N, K] takes a warp per column.
+// CHECK: memref.global "private" @__xfmr_shared : memref<64x1x16xf32, #gpu.address_space<workgroup>>
+// CHECK-LABEL: func.func @skinny_columns
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c144, %{{.*}} = %c1, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK: scf.if
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c768 step %c256 iter_args(%{{.*}} = %cst, %{{.*}} = %cst, %{{.*}} = %cst, %{{.*}} = %cst) -> (f32, f32, f32, f32)
+// CHECK-COUNT-4: vector.load %{{.*}} {alignment = 16 : i64} : memref<768x2304xf32, strided<[?, 1], offset: ?>>, vector<4xf32>
+// CHECK: gpu.barrier
+// CHECK: } else {
+// CHECK: gpu.barrier
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c96, %{{.*}} = %c1, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK: scf.for %{{.*}} = %{{.*}} to %c2304 step %c512
+func.func @skinny_columns(%x: tensor<1x768xf32>, %w: tensor<768x2304xf32>, %b: tensor<2304xf32>) -> tensor<1x768xf32> {
+  %y = xfmr.fused_linear %x, %w bias(%b) : (tensor<1x768xf32>, tensor<768x2304xf32>, tensor<2304xf32>) -> tensor<1x2304xf32>
+  %z = xfmr.matmul %y, %w {transpose_rhs} : (tensor<1x2304xf32>, tensor<768x2304xf32>) -> tensor<1x768xf32>
+  return %z : tensor<1x768xf32>
+}
+
+// -----
+
+// Nine rows are no skinny product: the tiled GEMM, which reads the int8
+// weight dequantized (by the linalg lowering, later).
+// CHECK-LABEL: func.func @nine_rows
+// CHECK: xfmr.dequantize
+// CHECK: gpu.launch
+// CHECK-NOT: gpu.shuffle
+// CHECK: memref.alloca() : memref<4x4xf32>
+func.func @nine_rows(%x: tensor<9x64xf32>, %q: tensor<100x64xi8>, %s: tensor<100x2xf32>) -> tensor<9x100xf32> {
+  %w = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 32 : i64} : (tensor<100x64xi8>, tensor<100x2xf32>) -> tensor<100x64xf32>
+  %y = xfmr.matmul %x, %w {transpose_rhs} : (tensor<9x64xf32>, tensor<100x64xf32>) -> tensor<9x100xf32>
+  return %y : tensor<9x100xf32>
+}
+
+// -----
+
 // Softmax rows of 600: a block of 256 threads per row, each an online max
 // and sum over columns t, t + 256, ...; a tree of 8 halving steps through
 // two shared arrays; then the outputs.

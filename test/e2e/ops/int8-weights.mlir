@@ -35,14 +35,22 @@
 // RUN: %if avx512vnni %{ %python %testlib/ops.py check int8_weights_dot_bf16_scales %t/inputs.safetensors %t/outputs-dot-bf16-scales.safetensors | FileCheck %s %}
 // Rounding the scales shows: the f32-scale reference rejects these outputs.
 // RUN: not %python %testlib/ops.py check int8_weights_32 %t/inputs.safetensors %t/outputs-bf16-scales.safetensors > /dev/null
-// The GPU build takes the dequantized weights (the linalg lowering of xfmr.dequantize).
+// The GPU kernels, their thread blocks run as loops on the CPU: skinny products read the int8
+// values and scales as stored (a scale per group of 32, or per channel); full GEMMs take the
+// dequantized weights (the linalg lowering of xfmr.dequantize).
 // RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 --emulate-gpu-kernels -o %t/gpu-emulated
 // RUN: %t/gpu-emulated --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
 // RUN: %python %testlib/ops.py check int8_weights_32 %t/inputs.safetensors %t/outputs-gpu.safetensors | FileCheck %s
+// RUN: xfmrc %s --weights-dtype=int8 --emulate-gpu-kernels --reverse-gpu-threads -o %t/gpu-emulated-channel
+// RUN: %t/gpu-emulated-channel --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu-channel.safetensors
+// RUN: %python %testlib/ops.py check int8_weights %t/inputs.safetensors %t/outputs-gpu-channel.safetensors | FileCheck %s
 // --weights-dtype=bf16: the weights rounded to bf16, widened as the products read them.
 // RUN: xfmrc %s --weights-dtype=bf16 -o %t/model-bf16
 // RUN: %t/model-bf16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-bf16.safetensors
 // RUN: %python %testlib/ops.py check bf16_weights %t/inputs.safetensors %t/outputs-bf16.safetensors | FileCheck %s
+// RUN: xfmrc %s --weights-dtype=bf16 --emulate-gpu-kernels -o %t/gpu-emulated-bf16
+// RUN: %t/gpu-emulated-bf16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu-bf16.safetensors
+// RUN: %python %testlib/ops.py check bf16_weights %t/inputs.safetensors %t/outputs-gpu-bf16.safetensors | FileCheck %s
 // The weights the executable takes: int8 values and their scales, read by the products; w_kn
 // kept transposed, its rows the outputs.
 // RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 --emit=mlir -o - | FileCheck %s --check-prefix=IR

@@ -46,6 +46,8 @@
 // CHECK: PASS: head_dim_160_causal_bf16
 // CHECK: PASS: sum_bf16
 // CHECK: PASS: add_norm_bf16
+// CHECK: PASS: skinny_kn_bf16
+// CHECK: PASS: skinny_nk_bf16
 // CHECK: PASS: linear_f16
 // CHECK: PASS: softmax_f16
 // CHECK: PASS: layer_norm_f16
@@ -59,6 +61,8 @@
 // CHECK: PASS: head_dim_160_causal_f16
 // CHECK: PASS: sum_f16
 // CHECK: PASS: add_norm_f16
+// CHECK: PASS: skinny_kn_f16
+// CHECK: PASS: skinny_nk_f16
 
 func.func @forward(
     %x_bf16: tensor<2x40x64xbf16> {xfmr.input = "x_bf16"}, %w_bf16: tensor<64x96xbf16> {xfmr.input = "w_bf16"},
@@ -75,6 +79,7 @@ func.func @forward(
     %hq_bf16: tensor<1x200x2x128xbf16> {xfmr.input = "hq_bf16"}, %hk_bf16: tensor<1x200x2x128xbf16> {xfmr.input = "hk_bf16"}, %hv_bf16: tensor<1x200x2x128xbf16> {xfmr.input = "hv_bf16"},
     %eq_bf16: tensor<1x140x2x100xbf16> {xfmr.input = "eq_bf16"}, %ek_bf16: tensor<1x140x2x100xbf16> {xfmr.input = "ek_bf16"}, %ev_bf16: tensor<1x140x2x100xbf16> {xfmr.input = "ev_bf16"},
     %wq_bf16: tensor<1x90x2x160xbf16> {xfmr.input = "wq_bf16"}, %wk2_bf16: tensor<1x90x2x160xbf16> {xfmr.input = "wk2_bf16"}, %wv_bf16: tensor<1x90x2x160xbf16> {xfmr.input = "wv_bf16"},
+    %xs_bf16: tensor<3x64xbf16> {xfmr.input = "xs_bf16"}, %xs2_bf16: tensor<3x70xbf16> {xfmr.input = "xs2_bf16"},
     %x_f16: tensor<2x40x64xf16> {xfmr.input = "x_f16"}, %w_f16: tensor<64x96xf16> {xfmr.input = "w_f16"},
     %b_f16: tensor<96xf16> {xfmr.input = "b_f16"}, %g_f16: tensor<96xf16> {xfmr.input = "g_f16"},
     %beta_f16: tensor<96xf16> {xfmr.input = "beta_f16"}, %q_f16: tensor<1x48x2x32xf16> {xfmr.input = "q_f16"},
@@ -88,7 +93,8 @@ func.func @forward(
     %lv_f16: tensor<1x2x150x64xf16> {xfmr.input = "lv_f16"}, %cb_f16: tensor<2x1x70x130xf16> {xfmr.input = "cb_f16"}, %ra_f16: tensor<2x40x96xf16> {xfmr.input = "ra_f16"},
     %hq_f16: tensor<1x200x2x128xf16> {xfmr.input = "hq_f16"}, %hk_f16: tensor<1x200x2x128xf16> {xfmr.input = "hk_f16"}, %hv_f16: tensor<1x200x2x128xf16> {xfmr.input = "hv_f16"},
     %eq_f16: tensor<1x140x2x100xf16> {xfmr.input = "eq_f16"}, %ek_f16: tensor<1x140x2x100xf16> {xfmr.input = "ek_f16"}, %ev_f16: tensor<1x140x2x100xf16> {xfmr.input = "ev_f16"},
-    %wq_f16: tensor<1x90x2x160xf16> {xfmr.input = "wq_f16"}, %wk2_f16: tensor<1x90x2x160xf16> {xfmr.input = "wk2_f16"}, %wv_f16: tensor<1x90x2x160xf16> {xfmr.input = "wv_f16"})
+    %wq_f16: tensor<1x90x2x160xf16> {xfmr.input = "wq_f16"}, %wk2_f16: tensor<1x90x2x160xf16> {xfmr.input = "wk2_f16"}, %wv_f16: tensor<1x90x2x160xf16> {xfmr.input = "wv_f16"},
+    %xs_f16: tensor<3x64xf16> {xfmr.input = "xs_f16"}, %xs2_f16: tensor<3x70xf16> {xfmr.input = "xs2_f16"})
     -> (tensor<2x40x96xbf16> {xfmr.output = "linear_bf16"}, tensor<2x40x96xbf16> {xfmr.output = "softmax_bf16"},
         tensor<2x40x96xbf16> {xfmr.output = "layer_norm_bf16"}, tensor<1x48x2x32xbf16> {xfmr.output = "attention_bf16"},
         tensor<2x40x130xbf16> {xfmr.output = "nk_residual_bf16"}, tensor<80x48xbf16> {xfmr.output = "tn_bf16"},
@@ -96,13 +102,15 @@ func.func @forward(
         tensor<2x40x96xbf16> {xfmr.output = "sum_bf16"}, tensor<2x40x96xbf16> {xfmr.output = "add_norm_bf16"},
         tensor<1x200x2x128xbf16> {xfmr.output = "head_dim_128_bf16"}, tensor<1x140x2x100xbf16> {xfmr.output = "head_dim_100_causal_bf16"},
         tensor<1x90x2x160xbf16> {xfmr.output = "head_dim_160_causal_bf16"},
+        tensor<3x96xbf16> {xfmr.output = "skinny_kn_bf16"}, tensor<3x130xbf16> {xfmr.output = "skinny_nk_bf16"},
         tensor<2x40x96xf16> {xfmr.output = "linear_f16"}, tensor<2x40x96xf16> {xfmr.output = "softmax_f16"},
         tensor<2x40x96xf16> {xfmr.output = "layer_norm_f16"}, tensor<1x48x2x32xf16> {xfmr.output = "attention_f16"},
         tensor<2x40x130xf16> {xfmr.output = "nk_residual_f16"}, tensor<80x48xf16> {xfmr.output = "tn_f16"},
         tensor<2x70x2x36xf16> {xfmr.output = "cross_padding_bias_f16"}, tensor<1x2x150x64xf16> {xfmr.output = "causal_long_f16"},
         tensor<2x40x96xf16> {xfmr.output = "sum_f16"}, tensor<2x40x96xf16> {xfmr.output = "add_norm_f16"},
         tensor<1x200x2x128xf16> {xfmr.output = "head_dim_128_f16"}, tensor<1x140x2x100xf16> {xfmr.output = "head_dim_100_causal_f16"},
-        tensor<1x90x2x160xf16> {xfmr.output = "head_dim_160_causal_f16"}) {
+        tensor<1x90x2x160xf16> {xfmr.output = "head_dim_160_causal_f16"},
+        tensor<3x96xf16> {xfmr.output = "skinny_kn_f16"}, tensor<3x130xf16> {xfmr.output = "skinny_nk_f16"}) {
   %h_bf16 = xfmr.fused_linear %x_bf16, %w_bf16 bias(%b_bf16) {activation = #xfmr.activation<gelu>}
       : (tensor<2x40x64xbf16>, tensor<64x96xbf16>, tensor<96xbf16>) -> tensor<2x40x96xbf16>
   %s_bf16 = xfmr.softmax %h_bf16 : tensor<2x40x96xbf16>
@@ -123,6 +131,9 @@ func.func @forward(
       : (tensor<1x140x2x100xbf16>, tensor<1x140x2x100xbf16>, tensor<1x140x2x100xbf16>) -> tensor<1x140x2x100xbf16>
   %wd_bf16 = xfmr.fused_attention %wq_bf16, %wk2_bf16, %wv_bf16 {causal, scale = 0.08 : f64}
       : (tensor<1x90x2x160xbf16>, tensor<1x90x2x160xbf16>, tensor<1x90x2x160xbf16>) -> tensor<1x90x2x160xbf16>
+  %sk_bf16 = xfmr.fused_linear %xs_bf16, %w_bf16 bias(%b_bf16) {activation = #xfmr.activation<gelu>}
+      : (tensor<3x64xbf16>, tensor<64x96xbf16>, tensor<96xbf16>) -> tensor<3x96xbf16>
+  %sn_bf16 = xfmr.linear %xs2_bf16, %wnk_bf16 {transpose_weight} : (tensor<3x70xbf16>, tensor<130x70xbf16>) -> tensor<3x130xbf16>
   %sum_bf16, %an_bf16 = xfmr.fused_add_layer_norm %h_bf16, %ra_bf16, %g_bf16, %beta_bf16 {epsilon = 1.0e-5 : f64}
       : (tensor<2x40x96xbf16>, tensor<2x40x96xbf16>, tensor<96xbf16>, tensor<96xbf16>) -> (tensor<2x40x96xbf16>, tensor<2x40x96xbf16>)
   %h_f16 = xfmr.fused_linear %x_f16, %w_f16 bias(%b_f16) {activation = #xfmr.activation<gelu>}
@@ -145,16 +156,19 @@ func.func @forward(
       : (tensor<1x140x2x100xf16>, tensor<1x140x2x100xf16>, tensor<1x140x2x100xf16>) -> tensor<1x140x2x100xf16>
   %wd_f16 = xfmr.fused_attention %wq_f16, %wk2_f16, %wv_f16 {causal, scale = 0.08 : f64}
       : (tensor<1x90x2x160xf16>, tensor<1x90x2x160xf16>, tensor<1x90x2x160xf16>) -> tensor<1x90x2x160xf16>
+  %sk_f16 = xfmr.fused_linear %xs_f16, %w_f16 bias(%b_f16) {activation = #xfmr.activation<gelu>}
+      : (tensor<3x64xf16>, tensor<64x96xf16>, tensor<96xf16>) -> tensor<3x96xf16>
+  %sn_f16 = xfmr.linear %xs2_f16, %wnk_f16 {transpose_weight} : (tensor<3x70xf16>, tensor<130x70xf16>) -> tensor<3x130xf16>
   %sum_f16, %an_f16 = xfmr.fused_add_layer_norm %h_f16, %ra_f16, %g_f16, %beta_f16 {epsilon = 1.0e-5 : f64}
       : (tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<96xf16>, tensor<96xf16>) -> (tensor<2x40x96xf16>, tensor<2x40x96xf16>)
-  return %h_bf16, %s_bf16, %l_bf16, %a_bf16, %n_bf16, %t_bf16, %c_bf16, %lc_bf16, %sum_bf16, %an_bf16, %hd_bf16, %ed_bf16, %wd_bf16,
-         %h_f16, %s_f16, %l_f16, %a_f16, %n_f16, %t_f16, %c_f16, %lc_f16, %sum_f16, %an_f16, %hd_f16, %ed_f16, %wd_f16
+  return %h_bf16, %s_bf16, %l_bf16, %a_bf16, %n_bf16, %t_bf16, %c_bf16, %lc_bf16, %sum_bf16, %an_bf16, %hd_bf16, %ed_bf16, %wd_bf16, %sk_bf16, %sn_bf16,
+         %h_f16, %s_f16, %l_f16, %a_f16, %n_f16, %t_f16, %c_f16, %lc_f16, %sum_f16, %an_f16, %hd_f16, %ed_f16, %wd_f16, %sk_f16, %sn_f16
       : tensor<2x40x96xbf16>, tensor<2x40x96xbf16>, tensor<2x40x96xbf16>, tensor<1x48x2x32xbf16>,
         tensor<2x40x130xbf16>, tensor<80x48xbf16>, tensor<2x70x2x36xbf16>, tensor<1x2x150x64xbf16>,
         tensor<2x40x96xbf16>, tensor<2x40x96xbf16>, tensor<1x200x2x128xbf16>, tensor<1x140x2x100xbf16>,
-        tensor<1x90x2x160xbf16>,
+        tensor<1x90x2x160xbf16>, tensor<3x96xbf16>, tensor<3x130xbf16>,
         tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<1x48x2x32xf16>,
         tensor<2x40x130xf16>, tensor<80x48xf16>, tensor<2x70x2x36xf16>, tensor<1x2x150x64xf16>,
         tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<1x200x2x128xf16>, tensor<1x140x2x100xf16>,
-        tensor<1x90x2x160xf16>
+        tensor<1x90x2x160xf16>, tensor<3x96xf16>, tensor<3x130xf16>
 }
