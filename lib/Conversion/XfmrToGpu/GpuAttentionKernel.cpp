@@ -18,6 +18,15 @@
 // head-dim loops are unrolled: q, o and the scores stay in registers (with
 // loops, ptxas places q and o in local memory and reads them per key).
 //
+// A few query rows (a decode step's) would leave all but one thread of a
+// block idle behind a long loop over the keys: there, each row has up to a
+// warp of lanes, lane l taking the keys l, l + lanes, ... of every tile
+// with a state (m, l, o) of its own, read where they are rather than
+// staged through shared memory (so a lane has its whole chunk's loads in
+// flight, and no barrier waits for a tile); the lanes' states are then
+// merged by shuffles (m the lanes' max, l and o their sums, each rescaled
+// by e^(m_lane - m)).
+//
 // Backward (FlashAttention-2), two kernels, so that every gradient row has
 // one writer and no atomics are needed. With P = e^(S - lse) recomputed
 // from the forward's log-sum-exp and D = rowsum(dO * O):
@@ -53,18 +62,25 @@ namespace {
 class ForwardKernel : AttentionKernelBase {
 public:
   ForwardKernel(KernelBuilder &kb, const AttentionOperands &in, Emulation emulate)
-      : AttentionKernelBase(kb, in), rowsPerBlock(threadsFor(seqQ)), keysPerTile(rowsPerTile(seqK)),
-        block(kb, emulate, rowsPerBlock) {
+      : AttentionKernelBase(kb, in), keysPerTile(rowsPerTile(seqK)),
+        lanesPerRow(lanesFor(seqQ, keysPerTile)),
+        rowsPerBlock(lanesPerRow > 1 ? llvm::alignTo(seqQ * lanesPerRow, kWarp) / lanesPerRow
+                                     : threadsFor(seqQ)),
+        block(kb, emulate, rowsPerBlock * lanesPerRow) {
     unrollHeadDim = headDim <= kMaxUnrolledHeadDim;
   }
 
   void emit() {
-    SmallVector<int64_t> tileShape = {keysPerTile, headDim};
-    block.forEachBlock(
-        {llvm::divideCeilSigned(seqQ, rowsPerBlock), heads, batch}, {tileShape, tileShape},
-        [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
-          emitBlock(ids[2], ids[1], kb.muli(ids[0], rowsPerBlock), shared[0], shared[1]);
-        });
+    // Split rows read their keys and values where they are.
+    SmallVector<SmallVector<int64_t>> tiles;
+    if (lanesPerRow == 1)
+      tiles.assign(2, {keysPerTile, headDim});
+    block.forEachBlock({llvm::divideCeilSigned(seqQ, rowsPerBlock), heads, batch}, tiles,
+                       [&](std::array<Value, 3> ids, ArrayRef<Value> shared) {
+                         Value q0 = kb.muli(ids[0], rowsPerBlock);
+                         emitBlock(ids[2], ids[1], q0, shared.empty() ? Value() : shared[0],
+                                   shared.empty() ? Value() : shared[1]);
+                       });
   }
 
 private:
@@ -73,6 +89,23 @@ private:
   /// memory 126 times per 16 keys (sm_90) instead of 528 with the loops.
   static constexpr int64_t kMaxUnrolledHeadDim = 128;
   static constexpr int64_t kMaxKeysPerChunk = 16;
+  /// Query rows up to which each row's keys are split among lanes.
+  static constexpr int64_t kMaxSplitRows = 4;
+
+  /// Lanes a query row's keys are split among: for at most kMaxSplitRows
+  /// rows, the most (up to a warp) that divide a key tile, else 1.
+  static int64_t lanesFor(int64_t rows, int64_t keysPerTile) {
+    if (rows > kMaxSplitRows)
+      return 1;
+    int64_t lanes = kWarp;
+    while (keysPerTile % lanes != 0)
+      lanes /= 2;
+    return lanes;
+  }
+
+  /// The block row of thread t, and its lane in the row.
+  Value rowOf(Value t) { return lanesPerRow > 1 ? kb.divui(t, lanesPerRow) : t; }
+  Value laneOf(Value t) { return kb.remui(t, lanesPerRow); }
 
   void emitBlock(Value bi, Value hi, Value q0, Value keyTile, Value valueTile) {
     Value query = block.privateArray({headDim});
@@ -82,7 +115,7 @@ private:
     Value zero = kb.index(0);
 
     block.phase([&](Value t) {
-      ifRowExists(q0, t, seqQ, [&](Value row) {
+      ifRowExists(q0, rowOf(t), seqQ, [&](Value row) {
         forHeadDim([&](Value c) {
           kb.store(kb.mul(kb.loadWidened(in.q, in.at(bi, row, hi, c)), kb.f32(in.scale)), query,
                    block.at(t, {c}));
@@ -91,64 +124,118 @@ private:
         kb.store(kb.f32(kNegInf), max, block.at(t, {zero}));
         kb.store(kb.f32(0.0), sum, block.at(t, {zero}));
       });
-    });
+    }, /*barrier=*/keyTile != nullptr);
 
     kb.forLoop(zero, limits().keyTiles(bi, q0, rowsPerBlock, keysPerTile), 1, [&](Value tile) {
       Value k0 = kb.muli(tile, keysPerTile);
-      block.phase([&](Value t) {
-        loadTiles(t, rowsPerBlock, bi, hi, k0, keysPerTile, seqK,
-                  {{in.k, keyTile}, {in.v, valueTile}});
-      });
-      block.phase([&](Value t) {
-        ifRowExists(q0, t, seqQ, [&](Value row) {
-          kb.forLoop(zero, kb.index(keysPerTile), keysPerChunk(), [&](Value j0) {
-            emitChunkUpdate(bi, hi, row, k0, j0, keyTile, valueTile, t, query, acc, max, sum);
-          });
+      if (keyTile)
+        block.phase([&](Value t) {
+          loadTiles(t, rowsPerBlock, bi, hi, k0, keysPerTile, seqK,
+                    {{in.k, keyTile}, {in.v, valueTile}});
         });
-      });
+      block.phase(
+          [&](Value t) {
+            ifRowExists(q0, rowOf(t), seqQ, [&](Value row) {
+              kb.forLoop(zero, kb.index(keysPerTile), keysPerChunk() * lanesPerRow,
+                         [&](Value j0) {
+                           Value first = lanesPerRow > 1 ? kb.addi(j0, laneOf(t)) : j0;
+                           emitChunkUpdate(bi, hi, row, k0, first, keyTile, valueTile, t, query,
+                                           acc, max, sum);
+                         });
+            });
+          },
+          /*barrier=*/keyTile != nullptr);
     });
+    if (lanesPerRow > 1)
+      mergeLanes(q0, acc, max, sum);
 
     block.phase(
         [&](Value t) {
-          ifRowExists(q0, t, seqQ, [&](Value row) {
-            Value l = kb.load(sum, block.at(t, {zero}));
-            Value empty = kb.equals(l, 0.0);
-            Value inverse = kb.select(empty, kb.f32(0.0), kb.div(kb.f32(1.0), l));
-            forHeadDim([&](Value c) {
-              kb.storeRounded(kb.mul(kb.load(acc, block.at(t, {c})), inverse), in.out,
-                              in.at(bi, row, hi, c));
-            });
-            if (in.lse) {
-              Value lse = kb.add(kb.load(max, block.at(t, {zero})), kb.log(l));
-              kb.store(kb.select(empty, kb.f32(kNegInf), lse), in.lse, {bi, hi, row});
-            }
+          ifRowExists(q0, rowOf(t), seqQ, [&](Value row) {
+            if (lanesPerRow == 1)
+              return storeRow(bi, hi, row, t, acc, max, sum);
+            // After the merge every lane of the row holds its state.
+            kb.ifThen(kb.below(laneOf(t), 1), [&] { storeRow(bi, hi, row, t, acc, max, sum); });
           });
         },
         /*barrier=*/false);
   }
 
-  /// Keys of a chunk: the largest power of 2 up to kMaxKeysPerChunk that
-  /// divides the tile's keys.
+  /// out[row] = o / l (0 where nothing was visible); lse = m + log l.
+  void storeRow(Value bi, Value hi, Value row, Value t, Value acc, Value max, Value sum) {
+    Value zero = kb.index(0);
+    Value l = kb.load(sum, block.at(t, {zero}));
+    Value empty = kb.equals(l, 0.0);
+    Value inverse = kb.select(empty, kb.f32(0.0), kb.div(kb.f32(1.0), l));
+    forHeadDim([&](Value c) {
+      kb.storeRounded(kb.mul(kb.load(acc, block.at(t, {c})), inverse), in.out,
+                      in.at(bi, row, hi, c));
+    });
+    if (in.lse) {
+      Value lse = kb.add(kb.load(max, block.at(t, {zero})), kb.log(l));
+      kb.store(kb.select(empty, kb.f32(kNegInf), lse), in.lse, {bi, hi, row});
+    }
+  }
+
+  /// Merges the states of a row's lanes into each of them: m the lanes'
+  /// max, l and o the sums of theirs rescaled by e^(m_lane - m).
+  void mergeLanes(Value q0, Value acc, Value max, Value sum) {
+    Value zero = kb.index(0);
+    Value laneMax = block.privateArray({1});
+    block.phase(
+        [&](Value t) {
+          kb.store(kb.load(max, block.at(t, {zero})), laneMax, block.at(t, {zero}));
+        },
+        /*barrier=*/false);
+    block.allReduceLanes({max}, 1, lanesPerRow - 1, [&](Value x, Value y) { return kb.max(x, y); });
+    block.phase(
+        [&](Value t) {
+          ifRowExists(q0, rowOf(t), seqQ, [&](Value) {
+            Value correction = probability(kb.load(laneMax, block.at(t, {zero})),
+                                           kb.load(max, block.at(t, {zero})));
+            forHeadDim([&](Value c) {
+              kb.store(kb.mul(kb.load(acc, block.at(t, {c})), correction), acc, block.at(t, {c}));
+            });
+            kb.store(kb.mul(kb.load(sum, block.at(t, {zero})), correction), sum,
+                     block.at(t, {zero}));
+          });
+        },
+        /*barrier=*/false);
+    auto add = [&](Value x, Value y) { return kb.add(x, y); };
+    block.allReduceLanes({acc}, headDim, lanesPerRow - 1, add);
+    block.allReduceLanes({sum}, 1, lanesPerRow - 1, add);
+  }
+
+  /// Element c of key j of the tile from key k0: from its shared `tile`,
+  /// or (split rows, which have none) from `operand` itself, clamped to the
+  /// sequence (the score masks keys past it).
+  Value tileValue(Value operand, Value tile, Value bi, Value hi, Value k0, Value j, Value c) {
+    if (tile)
+      return kb.load(tile, {j, c});
+    Value key = kb.mini(kb.addi(k0, j), kb.index(seqK - 1));
+    return kb.loadWidened(operand, in.at(bi, key, hi, c));
+  }
+
+  /// Keys of a chunk (of a lane's keys of a tile): the largest power of 2
+  /// up to kMaxKeysPerChunk that divides them.
   int64_t keysPerChunk() const {
     int64_t keys = kMaxKeysPerChunk;
-    while (keysPerTile % keys != 0)
+    while ((keysPerTile / lanesPerRow) % keys != 0)
       keys /= 2;
     return keys;
   }
 
-  /// The online-softmax step of one thread's row over the keys j0 to j0 +
-  /// keysPerChunk() - 1 of a tile (from key k0).
+  /// The online-softmax step of one thread's row over the keys j0, j0 +
+  /// lanesPerRow, ... (keysPerChunk() of them) of a tile (from key k0).
   void emitChunkUpdate(Value bi, Value hi, Value row, Value k0, Value j0, Value keyTile,
                        Value valueTile, Value t, Value query, Value acc, Value max, Value sum) {
     Value zero = kb.index(0);
     SmallVector<Value> keys, scores;
     Value chunkMax = kb.f32(kNegInf);
     for (int64_t e = 0; e < keysPerChunk(); ++e) {
-      Value j = kb.addi(j0, kb.index(e));
+      Value j = kb.addi(j0, kb.index(e * lanesPerRow));
       Value qk = dot([&](Value c) { return kb.load(query, block.at(t, {c})); },
-                     [&](Value c) {
-                       return kb.load(keyTile, {j, c});
-                     },
+                     [&](Value c) { return tileValue(in.k, keyTile, bi, hi, k0, j, c); },
                      kb.f32(0.0));
       keys.push_back(j);
       scores.push_back(score(bi, hi, row, kb.addi(k0, j), qk));
@@ -170,7 +257,7 @@ private:
       forHeadDim([&](Value c) {
         Value total = kb.mul(kb.load(acc, block.at(t, {c})), correction);
         for (auto [j, p] : llvm::zip_equal(keys, probabilities))
-          total = kb.fma(p, kb.load(valueTile, {j, c}), total);
+          total = kb.fma(p, tileValue(in.v, valueTile, bi, hi, k0, j, c), total);
         kb.store(total, acc, block.at(t, {c}));
       });
       Value l = kb.load(sum, block.at(t, {zero}));
@@ -179,7 +266,7 @@ private:
     });
   }
 
-  int64_t rowsPerBlock, keysPerTile;
+  int64_t keysPerTile, lanesPerRow, rowsPerBlock;
   ThreadBlockBuilder block;
 };
 

@@ -180,6 +180,30 @@ func.func @gemm_large(%a: tensor<44x1500xf32>, %m: tensor<44x1480xf32>) -> tenso
 
 // -----
 
+// One query row a sequence (a decode step) against 200 keys: a warp per
+// row (2 heads x 2 sequences), lane l taking keys l, l + 32, ... of each
+// 64-key tile, read where they are (no shared tiles, no barrier); the
+// lanes' max, then their rescaled sums and 16 accumulators, merged by 5
+// shuffles each.
+// CHECK-LABEL: func.func @decode_attention
+// CHECK-NOT: memref.get_global
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c1, %{{.*}} = %c2, %{{.*}} = %c2) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK-NOT: gpu.barrier
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c64
+// CHECK: memref.load %{{.*}} : memref<2x200x2x16xf32
+// CHECK-NOT: gpu.barrier
+// CHECK-COUNT-90: gpu.shuffle  xor
+// CHECK-NOT: gpu.barrier
+// CHECK: gpu.terminator
+func.func @decode_attention(%q: tensor<2x1x2x16xf32>, %k: tensor<2x200x2x16xf32>,
+                            %v: tensor<2x200x2x16xf32>) -> tensor<2x1x2x16xf32> {
+  %a = xfmr.fused_attention %q, %k, %v {scale = 0.25 : f64}
+      : (tensor<2x1x2x16xf32>, tensor<2x200x2x16xf32>, tensor<2x200x2x16xf32>) -> tensor<2x1x2x16xf32>
+  return %a : tensor<2x1x2x16xf32>
+}
+
+// -----
+
 // A product of 3 rows (a decode step) whose weight is int8 stored [N, K]
 // with a scale per 32 of K: a warp per column of C (13 blocks of 8 warps),
 // the int8 values read as stored, 16 at a time where the runtime's
