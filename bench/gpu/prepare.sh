@@ -42,6 +42,9 @@ for c in linear:linear normalization:normalization fused-attention:attention low
   $PY $LIB/ops.py generate $k ops/$f.in.safetensors
   $X $ROOT/test/e2e/ops/$f.mlir --target=nvptx -o ops/$f
 done
+# int8 weights with a scale per 32 (the skinny products read them as stored).
+$PY $LIB/ops.py generate int8_weights ops/int8-weights.in.safetensors
+$X $ROOT/test/e2e/ops/int8-weights.mlir --target=nvptx --weights-dtype=int8 --weight-group-size=32 -o ops/int8-weights
 $PY $LIB/ops.py generate backward ops/grad.in.safetensors
 $X $ROOT/test/e2e/grad/kernels.mlir --target=nvptx --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z -o ops/grad
 # The bf16/f16 attention forward on warpgroup MMAs (sm_90a: runs on an H100/H200 only).
@@ -63,8 +66,14 @@ $ROOT/build/oracle-venv/bin/python $LIB/generation_check.py --stage prepare --xf
 $ROOT/build/oracle-venv/bin/python $LIB/generation_check.py --stage prepare --xfmrc $X --xfmrc-flag=--target=nvptx --xfmrc-flag=--gpu-arch=sm_90a --workdir generate.sm90a gpt2-bf16
 # GPT-2 small generators for bench/gpu/generation.py (weights written there).
 $ROOT/build/oracle-venv/bin/python -c "import transformers as tf; tf.GPT2Config().save_pretrained('generate/gpt2-small')"
+# With BEFORE_XFMRC (an earlier build's xfmrc) also theirs, in generate/before,
+# which bench/gpu/generation.py times beside them.
 for f in "f32" "bf16 --dtype=bf16" "int8 --weights-dtype=int8"; do
   set -- $f; $X generate/gpt2-small/config.json --generate --target=nvptx $2 -o generate/gpt2-small-$1
+  if [ -n "${BEFORE_XFMRC:-}" ]; then
+    mkdir -p generate/before
+    $BEFORE_XFMRC generate/gpt2-small/config.json --generate --target=nvptx $2 -o generate/before/gpt2-small-$1
+  fi
 done
 # Training executables: the reverse-sequence example in f32, mixed-precision
 # bf16 and f16 (dynamic loss scaling), as test/Train/reverse-sequence.test.

@@ -34,6 +34,7 @@ for c in linear:linear normalization:normalization fused-attention:attention low
   f=${c%%:*}; k=${c##*:}
   timeout 60 ./ops/$f --inputs=ops/$f.in.safetensors --output=ops/$f.out.safetensors && python3 $LIB/ops.py check $k ops/$f.in.safetensors ops/$f.out.safetensors
 done
+timeout 60 ./ops/int8-weights --inputs=ops/int8-weights.in.safetensors --weights=ops/int8-weights.in.safetensors --output=ops/int8-weights.out.safetensors && python3 $LIB/ops.py check int8_weights_32 ops/int8-weights.in.safetensors ops/int8-weights.out.safetensors
 if [ "$cc" = 9.0 ]; then
   echo "sm_90a (warpgroup MMA attention forward and backward, GEMMs):"
   timeout 60 ./e2e/gpt2-tiny.sm90a --weights=e2e/gpt2-tiny.w.safetensors --input=e2e/gpt2-tiny.tokens --output=e2e/gpt2-tiny.sm90a.npy && echo -n "e2e/gpt2-tiny.sm90a (bf16): " && python3 $LIB/reference.py check --config $IN/gpt2-tiny.json --weights e2e/gpt2-tiny.w.safetensors --tokens e2e/gpt2-tiny.tokens --output e2e/gpt2-tiny.sm90a.npy --rel-tol 2e-2
