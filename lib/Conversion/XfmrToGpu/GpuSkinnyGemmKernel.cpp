@@ -107,19 +107,18 @@ private:
   SmallVector<Value> loadRow(Value matrix, Value row, Value col, bool vectorLoads) {
     Type type = cast<MemRefType>(matrix.getType()).getElementType();
     SmallVector<Value> values;
-    int64_t count = vector;
-    int64_t piece = vectorLoads ? this->piece(matrix) : 1;
-    for (int64_t start = 0; start < count; start += piece) {
+    int64_t perLoad = vectorLoads ? piece(matrix) : 1;
+    for (int64_t start = 0; start < vector; start += perLoad) {
       Value at = kb.addi(col, kb.index(start));
-      if (piece == 1) {
+      if (perLoad == 1) {
         values.push_back(widen(kb.load(matrix, {row, at})));
         continue;
       }
-      Value chunk = vector::LoadOp::create(b, loc, VectorType::get({piece}, type), matrix,
-                                           ValueRange{row, at}, /*nontemporal=*/false,
-                                           llvm::Align(piece * bytesOf(matrix)));
-      for (int64_t e = 0; e < piece; ++e)
-        values.push_back(widen(vector::ExtractOp::create(b, loc, chunk, e)));
+      Value loaded = vector::LoadOp::create(b, loc, VectorType::get({perLoad}, type), matrix,
+                                            ValueRange{row, at}, /*nontemporal=*/false,
+                                            llvm::Align(perLoad * bytesOf(matrix)));
+      for (int64_t e = 0; e < perLoad; ++e)
+        values.push_back(widen(vector::ExtractOp::create(b, loc, loaded, e)));
     }
     return values;
   }
