@@ -114,17 +114,19 @@ private:
     Value sum = block.privateArray({1});
     Value zero = kb.index(0);
 
-    block.phase([&](Value t) {
-      ifRowExists(q0, rowOf(t), seqQ, [&](Value row) {
-        forHeadDim([&](Value c) {
-          kb.store(kb.mul(kb.loadWidened(in.q, in.at(bi, row, hi, c)), kb.f32(in.scale)), query,
-                   block.at(t, {c}));
-          kb.store(kb.f32(0.0), acc, block.at(t, {c}));
-        });
-        kb.store(kb.f32(kNegInf), max, block.at(t, {zero}));
-        kb.store(kb.f32(0.0), sum, block.at(t, {zero}));
-      });
-    }, /*barrier=*/keyTile != nullptr);
+    block.phase(
+        [&](Value t) {
+          ifRowExists(q0, rowOf(t), seqQ, [&](Value row) {
+            forHeadDim([&](Value c) {
+              kb.store(kb.mul(kb.loadWidened(in.q, in.at(bi, row, hi, c)), kb.f32(in.scale)), query,
+                       block.at(t, {c}));
+              kb.store(kb.f32(0.0), acc, block.at(t, {c}));
+            });
+            kb.store(kb.f32(kNegInf), max, block.at(t, {zero}));
+            kb.store(kb.f32(0.0), sum, block.at(t, {zero}));
+          });
+        },
+        /*barrier=*/keyTile != nullptr);
 
     kb.forLoop(zero, limits().keyTiles(bi, q0, rowsPerBlock, keysPerTile), 1, [&](Value tile) {
       Value k0 = kb.muli(tile, keysPerTile);
@@ -136,12 +138,11 @@ private:
       block.phase(
           [&](Value t) {
             ifRowExists(q0, rowOf(t), seqQ, [&](Value row) {
-              kb.forLoop(zero, kb.index(keysPerTile), keysPerChunk() * lanesPerRow,
-                         [&](Value j0) {
-                           Value first = lanesPerRow > 1 ? kb.addi(j0, laneOf(t)) : j0;
-                           emitChunkUpdate(bi, hi, row, k0, first, keyTile, valueTile, t, query,
-                                           acc, max, sum);
-                         });
+              kb.forLoop(zero, kb.index(keysPerTile), keysPerChunk() * lanesPerRow, [&](Value j0) {
+                Value first = lanesPerRow > 1 ? kb.addi(j0, laneOf(t)) : j0;
+                emitChunkUpdate(bi, hi, row, k0, first, keyTile, valueTile, t, query, acc, max,
+                                sum);
+              });
             });
           },
           /*barrier=*/keyTile != nullptr);
@@ -183,9 +184,7 @@ private:
     Value zero = kb.index(0);
     Value laneMax = block.privateArray({1});
     block.phase(
-        [&](Value t) {
-          kb.store(kb.load(max, block.at(t, {zero})), laneMax, block.at(t, {zero}));
-        },
+        [&](Value t) { kb.store(kb.load(max, block.at(t, {zero})), laneMax, block.at(t, {zero})); },
         /*barrier=*/false);
     block.allReduceLanes({max}, 1, lanesPerRow - 1, [&](Value x, Value y) { return kb.max(x, y); });
     block.phase(
@@ -234,9 +233,9 @@ private:
     Value chunkMax = kb.f32(kNegInf);
     for (int64_t e = 0; e < keysPerChunk(); ++e) {
       Value j = kb.addi(j0, kb.index(e * lanesPerRow));
-      Value qk = dot([&](Value c) { return kb.load(query, block.at(t, {c})); },
-                     [&](Value c) { return tileValue(in.k, keyTile, bi, hi, k0, j, c); },
-                     kb.f32(0.0));
+      Value qk =
+          dot([&](Value c) { return kb.load(query, block.at(t, {c})); },
+              [&](Value c) { return tileValue(in.k, keyTile, bi, hi, k0, j, c); }, kb.f32(0.0));
       keys.push_back(j);
       scores.push_back(score(bi, hi, row, kb.addi(k0, j), qk));
       chunkMax = kb.max(chunkMax, scores.back());

@@ -260,7 +260,7 @@ Value xfmr::gpu::insideMatrix(KernelBuilder &kb, Value i, Value j, int64_t rows,
 }
 
 Value xfmr::gpu::vectorsAligned(KernelBuilder &kb, Value buffer, int64_t elements,
-                               int64_t contiguousDim) {
+                                int64_t contiguousDim) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   auto multipleOf = [&](Value x, int64_t factor) {

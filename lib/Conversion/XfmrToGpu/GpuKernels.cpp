@@ -36,8 +36,8 @@ public:
     if (rows <= xfmr::gpu::kSkinnyGemmMaxRows && !transposeA) {
       // An int8 weight is read as stored: no f32 copy of it is made.
       if (auto dequantize = b.getDefiningOp<DequantizeOp>()) {
-        xfmr::gpu::GemmProblem problem(kb, a, transposeA, dequantize.getValues(), transposeB,
-                                       bias, residual, activation, resultType);
+        xfmr::gpu::GemmProblem problem(kb, a, transposeA, dequantize.getValues(), transposeB, bias,
+                                       residual, activation, resultType);
         return xfmr::gpu::emitSkinnyGemm(kb, problem, kb.readBuffer(dequantize.getScales()),
                                          dequantize.getAxis(), dequantize.getGroupSize(), emulate);
       }

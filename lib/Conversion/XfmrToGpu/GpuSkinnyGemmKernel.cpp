@@ -67,8 +67,8 @@ public:
     if (!p.transposeB)
       vector = std::min(vector, kMaxColumnChunk);
     // A chunk lies in one row, and in one group where groups run along it.
-    while (vector > 1 && (contiguous % vector != 0 || (scales && groupAxis == 1 &&
-                                                       groupSize % vector != 0)))
+    while (vector > 1 &&
+           (contiguous % vector != 0 || (scales && groupAxis == 1 && groupSize % vector != 0)))
       vector /= 2;
     LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << p.m << " x " << p.k << " x " << p.n
                             << (p.transposeB ? ", B [N, K]" : ", B [K, N]") << ", chunks of "
@@ -98,7 +98,8 @@ private:
       Value one = vectorsAligned(kb, matrix, piece(matrix), /*contiguousDim=*/1);
       aligned = aligned ? arith::AndIOp::create(b, loc, aligned, one).getResult() : one;
     }
-    kb.ifThenElse(aligned, [&] { body(true); }, [&] { body(false); });
+    kb.ifThenElse(
+        aligned, [&] { body(true); }, [&] { body(false); });
   }
 
   /// `vector` elements of row `row` of a matrix from column `col` on, as
@@ -156,10 +157,9 @@ private:
     block.forEachBlock({llvm::divideCeilSigned(p.n, warps), 1, 1}, {},
                        [&](std::array<Value, 3> ids, ArrayRef<Value>) {
                          Value sums = block.privateArray({p.m});
-                         withAlignedChunks({p.rhs, p.lhs},
-                                           [&](bool vectorLoads) {
-                                             rowsOfBBlock(ids[0], sums, vectorLoads);
-                                           });
+                         withAlignedChunks({p.rhs, p.lhs}, [&](bool vectorLoads) {
+                           rowsOfBBlock(ids[0], sums, vectorLoads);
+                         });
                        });
   }
 
@@ -178,21 +178,21 @@ private:
           ValueRange total = kb.forLoop(
               kb.muli(lane, vector), kb.index(p.k), stride * kChunksInFlight, zeros,
               [&](Value k0, ValueRange carried) {
-                return accumulateChunks(carried, k0, stride, p.k, [&](Value k) {
-                  return std::make_pair(weightChunk(n, k, vectorLoads), k);
-                }, vectorLoads);
+                return accumulateChunks(
+                    carried, k0, stride, p.k,
+                    [&](Value k) { return std::make_pair(weightChunk(n, k, vectorLoads), k); },
+                    vectorLoads);
               });
           for (int64_t m = 0; m < p.m; ++m)
             kb.store(total[m], sums, block.at(t, {kb.index(m)}));
         },
         /*barrier=*/false);
-    block.allReduceLanes({sums}, p.m, kWarp - 1,
-                         [&](Value x, Value y) { return kb.add(x, y); });
+    block.allReduceLanes({sums}, p.m, kWarp - 1, [&](Value x, Value y) { return kb.add(x, y); });
     block.phase(
         [&](Value t) {
           Value n = columnOf(t);
-          Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                              kb.remui(t, kWarp), kb.index(0));
+          Value first = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, kb.remui(t, kWarp),
+                                              kb.index(0));
           kb.ifThen(first, [&] {
             for (int64_t m = 0; m < p.m; ++m)
               p.store(kb, kb.load(sums, block.at(t, {kb.index(m)})), kb.index(m), n);
@@ -251,11 +251,11 @@ private:
               // stored.
               Value n = kb.mini(kb.addi(col0, kb.muli(lane, vector)), kb.index(p.n - vector));
               SmallVector<Value> zeros(p.m * vector, kb.f32(0.0));
-              ValueRange total = kb.forLoop(
-                  slice, kb.index(p.k), slices * kChunksInFlight, zeros,
-                  [&](Value k0, ValueRange carried) {
-                    return accumulateRows(carried, k0, slices, n, vectorLoads);
-                  });
+              ValueRange total =
+                  kb.forLoop(slice, kb.index(p.k), slices * kChunksInFlight, zeros,
+                             [&](Value k0, ValueRange carried) {
+                               return accumulateRows(carried, k0, slices, n, vectorLoads);
+                             });
               for (int64_t m = 0; m < p.m; ++m)
                 for (int64_t e = 0; e < vector; ++e)
                   kb.store(total[m * vector + e], shared[0],
@@ -266,11 +266,11 @@ private:
               [&](Value t) {
                 kb.ifThen(kb.below(t, p.m * columns), [&] {
                   Value m = kb.divui(t, columns), c = kb.remui(t, columns);
-                  Value sum = kb.forLoop(kb.index(0), kb.index(slices), 1, {kb.f32(0.0)},
-                                         [&](Value s, ValueRange carried) -> SmallVector<Value> {
-                                           return {kb.add(carried[0],
-                                                          kb.load(shared[0], {s, m, c}))};
-                                         })[0];
+                  Value sum =
+                      kb.forLoop(kb.index(0), kb.index(slices), 1, {kb.f32(0.0)},
+                                 [&](Value s, ValueRange carried) -> SmallVector<Value> {
+                                   return {kb.add(carried[0], kb.load(shared[0], {s, m, c}))};
+                                 })[0];
                   p.store(kb, sum, m, kb.addi(col0, c));
                 });
               },
