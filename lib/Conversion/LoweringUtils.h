@@ -1,4 +1,10 @@
 //===- LoweringUtils.h - helpers shared by the xfmr lowerings --*- C++ -*-===//
+//
+// Building blocks of linalg-on-tensors code and scalar activations, used by
+// the linalg lowering and by the kernels alike (library XfmrLoweringUtils,
+// LoweringUtils.cpp).
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef XFMR_LIB_CONVERSION_LOWERINGUTILS_H
 #define XFMR_LIB_CONVERSION_LOWERINGUTILS_H
@@ -18,12 +24,11 @@ inline mlir::RankedTensorType tensorTypeOf(mlir::Value value) {
 }
 
 /// `tensor.empty` of `type` filled with `value`.
-mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
-                         mlir::RankedTensorType type, double value);
+mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc, mlir::RankedTensorType type,
+                         double value);
 
 /// A float constant of `type`: a scalar, or a splat vector or tensor.
-mlir::Value floatConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type,
-                          double value);
+mlir::Value floatConstant(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type, double value);
 
 /// The indexing map reading `operandShape` (right-aligned, size-1 dims
 /// broadcast) inside a loop nest over `resultShape`.
@@ -38,8 +43,8 @@ mlir::Value broadcastGeneric(mlir::OpBuilder &b, mlir::Location loc,
 
 /// Reduces dimension `axis` of `input` with `combine` starting from `init`;
 /// the result drops the axis.
-mlir::Value reduceAxis(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
-                       int64_t axis, double init, BodyBuilder combine);
+mlir::Value reduceAxis(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input, int64_t axis,
+                       double init, BodyBuilder combine);
 
 /// Reinterprets `input` as `resultType` (same element count, row-major).
 mlir::Value reshapeTensor(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
@@ -50,40 +55,14 @@ mlir::Value buildActivation(mlir::OpBuilder &b, mlir::Location loc, Activation a
                             mlir::Value x);
 
 /// d activation(x) / dx for a scalar or a vector.
-mlir::Value buildActivationDerivative(mlir::OpBuilder &b, mlir::Location loc,
-                                      Activation activation, mlir::Value x);
+mlir::Value buildActivationDerivative(mlir::OpBuilder &b, mlir::Location loc, Activation activation,
+                                      mlir::Value x);
 
 /// x @ weight over the last dim of x (weight [in, out], or [out, in] when
 /// `transposeWeight`), as a linalg.matmul on x collapsed to 2-D. Returns the
 /// 2-D [rows, out] product.
 mlir::Value buildLinearProduct(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
                                mlir::Value weight, bool transposeWeight);
-
-/// Layer norm of each row of the 2-D `rows` [n, d]; gamma/beta may be null.
-mlir::Value buildLayerNormRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value rows,
-                               mlir::Value gamma, mlir::Value beta, double epsilon);
-
-/// Per-row mean and (biased) variance of the 2-D `rows` [n, d], each [n].
-std::pair<mlir::Value, mlir::Value> buildRowMoments(mlir::OpBuilder &b, mlir::Location loc,
-                                                    mlir::Value rows);
-
-/// Appends a unit dimension: [n] -> [n, 1], for broadcasting a per-row value.
-mlir::Value asColumn(mlir::OpBuilder &b, mlir::Location loc, mlir::Value row);
-
-/// Views [..., d] as [n, d].
-mlir::Value asRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x);
-
-/// Sums `input` over all but the last dimension: [..., d] -> [d].
-mlir::Value sumRows(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input);
-
-/// Patterns for the fused kernels (FusedKernels.cpp).
-void populateFusedKernelLoweringPatterns(mlir::RewritePatternSet &patterns);
-
-/// Patterns for the backward ops (BackwardKernels.cpp).
-void populateBackwardLoweringPatterns(mlir::RewritePatternSet &patterns);
-
-/// Patterns for the training ops (TrainingKernels.cpp).
-void populateTrainingLoweringPatterns(mlir::RewritePatternSet &patterns);
 
 } // namespace xfmr::lowering
 
