@@ -51,19 +51,23 @@ def print_largest(title, kernels):
 
 
 def decode_profile(name, generator, directory, prompt_tokens_per_s, decode_ms):
-    """Kernel milliseconds by kernel name of the prompt (a run that decodes
-    one token: the warm-up call of each entry, then the prefill) and of one
-    decode step (a run that decodes PROFILE_STEPS more tokens, the
-    difference divided by them: ncu's times of the same kernel vary from run
-    to run by more than two steps take)."""
+    """Kernel milliseconds by kernel name of the prompt and of one decode
+    step. The prompt: the last launch of each kernel of a run that decodes
+    one token (its warm-up call launches the same kernels first, the first
+    to touch the weights on the GPU). A step: a run that decodes
+    PROFILE_STEPS more tokens, the difference divided by them (ncu's times
+    of the same kernel vary from run to run by more than two steps take)."""
     runs = [collections.Counter(), collections.Counter()]
     launches = [0, 0]
+    prompt = {}
     for i, (run, new) in enumerate(zip(runs, (1, 1 + PROFILE_STEPS))):
         for kernel, ms in ncu_kernels(generator_command(generator, directory, prompt_ids(), new)):
             run[kernel] += ms
             launches[i] += 1
-    print_largest(f"{name}: the prompt's kernels {sum(runs[0].values()):.3f} ms ({launches[0]} "
-                  f"launches) of its {PROMPT * 1000 / prompt_tokens_per_s:.3f} ms", runs[0])
+            if i == 0 and "prefill" in kernel:
+                prompt[kernel] = ms
+    print_largest(f"{name}: the prompt's kernels {sum(prompt.values()):.3f} ms ({len(prompt)} "
+                  f"kernels) of its {PROMPT * 1000 / prompt_tokens_per_s:.3f} ms", prompt)
     step = {kernel: (runs[1][kernel] - runs[0][kernel]) / PROFILE_STEPS for kernel in runs[1]}
     print_largest(f"{name}: a decode step's kernels {sum(step.values()):.3f} ms "
                   f"({(launches[1] - launches[0]) / PROFILE_STEPS:.0f} launches) of its "
