@@ -35,15 +35,10 @@ public:
     int64_t rows = cast<RankedTensorType>(a.getType()).getDimSize(transposeA ? 1 : 0);
     if (rows <= xfmr::gpu::kSkinnyGemmMaxRows && !transposeA) {
       // An int8 weight is read as stored: no f32 copy of it is made.
-      if (auto dequantize = b.getDefiningOp<DequantizeOp>()) {
-        xfmr::gpu::GemmProblem problem(kb, a, transposeA, dequantize.getValues(), transposeB, bias,
-                                       residual, activation, resultType);
-        return xfmr::gpu::emitSkinnyGemm(kb, problem, kb.readBuffer(dequantize.getScales()),
-                                         dequantize.getAxis(), dequantize.getGroupSize(), emulate);
-      }
-      xfmr::gpu::GemmProblem problem(kb, a, transposeA, b, transposeB, bias, residual, activation,
-                                     resultType);
-      return xfmr::gpu::emitSkinnyGemm(kb, problem, Value(), 0, 1, emulate);
+      auto dequantize = b.getDefiningOp<DequantizeOp>();
+      xfmr::gpu::GemmProblem problem(kb, a, transposeA, dequantize ? dequantize.getValues() : b,
+                                     transposeB, bias, residual, activation, resultType);
+      return xfmr::gpu::emitSkinnyGemm(kb, problem, dequantize, emulate);
     }
     xfmr::gpu::GemmProblem problem(kb, a, transposeA, b, transposeB, bias, residual, activation,
                                    resultType);

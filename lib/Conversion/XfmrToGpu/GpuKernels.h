@@ -108,14 +108,13 @@ mlir::Value emitGemm(kernels::KernelBuilder &kb, const GemmProblem &problem, Emu
 constexpr int64_t kSkinnyGemmMaxRows = 8;
 
 /// A of at most kSkinnyGemmMaxRows rows (not transposed), any float type;
-/// B f32, bf16, f16 or, with `scales`, the int8 values of an
-/// xfmr.dequantize (a scale per `groupSize` elements along its dimension
-/// `groupAxis`). Bandwidth-bound: each element of B read once, 16 bytes at
-/// a time where aligned, widened and scaled in registers; a warp per
-/// column for B [N, K], a block of row slices per few columns for B [K, N].
+/// B f32, bf16, f16 or, given `dequantize`, its int8 values (the problem's
+/// B) with its scales. Bandwidth-bound: each element of B read once, 16
+/// bytes at a time where aligned, widened and scaled in registers; a warp
+/// per column for B [N, K], a block of row slices per few columns for B
+/// [K, N].
 mlir::Value emitSkinnyGemm(kernels::KernelBuilder &kb, const GemmProblem &problem,
-                           mlir::Value scales, int64_t groupAxis, int64_t groupSize,
-                           Emulation emulate);
+                           DequantizeOp dequantize, Emulation emulate);
 
 /// bf16 or f16 A and B on tensor cores (mma.sync, f32 accumulators): a
 /// block per 128 x 128 tile of C (4 warps of 64 x 64) where there are

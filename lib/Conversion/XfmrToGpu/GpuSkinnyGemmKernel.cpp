@@ -42,6 +42,7 @@ namespace {
 
 constexpr int64_t kThreads = 256;
 constexpr int64_t kWarp = 32;
+constexpr int64_t kWarps = kThreads / kWarp;
 constexpr int64_t kVectorBytes = 16;
 /// Chunks a thread loads before it multiplies any of them.
 constexpr int64_t kChunksInFlight = 4;
@@ -58,10 +59,13 @@ int64_t bytesOf(Value buffer) {
 
 class SkinnyGemm {
 public:
-  SkinnyGemm(KernelBuilder &kb, Emulation emulate, const GemmProblem &p, Value scales,
-             int64_t groupAxis, int64_t groupSize)
-      : kb(kb), b(kb.builder()), loc(kb.location()), block(kb, emulate, kThreads), p(p),
-        scales(scales), groupAxis(groupAxis), groupSize(groupSize) {
+  SkinnyGemm(KernelBuilder &kb, Emulation emulate, const GemmProblem &p, DequantizeOp dequantize)
+      : kb(kb), b(kb.builder()), loc(kb.location()), block(kb, emulate, kThreads), p(p) {
+    if (dequantize) {
+      scales = kb.readBuffer(dequantize.getScales());
+      groupAxis = dequantize.getAxis();
+      groupSize = dequantize.getGroupSize();
+    }
     int64_t contiguous = p.transposeB ? p.k : p.n;
     vector = kVectorBytes / bytesOf(p.rhs);
     if (!p.transposeB)
@@ -153,8 +157,7 @@ private:
   /// B [N, K]: a warp per column n of C, each lane chunks of B's row n
   /// (and of A's rows) kChunksInFlight at a time.
   void emitRowsOfB() {
-    int64_t warps = kThreads / kWarp;
-    block.forEachBlock({llvm::divideCeilSigned(p.n, warps), 1, 1}, {},
+    block.forEachBlock({llvm::divideCeilSigned(p.n, kWarps), 1, 1}, {},
                        [&](std::array<Value, 3> ids, ArrayRef<Value>) {
                          Value sums = block.privateArray({p.m});
                          withAlignedChunks({p.rhs, p.lhs}, [&](bool vectorLoads) {
@@ -164,9 +167,8 @@ private:
   }
 
   void rowsOfBBlock(Value blockId, Value sums, bool vectorLoads) {
-    int64_t warps = kThreads / kWarp;
     auto columnOf = [&](Value t) {
-      return kb.addi(kb.muli(blockId, warps), block.warpUniform(kb.divui(t, kWarp)));
+      return kb.addi(kb.muli(blockId, kWarps), block.warpUniform(kb.divui(t, kWarp)));
     };
     block.phase(
         [&](Value t) {
@@ -174,15 +176,11 @@ private:
           // Past N, a warp reads column N - 1 and stores nothing.
           Value n = kb.mini(columnOf(t), kb.index(p.n - 1));
           SmallVector<Value> zeros(p.m, kb.f32(0.0));
-          int64_t stride = kWarp * vector;
-          ValueRange total = kb.forLoop(
-              kb.muli(lane, vector), kb.index(p.k), stride * kChunksInFlight, zeros,
-              [&](Value k0, ValueRange carried) {
-                return accumulateChunks(
-                    carried, k0, stride, p.k,
-                    [&](Value k) { return std::make_pair(weightChunk(n, k, vectorLoads), k); },
-                    vectorLoads);
-              });
+          ValueRange total =
+              kb.forLoop(kb.muli(lane, vector), kb.index(p.k), kWarp * vector * kChunksInFlight,
+                         zeros, [&](Value k0, ValueRange carried) {
+                           return accumulateChunks(carried, k0, n, vectorLoads);
+                         });
           for (int64_t m = 0; m < p.m; ++m)
             kb.store(total[m], sums, block.at(t, {kb.index(m)}));
         },
@@ -201,26 +199,23 @@ private:
         /*barrier=*/false);
   }
 
-  /// `carried` (a sum per row of A) plus the products of kChunksInFlight
-  /// chunks along K from k0, `stride` apart: all chunks of B loaded first
-  /// (`chunkAt(k)` gives a chunk's weights and the column of A they meet),
-  /// those at or past `extent` counted as 0 (they are read clamped).
-  SmallVector<Value>
-  accumulateChunks(ValueRange carried, Value k0, int64_t stride, int64_t extent,
-                   function_ref<std::pair<SmallVector<Value>, Value>(Value)> chunkAt,
-                   bool vectorLoads) {
-    SmallVector<std::pair<SmallVector<Value>, Value>> chunks;
-    SmallVector<Value> inside;
+  /// `carried` (a sum per row of A) plus the products of B's row n and
+  /// A's rows over kChunksInFlight chunks along K from k0, a warp's chunks
+  /// apart: all chunks of B loaded first, those at or past K counted as 0
+  /// (they are read clamped).
+  SmallVector<Value> accumulateChunks(ValueRange carried, Value k0, Value n, bool vectorLoads) {
+    SmallVector<SmallVector<Value>> chunks;
+    SmallVector<Value> ks, inside;
     for (int64_t c = 0; c < kChunksInFlight; ++c) {
-      Value k = kb.addi(k0, kb.index(c * stride));
-      inside.push_back(kb.below(k, extent));
-      chunks.push_back(chunkAt(kb.mini(k, kb.index(extent - vector))));
+      Value k = kb.addi(k0, kb.index(c * kWarp * vector));
+      inside.push_back(kb.below(k, p.k));
+      ks.push_back(kb.mini(k, kb.index(p.k - vector)));
+      chunks.push_back(weightChunk(n, ks.back(), vectorLoads));
     }
     SmallVector<Value> result(carried);
-    for (auto [c, chunk] : llvm::enumerate(chunks)) {
-      auto &[weights, col] = chunk;
+    for (auto [c, weights] : llvm::enumerate(chunks)) {
       for (int64_t m = 0; m < p.m; ++m) {
-        SmallVector<Value> a = loadRow(p.lhs, kb.index(m), col, vectorLoads);
+        SmallVector<Value> a = loadRow(p.lhs, kb.index(m), ks[c], vectorLoads);
         Value sum = kb.f32(0.0);
         for (auto [x, w] : llvm::zip_equal(a, weights))
           sum = kb.fma(x, w, sum);
@@ -314,15 +309,15 @@ private:
   /// For an int8 B: its scales, one per `groupSize` elements along
   /// dimension `groupAxis` of B as stored.
   Value scales;
-  int64_t groupAxis, groupSize;
+  int64_t groupAxis = 0, groupSize = 1;
   /// Elements of a chunk of B.
   int64_t vector;
 };
 
 } // namespace
 
-Value xfmr::gpu::emitSkinnyGemm(KernelBuilder &kb, const GemmProblem &problem, Value scales,
-                                int64_t groupAxis, int64_t groupSize, Emulation emulate) {
+Value xfmr::gpu::emitSkinnyGemm(KernelBuilder &kb, const GemmProblem &problem,
+                                DequantizeOp dequantize, Emulation emulate) {
   assert(problem.m <= kSkinnyGemmMaxRows && !problem.transposeA && "a skinny product");
-  return SkinnyGemm(kb, emulate, problem, scales, groupAxis, groupSize).emit();
+  return SkinnyGemm(kb, emulate, problem, dequantize).emit();
 }
