@@ -11,6 +11,7 @@
 #include "xfmr/Dialect/XfmrOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
@@ -393,6 +394,32 @@ LogicalResult FusedAddLayerNormOp::buildAdjoint(OpBuilder &b, ValueRange rg,
   return success();
 }
 
+LogicalResult RmsNormOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  og.assign(getNumOperands(), Value());
+  Value g = rg[0];
+  if (!g)
+    return success();
+  // With r = rsqrt(mean(x^2) + eps) per row and n = x r:
+  //   dgamma = sum over rows of g n,  dx = r (g gamma - n mean(g gamma n)).
+  Location loc = getLoc();
+  Value x = getInput();
+  Type elementType = typeOf(x).getElementType();
+  Value meanSquare =
+      ReduceOp::create(b, loc, MulOp::create(b, loc, x, x), ReduceKind::mean, /*axis=*/-1);
+  Value r = math::RsqrtOp::create(
+      b, loc,
+      AddOp::create(b, loc, meanSquare,
+                    scalar(b, loc, elementType, getEpsilon().convertToDouble())));
+  Value normalized = MulOp::create(b, loc, x, r);
+  og[1] = sumToShape(b, loc, MulOp::create(b, loc, g, normalized), typeOf(getGamma()));
+  Value scaled = MulOp::create(b, loc, g, getGamma());
+  Value projection = ReduceOp::create(b, loc, MulOp::create(b, loc, scaled, normalized),
+                                      ReduceKind::mean, /*axis=*/-1);
+  og[0] = MulOp::create(
+      b, loc, r, SubOp::create(b, loc, scaled, MulOp::create(b, loc, normalized, projection)));
+  return success();
+}
+
 /// An activation's input gradient: `grad * activation'(input)`.
 static LogicalResult activationAdjoint(ActivationOpInterface op, OpBuilder &b, ValueRange rg,
                                        SmallVectorImpl<Value> &og) {
@@ -449,12 +476,52 @@ LogicalResult FusedAttentionOp::buildAdjoint(OpBuilder &b, ValueRange rg,
     return emitOpError("cannot differentiate attention over a cache (query_offset, key_length)");
   if (getPositionBias())
     return emitOpError("cannot differentiate attention with a position_bias");
+  // Grouped-query attention: the backward runs on keys and values repeated
+  // per query head, whose gradients are then summed over each group.
+  Location loc = getLoc();
+  int64_t groups = getQueryHeadsPerKeyHead();
+  AttentionDims dims = getDims();
+  auto kvType = typeOf(getKey());
+  // [.., kv heads, ..] as [.., kv heads, 1 or groups, ..].
+  auto grouped = [&](int64_t size) {
+    SmallVector<int64_t> shape(kvType.getShape());
+    shape.insert(shape.begin() + dims.heads + 1, size);
+    return RankedTensorType::get(shape, kvType.getElementType());
+  };
+  SmallVector<int64_t> expandedShape(kvType.getShape());
+  expandedShape[dims.heads] *= groups;
+  auto expanded = RankedTensorType::get(expandedShape, kvType.getElementType());
+  auto repeat = [&](Value x) -> Value {
+    if (groups == 1)
+      return x;
+    Value single = ReshapeOp::create(b, loc, grouped(1), x);
+    return ReshapeOp::create(b, loc, expanded, broadcastTo(b, loc, single, grouped(groups)));
+  };
+  auto sumGroups = [&](Value g) -> Value {
+    if (groups == 1)
+      return g;
+    Value perGroup = ReshapeOp::create(b, loc, grouped(groups), g);
+    return ReshapeOp::create(b, loc, kvType, sumToShape(b, loc, perGroup, grouped(1)));
+  };
+  Value keys = repeat(getKey()), values = repeat(getValue());
   auto backward = FusedAttentionBackwardOp::create(
-      b, getLoc(), TypeRange{getQuery().getType(), getKey().getType(), getValue().getType()},
-      getQuery(), getKey(), getValue(), getResult(), getLogsumexp(), rg[0], getPaddingMask(),
-      getAttnBias(), getScaleAttr(), getCausalAttr(), getLayoutAttr());
+      b, loc, TypeRange{getQuery().getType(), keys.getType(), values.getType()}, getQuery(), keys,
+      values, getResult(), getLogsumexp(), rg[0], getPaddingMask(), getAttnBias(), getScaleAttr(),
+      getCausalAttr(), getLayoutAttr());
   og[0] = backward.getGradQuery();
-  og[1] = backward.getGradKey();
-  og[2] = backward.getGradValue();
+  og[1] = sumGroups(backward.getGradKey());
+  og[2] = sumGroups(backward.getGradValue());
+  return success();
+}
+
+LogicalResult RotaryEmbeddingOp::buildAdjoint(OpBuilder &b, ValueRange rg,
+                                              SmallVectorImpl<Value> &og) {
+  og.assign(getNumOperands(), Value());
+  if (!rg[0])
+    return success();
+  // A rotation's adjoint is its transpose: the rotation by -angle.
+  og[0] = RotaryEmbeddingOp::create(b, getLoc(), rg[0].getType(), rg[0], getPositions(),
+                                    getInvFreqAttr(), getAttentionScalingAttr(),
+                                    getTranspose() ? UnitAttr() : b.getUnitAttr());
   return success();
 }

@@ -110,6 +110,30 @@ LogicalResult SinusoidalPositionEncodingOp::verify() {
   return success();
 }
 
+LogicalResult RotaryEmbeddingOp::verify() {
+  auto type = tensorTypeOf(getInput());
+  if (type.getRank() != 4)
+    return emitOpError("input must be [batch, seq, heads, head_dim], got ") << type;
+  if (Value positions = getPositions()) {
+    auto positionsType = tensorTypeOf(positions);
+    if (positionsType.getRank() != 1 || positionsType.getDimSize(0) != type.getDimSize(0) ||
+        !positionsType.getElementType().isInteger(32))
+      return emitOpError("positions must be i32 [batch] = [")
+             << type.getDimSize(0) << "], got " << positionsType;
+  }
+  ArrayRef<double> frequencies = getInvFreq();
+  int64_t headDim = type.getDimSize(3);
+  if (frequencies.empty() || 2 * static_cast<int64_t>(frequencies.size()) > headDim)
+    return emitOpError("inv_freq must hold 1 to head_dim / 2 = ")
+           << headDim / 2 << " frequencies, got " << frequencies.size();
+  if (llvm::any_of(frequencies, [](double f) { return !std::isfinite(f) || f < 0; }))
+    return emitOpError("inv_freq must be finite and non-negative");
+  double scaling = getAttentionScaling().convertToDouble();
+  if (!std::isfinite(scaling) || !(scaling > 0))
+    return emitOpError("attention_scaling must be positive and finite, got ") << scaling;
+  return success();
+}
+
 LogicalResult LearnedPositionEncodingOp::verify() {
   auto type = tensorTypeOf(getInput());
   auto table = tensorTypeOf(getTable());
@@ -350,6 +374,12 @@ AttentionDims FusedAttentionOp::getDims() {
   return {0, 1, 2, 3};
 }
 
+int64_t FusedAttentionOp::getQueryHeadsPerKeyHead() {
+  AttentionDims dims = getDims();
+  return tensorTypeOf(getQuery()).getDimSize(dims.heads) /
+         tensorTypeOf(getKey()).getDimSize(dims.heads);
+}
+
 LogicalResult FusedAttentionOp::verify() {
   auto q = tensorTypeOf(getQuery()), k = tensorTypeOf(getKey()),
        v = tensorTypeOf(getValue());
@@ -360,10 +390,13 @@ LogicalResult FusedAttentionOp::verify() {
   AttentionDims dims = getDims();
   int64_t batch = q.getDimSize(dims.batch), heads = q.getDimSize(dims.heads);
   int64_t seqQ = q.getDimSize(dims.seq), headDim = q.getDimSize(dims.headDim);
-  int64_t seqK = k.getDimSize(dims.seq);
+  int64_t seqK = k.getDimSize(dims.seq), keyHeads = k.getDimSize(dims.heads);
+  if (keyHeads <= 0 || heads % keyHeads != 0)
+    return emitOpError("the query's ") << heads << " heads must be a multiple of the key's "
+                                       << keyHeads << " (grouped-query attention)";
   SmallVector<int64_t> kvShape(4);
   kvShape[dims.batch] = batch;
-  kvShape[dims.heads] = heads;
+  kvShape[dims.heads] = keyHeads;
   kvShape[dims.seq] = seqK;
   kvShape[dims.headDim] = headDim;
   if (k.getShape() != ArrayRef<int64_t>(kvShape) || v.getShape() != ArrayRef<int64_t>(kvShape))

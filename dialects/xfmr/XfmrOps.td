@@ -92,6 +92,43 @@ def Xfmr_LearnedPositionEncodingOp : Xfmr_Op<"learned_position_encoding",
   let hasVerifier = 1;
 }
 
+def Xfmr_RotaryEmbeddingOp : Xfmr_Op<"rotary_embedding",
+    [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "rotates query or key heads by their positions (RoPE)";
+  let description = [{
+    Rotary position embedding as transformers applies it (`rotate_half`):
+    `input` is [batch, seq, heads, head_dim]; with n = size(inv_freq), the
+    first 2n features of each head are rotated (n < head_dim / 2 for
+    `partial_rotary_factor` < 1; the rest pass through). Token t of sequence
+    b stands at position p = t (+ positions[b] when `positions`, [batch]
+    i32, is given: a chunk or decode step over a KV cache), and for i < n,
+    with angle = p * inv_freq[i] (f32, as transformers computes it),
+    c = attention_scaling * cos(angle) and s = attention_scaling * sin(angle):
+
+        out[i]     = x[i] * c - x[i + n] * s
+        out[i + n] = x[i + n] * c + x[i] * s
+
+    `inv_freq` (the rope type's frequencies: default, linear, llama3, yarn,
+    longrope ...) is fixed at compile time. With `transpose` the rotation
+    is by -angle, the transpose of the forward one (its adjoint).
+
+    ```mlir
+    %r = xfmr.rotary_embedding %q {inv_freq = array<f64: 1.0, 0.1>} : tensor<2x8x4x4xf32>
+    %c = xfmr.rotary_embedding %k positions(%p : tensor<2xi32>)
+           {inv_freq = array<f64: 1.0, 0.1>, attention_scaling = 1.2 : f64} : tensor<2x1x4x8xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input, Optional<Xfmr_IntTensor>:$positions,
+                   DenseF64ArrayAttr:$inv_freq,
+                   DefaultValuedAttr<F64Attr, "1.0">:$attention_scaling,
+                   UnitAttr:$transpose);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input (`positions` `(` $positions^ `:` type($positions) `)`)? attr-dict `:` type($input)
+  }];
+  let hasVerifier = 1;
+}
+
 def Xfmr_LinearOp : Xfmr_Op<"linear",
     [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, InferTypeOpAdaptor]> {
   let summary = "affine map over the last dimension";
@@ -532,7 +569,8 @@ def Xfmr_L2NormalizeOp : Xfmr_Op<"l2_normalize", [Pure, SameOperandsAndResultTyp
   let hasVerifier = 1;
 }
 
-def Xfmr_RmsNormOp : Xfmr_Op<"rms_norm", [Pure, AllTypesMatch<["input", "result"]>]> {
+def Xfmr_RmsNormOp : Xfmr_Op<"rms_norm",
+    [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, AllTypesMatch<["input", "result"]>]> {
   let summary = "root-mean-square normalization over the last dimension";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon) * gamma` over the last dimension, `gamma`
@@ -649,6 +687,11 @@ def Xfmr_FusedAttentionOp : Xfmr_Op<"fused_attention",
     `key_length` ([batch] i32) keys j >= key_length[b] are masked and never
     read. The kernels clamp both to [0, seq_k].
 
+    Grouped-query (and multi-query) attention: `key` and `value` may have
+    fewer heads than `query`, a divisor of its count; query head h then reads
+    key/value head h / (query heads / key heads) in place, never a repeated
+    copy.
+
     A bias that depends only on the distance between key and query (T5's
     relative positions) is `position_bias` ([1 | batch, heads, seq_q + seq_k
     - 1]): query i and key j add position_bias[b, h, j - i + seq_q - 1]. The
@@ -683,6 +726,8 @@ def Xfmr_FusedAttentionOp : Xfmr_Op<"fused_attention",
   let extraClassDeclaration = [{
     /// Positions of the batch, heads, sequence and head-dim dimensions.
     AttentionDims getDims();
+    /// Query heads that share one key/value head (1 without grouping).
+    int64_t getQueryHeadsPerKeyHead();
   }];
 }
 

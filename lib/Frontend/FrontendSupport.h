@@ -61,6 +61,12 @@ public:
   int64_t objectSize(llvm::StringRef key, int64_t fallback);
   /// The first string of an array (transformers' `architectures`), or "".
   std::string firstString(llvm::StringRef key);
+  /// A reader of the object under the first of `keys` present (none when
+  /// absent, or not an object: an error). Its failures are this reader's,
+  /// naming keys as "<key>.<inner key>".
+  std::optional<ConfigReader> nested(llvm::ArrayRef<llvm::StringRef> keys);
+  /// A list of `count` positive numbers under `key`.
+  std::vector<double> positiveNumbers(llvm::StringRef key, size_t count);
   /// Records a failure about `key`.
   void error(llvm::StringRef key, const llvm::Twine &message);
   /// Requires `dModel % heads == 0` and a head size the kernels take,
@@ -70,7 +76,7 @@ public:
   /// Requires a head size the kernels take, given under `key`.
   void requireHeadSize(llvm::StringRef key, int64_t headSize);
 
-  bool failed() const { return static_cast<bool>(firstError); }
+  bool failed() const { return parent ? parent->failed() : static_cast<bool>(firstError); }
   llvm::Error takeError();
 
 private:
@@ -78,9 +84,16 @@ private:
   const llvm::json::Value *lookup(llvm::ArrayRef<llvm::StringRef> keys, llvm::StringRef &found);
   const llvm::json::Value *lookup(llvm::StringRef key);
 
+  /// Records the first failure (a nested reader's go to its parent).
+  void fail(const llvm::Twine &message);
+
   std::string path;
   const llvm::json::Object &object;
   std::optional<std::string> firstError;
+  /// For a nested reader: the reader of the enclosing object, and the
+  /// "<key>." its keys are named under.
+  ConfigReader *parent = nullptr;
+  std::string prefix;
 };
 
 /// The entry function a GraphBuilder builds: the forward pass, the training
@@ -162,6 +175,17 @@ public:
   /// generation entry, causal self-attention reads and extends the KV cache
   /// `cache.<group>.<layer>.key` / `.value` (state in, updated state out).
   mlir::Value attention(const AttentionSpec &spec, llvm::StringRef group, int64_t layer);
+  /// Causal self-attention of split heads: `q` [batch, seq, heads,
+  /// head_dim], `k` and `v` with a divisor of its heads (grouped-query
+  /// attention), merged back to [batch, seq, heads * head_dim]. In a
+  /// generation entry `k` and `v` extend the KV cache `cache.<group>.<layer>`
+  /// (sized by their heads), which the queries then read.
+  mlir::Value causalSelfAttention(mlir::Value q, mlir::Value k, mlir::Value v,
+                                  mlir::Value paddingMask, std::optional<double> scale,
+                                  llvm::StringRef group, int64_t layer);
+  /// Rotary position embedding of split heads (xfmr.rotary_embedding):
+  /// positions from 0, or in a generation entry from each sequence's start.
+  mlir::Value rotary(mlir::Value x, llvm::ArrayRef<double> inverseFrequencies, double scaling);
   /// The positions whose logits the entry returns: `x` itself, or in a
   /// generation entry the last token `mask` keeps in each sequence ([batch,
   /// d]).
@@ -213,10 +237,20 @@ private:
   /// The projections of `spec`'s query (and keys and values from `memory`,
   /// or the query when null), heads split.
   llvm::SmallVector<mlir::Value, 3> projectHeads(const AttentionSpec &spec, mlir::Value memory);
-  /// fused_attention of split heads, merged and projected out.
+  /// fused_attention of split heads, merged to [batch, seq, heads *
+  /// head_dim]; the scale defaults to 1/sqrt(head_dim).
+  mlir::Value attendHeads(mlir::Value q, mlir::Value k, mlir::Value v, mlir::Value paddingMask,
+                          mlir::Value bias, std::optional<double> scale, bool causal,
+                          mlir::Value queryOffset, mlir::Value keyLength);
+  /// attendHeads, projected out by `spec`'s output weight.
   mlir::Value attendAndProject(const AttentionSpec &spec, mlir::Value q, mlir::Value k,
                                mlir::Value v, mlir::Value paddingMask, mlir::Value queryOffset,
                                mlir::Value keyLength);
+  /// Causal attention of split heads over the layer's KV cache, which `k`
+  /// and `v` (this call's chunk) extend first; merged as attendHeads.
+  mlir::Value attendOverCache(mlir::Value q, mlir::Value k, mlir::Value v, mlir::Value paddingMask,
+                              mlir::Value bias, std::optional<double> scale, llvm::StringRef group,
+                              int64_t layer);
 
   EntryKind entryKind;
   mlir::OpBuilder b;
@@ -273,6 +307,9 @@ llvm::Error buildTransformer(FamilyInputs &in);
 
 llvm::Error buildEncoder(FamilyInputs &in);
 llvm::Error buildT5(FamilyInputs &in);
+/// The Llama-style decoders (Llama.cpp): llama, mistral, qwen2, qwen3,
+/// gemma, phi3.
+llvm::Error buildLlama(FamilyInputs &in);
 
 /// Resolves the compiled sequence length against the model's max positions,
 /// naming `positionsKey` when it is too long.

@@ -28,9 +28,47 @@ static std::string keyList(ArrayRef<StringRef> keys) {
   return text;
 }
 
-void ConfigReader::error(StringRef key, const Twine &message) {
+void ConfigReader::fail(const Twine &message) {
+  if (parent)
+    return parent->fail(message);
   if (!firstError)
-    firstError = path + ": key '" + key.str() + "': " + message.str();
+    firstError = message.str();
+}
+
+void ConfigReader::error(StringRef key, const Twine &message) {
+  fail(path + ": key '" + prefix + key + "': " + message);
+}
+
+std::optional<ConfigReader> ConfigReader::nested(ArrayRef<StringRef> keys) {
+  StringRef key;
+  const json::Value *value = lookup(keys, key);
+  if (!value)
+    return std::nullopt;
+  const json::Object *inner = value->getAsObject();
+  if (!inner) {
+    error(key, "expected an object");
+    return std::nullopt;
+  }
+  ConfigReader reader(path, *inner);
+  reader.parent = this;
+  reader.prefix = (prefix + key + ".").str();
+  return reader;
+}
+
+std::vector<double> ConfigReader::positiveNumbers(StringRef key, size_t count) {
+  const json::Value *value = lookup(key);
+  const json::Array *items = value ? value->getAsArray() : nullptr;
+  std::vector<double> numbers;
+  if (items)
+    for (const json::Value &item : *items)
+      if (std::optional<double> number = item.getAsNumber();
+          number && *number > 0 && std::isfinite(*number))
+        numbers.push_back(*number);
+  if (!items || numbers.size() != items->size() || numbers.size() != count) {
+    error(key, "expected a list of " + Twine(count) + " positive numbers");
+    numbers.assign(count, 1.0);
+  }
+  return numbers;
 }
 
 const json::Value *ConfigReader::lookup(ArrayRef<StringRef> keys, StringRef &found) {
@@ -62,8 +100,7 @@ int64_t ConfigReader::positiveInt(ArrayRef<StringRef> keys, int64_t fallback) {
   if (!value) {
     if (fallback > 0)
       return fallback;
-    if (!firstError)
-      firstError = path + ": missing key " + keyList(keys);
+    fail(path + ": missing key " + prefix + keyList(keys));
     return 1;
   }
   std::optional<int64_t> number = integerOf(*value);
@@ -521,45 +558,51 @@ SmallVector<Value, 3> GraphBuilder::projectHeads(const AttentionSpec &spec, Valu
   return qkv;
 }
 
-Value GraphBuilder::attendAndProject(const AttentionSpec &spec, Value q, Value k, Value v,
-                                     Value paddingMask, Value queryOffset, Value keyLength) {
+Value GraphBuilder::attendHeads(Value q, Value k, Value v, Value paddingMask, Value bias,
+                                std::optional<double> scale, bool causal, Value queryOffset,
+                                Value keyLength) {
   auto type = cast<RankedTensorType>(q.getType());
-  double scale =
-      spec.scale ? *spec.scale : 1.0 / std::sqrt(static_cast<double>(type.getDimSize(3)));
+  double scores = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(type.getDimSize(3)));
   Value attended =
-      FusedAttentionOp::create(b, loc, type, q, k, v, paddingMask, spec.bias,
+      FusedAttentionOp::create(b, loc, type, q, k, v, paddingMask, bias,
                                /*position_bias=*/Value(), queryOffset, keyLength,
-                               b.getF64FloatAttr(scale), spec.causal ? b.getUnitAttr() : UnitAttr(),
+                               b.getF64FloatAttr(scores), causal ? b.getUnitAttr() : UnitAttr(),
                                AttentionLayoutAttr::get(b.getContext(), AttentionLayout::bshd))
           .getResult();
-  Value merged = ReshapeOp::create(b, loc,
-                                   RankedTensorType::get({type.getDimSize(0), type.getDimSize(1),
-                                                          type.getDimSize(2) * type.getDimSize(3)},
-                                                         elementType),
-                                   attended);
+  return ReshapeOp::create(b, loc,
+                           RankedTensorType::get({type.getDimSize(0), type.getDimSize(1),
+                                                  type.getDimSize(2) * type.getDimSize(3)},
+                                                 elementType),
+                           attended);
+}
+
+Value GraphBuilder::attendAndProject(const AttentionSpec &spec, Value q, Value k, Value v,
+                                     Value paddingMask, Value queryOffset, Value keyLength) {
+  Value merged =
+      attendHeads(q, k, v, paddingMask, spec.bias, spec.scale, spec.causal, queryOffset, keyLength);
   return LinearOp::create(b, loc, merged, spec.outWeight, spec.outBias, spec.torchLayout);
 }
 
-Value GraphBuilder::cachedSelfAttention(const AttentionSpec &spec, StringRef group, int64_t layer) {
-  cachesNonCausalAttention |= !spec.causal;
-  SmallVector<Value, 3> qkv = projectHeads(spec, Value());
-  auto headsType = cast<RankedTensorType>(qkv[0].getType());
-  int64_t batch = headsType.getDimSize(0), chunk = headsType.getDimSize(1);
+Value GraphBuilder::attendOverCache(Value q, Value k, Value v, Value paddingMask, Value bias,
+                                    std::optional<double> scale, StringRef group, int64_t layer) {
+  auto keysType = cast<RankedTensorType>(k.getType());
+  int64_t batch = keysType.getDimSize(0), chunk = keysType.getDimSize(1);
   // The cache: rows 0 .. positions[b] + chunk - 1 of sequence b are filled
-  // once this call's keys and values are written.
+  // once this call's keys and values are written. It holds the key/value
+  // heads (fewer than the query's under grouped-query attention).
   auto cacheType = RankedTensorType::get(
-      {batch, cacheLength, headsType.getDimSize(2), headsType.getDimSize(3)}, cacheElementType());
+      {batch, cacheLength, keysType.getDimSize(2), keysType.getDimSize(3)}, cacheElementType());
   std::string name = ("cache." + group + "." + Twine(layer)).str();
   Value start = startPositions();
   SmallVector<Value, 2> caches;
-  for (auto [part, suffix] : {std::pair{1, ".key"}, {2, ".value"}}) {
+  for (auto [values, suffix] : {std::pair{k, ".key"}, {v, ".value"}}) {
     std::string cacheName = name + suffix;
     Value cache = addArgument(cacheType, "xfmr.state", cacheName);
     // A chunk's padding (a sequence with fewer tokens this call) is not
     // written.
     cache = CacheUpdateOp::create(b, loc, cacheType, cache,
-                                  convertElements(qkv[part], cacheType.getElementType()), start,
-                                  spec.paddingMask);
+                                  convertElements(values, cacheType.getElementType()), start,
+                                  paddingMask);
     output("new:" + cacheName, cache, cacheName);
     // The CPU kernels read a narrower cache as it is (widened in registers).
     caches.push_back(convertElements(cache, elementType));
@@ -568,8 +611,30 @@ Value GraphBuilder::cachedSelfAttention(const AttentionSpec &spec, StringRef gro
   Value chunkSize = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(lengthsType, b.getI32IntegerAttr(chunk)));
   Value keyLength = arith::AddIOp::create(b, loc, start, chunkSize);
-  return attendAndProject(spec, qkv[0], caches[0], caches[1], /*paddingMask=*/Value(), start,
-                          keyLength);
+  return attendHeads(q, caches[0], caches[1], /*paddingMask=*/Value(), bias, scale,
+                     /*causal=*/true, start, keyLength);
+}
+
+Value GraphBuilder::cachedSelfAttention(const AttentionSpec &spec, StringRef group, int64_t layer) {
+  cachesNonCausalAttention |= !spec.causal;
+  SmallVector<Value, 3> qkv = projectHeads(spec, Value());
+  Value merged = attendOverCache(qkv[0], qkv[1], qkv[2], spec.paddingMask, spec.bias, spec.scale,
+                                 group, layer);
+  return LinearOp::create(b, loc, merged, spec.outWeight, spec.outBias, spec.torchLayout);
+}
+
+Value GraphBuilder::causalSelfAttention(Value q, Value k, Value v, Value paddingMask,
+                                        std::optional<double> scale, StringRef group,
+                                        int64_t layer) {
+  if (caching())
+    return attendOverCache(q, k, v, paddingMask, Value(), scale, group, layer);
+  return attendHeads(q, k, v, paddingMask, Value(), scale, /*causal=*/true, Value(), Value());
+}
+
+Value GraphBuilder::rotary(Value x, ArrayRef<double> inverseFrequencies, double scaling) {
+  return RotaryEmbeddingOp::create(b, loc, x.getType(), x, caching() ? startPositions() : Value(),
+                                   b.getDenseF64ArrayAttr(inverseFrequencies),
+                                   b.getF64FloatAttr(scaling), UnitAttr());
 }
 
 Value GraphBuilder::crossAttention(const AttentionSpec &spec, Value memory, int64_t layer) {
@@ -717,12 +782,24 @@ constexpr StringRef kBertClasses[] = {"BertForMaskedLM", "BertModel",
 constexpr StringRef kMarianClasses[] = {"MarianMTModel", "MarianModel"};
 constexpr StringRef kBartClasses[] = {"BartForConditionalGeneration", "BartModel"};
 constexpr StringRef kT5Classes[] = {"T5ForConditionalGeneration", "T5Model", "T5EncoderModel"};
+constexpr StringRef kLlamaClasses[] = {"LlamaForCausalLM", "LlamaModel"};
+constexpr StringRef kMistralClasses[] = {"MistralForCausalLM", "MistralModel"};
+constexpr StringRef kQwen2Classes[] = {"Qwen2ForCausalLM", "Qwen2Model"};
+constexpr StringRef kQwen3Classes[] = {"Qwen3ForCausalLM", "Qwen3Model"};
+constexpr StringRef kGemmaClasses[] = {"GemmaForCausalLM", "GemmaModel"};
+constexpr StringRef kPhi3Classes[] = {"Phi3ForCausalLM", "Phi3Model"};
 const Family kFamilies[] = {
     {"gpt2", kGpt2Classes, buildGpt2, Generation::Decoder},
     {"bert", kBertClasses, buildBert, Generation::None},
     {"marian", kMarianClasses, buildBart, Generation::EncoderDecoder},
     {"bart", kBartClasses, buildBart, Generation::EncoderDecoder},
     {"t5", kT5Classes, buildT5, Generation::EncoderDecoder},
+    {"llama", kLlamaClasses, buildLlama, Generation::Decoder},
+    {"mistral", kMistralClasses, buildLlama, Generation::Decoder},
+    {"qwen2", kQwen2Classes, buildLlama, Generation::Decoder},
+    {"qwen3", kQwen3Classes, buildLlama, Generation::Decoder},
+    {"gemma", kGemmaClasses, buildLlama, Generation::Decoder},
+    {"phi3", kPhi3Classes, buildLlama, Generation::Decoder},
     {"transformer", {}, buildTransformer, Generation::EncoderDecoder},
     {"encoder", {}, buildEncoder, Generation::Decoder},
 };

@@ -72,6 +72,33 @@ def t5_config(**overrides):
     return tf.T5Config(**c)
 
 
+def decoder_config(cls, **overrides):
+    """A Llama-style decoder: 4 query heads over 2 key/value heads."""
+    c = dict(num_hidden_layers=SMALL["layers"], num_attention_heads=SMALL["heads"],
+             num_key_value_heads=2, hidden_size=SMALL["d_model"], intermediate_size=SMALL["ffn"],
+             vocab_size=SMALL["vocab"], max_position_embeddings=SMALL["positions"],
+             pad_token_id=0, bos_token_id=1, eos_token_id=2)
+    c.update(overrides)
+    return cls(**c)
+
+
+# Rope types whose frequencies differ from the default's for sequences
+# longer than original_max_position_embeddings (8 here; the cases run 12).
+ROPE_LLAMA3 = {"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 8, "rope_theta": 500.0}
+ROPE_YARN = {"rope_type": "yarn", "factor": 3.0, "original_max_position_embeddings": 8,
+             "rope_theta": 1000.0}
+ROPE_LINEAR = {"rope_type": "linear", "factor": 2.0, "rope_theta": 10000.0}
+
+
+def longrope(head_dim, partial=1.0):
+    n = int(head_dim * partial) // 2
+    return {"rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": partial,
+            "short_factor": [1.0 + 0.1 * i for i in range(n)],
+            "long_factor": [1.5 + 0.5 * i for i in range(n)],
+            "original_max_position_embeddings": 8}
+
+
 # name -> (model class, config factory, xfmrc flags, options)
 CASES = {
     "gpt2-lm": (tf.GPT2LMHeadModel, lambda: gpt2_config(), [], {}),
@@ -111,6 +138,22 @@ CASES = {
     "t5-base": (tf.T5Model, lambda: t5_config(feed_forward_proj="gated-silu"),
                 ["--output-attentions=0,1"], {}),
     "t5-encoder": (tf.T5EncoderModel, lambda: t5_config(num_heads=2, d_kv=24), [], {}),
+    "llama-lm": (tf.LlamaForCausalLM,
+                 lambda: decoder_config(tf.LlamaConfig, rope_parameters=ROPE_LLAMA3), [], {}),
+    "llama-base-biases": (tf.LlamaModel,
+                          lambda: decoder_config(tf.LlamaConfig, attention_bias=True,
+                                                 mlp_bias=True, num_key_value_heads=1,
+                                                 rope_parameters=ROPE_LINEAR), [], {}),
+    "mistral-lm": (tf.MistralForCausalLM,
+                   lambda: decoder_config(tf.MistralConfig, sliding_window=40,
+                                          rope_parameters=ROPE_YARN, tie_word_embeddings=True),
+                   [], {}),
+    "qwen2-lm": (tf.Qwen2ForCausalLM, lambda: decoder_config(tf.Qwen2Config), [], {}),
+    "qwen3-lm": (tf.Qwen3ForCausalLM, lambda: decoder_config(tf.Qwen3Config, head_dim=16), [], {}),
+    "gemma-lm": (tf.GemmaForCausalLM, lambda: decoder_config(tf.GemmaConfig, head_dim=8), [], {}),
+    "phi3-lm": (tf.Phi3ForCausalLM,
+                lambda: decoder_config(tf.Phi3Config, rope_parameters=longrope(8, 0.5),
+                                       pad_token_id=0, eos_token_id=2), [], {}),
     "bart-cg": (tf.BartForConditionalGeneration, lambda: seq2seq_config(tf.BartConfig), [], {}),
     "bart-base": (tf.BartModel,
                   lambda: seq2seq_config(tf.BartConfig, scale_embedding=True,
@@ -123,10 +166,12 @@ SENTENCE_CASES = {"st-mean-normalized": ("mean", True), "st-cls": ("cls", False)
 
 
 def randomize(model, generator, scale=0.1):
-    """Every floating parameter and buffer random: norms' scales near 1."""
+    """Every floating parameter and saved buffer random: norms' scales near 1.
+    Buffers a checkpoint does not hold (rotary frequencies) stay as they are."""
+    saved = model.state_dict()
     with torch.no_grad():
         for name, tensor in list(model.named_parameters()) + list(model.named_buffers()):
-            if not tensor.is_floating_point():
+            if not tensor.is_floating_point() or name not in saved:
                 continue
             noise = torch.randn(tensor.shape, generator=generator, dtype=tensor.dtype)
             if "norm" in name.lower() and name.endswith("weight"):

@@ -137,6 +137,64 @@ def ref_cache_attention(x, dtype=F64):
                                   layout="bhsd")).items()}
 
 
+def gen_decoder():
+    """Rotary embeddings, RMS norm and grouped-query attention."""
+    i32 = lambda values: np.asarray(values, dtype=np.int32)
+    mask = np.ones((2, 9), dtype=np.bool_)
+    mask[1, 6:] = False
+    return dict(x=randn(2, 7, 3, 8), pos=i32([3, 2990]), g=1.0 + randn(8, scale=0.1),
+                q=randn(2, 9, 4, 8), k=randn(2, 9, 2, 8), v=randn(2, 9, 2, 8), mask=mask,
+                cq=randn(3, 5, 6, 8), ck=randn(3, 40, 2, 8), cv=randn(3, 40, 2, 8),
+                coff=i32([0, 17, 35]), clen=i32([5, 22, 40]),
+                dq=randn(2, 1, 4, 16), dk=randn(2, 40, 1, 16), dv=randn(2, 40, 1, 16),
+                doff=i32([9, 39]), dlen=i32([10, 40]),
+                bq=randn(2, 4, 6, 8), bk=randn(2, 2, 70, 8), bv=randn(2, 2, 70, 8))
+
+
+def rotary_reference(x, inv_freq, scaling=1.0, starts=None, transpose=False):
+    """transformers' apply_rotary_pos_emb on [B, S, H, D] (the first 2n
+    features rotated), angles formed in f32 as transformers does."""
+    b, s = x.shape[:2]
+    n = len(inv_freq)
+    positions = torch.arange(s)[None, :].repeat(b, 1)
+    if starts is not None:
+        positions = positions + torch.tensor(starts.astype(np.int64))[:, None]
+    angle = (positions.to(torch.float32)[..., None] *
+             torch.tensor(inv_freq, dtype=torch.float32)).to(F64)
+    cos, sin = torch.cos(angle) * scaling, torch.sin(angle) * scaling
+    if transpose:
+        sin = -sin
+    cos, sin = cos[:, :, None, :], sin[:, :, None, :]
+    x1, x2, rest = x[..., :n], x[..., n:2 * n], x[..., 2 * n:]
+    return torch.cat([x1 * cos - x2 * sin, x2 * cos + x1 * sin, rest], dim=-1)
+
+
+def repeat_heads(x, groups, dim=2):
+    return x.repeat_interleave(groups, dim=dim)
+
+
+def ref_decoder(x):
+    xs = t(x["x"])
+    rms = xs / torch.sqrt((xs * xs).mean(-1, keepdim=True) + 1e-5) * t(x["g"])
+    keep = t(x["mask"])[:, None, None, :] & causal_keep(9, 9)
+    return dict(
+        rotary_partial=rotary_reference(xs, [1.0, 0.3, 0.01], 1.25),
+        rotary_positions=rotary_reference(xs, [1.0, 0.5, 0.1, 0.001], starts=x["pos"]),
+        rotary_transposed=rotary_reference(xs, [1.0, 0.5, 0.1, 0.001], starts=x["pos"],
+                                           transpose=True),
+        rms=rms,
+        gqa_padded=attention_reference(t(x["q"]), repeat_heads(t(x["k"]), 2),
+                                       repeat_heads(t(x["v"]), 2), 0.35355339, keep=keep),
+        gqa_cache=attention_reference(t(x["cq"]), repeat_heads(t(x["ck"]), 3),
+                                      repeat_heads(t(x["cv"]), 3), 0.35355339,
+                                      keep=cache_keep(x["coff"], x["clen"], 5, 40, True)),
+        mqa_decode=attention_reference(t(x["dq"]), repeat_heads(t(x["dk"]), 4),
+                                       repeat_heads(t(x["dv"]), 4), 0.25,
+                                       keep=cache_keep(x["doff"], x["dlen"], 1, 40, True)),
+        gqa_bhsd=attention_reference(t(x["bq"]), repeat_heads(t(x["bk"]), 2, 1),
+                                     repeat_heads(t(x["bv"]), 2, 1), 0.35355339, layout="bhsd"))
+
+
 def relative_position_bucket(relative, bidirectional, buckets, max_distance):
     """T5's bucket of each key-minus-query position, as transformers computes it."""
     bucket = torch.zeros_like(relative)
@@ -615,7 +673,8 @@ CASES = {"attention": (gen_attention, ref_attention),
          "low_precision": (gen_low_precision, ref_low_precision),
          "long_attention": (gen_long_attention, ref_long_attention),
          "long_backward": (gen_long_backward, ref_long_backward),
-         "mma_gemm": (gen_mma_gemm, ref_mma_gemm)}
+         "mma_gemm": (gen_mma_gemm, ref_mma_gemm),
+         "decoder": (gen_decoder, ref_decoder)}
 TOLERANCE = 2e-5
 # The reference stores the same roundings, so only values that land near a
 # rounding boundary may differ, by one unit in the last place: 2^-8 relative

@@ -44,6 +44,16 @@ struct AttentionOperands {
   AttentionDims dims;
   double scale;
   bool causal;
+  /// Query heads per key/value head (grouped-query attention; 1 without).
+  int64_t groups = 1;
+
+  /// The key/value head that query head `h` reads.
+  mlir::Value keyHead(mlir::OpBuilder &b, mlir::Location loc, mlir::Value h) const {
+    if (groups == 1)
+      return h;
+    return mlir::arith::DivUIOp::create(b, loc, h,
+                                        mlir::arith::ConstantIndexOp::create(b, loc, groups));
+  }
 
   /// The masks that limit the key range.
   AttentionMasks masks() const {
@@ -124,6 +134,7 @@ AttentionOperands attentionOperands(KernelBuilder &kb, OpTy op, mlir::ValueRange
     in.keyBias = kb.readBuffer(keyBias);
   }
   if constexpr (std::is_same_v<OpTy, FusedAttentionOp>) {
+    in.groups = op.getQueryHeadsPerKeyHead();
     if (Value offset = op.getQueryOffset())
       in.queryOffset = kb.readBuffer(offset);
     if (Value length = op.getKeyLength())

@@ -266,16 +266,17 @@ public:
   void emit() {
     forEachPair([&](Value bi, Value hi) {
       Value keysT, values;
+      Value kvh = in.keyHead(b, loc, hi);
       if (seqQ > kInPlaceQueries) {
-        keysT = packTransposedBlocks(in.k, bi, hi);
+        keysT = packTransposedBlocks(in.k, bi, kvh);
         Value keys = limits().keyCount(bi);
-        values = packRows(in.v, bi, hi, keys, paddedKeys(keys), paddedK, seqK - 1, 1.0);
+        values = packRows(in.v, bi, kvh, keys, paddedKeys(keys), paddedK, seqK - 1, 1.0);
       }
       Scratch scratch{kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ, blockK}, f32()),
                       kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ}, f32()),
                       kb.allocate({kBlockQ, lanes}, f32())};
       kb.forRowTiles(kb.index(0), seqQ, kBlockQ, [&](Value q0, int64_t rows) {
-        emitQueryBlock(bi, hi, keysT, values, scratch, q0, rows);
+        emitQueryBlock(bi, hi, kvh, keysT, values, scratch, q0, rows);
       });
     });
   }
@@ -289,8 +290,10 @@ private:
     Value sum; // [bq][lanes], per-lane partial sums
   };
 
-  void emitQueryBlock(Value bi, Value hi, Value keysT, Value values, const Scratch &s, Value q0,
-                      int64_t rows) {
+  /// Query head `hi`'s rows q0 .. q0 + rows - 1 against key/value head
+  /// `kvh`.
+  void emitQueryBlock(Value bi, Value hi, Value kvh, Value keysT, Value values, const Scratch &s,
+                      Value q0, int64_t rows) {
     // Scaled queries, running max/sum and output.
     kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
       Value qi = kb.addi(q0, i);
@@ -307,7 +310,7 @@ private:
       if (keysT)
         emitBlockProduct(s.queries, kb.index(0), keysT, block, rows, s.scores);
       else
-        emitBlockProductInPlace(bi, hi, s.queries, k0, rows, s.scores);
+        emitBlockProductInPlace(bi, kvh, s.queries, k0, rows, s.scores);
       ifMasked(bi, block, q0,
                [&](bool masked) { emitSoftmaxUpdate(bi, hi, s, q0, k0, rows, masked); });
       // O += P V over the block's keys before the key limit.
@@ -319,7 +322,7 @@ private:
           },
           [&](Value key, Value col, int64_t valid) {
             return values ? kb.loadVector(values, {key, col}, valid)
-                          : kb.loadVectorWidened(in.v, in.at(bi, key, hi, col), valid);
+                          : kb.loadVectorWidened(in.v, in.at(bi, key, kvh, col), valid);
           });
     });
     // out = O / l, 0 where nothing was visible; lse = m + log l.
@@ -339,13 +342,13 @@ private:
   /// scores[i][j] = sum_c queries[i][c] K[b, k0 + j, h, c] for the block's
   /// keys, read in place, a dot product each (keys past seq_k read its last
   /// row; the block's mask hides them).
-  void emitBlockProductInPlace(Value bi, Value hi, Value queries, Value k0, int64_t rows,
+  void emitBlockProductInPlace(Value bi, Value kvh, Value queries, Value k0, int64_t rows,
                                Value scores) {
     kb.forLoop(kb.index(0), kb.index(blockK), 1, [&](Value j) {
       Value key = kb.mini(kb.addi(k0, j), kb.index(seqK - 1));
       SmallVector<Value> sums(rows, kb.splat(0.0));
       forHeadDimVectors([&](Value c, int64_t valid) {
-        Value k = kb.loadVectorWidened(in.k, in.at(bi, key, hi, c), valid);
+        Value k = kb.loadVectorWidened(in.k, in.at(bi, key, kvh, c), valid);
         for (int64_t i = 0; i < rows; ++i)
           sums[i] = kb.fma(kb.loadVector(queries, {kb.index(i), c}, valid), k, sums[i]);
       });

@@ -113,6 +113,7 @@ private:
     Value max = block.privateArray({1});
     Value sum = block.privateArray({1});
     Value zero = kb.index(0);
+    Value kvh = in.keyHead(b, loc, hi);
 
     block.phase(
         [&](Value t) {
@@ -132,7 +133,7 @@ private:
       Value k0 = kb.muli(tile, keysPerTile);
       if (keyTile)
         block.phase([&](Value t) {
-          loadTiles(t, rowsPerBlock, bi, hi, k0, keysPerTile, seqK,
+          loadTiles(t, rowsPerBlock, bi, kvh, k0, keysPerTile, seqK,
                     {{in.k, keyTile}, {in.v, valueTile}});
         });
       block.phase(
@@ -140,7 +141,7 @@ private:
             ifRowExists(q0, rowOf(t), seqQ, [&](Value row) {
               kb.forLoop(zero, kb.index(keysPerTile), keysPerChunk() * lanesPerRow, [&](Value j0) {
                 Value first = lanesPerRow > 1 ? kb.addi(j0, laneOf(t)) : j0;
-                emitChunkUpdate(bi, hi, row, k0, first, keyTile, valueTile, t, query, acc, max,
+                emitChunkUpdate(bi, hi, kvh, row, k0, first, keyTile, valueTile, t, query, acc, max,
                                 sum);
               });
             });
@@ -224,9 +225,10 @@ private:
     return keys;
   }
 
-  /// The online-softmax step of one thread's row over the keys j0, j0 +
-  /// lanesPerRow, ... (keysPerChunk() of them) of a tile (from key k0).
-  void emitChunkUpdate(Value bi, Value hi, Value row, Value k0, Value j0, Value keyTile,
+  /// The online-softmax step of one thread's row (of query head `hi`, key
+  /// head `kvh`) over the keys j0, j0 + lanesPerRow, ... (keysPerChunk() of
+  /// them) of a tile (from key k0).
+  void emitChunkUpdate(Value bi, Value hi, Value kvh, Value row, Value k0, Value j0, Value keyTile,
                        Value valueTile, Value t, Value query, Value acc, Value max, Value sum) {
     Value zero = kb.index(0);
     SmallVector<Value> keys, scores;
@@ -235,7 +237,7 @@ private:
       Value j = kb.addi(j0, kb.index(e * lanesPerRow));
       Value qk =
           dot([&](Value c) { return kb.load(query, block.at(t, {c})); },
-              [&](Value c) { return tileValue(in.k, keyTile, bi, hi, k0, j, c); }, kb.f32(0.0));
+              [&](Value c) { return tileValue(in.k, keyTile, bi, kvh, k0, j, c); }, kb.f32(0.0));
       keys.push_back(j);
       scores.push_back(score(bi, hi, row, kb.addi(k0, j), qk));
       chunkMax = kb.max(chunkMax, scores.back());
@@ -256,7 +258,7 @@ private:
       forHeadDim([&](Value c) {
         Value total = kb.mul(kb.load(acc, block.at(t, {c})), correction);
         for (auto [j, p] : llvm::zip_equal(keys, probabilities))
-          total = kb.fma(p, tileValue(in.v, valueTile, bi, hi, k0, j, c), total);
+          total = kb.fma(p, tileValue(in.v, valueTile, bi, kvh, k0, j, c), total);
         kb.store(total, acc, block.at(t, {c}));
       });
       Value l = kb.load(sum, block.at(t, {zero}));

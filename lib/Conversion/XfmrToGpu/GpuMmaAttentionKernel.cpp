@@ -168,6 +168,8 @@ private:
     // Q's rows are copied asynchronously only where K's and V's are too:
     // streamTiles' waits then cover them.
     Value queryCopies = queryInShared ? vectorCopies({in.q, in.k, in.v}) : Value();
+    // Grouped-query attention: the query head's key/value head.
+    Value kvh = in.keyHead(b, loc, hi);
 
     block.phase(
         [&](Value t) {
@@ -230,7 +232,7 @@ private:
 
     if (!warpgroupMma) {
       streamTiles(
-          kb.index(0), tiles, bi, hi, seqK, {in.k, in.v}, stageArrays,
+          kb.index(0), tiles, bi, kvh, seqK, {in.k, in.v}, stageArrays,
           [&](const StreamedTile &tile) {
             block.phase(
                 [&](Value t) {
@@ -261,7 +263,7 @@ private:
         return stageOf(tile, stageArrays, /*later=*/-1)[1];
       };
       streamTiles(
-          kb.index(0), tiles, bi, hi, seqK, {in.k, in.v}, stageArrays,
+          kb.index(0), tiles, bi, kvh, seqK, {in.k, in.v}, stageArrays,
           [&](const StreamedTile &tile) {
             block.phase(
                 [&](Value t) {

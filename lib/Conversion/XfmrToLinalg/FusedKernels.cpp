@@ -504,8 +504,11 @@ struct FusedAttentionLowering : OpConversionPattern<FusedAttentionOp> {
           Value zero = AttentionTiles::index(b, loc, 0);
           Value queries =
               t.extractTile(b, loc, adaptor.getQuery(), batchIv, head, qStart, t.blockQ);
-          Value keys = t.extractTile(b, loc, adaptor.getKey(), batchIv, head, zero, t.seqK);
-          Value values = t.extractTile(b, loc, adaptor.getValue(), batchIv, head, zero, t.seqK);
+          // Grouped-query attention: the query head's key/value head.
+          Value keyHead = arith::DivUIOp::create(
+              b, loc, head, AttentionTiles::index(b, loc, op.getQueryHeadsPerKeyHead()));
+          Value keys = t.extractTile(b, loc, adaptor.getKey(), batchIv, keyHead, zero, t.seqK);
+          Value values = t.extractTile(b, loc, adaptor.getValue(), batchIv, keyHead, zero, t.seqK);
           Value scores = t.maskedScores(b, loc, queries, keys, batchIv, head, qStart, zero);
           Value max = reduceRows(b, loc, scores, filledTensor(b, loc, rowType, kNegInf), firstArg,
                                  maxValues);

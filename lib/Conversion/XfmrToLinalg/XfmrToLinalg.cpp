@@ -463,6 +463,92 @@ struct LearnedPositionLowering : OpConversionPattern<LearnedPositionEncodingOp> 
   }
 };
 
+/// One generic over [batch, seq, heads, n] reads the two rotated halves
+/// (slices of the input) and writes both rotated halves, which are inserted
+/// into the input's features; sines and cosines are computed in f32 from the
+/// position and the frequency table fixed at compile time.
+struct RotaryEmbeddingLowering : OpConversionPattern<RotaryEmbeddingOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(RotaryEmbeddingOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    auto type = op.getType();
+    Type elementType = type.getElementType();
+    Type f32 = rewriter.getF32Type();
+    SmallVector<float> frequencies(op.getInvFreq().begin(), op.getInvFreq().end());
+    int64_t half = static_cast<int64_t>(frequencies.size());
+    Value table = arith::ConstantOp::create(
+        rewriter, loc,
+        DenseElementsAttr::get(RankedTensorType::get({half}, f32), ArrayRef<float>(frequencies)));
+    Value input = adaptor.getInput(), starts = adaptor.getPositions();
+    double scaling = op.getAttentionScaling().convertToDouble();
+    // The forward rotation subtracts the partner's term in the first half
+    // and adds it in the second; its transpose the other way round.
+    bool transpose = op.getTranspose();
+
+    SmallVector<int64_t> halfShape(type.getShape());
+    halfShape.back() = half;
+    auto halfType = RankedTensorType::get(halfShape, elementType);
+    SmallVector<OpFoldResult> sizes = llvm::map_to_vector(
+        halfShape, [&](int64_t size) -> OpFoldResult { return rewriter.getIndexAttr(size); });
+    SmallVector<OpFoldResult> strides(4, rewriter.getIndexAttr(1));
+    auto offsetsAt = [&](int64_t feature) {
+      SmallVector<OpFoldResult> offsets(4, rewriter.getIndexAttr(0));
+      offsets.back() = rewriter.getIndexAttr(feature);
+      return offsets;
+    };
+    Value first = tensor::ExtractSliceOp::create(rewriter, loc, halfType, input, offsetsAt(0),
+                                                 sizes, strides);
+    Value second = tensor::ExtractSliceOp::create(rewriter, loc, halfType, input, offsetsAt(half),
+                                                  sizes, strides);
+    SmallVector<AffineMap> maps(4, AffineMap::getMultiDimIdentityMap(4, getContext()));
+    SmallVector<Value> inits(
+        2, tensor::EmptyOp::create(rewriter, loc, halfShape, elementType).getResult());
+    auto generic = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{halfType, halfType}, ValueRange{first, second}, inits, maps,
+        SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          auto widen = [&](Value x) -> Value {
+            return x.getType() == f32 ? x : arith::ExtFOp::create(b, l, f32, x).getResult();
+          };
+          auto narrow = [&](Value x) -> Value {
+            return elementType == f32 ? x : arith::TruncFOp::create(b, l, elementType, x);
+          };
+          Value position = linalg::IndexOp::create(b, l, 1);
+          if (starts)
+            position = arith::AddIOp::create(
+                b, l, position,
+                startPosition(b, l, starts, 0, std::numeric_limits<int32_t>::max()));
+          Value positionF32 = arith::SIToFPOp::create(
+              b, l, f32, arith::IndexCastOp::create(b, l, b.getI64Type(), position));
+          Value frequency =
+              tensor::ExtractOp::create(b, l, table, ValueRange{linalg::IndexOp::create(b, l, 3)});
+          Value angle = arith::MulFOp::create(b, l, positionF32, frequency);
+          Value cosine = math::CosOp::create(b, l, angle), sine = math::SinOp::create(b, l, angle);
+          if (scaling != 1.0) {
+            cosine = arith::MulFOp::create(b, l, cosine, floatConstant(b, l, f32, scaling));
+            sine = arith::MulFOp::create(b, l, sine, floatConstant(b, l, f32, scaling));
+          }
+          Value x1 = widen(args[0]), x2 = widen(args[1]);
+          Value x1c = arith::MulFOp::create(b, l, x1, cosine);
+          Value x2c = arith::MulFOp::create(b, l, x2, cosine);
+          Value x1s = arith::MulFOp::create(b, l, x1, sine);
+          Value x2s = arith::MulFOp::create(b, l, x2, sine);
+          Value out1 = transpose ? arith::AddFOp::create(b, l, x1c, x2s).getResult()
+                                 : arith::SubFOp::create(b, l, x1c, x2s).getResult();
+          Value out2 = transpose ? arith::SubFOp::create(b, l, x2c, x1s).getResult()
+                                 : arith::AddFOp::create(b, l, x2c, x1s).getResult();
+          linalg::YieldOp::create(b, l, ValueRange{narrow(out1), narrow(out2)});
+        });
+    Value result = tensor::InsertSliceOp::create(rewriter, loc, generic.getResult(0), input,
+                                                 offsetsAt(0), sizes, strides);
+    result = tensor::InsertSliceOp::create(rewriter, loc, generic.getResult(1), result,
+                                           offsetsAt(half), sizes, strides);
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
 /// One tensor.insert_slice per kept row into the loop-carried cache: only
 /// the chunk's rows are written, in place once bufferized.
 struct CacheUpdateLowering : OpConversionPattern<CacheUpdateOp> {
@@ -968,14 +1054,15 @@ struct ConvertXfmrToLinalgPass
 
     RewritePatternSet patterns(context);
     populateDecompositionPatterns(patterns);
-    patterns.add<BinaryLowering<AddOp, arith::AddFOp>, BinaryLowering<SubOp, arith::SubFOp>,
-                 BinaryLowering<MulOp, arith::MulFOp>, BinaryLowering<DivOp, arith::DivFOp>,
-                 BinaryLowering<MaximumOp, arith::MaximumFOp>, SelectLowering, ActivationLowering,
-                 DropoutLowering, PoolLowering, L2NormalizeLowering, RmsNormLowering,
-                 RelativePositionBiasLowering, DequantizeLowering, TransposeLowering,
-                 ReshapeLowering, ReduceLowering, MatmulLowering, CausalMaskLowering,
-                 EmbeddingLowering, SinusoidalPositionLowering, LearnedPositionLowering,
-                 CrossEntropyLowering, CrossEntropyBackwardLowering, CacheUpdateLowering>(context);
+    patterns
+        .add<BinaryLowering<AddOp, arith::AddFOp>, BinaryLowering<SubOp, arith::SubFOp>,
+             BinaryLowering<MulOp, arith::MulFOp>, BinaryLowering<DivOp, arith::DivFOp>,
+             BinaryLowering<MaximumOp, arith::MaximumFOp>, SelectLowering, ActivationLowering,
+             DropoutLowering, PoolLowering, L2NormalizeLowering, RmsNormLowering,
+             RelativePositionBiasLowering, DequantizeLowering, TransposeLowering, ReshapeLowering,
+             ReduceLowering, MatmulLowering, CausalMaskLowering, EmbeddingLowering,
+             SinusoidalPositionLowering, LearnedPositionLowering, RotaryEmbeddingLowering,
+             CrossEntropyLowering, CrossEntropyBackwardLowering, CacheUpdateLowering>(context);
     populateFusedKernelLoweringPatterns(patterns);
     populateBackwardLoweringPatterns(patterns);
     populateTrainingLoweringPatterns(patterns);

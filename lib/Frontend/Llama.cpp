@@ -1,0 +1,393 @@
+//===- Llama.cpp - Llama and the decoders built like it --------------------===//
+//
+// Llama-style decoders as transformers writes their checkpoints: pre-norm
+// blocks of an RMS norm, rotary self-attention over grouped key/value heads
+// and a gated MLP, then a final norm and a head (tied or not). Tensor names
+// (under `model.` in a *ForCausalLM checkpoint): embed_tokens,
+// layers.N.{input_layernorm, self_attn.{q,k,v,o}_proj, post_attention_layernorm,
+// mlp.{gate,up,down}_proj}, norm; lm_head at the top. The families differ in
+// a few facts, each held by its DecoderStyle below.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FrontendSupport.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "llvm/ADT/APFloat.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace xfmr;
+using namespace xfmr::frontend;
+
+namespace {
+
+/// What sets a family apart from Llama.
+struct DecoderStyle {
+  /// Biases of the q/k/v projections: always (Qwen2), or when the config's
+  /// `attention_bias` says (then of o_proj too).
+  bool alwaysQkvBias = false;
+  /// Per-head RMS norms of queries and keys before the rotation (Qwen3).
+  bool qkNorm = false;
+  /// Gemma: embeddings times sqrt(hidden_size), norms scaled by
+  /// (1 + weight).
+  bool gemma = false;
+  /// Phi-3: one qkv_proj and one gate_up_proj.
+  bool fusedProjections = false;
+  /// The sliding window applies only when this key is true (Qwen's
+  /// use_sliding_window); empty: whenever `sliding_window` is set.
+  StringRef windowSwitch;
+  StringRef defaultActivation = "silu";
+  bool tiedByDefault = false;
+};
+
+DecoderStyle styleOf(StringRef modelType) {
+  DecoderStyle style;
+  if (modelType == "qwen2") {
+    style.alwaysQkvBias = true;
+    style.windowSwitch = "use_sliding_window";
+  } else if (modelType == "qwen3") {
+    style.qkNorm = true;
+    style.windowSwitch = "use_sliding_window";
+  } else if (modelType == "gemma") {
+    style.gemma = true;
+    style.defaultActivation = "gelu_pytorch_tanh";
+    style.tiedByDefault = true;
+  } else if (modelType == "phi3") {
+    style.fusedProjections = true;
+  }
+  return style;
+}
+
+/// The rotation's frequencies and the scaling of its sines and cosines.
+struct Rope {
+  std::vector<double> inverseFrequencies;
+  double scaling = 1.0;
+};
+
+/// The rope of the config (transformers' ROPE_INIT_FUNCTIONS) for a model
+/// whose entries see `context` positions. Frequencies are rounded to f32 as
+/// transformers keeps them. Rope types whose frequencies change with the
+/// sequence (dynamic, longrope) are fixed by `context`: exactly what
+/// transformers does for a forward of that length; a generation entry whose
+/// cache reaches past the switch would see them change mid-sequence, which
+/// is refused.
+Rope readRope(ConfigReader &config, int64_t headDim, int64_t maxPositions, int64_t context,
+              bool generating) {
+  Rope rope;
+  std::optional<ConfigReader> nested = config.nested({"rope_parameters", "rope_scaling"});
+  ConfigReader &parameters = nested ? *nested : config;
+  double theta = parameters.positiveNumber("rope_theta", config.positiveNumber("rope_theta", 1e4));
+  std::string type = nested ? parameters.string({"rope_type", "type"}, "default") : "default";
+  double partial = parameters.positiveNumber("partial_rotary_factor",
+                                             config.positiveNumber("partial_rotary_factor", 1.0));
+  int64_t dim = static_cast<int64_t>(static_cast<double>(headDim) * partial);
+  if (partial > 1 || dim < 2 || dim % 2 != 0) {
+    config.error("partial_rotary_factor", "rotates " + Twine(dim) + " of the head's " +
+                                              Twine(headDim) +
+                                              " features; an even number from 2 is needed");
+    return rope;
+  }
+  // Phi-3 keeps the pretraining length beside the rope parameters.
+  int64_t originalMax = config.nonNegativeInt(
+      "original_max_position_embeddings",
+      parameters.nonNegativeInt("original_max_position_embeddings", maxPositions));
+  auto baseFrequencies = [&](double base) {
+    std::vector<double> frequencies;
+    for (int64_t i = 0; i < dim; i += 2)
+      frequencies.push_back(1.0 / std::pow(base, static_cast<double>(static_cast<float>(i) /
+                                                                     static_cast<float>(dim))));
+    return frequencies;
+  };
+  std::vector<double> &f = rope.inverseFrequencies;
+  auto refuseGrowth = [&](int64_t limit, StringRef limitKey) {
+    if (generating && context > limit)
+      config.error(
+          "rope_type",
+          "\"" + type + "\" rope changes its frequencies past '" + limitKey + "' (" + Twine(limit) +
+              ") during generation; compile with --max-context=" + Twine(limit) + " or less");
+  };
+  if (type == "default") {
+    f = baseFrequencies(theta);
+  } else if (type == "linear") {
+    f = baseFrequencies(theta);
+    double factor = parameters.positiveNumber("factor", 1.0);
+    for (double &x : f)
+      x /= factor;
+  } else if (type == "dynamic") {
+    refuseGrowth(maxPositions, "max_position_embeddings");
+    double factor = parameters.positiveNumber("factor", 1.0);
+    double length = static_cast<double>(std::max(context, maxPositions));
+    double d = static_cast<double>(dim);
+    double base =
+        theta *
+        std::pow(factor * length / static_cast<double>(maxPositions) - (factor - 1), d / (d - 2));
+    f = baseFrequencies(base);
+  } else if (type == "llama3") {
+    f = baseFrequencies(theta);
+    double factor = parameters.positiveNumber("factor", 8.0);
+    double low = parameters.positiveNumber("low_freq_factor", 1.0);
+    double high = parameters.positiveNumber("high_freq_factor", 4.0);
+    double old = static_cast<double>(originalMax);
+    for (double &x : f) {
+      double wavelength = 2 * M_PI / x;
+      double scaled = wavelength > old / low ? x / factor : x;
+      double smooth = (old / wavelength - low) / (high - low);
+      bool medium = !(wavelength < old / high) && !(wavelength > old / low);
+      x = medium ? (1 - smooth) * scaled / factor + smooth * scaled : scaled;
+    }
+  } else if (type == "yarn") {
+    double factor = parameters.positiveNumber("factor", static_cast<double>(maxPositions) /
+                                                            static_cast<double>(originalMax));
+    auto mscale = [](double scale, double m) {
+      return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0;
+    };
+    double m = parameters.positiveNumber("mscale", 0),
+           mAll = parameters.positiveNumber("mscale_all_dim", 0);
+    rope.scaling = parameters.positiveNumber(
+        "attention_factor",
+        m > 0 && mAll > 0 ? mscale(factor, m) / mscale(factor, mAll) : mscale(factor, 1));
+    double fast = parameters.positiveNumber("beta_fast", 32),
+           slow = parameters.positiveNumber("beta_slow", 1);
+    bool truncate = parameters.boolean("truncate", true);
+    double d = static_cast<double>(dim);
+    auto correction = [&](double rotations) {
+      return d * std::log(static_cast<double>(originalMax) / (rotations * 2 * M_PI)) /
+             (2 * std::log(theta));
+    };
+    double lowDim = correction(fast), highDim = correction(slow);
+    if (truncate) {
+      lowDim = std::floor(lowDim);
+      highDim = std::ceil(highDim);
+    }
+    lowDim = std::max(lowDim, 0.0);
+    highDim = std::min(highDim, d - 1);
+    if (lowDim == highDim)
+      highDim += 0.001;
+    std::vector<double> extrapolation = baseFrequencies(theta);
+    for (size_t i = 0; i < extrapolation.size(); ++i) {
+      double ramp = std::clamp((static_cast<double>(i) - lowDim) / (highDim - lowDim), 0.0, 1.0);
+      double keep = 1 - ramp;
+      f.push_back(extrapolation[i] / factor * (1 - keep) + extrapolation[i] * keep);
+    }
+  } else if (type == "longrope") {
+    refuseGrowth(originalMax, "original_max_position_embeddings");
+    double factor = parameters.positiveNumber("factor", static_cast<double>(maxPositions) /
+                                                            static_cast<double>(originalMax));
+    rope.scaling = parameters.positiveNumber(
+        "attention_factor",
+        factor <= 1 ? 1.0
+                    : std::sqrt(1 + std::log(factor) / std::log(static_cast<double>(originalMax))));
+    bool longFactors = context > originalMax;
+    std::vector<double> factors = parameters.positiveNumbers(
+        longFactors ? "long_factor" : "short_factor", static_cast<size_t>(dim / 2));
+    f = baseFrequencies(theta);
+    for (auto [x, scale] : llvm::zip_equal(f, factors))
+      x /= scale;
+  } else {
+    parameters.error("rope_type", "unsupported rope type \"" + type +
+                                      "\" (default, linear, dynamic, llama3, yarn, longrope)");
+  }
+  for (double &x : f)
+    x = static_cast<double>(static_cast<float>(x));
+  return rope;
+}
+
+struct DecoderConfig {
+  int64_t layers = 0, dModel = 0, heads = 0, keyHeads = 0, headDim = 0, ffn = 0, vocab = 0;
+  double epsilon = 1e-6;
+  Activation activation = Activation::silu;
+  bool qkvBias = false, outputBias = false, mlpBias = false;
+  double residualDropout = 0, embeddingDropout = 0;
+  Rope rope;
+};
+
+class DecoderBuilder {
+public:
+  DecoderBuilder(GraphBuilder &graph, const DecoderStyle &style, const DecoderConfig &config)
+      : graph(graph), b(graph.builder()), loc(graph.location()), style(style), c(config) {}
+
+  Value norm(Value x, StringRef prefix) {
+    if (!style.gemma)
+      return graph.rmsNorm(x, prefix, c.epsilon);
+    // Gemma scales by (1 + weight).
+    int64_t d = cast<RankedTensorType>(x.getType()).getShape().back();
+    Value gamma =
+        AddOp::create(b, loc, graph.param((prefix + ".weight").str(), {d}), constant(1.0));
+    return RmsNormOp::create(b, loc, x.getType(), x, gamma, b.getF64FloatAttr(c.epsilon));
+  }
+
+  /// The last dimension's [offset, offset + size) of x.
+  Value slice(Value x, int64_t offset, int64_t size) {
+    auto type = cast<RankedTensorType>(x.getType());
+    SmallVector<int64_t> shape(type.getShape());
+    shape.back() = size;
+    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0)), sizes,
+        strides(type.getRank(), b.getIndexAttr(1));
+    offsets.back() = b.getIndexAttr(offset);
+    for (int64_t size : shape)
+      sizes.push_back(b.getIndexAttr(size));
+    return tensor::ExtractSliceOp::create(b, loc, type.clone(shape), x, offsets, sizes, strides);
+  }
+
+  /// [batch, seq, heads * head_dim] as [batch, seq, heads, head_dim].
+  Value splitHeads(Value x, int64_t heads) {
+    auto type = cast<RankedTensorType>(x.getType());
+    return ReshapeOp::create(
+        b, loc,
+        RankedTensorType::get({type.getDimSize(0), type.getDimSize(1), heads, c.headDim},
+                              type.getElementType()),
+        x);
+  }
+
+  Value attention(Value x, const std::string &prefix, Value mask, int64_t layer) {
+    int64_t queryWidth = c.heads * c.headDim, keyWidth = c.keyHeads * c.headDim;
+    Value q, k, v;
+    if (style.fusedProjections) {
+      Value qkv = graph.linear(x, prefix + ".qkv_proj", c.dModel, queryWidth + 2 * keyWidth, true,
+                               c.qkvBias);
+      q = slice(qkv, 0, queryWidth);
+      k = slice(qkv, queryWidth, keyWidth);
+      v = slice(qkv, queryWidth + keyWidth, keyWidth);
+    } else {
+      q = graph.linear(x, prefix + ".q_proj", c.dModel, queryWidth, true, c.qkvBias);
+      k = graph.linear(x, prefix + ".k_proj", c.dModel, keyWidth, true, c.qkvBias);
+      v = graph.linear(x, prefix + ".v_proj", c.dModel, keyWidth, true, c.qkvBias);
+    }
+    q = splitHeads(q, c.heads);
+    k = splitHeads(k, c.keyHeads);
+    v = splitHeads(v, c.keyHeads);
+    if (style.qkNorm) {
+      q = norm(q, prefix + ".q_norm");
+      k = norm(k, prefix + ".k_norm");
+    }
+    q = graph.rotary(q, c.rope.inverseFrequencies, c.rope.scaling);
+    k = graph.rotary(k, c.rope.inverseFrequencies, c.rope.scaling);
+    Value attended = graph.causalSelfAttention(q, k, v, mask, std::nullopt, "attentions", layer);
+    return graph.linear(attended, prefix + ".o_proj", queryWidth, c.dModel, true, c.outputBias);
+  }
+
+  Value mlp(Value x, const std::string &prefix) {
+    Value gate, up;
+    if (style.fusedProjections) {
+      Value both = graph.linear(x, prefix + ".gate_up_proj", c.dModel, 2 * c.ffn, true, c.mlpBias);
+      gate = slice(both, 0, c.ffn);
+      up = slice(both, c.ffn, c.ffn);
+    } else {
+      gate = graph.linear(x, prefix + ".gate_proj", c.dModel, c.ffn, true, c.mlpBias);
+      up = graph.linear(x, prefix + ".up_proj", c.dModel, c.ffn, true, c.mlpBias);
+    }
+    Value hidden = MulOp::create(b, loc, graph.activation(gate, c.activation), up);
+    return graph.linear(hidden, prefix + ".down_proj", c.ffn, c.dModel, true, c.mlpBias);
+  }
+
+  Value layer(Value x, int64_t index, Value mask) {
+    std::string prefix = "layers." + std::to_string(index);
+    Value attended =
+        attention(norm(x, prefix + ".input_layernorm"), prefix + ".self_attn", mask, index);
+    x = graph.add(x, graph.dropout(attended, c.residualDropout));
+    Value hidden = mlp(norm(x, prefix + ".post_attention_layernorm"), prefix + ".mlp");
+    return graph.add(x, graph.dropout(hidden, c.residualDropout));
+  }
+
+  Value constant(double value) {
+    auto type = RankedTensorType::get({1}, graph.floatType());
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(graph.floatType(), value)));
+  }
+
+private:
+  GraphBuilder &graph;
+  OpBuilder &b;
+  Location loc;
+  const DecoderStyle &style;
+  const DecoderConfig &c;
+};
+
+} // namespace
+
+llvm::Error frontend::buildLlama(FamilyInputs &in) {
+  ConfigReader &config = in.config;
+  GraphBuilder &graph = in.graph;
+  DecoderStyle style = styleOf(in.info.modelType);
+  DecoderConfig c;
+  c.layers = config.layerCount({"num_hidden_layers"});
+  c.dModel = config.positiveInt({"hidden_size"});
+  c.heads = config.positiveInt({"num_attention_heads"});
+  c.keyHeads = config.positiveInt({"num_key_value_heads"}, c.heads);
+  c.ffn = config.positiveInt({"intermediate_size"});
+  c.vocab = config.positiveInt({"vocab_size"});
+  int64_t positions = config.positiveInt({"max_position_embeddings"});
+  c.epsilon = config.positiveNumber("rms_norm_eps", 1e-6);
+  c.activation = config.activation({"hidden_activation", "hidden_act"}, style.defaultActivation);
+  bool attentionBias = config.boolean("attention_bias", false);
+  c.qkvBias = style.alwaysQkvBias || attentionBias;
+  c.outputBias = attentionBias;
+  c.mlpBias = config.boolean("mlp_bias", false);
+  c.residualDropout = config.probability("resid_pdrop", 0.0);
+  c.embeddingDropout = config.probability("embd_pdrop", 0.0);
+  bool tied = config.boolean("tie_word_embeddings", style.tiedByDefault);
+  in.info.padTokenId = config.nonNegativeInt("pad_token_id", 0);
+  if (config.failed())
+    return config.takeError();
+  if (c.heads % c.keyHeads != 0)
+    config.error("num_attention_heads", Twine(c.heads) +
+                                            " heads are not divisible by 'num_key_value_heads' (" +
+                                            Twine(c.keyHeads) + ")");
+  c.headDim = config.positiveInt({"head_dim"}, c.dModel / c.heads);
+  if (c.dModel % c.heads != 0 && !config.failed() && c.dModel / c.heads == 0)
+    config.error("hidden_size", "is smaller than 'num_attention_heads'");
+  config.requireHeadSize("head_dim", c.headDim);
+  if (config.probability("attention_dropout", 0.0) > 0 && in.request.training)
+    config.error("attention_dropout", "dropout of attention probabilities is not supported");
+  int64_t seqLen = graph.sequenceLength(config, positions, "max_position_embeddings");
+  int64_t context =
+      graph.caching() ? (in.request.cacheLength ? in.request.cacheLength : positions) : seqLen;
+  c.rope = readRope(config, c.headDim, positions, context, graph.caching());
+  // A window no shorter than the context masks nothing.
+  bool windowed = style.windowSwitch.empty() || config.boolean(style.windowSwitch, false);
+  int64_t window = config.nonNegativeInt("sliding_window", 0);
+  if (windowed && window > 0 && window < context)
+    config.error("sliding_window",
+                 "a sliding window (" + Twine(window) + ") shorter than the compiled context (" +
+                     Twine(context) +
+                     " positions) is not supported yet; compile with --max-context (generation) "
+                     "or --seq-len of at most the window");
+  if (in.request.allAttentions || !in.request.attentionLayers.empty())
+    config.error("model_type", "--output-attentions is not supported for model type \"" +
+                                   in.info.modelType + "\" yet");
+  if (config.failed())
+    return config.takeError();
+  in.info.weightPrefixes = {"", "model."};
+  in.info.causalLanguageModel = true;
+
+  OpBuilder &b = graph.builder();
+  Location loc = graph.location();
+  DecoderBuilder decoder(graph, style, c);
+  Value ids = graph.input("input_ids", seqLen);
+  Value mask = graph.paddingMask(graph.input("attention_mask", seqLen));
+  Value table = graph.param("embed_tokens.weight", {c.vocab, c.dModel});
+  // Gemma's sqrt(hidden_size), rounded to the model's type as transformers does.
+  double embeddingScale = 1.0;
+  if (style.gemma) {
+    llvm::APFloat scale(std::sqrt(static_cast<double>(c.dModel)));
+    bool lost = false;
+    scale.convert(cast<FloatType>(graph.floatType()).getFloatSemantics(),
+                  llvm::APFloat::rmNearestTiesToEven, &lost);
+    embeddingScale = scale.convertToDouble();
+  }
+  Value x = EmbeddingOp::create(b, loc, ids, table, b.getF64FloatAttr(embeddingScale));
+  x = graph.dropout(x, c.embeddingDropout);
+  for (int64_t i = 0; i < c.layers; ++i)
+    x = decoder.layer(x, i, mask);
+  x = graph.predictedPositions(decoder.norm(x, "norm"), mask);
+  if (in.architecture.ends_with("Model")) {
+    graph.output("last_hidden_state", x);
+    return llvm::Error::success();
+  }
+  Value head = tied ? table : graph.param("lm_head.weight", {c.vocab, c.dModel});
+  graph.output("logits", LinearOp::create(b, loc, x, head, Value(), /*transpose_weight=*/true));
+  return llvm::Error::success();
+}
