@@ -264,9 +264,21 @@ LogicalResult ReduceOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImp
 
 LogicalResult EmbeddingOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
   og.assign(2, Value());
-  if (rg[0])
-    og[1] = EmbeddingBackwardOp::create(b, getLoc(), getTable().getType(), getIds(), rg[0],
-                                        getScaleAttr());
+  if (!rg[0])
+    return success();
+  Location loc = getLoc();
+  auto tableType = typeOf(getTable());
+  og[1] = EmbeddingBackwardOp::create(b, loc, tableType, getIds(), rg[0], getScaleAttr());
+  if (std::optional<uint64_t> padding = getPaddingIdx()) {
+    // The padding row's gradient is zero.
+    int64_t width = tableType.getDimSize(1);
+    auto rowType = RankedTensorType::get({1, width}, tableType.getElementType());
+    og[1] = tensor::InsertSliceOp::create(
+        b, loc, zeros(b, loc, rowType), og[1],
+        ArrayRef<OpFoldResult>{b.getIndexAttr(static_cast<int64_t>(*padding)), b.getIndexAttr(0)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(width)},
+        ArrayRef<OpFoldResult>{b.getIndexAttr(1), b.getIndexAttr(1)});
+  }
   return success();
 }
 

@@ -77,6 +77,11 @@ LogicalResult EmbeddingOp::verify() {
   double scale = getScale().convertToDouble();
   if (!(scale > 0) || !std::isfinite(scale))
     return emitOpError("scale must be a positive finite number, got ") << scale;
+  int64_t vocab = tensorTypeOf(getTable()).getDimSize(0);
+  if (std::optional<uint64_t> padding = getPaddingIdx();
+      padding && *padding >= static_cast<uint64_t>(vocab))
+    return emitOpError("padding_idx ")
+           << *padding << " is outside the table's " << vocab << " rows";
   return success();
 }
 

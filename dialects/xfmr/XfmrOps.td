@@ -21,15 +21,22 @@ def Xfmr_EmbeddingOp : Xfmr_Op<"embedding",
     `ids`; the result has the shape of `ids` with `d_model` appended. `scale`
     multiplies the gathered rows (the original transformer scales by
     sqrt(d_model)). Ids outside [0, vocab) are undefined behaviour here: the
-    runtime rejects them before a kernel runs.
+    runtime rejects them before a kernel runs. Row `padding_idx`, if given,
+    gets no gradient (torch.nn.Embedding's padding_idx).
 
     ```mlir
     %x = xfmr.embedding %ids, %wte : (tensor<2x8xi32>, tensor<100x64xf32>) -> tensor<2x8x64xf32>
+    %y = xfmr.embedding %ids, %wte {padding_idx = 0 : i64} : (tensor<2x8xi32>, tensor<100x64xf32>) -> tensor<2x8x64xf32>
     ```
   }];
   let arguments = (ins Xfmr_IntTensor:$ids, Xfmr_FloatTensor:$table,
-                   DefaultValuedAttr<F64Attr, "1.0">:$scale);
+                   DefaultValuedAttr<F64Attr, "1.0">:$scale,
+                   OptionalAttr<ConfinedAttr<I64Attr, [IntNonNegative]>>:$padding_idx);
   let results = (outs Xfmr_FloatTensor:$result);
+  let builders = [
+    OpBuilder<(ins "::mlir::Value":$ids, "::mlir::Value":$table, "::mlir::FloatAttr":$scale), [{
+      build($_builder, $_state, ids, table, scale, ::mlir::IntegerAttr());
+    }]>];
   let assemblyFormat = "$ids `,` $table attr-dict `:` functional-type(operands, results)";
   let hasVerifier = 1;
 }

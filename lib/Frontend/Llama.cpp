@@ -69,11 +69,10 @@ struct Rope {
 
 /// The rope of the config (transformers' ROPE_INIT_FUNCTIONS) for a model
 /// whose entries see `context` positions. Frequencies are rounded to f32 as
-/// transformers keeps them. Rope types whose frequencies change with the
-/// sequence (dynamic, longrope) are fixed by `context`: exactly what
-/// transformers does for a forward of that length; a generation entry whose
-/// cache reaches past the switch would see them change mid-sequence, which
-/// is refused.
+/// transformers keeps them. longrope's factors depend on the sequence's
+/// length: `context` fixes them, exactly as transformers picks them for a
+/// forward of that length; a generation entry whose cache reaches past the
+/// switch would see them change mid-sequence, which is refused.
 Rope readRope(ConfigReader &config, int64_t headDim, int64_t maxPositions, int64_t context,
               bool generating) {
   Rope rope;
@@ -102,13 +101,6 @@ Rope readRope(ConfigReader &config, int64_t headDim, int64_t maxPositions, int64
     return frequencies;
   };
   std::vector<double> &f = rope.inverseFrequencies;
-  auto refuseGrowth = [&](int64_t limit, StringRef limitKey) {
-    if (generating && context > limit)
-      config.error(
-          "rope_type",
-          "\"" + type + "\" rope changes its frequencies past '" + limitKey + "' (" + Twine(limit) +
-              ") during generation; compile with --max-context=" + Twine(limit) + " or less");
-  };
   if (type == "default") {
     f = baseFrequencies(theta);
   } else if (type == "linear") {
@@ -117,14 +109,9 @@ Rope readRope(ConfigReader &config, int64_t headDim, int64_t maxPositions, int64
     for (double &x : f)
       x /= factor;
   } else if (type == "dynamic") {
-    refuseGrowth(maxPositions, "max_position_embeddings");
-    double factor = parameters.positiveNumber("factor", 1.0);
-    double length = static_cast<double>(std::max(context, maxPositions));
-    double d = static_cast<double>(dim);
-    double base =
-        theta *
-        std::pow(factor * length / static_cast<double>(maxPositions) - (factor - 1), d / (d - 2));
-    f = baseFrequencies(base);
+    // NTK scaling starts past max_position_embeddings, which no compiled
+    // entry reaches: below it the frequencies are the default ones.
+    f = baseFrequencies(theta);
   } else if (type == "llama3") {
     f = baseFrequencies(theta);
     double factor = parameters.positiveNumber("factor", 8.0);
@@ -173,7 +160,12 @@ Rope readRope(ConfigReader &config, int64_t headDim, int64_t maxPositions, int64
       f.push_back(extrapolation[i] / factor * (1 - keep) + extrapolation[i] * keep);
     }
   } else if (type == "longrope") {
-    refuseGrowth(originalMax, "original_max_position_embeddings");
+    if (generating && context > originalMax)
+      config.error("rope_type", "\"longrope\" rope changes its frequencies past "
+                                "'original_max_position_embeddings' (" +
+                                    Twine(originalMax) +
+                                    ") during generation; compile with --max-context=" +
+                                    Twine(originalMax) + " or less");
     double factor = parameters.positiveNumber("factor", static_cast<double>(maxPositions) /
                                                             static_cast<double>(originalMax));
     rope.scaling = parameters.positiveNumber(
@@ -378,7 +370,11 @@ llvm::Error frontend::buildLlama(FamilyInputs &in) {
                   llvm::APFloat::rmNearestTiesToEven, &lost);
     embeddingScale = scale.convertToDouble();
   }
-  Value x = EmbeddingOp::create(b, loc, ids, table, b.getF64FloatAttr(embeddingScale));
+  auto embedding = EmbeddingOp::create(b, loc, ids, table, b.getF64FloatAttr(embeddingScale));
+  // transformers' embedding never trains the padding token's row.
+  if (in.info.padTokenId < c.vocab && config.tokenId("pad_token_id") >= 0)
+    embedding.setPaddingIdx(static_cast<uint64_t>(in.info.padTokenId));
+  Value x = embedding;
   x = graph.dropout(x, c.embeddingDropout);
   for (int64_t i = 0; i < c.layers; ++i)
     x = decoder.layer(x, i, mask);

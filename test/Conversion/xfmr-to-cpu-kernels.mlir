@@ -220,6 +220,24 @@ func.func @attention(%q: tensor<1x128x2x16xf32>) -> tensor<1x128x2x16xf32> {
 
 // -----
 
+// Grouped-query attention: each of the 4 query heads reads key/value head
+// h / 2 in place (a decode step: no packing); the K/V operands stay [.., 2, ..].
+// CHECK-LABEL: func @grouped_query_attention
+// CHECK: bufferization.to_buffer %{{.*}} read_only : tensor<1x32x2x16xf32>
+// CHECK: scf.forall (%{{.*}}) in (4)
+// CHECK: %[[HEAD:.*]] = arith.remui %{{.*}}, %c4
+// CHECK: %[[KVHEAD:.*]] = arith.divui %[[HEAD]], %c2
+// CHECK: vector.load %{{.*}}[%{{.*}}, %{{.*}}, %[[KVHEAD]], %c0] : memref<1x32x2x16xf32
+// CHECK-NOT: tensor<1x32x4x16xf32>
+func.func @grouped_query_attention(%q: tensor<1x1x4x16xf32>, %kv: tensor<1x32x2x16xf32>,
+                                   %offset: tensor<1xi32>, %length: tensor<1xi32>) -> tensor<1x1x4x16xf32> {
+  %o = xfmr.fused_attention %q, %kv, %kv query_offset(%offset) key_length(%length) {causal, scale = 0.25 : f64}
+       : (tensor<1x1x4x16xf32>, tensor<1x32x2x16xf32>, tensor<1x32x2x16xf32>, tensor<1xi32>, tensor<1xi32>) -> tensor<1x1x4x16xf32>
+  return %o : tensor<1x1x4x16xf32>
+}
+
+// -----
+
 // A position bias (one value per diagonal) is read through a view whose
 // query stride is -1: score (i, j) reads band[j - i + 95] as a vector along
 // the keys; no [seq_q, seq_k] bias is allocated.

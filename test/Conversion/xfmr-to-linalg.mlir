@@ -606,3 +606,43 @@ func.func @cache_attention(%q: tensor<2x1x2x16xf32>, %k: tensor<2x256x2x16xf32>,
        : (tensor<2x1x2x16xf32>, tensor<2x256x2x16xf32>, tensor<2x256x2x16xf32>, tensor<2xi32>, tensor<2xi32>) -> tensor<2x1x2x16xf32>
   return %o : tensor<2x1x2x16xf32>
 }
+
+// -----
+
+// Rotary embedding: the two rotated halves (features 0-1 and 2-3 of 6) are
+// sliced out, one generic with two results rotates them by the f32 angle
+// position * inv_freq (positions from the run-time start of each sequence),
+// and they are inserted back; features 4-5 pass through. The transpose
+// swaps the signs.
+// CHECK-LABEL: func @rotary
+// CHECK: %[[FREQ:.*]] = arith.constant dense<[1.000000e+00, 1.000000e-01]> : tensor<2xf32>
+// CHECK: %[[X1:.*]] = tensor.extract_slice %[[X:.*]][0, 0, 0, 0] [2, 3, 4, 2] [1, 1, 1, 1]
+// CHECK: %[[X2:.*]] = tensor.extract_slice %[[X]][0, 0, 0, 2] [2, 3, 4, 2] [1, 1, 1, 1]
+// CHECK: %[[ROT:.*]]:2 = linalg.generic {{.*}} ins(%[[X1]], %[[X2]] : {{.*}}) outs(
+// CHECK: tensor.extract %{{.*}}[%{{.*}}] : tensor<2xi32>
+// CHECK: tensor.extract %[[FREQ]]
+// CHECK: math.cos
+// CHECK: math.sin
+// CHECK: arith.subf
+// CHECK: arith.addf
+// CHECK: %[[FIRST:.*]] = tensor.insert_slice %[[ROT]]#0 into %[[X]][0, 0, 0, 0] [2, 3, 4, 2]
+// CHECK: tensor.insert_slice %[[ROT]]#1 into %[[FIRST]][0, 0, 0, 2] [2, 3, 4, 2]
+// CHECK-NOT: xfmr.rotary_embedding
+func.func @rotary(%x: tensor<2x3x4x6xf32>, %p: tensor<2xi32>) -> tensor<2x3x4x6xf32> {
+  %r = xfmr.rotary_embedding %x positions(%p : tensor<2xi32>) {inv_freq = array<f64: 1.0, 0.1>} : tensor<2x3x4x6xf32>
+  return %r : tensor<2x3x4x6xf32>
+}
+
+// -----
+
+// Grouped-query attention in the reference lowering: query head h's tiles of
+// keys and values are those of key/value head h / 3.
+// CHECK-LABEL: func @grouped_query_attention
+// CHECK: scf.forall (%[[HEAD:.*]]) in (6)
+// CHECK: %[[KVHEAD:.*]] = arith.divui %[[HEAD]], %c3
+// CHECK: tensor.extract_slice %{{.*}}[0, 0, %[[KVHEAD]], 0] [1, 8, 1, 16] [1, 1, 1, 1] : tensor<1x8x2x16xf32>
+func.func @grouped_query_attention(%q: tensor<1x8x6x16xf32>, %kv: tensor<1x8x2x16xf32>) -> tensor<1x8x6x16xf32> {
+  %o = xfmr.fused_attention %q, %kv, %kv {causal, scale = 0.25 : f64}
+       : (tensor<1x8x6x16xf32>, tensor<1x8x2x16xf32>, tensor<1x8x2x16xf32>) -> tensor<1x8x6x16xf32>
+  return %o : tensor<1x8x6x16xf32>
+}

@@ -756,3 +756,69 @@ func.func @dequantize_axis(%q: tensor<64x96xi8>, %s: tensor<2x96xf32>) {
   %w = xfmr.dequantize %q, %s {axis = 2 : i64, group_size = 32 : i64} : (tensor<64x96xi8>, tensor<2x96xf32>) -> tensor<64x96xf32>
   return
 }
+
+// -----
+
+func.func @fused_attention_groups(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x3x16xf32>) {
+  // expected-error @+1 {{the query's 4 heads must be a multiple of the key's 3 (grouped-query attention)}}
+  %o = xfmr.fused_attention %q, %k, %k {scale = 0.25 : f64}
+       : (tensor<2x8x4x16xf32>, tensor<2x8x3x16xf32>, tensor<2x8x3x16xf32>) -> tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @fused_attention_group_values(%q: tensor<2x8x4x16xf32>, %k: tensor<2x8x2x16xf32>, %v: tensor<2x8x4x16xf32>) {
+  // expected-error @+1 {{key and value must both be [2, 8, 2, 16] to match query [2, 8, 4, 16], got key [2, 8, 2, 16] and value [2, 8, 4, 16]}}
+  %o = xfmr.fused_attention %q, %k, %v {scale = 0.25 : f64}
+       : (tensor<2x8x4x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_rank(%x: tensor<8x4x16xf32>) {
+  // expected-error @+1 {{input must be [batch, seq, heads, head_dim], got 'tensor<8x4x16xf32>'}}
+  %r = xfmr.rotary_embedding %x {inv_freq = array<f64: 1.0>} : tensor<8x4x16xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_too_many_frequencies(%x: tensor<2x8x4x4xf32>) {
+  // expected-error @+1 {{inv_freq must hold 1 to head_dim / 2 = 2 frequencies, got 3}}
+  %r = xfmr.rotary_embedding %x {inv_freq = array<f64: 1.0, 0.5, 0.25>} : tensor<2x8x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_no_frequencies(%x: tensor<2x8x4x4xf32>) {
+  // expected-error @+1 {{inv_freq must hold 1 to head_dim / 2 = 2 frequencies, got 0}}
+  %r = xfmr.rotary_embedding %x {inv_freq = array<f64>} : tensor<2x8x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_negative_frequency(%x: tensor<2x8x4x4xf32>) {
+  // expected-error @+1 {{inv_freq must be finite and non-negative}}
+  %r = xfmr.rotary_embedding %x {inv_freq = array<f64: -1.0>} : tensor<2x8x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_scaling(%x: tensor<2x8x4x4xf32>) {
+  // expected-error @+1 {{attention_scaling must be positive and finite, got 0}}
+  %r = xfmr.rotary_embedding %x {inv_freq = array<f64: 1.0>, attention_scaling = 0.0 : f64} : tensor<2x8x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_positions(%x: tensor<2x8x4x4xf32>, %p: tensor<3xi32>) {
+  // expected-error @+1 {{positions must be i32 [batch] = [2], got 'tensor<3xi32>'}}
+  %r = xfmr.rotary_embedding %x positions(%p : tensor<3xi32>) {inv_freq = array<f64: 1.0>} : tensor<2x8x4x4xf32>
+  return
+}

@@ -242,3 +242,21 @@ func.func @position_bias(%q: tensor<2x8x4x16xf32>, %k: tensor<2x12x4x16xf32>, %t
          : (tensor<2x8x4x16xf32>, tensor<2x12x4x16xf32>, tensor<2x12x4x16xf32>, tensor<1x4x19xf32>) -> tensor<2x8x4x16xf32>
   return %o : tensor<2x8x4x16xf32>
 }
+
+// Rotary embeddings (partial, scaled, over a cache's start positions, transposed) and
+// grouped-query attention: 8 query heads over 2 key/value heads.
+// CHECK-LABEL: func @decoder
+func.func @decoder(%q: tensor<2x8x8x16xf32>, %kv: tensor<2x8x2x16xf32>, %p: tensor<2xi32>)
+    -> (tensor<2x8x8x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) {
+  // CHECK: xfmr.rotary_embedding %{{.*}} {attention_scaling = 1.250000e+00 : f64, inv_freq = array<f64: 1.000000e+00, 1.000000e-01>} : tensor<2x8x8x16xf32>
+  %rq = xfmr.rotary_embedding %q {inv_freq = array<f64: 1.0, 0.1>, attention_scaling = 1.25 : f64} : tensor<2x8x8x16xf32>
+  // CHECK: xfmr.rotary_embedding %{{.*}} positions(%{{.*}} : tensor<2xi32>) {inv_freq = array<f64: 1.000000e+00, 5.000000e-01, 2.500000e-01, 1.250000e-01, 6.250000e-02, 3.125000e-02, 1.562500e-02, 7.812500e-03>} : tensor<2x8x2x16xf32>
+  %rk = xfmr.rotary_embedding %kv positions(%p : tensor<2xi32>)
+        {inv_freq = array<f64: 1.0, 0.5, 0.25, 0.125, 0.0625, 0.03125, 0.015625, 0.0078125>} : tensor<2x8x2x16xf32>
+  // CHECK: xfmr.rotary_embedding %{{.*}} positions(%{{.*}} : tensor<2xi32>) {inv_freq = array<f64: 1.000000e+00>, transpose} : tensor<2x8x2x16xf32>
+  %tk = xfmr.rotary_embedding %kv positions(%p : tensor<2xi32>) {inv_freq = array<f64: 1.0>, transpose} : tensor<2x8x2x16xf32>
+  // CHECK: xfmr.fused_attention %{{.*}}, %{{.*}}, %{{.*}} {causal, scale = 2.500000e-01 : f64} : (tensor<2x8x8x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x8x16xf32>
+  %o = xfmr.fused_attention %rq, %rk, %kv {causal, scale = 0.25 : f64}
+       : (tensor<2x8x8x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x8x16xf32>
+  return %o, %rk, %tk : tensor<2x8x8x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
+}

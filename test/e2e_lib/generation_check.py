@@ -57,26 +57,70 @@ PROMPTS = ["The quick brown fox", "Voilà: naïve café, résumé, Ærøskøbing
            "it's"]
 
 
-def gpt2_checkpoint(directory, seed, stage="all"):
+def decoder_kwargs(vocab, eos, **overrides):
+    """A Llama-style decoder of 2 layers, 4 query heads over 2 key/value
+    heads (grouped-query attention)."""
+    c = dict(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=32,
+             intermediate_size=64, vocab_size=vocab, max_position_embeddings=128,
+             bos_token_id=eos, eos_token_id=eos, pad_token_id=eos)
+    c.update(overrides)
+    return c
+
+
+# family -> (class, config from (vocab, eos)): Llama's rope scaled past
+# position 16, which prompts and generated tokens cross; Phi-3's partial.
+DECODERS = {
+    "gpt2": (tf.GPT2LMHeadModel,
+             lambda vocab, eos: tf.GPT2Config(n_layer=2, n_head=4, n_embd=32, vocab_size=vocab,
+                                              n_positions=128, bos_token_id=eos,
+                                              eos_token_id=eos)),
+    "llama": (tf.LlamaForCausalLM,
+              lambda vocab, eos: tf.LlamaConfig(**decoder_kwargs(vocab, eos, rope_parameters={
+                  "rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0,
+                  "high_freq_factor": 4.0, "original_max_position_embeddings": 16,
+                  "rope_theta": 500.0}))),
+    "mistral": (tf.MistralForCausalLM,
+                lambda vocab, eos: tf.MistralConfig(**decoder_kwargs(vocab, eos,
+                                                                     sliding_window=128))),
+    "qwen2": (tf.Qwen2ForCausalLM, lambda vocab, eos: tf.Qwen2Config(**decoder_kwargs(vocab, eos))),
+    "qwen3": (tf.Qwen3ForCausalLM,
+              lambda vocab, eos: tf.Qwen3Config(**decoder_kwargs(vocab, eos, head_dim=16,
+                                                                 num_key_value_heads=1))),
+    "gemma": (tf.GemmaForCausalLM,
+              lambda vocab, eos: tf.GemmaConfig(**decoder_kwargs(vocab, eos, head_dim=8))),
+    "phi3": (tf.Phi3ForCausalLM,
+             lambda vocab, eos: tf.Phi3Config(**decoder_kwargs(vocab, eos, rope_parameters={
+                 "rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,
+                 "short_factor": [1.0, 1.5], "long_factor": [2.0, 3.0],
+                 "original_max_position_embeddings": 128}))),
+}
+
+
+def decoder_checkpoint(family, directory, seed, stage="all"):
+    """A random `family` checkpoint with a byte-level BPE tokenizer trained here."""
+    cls, make_config = DECODERS[family]
     if stage == "check":
-        return (tf.GPT2LMHeadModel.from_pretrained(directory).eval(),
+        return (cls.from_pretrained(directory).eval(),
                 Tokenizer.from_file(os.path.join(directory, "tokenizer.json")))
     tokenizer = ByteLevelBPETokenizer()
     tokenizer.train_from_iterator(CORPUS.splitlines() * 3, vocab_size=300, min_frequency=1,
                                   special_tokens=["<|endoftext|>"])
     vocab = tokenizer.get_vocab_size()
     eos = tokenizer.token_to_id("<|endoftext|>")
-    config = tf.GPT2Config(n_layer=2, n_head=4, n_embd=32, vocab_size=vocab, n_positions=128,
-                           bos_token_id=eos, eos_token_id=eos)
     torch.manual_seed(seed)
-    model = tf.GPT2LMHeadModel(config).eval()
+    model = cls(make_config(vocab, eos)).eval()
     with torch.no_grad():
         for name, p in model.named_parameters():
-            p.copy_((1 + 0.2 * torch.randn_like(p)) if "ln" in name and name.endswith("weight")
+            norm = "ln" in name or "norm" in name
+            p.copy_((1 + 0.2 * torch.randn_like(p)) if norm and name.endswith("weight")
                     else 0.3 * torch.randn_like(p))
     model.save_pretrained(directory)
     tokenizer.save(os.path.join(directory, "tokenizer.json"))
     return model, tokenizer
+
+
+def gpt2_checkpoint(directory, seed, stage="all"):
+    return decoder_checkpoint("gpt2", directory, seed, stage)
 
 
 def run(command, **kwargs):
@@ -124,10 +168,11 @@ def check_against_forward(name, saved, forward):
     return ok
 
 
-def gpt2_greedy(args):
-    workdir = os.path.join(args.workdir, "gpt2-greedy")
+def greedy(args, family):
+    name = f"{family}-greedy"
+    workdir = os.path.join(args.workdir, name)
     directory = os.path.join(workdir, "checkpoint")
-    model, tokenizer = gpt2_checkpoint(directory, 1, args.stage)
+    model, tokenizer = decoder_checkpoint(family, directory, 1, args.stage)
     generator = os.path.join(workdir, "generate")
     if not compile_generator(args, directory, generator, "--batch=3", "--seq-len=8"):
         return True
@@ -154,30 +199,32 @@ def gpt2_greedy(args):
         if want[-1] == model.config.eos_token_id and len(want) - 1 == len(mine):
             want = want[:-1]
         if mine != want:
-            print(f"FAIL: gpt2-greedy prompt {i + 1}: tokens {mine} != generate()'s {want}")
+            print(f"FAIL: {name} prompt {i + 1}: tokens {mine} != generate()'s {want}")
             ok = False
         text = tokenizer.decode(want, skip_special_tokens=False)
         if f"[{i + 1}] {text}" not in printed:
-            print(f"FAIL: gpt2-greedy prompt {i + 1}: printed text lacks {text!r}")
+            print(f"FAIL: {name} prompt {i + 1}: printed text lacks {text!r}")
             ok = False
         for s, scores in enumerate(out.scores[:n + 1]):
             theirs = scores[0].numpy()
             worst = max(worst, float(np.abs(got["logits"][i][s] - theirs).max()
                                      / np.abs(theirs).max()))
     ok &= worst <= 1e-4
-    print(f"{'PASS' if ok else 'FAIL'}: gpt2-greedy: {len(PROMPTS)} prompts, tokens and text as "
+    print(f"{'PASS' if ok else 'FAIL'}: {name}: {len(PROMPTS)} prompts, tokens and text as "
           f"generate(), step logits within {worst:.2e} of its float64 forward (limit 1e-4)",
           flush=True)
     return ok
 
 
-def gpt2_narrow(args, name, flags, max_limit, mean_limit):
+def gpt2_narrow(args, name, flags, max_limit, mean_limit, family="gpt2", bf16_factor=None):
     """Generation with narrow storage (`flags`): each greedy step's logits
     against transformers' float64 forward over the same tokens, within
-    bounds relative to the largest logit."""
+    bounds relative to the largest logit: fixed ones, or with `bf16_factor`
+    that many times the error of transformers' own bfloat16 forward of the
+    model over the same tokens (how sensitive its logits are to rounding)."""
     workdir = os.path.join(args.workdir, name)
     directory = os.path.join(workdir, "checkpoint")
-    model, tokenizer = gpt2_checkpoint(directory, 1, args.stage)
+    model, tokenizer = decoder_checkpoint(family, directory, 1, args.stage)
     generator = os.path.join(workdir, "generate")
     if not compile_generator(args, directory, generator, *flags, "--batch=3", "--seq-len=8"):
         return True
@@ -188,18 +235,25 @@ def gpt2_narrow(args, name, flags, max_limit, mean_limit):
         command += ["-p", prompt]
     run(command)
     got = load_file(saved)
-    hf = model.double()
+    narrow = [0.0, 0.0]
     worst, total, count = 0.0, 0.0, 0
     for i in range(len(PROMPTS)):
         p, n = int(got["prompt_lengths"][i]), int(got["generated_lengths"][i])
-        tokens = got["tokens"][i][:p + n].tolist()
+        tokens = torch.tensor([got["tokens"][i][:p + n].tolist()])
         with torch.no_grad():
-            reference = hf(torch.tensor([tokens])).logits[0].numpy()
+            reference = model.double()(tokens).logits[0].numpy()
+            if bf16_factor:
+                bf16 = model.to(torch.bfloat16)(tokens).logits[0].double().numpy()
         for s in range(n):
             want, mine = reference[p - 1 + s], got["logits"][i][s]
             error = np.abs(mine - want) / np.abs(want).max()
             worst, total, count = max(worst, float(error.max())), total + float(error.mean()), count + 1
+            if bf16_factor:
+                theirs = np.abs(bf16[p - 1 + s] - want) / np.abs(want).max()
+                narrow = [max(narrow[0], float(theirs.max())), narrow[1] + float(theirs.mean())]
     mean = total / count
+    if bf16_factor:
+        max_limit, mean_limit = bf16_factor * narrow[0], bf16_factor * narrow[1] / count
     ok = worst <= max_limit and mean <= mean_limit
     print(f"{'PASS' if ok else 'FAIL'}: {name}: {count} greedy steps, logits within {worst:.2e} "
           f"(mean {mean:.2e}) of the float64 forward, relative to the largest (limits "
@@ -236,10 +290,11 @@ def gpt2_int8_groups(args):
                        5e-2, 1e-2)
 
 
-def gpt2_sampled(args):
-    workdir = os.path.join(args.workdir, "gpt2-sampled")
+def sampled(args, family):
+    name = f"{family}-sampled"
+    workdir = os.path.join(args.workdir, name)
     directory = os.path.join(workdir, "checkpoint")
-    model, tokenizer = gpt2_checkpoint(directory, 2)
+    model, tokenizer = decoder_checkpoint(family, directory, 2)
     generator = os.path.join(workdir, "generate")
     run([args.xfmrc, directory, "--generate", "--seq-len=5", "-o", generator])
     prompt = "Lorem ipsum dolor sit amet, consectetur adipiscing elit — 1234567890"
@@ -254,13 +309,12 @@ def gpt2_sampled(args):
         outputs.append((text, saved))
     same = outputs[0][0] == outputs[1][0]
     differs = outputs[0][0] != outputs[2][0]
-    print(f"{'PASS' if same and differs else 'FAIL'}: gpt2-sampled: seed 7 twice (once with "
+    print(f"{'PASS' if same and differs else 'FAIL'}: {name}: seed 7 twice (once with "
           f"--no-warmup) gives the same text, seed 8 another", flush=True)
     vocab = model.config.vocab_size
     forward = lambda i, tokens: xfmr_forward_logits(args.xfmrc, directory, workdir, directory,
                                                     tokens, vocab)
-    return same and differs and check_against_forward("gpt2-sampled", load_file(outputs[0][1]),
-                                                      forward)
+    return same and differs and check_against_forward(name, load_file(outputs[0][1]), forward)
 
 
 def encoder_causal(args, positions):
@@ -476,7 +530,8 @@ def beams(args, family):
     return ok
 
 
-CASES = {"gpt2-greedy": gpt2_greedy, "gpt2-sampled": gpt2_sampled, "gpt2-bf16": gpt2_bf16, "gpt2-bf16-cache": gpt2_bf16_cache,
+CASES = {"gpt2-greedy": lambda a: greedy(a, "gpt2"), "gpt2-sampled": lambda a: sampled(a, "gpt2"),
+         "gpt2-bf16": gpt2_bf16, "gpt2-bf16-cache": gpt2_bf16_cache,
          "gpt2-int8": gpt2_int8, "gpt2-int8-g32": gpt2_int8_groups,
          "gpt2-bf16-weights": gpt2_bf16_weights,
          "bart-greedy": lambda a: seq2seq_greedy(a, "bart"),
@@ -487,8 +542,19 @@ CASES = {"gpt2-greedy": gpt2_greedy, "gpt2-sampled": gpt2_sampled, "gpt2-bf16": 
          "encoder-causal-learned": lambda a: encoder_causal(a, "learned"),
          "encoder-causal-sinusoidal": lambda a: encoder_causal(a, "sinusoidal"),
          "transformer-seq2seq": transformer_seq2seq}
+for _family in DECODERS:
+    if _family != "gpt2":
+        CASES[f"{_family}-greedy"] = lambda a, f=_family: greedy(a, f)
+        CASES[f"{_family}-sampled"] = lambda a, f=_family: sampled(a, f)
+# Narrow Llama generation within twice (int8: three times) the error of
+# transformers' own bfloat16 forward.
+for _name, _flag, _factor in (("bf16", "--dtype=bf16", 2), ("bf16-cache", "--cache-dtype=bf16", 2),
+                              ("bf16-weights", "--weights-dtype=bf16", 2),
+                              ("int8", "--weights-dtype=int8", 3)):
+    CASES[f"llama-{_name}"] = lambda a, n=_name, f=_flag, k=_factor: gpt2_narrow(
+        a, f"llama-{n}", [f], None, None, family="llama", bf16_factor=k)
 
-STAGED = {"gpt2-greedy", "gpt2-bf16", "gpt2-bf16-cache", "gpt2-bf16-weights", "gpt2-int8",
+STAGED = {"gpt2-greedy", "llama-greedy", "gpt2-bf16", "gpt2-bf16-cache", "gpt2-bf16-weights", "gpt2-int8",
           "gpt2-int8-g32", "bart-greedy", "marian-greedy", "t5-greedy"}
 
 
