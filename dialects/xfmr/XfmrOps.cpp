@@ -439,6 +439,11 @@ LogicalResult FusedAttentionOp::verify() {
   }
   if (!(getScale().convertToDouble() > 0))
     return emitOpError("scale must be positive");
+  if (getWindow() && !getCausal())
+    return emitOpError("a sliding window needs causal attention");
+  if (std::optional<APFloat> cap = getSoftcap();
+      cap && !(cap->convertToDouble() > 0 && std::isfinite(cap->convertToDouble())))
+    return emitOpError("softcap must be positive and finite");
   if (Value lse = getLogsumexp()) {
     auto type = tensorTypeOf(lse);
     SmallVector<int64_t> expected = {batch, heads, seqQ};
@@ -473,6 +478,8 @@ LogicalResult FusedAttentionBackwardOp::verify() {
     return emitOpError("logsumexp must be ") << shapeString(lse);
   if (!(getScale().convertToDouble() > 0))
     return emitOpError("scale must be positive");
+  if (getWindow() && !getCausal())
+    return emitOpError("a sliding window needs causal attention");
   return success();
 }
 

@@ -699,6 +699,12 @@ def Xfmr_FusedAttentionOp : Xfmr_Op<"fused_attention",
     key/value head h / (query heads / key heads) in place, never a repeated
     copy.
 
+    With `window` (causal only) query i sees only the `window` keys up to its
+    own position, j > position - window (sliding-window attention); the
+    kernels read no key tile wholly outside it. With `softcap` the scaled
+    scores are soft-capped, softcap * tanh(score / softcap), before the
+    masks and biases are applied (Gemma 2).
+
     A bias that depends only on the distance between key and query (T5's
     relative positions) is `position_bias` ([1 | batch, heads, seq_q + seq_k
     - 1]): query i and key j add position_bias[b, h, j - i + seq_q - 1]. The
@@ -721,7 +727,9 @@ def Xfmr_FusedAttentionOp : Xfmr_Op<"fused_attention",
                    Optional<Xfmr_IntTensor>:$key_length,
                    F64Attr:$scale, UnitAttr:$causal,
                    DefaultValuedAttr<Xfmr_AttentionLayoutAttr,
-                                     "AttentionLayout::bshd">:$layout);
+                                     "AttentionLayout::bshd">:$layout,
+                   OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$window,
+                   OptionalAttr<F64Attr>:$softcap);
   let results = (outs Xfmr_FloatTensor:$result, Optional<F32Tensor>:$logsumexp);
   let assemblyFormat = [{
     $query `,` $key `,` $value (`padding_mask` `(` $padding_mask^ `)`)?
@@ -918,7 +926,8 @@ def Xfmr_FusedAttentionBackwardOp : Xfmr_Op<"fused_attention_backward",
                    Optional<Xfmr_FloatTensor>:$attn_bias,
                    F64Attr:$scale, UnitAttr:$causal,
                    DefaultValuedAttr<Xfmr_AttentionLayoutAttr,
-                                     "AttentionLayout::bshd">:$layout);
+                                     "AttentionLayout::bshd">:$layout,
+                   OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$window);
   let results = (outs Xfmr_FloatTensor:$grad_query, Xfmr_FloatTensor:$grad_key,
                       Xfmr_FloatTensor:$grad_value);
   let assemblyFormat = [{

@@ -67,6 +67,10 @@ public:
   std::optional<ConfigReader> nested(llvm::ArrayRef<llvm::StringRef> keys);
   /// A list of `count` positive numbers under `key`.
   std::vector<double> positiveNumbers(llvm::StringRef key, size_t count);
+  /// A list of `count` strings under `key`, or none when absent.
+  std::vector<std::string> strings(llvm::StringRef key, size_t count);
+  /// Whether `key` is present and not null.
+  bool has(llvm::StringRef key) { return lookup(key) != nullptr; }
   /// Records a failure about `key`.
   void error(llvm::StringRef key, const llvm::Twine &message);
   /// Requires `dModel % heads == 0` and a head size the kernels take,
@@ -119,6 +123,14 @@ struct AttentionSpec {
   std::optional<double> scale;
   /// Added to the scores: [1 or batch, heads, seq_q, seq_k], or null.
   mlir::Value bias;
+};
+
+/// How fused attention forms its scores: the scale (default
+/// 1/sqrt(head_dim)), a sliding window of keys (0: none) and soft-capping.
+struct ScoreOptions {
+  std::optional<double> scale;
+  int64_t window = 0;
+  std::optional<double> softcap;
 };
 
 /// Builds one entry function whose arguments appear as the body asks for
@@ -181,7 +193,7 @@ public:
   /// generation entry `k` and `v` extend the KV cache `cache.<group>.<layer>`
   /// (sized by their heads), which the queries then read.
   mlir::Value causalSelfAttention(mlir::Value q, mlir::Value k, mlir::Value v,
-                                  mlir::Value paddingMask, std::optional<double> scale,
+                                  mlir::Value paddingMask, const ScoreOptions &options,
                                   llvm::StringRef group, int64_t layer);
   /// Rotary position embedding of split heads (xfmr.rotary_embedding):
   /// positions from 0, or in a generation entry from each sequence's start.
@@ -240,7 +252,7 @@ private:
   /// fused_attention of split heads, merged to [batch, seq, heads *
   /// head_dim]; the scale defaults to 1/sqrt(head_dim).
   mlir::Value attendHeads(mlir::Value q, mlir::Value k, mlir::Value v, mlir::Value paddingMask,
-                          mlir::Value bias, std::optional<double> scale, bool causal,
+                          mlir::Value bias, const ScoreOptions &options, bool causal,
                           mlir::Value queryOffset, mlir::Value keyLength);
   /// attendHeads, projected out by `spec`'s output weight.
   mlir::Value attendAndProject(const AttentionSpec &spec, mlir::Value q, mlir::Value k,
@@ -249,7 +261,7 @@ private:
   /// Causal attention of split heads over the layer's KV cache, which `k`
   /// and `v` (this call's chunk) extend first; merged as attendHeads.
   mlir::Value attendOverCache(mlir::Value q, mlir::Value k, mlir::Value v, mlir::Value paddingMask,
-                              mlir::Value bias, std::optional<double> scale, llvm::StringRef group,
+                              mlir::Value bias, const ScoreOptions &options, llvm::StringRef group,
                               int64_t layer);
 
   EntryKind entryKind;

@@ -6,7 +6,9 @@
 // (under `model.` in a *ForCausalLM checkpoint): embed_tokens,
 // layers.N.{input_layernorm, self_attn.{q,k,v,o}_proj, post_attention_layernorm,
 // mlp.{gate,up,down}_proj}, norm; lm_head at the top. The families differ in
-// a few facts, each held by its DecoderStyle below.
+// a few facts, each held by its DecoderStyle below. Layers attend fully or
+// over a sliding window (`layer_types`, else the family's pattern); Gemma 3's
+// windowed layers rotate with a rope of their own.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,11 +38,23 @@ struct DecoderStyle {
   bool gemma = false;
   /// Phi-3: one qkv_proj and one gate_up_proj.
   bool fusedProjections = false;
-  /// The sliding window applies only when this key is true (Qwen's
-  /// use_sliding_window); empty: whenever `sliding_window` is set.
+  /// Gemma 2 and 3: norms after the attention and around the MLP
+  /// (post_attention_layernorm on the attention's output,
+  /// pre_/post_feedforward_layernorm), scores scaled by
+  /// query_pre_attn_scalar^-0.5, soft-capped scores and logits.
+  bool sandwichNorms = false;
+  /// Without `layer_types`: every `windowPeriod`-th layer attends fully, the
+  /// others over the sliding window (0: all windowed), or with a
+  /// `windowSwitch` only when it says so, from layer max_window_layers on
+  /// (Qwen's).
+  int64_t windowPeriod = 0;
   StringRef windowSwitch;
+  /// Gemma 3: windowed layers rotate by their own rope (rope_local_base_freq).
+  bool localRope = false;
   StringRef defaultActivation = "silu";
   bool tiedByDefault = false;
+  /// attn_logit_softcapping and final_logit_softcapping when absent.
+  std::optional<double> attentionSoftcap, logitSoftcap;
 };
 
 DecoderStyle styleOf(StringRef modelType) {
@@ -51,10 +65,21 @@ DecoderStyle styleOf(StringRef modelType) {
   } else if (modelType == "qwen3") {
     style.qkNorm = true;
     style.windowSwitch = "use_sliding_window";
-  } else if (modelType == "gemma") {
+  } else if (modelType.starts_with("gemma")) {
     style.gemma = true;
     style.defaultActivation = "gelu_pytorch_tanh";
     style.tiedByDefault = true;
+    if (modelType == "gemma2") {
+      style.sandwichNorms = true;
+      style.windowPeriod = 2;
+      style.attentionSoftcap = 50.0;
+      style.logitSoftcap = 30.0;
+    } else if (modelType == "gemma3_text") {
+      style.sandwichNorms = true;
+      style.qkNorm = true;
+      style.windowPeriod = 6;
+      style.localRope = true;
+    }
   } else if (modelType == "phi3") {
     style.fusedProjections = true;
   }
@@ -73,12 +98,15 @@ struct Rope {
 /// length: `context` fixes them, exactly as transformers picks them for a
 /// forward of that length; a generation entry whose cache reaches past the
 /// switch would see them change mid-sequence, which is refused.
-Rope readRope(ConfigReader &config, int64_t headDim, int64_t maxPositions, int64_t context,
-              bool generating) {
+/// `nested` holds the rope's parameters (rope_parameters, rope_scaling, or
+/// one layer type's entry), if the config has them; `theta` is the base
+/// where they do not say.
+Rope readRope(ConfigReader &config, ConfigReader *nested, double theta, int64_t headDim,
+              int64_t maxPositions, int64_t context, bool generating) {
   Rope rope;
-  std::optional<ConfigReader> nested = config.nested({"rope_parameters", "rope_scaling"});
   ConfigReader &parameters = nested ? *nested : config;
-  double theta = parameters.positiveNumber("rope_theta", config.positiveNumber("rope_theta", 1e4));
+  if (nested)
+    theta = nested->positiveNumber("rope_theta", theta);
   std::string type = nested ? parameters.string({"rope_type", "type"}, "default") : "default";
   double partial = parameters.positiveNumber("partial_rotary_factor",
                                              config.positiveNumber("partial_rotary_factor", 1.0));
@@ -193,8 +221,41 @@ struct DecoderConfig {
   Activation activation = Activation::silu;
   bool qkvBias = false, outputBias = false, mlpBias = false;
   double residualDropout = 0, embeddingDropout = 0;
-  Rope rope;
+  /// The rope of fully attending layers, and of windowed ones.
+  Rope rope, localRope;
+  /// Per layer: the sliding window (0: none).
+  std::vector<int64_t> windows;
+  ScoreOptions scores;
 };
+
+/// Each layer's sliding window over a context of `context` positions: 0
+/// where it attends fully, or where the window covers the whole context.
+std::vector<int64_t> readWindows(ConfigReader &config, const DecoderStyle &style, int64_t layers,
+                                 int64_t context) {
+  std::vector<int64_t> windows(layers, 0);
+  int64_t window = config.nonNegativeInt("sliding_window", 0);
+  std::vector<std::string> types = config.strings("layer_types", static_cast<size_t>(layers));
+  for (int64_t i = 0; i < layers; ++i) {
+    bool windowed = false;
+    if (!types.empty()) {
+      if (types[i] != "sliding_attention" && types[i] != "full_attention")
+        config.error("layer_types", "unsupported layer type \"" + types[i] +
+                                        "\" (sliding_attention, full_attention)");
+      windowed = types[i] == "sliding_attention";
+    } else if (!style.windowSwitch.empty()) {
+      windowed = config.boolean(style.windowSwitch, false) &&
+                 i >= config.nonNegativeInt("max_window_layers", 0);
+    } else {
+      int64_t period = config.nonNegativeInt(
+          "sliding_window_pattern",
+          config.nonNegativeInt("_sliding_window_pattern", style.windowPeriod));
+      windowed = period == 0 || (i + 1) % period != 0;
+    }
+    if (windowed && window > 0 && window < context)
+      windows[i] = window;
+  }
+  return windows;
+}
 
 class DecoderBuilder {
 public:
@@ -235,6 +296,8 @@ public:
   }
 
   Value attention(Value x, const std::string &prefix, Value mask, int64_t layer) {
+    int64_t window = c.windows[layer];
+    const Rope &rope = window && style.localRope ? c.localRope : c.rope;
     int64_t queryWidth = c.heads * c.headDim, keyWidth = c.keyHeads * c.headDim;
     Value q, k, v;
     if (style.fusedProjections) {
@@ -255,9 +318,11 @@ public:
       q = norm(q, prefix + ".q_norm");
       k = norm(k, prefix + ".k_norm");
     }
-    q = graph.rotary(q, c.rope.inverseFrequencies, c.rope.scaling);
-    k = graph.rotary(k, c.rope.inverseFrequencies, c.rope.scaling);
-    Value attended = graph.causalSelfAttention(q, k, v, mask, std::nullopt, "attentions", layer);
+    q = graph.rotary(q, rope.inverseFrequencies, rope.scaling);
+    k = graph.rotary(k, rope.inverseFrequencies, rope.scaling);
+    ScoreOptions scores = c.scores;
+    scores.window = window;
+    Value attended = graph.causalSelfAttention(q, k, v, mask, scores, "attentions", layer);
     return graph.linear(attended, prefix + ".o_proj", queryWidth, c.dModel, true, c.outputBias);
   }
 
@@ -279,6 +344,11 @@ public:
     std::string prefix = "layers." + std::to_string(index);
     Value attended =
         attention(norm(x, prefix + ".input_layernorm"), prefix + ".self_attn", mask, index);
+    if (style.sandwichNorms) {
+      x = graph.add(x, norm(attended, prefix + ".post_attention_layernorm"));
+      Value hidden = mlp(norm(x, prefix + ".pre_feedforward_layernorm"), prefix + ".mlp");
+      return graph.add(x, norm(hidden, prefix + ".post_feedforward_layernorm"));
+    }
     x = graph.add(x, graph.dropout(attended, c.residualDropout));
     Value hidden = mlp(norm(x, prefix + ".post_attention_layernorm"), prefix + ".mlp");
     return graph.add(x, graph.dropout(hidden, c.residualDropout));
@@ -337,16 +407,32 @@ llvm::Error frontend::buildLlama(FamilyInputs &in) {
   int64_t seqLen = graph.sequenceLength(config, positions, "max_position_embeddings");
   int64_t context =
       graph.caching() ? (in.request.cacheLength ? in.request.cacheLength : positions) : seqLen;
-  c.rope = readRope(config, c.headDim, positions, context, graph.caching());
-  // A window no shorter than the context masks nothing.
-  bool windowed = style.windowSwitch.empty() || config.boolean(style.windowSwitch, false);
-  int64_t window = config.nonNegativeInt("sliding_window", 0);
-  if (windowed && window > 0 && window < context)
-    config.error("sliding_window",
-                 "a sliding window (" + Twine(window) + ") shorter than the compiled context (" +
-                     Twine(context) +
-                     " positions) is not supported yet; compile with --max-context (generation) "
-                     "or --seq-len of at most the window");
+  double theta = config.positiveNumber("rope_theta", 1e4);
+  std::optional<ConfigReader> ropes = config.nested({"rope_parameters", "rope_scaling"});
+  if (ropes && ropes->has("full_attention")) {
+    // Gemma 3's v5 form: one rope per layer type.
+    std::optional<ConfigReader> full = ropes->nested({"full_attention"});
+    std::optional<ConfigReader> local = ropes->nested({"sliding_attention"});
+    c.rope = readRope(config, full ? &*full : nullptr, theta, c.headDim, positions, context,
+                      graph.caching());
+    c.localRope = readRope(config, local ? &*local : nullptr, theta, c.headDim, positions, context,
+                           graph.caching());
+  } else {
+    c.rope = readRope(config, ropes ? &*ropes : nullptr, theta, c.headDim, positions, context,
+                      graph.caching());
+    if (style.localRope)
+      c.localRope = readRope(config, nullptr, config.positiveNumber("rope_local_base_freq", 1e4),
+                             c.headDim, positions, context, graph.caching());
+  }
+  c.windows = readWindows(config, style, c.layers, context);
+  if (style.sandwichNorms)
+    c.scores.scale = 1.0 / std::sqrt(config.positiveNumber("query_pre_attn_scalar", 256));
+  auto softcap = [&](StringRef key, std::optional<double> fallback) -> std::optional<double> {
+    double value = config.positiveNumber(key, fallback.value_or(0));
+    return value > 0 ? std::optional<double>(value) : std::nullopt;
+  };
+  c.scores.softcap = softcap("attn_logit_softcapping", style.attentionSoftcap);
+  std::optional<double> logitSoftcap = softcap("final_logit_softcapping", style.logitSoftcap);
   if (in.request.allAttentions || !in.request.attentionLayers.empty())
     config.error("model_type", "--output-attentions is not supported for model type \"" +
                                    in.info.modelType + "\" yet");
@@ -384,6 +470,10 @@ llvm::Error frontend::buildLlama(FamilyInputs &in) {
     return llvm::Error::success();
   }
   Value head = tied ? table : graph.param("lm_head.weight", {c.vocab, c.dModel});
-  graph.output("logits", LinearOp::create(b, loc, x, head, Value(), /*transpose_weight=*/true));
+  Value logits = LinearOp::create(b, loc, x, head, Value(), /*transpose_weight=*/true);
+  if (logitSoftcap)
+    logits = graph.scale(TanhOp::create(b, loc, graph.scale(logits, 1.0 / *logitSoftcap)),
+                         *logitSoftcap);
+  graph.output("logits", logits);
   return llvm::Error::success();
 }

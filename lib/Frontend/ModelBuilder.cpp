@@ -55,6 +55,23 @@ std::optional<ConfigReader> ConfigReader::nested(ArrayRef<StringRef> keys) {
   return reader;
 }
 
+std::vector<std::string> ConfigReader::strings(StringRef key, size_t count) {
+  const json::Value *value = lookup(key);
+  if (!value)
+    return {};
+  const json::Array *items = value->getAsArray();
+  std::vector<std::string> texts;
+  if (items)
+    for (const json::Value &item : *items)
+      if (std::optional<StringRef> text = item.getAsString())
+        texts.push_back(text->str());
+  if (!items || texts.size() != items->size() || texts.size() != count) {
+    error(key, "expected a list of " + Twine(count) + " strings");
+    return {};
+  }
+  return texts;
+}
+
 std::vector<double> ConfigReader::positiveNumbers(StringRef key, size_t count) {
   const json::Value *value = lookup(key);
   const json::Array *items = value ? value->getAsArray() : nullptr;
@@ -559,15 +576,18 @@ SmallVector<Value, 3> GraphBuilder::projectHeads(const AttentionSpec &spec, Valu
 }
 
 Value GraphBuilder::attendHeads(Value q, Value k, Value v, Value paddingMask, Value bias,
-                                std::optional<double> scale, bool causal, Value queryOffset,
+                                const ScoreOptions &options, bool causal, Value queryOffset,
                                 Value keyLength) {
   auto type = cast<RankedTensorType>(q.getType());
-  double scores = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(type.getDimSize(3)));
+  double scale =
+      options.scale ? *options.scale : 1.0 / std::sqrt(static_cast<double>(type.getDimSize(3)));
   Value attended =
       FusedAttentionOp::create(b, loc, type, q, k, v, paddingMask, bias,
                                /*position_bias=*/Value(), queryOffset, keyLength,
-                               b.getF64FloatAttr(scores), causal ? b.getUnitAttr() : UnitAttr(),
-                               AttentionLayoutAttr::get(b.getContext(), AttentionLayout::bshd))
+                               b.getF64FloatAttr(scale), causal ? b.getUnitAttr() : UnitAttr(),
+                               AttentionLayoutAttr::get(b.getContext(), AttentionLayout::bshd),
+                               options.window ? b.getI64IntegerAttr(options.window) : IntegerAttr(),
+                               options.softcap ? b.getF64FloatAttr(*options.softcap) : FloatAttr())
           .getResult();
   return ReshapeOp::create(b, loc,
                            RankedTensorType::get({type.getDimSize(0), type.getDimSize(1),
@@ -578,13 +598,13 @@ Value GraphBuilder::attendHeads(Value q, Value k, Value v, Value paddingMask, Va
 
 Value GraphBuilder::attendAndProject(const AttentionSpec &spec, Value q, Value k, Value v,
                                      Value paddingMask, Value queryOffset, Value keyLength) {
-  Value merged =
-      attendHeads(q, k, v, paddingMask, spec.bias, spec.scale, spec.causal, queryOffset, keyLength);
+  Value merged = attendHeads(q, k, v, paddingMask, spec.bias, ScoreOptions{spec.scale}, spec.causal,
+                             queryOffset, keyLength);
   return LinearOp::create(b, loc, merged, spec.outWeight, spec.outBias, spec.torchLayout);
 }
 
 Value GraphBuilder::attendOverCache(Value q, Value k, Value v, Value paddingMask, Value bias,
-                                    std::optional<double> scale, StringRef group, int64_t layer) {
+                                    const ScoreOptions &options, StringRef group, int64_t layer) {
   auto keysType = cast<RankedTensorType>(k.getType());
   int64_t batch = keysType.getDimSize(0), chunk = keysType.getDimSize(1);
   // The cache: rows 0 .. positions[b] + chunk - 1 of sequence b are filled
@@ -611,24 +631,24 @@ Value GraphBuilder::attendOverCache(Value q, Value k, Value v, Value paddingMask
   Value chunkSize = arith::ConstantOp::create(
       b, loc, DenseElementsAttr::get(lengthsType, b.getI32IntegerAttr(chunk)));
   Value keyLength = arith::AddIOp::create(b, loc, start, chunkSize);
-  return attendHeads(q, caches[0], caches[1], /*paddingMask=*/Value(), bias, scale,
+  return attendHeads(q, caches[0], caches[1], /*paddingMask=*/Value(), bias, options,
                      /*causal=*/true, start, keyLength);
 }
 
 Value GraphBuilder::cachedSelfAttention(const AttentionSpec &spec, StringRef group, int64_t layer) {
   cachesNonCausalAttention |= !spec.causal;
   SmallVector<Value, 3> qkv = projectHeads(spec, Value());
-  Value merged = attendOverCache(qkv[0], qkv[1], qkv[2], spec.paddingMask, spec.bias, spec.scale,
-                                 group, layer);
+  Value merged = attendOverCache(qkv[0], qkv[1], qkv[2], spec.paddingMask, spec.bias,
+                                 ScoreOptions{spec.scale}, group, layer);
   return LinearOp::create(b, loc, merged, spec.outWeight, spec.outBias, spec.torchLayout);
 }
 
 Value GraphBuilder::causalSelfAttention(Value q, Value k, Value v, Value paddingMask,
-                                        std::optional<double> scale, StringRef group,
+                                        const ScoreOptions &options, StringRef group,
                                         int64_t layer) {
   if (caching())
-    return attendOverCache(q, k, v, paddingMask, Value(), scale, group, layer);
-  return attendHeads(q, k, v, paddingMask, Value(), scale, /*causal=*/true, Value(), Value());
+    return attendOverCache(q, k, v, paddingMask, Value(), options, group, layer);
+  return attendHeads(q, k, v, paddingMask, Value(), options, /*causal=*/true, Value(), Value());
 }
 
 Value GraphBuilder::rotary(Value x, ArrayRef<double> inverseFrequencies, double scaling) {
@@ -787,6 +807,8 @@ constexpr StringRef kMistralClasses[] = {"MistralForCausalLM", "MistralModel"};
 constexpr StringRef kQwen2Classes[] = {"Qwen2ForCausalLM", "Qwen2Model"};
 constexpr StringRef kQwen3Classes[] = {"Qwen3ForCausalLM", "Qwen3Model"};
 constexpr StringRef kGemmaClasses[] = {"GemmaForCausalLM", "GemmaModel"};
+constexpr StringRef kGemma2Classes[] = {"Gemma2ForCausalLM", "Gemma2Model"};
+constexpr StringRef kGemma3Classes[] = {"Gemma3ForCausalLM", "Gemma3TextModel"};
 constexpr StringRef kPhi3Classes[] = {"Phi3ForCausalLM", "Phi3Model"};
 const Family kFamilies[] = {
     {"gpt2", kGpt2Classes, buildGpt2, Generation::Decoder},
@@ -799,6 +821,8 @@ const Family kFamilies[] = {
     {"qwen2", kQwen2Classes, buildLlama, Generation::Decoder},
     {"qwen3", kQwen3Classes, buildLlama, Generation::Decoder},
     {"gemma", kGemmaClasses, buildLlama, Generation::Decoder},
+    {"gemma2", kGemma2Classes, buildLlama, Generation::Decoder},
+    {"gemma3_text", kGemma3Classes, buildLlama, Generation::Decoder},
     {"phi3", kPhi3Classes, buildLlama, Generation::Decoder},
     {"transformer", {}, buildTransformer, Generation::EncoderDecoder},
     {"encoder", {}, buildEncoder, Generation::Decoder},

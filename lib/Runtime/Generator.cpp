@@ -848,9 +848,13 @@ private:
       emit(sequences[0], "", true, /*flush=*/true);
       std::printf("\n");
     } else {
-      for (size_t i = 0; i < sequences.size(); ++i)
-        std::printf("[%zu] %s\n", i + 1,
-                    replaceInvalidUtf8(sequences[i].promptBytes + sequences[i].bytes).c_str());
+      for (size_t i = 0; i < sequences.size(); ++i) {
+        // Written as bytes: a generated NUL must not end the line.
+        std::string text = replaceInvalidUtf8(sequences[i].promptBytes + sequences[i].bytes);
+        std::printf("[%zu] ", i + 1);
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::printf("\n");
+      }
     }
     std::fflush(stdout);
     if (contextFull)

@@ -250,7 +250,8 @@ struct FuseScaledDotProductAttention : OpRewritePattern<MatmulOp> {
         /*query_offset=*/Value(),
         /*key_length=*/Value(), rewriter.getF64FloatAttr(match.scale),
         match.causal ? rewriter.getUnitAttr() : UnitAttr(),
-        AttentionLayoutAttr::get(rewriter.getContext(), layout));
+        AttentionLayoutAttr::get(rewriter.getContext(), layout), /*window=*/IntegerAttr(),
+        /*softcap=*/FloatAttr());
     if (!bshd) {
       rewriter.replaceOp(pv, fused.getResult());
       return success();
@@ -294,7 +295,7 @@ struct FoldPositionBias : OpRewritePattern<FusedAttentionOp> {
     rewriter.replaceOpWithNewOp<FusedAttentionOp>(
         op, op->getResultTypes(), op.getQuery(), op.getKey(), op.getValue(), op.getPaddingMask(),
         /*attn_bias=*/Value(), band, op.getQueryOffset(), op.getKeyLength(), op.getScaleAttr(),
-        op.getCausalAttr(), op.getLayoutAttr());
+        op.getCausalAttr(), op.getLayoutAttr(), op.getWindowAttr(), op.getSoftcapAttr());
     return success();
   }
 };

@@ -68,7 +68,9 @@ def decoder_kwargs(vocab, eos, **overrides):
 
 
 # family -> (class, config from (vocab, eos)): Llama's rope scaled past
-# position 16, which prompts and generated tokens cross; Phi-3's partial.
+# position 16, which prompts and generated tokens cross; Phi-3's partial;
+# sliding windows of 6 keys (Mistral's every layer, Gemma 2's and 3's some),
+# soft-capped scores and logits (Gemma 2).
 DECODERS = {
     "gpt2": (tf.GPT2LMHeadModel,
              lambda vocab, eos: tf.GPT2Config(n_layer=2, n_head=4, n_embd=32, vocab_size=vocab,
@@ -81,13 +83,25 @@ DECODERS = {
                   "rope_theta": 500.0}))),
     "mistral": (tf.MistralForCausalLM,
                 lambda vocab, eos: tf.MistralConfig(**decoder_kwargs(vocab, eos,
-                                                                     sliding_window=128))),
+                                                                     sliding_window=6))),
     "qwen2": (tf.Qwen2ForCausalLM, lambda vocab, eos: tf.Qwen2Config(**decoder_kwargs(vocab, eos))),
     "qwen3": (tf.Qwen3ForCausalLM,
               lambda vocab, eos: tf.Qwen3Config(**decoder_kwargs(vocab, eos, head_dim=16,
                                                                  num_key_value_heads=1))),
     "gemma": (tf.GemmaForCausalLM,
               lambda vocab, eos: tf.GemmaConfig(**decoder_kwargs(vocab, eos, head_dim=8))),
+    "gemma2": (tf.Gemma2ForCausalLM,
+               lambda vocab, eos: tf.Gemma2Config(**decoder_kwargs(
+                   vocab, eos, head_dim=8, sliding_window=6, query_pre_attn_scalar=16,
+                   attn_logit_softcapping=2.0, final_logit_softcapping=5.0))),
+    "gemma3": (tf.Gemma3ForCausalLM,
+               lambda vocab, eos: tf.Gemma3TextConfig(**decoder_kwargs(
+                   vocab, eos, head_dim=8, num_hidden_layers=3, sliding_window=6,
+                   layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                   rope_parameters={"full_attention": {"rope_type": "linear", "factor": 2.0,
+                                                       "rope_theta": 10000.0},
+                                    "sliding_attention": {"rope_type": "default",
+                                                          "rope_theta": 100.0}}))),
     "phi3": (tf.Phi3ForCausalLM,
              lambda vocab, eos: tf.Phi3Config(**decoder_kwargs(vocab, eos, rope_parameters={
                  "rope_type": "longrope", "rope_theta": 10000.0, "partial_rotary_factor": 0.5,

@@ -154,6 +154,28 @@ CASES = {
     "phi3-lm": (tf.Phi3ForCausalLM,
                 lambda: decoder_config(tf.Phi3Config, rope_parameters=longrope(8, 0.5),
                                        pad_token_id=0, eos_token_id=2), [], {}),
+    # Sliding windows of 5 keys over sequences of 12.
+    "mistral-window": (tf.MistralForCausalLM,
+                       lambda: decoder_config(tf.MistralConfig, sliding_window=5), [],
+                       {"causal_unmasked": True}),
+    "gemma2-lm": (tf.Gemma2ForCausalLM,
+                  lambda: decoder_config(tf.Gemma2Config, head_dim=8, num_hidden_layers=3,
+                                         sliding_window=5, query_pre_attn_scalar=16,
+                                         attn_logit_softcapping=2.0,
+                                         final_logit_softcapping=3.0), [],
+                  {"causal_unmasked": True}),
+    "gemma3-lm": (tf.Gemma3ForCausalLM,
+                  lambda: decoder_config(tf.Gemma3TextConfig, head_dim=8, num_hidden_layers=3,
+                                         sliding_window=5, query_pre_attn_scalar=16,
+                                         layer_types=["sliding_attention", "full_attention",
+                                                      "sliding_attention"],
+                                         rope_parameters={
+                                             "full_attention": {"rope_type": "linear",
+                                                                "factor": 2.0,
+                                                                "rope_theta": 10000.0},
+                                             "sliding_attention": {"rope_type": "default",
+                                                                   "rope_theta": 100.0}}),
+                  [], {"causal_unmasked": True}),
     "bart-cg": (tf.BartForConditionalGeneration, lambda: seq2seq_config(tf.BartConfig), [], {}),
     "bart-base": (tf.BartModel,
                   lambda: seq2seq_config(tf.BartConfig, scale_embedding=True,
@@ -299,6 +321,12 @@ def run_case(args, case):
     pad = config.pad_token_id if config.pad_token_id is not None else 0
     ids, mask = padded(sources, seq_len, pad)
     inputs = {"input_ids": ids, "attention_mask": mask}
+    if options.get("causal_unmasked"):
+        # transformers' sliding-window masks leave padded rows with no visible
+        # key, whose NaNs reach valid rows through 0 * NaN; a causal model's
+        # valid (leading) positions never see the padding, so its forward
+        # without the mask is the same there.
+        inputs["attention_mask"] = torch.ones_like(mask)
     if seq2seq:
         inputs["decoder_input_ids"], inputs["decoder_attention_mask"] = padded(
             targets, decoder_len, pad)

@@ -148,7 +148,8 @@ def gen_decoder():
                 coff=i32([0, 17, 35]), clen=i32([5, 22, 40]),
                 dq=randn(2, 1, 4, 16), dk=randn(2, 40, 1, 16), dv=randn(2, 40, 1, 16),
                 doff=i32([9, 39]), dlen=i32([10, 40]),
-                bq=randn(2, 4, 6, 8), bk=randn(2, 2, 70, 8), bv=randn(2, 2, 70, 8))
+                bq=randn(2, 4, 6, 8), bk=randn(2, 2, 70, 8), bv=randn(2, 2, 70, 8),
+                wk=randn(3, 200, 2, 8), woff=i32([0, 30, 190]), wlen=i32([5, 35, 195]))
 
 
 def rotary_reference(x, inv_freq, scaling=1.0, starts=None, transpose=False):
@@ -173,6 +174,27 @@ def repeat_heads(x, groups, dim=2):
     return x.repeat_interleave(groups, dim=dim)
 
 
+def window_keep(offsets, lengths, seq_q, seq_k, window):
+    """[B, 1, Sq, Sk]: causal over a cache (cache_keep) and key j within the
+    `window` positions up to the query's: j > offset + i - window."""
+    i = torch.arange(seq_q)[None, :, None]
+    j = torch.arange(seq_k)[None, None, :]
+    start = torch.tensor(offsets.astype(np.int64))[:, None, None] if offsets is not None \
+        else torch.zeros(1, 1, 1, dtype=torch.long) + (seq_k - seq_q)
+    inside = (j > start + i - window)[:, None]
+    return cache_keep(offsets if offsets is not None else np.full(1, seq_k - seq_q),
+                      lengths if lengths is not None else np.full(1, seq_k), seq_q, seq_k,
+                      True) & inside
+
+
+def softcapped_attention(q, k, v, scale, cap, keep):
+    """attention_reference with the scaled scores soft-capped first."""
+    q, k, v = (x.transpose(1, 2) for x in (q, k, v))
+    scores = cap * torch.tanh(q @ k.transpose(-1, -2) * scale / cap)
+    probs = torch.softmax(scores.masked_fill(~keep, float("-inf")), dim=-1)
+    return (probs @ v).transpose(1, 2)
+
+
 def ref_decoder(x):
     xs = t(x["x"])
     rms = xs / torch.sqrt((xs * xs).mean(-1, keepdim=True) + 1e-5) * t(x["g"])
@@ -192,7 +214,15 @@ def ref_decoder(x):
                                        repeat_heads(t(x["dv"]), 4), 0.25,
                                        keep=cache_keep(x["doff"], x["dlen"], 1, 40, True)),
         gqa_bhsd=attention_reference(t(x["bq"]), repeat_heads(t(x["bk"]), 2, 1),
-                                     repeat_heads(t(x["bv"]), 2, 1), 0.35355339, layout="bhsd"))
+                                     repeat_heads(t(x["bv"]), 2, 1), 0.35355339, layout="bhsd"),
+        window_padded=attention_reference(t(x["q"]), repeat_heads(t(x["k"]), 2),
+                                          repeat_heads(t(x["v"]), 2), 0.35355339,
+                                          keep=keep & window_keep(None, None, 9, 9, 5)),
+        window_cache=attention_reference(t(x["cq"]), repeat_heads(t(x["wk"]), 3),
+                                         repeat_heads(t(x["wk"]), 3), 0.35355339,
+                                         keep=window_keep(x["woff"], x["wlen"], 5, 200, 20)),
+        softcap=softcapped_attention(t(x["q"]), repeat_heads(t(x["k"]), 2),
+                                     repeat_heads(t(x["v"]), 2), 0.35355339, 2.0, keep))
 
 
 def relative_position_bucket(relative, bidirectional, buckets, max_distance):

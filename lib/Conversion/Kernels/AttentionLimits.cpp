@@ -44,8 +44,28 @@ Value AttentionLimits::visibleEnd(Value batch, Value query) {
   return arith::MaxSIOp::create(b, loc, arith::MinSIOp::create(b, loc, end, diagonal), index(0));
 }
 
+Value AttentionLimits::visibleBegin(Value batch, Value query) {
+  if (!masks.window)
+    return index(0);
+  Value position = arith::AddIOp::create(b, loc, query, queryOffset(batch));
+  Value begin = arith::SubIOp::create(b, loc, position, index(masks.window - 1));
+  return clamp(begin, masks.seqK);
+}
+
 Value AttentionLimits::isVisible(Value batch, Value query, Value key) {
-  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, key, visibleEnd(batch, query));
+  Value belowEnd =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, key, visibleEnd(batch, query));
+  if (!masks.window)
+    return belowEnd;
+  Value fromBegin =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, key, visibleBegin(batch, query));
+  return arith::AndIOp::create(b, loc, belowEnd, fromBegin);
+}
+
+Value AttentionLimits::firstKeyTile(Value batch, Value first, int64_t tileKeys) {
+  if (!masks.window)
+    return index(0);
+  return arith::DivSIOp::create(b, loc, visibleBegin(batch, first), index(tileKeys));
 }
 
 Value AttentionLimits::keyTiles(Value batch, Value first, int64_t rows, int64_t tileKeys) {
@@ -56,6 +76,8 @@ Value AttentionLimits::keyTiles(Value batch, Value first, int64_t rows, int64_t 
 }
 
 Value AttentionLimits::unmaskedKeyTiles(Value batch, Value first, int64_t tileKeys) {
+  if (masks.window)
+    return index(0);
   return arith::DivSIOp::create(b, loc, visibleEnd(batch, first), index(tileKeys));
 }
 

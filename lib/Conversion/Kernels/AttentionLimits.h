@@ -5,7 +5,8 @@
 // queries and keys and must know, per sequence, which keys a query sees:
 // the keys filled so far (a KV cache's runtime key length), and with a
 // causal mask those up to the query's own position (a runtime query offset
-// over a cache, else bottom-right aligned). This is that logic, written
+// over a cache, else bottom-right aligned), under a sliding window only the
+// last `window` of those. This is that logic, written
 // once: the visible key range of a query, the key tiles a query tile reads
 // and the ones it reads without masking, the first query that sees a key.
 // Padding and additive biases are per-score values the kernels add.
@@ -23,6 +24,9 @@ namespace xfmr::kernels {
 struct AttentionMasks {
   int64_t seqQ = 0, seqK = 0;
   bool causal = false;
+  /// Causal only: a query sees the `window` keys up to its own position
+  /// (sliding-window attention); 0: all of them.
+  int64_t window = 0;
   /// [batch] i32 tensors or memrefs, or null: the position of each
   /// sequence's query 0 among the keys, and how many keys it has.
   mlir::Value queryOffset, keyLength;
@@ -43,13 +47,20 @@ public:
   mlir::Value queryOffset(mlir::Value batch);
   /// One past the last key query `query` sees.
   mlir::Value visibleEnd(mlir::Value batch, mlir::Value query);
+  /// The first key query `query` sees: 0, or under a window the first
+  /// inside it.
+  mlir::Value visibleBegin(mlir::Value batch, mlir::Value query);
+  /// The first tile of `tileKeys` keys that query `first` (and so every
+  /// later one) sees.
+  mlir::Value firstKeyTile(mlir::Value batch, mlir::Value first, int64_t tileKeys);
   /// Whether query `query` sees key `key` (an i1).
   mlir::Value isVisible(mlir::Value batch, mlir::Value query, mlir::Value key);
   /// The tiles of `tileKeys` keys that the queries [first, first + rows)
   /// read: up to the last visible key of the last of them.
   mlir::Value keyTiles(mlir::Value batch, mlir::Value first, int64_t rows, int64_t tileKeys);
   /// The tiles that each of the queries from `first` on sees in full, which
-  /// need no mask.
+  /// need no mask (none under a window, whose lower edge moves with the
+  /// query).
   mlir::Value unmaskedKeyTiles(mlir::Value batch, mlir::Value first, int64_t tileKeys);
   /// The first query that sees key `key` (the queries before it see none
   /// of the keys from `key` on).

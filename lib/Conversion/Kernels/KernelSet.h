@@ -46,6 +46,9 @@ struct AttentionOperands {
   bool causal;
   /// Query heads per key/value head (grouped-query attention; 1 without).
   int64_t groups = 1;
+  /// The sliding window (0: none) and the scores' soft cap (0: none).
+  int64_t window = 0;
+  double softcap = 0;
 
   /// The key/value head that query head `h` reads.
   mlir::Value keyHead(mlir::OpBuilder &b, mlir::Location loc, mlir::Value h) const {
@@ -60,7 +63,7 @@ struct AttentionOperands {
     auto seqOf = [&](mlir::Value operand) {
       return llvm::cast<mlir::MemRefType>(operand.getType()).getDimSize(dims.seq);
     };
-    return {seqOf(q), seqOf(k), causal, queryOffset, keyLength};
+    return {seqOf(q), seqOf(k), causal, window, queryOffset, keyLength};
   }
 
   /// Indices of element (b, s, h, c) of a q/k/v/out operand in its layout.
@@ -123,6 +126,7 @@ AttentionOperands attentionOperands(KernelBuilder &kb, OpTy op, mlir::ValueRange
   in.dims = op.getDims();
   in.scale = op.getScale().convertToDouble();
   in.causal = op.getCausal();
+  in.window = static_cast<int64_t>(op.getWindow().value_or(0));
   if (Value padding = op.getPaddingMask()) {
     auto scalar = [&](double value) -> Value {
       auto scalarType = RankedTensorType::get({}, f32);
@@ -135,6 +139,8 @@ AttentionOperands attentionOperands(KernelBuilder &kb, OpTy op, mlir::ValueRange
   }
   if constexpr (std::is_same_v<OpTy, FusedAttentionOp>) {
     in.groups = op.getQueryHeadsPerKeyHead();
+    if (std::optional<llvm::APFloat> cap = op.getSoftcap())
+      in.softcap = cap->convertToDouble();
     if (Value offset = op.getQueryOffset())
       in.queryOffset = kb.readBuffer(offset);
     if (Value length = op.getKeyLength())

@@ -38,6 +38,8 @@
 
 #include "Kernels.h"
 
+#include "mlir/Dialect/Math/IR/Math.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -213,10 +215,18 @@ protected:
     Value iota = vector::StepOp::create(b, loc, iotaType);
     Value limit = limits().visibleEnd(bi, qi);
     Value limitVector = vector::BroadcastOp::create(b, loc, iotaType, limit);
+    Value beginVector =
+        in.window ? vector::BroadcastOp::create(b, loc, iotaType, limits().visibleBegin(bi, qi))
+                  : Value();
     SmallVector<Value> row;
     for (int64_t v = 0; v < blockK / lanes; ++v) {
       Value j0 = kb.addi(k0, kb.index(v * lanes));
       Value score = kb.loadVector(scores, {i, kb.index(v * lanes)});
+      if (in.softcap) {
+        // cap tanh(score / cap), the cap in the scores' unit.
+        Value cap = kb.splat(in.softcap * biasFactor);
+        score = kb.mul(cap, math::TanhOp::create(b, loc, kb.div(score, cap)));
+      }
       auto addBias = [&](Value bias) {
         score = biasFactor == 1.0 ? kb.add(score, bias) : kb.fma(bias, kb.splat(biasFactor), score);
       };
@@ -228,6 +238,10 @@ protected:
         Value keys = arith::AddIOp::create(b, loc, iota,
                                            vector::BroadcastOp::create(b, loc, iotaType, j0));
         Value visible = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, keys, limitVector);
+        if (beginVector)
+          visible = arith::AndIOp::create(
+              b, loc, visible,
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::uge, keys, beginVector));
         score = kb.select(visible, score, kb.splat(kNegInf));
       }
       row.push_back(score);
@@ -305,26 +319,29 @@ private:
       kb.store(kb.f32(kNegInf), s.max, {i});
       kb.storeVector(kb.splat(0.0), s.sum, {i, kb.index(0)});
     });
-    kb.forLoop(kb.index(0), limits().keyTiles(bi, q0, rows, blockK), 1, [&](Value block) {
-      Value k0 = kb.muli(block, blockK);
-      if (keysT)
-        emitBlockProduct(s.queries, kb.index(0), keysT, block, rows, s.scores);
-      else
-        emitBlockProductInPlace(bi, kvh, s.queries, k0, rows, s.scores);
-      ifMasked(bi, block, q0,
-               [&](bool masked) { emitSoftmaxUpdate(bi, hi, s, q0, k0, rows, masked); });
-      // O += P V over the block's keys before the key limit.
-      Value kEnd = kb.mini(kb.addi(k0, kb.index(blockK)), limits().keyCount(bi));
-      emitAccumulate(
-          s.output, kb.index(0), rows, k0, kEnd,
-          [&](Value i, Value key) {
-            return kb.load(s.scores, {i, arith::SubIOp::create(b, loc, key, k0)});
-          },
-          [&](Value key, Value col, int64_t valid) {
-            return values ? kb.loadVector(values, {key, col}, valid)
-                          : kb.loadVectorWidened(in.v, in.at(bi, key, kvh, col), valid);
-          });
-    });
+    // Key blocks wholly before a sliding window or past the last visible
+    // key are never read.
+    kb.forLoop(limits().firstKeyTile(bi, q0, blockK), limits().keyTiles(bi, q0, rows, blockK), 1,
+               [&](Value block) {
+                 Value k0 = kb.muli(block, blockK);
+                 if (keysT)
+                   emitBlockProduct(s.queries, kb.index(0), keysT, block, rows, s.scores);
+                 else
+                   emitBlockProductInPlace(bi, kvh, s.queries, k0, rows, s.scores);
+                 ifMasked(bi, block, q0,
+                          [&](bool masked) { emitSoftmaxUpdate(bi, hi, s, q0, k0, rows, masked); });
+                 // O += P V over the block's keys before the key limit.
+                 Value kEnd = kb.mini(kb.addi(k0, kb.index(blockK)), limits().keyCount(bi));
+                 emitAccumulate(
+                     s.output, kb.index(0), rows, k0, kEnd,
+                     [&](Value i, Value key) {
+                       return kb.load(s.scores, {i, arith::SubIOp::create(b, loc, key, k0)});
+                     },
+                     [&](Value key, Value col, int64_t valid) {
+                       return values ? kb.loadVector(values, {key, col}, valid)
+                                     : kb.loadVectorWidened(in.v, in.at(bi, key, kvh, col), valid);
+                     });
+               });
     // out = O / l, 0 where nothing was visible; lse = m + log l.
     kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
       Value l = kb.reduceAdd(kb.loadVector(s.sum, {i, kb.index(0)}));
@@ -363,7 +380,7 @@ private:
   /// changed them); l is kept per lane and reduced once at the end.
   void emitSoftmaxUpdate(Value bi, Value hi, const Scratch &s, Value q0, Value k0, int64_t rows,
                          bool masked) {
-    bool rewritesScores = masked || in.bias || in.keyBias;
+    bool rewritesScores = masked || in.bias || in.keyBias || in.softcap;
     kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
       SmallVector<Value> scores =
           maskedRow(bi, hi, s.scores, i, kb.addi(q0, i), k0, masked, kLog2E);

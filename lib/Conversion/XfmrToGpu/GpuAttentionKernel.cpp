@@ -129,25 +129,27 @@ private:
         },
         /*barrier=*/keyTile != nullptr);
 
-    kb.forLoop(zero, limits().keyTiles(bi, q0, rowsPerBlock, keysPerTile), 1, [&](Value tile) {
-      Value k0 = kb.muli(tile, keysPerTile);
-      if (keyTile)
-        block.phase([&](Value t) {
-          loadTiles(t, rowsPerBlock, bi, kvh, k0, keysPerTile, seqK,
-                    {{in.k, keyTile}, {in.v, valueTile}});
-        });
-      block.phase(
-          [&](Value t) {
-            ifRowExists(q0, rowOf(t), seqQ, [&](Value row) {
-              kb.forLoop(zero, kb.index(keysPerTile), keysPerChunk() * lanesPerRow, [&](Value j0) {
-                Value first = lanesPerRow > 1 ? kb.addi(j0, laneOf(t)) : j0;
-                emitChunkUpdate(bi, hi, kvh, row, k0, first, keyTile, valueTile, t, query, acc, max,
-                                sum);
-              });
-            });
-          },
-          /*barrier=*/keyTile != nullptr);
-    });
+    kb.forLoop(limits().firstKeyTile(bi, q0, keysPerTile),
+               limits().keyTiles(bi, q0, rowsPerBlock, keysPerTile), 1, [&](Value tile) {
+                 Value k0 = kb.muli(tile, keysPerTile);
+                 if (keyTile)
+                   block.phase([&](Value t) {
+                     loadTiles(t, rowsPerBlock, bi, kvh, k0, keysPerTile, seqK,
+                               {{in.k, keyTile}, {in.v, valueTile}});
+                   });
+                 block.phase(
+                     [&](Value t) {
+                       ifRowExists(q0, rowOf(t), seqQ, [&](Value row) {
+                         kb.forLoop(zero, kb.index(keysPerTile), keysPerChunk() * lanesPerRow,
+                                    [&](Value j0) {
+                                      Value first = lanesPerRow > 1 ? kb.addi(j0, laneOf(t)) : j0;
+                                      emitChunkUpdate(bi, hi, kvh, row, k0, first, keyTile,
+                                                      valueTile, t, query, acc, max, sum);
+                                    });
+                       });
+                     },
+                     /*barrier=*/keyTile != nullptr);
+               });
     if (lanesPerRow > 1)
       mergeLanes(q0, acc, max, sum);
 

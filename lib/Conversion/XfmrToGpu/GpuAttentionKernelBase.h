@@ -11,6 +11,8 @@
 
 #include "../Kernels/KernelSet.h"
 
+#include "mlir/Dialect/Math/IR/Math.h"
+
 namespace xfmr::gpu {
 
 /// The geometry and the helpers the attention kernels share.
@@ -75,20 +77,31 @@ protected:
     kb.ifThen(kb.below(row, count), [&] { body(row); });
   }
 
-  /// `dot` (the scaled q . k of a row and a key) plus the biases, or -inf
-  /// where the mask hides the key (past the row's visible end). Rows and keys outside the sequences
+  /// `dot` (the scaled q . k of a row and a key), soft-capped, plus the
+  /// biases, or -inf where the mask hides the key (outside the row's visible
+  /// range). Rows and keys outside the sequences
   /// read the biases of the last ones.
   mlir::Value score(mlir::Value bi, mlir::Value hi, mlir::Value row, mlir::Value key,
                     mlir::Value dot) {
     mlir::Value zero = kb.index(0);
     mlir::Value limit = limits().visibleEnd(bi, row);
     mlir::Value clampedKey = kb.mini(key, kb.index(seqK - 1));
+    if (in.softcap) {
+      mlir::Value cap = kb.f32(in.softcap);
+      dot = kb.mul(cap, mlir::math::TanhOp::create(b, loc, kb.div(dot, cap)));
+    }
     if (in.keyBias)
       dot = kb.add(dot, kb.load(in.keyBias, {bi, clampedKey}));
     if (in.bias)
       dot = kb.add(dot, kb.load(in.bias, in.biasAt(zero, bi, hi, kb.mini(row, kb.index(seqQ - 1)),
                                                    clampedKey)));
-    return kb.select(kb.below(key, limit), dot, kb.f32(kernels::kNegInf));
+    mlir::Value visible = kb.below(key, limit);
+    if (in.window)
+      visible = mlir::arith::AndIOp::create(
+          b, loc, visible,
+          mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::sge, key,
+                                      limits().visibleBegin(bi, row)));
+    return kb.select(visible, dot, kb.f32(kernels::kNegInf));
   }
 
   /// e^(score - lse), 0 where the score or the row's lse is -inf (a masked

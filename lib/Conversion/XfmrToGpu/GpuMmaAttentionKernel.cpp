@@ -402,8 +402,10 @@ private:
 } // namespace
 
 bool xfmr::gpu::fitsMmaAttention(const AttentionOperands &operands) {
+  // Sliding windows and soft-capped scores are the f32 kernel's (which
+  // widens narrow loads) until the tensor-core kernels take them.
   Type element = cast<MemRefType>(operands.q.getType()).getElementType();
-  return (element.isBF16() || element.isF16()) &&
+  return (element.isBF16() || element.isF16()) && !operands.window && !operands.softcap &&
          MmaForwardKernel::fits(MmaAttentionKernelBase::headDimOf(operands));
 }
 

@@ -277,8 +277,11 @@ public:
   template <typename OpTy>
   AttentionTiles(OpBuilder &b, Location loc, OpTy op, typename OpTy::Adaptor adaptor)
       : dims(op.getDims()), paddingMask(adaptor.getPaddingMask()),
-        scale(op.getScale().convertToDouble()), causal(op.getCausal()) {
+        scale(op.getScale().convertToDouble()), causal(op.getCausal()),
+        window(static_cast<int64_t>(op.getWindow().value_or(0))) {
     if constexpr (std::is_same_v<OpTy, FusedAttentionOp>) {
+      if (std::optional<APFloat> cap = op.getSoftcap())
+        softcap = cap->convertToDouble();
       queryOffset = adaptor.getQueryOffset();
       keyLength = adaptor.getKeyLength();
       positionBias = adaptor.getPositionBias();
@@ -366,6 +369,13 @@ public:
         b, loc, scoreType, inputs, [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
           Value value =
               arith::MulFOp::create(nb, l, args[0], floatConstant(nb, l, elementType, scale));
+          if (softcap)
+            value = arith::MulFOp::create(
+                nb, l,
+                math::TanhOp::create(nb, l,
+                                     arith::DivFOp::create(
+                                         nb, l, value, floatConstant(nb, l, elementType, softcap))),
+                floatConstant(nb, l, elementType, softcap));
           if (bias4d)
             value = arith::AddFOp::create(nb, l, value, args.back());
           Value i = arith::AddIOp::create(nb, l, linalg::IndexOp::create(nb, l, 0), qStart);
@@ -374,7 +384,8 @@ public:
             value = arith::AddFOp::create(nb, l, value, diagonalBias(nb, l, batchIv, head, i, j));
           Value keep = arith::ConstantOp::create(nb, l, nb.getBoolAttr(true));
           if (limited)
-            keep = kernels::AttentionLimits(nb, l, {seqQ, seqK, causal, queryOffset, keyLength})
+            keep = kernels::AttentionLimits(nb, l,
+                                            {seqQ, seqK, causal, window, queryOffset, keyLength})
                        .isVisible(batchIv, i, j);
           if (hasPadding)
             keep = arith::AndIOp::create(nb, l, keep, args[1]);
@@ -424,6 +435,9 @@ public:
   Value queryOffset, keyLength;
   double scale;
   bool causal;
+  /// The sliding window (0: none) and the scores' soft cap (0: none).
+  int64_t window = 0;
+  double softcap = 0;
   Type elementType;
   int64_t batch, heads, seqQ, seqK, headDim, blockQ, blockK;
 

@@ -508,11 +508,14 @@ struct RotaryEmbeddingLowering : OpConversionPattern<RotaryEmbeddingOp> {
         rewriter, loc, TypeRange{halfType, halfType}, ValueRange{first, second}, inits, maps,
         SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
         [&](OpBuilder &b, Location l, ValueRange args) {
+          // Computed in f32, or f64 for f64 values; the angle is f32 as
+          // transformers forms it.
+          Type compute = elementType.getIntOrFloatBitWidth() > 32 ? elementType : f32;
           auto widen = [&](Value x) -> Value {
-            return x.getType() == f32 ? x : arith::ExtFOp::create(b, l, f32, x).getResult();
+            return x.getType() == compute ? x : arith::ExtFOp::create(b, l, compute, x).getResult();
           };
           auto narrow = [&](Value x) -> Value {
-            return elementType == f32 ? x : arith::TruncFOp::create(b, l, elementType, x);
+            return elementType == compute ? x : arith::TruncFOp::create(b, l, elementType, x);
           };
           Value position = linalg::IndexOp::create(b, l, 1);
           if (starts)
@@ -523,11 +526,11 @@ struct RotaryEmbeddingLowering : OpConversionPattern<RotaryEmbeddingOp> {
               b, l, f32, arith::IndexCastOp::create(b, l, b.getI64Type(), position));
           Value frequency =
               tensor::ExtractOp::create(b, l, table, ValueRange{linalg::IndexOp::create(b, l, 3)});
-          Value angle = arith::MulFOp::create(b, l, positionF32, frequency);
+          Value angle = widen(arith::MulFOp::create(b, l, positionF32, frequency));
           Value cosine = math::CosOp::create(b, l, angle), sine = math::SinOp::create(b, l, angle);
           if (scaling != 1.0) {
-            cosine = arith::MulFOp::create(b, l, cosine, floatConstant(b, l, f32, scaling));
-            sine = arith::MulFOp::create(b, l, sine, floatConstant(b, l, f32, scaling));
+            cosine = arith::MulFOp::create(b, l, cosine, floatConstant(b, l, compute, scaling));
+            sine = arith::MulFOp::create(b, l, sine, floatConstant(b, l, compute, scaling));
           }
           Value x1 = widen(args[0]), x2 = widen(args[1]);
           Value x1c = arith::MulFOp::create(b, l, x1, cosine);
@@ -781,7 +784,8 @@ struct RmsNormLowering : OpConversionPattern<RmsNormOp> {
     Value rows = asRows(rewriter, loc, adaptor.getInput());
     auto rowsType = tensorTypeOf(rows);
     Type elementType = rowsType.getElementType();
-    Type f32 = rewriter.getF32Type();
+    // Statistics in f32 (f64 for f64 values).
+    Type f32 = elementType.getIntOrFloatBitWidth() > 32 ? elementType : rewriter.getF32Type();
     auto widen = [&](OpBuilder &b, Location l, Value x) -> Value {
       return x.getType() == f32 ? x : arith::ExtFOp::create(b, l, f32, x).getResult();
     };

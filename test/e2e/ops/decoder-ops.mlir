@@ -1,7 +1,8 @@
 // The ops of the Llama-style decoders against float64 PyTorch: rotary embeddings (partial,
 // scaled, at run-time start positions up to 3000, and the transposed rotation), RMS norm, and
 // grouped-query / multi-query attention (key/value heads read in place by their query heads)
-// over a padded batch, over a KV cache and in the bhsd layout.
+// over a padded batch, over a KV cache and in the bhsd layout; sliding windows of 5 and 20
+// keys (over a batch; over 200 cached keys, the window past the first key blocks) and soft-capped scores.
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python %testlib/ops.py generate decoder %t/inputs.safetensors
@@ -12,6 +13,13 @@
 // RUN: xfmrc %s --vector-lanes=16 -o %t/model16
 // RUN: %t/model16 --inputs=%t/inputs.safetensors --output=%t/outputs16.safetensors
 // RUN: %python %testlib/ops.py check decoder %t/inputs.safetensors %t/outputs16.safetensors | FileCheck %s
+// The reference lowering (convert-xfmr-to-linalg, for the element types no kernel takes): the
+// same ops in f64, within 1e-12.
+// RUN: sed 's/xf32>/xf64>/g' %s > %t/f64.mlir
+// RUN: %python %testlib/ops.py generate decoder %t/inputs64.safetensors --f64
+// RUN: xfmrc %t/f64.mlir -o %t/model64
+// RUN: %t/model64 --inputs=%t/inputs64.safetensors --output=%t/outputs64.safetensors
+// RUN: %python %testlib/ops.py check decoder %t/inputs64.safetensors %t/outputs64.safetensors | FileCheck %s
 // The GPU build's kernels, their thread blocks run as loops on the CPU.
 // RUN: xfmrc %s --emulate-gpu-kernels -o %t/gpu-emulated
 // RUN: %t/gpu-emulated --inputs=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
@@ -24,6 +32,9 @@
 // CHECK-DAG: PASS: gqa_cache
 // CHECK-DAG: PASS: mqa_decode
 // CHECK-DAG: PASS: gqa_bhsd
+// CHECK-DAG: PASS: window_padded
+// CHECK-DAG: PASS: window_cache
+// CHECK-DAG: PASS: softcap
 // CHECK-NOT: FAIL
 
 func.func @forward(
@@ -38,7 +49,9 @@ func.func @forward(
     %dv: tensor<2x40x1x16xf32> {xfmr.input = "dv"}, %doff: tensor<2xi32> {xfmr.input = "doff"},
     %dlen: tensor<2xi32> {xfmr.input = "dlen"},
     %bq: tensor<2x4x6x8xf32> {xfmr.input = "bq"}, %bk: tensor<2x2x70x8xf32> {xfmr.input = "bk"},
-    %bv: tensor<2x2x70x8xf32> {xfmr.input = "bv"})
+    %bv: tensor<2x2x70x8xf32> {xfmr.input = "bv"},
+    %wk: tensor<3x200x2x8xf32> {xfmr.input = "wk"},
+    %woff: tensor<3xi32> {xfmr.input = "woff"}, %wlen: tensor<3xi32> {xfmr.input = "wlen"})
     -> (tensor<2x7x3x8xf32> {xfmr.output = "rotary_partial"},
         tensor<2x7x3x8xf32> {xfmr.output = "rotary_positions"},
         tensor<2x7x3x8xf32> {xfmr.output = "rotary_transposed"},
@@ -46,7 +59,10 @@ func.func @forward(
         tensor<2x9x4x8xf32> {xfmr.output = "gqa_padded"},
         tensor<3x5x6x8xf32> {xfmr.output = "gqa_cache"},
         tensor<2x1x4x16xf32> {xfmr.output = "mqa_decode"},
-        tensor<2x4x6x8xf32> {xfmr.output = "gqa_bhsd"}) {
+        tensor<2x4x6x8xf32> {xfmr.output = "gqa_bhsd"},
+        tensor<2x9x4x8xf32> {xfmr.output = "window_padded"},
+        tensor<3x5x6x8xf32> {xfmr.output = "window_cache"},
+        tensor<2x9x4x8xf32> {xfmr.output = "softcap"}) {
   %r1 = xfmr.rotary_embedding %x {inv_freq = array<f64: 1.0, 0.3, 0.01>, attention_scaling = 1.25 : f64}
         : tensor<2x7x3x8xf32>
   %r2 = xfmr.rotary_embedding %x positions(%pos : tensor<2xi32>)
@@ -62,6 +78,13 @@ func.func @forward(
        : (tensor<2x1x4x16xf32>, tensor<2x40x1x16xf32>, tensor<2x40x1x16xf32>, tensor<2xi32>, tensor<2xi32>) -> tensor<2x1x4x16xf32>
   %b = xfmr.fused_attention %bq, %bk, %bv {scale = 0.35355339 : f64, layout = #xfmr.layout<bhsd>}
        : (tensor<2x4x6x8xf32>, tensor<2x2x70x8xf32>, tensor<2x2x70x8xf32>) -> tensor<2x4x6x8xf32>
-  return %r1, %r2, %r3, %n, %a, %c, %d, %b : tensor<2x7x3x8xf32>, tensor<2x7x3x8xf32>, tensor<2x7x3x8xf32>,
-      tensor<2x7x3x8xf32>, tensor<2x9x4x8xf32>, tensor<3x5x6x8xf32>, tensor<2x1x4x16xf32>, tensor<2x4x6x8xf32>
+  %w = xfmr.fused_attention %q, %k, %v padding_mask(%mask) {causal, window = 5 : i64, scale = 0.35355339 : f64}
+       : (tensor<2x9x4x8xf32>, tensor<2x9x2x8xf32>, tensor<2x9x2x8xf32>, tensor<2x9xi1>) -> tensor<2x9x4x8xf32>
+  %wc = xfmr.fused_attention %cq, %wk, %wk query_offset(%woff) key_length(%wlen) {causal, window = 20 : i64, scale = 0.35355339 : f64}
+       : (tensor<3x5x6x8xf32>, tensor<3x200x2x8xf32>, tensor<3x200x2x8xf32>, tensor<3xi32>, tensor<3xi32>) -> tensor<3x5x6x8xf32>
+  %s = xfmr.fused_attention %q, %k, %v padding_mask(%mask) {causal, softcap = 2.0 : f64, scale = 0.35355339 : f64}
+       : (tensor<2x9x4x8xf32>, tensor<2x9x2x8xf32>, tensor<2x9x2x8xf32>, tensor<2x9xi1>) -> tensor<2x9x4x8xf32>
+  return %r1, %r2, %r3, %n, %a, %c, %d, %b, %w, %wc, %s : tensor<2x7x3x8xf32>, tensor<2x7x3x8xf32>, tensor<2x7x3x8xf32>,
+      tensor<2x7x3x8xf32>, tensor<2x9x4x8xf32>, tensor<3x5x6x8xf32>, tensor<2x1x4x16xf32>, tensor<2x4x6x8xf32>,
+      tensor<2x9x4x8xf32>, tensor<3x5x6x8xf32>, tensor<2x9x4x8xf32>
 }
