@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
-"""Generation benchmark (not a test): GPT-2 small with random weights, batch 1,
-a 128-token prompt and 128 new tokens, 2 threads; one table of xfmr against
-the peers people generate with, measured in the same run:
+"""Generation benchmark (not a test): GPT-2 small, or with --model=llama-1b a
+Llama-3.2-1B-shaped model (16 layers, width 2048, 32 query and 8 key/value
+heads of 64, MLP 8192, vocabulary 128256, tied head, llama3 rope), with
+random weights, batch 1, a 128-token prompt and 128 new tokens, 2 threads;
+one table of xfmr against the peers people generate with, measured in the
+same run:
 
   xfmr            xfmrc --generate of the checkpoint directory (f32;
                   --dtype=bf16: weights, activations and KV cache in bf16;
@@ -12,7 +15,8 @@ the peers people generate with, measured in the same run:
                   the others choose greedily)
   generate()      transformers on PyTorch 2.x eager (f32, SDPA), KV cache
   llama.cpp       llama-cpp-python on the same weights written as GGUF
-                  (f32, f16 and q8_0, quantized by llama.cpp itself)
+                  (f32, f16 and q8_0, quantized by llama.cpp itself), when
+                  llama_cpp is installed
   roofline        weight bytes read per decoded token / the machine's
                   measured read bandwidth (bench/read_bandwidth.c)
 
@@ -20,10 +24,11 @@ Prompt speed is tokens/s of the prefill; decode is ms per generated token
 (the 127 steps after the first). Times are the best of --repeats runs.
 Runs under build/bench-venv (bench/setup-peers.sh).
 
-  generate.py [--build DIR] [--repeats N] [--threads T]
+  generate.py [--model gpt2|llama-1b] [--build DIR] [--repeats N] [--threads T]
 """
 
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -44,14 +49,28 @@ def run(command, **kwargs):
     return result
 
 
-def checkpoint(workdir):
-    """GPT-2 small (transformers' own initialisation), saved as users have it."""
+# --model: (description, checkpoint folder, config factory).
+MODELS = {
+    "gpt2": ("GPT-2 small", "gpt2-small", lambda tf: tf.GPT2Config()),
+    "llama-1b": ("Llama-3.2-1B-shaped", "llama-1b", lambda tf: tf.LlamaConfig(
+        hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32,
+        num_key_value_heads=8, head_dim=64, vocab_size=128256, max_position_embeddings=131072,
+        tie_word_embeddings=True, rms_norm_eps=1e-5, bos_token_id=128000, eos_token_id=128001,
+        rope_parameters={"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                         "high_freq_factor": 4.0, "original_max_position_embeddings": 8192,
+                         "rope_theta": 500000.0})),
+}
+
+
+def checkpoint(args, workdir):
+    """The model (transformers' own initialisation), saved as users have it."""
     import torch
     import transformers as tf
-    directory = os.path.join(workdir, "gpt2-small")
+    _, folder, config = MODELS[args.model]
+    directory = os.path.join(workdir, folder)
     if not os.path.exists(os.path.join(directory, "model.safetensors")):
         torch.manual_seed(0)
-        tf.GPT2LMHeadModel(tf.GPT2Config()).save_pretrained(directory)
+        tf.AutoModelForCausalLM.from_config(config(tf)).save_pretrained(directory)
     return directory
 
 
@@ -68,6 +87,11 @@ def prompt_ids():
     return np.random.default_rng(0).integers(0, 50000, size=PROMPT).tolist()
 
 
+# The generators' cache: the prompt and the new tokens (not the model's 131072
+# positions).
+CONTEXT = f"--max-context={PROMPT + NEW + 16}"
+
+
 def xfmr_speeds(printed):
     """Prompt tokens/s and decode ms/token from a generator's closing lines."""
     prompt = re.search(r"prompt: (\d+) tokens in ([0-9.]+) ms", printed)
@@ -79,7 +103,7 @@ def xfmr_speeds(printed):
 def bench_xfmr(args, directory, workdir, name, flags, sampling=("--temp", "0")):
     generator = os.path.join(workdir, f"xfmr-generate-{name}")
     start = time.perf_counter()
-    run([os.path.join(args.build, "bin", "xfmrc"), directory, "--generate", *flags,
+    run([os.path.join(args.build, "bin", "xfmrc"), directory, "--generate", CONTEXT, *flags,
          "-o", generator])
     compile_s = time.perf_counter() - start
     best = None
@@ -96,7 +120,7 @@ def bench_transformers(args, directory):
     import torch
     import transformers as tf
     torch.set_num_threads(args.threads)
-    model = tf.GPT2LMHeadModel.from_pretrained(directory, attn_implementation="sdpa").eval()
+    model = tf.AutoModelForCausalLM.from_pretrained(directory, attn_implementation="sdpa").eval()
     ids = torch.tensor([prompt_ids()])
     best_prompt, best_decode = 0.0, float("inf")
     with torch.no_grad():
@@ -162,6 +186,62 @@ def write_gguf(directory, path):
     writer.close()
 
 
+def write_llama_gguf(directory, path):
+    """The checkpoint as llama.cpp's Llama GGUF (names, and the q/k rows
+    permuted to its rope layout, as its convert_hf_to_gguf.py does; the
+    llama3 rope factors left out: they change no work), the output tied to
+    the token embedding, a placeholder vocabulary."""
+    import gguf
+    import transformers as tf
+    from safetensors.numpy import load_file
+    config = tf.AutoConfig.from_pretrained(directory)
+    weights = load_file(os.path.join(directory, "model.safetensors"))
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_context_length(PROMPT + NEW + 16)
+    writer.add_embedding_length(config.hidden_size)
+    writer.add_feed_forward_length(config.intermediate_size)
+    writer.add_block_count(config.num_hidden_layers)
+    writer.add_head_count(config.num_attention_heads)
+    writer.add_head_count_kv(config.num_key_value_heads)
+    writer.add_rope_dimension_count(config.head_dim)
+    writer.add_rope_freq_base(500000.0)
+    writer.add_layer_norm_rms_eps(config.rms_norm_eps)
+    writer.add_vocab_size(config.vocab_size)
+    writer.add_file_type(gguf.LlamaFileType.ALL_F32)
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre("llama-bpe")
+    writer.add_token_list([f"<t{i}>" for i in range(config.vocab_size)])
+    writer.add_token_types([gguf.TokenType.NORMAL] * config.vocab_size)
+    writer.add_token_merges(["<t0> <t1>"])
+    writer.add_bos_token_id(config.bos_token_id)
+    writer.add_eos_token_id(config.eos_token_id)
+    parts = {"input_layernorm": "attn_norm", "self_attn.q_proj": "attn_q",
+             "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+             "self_attn.o_proj": "attn_output", "post_attention_layernorm": "ffn_norm",
+             "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up", "mlp.down_proj": "ffn_down"}
+
+    def permute(w, heads):
+        return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2) \
+            .reshape(w.shape)
+
+    for name, value in weights.items():
+        stem, kind = name.removeprefix("model.").rsplit(".", 1)
+        if stem.startswith("layers."):
+            _, layer, rest = stem.split(".", 2)
+            if rest == "self_attn.q_proj":
+                value = permute(value, config.num_attention_heads)
+            elif rest == "self_attn.k_proj":
+                value = permute(value, config.num_key_value_heads)
+            target = f"blk.{layer}.{parts[rest]}"
+        else:
+            target = {"embed_tokens": "token_embd", "norm": "output_norm"}[stem]
+        writer.add_tensor(f"{target}.{kind}", np.ascontiguousarray(value, dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 def quantize(source, target, ftype):
     import llama_cpp
     params = llama_cpp.llama_model_quantize_default_params()
@@ -193,20 +273,25 @@ def bench_llama(args, path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", choices=sorted(MODELS), default="gpt2")
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     workdir = os.path.join(args.build, "bench-generate")
     os.makedirs(workdir, exist_ok=True)
-    directory = checkpoint(workdir)
-    from safetensors.numpy import load_file
-    weights = load_file(os.path.join(directory, "model.safetensors"))
+    directory = checkpoint(args, workdir)
+    from safetensors import safe_open
     # A decode step reads every weight once, the token embedding as the LM
     # head; of the position table, one row.
-    params = sum(v.size for k, v in weights.items() if not k.endswith("wpe.weight"))
+    with safe_open(os.path.join(directory, "model.safetensors"), "np") as f:
+        params = sum(int(np.prod(f.get_slice(k).get_shape())) for k in f.keys()
+                     if not k.endswith("wpe.weight"))
     bandwidth = read_bandwidth(workdir, args.threads)
 
+    with open(os.path.join(directory, "config.json")) as f:
+        config = json.load(f)
+    width = config.get("hidden_size") or config["n_embd"]  # per-channel scales: one per width
     rows = []
     prompt, decode, compile_s = bench_xfmr(args, directory, workdir, "f32", [])
     rows.append(("xfmr f32", prompt, decode, 4))
@@ -217,12 +302,12 @@ def main():
     rows.append(("xfmr bf16 weights",) + bench_xfmr(args, directory, workdir, "bf16-weights",
                                                     ["--weights-dtype=bf16", "--cache-dtype=bf16"])[:2]
                 + (2,))
-    # int8 values and an f32 scale per output channel (768 or 3072 values)
-    # or per group of 32.
+    # int8 values and an f32 scale per output channel (at least `width`
+    # values) or per group of 32.
     rows.append(("xfmr int8 (scale per channel)",)
                 + bench_xfmr(args, directory, workdir, "int8",
                              ["--weights-dtype=int8", "--cache-dtype=bf16"])[:2]
-                + (1 + 4 / 768,))
+                + (1 + 4 / width,))
     rows.append(("xfmr int8 (scale per 32)",)
                 + bench_xfmr(args, directory, workdir, "int8-g32",
                              ["--weights-dtype=int8", "--weight-group-size=32",
@@ -233,18 +318,26 @@ def main():
     rows.append(("xfmr int8 (per channel), sampled",)
                 + bench_xfmr(args, directory, workdir, "int8",
                              ["--weights-dtype=int8", "--cache-dtype=bf16"], sampling=("-s", "1"))[:2]
-                + (1 + 4 / 768,))
+                + (1 + 4 / width,))
     rows.append(("transformers generate() f32",) + bench_transformers(args, directory) + (4,))
-    f32 = os.path.join(workdir, "gpt2-f32.gguf")
-    if not os.path.exists(f32):
-        write_gguf(directory, f32)
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError:
+        llama_cpp = None
+        print("llama.cpp: llama_cpp is not installed (bench/setup-peers.sh); its rows are left out")
+    f32 = os.path.join(workdir, f"{args.model}-f32.gguf")
+    if llama_cpp and not os.path.exists(f32):
+        (write_gguf if args.model == "gpt2" else write_llama_gguf)(directory, f32)
     for name, ftype, bytes_per in (("f32", None, 4), ("f16", 1, 2), ("q8_0", 7, 34 / 32)):
-        path = f32 if ftype is None else os.path.join(workdir, f"gpt2-{name}.gguf")
+        if not llama_cpp:
+            break
+        path = f32 if ftype is None else os.path.join(workdir, f"{args.model}-{name}.gguf")
         if ftype is not None and not os.path.exists(path):
             quantize(f32, path, ftype)
         rows.append((f"llama.cpp {name}",) + bench_llama(args, path) + (bytes_per,))
 
-    print(f"GPT-2 small (124 M parameters), batch 1, prompt {PROMPT} + {NEW} new tokens, "
+    print(f"{MODELS[args.model][0]} ({params / 1e6:.0f} M parameters), batch 1, "
+          f"prompt {PROMPT} + {NEW} new tokens, "
           f"{args.threads} threads; read bandwidth {bandwidth:.1f} GB/s; "
           f"xfmrc --generate compiles in {compile_s:.1f} s")
     print(f"| {'system':30} | prompt tok/s | decode ms/token | roofline ms/token | "

@@ -57,7 +57,6 @@ int main(int argc, char **argv) {
   if (!generator)
     die(checkpoint, err);
   int64_t batch = xfmr_generator_batch(generator), vocab = xfmr_generator_vocab(generator);
-  int64_t eos = xfmr_generator_token_id(generator, "eos_token_id");
 
   size_t capacity = (size_t)xfmr_generator_context(generator);
   int32_t *tokens = malloc((capacity + 1) * sizeof(int32_t));
@@ -94,7 +93,7 @@ int main(int argc, char **argv) {
   size_t length = promptLength;
   for (int step = 0; step < steps; ++step) {
     int32_t next = xfmr_sampler_sample(sampler, logits, vocab, tokens, length);
-    if (next == eos)
+    if (xfmr_generator_is_end_token(generator, next))
       break;
     tokens[length++] = next;
     if (step + 1 == steps || length == capacity)

@@ -225,9 +225,13 @@ void xfmr_generator_free(xfmr_generator *generator);
  * "decoder_start_token_id". 0 on success. */
 int xfmr_generator_encode(xfmr_generator *generator, const int32_t *const *sources,
                           const size_t *lengths, char *err, size_t err_size);
-/* The model's config's token id `key` ("eos_token_id", "bos_token_id",
- * "pad_token_id", "decoder_start_token_id"), or -1 if it names none. */
+/* The model's config's token id `key` ("eos_token_id": the first of the
+ * end tokens, "bos_token_id", "pad_token_id", "decoder_start_token_id"), or
+ * -1 if it names none. */
 int64_t xfmr_generator_token_id(const xfmr_generator *generator, const char *key);
+/* Whether `token` ends a sequence (one of the model's end tokens: Llama 3
+ * has several). */
+int xfmr_generator_is_end_token(const xfmr_generator *generator, int64_t token);
 /* Sequences per call, cache positions, vocabulary size. */
 int64_t xfmr_generator_batch(const xfmr_generator *generator);
 int64_t xfmr_generator_context(const xfmr_generator *generator);

@@ -479,7 +479,7 @@ std::string xfmr::buildManifest(const ModelSignature &signature) {
       {"forced_bos_token_id", signature.info.forcedBosTokenId},
       {"forced_eos_token_id", signature.info.forcedEosTokenId},
       {"suppress_tokens", llvm::json::Array(signature.info.suppressedTokenIds)},
-      {"eos_token_id", signature.info.eosTokenId},
+      {"eos_token_ids", llvm::json::Array(signature.info.eosTokenIds)},
       {"args", std::move(args)}};
   if (const std::optional<TrainOptions> &t = signature.training)
     manifest["training"] =

@@ -44,6 +44,8 @@ public:
   int64_t nonNegativeInt(llvm::StringRef key, int64_t fallback);
   /// A token id: a non-negative integer, or -1 when absent.
   int64_t tokenId(llvm::StringRef key);
+  /// Token ids: one, or a list (Llama 3's eos_token_id); none when absent.
+  std::vector<int64_t> tokenIds(llvm::StringRef key);
   double positiveNumber(llvm::StringRef key, double fallback);
   /// A dropout rate in [0, 1).
   double probability(llvm::StringRef key, double fallback);

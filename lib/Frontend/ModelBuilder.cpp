@@ -164,6 +164,27 @@ int64_t ConfigReader::nonNegativeInt(StringRef key, int64_t fallback) {
 
 int64_t ConfigReader::tokenId(StringRef key) { return nonNegativeInt(key, -1); }
 
+std::vector<int64_t> ConfigReader::tokenIds(StringRef key) {
+  const json::Value *value = lookup(key);
+  if (!value)
+    return {};
+  const json::Array *items = value->getAsArray();
+  if (!items) {
+    int64_t id = tokenId(key);
+    return id < 0 ? std::vector<int64_t>() : std::vector<int64_t>{id};
+  }
+  std::vector<int64_t> ids;
+  for (const json::Value &item : *items) {
+    std::optional<int64_t> id = integerOf(item);
+    if (!id || *id < 0) {
+      error(key, "expected a token id or a list of token ids");
+      return {};
+    }
+    ids.push_back(*id);
+  }
+  return ids;
+}
+
 int64_t ConfigReader::objectSize(StringRef key, int64_t fallback) {
   const json::Value *value = lookup(key);
   if (!value)
@@ -883,6 +904,9 @@ static llvm::Error readGenerationRules(const ModelSource &source, const json::Ob
   }
   ConfigReader reader(path, *object);
   info.forcedBosTokenId = reader.tokenId("forced_bos_token_id");
+  // generate() ends a sequence at generation_config.json's end tokens.
+  if (std::vector<int64_t> eos = reader.tokenIds("eos_token_id"); !eos.empty())
+    info.eosTokenIds = eos;
   info.forcedEosTokenId = reader.tokenId("forced_eos_token_id");
   auto tokenLists = [&](StringRef key, bool nested) -> llvm::Error {
     const json::Value *value = object->get(key);
@@ -984,7 +1008,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> xfmr::buildModel(MLIRContext &context,
     info.modelType = modelType;
     info.architecture = architecture;
     info.bosTokenId = config.tokenId("bos_token_id");
-    info.eosTokenId = config.tokenId("eos_token_id");
+    info.eosTokenIds = config.tokenIds("eos_token_id");
     FamilyInputs inputs{config, graph, request, architecture, source, info};
     if (llvm::Error error = family->build(inputs))
       return std::move(error);

@@ -570,7 +570,8 @@ public:
       for (Sequence &s : sequences)
         s.prompt = {static_cast<int32_t>(manifest.decoderStartTokenId)};
     }
-    eos = options.ignoreEos ? -1 : manifest.eosTokenId;
+    if (!options.ignoreEos)
+      eos = manifest.eosTokenIds;
     rules = manifest;
     int status = options.beams > 1 ? beamSearch(generator, sequences[0], start, promptTokens)
                                    : sample(generator, sequences, start, promptTokens);
@@ -664,7 +665,7 @@ private:
         history.insert(history.end(), s.generated.begin(), s.generated.end());
         applyTokenRules(row, generator.vocab, history.size(), s.prompt.size() + options.predict);
         int32_t token = samplers[i].sample(row, generator.vocab, history);
-        if (token == eos) {
+        if (isEos(token)) {
           s.done = true;
           continue;
         }
@@ -758,7 +759,7 @@ private:
                         });
       candidates.resize(keep);
       for (Candidate &c : candidates)
-        c.hits = c.token == eos || length + 1 >= maxLength;
+        c.hits = isEos(c.token) || length + 1 >= maxLength;
       // The K best unfinished continuations go on.
       std::vector<size_t> order(keep);
       std::iota(order.begin(), order.end(), 0);
@@ -831,7 +832,7 @@ private:
     }
     const std::vector<int32_t> &best = finished[0].tokens;
     for (size_t t = prompt.size(); t < best.size(); ++t)
-      if (best[t] != eos) {
+      if (!isEos(best[t])) {
         result.generated.push_back(best[t]);
         emit(result, tokenText(best[t]), false);
       }
@@ -933,7 +934,9 @@ private:
   Entries entries;
   Options options;
   std::unique_ptr<Tokenizer> tokenizer;
-  int64_t eos = -1;
+  /// The tokens that end a sequence (none with --ignore-eos).
+  std::vector<int64_t> eos;
+  bool isEos(int64_t token) const { return std::find(eos.begin(), eos.end(), token) != eos.end(); }
   /// The model's token rules (forced and suppressed tokens).
   Manifest rules;
 };
@@ -1029,11 +1032,16 @@ int xfmr_generator_encode(xfmr_generator *generator, const int32_t *const *sourc
 int64_t xfmr_generator_token_id(const xfmr_generator *generator, const char *key) {
   const Manifest &manifest = generator->prefill.manifest;
   std::string_view name = key ? key : "";
-  return name == "eos_token_id"             ? manifest.eosTokenId
-         : name == "bos_token_id"           ? manifest.bosTokenId
-         : name == "pad_token_id"           ? manifest.padTokenId
+  return name == "eos_token_id"   ? (manifest.eosTokenIds.empty() ? -1 : manifest.eosTokenIds[0])
+         : name == "bos_token_id" ? manifest.bosTokenId
+         : name == "pad_token_id" ? manifest.padTokenId
          : name == "decoder_start_token_id" ? manifest.decoderStartTokenId
                                             : -1;
+}
+
+int xfmr_generator_is_end_token(const xfmr_generator *generator, int64_t token) {
+  const std::vector<int64_t> &ends = generator->prefill.manifest.eosTokenIds;
+  return std::find(ends.begin(), ends.end(), token) != ends.end();
 }
 
 int64_t xfmr_generator_batch(const xfmr_generator *generator) { return generator->batch; }

@@ -67,8 +67,9 @@ Manifest xfmr::rt::parseManifest(const char *text) {
       manifest.suppressedTokenIds.push_back(id.asInt().value_or(-1));
   if (const JsonValue *causal = json->get("causal_lm"))
     manifest.causalLanguageModel = causal->boolean;
-  if (const JsonValue *eos = json->get("eos_token_id"))
-    manifest.eosTokenId = eos->asInt().value_or(-1);
+  if (const JsonValue *eos = json->get("eos_token_ids"))
+    for (const JsonValue &id : eos->array)
+      manifest.eosTokenIds.push_back(id.asInt().value_or(-1));
   if (const JsonValue *training = json->get("training"))
     for (const auto &[key, value] : training->object) {
       if (key == "optimizer")

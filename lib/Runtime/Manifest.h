@@ -49,7 +49,9 @@ struct Manifest {
   /// The checkpoint the model was compiled from, if any.
   std::string defaultWeights;
   /// Special tokens of the model's config (-1: none).
-  int64_t bosTokenId = -1, eosTokenId = -1, decoderStartTokenId = -1;
+  int64_t bosTokenId = -1, decoderStartTokenId = -1;
+  /// The tokens that end a sequence.
+  std::vector<int64_t> eosTokenIds;
   /// generate()'s token rules (ModelInfo's).
   int64_t forcedBosTokenId = -1, forcedEosTokenId = -1;
   std::vector<int64_t> suppressedTokenIds;
