@@ -476,6 +476,13 @@ LogicalResult FusedAttentionBackwardOp::verify() {
                               q.getDimSize(dims.seq)};
   if (tensorTypeOf(getLogsumexp()).getShape() != ArrayRef<int64_t>(lse))
     return emitOpError("logsumexp must be ") << shapeString(lse);
+  // One key/value head per query head: the kernels index keys by the query
+  // head (grouped-query attention's adjoint repeats them first).
+  auto k = tensorTypeOf(getKey());
+  if (k.getRank() != 4 || k.getDimSize(dims.batch) != q.getDimSize(dims.batch) ||
+      k.getDimSize(dims.heads) != q.getDimSize(dims.heads) ||
+      k.getDimSize(dims.headDim) != q.getDimSize(dims.headDim))
+    return emitOpError("key must have the query's batch, heads and head dim, got ") << k;
   if (!(getScale().convertToDouble() > 0))
     return emitOpError("scale must be positive");
   if (getWindow() && !getCausal())

@@ -73,6 +73,12 @@ public:
   std::vector<std::string> strings(llvm::StringRef key, size_t count);
   /// Whether `key` is present and not null.
   bool has(llvm::StringRef key) { return lookup(key) != nullptr; }
+  /// Whether `key` is present and null (for the keys where transformers
+  /// tells an explicit null from an absent key).
+  bool isNull(llvm::StringRef key) const {
+    const llvm::json::Value *value = object.get(key);
+    return value && value->getAsNull();
+  }
   /// Records a failure about `key`.
   void error(llvm::StringRef key, const llvm::Twine &message);
   /// Requires `dModel % heads == 0` and a head size the kernels take,

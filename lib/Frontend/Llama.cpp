@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "llvm/ADT/APFloat.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 
@@ -51,20 +52,33 @@ struct DecoderStyle {
   StringRef windowSwitch;
   /// Gemma 3: windowed layers rotate by their own rope (rope_local_base_freq).
   bool localRope = false;
+  /// Phi-3: rope types "su" and "yarn" are its configs' old names of
+  /// "longrope".
+  bool legacyLongrope = false;
+  /// The activation's key (Gemma 2 and 3: hidden_activation) and default.
+  StringRef activationKey = "hidden_act";
   StringRef defaultActivation = "silu";
   bool tiedByDefault = false;
-  /// attn_logit_softcapping and final_logit_softcapping when absent.
+  /// The defaults of transformers' config classes where a key is absent:
+  /// attn_logit_softcapping and final_logit_softcapping, sliding_window
+  /// (an explicit null: none), max_window_layers, rope_theta,
+  /// original_max_position_embeddings (0: max_position_embeddings).
   std::optional<double> attentionSoftcap, logitSoftcap;
+  int64_t defaultWindow = 0, defaultWindowLayers = 0;
+  double defaultTheta = 1e4;
+  int64_t defaultOriginalMax = 0;
 };
 
 DecoderStyle styleOf(StringRef modelType) {
   DecoderStyle style;
-  if (modelType == "qwen2") {
-    style.alwaysQkvBias = true;
+  if (modelType == "mistral") {
+    style.defaultWindow = 4096;
+  } else if (modelType == "qwen2" || modelType == "qwen3") {
+    style.alwaysQkvBias = modelType == "qwen2";
+    style.qkNorm = modelType == "qwen3";
     style.windowSwitch = "use_sliding_window";
-  } else if (modelType == "qwen3") {
-    style.qkNorm = true;
-    style.windowSwitch = "use_sliding_window";
+    style.defaultWindow = 4096;
+    style.defaultWindowLayers = 28;
   } else if (modelType.starts_with("gemma")) {
     style.gemma = true;
     style.defaultActivation = "gelu_pytorch_tanh";
@@ -79,9 +93,16 @@ DecoderStyle styleOf(StringRef modelType) {
       style.qkNorm = true;
       style.windowPeriod = 6;
       style.localRope = true;
+      style.defaultTheta = 1e6;
+    }
+    if (modelType != "gemma") {
+      style.activationKey = "hidden_activation";
+      style.defaultWindow = 4096;
     }
   } else if (modelType == "phi3") {
     style.fusedProjections = true;
+    style.legacyLongrope = true;
+    style.defaultOriginalMax = 4096;
   }
   return style;
 }
@@ -101,13 +122,15 @@ struct Rope {
 /// `nested` holds the rope's parameters (rope_parameters, rope_scaling, or
 /// one layer type's entry), if the config has them; `theta` is the base
 /// where they do not say.
-Rope readRope(ConfigReader &config, ConfigReader *nested, double theta, int64_t headDim,
-              int64_t maxPositions, int64_t context, bool generating) {
+Rope readRope(ConfigReader &config, const DecoderStyle &style, ConfigReader *nested, double theta,
+              int64_t headDim, int64_t maxPositions, int64_t context, bool generating) {
   Rope rope;
   ConfigReader &parameters = nested ? *nested : config;
   if (nested)
     theta = nested->positiveNumber("rope_theta", theta);
   std::string type = nested ? parameters.string({"rope_type", "type"}, "default") : "default";
+  if (style.legacyLongrope && (type == "su" || type == "yarn"))
+    type = "longrope";
   double partial = parameters.positiveNumber("partial_rotary_factor",
                                              config.positiveNumber("partial_rotary_factor", 1.0));
   int64_t dim = static_cast<int64_t>(static_cast<double>(headDim) * partial);
@@ -120,7 +143,9 @@ Rope readRope(ConfigReader &config, ConfigReader *nested, double theta, int64_t 
   // Phi-3 keeps the pretraining length beside the rope parameters.
   int64_t originalMax = config.nonNegativeInt(
       "original_max_position_embeddings",
-      parameters.nonNegativeInt("original_max_position_embeddings", maxPositions));
+      parameters.nonNegativeInt("original_max_position_embeddings", style.defaultOriginalMax
+                                                                        ? style.defaultOriginalMax
+                                                                        : maxPositions));
   auto baseFrequencies = [&](double base) {
     std::vector<double> frequencies;
     for (int64_t i = 0; i < dim; i += 2)
@@ -147,7 +172,7 @@ Rope readRope(ConfigReader &config, ConfigReader *nested, double theta, int64_t 
     double high = parameters.positiveNumber("high_freq_factor", 4.0);
     double old = static_cast<double>(originalMax);
     for (double &x : f) {
-      double wavelength = 2 * M_PI / x;
+      double wavelength = 2 * llvm::numbers::pi / x;
       double scaled = wavelength > old / low ? x / factor : x;
       double smooth = (old / wavelength - low) / (high - low);
       bool medium = !(wavelength < old / high) && !(wavelength > old / low);
@@ -169,7 +194,7 @@ Rope readRope(ConfigReader &config, ConfigReader *nested, double theta, int64_t 
     bool truncate = parameters.boolean("truncate", true);
     double d = static_cast<double>(dim);
     auto correction = [&](double rotations) {
-      return d * std::log(static_cast<double>(originalMax) / (rotations * 2 * M_PI)) /
+      return d * std::log(static_cast<double>(originalMax) / (rotations * 2 * llvm::numbers::pi)) /
              (2 * std::log(theta));
     };
     double lowDim = correction(fast), highDim = correction(slow);
@@ -223,38 +248,45 @@ struct DecoderConfig {
   double residualDropout = 0, embeddingDropout = 0;
   /// The rope of fully attending layers, and of windowed ones.
   Rope rope, localRope;
-  /// Per layer: the sliding window (0: none).
+  /// Per layer: whether it is a sliding-window layer, and its window over
+  /// the compiled context (0 where it attends fully, or where the window
+  /// covers the context).
+  std::vector<bool> sliding;
   std::vector<int64_t> windows;
   ScoreOptions scores;
 };
 
-/// Each layer's sliding window over a context of `context` positions: 0
-/// where it attends fully, or where the window covers the whole context.
-std::vector<int64_t> readWindows(ConfigReader &config, const DecoderStyle &style, int64_t layers,
-                                 int64_t context) {
-  std::vector<int64_t> windows(layers, 0);
-  int64_t window = config.nonNegativeInt("sliding_window", 0);
-  std::vector<std::string> types = config.strings("layer_types", static_cast<size_t>(layers));
-  for (int64_t i = 0; i < layers; ++i) {
-    bool windowed = false;
+/// Which layers attend over a sliding window (`layer_types`, else the
+/// family's pattern), and each one's window over a context of `context`
+/// positions.
+void readWindows(ConfigReader &config, const DecoderStyle &style, int64_t context,
+                 DecoderConfig &c) {
+  c.sliding.assign(c.layers, false);
+  c.windows.assign(c.layers, 0);
+  // Qwen's windows exist only with use_sliding_window; an explicit null
+  // window is none.
+  if ((!style.windowSwitch.empty() && !config.boolean(style.windowSwitch, false)) ||
+      config.isNull("sliding_window"))
+    return;
+  int64_t window = config.nonNegativeInt("sliding_window", style.defaultWindow);
+  std::vector<std::string> types = config.strings("layer_types", static_cast<size_t>(c.layers));
+  for (int64_t i = 0; i < c.layers; ++i) {
     if (!types.empty()) {
       if (types[i] != "sliding_attention" && types[i] != "full_attention")
         config.error("layer_types", "unsupported layer type \"" + types[i] +
                                         "\" (sliding_attention, full_attention)");
-      windowed = types[i] == "sliding_attention";
+      c.sliding[i] = types[i] == "sliding_attention";
     } else if (!style.windowSwitch.empty()) {
-      windowed = config.boolean(style.windowSwitch, false) &&
-                 i >= config.nonNegativeInt("max_window_layers", 0);
+      c.sliding[i] = i >= config.nonNegativeInt("max_window_layers", style.defaultWindowLayers);
     } else {
       int64_t period = config.nonNegativeInt(
           "sliding_window_pattern",
           config.nonNegativeInt("_sliding_window_pattern", style.windowPeriod));
-      windowed = period == 0 || (i + 1) % period != 0;
+      c.sliding[i] = period == 0 || (i + 1) % period != 0;
     }
-    if (windowed && window > 0 && window < context)
-      windows[i] = window;
+    if (c.sliding[i] && window > 0 && window < context)
+      c.windows[i] = window;
   }
-  return windows;
 }
 
 class DecoderBuilder {
@@ -296,8 +328,7 @@ public:
   }
 
   Value attention(Value x, const std::string &prefix, Value mask, int64_t layer) {
-    int64_t window = c.windows[layer];
-    const Rope &rope = window && style.localRope ? c.localRope : c.rope;
+    const Rope &rope = c.sliding[layer] && style.localRope ? c.localRope : c.rope;
     int64_t queryWidth = c.heads * c.headDim, keyWidth = c.keyHeads * c.headDim;
     Value q, k, v;
     if (style.fusedProjections) {
@@ -321,7 +352,7 @@ public:
     q = graph.rotary(q, rope.inverseFrequencies, rope.scaling);
     k = graph.rotary(k, rope.inverseFrequencies, rope.scaling);
     ScoreOptions scores = c.scores;
-    scores.window = window;
+    scores.window = c.windows[layer];
     Value attended = graph.causalSelfAttention(q, k, v, mask, scores, "attentions", layer);
     return graph.linear(attended, prefix + ".o_proj", queryWidth, c.dModel, true, c.outputBias);
   }
@@ -383,7 +414,11 @@ llvm::Error frontend::buildLlama(FamilyInputs &in) {
   c.vocab = config.positiveInt({"vocab_size"});
   int64_t positions = config.positiveInt({"max_position_embeddings"});
   c.epsilon = config.positiveNumber("rms_norm_eps", 1e-6);
-  c.activation = config.activation({"hidden_activation", "hidden_act"}, style.defaultActivation);
+  c.activation = config.activation({style.activationKey}, style.defaultActivation);
+  // Gemma's configs say "gelu" and mean its tanh approximation (transformers
+  // rewrites it so).
+  if (in.info.modelType == "gemma" && c.activation == Activation::gelu)
+    c.activation = Activation::gelu_tanh;
   bool attentionBias = config.boolean("attention_bias", false);
   c.qkvBias = style.alwaysQkvBias || attentionBias;
   c.outputBias = attentionBias;
@@ -391,7 +426,8 @@ llvm::Error frontend::buildLlama(FamilyInputs &in) {
   c.residualDropout = config.probability("resid_pdrop", 0.0);
   c.embeddingDropout = config.probability("embd_pdrop", 0.0);
   bool tied = config.boolean("tie_word_embeddings", style.tiedByDefault);
-  in.info.padTokenId = config.nonNegativeInt("pad_token_id", 0);
+  int64_t padToken = config.tokenId("pad_token_id");
+  in.info.padTokenId = std::max<int64_t>(padToken, 0);
   if (config.failed())
     return config.takeError();
   if (c.heads % c.keyHeads != 0)
@@ -399,35 +435,37 @@ llvm::Error frontend::buildLlama(FamilyInputs &in) {
                                             " heads are not divisible by 'num_key_value_heads' (" +
                                             Twine(c.keyHeads) + ")");
   c.headDim = config.positiveInt({"head_dim"}, c.dModel / c.heads);
-  if (c.dModel % c.heads != 0 && !config.failed() && c.dModel / c.heads == 0)
-    config.error("hidden_size", "is smaller than 'num_attention_heads'");
   config.requireHeadSize("head_dim", c.headDim);
   if (config.probability("attention_dropout", 0.0) > 0 && in.request.training)
     config.error("attention_dropout", "dropout of attention probabilities is not supported");
   int64_t seqLen = graph.sequenceLength(config, positions, "max_position_embeddings");
   int64_t context =
       graph.caching() ? (in.request.cacheLength ? in.request.cacheLength : positions) : seqLen;
-  double theta = config.positiveNumber("rope_theta", 1e4);
+  double theta = config.positiveNumber("rope_theta", style.defaultTheta);
+  double localTheta = config.positiveNumber("rope_local_base_freq", 1e4);
   std::optional<ConfigReader> ropes = config.nested({"rope_parameters", "rope_scaling"});
   if (ropes && ropes->has("full_attention")) {
     // Gemma 3's v5 form: one rope per layer type.
     std::optional<ConfigReader> full = ropes->nested({"full_attention"});
     std::optional<ConfigReader> local = ropes->nested({"sliding_attention"});
-    c.rope = readRope(config, full ? &*full : nullptr, theta, c.headDim, positions, context,
+    c.rope = readRope(config, style, full ? &*full : nullptr, theta, c.headDim, positions, context,
                       graph.caching());
-    c.localRope = readRope(config, local ? &*local : nullptr, theta, c.headDim, positions, context,
-                           graph.caching());
+    c.localRope = readRope(config, style, local ? &*local : nullptr, localTheta, c.headDim,
+                           positions, context, graph.caching());
   } else {
-    c.rope = readRope(config, ropes ? &*ropes : nullptr, theta, c.headDim, positions, context,
-                      graph.caching());
+    c.rope = readRope(config, style, ropes ? &*ropes : nullptr, theta, c.headDim, positions,
+                      context, graph.caching());
     if (style.localRope)
-      c.localRope = readRope(config, nullptr, config.positiveNumber("rope_local_base_freq", 1e4),
-                             c.headDim, positions, context, graph.caching());
+      c.localRope = readRope(config, style, nullptr, localTheta, c.headDim, positions, context,
+                             graph.caching());
   }
-  c.windows = readWindows(config, style, c.layers, context);
+  readWindows(config, style, context, c);
   if (style.sandwichNorms)
     c.scores.scale = 1.0 / std::sqrt(config.positiveNumber("query_pre_attn_scalar", 256));
+  // An explicit null switches soft-capping off.
   auto softcap = [&](StringRef key, std::optional<double> fallback) -> std::optional<double> {
+    if (config.isNull(key))
+      return std::nullopt;
     double value = config.positiveNumber(key, fallback.value_or(0));
     return value > 0 ? std::optional<double>(value) : std::nullopt;
   };
@@ -458,8 +496,8 @@ llvm::Error frontend::buildLlama(FamilyInputs &in) {
   }
   auto embedding = EmbeddingOp::create(b, loc, ids, table, b.getF64FloatAttr(embeddingScale));
   // transformers' embedding never trains the padding token's row.
-  if (in.info.padTokenId < c.vocab && config.tokenId("pad_token_id") >= 0)
-    embedding.setPaddingIdx(static_cast<uint64_t>(in.info.padTokenId));
+  if (padToken >= 0 && padToken < c.vocab)
+    embedding.setPaddingIdx(static_cast<uint64_t>(padToken));
   Value x = embedding;
   x = graph.dropout(x, c.embeddingDropout);
   for (int64_t i = 0; i < c.layers; ++i)

@@ -117,7 +117,9 @@ int64_t ConfigReader::positiveInt(ArrayRef<StringRef> keys, int64_t fallback) {
   if (!value) {
     if (fallback > 0)
       return fallback;
-    fail(path + ": missing key " + prefix + keyList(keys));
+    SmallVector<std::string> named =
+        llvm::map_to_vector(keys, [&](StringRef key) { return prefix + key.str(); });
+    fail(path + ": missing key " + keyList(SmallVector<StringRef>(named.begin(), named.end())));
     return 1;
   }
   std::optional<int64_t> number = integerOf(*value);

@@ -70,6 +70,8 @@ Manifest xfmr::rt::parseManifest(const char *text) {
   if (const JsonValue *eos = json->get("eos_token_ids"))
     for (const JsonValue &id : eos->array)
       manifest.eosTokenIds.push_back(id.asInt().value_or(-1));
+  else if (const JsonValue *single = json->get("eos_token_id"))
+    manifest.eosTokenIds = {single->asInt().value_or(-1)};
   if (const JsonValue *training = json->get("training"))
     for (const auto &[key, value] : training->object) {
       if (key == "optimizer")

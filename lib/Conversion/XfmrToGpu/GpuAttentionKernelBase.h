@@ -84,7 +84,6 @@ protected:
   mlir::Value score(mlir::Value bi, mlir::Value hi, mlir::Value row, mlir::Value key,
                     mlir::Value dot) {
     mlir::Value zero = kb.index(0);
-    mlir::Value limit = limits().visibleEnd(bi, row);
     mlir::Value clampedKey = kb.mini(key, kb.index(seqK - 1));
     if (in.softcap) {
       mlir::Value cap = kb.f32(in.softcap);
@@ -95,13 +94,7 @@ protected:
     if (in.bias)
       dot = kb.add(dot, kb.load(in.bias, in.biasAt(zero, bi, hi, kb.mini(row, kb.index(seqQ - 1)),
                                                    clampedKey)));
-    mlir::Value visible = kb.below(key, limit);
-    if (in.window)
-      visible = mlir::arith::AndIOp::create(
-          b, loc, visible,
-          mlir::arith::CmpIOp::create(b, loc, mlir::arith::CmpIPredicate::sge, key,
-                                      limits().visibleBegin(bi, row)));
-    return kb.select(visible, dot, kb.f32(kernels::kNegInf));
+    return kb.select(limits().isVisible(bi, row, key), dot, kb.f32(kernels::kNegInf));
   }
 
   /// e^(score - lse), 0 where the score or the row's lse is -inf (a masked

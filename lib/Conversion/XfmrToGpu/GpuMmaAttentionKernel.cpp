@@ -411,5 +411,6 @@ bool xfmr::gpu::fitsMmaAttention(const AttentionOperands &operands) {
 
 void xfmr::gpu::emitMmaAttention(KernelBuilder &kb, const AttentionOperands &operands,
                                  Emulation emulate, bool warpgroupMma) {
+  assert(fitsMmaAttention(operands) && "windows and soft-caps are the f32 kernel's");
   MmaForwardKernel(kb, operands, emulate, warpgroupMma).emit();
 }

@@ -502,8 +502,8 @@ struct RotaryEmbeddingLowering : OpConversionPattern<RotaryEmbeddingOp> {
     Value second = tensor::ExtractSliceOp::create(rewriter, loc, halfType, input, offsetsAt(half),
                                                   sizes, strides);
     SmallVector<AffineMap> maps(4, AffineMap::getMultiDimIdentityMap(4, getContext()));
-    SmallVector<Value> inits(
-        2, tensor::EmptyOp::create(rewriter, loc, halfShape, elementType).getResult());
+    SmallVector<Value> inits = {tensor::EmptyOp::create(rewriter, loc, halfShape, elementType),
+                                tensor::EmptyOp::create(rewriter, loc, halfShape, elementType)};
     auto generic = linalg::GenericOp::create(
         rewriter, loc, TypeRange{halfType, halfType}, ValueRange{first, second}, inits, maps,
         SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
@@ -785,15 +785,17 @@ struct RmsNormLowering : OpConversionPattern<RmsNormOp> {
     auto rowsType = tensorTypeOf(rows);
     Type elementType = rowsType.getElementType();
     // Statistics in f32 (f64 for f64 values).
-    Type f32 = elementType.getIntOrFloatBitWidth() > 32 ? elementType : rewriter.getF32Type();
+    Type statistics =
+        elementType.getIntOrFloatBitWidth() > 32 ? elementType : rewriter.getF32Type();
     auto widen = [&](OpBuilder &b, Location l, Value x) -> Value {
-      return x.getType() == f32 ? x : arith::ExtFOp::create(b, l, f32, x).getResult();
+      return x.getType() == statistics ? x : arith::ExtFOp::create(b, l, statistics, x).getResult();
     };
-    Value squares = broadcastGeneric(rewriter, loc, RankedTensorType::get(rowsType.getShape(), f32),
-                                     rows, [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-                                       Value x = widen(b, l, args[0]);
-                                       return arith::MulFOp::create(b, l, x, x);
-                                     });
+    Value squares =
+        broadcastGeneric(rewriter, loc, RankedTensorType::get(rowsType.getShape(), statistics),
+                         rows, [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                           Value x = widen(b, l, args[0]);
+                           return arith::MulFOp::create(b, l, x, x);
+                         });
     Value sums = reduceAxis(rewriter, loc, squares, 1, 0.0,
                             [](OpBuilder &b, Location l, ValueRange args) -> Value {
                               return arith::AddFOp::create(b, l, args[0], args[1]);
@@ -806,11 +808,11 @@ struct RmsNormLowering : OpConversionPattern<RmsNormOp> {
         [&](OpBuilder &b, Location l, ValueRange args) -> Value {
           // transformers: gamma * (x * rsqrt(mean(x^2) + eps)), rounded to
           // gamma's type before the product.
-          Value mean = arith::DivFOp::create(b, l, args[1], floatConstant(b, l, f32, width));
+          Value mean = arith::DivFOp::create(b, l, args[1], floatConstant(b, l, statistics, width));
           Value rstd = math::RsqrtOp::create(
-              b, l, arith::AddFOp::create(b, l, mean, floatConstant(b, l, f32, epsilon)));
+              b, l, arith::AddFOp::create(b, l, mean, floatConstant(b, l, statistics, epsilon)));
           Value scaled = arith::MulFOp::create(b, l, widen(b, l, args[0]), rstd);
-          if (elementType != f32)
+          if (elementType != statistics)
             scaled = arith::TruncFOp::create(b, l, elementType, scaled);
           return arith::MulFOp::create(b, l, args[2], scaled);
         });
