@@ -142,7 +142,7 @@ def gen_decoder():
     i32 = lambda values: np.asarray(values, dtype=np.int32)
     mask = np.ones((2, 9), dtype=np.bool_)
     mask[1, 6:] = False
-    return dict(x=randn(2, 7, 3, 8), pos=i32([3, 2990]), g=1.0 + randn(8, scale=0.1),
+    return dict(x=randn(2, 7, 3, 8), pos=i32([3, 131000]), g=1.0 + randn(8, scale=0.1),
                 q=randn(2, 9, 4, 8), k=randn(2, 9, 2, 8), v=randn(2, 9, 2, 8), mask=mask,
                 cq=randn(3, 5, 6, 8), ck=randn(3, 40, 2, 8), cv=randn(3, 40, 2, 8),
                 coff=i32([0, 17, 35]), clen=i32([5, 22, 40]),

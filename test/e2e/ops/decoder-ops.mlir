@@ -1,8 +1,9 @@
 // The ops of the Llama-style decoders against float64 PyTorch: rotary embeddings (partial,
-// scaled, at run-time start positions up to 3000, and the transposed rotation), RMS norm, and
-// grouped-query / multi-query attention (key/value heads read in place by their query heads)
-// over a padded batch, over a KV cache and in the bhsd layout; sliding windows of 5 and 20
-// keys (over a batch; over 200 cached keys, the window past the first key blocks) and soft-capped scores.
+// scaled, at run-time start positions up to 131000, past Llama 3.1's 128K context, and the
+// transposed rotation), RMS norm, grouped-query / multi-query attention (key/value heads read
+// in place by their query heads) over a padded batch, over a KV cache and in the bhsd layout;
+// sliding windows of 5 and 20 keys (over a batch; over 200 cached keys, the window past the
+// first key blocks) and soft-capped scores.
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python %testlib/ops.py generate decoder %t/inputs.safetensors
