@@ -227,6 +227,9 @@ public:
   /// entry computed (inputs `cross.<layer>.key` / `.value`, [batch, source,
   /// heads, head_dim]) under the source's padding mask.
   mlir::Value crossAttention(const AttentionSpec &spec, mlir::Value memory, int64_t layer);
+  /// The positions a generation entry's KV cache holds (once
+  /// sequenceLength has fixed them).
+  int64_t contextLength() const { return cacheLength; }
   /// The source length a decoder generation entry's cross-attention reads
   /// (the encoder's --seq-len).
   void setSourceLength(int64_t length) { sourceLength = length; }

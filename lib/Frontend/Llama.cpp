@@ -439,8 +439,7 @@ llvm::Error frontend::buildLlama(FamilyInputs &in) {
   if (config.probability("attention_dropout", 0.0) > 0 && in.request.training)
     config.error("attention_dropout", "dropout of attention probabilities is not supported");
   int64_t seqLen = graph.sequenceLength(config, positions, "max_position_embeddings");
-  int64_t context =
-      graph.caching() ? (in.request.cacheLength ? in.request.cacheLength : positions) : seqLen;
+  int64_t context = graph.caching() ? graph.contextLength() : seqLen;
   double theta = config.positiveNumber("rope_theta", style.defaultTheta);
   double localTheta = config.positiveNumber("rope_local_base_freq", 1e4);
   std::optional<ConfigReader> ropes = config.nested({"rope_parameters", "rope_scaling"});

@@ -338,6 +338,10 @@ llvm::Error ConfigReader::takeError() {
   return llvm::createStringError(*firstError);
 }
 
+/// The KV cache's positions unless --max-context says (or the model has
+/// fewer): a model of 128K positions would otherwise reserve gigabytes.
+static constexpr int64_t kDefaultMaxContext = 4096;
+
 /// Tokens per prefill call unless --seq-len says: a prompt of up to this
 /// many runs in one call, whose products are as efficient as a full
 /// forward's (chunks of 64 prefilled GPT-2 small 20% slower).
@@ -349,7 +353,8 @@ int64_t GraphBuilder::sequenceLength(ConfigReader &config, int64_t maxPositions,
   if (!caching())
     return resolveSeqLen(config, requested, maxPositions, positionsKey,
                          decoder ? "--decoder-seq-len" : "--seq-len");
-  cacheLength = request.cacheLength ? request.cacheLength : maxPositions;
+  cacheLength =
+      request.cacheLength ? request.cacheLength : std::min(maxPositions, kDefaultMaxContext);
   if (entryKind == EntryKind::Decode)
     requested = 1;
   int64_t tokens = requested ? requested : std::min<int64_t>(kDefaultPrefillChunk, cacheLength);

@@ -62,7 +62,8 @@ static cl::opt<bool> generate(
     cl::cat(category));
 static cl::opt<int64_t>
     maxContext("max-context",
-               cl::desc("With --generate: positions the KV cache holds (default: the model's)"),
+               cl::desc("With --generate: positions the KV cache holds (default: the model's, "
+                        "at most 4096)"),
                cl::init(0), cl::cat(category));
 /// The KV cache's element type; by default the model's (--dtype).
 static cl::opt<xfmr::ElementType> cacheDtype(
