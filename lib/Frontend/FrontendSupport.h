@@ -203,6 +203,16 @@ public:
   mlir::Value causalSelfAttention(mlir::Value q, mlir::Value k, mlir::Value v,
                                   mlir::Value paddingMask, const ScoreOptions &options,
                                   llvm::StringRef group, int64_t layer);
+  /// Whether the request asks for layer `layer`'s attention probabilities
+  /// (--output-attentions).
+  bool wantsAttentions(int64_t layer) const {
+    return request.allAttentions || llvm::is_contained(request.attentionLayers, layer);
+  }
+  /// The probabilities of causal self-attention of split heads (as
+  /// causalSelfAttention takes them), [batch, heads, seq, seq], computed
+  /// unfused: what `output_attentions` returns.
+  mlir::Value causalAttentionProbabilities(mlir::Value q, mlir::Value k, mlir::Value paddingMask,
+                                           const ScoreOptions &options);
   /// Rotary position embedding of split heads (xfmr.rotary_embedding):
   /// positions from 0, or in a generation entry from each sequence's start.
   mlir::Value rotary(mlir::Value x, llvm::ArrayRef<double> inverseFrequencies, double scaling);

@@ -354,6 +354,9 @@ public:
     ScoreOptions scores = c.scores;
     scores.window = c.windows[layer];
     Value attended = graph.causalSelfAttention(q, k, v, mask, scores, "attentions", layer);
+    if (!graph.caching() && graph.wantsAttentions(layer))
+      graph.output("attentions." + std::to_string(layer),
+                   graph.causalAttentionProbabilities(q, k, mask, scores));
     return graph.linear(attended, prefix + ".o_proj", queryWidth, c.dModel, true, c.outputBias);
   }
 
@@ -470,9 +473,7 @@ llvm::Error frontend::buildLlama(FamilyInputs &in) {
   };
   c.scores.softcap = softcap("attn_logit_softcapping", style.attentionSoftcap);
   std::optional<double> logitSoftcap = softcap("final_logit_softcapping", style.logitSoftcap);
-  if (in.request.allAttentions || !in.request.attentionLayers.empty())
-    config.error("model_type", "--output-attentions is not supported for model type \"" +
-                                   in.info.modelType + "\" yet");
+  graph.checkAttentionLayers(config, "num_hidden_layers", c.layers);
   if (config.failed())
     return config.takeError();
   in.info.weightPrefixes = {"", "model."};

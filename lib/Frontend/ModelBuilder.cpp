@@ -11,6 +11,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <limits>
 
 using namespace mlir;
 using namespace xfmr;
@@ -677,6 +678,55 @@ Value GraphBuilder::causalSelfAttention(Value q, Value k, Value v, Value padding
   if (caching())
     return attendOverCache(q, k, v, paddingMask, Value(), options, group, layer);
   return attendHeads(q, k, v, paddingMask, Value(), options, /*causal=*/true, Value(), Value());
+}
+
+Value GraphBuilder::causalAttentionProbabilities(Value q, Value k, Value paddingMask,
+                                                 const ScoreOptions &options) {
+  auto queryType = cast<RankedTensorType>(q.getType());
+  auto keyType = cast<RankedTensorType>(k.getType());
+  int64_t batch = queryType.getDimSize(0), seq = queryType.getDimSize(1);
+  int64_t heads = queryType.getDimSize(2), keyHeads = keyType.getDimSize(2);
+  int64_t headDim = queryType.getDimSize(3);
+  auto constant = [&](double value) {
+    auto type = RankedTensorType::get({}, elementType);
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elementType, value)));
+  };
+  // Each key head repeated for its group of query heads.
+  if (keyHeads != heads) {
+    auto grouped = [&](int64_t groups) {
+      return RankedTensorType::get({batch, seq, keyHeads, groups, headDim}, elementType);
+    };
+    Value single = ReshapeOp::create(b, loc, grouped(1), k);
+    Value zeros = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(grouped(heads / keyHeads), b.getFloatAttr(elementType, 0)));
+    k = ReshapeOp::create(b, loc, queryType, AddOp::create(b, loc, single, zeros));
+  }
+  static constexpr int64_t toHeads[] = {0, 2, 1, 3};
+  Value scores = MatmulOp::create(b, loc, TransposeOp::create(b, loc, q, toHeads),
+                                  TransposeOp::create(b, loc, k, toHeads), /*transpose_rhs=*/true);
+  double scale = options.scale ? *options.scale : 1.0 / std::sqrt(static_cast<double>(headDim));
+  scores = MulOp::create(b, loc, scores, constant(scale));
+  if (options.softcap)
+    scores = MulOp::create(
+        b, loc,
+        TanhOp::create(b, loc, MulOp::create(b, loc, scores, constant(1 / *options.softcap))),
+        constant(*options.softcap));
+  // Key j is visible from query i when j <= i (and i - j < window).
+  SmallVector<bool> visible(seq * seq);
+  for (int64_t i = 0; i < seq; ++i)
+    for (int64_t j = 0; j < seq; ++j)
+      visible[i * seq + j] = j <= i && (!options.window || i - j < options.window);
+  Value negInf = constant(-std::numeric_limits<double>::infinity());
+  Value keep = arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(RankedTensorType::get({seq, seq}, b.getI1Type()),
+                             ArrayRef<bool>(visible)));
+  scores = SelectOp::create(b, loc, keep, scores, negInf);
+  Value keys = ReshapeOp::create(b, loc, RankedTensorType::get({batch, 1, 1, seq}, b.getI1Type()),
+                                 paddingMask);
+  scores = SelectOp::create(b, loc, keys, scores, negInf);
+  return SoftmaxOp::create(b, loc, scores, /*axis=*/3);
 }
 
 Value GraphBuilder::rotary(Value x, ArrayRef<double> inverseFrequencies, double scaling) {
