@@ -474,6 +474,14 @@ llvm::Error frontend::buildLlama(FamilyInputs &in) {
   c.scores.softcap = softcap("attn_logit_softcapping", style.attentionSoftcap);
   std::optional<double> logitSoftcap = softcap("final_logit_softcapping", style.logitSoftcap);
   graph.checkAttentionLayers(config, "num_hidden_layers", c.layers);
+  // A windowed layer's probabilities are masked by a [seq, seq] constant.
+  constexpr int64_t kMaxWindowedAttentionsSeq = 4096;
+  if (!graph.caching() && seqLen > kMaxWindowedAttentionsSeq &&
+      llvm::any_of(llvm::seq<int64_t>(0, c.layers),
+                   [&](int64_t i) { return c.windows[i] && graph.wantsAttentions(i); }))
+    config.error("sliding_window", "--output-attentions of a windowed layer over more than " +
+                                       Twine(kMaxWindowedAttentionsSeq) +
+                                       " positions is not supported (--seq-len)");
   if (config.failed())
     return config.takeError();
   in.info.weightPrefixes = {"", "model."};

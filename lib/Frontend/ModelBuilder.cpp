@@ -712,16 +712,19 @@ Value GraphBuilder::causalAttentionProbabilities(Value q, Value k, Value padding
         b, loc,
         TanhOp::create(b, loc, MulOp::create(b, loc, scores, constant(1 / *options.softcap))),
         constant(*options.softcap));
-  // Key j is visible from query i when j <= i (and i - j < window).
-  SmallVector<bool> visible(seq * seq);
-  for (int64_t i = 0; i < seq; ++i)
-    for (int64_t j = 0; j < seq; ++j)
-      visible[i * seq + j] = j <= i && (!options.window || i - j < options.window);
+  // Key j is visible from query i when j <= i (and i - j < window: a
+  // constant band, which the frontend bounds in size).
+  auto squareType = RankedTensorType::get({seq, seq}, b.getI1Type());
   Value negInf = constant(-std::numeric_limits<double>::infinity());
-  Value keep = arith::ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(RankedTensorType::get({seq, seq}, b.getI1Type()),
-                             ArrayRef<bool>(visible)));
+  Value keep = CausalMaskOp::create(b, loc, squareType);
+  if (options.window) {
+    SmallVector<bool> visible(seq * seq);
+    for (int64_t i = 0; i < seq; ++i)
+      for (int64_t j = 0; j < seq; ++j)
+        visible[i * seq + j] = j <= i && i - j < options.window;
+    keep = arith::ConstantOp::create(b, loc,
+                                     DenseElementsAttr::get(squareType, ArrayRef<bool>(visible)));
+  }
   scores = SelectOp::create(b, loc, keep, scores, negInf);
   Value keys = ReshapeOp::create(b, loc, RankedTensorType::get({batch, 1, 1, seq}, b.getI1Type()),
                                  paddingMask);

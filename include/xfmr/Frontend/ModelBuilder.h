@@ -96,7 +96,7 @@ struct ModelInfo {
   /// Special tokens (-1: none), for generation; an encoder-decoder's
   /// decoder starts from decoderStartTokenId.
   int64_t bosTokenId = -1, decoderStartTokenId = -1;
-  /// The tokens that end a sequence (Llama 3's are several; none: -1 ...).
+  /// The tokens that end a sequence (Llama 3 lists several).
   std::vector<int64_t> eosTokenIds;
   /// generate()'s token rules, from generation_config.json (else the
   /// config): the first and last token it forces (-1: none) and the
