@@ -115,6 +115,12 @@ static Value buildSigmoid(OpBuilder &b, Location loc, Value x) {
   return arith::DivFOp::create(b, loc, one, arith::AddFOp::create(b, loc, one, exp));
 }
 
+Value lowering::softcapped(OpBuilder &b, Location loc, Value x, double cap) {
+  Value limit = floatConstant(b, loc, x.getType(), cap);
+  return arith::MulFOp::create(
+      b, loc, limit, math::TanhOp::create(b, loc, arith::DivFOp::create(b, loc, x, limit)));
+}
+
 Value lowering::buildActivation(OpBuilder &b, Location loc, Activation activation, Value x) {
   Type type = x.getType();
   auto constant = [&](double value) { return floatConstant(b, loc, type, value); };

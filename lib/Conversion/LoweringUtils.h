@@ -50,6 +50,10 @@ mlir::Value reduceAxis(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input
 mlir::Value reshapeTensor(mlir::OpBuilder &b, mlir::Location loc, mlir::Value input,
                           mlir::RankedTensorType resultType);
 
+/// cap * tanh(x / cap) for a scalar or a vector: soft-capped attention
+/// scores (Gemma 2), `cap` in the scores' unit.
+mlir::Value softcapped(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, double cap);
+
 /// activation(x) for a scalar or a vector.
 mlir::Value buildActivation(mlir::OpBuilder &b, mlir::Location loc, Activation activation,
                             mlir::Value x);

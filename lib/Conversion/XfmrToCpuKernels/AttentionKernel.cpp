@@ -38,8 +38,6 @@
 
 #include "Kernels.h"
 
-#include "mlir/Dialect/Math/IR/Math.h"
-
 #include <algorithm>
 #include <limits>
 
@@ -222,11 +220,8 @@ protected:
     for (int64_t v = 0; v < blockK / lanes; ++v) {
       Value j0 = kb.addi(k0, kb.index(v * lanes));
       Value score = kb.loadVector(scores, {i, kb.index(v * lanes)});
-      if (in.softcap) {
-        // cap tanh(score / cap), the cap in the scores' unit.
-        Value cap = kb.splat(in.softcap * biasFactor);
-        score = kb.mul(cap, math::TanhOp::create(b, loc, kb.div(score, cap)));
-      }
+      if (in.softcap)
+        score = lowering::softcapped(b, loc, score, in.softcap * biasFactor);
       auto addBias = [&](Value bias) {
         score = biasFactor == 1.0 ? kb.add(score, bias) : kb.fma(bias, kb.splat(biasFactor), score);
       };

@@ -11,8 +11,6 @@
 
 #include "../Kernels/KernelSet.h"
 
-#include "mlir/Dialect/Math/IR/Math.h"
-
 namespace xfmr::gpu {
 
 /// The geometry and the helpers the attention kernels share.
@@ -85,10 +83,8 @@ protected:
                     mlir::Value dot) {
     mlir::Value zero = kb.index(0);
     mlir::Value clampedKey = kb.mini(key, kb.index(seqK - 1));
-    if (in.softcap) {
-      mlir::Value cap = kb.f32(in.softcap);
-      dot = kb.mul(cap, mlir::math::TanhOp::create(b, loc, kb.div(dot, cap)));
-    }
+    if (in.softcap)
+      dot = lowering::softcapped(b, loc, dot, in.softcap);
     if (in.keyBias)
       dot = kb.add(dot, kb.load(in.keyBias, {bi, clampedKey}));
     if (in.bias)

@@ -370,12 +370,7 @@ public:
           Value value =
               arith::MulFOp::create(nb, l, args[0], floatConstant(nb, l, elementType, scale));
           if (softcap)
-            value = arith::MulFOp::create(
-                nb, l,
-                math::TanhOp::create(nb, l,
-                                     arith::DivFOp::create(
-                                         nb, l, value, floatConstant(nb, l, elementType, softcap))),
-                floatConstant(nb, l, elementType, softcap));
+            value = softcapped(nb, l, value, softcap);
           if (bias4d)
             value = arith::AddFOp::create(nb, l, value, args.back());
           Value i = arith::AddIOp::create(nb, l, linalg::IndexOp::create(nb, l, 0), qStart);
