@@ -2,7 +2,8 @@
 # Installs what building and testing xfmr needs on Debian 12, from apt only:
 # LLVM/MLIR 22 (Debian's bookworm-security backport), clang, OpenMP, CMake,
 # Ninja, compiler-rt (sanitizers, libFuzzer), libsentencepiece (SentencePiece
-# tokenizers), Open MPI (data-parallel training), Debian's PyTorch + NumPy
+# tokenizers), PCRE2 and utf8proc (tokenizer.json's regular expressions and
+# Unicode normalization), Open MPI (data-parallel training), Debian's PyTorch + NumPy
 # (the per-op test oracle), python3-venv (for the transformers oracle,
 # scripts/install-oracle.sh) and matplotlib (the attention-maps example).
 # Installs nothing that is already there.
@@ -11,7 +12,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ clang-22 lld-22
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools libomp-22-dev libclang-rt-22-dev
-  libsentencepiece-dev libopenmpi-dev openmpi-bin
+  libsentencepiece-dev libpcre2-dev libutf8proc-dev libopenmpi-dev openmpi-bin
   python3-torch python3-numpy python3-venv python3-matplotlib
 )
 

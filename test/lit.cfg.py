@@ -31,7 +31,7 @@ config.substitutions.append(("%xfmr_examples", os.path.join(config.xfmr_src_root
 config.substitutions.append(("%xfmr_sentencepiece_libs",
     "%s/lib/libxfmr_sentencepiece.a -lsentencepiece" % config.xfmr_obj_root))
 config.substitutions.append(("%xfmr_runtime_libs",
-    "%s/lib/libxfmr_runtime.a -lstdc++ -lm -L%s -lomp -Wl,-rpath,%s %s"
+    "%s/lib/libxfmr_runtime.a -lpcre2-8 -lutf8proc -lstdc++ -lm -L%s -lomp -Wl,-rpath,%s %s"
     % (config.xfmr_obj_root, config.openmp_lib_dir, config.openmp_lib_dir,
        config.sanitizer_flags)))
 import subprocess

@@ -191,7 +191,8 @@ llvm::Error link(StringRef object, const CompileOptions &options, StringRef main
   args.append(libraries.begin(), libraries.end());
   if (generator)
     args.push_back("-lsentencepiece");
-  args.append({"-L" XFMR_OPENMP_LIB_DIR, "-lomp", rpath, "-ldl", "-lm", "-o",
+  args.append({"-lpcre2-8", "-lutf8proc", "-L" XFMR_OPENMP_LIB_DIR, "-lomp", rpath, "-ldl", "-lm",
+               "-o",
                options.outputPath});
   SmallVector<StringRef> sanitizerFlags;
   StringRef(XFMR_RUNTIME_LINK_FLAGS).split(sanitizerFlags, ' ', -1, /*KeepEmpty=*/false);

@@ -1,288 +1,258 @@
-//===- BytePair.cpp - byte-level BPE as GPT-2 and tokenizers do it -------===//
+//===- BytePair.cpp - the BPE model ---------------------------------------===//
 //
-// Text is split into pre-tokens by GPT-2's pattern
-//
-//   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-//
-// each pre-token's bytes are mapped to printable characters
-// (bytes_to_unicode), and the merges are applied in rank order. Read from
-// tokenizer.json (a BPE model with a ByteLevel pre-tokenizer) or from the
-// slow tokenizer's vocab.json + merges.txt.
+// A piece starts as its characters (the first without, the others with
+// continuing_subword_prefix; the last with end_of_word_suffix), each its
+// token, else its bytes' <0xAB> tokens (byte_fallback), else the unknown
+// token (consecutive ones fused with fuse_unk). Then the pair with the
+// lowest merge rank, leftmost first, is merged until no pair has a merge,
+// as tokenizers' Word::merge_all does. Results are cached per piece. Also
+// the slow tokenizer's vocab.json + merges.txt (GPT-2's byte-level BPE).
 //
 //===----------------------------------------------------------------------===//
 
+#include "TokenizerPipeline.h"
+
 #include "CommandLine.h"
-#include "RuntimeSupport.h"
 #include "TokenizerModels.h"
 #include "Unicode.h"
 
-#include <array>
-#include <map>
+#include <mutex>
+#include <queue>
 #include <sstream>
-#include <unordered_map>
 
 using namespace xfmr::rt;
 
 namespace {
 
-/// GPT-2's pre-tokenization of code points [begin, end): the end of the
-/// pre-token starting at `begin`.
-size_t nextPreToken(const std::vector<uint32_t> &cp, size_t begin, size_t end) {
-  size_t i = begin;
-  auto at = [&](size_t k) -> uint32_t { return k < end ? cp[k] : 0; };
-  auto run = [&](size_t k, auto predicate) {
-    while (k < end && predicate(cp[k]))
-      ++k;
-    return k;
-  };
-  // Contractions.
-  if (at(i) == '\'') {
-    for (const char *suffix : {"s", "t", "re", "ve", "m", "ll", "d"}) {
-      size_t k = i + 1, n = 0;
-      while (suffix[n] && at(k + n) == static_cast<uint8_t>(suffix[n]))
-        ++n;
-      if (!suffix[n])
-        return k + n;
-    }
-  }
-  // An optional space, then letters, numbers or other symbols.
-  size_t j = at(i) == ' ' && i + 1 < end ? i + 1 : i;
-  auto isSymbol = [](uint32_t c) { return !isSpace(c) && !isLetter(c) && !isNumber(c); };
-  if (j < end) {
-    if (isLetter(cp[j]))
-      return run(j, isLetter);
-    if (isNumber(cp[j]))
-      return run(j, isNumber);
-    if (isSymbol(cp[j]))
-      return run(j, isSymbol);
-  }
-  // Whitespace: all of it at the end of the text, else all but the last
-  // space before what follows (which takes it as its prefix); one space
-  // alone before a non-space.
-  size_t spaces = run(i, isSpace);
-  if (spaces == end || spaces - i == 1)
-    return spaces;
-  return spaces - 1;
-}
-
-/// GPT-2's bytes_to_unicode: printable bytes stand for themselves, the
-/// others for code points 256 and up.
-std::array<uint32_t, 256> byteToCodePoint() {
-  std::array<uint32_t, 256> table{};
-  uint32_t next = 256;
-  for (uint32_t b = 0; b < 256; ++b) {
-    bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || (b >= 0xAE);
-    table[b] = printable ? b : next++;
-  }
-  return table;
-}
-
-class ByteLevelBpe : public Tokenizer {
+class BytePairModel : public TokenizerModel {
 public:
-  /// The merge ranks, vocabulary and added tokens, each checked.
-  void addToken(const std::string &token, int64_t id, const std::string &where) {
-    if (id < 0 || id > kMaxTokenId)
-      fail(where + ": token id " + std::to_string(id) + " of '" + token +
-           "' is out of range (0 to " + std::to_string(kMaxTokenId) + ")");
-    if (!vocab.emplace(token, static_cast<int32_t>(id)).second)
-      fail(where + ": token '" + token + "' appears twice");
-    if (static_cast<size_t>(id) >= tokens.size())
-      tokens.resize(id + 1);
-    if (!tokens[id].empty())
-      fail(where + ": id " + std::to_string(id) + " is given to two tokens");
-    tokens[id] = token;
+  Vocabulary vocab;
+  std::string unknown, prefix, suffix;
+  bool byteFallback = false, fuseUnknown = false, ignoreMerges = false;
+
+  /// Merge `rank` of tokens `left` and `right`.
+  void addMerge(const std::string &left, const std::string &right, int32_t rank,
+                const std::string &where) {
+    int32_t a = vocab.find(left), b = vocab.find(right);
+    // The merged token drops the right side's continuation prefix.
+    std::string rightPart = right.compare(0, prefix.size(), prefix) == 0 && !prefix.empty()
+                                ? right.substr(prefix.size())
+                                : right;
+    int32_t merged = vocab.find(left + rightPart);
+    if (a < 0 || b < 0 || merged < 0)
+      fail(where + ": merge " + std::to_string(rank + 1) + " ('" + left + "', '" + right +
+           "') has a token the vocabulary lacks");
+    merges.emplace(pairKey(a, b), MergeResult{rank, merged});
   }
 
-  void addMerge(const std::string &left, const std::string &right, const std::string &where) {
-    if (left.empty() || right.empty())
-      fail(where + ": merge " + std::to_string(ranks.size() + 1) + " is not two symbols");
-    ranks.emplace(left + ' ' + right, static_cast<int32_t>(ranks.size()));
-  }
-
-  void finish(const std::string &where) {
-    tokens.resize(std::max<size_t>(tokens.size(), specialLimit()));
-    for (size_t id = 0; id < tokens.size(); ++id)
-      if (tokens[id].empty() && !specialToken(static_cast<int32_t>(id)))
-        fail(where + ": no token has id " + std::to_string(id));
-    std::array<uint32_t, 256> table = byteToCodePoint();
-    for (uint32_t b = 0; b < 256; ++b) {
-      std::string symbol;
-      appendUtf8(symbol, table[b]);
-      byteSymbols[b] = symbol;
-      symbolBytes[table[b]] = static_cast<char>(b);
-    }
-  }
-
-  int64_t size() const override { return static_cast<int64_t>(tokens.size()); }
-
-  bool addPrefixSpace = false;
-  bool ignoreMerges = false;
-
-protected:
-  void encodeText(std::string_view text, const std::string &what,
-                  std::vector<int32_t> &ids) const override {
-    if (text.empty())
-      return;
-    std::string prefixed;
-    if (addPrefixSpace && text.front() != ' ') {
-      prefixed = " " + std::string(text);
-      text = prefixed;
-    }
-    std::vector<uint32_t> points;
-    std::vector<size_t> offsets;
-    if (!decodeUtf8(text, points, offsets))
-      fail(what + ": invalid UTF-8");
-    for (size_t begin = 0; begin < points.size();) {
-      size_t end = nextPreToken(points, begin, points.size());
-      encodeWord(text.substr(offsets[begin], offsets[end] - offsets[begin]), ids);
-      begin = end;
-    }
-  }
-
-  std::string modelTokenBytes(int32_t id) const override {
-    if (id < 0 || static_cast<size_t>(id) >= tokens.size())
-      return "";
-    std::string bytes;
-    std::vector<uint32_t> points;
-    std::vector<size_t> offsets;
-    decodeUtf8(tokens[id], points, offsets);
-    for (uint32_t cp : points) {
-      auto it = symbolBytes.find(cp);
-      if (it != symbolBytes.end())
-        bytes += it->second;
-      else
-        appendUtf8(bytes, cp);
-    }
-    return bytes;
-  }
-
-private:
-  void encodeWord(std::string_view word, std::vector<int32_t> &ids) const {
-    std::vector<std::string> symbols;
-    for (char c : word)
-      symbols.push_back(byteSymbols[static_cast<uint8_t>(c)]);
-    if (ignoreMerges) {
-      std::string whole;
-      for (const std::string &symbol : symbols)
-        whole += symbol;
-      if (auto it = vocab.find(whole); it != vocab.end()) {
-        ids.push_back(it->second);
+  void encode(const std::string &piece, std::vector<int32_t> &ids) const override {
+    if (ignoreMerges)
+      if (int32_t id = vocab.find(piece); id >= 0) {
+        ids.push_back(id);
+        return;
+      }
+    {
+      std::lock_guard<std::mutex> lock(cacheMutex);
+      if (auto it = cache.find(piece); it != cache.end()) {
+        ids.insert(ids.end(), it->second.begin(), it->second.end());
         return;
       }
     }
-    // Merge the lowest-ranked adjacent pair, everywhere it occurs, until no
-    // pair has a merge.
-    while (symbols.size() > 1) {
-      int32_t best = INT32_MAX;
-      for (size_t i = 0; i + 1 < symbols.size(); ++i)
-        if (auto it = ranks.find(symbols[i] + ' ' + symbols[i + 1]);
-            it != ranks.end() && it->second < best)
-          best = it->second;
-      if (best == INT32_MAX)
-        break;
-      std::vector<std::string> merged;
-      for (size_t i = 0; i < symbols.size(); ++i) {
-        if (i + 1 < symbols.size()) {
-          auto it = ranks.find(symbols[i] + ' ' + symbols[i + 1]);
-          if (it != ranks.end() && it->second == best) {
-            merged.push_back(symbols[i] + symbols[i + 1]);
-            ++i;
-            continue;
-          }
-        }
-        merged.push_back(symbols[i]);
-      }
-      symbols = std::move(merged);
-    }
-    for (const std::string &symbol : symbols) {
-      auto it = vocab.find(symbol);
-      if (it == vocab.end())
-        fail(source + ": no token for '" + symbol + "' (the vocabulary lacks a byte)");
-      ids.push_back(it->second);
+    std::vector<int32_t> word = mergeWord(piece);
+    ids.insert(ids.end(), word.begin(), word.end());
+    if (piece.size() < kMaxCachedPiece) {
+      std::lock_guard<std::mutex> lock(cacheMutex);
+      if (cache.size() < kCacheCapacity)
+        cache.emplace(piece, std::move(word));
     }
   }
 
-  std::unordered_map<std::string, int32_t> vocab;
-  std::unordered_map<std::string, int32_t> ranks;
-  std::vector<std::string> tokens;
-  std::array<std::string, 256> byteSymbols;
-  std::map<uint32_t, char> symbolBytes;
+  const std::string *token(int32_t id) const override { return vocab.token(id); }
+  int32_t id(const std::string &token) const override { return vocab.find(token); }
+  int64_t size() const override { return vocab.size(); }
+
+private:
+  struct MergeResult {
+    int32_t rank, merged;
+  };
+  static constexpr size_t kMaxCachedPiece = 256, kCacheCapacity = 10000;
+
+  static uint64_t pairKey(int32_t a, int32_t b) {
+    return static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32 | static_cast<uint32_t>(b);
+  }
+
+  /// The initial symbols of `piece`.
+  std::vector<int32_t> symbols(const std::string &piece) const {
+    std::vector<int32_t> result;
+    int32_t unknownId = -2; // none pending
+    auto flushUnknown = [&] {
+      if (unknownId != -2)
+        result.push_back(unknownId);
+      unknownId = -2;
+    };
+    for (size_t i = 0; i < piece.size();) {
+      size_t length = utf8Length(piece, i);
+      std::string symbol = piece.substr(i, length);
+      if (i > 0)
+        symbol.insert(0, prefix);
+      i += length;
+      if (i == piece.size())
+        symbol += suffix;
+      if (int32_t id = vocab.find(symbol); id >= 0) {
+        flushUnknown();
+        result.push_back(id);
+        continue;
+      }
+      if (byteFallback && appendByteTokens(symbol, result))
+        continue;
+      if (unknown.empty())
+        continue;
+      int32_t id = vocab.find(unknown);
+      if (id < 0)
+        fail("the BPE model's unknown token '" + unknown + "' is not in its vocabulary");
+      if (!fuseUnknown || unknownId == -2) {
+        flushUnknown();
+        unknownId = id;
+      }
+    }
+    flushUnknown();
+    return result;
+  }
+
+  /// Appends the <0xAB> tokens of `symbol`'s bytes if the vocabulary has
+  /// them all.
+  bool appendByteTokens(const std::string &symbol, std::vector<int32_t> &out) const {
+    std::vector<int32_t> bytes;
+    for (char c : symbol) {
+      char name[8];
+      std::snprintf(name, sizeof(name), "<0x%02X>", static_cast<uint8_t>(c));
+      int32_t id = vocab.find(name);
+      if (id < 0)
+        return false;
+      bytes.push_back(id);
+    }
+    out.insert(out.end(), bytes.begin(), bytes.end());
+    return true;
+  }
+
+  std::vector<int32_t> mergeWord(const std::string &piece) const {
+    std::vector<int32_t> ids = symbols(piece);
+    size_t n = ids.size();
+    std::vector<int64_t> previous(n), next(n);
+    for (size_t i = 0; i < n; ++i) {
+      previous[i] = static_cast<int64_t>(i) - 1;
+      next[i] = i + 1 < n ? static_cast<int64_t>(i + 1) : -1;
+    }
+    std::vector<bool> removed(n, false);
+    // (rank, position, merged id), smallest rank then leftmost first.
+    using Candidate = std::tuple<int32_t, int64_t, int32_t>;
+    std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
+    auto push = [&](int64_t at) {
+      if (at < 0 || next[at] < 0)
+        return;
+      if (auto it = merges.find(pairKey(ids[at], ids[next[at]])); it != merges.end())
+        queue.emplace(it->second.rank, at, it->second.merged);
+    };
+    for (size_t i = 0; i + 1 < n; ++i)
+      push(static_cast<int64_t>(i));
+    while (!queue.empty()) {
+      auto [rank, at, merged] = queue.top();
+      queue.pop();
+      if (removed[at] || next[at] < 0)
+        continue;
+      int64_t right = next[at];
+      auto it = merges.find(pairKey(ids[at], ids[right]));
+      if (it == merges.end() || it->second.merged != merged)
+        continue;
+      ids[at] = merged;
+      removed[right] = true;
+      next[at] = next[right];
+      if (next[right] >= 0)
+        previous[next[right]] = at;
+      push(previous[at]);
+      push(at);
+    }
+    std::vector<int32_t> result;
+    for (size_t i = 0; i < n; ++i)
+      if (!removed[i])
+        result.push_back(ids[i]);
+    return result;
+  }
+
+  std::unordered_map<uint64_t, MergeResult> merges;
+  mutable std::mutex cacheMutex;
+  mutable std::unordered_map<std::string, std::vector<int32_t>> cache;
 };
 
-/// A tokenizers pre-tokenizer that byte-level BPE can run: ByteLevel with
-/// GPT-2's pattern. Returns its add_prefix_space.
-bool checkPreTokenizer(const JsonValue *pre, const std::string &where) {
-  if (!pre || !pre->isObject())
-    fail(where + ": key 'pre_tokenizer': a byte-level BPE needs a ByteLevel pre-tokenizer");
-  const JsonValue *type = pre->get("type");
-  if (!type || type->text != "ByteLevel")
-    fail(where + ": key 'pre_tokenizer': unsupported type '" + (type ? type->text : "") +
-         "' (ByteLevel is supported)");
-  const JsonValue *regex = pre->get("use_regex");
-  if (regex && regex->kind == JsonValue::Kind::Bool && !regex->boolean)
-    fail(where + ": key 'pre_tokenizer': ByteLevel without its regex is not supported");
-  const JsonValue *prefix = pre->get("add_prefix_space");
-  return prefix && prefix->kind == JsonValue::Kind::Bool && prefix->boolean;
+/// "a b" or ["a", "b"].
+std::pair<std::string, std::string> readMerge(const JsonValue &merge, size_t index,
+                                              const std::string &where) {
+  std::string what = where + ": merge " + std::to_string(index + 1);
+  if (merge.isString()) {
+    size_t space = merge.text.find(' ', 1);
+    if (space == std::string::npos || merge.text.find(' ', space + 1) != std::string::npos)
+      fail(what + " ('" + merge.text + "') is not two tokens separated by a space");
+    return {merge.text.substr(0, space), merge.text.substr(space + 1)};
+  }
+  if (merge.isArray() && merge.array.size() == 2 && merge.array[0].isString() &&
+      merge.array[1].isString())
+    return {merge.array[0].text, merge.array[1].text};
+  fail(what + " is neither \"a b\" nor [\"a\", \"b\"]");
 }
 
 } // namespace
 
-std::unique_ptr<Tokenizer> xfmr::rt::loadBytePair(const JsonValue &json, const std::string &path) {
-  std::string where = tokenizerFileName(path);
-  const JsonValue *model = json.get("model");
-  if (const JsonValue *normalizer = json.get("normalizer");
-      normalizer && normalizer->kind != JsonValue::Kind::Null)
-    fail(where + ": key 'normalizer': a byte-level BPE with a normalizer is not supported");
-  auto bpe = std::make_unique<ByteLevelBpe>();
-  bpe->source = path;
-  bpe->addPrefixSpace = checkPreTokenizer(json.get("pre_tokenizer"), where);
-  if (const JsonValue *ignore = model->get("ignore_merges"))
-    bpe->ignoreMerges = ignore->kind == JsonValue::Kind::Bool && ignore->boolean;
-  const JsonValue *vocab = model->get("vocab");
-  const JsonValue *merges = model->get("merges");
-  if (!vocab || !vocab->isObject() || !merges || !merges->isArray())
-    fail(where + ": the BPE model needs a 'vocab' object and a 'merges' array");
-  for (const auto &[token, id] : vocab->object) {
-    std::optional<int64_t> value = id.asInt();
-    if (!value)
-      fail(where + ": token '" + token + "' has no integer id");
-    bpe->addToken(token, *value, where);
+std::unique_ptr<TokenizerModel> xfmr::rt::readBpeModel(const JsonValue &json,
+                                                       const std::string &where) {
+  auto model = std::make_unique<BytePairModel>();
+  model->vocab = Vocabulary::fromObject(requireKey(json, "vocab", where), where);
+  model->unknown = stringKey(json, "unk_token", where, "");
+  model->prefix = stringKey(json, "continuing_subword_prefix", where, "");
+  model->suffix = stringKey(json, "end_of_word_suffix", where, "");
+  model->byteFallback = boolKey(json, "byte_fallback", where, false);
+  model->fuseUnknown = boolKey(json, "fuse_unk", where, false);
+  model->ignoreMerges = boolKey(json, "ignore_merges", where, false);
+  // dropout only matters in training: encoding is deterministic without it.
+  const JsonValue &merges = requireKey(json, "merges", where);
+  if (!merges.isArray())
+    fail(keyName(where, "merges") + ": expected an array");
+  for (size_t i = 0; i < merges.array.size(); ++i) {
+    auto [left, right] = readMerge(merges.array[i], i, where);
+    model->addMerge(left, right, static_cast<int32_t>(i), where);
   }
-  for (const JsonValue &merge : merges->array) {
-    if (merge.isString()) {
-      size_t space = merge.text.find(' ', 1);
-      if (space == std::string::npos)
-        fail(where + ": merge '" + merge.text + "' is not two symbols");
-      bpe->addMerge(merge.text.substr(0, space), merge.text.substr(space + 1), where);
-    } else if (merge.isArray() && merge.array.size() == 2) {
-      bpe->addMerge(merge.array[0].text, merge.array[1].text, where);
-    } else {
-      fail(where + ": a merge is neither \"a b\" nor [\"a\", \"b\"]");
-    }
-  }
-  readAddedTokens(*bpe, json, where);
-  bpe->finish(where);
-  return bpe;
+  return model;
+}
+
+std::unique_ptr<TokenizerModel>
+xfmr::rt::bpeModel(std::vector<std::pair<std::string, int64_t>> vocab,
+                   const std::vector<std::pair<std::string, std::string>> &merges,
+                   const std::string &where) {
+  auto model = std::make_unique<BytePairModel>();
+  for (const auto &[token, id] : vocab)
+    model->vocab.add(token, id, where);
+  for (size_t i = 0; i < merges.size(); ++i)
+    model->addMerge(merges[i].first, merges[i].second, static_cast<int32_t>(i), where);
+  return model;
 }
 
 std::unique_ptr<Tokenizer> xfmr::rt::loadBytePairFiles(const std::string &vocabPath,
                                                        const std::string &mergesPath,
                                                        const std::string &configPath) {
-  auto bpe = std::make_unique<ByteLevelBpe>();
-  bpe->source = vocabPath;
-  JsonValue vocab = parseTokenizerJson(vocabPath);
   std::string where = tokenizerFileName(vocabPath);
-  if (!vocab.isObject())
+  JsonValue vocabJson = parseTokenizerJson(vocabPath);
+  if (!vocabJson.isObject())
     fail(where + ": expected an object of token: id");
-  for (const auto &[token, id] : vocab.object) {
+  std::vector<std::pair<std::string, int64_t>> vocab;
+  for (const auto &[token, id] : vocabJson.object) {
     std::optional<int64_t> value = id.asInt();
     if (!value)
       fail(where + ": token '" + token + "' has no integer id");
-    bpe->addToken(token, *value, where);
+    vocab.emplace_back(token, *value);
   }
-  std::istringstream merges(readTokenizerFile(mergesPath));
+  std::vector<std::pair<std::string, std::string>> merges;
+  std::istringstream lines(readTokenizerFile(mergesPath));
   std::string line;
-  for (int number = 1; std::getline(merges, line); ++number) {
+  for (int number = 1; std::getline(lines, line); ++number) {
     if (!line.empty() && line.back() == '\r')
       line.pop_back();
     if (line.empty() || (number == 1 && line.rfind("#version", 0) == 0))
@@ -291,9 +261,12 @@ std::unique_ptr<Tokenizer> xfmr::rt::loadBytePairFiles(const std::string &vocabP
     if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos)
       fail(tokenizerFileName(mergesPath) + ":" + std::to_string(number) +
            ": expected two symbols separated by a space");
-    bpe->addMerge(line.substr(0, space), line.substr(space + 1), mergesPath);
+    merges.emplace_back(line.substr(0, space), line.substr(space + 1));
   }
-  readSpecialTokenConfig(*bpe, configPath);
-  bpe->finish(where);
-  return bpe;
+  auto tokenizer =
+      makePipelineTokenizer(nullptr, byteLevelPreTokenizer(/*addPrefixSpace=*/false),
+                            bpeModel(std::move(vocab), merges, where), byteLevelDecoder(),
+                            vocabPath);
+  readSpecialTokenConfig(*tokenizer, configPath);
+  return tokenizer;
 }

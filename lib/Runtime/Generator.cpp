@@ -493,6 +493,8 @@ struct Sequence {
   /// printed (a stream holds an incomplete character back).
   std::string promptBytes, bytes;
   size_t printed = 0;
+  /// The generated tokens' text, in the context of those before them.
+  std::shared_ptr<DecodeStream> stream;
   std::vector<float> logits; // of each generated token, when saved
 };
 
@@ -570,6 +572,11 @@ public:
       for (Sequence &s : sequences)
         s.prompt = {static_cast<int32_t>(manifest.decoderStartTokenId)};
     }
+    if (!options.ids)
+      for (Sequence &s : sequences) {
+        s.stream = std::make_shared<DecodeStream>(*tokenizer);
+        s.stream->prime(s.prompt);
+      }
     if (!options.ignoreEos)
       eos = manifest.eosTokenIds;
     rules = manifest;
@@ -600,8 +607,8 @@ private:
            " tokens, more than the model's " + std::to_string(vocab));
   }
 
-  std::string tokenText(int32_t token) const {
-    return options.ids ? " " + std::to_string(token) : tokenizer->tokenBytes(token);
+  std::string tokenText(Sequence &s, int32_t token) const {
+    return s.stream ? s.stream->step(token) : " " + std::to_string(token);
   }
 
   /// generate()'s token rules on the next-token scores of a sequence of
@@ -671,7 +678,7 @@ private:
         }
         s.generated.push_back(token);
         ++generatedTokens;
-        emit(s, tokenText(token), streaming);
+        emit(s, tokenText(s, token), streaming);
         s.done = stopped(s);
         if (step + 1 == options.predict || s.done)
           continue;
@@ -834,7 +841,7 @@ private:
     for (size_t t = prompt.size(); t < best.size(); ++t)
       if (!isEos(best[t])) {
         result.generated.push_back(best[t]);
-        emit(result, tokenText(best[t]), false);
+        emit(result, tokenText(result, best[t]), false);
       }
     finish({result}, true, false, generator.context);
     report("prompt", promptTokens, promptMs);
@@ -845,6 +852,9 @@ private:
 
   /// Prints what is left of each sequence's text.
   void finish(std::vector<Sequence> sequences, bool streaming, bool contextFull, int64_t context) {
+    for (Sequence &s : sequences)
+      if (s.stream)
+        emit(s, s.stream->finish(), false);
     if (streaming) {
       emit(sequences[0], "", true, /*flush=*/true);
       std::printf("\n");

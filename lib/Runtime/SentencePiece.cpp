@@ -99,9 +99,9 @@ public:
       run.clear();
     };
     for (int32_t token : ids) {
-      if (const std::string *special = specialToken(token)) {
+      if (const AddedToken *special = addedToken(token)) {
         flush();
-        text += *special + " ";
+        text += special->content + " ";
       } else {
         run.push_back(piece(token));
       }
@@ -114,12 +114,8 @@ public:
   }
 
 protected:
-  void encodeText(std::string_view text, const std::string &what,
-                  std::vector<int32_t> &ids) const override {
-    std::vector<uint32_t> points;
-    std::vector<size_t> offsets;
-    if (!decodeUtf8(text, points, offsets))
-      fail(what + ": invalid UTF-8");
+  void encodeSegment(std::string_view text, bool /*atStart*/,
+                     std::vector<int32_t> &ids) const override {
     // A leading language code (>>fr<<) is one token.
     if (!vocab.empty() && text.rfind(">>", 0) == 0)
       if (size_t end = text.find("<<"); end != std::string_view::npos) {
@@ -128,12 +124,10 @@ protected:
       }
     std::vector<std::string> encoded;
     if (sentencepiece::util::Status status = encoder->Encode(text, &encoded); !status.ok())
-      fail(what + ": " + status.ToString());
+      fail("SentencePiece: " + status.ToString());
     for (const std::string &each : encoded)
       ids.push_back(id(each));
   }
-
-  std::string modelTokenBytes(int32_t id) const override { return spaced(piece(id)); }
 };
 
 std::unique_ptr<Tokenizer> loadMarian(const std::string &directory) {

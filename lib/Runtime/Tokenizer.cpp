@@ -28,67 +28,159 @@ SentencePieceLoader xfmr::rt::sentencePieceLoader = nullptr;
 // Tokenizer
 //===----------------------------------------------------------------------===//
 
-std::vector<int32_t> Tokenizer::encode(std::string_view text, const std::string &what) const {
-  std::vector<int32_t> ids = prefix;
-  size_t start = 0;
-  // Added tokens split the text first; the model encodes what lies between.
-  for (size_t i = 0; i <= text.size(); ++i) {
-    const std::pair<std::string, int32_t> *match = nullptr;
-    for (const auto &entry : special)
-      if (text.compare(i, entry.first.size(), entry.first) == 0) {
-        match = &entry;
-        break;
-      }
-    if (!match && i < text.size())
-      continue;
-    if (i > start)
-      encodeText(text.substr(start, i - start), what, ids);
-    if (match) {
-      ids.push_back(match->second);
-      i += match->first.size() - 1;
-      start = i + 1;
-    }
-  }
-  ids.insert(ids.end(), suffix.begin(), suffix.end());
+std::vector<int32_t> Tokenizer::encode(std::string_view text, const std::string &what,
+                                       bool addSpecialTokens) const {
+  if (!isValidUtf8(text))
+    fail(what + ": invalid UTF-8");
+  std::vector<int32_t> ids;
+  if (addSpecialTokens)
+    ids = prefix;
+  splitAddedTokens(
+      text, /*normalized=*/false, /*atStart=*/true,
+      [&](std::string_view stretch, bool atStart) { encodeSegment(stretch, atStart, ids); },
+      [&](int32_t id) { ids.push_back(id); });
+  if (addSpecialTokens)
+    ids.insert(ids.end(), suffix.begin(), suffix.end());
   return ids;
 }
 
-std::string Tokenizer::tokenBytes(int32_t id) const {
-  const std::string *content = specialToken(id);
-  return content ? *content : modelTokenBytes(id);
+void Tokenizer::splitAddedTokens(std::string_view text, bool normalized, bool atStart,
+                                 const std::function<void(std::string_view, bool)> &onText,
+                                 const std::function<void(int32_t)> &onToken) const {
+  const std::vector<Match> *byFirstByte = candidates[normalized];
+  // tokenizers matches leftmost-longest and goes on after a match it
+  // rejects (single_word), not inside it.
+  size_t done = 0;
+  for (size_t i = 0; i < text.size();) {
+    const Match *match = nullptr;
+    for (const Match &candidate : byFirstByte[static_cast<uint8_t>(text[i])])
+      if (text.compare(i, candidate.text.size(), candidate.text) == 0) {
+        match = &candidate;
+        break;
+      }
+    if (!match) {
+      ++i;
+      continue;
+    }
+    const AddedToken &token = added[match->token];
+    size_t start = i, end = i + match->text.size();
+    i = end;
+    if (token.singleWord && ((start > 0 && endsWithWordCharacter(text.substr(0, start))) ||
+                             (end < text.size() && startsWithWordCharacter(text.substr(end)))))
+      continue;
+    if (token.lstrip)
+      start = std::max(done, start - trailingWhitespace(text.substr(0, start)));
+    if (token.rstrip)
+      end += leadingWhitespace(text.substr(end));
+    if (start > done)
+      onText(text.substr(done, start - done), atStart && done == 0);
+    onToken(token.id);
+    done = i = end;
+  }
+  if (done < text.size())
+    onText(text.substr(done), atStart && done == 0);
 }
 
-std::string Tokenizer::decode(const std::vector<int32_t> &ids) const {
-  std::string text;
-  for (int32_t id : ids)
-    text += tokenBytes(id);
-  return text;
+void Tokenizer::addToken(const AddedToken &token, std::string matchAs) {
+  if (token.content.empty())
+    return;
+  if (auto it = addedById.find(token.id); it != addedById.end()) {
+    added[it->second] = token;
+    // Only the latest definition of an id is matched.
+    for (auto &lists : candidates)
+      for (auto &list : lists)
+        list.erase(std::remove_if(list.begin(), list.end(),
+                                  [&](const Match &m) { return m.token == it->second; }),
+                   list.end());
+  } else {
+    addedById[token.id] = added.size();
+    added.push_back(token);
+    addedText.emplace_back();
+  }
+  if (matchAs.empty() || !token.normalized)
+    matchAs = token.content;
+  addedText[addedById[token.id]] = matchAs;
+  anyNormalized |= token.normalized;
+  std::vector<Match> &list = candidates[token.normalized][static_cast<uint8_t>(matchAs[0])];
+  // After the longer ones and those as long added before it.
+  auto at = std::find_if(list.begin(), list.end(),
+                         [&](const Match &other) { return other.text.size() < matchAs.size(); });
+  list.insert(at, Match{matchAs, addedById[token.id]});
 }
 
 void Tokenizer::addSpecialToken(const std::string &content, int32_t id) {
-  if (content.empty())
-    return;
-  // After the longer ones and those as long added before it.
-  auto at = std::find_if(special.begin(), special.end(),
-                         [&](const auto &other) { return other.first.size() < content.size(); });
-  special.emplace(at, content, id);
-  specialById[id] = content;
+  AddedToken token;
+  token.content = content;
+  token.id = id;
+  addToken(token);
 }
 
-const std::string *Tokenizer::specialToken(int32_t id) const {
-  auto it = specialById.find(id);
-  return it == specialById.end() ? nullptr : &it->second;
+const AddedToken *Tokenizer::addedToken(int32_t id) const {
+  auto it = addedById.find(id);
+  return it == addedById.end() ? nullptr : &added[it->second];
 }
 
-int64_t Tokenizer::specialLimit() const {
-  return specialById.empty() ? 0 : static_cast<int64_t>(specialById.rbegin()->first) + 1;
+int64_t Tokenizer::addedLimit() const {
+  return addedById.empty() ? 0 : static_cast<int64_t>(addedById.rbegin()->first) + 1;
+}
+
+int32_t Tokenizer::tokenId(const std::string &token) const {
+  for (const AddedToken &each : added)
+    if (each.content == token)
+      return each.id;
+  return -1;
 }
 
 int32_t Tokenizer::specialId(const std::string &content, const std::string &where) const {
-  for (const auto &[text, id] : special)
-    if (text == content)
-      return id;
+  if (int32_t id = tokenId(content); id >= 0)
+    return id;
   fail(where + ": the special token '" + content + "' is not an added token");
+}
+
+//===----------------------------------------------------------------------===//
+// DecodeStream
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Whether decoded text ends before a character does: bytes of an
+/// incomplete UTF-8 sequence, or a replacement character a decoder put for
+/// one.
+bool endsIncomplete(const std::string &text) {
+  return incompleteUtf8Tail(text) > 0 ||
+         (text.size() >= 3 && text.compare(text.size() - 3, 3, "\xEF\xBF\xBD") == 0);
+}
+
+} // namespace
+
+void DecodeStream::prime(const std::vector<int32_t> &context) {
+  for (int32_t id : context)
+    step(id);
+}
+
+std::string DecodeStream::step(int32_t id) {
+  ids.push_back(id);
+  std::string text = tokenizer.decode(ids);
+  if (text.size() <= prefix.size() || endsIncomplete(text))
+    return "";
+  std::string added = text.compare(0, prefix.size(), prefix) == 0 ? text.substr(prefix.size())
+                                                                  : text;
+  // The ids that made the new text become the context of the next step.
+  size_t nextPrefixIndex = ids.size() - prefixIndex;
+  ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(prefixIndex));
+  prefix = tokenizer.decode(ids);
+  prefixIndex = nextPrefixIndex;
+  return replaceInvalidUtf8(added);
+}
+
+std::string DecodeStream::finish() {
+  std::string text = tokenizer.decode(ids);
+  std::string rest =
+      text.compare(0, prefix.size(), prefix) == 0 ? text.substr(prefix.size()) : std::string();
+  ids.clear();
+  prefix.clear();
+  prefixIndex = 0;
+  return replaceInvalidUtf8(rest);
 }
 
 void Tokenizer::setPostProcessor(const JsonValue &processor, const std::string &where) {
@@ -182,21 +274,6 @@ JsonValue xfmr::rt::parseTokenizerJson(const std::string &path) {
   return *json;
 }
 
-void xfmr::rt::readAddedTokens(Tokenizer &tokenizer, const JsonValue &json,
-                               const std::string &where) {
-  if (const JsonValue *added = json.get("added_tokens"); added && added->isArray())
-    for (const JsonValue &token : added->array) {
-      const JsonValue *content = token.get("content");
-      const JsonValue *id = token.get("id");
-      if (!content || !id || !id->asInt() || *id->asInt() < 0 || *id->asInt() > kMaxTokenId)
-        fail(where + ": an added token needs a 'content' and an 'id' up to " +
-             std::to_string(kMaxTokenId));
-      tokenizer.addSpecialToken(content->text, static_cast<int32_t>(*id->asInt()));
-    }
-  if (const JsonValue *processor = json.get("post_processor"))
-    tokenizer.setPostProcessor(*processor, where);
-}
-
 void xfmr::rt::readSpecialTokenConfig(Tokenizer &tokenizer, const std::string &configPath) {
   if (!isRegularFile(configPath))
     return;
@@ -238,22 +315,8 @@ bool xfmr::rt::hasSentencePieceFiles(const std::string &directory) {
 std::unique_ptr<Tokenizer> xfmr::rt::loadTokenizer(const std::string &directory) {
   std::string json = directory + "/tokenizer.json";
   std::string config = directory + "/tokenizer_config.json";
-  if (isRegularFile(json)) {
-    JsonValue parsed = parseTokenizerJson(json);
-    const JsonValue *model = parsed.get("model");
-    const JsonValue *type = model ? model->get("type") : nullptr;
-    if (!model || !type)
-      fail(tokenizerFileName(json) + ": no 'model' with a 'type'");
-    if (type->text == "BPE")
-      return loadBytePair(parsed, json);
-    if (type->text == "WordPiece")
-      return loadWordPiece(parsed, json);
-    // A Unigram or other model is read from its SentencePiece files.
-    if (!hasSentencePieceFiles(directory))
-      fail(tokenizerFileName(json) + ": key 'model.type': unsupported model '" + type->text +
-           "' (BPE and WordPiece are supported, and SentencePiece from source.spm or "
-           "spiece.model)");
-  }
+  if (isRegularFile(json))
+    return loadTokenizerJson(json);
   if (hasSentencePieceFiles(directory)) {
     if (!sentencePieceLoader)
       fail("'" + directory +

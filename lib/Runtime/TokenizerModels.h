@@ -1,7 +1,7 @@
 //===- TokenizerModels.h - the tokenizer models' loaders --------*- C++ -*-===//
 //
-// Internal to the runtime: each model's loaders (BytePair.cpp,
-// WordPiece.cpp, SentencePiece.cpp) and the file helpers they share.
+// Internal to the runtime: the loaders of each file layout and the file
+// helpers they share.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,15 +23,13 @@ JsonValue parseTokenizerJson(const std::string &path);
 /// "tokenizer file 'PATH'", how errors name a file.
 std::string tokenizerFileName(const std::string &path);
 
-/// From tokenizer.json with a BPE model (its parsed `json`).
-std::unique_ptr<Tokenizer> loadBytePair(const JsonValue &json, const std::string &path);
+/// From tokenizer.json: any model with its components (TokenizerJson.cpp).
+std::unique_ptr<Tokenizer> loadTokenizerJson(const std::string &path);
 /// From the slow tokenizer's vocab.json + merges.txt and, if it exists,
-/// tokenizer_config.json's special tokens.
+/// tokenizer_config.json's special tokens: GPT-2's byte-level BPE.
 std::unique_ptr<Tokenizer> loadBytePairFiles(const std::string &vocabPath,
                                              const std::string &mergesPath,
                                              const std::string &configPath);
-/// From tokenizer.json with a WordPiece model.
-std::unique_ptr<Tokenizer> loadWordPiece(const JsonValue &json, const std::string &path);
 /// From BERT's vocab.txt and, if it exists, tokenizer_config.json.
 std::unique_ptr<Tokenizer> loadWordPieceVocab(const std::string &vocabPath,
                                               const std::string &configPath);
@@ -45,9 +43,8 @@ extern SentencePieceLoader sentencePieceLoader;
 /// needs libxfmr_sentencepiece.a).
 bool hasSentencePieceFiles(const std::string &directory);
 
-/// Added tokens of tokenizer.json's `added_tokens` or tokenizer_config.json's
-/// `added_tokens_decoder`, and its sequence template.
-void readAddedTokens(Tokenizer &tokenizer, const JsonValue &json, const std::string &where);
+/// tokenizer_config.json's `added_tokens_decoder` and the slow tokenizer
+/// class's sequence template.
 void readSpecialTokenConfig(Tokenizer &tokenizer, const std::string &configPath);
 
 } // namespace xfmr::rt

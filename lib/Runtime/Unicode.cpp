@@ -2,7 +2,12 @@
 
 #include "Unicode.h"
 
+#include "CommandLine.h"
+
+#include <utf8proc.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <iterator>
 
 using namespace xfmr::rt;
@@ -182,4 +187,138 @@ size_t xfmr::rt::incompleteUtf8Tail(std::string_view bytes) {
     return needed > back ? back : 0;
   }
   return 0;
+}
+
+bool xfmr::rt::isValidUtf8(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    // ASCII runs are most of most text.
+    if (static_cast<uint8_t>(text[i]) < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t length = utf8Length(text, i);
+    if (!length)
+      return false;
+    i += length;
+  }
+  return true;
+}
+
+uint32_t xfmr::rt::codePointAt(std::string_view text, size_t i, size_t length) {
+  auto byte = [&](size_t k) { return static_cast<uint8_t>(text[i + k]); };
+  return length == 1   ? byte(0)
+         : length == 2 ? (byte(0) & 0x1F) << 6 | (byte(1) & 0x3F)
+         : length == 3 ? (byte(0) & 0x0F) << 12 | (byte(1) & 0x3F) << 6 | (byte(2) & 0x3F)
+                       : (byte(0) & 0x07) << 18 | (byte(1) & 0x3F) << 12 |
+                             (byte(2) & 0x3F) << 6 | (byte(3) & 0x3F);
+}
+
+bool xfmr::rt::isMark(uint32_t cp) {
+  utf8proc_category_t category = utf8proc_category(static_cast<utf8proc_int32_t>(cp));
+  return category == UTF8PROC_CATEGORY_MN || category == UTF8PROC_CATEGORY_MC ||
+         category == UTF8PROC_CATEGORY_ME;
+}
+
+bool xfmr::rt::isWordCharacter(uint32_t cp) {
+  if (cp < 0x80)
+    return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') ||
+           cp == '_';
+  switch (utf8proc_category(static_cast<utf8proc_int32_t>(cp))) {
+  case UTF8PROC_CATEGORY_LU:
+  case UTF8PROC_CATEGORY_LL:
+  case UTF8PROC_CATEGORY_LT:
+  case UTF8PROC_CATEGORY_LM:
+  case UTF8PROC_CATEGORY_LO:
+  case UTF8PROC_CATEGORY_MN:
+  case UTF8PROC_CATEGORY_MC:
+  case UTF8PROC_CATEGORY_ME:
+  case UTF8PROC_CATEGORY_ND:
+  case UTF8PROC_CATEGORY_NL:
+  case UTF8PROC_CATEGORY_PC:
+    return true;
+  default:
+    return cp == 0x200C || cp == 0x200D;
+  }
+}
+
+namespace {
+
+/// The start of the character that ends at byte `end` of valid UTF-8.
+size_t previousCharacter(std::string_view text, size_t end) {
+  size_t start = end - 1;
+  while (start > 0 && (static_cast<uint8_t>(text[start]) & 0xC0) == 0x80)
+    --start;
+  return start;
+}
+
+} // namespace
+
+bool xfmr::rt::startsWithWordCharacter(std::string_view text) {
+  return !text.empty() && isWordCharacter(codePointAt(text, 0, utf8Length(text, 0)));
+}
+
+bool xfmr::rt::endsWithWordCharacter(std::string_view text) {
+  if (text.empty())
+    return false;
+  size_t start = previousCharacter(text, text.size());
+  return isWordCharacter(codePointAt(text, start, text.size() - start));
+}
+
+size_t xfmr::rt::leadingWhitespace(std::string_view text) {
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t length = utf8Length(text, i);
+    if (!length || !isSpace(codePointAt(text, i, length)))
+      break;
+    i += length;
+  }
+  return i;
+}
+
+size_t xfmr::rt::trailingWhitespace(std::string_view text) {
+  size_t end = text.size();
+  while (end > 0) {
+    size_t start = previousCharacter(text, end);
+    if (!isSpace(codePointAt(text, start, end - start)))
+      break;
+    end = start;
+  }
+  return text.size() - end;
+}
+
+std::string xfmr::rt::normalizeUnicode(std::string_view text, std::string_view form) {
+  int options = UTF8PROC_STABLE;
+  if (form == "NFC")
+    options |= UTF8PROC_COMPOSE;
+  else if (form == "NFD")
+    options |= UTF8PROC_DECOMPOSE;
+  else if (form == "NFKC")
+    options |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+  else
+    options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+  utf8proc_uint8_t *result = nullptr;
+  utf8proc_ssize_t length =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t *>(text.data()),
+                   static_cast<utf8proc_ssize_t>(text.size()),
+                   &result, static_cast<utf8proc_option_t>(options));
+  if (length < 0)
+    fail(std::string("Unicode normalization failed: ") + utf8proc_errmsg(length));
+  std::string normalized(reinterpret_cast<const char *>(result), static_cast<size_t>(length));
+  std::free(result);
+  return normalized;
+}
+
+std::vector<size_t> xfmr::rt::graphemeBoundaries(std::string_view text) {
+  std::vector<size_t> boundaries;
+  utf8proc_int32_t state = 0, previous = -1;
+  for (size_t i = 0; i < text.size();) {
+    size_t length = utf8Length(text, i);
+    auto cp = static_cast<utf8proc_int32_t>(codePointAt(text, i, length));
+    if (previous < 0 || utf8proc_grapheme_break_stateful(previous, cp, &state))
+      boundaries.push_back(i);
+    previous = cp;
+    i += length;
+  }
+  boundaries.push_back(text.size());
+  return boundaries;
 }

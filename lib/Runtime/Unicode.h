@@ -43,6 +43,30 @@ bool isOther(uint32_t cp);
 /// The White_Space property (what \s matches).
 bool isSpace(uint32_t cp);
 
+/// Whether `text` is valid UTF-8.
+bool isValidUtf8(std::string_view text);
+/// The code point of the valid UTF-8 character at text[i] (of `length`
+/// bytes, utf8Length's).
+uint32_t codePointAt(std::string_view text, size_t i, size_t length);
+
+/// General category M (Mn, Mc, Me), what StripAccents drops.
+bool isMark(uint32_t cp);
+/// What \w matches in Rust's regex crate: letters, marks, decimal and
+/// letter numbers, connector punctuation, joiners.
+bool isWordCharacter(uint32_t cp);
+/// Whether valid UTF-8 `text` starts (ends) with a word character.
+bool startsWithWordCharacter(std::string_view text);
+bool endsWithWordCharacter(std::string_view text);
+/// The bytes of the whitespace that valid UTF-8 `text` starts (ends) with.
+size_t leadingWhitespace(std::string_view text);
+size_t trailingWhitespace(std::string_view text);
+/// Valid UTF-8 `text` in Unicode normalization form `form` (NFC, NFD,
+/// NFKC or NFKD).
+std::string normalizeUnicode(std::string_view text, std::string_view form);
+/// The byte offsets where the extended grapheme clusters of valid UTF-8
+/// `text` begin, and its length at the end.
+std::vector<size_t> graphemeBoundaries(std::string_view text);
+
 /// Appends cp's full canonical decomposition (itself if it has none).
 void appendDecomposition(uint32_t cp, std::vector<uint32_t> &out);
 /// Appends cp's full lowercase mapping (itself if it has none).

@@ -178,32 +178,49 @@ def sentencepiece(workdir):
             "spiece.model": (spiece, SentencePieceReference(processor))}
 
 
+def write_texts(path, texts):
+    """The texts for tokenize.c, each ending in a NUL byte."""
+    with open(path, "wb") as f:
+        for text in texts:
+            f.write(text.encode() + b"\0")
+
+
+def check_layouts(kind, layouts, program, texts, workdir):
+    """Runs `program` on each layout's directory and compares ids and
+    decoded bytes with its reference; prints a PASS/FAIL line per layout and
+    returns whether all passed."""
+    text_file = os.path.join(workdir, "tests.txt")
+    write_texts(text_file, texts)
+    passed = True
+    for layout, (directory, reference) in layouts.items():
+        run = subprocess.run([program, directory, text_file], capture_output=True)
+        lines = run.stdout.decode().splitlines()
+        problems = [] if run.returncode == 0 else [run.stderr.decode().strip()]
+        for i, text in enumerate(texts if not problems else []):
+            want = reference.encode(text)
+            if lines[2 * i].startswith("error:"):
+                problems.append(f"text {i + 1}: {lines[2 * i]}")
+                lines.insert(2 * i + 1, "text: ")
+                continue
+            ids = [int(x) for x in lines[2 * i].split()[1:]]
+            decoded = bytes.fromhex(lines[2 * i + 1][len("text: "):])
+            if ids != want:
+                problems.append(f"text {i + 1} {text!r}: ids {ids} != {want}")
+            if decoded != reference.decode(want).encode():
+                problems.append(f"text {i + 1}: decoded {decoded.decode(errors='replace')!r} != "
+                                f"{reference.decode(want)!r}")
+        passed &= not problems
+        print(f"{'PASS' if not problems else 'FAIL'}: {kind} {layout}: {len(texts)} texts"
+              + "".join("\n  " + p for p in problems[:8]))
+    return passed
+
+
 def main():
     kind, workdir, program = sys.argv[1], sys.argv[2], sys.argv[3]
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
     layouts = {"bpe": bpe, "wordpiece": wordpiece, "sentencepiece": sentencepiece}[kind](workdir)
-    text_file = os.path.join(workdir, "tests.txt")
-    with open(text_file, "w", encoding="utf-8", newline="\n") as f:
-        f.write("\n".join(TESTS) + "\n")
-    failed = False
-    for layout, (directory, reference) in layouts.items():
-        run = subprocess.run([program, directory, text_file], capture_output=True, check=True)
-        lines = run.stdout.decode().splitlines()
-        problems = []
-        for i, text in enumerate(TESTS):
-            ids = [int(x) for x in lines[2 * i].split()[1:]]
-            decoded = bytes.fromhex(lines[2 * i + 1][len("text: "):])
-            want = reference.encode(text)
-            if ids != want:
-                problems.append(f"line {i + 1}: ids {ids} != {want}")
-            if decoded != reference.decode(want).encode():
-                problems.append(f"line {i + 1}: decoded {decoded.decode(errors='replace')!r} != "
-                                f"{reference.decode(want)!r}")
-        failed |= bool(problems)
-        print(f"{'PASS' if problems == [] else 'FAIL'}: {kind} {layout}: {len(TESTS)} lines"
-              + "".join("\n  " + p for p in problems))
-    return 1 if failed else 0
+    return 0 if check_layouts(kind, layouts, program, TESTS, workdir) else 1
 
 
 if __name__ == "__main__":
