@@ -172,10 +172,10 @@ llvm::Error link(StringRef object, const CompileOptions &options, StringRef main
     llvm::sys::path::append(path, name);
     return std::string(path);
   };
-  std::vector<std::string> libraries = {library(mainLibrary), library("libxfmr_runtime.a")};
-  bool generator = options.mode == CompileMode::Generate;
-  if (generator)
-    libraries.insert(libraries.begin() + 1, library("libxfmr_sentencepiece.a"));
+  // Every executable runs its tokenizer (--tokenize), SentencePiece models
+  // included.
+  std::vector<std::string> libraries = {library(mainLibrary), library("libxfmr_sentencepiece.a"),
+                                        library("libxfmr_runtime.a")};
   if (options.target == Target::Nvptx)
     libraries.push_back(library("libxfmr_cuda.a"));
   for (StringRef lib : libraries)
@@ -189,9 +189,7 @@ llvm::Error link(StringRef object, const CompileOptions &options, StringRef main
   std::string rpath = "-Wl,-rpath," XFMR_OPENMP_LIB_DIR;
   SmallVector<StringRef> args = {*linker, object};
   args.append(libraries.begin(), libraries.end());
-  if (generator)
-    args.push_back("-lsentencepiece");
-  args.append({"-lpcre2-8", "-lutf8proc", "-L" XFMR_OPENMP_LIB_DIR, "-lomp", rpath, "-ldl", "-lm",
+  args.append({"-lsentencepiece", "-lpcre2-8", "-lutf8proc", "-L" XFMR_OPENMP_LIB_DIR, "-lomp", rpath, "-ldl", "-lm",
                "-o",
                options.outputPath});
   SmallVector<StringRef> sanitizerFlags;

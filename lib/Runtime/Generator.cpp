@@ -29,6 +29,7 @@
 #include "RuntimeSupport.h"
 #include "Sampler.h"
 #include "Tokenizer.h"
+#include "TokenizerCommand.h"
 #include "Unicode.h"
 
 #include <algorithm>
@@ -512,6 +513,9 @@ public:
   GeneratorCommand(const char *argv0, const Entries &entries) : argv0(argv0), entries(entries) {}
 
   int run(int argc, char **argv) {
+    if (wantsTokenizerCommand(argc, argv))
+      return runTokenizerCommand(argc, argv,
+                                 parseManifest(entries.prefillManifest).defaultWeights);
     if (wantsHelp(argc, argv)) {
       printHelp(argv0);
       return 0;
@@ -591,17 +595,8 @@ private:
   void loadTokenizerFor(const Manifest &manifest, int64_t vocab) {
     if (options.ids)
       return;
-    std::string weightsPath = options.weights.empty() ? manifest.defaultWeights : options.weights;
-    // A weights file (xfmrc --quantize's) leaves the tokenizer with the
-    // checkpoint the model was compiled from.
-    std::string directory = !options.tokenizer.empty()             ? options.tokenizer
-                            : isDirectory(weightsPath)             ? weightsPath
-                            : isDirectory(manifest.defaultWeights) ? manifest.defaultWeights
-                                                                   : "";
-    tokenizer = directory.empty() ? nullptr : loadTokenizer(directory);
-    if (!tokenizer)
-      fail("no tokenizer" + (directory.empty() ? std::string() : " in '" + directory + "'") + " (" +
-           kTokenizerFiles + "): pass --tokenizer=DIR, or token ids with --ids");
+    tokenizer = findTokenizer(options.tokenizer, options.weights, manifest.defaultWeights,
+                              ", or token ids with --ids");
     if (tokenizer->size() > vocab)
       fail("the tokenizer '" + tokenizer->source + "' has " + std::to_string(tokenizer->size()) +
            " tokens, more than the model's " + std::to_string(vocab));

@@ -14,6 +14,7 @@
 #include "ModelWeights.h"
 #include "TokenFiles.h"
 #include "RuntimeSupport.h"
+#include "TokenizerCommand.h"
 
 #include <algorithm>
 #include <chrono>
@@ -115,6 +116,8 @@ public:
       : argv0(argv0), manifest(manifest), entry(entry) {}
 
   int run(int argc, char **argv) {
+    if (wantsTokenizerCommand(argc, argv))
+      return runTokenizerCommand(argc, argv, manifest.defaultWeights);
     if (wantsHelp(argc, argv)) {
       printHelp(argv0, manifest);
       return 0;

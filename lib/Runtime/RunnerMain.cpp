@@ -17,5 +17,6 @@ int main(int argc, char **argv) {
   // Line-buffered: a failed check in the generated code (cf.assert) prints
   // its message with puts, then aborts, which flushes nothing.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  xfmr_tokenizer_enable_sentencepiece();
   return xfmr_runner_main(argc, argv, xfmr_model_manifest, xfmr_model_forward_packed);
 }
