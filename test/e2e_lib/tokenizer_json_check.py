@@ -127,19 +127,11 @@ def gemma(base):
     return tokenizer
 
 
-def converted_unigram(workdir):
-    """T5's and ALBERT's tokenizer.json, converted by transformers from a
-    SentencePiece unigram model the test trains."""
+def convert_sentencepiece(path, converters):
+    """tokenizers.Tokenizer objects converted by transformers' `converters`
+    (T5Converter, ...) from the SentencePiece model at `path`."""
     import sentencepiece as spm
     import transformers.convert_slow_tokenizer as convert
-    model = io.BytesIO()
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(CORPUS.splitlines() * 3),
-                                   model_writer=model, vocab_size=300, character_coverage=0.995,
-                                   model_type="unigram", hard_vocab_limit=False,
-                                   minloglevel=2)
-    path = os.path.join(workdir, "unigram.model")
-    with open(path, "wb") as f:
-        f.write(model.getvalue())
     processor = spm.SentencePieceProcessor(model_file=path)
 
     class Original:
@@ -159,8 +151,26 @@ def converted_unigram(workdir):
         def convert_tokens_to_ids(self, token):
             return processor.piece_to_id(token)
 
-    return {name: getattr(convert, name)(Original()).converted()
-            for name in ("T5Converter", "AlbertConverter")}
+    return {name: getattr(convert, name)(Original()).converted() for name in converters}
+
+
+def train_unigram(lines, path, vocab_size, coverage):
+    """Trains a SentencePiece unigram model on `lines`, written to `path`."""
+    import sentencepiece as spm
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=model,
+                                   vocab_size=vocab_size, character_coverage=coverage,
+                                   model_type="unigram", hard_vocab_limit=False, minloglevel=2)
+    with open(path, "wb") as f:
+        f.write(model.getvalue())
+
+
+def converted_unigram(workdir):
+    """T5's and ALBERT's tokenizer.json, converted by transformers from a
+    SentencePiece unigram model the test trains."""
+    path = os.path.join(workdir, "unigram.model")
+    train_unigram(CORPUS.splitlines() * 3, path, 300, 0.995)
+    return convert_sentencepiece(path, ("T5Converter", "AlbertConverter"))
 
 
 def wordpiece():
