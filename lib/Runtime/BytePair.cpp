@@ -250,7 +250,10 @@ std::unique_ptr<Tokenizer> xfmr::rt::loadBytePairFiles(const std::string &vocabP
     vocab.emplace_back(token, *value);
   }
   std::vector<std::pair<std::string, std::string>> merges;
-  std::istringstream lines(readTokenizerFile(mergesPath));
+  std::string mergesText = readTokenizerFile(mergesPath);
+  if (!isValidUtf8(mergesText))
+    fail(tokenizerFileName(mergesPath) + ": not valid UTF-8");
+  std::istringstream lines(mergesText);
   std::string line;
   for (int number = 1; std::getline(lines, line); ++number) {
     if (!line.empty() && line.back() == '\r')

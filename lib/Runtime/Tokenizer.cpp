@@ -266,11 +266,31 @@ std::string xfmr::rt::tokenizerFileName(const std::string &path) {
   return "tokenizer file '" + path + "'";
 }
 
+namespace {
+
+/// Whether every string and key in `value` is valid UTF-8 (JSON text must
+/// be, and a \\u escape can still make a lone surrogate).
+bool allValidUtf8(const JsonValue &value) {
+  if (value.isString())
+    return isValidUtf8(value.text);
+  for (const JsonValue &element : value.array)
+    if (!allValidUtf8(element))
+      return false;
+  for (const auto &[key, member] : value.object)
+    if (!isValidUtf8(key) || !allValidUtf8(member))
+      return false;
+  return true;
+}
+
+} // namespace
+
 JsonValue xfmr::rt::parseTokenizerJson(const std::string &path) {
   std::string error;
   std::optional<JsonValue> json = parseJson(readTokenizerFile(path), error);
   if (!json)
     fail(tokenizerFileName(path) + ": invalid JSON: " + error);
+  if (!allValidUtf8(*json))
+    fail(tokenizerFileName(path) + ": a string is not valid UTF-8");
   return *json;
 }
 

@@ -131,7 +131,10 @@ std::unique_ptr<Tokenizer> xfmr::rt::loadWordPieceVocab(const std::string &vocab
                                                         const std::string &configPath) {
   std::string where = tokenizerFileName(vocabPath);
   std::vector<std::string> vocab;
-  std::istringstream lines(readTokenizerFile(vocabPath));
+  std::string vocabText = readTokenizerFile(vocabPath);
+  if (!isValidUtf8(vocabText))
+    fail(where + ": not valid UTF-8");
+  std::istringstream lines(vocabText);
   std::string line;
   while (std::getline(lines, line)) {
     while (!line.empty() && (line.back() == '\r' || line.back() == ' '))
