@@ -9,8 +9,10 @@ the `tokenizers` library (Rust) that transformers uses, for
                    Metaspace, Unigram (8k pieces, a SentencePiece model
                    trained on the text, converted by transformers)
 
-Both encode the whole text as one sequence (tokenizers parallelizes only
-batches); the ids are checked to be equal. Times are the best of --repeats.
+xfmr encodes the whole text as one sequence; tokenizers both so (the ids
+are checked to be equal) and line by line with encode_batch_fast (one
+thread: RAYON_NUM_THREADS=1), and its faster way is the one compared.
+Times are the best of --repeats.
 Runs under build/bench-venv (bench/setup-peers.sh).
 
   tokenizer_speed.py [--build DIR] [--repeats N]
@@ -97,11 +99,15 @@ def main():
         tokenizer.save(os.path.join(directory, "tokenizer.json"))
         from tokenizers import Tokenizer
         reference = Tokenizer.from_file(os.path.join(directory, "tokenizer.json"))
+        lines = text.splitlines(keepends=True)
         best = float("inf")
         for _ in range(args.repeats):
-            start = time.perf_counter()
-            ids = reference.encode(text).ids
-            best = min(best, (time.perf_counter() - start) * 1e3)
+            for encode in (lambda: reference.encode(text),
+                           lambda: reference.encode_batch_fast(lines)):
+                start = time.perf_counter()
+                encode()
+                best = min(best, (time.perf_counter() - start) * 1e3)
+        ids = reference.encode(text).ids
         ids_path = os.path.join(directory, "ids.txt")
         ms = float(subprocess.run([program, directory, text_path, str(args.repeats), ids_path],
                                   capture_output=True, text=True, check=True).stdout)
