@@ -201,6 +201,27 @@ int64_t xfmr_tokenizer_encode(const xfmr_tokenizer *tokenizer, const char *text,
 size_t xfmr_tokenizer_decode(const xfmr_tokenizer *tokenizer, const int32_t *ids, size_t count,
                              char *text, size_t capacity);
 
+/* A chat template (tokenizer_config.json's "chat_template"), rendered exactly
+ * as transformers' apply_chat_template renders it: jinja2's sandbox with
+ * trim_blocks and lstrip_blocks, break/continue, raise_exception,
+ * strftime_now and transformers' tojson. Templates are untrusted: nesting,
+ * recursion, loop iterations and the text built are bounded. */
+typedef struct xfmr_chat_template xfmr_chat_template;
+/* Parses the `length` bytes of template source; NULL (with a message naming
+ * the line) on a syntax error. */
+xfmr_chat_template *xfmr_chat_template_parse(const char *source, size_t length, char *err,
+                                             size_t err_size);
+void xfmr_chat_template_free(xfmr_chat_template *chat_template);
+/* Renders with the variables of `context_json`, a JSON object (messages,
+ * tools, add_generation_prompt, bos_token, eos_token, ...; every key is a
+ * variable): writes up to `capacity` bytes of the text to `text` and returns
+ * its length (call again with more room if that exceeds `capacity`: it
+ * renders again), or -1 with a message naming the line (invalid JSON,
+ * raise_exception, a run-time error or a limit of the template). */
+int64_t xfmr_chat_template_render(const xfmr_chat_template *chat_template,
+                                  const char *context_json, size_t json_length, char *text,
+                                  size_t capacity, char *err, size_t err_size);
+
 /* A compiled generator's entries (`xfmrc --generate --emit=obj`: the
  * `<name>_prefill` and `<name>_decode` packed functions and manifests) with
  * their weights and KV cache. */

@@ -24,6 +24,7 @@
 
 #include "xfmr-rt/xfmr_runtime.h"
 
+#include "Chat.h"
 #include "CommandLine.h"
 #include "ModelWeights.h"
 #include "RuntimeSupport.h"
@@ -39,11 +40,13 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <limits>
 #include <numeric>
 #include <random>
 #include <sstream>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace xfmr::rt;
 
@@ -317,7 +320,8 @@ namespace {
 enum class EarlyStopping { True, False, Never };
 
 struct Options {
-  std::string weights, tokenizer, saveLogits;
+  std::string weights, tokenizer, saveLogits, system, chatTemplate;
+  bool chat = false, useChatTemplate = true;
   std::vector<std::string> prompts;
   std::vector<std::string> stops;
   bool ids = false, ignoreEos = false, echo = true, warmUp = true;
@@ -341,6 +345,14 @@ void printHelp(const char *argv0) {
               "                        once (up to the compiled --batch)\n"
               "  -f, --file FILE       read a prompt from FILE\n"
               "  --ids                 prompts are token ids (spaces between), output is ids\n"
+              "  --chat                a conversation: each line of standard input (and -p\n"
+              "                        first) is a user's turn, answered in turn; the KV cache\n"
+              "                        is kept, so a turn prefills only its own tokens\n"
+              "  --system TEXT         the conversation's system message\n"
+              "  --chat-template FILE  the Jinja chat template (default: the checkpoint's)\n"
+              "  --no-chat-template    pass -p to a chat checkpoint as it is, not as a user's\n"
+              "                        message in its chat template\n"
+              "  --tokenize, --detokenize  run the tokenizer alone (see --tokenize --help)\n"
               "  -n, --n-predict N     tokens to generate (default 128)\n"
               "  --temp T              temperature (default 0.8; 0: greedy)\n"
               "  --top-k K             keep the K likeliest tokens (default 40; 0: all)\n"
@@ -404,6 +416,14 @@ Options parseOptions(int argc, char **argv) {
       o.prompts.push_back(readText(v));
     else if (arg == "--ids")
       o.ids = true;
+    else if (arg == "--chat")
+      o.chat = true;
+    else if (value("--system"))
+      o.system = v;
+    else if (value("--chat-template"))
+      o.chatTemplate = v;
+    else if (arg == "--no-chat-template")
+      o.useChatTemplate = false;
     else if (value("--n-predict", "-n")) {
       o.predict = parseCount("--n-predict", v, int64_t(1) << 30);
       if (o.predict < 1)
@@ -461,8 +481,14 @@ Options parseOptions(int argc, char **argv) {
     } else
       fail("unknown argument '" + arg + "' (see --help)");
   }
-  if (o.prompts.empty())
-    fail("no prompt: give one with -p TEXT or -f FILE (see --help)");
+  if (o.prompts.empty() && !o.chat)
+    fail("no prompt: give one with -p TEXT or -f FILE, or --chat (see --help)");
+  if (o.chat && o.ids)
+    fail("--chat talks in text: it does not take --ids");
+  if (o.chat && o.beams > 1)
+    fail("--chat samples or chooses greedily: it does not take --num-beams");
+  if (!o.useChatTemplate && (o.chat || !o.chatTemplate.empty() || !o.system.empty()))
+    fail("--no-chat-template cannot go with --chat, --chat-template or --system");
   return o;
 }
 
@@ -537,6 +563,11 @@ public:
            std::to_string(generator.batch));
     const Manifest &manifest = generator.prefill.manifest;
     loadTokenizerFor(manifest, generator.vocab);
+    if (options.chat && generator.encoderDecoder())
+      fail("--chat needs a decoder-only model");
+    // An encoder-decoder's source is not a conversation.
+    if (generator.encoderDecoder())
+      chatFormat.reset();
     if (options.warmUp)
       generator.warmUp();
     std::fprintf(stderr,
@@ -549,6 +580,12 @@ public:
       std::fprintf(stderr, "seed: %" PRIu64 "\n", options.seed);
     }
 
+    if (!options.ignoreEos)
+      eos = manifest.eosTokenIds;
+    rules = manifest;
+    if (options.chat)
+      return chat(generator);
+
     // The prompts, and what the decoder starts from: the prompt itself, or
     // an encoder-decoder's start token after the prompt is encoded.
     std::vector<Sequence> sequences(options.prompts.size());
@@ -556,11 +593,18 @@ public:
     for (size_t i = 0; i < sequences.size(); ++i) {
       std::string what = "prompt " + std::to_string(i + 1);
       Sequence &s = sequences[i];
-      s.prompt = options.ids ? parseIds(options.prompts[i], what)
-                             : tokenizer->encode(options.prompts[i], what);
+      if (options.ids)
+        s.prompt = parseIds(options.prompts[i], what);
+      else if (chatFormat)
+        s.prompt = tokenizer->encode(chatFormat->render(conversation(options.prompts[i]), true),
+                                     what, /*addSpecialTokens=*/false);
+      else
+        s.prompt = tokenizer->encode(options.prompts[i], what);
       if (s.prompt.empty())
         fail(what + " is empty");
-      if (options.echo && !generator.encoderDecoder())
+      // A chat prompt is the user's message: the template around it is not
+      // echoed.
+      if (options.echo && !generator.encoderDecoder() && !chatFormat)
         s.promptBytes = options.ids ? idsText(s.prompt) : tokenizer->decode(s.prompt);
     }
     auto start = std::chrono::steady_clock::now();
@@ -581,9 +625,6 @@ public:
         s.stream = std::make_shared<DecodeStream>(*tokenizer);
         s.stream->prime(s.prompt);
       }
-    if (!options.ignoreEos)
-      eos = manifest.eosTokenIds;
-    rules = manifest;
     int status = options.beams > 1 ? beamSearch(generator, sequences[0], start, promptTokens)
                                    : sample(generator, sequences, start, promptTokens);
     if (!options.saveLogits.empty())
@@ -595,8 +636,15 @@ private:
   void loadTokenizerFor(const Manifest &manifest, int64_t vocab) {
     if (options.ids)
       return;
+    std::string directory;
     tokenizer = findTokenizer(options.tokenizer, options.weights, manifest.defaultWeights,
-                              ", or token ids with --ids");
+                              ", or token ids with --ids", &directory);
+    if (options.useChatTemplate)
+      chatFormat = ChatFormat::load(directory, options.chatTemplate);
+    if (!chatFormat && (options.chat || !options.system.empty()))
+      fail("the checkpoint has no chat template (tokenizer_config.json's chat_template or "
+           "chat_template.jinja in '" +
+           directory + "'): pass --chat-template FILE");
     if (tokenizer->size() > vocab)
       fail("the tokenizer '" + tokenizer->source + "' has " + std::to_string(tokenizer->size()) +
            " tokens, more than the model's " + std::to_string(vocab));
@@ -845,6 +893,67 @@ private:
     return 0;
   }
 
+  /// The conversation of --system and one user message.
+  std::vector<ChatMessage> conversation(const std::string &user) const {
+    std::vector<ChatMessage> messages;
+    if (!options.system.empty())
+      messages.push_back({"system", options.system});
+    messages.push_back({"user", user});
+    return messages;
+  }
+
+  /// --chat: each -p, then each line of standard input, is a user's turn.
+  /// The cache holds the conversation so far; a turn prefills the tokens of
+  /// the text its rendering adds to what the cache holds (or, if the
+  /// template rewrote the earlier turns, the whole conversation again).
+  int chat(xfmr_generator &generator) {
+    std::vector<ChatMessage> messages = conversation("");
+    messages.pop_back();
+    std::string cached; // the text whose tokens the cache holds
+    std::vector<float> logits(generator.batch * generator.vocab);
+    for (size_t turn = 0;; ++turn) {
+      std::string user;
+      if (turn < options.prompts.size()) {
+        user = options.prompts[turn];
+      } else {
+        if (isatty(STDIN_FILENO))
+          std::fprintf(stderr, "> ");
+        if (!std::getline(std::cin, user))
+          break;
+      }
+      messages.push_back({"user", user});
+      std::string text = chatFormat->render(messages, /*addGenerationPrompt=*/true);
+      std::string what = "turn " + std::to_string(turn + 1);
+      Sequence s;
+      if (generator.lengths[0] > 0 && text.compare(0, cached.size(), cached) == 0) {
+        s.prompt = tokenizer->encode(std::string_view(text).substr(cached.size()), what, false);
+      } else {
+        generator.lengths[0] = 0;
+        s.prompt = tokenizer->encode(text, what, false);
+      }
+      if (s.prompt.empty())
+        fail(what + " adds no tokens to the conversation");
+      s.stream = std::make_shared<DecodeStream>(*tokenizer);
+      s.stream->prime(s.prompt);
+      int64_t before = generator.lengths[0];
+      std::vector<Sequence> sequences{s};
+      sample(generator, sequences, std::chrono::steady_clock::now(), s.prompt.size());
+      const Sequence &answered = sequences[0];
+      // Sampling does not feed the token it ends on; the next turn needs it.
+      if (!answered.generated.empty() &&
+          generator.lengths[0] < before + static_cast<int64_t>(s.prompt.size() +
+                                                               answered.generated.size())) {
+        std::vector<std::vector<int32_t>> last(generator.batch);
+        last[0] = {answered.generated.back()};
+        generator.append(generator.decode, last, logits.data());
+      }
+      std::string reply = replaceInvalidUtf8(tokenizer->decode(answered.generated));
+      messages.push_back({"assistant", reply});
+      cached = text + reply;
+    }
+    return 0;
+  }
+
   /// Prints what is left of each sequence's text.
   void finish(std::vector<Sequence> sequences, bool streaming, bool contextFull, int64_t context) {
     for (Sequence &s : sequences)
@@ -939,6 +1048,7 @@ private:
   Entries entries;
   Options options;
   std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<ChatFormat> chatFormat;
   /// The tokens that end a sequence (none with --ignore-eos).
   std::vector<int64_t> eos;
   bool isEos(int64_t token) const { return std::find(eos.begin(), eos.end(), token) != eos.end(); }

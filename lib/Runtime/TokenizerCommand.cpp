@@ -78,15 +78,20 @@ std::vector<int32_t> parseIdList(const std::string &text) {
 std::unique_ptr<Tokenizer> xfmr::rt::findTokenizer(const std::string &directory,
                                                    const std::string &weights,
                                                    const std::string &compiledFrom,
-                                                   const std::string &otherwise) {
-  std::string chosen = !directory.empty()       ? directory
-                       : isDirectory(weights)      ? weights
-                       : isDirectory(compiledFrom) ? compiledFrom
-                                                   : "";
-  std::unique_ptr<Tokenizer> tokenizer = chosen.empty() ? nullptr : loadTokenizer(chosen);
+                                                   const std::string &otherwise,
+                                                   std::string *chosen) {
+  // A weights file (xfmrc --quantize's) leaves the tokenizer with the
+  // checkpoint the model was compiled from.
+  std::string found = !directory.empty()       ? directory
+                      : isDirectory(weights)      ? weights
+                      : isDirectory(compiledFrom) ? compiledFrom
+                                                  : "";
+  std::unique_ptr<Tokenizer> tokenizer = found.empty() ? nullptr : loadTokenizer(found);
   if (!tokenizer)
-    fail("no tokenizer" + (chosen.empty() ? std::string() : " in '" + chosen + "'") + " (" +
+    fail("no tokenizer" + (found.empty() ? std::string() : " in '" + found + "'") + " (" +
          kTokenizerFiles + "): pass --tokenizer=DIR" + otherwise);
+  if (chosen)
+    *chosen = found;
   return tokenizer;
 }
 

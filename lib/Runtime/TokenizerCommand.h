@@ -19,10 +19,12 @@ namespace xfmr::rt {
 /// The tokenizer of a model: in `directory` (--tokenizer) if given, else in
 /// the weights' directory, else in the checkpoint the model was compiled
 /// from. A Failure naming the directory if there is none, ending with
-/// `otherwise` (what else the user may do).
+/// `otherwise` (what else the user may do). Sets `chosen` to the directory
+/// read.
 std::unique_ptr<Tokenizer> findTokenizer(const std::string &directory, const std::string &weights,
                                          const std::string &compiledFrom,
-                                         const std::string &otherwise);
+                                         const std::string &otherwise,
+                                         std::string *chosen = nullptr);
 
 /// Whether the command line asks for --tokenize or --detokenize.
 bool wantsTokenizerCommand(int argc, char **argv);

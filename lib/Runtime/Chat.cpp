@@ -1,0 +1,102 @@
+//===- Chat.cpp - conversations through a checkpoint's chat template ------===//
+
+#include "Chat.h"
+
+#include "CommandLine.h"
+#include "Json.h"
+#include "TokenizerModels.h"
+
+using namespace xfmr::rt;
+
+namespace {
+
+/// A special token of tokenizer_config.json: a string, or an AddedToken
+/// object's content.
+const JsonValue *tokenText(const JsonValue &value) {
+  if (value.isString())
+    return &value;
+  const JsonValue *content = value.isObject() ? value.get("content") : nullptr;
+  return content && content->isString() ? content : nullptr;
+}
+
+} // namespace
+
+ChatFormat::ChatFormat(const std::string &text, std::string source)
+    : source(std::move(source)),
+      chatTemplate(std::make_unique<ChatTemplate>(text, "chat template '" + this->source + "'")) {}
+
+std::unique_ptr<ChatFormat> ChatFormat::load(const std::string &directory,
+                                             const std::string &templateFile) {
+  std::string configPath = directory + "/tokenizer_config.json";
+  JsonValue config;
+  if (!directory.empty() && isRegularFile(configPath))
+    config = parseTokenizerJson(configPath);
+  std::string text, source;
+  if (!templateFile.empty()) {
+    text = readTokenizerFile(templateFile);
+    source = templateFile;
+  } else if (std::string jinja = directory + "/chat_template.jinja";
+             !directory.empty() && isRegularFile(jinja)) {
+    text = readTokenizerFile(jinja);
+    source = jinja;
+  } else if (const JsonValue *value = config.isObject() ? config.get("chat_template") : nullptr;
+             value && value->kind != JsonValue::Kind::Null) {
+    std::string key = tokenizerFileName(configPath) + ": key 'chat_template'";
+    source = configPath;
+    if (value->isString()) {
+      text = value->text;
+    } else if (value->isArray()) {
+      for (const JsonValue &named : value->array) {
+        const JsonValue *name = named.get("name");
+        const JsonValue *body = named.get("template");
+        if (!name || !name->isString() || !body || !body->isString())
+          fail(key + ": expected a list of {\"name\": ..., \"template\": ...}");
+        if (name->text == "default")
+          text = body->text;
+      }
+      if (text.empty())
+        fail(key + ": no template is named 'default'");
+    } else {
+      fail(key + ": expected a string or a list of named templates");
+    }
+  } else {
+    return nullptr;
+  }
+  std::unique_ptr<ChatFormat> format(new ChatFormat(text, source));
+  if (config.isObject())
+    for (const auto &[key, value] : config.object)
+      if (key.size() > 6 && key.compare(key.size() - 6, 6, "_token") == 0)
+        if (const JsonValue *token = tokenText(value))
+          format->specialTokens.emplace_back(key, token->text);
+  return format;
+}
+
+std::string ChatFormat::render(const std::vector<ChatMessage> &messages,
+                               bool addGenerationPrompt) const {
+  std::string context = "{\"messages\": [";
+  for (size_t i = 0; i < messages.size(); ++i) {
+    context += i ? ", {\"role\": " : "{\"role\": ";
+    appendJsonString(context, messages[i].role);
+    context += ", \"content\": ";
+    appendJsonString(context, messages[i].content);
+    context += "}";
+  }
+  context += std::string("], \"add_generation_prompt\": ") +
+             (addGenerationPrompt ? "true" : "false") + "}";
+  return render(context);
+}
+
+std::string ChatFormat::render(const std::string &contextJson) const {
+  std::string error;
+  std::optional<JsonValue> context = parseJson(contextJson, error);
+  if (!context || !context->isObject())
+    fail("chat context: " + (context ? std::string("expected a JSON object") : error));
+  for (const auto &[name, token] : specialTokens)
+    if (!context->get(name)) {
+      JsonValue value;
+      value.kind = JsonValue::Kind::String;
+      value.text = token;
+      context->object.emplace_back(name, std::move(value));
+    }
+  return chatTemplate->render(*context);
+}
