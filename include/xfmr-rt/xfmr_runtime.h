@@ -207,6 +207,11 @@ size_t xfmr_tokenizer_decode(const xfmr_tokenizer *tokenizer, const int32_t *ids
  * strftime_now and transformers' tojson. Templates are untrusted: nesting,
  * recursion, loop iterations and the text built are bounded. */
 typedef struct xfmr_chat_template xfmr_chat_template;
+/* The chat template of the checkpoint or tokenizer directory `directory`
+ * (chat_template.jinja, or tokenizer_config.json's "chat_template"), whose
+ * renderings also see its special tokens (bos_token, eos_token, ...); NULL
+ * with a message if it has none or it does not parse. */
+xfmr_chat_template *xfmr_chat_template_load(const char *directory, char *err, size_t err_size);
 /* Parses the `length` bytes of template source; NULL (with a message naming
  * the line) on a syntax error. */
 xfmr_chat_template *xfmr_chat_template_parse(const char *source, size_t length, char *err,

@@ -2,8 +2,11 @@
 
 #include "Chat.h"
 
+#include "xfmr-rt/xfmr_runtime.h"
+
 #include "CommandLine.h"
 #include "Json.h"
+#include "RuntimeSupport.h"
 #include "TokenizerModels.h"
 
 using namespace xfmr::rt;
@@ -71,6 +74,11 @@ std::unique_ptr<ChatFormat> ChatFormat::load(const std::string &directory,
   return format;
 }
 
+std::unique_ptr<ChatFormat> ChatFormat::fromText(const std::string &text,
+                                                 const std::string &source) {
+  return std::unique_ptr<ChatFormat>(new ChatFormat(text, source));
+}
+
 std::string ChatFormat::render(const std::vector<ChatMessage> &messages,
                                bool addGenerationPrompt) const {
   std::string context = "{\"messages\": [";
@@ -99,4 +107,51 @@ std::string ChatFormat::render(const std::string &contextJson) const {
       context->object.emplace_back(name, std::move(value));
     }
   return chatTemplate->render(*context);
+}
+
+//===----------------------------------------------------------------------===//
+// C API
+//===----------------------------------------------------------------------===//
+
+struct xfmr_chat_template {
+  std::unique_ptr<ChatFormat> format;
+};
+
+xfmr_chat_template *xfmr_chat_template_load(const char *directory, char *err, size_t errSize) {
+  try {
+    std::unique_ptr<ChatFormat> format = ChatFormat::load(directory, "");
+    if (!format)
+      fail(std::string("no chat template in '") + directory +
+           "' (chat_template.jinja or tokenizer_config.json's chat_template)");
+    return new xfmr_chat_template{std::move(format)};
+  } catch (const Failure &failure) {
+    setError(err, errSize, failure.message);
+    return nullptr;
+  }
+}
+
+xfmr_chat_template *xfmr_chat_template_parse(const char *source, size_t length, char *err,
+                                             size_t errSize) {
+  try {
+    return new xfmr_chat_template{ChatFormat::fromText(std::string(source, length), "source")};
+  } catch (const Failure &failure) {
+    setError(err, errSize, failure.message);
+    return nullptr;
+  }
+}
+
+void xfmr_chat_template_free(xfmr_chat_template *chatTemplate) { delete chatTemplate; }
+
+int64_t xfmr_chat_template_render(const xfmr_chat_template *chatTemplate, const char *contextJson,
+                                  size_t jsonLength, char *text, size_t capacity, char *err,
+                                  size_t errSize) {
+  try {
+    std::string rendered =
+        chatTemplate->format->render(std::string(contextJson, jsonLength));
+    std::copy_n(rendered.begin(), std::min(rendered.size(), capacity), text);
+    return static_cast<int64_t>(rendered.size());
+  } catch (const Failure &failure) {
+    setError(err, errSize, failure.message);
+    return -1;
+  }
 }

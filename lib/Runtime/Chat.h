@@ -34,6 +34,9 @@ public:
   static std::unique_ptr<ChatFormat> load(const std::string &directory,
                                           const std::string &templateFile);
 
+  /// A template from its text, without special tokens.
+  static std::unique_ptr<ChatFormat> fromText(const std::string &text, const std::string &source);
+
   /// The text of `messages`, with the assistant's header after them if
   /// `addGenerationPrompt`.
   std::string render(const std::vector<ChatMessage> &messages, bool addGenerationPrompt) const;

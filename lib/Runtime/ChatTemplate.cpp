@@ -5602,7 +5602,7 @@ void Renderer::defineGlobals(Scope &globals) {
 } // namespace
 
 //===----------------------------------------------------------------------===//
-// ChatTemplate and the C API.
+// ChatTemplate
 //===----------------------------------------------------------------------===//
 
 ChatTemplate::ChatTemplate(const std::string &source, const std::string &where) : where(where) {
@@ -5643,39 +5643,5 @@ std::string ChatTemplate::render(const JsonValue &context) const {
   } catch (const TemplateError &error) {
     fail(where + ": line " + std::to_string(error.line ? error.line : renderer.line) + ": " +
          error.message);
-  }
-}
-
-struct xfmr_chat_template {
-  std::unique_ptr<ChatTemplate> chatTemplate;
-};
-
-xfmr_chat_template *xfmr_chat_template_parse(const char *source, size_t length, char *err,
-                                             size_t errSize) {
-  try {
-    return new xfmr_chat_template{
-        std::make_unique<ChatTemplate>(std::string(source, length), "chat template")};
-  } catch (const Failure &failure) {
-    setError(err, errSize, failure.message);
-    return nullptr;
-  }
-}
-
-void xfmr_chat_template_free(xfmr_chat_template *chatTemplate) { delete chatTemplate; }
-
-int64_t xfmr_chat_template_render(const xfmr_chat_template *chatTemplate, const char *contextJson,
-                                  size_t jsonLength, char *text, size_t capacity, char *err,
-                                  size_t errSize) {
-  try {
-    std::string error;
-    std::optional<JsonValue> context = parseJson(std::string_view(contextJson, jsonLength), error);
-    if (!context)
-      fail("chat template context: " + error);
-    std::string rendered = chatTemplate->chatTemplate->render(*context);
-    std::copy_n(rendered.begin(), std::min(rendered.size(), capacity), text);
-    return static_cast<int64_t>(rendered.size());
-  } catch (const Failure &failure) {
-    setError(err, errSize, failure.message);
-    return -1;
   }
 }

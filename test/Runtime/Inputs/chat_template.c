@@ -1,11 +1,12 @@
 /* Renders a chat template with a context through the runtime's C API:
- *   chat_template TEMPLATE_FILE CONTEXT_JSON_FILE
- * prints the rendered text (its exact bytes) to stdout, or "error: MSG" to
+ *   chat_template TEMPLATE_FILE|CHECKPOINT_DIRECTORY CONTEXT_JSON_FILE
+ * (a directory: its own template and special tokens) prints the rendered text (its exact bytes) to stdout, or "error: MSG" to
  * stderr and exits 1. */
 #include "xfmr-rt/xfmr_runtime.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 static char *readFile(const char *path, size_t *length) {
   FILE *file = fopen(path, "rb");
@@ -30,15 +31,18 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: chat_template TEMPLATE_FILE CONTEXT_JSON_FILE\n");
     return 2;
   }
-  size_t sourceLength, jsonLength;
-  char *source = readFile(argv[1], &sourceLength);
+  struct stat info;
+  int directory = stat(argv[1], &info) == 0 && S_ISDIR(info.st_mode);
+  size_t sourceLength = 0, jsonLength;
+  char *source = directory ? NULL : readFile(argv[1], &sourceLength);
   char *json = readFile(argv[2], &jsonLength);
-  if (!source || !json) {
-    fprintf(stderr, "error: cannot read %s\n", source ? argv[2] : argv[1]);
+  if ((!directory && !source) || !json) {
+    fprintf(stderr, "error: cannot read %s\n", json ? argv[1] : argv[2]);
     return 1;
   }
   xfmr_chat_template *chatTemplate =
-      xfmr_chat_template_parse(source, sourceLength, err, sizeof(err));
+      directory ? xfmr_chat_template_load(argv[1], err, sizeof(err))
+                : xfmr_chat_template_parse(source, sourceLength, err, sizeof(err));
   if (!chatTemplate) {
     fprintf(stderr, "error: %s\n", err);
     return 1;
