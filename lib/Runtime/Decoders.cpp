@@ -148,21 +148,9 @@ public:
   MetaspaceDecoder(std::string replacement, bool prepended)
       : replacement(std::move(replacement)), prepended(prepended) {}
   void decode(std::vector<std::string> &tokens) const override {
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      std::string &token = tokens[i];
-      std::string out;
-      for (size_t at = 0;;) {
-        size_t next = token.find(replacement, at);
-        out.append(token, at, next == std::string::npos ? std::string::npos : next - at);
-        if (next == std::string::npos)
-          break;
-        // The first token's replacements were prepended, not spaces.
-        if (i != 0 || !prepended)
-          out += ' ';
-        at = next + replacement.size();
-      }
-      token.swap(out);
-    }
+    // The first token's replacements were prepended, not spaces.
+    for (size_t i = 0; i < tokens.size(); ++i)
+      tokens[i] = replaceAll(tokens[i], replacement, i != 0 || !prepended ? " " : "");
   }
 
 private:
@@ -192,15 +180,8 @@ public:
         {" .", "."},   {" ?", "?"},     {" !", "!"},    {" ,", ","},
         {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},  {" do not", " don't"},
         {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
-    for (const auto &[from, to] : replacements) {
-      std::string out;
-      std::string_view rest = text, pattern = from;
-      for (size_t at; (at = rest.find(pattern)) != std::string_view::npos;) {
-        out.append(rest.substr(0, at)).append(to);
-        rest.remove_prefix(at + pattern.size());
-      }
-      text = out.append(rest);
-    }
+    for (const auto &[from, to] : replacements)
+      text = replaceAll(text, from, to);
     return text;
   }
 
@@ -216,19 +197,8 @@ public:
   void decode(std::vector<std::string> &tokens) const override {
     if (suffix.empty())
       return;
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      std::string &token = tokens[i];
-      std::string out;
-      for (size_t at = 0;;) {
-        size_t next = token.find(suffix, at);
-        out.append(token, at, next == std::string::npos ? std::string::npos : next - at);
-        if (next == std::string::npos)
-          break;
-        out += i + 1 == tokens.size() ? "" : " ";
-        at = next + suffix.size();
-      }
-      token.swap(out);
-    }
+    for (size_t i = 0; i < tokens.size(); ++i)
+      tokens[i] = replaceAll(tokens[i], suffix, i + 1 == tokens.size() ? "" : " ");
   }
 
 private:
@@ -262,12 +232,7 @@ std::unique_ptr<Decoder> xfmr::rt::readDecoder(const JsonValue &json, const std:
   std::string what = where + " (" + type + ")";
   if (type == "Sequence") {
     auto sequence = std::make_unique<SequenceDecoder>();
-    const JsonValue &steps = requireKey(json, "decoders", what);
-    if (!steps.isArray())
-      fail(keyName(what, "decoders") + ": expected an array");
-    for (size_t i = 0; i < steps.array.size(); ++i)
-      if (auto step = readDecoder(steps.array[i], what + "[" + std::to_string(i) + "]"))
-        sequence->steps.push_back(std::move(step));
+    sequence->steps = readSequence<Decoder>(json, "decoders", what, readDecoder);
     return sequence;
   }
   if (type == "ByteLevel")

@@ -327,12 +327,7 @@ std::unique_ptr<Normalizer> xfmr::rt::readNormalizer(const JsonValue &json,
   std::string what = where + " (" + type + ")";
   if (type == "Sequence") {
     auto sequence = std::make_unique<SequenceNormalizer>();
-    const JsonValue &steps = requireKey(json, "normalizers", what);
-    if (!steps.isArray())
-      fail(keyName(what, "normalizers") + ": expected an array");
-    for (size_t i = 0; i < steps.array.size(); ++i)
-      if (auto step = readNormalizer(steps.array[i], what + "[" + std::to_string(i) + "]"))
-        sequence->steps.push_back(std::move(step));
+    sequence->steps = readSequence<Normalizer>(json, "normalizers", what, readNormalizer);
     return sequence;
   }
   if (type == "NFC" || type == "NFD" || type == "NFKC" || type == "NFKD")

@@ -356,12 +356,7 @@ std::unique_ptr<PreTokenizer> xfmr::rt::readPreTokenizer(const JsonValue &json,
   std::string what = where + " (" + type + ")";
   if (type == "Sequence") {
     auto sequence = std::make_unique<SequencePreTokenizer>();
-    const JsonValue &steps = requireKey(json, "pretokenizers", what);
-    if (!steps.isArray())
-      fail(keyName(what, "pretokenizers") + ": expected an array");
-    for (size_t i = 0; i < steps.array.size(); ++i)
-      if (auto step = readPreTokenizer(steps.array[i], what + "[" + std::to_string(i) + "]"))
-        sequence->steps.push_back(std::move(step));
+    sequence->steps = readSequence<PreTokenizer>(json, "pretokenizers", what, readPreTokenizer);
     return sequence;
   }
   if (type == "Split") {

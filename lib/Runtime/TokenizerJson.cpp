@@ -158,6 +158,16 @@ bool xfmr::rt::boolKey(const JsonValue &object, const char *key, const std::stri
   return value->boolean;
 }
 
+std::string xfmr::rt::replaceAll(std::string_view text, std::string_view from,
+                                 std::string_view to) {
+  std::string out;
+  for (size_t at; (at = text.find(from)) != std::string_view::npos;) {
+    out.append(text.substr(0, at)).append(to);
+    text.remove_prefix(at + from.size());
+  }
+  return out.append(text);
+}
+
 //===----------------------------------------------------------------------===//
 // Vocabulary
 //===----------------------------------------------------------------------===//

@@ -13,6 +13,7 @@
 #ifndef XFMR_LIB_RUNTIME_TOKENIZERPIPELINE_H
 #define XFMR_LIB_RUNTIME_TOKENIZERPIPELINE_H
 
+#include "CommandLine.h"
 #include "Json.h"
 #include "Regex.h"
 #include "Tokenizer.h"
@@ -108,6 +109,24 @@ std::string stringKey(const JsonValue &object, const char *key, const std::strin
 bool boolKey(const JsonValue &object, const char *key, const std::string &where, bool fallback);
 /// "where: key 'KEY'", how errors name a component's field.
 std::string keyName(const std::string &where, const std::string &key);
+
+/// A Sequence's components: each element of its array `key`, read by
+/// `read(element, where)` (null ones, JSON nulls, dropped).
+template <typename Component, typename Read>
+std::vector<std::unique_ptr<Component>> readSequence(const JsonValue &json, const char *key,
+                                                     const std::string &where, Read read) {
+  const JsonValue &steps = requireKey(json, key, where);
+  if (!steps.isArray())
+    fail(keyName(where, key) + ": expected an array");
+  std::vector<std::unique_ptr<Component>> components;
+  for (size_t i = 0; i < steps.array.size(); ++i)
+    if (auto step = read(steps.array[i], where + "[" + std::to_string(i) + "]"))
+      components.push_back(std::move(step));
+  return components;
+}
+
+/// `text` with each occurrence of `from` (not empty) replaced by `to`.
+std::string replaceAll(std::string_view text, std::string_view from, std::string_view to);
 
 /// A checked vocabulary: unique tokens, ids from 0 to kMaxTokenId, no gaps.
 class Vocabulary {
