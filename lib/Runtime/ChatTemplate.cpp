@@ -108,54 +108,25 @@ size_t codePointBytes(std::string_view text, size_t i) {
   return isEncodedSurrogate(text, i) ? 3 : 1;
 }
 
-/// Code points of `text`; a byte of invalid UTF-8 becomes U+DC80 + byte
-/// (Python's surrogateescape), which appendCodePoint writes back unchanged.
-std::vector<uint32_t> codePoints(std::string_view text) {
-  std::vector<uint32_t> points;
-  points.reserve(text.size());
-  for (size_t i = 0; i < text.size();) {
-    size_t length = codePointBytes(text, i);
-    auto byte = [&](size_t k) { return static_cast<uint8_t>(text[i + k]); };
-    uint32_t cp;
-    if (length == 1)
-      cp = byte(0) < 0x80 ? byte(0) : 0xDC00u + byte(0);
-    else if (length == 2)
-      cp = (byte(0) & 0x1Fu) << 6 | (byte(1) & 0x3Fu);
-    else if (length == 3)
-      cp = (byte(0) & 0x0Fu) << 12 | (byte(1) & 0x3Fu) << 6 | (byte(2) & 0x3Fu);
-    else
-      cp = (byte(0) & 0x07u) << 18 | (byte(1) & 0x3Fu) << 12 | (byte(2) & 0x3Fu) << 6 |
-           (byte(3) & 0x3Fu);
-    points.push_back(cp);
-    i += length;
-  }
-  return points;
-}
-
-/// Calls visit(cp, byteOffset, byteLength) for each code point of `text`,
-/// decoded as codePoints() does but without building a vector.
+/// Calls visit(cp, byteOffset, byteLength) for each code point of `text`;
+/// a byte of invalid UTF-8 becomes U+DC80 + byte (Python's
+/// surrogateescape), which appendCodePoint writes back unchanged.
 template <typename Visit> void forEachCodePoint(std::string_view text, Visit visit) {
   for (size_t i = 0; i < text.size();) {
-    auto byte = [&](size_t k) { return static_cast<uint8_t>(text[i + k]); };
-    if (byte(0) < 0x80) {
-      visit(uint32_t(byte(0)), i, size_t(1));
-      ++i;
-      continue;
-    }
-    size_t length = codePointBytes(text, i);
-    uint32_t cp;
-    if (length == 1)
-      cp = 0xDC00u + byte(0);
-    else if (length == 2)
-      cp = (byte(0) & 0x1Fu) << 6 | (byte(1) & 0x3Fu);
-    else if (length == 3)
-      cp = (byte(0) & 0x0Fu) << 12 | (byte(1) & 0x3Fu) << 6 | (byte(2) & 0x3Fu);
-    else
-      cp = (byte(0) & 0x07u) << 18 | (byte(1) & 0x3Fu) << 12 | (byte(2) & 0x3Fu) << 6 |
-           (byte(3) & 0x3Fu);
+    auto lead = static_cast<uint8_t>(text[i]);
+    size_t length = lead < 0x80 ? 1 : codePointBytes(text, i);
+    uint32_t cp = length > 1 ? codePointAt(text, i, length) : lead < 0x80 ? lead : 0xDC00u + lead;
     visit(cp, i, length);
     i += length;
   }
+}
+
+/// Code points of `text`, decoded as forEachCodePoint does.
+std::vector<uint32_t> codePoints(std::string_view text) {
+  std::vector<uint32_t> points;
+  points.reserve(text.size());
+  forEachCodePoint(text, [&](uint32_t cp, size_t, size_t) { points.push_back(cp); });
+  return points;
 }
 
 /// The code point at text[i].
