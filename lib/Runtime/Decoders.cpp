@@ -224,11 +224,9 @@ std::unique_ptr<Decoder> xfmr::rt::wordPieceDecoder(const std::string &prefix, b
 }
 
 std::unique_ptr<Decoder> xfmr::rt::readDecoder(const JsonValue &json, const std::string &where) {
-  if (json.kind == JsonValue::Kind::Null)
+  std::string type = componentType(json, where);
+  if (type.empty())
     return nullptr;
-  if (!json.isObject())
-    fail(where + ": expected an object");
-  std::string type = stringKey(json, "type", where, "");
   std::string what = where + " (" + type + ")";
   if (type == "Sequence") {
     auto sequence = std::make_unique<SequenceDecoder>();

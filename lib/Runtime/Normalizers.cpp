@@ -319,11 +319,9 @@ Regex xfmr::rt::readPattern(const JsonValue &json, const std::string &where) {
 
 std::unique_ptr<Normalizer> xfmr::rt::readNormalizer(const JsonValue &json,
                                                      const std::string &where) {
-  if (json.kind == JsonValue::Kind::Null)
+  std::string type = componentType(json, where);
+  if (type.empty())
     return nullptr;
-  if (!json.isObject())
-    fail(where + ": expected an object");
-  std::string type = stringKey(json, "type", where, "");
   std::string what = where + " (" + type + ")";
   if (type == "Sequence") {
     auto sequence = std::make_unique<SequenceNormalizer>();

@@ -348,11 +348,9 @@ std::unique_ptr<PreTokenizer> xfmr::rt::bertPreTokenizer() {
 
 std::unique_ptr<PreTokenizer> xfmr::rt::readPreTokenizer(const JsonValue &json,
                                                          const std::string &where) {
-  if (json.kind == JsonValue::Kind::Null)
+  std::string type = componentType(json, where);
+  if (type.empty())
     return nullptr;
-  if (!json.isObject())
-    fail(where + ": expected an object");
-  std::string type = stringKey(json, "type", where, "");
   std::string what = where + " (" + type + ")";
   if (type == "Sequence") {
     auto sequence = std::make_unique<SequencePreTokenizer>();

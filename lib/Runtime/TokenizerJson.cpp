@@ -158,6 +158,17 @@ bool xfmr::rt::boolKey(const JsonValue &object, const char *key, const std::stri
   return value->boolean;
 }
 
+std::string xfmr::rt::componentType(const JsonValue &json, const std::string &where) {
+  if (json.kind == JsonValue::Kind::Null)
+    return "";
+  if (!json.isObject())
+    fail(where + ": expected an object");
+  std::string type = stringKey(json, "type", where, "");
+  if (type.empty())
+    fail(keyName(where, "type") + " is missing");
+  return type;
+}
+
 std::string xfmr::rt::replaceAll(std::string_view text, std::string_view from,
                                  std::string_view to) {
   std::string out;

@@ -110,6 +110,10 @@ bool boolKey(const JsonValue &object, const char *key, const std::string &where,
 /// "where: key 'KEY'", how errors name a component's field.
 std::string keyName(const std::string &where, const std::string &key);
 
+/// The `type` of a component's JSON object, or "" for JSON null (none); a
+/// Failure naming `where` for anything else.
+std::string componentType(const JsonValue &json, const std::string &where);
+
 /// A Sequence's components: each element of its array `key`, read by
 /// `read(element, where)` (null ones, JSON nulls, dropped).
 template <typename Component, typename Read>
