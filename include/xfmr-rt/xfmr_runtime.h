@@ -223,9 +223,9 @@ void xfmr_chat_template_free(xfmr_chat_template *chat_template);
  * its length (call again with more room if that exceeds `capacity`: it
  * renders again), or -1 with a message naming the line (invalid JSON,
  * raise_exception, a run-time error or a limit of the template). */
-int64_t xfmr_chat_template_render(const xfmr_chat_template *chat_template,
-                                  const char *context_json, size_t json_length, char *text,
-                                  size_t capacity, char *err, size_t err_size);
+int64_t xfmr_chat_template_render(const xfmr_chat_template *chat_template, const char *context_json,
+                                  size_t json_length, char *text, size_t capacity, char *err,
+                                  size_t err_size);
 
 /* A compiled generator's entries (`xfmrc --generate --emit=obj`: the
  * `<name>_prefill` and `<name>_decode` packed functions and manifests) with

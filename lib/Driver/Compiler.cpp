@@ -189,9 +189,8 @@ llvm::Error link(StringRef object, const CompileOptions &options, StringRef main
   std::string rpath = "-Wl,-rpath," XFMR_OPENMP_LIB_DIR;
   SmallVector<StringRef> args = {*linker, object};
   args.append(libraries.begin(), libraries.end());
-  args.append({"-lsentencepiece", "-lpcre2-8", "-lutf8proc", "-L" XFMR_OPENMP_LIB_DIR, "-lomp", rpath, "-ldl", "-lm",
-               "-o",
-               options.outputPath});
+  args.append({"-lsentencepiece", "-lpcre2-8", "-lutf8proc", "-L" XFMR_OPENMP_LIB_DIR, "-lomp",
+               rpath, "-ldl", "-lm", "-o", options.outputPath});
   SmallVector<StringRef> sanitizerFlags;
   StringRef(XFMR_RUNTIME_LINK_FLAGS).split(sanitizerFlags, ' ', -1, /*KeepEmpty=*/false);
   args.append(sanitizerFlags.begin(), sanitizerFlags.end());

@@ -266,10 +266,9 @@ std::unique_ptr<Tokenizer> xfmr::rt::loadBytePairFiles(const std::string &vocabP
            ": expected two symbols separated by a space");
     merges.emplace_back(line.substr(0, space), line.substr(space + 1));
   }
-  auto tokenizer =
-      makePipelineTokenizer(nullptr, byteLevelPreTokenizer(/*addPrefixSpace=*/false),
-                            bpeModel(std::move(vocab), merges, where), byteLevelDecoder(),
-                            vocabPath);
+  auto tokenizer = makePipelineTokenizer(nullptr, byteLevelPreTokenizer(/*addPrefixSpace=*/false),
+                                         bpeModel(std::move(vocab), merges, where),
+                                         byteLevelDecoder(), vocabPath);
   readSpecialTokenConfig(*tokenizer, configPath);
   return tokenizer;
 }

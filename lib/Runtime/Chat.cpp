@@ -146,8 +146,7 @@ int64_t xfmr_chat_template_render(const xfmr_chat_template *chatTemplate, const 
                                   size_t jsonLength, char *text, size_t capacity, char *err,
                                   size_t errSize) {
   try {
-    std::string rendered =
-        chatTemplate->format->render(std::string(contextJson, jsonLength));
+    std::string rendered = chatTemplate->format->render(std::string(contextJson, jsonLength));
     std::copy_n(rendered.begin(), std::min(rendered.size(), capacity), text);
     return static_cast<int64_t>(rendered.size());
   } catch (const Failure &failure) {

@@ -80,7 +80,7 @@ private:
     if (token.size() != 6 || token.compare(0, 3, "<0x") != 0 || token[5] != '>')
       return -1;
     auto digit = [](char c) {
-      return c >= '0' && c <= '9' ? c - '0'
+      return c >= '0' && c <= '9'   ? c - '0'
              : c >= 'a' && c <= 'f' ? c - 'a' + 10
              : c >= 'A' && c <= 'F' ? c - 'A' + 10
                                     : -1;

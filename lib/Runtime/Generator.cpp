@@ -540,8 +540,7 @@ public:
 
   int run(int argc, char **argv) {
     if (wantsTokenizerCommand(argc, argv))
-      return runTokenizerCommand(argc, argv,
-                                 parseManifest(entries.prefillManifest).defaultWeights);
+      return runTokenizerCommand(argc, argv, parseManifest(entries.prefillManifest).defaultWeights);
     if (wantsHelp(argc, argv)) {
       printHelp(argv0);
       return 0;
@@ -941,8 +940,8 @@ private:
       const Sequence &answered = sequences[0];
       // Sampling does not feed the token it ends on; the next turn needs it.
       if (!answered.generated.empty() &&
-          generator.lengths[0] < before + static_cast<int64_t>(s.prompt.size() +
-                                                               answered.generated.size())) {
+          generator.lengths[0] <
+              before + static_cast<int64_t>(s.prompt.size() + answered.generated.size())) {
         std::vector<std::vector<int32_t>> last(generator.batch);
         last[0] = {answered.generated.back()};
         generator.append(generator.decode, last, logits.data());

@@ -155,8 +155,7 @@ public:
       if (stripAccents) {
         mapped.clear();
         appendDecomposition(cp, mapped);
-        mapped.erase(std::remove_if(mapped.begin(), mapped.end(), isNonspacingMark),
-                     mapped.end());
+        mapped.erase(std::remove_if(mapped.begin(), mapped.end(), isNonspacingMark), mapped.end());
       }
       for (uint32_t each : mapped) {
         if (!lowercase) {
@@ -182,8 +181,8 @@ public:
           cp == 0x8F || cp == 0x9F)
         return;
       bool space = cp == 0x9 || cp == 0xA || cp == 0xC || cp == 0xD || cp == 0x1680 ||
-                   (cp >= 0x200B && cp <= 0x200F) || cp == 0x2028 || cp == 0x2029 ||
-                   cp == 0x2581 || cp == 0xFEFF || cp == 0xFFFD;
+                   (cp >= 0x200B && cp <= 0x200F) || cp == 0x2028 || cp == 0x2029 || cp == 0x2581 ||
+                   cp == 0xFEFF || cp == 0xFFFD;
       appendUtf8(out, space ? ' ' : cp);
     });
   }
@@ -248,8 +247,8 @@ public:
     out.reserve(text.size());
     std::vector<size_t> clusters = graphemeBoundaries(text);
     for (size_t c = 0; c + 1 < clusters.size(); ++c) {
-      std::string_view cluster = std::string_view(text).substr(clusters[c], clusters[c + 1] -
-                                                                                clusters[c]);
+      std::string_view cluster =
+          std::string_view(text).substr(clusters[c], clusters[c + 1] - clusters[c]);
       if (cluster.size() < 6)
         if (std::optional<std::string_view> replacement = transform(cluster)) {
           out += *replacement;
@@ -341,8 +340,7 @@ std::unique_ptr<Normalizer> xfmr::rt::readNormalizer(const JsonValue &json,
   if (type == "StripAccents")
     return std::make_unique<StripAccents>();
   if (type == "Replace")
-    return std::make_unique<Replace>(readPattern(json, what),
-                                     stringKey(json, "content", what, ""));
+    return std::make_unique<Replace>(readPattern(json, what), stringKey(json, "content", what, ""));
   if (type == "Prepend")
     return std::make_unique<Prepend>(stringKey(json, "prepend", what, ""));
   if (type == "BertNormalizer") {

@@ -55,8 +55,8 @@ void splitPiece(const Piece &piece, std::vector<Span> parts, Behavior behavior,
   case Behavior::MergedWithPrevious: {
     bool previous = false;
     for (const Span &part : parts) {
-      bool merge = behavior == Behavior::Contiguous ? part.match == previous
-                                                    : part.match && !previous;
+      bool merge =
+          behavior == Behavior::Contiguous ? part.match == previous : part.match && !previous;
       if (merge && !kept.empty())
         kept.back().end = part.end;
       else
@@ -81,8 +81,8 @@ void splitPiece(const Piece &piece, std::vector<Span> parts, Behavior behavior,
   for (const Span &part : kept) {
     if ((behavior == Behavior::Removed && part.match) || part.end == part.start)
       continue;
-    out.push_back({piece.text.substr(part.start, part.end - part.start),
-                   piece.atStart && part.start == 0});
+    out.push_back(
+        {piece.text.substr(part.start, part.end - part.start), piece.atStart && part.start == 0});
   }
 }
 
@@ -248,8 +248,8 @@ public:
           replaced.text += replacement;
         else
           replaced.text += c;
-      bool prepend = scheme == PrependScheme::Always ||
-                     (scheme == PrependScheme::First && piece.atStart);
+      bool prepend =
+          scheme == PrependScheme::Always || (scheme == PrependScheme::First && piece.atStart);
       if (prepend && replaced.text.compare(0, replacement.size(), replacement) != 0)
         replaced.text.insert(0, replacement);
       if (!splitWords) {

@@ -52,15 +52,16 @@ std::vector<std::pair<size_t, size_t>> Regex::findAll(std::string_view text) con
   // The whole subject's UTF-8 is checked once, not at every search.
   uint32_t options = 0;
   while (searchFrom <= text.size()) {
-    int found = pcre2_match(compiled->code, subject, text.size(), searchFrom, options, data, nullptr);
+    int found =
+        pcre2_match(compiled->code, subject, text.size(), searchFrom, options, data, nullptr);
     if (found == PCRE2_ERROR_NOMATCH)
       break;
     if (found < 0) {
       pcre2_match_data_free(data);
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(found, message, sizeof(message));
-      fail(compiled->where + ": matching the regular expression failed: " +
-           reinterpret_cast<const char *>(message));
+      fail(compiled->where +
+           ": matching the regular expression failed: " + reinterpret_cast<const char *>(message));
     }
     options = PCRE2_NO_UTF_CHECK;
     PCRE2_SIZE *vector = pcre2_get_ovector_pointer(data);

@@ -12,8 +12,8 @@
 
 #include "CommandLine.h"
 #include "ModelWeights.h"
-#include "TokenFiles.h"
 #include "RuntimeSupport.h"
+#include "TokenFiles.h"
 #include "TokenizerCommand.h"
 
 #include <algorithm>

@@ -163,8 +163,8 @@ std::string DecodeStream::step(int32_t id) {
   std::string text = tokenizer.decode(ids);
   if (text.size() <= prefix.size() || endsIncomplete(text))
     return "";
-  std::string added = text.compare(0, prefix.size(), prefix) == 0 ? text.substr(prefix.size())
-                                                                  : text;
+  std::string added =
+      text.compare(0, prefix.size(), prefix) == 0 ? text.substr(prefix.size()) : text;
   // The ids that made the new text become the context of the next step.
   size_t nextPrefixIndex = ids.size() - prefixIndex;
   ids.erase(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(prefixIndex));

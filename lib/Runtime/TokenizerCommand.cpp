@@ -82,7 +82,7 @@ std::unique_ptr<Tokenizer> xfmr::rt::findTokenizer(const std::string &directory,
                                                    std::string *chosen) {
   // A weights file (xfmrc --quantize's) leaves the tokenizer with the
   // checkpoint the model was compiled from.
-  std::string found = !directory.empty()       ? directory
+  std::string found = !directory.empty()          ? directory
                       : isDirectory(weights)      ? weights
                       : isDirectory(compiledFrom) ? compiledFrom
                                                   : "";
@@ -138,7 +138,8 @@ int xfmr::rt::runTokenizerCommand(int argc, char **argv, const std::string &comp
   if (tokenize && detokenize)
     fail("give --tokenize or --detokenize, not both");
   if (!haveText)
-    fail(std::string(tokenize ? "--tokenize" : "--detokenize") + " needs a text: -p TEXT or -f FILE");
+    fail(std::string(tokenize ? "--tokenize" : "--detokenize") +
+         " needs a text: -p TEXT or -f FILE");
   std::unique_ptr<Tokenizer> tokenizer = findTokenizer(directory, weights, compiledFrom, "");
   if (detokenize) {
     std::vector<int32_t> ids = parseIdList(text);

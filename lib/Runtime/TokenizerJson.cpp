@@ -138,8 +138,8 @@ const JsonValue &xfmr::rt::requireKey(const JsonValue &object, const char *key,
   return *value;
 }
 
-std::string xfmr::rt::stringKey(const JsonValue &object, const char *key,
-                                const std::string &where, const std::string &fallback) {
+std::string xfmr::rt::stringKey(const JsonValue &object, const char *key, const std::string &where,
+                                const std::string &fallback) {
   const JsonValue *value = object.get(key);
   if (!value || value->kind == JsonValue::Kind::Null)
     return fallback;
@@ -185,8 +185,8 @@ std::string xfmr::rt::replaceAll(std::string_view text, std::string_view from,
 
 void Vocabulary::add(const std::string &token, int64_t id, const std::string &where) {
   if (id < 0 || id > kMaxTokenId)
-    fail(where + ": token id " + std::to_string(id) + " of '" + token +
-         "' is out of range (0 to " + std::to_string(kMaxTokenId) + ")");
+    fail(where + ": token id " + std::to_string(id) + " of '" + token + "' is out of range (0 to " +
+         std::to_string(kMaxTokenId) + ")");
   if (!ids.emplace(token, static_cast<int32_t>(id)).second)
     fail(where + ": token '" + token + "' appears twice");
   if (static_cast<size_t>(id) >= tokens.size()) {
@@ -223,10 +223,11 @@ Vocabulary Vocabulary::fromObject(const JsonValue &vocab, const std::string &whe
 // Loading
 //===----------------------------------------------------------------------===//
 
-std::unique_ptr<Tokenizer> xfmr::rt::makePipelineTokenizer(
-    std::unique_ptr<Normalizer> normalizer, std::unique_ptr<PreTokenizer> preTokenizer,
-    std::unique_ptr<TokenizerModel> model, std::unique_ptr<Decoder> decoder,
-    const std::string &source) {
+std::unique_ptr<Tokenizer>
+xfmr::rt::makePipelineTokenizer(std::unique_ptr<Normalizer> normalizer,
+                                std::unique_ptr<PreTokenizer> preTokenizer,
+                                std::unique_ptr<TokenizerModel> model,
+                                std::unique_ptr<Decoder> decoder, const std::string &source) {
   auto tokenizer = std::make_unique<PipelineTokenizer>();
   tokenizer->normalizer = std::move(normalizer);
   tokenizer->preTokenizer = std::move(preTokenizer);

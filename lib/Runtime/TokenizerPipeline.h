@@ -144,7 +144,7 @@ public:
   }
   const std::string *token(int32_t id) const {
     return id >= 0 && static_cast<size_t>(id) < tokens.size() && present[id] ? &tokens[id]
-                                                                               : nullptr;
+                                                                             : nullptr;
   }
   int64_t size() const { return static_cast<int64_t>(tokens.size()); }
   /// The vocabulary of a `vocab` object {token: id}.

@@ -209,8 +209,8 @@ uint32_t xfmr::rt::codePointAt(std::string_view text, size_t i, size_t length) {
   return length == 1   ? byte(0)
          : length == 2 ? (byte(0) & 0x1F) << 6 | (byte(1) & 0x3F)
          : length == 3 ? (byte(0) & 0x0F) << 12 | (byte(1) & 0x3F) << 6 | (byte(2) & 0x3F)
-                       : (byte(0) & 0x07) << 18 | (byte(1) & 0x3F) << 12 |
-                             (byte(2) & 0x3F) << 6 | (byte(3) & 0x3F);
+                       : (byte(0) & 0x07) << 18 | (byte(1) & 0x3F) << 12 | (byte(2) & 0x3F) << 6 |
+                             (byte(3) & 0x3F);
 }
 
 bool xfmr::rt::isMark(uint32_t cp) {
@@ -297,10 +297,9 @@ std::string xfmr::rt::normalizeUnicode(std::string_view text, std::string_view f
   else
     options |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
   utf8proc_uint8_t *result = nullptr;
-  utf8proc_ssize_t length =
-      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t *>(text.data()),
-                   static_cast<utf8proc_ssize_t>(text.size()),
-                   &result, static_cast<utf8proc_option_t>(options));
+  utf8proc_ssize_t length = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t *>(text.data()),
+                                         static_cast<utf8proc_ssize_t>(text.size()), &result,
+                                         static_cast<utf8proc_option_t>(options));
   if (length < 0)
     fail(std::string("Unicode normalization failed: ") + utf8proc_errmsg(length));
   std::string normalized(reinterpret_cast<const char *>(result), static_cast<size_t>(length));

@@ -201,7 +201,8 @@ std::unique_ptr<TokenizerModel> xfmr::rt::readUnigramModel(const JsonValue &json
   }
   if (model->pieces.empty())
     fail(keyName(where, "vocab") + ": no pieces");
-  if (const JsonValue *unknown = json.get("unk_id"); unknown && unknown->kind != JsonValue::Kind::Null) {
+  if (const JsonValue *unknown = json.get("unk_id");
+      unknown && unknown->kind != JsonValue::Kind::Null) {
     std::optional<int64_t> id = unknown->asInt();
     if (!id || *id < 0 || *id >= model->size())
       fail(keyName(where, "unk_id") + ": expected an id below " + std::to_string(model->size()));

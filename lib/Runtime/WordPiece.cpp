@@ -93,8 +93,8 @@ std::unique_ptr<TokenizerModel> xfmr::rt::readWordPieceModel(const JsonValue &js
   auto model = std::make_unique<WordPieceModel>();
   model->vocab = Vocabulary::fromObject(requireKey(json, "vocab", where), where);
   model->prefix = stringKey(json, "continuing_subword_prefix", where, "##");
-  model->unknownId = unknownTokenId(model->vocab, stringKey(json, "unk_token", where, "[UNK]"),
-                                    where);
+  model->unknownId =
+      unknownTokenId(model->vocab, stringKey(json, "unk_token", where, "[UNK]"), where);
   if (const JsonValue *limit = json.get("max_input_chars_per_word")) {
     std::optional<int64_t> value = limit->asInt();
     if (!value || *value < 0)

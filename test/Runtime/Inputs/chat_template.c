@@ -1,7 +1,7 @@
 /* Renders a chat template with a context through the runtime's C API:
  *   chat_template TEMPLATE_FILE|CHECKPOINT_DIRECTORY CONTEXT_JSON_FILE
- * (a directory: its own template and special tokens) prints the rendered text (its exact bytes) to stdout, or "error: MSG" to
- * stderr and exits 1. */
+ * (a directory: its own template and special tokens) prints the rendered text (its exact bytes) to
+ * stdout, or "error: MSG" to stderr and exits 1. */
 #include "xfmr-rt/xfmr_runtime.h"
 
 #include <stdio.h>
