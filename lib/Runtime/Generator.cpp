@@ -514,7 +514,9 @@ std::vector<int32_t> parseIds(const std::string &text, const std::string &what) 
 
 /// Generation of one sequence: its tokens and text.
 struct Sequence {
-  std::vector<int32_t> prompt, generated;
+  /// The tokens already in the cache before the prompt (a conversation's
+  /// earlier turns), what the prompt adds, and what was generated.
+  std::vector<int32_t> context, prompt, generated;
   bool done = false;
   /// The prompt's and the generated tokens' bytes; how many of them were
   /// printed (a stream holds an incomplete character back).
@@ -710,9 +712,11 @@ private:
         float *row = logits.data() + i * generator.vocab;
         if (!options.saveLogits.empty())
           s.logits.insert(s.logits.end(), row, row + generator.vocab);
-        std::vector<int32_t> history = s.prompt;
+        std::vector<int32_t> history = s.context;
+        history.insert(history.end(), s.prompt.begin(), s.prompt.end());
         history.insert(history.end(), s.generated.begin(), s.generated.end());
-        applyTokenRules(row, generator.vocab, history.size(), s.prompt.size() + options.predict);
+        applyTokenRules(row, generator.vocab, history.size(),
+                        s.context.size() + s.prompt.size() + options.predict);
         int32_t token = samplers[i].sample(row, generator.vocab, history);
         if (isEos(token)) {
           s.done = true;
@@ -908,7 +912,8 @@ private:
   int chat(xfmr_generator &generator) {
     std::vector<ChatMessage> messages = conversation("");
     messages.pop_back();
-    std::string cached; // the text whose tokens the cache holds
+    std::string cached;           // the text whose tokens the cache holds
+    std::vector<int32_t> inCache; // those tokens
     std::vector<float> logits(generator.batch * generator.vocab);
     for (size_t turn = 0;; ++turn) {
       std::string user;
@@ -924,8 +929,9 @@ private:
       std::string text = chatFormat->render(messages, /*addGenerationPrompt=*/true);
       std::string what = "turn " + std::to_string(turn + 1);
       Sequence s;
-      if (generator.lengths[0] > 0 && text.compare(0, cached.size(), cached) == 0) {
+      if (!inCache.empty() && text.compare(0, cached.size(), cached) == 0) {
         s.prompt = tokenizer->encode(std::string_view(text).substr(cached.size()), what, false);
+        s.context = inCache;
       } else {
         generator.lengths[0] = 0;
         s.prompt = tokenizer->encode(text, what, false);
@@ -949,6 +955,9 @@ private:
       std::string reply = replaceInvalidUtf8(tokenizer->decode(answered.generated));
       messages.push_back({"assistant", reply});
       cached = text + reply;
+      inCache = s.context;
+      inCache.insert(inCache.end(), s.prompt.begin(), s.prompt.end());
+      inCache.insert(inCache.end(), answered.generated.begin(), answered.generated.end());
     }
     return 0;
   }

@@ -10,10 +10,11 @@ end-of-turn tokens) and chat template.
   messages): the greedy reply is generate()'s on apply_chat_template's ids;
 - `--no-chat-template` passes `-p` as it is, with the tokenizer's BOS;
 - `--chat` with `--chat-template` (ChatML, which keeps messages as they
-  are): two turns on standard input. The first prefills its rendering, the
+  are) and a repetition penalty: two turns on standard input. The first prefills its rendering, the
   second only the tokens of the text the rendering adds after the first
   turn's prompt and reply (the KV cache keeps the rest), and its reply is
-  generate()'s on the first prompt, the first reply and those tokens.
+  generate()'s on the first prompt, the first reply and those tokens, the
+  penalty over all of them.
 Prints one PASS/FAIL line per check.
 """
 import argparse
@@ -85,11 +86,12 @@ def checkpoint(directory):
     return model, tf.PreTrainedTokenizerFast.from_pretrained(directory)
 
 
-def reply(model, ids):
+def reply(model, ids, **kwargs):
     """generate()'s greedy reply to `ids`, without the end token it stops at."""
     with torch.no_grad():
         out = model.generate(torch.tensor([ids]), max_new_tokens=NEW, do_sample=False,
-                             pad_token_id=model.config.eos_token_id)[0, len(ids):].tolist()
+                             pad_token_id=model.config.eos_token_id,
+                             **kwargs)[0, len(ids):].tolist()
     if out and out[-1] in model.generation_config.eos_token_id:
         out = out[:-1]
     return out
@@ -142,13 +144,16 @@ def main():
     with open(chatml, "w") as f:
         f.write(CHATML_TEMPLATE)
     turns = ["Hello there! How are you?", "Tell me about São Paulo 🌎."]
-    result = run(common + ["--chat", "--chat-template", chatml],
-                 input="\n".join(turns).encode() + b"\n")
+    # The repetition penalty looks back over the whole conversation, as
+    # generate()'s over its input.
+    penalty = 1.5
+    result = run(common + ["--chat", "--chat-template", chatml, "--repeat-penalty", str(penalty),
+                           "--repeat-last-n", "0"], input="\n".join(turns).encode() + b"\n")
     conversation = [{"role": "user", "content": turns[0]}]
     first = tokenizer.apply_chat_template(conversation, add_generation_prompt=True,
                                           tokenize=False, chat_template=CHATML_TEMPLATE)
     first_ids = tokenizer.encode(first, add_special_tokens=False)
-    first_reply = reply(model, first_ids)
+    first_reply = reply(model, first_ids, repetition_penalty=penalty)
     first_text = tokenizer.decode(first_reply, skip_special_tokens=False)
     conversation += [{"role": "assistant", "content": first_text},
                      {"role": "user", "content": turns[1]}]
@@ -156,7 +161,7 @@ def main():
                                            tokenize=False, chat_template=CHATML_TEMPLATE)
     cached = first + first_text
     added = tokenizer.encode(second[len(cached):], add_special_tokens=False)
-    second_reply = reply(model, first_ids + first_reply + added)
+    second_reply = reply(model, first_ids + first_reply + added, repetition_penalty=penalty)
     want = first_text + "\n" + tokenizer.decode(second_reply, skip_special_tokens=False) + "\n"
     got = result.stdout.decode()
     counts = prompt_counts(result.stderr.decode())
