@@ -103,7 +103,8 @@ private:
         result.push_back(id);
         continue;
       }
-      if (byteFallback && appendByteTokens(symbol, result))
+      if (byteFallback &&
+          appendByteFallback(symbol, [&](const std::string &t) { return vocab.find(t); }, result))
         continue;
       if (unknown.empty())
         continue;
@@ -117,22 +118,6 @@ private:
     }
     flushUnknown();
     return result;
-  }
-
-  /// Appends the <0xAB> tokens of `symbol`'s bytes if the vocabulary has
-  /// them all.
-  bool appendByteTokens(const std::string &symbol, std::vector<int32_t> &out) const {
-    std::vector<int32_t> bytes;
-    for (char c : symbol) {
-      char name[8];
-      std::snprintf(name, sizeof(name), "<0x%02X>", static_cast<uint8_t>(c));
-      int32_t id = vocab.find(name);
-      if (id < 0)
-        return false;
-      bytes.push_back(id);
-    }
-    out.insert(out.end(), bytes.begin(), bytes.end());
-    return true;
   }
 
   std::vector<int32_t> mergeWord(const std::string &piece) const {

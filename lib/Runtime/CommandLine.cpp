@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <malloc.h>
 
 extern "C" void omp_set_num_threads(int) __attribute__((weak));
@@ -37,6 +39,15 @@ int64_t xfmr::rt::parseCount(const char *flag, const std::string &text, int64_t 
     fail(std::string("flag ") + flag + " needs an integer in [0, " + std::to_string(max) +
          "], got '" + text + "'");
   return parsed;
+}
+
+std::string xfmr::rt::readFileText(const std::string &path, const std::string &what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    fail("cannot read " + what + " '" + path + "': " + std::strerror(errno));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 bool xfmr::rt::wantsHelp(int argc, char **argv) {

@@ -30,6 +30,10 @@ bool flagValue(int argc, char **argv, int &i, const char *flag, std::string &val
 /// A non-negative integer flag value no larger than `max`.
 int64_t parseCount(const char *flag, const std::string &text, int64_t max = int64_t(1) << 40);
 
+/// The bytes of the file at `path`; a Failure "cannot read WHAT 'PATH': why"
+/// if it cannot be read.
+std::string readFileText(const std::string &path, const std::string &what);
+
 /// Whether the command line asks for --help (or -h).
 bool wantsHelp(int argc, char **argv);
 

@@ -393,15 +393,6 @@ double parseNumber(const char *flag, const std::string &text, double low, double
   return value;
 }
 
-std::string readText(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fail("cannot read prompt file '" + path + "': " + std::strerror(errno));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 Options parseOptions(int argc, char **argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
@@ -413,7 +404,7 @@ Options parseOptions(int argc, char **argv) {
     if (value("--prompt", "-p"))
       o.prompts.push_back(v);
     else if (value("--file", "-f"))
-      o.prompts.push_back(readText(v));
+      o.prompts.push_back(readFileText(v, "prompt file"));
     else if (arg == "--ids")
       o.ids = true;
     else if (arg == "--chat")
@@ -490,26 +481,6 @@ Options parseOptions(int argc, char **argv) {
   if (!o.useChatTemplate && (o.chat || !o.chatTemplate.empty() || !o.system.empty()))
     fail("--no-chat-template cannot go with --chat, --chat-template or --system");
   return o;
-}
-
-bool isDirectory(const std::string &path) {
-  struct stat info;
-  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-std::vector<int32_t> parseIds(const std::string &text, const std::string &what) {
-  std::vector<int32_t> ids;
-  std::istringstream words(text);
-  std::string word;
-  while (words >> word) {
-    char *end = nullptr;
-    errno = 0;
-    long long id = std::strtoll(word.c_str(), &end, 10);
-    if (*end || errno == ERANGE || id < INT32_MIN || id > INT32_MAX)
-      fail(what + ": '" + word + "' is not a token id");
-    ids.push_back(static_cast<int32_t>(id));
-  }
-  return ids;
 }
 
 /// Generation of one sequence: its tokens and text.
@@ -595,7 +566,7 @@ public:
       std::string what = "prompt " + std::to_string(i + 1);
       Sequence &s = sequences[i];
       if (options.ids)
-        s.prompt = parseIds(options.prompts[i], what);
+        s.prompt = parseTokenIds(options.prompts[i], what);
       else if (chatFormat)
         s.prompt = tokenizer->encode(chatFormat->render(conversation(options.prompts[i]), true),
                                      what, /*addSpecialTokens=*/false);

@@ -249,12 +249,7 @@ void Tokenizer::setPostProcessor(const JsonValue &processor, const std::string &
 //===----------------------------------------------------------------------===//
 
 std::string xfmr::rt::readTokenizerFile(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fail("cannot read tokenizer file '" + path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return readFileText(path, "tokenizer file");
 }
 
 bool xfmr::rt::isRegularFile(const std::string &path) {

@@ -5,11 +5,10 @@
 #include "CommandLine.h"
 #include "Unicode.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <sys/stat.h>
 
 using namespace xfmr::rt;
@@ -19,15 +18,6 @@ namespace {
 bool isDirectory(const std::string &path) {
   struct stat info;
   return !path.empty() && stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
-
-std::string readInput(const std::string &path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    fail("cannot read '" + path + "': " + std::strerror(errno));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 void printHelp(const char *argv0) {
@@ -49,7 +39,9 @@ void printHelp(const char *argv0) {
               argv0);
 }
 
-std::vector<int32_t> parseIdList(const std::string &text) {
+} // namespace
+
+std::vector<int32_t> xfmr::rt::parseTokenIds(const std::string &text, const std::string &what) {
   std::vector<int32_t> ids;
   std::string word;
   auto flush = [&] {
@@ -58,13 +50,13 @@ std::vector<int32_t> parseIdList(const std::string &text) {
     char *end = nullptr;
     errno = 0;
     long long id = std::strtoll(word.c_str(), &end, 10);
-    if (*end || errno == ERANGE || id < 0 || id > INT32_MAX)
-      fail("--detokenize: '" + word + "' is not a token id");
+    if (*end || errno == ERANGE || id < INT32_MIN || id > INT32_MAX)
+      fail(what + ": '" + word + "' is not a token id");
     ids.push_back(static_cast<int32_t>(id));
     word.clear();
   };
   for (char c : text) {
-    if (c == ' ' || c == ',' || c == '[' || c == ']' || c == '\n' || c == '\t' || c == '\r')
+    if (std::isspace(static_cast<unsigned char>(c)) || c == ',' || c == '[' || c == ']')
       flush();
     else
       word += c;
@@ -72,8 +64,6 @@ std::vector<int32_t> parseIdList(const std::string &text) {
   flush();
   return ids;
 }
-
-} // namespace
 
 std::unique_ptr<Tokenizer> xfmr::rt::findTokenizer(const std::string &directory,
                                                    const std::string &weights,
@@ -126,7 +116,7 @@ int xfmr::rt::runTokenizerCommand(int argc, char **argv, const std::string &comp
     else if (value("--prompt", "-p") || value("--file", "-f")) {
       if (haveText)
         fail("--tokenize and --detokenize take one text (-p or -f)");
-      text = arg == "-f" || arg.rfind("--file", 0) == 0 ? readInput(v) : v;
+      text = arg == "-f" || arg.rfind("--file", 0) == 0 ? readFileText(v, "text file") : v;
       haveText = true;
     } else if (value("--tokenizer"))
       directory = v;
@@ -142,11 +132,14 @@ int xfmr::rt::runTokenizerCommand(int argc, char **argv, const std::string &comp
          " needs a text: -p TEXT or -f FILE");
   std::unique_ptr<Tokenizer> tokenizer = findTokenizer(directory, weights, compiledFrom, "");
   if (detokenize) {
-    std::vector<int32_t> ids = parseIdList(text);
-    for (int32_t id : ids)
+    std::vector<int32_t> ids = parseTokenIds(text, "--detokenize");
+    for (int32_t id : ids) {
+      if (id < 0)
+        fail("--detokenize: '" + std::to_string(id) + "' is not a token id");
       if (id >= tokenizer->size())
         fail("--detokenize: token id " + std::to_string(id) + " is past the tokenizer's " +
              std::to_string(tokenizer->size()) + " tokens");
+    }
     std::string decoded = replaceInvalidUtf8(tokenizer->decode(ids));
     std::fwrite(decoded.data(), 1, decoded.size(), stdout);
     std::printf("\n");

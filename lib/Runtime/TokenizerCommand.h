@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace xfmr::rt {
 
@@ -25,6 +26,10 @@ std::unique_ptr<Tokenizer> findTokenizer(const std::string &directory, const std
                                          const std::string &compiledFrom,
                                          const std::string &otherwise,
                                          std::string *chosen = nullptr);
+
+/// The token ids of `text`, separated by whitespace, commas or brackets; a
+/// word that is not one is a Failure naming `what`.
+std::vector<int32_t> parseTokenIds(const std::string &text, const std::string &what);
 
 /// Whether the command line asks for --tokenize or --detokenize.
 bool wantsTokenizerCommand(int argc, char **argv);

@@ -129,6 +129,25 @@ std::vector<std::unique_ptr<Component>> readSequence(const JsonValue &json, cons
   return components;
 }
 
+/// Appends the ids of `text`'s bytes' "<0xAB>" tokens, as BPE's and
+/// Unigram's byte_fallback do, if `find(token)` (-1: none) knows them all;
+/// returns whether it did.
+template <typename Find>
+bool appendByteFallback(const std::string &text, Find find, std::vector<int32_t> &ids) {
+  size_t before = ids.size();
+  for (char c : text) {
+    static const char *digits = "0123456789ABCDEF";
+    auto byte = static_cast<uint8_t>(c);
+    int32_t id = find(std::string{'<', '0', 'x', digits[byte >> 4], digits[byte & 15], '>'});
+    if (id < 0) {
+      ids.resize(before);
+      return false;
+    }
+    ids.push_back(id);
+  }
+  return true;
+}
+
 /// `text` with each occurrence of `from` (not empty) replaced by `to`.
 std::string replaceAll(std::string_view text, std::string_view from, std::string_view to);
 

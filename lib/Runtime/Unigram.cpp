@@ -55,7 +55,7 @@ public:
         result.push_back(it->second);
         continue;
       }
-      if (byteFallback && appendByteTokens(token, result))
+      if (byteFallback && appendByteFallback(token, [&](const std::string &t) { return id(t); }, result))
         continue;
       if (unknownId < 0)
         fail("the Unigram model has no token for '" + token + "' and no unk_id");
@@ -156,20 +156,6 @@ private:
       tokens.push_back(std::move(unknownRun));
     std::reverse(tokens.begin(), tokens.end());
     return tokens;
-  }
-
-  bool appendByteTokens(const std::string &token, std::vector<int32_t> &out) const {
-    std::vector<int32_t> bytes;
-    for (char c : token) {
-      char name[8];
-      std::snprintf(name, sizeof(name), "<0x%02X>", static_cast<uint8_t>(c));
-      auto it = ids.find(name);
-      if (it == ids.end())
-        return false;
-      bytes.push_back(it->second);
-    }
-    out.insert(out.end(), bytes.begin(), bytes.end());
-    return true;
   }
 
   std::unordered_map<uint64_t, int32_t> edges;
