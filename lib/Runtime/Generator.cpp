@@ -867,11 +867,16 @@ private:
     return 0;
   }
 
+  /// The conversation's start: --system's message, if any.
+  std::vector<ChatMessage> systemMessages() const {
+    if (options.system.empty())
+      return {};
+    return {{"system", options.system}};
+  }
+
   /// The conversation of --system and one user message.
   std::vector<ChatMessage> conversation(const std::string &user) const {
-    std::vector<ChatMessage> messages;
-    if (!options.system.empty())
-      messages.push_back({"system", options.system});
+    std::vector<ChatMessage> messages = systemMessages();
     messages.push_back({"user", user});
     return messages;
   }
@@ -881,8 +886,7 @@ private:
   /// the text its rendering adds to what the cache holds (or, if the
   /// template rewrote the earlier turns, the whole conversation again).
   int chat(xfmr_generator &generator) {
-    std::vector<ChatMessage> messages = conversation("");
-    messages.pop_back();
+    std::vector<ChatMessage> messages = systemMessages();
     std::string cached;           // the text whose tokens the cache holds
     std::vector<int32_t> inCache; // those tokens
     std::vector<float> logits(generator.batch * generator.vocab);
