@@ -789,6 +789,28 @@ LogicalResult CacheUpdateOp::verify() {
   return success();
 }
 
+LogicalResult LayerOp::verify() {
+  if (getName().empty())
+    return emitOpError("needs a name");
+  Block &body = getBody().front();
+  auto yield = dyn_cast_or_null<YieldOp>(body.empty() ? nullptr : &body.back());
+  if (!yield)
+    return emitOpError("body must end in xfmr.yield");
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError("yields ") << yield.getValues().getTypes().size()
+                                  << " values whose types differ from its " << getNumResults()
+                                  << " results";
+  return success();
+}
+
+void LayerOp::inlineBody() {
+  Block &body = getBody().front();
+  replaceAllUsesWith(cast<YieldOp>(body.getTerminator()).getValues());
+  getOperation()->getBlock()->getOperations().splice(
+      Block::iterator(getOperation()), body.getOperations(), body.begin(), std::prev(body.end()));
+  erase();
+}
+
 LogicalResult PoolOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc, Adaptor adaptor,
                                        SmallVectorImpl<Type> &results) {
   auto input = tensorTypeOf(adaptor.getInput());

@@ -536,6 +536,43 @@ def Xfmr_CacheUpdateOp : Xfmr_Op<"cache_update",
   let hasVerifier = 1;
 }
 
+def Xfmr_LayerOp : Xfmr_Op<"layer",
+    [RecursiveMemoryEffects, SingleBlock, NoRegionArguments]> {
+  let summary = "one layer of a stack, compiled once per distinct body";
+  let description = [{
+    The ops of one layer of a model (a decoder block, an encoder block),
+    run once where the op stands; `name` says which (`h.3`, `encoder.0`).
+    The body reads values from above (the layer's weights, the hidden
+    state, masks, positions, caches) and yields its results. It marks the
+    unit of code reuse: `xfmr-outline-layers` turns each layer into a call
+    of a private function, one function per distinct body, so a stack of
+    identical layers is compiled once however deep it is.
+
+    ```mlir
+    %h, %cache = xfmr.layer "h.0" -> (tensor<1x8x64xf32>, tensor<1x64x4x16xf32>) {
+      ...
+      xfmr.yield %y, %c : tensor<1x8x64xf32>, tensor<1x64x4x16xf32>
+    }
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = "$name (`->` `(` type($results)^ `)`)? attr-dict-with-keyword $body";
+  let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// Moves the body's ops in front of the op, which it replaces.
+    void inlineBody();
+  }];
+}
+
+def Xfmr_YieldOp : Xfmr_Op<"yield", [Pure, Terminator, HasParent<"LayerOp">]> {
+  let summary = "the results of an xfmr.layer";
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "attr-dict ($values^ `:` type($values))?";
+  let builders = [OpBuilder<(ins), [{ build($_builder, $_state, mlir::ValueRange()); }]>];
+}
+
 def Xfmr_PoolOp : Xfmr_Op<"pool", [Pure, InferTypeOpAdaptor]> {
   let summary = "pools the token vectors of each sequence into one";
   let description = [{

@@ -306,6 +306,9 @@ struct AutodiffPass : xfmr::impl::XfmrAutodiffBase<AutodiffPass> {
     b.setInsertionPointAfter(func);
     auto grad = cast<func::FuncOp>(b.clone(*func));
     grad.setName(function.getValue() + "_grad");
+    // The backward reads the forward's intermediates across the function.
+    for (auto layer : llvm::to_vector(grad.getBody().getOps<LayerOp>()))
+      layer.inlineBody();
     RewritePatternSet patterns(&getContext());
     populateDecompositionPatterns(patterns);
     if (failed(applyPatternsGreedily(grad, std::move(patterns))))

@@ -73,6 +73,7 @@ llvm::Error frontend::buildBert(FamilyInputs &in) {
 
   for (int64_t i = 0; i < layers; ++i) {
     std::string prefix = "encoder.layer." + std::to_string(i);
+    graph.beginLayer(prefix);
     std::string self = prefix + ".attention.self";
     AttentionSpec attention;
     attention.query = x;
@@ -92,6 +93,7 @@ llvm::Error frontend::buildBert(FamilyInputs &in) {
     hidden = graph.linear(hidden, prefix + ".output.dense", inner, dModel, true);
     x = graph.layerNorm(graph.add(graph.dropout(hidden, dropout), x),
                         prefix + ".output.LayerNorm", epsilon);
+    graph.endLayer();
   }
 
   // tanh(dense(first token)), what BertModel returns as pooler_output.

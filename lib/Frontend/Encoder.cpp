@@ -70,6 +70,7 @@ llvm::Error frontend::buildEncoder(FamilyInputs &in) {
 
   for (int64_t i = 0; i < layers; ++i) {
     std::string prefix = "encoder.layers." + std::to_string(i);
+    graph.beginLayer(prefix);
     auto selfAttention = [&](Value h) {
       AttentionSpec attention;
       attention.query = h;
@@ -100,6 +101,7 @@ llvm::Error frontend::buildEncoder(FamilyInputs &in) {
       x = graph.layerNorm(graph.add(x, graph.dropout(feedForward(x), dropout)),
                           prefix + ".norm2", epsilon);
     }
+    graph.endLayer();
   }
   if (normFirst)
     x = graph.layerNorm(x, "encoder.norm", epsilon);

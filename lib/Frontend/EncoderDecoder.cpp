@@ -120,6 +120,7 @@ llvm::Error frontend::buildEncoderDecoder(FamilyInputs &in, const EncoderDecoder
     memory = builder.embed(sourceIds, sourceTable, "encoder");
     for (int64_t i = 0; i < c.encoderLayers; ++i) {
       std::string prefix = "encoder.layers." + std::to_string(i);
+      graph.beginLayer(prefix);
       memory = builder.residual(memory, prefix + ".self_attn_layer_norm", [&](Value x) {
         return graph.attention(
             builder.attentionSpec(x, prefix + ".self_attn", c.encoderHeads, sourceMask, false),
@@ -128,6 +129,7 @@ llvm::Error frontend::buildEncoderDecoder(FamilyInputs &in, const EncoderDecoder
       memory = builder.residual(memory, prefix + ".final_layer_norm", [&](Value x) {
         return builder.feedForward(x, prefix, c.encoderFfn);
       });
+      graph.endLayer();
     }
     if (c.preLayerNorm)
       memory = graph.layerNorm(memory, "encoder.layer_norm", c.epsilon);
@@ -147,6 +149,7 @@ llvm::Error frontend::buildEncoderDecoder(FamilyInputs &in, const EncoderDecoder
   Value y = builder.embed(targetIds, targetTable, "decoder");
   for (int64_t i = 0; i < c.decoderLayers; ++i) {
     std::string prefix = "decoder.layers." + std::to_string(i);
+    graph.beginLayer(prefix);
     y = builder.residual(y, prefix + ".self_attn_layer_norm", [&](Value x) {
       return graph.attention(
           builder.attentionSpec(x, prefix + ".self_attn", c.decoderHeads, targetMask, true),
@@ -157,6 +160,7 @@ llvm::Error frontend::buildEncoderDecoder(FamilyInputs &in, const EncoderDecoder
     });
     y = builder.residual(y, prefix + ".final_layer_norm",
                          [&](Value x) { return builder.feedForward(x, prefix, c.decoderFfn); });
+    graph.endLayer();
   }
   if (c.preLayerNorm)
     y = graph.layerNorm(y, "decoder.layer_norm", c.epsilon);

@@ -250,6 +250,11 @@ public:
   /// Checks that every requested attention layer is below `layers`, the
   /// value of the config's `layersKey`.
   void checkAttentionLayers(ConfigReader &config, llvm::StringRef layersKey, int64_t layers);
+  /// The ops built from here to endLayer are layer `name` (its checkpoint
+  /// prefix: h.3): finish() wraps them into one xfmr.layer, which is
+  /// compiled once per distinct body.
+  void beginLayer(llvm::StringRef name);
+  void endLayer();
   /// Finishes the function with the recorded outputs (in the training form:
   /// the loss of output "logits" against a `labels` input, then the logits).
   llvm::Error finish();
@@ -306,6 +311,16 @@ private:
   /// A decoder generation entry's source: its length and padding mask.
   mlir::Value sourceMask;
   int64_t sourceLength = 0;
+
+  /// Each layer's name and its ops: those after `before` (null: from the
+  /// block's start) up to `last` (null: none).
+  struct LayerOps {
+    std::string name;
+    mlir::Operation *before = nullptr, *last = nullptr;
+  };
+  llvm::SmallVector<LayerOps> layers;
+  /// Moves each layer's ops into an xfmr.layer.
+  void wrapLayers();
 
   /// A generation entry met bidirectional self-attention, which no cache
   /// can serve.

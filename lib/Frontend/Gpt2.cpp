@@ -61,6 +61,7 @@ llvm::Error frontend::buildGpt2(FamilyInputs &in) {
   };
   for (int64_t i = 0; i < layers; ++i) {
     std::string prefix = "h." + std::to_string(i);
+    graph.beginLayer(prefix);
     AttentionSpec attention;
     attention.query = graph.layerNorm(x, prefix + ".ln_1", epsilon);
     attention.inWeights = {graph.param(prefix + ".attn.c_attn.weight", {dModel, 3 * dModel})};
@@ -78,6 +79,7 @@ llvm::Error frontend::buildGpt2(FamilyInputs &in) {
     hidden = graph.linear(graph.activation(hidden, activation), prefix + ".mlp.c_proj", inner,
                           dModel, false);
     x = graph.add(x, graph.dropout(hidden, residualDropout));
+    graph.endLayer();
   }
   x = graph.predictedPositions(graph.layerNorm(x, "ln_f", epsilon), mask);
   if (in.architecture == "GPT2Model") {

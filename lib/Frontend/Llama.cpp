@@ -508,8 +508,11 @@ llvm::Error frontend::buildLlama(FamilyInputs &in) {
     embedding.setPaddingIdx(static_cast<uint64_t>(padToken));
   Value x = embedding;
   x = graph.dropout(x, c.embeddingDropout);
-  for (int64_t i = 0; i < c.layers; ++i)
+  for (int64_t i = 0; i < c.layers; ++i) {
+    graph.beginLayer("layers." + std::to_string(i));
     x = decoder.layer(x, i, mask);
+    graph.endLayer();
+  }
   x = graph.predictedPositions(decoder.norm(x, "norm"), mask);
   if (in.architecture.ends_with("Model")) {
     graph.output("last_hidden_state", x);

@@ -842,6 +842,7 @@ llvm::Error GraphBuilder::finish() {
                                      " GiB; no model this large is supported");
   }
   func::ReturnOp::create(b, loc, results);
+  wrapLayers();
   func.setType(b.getFunctionType(body->getArgumentTypes(), ValueRange(results).getTypes()));
   func.setAllArgAttrs(argumentAttrs);
   for (auto [index, name] : llvm::enumerate(names)) {
@@ -850,6 +851,76 @@ llvm::Error GraphBuilder::finish() {
       func.setResultAttr(index, "xfmr.updates", b.getStringAttr(updates[index]));
   }
   return llvm::Error::success();
+}
+
+void GraphBuilder::beginLayer(StringRef name) {
+  layers.push_back({name.str(), body->empty() ? nullptr : &body->back(), nullptr});
+}
+
+void GraphBuilder::endLayer() {
+  Operation *last = body->empty() ? nullptr : &body->back();
+  layers.back().last = last == layers.back().before ? nullptr : last;
+}
+
+void GraphBuilder::wrapLayers() {
+  // The ranges first: wrapping one moves the op that bounds the next.
+  SmallVector<std::pair<StringRef, SmallVector<Operation *>>> ranges;
+  for (const LayerOps &layer : layers) {
+    if (!layer.last)
+      continue;
+    Operation *first = layer.before ? layer.before->getNextNode() : &body->front();
+    SmallVector<Operation *> ops;
+    for (Operation *op = first;; op = op->getNextNode()) {
+      ops.push_back(op);
+      if (op == layer.last)
+        break;
+    }
+    ranges.emplace_back(layer.name, std::move(ops));
+  }
+  for (auto &[name, ops] : ranges) {
+    llvm::DenseSet<Operation *> inLayer(ops.begin(), ops.end());
+    // What the layer computed from the function's arguments alone for
+    // later layers too (a mask made on first use, a rounded tied weight)
+    // stays outside it, so that every layer reads it alike.
+    llvm::SmallPtrSet<Operation *, 16> independent, shared;
+    for (Operation *op : ops)
+      if (llvm::all_of(op->getOperands(), [&](Value v) {
+            Operation *def = v.getDefiningOp();
+            return def ? independent.contains(def) : v.getParentBlock() == body;
+          }))
+        independent.insert(op);
+    for (Operation *op : llvm::reverse(ops))
+      if (independent.contains(op) && llvm::any_of(op->getUsers(), [&](Operation *user) {
+            return !inLayer.contains(user) || shared.contains(user);
+          }))
+        shared.insert(op);
+    SmallVector<Operation *> kept;
+    for (Operation *op : ops)
+      if (!shared.contains(op))
+        kept.push_back(op);
+    if (kept.empty())
+      continue;
+    for (Operation *op : ops)
+      if (shared.contains(op))
+        op->moveBefore(kept.front());
+    inLayer = llvm::DenseSet<Operation *>(kept.begin(), kept.end());
+    SmallVector<Value> escaping;
+    for (Operation *op : kept)
+      for (Value result : op->getResults())
+        if (llvm::any_of(result.getUsers(),
+                         [&](Operation *user) { return !inLayer.contains(user); }))
+          escaping.push_back(result);
+    OpBuilder wrap(kept.front());
+    auto layerOp = LayerOp::create(wrap, loc, ValueRange(escaping).getTypes(), name);
+    Block *layerBody = wrap.createBlock(&layerOp.getBody());
+    for (Operation *op : kept)
+      op->moveBefore(layerBody, layerBody->end());
+    wrap.setInsertionPointToEnd(layerBody);
+    YieldOp::create(wrap, loc, escaping);
+    for (auto [inner, outer] : llvm::zip_equal(escaping, layerOp.getResults()))
+      inner.replaceUsesWithIf(
+          outer, [&](OpOperand &use) { return !layerOp->isProperAncestor(use.getOwner()); });
+  }
 }
 
 bool FamilyInputs::hasWeight(StringRef name) const {

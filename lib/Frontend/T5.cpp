@@ -180,6 +180,7 @@ llvm::Error frontend::buildT5(FamilyInputs &in) {
     Value bias = builder.positionBias("encoder", sourceLen, /*bidirectional=*/true);
     for (int64_t i = 0; i < c.encoderLayers; ++i) {
       std::string prefix = "encoder.block." + std::to_string(i);
+      graph.beginLayer(prefix);
       memory = builder.residual(memory, prefix + ".layer.0.layer_norm", [&](Value x) {
         return graph.attention(
             builder.attentionSpec(x, prefix + ".layer.0.SelfAttention", sourceMask, false, bias),
@@ -188,6 +189,7 @@ llvm::Error frontend::buildT5(FamilyInputs &in) {
       memory = builder.residual(memory, prefix + ".layer.1.layer_norm", [&](Value x) {
         return builder.feedForward(x, prefix + ".layer.1.DenseReluDense");
       });
+      graph.endLayer();
     }
     memory = builder.finalNorm(memory, "encoder");
   }
@@ -211,6 +213,7 @@ llvm::Error frontend::buildT5(FamilyInputs &in) {
   Value bias = builder.positionBias("decoder", targetLen, /*bidirectional=*/false);
   for (int64_t i = 0; i < c.decoderLayers; ++i) {
     std::string prefix = "decoder.block." + std::to_string(i);
+    graph.beginLayer(prefix);
     y = builder.residual(y, prefix + ".layer.0.layer_norm", [&](Value x) {
       return graph.attention(
           builder.attentionSpec(x, prefix + ".layer.0.SelfAttention", targetMask, true, bias),
@@ -222,6 +225,7 @@ llvm::Error frontend::buildT5(FamilyInputs &in) {
     y = builder.residual(y, prefix + ".layer.2.layer_norm", [&](Value x) {
       return builder.feedForward(x, prefix + ".layer.2.DenseReluDense");
     });
+    graph.endLayer();
   }
   y = builder.finalNorm(y, "decoder");
 

@@ -14,6 +14,9 @@
 using namespace mlir;
 
 void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
+  // One function per distinct layer first: everything below runs once per
+  // body, however deep the model.
+  pm.addPass(createXfmrOutlineLayers({/*copies=*/!options.layerBodies}));
   buildXfmrFusionPipeline(pm, options.fusion());
   pm.addPass(createXfmrComputeInF32());
   if (options.emulateGpuKernels) {

@@ -24,6 +24,9 @@ static constexpr const char *kPtxFeatures = "+ptx80";
 bool xfmr::hasWarpgroupMma(StringRef chip) { return chip == "sm_90a"; }
 
 void xfmr::buildGpuPipeline(OpPassManager &pm, const GpuPipelineOptions &options) {
+  // One function per distinct layer first: everything below runs once per
+  // body, however deep the model.
+  pm.addPass(createXfmrOutlineLayers({/*copies=*/!options.layerBodies}));
   buildXfmrFusionPipeline(pm, options.fusion());
   pm.addPass(createXfmrComputeInF32());
   ConvertXfmrToGpuKernelsOptions kernelOptions;

@@ -71,6 +71,11 @@ void xfmr::buildLinalgBufferizationPipeline(OpPassManager &pm, bool fuseElementw
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion = bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // A layer function's results that are its arguments (destinations,
+  // updated caches) become no results at all; canonicalization first folds
+  // the loops that carry a cache's buffer through unchanged.
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   bufferization::BufferDeallocationPipelineOptions deallocation;
   bufferization::buildBufferDeallocationPipeline(pm, deallocation);
   pm.addPass(createConvertBufferizationToMemRefPass());

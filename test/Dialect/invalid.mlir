@@ -822,3 +822,32 @@ func.func @rotary_positions(%x: tensor<2x8x4x4xf32>, %p: tensor<3xi32>) {
   %r = xfmr.rotary_embedding %x positions(%p : tensor<3xi32>) {inv_freq = array<f64: 1.0>} : tensor<2x8x4x4xf32>
   return
 }
+
+// -----
+
+func.func @layer_yield_types(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{yields 1 values whose types differ from its 1 results}}
+  %y = xfmr.layer "h.0" -> (tensor<2x4xf32>) {
+    %z = arith.addf %x, %x : tensor<2x4xf32>
+    %c = tensor.cast %z : tensor<2x4xf32> to tensor<?x4xf32>
+    xfmr.yield %c : tensor<?x4xf32>
+  }
+  return %y : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @layer_name(%x: tensor<2x4xf32>) {
+  // expected-error @+1 {{needs a name}}
+  xfmr.layer "" {
+    xfmr.yield
+  }
+  return
+}
+
+// -----
+
+func.func @yield_outside_layer() {
+  // expected-error @+1 {{expects parent op 'xfmr.layer'}}
+  xfmr.yield
+}

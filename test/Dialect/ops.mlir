@@ -260,3 +260,21 @@ func.func @decoder(%q: tensor<2x8x8x16xf32>, %kv: tensor<2x8x2x16xf32>, %p: tens
        : (tensor<2x8x8x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>) -> tensor<2x8x8x16xf32>
   return %o, %rk, %tk : tensor<2x8x8x16xf32>, tensor<2x8x2x16xf32>, tensor<2x8x2x16xf32>
 }
+
+// CHECK-LABEL: func @layers
+func.func @layers(%x: tensor<2x4xf32>, %w: tensor<4x4xf32>) -> tensor<2x4xf32> {
+  // CHECK: %[[Y:.*]] = xfmr.layer "h.0" -> (tensor<2x4xf32>) {
+  // CHECK-NEXT: %[[M:.*]] = xfmr.matmul
+  // CHECK-NEXT: xfmr.yield %[[M]] : tensor<2x4xf32>
+  // CHECK-NEXT: }
+  %y = xfmr.layer "h.0" -> (tensor<2x4xf32>) {
+    %m = xfmr.matmul %x, %w : (tensor<2x4xf32>, tensor<4x4xf32>) -> tensor<2x4xf32>
+    xfmr.yield %m : tensor<2x4xf32>
+  }
+  // CHECK: xfmr.layer "h.1" {
+  // CHECK-NEXT: xfmr.yield
+  xfmr.layer "h.1" {
+    xfmr.yield
+  }
+  return %y : tensor<2x4xf32>
+}

@@ -221,6 +221,11 @@ static cl::opt<bool>
     fuseElementwise("fuse-elementwise",
                     cl::desc("Fuse chains of elementwise ops into one loop nest (default on)"),
                     cl::init(true), cl::cat(category));
+static cl::opt<bool> layerBodies(
+    "layer-bodies",
+    cl::desc("Compile each distinct layer once and call it per layer (default on for the "
+             "host; off, as yet, for --target=nvptx; off: a copy of the code per layer)"),
+    cl::init(true), cl::cat(category));
 static cl::opt<int64_t> vectorLanes(
     "vector-lanes",
     cl::desc("f32 lanes of the generated vector code: 8 or 16 (default: the target's widest)"),
@@ -414,7 +419,10 @@ int main(int argc, char **argv) {
   options.gpuArch = gpuArch;
   options.cudaRoot = cudaPath;
   options.openmp = openmp;
-  options.fusion = {fuseAttention, fuseSoftmax, fuseLayerNorm, fuseEpilogues, fuseElementwise};
+  options.fusion = {fuseAttention, fuseSoftmax, fuseLayerNorm, fuseEpilogues, fuseElementwise,
+                    // On a GPU, until a GPU session has measured the
+                    // synchronization each layer call's buffers cost.
+                    layerBodies.getNumOccurrences() ? layerBodies : target != xfmr::Target::Nvptx};
   options.seed = seed;
   if (vectorLanes != 0 && vectorLanes != 8 && vectorLanes != 16)
     return fail("--vector-lanes must be 8 or 16, got " + Twine(vectorLanes));

@@ -184,11 +184,14 @@ def XfmrDestinationPassingEntry : Pass<"xfmr-destination-passing-entry", "::mlir
     arguments). A result marked `xfmr.updates = "<name>"` of the argument
     it replaces (a weight or a KV cache) is computed in its output buffer,
     which first receives a copy of the argument unless the caller passed the
-    argument's own buffer: then the update happens in place. Does nothing to
-    private functions.
+    argument's own buffer: then the update happens in place (a call of
+    `@xfmr_copy_unless_same`, one private function per buffer type, keeps
+    the entry free of a branch per cache). Does nothing to private
+    functions.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::bufferization::BufferizationDialect",
+                           "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
                            "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect"];
 }
 

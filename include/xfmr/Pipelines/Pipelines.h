@@ -12,6 +12,9 @@ namespace xfmr {
 /// and, on linalg, upstream's elementwise fusion.
 struct FusionOptions {
   bool attention = true, softmax = true, layerNorm = true, epilogues = true, elementwise = true;
+  /// One function per distinct layer body (else a copy of the code per
+  /// layer).
+  bool layerBodies = true;
 };
 
 /// The fusion flags every target pipeline takes.
@@ -29,9 +32,12 @@ struct FusionPipelineOptions : mlir::PassPipelineOptions<Derived> {
   BoolOption fuseElementwise{*this, "fuse-elementwise",
                              llvm::cl::desc("Run linalg-fuse-elementwise-ops"),
                              llvm::cl::init(true)};
+  BoolOption layerBodies{*this, "layer-bodies",
+                         llvm::cl::desc("Compile each distinct layer once (xfmr-outline-layers)"),
+                         llvm::cl::init(true)};
 
   FusionOptions fusion() const {
-    return {fuseAttention, fuseSoftmax, fuseLayerNorm, fuseEpilogues, fuseElementwise};
+    return {fuseAttention, fuseSoftmax, fuseLayerNorm, fuseEpilogues, fuseElementwise, layerBodies};
   }
   void setFusion(const FusionOptions &fusion) {
     fuseAttention = fusion.attention;
@@ -39,6 +45,7 @@ struct FusionPipelineOptions : mlir::PassPipelineOptions<Derived> {
     fuseLayerNorm = fusion.layerNorm;
     fuseEpilogues = fusion.epilogues;
     fuseElementwise = fusion.elementwise;
+    layerBodies = fusion.layerBodies;
   }
 };
 

@@ -109,6 +109,31 @@ def XfmrQuantizeWeights : Pass<"xfmr-quantize-weights", "::mlir::ModuleOp"> {
   ];
 }
 
+def XfmrOutlineLayers : Pass<"xfmr-outline-layers", "::mlir::ModuleOp"> {
+  let summary = "Compile each distinct layer body once: xfmr.layer to calls";
+  let description = [{
+    Replaces every `xfmr.layer` with a `func.call` of a private function
+    taking the values the layer reads from above and returning what it
+    yields. Layers whose functions have the same type and equivalent bodies
+    call one function, named after the first of them
+    (`@<function>_<layer name>`, dots as underscores: `@decode_h_0`), so code size and compile time follow the
+    number of distinct layers, not the depth. Constants, and values computed
+    from weights (`xfmr.param` arguments) alone, are recomputed inside the
+    body from the weights, so that the kernels still see a weight's
+    dequantization or transpose beside the product reading it. A result is
+    written into a destination the caller passes (`tensor.empty`), except
+    an updated cache (`xfmr.cache_update` of an argument), which is the
+    argument itself, updated in place.
+  }];
+  let options = [
+    Option<"copies", "copies", "bool", /*default=*/"false",
+           "Inline each layer where it stands instead: a copy of its code per layer">
+  ];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def XfmrFuseEpilogues : Pass<"xfmr-fuse-epilogues"> {
   let summary = "Fuse bias, activation and residual add into the producing matmul";
   let description = [{

@@ -5,6 +5,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -26,7 +27,38 @@ MemRefType bufferTypeOf(Type type) {
   return MemRefType::get(tensor.getShape(), tensor.getElementType());
 }
 
-LogicalResult rewriteEntry(func::FuncOp func) {
+/// A private function copying one buffer of `type` into another unless they
+/// are the same, made once per type: a deep model's entry has a cache per
+/// layer, and LLVM's constraint elimination costs the square of the branches
+/// dominating one another in one function.
+func::FuncOp copyUnlessSame(ModuleOp module, MemRefType type,
+                            llvm::DenseMap<Type, func::FuncOp> &copiers) {
+  func::FuncOp &copier = copiers[type];
+  if (copier)
+    return copier;
+  MLIRContext *context = module.getContext();
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  Location loc = module.getLoc();
+  copier =
+      func::FuncOp::create(b, loc, "xfmr_copy_unless_same", b.getFunctionType({type, type}, {}));
+  SymbolTable(module).insert(copier);
+  copier.setPrivate();
+  copier->setAttr("passthrough", b.getArrayAttr({b.getStringAttr("noinline")}));
+  copier->setAttr("llvm.linkage", LLVM::LinkageAttr::get(context, LLVM::Linkage::Internal));
+  Block *body = copier.addEntryBlock();
+  b.setInsertionPointToStart(body);
+  Value from = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, body->getArgument(0));
+  Value to = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, body->getArgument(1));
+  Value distinct = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, from, to);
+  scf::IfOp::create(b, loc, distinct, [&](OpBuilder &nb, Location nloc) {
+    memref::CopyOp::create(nb, nloc, body->getArgument(0), body->getArgument(1));
+    scf::YieldOp::create(nb, nloc);
+  });
+  func::ReturnOp::create(b, loc);
+  return copier;
+}
+
+LogicalResult rewriteEntry(func::FuncOp func, llvm::DenseMap<Type, func::FuncOp> &copiers) {
   FunctionType type = func.getFunctionType();
   for (Type t : llvm::concat<const Type>(type.getInputs(), type.getResults()))
     if (!isa<RankedTensorType>(t) || !cast<RankedTensorType>(t).hasStaticShape())
@@ -66,24 +98,19 @@ LogicalResult rewriteEntry(func::FuncOp func) {
     arg.setType(bufferTypeOf(tensorType));
     Value source = arg;
     bool writable = false;
+    Operation *copy = nullptr;
     if (Value output = updatedIn.lookup(arg.getArgNumber())) {
-      Location loc = func.getLoc();
-      Value from = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, arg);
-      Value to = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, output);
-      Value distinct = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, from, to);
-      scf::IfOp::create(b, loc, distinct, [&](OpBuilder &nb, Location nloc) {
-        memref::CopyOp::create(nb, nloc, arg, output);
-        scf::YieldOp::create(nb, nloc);
-      });
+      copy = func::CallOp::create(
+          b, func.getLoc(),
+          copyUnlessSame(func->getParentOfType<ModuleOp>(), bufferTypeOf(tensorType), copiers),
+          ValueRange{arg, output});
       source = output;
       writable = true;
     }
     auto tensor = bufferization::ToTensorOp::create(b, func.getLoc(), tensorType, source,
                                                     /*restrict=*/true, writable);
-    arg.replaceUsesWithIf(tensor, [&](OpOperand &use) {
-      return !isa<bufferization::ToTensorOp, memref::ExtractAlignedPointerAsIndexOp,
-                  memref::CopyOp>(use.getOwner());
-    });
+    arg.replaceUsesWithIf(
+        tensor, [&](OpOperand &use) { return use.getOwner() != tensor && use.getOwner() != copy; });
   }
 
   // Result attributes describe the new output arguments.
@@ -111,10 +138,11 @@ struct DestinationPassingEntryPass
   void runOnOperation() override {
     LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
                             << getOperation()->getLoc() << "\n");
-    for (auto func : getOperation().getOps<func::FuncOp>()) {
+    llvm::DenseMap<Type, func::FuncOp> copiers;
+    for (auto func : llvm::to_vector(getOperation().getOps<func::FuncOp>())) {
       if (func.isPrivate() || func.isExternal())
         continue;
-      if (failed(rewriteEntry(func)))
+      if (failed(rewriteEntry(func, copiers)))
         return signalPassFailure();
     }
   }

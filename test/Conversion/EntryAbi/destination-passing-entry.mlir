@@ -29,19 +29,25 @@ func.func private @helper(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // A result that updates an argument (a KV cache) is computed in its output
 // buffer, which receives a copy of the argument unless it is the argument's
-// own buffer; the cache is then read through the output, writable, so that
-// the update can happen in place.
+// own buffer (a call of one private function per buffer type, which
+// compares the addresses); the cache is then read through the output,
+// writable, so that the update can happen in place.
 // CHECK-LABEL: func @decode
 // CHECK-SAME: (%{{[^:]*}}: memref<1x1xi32> {xfmr.input = "ids"}, %[[CACHE:[^:]*]]: memref<1x8x4xf32> {xfmr.state = "cache"},
 // CHECK-SAME: %[[OUT:[^:]*]]: memref<1x8x4xf32> {xfmr.output = "cache_out", xfmr.updates = "cache"})
-// CHECK-DAG: %[[FROM:.*]] = memref.extract_aligned_pointer_as_index %[[CACHE]]
-// CHECK-DAG: %[[TO:.*]] = memref.extract_aligned_pointer_as_index %[[OUT]]
-// CHECK: %[[DISTINCT:.*]] = arith.cmpi ne, %[[FROM]], %[[TO]] : index
-// CHECK: scf.if %[[DISTINCT]] {
-// CHECK-NEXT: memref.copy %[[CACHE]], %[[OUT]]
+// CHECK: call @xfmr_copy_unless_same(%[[CACHE]], %[[OUT]])
 // CHECK: %[[CT:.*]] = bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK: xfmr.cache_update %[[CT]]
 // CHECK: bufferization.materialize_in_destination %{{.*}} in restrict writable %[[OUT]]
+// CHECK-LABEL: func.func private @xfmr_copy_unless_same
+// CHECK-SAME: (%[[A:[^:]*]]: memref<1x8x4xf32>, %[[B:[^:]*]]: memref<1x8x4xf32>)
+// CHECK-SAME: llvm.linkage = #llvm.linkage<internal>
+// CHECK-SAME: passthrough = ["noinline"]
+// CHECK-DAG: %[[FROM:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
+// CHECK-DAG: %[[TO:.*]] = memref.extract_aligned_pointer_as_index %[[B]]
+// CHECK: %[[DISTINCT:.*]] = arith.cmpi ne, %[[FROM]], %[[TO]] : index
+// CHECK: scf.if %[[DISTINCT]] {
+// CHECK-NEXT: memref.copy %[[A]], %[[B]]
 func.func @decode(%ids: tensor<1x1xi32> {xfmr.input = "ids"}, %cache: tensor<1x8x4xf32> {xfmr.state = "cache"},
                   %pos: tensor<1xi32>, %new: tensor<1x1x4xf32>)
     -> (tensor<1x8x4xf32> {xfmr.output = "cache_out", xfmr.updates = "cache"}) {

@@ -9,8 +9,7 @@
 // CHECK-SAME: %[[NEWP:arg6]]: memref<64xf32> {xfmr.output = "new:w"
 // CHECK-SAME: %[[NEWM:arg7]]: memref<64xf32>
 // CHECK-SAME: %[[NEWV:arg8]]: memref<64xf32>
-// CHECK: scf.if
-// CHECK-NEXT: memref.copy %[[P]], %[[NEWP]]
+// CHECK: call @xfmr_copy_unless_same(%[[P]], %[[NEWP]])
 // CHECK-NOT: memref.alloc
 // CHECK: linalg.generic {{.*}} ins(%[[G]] : memref<64xf32>) outs(%[[NEWP]], %[[NEWM]], %[[NEWV]] :
 // CHECK-NOT: memref.copy
