@@ -13,7 +13,7 @@ packages=(
   cmake ninja-build g++ clang-22 lld-22
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools libomp-22-dev libclang-rt-22-dev
   libsentencepiece-dev libpcre2-dev libutf8proc-dev libopenmpi-dev openmpi-bin
-  python3-torch python3-numpy python3-venv python3-matplotlib
+  python3-torch python3-numpy python3-venv python3-matplotlib time
 )
 
 missing=()

@@ -71,12 +71,13 @@ struct xfmr_generator {
   std::unique_ptr<Buffer> sourceMask;
   int64_t batch = 0, context = 0, vocab = 0, sourceLength = 0;
   size_t cacheBytes = 0;
+  WeightsLoaded weightBytes;
   std::vector<int64_t> lengths;
 
   xfmr_generator(const char *encodeManifest, void (*encodeEntry)(void **),
                  const char *prefillManifest, void (*prefillEntry)(void **),
                  const char *decodeManifest, void (*decodeEntry)(void **),
-                 const std::string &weightsPath) {
+                 const std::string &weightsPath, bool mapWeights = true) {
     prefill.manifest = parseManifest(prefillManifest);
     prefill.function = prefillEntry;
     decode.manifest = parseManifest(decodeManifest);
@@ -84,16 +85,24 @@ struct xfmr_generator {
     std::string path = weightsPath.empty() ? prefill.manifest.defaultWeights : weightsPath;
     if (path.empty())
       fail("missing --weights=PATH (the model was not compiled from a checkpoint)");
+    std::vector<const Manifest *> manifests = {&prefill.manifest, &decode.manifest};
     if (encodeEntry) {
       encode.manifest = parseManifest(encodeManifest);
+      manifests.push_back(&encode.manifest);
+    }
+    checkFitsInMemory(manifests);
+    if (encodeEntry) {
       encode.function = encodeEntry;
-      weights = loadWeights(encode.manifest, path);
+      weights = loadWeights(encode.manifest, path, {}, mapWeights, &weightBytes);
       bind(encode);
     }
     std::set<std::string> shared;
     for (const auto &entry : weights)
       shared.insert(entry.first);
-    weights.merge(loadWeights(prefill.manifest, path, shared));
+    WeightsLoaded decoder;
+    weights.merge(loadWeights(prefill.manifest, path, shared, mapWeights, &decoder));
+    weightBytes.mapped += decoder.mapped;
+    weightBytes.converted += decoder.converted;
     bind(prefill);
     bind(decode);
     if (decode.tokens != 1)
@@ -324,7 +333,7 @@ struct Options {
   bool chat = false, useChatTemplate = true;
   std::vector<std::string> prompts;
   std::vector<std::string> stops;
-  bool ids = false, ignoreEos = false, echo = true, warmUp = true;
+  bool ids = false, ignoreEos = false, echo = true, warmUp = true, mapWeights = true;
   int64_t predict = 128;
   int threads = 0;
   uint64_t seed = 0;
@@ -371,6 +380,9 @@ void printHelp(const char *argv0) {
               "  --early-stopping E    true, false (default) or never, as generate()'s\n"
               "  --no-echo             do not print the prompt before the generated text\n"
               "  --no-warmup           skip the run of each entry on no tokens at start-up\n"
+              "  --no-mmap             copy the weights into memory (on huge pages) rather than\n"
+              "                        use those stored as the kernels read them where the file\n"
+              "                        is mapped\n"
               "  -m, --weights PATH    the model's tensors: .safetensors file or checkpoint\n"
               "                        directory (default: the checkpoint compiled from)\n"
               "  --tokenizer DIR       the tokenizer's directory (default: the weights', or the\n"
@@ -444,6 +456,8 @@ Options parseOptions(int argc, char **argv) {
       o.ignoreEos = true;
     else if (arg == "--no-warmup")
       o.warmUp = false;
+    else if (arg == "--no-mmap")
+      o.mapWeights = false;
     else if (arg == "--no-echo")
       o.echo = false;
     else if (value("--weights", "-m"))
@@ -522,7 +536,7 @@ public:
     setThreads(options.threads);
     xfmr_generator generator(entries.encodeManifest, entries.encode, entries.prefillManifest,
                              entries.prefill, entries.decodeManifest, entries.decode,
-                             options.weights);
+                             options.weights, options.mapWeights);
     if (static_cast<int64_t>(options.prompts.size()) > generator.batch)
       fail(std::to_string(options.prompts.size()) + " prompts, but the model generates " +
            std::to_string(generator.batch) + " sequences at once (xfmrc --batch)");
@@ -542,6 +556,11 @@ public:
       chatFormat.reset();
     if (options.warmUp)
       generator.warmUp();
+    std::fprintf(stderr,
+                 "weights: %zu tensors, %.1f MiB used where the file maps them, %.1f MiB "
+                 "converted\n",
+                 generator.weights.size(), generator.weightBytes.mapped / 1048576.0,
+                 generator.weightBytes.converted / 1048576.0);
     std::fprintf(stderr,
                  "KV cache: %zu tensors of %" PRId64 " sequences x %" PRId64
                  " positions, %.1f MiB\n",

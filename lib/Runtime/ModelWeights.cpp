@@ -7,11 +7,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <sys/mman.h>
 #include <tuple>
+#include <unistd.h>
 
 using namespace xfmr::rt;
 
@@ -42,10 +45,16 @@ Buffer::Buffer(size_t bytes) : size(bytes) {
 }
 
 Buffer::Buffer(std::shared_ptr<Buffer> block, size_t offset, size_t bytes)
-    : data(block->data + offset), size(bytes), block(std::move(block)) {}
+    : data(block->data + offset), size(bytes), owner(std::move(block)) {}
+
+// The executables that map weights never write them (the mapping is
+// read-only: a write would fault).
+Buffer::Buffer(std::shared_ptr<const void> mapping, const void *bytes, size_t size)
+    : data(const_cast<uint8_t *>(static_cast<const uint8_t *>(bytes))), size(size),
+      owner(std::move(mapping)) {}
 
 Buffer::~Buffer() {
-  if (block)
+  if (owner)
     return;
   if (xfmrGpuFreeShared)
     xfmrGpuFreeShared(data);
@@ -237,22 +246,108 @@ readStoredPart(const xfmr_weights *file, const std::string &path, const Manifest
   return buffer;
 }
 
+/// The tensor of `file` holding `arg` as the kernels read it (a stored part,
+/// else the checkpoint's own tensor: same type and shape, not transposed,
+/// aligned to its elements): its name and its bytes where the file is
+/// mapped; none when `arg` must be converted.
+static std::optional<std::pair<std::string, const void *>>
+storedAsRead(const xfmr_weights *file, const Manifest &manifest, const ArgSpec &arg) {
+  auto lookup =
+      [&](const std::string &name) -> std::optional<std::pair<std::string, const void *>> {
+    xfmr_tensor_info info;
+    for (const std::string &prefix : manifest.weightPrefixes)
+      if (!xfmr_weights_find(file, (prefix + name).c_str(), &info)) {
+        if (info.dtype != arg.dtype ||
+            std::vector<int64_t>(info.shape, info.shape + info.rank) != arg.shape ||
+            reinterpret_cast<uintptr_t>(info.data) % xfmr_dtype_size(arg.dtype) != 0)
+          return std::nullopt;
+        return std::make_pair(prefix + name, info.data);
+      }
+    return std::nullopt;
+  };
+  if (!arg.quantizedPart.empty())
+    if (auto stored = lookup(storedPartName(arg.source, arg.quantizedPart, arg.transposed)))
+      return stored;
+  if (arg.isInt8Part() || arg.transposed)
+    return std::nullopt;
+  return lookup(arg.source.empty() ? arg.name : arg.source);
+}
+
+/// Whether the `count` values of type `dtype` at `data` are finite (and not
+/// negative, with `nonNegative`); integers always are.
+static bool allFinite(xfmr_dtype dtype, const void *data, size_t count, bool nonNegative) {
+  if (dtype != XFMR_DTYPE_F32 && dtype != XFMR_DTYPE_BF16 && dtype != XFMR_DTYPE_F16 &&
+      dtype != XFMR_DTYPE_F64)
+    return true;
+  constexpr size_t kChunk = 4096;
+  std::vector<float> values(std::min(count, kChunk));
+  size_t size = xfmr_dtype_size(dtype);
+  for (size_t begin = 0; begin < count; begin += kChunk) {
+    size_t n = std::min(kChunk, count - begin);
+    convertElements(dtype, static_cast<const uint8_t *>(data) + begin * size, n, XFMR_DTYPE_F32,
+                    values.data());
+    if (!std::all_of(values.begin(), values.begin() + n,
+                     [&](float v) { return std::isfinite(v) && (!nonNegative || v >= 0.0f); }))
+      return false;
+  }
+  return true;
+}
+
+/// A mapped file that shrinks under the process turns reads past its new end
+/// into SIGBUS: that becomes one error line rather than a crash.
+static void reportTruncatedMapping(int) {
+  static const char message[] =
+      "error: a weights file in use shrank (truncated or rewritten while the model ran)\n";
+  (void)!::write(STDERR_FILENO, message, sizeof(message) - 1);
+  ::_exit(1);
+}
+
+static void catchTruncatedMappings() {
+  struct sigaction action = {};
+  action.sa_handler = reportTruncatedMapping;
+  sigaction(SIGBUS, &action, nullptr);
+}
+
 std::map<std::string, std::unique_ptr<Buffer>>
 xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
-                      const std::set<std::string> &skip) {
+                      const std::set<std::string> &skip, bool mapInPlace, WeightsLoaded *loaded) {
   char err[512];
-  xfmr_weights *file = xfmr_weights_open(path.c_str(), err, sizeof(err));
-  if (!file)
+  xfmr_weights *opened = xfmr_weights_open(path.c_str(), err, sizeof(err));
+  if (!opened)
     fail(err);
-  std::unique_ptr<xfmr_weights, void (*)(xfmr_weights *)> guard(file, xfmr_weights_close);
+  // Mapped weights keep the file open (and mapped) as long as they live.
+  std::shared_ptr<xfmr_weights> file(opened, xfmr_weights_close);
   std::map<std::string, std::unique_ptr<Buffer>> weights;
+  WeightsLoaded counts;
+  // GPU executables keep their weights in memory the device reaches; an
+  // entry that updates its weights needs them writable.
+  std::set<std::string> updated;
+  for (const ArgSpec &arg : manifest.args)
+    updated.insert(arg.updates);
+  mapInPlace &= xfmrGpuAllocShared == nullptr;
+  if (mapInPlace)
+    for (const ArgSpec &arg : manifest.args) {
+      if (arg.kind != ArgSpec::Kind::Param || skip.count(arg.name) || updated.count(arg.name))
+        continue;
+      auto stored = storedAsRead(file.get(), manifest, arg);
+      if (!stored)
+        continue;
+      bool scales = arg.quantizedPart == "scales";
+      if (!allFinite(arg.dtype, stored->second, elementCount(arg.shape), scales))
+        fail("weights file '" + path + "': tensor '" + stored->first + "' " +
+             (scales ? "holds negative, NaN or infinite scales" : "contains NaN or infinity"));
+      weights[arg.name] = std::make_unique<Buffer>(file, stored->second, bytesOf(arg));
+      counts.mapped += bytesOf(arg);
+    }
+  if (counts.mapped)
+    catchTruncatedMappings();
   // Checkpoint tensors quantized so far (by name, axis, group size, scale
   // type and transposition): their int8 values and scales.
   std::map<std::tuple<std::string, int64_t, int64_t, xfmr_dtype, bool>,
            std::pair<std::vector<int8_t>, std::vector<float>>>
       quantized;
   auto wanted = [&](const ArgSpec &arg) {
-    return arg.kind == ArgSpec::Kind::Param && !skip.count(arg.name);
+    return arg.kind == ArgSpec::Kind::Param && !skip.count(arg.name) && !weights.count(arg.name);
   };
   auto aligned = [](size_t bytes) { return (bytes + 63) / 64 * 64; };
   size_t total = 0;
@@ -260,6 +355,9 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
     if (wanted(arg))
       total += aligned(bytesOf(arg));
   auto block = std::make_shared<Buffer>(total);
+  counts.converted = total;
+  if (loaded)
+    *loaded = counts;
   size_t offset = 0;
   for (const ArgSpec &arg : manifest.args) {
     if (!wanted(arg))
@@ -274,7 +372,8 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
     // float part (a bf16 rounding, a transposed copy) is read as any weight
     // of its type.
     if (!arg.quantizedPart.empty())
-      if (std::unique_ptr<Buffer> stored = readStoredPart(file, path, manifest, arg, allocate)) {
+      if (std::unique_ptr<Buffer> stored =
+              readStoredPart(file.get(), path, manifest, arg, allocate)) {
         weights[arg.name] = std::move(stored);
         continue;
       }
@@ -291,14 +390,14 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
     std::string found;
     xfmr_tensor_info info;
     for (const std::string &prefix : manifest.weightPrefixes)
-      if (found.empty() && !xfmr_weights_find(file, (prefix + name).c_str(), &info))
+      if (found.empty() && !xfmr_weights_find(file.get(), (prefix + name).c_str(), &info))
         found = prefix + name;
     if (found.empty()) {
       std::string hint;
       for (const std::string &stored :
            {storedPartName(name, "values"), storedPartName(name, "values", /*transposed=*/true),
             storedPartName(name, "bf16"), storedPartName(name, "bf16", /*transposed=*/true)})
-        if (hint.empty() && !xfmr_weights_find(file, stored.c_str(), &info))
+        if (hint.empty() && !xfmr_weights_find(file.get(), stored.c_str(), &info))
           hint = "; the file holds it as '" + stored +
                  "' (xfmrc --quantize): compile with the --weights-dtype it was written for";
       fail("weights file '" + path + "': no tensor '" + name + "' (the model needs " +
@@ -326,8 +425,9 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
     bool plainF32 = arg.dtype == XFMR_DTYPE_F32 && !isQuantized;
     std::vector<float> widened(plainF32 && !arg.transposed ? 0 : count);
     float *values = widened.empty() ? buffer->as<float>() : widened.data();
-    if (xfmr_weights_read(file, found.c_str(), XFMR_DTYPE_F32, static_cast<int32_t>(shape.size()),
-                          shape.data(), values, err, sizeof(err)))
+    if (xfmr_weights_read(file.get(), found.c_str(), XFMR_DTYPE_F32,
+                          static_cast<int32_t>(shape.size()), shape.data(), values, err,
+                          sizeof(err)))
       fail("weights file " + std::string(err));
     if (!std::all_of(values, values + count, [](float v) { return std::isfinite(v); }))
       fail("weights file '" + path + "': tensor '" + found + "' contains NaN or infinity");
@@ -351,6 +451,38 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
     weights[arg.name] = std::move(buffer);
   }
   return weights;
+}
+
+void xfmr::rt::checkFitsInMemory(const std::vector<const Manifest *> &manifests) {
+  std::map<std::string, size_t> weights, states;
+  for (const Manifest *manifest : manifests)
+    for (const ArgSpec &arg : manifest->args)
+      if (arg.kind == ArgSpec::Kind::Param)
+        weights[arg.name] = bytesOf(arg);
+      else if (arg.kind == ArgSpec::Kind::State)
+        states[arg.name] = bytesOf(arg);
+  auto sum = [](const std::map<std::string, size_t> &sizes) {
+    size_t total = 0;
+    for (const auto &entry : sizes)
+      total += entry.second;
+    return total;
+  };
+  size_t weightBytes = sum(weights), stateBytes = sum(states);
+  long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || pageSize <= 0)
+    return;
+  size_t memory = static_cast<size_t>(pages) * static_cast<size_t>(pageSize);
+  auto gib = [](size_t bytes) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.2f GiB", bytes / 1073741824.0);
+    return std::string(text);
+  };
+  if (weightBytes + stateBytes > memory)
+    fail(
+        "the model needs " + gib(weightBytes + stateBytes) + " (weights " + gib(weightBytes) +
+        ", KV cache and other state " + gib(stateBytes) + "), more than this machine's " +
+        gib(memory) + " of memory" +
+        (stateBytes > memory / 4 ? " (a smaller --max-context or --batch shrinks the cache)" : ""));
 }
 
 void xfmr::rt::writeModelWeights(const std::vector<Manifest> &manifests, const std::string &source,

@@ -19,29 +19,48 @@
 namespace xfmr::rt {
 
 /// A zero-filled, 64-byte aligned buffer: its own memory, or `size` bytes
-/// at `offset` of a larger `block`, which it keeps alive.
+/// at `offset` of a larger `block`, or read-only bytes of a mapped file,
+/// whose owner it keeps alive.
 struct Buffer {
   explicit Buffer(size_t bytes);
   Buffer(std::shared_ptr<Buffer> block, size_t offset, size_t bytes);
+  Buffer(std::shared_ptr<const void> mapping, const void *bytes, size_t size);
   ~Buffer();
   Buffer(const Buffer &) = delete;
   Buffer &operator=(const Buffer &) = delete;
   uint8_t *data;
   size_t size;
-  std::shared_ptr<Buffer> block;
+  std::shared_ptr<const void> owner;
   template <typename T> T *as() { return reinterpret_cast<T *>(data); }
 };
 
 std::unique_ptr<Buffer> allocate(const ArgSpec &arg);
 
+/// What loadWeights did: bytes used where the file maps them, and bytes
+/// converted (to the model's type, quantized or transposed) into memory.
+struct WeightsLoaded {
+  size_t mapped = 0, converted = 0;
+};
+
 /// Reads every weight of `manifest` but those named in `skip` from the
-/// safetensors file at `path` (trying the manifest's name prefixes) as
-/// finite float32, into one block of memory: on huge pages as a whole, where
-/// small weights on their own would sit on 4 KiB pages, which a stream
-/// reads at a fraction of the bandwidth.
+/// safetensors file at `path` (trying the manifest's name prefixes), checked
+/// finite. With `mapInPlace` (executables that never write their weights, on
+/// the host), a tensor stored as the kernels read it (type, shape, layout)
+/// is used where the file is mapped; the others are converted into one
+/// block of memory: on huge pages as a whole, where small weights on their
+/// own would sit on 4 KiB pages, which a stream reads at a fraction of the
+/// bandwidth.
 std::map<std::string, std::unique_ptr<Buffer>> loadWeights(const Manifest &manifest,
                                                            const std::string &path,
-                                                           const std::set<std::string> &skip = {});
+                                                           const std::set<std::string> &skip = {},
+                                                           bool mapInPlace = false,
+                                                           WeightsLoaded *loaded = nullptr);
+
+/// Fails, naming both sizes, when the weights and state (KV caches) of
+/// `manifests` (each tensor once by name) exceed the machine's memory:
+/// before anything is allocated, rather than at an allocation or page fault
+/// minutes later.
+void checkFitsInMemory(const std::vector<const Manifest *> &manifests);
 
 /// Writes the weights of the executables of `manifests`, read from the
 /// checkpoint `source` and quantized as the manifests say, to the

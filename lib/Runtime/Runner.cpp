@@ -137,8 +137,9 @@ public:
     if (options.weights.empty() && hasParams)
       fail("missing --weights=FILE.safetensors (see --help)");
     setThreads(options.threads);
+    checkFitsInMemory({&manifest});
     if (hasParams)
-      params = loadWeights(manifest, options.weights);
+      params = loadWeights(manifest, options.weights, {}, /*mapInPlace=*/true);
     if (tensorMode) {
       runTensors();
       return 0;
