@@ -248,8 +248,9 @@ readStoredPart(const xfmr_weights *file, const std::string &path, const Manifest
 
 /// The tensor of `file` holding `arg` as the kernels read it (a stored part,
 /// else the checkpoint's own tensor: same type and shape, not transposed,
-/// aligned to its elements): its name and its bytes where the file is
-/// mapped; none when `arg` must be converted.
+/// on a cache line, where a vector load reads one line rather than two: the
+/// files xfmr writes align every tensor, transformers' do not): its name and
+/// its bytes where the file is mapped; none when `arg` must be converted.
 static std::optional<std::pair<std::string, const void *>>
 storedAsRead(const xfmr_weights *file, const Manifest &manifest, const ArgSpec &arg) {
   auto lookup =
@@ -259,7 +260,7 @@ storedAsRead(const xfmr_weights *file, const Manifest &manifest, const ArgSpec &
       if (!xfmr_weights_find(file, (prefix + name).c_str(), &info)) {
         if (info.dtype != arg.dtype ||
             std::vector<int64_t>(info.shape, info.shape + info.rank) != arg.shape ||
-            reinterpret_cast<uintptr_t>(info.data) % xfmr_dtype_size(arg.dtype) != 0)
+            reinterpret_cast<uintptr_t>(info.data) % 64 != 0)
           return std::nullopt;
         return std::make_pair(prefix + name, info.data);
       }
@@ -271,6 +272,17 @@ storedAsRead(const xfmr_weights *file, const Manifest &manifest, const ArgSpec &
   if (arg.isInt8Part() || arg.transposed)
     return std::nullopt;
   return lookup(arg.source.empty() ? arg.name : arg.source);
+}
+
+/// Drops the pages of a mapped tensor, read, from the process's resident
+/// memory (they stay in the page cache): a model converted as it loads is
+/// then not held twice.
+static void releaseMappedPages(const void *data, size_t bytes) {
+  uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
+  uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(page - 1);
+  if (end > begin)
+    madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
 }
 
 /// Whether the `count` values of type `dtype` at `data` are finite (and not
@@ -429,6 +441,7 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
                           static_cast<int32_t>(shape.size()), shape.data(), values, err,
                           sizeof(err)))
       fail("weights file " + std::string(err));
+    releaseMappedPages(info.data, elementCount(shape) * xfmr_dtype_size(info.dtype));
     if (!std::all_of(values, values + count, [](float v) { return std::isfinite(v); }))
       fail("weights file '" + path + "': tensor '" + found + "' contains NaN or infinity");
     if (arg.transposed) {

@@ -153,9 +153,11 @@ static cl::opt<ScalesDtype> weightScalesDtype(
     cl::init(ScalesDtype::F32), cl::cat(category));
 static cl::opt<bool> quantize(
     "quantize",
-    cl::desc("Write the checkpoint directory's weights as --weights-dtype stores them (int8 "
-             "values and scales, or bf16) to the .safetensors file -o, which executables "
-             "compiled with the same flags load without converting (--weights=FILE)"),
+    cl::desc("Write the checkpoint directory's weights as the executable compiled with the "
+             "same flags reads them (--weights-dtype's int8 values and scales or bf16; a "
+             "generator's transposed weights; every tensor on a cache line) to the .safetensors "
+             "file -o, which it then uses where the file is mapped, without converting "
+             "(--weights=FILE)"),
     cl::cat(category));
 static cl::opt<int64_t> weightGroupSize(
     "weight-group-size",
@@ -397,8 +399,6 @@ int main(int argc, char **argv) {
     options.weightScaleType = weightScalesDtype == ScalesDtype::BF16 ? "bf16" : "f32";
   }
   if (quantize) {
-    if (weightsDtype == WeightsDtype::Model)
-      return fail("--quantize needs --weights-dtype=int8 or bf16");
     if (emit.getNumOccurrences())
       return fail("--quantize writes weights; drop --emit");
     options.emit = xfmr::EmitKind::QuantizedWeights;
