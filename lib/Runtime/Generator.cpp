@@ -72,6 +72,7 @@ struct xfmr_generator {
   int64_t batch = 0, context = 0, vocab = 0, sourceLength = 0;
   size_t cacheBytes = 0;
   WeightsLoaded weightBytes;
+  double loadSeconds = 0;
   std::vector<int64_t> lengths;
 
   xfmr_generator(const char *encodeManifest, void (*encodeEntry)(void **),
@@ -91,6 +92,7 @@ struct xfmr_generator {
       manifests.push_back(&encode.manifest);
     }
     checkFitsInMemory(manifests);
+    auto loadStart = std::chrono::steady_clock::now();
     if (encodeEntry) {
       encode.function = encodeEntry;
       weights = loadWeights(encode.manifest, path, {}, mapWeights, &weightBytes);
@@ -103,6 +105,8 @@ struct xfmr_generator {
     weights.merge(loadWeights(prefill.manifest, path, shared, mapWeights, &decoder));
     weightBytes.mapped += decoder.mapped;
     weightBytes.converted += decoder.converted;
+    loadSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
     bind(prefill);
     bind(decode);
     if (decode.tokens != 1)
@@ -558,9 +562,9 @@ public:
       generator.warmUp();
     std::fprintf(stderr,
                  "weights: %zu tensors, %.1f MiB used where the file maps them, %.1f MiB "
-                 "converted\n",
+                 "converted in %.2f s\n",
                  generator.weights.size(), generator.weightBytes.mapped / 1048576.0,
-                 generator.weightBytes.converted / 1048576.0);
+                 generator.weightBytes.converted / 1048576.0, generator.loadSeconds);
     std::fprintf(stderr,
                  "KV cache: %zu tensors of %" PRId64 " sequences x %" PRId64
                  " positions, %.1f MiB\n",

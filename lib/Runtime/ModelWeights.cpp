@@ -285,24 +285,41 @@ static void releaseMappedPages(const void *data, size_t bytes) {
     madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
 }
 
+/// Whether the `count` IEEE values of `Bits` at `data`, with exponent mask
+/// `exponent` and sign mask `sign`, are finite (and not negative, with
+/// `nonNegative`): bit tests over the whole tensor, which vectorize and run
+/// at memory speed.
+template <typename Bits>
+static bool allFiniteBits(const void *data, size_t count, Bits exponent, Bits sign,
+                          bool nonNegative) {
+  const Bits *bits = static_cast<const Bits *>(data);
+  Bits bad = 0;
+  Bits negative = nonNegative ? sign : 0;
+  for (size_t i = 0; i < count; ++i) {
+    Bits b = bits[i];
+    // An all-ones exponent is infinity or NaN; a set sign bit on a nonzero
+    // value is negative.
+    bad |= static_cast<Bits>(((b & exponent) == exponent) | ((b & negative) && (b & ~sign)));
+  }
+  return bad == 0;
+}
+
 /// Whether the `count` values of type `dtype` at `data` are finite (and not
 /// negative, with `nonNegative`); integers always are.
 static bool allFinite(xfmr_dtype dtype, const void *data, size_t count, bool nonNegative) {
-  if (dtype != XFMR_DTYPE_F32 && dtype != XFMR_DTYPE_BF16 && dtype != XFMR_DTYPE_F16 &&
-      dtype != XFMR_DTYPE_F64)
+  switch (dtype) {
+  case XFMR_DTYPE_F32:
+    return allFiniteBits<uint32_t>(data, count, 0x7F800000u, 0x80000000u, nonNegative);
+  case XFMR_DTYPE_BF16:
+    return allFiniteBits<uint16_t>(data, count, 0x7F80, 0x8000, nonNegative);
+  case XFMR_DTYPE_F16:
+    return allFiniteBits<uint16_t>(data, count, 0x7C00, 0x8000, nonNegative);
+  case XFMR_DTYPE_F64:
+    return allFiniteBits<uint64_t>(data, count, 0x7FF0000000000000ull, 0x8000000000000000ull,
+                                   nonNegative);
+  default:
     return true;
-  constexpr size_t kChunk = 4096;
-  std::vector<float> values(std::min(count, kChunk));
-  size_t size = xfmr_dtype_size(dtype);
-  for (size_t begin = 0; begin < count; begin += kChunk) {
-    size_t n = std::min(kChunk, count - begin);
-    convertElements(dtype, static_cast<const uint8_t *>(data) + begin * size, n, XFMR_DTYPE_F32,
-                    values.data());
-    if (!std::all_of(values.begin(), values.begin() + n,
-                     [&](float v) { return std::isfinite(v) && (!nonNegative || v >= 0.0f); }))
-      return false;
   }
-  return true;
 }
 
 /// A mapped file that shrinks under the process turns reads past its new end

@@ -26,7 +26,7 @@ def main():
     peak = int(re.search(r"Maximum resident set size \(kbytes\): (\d+)", result.stderr)
                .group(1)) / 1024
     mapped, converted = (float(x) for x in re.search(
-        r"([0-9.]+) MiB used where the file maps them, ([0-9.]+) MiB converted",
+        r"([0-9.]+) MiB used where the file maps them, ([0-9.]+) MiB converted in",
         result.stderr).groups())
     cache = float(re.search(r"KV cache: .*, ([0-9.]+) MiB", result.stderr).group(1))
     held = mapped + converted + cache
