@@ -10,7 +10,9 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Debug.h"
 
@@ -188,13 +190,60 @@ public:
     Block &body = func.getBody().front();
     auto ret = cast<func::ReturnOp>(body.getTerminator());
     Value loss = ret.getOperand(0);
+    for (unsigned index : wrt)
+      active.insert(body.getArgument(index));
     findActiveValues(body);
     OpBuilder b(ret);
     Location loc = func.getLoc();
     grads[loss] = seed ? seed : scalarOf(b, loc, typeOf(loss).getElementType(), 1.0);
+    if (failed(backward(body, b)))
+      return failure();
+    SmallVector<Value> result;
+    for (unsigned index : wrt) {
+      Value arg = body.getArgument(index);
+      Value g = grads.lookup(arg);
+      result.push_back(g ? g : zerosOf(b, loc, typeOf(arg)));
+    }
+    return result;
+  }
 
+private:
+  /// Values that depend on a differentiated argument through float data,
+  /// inside layers too.
+  void findActiveValues(Block &block) {
+    for (Operation &op : block.without_terminator()) {
+      if (auto layer = dyn_cast<LayerOp>(op)) {
+        Block &inner = layer.getBody().front();
+        findActiveValues(inner);
+        for (auto [result, yielded] :
+             llvm::zip_equal(layer.getResults(), inner.getTerminator()->getOperands()))
+          if (active.contains(yielded))
+            active.insert(result);
+        continue;
+      }
+      if (!llvm::any_of(op.getOperands(), [&](Value v) { return active.contains(v); }))
+        continue;
+      for (Value result : op.getResults())
+        if (isFloatTensor(result))
+          active.insert(result);
+    }
+  }
+
+  /// Adds `g` to the gradient of `value`.
+  void accumulate(OpBuilder &b, Location loc, Value value, Value g) {
+    Value &slot = grads[value];
+    if (!slot)
+      slot = g;
+    else if (Value inserted = insertDisjointSlice(b, loc, slot, g))
+      slot = inserted;
+    else
+      slot = AddOp::create(b, loc, slot, g).getResult();
+  }
+
+  /// The adjoints of `block`'s ops, last to first, built by `b`.
+  LogicalResult backward(Block &block, OpBuilder &b) {
     SmallVector<Operation *> forward;
-    for (Operation &op : body.without_terminator())
+    for (Operation &op : block.without_terminator())
       forward.push_back(&op);
     for (Operation *op : llvm::reverse(forward)) {
       SmallVector<Value> resultGrads;
@@ -205,6 +254,11 @@ public:
       }
       if (!any)
         continue;
+      if (auto layer = dyn_cast<LayerOp>(op)) {
+        if (failed(backwardLayer(layer, b)))
+          return failure();
+        continue;
+      }
       SmallVector<Value> operandGrads;
       LogicalResult built = success();
       if (auto differentiable = dyn_cast<DifferentiableOpInterface>(op))
@@ -220,36 +274,81 @@ public:
         if (!g)
           return op->emitOpError("gives no gradient for operand #")
                  << index << ", which depends on a parameter";
-        Value &slot = grads[operand];
-        if (!slot)
-          slot = g;
-        else if (Value inserted = insertDisjointSlice(b, op->getLoc(), slot, g))
-          slot = inserted;
-        else
-          slot = AddOp::create(b, op->getLoc(), slot, g).getResult();
+        accumulate(b, op->getLoc(), operand, g);
       }
     }
-    SmallVector<Value> result;
-    for (unsigned index : wrt) {
-      Value arg = body.getArgument(index);
-      Value g = grads.lookup(arg);
-      result.push_back(g ? g : zerosOf(b, loc, typeOf(arg)));
-    }
-    return result;
+    return success();
   }
 
-private:
-  /// Values that depend on a differentiated argument through float data.
-  void findActiveValues(Block &body) {
-    for (unsigned index : wrt)
-      active.insert(body.getArgument(index));
-    for (Operation &op : body.without_terminator()) {
-      if (!llvm::any_of(op.getOperands(), [&](Value v) { return active.contains(v); }))
-        continue;
-      for (Value result : op.getResults())
-        if (isFloatTensor(result))
-          active.insert(result);
+  /// A layer's backward is a layer of its own, `<name>.grad`, so that the
+  /// backward of identical layers is one body too. It yields the gradients
+  /// of the active values the layer reads from above; the forward layer
+  /// yields, besides its results, what its backward reads of its inside.
+  LogicalResult backwardLayer(LayerOp layer, OpBuilder &b) {
+    Location loc = layer.getLoc();
+    Block &forwardBody = layer.getBody().front();
+    llvm::SetVector<Value> read;
+    getUsedValuesDefinedAbove(layer.getBody(), read);
+    SmallVector<Value> inputs(llvm::make_filter_range(read, [&](Value v) {
+      return active.contains(v);
+    }));
+    // The inputs' gradients so far belong outside; inside, they start anew.
+    DenseMap<Value, Value> outside;
+    for (Value input : inputs)
+      if (Value g = grads.lookup(input)) {
+        outside[input] = g;
+        grads.erase(input);
+      }
+    auto backwardLayer = LayerOp::create(b, loc, ValueRange(inputs).getTypes(),
+                                         (layer.getName() + ".grad").str());
+    Block *body = new Block();
+    backwardLayer.getBody().push_back(body);
+    OpBuilder inner = OpBuilder::atBlockEnd(body);
+    for (auto [result, yielded] :
+         llvm::zip_equal(layer.getResults(), forwardBody.getTerminator()->getOperands()))
+      if (Value g = grads.lookup(result))
+        accumulate(inner, loc, yielded, g);
+    if (failed(backward(forwardBody, inner)))
+      return failure();
+    SmallVector<Value> inputGrads;
+    for (Value input : inputs) {
+      Value g = grads.lookup(input);
+      inputGrads.push_back(g ? g : zerosOf(inner, loc, typeOf(input)));
+      grads.erase(input);
     }
+    YieldOp::create(inner, loc, inputGrads);
+    for (auto [input, g] : llvm::zip_equal(inputs, backwardLayer.getResults())) {
+      if (Value before = outside.lookup(input))
+        grads[input] = before;
+      accumulate(b, loc, input, g);
+    }
+
+    // The tape: values of the forward layer its backward reads.
+    llvm::SetVector<Value> tape;
+    backwardLayer.walk([&](Operation *op) {
+      for (Value operand : op->getOperands())
+        if (layer->isAncestor(operand.getParentRegion()->getParentOp()))
+          tape.insert(operand);
+    });
+    if (tape.empty())
+      return success();
+    OpBuilder before(layer);
+    SmallVector<Type> types(layer.getResultTypes());
+    llvm::append_range(types, ValueRange(tape.getArrayRef()).getTypes());
+    auto taped = LayerOp::create(before, loc, types, layer.getName());
+    taped.getBody().takeBody(layer.getBody());
+    Operation *yield = taped.getBody().front().getTerminator();
+    SmallVector<Value> yielded(yield->getOperands());
+    llvm::append_range(yielded, tape);
+    yield->setOperands(yielded);
+    layer.replaceAllUsesWith(taped.getResults().take_front(layer.getNumResults()));
+    for (auto [value, result] :
+         llvm::zip_equal(tape.getArrayRef(), taped.getResults().drop_front(layer.getNumResults())))
+      Value(value).replaceUsesWithIf(result, [&](OpOperand &use) {
+        return backwardLayer->isProperAncestor(use.getOwner());
+      });
+    layer.erase();
+    return success();
   }
 
   func::FuncOp func;
@@ -306,9 +405,6 @@ struct AutodiffPass : xfmr::impl::XfmrAutodiffBase<AutodiffPass> {
     b.setInsertionPointAfter(func);
     auto grad = cast<func::FuncOp>(b.clone(*func));
     grad.setName(function.getValue() + "_grad");
-    // The backward reads the forward's intermediates across the function.
-    for (auto layer : llvm::to_vector(grad.getBody().getOps<LayerOp>()))
-      layer.inlineBody();
     RewritePatternSet patterns(&getContext());
     populateDecompositionPatterns(patterns);
     if (failed(applyPatternsGreedily(grad, std::move(patterns))))

@@ -878,32 +878,28 @@ void GraphBuilder::wrapLayers() {
     ranges.emplace_back(layer.name, std::move(ops));
   }
   for (auto &[name, ops] : ranges) {
-    llvm::DenseSet<Operation *> inLayer(ops.begin(), ops.end());
-    // What the layer computed from the function's arguments alone for
-    // later layers too (a mask made on first use, a rounded tied weight)
-    // stays outside it, so that every layer reads it alike.
-    llvm::SmallPtrSet<Operation *, 16> independent, shared;
-    for (Operation *op : ops)
+    // What the layer computes from the function's arguments alone (a mask
+    // made on first use, a dropout's seed, a rounded master weight) is
+    // computed before it: the layer reads it, so layers that differ only in
+    // such values have one body (xfmr-outline-layers moves constants and
+    // what derives from weights alone back in).
+    llvm::SmallPtrSet<Operation *, 16> hoisted;
+    SmallVector<Operation *> kept;
+    for (Operation *op : ops) {
       if (llvm::all_of(op->getOperands(), [&](Value v) {
             Operation *def = v.getDefiningOp();
-            return def ? independent.contains(def) : v.getParentBlock() == body;
+            return def ? hoisted.contains(def) : v.getParentBlock() == body;
           }))
-        independent.insert(op);
-    for (Operation *op : llvm::reverse(ops))
-      if (independent.contains(op) && llvm::any_of(op->getUsers(), [&](Operation *user) {
-            return !inLayer.contains(user) || shared.contains(user);
-          }))
-        shared.insert(op);
-    SmallVector<Operation *> kept;
-    for (Operation *op : ops)
-      if (!shared.contains(op))
+        hoisted.insert(op);
+      else
         kept.push_back(op);
+    }
     if (kept.empty())
       continue;
     for (Operation *op : ops)
-      if (shared.contains(op))
+      if (hoisted.contains(op))
         op->moveBefore(kept.front());
-    inLayer = llvm::DenseSet<Operation *>(kept.begin(), kept.end());
+    llvm::DenseSet<Operation *> inLayer(kept.begin(), kept.end());
     SmallVector<Value> escaping;
     for (Operation *op : kept)
       for (Value result : op->getResults())

@@ -4,6 +4,7 @@
 // RUN: xfmr-opt %s --xfmr-autodiff=function=mixed | FileCheck %s --check-prefix=MIXED
 // RUN: xfmr-opt %s --xfmr-autodiff='function=mixed loss-scale' | FileCheck %s --check-prefix=SCALED
 // RUN: xfmr-opt %s --xfmr-autodiff=function=slices | FileCheck %s --check-prefix=SLICES
+// RUN: xfmr-opt %s --xfmr-autodiff=function=layers | FileCheck %s --check-prefix=LAYERS
 // RUN: not xfmr-opt %s --xfmr-autodiff='function=has_loss_scale loss-scale' 2>&1 | FileCheck %s --check-prefix=SCALENAME
 // RUN: not xfmr-opt %s --xfmr-autodiff=function=nope 2>&1 | FileCheck %s --check-prefix=MISSING
 // RUN: not xfmr-opt %s --xfmr-autodiff=function=scores 2>&1 | FileCheck %s --check-prefix=NOTSCALAR
@@ -147,4 +148,39 @@ func.func @slices(%w: tensor<4x6xf32> {xfmr.param = "w"}, %v: tensor<4x4xf32> {x
   %s = xfmr.add %s1, %s2 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
   %loss = xfmr.reshape %s : (tensor<1xf32>) -> tensor<f32>
   return %loss : tensor<f32>
+}
+
+// Layers: each layer's backward is a layer of its own (`<name>.grad`), in
+// reverse order, yielding the gradients of what the layer reads from above
+// (its input, where that is active, and its weight); the forward layer yields, besides its result,
+// what its backward reads of its inside (the relu's input), so identical
+// layers stay identical, forward and backward.
+// LAYERS-LABEL: func.func @layers_grad
+// LAYERS: %[[L0:.*]]:2 = xfmr.layer "l.0" -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+// LAYERS: %[[P0:.*]] = xfmr.matmul %arg0, %arg1
+// LAYERS: %[[R0:.*]] = xfmr.relu %[[P0]]
+// LAYERS: xfmr.yield %[[R0]], %[[P0]]
+// LAYERS: %[[L1:.*]]:2 = xfmr.layer "l.1" -> (tensor<4x8xf32>, tensor<4x8xf32>) {
+// LAYERS: xfmr.matmul %[[L0]]#0, %arg2
+// LAYERS: %[[G1:.*]]:2 = xfmr.layer "l.1.grad" -> (tensor<4x8xf32>, tensor<8x8xf32>) {
+// LAYERS: xfmr.activation_backward %[[L1]]#1
+// LAYERS: %[[G0:.*]] = xfmr.layer "l.0.grad" -> (tensor<8x8xf32>) {
+// LAYERS: xfmr.activation_backward %[[L0]]#1, %[[G1]]#0
+// LAYERS: return %{{.*}}, %[[G0]], %[[G1]]#1
+func.func @layers(%x: tensor<4x8xf32> {xfmr.input = "x"}, %w0: tensor<8x8xf32> {xfmr.param = "l.0.w"},
+                  %w1: tensor<8x8xf32> {xfmr.param = "l.1.w"}) -> tensor<f32> {
+  %h0 = xfmr.layer "l.0" -> (tensor<4x8xf32>) {
+    %p = xfmr.matmul %x, %w0 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %r = xfmr.relu %p : tensor<4x8xf32>
+    xfmr.yield %r : tensor<4x8xf32>
+  }
+  %h1 = xfmr.layer "l.1" -> (tensor<4x8xf32>) {
+    %p = xfmr.matmul %h0, %w1 : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+    %r = xfmr.relu %p : tensor<4x8xf32>
+    xfmr.yield %r : tensor<4x8xf32>
+  }
+  %s = xfmr.reduce %h1 {axis = 1 : i64, kind = #xfmr.reduce_kind<sum>} : (tensor<4x8xf32>) -> tensor<4x1xf32>
+  %t = xfmr.reduce %s {axis = 0 : i64, kind = #xfmr.reduce_kind<sum>} : (tensor<4x1xf32>) -> tensor<1x1xf32>
+  %l = xfmr.reshape %t : (tensor<1x1xf32>) -> tensor<f32>
+  return %l : tensor<f32>
 }

@@ -11,13 +11,16 @@ bf16 (the bodies round it, as PyTorch does): there the outputs agree within
   layer_bodies_check.py --xfmrc XFMRC --workdir DIR CASE...
 
 A case is a family (gpt2, bert, llama, gemma2, t5, bart) and a mode: forward,
-bf16 (--dtype=bf16), int8 (--weights-dtype=int8) or generate (greedy
---generate of 12 tokens from id prompts, comparing the logits of every step):
-e.g. gpt2-forward, llama-generate."""
+bf16 (--dtype=bf16), int8 (--weights-dtype=int8), generate (greedy
+--generate of 12 tokens from id prompts, comparing the logits of every step)
+or grad (--grad: the training loss, with dropout, and every weight's gradient,
+whose backward runs the layers' backward bodies in reverse): e.g.
+gpt2-forward, llama-generate, t5-grad."""
 
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -52,7 +55,7 @@ CONFIGS = {
 }
 ENCODER_DECODER = {"t5", "bart"}
 MODES = {"forward": [], "bf16": ["--dtype=bf16"], "int8": ["--weights-dtype=int8"],
-         "generate": ["--generate", "--max-context=32"]}
+         "generate": ["--generate", "--max-context=32"], "grad": ["--grad"]}
 
 
 def run(command, **kwargs):
@@ -64,6 +67,26 @@ def run(command, **kwargs):
 
 def outputs(path):
     return {name: np.asarray(value) for name, value in safetensors_io.read(path).items()}
+
+
+def tensor_inputs(binary, path):
+    """Random inputs for every input `binary --info` lists: ids below their
+    bound, masks of ones, a dropout seed."""
+    rng = np.random.default_rng(11)
+    tensors = {}
+    for line in run([binary, "--info"]).splitlines():
+        found = re.match(r"input\s+(\S+) (\w+) \[([0-9, ]*)\](?: \(ids < (\d+)\))?", line)
+        if not found:
+            continue
+        name, dtype, dims, bound = found.groups()
+        shape = [int(d) for d in dims.split(",") if d.strip()]
+        if name == "dropout_seed":
+            tensors[name] = np.array(7, dtype=np.int64)
+        elif "mask" in name:
+            tensors[name] = np.ones(shape, dtype=np.int32)
+        else:
+            tensors[name] = rng.integers(1, int(bound or 97), size=shape).astype(np.int32)
+    safetensors_io.write(path, tensors)
 
 
 def check(args, case):
@@ -83,7 +106,11 @@ def check(args, case):
         binary = os.path.join(workdir, "model" + ("-copies" if variant else ""))
         run([args.xfmrc, config, "--batch=2", "-o", binary] + flags + variant)
         out = binary + ".safetensors"
-        if mode == "generate":
+        if mode == "grad":
+            inputs = os.path.join(workdir, "inputs.safetensors")
+            tensor_inputs(binary, inputs)
+            run([binary, f"--weights={weights}", f"--inputs={inputs}", f"--output={out}"])
+        elif mode == "generate":
             command = [binary, "-m", weights, "--ids", "--temp", "0", "-n", "12",
                        "--ignore-eos", "--no-echo", "--save-logits", out]
             for prompt in prompts:

@@ -165,8 +165,12 @@ def XfmrAutodiff : Pass<"xfmr-autodiff", "::mlir::ModuleOp"> {
     operands' gradients, adding up gradients of values used several times.
     `multi_head_attention` is first decomposed; `fused_attention` gets its
     logsumexp result so that its backward recomputes probabilities instead
-    of storing them. Fails, naming the op, when a value that depends on a
-    parameter reaches an op without an adjoint.
+    of storing them. An `xfmr.layer`'s backward is an `xfmr.layer` of its
+    own, `<name>.grad`, which yields the gradients of the active values the
+    layer reads from above; the forward layer then also yields what its
+    backward reads of its inside, so that identical layers stay identical
+    forward and backward. Fails, naming the op, when a value that depends on
+    a parameter reaches an op without an adjoint.
   }];
   let options = [
     Option<"function", "function", "std::string", /*default=*/"\"loss\"",
