@@ -26,7 +26,6 @@ import json
 import os
 import re
 import struct
-import subprocess
 import sys
 import time
 
@@ -35,7 +34,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from generate import read_bandwidth  # noqa: E402
+from generate import read_bandwidth, run  # noqa: E402
 
 GPT2 = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": 50257,
         "n_positions": 1024}
@@ -55,13 +54,6 @@ MODELS = {
                                             num_key_value_heads=8, head_dim=128)),
 }
 PROMPT, NEW = 32, 64
-
-
-def run(command, **kwargs):
-    result = subprocess.run(command, capture_output=True, text=True, **kwargs)
-    if result.returncode != 0:
-        sys.exit(f"command failed: {' '.join(command)}\n{result.stdout}{result.stderr}")
-    return result
 
 
 def tensors(config):

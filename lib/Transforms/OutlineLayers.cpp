@@ -53,7 +53,7 @@ bool derivesFromWeights(Value value, func::FuncOp func) {
 }
 
 /// Clones the ops computing `value` from weights into `b`'s block, mapping
-/// the weights to the arguments `arguments` assigns them.
+/// each weight to the argument `argumentFor` gives it.
 Value cloneDerivation(OpBuilder &b, Value value, IRMapping &mapping,
                       llvm::function_ref<Value(Value)> argumentFor) {
   if (Value mapped = mapping.lookupOrNull(value))
@@ -157,7 +157,6 @@ struct OutlineLayersPass : xfmr::impl::XfmrOutlineLayersBase<OutlineLayersPass> 
       std::string name = (parent.getName() + "_" + layer.getName()).str();
       std::replace(name.begin(), name.end(), '.', '_');
       func.setName(name);
-      OpBuilder(parent).insert(func);
       symbols.insert(func, Block::iterator(parent));
       bodies.push_back(func);
       callee = func;
