@@ -101,10 +101,7 @@ struct xfmr_generator {
     std::set<std::string> shared;
     for (const auto &entry : weights)
       shared.insert(entry.first);
-    WeightsLoaded decoder;
-    weights.merge(loadWeights(prefill.manifest, path, shared, mapWeights, &decoder));
-    weightBytes.mapped += decoder.mapped;
-    weightBytes.converted += decoder.converted;
+    weights.merge(loadWeights(prefill.manifest, path, shared, mapWeights, &weightBytes));
     loadSeconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
     bind(prefill);

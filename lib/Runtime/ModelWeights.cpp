@@ -180,6 +180,43 @@ static std::string describeGroups(int64_t group, int64_t inputs) {
                          : "a scale per " + std::to_string(group) + " values";
 }
 
+/// Whether the `count` IEEE values of `Bits` at `data`, with exponent mask
+/// `exponent` and sign mask `sign`, are finite (and not negative, with
+/// `nonNegative`): bit tests over the whole tensor, which vectorize and run
+/// at memory speed.
+template <typename Bits>
+static bool allFiniteBits(const void *data, size_t count, Bits exponent, Bits sign,
+                          bool nonNegative) {
+  const Bits *bits = static_cast<const Bits *>(data);
+  Bits bad = 0;
+  Bits negative = nonNegative ? sign : 0;
+  for (size_t i = 0; i < count; ++i) {
+    Bits b = bits[i];
+    // An all-ones exponent is infinity or NaN; a set sign bit on a nonzero
+    // value is negative.
+    bad |= static_cast<Bits>(((b & exponent) == exponent) | ((b & negative) && (b & ~sign)));
+  }
+  return bad == 0;
+}
+
+/// Whether the `count` values of type `dtype` at `data` are finite (and not
+/// negative, with `nonNegative`); integers always are.
+static bool allFinite(xfmr_dtype dtype, const void *data, size_t count, bool nonNegative) {
+  switch (dtype) {
+  case XFMR_DTYPE_F32:
+    return allFiniteBits<uint32_t>(data, count, 0x7F800000u, 0x80000000u, nonNegative);
+  case XFMR_DTYPE_BF16:
+    return allFiniteBits<uint16_t>(data, count, 0x7F80, 0x8000, nonNegative);
+  case XFMR_DTYPE_F16:
+    return allFiniteBits<uint16_t>(data, count, 0x7C00, 0x8000, nonNegative);
+  case XFMR_DTYPE_F64:
+    return allFiniteBits<uint64_t>(data, count, 0x7FF0000000000000ull, 0x8000000000000000ull,
+                                   nonNegative);
+  default:
+    return true;
+  }
+}
+
 /// The narrow part `arg` as `xfmrc --quantize` stored it ahead of time, or
 /// null when the file holds the checkpoint's own tensor instead.
 static std::unique_ptr<Buffer>
@@ -236,13 +273,9 @@ readStoredPart(const xfmr_weights *file, const std::string &path, const Manifest
   if (xfmr_weights_read(file, found.c_str(), arg.dtype, static_cast<int32_t>(arg.shape.size()),
                         arg.shape.data(), buffer->data, err, sizeof(err)))
     fail("weights file " + std::string(err));
-  if (arg.quantizedPart == "scales") {
-    std::vector<float> scales(elementCount(arg.shape));
-    convertElements(arg.dtype, buffer->data, scales.size(), XFMR_DTYPE_F32, scales.data());
-    if (!std::all_of(scales.begin(), scales.end(),
-                     [](float v) { return std::isfinite(v) && v >= 0.0f; }))
-      fail(where + "holds negative, NaN or infinite scales");
-  }
+  if (arg.quantizedPart == "scales" &&
+      !allFinite(arg.dtype, buffer->data, elementCount(arg.shape), /*nonNegative=*/true))
+    fail(where + "holds negative, NaN or infinite scales");
   return buffer;
 }
 
@@ -283,43 +316,6 @@ static void releaseMappedPages(const void *data, size_t bytes) {
   uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(page - 1);
   if (end > begin)
     madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
-}
-
-/// Whether the `count` IEEE values of `Bits` at `data`, with exponent mask
-/// `exponent` and sign mask `sign`, are finite (and not negative, with
-/// `nonNegative`): bit tests over the whole tensor, which vectorize and run
-/// at memory speed.
-template <typename Bits>
-static bool allFiniteBits(const void *data, size_t count, Bits exponent, Bits sign,
-                          bool nonNegative) {
-  const Bits *bits = static_cast<const Bits *>(data);
-  Bits bad = 0;
-  Bits negative = nonNegative ? sign : 0;
-  for (size_t i = 0; i < count; ++i) {
-    Bits b = bits[i];
-    // An all-ones exponent is infinity or NaN; a set sign bit on a nonzero
-    // value is negative.
-    bad |= static_cast<Bits>(((b & exponent) == exponent) | ((b & negative) && (b & ~sign)));
-  }
-  return bad == 0;
-}
-
-/// Whether the `count` values of type `dtype` at `data` are finite (and not
-/// negative, with `nonNegative`); integers always are.
-static bool allFinite(xfmr_dtype dtype, const void *data, size_t count, bool nonNegative) {
-  switch (dtype) {
-  case XFMR_DTYPE_F32:
-    return allFiniteBits<uint32_t>(data, count, 0x7F800000u, 0x80000000u, nonNegative);
-  case XFMR_DTYPE_BF16:
-    return allFiniteBits<uint16_t>(data, count, 0x7F80, 0x8000, nonNegative);
-  case XFMR_DTYPE_F16:
-    return allFiniteBits<uint16_t>(data, count, 0x7C00, 0x8000, nonNegative);
-  case XFMR_DTYPE_F64:
-    return allFiniteBits<uint64_t>(data, count, 0x7FF0000000000000ull, 0x8000000000000000ull,
-                                   nonNegative);
-  default:
-    return true;
-  }
 }
 
 /// A mapped file that shrinks under the process turns reads past its new end
@@ -385,8 +381,10 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
       total += aligned(bytesOf(arg));
   auto block = std::make_shared<Buffer>(total);
   counts.converted = total;
-  if (loaded)
-    *loaded = counts;
+  if (loaded) {
+    loaded->mapped += counts.mapped;
+    loaded->converted += counts.converted;
+  }
   size_t offset = 0;
   for (const ArgSpec &arg : manifest.args) {
     if (!wanted(arg))
@@ -459,7 +457,7 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
                           sizeof(err)))
       fail("weights file " + std::string(err));
     releaseMappedPages(info.data, elementCount(shape) * xfmr_dtype_size(info.dtype));
-    if (!std::all_of(values, values + count, [](float v) { return std::isfinite(v); }))
+    if (!allFinite(XFMR_DTYPE_F32, values, count, /*nonNegative=*/false))
       fail("weights file '" + path + "': tensor '" + found + "' contains NaN or infinity");
     if (arg.transposed) {
       std::vector<float> transpose(plainF32 ? 0 : count);

@@ -36,8 +36,9 @@ struct Buffer {
 
 std::unique_ptr<Buffer> allocate(const ArgSpec &arg);
 
-/// What loadWeights did: bytes used where the file maps them, and bytes
-/// converted (to the model's type, quantized or transposed) into memory.
+/// What loadWeights did, added up over calls: bytes used where the file
+/// maps them, and bytes converted (to the model's type, quantized or
+/// transposed) into memory.
 struct WeightsLoaded {
   size_t mapped = 0, converted = 0;
 };
