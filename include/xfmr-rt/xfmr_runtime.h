@@ -31,9 +31,19 @@ typedef enum xfmr_dtype {
   XFMR_DTYPE_I8,
   XFMR_DTYPE_U8,
   XFMR_DTYPE_BOOL,
+  /* ggml's block formats, as GGUF files hold them (no size per element:
+   * blocks of 32 or 256 values). */
+  XFMR_DTYPE_Q4_0,
+  XFMR_DTYPE_Q4_1,
+  XFMR_DTYPE_Q5_0,
+  XFMR_DTYPE_Q5_1,
+  XFMR_DTYPE_Q8_0,
+  XFMR_DTYPE_Q4_K,
+  XFMR_DTYPE_Q5_K,
+  XFMR_DTYPE_Q6_K,
 } xfmr_dtype;
 
-/* Bytes per element of `dtype`. */
+/* Bytes per element of `dtype` (0 for block formats). */
 size_t xfmr_dtype_size(xfmr_dtype dtype);
 /* The safetensors spelling ("F32", "BF16", ...). */
 const char *xfmr_dtype_name(xfmr_dtype dtype);
@@ -78,7 +88,9 @@ typedef struct xfmr_weights xfmr_weights;
 
 /* Opens `path`: a .safetensors file, a Hugging Face checkpoint directory
  * (its model.safetensors, or the shards its model.safetensors.index.json
- * lists) or such an index file. Every file is validated as
+ * lists), such an index file, or a llama.cpp .gguf file (its tensors under
+ * transformers' names, quantized ones in ggml's block dtypes, which
+ * xfmr_weights_read decodes). Every file is validated as
  * xfmr_safetensors_open does. Returns NULL on failure. */
 xfmr_weights *xfmr_weights_open(const char *path, char *err, size_t err_size);
 void xfmr_weights_close(xfmr_weights *weights);
@@ -88,6 +100,9 @@ int xfmr_weights_get(const xfmr_weights *weights, size_t index, xfmr_tensor_info
 int xfmr_weights_find(const xfmr_weights *weights, const char *name, xfmr_tensor_info *info);
 int xfmr_weights_read(const xfmr_weights *weights, const char *name, xfmr_dtype dtype, int32_t rank,
                       const int64_t *shape, void *dst, char *err, size_t err_size);
+/* The config.json of a model opened from a .gguf file (transformers' keys,
+ * from the file's metadata); NULL for safetensors. */
+const char *xfmr_weights_config_json(const xfmr_weights *weights);
 
 /*===--- Writing tensors -------------------------------------------------===*/
 

@@ -278,7 +278,10 @@ llvm::Error checkCheckpoint(ModuleOp module, const ModelSource &source, const Mo
         return llvm::createStringError(source.directory + ": no tensor '" + name.getValue() +
                                        "' (the model of " + source.configPath + " needs " + needs +
                                        ")");
-      bool isFloat = llvm::is_contained({"F32", "F64", "F16", "BF16"}, found->dtype);
+      // ggml's block formats (GGUF files) are decoded as they are loaded.
+      bool isFloat = llvm::is_contained({"F32", "F64", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0",
+                                         "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K"},
+                                        found->dtype);
       if (!isFloat || ArrayRef<int64_t>(found->shape) != type.getShape())
         return llvm::createStringError(source.directory + ": tensor '" + foundName + "' is " +
                                        found->dtype + " " + shapeString(found->shape) +
@@ -318,7 +321,8 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
   llvm::SourceMgr sourceMgr;
   CollectingDiagnostics diagnostics(context, sourceMgr);
   ModelInfo info;
-  if (llvm::sys::path::extension(path) == ".json" || llvm::sys::fs::is_directory(path)) {
+  StringRef extension = llvm::sys::path::extension(path);
+  if (extension == ".json" || extension == ".gguf" || llvm::sys::fs::is_directory(path)) {
     llvm::Expected<ModelSource> source = readModelSource(path);
     if (!source)
       return source.takeError();
@@ -336,7 +340,7 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
       llvm::sys::fs::make_absolute(absolute);
       info.defaultWeights = std::string(absolute);
     }
-  } else if (llvm::sys::path::extension(path) == ".mlir") {
+  } else if (extension == ".mlir") {
     auto file = llvm::MemoryBuffer::getFileOrSTDIN(path, /*IsText=*/true);
     if (!file)
       return llvm::createStringError(path + ": cannot read: " + file.getError().message());
@@ -350,7 +354,7 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
     return llvm::createStringError(path + ": no such file or directory");
   } else {
     return llvm::createStringError(path + ": unknown model file type (expected a checkpoint "
-                                          "directory, a config .json or an .mlir file)");
+                                          "directory, a config .json, a .gguf or an .mlir file)");
   }
   if (failed(verify(*module)))
     return diagnostics.error(path + ": the model does not verify");

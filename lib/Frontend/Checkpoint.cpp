@@ -1,6 +1,7 @@
 //===- Checkpoint.cpp - model descriptions on disk ------------------------===//
 //
-// A config.json alone, or a checkpoint directory: config.json, the
+// A config.json alone, a llama.cpp .gguf file (read by the runtime as the
+// checkpoint it was converted from), or a checkpoint directory: config.json, the
 // safetensors weights (one file or shards; read with the runtime's reader,
 // which the executables use too) and, for sentence-transformers, modules.json
 // naming the Transformer, Pooling and Normalize modules that turn token
@@ -140,8 +141,34 @@ llvm::Error readSentenceTransformers(llvm::StringRef directory, ModelSource &sou
 
 } // namespace
 
+/// Adds the tensors of the weights at `path` (a checkpoint directory or a
+/// .gguf file) to `source`.
+static llvm::Error readTensors(const std::string &path, ModelSource &source) {
+  char err[512];
+  xfmr_weights *weights = xfmr_weights_open(path.c_str(), err, sizeof(err));
+  if (!weights)
+    return llvm::createStringError(err);
+  for (size_t i = 0, e = xfmr_weights_count(weights); i < e; ++i) {
+    xfmr_tensor_info info;
+    xfmr_weights_get(weights, i, &info);
+    source.tensors[info.name] = {xfmr_dtype_name(info.dtype),
+                                 std::vector<int64_t>(info.shape, info.shape + info.rank)};
+  }
+  if (const char *config = xfmr_weights_config_json(weights))
+    source.configText = config;
+  xfmr_weights_close(weights);
+  return llvm::Error::success();
+}
+
 llvm::Expected<ModelSource> xfmr::readModelSource(llvm::StringRef path) {
   ModelSource source;
+  if (path.ends_with(".gguf")) {
+    // llama.cpp's file: the config comes from its metadata.
+    source.configPath = source.directory = path.str();
+    if (llvm::Error error = readTensors(source.directory, source))
+      return std::move(error);
+    return std::move(source);
+  }
   if (!llvm::sys::fs::is_directory(path)) {
     llvm::Expected<std::string> text = readText(path);
     if (!text)
@@ -172,16 +199,7 @@ llvm::Expected<ModelSource> xfmr::readModelSource(llvm::StringRef path) {
     source.generationConfigText = std::move(*generation);
   }
 
-  char err[512];
-  xfmr_weights *weights = xfmr_weights_open(directory.c_str(), err, sizeof(err));
-  if (!weights)
-    return llvm::createStringError(err);
-  for (size_t i = 0, e = xfmr_weights_count(weights); i < e; ++i) {
-    xfmr_tensor_info info;
-    xfmr_weights_get(weights, i, &info);
-    source.tensors[info.name] = {xfmr_dtype_name(info.dtype),
-                                 std::vector<int64_t>(info.shape, info.shape + info.rank)};
-  }
-  xfmr_weights_close(weights);
+  if (llvm::Error error = readTensors(directory, source))
+    return std::move(error);
   return std::move(source);
 }

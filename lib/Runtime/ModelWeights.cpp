@@ -2,6 +2,8 @@
 
 #include "ModelWeights.h"
 
+#include "Gguf.h"
+
 #include "CommandLine.h"
 #include "RuntimeSupport.h"
 
@@ -431,7 +433,8 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
            std::string(xfmr_dtype_name(dtype)) + " " + shapeToString(shape) + ")" + hint);
     }
     bool isFloat = info.dtype == XFMR_DTYPE_F32 || info.dtype == XFMR_DTYPE_F64 ||
-                   info.dtype == XFMR_DTYPE_F16 || info.dtype == XFMR_DTYPE_BF16;
+                   info.dtype == XFMR_DTYPE_F16 || info.dtype == XFMR_DTYPE_BF16 ||
+                   isGgmlBlockType(info.dtype);
     if (!isFloat)
       fail("weights file '" + path + "': tensor '" + found + "' is " + xfmr_dtype_name(info.dtype) +
            " " + shapeToString(std::vector<int64_t>(info.shape, info.shape + info.rank)) +
@@ -456,7 +459,10 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
                           static_cast<int32_t>(shape.size()), shape.data(), values, err,
                           sizeof(err)))
       fail("weights file " + std::string(err));
-    releaseMappedPages(info.data, elementCount(shape) * xfmr_dtype_size(info.dtype));
+    // (Not a GGUF model's: its unpermuted projections live in memory,
+    // which dropping the pages would zero.)
+    if (!xfmr_weights_config_json(file.get()))
+      releaseMappedPages(info.data, info.num_bytes);
     if (!allFinite(XFMR_DTYPE_F32, values, count, /*nonNegative=*/false))
       fail("weights file '" + path + "': tensor '" + found + "' contains NaN or infinity");
     if (arg.transposed) {

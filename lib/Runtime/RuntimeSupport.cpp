@@ -28,7 +28,7 @@ uint64_t xfmr::rt::elementCount(const std::vector<int64_t> &shape) {
   return count;
 }
 
-static float halfToFloat(uint16_t h) {
+float xfmr::rt::halfToFloat(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000) << 16;
   uint32_t exponent = (h >> 10) & 0x1F;
   uint32_t mantissa = h & 0x3FF;

@@ -20,6 +20,9 @@ std::string shapeToString(const std::vector<int64_t> &shape);
 
 uint64_t elementCount(const std::vector<int64_t> &shape);
 
+/// The float of IEEE half-precision bits.
+float halfToFloat(uint16_t bits);
+
 /// Converts `count` elements of `from` at the (possibly unaligned) `src` into
 /// `to` at `dst` (floats to F32, integers to I32, U8 to BOOL, or the same
 /// dtype); returns "" or what makes the conversion impossible.

@@ -89,6 +89,10 @@ const char *xfmr_dtype_name(xfmr_dtype dtype) {
   for (const DtypeName &d : kDtypes)
     if (d.dtype == dtype)
       return d.name;
+  static const char *const kBlockNames[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1",
+                                            "Q8_0", "Q4_K", "Q5_K", "Q6_K"};
+  if (dtype >= XFMR_DTYPE_Q4_0 && dtype <= XFMR_DTYPE_Q6_K)
+    return kBlockNames[dtype - XFMR_DTYPE_Q4_0];
   return "?";
 }
 
@@ -363,6 +367,10 @@ int xfmr_npy_write(const char *path, const xfmr_tensor_ref *tensor, char *err,
   case XFMR_DTYPE_BOOL: descr = "|b1"; break;
   case XFMR_DTYPE_BF16:
     setError(err, errSize, "cannot write bf16 to .npy (NumPy has no bfloat16)");
+    return 1;
+  default:
+    setError(err, errSize, std::string("cannot write ") + xfmr_dtype_name(tensor->dtype) +
+                               " blocks to .npy");
     return 1;
   }
   std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (";

@@ -4,12 +4,15 @@
 // shard size, `model.safetensors.index.json` ({"weight_map": {tensor: shard
 // file}}) and the shards beside it. Each shard is opened and validated as a
 // safetensors file; the index must name shards inside the directory and
-// tensors they hold.
+// tensors they hold. A .gguf file is read through GgufModel, as the
+// checkpoint it was converted from.
 //
 //===----------------------------------------------------------------------===//
 
 #include "xfmr-rt/xfmr_runtime.h"
 
+#include "CommandLine.h"
+#include "Gguf.h"
 #include "Json.h"
 #include "RuntimeSupport.h"
 
@@ -46,6 +49,8 @@ std::string directoryOf(const std::string &path) {
 
 struct xfmr_weights {
   std::vector<SafetensorsPtr> files;
+  std::unique_ptr<GgufModel> gguf;
+  std::map<std::string, const GgufTensor *> ggufTensors;
   /// Every tensor: the file holding it, in the order of the files.
   std::map<std::string, const xfmr_safetensors *> owner;
   std::vector<std::string> names;
@@ -111,6 +116,20 @@ struct xfmr_weights {
     return "";
   }
 
+  /// Opens the GGUF file at `path`; "" or an error message.
+  std::string addGguf(const std::string &path) {
+    try {
+      gguf = std::make_unique<GgufModel>(path);
+    } catch (const Failure &failure) {
+      return failure.message;
+    }
+    for (const GgufTensor &tensor : gguf->tensors()) {
+      ggufTensors[tensor.name] = &tensor;
+      names.push_back(tensor.name);
+    }
+    return "";
+  }
+
   const xfmr_safetensors *find(const char *name) const {
     auto it = owner.find(name);
     return it == owner.end() ? nullptr : it->second;
@@ -139,6 +158,8 @@ xfmr_weights *xfmr_weights_open(const char *path, char *err, size_t errSize) {
                 "': no model.safetensors or model.safetensors.index.json (PyTorch .bin "
                 "checkpoints are not read: save with safe_serialization=True)";
     }
+  } else if (endsWith(".gguf")) {
+    problem = weights->addGguf(location);
   } else if (endsWith(".json")) {
     problem = weights->addIndex(location, err, errSize);
   } else {
@@ -164,12 +185,63 @@ int xfmr_weights_get(const xfmr_weights *weights, size_t index, xfmr_tensor_info
 }
 
 int xfmr_weights_find(const xfmr_weights *weights, const char *name, xfmr_tensor_info *info) {
+  if (weights->gguf) {
+    auto it = weights->ggufTensors.find(name);
+    if (it == weights->ggufTensors.end())
+      return 1;
+    const GgufTensor &tensor = *it->second;
+    *info = {tensor.name.c_str(), tensor.dtype, static_cast<int32_t>(tensor.shape.size()),
+             tensor.shape.data(), tensor.data, tensor.bytes};
+    return 0;
+  }
   const xfmr_safetensors *file = weights->find(name);
   return file ? xfmr_safetensors_find(file, name, info) : 1;
 }
 
+/// xfmr_weights_read of a GGUF file's tensor: ggml blocks decoded to f32
+/// first.
+static int readGguf(const xfmr_weights *weights, const char *name, xfmr_dtype dtype, int32_t rank,
+                    const int64_t *shape, void *dst, char *err, size_t errSize) {
+  std::vector<int64_t> expected(shape, shape + rank);
+  std::string prefix = "'" + weights->gguf->file().path() + "': ";
+  auto it = weights->ggufTensors.find(name);
+  if (it == weights->ggufTensors.end()) {
+    setError(err, errSize, prefix + "no tensor '" + name + "' (the model needs " +
+                               xfmr_dtype_name(dtype) + " " + shapeToString(expected) + ")");
+    return 1;
+  }
+  const GgufTensor &tensor = *it->second;
+  if (tensor.shape != expected) {
+    setError(err, errSize, prefix + "tensor '" + name + "' is " + xfmr_dtype_name(tensor.dtype) +
+                               " " + shapeToString(tensor.shape) + ", the model needs " +
+                               xfmr_dtype_name(dtype) + " " + shapeToString(expected));
+    return 1;
+  }
+  size_t count = elementCount(expected);
+  const void *source = tensor.data;
+  xfmr_dtype sourceType = tensor.dtype;
+  std::vector<float> decoded;
+  if (isGgmlBlockType(tensor.dtype)) {
+    decoded.resize(dtype == XFMR_DTYPE_F32 ? 0 : count);
+    float *out = decoded.empty() ? static_cast<float *>(dst) : decoded.data();
+    dequantizeBlocks(tensor.dtype, tensor.data, out, static_cast<int64_t>(count));
+    if (decoded.empty())
+      return 0;
+    source = decoded.data();
+    sourceType = XFMR_DTYPE_F32;
+  }
+  std::string problem = convertElements(sourceType, source, count, dtype, dst);
+  if (!problem.empty()) {
+    setError(err, errSize, prefix + "tensor '" + name + "': " + problem);
+    return 1;
+  }
+  return 0;
+}
+
 int xfmr_weights_read(const xfmr_weights *weights, const char *name, xfmr_dtype dtype, int32_t rank,
                       const int64_t *shape, void *dst, char *err, size_t errSize) {
+  if (weights->gguf)
+    return readGguf(weights, name, dtype, rank, shape, dst, err, errSize);
   const xfmr_safetensors *file = weights->find(name);
   if (!file) {
     std::vector<int64_t> expected(shape, shape + rank);
@@ -179,4 +251,8 @@ int xfmr_weights_read(const xfmr_weights *weights, const char *name, xfmr_dtype 
     return 1;
   }
   return xfmr_safetensors_read(file, name, dtype, rank, shape, dst, err, errSize);
+}
+
+const char *xfmr_weights_config_json(const xfmr_weights *weights) {
+  return weights->gguf ? weights->gguf->configJson().c_str() : nullptr;
 }

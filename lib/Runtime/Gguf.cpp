@@ -1,0 +1,638 @@
+//===- Gguf.cpp - llama.cpp's GGUF model files ----------------------------===//
+//
+// Layout (little-endian): "GGUF", version, tensor count, metadata count;
+// the metadata (key string, value type, value); the tensor infos (name,
+// dims innermost first, ggml type, offset into the data); padding to the
+// file's alignment (`general.alignment`, 32 by default); the data. Strings
+// are a 64-bit length and bytes. Every count, length and offset is checked
+// against the file before it is used.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Gguf.h"
+
+#include "CommandLine.h"
+#include "Json.h"
+#include "RuntimeSupport.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace xfmr::rt;
+
+namespace {
+
+/// ggml's types (ggml.h's GGML_TYPE_*) that xfmr reads, with their blocks.
+struct GgmlTypeInfo {
+  uint32_t id;
+  xfmr_dtype dtype;
+  int64_t blockValues, blockBytes;
+};
+
+constexpr GgmlTypeInfo kGgmlTypes[] = {
+    {0, XFMR_DTYPE_F32, 1, 4},       {1, XFMR_DTYPE_F16, 1, 2},      {30, XFMR_DTYPE_BF16, 1, 2},
+    {2, XFMR_DTYPE_Q4_0, 32, 18},    {3, XFMR_DTYPE_Q4_1, 32, 20},   {6, XFMR_DTYPE_Q5_0, 32, 22},
+    {7, XFMR_DTYPE_Q5_1, 32, 24},    {8, XFMR_DTYPE_Q8_0, 32, 34},   {12, XFMR_DTYPE_Q4_K, 256, 144},
+    {13, XFMR_DTYPE_Q5_K, 256, 176}, {14, XFMR_DTYPE_Q6_K, 256, 210},
+};
+
+/// ggml's names of the types it has that xfmr does not read.
+const char *unsupportedGgmlTypeName(uint32_t id) {
+  static const char *const kNames[] = {
+      "F32",   "F16",   "Q4_0",    "Q4_1",    "Q4_2",   "Q4_3",  "Q5_0",  "Q5_1",  "Q8_0",
+      "Q8_1",  "Q2_K",  "Q3_K",    "Q4_K",    "Q5_K",   "Q6_K",  "Q8_K",  "IQ2_XXS", "IQ2_XS",
+      "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S",  "IQ2_S",  "IQ4_XS", "I8",   "I16",   "I32",
+      "I64",   "F64",   "IQ1_M",   "BF16",    "Q4_0_4_4", "Q4_0_4_8", "Q4_0_8_8", "TQ1_0",
+      "TQ2_0", "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4"};
+  return id < std::size(kNames) ? kNames[id] : "unknown";
+}
+
+const GgmlTypeInfo *ggmlType(uint32_t id) {
+  for (const GgmlTypeInfo &info : kGgmlTypes)
+    if (info.id == id)
+      return &info;
+  return nullptr;
+}
+
+const GgmlTypeInfo &ggmlType(xfmr_dtype dtype) {
+  for (const GgmlTypeInfo &info : kGgmlTypes)
+    if (info.dtype == dtype)
+      return info;
+  fail("internal: not a ggml dtype");
+}
+
+/// A bounds-checked cursor over the file's bytes.
+class Cursor {
+public:
+  Cursor(const uint8_t *begin, size_t size, const std::string &prefix)
+      : begin(begin), at(begin), end(begin + size), prefix(prefix) {}
+
+  [[noreturn]] void error(const std::string &problem) const {
+    fail(prefix + problem + " (at byte " + std::to_string(at - begin) + ")");
+  }
+
+  size_t remaining() const { return static_cast<size_t>(end - at); }
+  size_t offset() const { return static_cast<size_t>(at - begin); }
+
+  template <typename T> T take(const char *what) {
+    if (remaining() < sizeof(T))
+      error(std::string("file ends inside ") + what + " (truncated?)");
+    T value;
+    std::memcpy(&value, at, sizeof(T));
+    at += sizeof(T);
+    return value;
+  }
+
+  std::string string(const char *what) {
+    uint64_t length = take<uint64_t>(what);
+    if (length > remaining())
+      error(std::string(what) + " of " + std::to_string(length) + " bytes runs past the end");
+    std::string text(reinterpret_cast<const char *>(at), length);
+    at += length;
+    return text;
+  }
+
+private:
+  const uint8_t *begin, *at, *end;
+  std::string prefix;
+};
+
+/// Reads one value of GGUF type `type` (gguf.md's gguf_metadata_value_type).
+GgufValue readValue(Cursor &cursor, uint32_t type, const std::string &key, int depth = 0) {
+  GgufValue value;
+  switch (type) {
+  case 0: value.integer = cursor.take<uint8_t>("a value"); break;
+  case 1: value.integer = cursor.take<int8_t>("a value"); break;
+  case 2: value.integer = cursor.take<uint16_t>("a value"); break;
+  case 3: value.integer = cursor.take<int16_t>("a value"); break;
+  case 4: value.integer = cursor.take<uint32_t>("a value"); break;
+  case 5: value.integer = cursor.take<int32_t>("a value"); break;
+  case 10: {
+    uint64_t wide = cursor.take<uint64_t>("a value");
+    if (wide > uint64_t(INT64_MAX))
+      cursor.error("key '" + key + "': integer " + std::to_string(wide) + " is too large");
+    value.integer = static_cast<int64_t>(wide);
+    break;
+  }
+  case 11: value.integer = cursor.take<int64_t>("a value"); break;
+  case 6:
+    value.kind = GgufValue::Kind::Float;
+    value.number = cursor.take<float>("a value");
+    break;
+  case 12:
+    value.kind = GgufValue::Kind::Float;
+    value.number = cursor.take<double>("a value");
+    break;
+  case 7: {
+    value.kind = GgufValue::Kind::Bool;
+    uint8_t flag = cursor.take<uint8_t>("a value");
+    if (flag > 1)
+      cursor.error("key '" + key + "': bool value " + std::to_string(flag) + " is not 0 or 1");
+    value.integer = flag;
+    break;
+  }
+  case 8:
+    value.kind = GgufValue::Kind::String;
+    value.text = cursor.string("a string");
+    break;
+  case 9: {
+    value.kind = GgufValue::Kind::Array;
+    if (depth == 2)
+      cursor.error("key '" + key + "': arrays nested deeper than two levels");
+    uint32_t itemType = cursor.take<uint32_t>("an array's type");
+    uint64_t count = cursor.take<uint64_t>("an array's length");
+    // Every item takes at least a byte: a longer array cannot fit.
+    if (count > cursor.remaining())
+      cursor.error("key '" + key + "': array of " + std::to_string(count) +
+                   " items runs past the end");
+    value.items.reserve(count);
+    for (uint64_t i = 0; i < count; ++i)
+      value.items.push_back(readValue(cursor, itemType, key, depth + 1));
+    break;
+  }
+  default:
+    cursor.error("key '" + key + "': unknown value type " + std::to_string(type));
+  }
+  return value;
+}
+
+/// A half-precision scale of a block.
+float half(const uint8_t *bytes) {
+  uint16_t bits;
+  std::memcpy(&bits, bytes, 2);
+  return halfToFloat(bits);
+}
+
+/// Q4_K and Q5_K: the 6-bit scale and minimum of sub-block `j` (ggml's
+/// get_scale_min_k4).
+std::pair<int, int> scaleMinK4(const uint8_t *scales, int j) {
+  if (j < 4)
+    return {scales[j] & 63, scales[j + 4] & 63};
+  return {(scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4),
+          (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4)};
+}
+
+/// Decodes one block of `type` (ggml-common.h's layouts; ggml-quants.c's
+/// dequantize_row_*).
+void dequantizeBlock(xfmr_dtype type, const uint8_t *b, float *y) {
+  switch (type) {
+  case XFMR_DTYPE_Q4_0:
+  case XFMR_DTYPE_Q4_1: {
+    // Rounded as ggml's: (q - 8) * d, or q * d + m.
+    bool hasMin = type == XFMR_DTYPE_Q4_1;
+    float d = half(b), m = hasMin ? half(b + 2) : 0;
+    int offset = hasMin ? 0 : 8;
+    const uint8_t *qs = b + (hasMin ? 4 : 2);
+    for (int j = 0; j < 16; ++j) {
+      y[j] = ((qs[j] & 0xF) - offset) * d + m;
+      y[j + 16] = ((qs[j] >> 4) - offset) * d + m;
+    }
+    return;
+  }
+  case XFMR_DTYPE_Q5_0:
+  case XFMR_DTYPE_Q5_1: {
+    bool hasMin = type == XFMR_DTYPE_Q5_1;
+    float d = half(b), m = hasMin ? half(b + 2) : 0;
+    int offset = hasMin ? 0 : 16;
+    uint32_t qh;
+    std::memcpy(&qh, b + (hasMin ? 4 : 2), 4);
+    const uint8_t *qs = b + (hasMin ? 8 : 6);
+    for (int j = 0; j < 16; ++j) {
+      int low = (qs[j] & 0xF) | int((qh >> j) & 1) << 4;
+      int high = (qs[j] >> 4) | int((qh >> (j + 16)) & 1) << 4;
+      y[j] = (low - offset) * d + m;
+      y[j + 16] = (high - offset) * d + m;
+    }
+    return;
+  }
+  case XFMR_DTYPE_Q8_0: {
+    float d = half(b);
+    for (int j = 0; j < 32; ++j)
+      y[j] = static_cast<int8_t>(b[2 + j]) * d;
+    return;
+  }
+  case XFMR_DTYPE_Q4_K:
+  case XFMR_DTYPE_Q5_K: {
+    bool five = type == XFMR_DTYPE_Q5_K;
+    float d = half(b), dmin = half(b + 2);
+    const uint8_t *scales = b + 4, *qh = b + 16, *qs = b + (five ? 48 : 16);
+    for (int sub = 0; sub < 8; ++sub) {
+      auto [scale, min] = scaleMinK4(scales, sub);
+      float step = d * scale, offset = dmin * min;
+      const uint8_t *q = qs + (sub / 2) * 32;
+      int shift = (sub % 2) * 4;
+      for (int l = 0; l < 32; ++l) {
+        int value = (q[l] >> shift) & 0xF;
+        if (five)
+          value |= ((qh[l] >> sub) & 1) << 4;
+        y[sub * 32 + l] = step * value - offset;
+      }
+    }
+    return;
+  }
+  case XFMR_DTYPE_Q6_K: {
+    const uint8_t *ql = b, *qh = b + 128;
+    const auto *scales = reinterpret_cast<const int8_t *>(b + 192);
+    float d = half(b + 208);
+    for (int v = 0; v < 256; ++v) {
+      int h = v / 128, r = v % 128;
+      int low = (ql[h * 64 + r % 64] >> (4 * (r / 64))) & 0xF;
+      int high = (qh[h * 32 + r % 32] >> (2 * (r / 32))) & 3;
+      y[v] = d * scales[v / 16] * ((low | high << 4) - 32);
+    }
+    return;
+  }
+  default:
+    fail("internal: not a ggml block dtype");
+  }
+}
+
+} // namespace
+
+bool xfmr::rt::isGgmlBlockType(xfmr_dtype dtype) {
+  for (const GgmlTypeInfo &info : kGgmlTypes)
+    if (info.dtype == dtype)
+      return info.blockValues > 1;
+  return false;
+}
+
+std::pair<int64_t, int64_t> xfmr::rt::ggmlBlockLayout(xfmr_dtype dtype) {
+  const GgmlTypeInfo &info = ggmlType(dtype);
+  return {info.blockValues, info.blockBytes};
+}
+
+void xfmr::rt::dequantizeBlocks(xfmr_dtype dtype, const uint8_t *blocks, float *out,
+                                int64_t count) {
+  auto [values, bytes] = ggmlBlockLayout(dtype);
+  for (int64_t i = 0; i < count / values; ++i)
+    dequantizeBlock(dtype, blocks + i * bytes, out + i * values);
+}
+
+//===----------------------------------------------------------------------===//
+// GgufFile
+//===----------------------------------------------------------------------===//
+
+GgufFile::~GgufFile() {
+  if (mapping)
+    munmap(mapping, fileSize);
+}
+
+const GgufValue *GgufFile::find(const std::string &key) const {
+  auto it = metadata.find(key);
+  return it == metadata.end() ? nullptr : &it->second;
+}
+
+std::unique_ptr<GgufFile> GgufFile::open(const std::string &path) {
+  std::unique_ptr<GgufFile> file(new GgufFile);
+  file->filePath = path;
+  std::string prefix = "GGUF file '" + path + "': ";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    fail(prefix + "cannot open: " + std::strerror(errno));
+  struct stat info;
+  if (fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+    ::close(fd);
+    fail(prefix + "not a regular file");
+  }
+  file->fileSize = static_cast<size_t>(info.st_size);
+  if (file->fileSize == 0) {
+    ::close(fd);
+    fail(prefix + "empty file");
+  }
+  void *mapping = mmap(nullptr, file->fileSize, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (mapping == MAP_FAILED)
+    fail(prefix + "cannot map: " + std::strerror(errno));
+  file->mapping = mapping;
+  const auto *bytes = static_cast<const uint8_t *>(mapping);
+  Cursor cursor(bytes, file->fileSize, prefix);
+
+  if (cursor.take<uint32_t>("the magic") != 0x46554747)
+    fail(prefix + "not a GGUF file (no \"GGUF\" magic)");
+  uint32_t version = cursor.take<uint32_t>("the version");
+  if (version != 2 && version != 3)
+    fail(prefix + "GGUF version " + std::to_string(version) +
+         " is not supported (2 and 3 are; a big-endian file reads as a huge version)");
+  uint64_t tensorCount = cursor.take<uint64_t>("the tensor count");
+  uint64_t metadataCount = cursor.take<uint64_t>("the metadata count");
+  // A key/value pair takes at least 13 bytes and a tensor info 24.
+  if (metadataCount > cursor.remaining() / 13 || tensorCount > cursor.remaining() / 24)
+    cursor.error(std::to_string(metadataCount) + " metadata entries and " +
+                 std::to_string(tensorCount) + " tensors cannot fit in the file");
+  for (uint64_t i = 0; i < metadataCount; ++i) {
+    std::string key = cursor.string("a metadata key");
+    uint32_t type = cursor.take<uint32_t>("a value type");
+    GgufValue value = readValue(cursor, type, key);
+    if (!file->metadata.emplace(key, std::move(value)).second)
+      cursor.error("key '" + key + "' appears twice");
+  }
+
+  uint64_t alignment = 32;
+  if (const GgufValue *value = file->find("general.alignment")) {
+    if (value->kind != GgufValue::Kind::Integer || value->integer <= 0 ||
+        (value->integer & (value->integer - 1)) || value->integer > (1 << 20))
+      fail(prefix + "key 'general.alignment' must be a power of two up to 2^20");
+    alignment = static_cast<uint64_t>(value->integer);
+  }
+
+  struct Info {
+    uint64_t offset;
+  };
+  std::vector<Info> offsets;
+  for (uint64_t i = 0; i < tensorCount; ++i) {
+    GgufTensor tensor;
+    tensor.name = cursor.string("a tensor name");
+    uint32_t rank = cursor.take<uint32_t>("a tensor's rank");
+    if (rank == 0 || rank > 4)
+      cursor.error("tensor '" + tensor.name + "': rank " + std::to_string(rank) +
+                   " (ggml tensors have 1 to 4 dimensions)");
+    uint64_t elements = 1;
+    for (uint32_t d = 0; d < rank; ++d) {
+      uint64_t size = cursor.take<uint64_t>("a tensor's dimensions");
+      if (size == 0 || size > (uint64_t(1) << 40) || elements > (uint64_t(1) << 50) / size)
+        cursor.error("tensor '" + tensor.name + "': dimension " + std::to_string(size) +
+                     " is zero or too large");
+      elements *= size;
+      tensor.shape.insert(tensor.shape.begin(), static_cast<int64_t>(size));
+    }
+    tensor.ggmlType = cursor.take<uint32_t>("a tensor's type");
+    const GgmlTypeInfo *type = ggmlType(tensor.ggmlType);
+    if (!type)
+      cursor.error("tensor '" + tensor.name + "': ggml type " +
+                   unsupportedGgmlTypeName(tensor.ggmlType) + " (" +
+                   std::to_string(tensor.ggmlType) +
+                   ") is not supported (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, "
+                   "Q5_K and Q6_K are)");
+    tensor.dtype = type->dtype;
+    if (tensor.shape.back() % type->blockValues)
+      cursor.error("tensor '" + tensor.name + "': rows of " + std::to_string(tensor.shape.back()) +
+                   " values are not whole blocks of " + std::to_string(type->blockValues));
+    tensor.bytes = elements / type->blockValues * type->blockBytes;
+    uint64_t offset = cursor.take<uint64_t>("a tensor's offset");
+    if (offset % alignment)
+      cursor.error("tensor '" + tensor.name + "': offset " + std::to_string(offset) +
+                   " is not a multiple of the alignment " + std::to_string(alignment));
+    offsets.push_back({offset});
+    file->tensorList.push_back(std::move(tensor));
+  }
+  uint64_t dataStart = (cursor.offset() + alignment - 1) / alignment * alignment;
+  uint64_t dataSize = dataStart <= file->fileSize ? file->fileSize - dataStart : 0;
+  std::vector<size_t> order;
+  for (size_t i = 0; i < file->tensorList.size(); ++i) {
+    GgufTensor &tensor = file->tensorList[i];
+    uint64_t offset = offsets[i].offset;
+    if (offset > dataSize || tensor.bytes > dataSize - offset)
+      fail(prefix + "tensor '" + tensor.name + "': its " + std::to_string(tensor.bytes) +
+           " bytes at offset " + std::to_string(offset) + " run past the end of the data (" +
+           std::to_string(dataSize) + " bytes; file truncated?)");
+    tensor.data = bytes + dataStart + offset;
+    order.push_back(i);
+  }
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return offsets[a].offset < offsets[b].offset; });
+  for (size_t i = 1; i < order.size(); ++i) {
+    const GgufTensor &previous = file->tensorList[order[i - 1]];
+    if (offsets[order[i - 1]].offset + previous.bytes > offsets[order[i]].offset)
+      fail(prefix + "tensors '" + previous.name + "' and '" + file->tensorList[order[i]].name +
+           "' overlap");
+  }
+  std::vector<std::string> names;
+  for (const GgufTensor &tensor : file->tensorList)
+    names.push_back(tensor.name);
+  std::sort(names.begin(), names.end());
+  auto twice = std::adjacent_find(names.begin(), names.end());
+  if (twice != names.end())
+    fail(prefix + "tensor '" + *twice + "' appears twice");
+  return file;
+}
+
+//===----------------------------------------------------------------------===//
+// GgufModel
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// The architectures read, as `general.architecture` names them, with
+/// transformers' model type and whether llama.cpp's converter permuted the
+/// rows of their query and key projections (for its interleaved rope).
+struct Architecture {
+  const char *name, *modelType, *className;
+  bool permutesQueryKey;
+};
+
+constexpr Architecture kArchitectures[] = {
+    {"llama", "llama", "LlamaForCausalLM", true},
+    {"qwen2", "qwen2", "Qwen2ForCausalLM", false},
+    {"qwen3", "qwen3", "Qwen3ForCausalLM", false},
+};
+
+/// llama.cpp's tensor names (gguf-py's tensor_mapping.py) of a Llama-style
+/// block, and transformers' names for them.
+constexpr std::pair<const char *, const char *> kLayerTensors[] = {
+    {"attn_norm", "input_layernorm"},     {"attn_q", "self_attn.q_proj"},
+    {"attn_k", "self_attn.k_proj"},       {"attn_v", "self_attn.v_proj"},
+    {"attn_output", "self_attn.o_proj"},  {"attn_q_norm", "self_attn.q_norm"},
+    {"attn_k_norm", "self_attn.k_norm"},  {"ffn_norm", "post_attention_layernorm"},
+    {"ffn_gate", "mlp.gate_proj"},        {"ffn_up", "mlp.up_proj"},
+    {"ffn_down", "mlp.down_proj"},
+};
+
+constexpr std::pair<const char *, const char *> kModelTensors[] = {
+    {"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"}};
+
+/// The transformers name of GGUF tensor `name`, or "" if it has none.
+std::string transformersName(const std::string &name) {
+  size_t dot = name.rfind('.');
+  if (dot == std::string::npos)
+    return "";
+  std::string stem = name.substr(0, dot), suffix = name.substr(dot);
+  if (suffix != ".weight" && suffix != ".bias")
+    return "";
+  for (const auto &[gguf, hf] : kModelTensors)
+    if (stem == gguf)
+      return hf + suffix;
+  if (stem.rfind("blk.", 0) != 0)
+    return "";
+  size_t end = stem.find('.', 4);
+  if (end == std::string::npos || end == 4 ||
+      !std::all_of(stem.begin() + 4, stem.begin() + end, [](char c) { return c >= '0' && c <= '9'; }))
+    return "";
+  std::string part = stem.substr(end + 1);
+  for (const auto &[gguf, hf] : kLayerTensors)
+    if (part == gguf)
+      return "model.layers." + stem.substr(4, end - 4) + "." + hf + suffix;
+  return "";
+}
+
+/// Reads the metadata the config is made of, naming the key in errors.
+class Metadata {
+public:
+  Metadata(const GgufFile &file) : file(file) {}
+
+  const GgufValue *get(const std::string &key, GgufValue::Kind kind) const {
+    const GgufValue *value = file.find(key);
+    if (value && value->kind != kind && !(kind == GgufValue::Kind::Float &&
+                                          value->kind == GgufValue::Kind::Integer))
+      fail(prefix() + "key '" + key + "' has the wrong type");
+    return value;
+  }
+  std::optional<int64_t> integer(const std::string &key, bool required = false) const {
+    const GgufValue *value = get(key, GgufValue::Kind::Integer);
+    if (!value && required)
+      fail(prefix() + "missing key '" + key + "'");
+    if (value && value->integer <= 0)
+      fail(prefix() + "key '" + key + "' must be positive, got " + std::to_string(value->integer));
+    return value ? std::optional<int64_t>(value->integer) : std::nullopt;
+  }
+  std::optional<double> number(const std::string &key) const {
+    const GgufValue *value = get(key, GgufValue::Kind::Float);
+    if (!value)
+      return std::nullopt;
+    double number = value->kind == GgufValue::Kind::Integer ? value->integer : value->number;
+    if (!std::isfinite(number) || number <= 0)
+      fail(prefix() + "key '" + key + "' must be positive and finite");
+    return number;
+  }
+  std::string prefix() const { return "GGUF file '" + file.path() + "': "; }
+
+private:
+  const GgufFile &file;
+};
+
+std::string formatNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.17g", value);
+  return text;
+}
+
+} // namespace
+
+GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
+  Metadata metadata(*gguf);
+  std::string prefix = metadata.prefix();
+  const GgufValue *archValue = metadata.get("general.architecture", GgufValue::Kind::String);
+  if (!archValue)
+    fail(prefix + "missing key 'general.architecture'");
+  const Architecture *arch = nullptr;
+  for (const Architecture &candidate : kArchitectures)
+    if (archValue->text == candidate.name)
+      arch = &candidate;
+  if (!arch)
+    fail(prefix + "key 'general.architecture': unsupported architecture \"" + archValue->text +
+         "\" (llama, qwen2 and qwen3 are supported)");
+  std::string a = arch->name;
+  int64_t heads = *metadata.integer(a + ".attention.head_count", true);
+  int64_t kvHeads = metadata.integer(a + ".attention.head_count_kv").value_or(heads);
+  int64_t hidden = *metadata.integer(a + ".embedding_length", true);
+  int64_t headDim = metadata.integer(a + ".attention.key_length").value_or(hidden / heads);
+
+  bool hasHead = false;
+  for (const GgufTensor &tensor : gguf->tensors()) {
+    GgufTensor entry = tensor;
+    if (tensor.name == "rope_freqs.weight")
+      fail(prefix + "tensor 'rope_freqs.weight': per-frequency rope factors (Llama 3.1's rope "
+                    "scaling as llama.cpp stores it) are not supported");
+    entry.name = transformersName(tensor.name);
+    if (entry.name.empty())
+      fail(prefix + "tensor '" + tensor.name + "' is not part of a " + a +
+           " model as xfmr reads it");
+    hasHead |= tensor.name == "output.weight";
+    bool query = tensor.name.find(".attn_q.") != std::string::npos;
+    bool key = tensor.name.find(".attn_k.") != std::string::npos;
+    if (arch->permutesQueryKey && (query || key)) {
+      // llama.cpp's converter stored row (h, s, j) of each head's
+      // [2, head_dim / 2] halves as row (h, j, s).
+      int64_t groups = query ? heads : kvHeads, rows = tensor.shape.front();
+      if (rows != groups * headDim || headDim % 2)
+        fail(prefix + "tensor '" + tensor.name + "' has " + std::to_string(rows) +
+             " rows, not heads x head dim " + std::to_string(groups) + " x " +
+             std::to_string(headDim));
+      uint64_t rowBytes = tensor.bytes / rows;
+      auto &rowsInOrder = unpermuted.emplace_back(new uint8_t[tensor.bytes]);
+      for (int64_t h = 0; h < groups; ++h)
+        for (int64_t s = 0; s < 2; ++s)
+          for (int64_t j = 0; j < headDim / 2; ++j)
+            std::memcpy(rowsInOrder.get() + (h * headDim + s * headDim / 2 + j) * rowBytes,
+                        tensor.data + (h * headDim + j * 2 + s) * rowBytes, rowBytes);
+      entry.data = rowsInOrder.get();
+    }
+    renamed.push_back(std::move(entry));
+  }
+
+  const GgufTensor *embeddings = nullptr;
+  for (const GgufTensor &tensor : renamed)
+    if (tensor.name == "model.embed_tokens.weight")
+      embeddings = &tensor;
+  if (!embeddings || embeddings->shape.size() != 2)
+    fail(prefix + "no 2-d tensor 'token_embd.weight'");
+
+  // config.json as transformers' GGUF loader (integrations/ggml.py) maps it.
+  std::string json = "{";
+  auto add = [&](const char *key, const std::string &literal) {
+    if (json.size() > 1)
+      json += ",";
+    appendJsonString(json, key);
+    json += ":" + literal;
+  };
+  auto addString = [&](const char *key, const std::string &text) {
+    std::string literal;
+    appendJsonString(literal, text);
+    add(key, literal);
+  };
+  addString("model_type", arch->modelType);
+  add("architectures", std::string("[\"") + arch->className + "\"]");
+  add("vocab_size", std::to_string(embeddings->shape[0]));
+  add("hidden_size", std::to_string(hidden));
+  add("intermediate_size",
+      std::to_string(*metadata.integer(a + ".feed_forward_length", true)));
+  add("num_hidden_layers", std::to_string(*metadata.integer(a + ".block_count", true)));
+  add("num_attention_heads", std::to_string(heads));
+  add("num_key_value_heads", std::to_string(kvHeads));
+  add("head_dim", std::to_string(headDim));
+  add("hidden_act", "\"silu\"");
+  add("max_position_embeddings",
+      std::to_string(metadata.integer(a + ".context_length").value_or(2048)));
+  add("rms_norm_eps", formatNumber(metadata.number(a + ".attention.layer_norm_rms_epsilon")
+                                       .value_or(1e-6)));
+  std::string rope = "{\"rope_type\":";
+  const GgufValue *scaling = metadata.get(a + ".rope.scaling.type", GgufValue::Kind::String);
+  if (!scaling || scaling->text == "none") {
+    rope += "\"default\"";
+  } else if (scaling->text == "linear" || scaling->text == "yarn") {
+    rope += "\"" + scaling->text + "\",\"factor\":" +
+            formatNumber(metadata.number(a + ".rope.scaling.factor").value_or(1));
+    if (auto original = metadata.integer(a + ".rope.scaling.original_context_length"))
+      rope += ",\"original_max_position_embeddings\":" + std::to_string(*original);
+  } else {
+    fail(prefix + "key '" + a + ".rope.scaling.type': unsupported rope scaling \"" +
+         scaling->text + "\" (none, linear and yarn are supported)");
+  }
+  rope += ",\"rope_theta\":" +
+          formatNumber(metadata.number(a + ".rope.freq_base").value_or(10000.0));
+  if (auto dims = metadata.integer(a + ".rope.dimension_count"); dims && *dims != headDim)
+    rope += ",\"partial_rotary_factor\":" + formatNumber(double(*dims) / headDim);
+  add("rope_parameters", rope + "}");
+  add("tie_word_embeddings", hasHead ? "false" : "true");
+  // Llama's q/k/v/o biases are optional (Qwen2's q/k/v ones are not).
+  if (a == "llama") {
+    bool biases = std::any_of(renamed.begin(), renamed.end(), [](const GgufTensor &tensor) {
+      return tensor.name.find("q_proj.bias") != std::string::npos;
+    });
+    add("attention_bias", biases ? "true" : "false");
+  }
+  if (auto window = metadata.integer(a + ".attention.sliding_window"))
+    add("sliding_window", std::to_string(*window));
+  for (const char *token : {"bos", "eos", "pad"}) {
+    std::string key = std::string("tokenizer.ggml.") + token + "_token_id";
+    const GgufValue *id = metadata.get(key, GgufValue::Kind::Integer);
+    if (id)
+      add((std::string(token) + "_token_id").c_str(), std::to_string(id->integer));
+  }
+  config = json + "}";
+}

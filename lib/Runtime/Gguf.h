@@ -1,0 +1,102 @@
+//===- Gguf.h - llama.cpp's GGUF model files --------------------*- C++ -*-===//
+//
+// A GGUF file (ggml's docs/gguf.md) holds a model's metadata (key/value
+// pairs: the architecture's hyperparameters, the tokenizer, the chat
+// template) and its tensors, quantized in ggml's block formats
+// (ggml-common.h). GgufFile validates the container; GgufModel reads it as
+// a Hugging Face checkpoint of the same model: its config.json, and its
+// tensors under transformers' names, with what llama.cpp's converter changed
+// undone.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XFMR_LIB_RUNTIME_GGUF_H
+#define XFMR_LIB_RUNTIME_GGUF_H
+
+#include "xfmr-rt/xfmr_runtime.h"
+
+#include <map>
+#include <optional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace xfmr::rt {
+
+/// One metadata value: an integer (of any width), a float, a bool, a
+/// string, or an array of them.
+struct GgufValue {
+  enum class Kind { Integer, Float, Bool, String, Array };
+  Kind kind = Kind::Integer;
+  int64_t integer = 0;
+  double number = 0;
+  std::string text;
+  std::vector<GgufValue> items;
+};
+
+/// A tensor as the file stores it.
+struct GgufTensor {
+  std::string name;
+  /// ggml's type id (GGML_TYPE_*) and its xfmr dtype.
+  uint32_t ggmlType;
+  xfmr_dtype dtype;
+  /// Outermost dimension first (ggml's `ne` reversed), as PyTorch's.
+  std::vector<int64_t> shape;
+  const uint8_t *data;
+  uint64_t bytes;
+};
+
+/// A mapped, validated GGUF file (version 2 or 3, little-endian). Open
+/// throws a Failure naming the file and what is wrong.
+class GgufFile {
+public:
+  static std::unique_ptr<GgufFile> open(const std::string &path);
+  ~GgufFile();
+
+  const std::string &path() const { return filePath; }
+  const GgufValue *find(const std::string &key) const;
+  const std::vector<GgufTensor> &tensors() const { return tensorList; }
+
+private:
+  GgufFile() = default;
+  std::string filePath;
+  void *mapping = nullptr;
+  size_t fileSize = 0;
+  std::map<std::string, GgufValue> metadata;
+  std::vector<GgufTensor> tensorList;
+};
+
+/// Whether `dtype` is one of ggml's block formats.
+bool isGgmlBlockType(xfmr_dtype dtype);
+
+/// Values per block and bytes per block of a ggml block dtype.
+std::pair<int64_t, int64_t> ggmlBlockLayout(xfmr_dtype dtype);
+
+/// Decodes `count` values (whole blocks) of the ggml block dtype `dtype`.
+void dequantizeBlocks(xfmr_dtype dtype, const uint8_t *blocks, float *out, int64_t count);
+
+/// A GGUF file read as the checkpoint transformers would load from it.
+class GgufModel {
+public:
+  /// Opens `path`; a Failure names the key or tensor it cannot read.
+  explicit GgufModel(const std::string &path);
+
+  /// The config.json of the model: transformers' keys, from the file's
+  /// `<architecture>.*` and `tokenizer.ggml.*` metadata.
+  const std::string &configJson() const { return config; }
+  /// Every tensor under its transformers name. Query and key projections
+  /// that llama.cpp's converter permuted for its rope are permuted back
+  /// (in memory of the model's own); the others point into the mapping.
+  const std::vector<GgufTensor> &tensors() const { return renamed; }
+  const GgufFile &file() const { return *gguf; }
+
+private:
+  std::unique_ptr<GgufFile> gguf;
+  std::string config;
+  std::vector<GgufTensor> renamed;
+  std::vector<std::unique_ptr<uint8_t[]>> unpermuted;
+};
+
+} // namespace xfmr::rt
+
+#endif // XFMR_LIB_RUNTIME_GGUF_H

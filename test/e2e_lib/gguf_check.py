@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""GGUF files, checked against transformers' own GGUF loader.
+
+For each named case: a small transformers decoder with random weights is
+converted to a GGUF file as llama.cpp's convert_hf_to_gguf.py writes one (the
+`gguf` package's writer and tensor names, Llama's query/key rows permuted for
+ggml's rope), each weight in one of ggml's types, cycling through F32, F16,
+BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (quantized by the `gguf` package) and
+Q4_K, Q5_K, Q6_K (random blocks with finite scales). Then:
+
+- weights: `xfmrc FILE --quantize` writes every tensor as the executable
+  loads it (decoded to f32, under transformers' names); each must equal, bit
+  for bit, the tensor transformers' GGUF loader (`from_pretrained(...,
+  gguf_file=...)`, which decodes with the `gguf` package and undoes the
+  permutation) makes of it;
+- logits: the executable compiled from the file against that transformers
+  model's float64 forward on a padded batch (max error <= 1e-4 x max).
+
+Prints `PASS: <case> <what> ...` lines. Runs under the oracle's environment.
+
+  gguf_check.py --xfmrc PATH --workdir DIR CASE [CASE...]
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+import transformers as tf
+from safetensors.numpy import load_file
+
+import gguf
+from gguf import GGMLQuantizationType as Q
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hf_models import compare, padded, position_mask, random_sequences, randomize  # noqa: E402
+
+torch.set_num_threads(2)
+tf.logging.set_verbosity_error()
+
+# 256 wide: the K-quants' blocks are 256 values along a row.
+WIDTH = 256
+
+
+def decoder(cls, **overrides):
+    c = dict(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+             hidden_size=WIDTH, intermediate_size=WIDTH, vocab_size=97,
+             max_position_embeddings=64, pad_token_id=0, bos_token_id=1, eos_token_id=2,
+             rope_theta=10000.0, tie_word_embeddings=False)
+    c.update(overrides)
+    return cls(**c)
+
+
+CASES = {
+    "llama": (tf.LlamaForCausalLM, lambda: decoder(tf.LlamaConfig), "llama"),
+    "llama-tied": (tf.LlamaForCausalLM, lambda: decoder(tf.LlamaConfig, tie_word_embeddings=True,
+                                                        num_key_value_heads=1), "llama"),
+    "qwen2": (tf.Qwen2ForCausalLM, lambda: decoder(tf.Qwen2Config), "qwen2"),
+    # 4 heads of 128 over a width of 256 (attention.key_length); 128 because
+    # transformers' GGUF loader leaves Qwen3's head_dim at its default.
+    "qwen3": (tf.Qwen3ForCausalLM, lambda: decoder(tf.Qwen3Config, head_dim=128), "qwen3"),
+}
+
+TYPES = [Q.F32, Q.Q8_0, Q.Q4_K, Q.F16, Q.Q4_0, Q.Q5_K, Q.BF16, Q.Q4_1, Q.Q6_K, Q.Q5_0, Q.Q5_1]
+K_SCALES = {Q.Q4_K: (0, 2), Q.Q5_K: (0, 2), Q.Q6_K: (208,)}
+
+
+def encode(values, qtype, rng):
+    """`values` (f32, rows x K) as ggml's `qtype`: the gguf package's
+    quantizer, or, for K-quants it lacks, random blocks with small scales."""
+    if qtype in K_SCALES:
+        size, nbytes = gguf.GGML_QUANT_SIZES[qtype]
+        blocks = rng.integers(0, 256, size=(values.size // size, nbytes), dtype=np.uint8)
+        for at in K_SCALES[qtype]:
+            scale = rng.uniform(2e-4, 2e-3, size=len(blocks)).astype(np.float16)
+            blocks[:, at:at + 2] = scale.view(np.uint8).reshape(-1, 2)
+        return blocks.reshape(values.shape[0], -1)
+    return gguf.quants.quantize(values, qtype)
+
+
+def permute(weights, heads, kv_heads):
+    """convert_hf_to_gguf.py's LlamaModel.permute."""
+    if kv_heads is not None and heads != kv_heads:
+        heads = kv_heads
+    return (weights.reshape(heads, 2, weights.shape[0] // heads // 2, *weights.shape[1:])
+            .swapaxes(1, 2).reshape(weights.shape))
+
+
+def write_gguf(model, config, arch, path, rng):
+    writer = gguf.GGUFWriter(path, arch)
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    writer.add_context_length(config.max_position_embeddings)
+    writer.add_embedding_length(config.hidden_size)
+    writer.add_block_count(config.num_hidden_layers)
+    writer.add_feed_forward_length(config.intermediate_size)
+    writer.add_head_count(config.num_attention_heads)
+    writer.add_head_count_kv(config.num_key_value_heads)
+    writer.add_layer_norm_rms_eps(config.rms_norm_eps)
+    writer.add_rope_freq_base(config.rope_parameters["rope_theta"])
+    writer.add_rope_dimension_count(head_dim)
+    if head_dim != config.hidden_size // config.num_attention_heads:
+        writer.add_key_length(head_dim)
+        writer.add_value_length(head_dim)
+    writer.add_vocab_size(config.vocab_size)
+    writer.add_bos_token_id(config.bos_token_id)
+    writer.add_eos_token_id(config.eos_token_id)
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[arch.upper()], config.num_hidden_layers)
+    matrices = 0
+    for name, tensor in model.state_dict().items():
+        if name == "lm_head.weight" and config.tie_word_embeddings:
+            continue
+        values = tensor.float().numpy()
+        if arch == "llama" and name.endswith(("q_proj.weight", "k_proj.weight")):
+            kv = config.num_key_value_heads if "k_proj" in name else None
+            values = permute(values, config.num_attention_heads, kv)
+        gguf_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
+        assert gguf_name, name
+        if values.ndim == 1:
+            writer.add_tensor(gguf_name, values)
+            continue
+        qtype = TYPES[matrices % len(TYPES)]
+        matrices += 1
+        if qtype == Q.F32:
+            writer.add_tensor(gguf_name, values)
+        else:
+            writer.add_tensor(gguf_name, encode(values, qtype, rng), raw_dtype=qtype)
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return matrices
+
+
+def run_case(args, case):
+    cls, make_config, arch = CASES[case]
+    workdir = os.path.join(args.workdir, case)
+    os.makedirs(workdir, exist_ok=True)
+    generator = torch.Generator().manual_seed(args.seed)
+    rng = np.random.default_rng(args.seed)
+    config = make_config()
+    model = cls(config).eval()
+    randomize(model, generator)
+    path = os.path.join(workdir, "model.gguf")
+    matrices = write_gguf(model, config, arch, path, rng)
+    assert matrices >= len(TYPES), "every type appears"
+
+    hf = cls.from_pretrained(workdir, gguf_file="model.gguf").eval()
+    expected = {k: v.float().numpy() for k, v in hf.state_dict().items()}
+    ok = True
+
+    # The weights as the executable loads them.
+    stored = os.path.join(workdir, "weights.safetensors")
+    subprocess.run([args.xfmrc, path, "--quantize", "-o", stored], check=True)
+    ours = load_file(stored)
+    for name, theirs in sorted(expected.items()):
+        if name == "lm_head.weight" and config.tie_word_embeddings:
+            continue
+        # --quantize names weights without the checkpoint's prefix.
+        mine = ours.get(name, ours.get(name.removeprefix("model.")))
+        same = mine is not None and mine.shape == theirs.shape and np.array_equal(mine, theirs)
+        if not same:
+            print(f"FAIL: {case} weight {name} differs from transformers' decoding")
+            ok = False
+    print(f"{'PASS' if ok else 'FAIL'}: {case} weights ({len(expected)} tensors, "
+          f"{matrices} matrices over {len(TYPES)} types) bit for bit")
+
+    # Logits of a padded batch.
+    seq_len, batch = 12, 2
+    sources = random_sequences(rng, 5, seq_len, config.vocab_size)
+    tokens = os.path.join(workdir, "tokens.txt")
+    with open(tokens, "w") as f:
+        for src in sources:
+            f.write(" ".join(map(str, src)) + "\n")
+    executable = os.path.join(workdir, "model")
+    subprocess.run([args.xfmrc, path, f"--batch={batch}", f"--seq-len={seq_len}", "-o",
+                    executable], check=True)
+    output = os.path.join(workdir, "out.safetensors")
+    subprocess.run([executable, f"--input={tokens}", f"--output={output}"], check=True)
+    logits = load_file(output)["logits"]
+    hf.set_attn_implementation("eager")
+    hf = hf.double()
+    ids, mask = padded(sources, seq_len, config.pad_token_id)
+    with torch.no_grad():
+        theirs = hf(input_ids=ids, attention_mask=mask).logits
+    valid = position_mask([len(s) for s in sources], logits.shape)
+    ok &= compare(case, "logits", logits, theirs, valid, 1e-4)
+    return ok
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--xfmrc", required=True)
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("cases", nargs="+", choices=sorted(CASES))
+    args = parser.parse_args()
+    ok = True
+    for case in args.cases:
+        ok &= run_case(args, case)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
