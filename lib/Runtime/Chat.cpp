@@ -30,9 +30,12 @@ ChatFormat::ChatFormat(const std::string &text, std::string source)
 
 std::unique_ptr<ChatFormat> ChatFormat::load(const std::string &directory,
                                              const std::string &templateFile) {
-  std::string configPath = directory + "/tokenizer_config.json";
+  bool gguf = isGgufFile(directory);
+  std::string configPath = gguf ? directory : directory + "/tokenizer_config.json";
   JsonValue config;
-  if (!directory.empty() && isRegularFile(configPath))
+  if (gguf)
+    config = ggufTokenizerFile(directory, /*config=*/true);
+  else if (!directory.empty() && isRegularFile(configPath))
     config = parseTokenizerJson(configPath);
   std::string text, source;
   if (!templateFile.empty()) {

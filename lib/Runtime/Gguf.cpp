@@ -532,12 +532,26 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
   int64_t hidden = *metadata.integer(a + ".embedding_length", true);
   int64_t headDim = metadata.integer(a + ".attention.key_length").value_or(hidden / heads);
 
+  int64_t context = metadata.integer(a + ".context_length").value_or(2048);
+  int64_t ropeDims = metadata.integer(a + ".rope.dimension_count").value_or(headDim);
   bool hasHead = false;
+  std::vector<float> ropeFactors;
   for (const GgufTensor &tensor : gguf->tensors()) {
     GgufTensor entry = tensor;
-    if (tensor.name == "rope_freqs.weight")
-      fail(prefix + "tensor 'rope_freqs.weight': per-frequency rope factors (Llama 3.1's rope "
-                    "scaling as llama.cpp stores it) are not supported");
+    if (tensor.name == "rope_freqs.weight") {
+      // Llama 3's rope scaling as llama.cpp's converter stores it: a
+      // divisor of each frequency.
+      if (tensor.dtype != XFMR_DTYPE_F32 || tensor.shape != std::vector<int64_t>{ropeDims / 2})
+        fail(prefix + "tensor 'rope_freqs.weight' is " + xfmr_dtype_name(tensor.dtype) + " " +
+             shapeToString(tensor.shape) + ", expected F32 [" + std::to_string(ropeDims / 2) +
+             "] (a factor per rotated pair)");
+      ropeFactors.resize(ropeDims / 2);
+      std::memcpy(ropeFactors.data(), tensor.data, tensor.bytes);
+      for (float factor : ropeFactors)
+        if (!(factor > 0) || !std::isfinite(factor))
+          fail(prefix + "tensor 'rope_freqs.weight' holds a factor that is not positive and finite");
+      continue;
+    }
     entry.name = transformersName(tensor.name);
     if (entry.name.empty())
       fail(prefix + "tensor '" + tensor.name + "' is not part of a " + a +
@@ -596,13 +610,25 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
   add("num_key_value_heads", std::to_string(kvHeads));
   add("head_dim", std::to_string(headDim));
   add("hidden_act", "\"silu\"");
-  add("max_position_embeddings",
-      std::to_string(metadata.integer(a + ".context_length").value_or(2048)));
+  add("max_position_embeddings", std::to_string(context));
   add("rms_norm_eps", formatNumber(metadata.number(a + ".attention.layer_norm_rms_epsilon")
                                        .value_or(1e-6)));
   std::string rope = "{\"rope_type\":";
   const GgufValue *scaling = metadata.get(a + ".rope.scaling.type", GgufValue::Kind::String);
-  if (!scaling || scaling->text == "none") {
+  if (!ropeFactors.empty()) {
+    if (scaling && scaling->text != "none")
+      fail(prefix + "key '" + a + ".rope.scaling.type': rope scaling \"" + scaling->text +
+           "\" beside per-frequency factors (tensor 'rope_freqs.weight')");
+    // Divisors of each frequency are transformers' longrope with one set
+    // of factors at every length and no attention scaling.
+    std::string factors = "[";
+    for (float factor : ropeFactors)
+      factors += (factors.size() > 1 ? "," : "") + formatNumber(factor);
+    factors += "]";
+    rope += "\"longrope\",\"short_factor\":" + factors + ",\"long_factor\":" + factors +
+            ",\"factor\":1,\"attention_factor\":1,\"original_max_position_embeddings\":" +
+            std::to_string(context);
+  } else if (!scaling || scaling->text == "none") {
     rope += "\"default\"";
   } else if (scaling->text == "linear" || scaling->text == "yarn") {
     rope += "\"" + scaling->text + "\",\"factor\":" +
@@ -615,8 +641,8 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
   }
   rope += ",\"rope_theta\":" +
           formatNumber(metadata.number(a + ".rope.freq_base").value_or(10000.0));
-  if (auto dims = metadata.integer(a + ".rope.dimension_count"); dims && *dims != headDim)
-    rope += ",\"partial_rotary_factor\":" + formatNumber(double(*dims) / headDim);
+  if (ropeDims != headDim)
+    rope += ",\"partial_rotary_factor\":" + formatNumber(double(ropeDims) / headDim);
   add("rope_parameters", rope + "}");
   add("tie_word_embeddings", hasHead ? "false" : "true");
   // Llama's q/k/v/o biases are optional (Qwen2's q/k/v ones are not).

@@ -97,6 +97,12 @@ private:
   std::vector<std::unique_ptr<uint8_t[]>> unpermuted;
 };
 
+/// The tokenizer.json (transformers' layout) of the tokenizer a GGUF file
+/// describes in its `tokenizer.ggml.*` metadata (GgufTokenizer.cpp).
+std::string ggufTokenizerJson(const GgufFile &file);
+/// Its tokenizer_config.json: the special tokens and the chat template.
+std::string ggufTokenizerConfigJson(const GgufFile &file);
+
 } // namespace xfmr::rt
 
 #endif // XFMR_LIB_RUNTIME_GGUF_H

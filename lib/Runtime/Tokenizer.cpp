@@ -11,6 +11,7 @@
 #include "xfmr-rt/xfmr_runtime.h"
 
 #include "CommandLine.h"
+#include "Gguf.h"
 #include "RuntimeSupport.h"
 #include "TokenizerModels.h"
 #include "Unicode.h"
@@ -327,7 +328,26 @@ bool xfmr::rt::hasSentencePieceFiles(const std::string &directory) {
   return isRegularFile(directory + "/source.spm") || isRegularFile(directory + "/spiece.model");
 }
 
+bool xfmr::rt::isGgufFile(const std::string &path) {
+  return path.size() > 5 && path.compare(path.size() - 5, 5, ".gguf") == 0 && isRegularFile(path);
+}
+
+JsonValue xfmr::rt::ggufTokenizerFile(const std::string &path, bool config) {
+  std::unique_ptr<GgufFile> file = GgufFile::open(path);
+  std::string error;
+  std::optional<JsonValue> json =
+      parseJson(config ? ggufTokenizerConfigJson(*file) : ggufTokenizerJson(*file), error);
+  if (!json)
+    fail("GGUF file '" + path + "': its tokenizer: " + error);
+  if (!allValidUtf8(*json))
+    fail("GGUF file '" + path + "': a token or template is not valid UTF-8");
+  return *json;
+}
+
 std::unique_ptr<Tokenizer> xfmr::rt::loadTokenizer(const std::string &directory) {
+  if (isGgufFile(directory))
+    return loadTokenizerJson(ggufTokenizerFile(directory, /*config=*/false),
+                             "GGUF file '" + directory + "': its tokenizer", directory);
   std::string json = directory + "/tokenizer.json";
   std::string config = directory + "/tokenizer_config.json";
   if (isRegularFile(json))

@@ -127,11 +127,12 @@ private:
 
 /// The files loadTokenizer reads, for messages.
 inline constexpr const char *kTokenizerFiles =
-    "tokenizer.json; vocab.json and merges.txt; vocab.txt; source.spm or spiece.model";
+    "tokenizer.json; vocab.json and merges.txt; vocab.txt; source.spm or spiece.model; or a "
+    ".gguf file";
 
-/// The tokenizer in checkpoint directory `directory`, or null if it holds
-/// none of the files a supported tokenizer is read from. A file that is
-/// there but corrupt or unsupported is a Failure naming it.
+/// The tokenizer in checkpoint directory `directory` (or GGUF file), or null
+/// if it holds none of the files a supported tokenizer is read from. A file
+/// that is there but corrupt or unsupported is a Failure naming it.
 std::unique_ptr<Tokenizer> loadTokenizer(const std::string &directory);
 
 } // namespace xfmr::rt

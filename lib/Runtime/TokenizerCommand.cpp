@@ -3,6 +3,7 @@
 #include "TokenizerCommand.h"
 
 #include "CommandLine.h"
+#include "TokenizerModels.h"
 #include "Unicode.h"
 
 #include <cctype>
@@ -71,11 +72,14 @@ std::unique_ptr<Tokenizer> xfmr::rt::findTokenizer(const std::string &directory,
                                                    const std::string &otherwise,
                                                    std::string *chosen) {
   // A weights file (xfmrc --quantize's) leaves the tokenizer with the
-  // checkpoint the model was compiled from.
-  std::string found = !directory.empty()          ? directory
-                      : isDirectory(weights)      ? weights
-                      : isDirectory(compiledFrom) ? compiledFrom
-                                                  : "";
+  // checkpoint the model was compiled from; a GGUF file holds its own.
+  auto holdsTokenizer = [](const std::string &path) {
+    return isDirectory(path) || isGgufFile(path);
+  };
+  std::string found = !directory.empty()              ? directory
+                      : holdsTokenizer(weights)       ? weights
+                      : holdsTokenizer(compiledFrom) ? compiledFrom
+                                                      : "";
   std::unique_ptr<Tokenizer> tokenizer = found.empty() ? nullptr : loadTokenizer(found);
   if (!tokenizer)
     fail("no tokenizer" + (found.empty() ? std::string() : " in '" + found + "'") + " (" +

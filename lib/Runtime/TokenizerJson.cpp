@@ -238,8 +238,12 @@ xfmr::rt::makePipelineTokenizer(std::unique_ptr<Normalizer> normalizer,
 }
 
 std::unique_ptr<Tokenizer> xfmr::rt::loadTokenizerJson(const std::string &path) {
-  std::string where = tokenizerFileName(path);
-  JsonValue json = parseTokenizerJson(path);
+  return loadTokenizerJson(parseTokenizerJson(path), tokenizerFileName(path), path);
+}
+
+std::unique_ptr<Tokenizer> xfmr::rt::loadTokenizerJson(const JsonValue &json,
+                                                       const std::string &where,
+                                                       const std::string &path) {
   if (!json.isObject())
     fail(where + ": expected an object");
   const JsonValue &model = requireKey(json, "model", where);

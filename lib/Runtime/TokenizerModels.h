@@ -25,6 +25,15 @@ std::string tokenizerFileName(const std::string &path);
 
 /// From tokenizer.json: any model with its components (TokenizerJson.cpp).
 std::unique_ptr<Tokenizer> loadTokenizerJson(const std::string &path);
+/// From tokenizer.json's contents; `where` names them in errors, `path` is
+/// the tokenizer's source.
+std::unique_ptr<Tokenizer> loadTokenizerJson(const JsonValue &json, const std::string &where,
+                                             const std::string &path);
+/// Whether `path` names a llama.cpp .gguf file.
+bool isGgufFile(const std::string &path);
+/// The tokenizer.json or tokenizer_config.json (`config`) of the GGUF file at
+/// `path`, parsed.
+JsonValue ggufTokenizerFile(const std::string &path, bool config);
 /// From the slow tokenizer's vocab.json + merges.txt and, if it exists,
 /// tokenizer_config.json's special tokens: GPT-2's byte-level BPE.
 std::unique_ptr<Tokenizer> loadBytePairFiles(const std::string &vocabPath,

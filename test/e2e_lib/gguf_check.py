@@ -22,11 +22,13 @@ Prints `PASS: <case> <what> ...` lines. Runs under the oracle's environment.
 """
 
 import argparse
+import math
 import os
 import subprocess
 import sys
 
 import numpy as np
+import tokenizers
 import torch
 import transformers as tf
 from safetensors.numpy import load_file
@@ -53,8 +55,17 @@ def decoder(cls, **overrides):
     return cls(**c)
 
 
+# Llama 3's rope, scaled past 8 positions (the cases run 12).
+ROPE_LLAMA3 = {"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0,
+               "high_freq_factor": 4.0, "original_max_position_embeddings": 8, "rope_theta": 500.0}
+
 CASES = {
     "llama": (tf.LlamaForCausalLM, lambda: decoder(tf.LlamaConfig), "llama"),
+    # Stored as llama.cpp does, a tensor of per-frequency factors, which
+    # transformers' GGUF loader ignores: the reference is the model of the
+    # original config over the weights that loader decodes.
+    "llama3-rope": (tf.LlamaForCausalLM,
+                    lambda: decoder(tf.LlamaConfig, rope_parameters=ROPE_LLAMA3), "llama"),
     "llama-tied": (tf.LlamaForCausalLM, lambda: decoder(tf.LlamaConfig, tie_word_embeddings=True,
                                                         num_key_value_heads=1), "llama"),
     "qwen2": (tf.Qwen2ForCausalLM, lambda: decoder(tf.Qwen2Config), "qwen2"),
@@ -88,8 +99,37 @@ def permute(weights, heads, kv_heads):
             .swapaxes(1, 2).reshape(weights.shape))
 
 
-def write_gguf(model, config, arch, path, rng):
+def llama3_rope_factors(config, dim):
+    """convert_hf_to_gguf.py's LlamaModel.generate_extra_tensors."""
+    rope = config.rope_parameters
+    base, factor = rope["rope_theta"], rope["factor"]
+    low, high = rope["low_freq_factor"], rope["high_freq_factor"]
+    old = rope["original_max_position_embeddings"]
+    freqs = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    factors = []
+    for freq in freqs:
+        wavelen = 2 * math.pi / freq
+        if wavelen < old / high:
+            factors.append(1)
+        elif wavelen > old / low:
+            factors.append(factor)
+        else:
+            smooth = (old / wavelen - low) / (high - low)
+            factors.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(factors, dtype=np.float32)
+
+
+def token_ids(config):
+    """The special tokens of a model without a tokenizer."""
+    return lambda writer: (writer.add_bos_token_id(config.bos_token_id),
+                           writer.add_eos_token_id(config.eos_token_id))
+
+
+def write_gguf(model, config, arch, path, rng, types=TYPES, metadata=None):
+    """`model` as llama.cpp's converter writes it, its matrices cycling
+    through `types`; `metadata` adds the tokenizer's."""
     writer = gguf.GGUFWriter(path, arch)
+    (metadata or token_ids(config))(writer)
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
     writer.add_context_length(config.max_position_embeddings)
     writer.add_embedding_length(config.hidden_size)
@@ -104,8 +144,8 @@ def write_gguf(model, config, arch, path, rng):
         writer.add_key_length(head_dim)
         writer.add_value_length(head_dim)
     writer.add_vocab_size(config.vocab_size)
-    writer.add_bos_token_id(config.bos_token_id)
-    writer.add_eos_token_id(config.eos_token_id)
+    if config.rope_parameters.get("rope_type") == "llama3":
+        writer.add_tensor("rope_freqs.weight", llama3_rope_factors(config, head_dim))
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[arch.upper()], config.num_hidden_layers)
     matrices = 0
     for name, tensor in model.state_dict().items():
@@ -120,7 +160,7 @@ def write_gguf(model, config, arch, path, rng):
         if values.ndim == 1:
             writer.add_tensor(gguf_name, values)
             continue
-        qtype = TYPES[matrices % len(TYPES)]
+        qtype = types[matrices % len(types)]
         matrices += 1
         if qtype == Q.F32:
             writer.add_tensor(gguf_name, values)
@@ -179,6 +219,10 @@ def run_case(args, case):
     output = os.path.join(workdir, "out.safetensors")
     subprocess.run([executable, f"--input={tokens}", f"--output={output}"], check=True)
     logits = load_file(output)["logits"]
+    if "rope_type" in config.rope_parameters and config.rope_parameters["rope_type"] != "default":
+        reference = cls(config).eval()
+        reference.load_state_dict(hf.state_dict())
+        hf = reference
     hf.set_attn_implementation("eager")
     hf = hf.double()
     ids, mask = padded(sources, seq_len, config.pad_token_id)
@@ -189,17 +233,60 @@ def run_case(args, case):
     return ok
 
 
+def run_chat(args):
+    """A chat model's GGUF file (chat_check.py's Llama checkpoint, weights
+    F32, Q8_0 and F16, its Llama-3-style tokenizer and chat template):
+    `--system S -p U` renders through the file's template and replies as
+    generate() does on apply_chat_template's ids, transformers reading the
+    model, the tokenizer and the template from the same file."""
+    from chat_check import LLAMA3_TEMPLATE, NEW, checkpoint, prompt_counts, reply
+    from tokenizers_check import add_gguf_tokenizer
+    workdir = os.path.join(args.workdir, "chat")
+    os.makedirs(workdir, exist_ok=True)
+    model, _ = checkpoint(os.path.join(workdir, "checkpoint"))
+    backend = tokenizers.Tokenizer.from_file(
+        os.path.join(workdir, "checkpoint", "tokenizer.json"))
+
+    def metadata(writer):
+        add_gguf_tokenizer(writer, backend, "llama-bpe", "<|begin_of_text|>", "<|eot_id|>",
+                           add_bos=True)
+        writer.add_chat_template(LLAMA3_TEMPLATE)
+
+    path = os.path.join(workdir, "model.gguf")
+    write_gguf(model, model.config, "llama", path, np.random.default_rng(args.seed),
+               types=[Q.F32, Q.Q8_0, Q.F16], metadata=metadata)
+    generator = os.path.join(workdir, "generator")
+    subprocess.run([args.xfmrc, path, "--generate", "--seq-len=8", "-o", generator], check=True)
+    system, user = "  Answer in one word.  ", "What is the capital of France? "
+    result = subprocess.run([generator, "--temp", "0", "-n", str(NEW), "--system", system, "-p",
+                             user], check=True, capture_output=True)
+
+    hf = tf.LlamaForCausalLM.from_pretrained(workdir, gguf_file="model.gguf").double().eval()
+    hf.generation_config.eos_token_id = [backend.token_to_id("<|eot_id|>")]
+    tokenizer = tf.AutoTokenizer.from_pretrained(workdir, gguf_file="model.gguf")
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                        return_dict=False)
+    want = tokenizer.decode(reply(hf, ids), skip_special_tokens=False)
+    got = result.stdout.decode()
+    counts = prompt_counts(result.stderr.decode())
+    ok = got == want + "\n" and counts == [len(ids)]
+    print(f"{'PASS' if ok else 'FAIL'}: chat {len(ids)} prompt tokens through the file's "
+          f"template (xfmr: {counts}), reply {got!r} (generate(): {want!r})")
+    return ok
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--xfmrc", required=True)
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("cases", nargs="+", choices=sorted(CASES))
+    parser.add_argument("cases", nargs="+", choices=sorted(CASES) + ["chat"])
     args = parser.parse_args()
     ok = True
     for case in args.cases:
-        ok &= run_case(args, case)
+        ok &= run_chat(args) if case == "chat" else run_case(args, case)
     return 0 if ok else 1
 
 

@@ -178,6 +178,90 @@ def sentencepiece(workdir):
             "spiece.model": (spiece, SentencePieceReference(processor))}
 
 
+LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+                r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+               r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def split_bpe(split, specials, ignore_merges, nfc, bos):
+    """A byte-level BPE as Llama 3's and Qwen2's tokenizer.json are made:
+    a regex split, bytes, and (Llama 3) a BOS template."""
+    from tokenizers import Regex, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    tokenizer = Tokenizer(models.BPE(ignore_merges=ignore_merges))
+    if nfc:
+        tokenizer.normalizer = normalizers.NFC()
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(split), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=420, min_frequency=1, special_tokens=specials,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tokenizer.train_from_iterator(CORPUS.splitlines() * 3, trainer)
+    tokenizer.add_tokens(["<think>"])
+    if bos:
+        tokenizer.post_processor = processors.TemplateProcessing(
+            single=f"{bos} $A", special_tokens=[(bos, tokenizer.token_to_id(bos))])
+    return tokenizer
+
+
+def add_gguf_tokenizer(writer, tokenizer, pre, bos, eos, add_bos):
+    """Adds `tokenizer` (a byte-level BPE `tokenizers.Tokenizer`) to a
+    GGUFWriter's metadata as llama.cpp's convert_hf_to_gguf.py stores it
+    (get_vocab_base, gguf.SpecialVocab)."""
+    import gguf
+    vocab = tokenizer.get_vocab()
+    added = tokenizer.get_added_tokens_decoder()
+    tokens, types = [], []
+    for token, index in sorted(vocab.items(), key=lambda item: item[1]):
+        assert index == len(tokens)
+        tokens.append(token)
+        if index in added:
+            types.append(gguf.TokenType.CONTROL if added[index].special
+                         else gguf.TokenType.USER_DEFINED)
+        else:
+            types.append(gguf.TokenType.NORMAL)
+    model = json.loads(tokenizer.to_str())["model"]
+    merges = [m if isinstance(m, str) else " ".join(m) for m in model["merges"]]
+    writer.add_tokenizer_model("gpt2")
+    writer.add_tokenizer_pre(pre)
+    writer.add_token_list(tokens)
+    writer.add_token_types(types)
+    writer.add_token_merges(merges)
+    writer.add_bos_token_id(tokenizer.token_to_id(bos))
+    writer.add_eos_token_id(tokenizer.token_to_id(eos))
+    writer.add_add_bos_token(add_bos)
+
+
+def write_gguf_tokenizer(tokenizer, pre, bos, eos, path):
+    """A GGUF file of no tensors holding `tokenizer`."""
+    import gguf
+    writer = gguf.GGUFWriter(path, "llama")
+    add_gguf_tokenizer(writer, tokenizer, pre, bos, eos, add_bos=pre == "llama-bpe")
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
+def gguf_files(workdir):
+    """Llama 3's and Qwen2's kinds of byte-level BPE, in GGUF files,
+    against the tokenizer.json each was converted from."""
+    layouts = {}
+    kinds = {
+        "llama-bpe": (LLAMA3_SPLIT, ["<|begin_of_text|>", "<|end_of_text|>"], True, False,
+                      "<|begin_of_text|>", "<|end_of_text|>"),
+        "qwen2": (QWEN2_SPLIT, ["<|endoftext|>", "<|im_start|>", "<|im_end|>"], False, True,
+                  None, "<|endoftext|>"),
+    }
+    for pre, (split, specials, ignore_merges, nfc, bos, eos) in kinds.items():
+        tokenizer = split_bpe(split, specials, ignore_merges, nfc, bos)
+        path = os.path.join(workdir, pre + ".gguf")
+        write_gguf_tokenizer(tokenizer, pre, bos or eos, eos, path)
+        layouts[f"{pre}.gguf"] = (path, TokenizersReference(tokenizer))
+    return layouts
+
+
 def write_texts(path, texts):
     """The texts for tokenize.c, each ending in a NUL byte."""
     with open(path, "wb") as f:
@@ -219,7 +303,8 @@ def main():
     kind, workdir, program = sys.argv[1], sys.argv[2], sys.argv[3]
     shutil.rmtree(workdir, ignore_errors=True)
     os.makedirs(workdir)
-    layouts = {"bpe": bpe, "wordpiece": wordpiece, "sentencepiece": sentencepiece}[kind](workdir)
+    layouts = {"bpe": bpe, "wordpiece": wordpiece, "sentencepiece": sentencepiece,
+               "gguf": gguf_files}[kind](workdir)
     return 0 if check_layouts(kind, layouts, program, TESTS, workdir) else 1
 
 

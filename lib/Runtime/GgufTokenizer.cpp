@@ -1,0 +1,241 @@
+//===- GgufTokenizer.cpp - the tokenizer a GGUF file describes ------------===//
+//
+// llama.cpp's converter stores a tokenizer as `tokenizer.ggml.*` metadata:
+// the model kind ("gpt2": byte-level BPE; "llama": SentencePiece), the
+// tokens with their types and scores, BPE merges, the pre-tokenizer by name
+// (`pre`), the special tokens' ids, and whether a BOS (EOS) is added. This
+// spells them as the tokenizer.json and tokenizer_config.json of the
+// checkpoint it was converted from, for the runtime's tokenizer.json reader
+// and chat templates.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Gguf.h"
+
+#include "CommandLine.h"
+#include "Json.h"
+
+using namespace xfmr::rt;
+
+namespace {
+
+/// llama.cpp's token types (llama_token_type).
+enum TokenType { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
+
+constexpr const char *kLlama3Split =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+constexpr const char *kQwen2Split =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
+/// A byte-level vocabulary's pre-tokenizer, by `tokenizer.ggml.pre`: the
+/// split of the model's own tokenizer.json, whether that file's BPE takes
+/// a word found whole in the vocabulary before merging (Llama 3), and
+/// whether it composes text to NFC first (Qwen2).
+struct PreTokenizer {
+  const char *name, *split;
+  bool ignoreMerges, nfc;
+};
+
+constexpr PreTokenizer kPreTokenizers[] = {
+    {"gpt-2", nullptr, false, false},       {"llama-bpe", kLlama3Split, true, false},
+    {"llama3", kLlama3Split, true, false},  {"llama-v3", kLlama3Split, true, false},
+    {"smaug-bpe", kLlama3Split, true, false}, {"qwen2", kQwen2Split, false, true},
+    {"deepseek-r1-qwen", kQwen2Split, false, true},
+};
+
+class TokenizerMetadata {
+public:
+  explicit TokenizerMetadata(const GgufFile &file)
+      : file(file), prefix("GGUF file '" + file.path() + "': ") {}
+
+  [[noreturn]] void error(const std::string &key, const std::string &problem) const {
+    fail(prefix + "key '" + key + "': " + problem);
+  }
+
+  const GgufValue *array(const std::string &key, GgufValue::Kind kind, size_t size) const {
+    const GgufValue *value = file.find(key);
+    if (!value)
+      return nullptr;
+    if (value->kind != GgufValue::Kind::Array)
+      error(key, "expected an array");
+    if (size != SIZE_MAX && value->items.size() != size)
+      error(key, std::to_string(value->items.size()) + " entries for " + std::to_string(size) +
+                     " tokens");
+    for (const GgufValue &item : value->items)
+      if (item.kind != kind)
+        error(key, "an entry has the wrong type");
+    return value;
+  }
+
+  std::string text(const std::string &key, const std::string &fallback) const {
+    const GgufValue *value = file.find(key);
+    if (!value)
+      return fallback;
+    if (value->kind != GgufValue::Kind::String)
+      error(key, "expected a string");
+    return value->text;
+  }
+
+  bool flag(const std::string &key, bool fallback) const {
+    const GgufValue *value = file.find(key);
+    if (!value)
+      return fallback;
+    if (value->kind != GgufValue::Kind::Bool)
+      error(key, "expected a bool");
+    return value->integer != 0;
+  }
+
+  /// A special token's id, checked against the vocabulary, or -1.
+  int64_t tokenId(const char *name, size_t vocabulary) const {
+    std::string key = std::string("tokenizer.ggml.") + name + "_token_id";
+    const GgufValue *value = file.find(key);
+    if (!value)
+      return -1;
+    if (value->kind != GgufValue::Kind::Integer || value->integer < 0 ||
+        static_cast<uint64_t>(value->integer) >= vocabulary)
+      error(key, "not a token id below " + std::to_string(vocabulary));
+    return value->integer;
+  }
+
+private:
+  const GgufFile &file;
+  std::string prefix;
+};
+
+std::string quoted(const std::string &text) {
+  std::string out;
+  appendJsonString(out, text);
+  return out;
+}
+
+/// TemplateProcessing of `before` $A `after` (ids of `tokens`).
+std::string templateProcessor(const std::vector<std::string> &tokens,
+                              const std::vector<int64_t> &before,
+                              const std::vector<int64_t> &after) {
+  std::string single = "[", specials = "{";
+  auto special = [&](int64_t id) {
+    std::string name = quoted(tokens[id]);
+    single += (single.size() > 1 ? "," : "") + std::string("{\"SpecialToken\":{\"id\":") + name +
+              ",\"type_id\":0}}";
+    if (specials.size() > 1)
+      specials += ",";
+    specials += name + ":{\"id\":" + name + ",\"ids\":[" + std::to_string(id) +
+                "],\"tokens\":[" + name + "]}";
+  };
+  for (int64_t id : before)
+    special(id);
+  single += std::string(single.size() > 1 ? "," : "") + "{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}";
+  for (int64_t id : after)
+    special(id);
+  return "{\"type\":\"TemplateProcessing\",\"single\":" + single + "],\"special_tokens\":" +
+         specials + "}}";
+}
+
+} // namespace
+
+std::string xfmr::rt::ggufTokenizerJson(const GgufFile &file) {
+  TokenizerMetadata metadata(file);
+  std::string kind = metadata.text("tokenizer.ggml.model", "");
+  if (kind.empty())
+    fail("GGUF file '" + file.path() + "': no tokenizer (key 'tokenizer.ggml.model')");
+  const GgufValue *tokenList =
+      metadata.array("tokenizer.ggml.tokens", GgufValue::Kind::String, SIZE_MAX);
+  if (!tokenList || tokenList->items.empty())
+    metadata.error("tokenizer.ggml.tokens", "missing or empty");
+  std::vector<std::string> tokens;
+  for (const GgufValue &token : tokenList->items)
+    tokens.push_back(token.text);
+  const GgufValue *types =
+      metadata.array("tokenizer.ggml.token_type", GgufValue::Kind::Integer, tokens.size());
+
+  if (kind != "gpt2")
+    metadata.error("tokenizer.ggml.model",
+                   "unsupported tokenizer \"" + kind + "\" (gpt2, byte-level BPE, is supported)");
+  std::string pre = metadata.text("tokenizer.ggml.pre", "gpt-2");
+  const PreTokenizer *split = nullptr;
+  for (const PreTokenizer &candidate : kPreTokenizers)
+    if (pre == candidate.name)
+      split = &candidate;
+  if (!split) {
+    std::string known;
+    for (const PreTokenizer &candidate : kPreTokenizers)
+      known += (known.empty() ? "" : ", ") + std::string(candidate.name);
+    metadata.error("tokenizer.ggml.pre", "unsupported pre-tokenizer \"" + pre + "\" (" + known +
+                                             " are supported)");
+  }
+  const GgufValue *merges =
+      metadata.array("tokenizer.ggml.merges", GgufValue::Kind::String, SIZE_MAX);
+  if (!merges)
+    metadata.error("tokenizer.ggml.merges", "a byte-level BPE vocabulary needs its merges");
+
+  std::string json = "{\"added_tokens\":[";
+  bool first = true;
+  for (size_t id = 0; types && id < tokens.size(); ++id) {
+    int64_t type = types->items[id].integer;
+    if (type != kControl && type != kUserDefined)
+      continue;
+    json += std::string(first ? "" : ",") + "{\"id\":" + std::to_string(id) +
+            ",\"content\":" + quoted(tokens[id]) +
+            ",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,\"normalized\":false,"
+            "\"special\":" +
+            (type == kControl ? "true" : "false") + "}";
+    first = false;
+  }
+  json += "],\"normalizer\":";
+  json += split->nfc ? "{\"type\":\"NFC\"}" : "null";
+  json += ",\"pre_tokenizer\":";
+  std::string byteLevel = "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,"
+                          "\"use_regex\":";
+  if (split->split)
+    json += "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":" +
+            quoted(split->split) + "},\"behavior\":\"Isolated\",\"invert\":false}," + byteLevel +
+            "false}]}";
+  else
+    json += byteLevel + "true}";
+  std::vector<int64_t> before, after;
+  if (int64_t bos = metadata.tokenId("bos", tokens.size());
+      bos >= 0 && metadata.flag("tokenizer.ggml.add_bos_token", false))
+    before.push_back(bos);
+  if (int64_t eos = metadata.tokenId("eos", tokens.size());
+      eos >= 0 && metadata.flag("tokenizer.ggml.add_eos_token", false))
+    after.push_back(eos);
+  json += ",\"post_processor\":";
+  json += before.empty() && after.empty() ? "null" : templateProcessor(tokens, before, after);
+  json += ",\"decoder\":{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"trim_offsets\":true,"
+          "\"use_regex\":true},\"model\":{\"type\":\"BPE\",\"byte_fallback\":false,"
+          "\"ignore_merges\":";
+  json += split->ignoreMerges ? "true" : "false";
+  json += ",\"vocab\":{";
+  for (size_t id = 0; id < tokens.size(); ++id)
+    json += (id ? "," : "") + quoted(tokens[id]) + ":" + std::to_string(id);
+  json += "},\"merges\":[";
+  for (size_t i = 0; i < merges->items.size(); ++i)
+    json += (i ? "," : "") + quoted(merges->items[i].text);
+  return json + "]}}";
+}
+
+std::string xfmr::rt::ggufTokenizerConfigJson(const GgufFile &file) {
+  TokenizerMetadata metadata(file);
+  std::string json = "{";
+  const GgufValue *tokenList =
+      metadata.array("tokenizer.ggml.tokens", GgufValue::Kind::String, SIZE_MAX);
+  size_t vocabulary = tokenList ? tokenList->items.size() : 0;
+  for (const char *name : {"bos", "eos", "unknown", "padding"}) {
+    int64_t id = metadata.tokenId(name, vocabulary);
+    if (id < 0)
+      continue;
+    static const std::pair<const char *, const char *> kKeys[] = {
+        {"bos", "bos_token"}, {"eos", "eos_token"}, {"unknown", "unk_token"},
+        {"padding", "pad_token"}};
+    for (const auto &[gguf, key] : kKeys)
+      if (std::string(name) == gguf)
+        json += (json.size() > 1 ? "," : "") + quoted(key) + ":" +
+                quoted(tokenList->items[id].text);
+  }
+  if (const GgufValue *chat = file.find("tokenizer.chat_template")) {
+    if (chat->kind != GgufValue::Kind::String)
+      metadata.error("tokenizer.chat_template", "expected a string");
+    json += (json.size() > 1 ? "," : "") + std::string("\"chat_template\":") + quoted(chat->text);
+  }
+  return json + "}";
+}
