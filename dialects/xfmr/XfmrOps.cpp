@@ -877,24 +877,37 @@ SmallVector<int32_t> RelativePositionBiasOp::distanceBuckets(int64_t buckets, in
 LogicalResult DequantizeOp::verify() {
   auto values = tensorTypeOf(getValues()), scales = tensorTypeOf(getScales());
   auto type = tensorTypeOf(getResult());
-  if (values.getRank() != 2)
+  if (values.getRank() != 2 || type.getRank() != 2)
     return emitOpError("values must be a rank-2 weight, got ") << values;
-  if (type.getShape() != values.getShape())
-    return emitOpError("result shape ")
-           << shapeString(type.getShape()) << " differs from the values' "
-           << shapeString(values.getShape());
+  int64_t axis = getAxis(), group = getGroupSize(), bits = getBits();
+  if (bits != 8 && bits != 4)
+    return emitOpError("bits must be 8 or 4, got ") << bits;
+  SmallVector<int64_t> stored(type.getShape());
+  if (bits == 4) {
+    if (axis != 1 || group % 32 != 0)
+      return emitOpError("4-bit values are grouped along dimension 1 in whole blocks of 32, "
+                         "got axis ")
+             << axis << " and group_size " << group;
+    stored[1] /= 2;
+  }
+  if (ArrayRef<int64_t>(stored) != values.getShape())
+    return emitOpError("values must be ")
+           << shapeString(stored) << " for a result of " << shapeString(type.getShape()) << " ("
+           << bits << " bits a value), got " << shapeString(values.getShape());
   if (!scales.getElementType().isF32() && !scales.getElementType().isBF16())
     return emitOpError("scales must be f32 or bf16, got ") << scales.getElementType();
-  int64_t axis = getAxis(), group = getGroupSize();
-  if (values.getDimSize(axis) % group != 0)
+  if (type.getDimSize(axis) % group != 0)
     return emitOpError("group_size ") << group << " does not divide dimension " << axis << " ("
-                                      << values.getDimSize(axis) << ")";
-  SmallVector<int64_t> expected(values.getShape());
+                                      << type.getDimSize(axis) << ")";
+  SmallVector<int64_t> expected(type.getShape());
   expected[axis] /= group;
   if (scales.getShape() != ArrayRef<int64_t>(expected))
     return emitOpError("scales must be ")
            << shapeString(expected) << " (one per group of " << group << " along dimension " << axis
            << "), got " << shapeString(scales.getShape());
+  if (getMins() && tensorTypeOf(getMins()) != scales)
+    return emitOpError("mins must be of the scales' type ") << scales << ", got "
+                                                            << tensorTypeOf(getMins());
   return success();
 }
 

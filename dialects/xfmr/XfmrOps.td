@@ -635,26 +635,43 @@ def Xfmr_RmsNormOp : Xfmr_Op<"rms_norm",
 }
 
 def Xfmr_DequantizeOp : Xfmr_Op<"dequantize", [Pure]> {
-  let summary = "int8 weights with a scale per group, as floats";
+  let summary = "int8 or int4 weights with a scale per group, as floats";
   let description = [{
-    `values` ([rows, cols] i8) times the scale of each value's group: groups
-    of `group_size` consecutive values along dimension `axis` (the weight's
-    input side, which a product reduces over) share one entry of `scales`,
-    whose shape is `values`' with that dimension divided by `group_size`
-    (f32 or bf16). A group as long as the dimension is one scale per output
-    channel. Products whose weight this is read the int8 values and widen
-    them in registers (the CPU kernels); no float copy of the weight exists.
+    `values` times the scale of each value's group: groups of `group_size`
+    consecutive values along dimension `axis` (the weight's input side,
+    which a product reduces over) share one entry of `scales`, whose shape
+    is the result's with that dimension divided by `group_size` (f32 or
+    bf16). A group as long as the dimension is one scale per output channel.
+    Products whose weight this is read the narrow values and widen them in
+    registers (the CPU kernels); no float copy of the weight exists.
+
+    With `bits = 8` (the default) `values` is the result's shape of i8, each
+    value q standing for q * scale, or with `mins` (the shape of `scales`)
+    q * scale + min. With `bits = 4` two values share a byte:
+    `values` is [rows, cols / 2] i8, groups lie along dimension 1 and hold
+    whole blocks of 32 values, and byte j of block b (bytes 16 b .. 16 b +
+    15 of a row) holds value 32 b + j in its low nibble and 32 b + j + 16 in
+    its high one (ggml's Q4_0 order: a vector of 16 or fewer values is one
+    load, shift and mask). A nibble q in [0, 15] stands for (q - 8) * scale,
+    or with `mins` (the shape of `scales`) for q * scale + min.
 
     ```mlir
     %w = xfmr.dequantize %q, %s {axis = 0 : i64, group_size = 32 : i64}
            : (tensor<768x3072xi8>, tensor<24x3072xf32>) -> tensor<768x3072xf32>
+    %v = xfmr.dequantize %p, %s, %m {axis = 1 : i64, group_size = 32 : i64, bits = 4 : i64}
+           : (tensor<3072x384xi8>, tensor<3072x24xf32>, tensor<3072x24xf32>)
+           -> tensor<3072x768xf32>
     ```
   }];
   let arguments = (ins StaticShapeTensorOf<[I8]>:$values, Xfmr_FloatTensor:$scales,
+                   Optional<Xfmr_FloatTensor>:$mins,
                    ConfinedAttr<I64Attr, [IntMinValue<0>, IntMaxValue<1>]>:$axis,
-                   ConfinedAttr<I64Attr, [IntPositive]>:$group_size);
+                   ConfinedAttr<I64Attr, [IntPositive]>:$group_size,
+                   DefaultValuedAttr<I64Attr, "8">:$bits);
   let results = (outs Xfmr_FloatTensor:$result);
-  let assemblyFormat = "$values `,` $scales attr-dict `:` functional-type(operands, results)";
+  let assemblyFormat = [{
+    $values `,` $scales (`,` $mins^)? attr-dict `:` functional-type(operands, results)
+  }];
   let hasVerifier = 1;
 }
 

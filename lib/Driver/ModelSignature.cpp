@@ -160,15 +160,18 @@ LogicalResult describeEntry(func::FuncOp func, const llvm::StringMap<std::string
       auto group = quantized.getAs<IntegerAttr>("group_size");
       bool rounded = part && (element.isF32() || element.isBF16() || element.isF16()) &&
                      part.getValue() == StringRef(argument.dtype).lower();
-      if (!part || type.getRank() != 2 ||
+      auto bits = quantized.getAs<IntegerAttr>("bits");
+      bool scaleLike = part && (part.getValue() == "scales" || part.getValue() == "mins") &&
+                       (element.isF32() || element.isBF16());
+      if (!part || type.getRank() != 2 || (bits && bits.getInt() != 4 && bits.getInt() != 8) ||
           !(rounded || (axis && group &&
-                        (part.getValue() == "values" ? element.isInteger(8)
-                                                     : part.getValue() == "scales" &&
-                                                           (element.isF32() || element.isBF16())))))
+                        (part.getValue() == "values" ? element.isInteger(8) : scaleLike))))
         return signatureError(func, "weight '" + argument.name +
                                         "': xfmr.quantized needs part = \"values\" (i8) or "
-                                        "\"scales\" (f32 or bf16) with axis and group_size, or "
-                                        "the argument's float type (\"f32\", \"bf16\", \"f16\")");
+                                        "\"scales\" or \"mins\" (f32 or bf16) with axis, "
+                                        "group_size and bits 8 or 4, or the argument's float "
+                                        "type (\"f32\", \"bf16\", \"f16\")");
+      argument.bits = bits ? bits.getInt() : 8;
       argument.source = argument.name;
       argument.quantizedTransposed = static_cast<bool>(quantized.get("transposed"));
       argument.quantizedPart = part.getValue().str();
@@ -376,7 +379,8 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
   if (!weightType.empty()) {
     PassManager pm(&context);
     pm.addPass(createXfmrQuantizeWeights({weightType, options.weightGroupSize,
-                                          options.quantizeEmbeddings, options.weightScaleType}));
+                                          options.quantizeEmbeddings, options.weightScaleType,
+                                          options.weightMins}));
     if (failed(pm.run(*module)))
       return diagnostics.error(path + ": cannot store the weights as " + weightType);
   }
@@ -467,6 +471,7 @@ std::string xfmr::buildManifest(const ModelSignature &signature) {
                                             {"part", argument.quantizedPart},
                                             {"axis", argument.quantizedAxis},
                                             {"group_size", argument.groupSize},
+                                            {"bits", argument.bits},
                                             {"transposed", argument.quantizedTransposed}};
     args.push_back(std::move(arg));
   }

@@ -121,10 +121,15 @@ Manifest xfmr::rt::parseManifest(const char *text) {
       bool rounded = part && !floatPart.empty() && part->text == floatPart;
       bool groups = axis && group && axis->asInt() && *axis->asInt() >= 0 && *axis->asInt() <= 1 &&
                     group->asInt() && *group->asInt() > 0;
-      if (!source || !part || spec.shape.size() != 2 ||
-          !(rounded || (groups && ((part->text == "values" && spec.dtype == XFMR_DTYPE_I8) ||
-                                   (part->text == "scales" && (spec.dtype == XFMR_DTYPE_F32 ||
-                                                               spec.dtype == XFMR_DTYPE_BF16))))))
+      const JsonValue *bits = quantized->get("bits");
+      spec.bits = bits ? bits->asInt().value_or(0) : 8;
+      bool scaleLike = (part && (part->text == "scales" || part->text == "mins")) &&
+                       (spec.dtype == XFMR_DTYPE_F32 || spec.dtype == XFMR_DTYPE_BF16);
+      bool packed = spec.bits == 8 || (spec.bits == 4 && groups && *axis->asInt() == 1 &&
+                                       *group->asInt() % 32 == 0);
+      if (!source || !part || spec.shape.size() != 2 || !packed ||
+          !(rounded ||
+            (groups && ((part->text == "values" && spec.dtype == XFMR_DTYPE_I8) || scaleLike))))
         fail("corrupt model manifest: quantized argument '" + spec.name + "'");
       spec.source = source->text;
       spec.quantizedPart = part->text;

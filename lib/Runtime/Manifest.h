@@ -26,16 +26,19 @@ struct ArgSpec {
   int64_t vocabSize = 0; // token inputs only
   std::string init;      // weights: normal, zeros or ones
   std::string updates;   // outputs: the weight or state they replace
-  /// Weights stored as decoding reads them: the part ("values" or
-  /// "scales") of checkpoint tensor `source` quantized in groups of
-  /// `groupSize` along dimension `axis`, or it converted to `dtype` ("f32",
-  /// "bf16", "f16"); `transposed`: of the tensor's transpose.
+  /// Weights stored as decoding reads them: the part ("values", "scales"
+  /// or "mins") of checkpoint tensor `source` quantized to `bits` (8 or 4)
+  /// in groups of `groupSize` along dimension `axis`, or it converted to
+  /// `dtype` ("f32", "bf16", "f16"); `transposed`: of the tensor's
+  /// transpose. 4-bit values are two a byte (docs/quantization.md).
   std::string source, quantizedPart;
-  int64_t axis = 0, groupSize = 0;
+  int64_t axis = 0, groupSize = 0, bits = 8;
   bool transposed = false;
 
-  /// Whether this is the int8 values or scales of a quantized weight.
-  bool isInt8Part() const { return quantizedPart == "values" || quantizedPart == "scales"; }
+  /// Whether this is the values, scales or mins of an integer weight.
+  bool isIntegerPart() const {
+    return quantizedPart == "values" || quantizedPart == "scales" || quantizedPart == "mins";
+  }
 };
 
 /// The name of a float `dtype` as a stored part ("f32", "bf16", "f16"), or

@@ -81,13 +81,78 @@ static float roundToInteger(float value) {
   return (value + kShift) - kShift;
 }
 
+/// A weight quantized: its int8 values (4-bit ones two a byte), scales and,
+/// for 4-bit groups with a minimum, mins.
+struct QuantizedWeight {
+  std::vector<int8_t> values;
+  std::vector<float> scales, mins;
+};
+
+/// `values` rounded to the precision of `type` (and kept as f32).
+static void roundTo(xfmr_dtype type, std::vector<float> &values) {
+  if (type == XFMR_DTYPE_F32)
+    return;
+  std::vector<uint8_t> narrow(values.size() * xfmr_dtype_size(type));
+  convertElements(XFMR_DTYPE_F32, values.data(), values.size(), type, narrow.data());
+  convertElements(type, narrow.data(), values.size(), XFMR_DTYPE_F32, values.data());
+}
+
+/// 4-bit quantization of the [rows, cols] `values` in groups of `group`
+/// along the rows, stored as xfmr.dequantize reads them (byte j of each
+/// block of 32 holds values j and j + 16 in its low and high nibbles).
+/// Symmetric groups as llama.cpp's Q4_0: the value of largest magnitude m
+/// maps to -8 (scale m / -8) and a nibble q is (q - 8) * scale; with `mins`
+/// as Q4_1: scale (max - min) / 15 and q * scale + min. Scales and mins are
+/// rounded to `scaleType` before the values are quantized with them.
+static QuantizedWeight quantizeInt4(const float *values, int64_t rows, int64_t cols,
+                                    int64_t group, xfmr_dtype scaleType, bool mins) {
+  QuantizedWeight q;
+  int64_t groups = cols / group;
+  q.scales.resize(rows * groups);
+  if (mins)
+    q.mins.resize(rows * groups);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < groups; ++g) {
+      const float *x = values + r * cols + g * group;
+      float low = x[0], high = x[0], extreme = 0.0f;
+      for (int64_t i = 0; i < group; ++i) {
+        low = std::min(low, x[i]);
+        high = std::max(high, x[i]);
+        if (std::fabs(x[i]) > std::fabs(extreme))
+          extreme = x[i];
+      }
+      if (mins) {
+        q.scales[r * groups + g] = (high - low) / 15.0f;
+        q.mins[r * groups + g] = low;
+      } else {
+        q.scales[r * groups + g] = extreme / -8.0f;
+      }
+    }
+  roundTo(scaleType, q.scales);
+  roundTo(scaleType, q.mins);
+  q.values.assign(rows * cols / 2, 0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t g = 0; g < groups; ++g) {
+      float scale = q.scales[r * groups + g], min = mins ? q.mins[r * groups + g] : 0.0f;
+      float offset = mins ? 0.0f : 8.0f;
+      const float *x = values + r * cols + g * group;
+      auto *out = reinterpret_cast<uint8_t *>(q.values.data()) + (r * cols + g * group) / 2;
+      for (int64_t i = 0; i < group; ++i) {
+        float level = scale == 0.0f ? offset : roundToInteger((x[i] - min) / scale) + offset;
+        auto nibble = static_cast<uint8_t>(std::clamp(level, 0.0f, 15.0f));
+        int64_t block = i / 32, within = i % 32;
+        out[block * 16 + within % 16] |= nibble << (within / 16 * 4);
+      }
+    }
+  return q;
+}
+
 /// Symmetric int8 quantization of the [rows, cols] `values` in groups of
 /// `group` along dimension `axis`: each group's scale is its largest
 /// magnitude over 127 (0 for a group of zeros; rounded to `scaleType`'s
 /// precision), each value its nearest multiple of the scale in [-127, 127].
-static std::pair<std::vector<int8_t>, std::vector<float>>
-quantizeInt8(const float *values, const std::vector<int64_t> &shape, int64_t axis, int64_t group,
-             xfmr_dtype scaleType) {
+static QuantizedWeight quantizeInt8(const float *values, const std::vector<int64_t> &shape,
+                                    int64_t axis, int64_t group, xfmr_dtype scaleType) {
   int64_t rows = shape[0], cols = shape[1];
   // The scales of row r start at scaleRow(r): one per column (groups along
   // rows) or one per group of columns. Rounding is monotonic, so the
@@ -113,11 +178,7 @@ quantizeInt8(const float *values, const std::vector<int64_t> &shape, int64_t axi
   }
   for (float &scale : scales)
     scale /= 127.0f;
-  if (scaleType != XFMR_DTYPE_F32) {
-    std::vector<uint8_t> narrow(scales.size() * xfmr_dtype_size(scaleType));
-    convertElements(XFMR_DTYPE_F32, scales.data(), scales.size(), scaleType, narrow.data());
-    convertElements(scaleType, narrow.data(), scales.size(), XFMR_DTYPE_F32, scales.data());
-  }
+  roundTo(scaleType, scales);
   auto quantize = [](float value, float scale) {
     float multiple = scale == 0.0f ? 0.0f : roundToInteger(value / scale);
     return static_cast<int8_t>(std::clamp(multiple, -127.0f, 127.0f));
@@ -134,7 +195,7 @@ quantizeInt8(const float *values, const std::vector<int64_t> &shape, int64_t axi
         for (int64_t c = s * group; c < (s + 1) * group; ++c)
           out[c] = quantize(row[c], scale[s]);
   }
-  return {std::move(q), std::move(scales)};
+  return {std::move(q), std::move(scales), {}};
 }
 
 /// Writes the [rows, cols] `values` transposed to `result`, a cache-sized
@@ -149,23 +210,32 @@ static void transposeInto(const float *values, int64_t rows, int64_t cols, float
 }
 
 /// Copies the part of a quantized tensor that `arg` is into `buffer`.
-static void copyQuantizedPart(const ArgSpec &arg,
-                              const std::pair<std::vector<int8_t>, std::vector<float>> &parts,
-                              Buffer &buffer) {
-  if (arg.quantizedPart == "values")
-    std::memcpy(buffer.data, parts.first.data(), parts.first.size());
-  else
-    convertElements(XFMR_DTYPE_F32, parts.second.data(), parts.second.size(), arg.dtype,
-                    buffer.data);
+static void copyQuantizedPart(const ArgSpec &arg, const QuantizedWeight &parts, Buffer &buffer) {
+  if (arg.quantizedPart == "values") {
+    std::memcpy(buffer.data, parts.values.data(), parts.values.size());
+    return;
+  }
+  const std::vector<float> &floats = arg.quantizedPart == "mins" ? parts.mins : parts.scales;
+  convertElements(XFMR_DTYPE_F32, floats.data(), floats.size(), arg.dtype, buffer.data);
+}
+
+/// The part `part` of the quantized weight whose part `arg` is, if the
+/// manifest has it.
+static const ArgSpec *siblingPart(const Manifest &manifest, const ArgSpec &arg,
+                                  const char *part) {
+  for (const ArgSpec &other : manifest.args)
+    if (other.quantizedPart == part && other.source == arg.source && other.axis == arg.axis &&
+        other.groupSize == arg.groupSize && other.bits == arg.bits &&
+        other.transposed == arg.transposed)
+      return &other;
+  return nullptr;
 }
 
 /// The type of the scales of the quantized weight whose part `arg` is.
 static xfmr_dtype scaleTypeOf(const Manifest &manifest, const ArgSpec &arg) {
-  for (const ArgSpec &other : manifest.args)
-    if (other.quantizedPart == "scales" && other.source == arg.source && other.axis == arg.axis &&
-        other.groupSize == arg.groupSize && other.transposed == arg.transposed)
-      return other.dtype;
-  fail("corrupt model manifest: no scales for the int8 values of '" + arg.source + "'");
+  if (const ArgSpec *scales = siblingPart(manifest, arg, "scales"))
+    return scales->dtype;
+  fail("corrupt model manifest: no scales for the values of '" + arg.source + "'");
 }
 
 /// The name under which `xfmrc --quantize` stores a narrow part of checkpoint
@@ -217,6 +287,13 @@ static bool allFinite(xfmr_dtype dtype, const void *data, size_t count, bool non
   default:
     return true;
   }
+}
+
+/// Whether the values of part `arg` must not be negative: int8 scales (a
+/// 4-bit group's scale carries the sign of its largest value, and mins may
+/// be anything).
+static bool nonNegative(const ArgSpec &arg) {
+  return arg.quantizedPart == "scales" && arg.bits == 8;
 }
 
 /// The narrow part `arg` as `xfmrc --quantize` stored it ahead of time, or
@@ -275,9 +352,10 @@ readStoredPart(const xfmr_weights *file, const std::string &path, const Manifest
   if (xfmr_weights_read(file, found.c_str(), arg.dtype, static_cast<int32_t>(arg.shape.size()),
                         arg.shape.data(), buffer->data, err, sizeof(err)))
     fail("weights file " + std::string(err));
-  if (arg.quantizedPart == "scales" &&
-      !allFinite(arg.dtype, buffer->data, elementCount(arg.shape), /*nonNegative=*/true))
-    fail(where + "holds negative, NaN or infinite scales");
+  bool floats = arg.quantizedPart == "scales" || arg.quantizedPart == "mins";
+  if (floats && !allFinite(arg.dtype, buffer->data, elementCount(arg.shape), nonNegative(arg)))
+    fail(where + "holds " + (nonNegative(arg) ? "negative, " : "") + "NaN or infinite " +
+         arg.quantizedPart);
   return buffer;
 }
 
@@ -304,7 +382,7 @@ storedAsRead(const xfmr_weights *file, const Manifest &manifest, const ArgSpec &
   if (!arg.quantizedPart.empty())
     if (auto stored = lookup(storedPartName(arg.source, arg.quantizedPart, arg.transposed)))
       return stored;
-  if (arg.isInt8Part() || arg.transposed)
+  if (arg.isIntegerPart() || arg.transposed)
     return std::nullopt;
   return lookup(arg.source.empty() ? arg.name : arg.source);
 }
@@ -359,10 +437,10 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
       auto stored = storedAsRead(file.get(), manifest, arg);
       if (!stored)
         continue;
-      bool scales = arg.quantizedPart == "scales";
-      if (!allFinite(arg.dtype, stored->second, elementCount(arg.shape), scales))
+      if (!allFinite(arg.dtype, stored->second, elementCount(arg.shape), nonNegative(arg)))
         fail("weights file '" + path + "': tensor '" + stored->first + "' " +
-             (scales ? "holds negative, NaN or infinite scales" : "contains NaN or infinity"));
+             (nonNegative(arg) ? "holds negative, NaN or infinite scales"
+                               : "contains NaN or infinity"));
       weights[arg.name] = std::make_unique<Buffer>(file, stored->second, bytesOf(arg));
       counts.mapped += bytesOf(arg);
     }
@@ -370,8 +448,7 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
     catchTruncatedMappings();
   // Checkpoint tensors quantized so far (by name, axis, group size, scale
   // type and transposition): their int8 values and scales.
-  std::map<std::tuple<std::string, int64_t, int64_t, xfmr_dtype, bool>,
-           std::pair<std::vector<int8_t>, std::vector<float>>>
+  std::map<std::tuple<std::string, int64_t, int64_t, int64_t, xfmr_dtype, bool>, QuantizedWeight>
       quantized;
   auto wanted = [&](const ArgSpec &arg) {
     return arg.kind == ArgSpec::Kind::Param && !skip.count(arg.name) && !weights.count(arg.name);
@@ -406,13 +483,15 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
         weights[arg.name] = std::move(stored);
         continue;
       }
-    bool isQuantized = arg.isInt8Part();
+    bool isQuantized = arg.isIntegerPart();
     const std::string &name = arg.source.empty() ? arg.name : arg.source;
     // A narrow weight reads the f32 tensor its values have the shape of (or
     // the transpose of).
     std::vector<int64_t> shape = arg.shape;
-    if (isQuantized && arg.quantizedPart == "scales")
+    if (isQuantized && arg.quantizedPart != "values")
       shape[arg.axis] *= arg.groupSize;
+    else if (isQuantized)
+      shape[1] = shape[1] * 8 / arg.bits;
     if (arg.transposed)
       std::swap(shape[0], shape[1]);
     xfmr_dtype dtype = isQuantized ? XFMR_DTYPE_F32 : arg.dtype;
@@ -445,7 +524,7 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
     std::unique_ptr<Buffer> buffer = allocate();
     size_t count = elementCount(shape);
     xfmr_dtype scaleType = isQuantized ? scaleTypeOf(manifest, arg) : XFMR_DTYPE_F32;
-    auto key = std::make_tuple(found, arg.axis, arg.groupSize, scaleType, arg.transposed);
+    auto key = std::make_tuple(found, arg.axis, arg.groupSize, arg.bits, scaleType, arg.transposed);
     auto done = quantized.find(key);
     if (isQuantized && done != quantized.end()) {
       copyQuantizedPart(arg, done->second, *buffer);
@@ -475,7 +554,9 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
     }
     if (isQuantized) {
       auto &parts = quantized[key] =
-          quantizeInt8(values, shape, arg.axis, arg.groupSize, scaleType);
+          arg.bits == 4 ? quantizeInt4(values, shape[0], shape[1], arg.groupSize, scaleType,
+                                       siblingPart(manifest, arg, "mins") != nullptr)
+                        : quantizeInt8(values, shape, arg.axis, arg.groupSize, scaleType);
       copyQuantizedPart(arg, parts, *buffer);
     } else if (!widened.empty()) {
       std::string problem = convertElements(XFMR_DTYPE_F32, values, count, arg.dtype, buffer->data);

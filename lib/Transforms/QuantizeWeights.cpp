@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/ADT/MapVector.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Debug.h"
 
@@ -54,21 +55,73 @@ std::optional<int64_t> inputSideOfWeight(OpOperand &use, bool embeddings) {
   return std::nullopt;
 }
 
+/// How a weight is stored: `type` int8, int4 or a float type; integer
+/// types in groups of `group` values along the input side (0: the whole
+/// side), with a minimum per group when `mins`.
+struct Storage {
+  std::string type;
+  int64_t group = 0;
+  bool mins = false;
+
+  bool isInteger() const { return type == "int8" || type == "int4"; }
+  int64_t bits() const { return type == "int4" ? 4 : 8; }
+
+  /// The float type of `type`, or null for integers.
+  FloatType floatType(MLIRContext *context) const {
+    return llvm::StringSwitch<FloatType>(type)
+        .Case("f32", Float32Type::get(context))
+        .Case("bf16", BFloat16Type::get(context))
+        .Case("f16", Float16Type::get(context))
+        .Default(nullptr);
+  }
+
+  /// What is wrong with this storage, or "".
+  std::string problem(MLIRContext *context) const {
+    if (!isInteger() && !floatType(context))
+      return "type must be int8, int4, bf16, f16 or f32, got '" + type + "'";
+    if (type == "int4" && (group <= 0 || group % 32 != 0))
+      return "int4 groups are whole blocks of 32 values (group-size 32, 64, 128, ...), got " +
+             std::to_string(group);
+    if (mins && !isInteger())
+      return "mins apply to int8 and int4";
+    return "";
+  }
+};
+
 struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeightsPass> {
   using Base::Base;
 
   void runOnOperation() override {
     LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << weightType << ", group size " << groupSize
-                            << "\n");
-    if (weightType != "int8" && !floatType()) {
-      getOperation().emitError("xfmr-quantize-weights: type must be int8, bf16, f16 or f32, got '")
-          << weightType << "'";
-      return signalPassFailure();
-    }
-    if (scaleType != "f32" && scaleType != "bf16") {
-      getOperation().emitError("xfmr-quantize-weights: scale-type must be f32 or bf16, got '")
-          << scaleType << "'";
-      return signalPassFailure();
+                            << ", " << perWeight.size() << " weights of their own\n");
+    MLIRContext *context = &getContext();
+    auto fail = [&](const Twine &message) {
+      getOperation().emitError("xfmr-quantize-weights: ") << message;
+      signalPassFailure();
+    };
+    fallback = {weightType, groupSize, mins};
+    if (std::string problem = fallback.problem(context); !problem.empty())
+      return fail(problem);
+    if (mins && weightType != "int4")
+      return fail("mins apply to type=int4");
+    if (scaleType != "f32" && scaleType != "bf16")
+      return fail("scale-type must be f32 or bf16, got '" + scaleType + "'");
+    // name=int8:32:mins, name=int4:32, name=bf16.
+    for (const std::string &entry : perWeight) {
+      StringRef name, spec;
+      std::tie(name, spec) = StringRef(entry).rsplit('=');
+      SmallVector<StringRef> fields;
+      spec.split(fields, ':');
+      Storage storage{fields.front().str()};
+      if (fields.size() > 1 && fields[1].getAsInteger(10, storage.group))
+        return fail("per-weight '" + entry + "': the group size is not a number");
+      storage.mins = fields.size() > 2 && fields[2] == "mins";
+      std::string problem = storage.problem(context);
+      if (name.empty() || spec.empty() || fields.size() > 3 ||
+          (fields.size() == 3 && !storage.mins) || !problem.empty())
+        return fail("per-weight '" + entry + "': expected name=int8|int4:<group>[:mins] or " +
+                    "name=<float type>" + (problem.empty() ? "" : " (" + problem + ")"));
+      perWeightStorage[name] = storage;
     }
     for (auto func : getOperation().getOps<func::FuncOp>())
       if (!func.isExternal() && failed(quantize(func)))
@@ -86,10 +139,13 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
       auto type = dyn_cast<RankedTensorType>(arg.getType());
       if (!name || !type || type.getRank() != 2)
         continue;
+      auto own = perWeightStorage.find(name.getValue());
+      const Storage &storage = own != perWeightStorage.end() ? own->second : fallback;
       // f32 weights, and with a float type, those of that type already
       // (which only a transpose changes).
       Type element = type.getElementType();
-      bool sameType = element == floatType();
+      FloatType floatType = storage.floatType(func.getContext());
+      bool sameType = element == floatType;
       if (!element.isF32() && !sameType)
         continue;
       // The weight's uses as a product's weight, by input side.
@@ -105,15 +161,15 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
         // output's values (and groups) then lie contiguous, the rows a
         // skinny product streams and an integer dot product reads.
         bool transposed = axis == 0;
-        FailureOr<Value> weight = floatType()
-                                      ? convertWeight(b, func, arg, name, transposed)
-                                      : quantizeToInt8(b, func, arg, name, axis, transposed);
+        FailureOr<Value> weight =
+            floatType ? convertWeight(b, func, arg, name, storage, transposed)
+                      : quantizeToInts(b, func, arg, name, axis, storage, transposed);
         if (failed(weight))
           return failure();
         for (OpOperand *use : operands)
           use->set(*weight);
         LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] " << name.getValue() << ": " << operands.size()
-                                << " uses, input side " << axis
+                                << " uses, input side " << axis << ", " << storage.type
                                 << (transposed ? ", stored transposed" : "") << "\n");
       }
       if (arg.use_empty())
@@ -125,7 +181,7 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
 
   /// The attributes of an argument holding `part` of weight `name`.
   DictionaryAttr partAttrs(StringAttr name, StringRef part, std::optional<int64_t> axis,
-                           int64_t group, bool transposed) {
+                           int64_t group, bool transposed, int64_t bits = 8) {
     MLIRContext *context = name.getContext();
     Builder b(context);
     NamedAttrList quantized;
@@ -134,6 +190,8 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
       quantized.set("axis", b.getI64IntegerAttr(*axis));
       quantized.set("group_size", b.getI64IntegerAttr(group));
     }
+    if (bits != 8)
+      quantized.set("bits", b.getI64IntegerAttr(bits));
     if (transposed)
       quantized.set("transposed", UnitAttr::get(context));
     NamedAttrList list;
@@ -158,27 +216,19 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
     return TransposeOp::create(b, loc, weight, b.getDenseI64ArrayAttr({1, 0}));
   }
 
-  /// The float type of `type`, or null for int8.
-  FloatType floatType() {
-    MLIRContext *context = &getContext();
-    return llvm::StringSwitch<FloatType>(weightType)
-        .Case("f32", Float32Type::get(context))
-        .Case("bf16", BFloat16Type::get(context))
-        .Case("f16", Float16Type::get(context))
-        .Default(nullptr);
-  }
-
-  /// The weight `arg` read from a new argument of floatType() (of its
-  /// transpose when `transposed`), widened back to `arg`'s type.
+  /// The weight `arg` read from a new argument of the storage's float type
+  /// (of its transpose when `transposed`), widened back to `arg`'s type.
   FailureOr<Value> convertWeight(OpBuilder &b, func::FuncOp func, BlockArgument arg,
-                                 StringAttr name, bool transposed) {
+                                 StringAttr name, const Storage &storage, bool transposed) {
     auto type = cast<RankedTensorType>(arg.getType());
     unsigned end = func.getNumArguments();
-    auto stored = RankedTensorType::get(storedShapeOf(type.getShape(), transposed), floatType());
+    auto stored = RankedTensorType::get(storedShapeOf(type.getShape(), transposed),
+                                        storage.floatType(func.getContext()));
     if (failed(func.insertArgument(
-            end, stored, partAttrs(name, weightType, std::nullopt, 0, transposed), arg.getLoc())))
+            end, stored, partAttrs(name, storage.type, std::nullopt, 0, transposed),
+            arg.getLoc())))
       return func.emitError("cannot add the ")
-             << weightType << " argument of '" << name.getValue() << "'";
+             << storage.type << " argument of '" << name.getValue() << "'";
     // Widened after the transpose, so that the kernels find the narrow
     // matrix they stream below the widening.
     Value weight = asProductWeight(b, arg.getLoc(), func.getArgument(end), transposed);
@@ -187,15 +237,16 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
     return arith::ExtFOp::create(b, arg.getLoc(), type, weight).getResult();
   }
 
-  /// The f32 weight `arg` as xfmr.dequantize of new int8 values and scales
-  /// (of its transpose when `transposed`), a scale per group along input
-  /// side `axis`.
-  FailureOr<Value> quantizeToInt8(OpBuilder &b, func::FuncOp func, BlockArgument arg,
-                                  StringAttr name, int64_t axis, bool transposed) {
+  /// The f32 weight `arg` as xfmr.dequantize of new int8 or int4 values and
+  /// scales (and mins) of its transpose when `transposed`, a scale per group
+  /// along input side `axis`.
+  FailureOr<Value> quantizeToInts(OpBuilder &b, func::FuncOp func, BlockArgument arg,
+                                  StringAttr name, int64_t axis, const Storage &storage,
+                                  bool transposed) {
     MLIRContext *context = func.getContext();
     auto type = cast<RankedTensorType>(arg.getType());
     int64_t inputs = type.getDimSize(axis);
-    int64_t group = groupSize > 0 ? groupSize : inputs;
+    int64_t group = storage.group > 0 ? storage.group : inputs;
     if (inputs % group != 0)
       return func.emitError("weight '") << name.getValue() << "': its input side (" << inputs
                                         << ") is not a multiple of the group size " << group;
@@ -204,20 +255,33 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
     SmallVector<int64_t> scaleShape = storedShape;
     scaleShape[storedAxis] /= group;
     Type scale = scaleType == "bf16" ? Type(BFloat16Type::get(context)) : Float32Type::get(context);
+    // Stored axis 1 holds two 4-bit values a byte.
+    int64_t bits = storage.bits();
+    SmallVector<int64_t> valuesShape = storedShape;
+    valuesShape[1] = valuesShape[1] * bits / 8;
     unsigned end = func.getNumArguments();
-    if (failed(func.insertArgument(
-            end, RankedTensorType::get(storedShape, IntegerType::get(context, 8)),
-            partAttrs(name, "values", storedAxis, group, transposed), arg.getLoc())) ||
-        failed(func.insertArgument(end + 1, RankedTensorType::get(scaleShape, scale),
-                                   partAttrs(name, "scales", storedAxis, group, transposed),
-                                   arg.getLoc())))
-      return func.emitError("cannot add the int8 arguments of '") << name.getValue() << "'";
+    SmallVector<std::pair<StringRef, Type>> parts = {
+        {"values", RankedTensorType::get(valuesShape, IntegerType::get(context, 8))},
+        {"scales", RankedTensorType::get(scaleShape, scale)}};
+    if (storage.mins)
+      parts.push_back({"mins", RankedTensorType::get(scaleShape, scale)});
+    for (auto [i, part] : llvm::enumerate(parts))
+      if (failed(func.insertArgument(end + i, part.second,
+                                     partAttrs(name, part.first, storedAxis, group, transposed,
+                                               bits),
+                                     arg.getLoc())))
+        return func.emitError("cannot add the ") << storage.type << " arguments of '"
+                                                 << name.getValue() << "'";
     Value weight = DequantizeOp::create(
         b, arg.getLoc(), RankedTensorType::get(storedShape, type.getElementType()),
-        func.getArgument(end), func.getArgument(end + 1), b.getI64IntegerAttr(storedAxis),
-        b.getI64IntegerAttr(group));
+        func.getArgument(end), func.getArgument(end + 1),
+        storage.mins ? Value(func.getArgument(end + 2)) : Value(),
+        b.getI64IntegerAttr(storedAxis), b.getI64IntegerAttr(group), b.getI64IntegerAttr(bits));
     return asProductWeight(b, arg.getLoc(), weight, transposed);
   }
+
+  Storage fallback;
+  llvm::StringMap<Storage> perWeightStorage;
 };
 
 } // namespace

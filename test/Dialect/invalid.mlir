@@ -744,8 +744,40 @@ func.func @dequantize_scale_type(%q: tensor<64x96xi8>, %s: tensor<2x96xf16>) {
 // -----
 
 func.func @dequantize_shape(%q: tensor<64x96xi8>, %s: tensor<2x96xf32>) {
-  // expected-error @+1 {{result shape [96, 64] differs from the values' [64, 96]}}
+  // expected-error @+1 {{values must be [96, 64] for a result of [96, 64] (8 bits a value), got [64, 96]}}
   %w = xfmr.dequantize %q, %s {axis = 0 : i64, group_size = 32 : i64} : (tensor<64x96xi8>, tensor<2x96xf32>) -> tensor<96x64xf32>
+  return
+}
+
+// -----
+
+func.func @dequantize_int4_packed(%q: tensor<96x64xi8>, %s: tensor<96x2xf32>) {
+  // expected-error @+1 {{values must be [96, 32] for a result of [96, 64] (4 bits a value), got [96, 64]}}
+  %w = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 32 : i64, bits = 4 : i64} : (tensor<96x64xi8>, tensor<96x2xf32>) -> tensor<96x64xf32>
+  return
+}
+
+// -----
+
+func.func @dequantize_int4_blocks(%q: tensor<96x32xi8>, %s: tensor<96x4xf32>) {
+  // expected-error @+1 {{4-bit values are grouped along dimension 1 in whole blocks of 32, got axis 1 and group_size 16}}
+  %w = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 16 : i64, bits = 4 : i64} : (tensor<96x32xi8>, tensor<96x4xf32>) -> tensor<96x64xf32>
+  return
+}
+
+// -----
+
+func.func @dequantize_bits(%q: tensor<96x64xi8>, %s: tensor<96x2xf32>) {
+  // expected-error @+1 {{bits must be 8 or 4, got 2}}
+  %w = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 32 : i64, bits = 2 : i64} : (tensor<96x64xi8>, tensor<96x2xf32>) -> tensor<96x64xf32>
+  return
+}
+
+// -----
+
+func.func @dequantize_mins(%q: tensor<96x32xi8>, %s: tensor<96x2xf32>, %m: tensor<96x2xbf16>) {
+  // expected-error @+1 {{mins must be of the scales' type 'tensor<96x2xf32>', got 'tensor<96x2xbf16>'}}
+  %w = xfmr.dequantize %q, %s, %m {axis = 1 : i64, group_size = 32 : i64, bits = 4 : i64} : (tensor<96x32xi8>, tensor<96x2xf32>, tensor<96x2xbf16>) -> tensor<96x64xf32>
   return
 }
 

@@ -230,6 +230,23 @@ func.func @dequantize(%q: tensor<64x96xi8>, %s: tensor<2x96xf32>, %t: tensor<96x
   return %a, %b : tensor<64x96xf32>, tensor<96x64xf32>
 }
 
+// CHECK-LABEL: func @dequantize_int4
+// (and int8 with mins)
+func.func @dequantize_int4(%q: tensor<96x64xi8>, %s: tensor<96x4xf32>, %m: tensor<96x4xf32>,
+                           %r: tensor<96x128xi8>, %t: tensor<96x8xf32>)
+    -> (tensor<96x128xf32>, tensor<96x128xf32>, tensor<96x128xf32>) {
+  // CHECK: xfmr.dequantize %{{.*}}, %{{.*}} {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64} : (tensor<96x64xi8>, tensor<96x4xf32>) -> tensor<96x128xf32>
+  %a = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 32 : i64, bits = 4 : i64}
+         : (tensor<96x64xi8>, tensor<96x4xf32>) -> tensor<96x128xf32>
+  // CHECK: xfmr.dequantize %{{.*}}, %{{.*}}, %{{.*}} {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64} : (tensor<96x64xi8>, tensor<96x4xf32>, tensor<96x4xf32>) -> tensor<96x128xf32>
+  %b = xfmr.dequantize %q, %s, %m {axis = 1 : i64, group_size = 32 : i64, bits = 4 : i64}
+         : (tensor<96x64xi8>, tensor<96x4xf32>, tensor<96x4xf32>) -> tensor<96x128xf32>
+  // CHECK: xfmr.dequantize %{{.*}}, %{{.*}}, %{{.*}} {axis = 1 : i64, group_size = 16 : i64} : (tensor<96x128xi8>, tensor<96x8xf32>, tensor<96x8xf32>) -> tensor<96x128xf32>
+  %c = xfmr.dequantize %r, %t, %t {axis = 1 : i64, group_size = 16 : i64}
+         : (tensor<96x128xi8>, tensor<96x8xf32>, tensor<96x8xf32>) -> tensor<96x128xf32>
+  return %a, %b, %c : tensor<96x128xf32>, tensor<96x128xf32>, tensor<96x128xf32>
+}
+
 // The band form: one bias per diagonal, read by fused_attention's kernels.
 // CHECK-LABEL: func @position_bias
 func.func @position_bias(%q: tensor<2x8x4x16xf32>, %k: tensor<2x12x4x16xf32>, %t: tensor<32x4xf32>)

@@ -2,7 +2,10 @@
 // RUN: xfmr-opt %s --xfmr-quantize-weights=group-size=32 --split-input-file | FileCheck %s --check-prefix=G32
 // RUN: not xfmr-opt %s --xfmr-quantize-weights=group-size=48 --split-input-file 2>&1 | FileCheck %s --check-prefix=G48
 // RUN: xfmr-opt %s --xfmr-quantize-weights=type=bf16 --split-input-file | FileCheck %s --check-prefix=BF16
-// RUN: not xfmr-opt %s --xfmr-quantize-weights=type=int4 --split-input-file 2>&1 | FileCheck %s --check-prefix=INT4
+// RUN: xfmr-opt %s --xfmr-quantize-weights='type=int4 group-size=32 mins' --split-input-file | FileCheck %s --check-prefix=INT4
+// RUN: not xfmr-opt %s --xfmr-quantize-weights=type=int4 --split-input-file 2>&1 | FileCheck %s --check-prefix=INT4GROUP
+// RUN: not xfmr-opt %s --xfmr-quantize-weights=mins --split-input-file 2>&1 | FileCheck %s --check-prefix=MINS
+// RUN: not xfmr-opt %s --xfmr-quantize-weights=type=int2 --split-input-file 2>&1 | FileCheck %s --check-prefix=INT2
 // RUN: xfmr-opt %s --xfmr-quantize-weights=embeddings --split-input-file | FileCheck %s --check-prefix=EMB
 // RUN: xfmr-opt %s --xfmr-quantize-weights='group-size=32 scale-type=bf16' --split-input-file | FileCheck %s --check-prefix=BF16SCALES
 // RUN: not xfmr-opt %s --xfmr-quantize-weights=scale-type=f16 --split-input-file 2>&1 | FileCheck %s --check-prefix=F16SCALES
@@ -65,7 +68,18 @@
 // BF16SCALES-SAME: tensor<96x2xbf16> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "scales", transposed}}
 // BF16SCALES: xfmr.dequantize %{{.*}}, %{{.*}} {axis = 1 : i64, group_size = 32 : i64} : (tensor<96x64xi8>, tensor<96x2xbf16>) -> tensor<96x64xf32>
 // F16SCALES: error: xfmr-quantize-weights: scale-type must be f32 or bf16, got 'f16'
-// INT4: error: xfmr-quantize-weights: type must be int8, bf16, f16 or f32, got 'int4'
+// With type=int4, two values a byte (the stored input side halved), a scale
+// and with `mins` a minimum per group of 32.
+// INT4-LABEL: func @forward
+// INT4-SAME: %[[HEADQ:[^:]*]]: tensor<50x32xi8> {xfmr.param = "wte", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "values"}}
+// INT4-SAME: %[[HEADS:[^:]*]]: tensor<50x2xf32> {xfmr.param = "wte", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "scales"}}
+// INT4-SAME: %[[HEADM:[^:]*]]: tensor<50x2xf32> {xfmr.param = "wte", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "mins"}}
+// INT4-SAME: tensor<96x32xi8> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "values", transposed}}
+// INT4: %[[HEAD:.*]] = xfmr.dequantize %[[HEADQ]], %[[HEADS]], %[[HEADM]] {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64} : (tensor<50x32xi8>, tensor<50x2xf32>, tensor<50x2xf32>) -> tensor<50x64xf32>
+// INT4: xfmr.matmul %{{.*}}, %[[HEAD]] {transpose_rhs}
+// INT4GROUP: error: xfmr-quantize-weights: int4 groups are whole blocks of 32 values (group-size 32, 64, 128, ...), got 0
+// MINS: error: xfmr-quantize-weights: mins apply to type=int4
+// INT2: error: xfmr-quantize-weights: type must be int8, int4, bf16, f16 or f32, got 'int2'
 // G48: error: weight 'wte': its input side (64) is not a multiple of the group size 48
 // With the weights' own type, only a weight stored [in, out] changes: it is
 // kept transposed, nothing widened; the tied head, read [out, in], stays.

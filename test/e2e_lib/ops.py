@@ -319,6 +319,39 @@ def int8_dequantized(w, axis, group, bf16_scales=False):
     return torch.tensor(np.moveaxis(dequantized, 0, axis))
 
 
+def int4_dequantized(w, axis, group, mins=False, bf16_scales=False):
+    """w quantized to 4 bits as the runtime does, in groups of `group` along
+    `axis` (its transpose's rows): symmetric as llama.cpp's Q4_0 (the value
+    of largest magnitude maps to -8), or with `mins` as Q4_1; scales and
+    mins rounded first to bf16 with `bf16_scales`. Back in float64."""
+    w = np.asarray(w, dtype=np.float32)
+    moved = np.moveaxis(w, axis, 0)
+    grouped = moved.reshape(moved.shape[0] // group, group, -1)
+    round_scale = (lambda v: torch.tensor(v).to(torch.bfloat16).to(torch.float32).numpy()) \
+        if bf16_scales else (lambda v: v)
+    if mins:
+        low = grouped.min(axis=1, keepdims=True)
+        scale = round_scale((grouped.max(axis=1, keepdims=True) - low) / np.float32(15))
+        low = round_scale(low)
+        offset, shift = low, np.float32(0)
+    else:
+        at = np.abs(grouped).argmax(axis=1)[:, None, :]
+        scale = round_scale(np.take_along_axis(grouped, at, axis=1) / np.float32(-8))
+        offset, shift = np.float32(0), np.float32(8)
+    level = np.rint(np.divide(grouped - offset, scale, out=np.zeros_like(grouped),
+                              where=scale != 0)) + shift
+    q = np.clip(level, 0, 15)
+    value = (q - shift).astype(np.float64) * scale.astype(np.float64)
+    if mins:
+        value += low.astype(np.float64)
+    return torch.tensor(np.moveaxis(value.reshape(moved.shape), 0, axis))
+
+
+def ref_int4_weights(x, group, mins=False, bf16_scales=False):
+    return ref_narrow_weights(x, *(int4_dequantized(x[n], axis, group, mins, bf16_scales)
+                                   for n, axis in (("w_kn", 0), ("w_nk", 1), ("w_tail", 1))))
+
+
 def int8_activations(x):
     """x's rows quantized as the int8 dot product's skinny products do (a
     scale per row: its largest magnitude over 127, in float32), in float64."""
@@ -691,6 +724,10 @@ CASES = {"attention": (gen_attention, ref_attention),
          "int8_weights_32_bf16_scales": (gen_int8_weights,
                                          lambda x: ref_int8_weights(x, 32, bf16_scales=True)),
          "bf16_weights": (gen_int8_weights, ref_bf16_weights),
+         "int4_weights_32": (gen_int8_weights, lambda x: ref_int4_weights(x, 32)),
+         "int4_weights_32_mins": (gen_int8_weights, lambda x: ref_int4_weights(x, 32, True)),
+         "int4_weights_32_mins_bf16": (gen_int8_weights,
+                                       lambda x: ref_int4_weights(x, 32, True, True)),
          "backward": (gen_backward, ref_backward),
          "backward_bf16": (gen_backward_low_precision,
                            lambda x: ref_backward_low_precision(x, "_bf16", torch.bfloat16)),

@@ -128,7 +128,7 @@ static cl::opt<xfmr::ElementType> dtype(
                           "bfloat16 storage, each op computed in f32"),
                clEnumValN(xfmr::ElementType::F16, "f16", "float16 storage, each op computed in f32")),
     cl::init(xfmr::ElementType::F32), cl::cat(category));
-enum class WeightsDtype { Model, Int8, BF16 };
+enum class WeightsDtype { Model, Int8, Int4, BF16 };
 static cl::opt<WeightsDtype> weightsDtype(
     "weights-dtype",
     cl::desc("Storage of the weights of products (linear layers, attention projections, the "
@@ -136,6 +136,9 @@ static cl::opt<WeightsDtype> weightsDtype(
              "as it loads; activations stay f32 (default: --dtype's)"),
     cl::values(clEnumValN(WeightsDtype::Int8, "int8",
                           "int8 with a scale per group (--weight-group-size)"),
+               clEnumValN(WeightsDtype::Int4, "int4",
+                          "4 bits a value, a scale (and with --weight-mins a minimum) per group "
+                          "(--weight-group-size, default 32)"),
                clEnumValN(WeightsDtype::BF16, "bf16", "bfloat16")),
     cl::init(WeightsDtype::Model), cl::cat(category));
 static cl::opt<bool> quantizeEmbeddings(
@@ -145,7 +148,8 @@ static cl::opt<bool> quantizeEmbeddings(
     cl::cat(category));
 enum class ScalesDtype { F32, BF16 };
 static cl::opt<ScalesDtype> weightScalesDtype(
-    "weight-scales-dtype", cl::desc("With --weights-dtype=int8: the scales' storage"),
+    "weight-scales-dtype",
+    cl::desc("With --weights-dtype=int8 or int4: the scales' (and mins') storage"),
     cl::values(clEnumValN(ScalesDtype::F32, "f32", "float32 (default)"),
                clEnumValN(ScalesDtype::BF16, "bf16",
                           "bfloat16, half their bytes; the values are quantized with the "
@@ -161,9 +165,15 @@ static cl::opt<bool> quantize(
     cl::cat(category));
 static cl::opt<int64_t> weightGroupSize(
     "weight-group-size",
-    cl::desc("With --weights-dtype=int8: values per scale along a weight's input side: 32, 64, "
-             "128, or 0 for one scale per output channel (default 0)"),
+    cl::desc("With --weights-dtype=int8 or int4: values per scale along a weight's input side: "
+             "32, 64, 128, or (int8) 0 for one scale per output channel (default: int8 0, "
+             "int4 32)"),
     cl::init(0), cl::cat(category));
+static cl::opt<bool> weightMins(
+    "weight-mins",
+    cl::desc("With --weights-dtype=int4: a minimum per group as well as a scale (value = q * "
+             "scale + min, as llama.cpp's Q4_1) rather than symmetric groups (Q4_0)"),
+    cl::cat(category));
 static cl::opt<int64_t> batch("batch", cl::desc("Sequences per call (default 1)"), cl::init(1),
                               cl::cat(category));
 static cl::opt<int64_t> seqLen("seq-len",
@@ -374,27 +384,35 @@ int main(int argc, char **argv) {
     return fail("--dtype=f16 --train needs loss scaling (--loss-scale > 0): f16 gradients "
                 "underflow without it");
   options.model.elementType = dtype;
-  if (weightGroupSize.getNumOccurrences() && weightsDtype != WeightsDtype::Int8)
-    return fail("--weight-group-size needs --weights-dtype=int8");
-  if (weightScalesDtype.getNumOccurrences() && weightsDtype != WeightsDtype::Int8)
-    return fail("--weight-scales-dtype needs --weights-dtype=int8");
+  bool integerWeights = weightsDtype == WeightsDtype::Int8 || weightsDtype == WeightsDtype::Int4;
+  if (weightGroupSize.getNumOccurrences() && !integerWeights)
+    return fail("--weight-group-size needs --weights-dtype=int8 or int4");
+  if (weightScalesDtype.getNumOccurrences() && !integerWeights)
+    return fail("--weight-scales-dtype needs --weights-dtype=int8 or int4");
+  if (weightMins && weightsDtype != WeightsDtype::Int4)
+    return fail("--weight-mins needs --weights-dtype=int4");
   if (quantizeEmbeddings && weightsDtype == WeightsDtype::Model)
-    return fail("--quantize-embeddings needs --weights-dtype=int8 or bf16");
+    return fail("--quantize-embeddings needs --weights-dtype=int8, int4 or bf16");
   if (weightsDtype != WeightsDtype::Model) {
-    std::string name = weightsDtype == WeightsDtype::Int8 ? "int8" : "bf16";
+    std::string name = weightsDtype == WeightsDtype::Int8   ? "int8"
+                       : weightsDtype == WeightsDtype::Int4 ? "int4"
+                                                            : "bf16";
     if (train || gradient)
       return fail("--weights-dtype=" + name +
                   " is for inference and generation, not --grad or --train");
     if (dtype != xfmr::ElementType::F32)
       return fail("--weights-dtype=" + name + " needs --dtype=f32 (activations stay f32)");
-    if (weightGroupSize != 0 && weightGroupSize != 32 && weightGroupSize != 64 &&
-        weightGroupSize != 128)
-      return fail("--weight-group-size must be 32, 64, 128 or 0 (per output channel), got " +
-                  Twine(weightGroupSize));
+    bool int4 = weightsDtype == WeightsDtype::Int4;
+    if ((weightGroupSize != 0 || int4) && weightGroupSize != 32 && weightGroupSize != 64 &&
+        weightGroupSize != 128 && !(int4 && !weightGroupSize.getNumOccurrences()))
+      return fail("--weight-group-size must be 32, 64, 128" +
+                  Twine(int4 ? "" : " or 0 (per output channel)") + " with --weights-dtype=" +
+                  name + ", got " + Twine(weightGroupSize));
     if (emit == xfmr::EmitKind::RandomWeights)
       return fail("--emit=random-weights writes f32 weights; drop --weights-dtype");
     options.weightType = name;
-    options.weightGroupSize = weightGroupSize;
+    options.weightGroupSize = int4 && !weightGroupSize.getNumOccurrences() ? 32 : weightGroupSize;
+    options.weightMins = weightMins;
     options.quantizeEmbeddings = quantizeEmbeddings;
     options.weightScaleType = weightScalesDtype == ScalesDtype::BF16 ? "bf16" : "f32";
   }

@@ -135,7 +135,7 @@ struct CompileOptions {
   /// With emulateGpuKernels: each phase's threads run last to first (see
   /// convert-xfmr-to-gpu-kernels{reverse-threads}).
   bool reverseGpuThreads = false;
-  /// Store the weights of products as "int8" (a scale per group of
+  /// Store the weights of products as "int8" or "int4" (a scale per group of
   /// weightGroupSize values along their input side, 0: per output channel)
   /// or "bf16", quantized or rounded by the runtime as it loads them; "":
   /// as the model's element type.
@@ -143,8 +143,10 @@ struct CompileOptions {
   int64_t weightGroupSize = 0;
   /// With weightType: the embedding tables too.
   bool quantizeEmbeddings = false;
-  /// With int8: the type of the scales, f32 or bf16.
+  /// With int8 or int4: the type of the scales (and mins), f32 or bf16.
   std::string weightScaleType = "f32";
+  /// With int4: a minimum per group besides its scale.
+  bool weightMins = false;
   /// Seed of --emit=random-weights.
   uint64_t seed = 0;
   /// Where xfmrc finds libxfmr_runtime.a and libxfmr_main.a.
@@ -170,7 +172,7 @@ struct ModelArgument {
   /// quantize, which part they are ("values" or "scales"), the groups, and
   /// whether the part is stored as the tensor's transpose.
   std::string source, quantizedPart;
-  int64_t quantizedAxis = 0, groupSize = 0;
+  int64_t quantizedAxis = 0, groupSize = 0, bits = 8;
   bool quantizedTransposed = false;
 };
 

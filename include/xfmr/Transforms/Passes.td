@@ -79,7 +79,13 @@ def XfmrQuantizeWeights : Pass<"xfmr-quantize-weights", "::mlir::ModuleOp"> {
     `multi_head_attention`) is given to those uses as `xfmr.dequantize` of
     two new arguments: its int8 values and their scales (f32, or bf16 with
     `scale-type=bf16`), one per `group-size` values along the weight's input
-    side (0: one per output channel). With a float `type` (bf16, f16, f32)
+    side (0: one per output channel). `per-weight` entries give single
+    weights another storage (a GGUF file's tensors keep their own). With
+    `type=int4` the values are
+    4-bit, two a byte in xfmr.dequantize's block order, in groups of
+    `group-size` (a multiple of 32); with `mins` each group also has a
+    minimum (w = q * scale + min) instead of being symmetric. With a float
+    `type` (bf16, f16, f32)
     it is one new argument of that type instead, widened by `arith.extf`
     where it is narrower; a weight of that type already changes only where
     it is stored [in, out]. The new arguments keep the weight's `xfmr.param`
@@ -99,13 +105,18 @@ def XfmrQuantizeWeights : Pass<"xfmr-quantize-weights", "::mlir::ModuleOp"> {
   }];
   let options = [
     Option<"weightType", "type", "std::string", /*default=*/"\"int8\"",
-           "int8 (values and scales), bf16, f16 or f32">,
+           "int8 or int4 (values and scales), bf16, f16 or f32">,
     Option<"groupSize", "group-size", "int64_t", /*default=*/"0",
            "int8: values per scale along the input side (0: one scale per output channel)">,
     Option<"embeddings", "embeddings", "bool", /*default=*/"false",
            "Narrow the tables of xfmr.embedding too">,
     Option<"scaleType", "scale-type", "std::string", /*default=*/"\"f32\"",
-           "int8: the scales' type, f32 or bf16 (rounded before the values are)">
+           "int8: the scales' type, f32 or bf16 (rounded before the values are)">,
+    Option<"mins", "mins", "bool", /*default=*/"false",
+           "int4: a minimum per group (q * scale + min) rather than symmetric groups">,
+    ListOption<"perWeight", "per-weight", "std::string",
+               "Weights stored otherwise than `type` says: name=int8:<group>[:mins], "
+               "name=int4:<group>[:mins] or name=<float type>">
   ];
 }
 

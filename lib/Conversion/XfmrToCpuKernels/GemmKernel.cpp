@@ -10,7 +10,8 @@
 // the one store. Column tails use masked loads and stores; row tails a
 // smaller tile. B may be bf16 or f16 (narrow weights), widened as it is
 // loaded or packed, or int8 with scales (xfmr.dequantize), converted and
-// scaled as it is loaded or packed. Skinny products (decoding) stream B
+// scaled as it is loaded or packed, or 4 bits a value, unpacked the same
+// way. Skinny products (decoding) stream B
 // once; with AVX-512 VNNI those of an int8 B^T quantize A to int8 and take
 // integer dot products instead.
 //
@@ -46,10 +47,11 @@ constexpr int64_t kCacheLineBytes = 64;
 
 struct GemmOperands {
   Value a, b, c, bias, residual;
-  /// For an int8 B (xfmr.dequantize): its scales, one per `groupSize`
-  /// values along dimension `groupAxis` of B's storage; null otherwise.
-  Value bScales;
-  int64_t groupAxis = 0, groupSize = 1;
+  /// For an int8 or 4-bit B (xfmr.dequantize, `bits`): its scales, one per
+  /// `groupSize` values along dimension `groupAxis` of B's storage (and
+  /// mins, for groups that have them); null otherwise.
+  Value bScales, bMins;
+  int64_t groupAxis = 0, groupSize = 1, bits = 8;
   /// A is stored [K, M]; B is stored [N, K].
   bool transposeA, transposeB;
   int64_t m, n, k;
@@ -59,7 +61,7 @@ struct GemmOperands {
   /// span it), which a product may apply to its sums instead of to every
   /// value.
   bool scalesPerChannel() const {
-    return bScales && groupAxis == (transposeB ? 1 : 0) && groupSize == k;
+    return bScales && bits == 8 && !bMins && groupAxis == (transposeB ? 1 : 0) && groupSize == k;
   }
 
   /// `valid` lanes of B's storage from (row, col) along its rows, as f32:
@@ -75,26 +77,73 @@ struct GemmOperands {
     auto narrow = VectorType::get(wide.getShape(), builder.getI8Type());
     Value zeros = arith::ConstantOp::create(
         builder, loc, DenseElementsAttr::get(narrow, builder.getI8IntegerAttr(0)));
+    if (bits == 4)
+      return loadNibbles(kb, row, col, [&](Value byteCol) {
+        return kb.loadVector(b, {row, byteCol}, valid, zeros);
+      });
     Value values =
         arith::SIToFPOp::create(builder, loc, wide, kb.loadVector(b, {row, col}, valid, zeros));
     if (unscaled)
       return values;
     // Groups along the rows: the lanes lie in one group (emitGemm checks).
-    Value scales = groupAxis == 0
-                       ? kb.loadVectorWidened(bScales, {kb.divui(row, groupSize), col}, valid)
-                       : kb.splat(kb.loadWidened(bScales, {row, kb.divui(col, groupSize)}));
-    return kb.mul(values, scales);
+    auto perGroup = [&](Value of) {
+      return groupAxis == 0 ? kb.loadVectorWidened(of, {kb.divui(row, groupSize), col}, valid)
+                            : kb.splat(kb.loadWidened(of, {row, kb.divui(col, groupSize)}));
+    };
+    return bMins ? kb.fma(values, perGroup(bScales), perGroup(bMins))
+                 : kb.mul(values, perGroup(bScales));
   }
+  /// The 4-bit values of B^T's row `row` from column `col` (a vector, or
+  /// one lane when `load` returns a scalar) as f32: `load` reads the bytes
+  /// from a byte column; a vector of up to 16 values aligned to its width
+  /// lies in one half of a block of 32, the low nibbles of bytes (col / 32)
+  /// * 16 + col % 16 on, or the high ones.
+  Value loadNibbles(KernelBuilder &kb, Value row, Value col,
+                    llvm::function_ref<Value(Value)> load) const {
+    OpBuilder &builder = kb.builder();
+    Location loc = kb.location();
+    Value within = kb.remui(col, 32);
+    Value bytes = load(kb.addi(kb.muli(kb.divui(col, 32), 16), kb.remui(within, 16)));
+    auto vector = dyn_cast<VectorType>(bytes.getType());
+    Type i32 = builder.getI32Type(), f32 = builder.getF32Type();
+    auto like = [&](Type element) -> Type {
+      return vector ? Type(VectorType::get(vector.getShape(), element)) : element;
+    };
+    auto splatInt = [&](Value scalar) -> Value {
+      return vector ? Value(vector::BroadcastOp::create(builder, loc, like(i32), scalar)) : scalar;
+    };
+    Value shift = arith::IndexCastOp::create(builder, loc, i32,
+                                             kb.muli(kb.divui(within, 16), 4));
+    Value nibbles = arith::AndIOp::create(
+        builder, loc,
+        arith::ShRUIOp::create(builder, loc, arith::ExtUIOp::create(builder, loc, like(i32), bytes),
+                               splatInt(shift)),
+        splatInt(arith::ConstantIntOp::create(builder, loc, i32, 15)));
+    Value q = arith::UIToFPOp::create(builder, loc, like(f32), nibbles);
+    auto splatF32 = [&](Value scalar) { return vector ? kb.splat(scalar) : scalar; };
+    Value group = kb.divui(col, groupSize);
+    Value scale = splatF32(kb.loadWidened(bScales, {row, group}));
+    if (bMins)
+      return kb.fma(q, scale, splatF32(kb.loadWidened(bMins, {row, group})));
+    Value eight = vector ? kb.splat(8.0) : kb.f32(8.0);
+    return kb.mul(kb.sub(q, eight), scale);
+  }
+
   /// B's storage at (row, col) as f32.
   Value loadBScalar(KernelBuilder &kb, Value row, Value col) const {
     if (!bScales)
       return kb.loadWidened(b, {row, col});
+    if (bits == 4)
+      return loadNibbles(kb, row, col, [&](Value byteCol) { return kb.load(b, {row, byteCol}); });
     OpBuilder &builder = kb.builder();
     Value value = arith::SIToFPOp::create(builder, kb.location(), builder.getF32Type(),
                                           kb.load(b, {row, col}));
-    Value scale = groupAxis == 0 ? kb.loadWidened(bScales, {kb.divui(row, groupSize), col})
-                                 : kb.loadWidened(bScales, {row, kb.divui(col, groupSize)});
-    return kb.mul(value, scale);
+    auto perGroup = [&](Value of) {
+      return groupAxis == 0 ? kb.loadWidened(of, {kb.divui(row, groupSize), col})
+                            : kb.loadWidened(of, {row, kb.divui(col, groupSize)});
+    };
+    return bMins ? kb.fma(value, perGroup(bScales), perGroup(bMins))
+                 : kb.mul(value, perGroup(bScales));
   }
 };
 
@@ -462,15 +511,23 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
   g.a = kb.readBuffer(a);
   g.transposeB = transposeB;
   // An int8 weight is read as it is stored, when each vector of it lies in
-  // one group: groups along its columns must hold whole vectors.
+  // one group: groups along its columns must hold whole vectors. A 4-bit one
+  // when stored [N, K] and a vector lies in half a block of 32.
   auto dequantize = b.getDefiningOp<DequantizeOp>();
   int64_t columns = bType.getDimSize(1);
-  if (dequantize && (dequantize.getAxis() == 0 || dequantize.getGroupSize() == columns ||
-                     dequantize.getGroupSize() % kb.cpu().lanes == 0)) {
+  bool readAsStored =
+      dequantize &&
+      (dequantize.getBits() == 4
+           ? transposeB && 16 % kb.cpu().lanes == 0
+           : dequantize.getAxis() == 0 || dequantize.getGroupSize() == columns ||
+                 dequantize.getGroupSize() % kb.cpu().lanes == 0);
+  if (readAsStored) {
     g.b = kb.readBuffer(dequantize.getValues());
     g.bScales = kb.readBuffer(dequantize.getScales());
+    g.bMins = dequantize.getMins() ? kb.readBuffer(dequantize.getMins()) : Value();
     g.groupAxis = dequantize.getAxis();
     g.groupSize = dequantize.getGroupSize();
+    g.bits = dequantize.getBits();
   } else {
     g.b = kb.readBuffer(b);
   }
@@ -478,7 +535,7 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
   g.residual = residual ? kb.readBuffer(residual) : Value();
   g.c = kb.allocate({g.m, g.n}, aType.getElementType());
   if (g.m <= kSkinnyRows && !g.transposeA) {
-    if (g.transposeB && kb.cpu().int8Dot && g.scalesPerChannel())
+    if (g.transposeB && kb.cpu().int8Dot && g.bits == 8 && g.scalesPerChannel())
       emitSkinnyGemmInt8Dot(kb, g);
     else if (g.transposeB)
       emitSkinnyGemmAlongN(kb, g);

@@ -34,8 +34,11 @@ public:
              Value residual, Activation activation, Type resultType) const override {
     int64_t rows = cast<RankedTensorType>(a.getType()).getDimSize(transposeA ? 1 : 0);
     if (rows <= xfmr::gpu::kSkinnyGemmMaxRows && !transposeA) {
-      // An int8 weight is read as stored: no f32 copy of it is made.
+      // An int8 weight is read as stored: no f32 copy of it is made. (A
+      // 4-bit one, or one with mins, is read dequantized.)
       auto dequantize = b.getDefiningOp<DequantizeOp>();
+      if (dequantize && (dequantize.getBits() != 8 || dequantize.getMins()))
+        dequantize = {};
       xfmr::gpu::GemmProblem problem(kb, a, transposeA, dequantize ? dequantize.getValues() : b,
                                      transposeB, bias, residual, activation, resultType);
       return xfmr::gpu::emitSkinnyGemm(kb, problem, dequantize, emulate);

@@ -288,19 +288,51 @@ struct CausalMaskLowering : OpConversionPattern<CausalMaskOp> {
 // Embeddings and position encodings
 //===----------------------------------------------------------------------===//
 
-/// The int8 value `q` at (`row`, `col`) of `op`'s values times its group's
-/// scale (widened to f32 when narrower), as `type`: the scale's index is
-/// the value's with the grouped dimension divided by the group size.
-Value dequantizedElement(OpBuilder &b, Location loc, DequantizeOp op, Value scales, Value q,
-                         Value row, Value col, Type type) {
+/// Element (`row`, `col`) of `op`'s result, from its `values`, `scales` and
+/// `mins` (null without), as `type`: an int8 value q (`int8`, when the
+/// caller has read it, else from `values`) times its group's scale (widened
+/// to f32 when narrower), plus its min; or a 4-bit one, (q - 8) * scale or
+/// q * scale + min. The
+/// scale's index is the value's with the grouped dimension divided by the
+/// group size.
+Value dequantizedElement(OpBuilder &b, Location loc, DequantizeOp op, Value values, Value scales,
+                         Value mins, Value row, Value col, Type type, Value int8 = {}) {
+  auto index = [&](int64_t value) { return arith::ConstantIndexOp::create(b, loc, value); };
   SmallVector<Value, 2> at = {row, col};
-  at[op.getAxis()] = arith::DivUIOp::create(
-      b, loc, at[op.getAxis()], arith::ConstantIndexOp::create(b, loc, op.getGroupSize()));
-  Value scale = tensor::ExtractOp::create(b, loc, scales, at);
+  at[op.getAxis()] = arith::DivUIOp::create(b, loc, at[op.getAxis()], index(op.getGroupSize()));
   Type f32 = b.getF32Type();
-  if (!scale.getType().isF32())
-    scale = arith::ExtFOp::create(b, loc, f32, scale);
-  Value value = arith::MulFOp::create(b, loc, arith::SIToFPOp::create(b, loc, f32, q), scale);
+  auto widened = [&](Value from) -> Value {
+    Value element = tensor::ExtractOp::create(b, loc, from, at);
+    return element.getType().isF32() ? element : arith::ExtFOp::create(b, loc, f32, element);
+  };
+  Value scale = widened(scales), value;
+  if (op.getBits() == 4) {
+    // Byte col % 16 of block col / 32; the high nibble for its second half.
+    Value block = arith::DivUIOp::create(b, loc, col, index(32));
+    Value within = arith::RemUIOp::create(b, loc, col, index(32));
+    Value byteCol = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, block, index(16)),
+                                          arith::RemUIOp::create(b, loc, within, index(16)));
+    Value byte = arith::ExtUIOp::create(
+        b, loc, b.getI32Type(), tensor::ExtractOp::create(b, loc, values, ValueRange{row, byteCol}));
+    Value shift = arith::IndexCastOp::create(
+        b, loc, b.getI32Type(),
+        arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, within, index(16)), index(4)));
+    Value nibble = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, byte, shift),
+        arith::ConstantIntOp::create(b, loc, b.getI32Type(), 15));
+    Value q = arith::UIToFPOp::create(b, loc, f32, nibble);
+    if (mins) {
+      value = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, q, scale), widened(mins));
+    } else {
+      Value eight = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(8));
+      value = arith::MulFOp::create(b, loc, arith::SubFOp::create(b, loc, q, eight), scale);
+    }
+  } else {
+    Value q = int8 ? int8 : tensor::ExtractOp::create(b, loc, values, ValueRange{row, col});
+    value = arith::MulFOp::create(b, loc, arith::SIToFPOp::create(b, loc, f32, q), scale);
+    if (mins)
+      value = arith::AddFOp::create(b, loc, value, widened(mins));
+  }
   if (type != f32)
     value = arith::TruncFOp::create(b, loc, type, value);
   return value;
@@ -334,8 +366,8 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
           Value col = linalg::IndexOp::create(b, l, rank - 1);
           Value value;
           if (dequantize) {
-            Value q = tensor::ExtractOp::create(b, l, dequantize.getValues(), ValueRange{row, col});
-            value = dequantizedElement(b, l, dequantize, dequantize.getScales(), q, row, col,
+            value = dequantizedElement(b, l, dequantize, dequantize.getValues(),
+                                       dequantize.getScales(), dequantize.getMins(), row, col,
                                        elementType);
           } else if (widen) {
             value = arith::ExtFOp::create(
@@ -826,13 +858,20 @@ struct DequantizeLowering : OpConversionPattern<DequantizeOp> {
   LogicalResult matchAndRewrite(DequantizeOp op, OpAdaptor adaptor,
                                 ConversionPatternRewriter &rewriter) const override {
     auto type = op.getType();
-    rewriter.replaceOp(op, broadcastGeneric(rewriter, op.getLoc(), type, adaptor.getValues(),
+    // int8 values map onto the result; 4-bit ones are read two a byte.
+    bool int8 = op.getBits() == 8;
+    SmallVector<Value> inputs;
+    if (int8)
+      inputs.push_back(adaptor.getValues());
+    rewriter.replaceOp(op, broadcastGeneric(rewriter, op.getLoc(), type, inputs,
                                             [&](OpBuilder &b, Location l, ValueRange args) {
                                               return dequantizedElement(
-                                                  b, l, op, adaptor.getScales(), args[0],
+                                                  b, l, op, adaptor.getValues(),
+                                                  adaptor.getScales(), adaptor.getMins(),
                                                   linalg::IndexOp::create(b, l, 0),
                                                   linalg::IndexOp::create(b, l, 1),
-                                                  type.getElementType());
+                                                  type.getElementType(),
+                                                  int8 ? args[0] : Value());
                                             }));
     return success();
   }

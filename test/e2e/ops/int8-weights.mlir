@@ -1,5 +1,5 @@
 // Weights stored narrow (xfmrc --weights-dtype: int8 with a scale per output channel or per
-// group of 32, or bf16; the runtime converts the f32 tensors as it loads them) against float64
+// group of 32, int4, or bf16; the runtime converts the f32 tensors as it loads them) against float64
 // products of the same stored weights: skinny products (decode steps) and full GEMMs, both
 // weight layouts, bias and activation epilogues, column and depth tails; and a hand-written
 // xfmr.dequantize whose groups run along a square weight's output side (scales per input row,
@@ -51,6 +51,28 @@
 // RUN: xfmrc %s --weights-dtype=bf16 --emulate-gpu-kernels -o %t/gpu-emulated-bf16
 // RUN: %t/gpu-emulated-bf16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu-bf16.safetensors
 // RUN: %python %testlib/ops.py check bf16_weights %t/inputs.safetensors %t/outputs-gpu-bf16.safetensors | FileCheck %s
+// --weights-dtype=int4: two values a byte in groups of 32, symmetric (Q4_0's scale) or with a
+// minimum (Q4_1's), scales f32 or bf16, 8 and 16 lanes; the emulated GPU kernels read them
+// dequantized. Each reference rejects the other's outputs.
+// RUN: xfmrc %s --weights-dtype=int4 -o %t/model-int4
+// RUN: %t/model-int4 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4.safetensors
+// RUN: %python %testlib/ops.py check int4_weights_32 %t/inputs.safetensors %t/outputs-int4.safetensors | FileCheck %s
+// RUN: not %python %testlib/ops.py check int4_weights_32_mins %t/inputs.safetensors %t/outputs-int4.safetensors > /dev/null
+// RUN: xfmrc %s --weights-dtype=int4 --weight-mins --vector-lanes=16 -o %t/model-int4-mins
+// RUN: %t/model-int4-mins --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4-mins.safetensors
+// RUN: %python %testlib/ops.py check int4_weights_32_mins %t/inputs.safetensors %t/outputs-int4-mins.safetensors | FileCheck %s
+// RUN: not %python %testlib/ops.py check int4_weights_32 %t/inputs.safetensors %t/outputs-int4-mins.safetensors > /dev/null
+// RUN: xfmrc %s --weights-dtype=int4 --weight-mins --weight-scales-dtype=bf16 -o %t/model-int4-bf16
+// RUN: %t/model-int4-bf16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4-bf16.safetensors
+// RUN: %python %testlib/ops.py check int4_weights_32_mins_bf16 %t/inputs.safetensors %t/outputs-int4-bf16.safetensors | FileCheck %s
+// RUN: xfmrc %s --weights-dtype=int4 --vector-lanes=16 --emulate-gpu-kernels -o %t/gpu-emulated-int4
+// RUN: %t/gpu-emulated-int4 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu-int4.safetensors
+// RUN: %python %testlib/ops.py check int4_weights_32 %t/inputs.safetensors %t/outputs-gpu-int4.safetensors | FileCheck %s
+// RUN: xfmrc %s --weights-dtype=int4 --weight-mins --emit=mlir -o - | FileCheck %s --check-prefix=INT4
+// INT4: tensor<96x32xi8> {xfmr.param = "w_kn", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "values", transposed}}
+// INT4-SAME: tensor<96x2xf32> {xfmr.param = "w_kn", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "scales", transposed}}
+// INT4-SAME: tensor<96x2xf32> {xfmr.param = "w_kn", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "mins", transposed}}
+// INT4: xfmr.dequantize %{{.*}}, %{{.*}}, %{{.*}} {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64} : (tensor<96x32xi8>, tensor<96x2xf32>, tensor<96x2xf32>) -> tensor<96x64xf32>
 // The weights the executable takes: int8 values and their scales, read by the products; w_kn
 // kept transposed, its rows the outputs.
 // RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 --emit=mlir -o - | FileCheck %s --check-prefix=IR
