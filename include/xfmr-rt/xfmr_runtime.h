@@ -45,8 +45,12 @@ typedef enum xfmr_dtype {
 
 /* Bytes per element of `dtype` (0 for block formats). */
 size_t xfmr_dtype_size(xfmr_dtype dtype);
-/* The safetensors spelling ("F32", "BF16", ...). */
+/* The safetensors spelling ("F32", "BF16", ...; ggml's for blocks, "Q4_K"). */
 const char *xfmr_dtype_name(xfmr_dtype dtype);
+/* For a ggml block dtype, the integer groups its values form (value = level *
+ * scale, or level * scale + min with `mins`; levels of `bits`, 4 or 8, groups
+ * of `group` values): 0, or non-zero for other dtypes. */
+int xfmr_dtype_integer_groups(xfmr_dtype dtype, int64_t *group, int *mins, int *bits);
 
 typedef struct xfmr_tensor_info {
   const char *name;

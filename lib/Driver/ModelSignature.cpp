@@ -293,6 +293,30 @@ llvm::Error checkCheckpoint(ModuleOp module, const ModelSource &source, const Mo
   return llvm::Error::success();
 }
 
+/// Per-weight storages (xfmr-quantize-weights' per-weight) keeping the
+/// weights `source` holds in ggml's block formats as their integer groups:
+/// the executable then reads ggml's values, not a re-quantization of them.
+std::vector<std::string> ggmlWeightStorage(ModuleOp module, const ModelSource &source,
+                                           const ModelInfo &info) {
+  std::vector<std::string> storage;
+  llvm::StringSet<> seen;
+  for (auto func : module.getOps<func::FuncOp>())
+    for (BlockArgument arg : func.getArguments()) {
+      auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "xfmr.param");
+      if (!name || !seen.insert(name.getValue()).second)
+        continue;
+      for (const std::string &prefix : info.weightPrefixes) {
+        auto it = source.tensors.find(prefix + name.getValue().str());
+        if (it == source.tensors.end())
+          continue;
+        if (!it->second.integerStorage.empty())
+          storage.push_back(name.getValue().str() + "=" + it->second.integerStorage);
+        break;
+      }
+    }
+  return storage;
+}
+
 /// Prints diagnostics as `file:line:col: error: ...` while parsing and
 /// verifying, and collects them into one error.
 class CollectingDiagnostics {
@@ -324,6 +348,8 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
   llvm::SourceMgr sourceMgr;
   CollectingDiagnostics diagnostics(context, sourceMgr);
   ModelInfo info;
+  // The weights a GGUF file holds as ggml's integer groups, stored so.
+  std::vector<std::string> ggmlStorage;
   StringRef extension = llvm::sys::path::extension(path);
   if (extension == ".json" || extension == ".gguf" || llvm::sys::fs::is_directory(path)) {
     llvm::Expected<ModelSource> source = readModelSource(path);
@@ -338,6 +364,14 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
     module = std::move(*built);
     if (llvm::Error error = checkCheckpoint(*module, *source, info))
       return std::move(error);
+    // On the host's f32 inference and generation, unless told otherwise.
+    bool keepGgml = options.weightType.empty() && !options.decodeGgufWeights &&
+                    (options.mode == CompileMode::Inference ||
+                     options.mode == CompileMode::Generate) &&
+                    options.target == Target::Host && !options.emulateGpuKernels &&
+                    options.model.elementType == ElementType::F32;
+    if (keepGgml)
+      ggmlStorage = ggmlWeightStorage(*module, *source, info);
     if (!source->directory.empty()) {
       SmallString<256> absolute(source->directory);
       llvm::sys::fs::make_absolute(absolute);
@@ -371,16 +405,20 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
   // A CPU generator keeps its weights as decoding streams them, [out, in],
   // in the model's type unless told another.
   std::string weightType = options.weightType;
-  if (weightType.empty() && options.mode == CompileMode::Generate &&
-      options.target == Target::Host && !options.emulateGpuKernels)
+  if (weightType.empty() &&
+      ((options.mode == CompileMode::Generate && options.target == Target::Host &&
+        !options.emulateGpuKernels) ||
+       !ggmlStorage.empty()))
     weightType = options.model.elementType == ElementType::BF16  ? "bf16"
                  : options.model.elementType == ElementType::F16 ? "f16"
                                                                  : "f32";
   if (!weightType.empty()) {
     PassManager pm(&context);
-    pm.addPass(createXfmrQuantizeWeights({weightType, options.weightGroupSize,
-                                          options.quantizeEmbeddings, options.weightScaleType,
-                                          options.weightMins}));
+    XfmrQuantizeWeightsOptions quantize{weightType, options.weightGroupSize,
+                                        options.quantizeEmbeddings, options.weightScaleType,
+                                        options.weightMins};
+    quantize.perWeight.assign(ggmlStorage.begin(), ggmlStorage.end());
+    pm.addPass(createXfmrQuantizeWeights(quantize));
     if (failed(pm.run(*module)))
       return diagnostics.error(path + ": cannot store the weights as " + weightType);
   }

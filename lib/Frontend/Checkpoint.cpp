@@ -151,8 +151,14 @@ static llvm::Error readTensors(const std::string &path, ModelSource &source) {
   for (size_t i = 0, e = xfmr_weights_count(weights); i < e; ++i) {
     xfmr_tensor_info info;
     xfmr_weights_get(weights, i, &info);
-    source.tensors[info.name] = {xfmr_dtype_name(info.dtype),
-                                 std::vector<int64_t>(info.shape, info.shape + info.rank)};
+    CheckpointTensor &tensor = source.tensors[info.name];
+    tensor = {xfmr_dtype_name(info.dtype), std::vector<int64_t>(info.shape, info.shape + info.rank),
+              ""};
+    int64_t group;
+    int mins, bits;
+    if (!xfmr_dtype_integer_groups(info.dtype, &group, &mins, &bits))
+      tensor.integerStorage = (bits == 4 ? "int4:" : "int8:") + std::to_string(group) +
+                              (mins ? ":mins" : "");
   }
   if (const char *config = xfmr_weights_config_json(weights))
     source.configText = config;

@@ -253,7 +253,106 @@ void dequantizeBlock(xfmr_dtype type, const uint8_t *b, float *y) {
   }
 }
 
+/// One block of `type` as integer levels and the scales (and mins) of its
+/// groups (ggmlIntegerLayout), the same arithmetic as dequantizeBlock.
+void splitBlock(xfmr_dtype type, const uint8_t *b, int8_t *q, float *scales, float *mins) {
+  switch (type) {
+  case XFMR_DTYPE_Q4_0:
+  case XFMR_DTYPE_Q4_1: {
+    bool hasMin = type == XFMR_DTYPE_Q4_1;
+    int offset = hasMin ? 0 : 8;
+    scales[0] = half(b);
+    if (hasMin)
+      mins[0] = half(b + 2);
+    const uint8_t *qs = b + (hasMin ? 4 : 2);
+    for (int j = 0; j < 16; ++j) {
+      q[j] = static_cast<int8_t>((qs[j] & 0xF) - offset);
+      q[j + 16] = static_cast<int8_t>((qs[j] >> 4) - offset);
+    }
+    return;
+  }
+  case XFMR_DTYPE_Q5_0:
+  case XFMR_DTYPE_Q5_1: {
+    bool hasMin = type == XFMR_DTYPE_Q5_1;
+    int offset = hasMin ? 0 : 16;
+    scales[0] = half(b);
+    if (hasMin)
+      mins[0] = half(b + 2);
+    uint32_t qh;
+    std::memcpy(&qh, b + (hasMin ? 4 : 2), 4);
+    const uint8_t *qs = b + (hasMin ? 8 : 6);
+    for (int j = 0; j < 16; ++j) {
+      q[j] = static_cast<int8_t>(((qs[j] & 0xF) | int((qh >> j) & 1) << 4) - offset);
+      q[j + 16] = static_cast<int8_t>(((qs[j] >> 4) | int((qh >> (j + 16)) & 1) << 4) - offset);
+    }
+    return;
+  }
+  case XFMR_DTYPE_Q8_0:
+    scales[0] = half(b);
+    std::memcpy(q, b + 2, 32);
+    return;
+  case XFMR_DTYPE_Q4_K:
+  case XFMR_DTYPE_Q5_K: {
+    bool five = type == XFMR_DTYPE_Q5_K;
+    float d = half(b), dmin = half(b + 2);
+    const uint8_t *qh = b + 16, *qs = b + (five ? 48 : 16);
+    for (int sub = 0; sub < 8; ++sub) {
+      auto [scale, min] = scaleMinK4(b + 4, sub);
+      scales[sub] = d * scale;
+      mins[sub] = -(dmin * min);
+      for (int l = 0; l < 32; ++l) {
+        int value = (qs[(sub / 2) * 32 + l] >> ((sub % 2) * 4)) & 0xF;
+        if (five)
+          value |= ((qh[l] >> sub) & 1) << 4;
+        q[sub * 32 + l] = static_cast<int8_t>(value);
+      }
+    }
+    return;
+  }
+  case XFMR_DTYPE_Q6_K: {
+    const uint8_t *ql = b, *qh = b + 128;
+    const auto *subScales = reinterpret_cast<const int8_t *>(b + 192);
+    float d = half(b + 208);
+    for (int sub = 0; sub < 16; ++sub)
+      scales[sub] = d * subScales[sub];
+    for (int v = 0; v < 256; ++v) {
+      int h = v / 128, r = v % 128;
+      int low = (ql[h * 64 + r % 64] >> (4 * (r / 64))) & 0xF;
+      int high = (qh[h * 32 + r % 32] >> (2 * (r / 32))) & 3;
+      q[v] = static_cast<int8_t>((low | high << 4) - 32);
+    }
+    return;
+  }
+  default:
+    fail("internal: not a ggml block dtype");
+  }
+}
+
 } // namespace
+
+GgmlIntegerLayout xfmr::rt::ggmlIntegerLayout(xfmr_dtype dtype) {
+  switch (dtype) {
+  case XFMR_DTYPE_Q4_0: return {32, false, 4};
+  case XFMR_DTYPE_Q4_1:
+  case XFMR_DTYPE_Q4_K: return {32, true, 4};
+  case XFMR_DTYPE_Q5_0:
+  case XFMR_DTYPE_Q8_0: return {32, false, 8};
+  case XFMR_DTYPE_Q5_1:
+  case XFMR_DTYPE_Q5_K: return {32, true, 8};
+  case XFMR_DTYPE_Q6_K: return {16, false, 8};
+  default: fail("internal: not a ggml block dtype");
+  }
+}
+
+void xfmr::rt::ggmlIntegerGroups(xfmr_dtype dtype, const uint8_t *blocks, int64_t count,
+                                 int8_t *levels, float *scales, float *mins) {
+  auto [values, bytes] = ggmlBlockLayout(dtype);
+  GgmlIntegerLayout layout = ggmlIntegerLayout(dtype);
+  int64_t groups = values / layout.group;
+  for (int64_t i = 0; i < count / values; ++i)
+    splitBlock(dtype, blocks + i * bytes, levels + i * values, scales + i * groups,
+               layout.mins ? mins + i * groups : nullptr);
+}
 
 bool xfmr::rt::isGgmlBlockType(xfmr_dtype dtype) {
   for (const GgmlTypeInfo &info : kGgmlTypes)
@@ -661,4 +760,14 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
       add((std::string(token) + "_token_id").c_str(), std::to_string(id->integer));
   }
   config = json + "}";
+}
+
+int xfmr_dtype_integer_groups(xfmr_dtype dtype, int64_t *group, int *mins, int *bits) {
+  if (!isGgmlBlockType(dtype))
+    return 1;
+  GgmlIntegerLayout layout = ggmlIntegerLayout(dtype);
+  *group = layout.group;
+  *mins = layout.mins;
+  *bits = static_cast<int>(layout.bits);
+  return 0;
 }

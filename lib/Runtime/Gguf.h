@@ -75,6 +75,26 @@ std::pair<int64_t, int64_t> ggmlBlockLayout(xfmr_dtype dtype);
 /// Decodes `count` values (whole blocks) of the ggml block dtype `dtype`.
 void dequantizeBlocks(xfmr_dtype dtype, const uint8_t *blocks, float *out, int64_t count);
 
+/// How a ggml block type holds its values as integer levels: groups of
+/// `group` values with a scale each, and with `mins` a minimum (value =
+/// level * scale + min, levels 0 .. 2^bits - 1) or without (value = level *
+/// scale, signed levels), levels fitting in `bits` (4 or 8).
+struct GgmlIntegerLayout {
+  int64_t group;
+  bool mins;
+  int64_t bits;
+};
+
+/// The integer layout of a ggml block dtype (Q8_0, Q6_K, Q5_*, Q4_*).
+GgmlIntegerLayout ggmlIntegerLayout(xfmr_dtype dtype);
+
+/// Splits `count` values of the block dtype `dtype` into their integer
+/// levels, one per value, and the scales (and mins) of their groups, as
+/// ggmlIntegerLayout says: level * scale (+ min), rounded in f32, is ggml's
+/// dequantized value bit for bit.
+void ggmlIntegerGroups(xfmr_dtype dtype, const uint8_t *blocks, int64_t count, int8_t *levels,
+                       float *scales, float *mins);
+
 /// A GGUF file read as the checkpoint transformers would load from it.
 class GgufModel {
 public:

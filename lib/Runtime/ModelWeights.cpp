@@ -97,6 +97,17 @@ static void roundTo(xfmr_dtype type, std::vector<float> &values) {
   convertElements(type, narrow.data(), values.size(), XFMR_DTYPE_F32, values.data());
 }
 
+/// Packs `levels` (4-bit ones, offset by `offset` to [0, 15]) two a byte as
+/// xfmr.dequantize reads them: byte j of each block of 32 holds values j
+/// and j + 16 in its low and high nibbles.
+static std::vector<int8_t> packNibbles(const int8_t *levels, size_t count, int offset) {
+  std::vector<int8_t> packed(count / 2, 0);
+  auto *out = reinterpret_cast<uint8_t *>(packed.data());
+  for (size_t i = 0; i < count; ++i)
+    out[i / 32 * 16 + i % 16] |= static_cast<uint8_t>((levels[i] + offset) & 0xF) << (i % 32 / 16 * 4);
+  return packed;
+}
+
 /// 4-bit quantization of the [rows, cols] `values` in groups of `group`
 /// along the rows, stored as xfmr.dequantize reads them (byte j of each
 /// block of 32 holds values j and j + 16 in its low and high nibbles).
@@ -130,20 +141,18 @@ static QuantizedWeight quantizeInt4(const float *values, int64_t rows, int64_t c
     }
   roundTo(scaleType, q.scales);
   roundTo(scaleType, q.mins);
-  q.values.assign(rows * cols / 2, 0);
+  std::vector<int8_t> levels(rows * cols);
+  float offset = mins ? 0.0f : 8.0f;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t g = 0; g < groups; ++g) {
       float scale = q.scales[r * groups + g], min = mins ? q.mins[r * groups + g] : 0.0f;
-      float offset = mins ? 0.0f : 8.0f;
-      const float *x = values + r * cols + g * group;
-      auto *out = reinterpret_cast<uint8_t *>(q.values.data()) + (r * cols + g * group) / 2;
-      for (int64_t i = 0; i < group; ++i) {
-        float level = scale == 0.0f ? offset : roundToInteger((x[i] - min) / scale) + offset;
-        auto nibble = static_cast<uint8_t>(std::clamp(level, 0.0f, 15.0f));
-        int64_t block = i / 32, within = i % 32;
-        out[block * 16 + within % 16] |= nibble << (within / 16 * 4);
+      int64_t begin = r * cols + g * group;
+      for (int64_t i = begin; i < begin + group; ++i) {
+        float level = scale == 0.0f ? offset : roundToInteger((values[i] - min) / scale) + offset;
+        levels[i] = static_cast<int8_t>(std::clamp(level, 0.0f, 15.0f));
       }
     }
+  q.values = packNibbles(levels.data(), levels.size(), 0);
   return q;
 }
 
@@ -209,16 +218,6 @@ static void transposeInto(const float *values, int64_t rows, int64_t cols, float
           result[c * rows + r] = values[r * cols + c];
 }
 
-/// Copies the part of a quantized tensor that `arg` is into `buffer`.
-static void copyQuantizedPart(const ArgSpec &arg, const QuantizedWeight &parts, Buffer &buffer) {
-  if (arg.quantizedPart == "values") {
-    std::memcpy(buffer.data, parts.values.data(), parts.values.size());
-    return;
-  }
-  const std::vector<float> &floats = arg.quantizedPart == "mins" ? parts.mins : parts.scales;
-  convertElements(XFMR_DTYPE_F32, floats.data(), floats.size(), arg.dtype, buffer.data);
-}
-
 /// The part `part` of the quantized weight whose part `arg` is, if the
 /// manifest has it.
 static const ArgSpec *siblingPart(const Manifest &manifest, const ArgSpec &arg,
@@ -229,6 +228,43 @@ static const ArgSpec *siblingPart(const Manifest &manifest, const ArgSpec &arg,
         other.transposed == arg.transposed)
       return &other;
   return nullptr;
+}
+
+/// The parts of `arg`'s weight taken from a GGUF tensor's blocks as they
+/// are, when the executable stores it as ggml does: groups as long as the
+/// blocks', mins where they have them, values of as many bits or more, f32
+/// scales, not transposed. Nothing is rounded: the values are ggml's.
+static std::optional<QuantizedWeight> ggmlParts(const xfmr_tensor_info &info,
+                                                const std::vector<int64_t> &shape,
+                                                const Manifest &manifest, const ArgSpec &arg,
+                                                xfmr_dtype scaleType) {
+  if (!isGgmlBlockType(info.dtype))
+    return std::nullopt;
+  GgmlIntegerLayout layout = ggmlIntegerLayout(info.dtype);
+  bool mins = siblingPart(manifest, arg, "mins") != nullptr;
+  if (arg.axis != 1 || arg.transposed || arg.groupSize != layout.group || arg.bits < layout.bits ||
+      mins != layout.mins || scaleType != XFMR_DTYPE_F32)
+    return std::nullopt;
+  size_t count = elementCount(shape);
+  QuantizedWeight parts;
+  std::vector<int8_t> levels(count);
+  parts.scales.resize(count / layout.group);
+  parts.mins.resize(mins ? count / layout.group : 0);
+  ggmlIntegerGroups(info.dtype, static_cast<const uint8_t *>(info.data),
+                    static_cast<int64_t>(count), levels.data(), parts.scales.data(),
+                    parts.mins.data());
+  parts.values = arg.bits == 4 ? packNibbles(levels.data(), count, mins ? 0 : 8) : std::move(levels);
+  return parts;
+}
+
+/// Copies the part of a quantized tensor that `arg` is into `buffer`.
+static void copyQuantizedPart(const ArgSpec &arg, const QuantizedWeight &parts, Buffer &buffer) {
+  if (arg.quantizedPart == "values") {
+    std::memcpy(buffer.data, parts.values.data(), parts.values.size());
+    return;
+  }
+  const std::vector<float> &floats = arg.quantizedPart == "mins" ? parts.mins : parts.scales;
+  convertElements(XFMR_DTYPE_F32, floats.data(), floats.size(), arg.dtype, buffer.data);
 }
 
 /// The type of the scales of the quantized weight whose part `arg` is.
@@ -531,6 +567,12 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
       weights[arg.name] = std::move(buffer);
       continue;
     }
+    if (isQuantized)
+      if (auto parts = ggmlParts(info, shape, manifest, arg, scaleType)) {
+        copyQuantizedPart(arg, quantized[key] = std::move(*parts), *buffer);
+        weights[arg.name] = std::move(buffer);
+        continue;
+      }
     bool plainF32 = arg.dtype == XFMR_DTYPE_F32 && !isQuantized;
     std::vector<float> widened(plainF32 && !arg.transposed ? 0 : count);
     float *values = widened.empty() ? buffer->as<float>() : widened.data();

@@ -173,6 +173,27 @@ def write_gguf(model, config, arch, path, rng, types=TYPES, metadata=None):
     return matrices
 
 
+def integer_groups(parts, name, shape):
+    """Weight `name` ([out, in] `shape`) from the integer groups xfmr stores
+    (docs/quantization.md): level * scale (+ min), rounded in float32 as ggml
+    rounds its blocks. 4-bit levels are two a byte, values j and j + 16 of
+    each block of 32 in byte j's low and high nibbles, offset by 8 without
+    mins."""
+    values, scales = parts[name + ":values"], parts[name + ":scales"]
+    mins = parts.get(name + ":mins")
+    group = shape[1] // scales.shape[1]
+    if values.shape[1] * 2 == shape[1]:
+        blocks = values.view(np.uint8).reshape(shape[0], -1, 16)
+        levels = np.concatenate([blocks & 0xF, blocks >> 4], axis=2).reshape(shape)
+        levels = levels.astype(np.float32) - (0 if mins is not None else 8)
+    else:
+        levels = values.astype(np.float32)
+    out = levels * np.repeat(scales, group, axis=1)
+    if mins is not None:
+        out = out + np.repeat(mins, group, axis=1)
+    return out
+
+
 def run_case(args, case):
     cls, make_config, arch = CASES[case]
     workdir = os.path.join(args.workdir, case)
@@ -190,21 +211,30 @@ def run_case(args, case):
     expected = {k: v.float().numpy() for k, v in hf.state_dict().items()}
     ok = True
 
-    # The weights as the executable loads them.
-    stored = os.path.join(workdir, "weights.safetensors")
-    subprocess.run([args.xfmrc, path, "--quantize", "-o", stored], check=True)
-    ours = load_file(stored)
-    for name, theirs in sorted(expected.items()):
-        if name == "lm_head.weight" and config.tie_word_embeddings:
-            continue
-        # --quantize names weights without the checkpoint's prefix.
-        mine = ours.get(name, ours.get(name.removeprefix("model.")))
-        same = mine is not None and mine.shape == theirs.shape and np.array_equal(mine, theirs)
-        if not same:
-            print(f"FAIL: {case} weight {name} differs from transformers' decoding")
-            ok = False
-    print(f"{'PASS' if ok else 'FAIL'}: {case} weights ({len(expected)} tensors, "
-          f"{matrices} matrices over {len(TYPES)} types) bit for bit")
+    # The weights as the executable loads them: decoded (--weights-dtype=model), and by
+    # default the quantized ones kept as ggml's integer groups (values, scales, mins).
+    for variant, flags in (("decoded", ["--weights-dtype=model"]), ("kept", [])):
+        stored = os.path.join(workdir, f"weights-{variant}.safetensors")
+        subprocess.run([args.xfmrc, path, "--quantize", *flags, "-o", stored], check=True)
+        ours = load_file(stored)
+        good, narrow = True, 0
+        for name, theirs in sorted(expected.items()):
+            if name == "lm_head.weight" and config.tie_word_embeddings:
+                continue
+            # --quantize names weights without the checkpoint's prefix.
+            short = name.removeprefix("model.")
+            mine = ours.get(name, ours.get(short))
+            if short + ":values" in ours:
+                mine = integer_groups(ours, short, theirs.shape)
+                narrow += 1
+            same = mine is not None and mine.shape == theirs.shape and np.array_equal(mine, theirs)
+            if not same:
+                print(f"FAIL: {case} {variant} weight {name} differs from transformers' decoding")
+                good = False
+        ok &= good
+        print(f"{'PASS' if good else 'FAIL'}: {case} weights {variant} ({len(expected)} tensors, "
+              f"{matrices} matrices over {len(TYPES)} types, {narrow} as integer groups) bit "
+              f"for bit")
 
     # Logits of a padded batch.
     seq_len, batch = 12, 2

@@ -139,7 +139,10 @@ static cl::opt<WeightsDtype> weightsDtype(
                clEnumValN(WeightsDtype::Int4, "int4",
                           "4 bits a value, a scale (and with --weight-mins a minimum) per group "
                           "(--weight-group-size, default 32)"),
-               clEnumValN(WeightsDtype::BF16, "bf16", "bfloat16")),
+               clEnumValN(WeightsDtype::BF16, "bf16", "bfloat16"),
+               clEnumValN(WeightsDtype::Model, "model",
+                          "--dtype's (the default; a GGUF file's quantized weights, kept as "
+                          "ggml's integer groups by default, decoded to it)")),
     cl::init(WeightsDtype::Model), cl::cat(category));
 static cl::opt<bool> quantizeEmbeddings(
     "quantize-embeddings",
@@ -393,6 +396,8 @@ int main(int argc, char **argv) {
     return fail("--weight-mins needs --weights-dtype=int4");
   if (quantizeEmbeddings && weightsDtype == WeightsDtype::Model)
     return fail("--quantize-embeddings needs --weights-dtype=int8, int4 or bf16");
+  options.decodeGgufWeights =
+      weightsDtype == WeightsDtype::Model && weightsDtype.getNumOccurrences() > 0;
   if (weightsDtype != WeightsDtype::Model) {
     std::string name = weightsDtype == WeightsDtype::Int8   ? "int8"
                        : weightsDtype == WeightsDtype::Int4 ? "int4"

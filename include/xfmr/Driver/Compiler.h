@@ -147,6 +147,10 @@ struct CompileOptions {
   std::string weightScaleType = "f32";
   /// With int4: a minimum per group besides its scale.
   bool weightMins = false;
+  /// A GGUF file's quantized weights decoded to the model's type (an
+  /// explicit --weights-dtype=model) rather than kept as ggml's integer
+  /// groups.
+  bool decodeGgufWeights = false;
   /// Seed of --emit=random-weights.
   uint64_t seed = 0;
   /// Where xfmrc finds libxfmr_runtime.a and libxfmr_main.a.

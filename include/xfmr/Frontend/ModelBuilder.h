@@ -52,8 +52,11 @@ struct ModelRequest {
 
 /// A tensor a checkpoint declares.
 struct CheckpointTensor {
-  std::string dtype; // safetensors spelling: F32, BF16, ...
+  std::string dtype; // safetensors spelling: F32, BF16, ..., or ggml's: Q4_K, ...
   std::vector<int64_t> shape;
+  /// A ggml block type's integer groups, as xfmr-quantize-weights' per-weight
+  /// storage ("int4:32:mins", "int8:16"); empty for floats.
+  std::string integerStorage;
 };
 
 /// A model description on disk: a config.json alone, or a checkpoint
