@@ -347,9 +347,12 @@ def int4_dequantized(w, axis, group, mins=False, bf16_scales=False):
     return torch.tensor(np.moveaxis(value.reshape(moved.shape), 0, axis))
 
 
-def ref_int4_weights(x, group, mins=False, bf16_scales=False):
+def ref_int4_weights(x, group, mins=False, bf16_scales=False, int8_dot=False):
+    """int8_dot: the skinny products take int8 activations (xfmrc --int8-dot
+    on a host with AVX-512 VNNI)."""
     return ref_narrow_weights(x, *(int4_dequantized(x[n], axis, group, mins, bf16_scales)
-                                   for n, axis in (("w_kn", 0), ("w_nk", 1), ("w_tail", 1))))
+                                   for n, axis in (("w_kn", 0), ("w_nk", 1), ("w_tail", 1))),
+                              int8_activations if int8_dot else t)
 
 
 def int8_activations(x):
@@ -728,6 +731,10 @@ CASES = {"attention": (gen_attention, ref_attention),
          "int4_weights_32_mins": (gen_int8_weights, lambda x: ref_int4_weights(x, 32, True)),
          "int4_weights_32_mins_bf16": (gen_int8_weights,
                                        lambda x: ref_int4_weights(x, 32, True, True)),
+         "int4_weights_32_dot": (gen_int8_weights,
+                                 lambda x: ref_int4_weights(x, 32, int8_dot=True)),
+         "int4_weights_32_mins_dot": (gen_int8_weights,
+                                      lambda x: ref_int4_weights(x, 32, True, int8_dot=True)),
          "backward": (gen_backward, ref_backward),
          "backward_bf16": (gen_backward_low_precision,
                            lambda x: ref_backward_low_precision(x, "_bf16", torch.bfloat16)),

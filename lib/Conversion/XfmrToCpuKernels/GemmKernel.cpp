@@ -410,6 +410,129 @@ void emitSkinnyGemmAlongN(KernelBuilder &kb, const GemmOperands &g) {
   });
 }
 
+/// C = epilogue(A B^T) for a 4-bit B [N, K / 2] (groups of 32 or more) on
+/// targets with an int8 dot product, as llama.cpp's q4 products: each row of
+/// A is quantized to int8 with one scale (its largest magnitude over 127)
+/// and stored in the order B's bytes unpack to: 64 values at a time, the low
+/// nibbles of two blocks of 32 (values 0-15, 32-47), then their high ones
+/// (16-31, 48-63). A dot product of the nibbles (unsigned) with those bytes
+/// sums 4 products a lane, lanes 0-3 and 8-11 of the first block, 4-7 and
+/// 12-15 of the second; each lane is scaled by its group's scale in f32, and
+/// the nibbles' offset of 8 (or the group's min) applied through the sums
+/// of A's bytes a lane. Both row scales multiply the total.
+void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  constexpr int64_t kChunk = 64, kLanes = 16;
+  int64_t depth = (g.k + kChunk - 1) / kChunk * kChunk, full = g.k / kChunk * kChunk;
+  auto bytesOf = [&](int64_t count) { return VectorType::get({count}, b.getI8Type()); };
+  auto sumVector = VectorType::get({kLanes}, b.getI32Type());
+  auto splatInt = [&](VectorType type, int64_t value) -> Value {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(type, b.getIntegerAttr(type.getElementType(), value)));
+  };
+
+  // A's rows as bytes in B's order (zeros past K), their scales, and the
+  // sums of each 4 stored bytes.
+  Value aBytes = kb.allocate({g.m, depth}, b.getI8Type());
+  Value aSums = kb.allocate({g.m, depth / 4}, b.getI32Type());
+  Value aScales = kb.allocate({g.m}, b.getF32Type());
+  for (int64_t m = 0; m < g.m; ++m) {
+    Value row = kb.index(m);
+    Value largest = kb.forLoop(kb.index(0), kb.index(g.k), kLanes, ValueRange{kb.splat(0.0)},
+                               [&](Value k, ValueRange carried) -> SmallVector<Value> {
+                                 Value a = kb.loadVector(g.a, {row, k});
+                                 return {kb.max(carried[0], math::AbsFOp::create(b, loc, a))};
+                               })[0];
+    largest = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, largest);
+    kb.store(kb.div(largest, kb.f32(127.0)), aScales, {row});
+    Value inverse =
+        kb.splat(kb.select(kb.equals(largest, 0.0), kb.f32(0.0), kb.div(kb.f32(127.0), largest)));
+    for (int64_t k = full; k < depth; k += kLanes)
+      kb.storeVector(splatInt(bytesOf(kLanes), 0), aBytes, {row, kb.index(k)});
+    // Quarter q of a chunk goes to quarter (q & 1) * 2 + (q >> 1).
+    kb.forLoop(kb.index(0), kb.index(g.k), kLanes, [&](Value k) {
+      Value quarter = kb.divui(kb.remui(k, kChunk), kLanes);
+      Value odd = kb.remui(quarter, 2), half = kb.divui(quarter, 2);
+      Value to = kb.addi(kb.muli(kb.divui(k, kChunk), kChunk),
+                         kb.muli(kb.addi(kb.muli(odd, 2), half), kLanes));
+      Value scaled = math::RoundEvenOp::create(b, loc, kb.mul(kb.loadVector(g.a, {row, k}), inverse));
+      Value ints = arith::FPToSIOp::create(b, loc, sumVector, scaled);
+      kb.storeVector(arith::TruncIOp::create(b, loc, bytesOf(kLanes), ints), aBytes, {row, to});
+    });
+    kb.forLoop(kb.index(0), kb.index(depth), kChunk, [&](Value k) {
+      Value sums = kb.dotInt8(splatInt(sumVector, 0), splatInt(bytesOf(kChunk), 1),
+                              kb.loadVector(aBytes, {row, k}, -1, splatInt(bytesOf(kChunk), 0)));
+      kb.storeVector(sums, aSums, {row, kb.divui(k, 4)});
+    });
+  }
+
+  // Lanes 4-7 and 12-15 belong to a chunk's second block.
+  SmallVector<bool> second;
+  for (int64_t lane = 0; lane < kLanes; ++lane)
+    second.push_back(lane % 8 >= 4);
+  Value secondBlock = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(VectorType::get({kLanes}, b.getI1Type()), ArrayRef(second)));
+  int64_t groups = g.k / g.groupSize;
+  int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 8) / (g.m * (g.bMins ? 2 : 1)), 1, 2);
+  kb.parallelFor(g.n, [&](Value n) {
+    // Per row of A and unrolled chunk: the scaled sums, and with mins the
+    // minimums' share.
+    SmallVector<Value> acc(2 * g.m * unroll, kb.splat(0.0));
+    auto perLane = [&](Value of, Value col) {
+      Value first = kb.divui(col, g.groupSize);
+      Value next = kb.mini(kb.divui(kb.addi(col, kb.index(32)), g.groupSize),
+                           kb.index(groups - 1));
+      return kb.select(secondBlock, kb.splat(kb.loadWidened(of, {n, next})),
+                       kb.splat(kb.loadWidened(of, {n, first})));
+    };
+    auto chunk = [&](Value col, int64_t u, int64_t validBytes) {
+      Value bytes = kb.loadVector(g.b, {n, kb.divui(col, 2)}, validBytes,
+                                  splatInt(bytesOf(kChunk / 2), 0));
+      Value mask = splatInt(bytesOf(kChunk / 2), 0x0F);
+      Value low = arith::AndIOp::create(b, loc, bytes, mask);
+      Value high = arith::AndIOp::create(
+          b, loc, arith::ShRUIOp::create(b, loc, bytes, splatInt(bytesOf(kChunk / 2), 4)), mask);
+      SmallVector<int64_t> concat;
+      for (int64_t i = 0; i < kChunk; ++i)
+        concat.push_back(i);
+      Value nibbles = vector::ShuffleOp::create(b, loc, low, high, concat);
+      Value scales = perLane(g.bScales, col), mins = g.bMins ? perLane(g.bMins, col) : Value();
+      for (int64_t m = 0; m < g.m; ++m) {
+        Value dot = kb.dotInt8(splatInt(sumVector, 0), nibbles,
+                               kb.loadVector(aBytes, {kb.index(m), col}, -1,
+                                             splatInt(bytesOf(kChunk), 0)));
+        Value sums =
+            kb.loadVector(aSums, {kb.index(m), kb.divui(col, 4)}, -1, splatInt(sumVector, 0));
+        Value &scaled = acc[(m * unroll + u) * 2], &offsets = acc[(m * unroll + u) * 2 + 1];
+        auto toFloat = [&](Value ints) {
+          return arith::SIToFPOp::create(b, loc, kb.vectorType(), ints).getResult();
+        };
+        if (mins) {
+          scaled = kb.fma(toFloat(dot), scales, scaled);
+          offsets = kb.fma(toFloat(sums), mins, offsets);
+        } else {
+          Value eightSums = arith::ShLIOp::create(b, loc, sums, splatInt(sumVector, 3));
+          scaled = kb.fma(toFloat(arith::SubIOp::create(b, loc, dot, eightSums)), scales, scaled);
+        }
+      }
+    };
+    sweepDepth(kb, full, unroll * kChunk, acc, [&](Value k, int64_t valid) {
+      for (int64_t u = 0; u * kChunk < valid; ++u)
+        chunk(kb.addi(k, kb.index(u * kChunk)), u, kChunk / 2);
+    });
+    if (depth > full)
+      chunk(kb.index(full), 0, (g.k - full) / 2);
+    for (int64_t m = 0; m < g.m; ++m) {
+      Value total = kb.add(acc[m * unroll * 2], acc[m * unroll * 2 + 1]);
+      for (int64_t u = 1; u < unroll; ++u)
+        total = kb.add(total, kb.add(acc[(m * unroll + u) * 2], acc[(m * unroll + u) * 2 + 1]));
+      Value sum = kb.mul(kb.reduceAdd(total), kb.load(aScales, {kb.index(m)}));
+      storeFinished(kb, g, sum, kb.index(m), n, 1, /*scalar=*/true);
+    }
+  });
+}
+
 /// C = epilogue(A B^T) for an int8 B [N, K] with a scale per output channel,
 /// on targets with an int8 dot product, as llama.cpp's q8_0 products: each
 /// row of A is quantized to int8 with one scale (its largest magnitude over
@@ -537,6 +660,8 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
   if (g.m <= kSkinnyRows && !g.transposeA) {
     if (g.transposeB && kb.cpu().int8Dot && g.bits == 8 && g.scalesPerChannel())
       emitSkinnyGemmInt8Dot(kb, g);
+    else if (g.transposeB && kb.cpu().int8Dot && g.bits == 4)
+      emitSkinnyGemmInt4Dot(kb, g);
     else if (g.transposeB)
       emitSkinnyGemmAlongN(kb, g);
     else

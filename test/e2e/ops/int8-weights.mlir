@@ -53,21 +53,29 @@
 // RUN: %python %testlib/ops.py check bf16_weights %t/inputs.safetensors %t/outputs-gpu-bf16.safetensors | FileCheck %s
 // --weights-dtype=int4: two values a byte in groups of 32, symmetric (Q4_0's scale) or with a
 // minimum (Q4_1's), scales f32 or bf16, 8 and 16 lanes; the emulated GPU kernels read them
-// dequantized. Each reference rejects the other's outputs.
-// RUN: xfmrc %s --weights-dtype=int4 -o %t/model-int4
+// dequantized. Each reference rejects the other's outputs. With --int8-dot on a host with
+// AVX-512 VNNI the skinny products take int8 activations, as the _dot references do.
+// RUN: xfmrc %s --weights-dtype=int4 --int8-dot=false -o %t/model-int4
 // RUN: %t/model-int4 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4.safetensors
 // RUN: %python %testlib/ops.py check int4_weights_32 %t/inputs.safetensors %t/outputs-int4.safetensors | FileCheck %s
 // RUN: not %python %testlib/ops.py check int4_weights_32_mins %t/inputs.safetensors %t/outputs-int4.safetensors > /dev/null
-// RUN: xfmrc %s --weights-dtype=int4 --weight-mins --vector-lanes=16 -o %t/model-int4-mins
+// RUN: xfmrc %s --weights-dtype=int4 --weight-mins --vector-lanes=16 --int8-dot=false -o %t/model-int4-mins
 // RUN: %t/model-int4-mins --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4-mins.safetensors
 // RUN: %python %testlib/ops.py check int4_weights_32_mins %t/inputs.safetensors %t/outputs-int4-mins.safetensors | FileCheck %s
 // RUN: not %python %testlib/ops.py check int4_weights_32 %t/inputs.safetensors %t/outputs-int4-mins.safetensors > /dev/null
-// RUN: xfmrc %s --weights-dtype=int4 --weight-mins --weight-scales-dtype=bf16 -o %t/model-int4-bf16
+// RUN: xfmrc %s --weights-dtype=int4 --weight-mins --weight-scales-dtype=bf16 --int8-dot=false -o %t/model-int4-bf16
 // RUN: %t/model-int4-bf16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4-bf16.safetensors
 // RUN: %python %testlib/ops.py check int4_weights_32_mins_bf16 %t/inputs.safetensors %t/outputs-int4-bf16.safetensors | FileCheck %s
 // RUN: xfmrc %s --weights-dtype=int4 --vector-lanes=16 --emulate-gpu-kernels -o %t/gpu-emulated-int4
 // RUN: %t/gpu-emulated-int4 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu-int4.safetensors
 // RUN: %python %testlib/ops.py check int4_weights_32 %t/inputs.safetensors %t/outputs-gpu-int4.safetensors | FileCheck %s
+// RUN: %if avx512vnni %{ xfmrc %s --weights-dtype=int4 -o %t/model-int4-dot %}
+// RUN: %if avx512vnni %{ %t/model-int4-dot --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4-dot.safetensors %}
+// RUN: %if avx512vnni %{ %python %testlib/ops.py check int4_weights_32_dot %t/inputs.safetensors %t/outputs-int4-dot.safetensors | FileCheck %s %}
+// RUN: %if avx512vnni %{ not %python %testlib/ops.py check int4_weights_32 %t/inputs.safetensors %t/outputs-int4-dot.safetensors > /dev/null %}
+// RUN: %if avx512vnni %{ xfmrc %s --weights-dtype=int4 --weight-mins -o %t/model-int4-mins-dot %}
+// RUN: %if avx512vnni %{ %t/model-int4-mins-dot --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4-mins-dot.safetensors %}
+// RUN: %if avx512vnni %{ %python %testlib/ops.py check int4_weights_32_mins_dot %t/inputs.safetensors %t/outputs-int4-mins-dot.safetensors | FileCheck %s %}
 // RUN: xfmrc %s --weights-dtype=int4 --weight-mins --emit=mlir -o - | FileCheck %s --check-prefix=INT4
 // INT4: tensor<96x32xi8> {xfmr.param = "w_kn", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "values", transposed}}
 // INT4-SAME: tensor<96x2xf32> {xfmr.param = "w_kn", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "scales", transposed}}
