@@ -8,15 +8,18 @@ same run:
 
   xfmr            xfmrc --generate of the checkpoint directory (f32;
                   --dtype=bf16: weights, activations and KV cache in bf16;
-                  --weights-dtype=bf16|int8: the products' weights bf16, or
-                  int8 with a scale per output channel or per group of 32;
+                  --weights-dtype=bf16|int8|int4: the products' weights bf16,
+                  int8 with a scale per output channel or per group of 32, or
+                  int4 in groups of 32 (symmetric, or with mins);
                   these keep a bf16 KV cache, as llama.cpp an f16 one;
                   one int8 row samples with the generator's defaults,
                   the others choose greedily)
   generate()      transformers on PyTorch 2.x eager (f32, SDPA), KV cache
   llama.cpp       llama-cpp-python on the same weights written as GGUF
-                  (f32, f16 and q8_0, quantized by llama.cpp itself), when
-                  llama_cpp is installed
+                  (f32, f16, q8_0, q4_0 and q4_k_m, quantized by llama.cpp
+                  itself), when llama_cpp is installed; with --model=llama-1b
+                  also xfmr compiled from those q8_0, q4_0 and q4_k_m files
+                  (their quantized weights kept as ggml's integer groups)
   roofline        weight bytes read per decoded token / the machine's
                   measured read bandwidth (bench/read_bandwidth.c)
 
@@ -242,6 +245,25 @@ def write_llama_gguf(directory, path):
     writer.close()
 
 
+# Bytes a weight of each ggml type as llama.cpp reads it, and as xfmr keeps
+# it (docs/gguf.md: integer groups with f32 scales; floats decoded to f32).
+LLAMA_CPP_BYTES = {"F32": 4, "F16": 2, "BF16": 2, "Q8_0": 34 / 32, "Q5_0": 22 / 32,
+                   "Q5_1": 24 / 32, "Q4_0": 18 / 32, "Q4_1": 20 / 32, "Q4_K": 144 / 256,
+                   "Q5_K": 176 / 256, "Q6_K": 210 / 256}
+XFMR_BYTES = {"F32": 4, "F16": 4, "BF16": 4, "Q8_0": 1.125, "Q5_0": 1.125, "Q5_1": 1.25,
+              "Q4_0": 0.625, "Q4_1": 0.75, "Q4_K": 0.75, "Q5_K": 1.25, "Q6_K": 1.25}
+
+
+def gguf_bytes_per_weight(path, params, sizes):
+    """The bytes a decode step reads per weight of a GGUF file's model: its
+    matrices (the tied embedding as the head), each at `sizes` of its type."""
+    import gguf
+    reader = gguf.GGUFReader(path)
+    total = sum(int(t.n_elements) * sizes[t.tensor_type.name] for t in reader.tensors
+                if len(t.shape) == 2)
+    return total / params
+
+
 def quantize(source, target, ftype):
     import llama_cpp
     params = llama_cpp.llama_model_quantize_default_params()
@@ -313,6 +335,15 @@ def main():
                              ["--weights-dtype=int8", "--weight-group-size=32",
                               "--cache-dtype=bf16"])[:2]
                 + (1 + 4 / 32,))
+    # 4-bit values in groups of 32 with an f32 scale (and min) each.
+    rows.append(("xfmr int4 (scale per 32)",)
+                + bench_xfmr(args, directory, workdir, "int4",
+                             ["--weights-dtype=int4", "--cache-dtype=bf16"])[:2]
+                + (0.5 + 4 / 32,))
+    rows.append(("xfmr int4 (scale, min per 32)",)
+                + bench_xfmr(args, directory, workdir, "int4-mins",
+                             ["--weights-dtype=int4", "--weight-mins", "--cache-dtype=bf16"])[:2]
+                + (0.5 + 8 / 32,))
     # The generator's default sampling (temperature 0.8, top-k 40, top-p
     # 0.95) instead of greedy choice: what sampling adds to a token.
     rows.append(("xfmr int8 (per channel), sampled",)
@@ -328,13 +359,20 @@ def main():
     f32 = os.path.join(workdir, f"{args.model}-f32.gguf")
     if llama_cpp and not os.path.exists(f32):
         (write_gguf if args.model == "gpt2" else write_llama_gguf)(directory, f32)
-    for name, ftype, bytes_per in (("f32", None, 4), ("f16", 1, 2), ("q8_0", 7, 34 / 32)):
+    for name, ftype in (("f32", None), ("f16", 1), ("q8_0", 7), ("q4_0", 2), ("q4_k_m", 15)):
         if not llama_cpp:
             break
         path = f32 if ftype is None else os.path.join(workdir, f"{args.model}-{name}.gguf")
         if ftype is not None and not os.path.exists(path):
             quantize(f32, path, ftype)
-        rows.append((f"llama.cpp {name}",) + bench_llama(args, path) + (bytes_per,))
+        rows.append((f"llama.cpp {name}",) + bench_llama(args, path)
+                    + (gguf_bytes_per_weight(path, params, LLAMA_CPP_BYTES),))
+        # xfmr on llama.cpp's own file (the Llama family), its quantized
+        # weights kept as ggml's integer groups.
+        if args.model != "gpt2" and ftype in (7, 2, 15):
+            rows.append((f"xfmr on llama.cpp's {name} file",)
+                        + bench_xfmr(args, path, workdir, f"gguf-{name}", ["--cache-dtype=bf16"])[:2]
+                        + (gguf_bytes_per_weight(path, params, XFMR_BYTES),))
 
     print(f"{MODELS[args.model][0]} ({params / 1e6:.0f} M parameters), batch 1, "
           f"prompt {PROMPT} + {NEW} new tokens, "

@@ -877,8 +877,10 @@ SmallVector<int32_t> RelativePositionBiasOp::distanceBuckets(int64_t buckets, in
 LogicalResult DequantizeOp::verify() {
   auto values = tensorTypeOf(getValues()), scales = tensorTypeOf(getScales());
   auto type = tensorTypeOf(getResult());
-  if (values.getRank() != 2 || type.getRank() != 2)
+  if (values.getRank() != 2)
     return emitOpError("values must be a rank-2 weight, got ") << values;
+  if (type.getRank() != 2)
+    return emitOpError("the result must be a rank-2 weight, got ") << type;
   int64_t axis = getAxis(), group = getGroupSize(), bits = getBits();
   if (bits != 8 && bits != 4)
     return emitOpError("bits must be 8 or 4, got ") << bits;

@@ -104,6 +104,10 @@ int xfmr_weights_get(const xfmr_weights *weights, size_t index, xfmr_tensor_info
 int xfmr_weights_find(const xfmr_weights *weights, const char *name, xfmr_tensor_info *info);
 int xfmr_weights_read(const xfmr_weights *weights, const char *name, xfmr_dtype dtype, int32_t rank,
                       const int64_t *shape, void *dst, char *err, size_t err_size);
+/* Drops the pages of tensor `name`, read, from the process's resident memory
+ * where it lies in a mapped file (they stay in the page cache): a model
+ * converted as it loads is then not held twice. */
+void xfmr_weights_release(const xfmr_weights *weights, const char *name);
 /* The config.json of a model opened from a .gguf file (transformers' keys,
  * from the file's metadata); NULL for safetensors. */
 const char *xfmr_weights_config_json(const xfmr_weights *weights);

@@ -281,10 +281,9 @@ llvm::Error checkCheckpoint(ModuleOp module, const ModelSource &source, const Mo
         return llvm::createStringError(source.directory + ": no tensor '" + name.getValue() +
                                        "' (the model of " + source.configPath + " needs " + needs +
                                        ")");
-      // ggml's block formats (GGUF files) are decoded as they are loaded.
-      bool isFloat = llvm::is_contained({"F32", "F64", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0",
-                                         "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K"},
-                                        found->dtype);
+      // ggml's block formats (GGUF files) are read as floats too.
+      bool isFloat = llvm::is_contained({"F32", "F64", "F16", "BF16"}, found->dtype) ||
+                     !found->integerStorage.empty();
       if (!isFloat || ArrayRef<int64_t>(found->shape) != type.getShape())
         return llvm::createStringError(source.directory + ": tensor '" + foundName + "' is " +
                                        found->dtype + " " + shapeString(found->shape) +

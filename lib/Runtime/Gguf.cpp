@@ -18,8 +18,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
+#include <iterator>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -31,15 +33,18 @@ namespace {
 /// ggml's types (ggml.h's GGML_TYPE_*) that xfmr reads, with their blocks.
 struct GgmlTypeInfo {
   uint32_t id;
+  const char *name;
   xfmr_dtype dtype;
   int64_t blockValues, blockBytes;
 };
 
 constexpr GgmlTypeInfo kGgmlTypes[] = {
-    {0, XFMR_DTYPE_F32, 1, 4},       {1, XFMR_DTYPE_F16, 1, 2},      {30, XFMR_DTYPE_BF16, 1, 2},
-    {2, XFMR_DTYPE_Q4_0, 32, 18},    {3, XFMR_DTYPE_Q4_1, 32, 20},   {6, XFMR_DTYPE_Q5_0, 32, 22},
-    {7, XFMR_DTYPE_Q5_1, 32, 24},    {8, XFMR_DTYPE_Q8_0, 32, 34},   {12, XFMR_DTYPE_Q4_K, 256, 144},
-    {13, XFMR_DTYPE_Q5_K, 256, 176}, {14, XFMR_DTYPE_Q6_K, 256, 210},
+    {0, "F32", XFMR_DTYPE_F32, 1, 4},           {1, "F16", XFMR_DTYPE_F16, 1, 2},
+    {30, "BF16", XFMR_DTYPE_BF16, 1, 2},        {2, "Q4_0", XFMR_DTYPE_Q4_0, 32, 18},
+    {3, "Q4_1", XFMR_DTYPE_Q4_1, 32, 20},       {6, "Q5_0", XFMR_DTYPE_Q5_0, 32, 22},
+    {7, "Q5_1", XFMR_DTYPE_Q5_1, 32, 24},       {8, "Q8_0", XFMR_DTYPE_Q8_0, 32, 34},
+    {12, "Q4_K", XFMR_DTYPE_Q4_K, 256, 144},    {13, "Q5_K", XFMR_DTYPE_Q5_K, 256, 176},
+    {14, "Q6_K", XFMR_DTYPE_Q6_K, 256, 210},
 };
 
 /// ggml's names of the types it has that xfmr does not read.
@@ -147,8 +152,11 @@ GgufValue readValue(Cursor &cursor, uint32_t type, const std::string &key, int d
       cursor.error("key '" + key + "': arrays nested deeper than two levels");
     uint32_t itemType = cursor.take<uint32_t>("an array's type");
     uint64_t count = cursor.take<uint64_t>("an array's length");
-    // Every item takes at least a byte: a longer array cannot fit.
-    if (count > cursor.remaining())
+    // Each item takes at least its encoding's smallest size: a longer array
+    // cannot fit (and is not reserved).
+    static constexpr uint64_t kSmallest[] = {1, 1, 2, 2, 4, 4, 4, 1, 8, 12, 8, 8, 8};
+    uint64_t smallest = itemType < std::size(kSmallest) ? kSmallest[itemType] : 1;
+    if (count > cursor.remaining() / smallest)
       cursor.error("key '" + key + "': array of " + std::to_string(count) +
                    " items runs past the end");
     value.items.reserve(count);
@@ -178,83 +186,11 @@ std::pair<int, int> scaleMinK4(const uint8_t *scales, int j) {
           (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4)};
 }
 
-/// Decodes one block of `type` (ggml-common.h's layouts; ggml-quants.c's
-/// dequantize_row_*).
-void dequantizeBlock(xfmr_dtype type, const uint8_t *b, float *y) {
-  switch (type) {
-  case XFMR_DTYPE_Q4_0:
-  case XFMR_DTYPE_Q4_1: {
-    // Rounded as ggml's: (q - 8) * d, or q * d + m.
-    bool hasMin = type == XFMR_DTYPE_Q4_1;
-    float d = half(b), m = hasMin ? half(b + 2) : 0;
-    int offset = hasMin ? 0 : 8;
-    const uint8_t *qs = b + (hasMin ? 4 : 2);
-    for (int j = 0; j < 16; ++j) {
-      y[j] = ((qs[j] & 0xF) - offset) * d + m;
-      y[j + 16] = ((qs[j] >> 4) - offset) * d + m;
-    }
-    return;
-  }
-  case XFMR_DTYPE_Q5_0:
-  case XFMR_DTYPE_Q5_1: {
-    bool hasMin = type == XFMR_DTYPE_Q5_1;
-    float d = half(b), m = hasMin ? half(b + 2) : 0;
-    int offset = hasMin ? 0 : 16;
-    uint32_t qh;
-    std::memcpy(&qh, b + (hasMin ? 4 : 2), 4);
-    const uint8_t *qs = b + (hasMin ? 8 : 6);
-    for (int j = 0; j < 16; ++j) {
-      int low = (qs[j] & 0xF) | int((qh >> j) & 1) << 4;
-      int high = (qs[j] >> 4) | int((qh >> (j + 16)) & 1) << 4;
-      y[j] = (low - offset) * d + m;
-      y[j + 16] = (high - offset) * d + m;
-    }
-    return;
-  }
-  case XFMR_DTYPE_Q8_0: {
-    float d = half(b);
-    for (int j = 0; j < 32; ++j)
-      y[j] = static_cast<int8_t>(b[2 + j]) * d;
-    return;
-  }
-  case XFMR_DTYPE_Q4_K:
-  case XFMR_DTYPE_Q5_K: {
-    bool five = type == XFMR_DTYPE_Q5_K;
-    float d = half(b), dmin = half(b + 2);
-    const uint8_t *scales = b + 4, *qh = b + 16, *qs = b + (five ? 48 : 16);
-    for (int sub = 0; sub < 8; ++sub) {
-      auto [scale, min] = scaleMinK4(scales, sub);
-      float step = d * scale, offset = dmin * min;
-      const uint8_t *q = qs + (sub / 2) * 32;
-      int shift = (sub % 2) * 4;
-      for (int l = 0; l < 32; ++l) {
-        int value = (q[l] >> shift) & 0xF;
-        if (five)
-          value |= ((qh[l] >> sub) & 1) << 4;
-        y[sub * 32 + l] = step * value - offset;
-      }
-    }
-    return;
-  }
-  case XFMR_DTYPE_Q6_K: {
-    const uint8_t *ql = b, *qh = b + 128;
-    const auto *scales = reinterpret_cast<const int8_t *>(b + 192);
-    float d = half(b + 208);
-    for (int v = 0; v < 256; ++v) {
-      int h = v / 128, r = v % 128;
-      int low = (ql[h * 64 + r % 64] >> (4 * (r / 64))) & 0xF;
-      int high = (qh[h * 32 + r % 32] >> (2 * (r / 32))) & 3;
-      y[v] = d * scales[v / 16] * ((low | high << 4) - 32);
-    }
-    return;
-  }
-  default:
-    fail("internal: not a ggml block dtype");
-  }
-}
-
 /// One block of `type` as integer levels and the scales (and mins) of its
-/// groups (ggmlIntegerLayout), the same arithmetic as dequantizeBlock.
+/// groups (ggmlIntegerLayout): ggml-common.h's layouts, unpacked as
+/// ggml-quants.c's dequantize_row_* do. A K-quant's sub-block scale d * sc
+/// and min dmin * m are exact in f32 (an f16 times a 6-bit integer), so
+/// level * scale (+ min) rounds as ggml's d1 * q - m1.
 void splitBlock(xfmr_dtype type, const uint8_t *b, int8_t *q, float *scales, float *mins) {
   switch (type) {
   case XFMR_DTYPE_Q4_0:
@@ -368,9 +304,21 @@ std::pair<int64_t, int64_t> xfmr::rt::ggmlBlockLayout(xfmr_dtype dtype) {
 
 void xfmr::rt::dequantizeBlocks(xfmr_dtype dtype, const uint8_t *blocks, float *out,
                                 int64_t count) {
-  auto [values, bytes] = ggmlBlockLayout(dtype);
-  for (int64_t i = 0; i < count / values; ++i)
-    dequantizeBlock(dtype, blocks + i * bytes, out + i * values);
+  GgmlIntegerLayout layout = ggmlIntegerLayout(dtype);
+  std::vector<int8_t> levels(count);
+  std::vector<float> scales(count / layout.group), mins(layout.mins ? scales.size() : 0);
+  ggmlIntegerGroups(dtype, blocks, count, levels.data(), scales.data(), mins.data());
+  for (int64_t i = 0; i < count; ++i) {
+    float value = levels[i] * scales[i / layout.group];
+    out[i] = layout.mins ? value + mins[i / layout.group] : value;
+  }
+}
+
+const char *xfmr::rt::ggmlBlockTypeName(xfmr_dtype dtype) {
+  for (const GgmlTypeInfo &info : kGgmlTypes)
+    if (info.dtype == dtype && info.blockValues > 1)
+      return info.name;
+  return nullptr;
 }
 
 //===----------------------------------------------------------------------===//
@@ -440,10 +388,7 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string &path) {
     alignment = static_cast<uint64_t>(value->integer);
   }
 
-  struct Info {
-    uint64_t offset;
-  };
-  std::vector<Info> offsets;
+  std::vector<uint64_t> offsets;
   for (uint64_t i = 0; i < tensorCount; ++i) {
     GgufTensor tensor;
     tensor.name = cursor.string("a tensor name");
@@ -477,7 +422,7 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string &path) {
     if (offset % alignment)
       cursor.error("tensor '" + tensor.name + "': offset " + std::to_string(offset) +
                    " is not a multiple of the alignment " + std::to_string(alignment));
-    offsets.push_back({offset});
+    offsets.push_back(offset);
     file->tensorList.push_back(std::move(tensor));
   }
   uint64_t dataStart = (cursor.offset() + alignment - 1) / alignment * alignment;
@@ -485,7 +430,7 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string &path) {
   std::vector<size_t> order;
   for (size_t i = 0; i < file->tensorList.size(); ++i) {
     GgufTensor &tensor = file->tensorList[i];
-    uint64_t offset = offsets[i].offset;
+    uint64_t offset = offsets[i];
     if (offset > dataSize || tensor.bytes > dataSize - offset)
       fail(prefix + "tensor '" + tensor.name + "': its " + std::to_string(tensor.bytes) +
            " bytes at offset " + std::to_string(offset) + " run past the end of the data (" +
@@ -494,10 +439,10 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string &path) {
     order.push_back(i);
   }
   std::sort(order.begin(), order.end(),
-            [&](size_t a, size_t b) { return offsets[a].offset < offsets[b].offset; });
+            [&](size_t a, size_t b) { return offsets[a] < offsets[b]; });
   for (size_t i = 1; i < order.size(); ++i) {
     const GgufTensor &previous = file->tensorList[order[i - 1]];
-    if (offsets[order[i - 1]].offset + previous.bytes > offsets[order[i]].offset)
+    if (offsets[order[i - 1]] + previous.bytes > offsets[order[i]])
       fail(prefix + "tensors '" + previous.name + "' and '" + file->tensorList[order[i]].name +
            "' overlap");
   }
@@ -572,7 +517,7 @@ std::string transformersName(const std::string &name) {
 /// Reads the metadata the config is made of, naming the key in errors.
 class Metadata {
 public:
-  Metadata(const GgufFile &file) : file(file) {}
+  explicit Metadata(const GgufFile &file) : file(file) {}
 
   const GgufValue *get(const std::string &key, GgufValue::Kind kind) const {
     const GgufValue *value = file.find(key);
@@ -630,6 +575,10 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
   int64_t kvHeads = metadata.integer(a + ".attention.head_count_kv").value_or(heads);
   int64_t hidden = *metadata.integer(a + ".embedding_length", true);
   int64_t headDim = metadata.integer(a + ".attention.key_length").value_or(hidden / heads);
+  if (headDim <= 0 || heads % kvHeads != 0)
+    fail(prefix + "key '" + a + ".attention.head_count': " + std::to_string(heads) +
+         " heads over " + std::to_string(kvHeads) + " key/value heads of a width of " +
+         std::to_string(hidden) + " is no attention");
 
   int64_t context = metadata.integer(a + ".context_length").value_or(2048);
   int64_t ropeDims = metadata.integer(a + ".rope.dimension_count").value_or(headDim);
@@ -666,6 +615,8 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
         fail(prefix + "tensor '" + tensor.name + "' has " + std::to_string(rows) +
              " rows, not heads x head dim " + std::to_string(groups) + " x " +
              std::to_string(headDim));
+      if (tensor.bytes % rows)
+        fail(prefix + "tensor '" + tensor.name + "' is not whole rows of blocks");
       uint64_t rowBytes = tensor.bytes / rows;
       auto &rowsInOrder = unpermuted.emplace_back(new uint8_t[tensor.bytes]);
       for (int64_t h = 0; h < groups; ++h)
@@ -674,6 +625,7 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
             std::memcpy(rowsInOrder.get() + (h * headDim + s * headDim / 2 + j) * rowBytes,
                         tensor.data + (h * headDim + j * 2 + s) * rowBytes, rowBytes);
       entry.data = rowsInOrder.get();
+      entry.inMapping = false;
     }
     renamed.push_back(std::move(entry));
   }
@@ -753,11 +705,15 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
   }
   if (auto window = metadata.integer(a + ".attention.sliding_window"))
     add("sliding_window", std::to_string(*window));
-  for (const char *token : {"bos", "eos", "pad"}) {
-    std::string key = std::string("tokenizer.ggml.") + token + "_token_id";
+  int64_t vocabulary = embeddings->shape[0];
+  for (auto [gguf, hf] : {std::pair{"bos", "bos_token_id"}, std::pair{"eos", "eos_token_id"},
+                          std::pair{"padding", "pad_token_id"}}) {
+    std::string key = std::string("tokenizer.ggml.") + gguf + "_token_id";
     const GgufValue *id = metadata.get(key, GgufValue::Kind::Integer);
+    if (id && (id->integer < 0 || id->integer >= vocabulary))
+      fail(prefix + "key '" + key + "': not a token id below " + std::to_string(vocabulary));
     if (id)
-      add((std::string(token) + "_token_id").c_str(), std::to_string(id->integer));
+      add(hf, std::to_string(id->integer));
   }
   config = json + "}";
 }

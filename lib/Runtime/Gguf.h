@@ -38,12 +38,14 @@ struct GgufValue {
 struct GgufTensor {
   std::string name;
   /// ggml's type id (GGML_TYPE_*) and its xfmr dtype.
-  uint32_t ggmlType;
-  xfmr_dtype dtype;
+  uint32_t ggmlType = 0;
+  xfmr_dtype dtype = XFMR_DTYPE_F32;
   /// Outermost dimension first (ggml's `ne` reversed), as PyTorch's.
   std::vector<int64_t> shape;
-  const uint8_t *data;
-  uint64_t bytes;
+  const uint8_t *data = nullptr;
+  uint64_t bytes = 0;
+  /// Whether `data` lies in the file's mapping (not in memory of its own).
+  bool inMapping = true;
 };
 
 /// A mapped, validated GGUF file (version 2 or 3, little-endian). Open
@@ -68,6 +70,9 @@ private:
 
 /// Whether `dtype` is one of ggml's block formats.
 bool isGgmlBlockType(xfmr_dtype dtype);
+
+/// ggml's name of a block dtype ("Q4_K"), or null for other dtypes.
+const char *ggmlBlockTypeName(xfmr_dtype dtype);
 
 /// Values per block and bytes per block of a ggml block dtype.
 std::pair<int64_t, int64_t> ggmlBlockLayout(xfmr_dtype dtype);

@@ -81,6 +81,36 @@ static float roundToInteger(float value) {
   return (value + kShift) - kShift;
 }
 
+/// Whether the `count` IEEE values of `Bits` at `data`, with exponent mask
+/// `exponent`, are finite: bit tests over the whole tensor, which vectorize
+/// and run at memory speed.
+template <typename Bits>
+static bool allFiniteBits(const void *data, size_t count, Bits exponent) {
+  const Bits *bits = static_cast<const Bits *>(data);
+  Bits bad = 0;
+  // An all-ones exponent is infinity or NaN.
+  for (size_t i = 0; i < count; ++i)
+    bad |= static_cast<Bits>((bits[i] & exponent) == exponent);
+  return bad == 0;
+}
+
+/// Whether the `count` values of type `dtype` at `data` are finite; integers
+/// always are.
+static bool allFinite(xfmr_dtype dtype, const void *data, size_t count) {
+  switch (dtype) {
+  case XFMR_DTYPE_F32:
+    return allFiniteBits<uint32_t>(data, count, 0x7F800000u);
+  case XFMR_DTYPE_BF16:
+    return allFiniteBits<uint16_t>(data, count, 0x7F80);
+  case XFMR_DTYPE_F16:
+    return allFiniteBits<uint16_t>(data, count, 0x7C00);
+  case XFMR_DTYPE_F64:
+    return allFiniteBits<uint64_t>(data, count, 0x7FF0000000000000ull);
+  default:
+    return true;
+  }
+}
+
 /// A weight quantized: its int8 values (4-bit ones two a byte), scales and,
 /// for 4-bit groups with a minimum, mins.
 struct QuantizedWeight {
@@ -234,7 +264,8 @@ static const ArgSpec *siblingPart(const Manifest &manifest, const ArgSpec &arg,
 /// are, when the executable stores it as ggml does: groups as long as the
 /// blocks', mins where they have them, values of as many bits or more, f32
 /// scales, not transposed. Nothing is rounded: the values are ggml's.
-static std::optional<QuantizedWeight> ggmlParts(const xfmr_tensor_info &info,
+static std::optional<QuantizedWeight> ggmlParts(const std::string &path,
+                                                const xfmr_tensor_info &info,
                                                 const std::vector<int64_t> &shape,
                                                 const Manifest &manifest, const ArgSpec &arg,
                                                 xfmr_dtype scaleType) {
@@ -253,6 +284,9 @@ static std::optional<QuantizedWeight> ggmlParts(const xfmr_tensor_info &info,
   ggmlIntegerGroups(info.dtype, static_cast<const uint8_t *>(info.data),
                     static_cast<int64_t>(count), levels.data(), parts.scales.data(),
                     parts.mins.data());
+  if (!allFinite(XFMR_DTYPE_F32, parts.scales.data(), parts.scales.size()) ||
+      !allFinite(XFMR_DTYPE_F32, parts.mins.data(), parts.mins.size()))
+    fail("weights file '" + path + "': tensor '" + info.name + "' has NaN or infinite scales");
   parts.values = arg.bits == 4 ? packNibbles(levels.data(), count, mins ? 0 : 8) : std::move(levels);
   return parts;
 }
@@ -286,50 +320,6 @@ static std::string storedPartName(const std::string &source, const std::string &
 static std::string describeGroups(int64_t group, int64_t inputs) {
   return group == inputs ? std::string("one scale per output channel")
                          : "a scale per " + std::to_string(group) + " values";
-}
-
-/// Whether the `count` IEEE values of `Bits` at `data`, with exponent mask
-/// `exponent` and sign mask `sign`, are finite (and not negative, with
-/// `nonNegative`): bit tests over the whole tensor, which vectorize and run
-/// at memory speed.
-template <typename Bits>
-static bool allFiniteBits(const void *data, size_t count, Bits exponent, Bits sign,
-                          bool nonNegative) {
-  const Bits *bits = static_cast<const Bits *>(data);
-  Bits bad = 0;
-  Bits negative = nonNegative ? sign : 0;
-  for (size_t i = 0; i < count; ++i) {
-    Bits b = bits[i];
-    // An all-ones exponent is infinity or NaN; a set sign bit on a nonzero
-    // value is negative.
-    bad |= static_cast<Bits>(((b & exponent) == exponent) | ((b & negative) && (b & ~sign)));
-  }
-  return bad == 0;
-}
-
-/// Whether the `count` values of type `dtype` at `data` are finite (and not
-/// negative, with `nonNegative`); integers always are.
-static bool allFinite(xfmr_dtype dtype, const void *data, size_t count, bool nonNegative) {
-  switch (dtype) {
-  case XFMR_DTYPE_F32:
-    return allFiniteBits<uint32_t>(data, count, 0x7F800000u, 0x80000000u, nonNegative);
-  case XFMR_DTYPE_BF16:
-    return allFiniteBits<uint16_t>(data, count, 0x7F80, 0x8000, nonNegative);
-  case XFMR_DTYPE_F16:
-    return allFiniteBits<uint16_t>(data, count, 0x7C00, 0x8000, nonNegative);
-  case XFMR_DTYPE_F64:
-    return allFiniteBits<uint64_t>(data, count, 0x7FF0000000000000ull, 0x8000000000000000ull,
-                                   nonNegative);
-  default:
-    return true;
-  }
-}
-
-/// Whether the values of part `arg` must not be negative: int8 scales (a
-/// 4-bit group's scale carries the sign of its largest value, and mins may
-/// be anything).
-static bool nonNegative(const ArgSpec &arg) {
-  return arg.quantizedPart == "scales" && arg.bits == 8;
 }
 
 /// The narrow part `arg` as `xfmrc --quantize` stored it ahead of time, or
@@ -388,10 +378,11 @@ readStoredPart(const xfmr_weights *file, const std::string &path, const Manifest
   if (xfmr_weights_read(file, found.c_str(), arg.dtype, static_cast<int32_t>(arg.shape.size()),
                         arg.shape.data(), buffer->data, err, sizeof(err)))
     fail("weights file " + std::string(err));
-  bool floats = arg.quantizedPart == "scales" || arg.quantizedPart == "mins";
-  if (floats && !allFinite(arg.dtype, buffer->data, elementCount(arg.shape), nonNegative(arg)))
-    fail(where + "holds " + (nonNegative(arg) ? "negative, " : "") + "NaN or infinite " +
-         arg.quantizedPart);
+  // (Scales may be negative: a symmetric 4-bit group's carries the sign of
+  // its largest value, and ggml's blocks have them.)
+  if ((arg.quantizedPart == "scales" || arg.quantizedPart == "mins") &&
+      !allFinite(arg.dtype, buffer->data, elementCount(arg.shape)))
+    fail(where + "holds NaN or infinite " + arg.quantizedPart);
   return buffer;
 }
 
@@ -421,17 +412,6 @@ storedAsRead(const xfmr_weights *file, const Manifest &manifest, const ArgSpec &
   if (arg.isIntegerPart() || arg.transposed)
     return std::nullopt;
   return lookup(arg.source.empty() ? arg.name : arg.source);
-}
-
-/// Drops the pages of a mapped tensor, read, from the process's resident
-/// memory (they stay in the page cache): a model converted as it loads is
-/// then not held twice.
-static void releaseMappedPages(const void *data, size_t bytes) {
-  uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + page - 1) & ~(page - 1);
-  uintptr_t end = (reinterpret_cast<uintptr_t>(data) + bytes) & ~(page - 1);
-  if (end > begin)
-    madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
 }
 
 /// A mapped file that shrinks under the process turns reads past its new end
@@ -473,10 +453,9 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
       auto stored = storedAsRead(file.get(), manifest, arg);
       if (!stored)
         continue;
-      if (!allFinite(arg.dtype, stored->second, elementCount(arg.shape), nonNegative(arg)))
-        fail("weights file '" + path + "': tensor '" + stored->first + "' " +
-             (nonNegative(arg) ? "holds negative, NaN or infinite scales"
-                               : "contains NaN or infinity"));
+      if (!allFinite(arg.dtype, stored->second, elementCount(arg.shape)))
+        fail("weights file '" + path + "': tensor '" + stored->first + "' contains NaN or "
+             "infinity");
       weights[arg.name] = std::make_unique<Buffer>(file, stored->second, bytesOf(arg));
       counts.mapped += bytesOf(arg);
     }
@@ -568,7 +547,8 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
       continue;
     }
     if (isQuantized)
-      if (auto parts = ggmlParts(info, shape, manifest, arg, scaleType)) {
+      if (auto parts = ggmlParts(path, info, shape, manifest, arg, scaleType)) {
+        xfmr_weights_release(file.get(), found.c_str());
         copyQuantizedPart(arg, quantized[key] = std::move(*parts), *buffer);
         weights[arg.name] = std::move(buffer);
         continue;
@@ -580,11 +560,8 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
                           static_cast<int32_t>(shape.size()), shape.data(), values, err,
                           sizeof(err)))
       fail("weights file " + std::string(err));
-    // (Not a GGUF model's: its unpermuted projections live in memory,
-    // which dropping the pages would zero.)
-    if (!xfmr_weights_config_json(file.get()))
-      releaseMappedPages(info.data, info.num_bytes);
-    if (!allFinite(XFMR_DTYPE_F32, values, count, /*nonNegative=*/false))
+    xfmr_weights_release(file.get(), found.c_str());
+    if (!allFinite(XFMR_DTYPE_F32, values, count))
       fail("weights file '" + path + "': tensor '" + found + "' contains NaN or infinity");
     if (arg.transposed) {
       std::vector<float> transpose(plainF32 ? 0 : count);

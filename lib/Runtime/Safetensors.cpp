@@ -10,6 +10,7 @@
 
 #include "xfmr-rt/xfmr_runtime.h"
 
+#include "Gguf.h"
 #include "Json.h"
 #include "RuntimeSupport.h"
 
@@ -89,11 +90,8 @@ const char *xfmr_dtype_name(xfmr_dtype dtype) {
   for (const DtypeName &d : kDtypes)
     if (d.dtype == dtype)
       return d.name;
-  static const char *const kBlockNames[] = {"Q4_0", "Q4_1", "Q5_0", "Q5_1",
-                                            "Q8_0", "Q4_K", "Q5_K", "Q6_K"};
-  if (dtype >= XFMR_DTYPE_Q4_0 && dtype <= XFMR_DTYPE_Q6_K)
-    return kBlockNames[dtype - XFMR_DTYPE_Q4_0];
-  return "?";
+  const char *block = ggmlBlockTypeName(dtype);
+  return block ? block : "?";
 }
 
 /// Parses and checks one header entry; returns an error message or "".

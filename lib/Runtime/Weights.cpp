@@ -22,7 +22,9 @@
 #include <map>
 #include <memory>
 #include <sstream>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 using namespace xfmr::rt;
 
@@ -122,6 +124,8 @@ struct xfmr_weights {
       gguf = std::make_unique<GgufModel>(path);
     } catch (const Failure &failure) {
       return failure.message;
+    } catch (const std::bad_alloc &) {
+      return "GGUF file '" + path + "': out of memory reading its metadata";
     }
     for (const GgufTensor &tensor : gguf->tensors()) {
       ggufTensors[tensor.name] = &tensor;
@@ -255,4 +259,17 @@ int xfmr_weights_read(const xfmr_weights *weights, const char *name, xfmr_dtype 
 
 const char *xfmr_weights_config_json(const xfmr_weights *weights) {
   return weights->gguf ? weights->gguf->configJson().c_str() : nullptr;
+}
+
+void xfmr_weights_release(const xfmr_weights *weights, const char *name) {
+  xfmr_tensor_info info;
+  if (xfmr_weights_find(weights, name, &info))
+    return;
+  if (weights->gguf && !weights->ggufTensors.at(name)->inMapping)
+    return; // memory of the model's own, which dropping its pages would zero
+  uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  uintptr_t begin = (reinterpret_cast<uintptr_t>(info.data) + page - 1) & ~(page - 1);
+  uintptr_t end = (reinterpret_cast<uintptr_t>(info.data) + info.num_bytes) & ~(page - 1);
+  if (end > begin)
+    madvise(reinterpret_cast<void *>(begin), end - begin, MADV_DONTNEED);
 }

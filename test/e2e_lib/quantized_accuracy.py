@@ -34,6 +34,9 @@ NEW = 100
 TIE = 0.05
 PPL_RATIO = {"bf16": 1.01, "bf16-weights": 1.01, "int8": 1.01, "int8-g32": 1.01,
              "int4-g32": 1.03, "int4-g32-mins": 1.03}
+# int4 decode steps (int8 activations with VNNI) against int4's forward (f32
+# activations): max and mean error as a share of the largest logit.
+DECODE_ERROR = (2e-2, 5e-3)
 # The least share of f32's greedy choices each integer variant must make.
 CHOICES = {"int8": 0.95, "int8-g32": 0.95, "int4-g32": 0.90, "int4-g32-mins": 0.90}
 VARIANTS = {"f32": [], "bf16": ["--dtype=bf16"], "bf16-weights": ["--weights-dtype=bf16"],
@@ -58,6 +61,36 @@ def perplexity(logits, ids):
     targets = ids[:, 1:]
     picked = np.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]
     return float(np.exp(-picked.mean()))
+
+
+def check_decode(args, work, name, got):
+    """The generator's own steps (decode's skinny products, with int8
+    activations where the host has VNNI) against the forward executable's
+    full-sequence logits (f32 activations) over the same tokens: max and
+    mean error within DECODE_ERROR of the largest logit."""
+    sequences = os.path.join(work, f"own-{name}.txt")
+    spans = []
+    with open(sequences, "w") as f:
+        for i in range(len(PROMPTS)):
+            start = int(got["prompt_lengths"][i])
+            end = min(start + int(got["generated_lengths"][i]), 128)
+            f.write(" ".join(map(str, list(got["tokens"][i][:end]) + [32] * (128 - end))) + "\n")
+            spans.append((start, end))
+    out = os.path.join(work, f"own-{name}.npy")
+    run([os.path.join(work, f"forward-{name}"), f"--input={sequences}", f"--output={out}"])
+    forward = np.load(out)
+    errors, scale = [], 0.0
+    for i, (start, end) in enumerate(spans):
+        theirs = forward[i, start - 1:end - 1]
+        ours = got["logits"][i][:end - start]
+        errors.append(np.abs(ours - theirs).max(axis=-1))
+        scale = max(scale, float(np.abs(theirs).max()))
+    errors = np.concatenate(errors) / scale
+    good = errors.max() <= DECODE_ERROR[0] and errors.mean() <= DECODE_ERROR[1]
+    print(f"{'PASS' if good else 'FAIL'}: {name} decode steps against the forward: max "
+          f"{errors.max():.2e}, mean {errors.mean():.2e} of the largest logit (limits "
+          f"{DECODE_ERROR[0]}, {DECODE_ERROR[1]})")
+    return good
 
 
 def main():
@@ -92,8 +125,8 @@ def main():
         print(f"{'PASS' if good else 'FAIL'}: {name} perplexity {value:.4f}, f32 {ppl['f32']:.4f} "
               f"(ratio {value / ppl['f32']:.4f}, limit {PPL_RATIO[name]})")
 
-    tokens = {}
-    for name in ("f32", "int8", "int8-g32"):
+    tokens, saved_logits = {}, {}
+    for name in ("f32", "int8", "int8-g32", "int4-g32"):
         generator = os.path.join(work, f"generate-{name}")
         run([args.xfmrc, checkpoint, "--generate", f"--batch={len(PROMPTS)}", *VARIANTS[name],
              "-o", generator])
@@ -108,6 +141,7 @@ def main():
         got = safetensors_io.read(saved)
         tokens[name] = [got["tokens"][i][int(got["prompt_lengths"][i]):][:NEW]
                         for i in range(len(PROMPTS))]
+        saved_logits[name] = got
         if name == "f32":
             f32 = got
 
@@ -134,7 +168,9 @@ def main():
         ok &= good
         print(f"{'PASS' if good else 'FAIL'}: {name} greedy choices equal f32's at {same} of "
               f"{total} positions ({100 * same / total:.1f}%, limit {100 * share:.0f}%)")
-        if name not in tokens:
+        if name == "int4-g32":
+            ok &= check_decode(args, work, name, saved_logits[name])
+        if name not in tokens or name.startswith("int4"):
             continue
 
         # The generator's own continuations (its decode kernels): equal up to a near tie.

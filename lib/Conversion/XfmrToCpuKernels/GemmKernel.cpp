@@ -411,8 +411,9 @@ void emitSkinnyGemmAlongN(KernelBuilder &kb, const GemmOperands &g) {
 }
 
 /// C = epilogue(A B^T) for a 4-bit B [N, K / 2] (groups of 32 or more) on
-/// targets with an int8 dot product, as llama.cpp's q4 products: each row of
-/// A is quantized to int8 with one scale (its largest magnitude over 127)
+/// targets with an int8 dot product: each row of A is quantized to int8
+/// with one scale (its largest magnitude over 127; llama.cpp's q4 products
+/// take one a block of 32)
 /// and stored in the order B's bytes unpack to: 64 values at a time, the low
 /// nibbles of two blocks of 32 (values 0-15, 32-47), then their high ones
 /// (16-31, 48-63). A dot product of the nibbles (unsigned) with those bytes

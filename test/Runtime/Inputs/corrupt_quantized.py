@@ -12,7 +12,8 @@ source, out = sys.argv[1], sys.argv[2]
 tensors = safetensors_io.read(source)
 scales = "h.0.mlp.c_fc.weight:scales.T"
 variants = {
-    "negative": {"h.1.mlp.c_fc.weight:scales.T": -tensors["h.1.mlp.c_fc.weight:scales.T"]},
+    "infinite": {"h.1.mlp.c_fc.weight:scales.T":
+                 tensors["h.1.mlp.c_fc.weight:scales.T"] / np.float32(0)},
     "noscales": {scales: None},
     "group16": {scales: np.ones((256, 4), np.float32)},
     "transposed": {scales: np.ascontiguousarray(tensors[scales].T)},
