@@ -1,8 +1,9 @@
 //===- GgufFuzzer.cpp - the GGUF reader -----------------------------------===//
 //
 // A llama.cpp model file: the header, metadata, tensor infos, alignment and
-// offsets (GgufFile), the model read from it (names, permuted projections,
-// config.json), then every tensor decoded as the runtime reads it.
+// offsets (GgufFile), its tokenizer and chat template, the model read from
+// it (names, permuted projections, config.json), then every tensor decoded
+// as the runtime reads it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,14 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   std::string path = xfmr::fuzz::writeScratchFile("model.gguf", xfmr::fuzz::asText(data, size));
   char err[512];
+  // The tokenizer and chat template spelled from its metadata.
+  if (xfmr_tokenizer *tokenizer = xfmr_tokenizer_load(path.c_str(), err, sizeof(err))) {
+    int32_t ids[64];
+    xfmr_tokenizer_encode(tokenizer, "Hello, world! 123", 17, ids, 64, err, sizeof(err));
+    xfmr_tokenizer_free(tokenizer);
+  }
+  if (xfmr_chat_template *chat = xfmr_chat_template_load(path.c_str(), err, sizeof(err)))
+    xfmr_chat_template_free(chat);
   xfmr_weights *weights = xfmr_weights_open(path.c_str(), err, sizeof(err));
   if (!weights)
     return 0;
