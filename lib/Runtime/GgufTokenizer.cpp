@@ -1,7 +1,7 @@
 //===- GgufTokenizer.cpp - the tokenizer a GGUF file describes ------------===//
 //
 // llama.cpp's converter stores a tokenizer as `tokenizer.ggml.*` metadata:
-// the model kind ("gpt2": byte-level BPE; "llama": SentencePiece), the
+// the model kind ("gpt2": byte-level BPE; "llama": SentencePiece BPE), the
 // tokens with their types and scores, BPE merges, the pre-tokenizer by name
 // (`pre`), the special tokens' ids, and whether a BOS (EOS) is added. This
 // spells them as the tokenizer.json and tokenizer_config.json of the
@@ -14,6 +14,10 @@
 
 #include "CommandLine.h"
 #include "Json.h"
+
+#include <algorithm>
+#include <tuple>
+#include <unordered_map>
 
 using namespace xfmr::rt;
 
@@ -131,6 +135,88 @@ std::string templateProcessor(const std::vector<std::string> &tokens,
          specials + "}}";
 }
 
+/// The merges transformers derives from a SentencePiece vocabulary
+/// (generate_merges): each token that splits into two tokens of the
+/// vocabulary is a merge of them, the merges ordered by the token's score,
+/// then by the lengths of the halves in characters, longer first; ties in
+/// the order of the tokens and of the halves' ids. Merging by these ranks is
+/// SentencePiece's BPE, which merges the best-scoring pair first.
+std::vector<std::pair<std::string, std::string>>
+mergesFromScores(const std::vector<std::string> &tokens, const std::vector<double> &scores) {
+  std::unordered_map<std::string, int64_t> ids;
+  std::unordered_map<std::string, double> score;
+  std::vector<size_t> order;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    ids[tokens[i]] = static_cast<int64_t>(i);
+    if (score.emplace(tokens[i], scores[i]).second)
+      order.push_back(i);
+    else
+      score[tokens[i]] = scores[i];
+  }
+  struct Merge {
+    std::string left, right;
+    double score;
+    size_t leftChars, rightChars;
+  };
+  std::vector<Merge> merges;
+  for (size_t i : order) {
+    const std::string &token = tokens[i];
+    size_t chars = std::count_if(token.begin(), token.end(),
+                                 [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+    std::vector<Merge> local;
+    size_t leftChars = 0;
+    for (size_t at = 1; at < token.size(); ++at) {
+      if ((static_cast<unsigned char>(token[at]) & 0xC0) == 0x80)
+        continue;
+      ++leftChars;
+      std::string left = token.substr(0, at), right = token.substr(at);
+      if (ids.count(left) && ids.count(right))
+        local.push_back({left, right, score[token], leftChars, chars - leftChars});
+    }
+    std::stable_sort(local.begin(), local.end(), [&](const Merge &a, const Merge &b) {
+      return std::make_pair(ids[a.left], ids[a.right]) < std::make_pair(ids[b.left], ids[b.right]);
+    });
+    merges.insert(merges.end(), local.begin(), local.end());
+  }
+  std::stable_sort(merges.begin(), merges.end(), [](const Merge &a, const Merge &b) {
+    return std::make_tuple(a.score, a.leftChars, a.rightChars) >
+           std::make_tuple(b.score, b.leftChars, b.rightChars);
+  });
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (Merge &merge : merges)
+    pairs.emplace_back(std::move(merge.left), std::move(merge.right));
+  return pairs;
+}
+
+/// The added tokens, normalizer, pre-tokenizer and post-processor of
+/// tokenizer.json for `tokens` of `types` (null: all normal).
+std::string addedTokensJson(const std::vector<std::string> &tokens, const GgufValue *types) {
+  std::string json = "[";
+  for (size_t id = 0; types && id < tokens.size(); ++id) {
+    int64_t type = types->items[id].integer;
+    if (type != kControl && type != kUserDefined)
+      continue;
+    json += std::string(json.size() > 1 ? "," : "") + "{\"id\":" + std::to_string(id) +
+            ",\"content\":" + quoted(tokens[id]) +
+            ",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,\"normalized\":false,"
+            "\"special\":" +
+            (type == kControl ? "true" : "false") + "}";
+  }
+  return json + "]";
+}
+
+/// The vocabulary object and merges array of a BPE model.
+std::string bpeModelJson(const std::vector<std::string> &tokens,
+                         const std::vector<std::pair<std::string, std::string>> &merges) {
+  std::string json = "\"vocab\":{";
+  for (size_t id = 0; id < tokens.size(); ++id)
+    json += (id ? "," : "") + quoted(tokens[id]) + ":" + std::to_string(id);
+  json += "},\"merges\":[";
+  for (size_t i = 0; i < merges.size(); ++i)
+    json += (i ? ",[" : "[") + quoted(merges[i].first) + "," + quoted(merges[i].second) + "]";
+  return json + "]";
+}
+
 } // namespace
 
 std::string xfmr::rt::ggufTokenizerJson(const GgufFile &file) {
@@ -148,9 +234,49 @@ std::string xfmr::rt::ggufTokenizerJson(const GgufFile &file) {
   const GgufValue *types =
       metadata.array("tokenizer.ggml.token_type", GgufValue::Kind::Integer, tokens.size());
 
+  std::vector<int64_t> before, after;
+  bool sentencePiece = kind == "llama";
+  // llama.cpp adds a BOS to a SentencePiece vocabulary unless told not to.
+  if (int64_t bos = metadata.tokenId("bos", tokens.size());
+      bos >= 0 && metadata.flag("tokenizer.ggml.add_bos_token", sentencePiece))
+    before.push_back(bos);
+  if (int64_t eos = metadata.tokenId("eos", tokens.size());
+      eos >= 0 && metadata.flag("tokenizer.ggml.add_eos_token", false))
+    after.push_back(eos);
+  std::string postProcessor =
+      before.empty() && after.empty() ? "null" : templateProcessor(tokens, before, after);
+  std::string json = "{\"added_tokens\":" + addedTokensJson(tokens, types);
+
+  if (sentencePiece) {
+    // As SentencePiece (and llama.cpp) encode: spaces as "\u2581", one more
+    // before the text (also when it starts with a space, where transformers'
+    // Metaspace adds none), BPE with merges ranked by the scores, bytes for
+    // what has no token.
+    const GgufValue *scoreList =
+        metadata.array("tokenizer.ggml.scores", GgufValue::Kind::Float, tokens.size());
+    if (!scoreList)
+      metadata.error("tokenizer.ggml.scores", "a SentencePiece vocabulary needs its scores");
+    std::vector<double> scores;
+    for (const GgufValue &score : scoreList->items)
+      scores.push_back(score.kind == GgufValue::Kind::Integer ? score.integer : score.number);
+    bool prefix = metadata.flag("tokenizer.ggml.add_space_prefix", true);
+    std::string replace =
+        "{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\u2581\"}";
+    json += ",\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[" +
+            std::string(prefix ? "{\"type\":\"Prepend\",\"prepend\":\"\u2581\"}," : "") + replace +
+            "]},\"pre_tokenizer\":null,\"post_processor\":" + postProcessor +
+            ",\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"Replace\",\"pattern\":"
+            "{\"String\":\"\u2581\"},\"content\":\" \"},{\"type\":\"ByteFallback\"},{\"type\":"
+            "\"Fuse\"}" +
+            (prefix ? ",{\"type\":\"Strip\",\"content\":\" \",\"start\":1,\"stop\":0}" : "") +
+            "]},\"model\":{\"type\":\"BPE\",\"fuse_unk\":true,\"byte_fallback\":true," +
+            bpeModelJson(tokens, mergesFromScores(tokens, scores));
+    return json + "}}";
+  }
   if (kind != "gpt2")
     metadata.error("tokenizer.ggml.model",
-                   "unsupported tokenizer \"" + kind + "\" (gpt2, byte-level BPE, is supported)");
+                   "unsupported tokenizer \"" + kind +
+                       "\" (gpt2, byte-level BPE, and llama, SentencePiece, are supported)");
   std::string pre = metadata.text("tokenizer.ggml.pre", "gpt-2");
   const PreTokenizer *split = nullptr;
   for (const PreTokenizer &candidate : kPreTokenizers)
@@ -163,25 +289,18 @@ std::string xfmr::rt::ggufTokenizerJson(const GgufFile &file) {
     metadata.error("tokenizer.ggml.pre", "unsupported pre-tokenizer \"" + pre + "\" (" + known +
                                              " are supported)");
   }
-  const GgufValue *merges =
+  const GgufValue *mergeList =
       metadata.array("tokenizer.ggml.merges", GgufValue::Kind::String, SIZE_MAX);
-  if (!merges)
+  if (!mergeList)
     metadata.error("tokenizer.ggml.merges", "a byte-level BPE vocabulary needs its merges");
-
-  std::string json = "{\"added_tokens\":[";
-  bool first = true;
-  for (size_t id = 0; types && id < tokens.size(); ++id) {
-    int64_t type = types->items[id].integer;
-    if (type != kControl && type != kUserDefined)
-      continue;
-    json += std::string(first ? "" : ",") + "{\"id\":" + std::to_string(id) +
-            ",\"content\":" + quoted(tokens[id]) +
-            ",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,\"normalized\":false,"
-            "\"special\":" +
-            (type == kControl ? "true" : "false") + "}";
-    first = false;
+  std::vector<std::pair<std::string, std::string>> merges;
+  for (const GgufValue &merge : mergeList->items) {
+    size_t space = merge.text.find(' ');
+    if (space == std::string::npos)
+      metadata.error("tokenizer.ggml.merges", "merge \"" + merge.text + "\" is not two tokens");
+    merges.emplace_back(merge.text.substr(0, space), merge.text.substr(space + 1));
   }
-  json += "],\"normalizer\":";
+  json += ",\"normalizer\":";
   json += split->nfc ? "{\"type\":\"NFC\"}" : "null";
   json += ",\"pre_tokenizer\":";
   std::string byteLevel = "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,"
@@ -192,26 +311,12 @@ std::string xfmr::rt::ggufTokenizerJson(const GgufFile &file) {
             "false}]}";
   else
     json += byteLevel + "true}";
-  std::vector<int64_t> before, after;
-  if (int64_t bos = metadata.tokenId("bos", tokens.size());
-      bos >= 0 && metadata.flag("tokenizer.ggml.add_bos_token", false))
-    before.push_back(bos);
-  if (int64_t eos = metadata.tokenId("eos", tokens.size());
-      eos >= 0 && metadata.flag("tokenizer.ggml.add_eos_token", false))
-    after.push_back(eos);
-  json += ",\"post_processor\":";
-  json += before.empty() && after.empty() ? "null" : templateProcessor(tokens, before, after);
-  json += ",\"decoder\":{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"trim_offsets\":true,"
+  json += ",\"post_processor\":" + postProcessor +
+          ",\"decoder\":{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"trim_offsets\":true,"
           "\"use_regex\":true},\"model\":{\"type\":\"BPE\",\"byte_fallback\":false,"
           "\"ignore_merges\":";
-  json += split->ignoreMerges ? "true" : "false";
-  json += ",\"vocab\":{";
-  for (size_t id = 0; id < tokens.size(); ++id)
-    json += (id ? "," : "") + quoted(tokens[id]) + ":" + std::to_string(id);
-  json += "},\"merges\":[";
-  for (size_t i = 0; i < merges->items.size(); ++i)
-    json += (i ? "," : "") + quoted(merges->items[i].text);
-  return json + "]}}";
+  json += split->ignoreMerges ? "true," : "false,";
+  return json + bpeModelJson(tokens, merges) + "}}";
 }
 
 std::string xfmr::rt::ggufTokenizerConfigJson(const GgufFile &file) {

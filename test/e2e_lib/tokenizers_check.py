@@ -244,10 +244,79 @@ def write_gguf_tokenizer(tokenizer, pre, bos, eos, path):
     writer.close()
 
 
+class SentencePieceBosReference:
+    """`sentencepiece` itself, BOS first (as llama.cpp adds it), its control
+    tokens matched whole in the text (as transformers and llama.cpp's
+    parse_special do; each piece between them encoded on its own); text
+    decoded as transformers' tokenizer of the same GGUF file does."""
+
+    def __init__(self, processor, path):
+        import transformers
+        self.processor = processor
+        self.transformers = transformers.AutoTokenizer.from_pretrained(
+            os.path.dirname(path), gguf_file=os.path.basename(path))
+
+    def encode(self, text):
+        import re
+        control = {self.processor.id_to_piece(i): i for i in range(self.processor.get_piece_size())
+                   if self.processor.is_control(i)}
+        ids = [self.processor.bos_id()]
+        for piece in re.split("(" + "|".join(map(re.escape, control)) + ")", text):
+            if piece in control:
+                ids.append(control[piece])
+            elif piece:
+                ids += self.processor.encode(piece)
+        return ids
+
+    def decode(self, ids):
+        return self.transformers.decode(ids, skip_special_tokens=False)
+
+
+def write_gguf_sentencepiece(processor, path):
+    """A SentencePiece model as llama.cpp's converter stores it
+    (_create_vocab_sentencepiece): pieces, scores and types, no merges."""
+    import gguf
+    tokens, scores, types = [], [], []
+    for i in range(processor.get_piece_size()):
+        tokens.append(processor.id_to_piece(i))
+        scores.append(processor.get_score(i))
+        types.append(gguf.TokenType.UNKNOWN if processor.is_unknown(i)
+                     else gguf.TokenType.CONTROL if processor.is_control(i)
+                     else gguf.TokenType.UNUSED if processor.is_unused(i)
+                     else gguf.TokenType.BYTE if processor.is_byte(i)
+                     else gguf.TokenType.NORMAL)
+    writer = gguf.GGUFWriter(path, "llama")
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(tokens)
+    writer.add_token_scores(scores)
+    writer.add_token_types(types)
+    writer.add_bos_token_id(processor.bos_id())
+    writer.add_eos_token_id(processor.eos_id())
+    writer.add_unk_token_id(processor.unk_id())
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+
+
 def gguf_files(workdir):
     """Llama 3's and Qwen2's kinds of byte-level BPE, in GGUF files,
-    against the tokenizer.json each was converted from."""
-    layouts = {}
+    against the tokenizer.json each was converted from; and a SentencePiece
+    BPE with byte fallback (Llama 2's and Mistral's kind) against
+    `sentencepiece` itself."""
+    import sentencepiece as spm
+    model = io.BytesIO()
+    # As Llama 2's: no normalization, spaces kept, a space before the text.
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(CORPUS.splitlines() * 3),
+                                   model_writer=model, vocab_size=500, character_coverage=1.0,
+                                   model_type="bpe", byte_fallback=True,
+                                   normalization_rule_name="identity",
+                                   remove_extra_whitespaces=False, add_dummy_prefix=True,
+                                   hard_vocab_limit=False, minloglevel=2)
+    processor = spm.SentencePieceProcessor(model_proto=model.getvalue())
+    path = os.path.join(workdir, "sentencepiece.gguf")
+    write_gguf_sentencepiece(processor, path)
+    layouts = {"sentencepiece.gguf": (path, SentencePieceBosReference(processor, path))}
     kinds = {
         "llama-bpe": (LLAMA3_SPLIT, ["<|begin_of_text|>", "<|end_of_text|>"], True, False,
                       "<|begin_of_text|>", "<|end_of_text|>"),
