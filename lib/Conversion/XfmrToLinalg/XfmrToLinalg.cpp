@@ -305,7 +305,7 @@ Value dequantizedElement(OpBuilder &b, Location loc, DequantizeOp op, Value valu
     Value element = tensor::ExtractOp::create(b, loc, from, at);
     return element.getType().isF32() ? element : arith::ExtFOp::create(b, loc, f32, element);
   };
-  Value scale = widened(scales), value;
+  Value value;
   if (op.getBits() == 4) {
     // Byte col % 16 of block col / 32; the high nibble for its second half.
     Value block = arith::DivUIOp::create(b, loc, col, index(32));
@@ -321,6 +321,7 @@ Value dequantizedElement(OpBuilder &b, Location loc, DequantizeOp op, Value valu
         b, loc, arith::ShRUIOp::create(b, loc, byte, shift),
         arith::ConstantIntOp::create(b, loc, b.getI32Type(), 15));
     Value q = arith::UIToFPOp::create(b, loc, f32, nibble);
+    Value scale = widened(scales);
     if (mins) {
       value = arith::AddFOp::create(b, loc, arith::MulFOp::create(b, loc, q, scale), widened(mins));
     } else {
@@ -329,6 +330,7 @@ Value dequantizedElement(OpBuilder &b, Location loc, DequantizeOp op, Value valu
     }
   } else {
     Value q = int8 ? int8 : tensor::ExtractOp::create(b, loc, values, ValueRange{row, col});
+    Value scale = widened(scales);
     value = arith::MulFOp::create(b, loc, arith::SIToFPOp::create(b, loc, f32, q), scale);
     if (mins)
       value = arith::AddFOp::create(b, loc, value, widened(mins));
