@@ -38,8 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       elements *= uint64_t(info.shape[d]);
     // Bounded: the reader checked each tensor's blocks against the file.
     std::vector<float> values(elements);
-    if (xfmr_weights_read(weights, info.name, XFMR_DTYPE_F32, info.rank, info.shape,
-                          values.data(), err, sizeof(err)) != 0)
+    if (xfmr_weights_read(weights, info.name, XFMR_DTYPE_F32, info.rank, info.shape, values.data(),
+                          err, sizeof(err)) != 0)
       __builtin_trap();
   }
   xfmr_weights_close(weights);

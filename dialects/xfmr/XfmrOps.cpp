@@ -908,8 +908,8 @@ LogicalResult DequantizeOp::verify() {
            << shapeString(expected) << " (one per group of " << group << " along dimension " << axis
            << "), got " << shapeString(scales.getShape());
   if (getMins() && tensorTypeOf(getMins()) != scales)
-    return emitOpError("mins must be of the scales' type ") << scales << ", got "
-                                                            << tensorTypeOf(getMins());
+    return emitOpError("mins must be of the scales' type ")
+           << scales << ", got " << tensorTypeOf(getMins());
   return success();
 }
 

@@ -164,8 +164,8 @@ LogicalResult describeEntry(func::FuncOp func, const llvm::StringMap<std::string
       bool scaleLike = part && (part.getValue() == "scales" || part.getValue() == "mins") &&
                        (element.isF32() || element.isBF16());
       if (!part || type.getRank() != 2 || (bits && bits.getInt() != 4 && bits.getInt() != 8) ||
-          !(rounded || (axis && group &&
-                        (part.getValue() == "values" ? element.isInteger(8) : scaleLike))))
+          !(rounded ||
+            (axis && group && (part.getValue() == "values" ? element.isInteger(8) : scaleLike))))
         return signatureError(func, "weight '" + argument.name +
                                         "': xfmr.quantized needs part = \"values\" (i8) or "
                                         "\"scales\" or \"mins\" (f32 or bf16) with axis, "
@@ -364,11 +364,11 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
     if (llvm::Error error = checkCheckpoint(*module, *source, info))
       return std::move(error);
     // On the host's f32 inference and generation, unless told otherwise.
-    bool keepGgml = options.weightType.empty() && !options.decodeGgufWeights &&
-                    (options.mode == CompileMode::Inference ||
-                     options.mode == CompileMode::Generate) &&
-                    options.target == Target::Host && !options.emulateGpuKernels &&
-                    options.model.elementType == ElementType::F32;
+    bool keepGgml =
+        options.weightType.empty() && !options.decodeGgufWeights &&
+        (options.mode == CompileMode::Inference || options.mode == CompileMode::Generate) &&
+        options.target == Target::Host && !options.emulateGpuKernels &&
+        options.model.elementType == ElementType::F32;
     if (keepGgml)
       ggmlStorage = ggmlWeightStorage(*module, *source, info);
     if (!source->directory.empty()) {
@@ -404,10 +404,9 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
   // A CPU generator keeps its weights as decoding streams them, [out, in],
   // in the model's type unless told another.
   std::string weightType = options.weightType;
-  if (weightType.empty() &&
-      ((options.mode == CompileMode::Generate && options.target == Target::Host &&
-        !options.emulateGpuKernels) ||
-       !ggmlStorage.empty()))
+  if (weightType.empty() && ((options.mode == CompileMode::Generate &&
+                              options.target == Target::Host && !options.emulateGpuKernels) ||
+                             !ggmlStorage.empty()))
     weightType = options.model.elementType == ElementType::BF16  ? "bf16"
                  : options.model.elementType == ElementType::F16 ? "f16"
                                                                  : "f32";
@@ -504,12 +503,10 @@ std::string xfmr::buildManifest(const ModelSignature &signature) {
     if (!argument.updates.empty())
       arg["updates"] = argument.updates;
     if (!argument.quantizedPart.empty())
-      arg["quantized"] = llvm::json::Object{{"source", argument.source},
-                                            {"part", argument.quantizedPart},
-                                            {"axis", argument.quantizedAxis},
-                                            {"group_size", argument.groupSize},
-                                            {"bits", argument.bits},
-                                            {"transposed", argument.quantizedTransposed}};
+      arg["quantized"] = llvm::json::Object{
+          {"source", argument.source},      {"part", argument.quantizedPart},
+          {"axis", argument.quantizedAxis}, {"group_size", argument.groupSize},
+          {"bits", argument.bits},          {"transposed", argument.quantizedTransposed}};
     args.push_back(std::move(arg));
   }
   llvm::json::Object manifest{

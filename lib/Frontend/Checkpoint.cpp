@@ -157,8 +157,8 @@ static llvm::Error readTensors(const std::string &path, ModelSource &source) {
     int64_t group;
     int mins, bits;
     if (!xfmr_dtype_integer_groups(info.dtype, &group, &mins, &bits))
-      tensor.integerStorage = (bits == 4 ? "int4:" : "int8:") + std::to_string(group) +
-                              (mins ? ":mins" : "");
+      tensor.integerStorage =
+          (bits == 4 ? "int4:" : "int8:") + std::to_string(group) + (mins ? ":mins" : "");
   }
   if (const char *config = xfmr_weights_config_json(weights))
     source.configText = config;

@@ -39,21 +39,22 @@ struct GgmlTypeInfo {
 };
 
 constexpr GgmlTypeInfo kGgmlTypes[] = {
-    {0, "F32", XFMR_DTYPE_F32, 1, 4},           {1, "F16", XFMR_DTYPE_F16, 1, 2},
-    {30, "BF16", XFMR_DTYPE_BF16, 1, 2},        {2, "Q4_0", XFMR_DTYPE_Q4_0, 32, 18},
-    {3, "Q4_1", XFMR_DTYPE_Q4_1, 32, 20},       {6, "Q5_0", XFMR_DTYPE_Q5_0, 32, 22},
-    {7, "Q5_1", XFMR_DTYPE_Q5_1, 32, 24},       {8, "Q8_0", XFMR_DTYPE_Q8_0, 32, 34},
-    {12, "Q4_K", XFMR_DTYPE_Q4_K, 256, 144},    {13, "Q5_K", XFMR_DTYPE_Q5_K, 256, 176},
+    {0, "F32", XFMR_DTYPE_F32, 1, 4},        {1, "F16", XFMR_DTYPE_F16, 1, 2},
+    {30, "BF16", XFMR_DTYPE_BF16, 1, 2},     {2, "Q4_0", XFMR_DTYPE_Q4_0, 32, 18},
+    {3, "Q4_1", XFMR_DTYPE_Q4_1, 32, 20},    {6, "Q5_0", XFMR_DTYPE_Q5_0, 32, 22},
+    {7, "Q5_1", XFMR_DTYPE_Q5_1, 32, 24},    {8, "Q8_0", XFMR_DTYPE_Q8_0, 32, 34},
+    {12, "Q4_K", XFMR_DTYPE_Q4_K, 256, 144}, {13, "Q5_K", XFMR_DTYPE_Q5_K, 256, 176},
     {14, "Q6_K", XFMR_DTYPE_Q6_K, 256, 210},
 };
 
 /// ggml's names of the types it has that xfmr does not read.
 const char *unsupportedGgmlTypeName(uint32_t id) {
   static const char *const kNames[] = {
-      "F32",   "F16",   "Q4_0",    "Q4_1",    "Q4_2",   "Q4_3",  "Q5_0",  "Q5_1",  "Q8_0",
-      "Q8_1",  "Q2_K",  "Q3_K",    "Q4_K",    "Q5_K",   "Q6_K",  "Q8_K",  "IQ2_XXS", "IQ2_XS",
-      "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S",  "IQ2_S",  "IQ4_XS", "I8",   "I16",   "I32",
-      "I64",   "F64",   "IQ1_M",   "BF16",    "Q4_0_4_4", "Q4_0_4_8", "Q4_0_8_8", "TQ1_0",
+      "F32",   "F16",        "Q4_0",       "Q4_1",       "Q4_2",     "Q4_3",     "Q5_0",
+      "Q5_1",  "Q8_0",       "Q8_1",       "Q2_K",       "Q3_K",     "Q4_K",     "Q5_K",
+      "Q6_K",  "Q8_K",       "IQ2_XXS",    "IQ2_XS",     "IQ3_XXS",  "IQ1_S",    "IQ4_NL",
+      "IQ3_S", "IQ2_S",      "IQ4_XS",     "I8",         "I16",      "I32",      "I64",
+      "F64",   "IQ1_M",      "BF16",       "Q4_0_4_4",   "Q4_0_4_8", "Q4_0_8_8", "TQ1_0",
       "TQ2_0", "IQ4_NL_4_4", "IQ4_NL_4_8", "IQ4_NL_8_8", "MXFP4"};
   return id < std::size(kNames) ? kNames[id] : "unknown";
 }
@@ -112,12 +113,24 @@ private:
 GgufValue readValue(Cursor &cursor, uint32_t type, const std::string &key, int depth = 0) {
   GgufValue value;
   switch (type) {
-  case 0: value.integer = cursor.take<uint8_t>("a value"); break;
-  case 1: value.integer = cursor.take<int8_t>("a value"); break;
-  case 2: value.integer = cursor.take<uint16_t>("a value"); break;
-  case 3: value.integer = cursor.take<int16_t>("a value"); break;
-  case 4: value.integer = cursor.take<uint32_t>("a value"); break;
-  case 5: value.integer = cursor.take<int32_t>("a value"); break;
+  case 0:
+    value.integer = cursor.take<uint8_t>("a value");
+    break;
+  case 1:
+    value.integer = cursor.take<int8_t>("a value");
+    break;
+  case 2:
+    value.integer = cursor.take<uint16_t>("a value");
+    break;
+  case 3:
+    value.integer = cursor.take<int16_t>("a value");
+    break;
+  case 4:
+    value.integer = cursor.take<uint32_t>("a value");
+    break;
+  case 5:
+    value.integer = cursor.take<int32_t>("a value");
+    break;
   case 10: {
     uint64_t wide = cursor.take<uint64_t>("a value");
     if (wide > uint64_t(INT64_MAX))
@@ -125,7 +138,9 @@ GgufValue readValue(Cursor &cursor, uint32_t type, const std::string &key, int d
     value.integer = static_cast<int64_t>(wide);
     break;
   }
-  case 11: value.integer = cursor.take<int64_t>("a value"); break;
+  case 11:
+    value.integer = cursor.take<int64_t>("a value");
+    break;
   case 6:
     value.kind = GgufValue::Kind::Float;
     value.number = cursor.take<float>("a value");
@@ -268,15 +283,21 @@ void splitBlock(xfmr_dtype type, const uint8_t *b, int8_t *q, float *scales, flo
 
 GgmlIntegerLayout xfmr::rt::ggmlIntegerLayout(xfmr_dtype dtype) {
   switch (dtype) {
-  case XFMR_DTYPE_Q4_0: return {32, false, 4};
+  case XFMR_DTYPE_Q4_0:
+    return {32, false, 4};
   case XFMR_DTYPE_Q4_1:
-  case XFMR_DTYPE_Q4_K: return {32, true, 4};
+  case XFMR_DTYPE_Q4_K:
+    return {32, true, 4};
   case XFMR_DTYPE_Q5_0:
-  case XFMR_DTYPE_Q8_0: return {32, false, 8};
+  case XFMR_DTYPE_Q8_0:
+    return {32, false, 8};
   case XFMR_DTYPE_Q5_1:
-  case XFMR_DTYPE_Q5_K: return {32, true, 8};
-  case XFMR_DTYPE_Q6_K: return {16, false, 8};
-  default: fail("internal: not a ggml block dtype");
+  case XFMR_DTYPE_Q5_K:
+    return {32, true, 8};
+  case XFMR_DTYPE_Q6_K:
+    return {16, false, 8};
+  default:
+    fail("internal: not a ggml block dtype");
   }
 }
 
@@ -479,11 +500,11 @@ constexpr Architecture kArchitectures[] = {
 /// llama.cpp's tensor names (gguf-py's tensor_mapping.py) of a Llama-style
 /// block, and transformers' names for them.
 constexpr std::pair<const char *, const char *> kLayerTensors[] = {
-    {"attn_norm", "input_layernorm"},     {"attn_q", "self_attn.q_proj"},
-    {"attn_k", "self_attn.k_proj"},       {"attn_v", "self_attn.v_proj"},
-    {"attn_output", "self_attn.o_proj"},  {"attn_q_norm", "self_attn.q_norm"},
-    {"attn_k_norm", "self_attn.k_norm"},  {"ffn_norm", "post_attention_layernorm"},
-    {"ffn_gate", "mlp.gate_proj"},        {"ffn_up", "mlp.up_proj"},
+    {"attn_norm", "input_layernorm"},    {"attn_q", "self_attn.q_proj"},
+    {"attn_k", "self_attn.k_proj"},      {"attn_v", "self_attn.v_proj"},
+    {"attn_output", "self_attn.o_proj"}, {"attn_q_norm", "self_attn.q_norm"},
+    {"attn_k_norm", "self_attn.k_norm"}, {"ffn_norm", "post_attention_layernorm"},
+    {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
     {"ffn_down", "mlp.down_proj"},
 };
 
@@ -505,7 +526,8 @@ std::string transformersName(const std::string &name) {
     return "";
   size_t end = stem.find('.', 4);
   if (end == std::string::npos || end == 4 ||
-      !std::all_of(stem.begin() + 4, stem.begin() + end, [](char c) { return c >= '0' && c <= '9'; }))
+      !std::all_of(stem.begin() + 4, stem.begin() + end,
+                   [](char c) { return c >= '0' && c <= '9'; }))
     return "";
   std::string part = stem.substr(end + 1);
   for (const auto &[gguf, hf] : kLayerTensors)
@@ -521,8 +543,8 @@ public:
 
   const GgufValue *get(const std::string &key, GgufValue::Kind kind) const {
     const GgufValue *value = file.find(key);
-    if (value && value->kind != kind && !(kind == GgufValue::Kind::Float &&
-                                          value->kind == GgufValue::Kind::Integer))
+    if (value && value->kind != kind &&
+        !(kind == GgufValue::Kind::Float && value->kind == GgufValue::Kind::Integer))
       fail(prefix() + "key '" + key + "' has the wrong type");
     return value;
   }
@@ -597,7 +619,8 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
       std::memcpy(ropeFactors.data(), tensor.data, tensor.bytes);
       for (float factor : ropeFactors)
         if (!(factor > 0) || !std::isfinite(factor))
-          fail(prefix + "tensor 'rope_freqs.weight' holds a factor that is not positive and finite");
+          fail(prefix +
+               "tensor 'rope_freqs.weight' holds a factor that is not positive and finite");
       continue;
     }
     entry.name = transformersName(tensor.name);
@@ -654,16 +677,15 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
   add("architectures", std::string("[\"") + arch->className + "\"]");
   add("vocab_size", std::to_string(embeddings->shape[0]));
   add("hidden_size", std::to_string(hidden));
-  add("intermediate_size",
-      std::to_string(*metadata.integer(a + ".feed_forward_length", true)));
+  add("intermediate_size", std::to_string(*metadata.integer(a + ".feed_forward_length", true)));
   add("num_hidden_layers", std::to_string(*metadata.integer(a + ".block_count", true)));
   add("num_attention_heads", std::to_string(heads));
   add("num_key_value_heads", std::to_string(kvHeads));
   add("head_dim", std::to_string(headDim));
   add("hidden_act", "\"silu\"");
   add("max_position_embeddings", std::to_string(context));
-  add("rms_norm_eps", formatNumber(metadata.number(a + ".attention.layer_norm_rms_epsilon")
-                                       .value_or(1e-6)));
+  add("rms_norm_eps",
+      formatNumber(metadata.number(a + ".attention.layer_norm_rms_epsilon").value_or(1e-6)));
   std::string rope = "{\"rope_type\":";
   const GgufValue *scaling = metadata.get(a + ".rope.scaling.type", GgufValue::Kind::String);
   if (!ropeFactors.empty()) {
@@ -687,11 +709,11 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
     if (auto original = metadata.integer(a + ".rope.scaling.original_context_length"))
       rope += ",\"original_max_position_embeddings\":" + std::to_string(*original);
   } else {
-    fail(prefix + "key '" + a + ".rope.scaling.type': unsupported rope scaling \"" +
-         scaling->text + "\" (none, linear and yarn are supported)");
+    fail(prefix + "key '" + a + ".rope.scaling.type': unsupported rope scaling \"" + scaling->text +
+         "\" (none, linear and yarn are supported)");
   }
-  rope += ",\"rope_theta\":" +
-          formatNumber(metadata.number(a + ".rope.freq_base").value_or(10000.0));
+  rope +=
+      ",\"rope_theta\":" + formatNumber(metadata.number(a + ".rope.freq_base").value_or(10000.0));
   if (ropeDims != headDim)
     rope += ",\"partial_rotary_factor\":" + formatNumber(double(ropeDims) / headDim);
   add("rope_parameters", rope + "}");

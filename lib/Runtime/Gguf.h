@@ -16,8 +16,8 @@
 #include "xfmr-rt/xfmr_runtime.h"
 
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 

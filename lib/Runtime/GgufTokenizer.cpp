@@ -23,8 +23,8 @@ using namespace xfmr::rt;
 
 namespace {
 
-/// llama.cpp's token types (llama_token_type).
-enum TokenType { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
+/// The token types (llama.cpp's llama_token_type) that become added tokens.
+enum TokenType { kControl = 3, kUserDefined = 4 };
 
 constexpr const char *kLlama3Split =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
@@ -41,9 +41,12 @@ struct PreTokenizer {
 };
 
 constexpr PreTokenizer kPreTokenizers[] = {
-    {"gpt-2", nullptr, false, false},       {"llama-bpe", kLlama3Split, true, false},
-    {"llama3", kLlama3Split, true, false},  {"llama-v3", kLlama3Split, true, false},
-    {"smaug-bpe", kLlama3Split, true, false}, {"qwen2", kQwen2Split, false, true},
+    {"gpt-2", nullptr, false, false},
+    {"llama-bpe", kLlama3Split, true, false},
+    {"llama3", kLlama3Split, true, false},
+    {"llama-v3", kLlama3Split, true, false},
+    {"smaug-bpe", kLlama3Split, true, false},
+    {"qwen2", kQwen2Split, false, true},
     {"deepseek-r1-qwen", kQwen2Split, false, true},
 };
 
@@ -123,16 +126,17 @@ std::string templateProcessor(const std::vector<std::string> &tokens,
               ",\"type_id\":0}}";
     if (specials.size() > 1)
       specials += ",";
-    specials += name + ":{\"id\":" + name + ",\"ids\":[" + std::to_string(id) +
-                "],\"tokens\":[" + name + "]}";
+    specials += name + ":{\"id\":" + name + ",\"ids\":[" + std::to_string(id) + "],\"tokens\":[" +
+                name + "]}";
   };
   for (int64_t id : before)
     special(id);
-  single += std::string(single.size() > 1 ? "," : "") + "{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}";
+  single +=
+      std::string(single.size() > 1 ? "," : "") + "{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}";
   for (int64_t id : after)
     special(id);
-  return "{\"type\":\"TemplateProcessing\",\"single\":" + single + "],\"special_tokens\":" +
-         specials + "}}";
+  return "{\"type\":\"TemplateProcessing\",\"single\":" + single +
+         "],\"special_tokens\":" + specials + "}}";
 }
 
 /// The merges transformers derives from a SentencePiece vocabulary
@@ -161,8 +165,9 @@ mergesFromScores(const std::vector<std::string> &tokens, const std::vector<doubl
   std::vector<Merge> merges;
   for (size_t i : order) {
     const std::string &token = tokens[i];
-    size_t chars = std::count_if(token.begin(), token.end(),
-                                 [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+    size_t chars = std::count_if(token.begin(), token.end(), [](char c) {
+      return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    });
     std::vector<Merge> local;
     size_t leftChars = 0;
     for (size_t at = 1; at < token.size(); ++at) {
@@ -286,8 +291,8 @@ std::string xfmr::rt::ggufTokenizerJson(const GgufFile &file) {
     std::string known;
     for (const PreTokenizer &candidate : kPreTokenizers)
       known += (known.empty() ? "" : ", ") + std::string(candidate.name);
-    metadata.error("tokenizer.ggml.pre", "unsupported pre-tokenizer \"" + pre + "\" (" + known +
-                                             " are supported)");
+    metadata.error("tokenizer.ggml.pre",
+                   "unsupported pre-tokenizer \"" + pre + "\" (" + known + " are supported)");
   }
   const GgufValue *mergeList =
       metadata.array("tokenizer.ggml.merges", GgufValue::Kind::String, SIZE_MAX);
@@ -303,12 +308,14 @@ std::string xfmr::rt::ggufTokenizerJson(const GgufFile &file) {
   json += ",\"normalizer\":";
   json += split->nfc ? "{\"type\":\"NFC\"}" : "null";
   json += ",\"pre_tokenizer\":";
-  std::string byteLevel = "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,"
-                          "\"use_regex\":";
+  std::string byteLevel =
+      "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,"
+      "\"use_regex\":";
   if (split->split)
-    json += "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":" +
-            quoted(split->split) + "},\"behavior\":\"Isolated\",\"invert\":false}," + byteLevel +
-            "false}]}";
+    json +=
+        "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":" +
+        quoted(split->split) + "},\"behavior\":\"Isolated\",\"invert\":false}," + byteLevel +
+        "false}]}";
   else
     json += byteLevel + "true}";
   json += ",\"post_processor\":" + postProcessor +
@@ -329,13 +336,14 @@ std::string xfmr::rt::ggufTokenizerConfigJson(const GgufFile &file) {
     int64_t id = metadata.tokenId(name, vocabulary);
     if (id < 0)
       continue;
-    static const std::pair<const char *, const char *> kKeys[] = {
-        {"bos", "bos_token"}, {"eos", "eos_token"}, {"unknown", "unk_token"},
-        {"padding", "pad_token"}};
+    static const std::pair<const char *, const char *> kKeys[] = {{"bos", "bos_token"},
+                                                                  {"eos", "eos_token"},
+                                                                  {"unknown", "unk_token"},
+                                                                  {"padding", "pad_token"}};
     for (const auto &[gguf, key] : kKeys)
       if (std::string(name) == gguf)
-        json += (json.size() > 1 ? "," : "") + quoted(key) + ":" +
-                quoted(tokenList->items[id].text);
+        json +=
+            (json.size() > 1 ? "," : "") + quoted(key) + ":" + quoted(tokenList->items[id].text);
   }
   if (const GgufValue *chat = file.find("tokenizer.chat_template")) {
     if (chat->kind != GgufValue::Kind::String)

@@ -125,8 +125,8 @@ Manifest xfmr::rt::parseManifest(const char *text) {
       spec.bits = bits ? bits->asInt().value_or(0) : 8;
       bool scaleLike = (part && (part->text == "scales" || part->text == "mins")) &&
                        (spec.dtype == XFMR_DTYPE_F32 || spec.dtype == XFMR_DTYPE_BF16);
-      bool packed = spec.bits == 8 || (spec.bits == 4 && groups && *axis->asInt() == 1 &&
-                                       *group->asInt() % 32 == 0);
+      bool packed = spec.bits == 8 ||
+                    (spec.bits == 4 && groups && *axis->asInt() == 1 && *group->asInt() % 32 == 0);
       if (!source || !part || spec.shape.size() != 2 || !packed ||
           !(rounded ||
             (groups && ((part->text == "values" && spec.dtype == XFMR_DTYPE_I8) || scaleLike))))

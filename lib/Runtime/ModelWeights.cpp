@@ -84,8 +84,7 @@ static float roundToInteger(float value) {
 /// Whether the `count` IEEE values of `Bits` at `data`, with exponent mask
 /// `exponent`, are finite: bit tests over the whole tensor, which vectorize
 /// and run at memory speed.
-template <typename Bits>
-static bool allFiniteBits(const void *data, size_t count, Bits exponent) {
+template <typename Bits> static bool allFiniteBits(const void *data, size_t count, Bits exponent) {
   const Bits *bits = static_cast<const Bits *>(data);
   Bits bad = 0;
   // An all-ones exponent is infinity or NaN.
@@ -134,7 +133,8 @@ static std::vector<int8_t> packNibbles(const int8_t *levels, size_t count, int o
   std::vector<int8_t> packed(count / 2, 0);
   auto *out = reinterpret_cast<uint8_t *>(packed.data());
   for (size_t i = 0; i < count; ++i)
-    out[i / 32 * 16 + i % 16] |= static_cast<uint8_t>((levels[i] + offset) & 0xF) << (i % 32 / 16 * 4);
+    out[i / 32 * 16 + i % 16] |= static_cast<uint8_t>((levels[i] + offset) & 0xF)
+                                 << (i % 32 / 16 * 4);
   return packed;
 }
 
@@ -145,8 +145,8 @@ static std::vector<int8_t> packNibbles(const int8_t *levels, size_t count, int o
 /// maps to -8 (scale m / -8) and a nibble q is (q - 8) * scale; with `mins`
 /// as Q4_1: scale (max - min) / 15 and q * scale + min. Scales and mins are
 /// rounded to `scaleType` before the values are quantized with them.
-static QuantizedWeight quantizeInt4(const float *values, int64_t rows, int64_t cols,
-                                    int64_t group, xfmr_dtype scaleType, bool mins) {
+static QuantizedWeight quantizeInt4(const float *values, int64_t rows, int64_t cols, int64_t group,
+                                    xfmr_dtype scaleType, bool mins) {
   QuantizedWeight q;
   int64_t groups = cols / group;
   q.scales.resize(rows * groups);
@@ -250,8 +250,7 @@ static void transposeInto(const float *values, int64_t rows, int64_t cols, float
 
 /// The part `part` of the quantized weight whose part `arg` is, if the
 /// manifest has it.
-static const ArgSpec *siblingPart(const Manifest &manifest, const ArgSpec &arg,
-                                  const char *part) {
+static const ArgSpec *siblingPart(const Manifest &manifest, const ArgSpec &arg, const char *part) {
   for (const ArgSpec &other : manifest.args)
     if (other.quantizedPart == part && other.source == arg.source && other.axis == arg.axis &&
         other.groupSize == arg.groupSize && other.bits == arg.bits &&
@@ -264,11 +263,9 @@ static const ArgSpec *siblingPart(const Manifest &manifest, const ArgSpec &arg,
 /// are, when the executable stores it as ggml does: groups as long as the
 /// blocks', mins where they have them, values of as many bits or more, f32
 /// scales, not transposed. Nothing is rounded: the values are ggml's.
-static std::optional<QuantizedWeight> ggmlParts(const std::string &path,
-                                                const xfmr_tensor_info &info,
-                                                const std::vector<int64_t> &shape,
-                                                const Manifest &manifest, const ArgSpec &arg,
-                                                xfmr_dtype scaleType) {
+static std::optional<QuantizedWeight>
+ggmlParts(const std::string &path, const xfmr_tensor_info &info, const std::vector<int64_t> &shape,
+          const Manifest &manifest, const ArgSpec &arg, xfmr_dtype scaleType) {
   if (!isGgmlBlockType(info.dtype))
     return std::nullopt;
   GgmlIntegerLayout layout = ggmlIntegerLayout(info.dtype);
@@ -287,7 +284,8 @@ static std::optional<QuantizedWeight> ggmlParts(const std::string &path,
   if (!allFinite(XFMR_DTYPE_F32, parts.scales.data(), parts.scales.size()) ||
       !allFinite(XFMR_DTYPE_F32, parts.mins.data(), parts.mins.size()))
     fail("weights file '" + path + "': tensor '" + info.name + "' has NaN or infinite scales");
-  parts.values = arg.bits == 4 ? packNibbles(levels.data(), count, mins ? 0 : 8) : std::move(levels);
+  parts.values =
+      arg.bits == 4 ? packNibbles(levels.data(), count, mins ? 0 : 8) : std::move(levels);
   return parts;
 }
 
@@ -454,7 +452,8 @@ xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
       if (!stored)
         continue;
       if (!allFinite(arg.dtype, stored->second, elementCount(arg.shape)))
-        fail("weights file '" + path + "': tensor '" + stored->first + "' contains NaN or "
+        fail("weights file '" + path + "': tensor '" + stored->first +
+             "' contains NaN or "
              "infinity");
       weights[arg.name] = std::make_unique<Buffer>(file, stored->second, bytesOf(arg));
       counts.mapped += bytesOf(arg);

@@ -367,8 +367,8 @@ int xfmr_npy_write(const char *path, const xfmr_tensor_ref *tensor, char *err,
     setError(err, errSize, "cannot write bf16 to .npy (NumPy has no bfloat16)");
     return 1;
   default:
-    setError(err, errSize, std::string("cannot write ") + xfmr_dtype_name(tensor->dtype) +
-                               " blocks to .npy");
+    setError(err, errSize,
+             std::string("cannot write ") + xfmr_dtype_name(tensor->dtype) + " blocks to .npy");
     return 1;
   }
   std::string dict = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': (";

@@ -76,10 +76,10 @@ std::unique_ptr<Tokenizer> xfmr::rt::findTokenizer(const std::string &directory,
   auto holdsTokenizer = [](const std::string &path) {
     return isDirectory(path) || isGgufFile(path);
   };
-  std::string found = !directory.empty()              ? directory
-                      : holdsTokenizer(weights)       ? weights
+  std::string found = !directory.empty()             ? directory
+                      : holdsTokenizer(weights)      ? weights
                       : holdsTokenizer(compiledFrom) ? compiledFrom
-                                                      : "";
+                                                     : "";
   std::unique_ptr<Tokenizer> tokenizer = found.empty() ? nullptr : loadTokenizer(found);
   if (!tokenizer)
     fail("no tokenizer" + (found.empty() ? std::string() : " in '" + found + "'") + " (" +

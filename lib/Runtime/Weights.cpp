@@ -195,7 +195,7 @@ int xfmr_weights_find(const xfmr_weights *weights, const char *name, xfmr_tensor
       return 1;
     const GgufTensor &tensor = *it->second;
     *info = {tensor.name.c_str(), tensor.dtype, static_cast<int32_t>(tensor.shape.size()),
-             tensor.shape.data(), tensor.data, tensor.bytes};
+             tensor.shape.data(), tensor.data,  tensor.bytes};
     return 0;
   }
   const xfmr_safetensors *file = weights->find(name);
@@ -210,15 +210,17 @@ static int readGguf(const xfmr_weights *weights, const char *name, xfmr_dtype dt
   std::string prefix = "'" + weights->gguf->file().path() + "': ";
   auto it = weights->ggufTensors.find(name);
   if (it == weights->ggufTensors.end()) {
-    setError(err, errSize, prefix + "no tensor '" + name + "' (the model needs " +
-                               xfmr_dtype_name(dtype) + " " + shapeToString(expected) + ")");
+    setError(err, errSize,
+             prefix + "no tensor '" + name + "' (the model needs " + xfmr_dtype_name(dtype) + " " +
+                 shapeToString(expected) + ")");
     return 1;
   }
   const GgufTensor &tensor = *it->second;
   if (tensor.shape != expected) {
-    setError(err, errSize, prefix + "tensor '" + name + "' is " + xfmr_dtype_name(tensor.dtype) +
-                               " " + shapeToString(tensor.shape) + ", the model needs " +
-                               xfmr_dtype_name(dtype) + " " + shapeToString(expected));
+    setError(err, errSize,
+             prefix + "tensor '" + name + "' is " + xfmr_dtype_name(tensor.dtype) + " " +
+                 shapeToString(tensor.shape) + ", the model needs " + xfmr_dtype_name(dtype) + " " +
+                 shapeToString(expected));
     return 1;
   }
   size_t count = elementCount(expected);

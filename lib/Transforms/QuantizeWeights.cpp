@@ -225,8 +225,7 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
     auto stored = RankedTensorType::get(storedShapeOf(type.getShape(), transposed),
                                         storage.floatType(func.getContext()));
     if (failed(func.insertArgument(
-            end, stored, partAttrs(name, storage.type, std::nullopt, 0, transposed),
-            arg.getLoc())))
+            end, stored, partAttrs(name, storage.type, std::nullopt, 0, transposed), arg.getLoc())))
       return func.emitError("cannot add the ")
              << storage.type << " argument of '" << name.getValue() << "'";
     // Widened after the transpose, so that the kernels find the narrow
@@ -266,17 +265,16 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
     if (storage.mins)
       parts.push_back({"mins", RankedTensorType::get(scaleShape, scale)});
     for (auto [i, part] : llvm::enumerate(parts))
-      if (failed(func.insertArgument(end + i, part.second,
-                                     partAttrs(name, part.first, storedAxis, group, transposed,
-                                               bits),
-                                     arg.getLoc())))
-        return func.emitError("cannot add the ") << storage.type << " arguments of '"
-                                                 << name.getValue() << "'";
+      if (failed(func.insertArgument(
+              end + i, part.second,
+              partAttrs(name, part.first, storedAxis, group, transposed, bits), arg.getLoc())))
+        return func.emitError("cannot add the ")
+               << storage.type << " arguments of '" << name.getValue() << "'";
     Value weight = DequantizeOp::create(
         b, arg.getLoc(), RankedTensorType::get(storedShape, type.getElementType()),
         func.getArgument(end), func.getArgument(end + 1),
-        storage.mins ? Value(func.getArgument(end + 2)) : Value(),
-        b.getI64IntegerAttr(storedAxis), b.getI64IntegerAttr(group), b.getI64IntegerAttr(bits));
+        storage.mins ? Value(func.getArgument(end + 2)) : Value(), b.getI64IntegerAttr(storedAxis),
+        b.getI64IntegerAttr(group), b.getI64IntegerAttr(bits));
     return asProductWeight(b, arg.getLoc(), weight, transposed);
   }
 

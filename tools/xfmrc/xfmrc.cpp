@@ -411,8 +411,8 @@ int main(int argc, char **argv) {
     if ((weightGroupSize != 0 || int4) && weightGroupSize != 32 && weightGroupSize != 64 &&
         weightGroupSize != 128 && !(int4 && !weightGroupSize.getNumOccurrences()))
       return fail("--weight-group-size must be 32, 64, 128" +
-                  Twine(int4 ? "" : " or 0 (per output channel)") + " with --weights-dtype=" +
-                  name + ", got " + Twine(weightGroupSize));
+                  Twine(int4 ? "" : " or 0 (per output channel)") +
+                  " with --weights-dtype=" + name + ", got " + Twine(weightGroupSize));
     if (emit == xfmr::EmitKind::RandomWeights)
       return fail("--emit=random-weights writes f32 weights; drop --weights-dtype");
     options.weightType = name;

@@ -112,8 +112,7 @@ struct GemmOperands {
     auto splatInt = [&](Value scalar) -> Value {
       return vector ? Value(vector::BroadcastOp::create(builder, loc, like(i32), scalar)) : scalar;
     };
-    Value shift = arith::IndexCastOp::create(builder, loc, i32,
-                                             kb.muli(kb.divui(within, 16), 4));
+    Value shift = arith::IndexCastOp::create(builder, loc, i32, kb.muli(kb.divui(within, 16), 4));
     Value nibbles = arith::AndIOp::create(
         builder, loc,
         arith::ShRUIOp::create(builder, loc, arith::ExtUIOp::create(builder, loc, like(i32), bytes),
@@ -457,7 +456,8 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
       Value odd = kb.remui(quarter, 2), half = kb.divui(quarter, 2);
       Value to = kb.addi(kb.muli(kb.divui(k, kChunk), kChunk),
                          kb.muli(kb.addi(kb.muli(odd, 2), half), kLanes));
-      Value scaled = math::RoundEvenOp::create(b, loc, kb.mul(kb.loadVector(g.a, {row, k}), inverse));
+      Value scaled =
+          math::RoundEvenOp::create(b, loc, kb.mul(kb.loadVector(g.a, {row, k}), inverse));
       Value ints = arith::FPToSIOp::create(b, loc, sumVector, scaled);
       kb.storeVector(arith::TruncIOp::create(b, loc, bytesOf(kLanes), ints), aBytes, {row, to});
     });
@@ -482,14 +482,13 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
     SmallVector<Value> acc(2 * g.m * unroll, kb.splat(0.0));
     auto perLane = [&](Value of, Value col) {
       Value first = kb.divui(col, g.groupSize);
-      Value next = kb.mini(kb.divui(kb.addi(col, kb.index(32)), g.groupSize),
-                           kb.index(groups - 1));
+      Value next = kb.mini(kb.divui(kb.addi(col, kb.index(32)), g.groupSize), kb.index(groups - 1));
       return kb.select(secondBlock, kb.splat(kb.loadWidened(of, {n, next})),
                        kb.splat(kb.loadWidened(of, {n, first})));
     };
     auto chunk = [&](Value col, int64_t u, int64_t validBytes) {
-      Value bytes = kb.loadVector(g.b, {n, kb.divui(col, 2)}, validBytes,
-                                  splatInt(bytesOf(kChunk / 2), 0));
+      Value bytes =
+          kb.loadVector(g.b, {n, kb.divui(col, 2)}, validBytes, splatInt(bytesOf(kChunk / 2), 0));
       Value mask = splatInt(bytesOf(kChunk / 2), 0x0F);
       Value low = arith::AndIOp::create(b, loc, bytes, mask);
       Value high = arith::AndIOp::create(
@@ -500,9 +499,9 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
       Value nibbles = vector::ShuffleOp::create(b, loc, low, high, concat);
       Value scales = perLane(g.bScales, col), mins = g.bMins ? perLane(g.bMins, col) : Value();
       for (int64_t m = 0; m < g.m; ++m) {
-        Value dot = kb.dotInt8(splatInt(sumVector, 0), nibbles,
-                               kb.loadVector(aBytes, {kb.index(m), col}, -1,
-                                             splatInt(bytesOf(kChunk), 0)));
+        Value dot =
+            kb.dotInt8(splatInt(sumVector, 0), nibbles,
+                       kb.loadVector(aBytes, {kb.index(m), col}, -1, splatInt(bytesOf(kChunk), 0)));
         Value sums =
             kb.loadVector(aSums, {kb.index(m), kb.divui(col, 4)}, -1, splatInt(sumVector, 0));
         Value &scaled = acc[(m * unroll + u) * 2], &offsets = acc[(m * unroll + u) * 2 + 1];
@@ -640,11 +639,10 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
   auto dequantize = b.getDefiningOp<DequantizeOp>();
   int64_t columns = bType.getDimSize(1);
   bool readAsStored =
-      dequantize &&
-      (dequantize.getBits() == 4
-           ? transposeB && 16 % kb.cpu().lanes == 0
-           : dequantize.getAxis() == 0 || dequantize.getGroupSize() == columns ||
-                 dequantize.getGroupSize() % kb.cpu().lanes == 0);
+      dequantize && (dequantize.getBits() == 4
+                         ? transposeB && 16 % kb.cpu().lanes == 0
+                         : dequantize.getAxis() == 0 || dequantize.getGroupSize() == columns ||
+                               dequantize.getGroupSize() % kb.cpu().lanes == 0);
   if (readAsStored) {
     g.b = kb.readBuffer(dequantize.getValues());
     g.bScales = kb.readBuffer(dequantize.getScales());

@@ -312,14 +312,14 @@ Value dequantizedElement(OpBuilder &b, Location loc, DequantizeOp op, Value valu
     Value within = arith::RemUIOp::create(b, loc, col, index(32));
     Value byteCol = arith::AddIOp::create(b, loc, arith::MulIOp::create(b, loc, block, index(16)),
                                           arith::RemUIOp::create(b, loc, within, index(16)));
-    Value byte = arith::ExtUIOp::create(
-        b, loc, b.getI32Type(), tensor::ExtractOp::create(b, loc, values, ValueRange{row, byteCol}));
+    Value byte =
+        arith::ExtUIOp::create(b, loc, b.getI32Type(),
+                               tensor::ExtractOp::create(b, loc, values, ValueRange{row, byteCol}));
     Value shift = arith::IndexCastOp::create(
         b, loc, b.getI32Type(),
         arith::MulIOp::create(b, loc, arith::DivUIOp::create(b, loc, within, index(16)), index(4)));
-    Value nibble = arith::AndIOp::create(
-        b, loc, arith::ShRUIOp::create(b, loc, byte, shift),
-        arith::ConstantIntOp::create(b, loc, b.getI32Type(), 15));
+    Value nibble = arith::AndIOp::create(b, loc, arith::ShRUIOp::create(b, loc, byte, shift),
+                                         arith::ConstantIntOp::create(b, loc, b.getI32Type(), 15));
     Value q = arith::UIToFPOp::create(b, loc, f32, nibble);
     Value scale = widened(scales);
     if (mins) {
@@ -368,9 +368,9 @@ struct EmbeddingLowering : OpConversionPattern<EmbeddingOp> {
           Value col = linalg::IndexOp::create(b, l, rank - 1);
           Value value;
           if (dequantize) {
-            value = dequantizedElement(b, l, dequantize, dequantize.getValues(),
-                                       dequantize.getScales(), dequantize.getMins(), row, col,
-                                       elementType);
+            value =
+                dequantizedElement(b, l, dequantize, dequantize.getValues(), dequantize.getScales(),
+                                   dequantize.getMins(), row, col, elementType);
           } else if (widen) {
             value = arith::ExtFOp::create(
                 b, l, elementType,
@@ -872,8 +872,7 @@ struct DequantizeLowering : OpConversionPattern<DequantizeOp> {
                                                   adaptor.getScales(), adaptor.getMins(),
                                                   linalg::IndexOp::create(b, l, 0),
                                                   linalg::IndexOp::create(b, l, 1),
-                                                  type.getElementType(),
-                                                  int8 ? args[0] : Value());
+                                                  type.getElementType(), int8 ? args[0] : Value());
                                             }));
     return success();
   }
