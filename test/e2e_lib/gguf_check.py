@@ -37,6 +37,7 @@ import gguf
 from gguf import GGMLQuantizationType as Q
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dequantize_weights import four_bit_levels  # noqa: E402
 from hf_models import compare, padded, position_mask, random_sequences, randomize  # noqa: E402
 
 torch.set_num_threads(2)
@@ -183,9 +184,7 @@ def integer_groups(parts, name, shape):
     mins = parts.get(name + ":mins")
     group = shape[1] // scales.shape[1]
     if values.shape[1] * 2 == shape[1]:
-        blocks = values.view(np.uint8).reshape(shape[0], -1, 16)
-        levels = np.concatenate([blocks & 0xF, blocks >> 4], axis=2).reshape(shape)
-        levels = levels.astype(np.float32) - (0 if mins is not None else 8)
+        levels = four_bit_levels(values, mins)
     else:
         levels = values.astype(np.float32)
     out = levels * np.repeat(scales, group, axis=1)

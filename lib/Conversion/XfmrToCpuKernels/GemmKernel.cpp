@@ -409,6 +409,46 @@ void emitSkinnyGemmAlongN(KernelBuilder &kb, const GemmOperands &g) {
   });
 }
 
+/// A splat constant vector of integers.
+Value splatInt(OpBuilder &b, Location loc, VectorType type, int64_t value) {
+  return arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(type, b.getIntegerAttr(type.getElementType(), value)));
+}
+
+/// Row `row` of A quantized to int8 as the integer dot products take it: its
+/// scale (its largest magnitude over 127; a NaN reaches it, and through it
+/// the outputs) stored at aScales[row], then `store(k, valid, ints)` for each
+/// vector of its values from k, rounded to the nearest multiple of the scale
+/// (as i32 lanes).
+void quantizeRowOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Value aScales,
+                    llvm::function_ref<void(Value, int64_t, Value)> store) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  int64_t lanes = kb.cpu().lanes, full = g.k / lanes * lanes, tail = g.k - full;
+  auto magnitude = [&](Value k, int64_t valid) -> Value {
+    return math::AbsFOp::create(b, loc, kb.loadVector(g.a, {row, k}, valid));
+  };
+  Value largest = kb.forLoop(kb.index(0), kb.index(full), lanes, ValueRange{kb.splat(0.0)},
+                             [&](Value k, ValueRange carried) -> SmallVector<Value> {
+                               return {kb.max(carried[0], magnitude(k, lanes))};
+                             })[0];
+  if (tail)
+    largest = kb.max(largest, magnitude(kb.index(full), tail));
+  largest = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, largest);
+  kb.store(kb.div(largest, kb.f32(127.0)), aScales, {row});
+  Value inverse =
+      kb.splat(kb.select(kb.equals(largest, 0.0), kb.f32(0.0), kb.div(kb.f32(127.0), largest)));
+  auto quantize = [&](Value k, int64_t valid) {
+    Value scaled =
+        math::RoundEvenOp::create(b, loc, kb.mul(kb.loadVector(g.a, {row, k}, valid), inverse));
+    auto ints = VectorType::get({lanes}, b.getI32Type());
+    store(k, valid, arith::FPToSIOp::create(b, loc, ints, scaled));
+  };
+  kb.forLoop(kb.index(0), kb.index(full), lanes, [&](Value k) { quantize(k, lanes); });
+  if (tail)
+    quantize(kb.index(full), tail);
+}
+
 /// C = epilogue(A B^T) for a 4-bit B [N, K / 2] (groups of 32 or more) on
 /// targets with an int8 dot product: each row of A is quantized to int8
 /// with one scale (its largest magnitude over 127; llama.cpp's q4 products
@@ -427,10 +467,7 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
   int64_t depth = (g.k + kChunk - 1) / kChunk * kChunk, full = g.k / kChunk * kChunk;
   auto bytesOf = [&](int64_t count) { return VectorType::get({count}, b.getI8Type()); };
   auto sumVector = VectorType::get({kLanes}, b.getI32Type());
-  auto splatInt = [&](VectorType type, int64_t value) -> Value {
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getIntegerAttr(type.getElementType(), value)));
-  };
+  auto splatInt = [&](VectorType type, int64_t value) { return ::splatInt(b, loc, type, value); };
 
   // A's rows as bytes in B's order (zeros past K), their scales, and the
   // sums of each 4 stored bytes.
@@ -439,26 +476,14 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
   Value aScales = kb.allocate({g.m}, b.getF32Type());
   for (int64_t m = 0; m < g.m; ++m) {
     Value row = kb.index(m);
-    Value largest = kb.forLoop(kb.index(0), kb.index(g.k), kLanes, ValueRange{kb.splat(0.0)},
-                               [&](Value k, ValueRange carried) -> SmallVector<Value> {
-                                 Value a = kb.loadVector(g.a, {row, k});
-                                 return {kb.max(carried[0], math::AbsFOp::create(b, loc, a))};
-                               })[0];
-    largest = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, largest);
-    kb.store(kb.div(largest, kb.f32(127.0)), aScales, {row});
-    Value inverse =
-        kb.splat(kb.select(kb.equals(largest, 0.0), kb.f32(0.0), kb.div(kb.f32(127.0), largest)));
     for (int64_t k = full; k < depth; k += kLanes)
       kb.storeVector(splatInt(bytesOf(kLanes), 0), aBytes, {row, kb.index(k)});
     // Quarter q of a chunk goes to quarter (q & 1) * 2 + (q >> 1).
-    kb.forLoop(kb.index(0), kb.index(g.k), kLanes, [&](Value k) {
+    quantizeRowOfA(kb, g, row, aScales, [&](Value k, int64_t, Value ints) {
       Value quarter = kb.divui(kb.remui(k, kChunk), kLanes);
       Value odd = kb.remui(quarter, 2), half = kb.divui(quarter, 2);
       Value to = kb.addi(kb.muli(kb.divui(k, kChunk), kChunk),
                          kb.muli(kb.addi(kb.muli(odd, 2), half), kLanes));
-      Value scaled =
-          math::RoundEvenOp::create(b, loc, kb.mul(kb.loadVector(g.a, {row, k}), inverse));
-      Value ints = arith::FPToSIOp::create(b, loc, sumVector, scaled);
       kb.storeVector(arith::TruncIOp::create(b, loc, bytesOf(kLanes), ints), aBytes, {row, to});
     });
     kb.forLoop(kb.index(0), kb.index(depth), kChunk, [&](Value k) {
@@ -546,42 +571,17 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
   auto byteVector = VectorType::get({bytes}, b.getI8Type());
   auto laneBytes = VectorType::get({lanes}, b.getI8Type());
   auto sumVector = VectorType::get({lanes}, b.getI32Type());
-  auto splatInt = [&](VectorType type, int64_t value) -> Value {
-    return arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(type, b.getIntegerAttr(type.getElementType(), value)));
-  };
+  auto splatInt = [&](VectorType type, int64_t value) { return ::splatInt(b, loc, type, value); };
 
-  // A's rows as offset bytes, and their scales. A NaN reaches the scale
-  // (a NaN-propagating maximum), and through it the outputs.
+  // A's rows as offset bytes, and their scales.
   Value aBytes = kb.allocate({g.m, g.k}, b.getI8Type());
   Value aScales = kb.allocate({g.m}, b.getF32Type());
-  int64_t fullA = g.k / lanes * lanes, tailA = g.k - fullA;
-  for (int64_t m = 0; m < g.m; ++m) {
-    Value row = kb.index(m);
-    auto magnitude = [&](Value k, int64_t valid) -> Value {
-      return math::AbsFOp::create(b, loc, kb.loadVector(g.a, {row, k}, valid));
-    };
-    Value largest = kb.forLoop(kb.index(0), kb.index(fullA), lanes, ValueRange{kb.splat(0.0)},
-                               [&](Value k, ValueRange carried) -> SmallVector<Value> {
-                                 return {kb.max(carried[0], magnitude(k, lanes))};
-                               })[0];
-    if (tailA)
-      largest = kb.max(largest, magnitude(kb.index(fullA), tailA));
-    largest = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, largest);
-    kb.store(kb.div(largest, kb.f32(127.0)), aScales, {row});
-    Value inverse =
-        kb.splat(kb.select(kb.equals(largest, 0.0), kb.f32(0.0), kb.div(kb.f32(127.0), largest)));
-    auto quantize = [&](Value k, int64_t valid) {
-      Value scaled =
-          math::RoundEvenOp::create(b, loc, kb.mul(kb.loadVector(g.a, {row, k}, valid), inverse));
-      Value offset = arith::AddIOp::create(
-          b, loc, arith::FPToSIOp::create(b, loc, sumVector, scaled), splatInt(sumVector, 128));
-      kb.storeVector(arith::TruncIOp::create(b, loc, laneBytes, offset), aBytes, {row, k}, valid);
-    };
-    kb.forLoop(kb.index(0), kb.index(fullA), lanes, [&](Value k) { quantize(k, lanes); });
-    if (tailA)
-      quantize(kb.index(fullA), tailA);
-  }
+  for (int64_t m = 0; m < g.m; ++m)
+    quantizeRowOfA(kb, g, kb.index(m), aScales, [&](Value k, int64_t valid, Value ints) {
+      Value offset = arith::AddIOp::create(b, loc, ints, splatInt(sumVector, 128));
+      kb.storeVector(arith::TruncIOp::create(b, loc, laneBytes, offset), aBytes, {kb.index(m), k},
+                     valid);
+    });
 
   // Accumulators for m rows x unroll vectors and their corrections, plus
   // A's vector and B's, one row of B at a time as emitSkinnyGemmAlongN.
