@@ -174,8 +174,12 @@ llvm::Error link(StringRef object, const CompileOptions &options, StringRef main
   };
   // Every executable runs its tokenizer (--tokenize), SentencePiece models
   // included.
-  std::vector<std::string> libraries = {library(mainLibrary), library("libxfmr_sentencepiece.a"),
-                                        library("libxfmr_runtime.a")};
+  std::vector<std::string> libraries = {library(mainLibrary)};
+  // Generators serve OpenAI's API (--serve).
+  if (options.mode == CompileMode::Generate)
+    libraries.push_back(library("libxfmr_server.a"));
+  libraries.push_back(library("libxfmr_sentencepiece.a"));
+  libraries.push_back(library("libxfmr_runtime.a"));
   if (options.target == Target::Nvptx)
     libraries.push_back(library("libxfmr_cuda.a"));
   for (StringRef lib : libraries)
@@ -189,6 +193,8 @@ llvm::Error link(StringRef object, const CompileOptions &options, StringRef main
   std::string rpath = "-Wl,-rpath," XFMR_OPENMP_LIB_DIR;
   SmallVector<StringRef> args = {*linker, object};
   args.append(libraries.begin(), libraries.end());
+  if (options.mode == CompileMode::Generate)
+    args.append({"-lcpp-httplib", "-pthread"});
   args.append({"-lsentencepiece", "-lpcre2-8", "-lutf8proc", "-L" XFMR_OPENMP_LIB_DIR, "-lomp",
                rpath, "-ldl", "-lm", "-o", options.outputPath});
   SmallVector<StringRef> sanitizerFlags;

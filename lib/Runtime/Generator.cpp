@@ -1,31 +1,18 @@
 //===- Generator.cpp - text generation over a compiled KV-cache model ----===//
 //
-// `xfmrc --generate` compiles two entries over the same weights and KV cache
-// (per layer, [batch, context, heads, head_dim], owned here and updated in
-// place by the entries):
-//
-//   prefill(input_ids [B, C], attention_mask [B, C], positions [B])
-//   decode (input_ids [B, 1], attention_mask [B, 1], positions [B])
-//
-// each writing the new tokens' keys and values at positions[b] .. and
-// returning the logits of each sequence's last token. A prompt goes through
-// prefill in chunks of C tokens, then each generated token through decode;
-// the sampler (Sampler.cpp) or beam search picks tokens, the checkpoint's
-// tokenizer (Tokenizer.cpp) turns text into ids and back. An encoder-decoder
-// has a third entry,
-//
-//   encode(input_ids [B, S], attention_mask [B, S]) -> cross.<layer>.key/value
-//
-// run once per source; the decoder entries then read its keys and values
-// (state `cross.*`, [B, S, heads, head_dim]) under `encoder_attention_mask`,
-// and decoding starts from the decoder start token.
+// The generator's entries and caches (Generator.h), and the command line of
+// compiled generators over the engine (Engine.h): prompts, conversations and
+// beam search.
 //
 //===----------------------------------------------------------------------===//
 
 #include "xfmr-rt/xfmr_runtime.h"
 
+#include "Generator.h"
 #include "Chat.h"
 #include "CommandLine.h"
+#include "Engine.h"
+#include "Server/Server.h"
 #include "ModelWeights.h"
 #include "RuntimeSupport.h"
 #include "Sampler.h"
@@ -38,11 +25,13 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
+#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <limits>
 #include <numeric>
+#include <pthread.h>
 #include <random>
 #include <sstream>
 #include <sys/stat.h>
@@ -50,277 +39,253 @@
 
 using namespace xfmr::rt;
 
-namespace {
-
-/// One compiled entry and its argument buffers.
-struct Entry {
-  Manifest manifest;
-  void (*function)(void **) = nullptr;
-  std::unique_ptr<Buffer> ids, mask, positions, logits;
-  const ArgSpec *logitsSpec = nullptr;
-  int64_t tokens = 0; // per sequence and call
-  std::vector<void *> args;
-};
-
-} // namespace
-
-struct xfmr_generator {
-  Entry encode, prefill, decode;
-  std::map<std::string, std::unique_ptr<Buffer>> weights, caches, cross;
-  /// The source's padding mask, which the decoder entries read.
-  std::unique_ptr<Buffer> sourceMask;
-  int64_t batch = 0, context = 0, vocab = 0, sourceLength = 0;
-  size_t cacheBytes = 0;
-  WeightsLoaded weightBytes;
-  double loadSeconds = 0;
-  std::vector<int64_t> lengths;
-
-  xfmr_generator(const char *encodeManifest, void (*encodeEntry)(void **),
-                 const char *prefillManifest, void (*prefillEntry)(void **),
-                 const char *decodeManifest, void (*decodeEntry)(void **),
-                 const std::string &weightsPath, bool mapWeights = true) {
-    prefill.manifest = parseManifest(prefillManifest);
-    prefill.function = prefillEntry;
-    decode.manifest = parseManifest(decodeManifest);
-    decode.function = decodeEntry;
-    std::string path = weightsPath.empty() ? prefill.manifest.defaultWeights : weightsPath;
-    if (path.empty())
-      fail("missing --weights=PATH (the model was not compiled from a checkpoint)");
-    std::vector<const Manifest *> manifests = {&prefill.manifest, &decode.manifest};
-    if (encodeEntry) {
-      encode.manifest = parseManifest(encodeManifest);
-      manifests.push_back(&encode.manifest);
-    }
-    checkFitsInMemory(manifests);
-    auto loadStart = std::chrono::steady_clock::now();
-    if (encodeEntry) {
-      encode.function = encodeEntry;
-      weights = loadWeights(encode.manifest, path, {}, mapWeights, &weightBytes);
-      bind(encode);
-    }
-    std::set<std::string> shared;
-    for (const auto &entry : weights)
-      shared.insert(entry.first);
-    weights.merge(loadWeights(prefill.manifest, path, shared, mapWeights, &weightBytes));
-    loadSeconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
-    bind(prefill);
-    bind(decode);
-    if (decode.tokens != 1)
-      fail("corrupt model: the decode entry takes " + std::to_string(decode.tokens) +
-           " tokens a call");
-    lengths.assign(batch, 0);
+xfmr_generator::xfmr_generator(const char *encodeManifest, void (*encodeEntry)(void **),
+                             const char *prefillManifest, void (*prefillEntry)(void **),
+                             const char *decodeManifest, void (*decodeEntry)(void **),
+                             const std::string &weightsPath, bool mapWeights) {
+  prefill.manifest = parseManifest(prefillManifest);
+  prefill.function = prefillEntry;
+  decode.manifest = parseManifest(decodeManifest);
+  decode.function = decodeEntry;
+  std::string path = weightsPath.empty() ? prefill.manifest.defaultWeights : weightsPath;
+  if (path.empty())
+    fail("missing --weights=PATH (the model was not compiled from a checkpoint)");
+  std::vector<const Manifest *> manifests = {&prefill.manifest, &decode.manifest};
+  if (encodeEntry) {
+    encode.manifest = parseManifest(encodeManifest);
+    manifests.push_back(&encode.manifest);
   }
+  checkFitsInMemory(manifests);
+  auto loadStart = std::chrono::steady_clock::now();
+  if (encodeEntry) {
+    encode.function = encodeEntry;
+    weights = loadWeights(encode.manifest, path, {}, mapWeights, &weightBytes);
+    bind(encode);
+  }
+  std::set<std::string> shared;
+  for (const auto &entry : weights)
+    shared.insert(entry.first);
+  weights.merge(loadWeights(prefill.manifest, path, shared, mapWeights, &weightBytes));
+  loadSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
+  bind(prefill);
+  bind(decode);
+  if (decode.tokens != 1)
+    fail("corrupt model: the decode entry takes " + std::to_string(decode.tokens) +
+         " tokens a call");
+  lengths.assign(batch, 0);
+}
 
-  /// Checks an entry's arguments and points them at the shared weights and
-  /// caches and at its own inputs and logits.
-  void bind(Entry &entry) {
-    for (const ArgSpec &arg : entry.manifest.args) {
-      auto corrupt = [&](const std::string &why) {
-        fail("corrupt generator manifest: argument '" + arg.name + "' " + why);
-      };
-      switch (arg.kind) {
-      case ArgSpec::Kind::Param: {
-        auto it = weights.find(arg.name);
-        if (it == weights.end())
-          corrupt("is a weight the prefill entry does not have");
+void xfmr_generator::bind(Entry &entry) {
+  for (const ArgSpec &arg : entry.manifest.args) {
+    auto corrupt = [&](const std::string &why) {
+      fail("corrupt generator manifest: argument '" + arg.name + "' " + why);
+    };
+    switch (arg.kind) {
+    case ArgSpec::Kind::Param: {
+      auto it = weights.find(arg.name);
+      if (it == weights.end())
+        corrupt("is a weight the prefill entry does not have");
+      entry.args.push_back(it->second->data);
+      break;
+    }
+    case ArgSpec::Kind::State: {
+      if (arg.shape.size() < 2)
+        corrupt("must be a [batch, context, ...] cache");
+      if (arg.name.rfind("cross.", 0) == 0) {
+        auto it = cross.find(arg.name);
+        if (it == cross.end() ||
+            it->second->size != elementCount(arg.shape) * xfmr_dtype_size(arg.dtype))
+          corrupt("is no [batch, source, ...] output of the encode entry");
         entry.args.push_back(it->second->data);
         break;
       }
-      case ArgSpec::Kind::State: {
-        if (arg.shape.size() < 2)
-          corrupt("must be a [batch, context, ...] cache");
-        if (arg.name.rfind("cross.", 0) == 0) {
-          auto it = cross.find(arg.name);
-          if (it == cross.end() ||
-              it->second->size != elementCount(arg.shape) * xfmr_dtype_size(arg.dtype))
-            corrupt("is no [batch, source, ...] output of the encode entry");
-          entry.args.push_back(it->second->data);
-          break;
-        }
-        std::unique_ptr<Buffer> &cache = caches[arg.name];
-        if (!cache) {
-          cache = allocate(arg);
-          cacheBytes += cache->size;
-        }
-        if (cache->size != elementCount(arg.shape) * xfmr_dtype_size(arg.dtype))
-          corrupt("has two shapes");
+      std::unique_ptr<Buffer> &cache = caches[arg.name];
+      if (!cache) {
+        cache = allocate(arg);
+        cacheBytes += cache->size;
+      }
+      if (cache->size != elementCount(arg.shape) * xfmr_dtype_size(arg.dtype))
+        corrupt("has two shapes");
+      setShape(batch, arg.shape[0], arg.name);
+      setShape(context, arg.shape[1], arg.name);
+      entry.args.push_back(cache->data);
+      break;
+    }
+    case ArgSpec::Kind::Input: {
+      if (arg.dtype != XFMR_DTYPE_I32)
+        corrupt("is not an int32 input the generator fills");
+      setShape(batch, arg.shape[0], arg.name);
+      if (arg.name == "encoder_attention_mask") {
+        setShape(sourceLength, arg.shape[1], arg.name);
+        if (!sourceMask)
+          sourceMask = allocate(arg);
+        entry.args.push_back(sourceMask->data);
+        break;
+      }
+      std::unique_ptr<Buffer> *slot =
+          arg.name == "input_ids" || arg.name == "decoder_input_ids"             ? &entry.ids
+          : arg.name == "attention_mask" || arg.name == "decoder_attention_mask" ? &entry.mask
+          : arg.name == "positions" ? &entry.positions
+                                    : nullptr;
+      if (!slot)
+        corrupt("is not an input the generator fills");
+      *slot = allocate(arg);
+      if (arg.name != "positions")
+        entry.tokens = arg.shape[1];
+      entry.args.push_back((*slot)->data);
+      break;
+    }
+    case ArgSpec::Kind::Output: {
+      if (!arg.updates.empty()) {
+        auto it = caches.find(arg.updates);
+        if (it == caches.end())
+          corrupt("updates unknown '" + arg.updates + "'");
+        entry.args.push_back(it->second->data); // in place
+      } else if (arg.name.rfind("cross.", 0) == 0 && &entry == &encode) {
+        std::unique_ptr<Buffer> &buffer = cross[arg.name];
+        buffer = allocate(arg);
+        cacheBytes += buffer->size;
+        entry.args.push_back(buffer->data);
+      } else if (arg.name == "logits" && arg.shape.size() == 2) {
+        entry.logits = allocate(arg);
+        entry.logitsSpec = &arg;
         setShape(batch, arg.shape[0], arg.name);
-        setShape(context, arg.shape[1], arg.name);
-        entry.args.push_back(cache->data);
-        break;
+        setShape(vocab, arg.shape[1], arg.name);
+        entry.args.push_back(entry.logits->data);
+      } else {
+        corrupt("is not an output the generator reads");
       }
-      case ArgSpec::Kind::Input: {
-        if (arg.dtype != XFMR_DTYPE_I32)
-          corrupt("is not an int32 input the generator fills");
-        setShape(batch, arg.shape[0], arg.name);
-        if (arg.name == "encoder_attention_mask") {
-          setShape(sourceLength, arg.shape[1], arg.name);
-          if (!sourceMask)
-            sourceMask = allocate(arg);
-          entry.args.push_back(sourceMask->data);
-          break;
-        }
-        std::unique_ptr<Buffer> *slot =
-            arg.name == "input_ids" || arg.name == "decoder_input_ids"             ? &entry.ids
-            : arg.name == "attention_mask" || arg.name == "decoder_attention_mask" ? &entry.mask
-            : arg.name == "positions" ? &entry.positions
-                                      : nullptr;
-        if (!slot)
-          corrupt("is not an input the generator fills");
-        *slot = allocate(arg);
-        if (arg.name != "positions")
-          entry.tokens = arg.shape[1];
-        entry.args.push_back((*slot)->data);
-        break;
-      }
-      case ArgSpec::Kind::Output: {
-        if (!arg.updates.empty()) {
-          auto it = caches.find(arg.updates);
-          if (it == caches.end())
-            corrupt("updates unknown '" + arg.updates + "'");
-          entry.args.push_back(it->second->data); // in place
-        } else if (arg.name.rfind("cross.", 0) == 0 && &entry == &encode) {
-          std::unique_ptr<Buffer> &buffer = cross[arg.name];
-          buffer = allocate(arg);
-          cacheBytes += buffer->size;
-          entry.args.push_back(buffer->data);
-        } else if (arg.name == "logits" && arg.shape.size() == 2) {
-          entry.logits = allocate(arg);
-          entry.logitsSpec = &arg;
-          setShape(batch, arg.shape[0], arg.name);
-          setShape(vocab, arg.shape[1], arg.name);
-          entry.args.push_back(entry.logits->data);
-        } else {
-          corrupt("is not an output the generator reads");
-        }
-        break;
-      }
-      }
+      break;
     }
-    bool complete = &entry == &encode ? entry.ids && entry.mask && !cross.empty()
-                                      : entry.ids && entry.mask && entry.positions && entry.logits;
-    if (!complete)
-      fail("corrupt generator manifest: an entry lacks input_ids, attention_mask, positions, "
-           "logits or (encode) the cross-attention's keys and values");
-  }
-
-  bool encoderDecoder() const { return encode.function != nullptr; }
-
-  /// Runs each entry once on no tokens (all masked, which writes no cache
-  /// row): what a first call costs beyond the next ones (its temporaries'
-  /// first touch, the threads' start) is then paid here, as in llama.cpp's
-  /// warm-up run, not by the prompt.
-  void warmUp() {
-    for (Entry *entry : {&encode, &prefill, &decode}) {
-      if (!entry->function)
-        continue;
-      for (Buffer *input : {entry->ids.get(), entry->mask.get(), entry->positions.get()})
-        if (input)
-          std::memset(input->data, 0, input->size);
-      entry->function(entry->args.data());
     }
   }
+  bool complete = &entry == &encode ? entry.ids && entry.mask && !cross.empty()
+                                    : entry.ids && entry.mask && entry.positions && entry.logits;
+  if (!complete)
+    fail("corrupt generator manifest: an entry lacks input_ids, attention_mask, positions, "
+         "logits or (encode) the cross-attention's keys and values");
+}
 
-  /// Runs the encoder on sources[b] (none: an empty source), keeping their
-  /// cross-attention keys and values and padding mask for the decoder, and
-  /// empties every sequence's cache.
-  void encodeSources(const std::vector<std::vector<int32_t>> &sources) {
-    auto *ids = encode.ids->as<int32_t>();
-    auto *mask = encode.mask->as<int32_t>();
-    for (int64_t b = 0; b < batch; ++b) {
-      const std::vector<int32_t> &source = sources[b];
-      if (static_cast<int64_t>(source.size()) > encode.tokens)
-        fail("source " + std::to_string(b + 1) + " has " + std::to_string(source.size()) +
-             " tokens, more than the " + std::to_string(encode.tokens) +
-             " the encoder was compiled for (xfmrc --seq-len)");
-      for (int64_t t = 0; t < encode.tokens; ++t) {
-        bool real = static_cast<size_t>(t) < source.size();
-        if (real && (source[t] < 0 || source[t] >= vocab))
-          fail("token id " + std::to_string(source[t]) + " is outside the vocabulary [0, " +
-               std::to_string(vocab) + ")");
-        ids[b * encode.tokens + t] = real ? source[t] : 0;
-        mask[b * encode.tokens + t] = real;
-      }
-      lengths[b] = 0;
-    }
-    encode.function(encode.args.data());
-    std::copy_n(encode.mask->data, encode.mask->size, sourceMask->data);
+void xfmr_generator::warmUp() {
+  for (Entry *entry : {&encode, &prefill, &decode}) {
+    if (!entry->function)
+      continue;
+    for (Buffer *input : {entry->ids.get(), entry->mask.get(), entry->positions.get()})
+      if (input)
+        std::memset(input->data, 0, input->size);
+    entry->function(entry->args.data());
   }
+}
 
-  /// Sequence b < parents.size() becomes a copy of sequence parents[b]
-  /// (beam search keeps the beams it continues): the first `rows` positions
-  /// of its cache, and its length.
-  void reorder(const std::vector<int64_t> &parents, int64_t rows) {
-    int64_t count = static_cast<int64_t>(parents.size());
-    for (auto &[name, cache] : caches) {
-      size_t sequenceBytes = cache->size / batch;
-      size_t copied = sequenceBytes / context * rows;
-      std::vector<uint8_t> old(cache->data, cache->data + count * sequenceBytes);
-      for (int64_t b = 0; b < count; ++b)
-        if (parents[b] != b)
-          std::copy_n(old.data() + parents[b] * sequenceBytes, copied,
-                      cache->data + b * sequenceBytes);
+void xfmr_generator::encodeSources(const std::vector<std::vector<int32_t>> &sources) {
+  auto *ids = encode.ids->as<int32_t>();
+  auto *mask = encode.mask->as<int32_t>();
+  for (int64_t b = 0; b < batch; ++b) {
+    const std::vector<int32_t> &source = sources[b];
+    if (static_cast<int64_t>(source.size()) > encode.tokens)
+      fail("source " + std::to_string(b + 1) + " has " + std::to_string(source.size()) +
+           " tokens, more than the " + std::to_string(encode.tokens) +
+           " the encoder was compiled for (xfmrc --seq-len)");
+    for (int64_t t = 0; t < encode.tokens; ++t) {
+      bool real = static_cast<size_t>(t) < source.size();
+      if (real && (source[t] < 0 || source[t] >= vocab))
+        fail("token id " + std::to_string(source[t]) + " is outside the vocabulary [0, " +
+             std::to_string(vocab) + ")");
+      ids[b * encode.tokens + t] = real ? source[t] : 0;
+      mask[b * encode.tokens + t] = real;
     }
-    std::vector<int64_t> old = lengths;
+    lengths[b] = 0;
+  }
+  encode.function(encode.args.data());
+  std::copy_n(encode.mask->data, encode.mask->size, sourceMask->data);
+}
+
+void xfmr_generator::reorder(const std::vector<int64_t> &parents, int64_t rows) {
+  int64_t count = static_cast<int64_t>(parents.size());
+  for (auto &[name, cache] : caches) {
+    size_t sequenceBytes = cache->size / batch;
+    size_t copied = sequenceBytes / context * rows;
+    std::vector<uint8_t> old(cache->data, cache->data + count * sequenceBytes);
     for (int64_t b = 0; b < count; ++b)
-      lengths[b] = old[parents[b]];
+      if (parents[b] != b)
+        std::copy_n(old.data() + parents[b] * sequenceBytes, copied,
+                    cache->data + b * sequenceBytes);
   }
+  std::vector<int64_t> old = lengths;
+  for (int64_t b = 0; b < count; ++b)
+    lengths[b] = old[parents[b]];
+}
 
-  void setShape(int64_t &slot, int64_t value, const std::string &name) {
-    if (slot && slot != value)
-      fail("corrupt generator manifest: '" + name + "' disagrees on a dimension");
-    slot = value;
+void xfmr_generator::setShape(int64_t &slot, int64_t value, const std::string &name) {
+  if (slot && slot != value)
+    fail("corrupt generator manifest: '" + name + "' disagrees on a dimension");
+  slot = value;
+}
+
+void xfmr_generator::checkTokens(const std::vector<std::vector<int32_t>> &tokens) const {
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int32_t id : tokens[b])
+      if (id < 0 || id >= vocab)
+        fail("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+             std::to_string(vocab) + ")");
+    if (lengths[b] + static_cast<int64_t>(tokens[b].size()) > context)
+      fail("sequence " + std::to_string(b) + " would hold " +
+           std::to_string(lengths[b] + tokens[b].size()) + " tokens, past the context of " +
+           std::to_string(context) + " (xfmrc --max-context)");
   }
+}
 
-  /// Appends tokens[b] to sequence b (none: inactive) through `entry`, as
-  /// many calls as the longest needs, and writes each active sequence's
-  /// next-token logits to logits[b * vocab ...].
-  void append(Entry &entry, const std::vector<std::vector<int32_t>> &tokens, float *logits) {
+void xfmr_generator::call(Entry &entry, const std::vector<std::vector<int32_t>> &tokens,
+                          float *logits) {
+  checkTokens(tokens);
+  auto *ids = entry.ids->as<int32_t>();
+  auto *mask = entry.mask->as<int32_t>();
+  auto *positions = entry.positions->as<int32_t>();
+  bool any = false;
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t take = static_cast<int64_t>(tokens[b].size());
+    if (take > entry.tokens)
+      fail("internal error: " + std::to_string(take) + " tokens for an entry of " +
+           std::to_string(entry.tokens));
+    any |= take > 0;
+    positions[b] = static_cast<int32_t>(lengths[b]);
+    for (int64_t t = 0; t < entry.tokens; ++t) {
+      ids[b * entry.tokens + t] = t < take ? tokens[b][t] : 0;
+      mask[b * entry.tokens + t] = t < take;
+    }
+  }
+  if (!any)
+    return;
+  entry.function(entry.args.data());
+  size_t logitsBytes = vocab * xfmr_dtype_size(entry.logitsSpec->dtype);
+  for (int64_t b = 0; b < batch; ++b) {
+    if (tokens[b].empty())
+      continue;
+    lengths[b] += static_cast<int64_t>(tokens[b].size());
+    convertElements(entry.logitsSpec->dtype, entry.logits->data + b * logitsBytes, vocab,
+                    XFMR_DTYPE_F32, logits + b * vocab);
+  }
+}
+
+void xfmr_generator::append(Entry &entry, const std::vector<std::vector<int32_t>> &tokens,
+                            float *logits) {
+  checkTokens(tokens);
+  std::vector<size_t> done(batch, 0);
+  while (true) {
+    std::vector<std::vector<int32_t>> chunk(batch);
+    bool any = false;
     for (int64_t b = 0; b < batch; ++b) {
-      for (int32_t id : tokens[b])
-        if (id < 0 || id >= vocab)
-          fail("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-               std::to_string(vocab) + ")");
-      if (lengths[b] + static_cast<int64_t>(tokens[b].size()) > context)
-        fail("sequence " + std::to_string(b) + " would hold " +
-             std::to_string(lengths[b] + tokens[b].size()) + " tokens, past the context of " +
-             std::to_string(context) + " (xfmrc --max-context)");
+      size_t take = std::min<size_t>(entry.tokens, tokens[b].size() - done[b]);
+      chunk[b].assign(tokens[b].begin() + done[b], tokens[b].begin() + done[b] + take);
+      done[b] += take;
+      any |= take > 0;
     }
-    std::vector<size_t> done(batch, 0);
-    size_t logitsBytes = vocab * xfmr_dtype_size(entry.logitsSpec->dtype);
-    while (true) {
-      bool any = false;
-      auto *ids = entry.ids->as<int32_t>();
-      auto *mask = entry.mask->as<int32_t>();
-      auto *positions = entry.positions->as<int32_t>();
-      std::vector<size_t> taken(batch, 0);
-      for (int64_t b = 0; b < batch; ++b) {
-        size_t take = std::min<size_t>(entry.tokens, tokens[b].size() - done[b]);
-        taken[b] = take;
-        any |= take > 0;
-        positions[b] = static_cast<int32_t>(lengths[b]);
-        for (int64_t t = 0; t < entry.tokens; ++t) {
-          bool real = static_cast<size_t>(t) < take;
-          ids[b * entry.tokens + t] = real ? tokens[b][done[b] + t] : 0;
-          mask[b * entry.tokens + t] = real;
-        }
-      }
-      if (!any)
-        return;
-      entry.function(entry.args.data());
-      for (int64_t b = 0; b < batch; ++b) {
-        if (!taken[b])
-          continue;
-        done[b] += taken[b];
-        lengths[b] += static_cast<int64_t>(taken[b]);
-        if (done[b] == tokens[b].size())
-          convertElements(entry.logitsSpec->dtype, entry.logits->data + b * logitsBytes, vocab,
-                          XFMR_DTYPE_F32, logits + b * vocab);
-      }
-    }
+    if (!any)
+      return;
+    call(entry, chunk, logits);
   }
-};
+}
 
 namespace {
 
@@ -343,6 +308,8 @@ struct Options {
   int64_t beams = 1;
   double lengthPenalty = 1.0;
   EarlyStopping earlyStopping = EarlyStopping::False;
+  bool serve = false;
+  ServerOptions server;
 };
 
 void printHelp(const char *argv0) {
@@ -390,7 +357,17 @@ void printHelp(const char *argv0) {
               "                        checkpoint's the model was compiled from)\n"
               "  -t, --threads N       OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
               "  --save-logits FILE    write each sequence's generated tokens and the logits\n"
-              "                        they were drawn from (.safetensors)\n",
+              "                        they were drawn from (.safetensors)\n"
+              "\n"
+              "  --serve               serve OpenAI's API over HTTP (/v1/completions,\n"
+              "                        /v1/chat/completions, /v1/models, /health, /metrics)\n"
+              "                        until SIGTERM, batching requests continuously\n"
+              "  --host HOST           address to listen on (default 127.0.0.1)\n"
+              "  --port N              port (default 8080; 0: any free one, printed)\n"
+              "  --api-key KEY         require 'Authorization: Bearer KEY'\n"
+              "  --parallel N          requests generated at once (default: the compiled\n"
+              "                        --batch, at most that)\n"
+              "  --queue N             requests waiting for a slot before 429 (default 64)\n",
               argv0);
 }
 
@@ -484,8 +461,30 @@ Options parseOptions(int argc, char **argv) {
         o.earlyStopping = EarlyStopping::Never;
       else
         fail("flag --early-stopping needs true, false or never, got '" + v + "'");
-    } else
+    } else if (arg == "--serve")
+      o.serve = true;
+    else if (value("--host"))
+      o.server.host = v;
+    else if (value("--port"))
+      o.server.port = static_cast<int>(parseCount("--port", v, 65535));
+    else if (value("--api-key")) {
+      if (v.empty())
+        fail("flag --api-key needs a non-empty key");
+      o.server.apiKey = v;
+    } else if (value("--parallel")) {
+      o.server.parallel = parseCount("--parallel", v, 1 << 16);
+      if (o.server.parallel < 1)
+        fail("flag --parallel needs at least 1 slot, got " + v);
+    } else if (value("--queue"))
+      o.server.queue = parseCount("--queue", v, 1 << 16);
+    else
       fail("unknown argument '" + arg + "' (see --help)");
+  }
+  if (o.serve) {
+    if (!o.prompts.empty() || o.chat || o.ids || o.beams > 1)
+      fail("--serve takes its prompts over HTTP: it does not take -p, -f, --chat, --ids or "
+           "--num-beams");
+    return o;
   }
   if (o.prompts.empty() && !o.chat)
     fail("no prompt: give one with -p TEXT or -f FILE, or --chat (see --help)");
@@ -503,7 +502,6 @@ struct Sequence {
   /// The tokens already in the cache before the prompt (a conversation's
   /// earlier turns), what the prompt adds, and what was generated.
   std::vector<int32_t> context, prompt, generated;
-  bool done = false;
   /// The prompt's and the generated tokens' bytes; how many of them were
   /// printed (a stream holds an incomplete character back).
   std::string promptBytes, bytes;
@@ -534,6 +532,10 @@ public:
       return 0;
     }
     options = parseOptions(argc, argv);
+    // The server takes SIGTERM and SIGINT on a thread of its own: every
+    // thread started from here on (OpenMP's) inherits their blocking.
+    if (options.serve)
+      pthread_sigmask(SIG_BLOCK, &terminationSignals(), nullptr);
     setThreads(options.threads);
     xfmr_generator generator(entries.encodeManifest, entries.encode, entries.prefillManifest,
                              entries.prefill, entries.decodeManifest, entries.decode,
@@ -567,7 +569,8 @@ public:
                  " positions, %.1f MiB\n",
                  generator.caches.size() + generator.cross.size(), generator.batch,
                  generator.context, generator.cacheBytes / 1048576.0);
-    if (!options.seeded && options.beams == 1 && options.sampling.temperature > 0) {
+    if (!options.seeded && !options.serve && options.beams == 1 &&
+        options.sampling.temperature > 0) {
       options.seed = std::random_device{}();
       std::fprintf(stderr, "seed: %" PRIu64 "\n", options.seed);
     }
@@ -575,6 +578,8 @@ public:
     if (!options.ignoreEos)
       eos = manifest.eosTokenIds;
     rules = manifest;
+    if (options.serve)
+      return serve(generator);
     if (options.chat)
       return chat(generator);
 
@@ -612,11 +617,6 @@ public:
       for (Sequence &s : sequences)
         s.prompt = {static_cast<int32_t>(manifest.decoderStartTokenId)};
     }
-    if (!options.ids)
-      for (Sequence &s : sequences) {
-        s.stream = std::make_shared<DecodeStream>(*tokenizer);
-        s.stream->prime(s.prompt);
-      }
     int status = options.beams > 1 ? beamSearch(generator, sequences[0], start, promptTokens)
                                    : sample(generator, sequences, start, promptTokens);
     if (!options.saveLogits.empty())
@@ -646,94 +646,50 @@ private:
     return s.stream ? s.stream->step(token) : " " + std::to_string(token);
   }
 
-  /// generate()'s token rules on the next-token scores of a sequence of
-  /// `length` tokens (an encoder-decoder's counting its start token) that
-  /// may grow to `maxLength`: suppressed tokens never come; the forced
-  /// first token follows a sequence of one, the forced last token ends one
-  /// at the limit (its score 0, every other token's -inf).
-  template <typename T>
-  void applyTokenRules(T *scores, int64_t vocab, size_t length, size_t maxLength) const {
-    constexpr T never = -std::numeric_limits<T>::infinity();
-    for (int64_t token : rules.suppressedTokenIds)
-      if (token < vocab)
-        scores[token] = never;
-    int64_t forced = length == 1                                     ? rules.forcedBosTokenId
-                     : length + 1 == maxLength && !options.ignoreEos ? rules.forcedEosTokenId
-                                                                     : -1;
-    if (forced < 0 || forced >= vocab)
-      return;
-    std::fill(scores, scores + vocab, never);
-    scores[forced] = 0;
-  }
-
-  /// Whether the sequence's text now ends with a --stop text.
-  bool stopped(const Sequence &s) const {
-    return std::any_of(options.stops.begin(), options.stops.end(), [&](const std::string &stop) {
-      return s.bytes.size() >= stop.size() &&
-             s.bytes.compare(s.bytes.size() - stop.size(), stop.size(), stop) == 0;
-    });
-  }
-
-  /// Sampling (or greedy) generation of every sequence at once.
+  /// Sampling (or greedy) generation of every sequence at once, on the
+  /// engine.
   int sample(xfmr_generator &generator, std::vector<Sequence> &sequences,
              std::chrono::steady_clock::time_point start, size_t promptTokens) {
     bool streaming = sequences.size() == 1;
-    std::vector<float> logits(generator.batch * generator.vocab);
-    std::vector<std::vector<int32_t>> chunk(generator.batch);
-    for (size_t i = 0; i < sequences.size(); ++i)
-      chunk[i] = sequences[i].prompt;
     if (streaming)
       emit(sequences[0], "", true);
-    generator.append(generator.prefill, chunk, logits.data());
-    double promptMs = elapsedMs(start);
-
-    std::vector<Sampler> samplers;
-    for (size_t i = 0; i < sequences.size(); ++i)
-      samplers.emplace_back(options.sampling, options.seed + i);
-    start = std::chrono::steady_clock::now();
+    Engine engine(generator, options.ids ? nullptr : tokenizer.get());
+    std::vector<std::shared_ptr<Generation>> generations;
+    for (size_t i = 0; i < sequences.size(); ++i) {
+      auto g = std::make_shared<Generation>();
+      g->context = sequences[i].context;
+      g->prompt = sequences[i].prompt;
+      g->settings.sampling = options.sampling;
+      g->settings.seed = options.seed + i;
+      g->settings.maxTokens = options.predict;
+      g->settings.stops = options.stops;
+      g->settings.ignoreEos = options.ignoreEos;
+      g->settings.keepLogits = !options.saveLogits.empty();
+      Sequence &s = sequences[i];
+      g->onToken = [&s, streaming](const GeneratedToken &token) {
+        emit(s, token.text, streaming);
+      };
+      g->onFinish = [&s](const std::string &tail) { emit(s, tail, false); };
+      engine.submit(g);
+      generations.push_back(std::move(g));
+    }
+    engine.runUntilIdle();
+    auto promptRead = start, end = std::chrono::steady_clock::now();
     size_t generatedTokens = 0;
     bool contextFull = false;
-    for (int64_t step = 0; step < options.predict; ++step) {
-      std::vector<std::vector<int32_t>> next(generator.batch);
-      bool any = false;
-      for (size_t i = 0; i < sequences.size(); ++i) {
-        Sequence &s = sequences[i];
-        if (s.done)
-          continue;
-        float *row = logits.data() + i * generator.vocab;
-        if (!options.saveLogits.empty())
-          s.logits.insert(s.logits.end(), row, row + generator.vocab);
-        std::vector<int32_t> history = s.context;
-        history.insert(history.end(), s.prompt.begin(), s.prompt.end());
-        history.insert(history.end(), s.generated.begin(), s.generated.end());
-        applyTokenRules(row, generator.vocab, history.size(),
-                        s.context.size() + s.prompt.size() + options.predict);
-        int32_t token = samplers[i].sample(row, generator.vocab, history);
-        if (isEos(token)) {
-          s.done = true;
-          continue;
-        }
-        s.generated.push_back(token);
-        ++generatedTokens;
-        emit(s, tokenText(s, token), streaming);
-        s.done = stopped(s);
-        if (step + 1 == options.predict || s.done)
-          continue;
-        if (generator.lengths[i] + 1 > generator.context) {
-          contextFull = true;
-          s.done = true;
-          continue;
-        }
-        next[i] = {token};
-        any = true;
-      }
-      if (!any)
-        break;
-      generator.append(generator.decode, next, logits.data());
+    for (size_t i = 0; i < sequences.size(); ++i) {
+      const Generation &g = *generations[i];
+      promptRead = std::max(promptRead, g.promptRead);
+      sequences[i].generated = g.generated;
+      sequences[i].logits = g.logits;
+      generatedTokens += g.generated.size();
+      contextFull |= g.finish == FinishReason::ContextFull;
     }
     finish(sequences, streaming, contextFull, generator.context);
-    report("prompt", promptTokens, promptMs);
-    report("generation", generatedTokens, elapsedMs(start));
+    report("prompt", promptTokens,
+           std::chrono::duration<double, std::milli>(promptRead - start).count());
+    report("generation", generatedTokens,
+           std::chrono::duration<double, std::milli>(end - promptRead).count());
     return 0;
   }
 
@@ -790,7 +746,7 @@ private:
           scores[v] = row[v] - shift;
         const std::vector<int32_t> &history = running[b].tokens;
         penalizeRepeats(scores.data(), vocab, options.sampling, history.data(), history.size());
-        applyTokenRules(scores.data(), vocab, history.size(), maxLength);
+        applyTokenRules(rules, scores.data(), vocab, history.size(), maxLength, options.ignoreEos);
         for (int64_t v = 0; v < vocab; ++v)
           candidates.push_back({scores[v] + running[b].score, b, static_cast<int32_t>(v), false});
       }
@@ -875,6 +831,10 @@ private:
       generator.append(generator.decode, tokens, logits.data());
     }
     const std::vector<int32_t> &best = finished[0].tokens;
+    if (!options.ids) {
+      result.stream = std::make_shared<DecodeStream>(*tokenizer);
+      result.stream->prime(prompt);
+    }
     for (size_t t = prompt.size(); t < best.size(); ++t)
       if (!isEos(best[t])) {
         result.generated.push_back(best[t]);
@@ -885,6 +845,25 @@ private:
     std::fprintf(stderr, "beam search: %zu steps of %" PRId64 " beams in %.2f ms\n", steps, beams,
                  elapsedMs(start));
     return 0;
+  }
+
+  /// --serve: the server of libxfmr_server.a.
+  int serve(xfmr_generator &generator) {
+    if (!serveHook())
+      fail("this executable was linked without the server (libxfmr_server.a)");
+    if (generator.encoderDecoder())
+      fail("--serve needs a decoder-only model");
+    if (options.server.parallel > generator.batch)
+      fail("--parallel=" + std::to_string(options.server.parallel) +
+           " needs a model compiled for as many sequences (xfmrc --batch), this one has " +
+           std::to_string(generator.batch));
+    std::string source = options.weights.empty() ? generator.prefill.manifest.defaultWeights
+                                                 : options.weights;
+    while (source.size() > 1 && source.back() == '/')
+      source.pop_back();
+    std::string name = source.substr(source.find_last_of('/') + 1);
+    ServedModel model{generator, *tokenizer, chatFormat.get(), name.empty() ? argv0 : name};
+    return serveHook()(model, options.server);
   }
 
   /// The conversation's start: --system's message, if any.
@@ -933,8 +912,6 @@ private:
       }
       if (s.prompt.empty())
         fail(what + " adds no tokens to the conversation");
-      s.stream = std::make_shared<DecodeStream>(*tokenizer);
-      s.stream->prime(s.prompt);
       int64_t before = generator.lengths[0];
       std::vector<Sequence> sequences{s};
       sample(generator, sequences, std::chrono::steady_clock::now(), s.prompt.size());
@@ -1060,6 +1037,22 @@ private:
 };
 
 } // namespace
+
+const sigset_t &xfmr::rt::terminationSignals() {
+  static const sigset_t signals = [] {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    return set;
+  }();
+  return signals;
+}
+
+ServeFunction &xfmr::rt::serveHook() {
+  static ServeFunction hook = nullptr;
+  return hook;
+}
 
 xfmr_sampling xfmr_sampling_defaults(void) {
   xfmr_sampling settings;

@@ -1,0 +1,203 @@
+//===- Engine.cpp - generation of many requests over one batch ------------===//
+
+#include "Engine.h"
+
+#include "CommandLine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+using namespace xfmr::rt;
+
+Engine::Engine(xfmr_generator &generator, const Tokenizer *tokenizer, int64_t slots)
+    : generator(generator), tokenizer(tokenizer) {
+  if (slots <= 0 || slots > generator.batch)
+    slots = generator.batch;
+  running.resize(slots);
+  logits.resize(generator.batch * generator.vocab);
+}
+
+void Engine::submit(std::shared_ptr<Generation> generation) {
+  size_t length = generation->context.size() + generation->prompt.size();
+  if (generation->prompt.empty())
+    fail("the prompt is empty");
+  if (static_cast<int64_t>(length) > generator.context)
+    fail("the prompt has " + std::to_string(length) + " tokens, more than the context of " +
+         std::to_string(generator.context) + " positions (xfmrc --max-context)");
+  for (int32_t id : generation->prompt)
+    if (id < 0 || id >= generator.vocab)
+      fail("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+           std::to_string(generator.vocab) + ")");
+  generation->submitted = std::chrono::steady_clock::now();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    queue.push_back(std::move(generation));
+  }
+  work.notify_one();
+}
+
+size_t Engine::queued() const {
+  std::lock_guard<std::mutex> lock(mutex);
+  return queue.size();
+}
+
+void Engine::waitForWork(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex);
+  work.wait_for(lock, timeout, [&] { return !queue.empty() || busySlots > 0; });
+}
+
+void Engine::admit() {
+  for (int64_t s = 0; s < slots(); ++s) {
+    Slot &slot = running[s];
+    while (!slot.generation) {
+      std::shared_ptr<Generation> g;
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (queue.empty())
+          return;
+        g = std::move(queue.front());
+        queue.pop_front();
+      }
+      slot.generation = g;
+      ++busySlots;
+      if (g->cancelled) {
+        finish(s, FinishReason::Cancelled);
+        continue;
+      }
+      slot.sampler.emplace(g->settings.sampling, g->settings.seed);
+      if (tokenizer) {
+        slot.stream = std::make_shared<DecodeStream>(*tokenizer);
+        slot.stream->prime(g->prompt);
+      }
+      generator.lengths[s] = static_cast<int64_t>(g->context.size());
+    }
+  }
+}
+
+bool Engine::step() {
+  for (int64_t s = 0; s < slots(); ++s)
+    if (running[s].generation && running[s].generation->cancelled)
+      finish(s, FinishReason::Cancelled);
+  admit();
+  int64_t vocab = generator.vocab;
+  bool worked = false;
+  // One chunk of each prompt being read.
+  std::vector<std::vector<int32_t>> chunk(generator.batch);
+  std::vector<int64_t> ready;
+  for (int64_t s = 0; s < slots(); ++s) {
+    Slot &slot = running[s];
+    if (!slot.generation || slot.next >= 0)
+      continue;
+    const std::vector<int32_t> &prompt = slot.generation->prompt;
+    size_t take = std::min<size_t>(generator.prefill.tokens, prompt.size() - slot.promptRead);
+    chunk[s].assign(prompt.begin() + slot.promptRead, prompt.begin() + slot.promptRead + take);
+    slot.promptRead += take;
+    worked = true;
+    if (slot.promptRead == prompt.size())
+      ready.push_back(s);
+  }
+  if (worked) {
+    generator.call(generator.prefill, chunk, logits.data());
+    auto now = std::chrono::steady_clock::now();
+    for (int64_t s : ready) {
+      running[s].generation->promptRead = now;
+      choose(s, logits.data() + s * vocab);
+    }
+  }
+  // One decode step of the sequences generating.
+  std::vector<int64_t> decoding;
+  for (int64_t s = 0; s < slots(); ++s) {
+    Slot &slot = running[s];
+    chunk[s].clear();
+    if (slot.generation && slot.next >= 0) {
+      chunk[s] = {slot.next};
+      slot.next = -1;
+      decoding.push_back(s);
+    }
+  }
+  if (!decoding.empty()) {
+    generator.call(generator.decode, chunk, logits.data());
+    for (int64_t s : decoding)
+      choose(s, logits.data() + s * vocab);
+  }
+  return worked || !decoding.empty();
+}
+
+void Engine::runUntilIdle() {
+  while (step()) {
+  }
+}
+
+void Engine::choose(int64_t s, float *row) {
+  Slot &slot = running[s];
+  Generation &g = *slot.generation;
+  const GenerationSettings &settings = g.settings;
+  int64_t vocab = generator.vocab;
+  if (settings.keepLogits)
+    g.logits.insert(g.logits.end(), row, row + vocab);
+  std::vector<int32_t> history = g.context;
+  history.insert(history.end(), g.prompt.begin(), g.prompt.end());
+  history.insert(history.end(), g.generated.begin(), g.generated.end());
+  applyTokenRules(generator.prefill.manifest, row, vocab, history.size(),
+                  g.context.size() + g.prompt.size() + settings.maxTokens, settings.ignoreEos);
+  if (settings.frequencyPenalty != 0 || settings.presencePenalty != 0) {
+    std::vector<int64_t> counts(vocab, 0);
+    for (int32_t id : g.generated)
+      ++counts[id];
+    for (int64_t v = 0; v < vocab; ++v)
+      if (counts[v])
+        row[v] -= static_cast<float>(settings.frequencyPenalty * counts[v] +
+                                     settings.presencePenalty);
+  }
+  GeneratedToken token;
+  token.id = slot.sampler->sample(row, vocab, history);
+  if (settings.topLogprobs >= 0) {
+    double maximum = *std::max_element(row, row + vocab), sum = 0;
+    for (int64_t v = 0; v < vocab; ++v)
+      sum += std::exp(static_cast<double>(row[v]) - maximum);
+    double shift = maximum + std::log(sum);
+    token.logprob = row[token.id] - shift;
+    std::vector<int32_t> order(vocab);
+    std::iota(order.begin(), order.end(), 0);
+    size_t count = std::min<size_t>(settings.topLogprobs, vocab);
+    std::partial_sort(order.begin(), order.begin() + count, order.end(),
+                      [&](int32_t a, int32_t b) { return row[a] != row[b] ? row[a] > row[b] : a < b; });
+    for (size_t i = 0; i < count; ++i)
+      token.top.push_back({order[i], row[order[i]] - shift});
+  }
+  const std::vector<int64_t> &ends = generator.prefill.manifest.eosTokenIds;
+  if (!settings.ignoreEos && std::find(ends.begin(), ends.end(), token.id) != ends.end())
+    return finish(s, FinishReason::EndToken);
+  g.generated.push_back(token.id);
+  token.text = slot.stream ? slot.stream->step(token.id) : " " + std::to_string(token.id);
+  size_t before = g.text.size();
+  g.text += token.text;
+  for (const std::string &stop : settings.stops) {
+    size_t at = g.text.find(stop, before >= stop.size() ? before - stop.size() + 1 : 0);
+    g.stopAt = std::min(g.stopAt, at);
+  }
+  if (g.onToken)
+    g.onToken(token);
+  if (g.stopAt != std::string::npos)
+    return finish(s, FinishReason::Stop);
+  if (static_cast<int64_t>(g.generated.size()) >= settings.maxTokens)
+    return finish(s, FinishReason::Length);
+  if (generator.lengths[s] + 1 > generator.context)
+    return finish(s, FinishReason::ContextFull);
+  slot.next = token.id;
+}
+
+void Engine::finish(int64_t s, FinishReason reason) {
+  Slot slot = std::move(running[s]);
+  running[s] = Slot();
+  --busySlots;
+  Generation &g = *slot.generation;
+  std::string tail = slot.stream ? slot.stream->finish() : "";
+  g.text += tail;
+  g.finish = reason;
+  g.finished = std::chrono::steady_clock::now();
+  if (g.onFinish)
+    g.onFinish(tail);
+}

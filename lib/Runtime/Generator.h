@@ -1,0 +1,103 @@
+//===- Generator.h - a compiled KV-cache model's entries --------*- C++ -*-===//
+//
+// `xfmrc --generate` compiles two entries over the same weights and KV cache
+// (per layer, [batch, context, heads, head_dim], owned here and updated in
+// place by the entries):
+//
+//   prefill(input_ids [B, C], attention_mask [B, C], positions [B])
+//   decode (input_ids [B, 1], attention_mask [B, 1], positions [B])
+//
+// each writing the new tokens' keys and values at positions[b] .. and
+// returning the logits of each sequence's last token. Each row of the batch
+// is a sequence of its own: a call appends tokens to some rows and leaves
+// the others (masked) as they are. An encoder-decoder has a third entry,
+//
+//   encode(input_ids [B, S], attention_mask [B, S]) -> cross.<layer>.key/value
+//
+// run once per source; the decoder entries then read its keys and values
+// (state `cross.*`, [B, S, heads, head_dim]) under `encoder_attention_mask`,
+// and decoding starts from the decoder start token.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XFMR_LIB_RUNTIME_GENERATOR_H
+#define XFMR_LIB_RUNTIME_GENERATOR_H
+
+#include "Manifest.h"
+#include "ModelWeights.h"
+#include "RuntimeSupport.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace xfmr::rt {
+
+/// One compiled entry and its argument buffers.
+struct Entry {
+  Manifest manifest;
+  void (*function)(void **) = nullptr;
+  std::unique_ptr<Buffer> ids, mask, positions, logits;
+  const ArgSpec *logitsSpec = nullptr;
+  int64_t tokens = 0; // per sequence and call
+  std::vector<void *> args;
+};
+
+} // namespace xfmr::rt
+
+struct xfmr_generator {
+  using Entry = xfmr::rt::Entry;
+  using Buffer = xfmr::rt::Buffer;
+
+  Entry encode, prefill, decode;
+  std::map<std::string, std::unique_ptr<Buffer>> weights, caches, cross;
+  /// The source's padding mask, which the decoder entries read.
+  std::unique_ptr<Buffer> sourceMask;
+  int64_t batch = 0, context = 0, vocab = 0, sourceLength = 0;
+  size_t cacheBytes = 0;
+  xfmr::rt::WeightsLoaded weightBytes;
+  double loadSeconds = 0;
+  /// Tokens in each sequence's cache.
+  std::vector<int64_t> lengths;
+
+  xfmr_generator(const char *encodeManifest, void (*encodeEntry)(void **),
+                 const char *prefillManifest, void (*prefillEntry)(void **),
+                 const char *decodeManifest, void (*decodeEntry)(void **),
+                 const std::string &weightsPath, bool mapWeights = true);
+
+  bool encoderDecoder() const { return encode.function != nullptr; }
+
+  /// Runs each entry once on no tokens (all masked, which writes no cache
+  /// row): what a first call costs beyond the next ones (its temporaries'
+  /// first touch, the threads' start) is then paid here, as in llama.cpp's
+  /// warm-up run, not by the prompt.
+  void warmUp();
+
+  /// Runs the encoder on sources[b] (none: an empty source), keeping their
+  /// cross-attention keys and values and padding mask for the decoder, and
+  /// empties every sequence's cache.
+  void encodeSources(const std::vector<std::vector<int32_t>> &sources);
+
+  /// Sequence b < parents.size() becomes a copy of sequence parents[b]
+  /// (beam search keeps the beams it continues): the first `rows` positions
+  /// of its cache, and its length.
+  void reorder(const std::vector<int64_t> &parents, int64_t rows);
+
+  /// One call of `entry`: appends tokens[b] (at most entry.tokens of them;
+  /// none: the sequence is left as it is) to sequence b and writes each
+  /// such sequence's next-token logits to logits[b * vocab ...].
+  void call(Entry &entry, const std::vector<std::vector<int32_t>> &tokens, float *logits);
+
+  /// Appends tokens[b] to sequence b (none: inactive) through `entry`, as
+  /// many calls as the longest needs, and writes each active sequence's
+  /// next-token logits to logits[b * vocab ...].
+  void append(Entry &entry, const std::vector<std::vector<int32_t>> &tokens, float *logits);
+
+private:
+  void bind(Entry &entry);
+  void setShape(int64_t &slot, int64_t value, const std::string &name);
+  void checkTokens(const std::vector<std::vector<int32_t>> &tokens) const;
+};
+
+#endif // XFMR_LIB_RUNTIME_GENERATOR_H
