@@ -45,8 +45,11 @@ int64_t integer(const json &body, const char *key, int64_t low, int64_t high, in
     return fallback;
   if (!value->is_number_integer())
     invalid(key, "expected an integer");
-  if (value->is_number_unsigned() ? value->get<uint64_t>() > static_cast<uint64_t>(high)
-                                  : value->get<int64_t>() < low || value->get<int64_t>() > high)
+  bool inRange = value->is_number_unsigned()
+                     ? value->get<uint64_t>() <= static_cast<uint64_t>(high) &&
+                           (low <= 0 || value->get<uint64_t>() >= static_cast<uint64_t>(low))
+                     : value->get<int64_t>() >= low && value->get<int64_t>() <= high;
+  if (!inRange)
     invalid(key, "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "]");
   return value->get<int64_t>();
 }
