@@ -13,7 +13,7 @@ build="${XFMR_FUZZ_BUILD_DIR:-${XFMR_BUILD_DIR:-$root/build}/fuzz}"
 seconds="${1:-60}"
 shift || true
 # The slowest first, so that two at a time finish together.
-targets=(tokenizer chat-template config manifest tokens safetensors gguf mlir)
+targets=(tokenizer chat-template config manifest tokens safetensors gguf api-request mlir)
 if [ $# -gt 0 ]; then
   targets=("$@")
 fi
