@@ -4,11 +4,12 @@
  *   xfmrc config.json --emit=header --name=model -o model.h
  *   cc -I. -I<xfmr>/include run_model.c model.o <xfmr>/build/lib/libxfmr_runtime.a \
  *      -lstdc++ -lm -L/usr/lib/llvm-22/lib -lomp -o run_model
- *   ./run_model weights.safetensors 12 7 99 3
+ *   ./run_model path/to/checkpoint 12 7 99 3
  *
- * Loads every weight by name from the safetensors file, runs one batch of
- * token ids (the first input row; the others stay padding) and prints the
- * five highest logits of each position as `id:logit`. */
+ * Loads the weights from a .safetensors file or checkpoint directory as the
+ * compiled executable does (names resolved, types converted), runs one
+ * batch of token ids (the first input row; the others stay padding) and
+ * prints the five highest logits of each position as `id:logit`. */
 
 #include "model.h"
 #include "xfmr-rt/xfmr_runtime.h"
@@ -26,27 +27,14 @@ static size_t element_count(int i) {
 
 int main(int argc, char **argv) {
   if (argc < 3) {
-    fprintf(stderr, "usage: %s weights.safetensors token-id...\n", argv[0]);
+    fprintf(stderr, "usage: %s weights token-id...\n", argv[0]);
     return 2;
   }
-  char err[512];
-  xfmr_safetensors *weights = xfmr_safetensors_open(argv[1], err, sizeof(err));
-  if (!weights) {
-    fprintf(stderr, "error: %s\n", err);
-    return 1;
-  }
-
   void *args[MODEL_NUM_ARGS];
   int ids = -1, mask = -1, logits = -1;
   for (int i = 0; i < MODEL_NUM_ARGS; ++i) {
     size_t bytes = element_count(i) * xfmr_dtype_size((xfmr_dtype)model_arg_dtypes[i]);
-    args[i] = calloc(1, bytes);
-    if (model_arg_kinds[i] == MODEL_WEIGHT &&
-        xfmr_safetensors_read(weights, model_arg_names[i], XFMR_DTYPE_F32, model_arg_ranks[i],
-                              model_arg_shapes[i], args[i], err, sizeof(err))) {
-      fprintf(stderr, "error: %s\n", err);
-      return 1;
-    }
+    args[i] = model_arg_kinds[i] == MODEL_WEIGHT ? NULL : calloc(1, bytes);
     if (!strcmp(model_arg_names[i], "input_ids"))
       ids = i;
     else if (!strcmp(model_arg_names[i], "attention_mask"))
@@ -54,7 +42,13 @@ int main(int argc, char **argv) {
     else if (model_arg_kinds[i] == MODEL_OUTPUT)
       logits = i;
   }
-  xfmr_safetensors_close(weights);
+  char err[512];
+  xfmr_model_weights *weights = xfmr_model_weights_load(model_manifest, argv[1], args, err,
+                                                        sizeof(err));
+  if (!weights) {
+    fprintf(stderr, "error: %s\n", err);
+    return 1;
+  }
   if (ids < 0 || mask < 0 || logits < 0) {
     fprintf(stderr, "error: expected a decoder-only model (input_ids, attention_mask -> logits)\n");
     return 1;
@@ -94,6 +88,8 @@ int main(int argc, char **argv) {
   }
   free(taken);
   for (int i = 0; i < MODEL_NUM_ARGS; ++i)
-    free(args[i]);
+    if (model_arg_kinds[i] != MODEL_WEIGHT)
+      free(args[i]);
+  xfmr_model_weights_free(weights);
   return 0;
 }

@@ -112,6 +112,21 @@ void xfmr_weights_release(const xfmr_weights *weights, const char *name);
  * from the file's metadata); NULL for safetensors. */
 const char *xfmr_weights_config_json(const xfmr_weights *weights);
 
+/* A compiled model's weights as its executable loads them. */
+typedef struct xfmr_model_weights xfmr_model_weights;
+
+/* Loads the weights of a compiled model, given its manifest (the object's
+ * `<name>_manifest`), from `path` (a .safetensors file, a checkpoint
+ * directory or a .gguf file; NULL: the checkpoint it was compiled from) as
+ * its executable does: checkpoint names resolved (`transformer.wte.weight`
+ * for `wte.weight`, tied heads), converted to the model's types, quantized
+ * as it was compiled, used in place where the file is mapped; and points
+ * args[i] of each weight argument i at its buffer (read-only). NULL with a
+ * message on failure. */
+xfmr_model_weights *xfmr_model_weights_load(const char *manifest, const char *path, void **args,
+                                            char *err, size_t err_size);
+void xfmr_model_weights_free(xfmr_model_weights *weights);
+
 /*===--- Writing tensors -------------------------------------------------===*/
 
 typedef struct xfmr_tensor_ref {

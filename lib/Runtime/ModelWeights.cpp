@@ -655,3 +655,28 @@ int xfmr_write_model_weights(const char *const *manifestsJson, size_t count, con
     return 1;
   }
 }
+
+struct xfmr_model_weights {
+  std::map<std::string, std::unique_ptr<Buffer>> buffers;
+};
+
+xfmr_model_weights *xfmr_model_weights_load(const char *manifestJson, const char *path,
+                                            void **args, char *err, size_t errSize) {
+  try {
+    Manifest manifest = parseManifest(manifestJson);
+    std::string source = path && *path ? path : manifest.defaultWeights;
+    if (source.empty())
+      fail("no weights: the model was not compiled from a checkpoint, pass a path");
+    auto weights = std::make_unique<xfmr_model_weights>();
+    weights->buffers = loadWeights(manifest, source, {}, /*mapInPlace=*/true);
+    for (size_t i = 0; i < manifest.args.size(); ++i)
+      if (manifest.args[i].kind == ArgSpec::Kind::Param)
+        args[i] = weights->buffers.at(manifest.args[i].name)->data;
+    return weights.release();
+  } catch (const Failure &failure) {
+    setError(err, errSize, failure.message);
+    return nullptr;
+  }
+}
+
+void xfmr_model_weights_free(xfmr_model_weights *weights) { delete weights; }
