@@ -315,9 +315,9 @@ int xfmr_generator_step(xfmr_generator *generator, const int32_t *tokens, const 
 /* Tokens in sequence `sequence`'s cache. */
 int64_t xfmr_generator_length(const xfmr_generator *generator, int64_t sequence);
 
-/* Lets the generator's command line serve OpenAI's API (--serve); defined
- * in libxfmr_server.a, which needs -lcpp-httplib. */
-void xfmr_generator_enable_server(void);
+/* Lets the command lines of generators and encoders serve OpenAI's API
+ * (--serve); defined in libxfmr_server.a, which needs -lcpp-httplib. */
+void xfmr_enable_server(void);
 
 /* The command line of compiled generators (see `--help`): tokenizes a
  * prompt with the checkpoint's tokenizer, generates and streams the text,

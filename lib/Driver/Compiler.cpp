@@ -175,8 +175,9 @@ llvm::Error link(StringRef object, const CompileOptions &options, StringRef main
   // Every executable runs its tokenizer (--tokenize), SentencePiece models
   // included.
   std::vector<std::string> libraries = {library(mainLibrary)};
-  // Generators serve OpenAI's API (--serve).
-  if (options.mode == CompileMode::Generate)
+  // Generators and encoders serve OpenAI's API (--serve).
+  bool serves = options.mode != CompileMode::Train;
+  if (serves)
     libraries.push_back(library("libxfmr_server.a"));
   libraries.push_back(library("libxfmr_sentencepiece.a"));
   libraries.push_back(library("libxfmr_runtime.a"));
@@ -193,7 +194,7 @@ llvm::Error link(StringRef object, const CompileOptions &options, StringRef main
   std::string rpath = "-Wl,-rpath," XFMR_OPENMP_LIB_DIR;
   SmallVector<StringRef> args = {*linker, object};
   args.append(libraries.begin(), libraries.end());
-  if (options.mode == CompileMode::Generate)
+  if (serves)
     args.append({"-lcpp-httplib", "-pthread"});
   args.append({"-lsentencepiece", "-lpcre2-8", "-lutf8proc", "-L" XFMR_OPENMP_LIB_DIR, "-lomp",
                rpath, "-ldl", "-lm", "-o", options.outputPath});

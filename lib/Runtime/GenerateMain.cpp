@@ -18,7 +18,7 @@ extern "C" void xfmr_model_decode_packed(void **args);
 
 int main(int argc, char **argv) {
   xfmr_tokenizer_enable_sentencepiece();
-  xfmr_generator_enable_server();
+  xfmr_enable_server();
   return xfmr_seq2seq_generator_main(
       argc, argv, xfmr_model_encode_manifest, xfmr_model_encode_packed, xfmr_model_prefill_manifest,
       xfmr_model_prefill_packed, xfmr_model_decode_manifest, xfmr_model_decode_packed);

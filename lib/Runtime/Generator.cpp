@@ -25,13 +25,11 @@
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
-#include <csignal>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <limits>
 #include <numeric>
-#include <pthread.h>
 #include <random>
 #include <sstream>
 #include <sys/stat.h>
@@ -358,17 +356,8 @@ void printHelp(const char *argv0) {
               "  -t, --threads N       OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
               "  --save-logits FILE    write each sequence's generated tokens and the logits\n"
               "                        they were drawn from (.safetensors)\n"
-              "\n"
-              "  --serve               serve OpenAI's API over HTTP (/v1/completions,\n"
-              "                        /v1/chat/completions, /v1/models, /health, /metrics)\n"
-              "                        until SIGTERM, batching requests continuously\n"
-              "  --host HOST           address to listen on (default 127.0.0.1)\n"
-              "  --port N              port (default 8080; 0: any free one, printed)\n"
-              "  --api-key KEY         require 'Authorization: Bearer KEY'\n"
-              "  --parallel N          requests generated at once (default: the compiled\n"
-              "                        --batch, at most that)\n"
-              "  --queue N             requests waiting for a slot before 429 (default 64)\n",
-              argv0);
+              "\n%s",
+              argv0, kServerHelp);
 }
 
 double parseNumber(const char *flag, const std::string &text, double low, double high) {
@@ -461,23 +450,7 @@ Options parseOptions(int argc, char **argv) {
         o.earlyStopping = EarlyStopping::Never;
       else
         fail("flag --early-stopping needs true, false or never, got '" + v + "'");
-    } else if (arg == "--serve")
-      o.serve = true;
-    else if (value("--host"))
-      o.server.host = v;
-    else if (value("--port"))
-      o.server.port = static_cast<int>(parseCount("--port", v, 65535));
-    else if (value("--api-key")) {
-      if (v.empty())
-        fail("flag --api-key needs a non-empty key");
-      o.server.apiKey = v;
-    } else if (value("--parallel")) {
-      o.server.parallel = parseCount("--parallel", v, 1 << 16);
-      if (o.server.parallel < 1)
-        fail("flag --parallel needs at least 1 slot, got " + v);
-    } else if (value("--queue"))
-      o.server.queue = parseCount("--queue", v, 1 << 16);
-    else
+    } else if (!parseServerFlag(argc, argv, i, o.serve, o.server))
       fail("unknown argument '" + arg + "' (see --help)");
   }
   if (o.serve) {
@@ -532,10 +505,8 @@ public:
       return 0;
     }
     options = parseOptions(argc, argv);
-    // The server takes SIGTERM and SIGINT on a thread of its own: every
-    // thread started from here on (OpenMP's) inherits their blocking.
     if (options.serve)
-      pthread_sigmask(SIG_BLOCK, &terminationSignals(), nullptr);
+      blockTerminationSignals();
     setThreads(options.threads);
     xfmr_generator generator(entries.encodeManifest, entries.encode, entries.prefillManifest,
                              entries.prefill, entries.decodeManifest, entries.decode,
@@ -849,21 +820,15 @@ private:
 
   /// --serve: the server of libxfmr_server.a.
   int serve(xfmr_generator &generator) {
-    if (!serveHook())
-      fail("this executable was linked without the server (libxfmr_server.a)");
     if (generator.encoderDecoder())
       fail("--serve needs a decoder-only model");
     if (options.server.parallel > generator.batch)
       fail("--parallel=" + std::to_string(options.server.parallel) +
            " needs a model compiled for as many sequences (xfmrc --batch), this one has " +
            std::to_string(generator.batch));
-    std::string source = options.weights.empty() ? generator.prefill.manifest.defaultWeights
-                                                 : options.weights;
-    while (source.size() > 1 && source.back() == '/')
-      source.pop_back();
-    std::string name = source.substr(source.find_last_of('/') + 1);
-    ServedModel model{generator, *tokenizer, chatFormat.get(), name.empty() ? argv0 : name};
-    return serveHook()(model, options.server);
+    ServedModel model{servedModelName(options.weights, generator.prefill.manifest, argv0),
+                      *tokenizer, &generator, chatFormat.get()};
+    return runServer(model, options.server);
   }
 
   /// The conversation's start: --system's message, if any.
@@ -1037,22 +1002,6 @@ private:
 };
 
 } // namespace
-
-const sigset_t &xfmr::rt::terminationSignals() {
-  static const sigset_t signals = [] {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    return set;
-  }();
-  return signals;
-}
-
-ServeFunction &xfmr::rt::serveHook() {
-  static ServeFunction hook = nullptr;
-  return hook;
-}
 
 xfmr_sampling xfmr_sampling_defaults(void) {
   xfmr_sampling settings;

@@ -11,6 +11,8 @@
 #include "xfmr-rt/xfmr_runtime.h"
 
 #include "CommandLine.h"
+#include "Embedder.h"
+#include "Server/Server.h"
 #include "ModelWeights.h"
 #include "RuntimeSupport.h"
 #include "TokenFiles.h"
@@ -48,6 +50,10 @@ struct Options {
   /// Tensor mode: time this many calls after a warm-up and report them.
   int benchmark = 0;
   bool info = false;
+  /// --serve: /v1/embeddings; --tokenizer: the texts' tokenizer.
+  bool serve = false;
+  ServerOptions server;
+  std::string tokenizer;
 };
 
 void printHelp(const char *argv0, const Manifest &manifest) {
@@ -74,8 +80,10 @@ void printHelp(const char *argv0, const Manifest &manifest) {
       "  --threads=N      OpenMP threads (default: OMP_NUM_THREADS or all cores)\n"
       "  --benchmark=N    tensor mode: after one warm-up call, time N calls and print\n"
       "                   'benchmark: min M ms, median M ms, peak extra memory B bytes'\n"
-      "  --info           print the model's inputs, outputs and parameters and exit\n",
-      argv0, manifest.modelType.empty() ? "xfmr" : manifest.modelType.c_str());
+      "  --info           print the model's inputs, outputs and parameters and exit\n"
+      "  --tokenizer=DIR  --serve: the tokenizer of the texts (default: the weights')\n"
+      "\n%s",
+      argv0, manifest.modelType.empty() ? "xfmr" : manifest.modelType.c_str(), kServerHelp);
 }
 
 Options parseOptions(int argc, char **argv) {
@@ -104,7 +112,9 @@ Options parseOptions(int argc, char **argv) {
       options.benchmark = number("--benchmark");
     else if (arg == "--info")
       options.info = true;
-    else
+    else if (value("--tokenizer"))
+      options.tokenizer = v;
+    else if (!parseServerFlag(argc, argv, i, options.serve, options.server))
       fail("unknown argument '" + arg + "' (see --help)");
   }
   return options;
@@ -127,8 +137,10 @@ public:
       printInfo();
       return 0;
     }
+    if (options.serve)
+      blockTerminationSignals();
     bool tensorMode = !options.inputs.empty();
-    if (!tensorMode)
+    if (!tensorMode && !options.serve)
       checkTokenInputs();
     bool hasParams = std::any_of(manifest.args.begin(), manifest.args.end(),
                                  [](const ArgSpec &a) { return a.kind == ArgSpec::Kind::Param; });
@@ -140,6 +152,8 @@ public:
     checkFitsInMemory({&manifest});
     if (hasParams)
       params = loadWeights(manifest, options.weights, {}, /*mapInPlace=*/true);
+    if (options.serve)
+      return serve();
     if (tensorMode) {
       runTensors();
       return 0;
@@ -152,6 +166,16 @@ public:
   }
 
 private:
+  /// --serve: /v1/embeddings of a sentence-transformers encoder.
+  int serve() {
+    Embedder embedder(manifest, entry, params);
+    std::unique_ptr<Tokenizer> tokenizer = findTokenizer(
+        options.tokenizer, options.weights, manifest.defaultWeights, ", for the texts embedded");
+    ServedModel model{servedModelName(options.weights, manifest, argv0), *tokenizer, nullptr,
+                      nullptr, &embedder};
+    return runServer(model, options.server);
+  }
+
   /// Token mode fills inputs by role from the token file.
   void checkTokenInputs() {
     for (const ArgSpec &arg : manifest.args) {

@@ -18,5 +18,6 @@ int main(int argc, char **argv) {
   // its message with puts, then aborts, which flushes nothing.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   xfmr_tokenizer_enable_sentencepiece();
+  xfmr_enable_server();
   return xfmr_runner_main(argc, argv, xfmr_model_manifest, xfmr_model_forward_packed);
 }

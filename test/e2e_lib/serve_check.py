@@ -4,7 +4,7 @@
 Llama-3-style tokenizer and chat template (chat_check.py's), compiled with a
 batch of 4 slots and prefill chunks of 8 tokens.
 
-  serve_check.py --xfmrc PATH --workdir DIR [--load]
+  serve_check.py --xfmrc PATH --workdir DIR [--load | --embeddings]
 
 - greedy /v1/completions and /v1/chat/completions, whole and streamed, give
   generate()'s text on the tokenizer's (or apply_chat_template's) ids, with
@@ -22,6 +22,8 @@ batch of 4 slots and prefill chunks of 8 tokens.
 some streamed, some cancelled midway, some malformed): every valid response
 equals the same request alone, every malformed one is a 400, no slot is busy
 afterwards; prints p50/p99 time to first token and the throughput.
+--embeddings: a sentence-transformers checkpoint's /v1/embeddings (texts,
+base64 and float, and token ids) against its own encode(), within 1e-4.
 Prints one PASS/FAIL line per check.
 """
 import argparse
@@ -367,12 +369,76 @@ def load_test(server):
                   f"{'no slot busy' if idle else 'slots still busy'} afterwards")
 
 
+def sentence_checkpoint(directory):
+    """A sentence-transformers checkpoint (a random BERT with a WordPiece
+    vocabulary of words w0 ..., mean pooling, normalized)."""
+    import transformers as tf
+    from hf_models import SMALL, bert_config, randomize
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
+    base = os.path.join(directory, "bert")
+    os.makedirs(base, exist_ok=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + \
+        [f"w{i}" for i in range(SMALL["vocab"] - 5)]
+    with open(os.path.join(base, "vocab.txt"), "w") as f:
+        f.write("\n".join(vocab) + "\n")
+    tf.BertTokenizer(os.path.join(base, "vocab.txt")).save_pretrained(base)
+    bert = tf.BertModel(bert_config()).eval()
+    randomize(bert, torch.Generator().manual_seed(4))
+    bert.save_pretrained(base)
+    transformer = Transformer(base, max_seq_length=16)
+    modules = [transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode="mean"),
+               Normalize()]
+    checkpoint = os.path.join(directory, "checkpoint")
+    SentenceTransformer(modules=modules).save(checkpoint)
+    return checkpoint, SentenceTransformer(checkpoint, device="cpu").double().eval()
+
+
+def check_embeddings(args):
+    """/v1/embeddings of a sentence-transformers checkpoint against its own
+    encode()."""
+    import numpy as np
+    checkpoint, model = sentence_checkpoint(os.path.join(args.workdir, "embeddings"))
+    encoder = os.path.join(args.workdir, "encoder")
+    subprocess.run([args.xfmrc, checkpoint, "--batch=2", "--seq-len=16", "-o", encoder],
+                   check=True)
+    server = Server(encoder)
+    client = server.client()
+    rng = random.Random(3)
+    texts = [" ".join(f"w{rng.randrange(90)}" for _ in range(rng.randint(1, 14)))
+             for _ in range(5)]
+    want = model.encode(texts, convert_to_numpy=True)
+    worst, ok = 0.0, True
+    # The client asks for base64 unless told the format, and decodes it.
+    for extra in ({}, {"encoding_format": "float"}):
+        r = client.embeddings.create(model="m", input=texts, **extra)
+        got = np.array([d.embedding for d in r.data])
+        worst = max(worst, float(np.abs(got - want).max() / np.abs(want).max()))
+        ok &= [d.index for d in r.data] == list(range(len(texts)))
+        ok &= r.usage.prompt_tokens == sum(len(model.tokenizer(t).input_ids) for t in texts)
+    ids = model.tokenizer(texts[0]).input_ids
+    by_ids = client.embeddings.create(model="m", input=ids, encoding_format="float")
+    ok &= float(np.abs(np.array(by_ids.data[0].embedding) - want[0]).max()) <= 1e-4
+    ok = report("embeddings", ok and worst <= 1e-4,
+                f"{len(texts)} texts (base64 and float) and token ids within {worst:.1e} of "
+                "sentence-transformers' encode() (<= 1e-4 relative), usage counted")
+    status, _ = server.post("/v1/embeddings", json.dumps({"input": "w1 " * 20}).encode())
+    status2, _ = server.post("/v1/embeddings", b'{"input": [[]]}')
+    status3, _ = server.post("/v1/completions", b'{"prompt": "w1"}')
+    ok &= report("embedding errors", (status, status2, status3) == (400, 400, 404),
+                 f"too long {status}, empty {status2}, completions on an encoder {status3}")
+    return report("embeddings shutdown", server.stop() == 0, "SIGTERM exits 0") and ok
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--xfmrc", default="xfmrc")
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--load", action="store_true")
+    parser.add_argument("--embeddings", action="store_true")
     args = parser.parse_args()
+    if args.embeddings:
+        sys.exit(0 if check_embeddings(args) else 1)
     directory = os.path.join(args.workdir, "checkpoint")
     model, tokenizer = checkpoint(directory)
     model = model.double()

@@ -148,18 +148,68 @@ void parseStops(const json &body, GenerationSettings &settings) {
       invalid("stop", "a stop text must not be empty");
 }
 
-} // namespace
-
-CompletionRequest xfmr::rt::parseCompletionRequest(const std::string &text, bool chat) {
+/// The body as a JSON object.
+json parseBody(const std::string &text) {
   json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (body.is_discarded())
     throw ApiError{400, "the body is not valid JSON (UTF-8)", ""};
   if (!body.is_object())
     throw ApiError{400, "the body must be a JSON object", ""};
-  CompletionRequest request;
-  request.chat = chat;
   if (const json *model = field(body, "model"); model && !model->is_string())
     invalid("model", "expected a text");
+  return body;
+}
+
+} // namespace
+
+EmbeddingRequest xfmr::rt::parseEmbeddingRequest(const std::string &text) {
+  json body = parseBody(text);
+  EmbeddingRequest request;
+  const json *input = field(body, "input");
+  if (!input)
+    invalid("input", "required");
+  const char *expected = "expected a text, an array of texts, an array of token ids or an array "
+                         "of arrays of token ids";
+  auto add = [&](const json &item) {
+    EmbeddingRequest::Input one;
+    if (item.is_string()) {
+      one.text = item.get<std::string>();
+    } else if (item.is_array()) {
+      one.textual = false;
+      one.ids = tokenIds(item, "input");
+    } else {
+      invalid("input", expected);
+    }
+    request.inputs.push_back(std::move(one));
+  };
+  if (input->is_string()) {
+    add(*input);
+  } else if (input->is_array() && !input->empty() && input->front().is_number_integer()) {
+    add(*input);
+  } else if (input->is_array() && !input->empty()) {
+    if (input->size() > 2048)
+      invalid("input", "at most 2048 inputs per request");
+    for (const json &item : *input)
+      if (item.is_string() || item.is_array())
+        add(item);
+      else
+        invalid("input", expected);
+  } else {
+    invalid("input", expected);
+  }
+  if (const json *format = field(body, "encoding_format")) {
+    if (*format != "float" && *format != "base64")
+      invalid("encoding_format", "expected \"float\" or \"base64\"");
+    request.base64 = *format == "base64";
+  }
+  request.dimensions = integer(body, "dimensions", 1, INT32_MAX, 0);
+  return request;
+}
+
+CompletionRequest xfmr::rt::parseCompletionRequest(const std::string &text, bool chat) {
+  json body = parseBody(text);
+  CompletionRequest request;
+  request.chat = chat;
   if (chat)
     parseMessages(body, request);
   else

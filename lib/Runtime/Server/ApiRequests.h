@@ -48,6 +48,21 @@ struct CompletionRequest {
 /// Parses a request body; an ApiError says what is wrong with it.
 CompletionRequest parseCompletionRequest(const std::string &body, bool chat);
 
+struct EmbeddingRequest {
+  /// Each input: a text, or (textual false) token ids.
+  struct Input {
+    bool textual = true;
+    std::string text;
+    std::vector<int32_t> ids;
+  };
+  std::vector<Input> inputs;
+  bool base64 = false;
+  int64_t dimensions = 0; // 0: not given
+};
+
+/// Parses a body of /v1/embeddings (at most 2048 inputs).
+EmbeddingRequest parseEmbeddingRequest(const std::string &body);
+
 } // namespace xfmr::rt
 
 #endif // XFMR_LIB_RUNTIME_SERVER_APIREQUESTS_H

@@ -63,7 +63,11 @@ public:
     generationSeconds += std::chrono::duration<double>(g.finished - g.submitted).count();
     ++generations;
   }
-  std::string text(const Engine &engine) const {
+  void embedded(size_t tokens) {
+    std::lock_guard<std::mutex> lock(mutex);
+    promptTokens += tokens;
+  }
+  std::string text(const Engine *engine) const {
     std::lock_guard<std::mutex> lock(mutex);
     std::string out = "# TYPE xfmr_requests_total counter\n";
     for (const auto &[key, count] : requests)
@@ -75,9 +79,11 @@ public:
     };
     line("xfmr_prompt_tokens_total", "counter", promptTokens);
     line("xfmr_generated_tokens_total", "counter", generatedTokens);
-    line("xfmr_queue_length", "gauge", engine.queued());
-    line("xfmr_slots", "gauge", engine.slots());
-    line("xfmr_slots_busy", "gauge", engine.busy());
+    if (engine) {
+      line("xfmr_queue_length", "gauge", engine->queued());
+      line("xfmr_slots", "gauge", engine->slots());
+      line("xfmr_slots_busy", "gauge", engine->busy());
+    }
     out += "# TYPE xfmr_time_to_first_token_seconds summary\n"
            "xfmr_time_to_first_token_seconds_sum " +
            json(firstTokenSeconds).dump() + "\nxfmr_time_to_first_token_seconds_count " +
@@ -151,9 +157,10 @@ std::string visibleText(const Generation &g) {
 
 class Server {
 public:
-  Server(ServedModel &model, const ServerOptions &options)
-      : model(model), options(options),
-        engine(model.generator, &model.tokenizer, options.parallel) {}
+  Server(ServedModel &model, const ServerOptions &options) : model(model), options(options) {
+    if (model.generator)
+      engine = std::make_unique<Engine>(*model.generator, &model.tokenizer, options.parallel);
+  }
 
   int run();
 
@@ -161,6 +168,8 @@ private:
   void route();
   bool authorized(const httplib::Request &req, httplib::Response &res);
   void complete(const httplib::Request &req, httplib::Response &res, bool chat);
+  void embed(const httplib::Request &req, httplib::Response &res);
+  bool idle() const;
   std::shared_ptr<Exchange> start(const httplib::Request &req, bool chat);
   std::vector<int32_t> promptOf(const CompletionRequest &request) const;
   /// Queues choice i's next server-sent event (x.mutex held).
@@ -174,10 +183,11 @@ private:
 
   ServedModel &model;
   ServerOptions options;
-  Engine engine;
+  std::unique_ptr<Engine> engine; // a generator's
   httplib::Server http;
   Metrics metrics;
   std::atomic<bool> draining{false};
+  std::atomic<int> embedding{0}; // requests being embedded
   std::atomic<uint64_t> nextId{0};
 };
 
@@ -212,7 +222,7 @@ std::vector<int32_t> Server::promptOf(const CompletionRequest &request) const {
     } else if (request.promptIsIds) {
       ids = request.promptIds;
       for (int32_t id : ids)
-        if (id >= model.generator.vocab)
+        if (id >= model.generator->vocab)
           throw ApiError{400, "token id " + std::to_string(id) + " is outside the vocabulary",
                          param};
     } else {
@@ -223,7 +233,7 @@ std::vector<int32_t> Server::promptOf(const CompletionRequest &request) const {
   }
   if (ids.empty())
     throw ApiError{400, "the prompt has no tokens", param};
-  int64_t context = model.generator.context;
+  int64_t context = model.generator->context;
   if (static_cast<int64_t>(ids.size()) >= context)
     throw ApiError{400,
                    "the prompt has " + std::to_string(ids.size()) +
@@ -240,17 +250,17 @@ std::shared_ptr<Exchange> Server::start(const httplib::Request &req, bool chat) 
   x->request = parseCompletionRequest(req.body, chat);
   x->prompt = promptOf(x->request);
   GenerationSettings settings = x->request.settings;
-  int64_t room = model.generator.context - static_cast<int64_t>(x->prompt.size());
+  int64_t room = model.generator->context - static_cast<int64_t>(x->prompt.size());
   if (x->request.maxTokensGiven && settings.maxTokens > room)
     throw ApiError{400,
                    "max_tokens " + std::to_string(settings.maxTokens) + " and the prompt's " +
                        std::to_string(x->prompt.size()) + " tokens exceed the context of " +
-                       std::to_string(model.generator.context),
+                       std::to_string(model.generator->context),
                    "max_tokens", "context_length_exceeded"};
   settings.maxTokens = std::min(settings.maxTokens, room);
   if (!x->request.seeded)
     settings.seed = std::random_device{}() | (uint64_t(std::random_device{}()) << 32);
-  if (engine.queued() + x->request.n > static_cast<size_t>(options.queue))
+  if (engine->queued() + x->request.n > static_cast<size_t>(options.queue))
     throw ApiError{429, "too many requests are waiting: try again later", "", "rate_limit_error"};
   size_t n = static_cast<size_t>(x->request.n);
   x->id = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(++nextId);
@@ -309,7 +319,7 @@ std::shared_ptr<Exchange> Server::start(const httplib::Request &req, bool chat) 
       x->events.push_back("data: " + dump(first) + "\n\n");
     }
   for (auto &g : x->choices)
-    engine.submit(g);
+    engine->submit(g);
   return x;
 }
 
@@ -462,7 +472,7 @@ void Server::route() {
   http.set_payload_max_length(options.maxBodyBytes);
   // Every request holds a worker while it runs: one per slot and queued
   // request, and a few for /health and /metrics.
-  size_t workers = static_cast<size_t>(engine.slots() + options.queue + 4);
+  size_t workers = static_cast<size_t>((engine ? engine->slots() : 1) + options.queue + 4);
   http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
   http.set_logger([this](const httplib::Request &req, const httplib::Response &res) {
     metrics.request(req.path, res.status);
@@ -486,7 +496,7 @@ void Server::route() {
   });
   http.Get("/metrics", [this](const httplib::Request &req, httplib::Response &res) {
     if (authorized(req, res))
-      res.set_content(metrics.text(engine), "text/plain; version=0.0.4");
+      res.set_content(metrics.text(engine.get()), "text/plain; version=0.0.4");
   });
   http.Get("/v1/models", [this](const httplib::Request &req, httplib::Response &res) {
     if (!authorized(req, res))
@@ -495,36 +505,138 @@ void Server::route() {
     res.set_content(dump({{"object", "list"}, {"data", json::array({entry})}}),
                     "application/json");
   });
-  http.Post("/v1/completions", [this](const httplib::Request &req, httplib::Response &res) {
-    if (authorized(req, res))
-      complete(req, res, false);
-  });
-  http.Post("/v1/chat/completions", [this](const httplib::Request &req, httplib::Response &res) {
-    if (authorized(req, res))
-      complete(req, res, true);
-  });
+  if (engine) {
+    http.Post("/v1/completions", [this](const httplib::Request &req, httplib::Response &res) {
+      if (authorized(req, res))
+        complete(req, res, false);
+    });
+    http.Post("/v1/chat/completions",
+              [this](const httplib::Request &req, httplib::Response &res) {
+                if (authorized(req, res))
+                  complete(req, res, true);
+              });
+  }
+  if (model.embedder)
+    http.Post("/v1/embeddings", [this](const httplib::Request &req, httplib::Response &res) {
+      if (authorized(req, res))
+        embed(req, res);
+    });
+}
+
+bool Server::idle() const {
+  return embedding == 0 && (!engine || (engine->busy() == 0 && engine->queued() == 0));
+}
+
+/// Little-endian float32 bytes in base64, as OpenAI's encoding_format.
+std::string base64Floats(const std::vector<float> &values) {
+  static const char digits[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string bytes(reinterpret_cast<const char *>(values.data()), values.size() * sizeof(float));
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t chunk = static_cast<uint8_t>(bytes[i]) << 16;
+    if (i + 1 < bytes.size())
+      chunk |= static_cast<uint8_t>(bytes[i + 1]) << 8;
+    if (i + 2 < bytes.size())
+      chunk |= static_cast<uint8_t>(bytes[i + 2]);
+    out += digits[chunk >> 18 & 63];
+    out += digits[chunk >> 12 & 63];
+    out += i + 1 < bytes.size() ? digits[chunk >> 6 & 63] : '=';
+    out += i + 2 < bytes.size() ? digits[chunk & 63] : '=';
+  }
+  return out;
+}
+
+void Server::embed(const httplib::Request &req, httplib::Response &res) {
+  std::vector<std::vector<int32_t>> sequences;
+  EmbeddingRequest request;
+  Embedder &embedder = *model.embedder;
+  try {
+    if (draining)
+      throw ApiError{503, "the server is shutting down", "", "server_error"};
+    request = parseEmbeddingRequest(req.body);
+    if (request.dimensions && request.dimensions != embedder.width())
+      throw ApiError{400,
+                     "the model's embeddings have " + std::to_string(embedder.width()) +
+                         " dimensions",
+                     "dimensions"};
+    for (size_t i = 0; i < request.inputs.size(); ++i) {
+      const EmbeddingRequest::Input &input = request.inputs[i];
+      std::string what = "input " + std::to_string(i);
+      std::vector<int32_t> ids;
+      try {
+        ids = input.textual ? model.tokenizer.encode(input.text, what) : input.ids;
+      } catch (const Failure &failure) {
+        throw ApiError{400, failure.message, "input"};
+      }
+      for (int32_t id : ids)
+        if (embedder.vocab() && id >= embedder.vocab())
+          throw ApiError{400, what + ": token id " + std::to_string(id) +
+                                  " is outside the vocabulary",
+                         "input"};
+      if (ids.empty() || static_cast<int64_t>(ids.size()) > embedder.tokens())
+        throw ApiError{400,
+                       what + " has " + std::to_string(ids.size()) +
+                           " tokens; the model reads 1 to " + std::to_string(embedder.tokens()) +
+                           " (xfmrc --seq-len)",
+                       "input", "context_length_exceeded"};
+      sequences.push_back(std::move(ids));
+    }
+  } catch (const ApiError &e) {
+    return sendError(res, e);
+  }
+  std::vector<std::vector<float>> embeddings;
+  ++embedding;
+  try {
+    embeddings = embedder.embed(sequences);
+  } catch (...) {
+    --embedding;
+    throw;
+  }
+  --embedding;
+  size_t tokens = 0;
+  for (const auto &sequence : sequences)
+    tokens += sequence.size();
+  metrics.embedded(tokens);
+  json data = json::array();
+  for (size_t i = 0; i < embeddings.size(); ++i)
+    data.push_back({{"object", "embedding"},
+                    {"index", i},
+                    {"embedding", request.base64 ? json(base64Floats(embeddings[i]))
+                                                 : json(embeddings[i])}});
+  json body = {{"object", "list"},
+               {"data", std::move(data)},
+               {"model", model.name},
+               {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}};
+  res.set_content(dump(body), "application/json");
 }
 
 int Server::run() {
-  const sigset_t &signals = terminationSignals();
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  blockTerminationSignals();
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
   route();
   int port = options.port == 0 ? http.bind_to_any_port(options.host)
              : http.bind_to_port(options.host, options.port) ? options.port
                                                               : -1;
   if (port < 0)
     fail("cannot listen on " + options.host + ":" + std::to_string(options.port));
-  std::fprintf(stderr, "serving '%s' on http://%s:%d (%" PRId64 " slots, up to %" PRId64
-                       " requests queued)\n",
-               model.name.c_str(), options.host.c_str(), port, engine.slots(), options.queue);
+  std::fprintf(stderr, "serving '%s' on http://%s:%d (%s)\n", model.name.c_str(),
+               options.host.c_str(), port,
+               engine ? (std::to_string(engine->slots()) + " slots, up to " +
+                         std::to_string(options.queue) + " requests queued")
+                            .c_str()
+                      : "embeddings");
   std::fflush(stderr);
 
   std::atomic<bool> stopped{false};
   std::thread engineThread([&] {
-    while (!stopped) {
-      engine.waitForWork(std::chrono::milliseconds(100));
+    while (engine && !stopped) {
+      engine->waitForWork(std::chrono::milliseconds(100));
       try {
-        engine.step();
+        engine->step();
       } catch (const Failure &failure) {
         std::fprintf(stderr, "error: %s\n", failure.message.c_str());
       }
@@ -537,9 +649,8 @@ int Server::run() {
       return;
     // Drain: refuse new requests, finish those queued or running.
     draining = true;
-    std::fprintf(stderr, "stopping: finishing %zu running and %zu queued requests\n",
-                 engine.busy(), engine.queued());
-    while (engine.busy() || engine.queued())
+    std::fprintf(stderr, "stopping: finishing the requests running and queued\n");
+    while (!idle())
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     http.stop();
   });
@@ -561,4 +672,4 @@ int serve(ServedModel &model, const ServerOptions &options) {
 
 } // namespace
 
-extern "C" void xfmr_generator_enable_server(void) { serveHook() = &serve; }
+extern "C" void xfmr_enable_server(void) { serveHook() = &serve; }

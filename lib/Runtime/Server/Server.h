@@ -1,11 +1,12 @@
 //===- Server.h - the OpenAI-compatible HTTP server -------------*- C++ -*-===//
 //
 // `--serve` on a compiled generator: /v1/completions, /v1/chat/completions
-// (whole or streamed as server-sent events), /v1/models, /health and
-// /metrics, over an Engine whose batch rows are the slots requests are
-// continuously batched into. The server lives in libxfmr_server.a (it needs
+// (whole or streamed as server-sent events) over an Engine whose batch rows
+// are the slots requests are continuously batched into; on a compiled
+// sentence-transformers encoder, /v1/embeddings; on both, /v1/models,
+// /health and /metrics. The server lives in libxfmr_server.a (it needs
 // cpp-httplib); the runtime reaches it through serveHook(), which
-// xfmr_generator_enable_server() sets, as SentencePiece is reached.
+// xfmr_enable_server() sets, as SentencePiece is reached.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,10 +14,10 @@
 #define XFMR_LIB_RUNTIME_SERVER_SERVER_H
 
 #include "../Chat.h"
+#include "../Embedder.h"
 #include "../Generator.h"
 #include "../Tokenizer.h"
 
-#include <csignal>
 #include <string>
 
 namespace xfmr::rt {
@@ -30,20 +31,38 @@ struct ServerOptions {
   size_t maxBodyBytes = 1 << 20;
 };
 
-/// What a server serves.
+/// Whether argv[i] is a flag of the server (--serve, --host, --port,
+/// --api-key, --parallel, --queue); takes its value if so.
+bool parseServerFlag(int argc, char **argv, int &i, bool &serve, ServerOptions &options);
+
+/// The --serve lines of an executable's --help.
+extern const char *const kServerHelp;
+
+/// What a server serves: a generator, or an embedder.
 struct ServedModel {
-  xfmr_generator &generator;
-  const Tokenizer &tokenizer;
-  const ChatFormat *chat; // null: no /v1/chat/completions
   std::string name;
+  const Tokenizer &tokenizer;
+  xfmr_generator *generator = nullptr;
+  const ChatFormat *chat = nullptr; // null: no /v1/chat/completions
+  Embedder *embedder = nullptr;
 };
 
-/// SIGTERM and SIGINT, which a server's threads block and one waits for.
-const sigset_t &terminationSignals();
+/// Blocks SIGTERM and SIGINT in this thread and those it starts from now on
+/// (OpenMP's): a server waits for them on a thread of its own. To be called
+/// before the first parallel region.
+void blockTerminationSignals();
+
+/// What /v1/models calls the model: its checkpoint's (or weights file's)
+/// name, else the executable's.
+std::string servedModelName(const std::string &weights, const Manifest &manifest,
+                            const char *argv0);
+
+/// Serves `model` until SIGTERM or SIGINT, then drains the requests
+/// running; fails if the executable was linked without libxfmr_server.a.
+int runServer(ServedModel &model, const ServerOptions &options);
 
 using ServeFunction = int (*)(ServedModel &model, const ServerOptions &options);
-/// Runs the server until SIGTERM or SIGINT, then drains the requests
-/// running; null unless libxfmr_server.a is linked and enabled.
+/// Set by xfmr_enable_server() (libxfmr_server.a); null without it.
 ServeFunction &serveHook();
 
 } // namespace xfmr::rt
