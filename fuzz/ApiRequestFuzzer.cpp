@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../lib/Runtime/Server/ApiRequests.h"
+#include "Server/ApiRequests.h"
 
 #include <string>
 

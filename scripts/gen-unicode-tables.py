@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes lib/Runtime/UnicodeTables.inc, the Unicode character data the
+"""Writes lib/Runtime/Tokenizers/UnicodeTables.inc, the Unicode character data the
 tokenizers need, from Python's unicodedata:
 
 - code point ranges of general categories: L (letters) and N (numbers) for
@@ -9,7 +9,7 @@ tokenizers need, from Python's unicodedata:
 - canonical decompositions (NFD of one code point; Hangul syllables are
   decomposed by their formula instead) and lowercase mappings.
 
-  scripts/gen-unicode-tables.py > lib/Runtime/UnicodeTables.inc
+  scripts/gen-unicode-tables.py > lib/Runtime/Tokenizers/UnicodeTables.inc
 """
 import unicodedata
 

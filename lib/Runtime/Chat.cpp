@@ -7,7 +7,7 @@
 #include "CommandLine.h"
 #include "Json.h"
 #include "RuntimeSupport.h"
-#include "TokenizerModels.h"
+#include "Tokenizers/TokenizerModels.h"
 
 using namespace xfmr::rt;
 

@@ -20,7 +20,7 @@
 #include "CommandLine.h"
 #include "Json.h"
 #include "RuntimeSupport.h"
-#include "Unicode.h"
+#include "Tokenizers/Unicode.h"
 
 #include <algorithm>
 #include <chrono>

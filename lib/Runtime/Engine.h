@@ -16,7 +16,7 @@
 
 #include "Generator.h"
 #include "Sampler.h"
-#include "Tokenizer.h"
+#include "Tokenizers/Tokenizer.h"
 
 #include <algorithm>
 #include <atomic>

@@ -16,9 +16,9 @@
 #include "ModelWeights.h"
 #include "RuntimeSupport.h"
 #include "Sampler.h"
-#include "Tokenizer.h"
+#include "Tokenizers/Tokenizer.h"
 #include "TokenizerCommand.h"
-#include "Unicode.h"
+#include "Tokenizers/Unicode.h"
 
 #include <algorithm>
 #include <chrono>

@@ -2,7 +2,7 @@
 
 #include "ModelWeights.h"
 
-#include "Gguf.h"
+#include "Weights/Gguf.h"
 
 #include "CommandLine.h"
 #include "RuntimeSupport.h"

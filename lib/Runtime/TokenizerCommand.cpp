@@ -3,8 +3,8 @@
 #include "TokenizerCommand.h"
 
 #include "CommandLine.h"
-#include "TokenizerModels.h"
-#include "Unicode.h"
+#include "Tokenizers/TokenizerModels.h"
+#include "Tokenizers/Unicode.h"
 
 #include <cctype>
 #include <cerrno>

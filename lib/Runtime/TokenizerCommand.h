@@ -9,7 +9,7 @@
 #ifndef XFMR_LIB_RUNTIME_TOKENIZERCOMMAND_H
 #define XFMR_LIB_RUNTIME_TOKENIZERCOMMAND_H
 
-#include "Tokenizer.h"
+#include "Tokenizers/Tokenizer.h"
 
 #include <memory>
 #include <string>

@@ -10,7 +10,7 @@
 #ifndef XFMR_LIB_RUNTIME_SERVER_APIREQUESTS_H
 #define XFMR_LIB_RUNTIME_SERVER_APIREQUESTS_H
 
-#include "../Engine.h"
+#include "Engine.h"
 
 #include <nlohmann/json.hpp>
 

@@ -9,8 +9,8 @@
 
 #include "Server.h"
 
-#include "../CommandLine.h"
-#include "../Engine.h"
+#include "CommandLine.h"
+#include "Engine.h"
 #include "ApiRequests.h"
 
 #include "xfmr-rt/xfmr_runtime.h"

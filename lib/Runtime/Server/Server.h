@@ -13,10 +13,10 @@
 #ifndef XFMR_LIB_RUNTIME_SERVER_SERVER_H
 #define XFMR_LIB_RUNTIME_SERVER_SERVER_H
 
-#include "../Chat.h"
-#include "../Embedder.h"
-#include "../Generator.h"
-#include "../Tokenizer.h"
+#include "Chat.h"
+#include "Embedder.h"
+#include "Generator.h"
+#include "Tokenizers/Tokenizer.h"
 
 #include <string>
 

@@ -7,11 +7,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TokenizerPipeline.h"
+#include "Tokenizers/TokenizerPipeline.h"
 
 #include "CommandLine.h"
-#include "Regex.h"
-#include "Unicode.h"
+#include "Tokenizers/Regex.h"
+#include "Tokenizers/Unicode.h"
 
 #include <algorithm>
 #include <array>

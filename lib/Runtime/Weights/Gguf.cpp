@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Gguf.h"
+#include "Weights/Gguf.h"
 
 #include "CommandLine.h"
 #include "Json.h"

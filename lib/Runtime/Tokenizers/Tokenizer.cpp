@@ -6,15 +6,15 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Tokenizer.h"
+#include "Tokenizers/Tokenizer.h"
 
 #include "xfmr-rt/xfmr_runtime.h"
 
 #include "CommandLine.h"
-#include "Gguf.h"
+#include "Weights/Gguf.h"
 #include "RuntimeSupport.h"
-#include "TokenizerModels.h"
-#include "Unicode.h"
+#include "Tokenizers/TokenizerModels.h"
+#include "Tokenizers/Unicode.h"
 
 #include <algorithm>
 #include <fstream>

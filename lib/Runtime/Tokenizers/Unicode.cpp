@@ -1,6 +1,6 @@
 //===- Unicode.cpp - UTF-8 and the character data tokenizers need --------===//
 
-#include "Unicode.h"
+#include "Tokenizers/Unicode.h"
 
 #include "CommandLine.h"
 
@@ -23,7 +23,7 @@ template <size_t Width> struct CodePointMapping {
   uint32_t to[Width]; // 0-padded
 };
 
-#include "UnicodeTables.inc"
+#include "Tokenizers/UnicodeTables.inc"
 
 template <size_t N> bool inRanges(const CodePointRange (&ranges)[N], uint32_t cp) {
   auto it =

@@ -8,11 +8,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TokenizerPipeline.h"
+#include "Tokenizers/TokenizerPipeline.h"
 
 #include "CommandLine.h"
-#include "TokenizerModels.h"
-#include "Unicode.h"
+#include "Tokenizers/TokenizerModels.h"
+#include "Tokenizers/Unicode.h"
 
 #include <sstream>
 

@@ -9,7 +9,7 @@
 #define XFMR_LIB_RUNTIME_TOKENIZERMODELS_H
 
 #include "Json.h"
-#include "Tokenizer.h"
+#include "Tokenizers/Tokenizer.h"
 
 namespace xfmr::rt {
 

@@ -1,6 +1,6 @@
 //===- Regex.cpp - PCRE2 regular expressions for tokenizers ---------------===//
 
-#include "Regex.h"
+#include "Tokenizers/Regex.h"
 
 #include "CommandLine.h"
 

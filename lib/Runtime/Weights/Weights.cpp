@@ -12,7 +12,7 @@
 #include "xfmr-rt/xfmr_runtime.h"
 
 #include "CommandLine.h"
-#include "Gguf.h"
+#include "Weights/Gguf.h"
 #include "Json.h"
 #include "RuntimeSupport.h"
 

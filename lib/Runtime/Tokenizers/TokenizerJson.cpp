@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TokenizerPipeline.h"
+#include "Tokenizers/TokenizerPipeline.h"
 
 #include "CommandLine.h"
-#include "TokenizerModels.h"
+#include "Tokenizers/TokenizerModels.h"
 
 #include <algorithm>
 

@@ -16,8 +16,8 @@
 #include "xfmr-rt/xfmr_runtime.h"
 
 #include "CommandLine.h"
-#include "TokenizerModels.h"
-#include "Unicode.h"
+#include "Tokenizers/TokenizerModels.h"
+#include "Tokenizers/Unicode.h"
 
 #include <sentencepiece_processor.h>
 

@@ -10,7 +10,7 @@
 
 #include "xfmr-rt/xfmr_runtime.h"
 
-#include "Gguf.h"
+#include "Weights/Gguf.h"
 #include "Json.h"
 #include "RuntimeSupport.h"
 

@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "TokenizerPipeline.h"
+#include "Tokenizers/TokenizerPipeline.h"
 
 #include "CommandLine.h"
-#include "Unicode.h"
+#include "Tokenizers/Unicode.h"
 
 #include <array>
 

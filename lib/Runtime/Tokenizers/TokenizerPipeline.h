@@ -15,8 +15,8 @@
 
 #include "CommandLine.h"
 #include "Json.h"
-#include "Regex.h"
-#include "Tokenizer.h"
+#include "Tokenizers/Regex.h"
+#include "Tokenizers/Tokenizer.h"
 
 #include <memory>
 #include <string>
