@@ -43,8 +43,8 @@ int main(int argc, char **argv) {
       logits = i;
   }
   char err[512];
-  xfmr_model_weights *weights = xfmr_model_weights_load(model_manifest, argv[1], args, err,
-                                                        sizeof(err));
+  xfmr_model_weights *weights =
+      xfmr_model_weights_load(model_manifest, argv[1], args, err, sizeof(err));
   if (!weights) {
     fprintf(stderr, "error: %s\n", err);
     return 1;

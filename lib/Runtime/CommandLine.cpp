@@ -93,8 +93,7 @@ const char *const xfmr::rt::kServerHelp =
     "                        --batch, at most that)\n"
     "  --queue N             requests waiting before 429 (default 64)\n";
 
-bool xfmr::rt::parseServerFlag(int argc, char **argv, int &i, bool &serve,
-                               ServerOptions &options) {
+bool xfmr::rt::parseServerFlag(int argc, char **argv, int &i, bool &serve, ServerOptions &options) {
   std::string arg = argv[i], v;
   if (arg == "--serve") {
     serve = true;

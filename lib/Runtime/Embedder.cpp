@@ -61,8 +61,8 @@ Embedder::embed(const std::vector<std::vector<int32_t>> &sequences) {
       // Rows past the last sequence attend to one padding token.
       const std::vector<int32_t> *sequence =
           first + b < sequences.size() ? &sequences[first + b] : nullptr;
-      if (sequence && (sequence->empty() ||
-                       static_cast<int64_t>(sequence->size()) > sequenceLength))
+      if (sequence &&
+          (sequence->empty() || static_cast<int64_t>(sequence->size()) > sequenceLength))
         fail("internal error: a sequence of " + std::to_string(sequence->size()) + " tokens");
       size_t length = sequence ? sequence->size() : 1;
       for (size_t t = 0; t < length; ++t) {

@@ -148,8 +148,8 @@ void Engine::choose(int64_t s, float *row) {
       ++counts[id];
     for (int64_t v = 0; v < vocab; ++v)
       if (counts[v])
-        row[v] -= static_cast<float>(settings.frequencyPenalty * counts[v] +
-                                     settings.presencePenalty);
+        row[v] -=
+            static_cast<float>(settings.frequencyPenalty * counts[v] + settings.presencePenalty);
   }
   GeneratedToken token;
   token.id = slot.sampler->sample(row, vocab, history);
@@ -162,8 +162,9 @@ void Engine::choose(int64_t s, float *row) {
     std::vector<int32_t> order(vocab);
     std::iota(order.begin(), order.end(), 0);
     size_t count = std::min<size_t>(settings.topLogprobs, vocab);
-    std::partial_sort(order.begin(), order.begin() + count, order.end(),
-                      [&](int32_t a, int32_t b) { return row[a] != row[b] ? row[a] > row[b] : a < b; });
+    std::partial_sort(order.begin(), order.begin() + count, order.end(), [&](int32_t a, int32_t b) {
+      return row[a] != row[b] ? row[a] > row[b] : a < b;
+    });
     for (size_t i = 0; i < count; ++i)
       token.top.push_back({order[i], row[order[i]] - shift});
   }

@@ -63,9 +63,9 @@ void applyTokenRules(const Manifest &rules, T *scores, int64_t vocab, size_t len
   for (int64_t token : rules.suppressedTokenIds)
     if (token < vocab)
       scores[token] = never;
-  int64_t forced = length == 1                              ? rules.forcedBosTokenId
+  int64_t forced = length == 1                             ? rules.forcedBosTokenId
                    : length + 1 == maxLength && !ignoreEos ? rules.forcedEosTokenId
-                                                            : -1;
+                                                           : -1;
   if (forced < 0 || forced >= vocab)
     return;
   std::fill(scores, scores + vocab, never);

@@ -8,16 +8,16 @@
 
 #include "xfmr-rt/xfmr_runtime.h"
 
-#include "Generator.h"
 #include "Chat.h"
 #include "CommandLine.h"
 #include "Engine.h"
-#include "Server/Server.h"
+#include "Generator.h"
 #include "ModelWeights.h"
 #include "RuntimeSupport.h"
 #include "Sampler.h"
-#include "Tokenizers/Tokenizer.h"
+#include "Server/Server.h"
 #include "TokenizerCommand.h"
+#include "Tokenizers/Tokenizer.h"
 #include "Tokenizers/Unicode.h"
 
 #include <algorithm>
@@ -38,9 +38,9 @@
 using namespace xfmr::rt;
 
 xfmr_generator::xfmr_generator(const char *encodeManifest, void (*encodeEntry)(void **),
-                             const char *prefillManifest, void (*prefillEntry)(void **),
-                             const char *decodeManifest, void (*decodeEntry)(void **),
-                             const std::string &weightsPath, bool mapWeights) {
+                               const char *prefillManifest, void (*prefillEntry)(void **),
+                               const char *decodeManifest, void (*decodeEntry)(void **),
+                               const std::string &weightsPath, bool mapWeights) {
   prefill.manifest = parseManifest(prefillManifest);
   prefill.function = prefillEntry;
   decode.manifest = parseManifest(decodeManifest);
@@ -64,8 +64,7 @@ xfmr_generator::xfmr_generator(const char *encodeManifest, void (*encodeEntry)(v
   for (const auto &entry : weights)
     shared.insert(entry.first);
   weights.merge(loadWeights(prefill.manifest, path, shared, mapWeights, &weightBytes));
-  loadSeconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
+  loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
   bind(prefill);
   bind(decode);
   if (decode.tokens != 1)
@@ -124,8 +123,8 @@ void xfmr_generator::bind(Entry &entry) {
       std::unique_ptr<Buffer> *slot =
           arg.name == "input_ids" || arg.name == "decoder_input_ids"             ? &entry.ids
           : arg.name == "attention_mask" || arg.name == "decoder_attention_mask" ? &entry.mask
-          : arg.name == "positions" ? &entry.positions
-                                    : nullptr;
+          : arg.name == "positions"                                              ? &entry.positions
+                                                                                 : nullptr;
       if (!slot)
         corrupt("is not an input the generator fills");
       *slot = allocate(arg);
@@ -637,9 +636,7 @@ private:
       g->settings.ignoreEos = options.ignoreEos;
       g->settings.keepLogits = !options.saveLogits.empty();
       Sequence &s = sequences[i];
-      g->onToken = [&s, streaming](const GeneratedToken &token) {
-        emit(s, token.text, streaming);
-      };
+      g->onToken = [&s, streaming](const GeneratedToken &token) { emit(s, token.text, streaming); };
       g->onFinish = [&s](const std::string &tail) { emit(s, tail, false); };
       engine.submit(g);
       generations.push_back(std::move(g));

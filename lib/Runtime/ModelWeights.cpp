@@ -660,8 +660,8 @@ struct xfmr_model_weights {
   std::map<std::string, std::unique_ptr<Buffer>> buffers;
 };
 
-xfmr_model_weights *xfmr_model_weights_load(const char *manifestJson, const char *path,
-                                            void **args, char *err, size_t errSize) {
+xfmr_model_weights *xfmr_model_weights_load(const char *manifestJson, const char *path, void **args,
+                                            char *err, size_t errSize) {
   try {
     Manifest manifest = parseManifest(manifestJson);
     std::string source = path && *path ? path : manifest.defaultWeights;

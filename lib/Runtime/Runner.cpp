@@ -12,9 +12,9 @@
 
 #include "CommandLine.h"
 #include "Embedder.h"
-#include "Server/Server.h"
 #include "ModelWeights.h"
 #include "RuntimeSupport.h"
+#include "Server/Server.h"
 #include "TokenFiles.h"
 #include "TokenizerCommand.h"
 

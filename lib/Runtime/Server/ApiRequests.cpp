@@ -78,8 +78,8 @@ void parsePrompt(const json &body, CompletionRequest &request) {
   if (!prompt)
     invalid("prompt", "required");
   const json *single = prompt;
-  if (prompt->is_array() && !prompt->empty() && (prompt->front().is_string() ||
-                                                 prompt->front().is_array())) {
+  if (prompt->is_array() && !prompt->empty() &&
+      (prompt->front().is_string() || prompt->front().is_array())) {
     if (prompt->size() != 1)
       invalid("prompt", "one prompt per request (n choices may be asked for with 'n')");
     single = &prompt->front();
@@ -227,7 +227,8 @@ CompletionRequest xfmr::rt::parseCompletionRequest(const std::string &text, bool
   settings.presencePenalty = number(body, "presence_penalty", -2, 2, 0);
   request.seeded = field(body, "seed") != nullptr;
   settings.seed = static_cast<uint64_t>(integer(body, "seed", INT64_MIN, INT64_MAX, 0));
-  const char *maxKey = field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  const char *maxKey =
+      field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
   request.maxTokensGiven = field(body, maxKey) != nullptr;
   // /v1/completions' default is 16 tokens; a chat's, as long as the context
   // allows (the server bounds it).

@@ -9,9 +9,9 @@
 
 #include "Server.h"
 
+#include "ApiRequests.h"
 #include "CommandLine.h"
 #include "Engine.h"
-#include "ApiRequests.h"
 
 #include "xfmr-rt/xfmr_runtime.h"
 
@@ -313,9 +313,9 @@ std::shared_ptr<Exchange> Server::start(const httplib::Request &req, bool chat) 
     for (size_t i = 0; i < n; ++i) {
       json first = envelope(*x, "chat.completion.chunk");
       first["choices"] = json::array({{{"index", i},
-                                        {"delta", {{"role", "assistant"}, {"content", ""}}},
-                                        {"logprobs", nullptr},
-                                        {"finish_reason", nullptr}}});
+                                       {"delta", {{"role", "assistant"}, {"content", ""}}},
+                                       {"logprobs", nullptr},
+                                       {"finish_reason", nullptr}}});
       x->events.push_back("data: " + dump(first) + "\n\n");
     }
   for (auto &g : x->choices)
@@ -333,7 +333,7 @@ json Server::envelope(const Exchange &x, const char *object) const {
 void Server::queueChunk(Exchange &x, size_t i, bool finished) {
   const Generation &g = *x.choices[i];
   size_t end = g.stopAt != std::string::npos ? g.stopAt
-               : finished ? g.text.size()
+               : finished                    ? g.text.size()
                           : g.text.size() - stopPrefixLength(g.text, g.settings.stops);
   size_t from = std::min(x.textSent[i], end);
   std::string text = g.text.substr(from, end - from);
@@ -452,9 +452,10 @@ void Server::complete(const httplib::Request &req, httplib::Response &res, bool 
   json choices = json::array();
   for (size_t i = 0; i < x->choices.size(); ++i) {
     const Generation &g = *x->choices[i];
-    json choice = {{"index", i},
-                   {"logprobs", x->request.logprobs ? logprobsOf(*x, x->tokens[i], 0) : json(nullptr)},
-                   {"finish_reason", finishReason(g.finish)}};
+    json choice = {
+        {"index", i},
+        {"logprobs", x->request.logprobs ? logprobsOf(*x, x->tokens[i], 0) : json(nullptr)},
+        {"finish_reason", finishReason(g.finish)}};
     if (chat)
       choice["message"] = {{"role", "assistant"}, {"content", visibleText(g)}};
     else
@@ -477,10 +478,10 @@ void Server::route() {
   http.set_logger([this](const httplib::Request &req, const httplib::Response &res) {
     metrics.request(req.path, res.status);
   });
-  http.set_exception_handler([](const httplib::Request &, httplib::Response &res,
-                                std::exception_ptr) {
-    sendError(res, {500, "internal error", "", "server_error"});
-  });
+  http.set_exception_handler(
+      [](const httplib::Request &, httplib::Response &res, std::exception_ptr) {
+        sendError(res, {500, "internal error", "", "server_error"});
+      });
   http.set_error_handler([](const httplib::Request &req, httplib::Response &res) {
     if (!res.body.empty())
       return;
@@ -489,7 +490,8 @@ void Server::route() {
     else if (res.status == 413)
       sendError(res, {413, "the body is too large", ""});
     else
-      sendError(res, {res.status, "the request failed (HTTP " + std::to_string(res.status) + ")", ""});
+      sendError(res,
+                {res.status, "the request failed (HTTP " + std::to_string(res.status) + ")", ""});
   });
   http.Get("/health", [](const httplib::Request &, httplib::Response &res) {
     res.set_content("{\"status\":\"ok\"}", "application/json");
@@ -502,19 +504,17 @@ void Server::route() {
     if (!authorized(req, res))
       return;
     json entry = {{"id", model.name}, {"object", "model"}, {"created", 0}, {"owned_by", "xfmr"}};
-    res.set_content(dump({{"object", "list"}, {"data", json::array({entry})}}),
-                    "application/json");
+    res.set_content(dump({{"object", "list"}, {"data", json::array({entry})}}), "application/json");
   });
   if (engine) {
     http.Post("/v1/completions", [this](const httplib::Request &req, httplib::Response &res) {
       if (authorized(req, res))
         complete(req, res, false);
     });
-    http.Post("/v1/chat/completions",
-              [this](const httplib::Request &req, httplib::Response &res) {
-                if (authorized(req, res))
-                  complete(req, res, true);
-              });
+    http.Post("/v1/chat/completions", [this](const httplib::Request &req, httplib::Response &res) {
+      if (authorized(req, res))
+        complete(req, res, true);
+    });
   }
   if (model.embedder)
     http.Post("/v1/embeddings", [this](const httplib::Request &req, httplib::Response &res) {
@@ -529,8 +529,7 @@ bool Server::idle() const {
 
 /// Little-endian float32 bytes in base64, as OpenAI's encoding_format.
 std::string base64Floats(const std::vector<float> &values) {
-  static const char digits[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string bytes(reinterpret_cast<const char *>(values.data()), values.size() * sizeof(float));
   std::string out;
   for (size_t i = 0; i < bytes.size(); i += 3) {
@@ -556,10 +555,9 @@ void Server::embed(const httplib::Request &req, httplib::Response &res) {
       throw ApiError{503, "the server is shutting down", "", "server_error"};
     request = parseEmbeddingRequest(req.body);
     if (request.dimensions && request.dimensions != embedder.width())
-      throw ApiError{400,
-                     "the model's embeddings have " + std::to_string(embedder.width()) +
-                         " dimensions",
-                     "dimensions"};
+      throw ApiError{
+          400, "the model's embeddings have " + std::to_string(embedder.width()) + " dimensions",
+          "dimensions"};
     for (size_t i = 0; i < request.inputs.size(); ++i) {
       const EmbeddingRequest::Input &input = request.inputs[i];
       std::string what = "input " + std::to_string(i);
@@ -571,8 +569,8 @@ void Server::embed(const httplib::Request &req, httplib::Response &res) {
       }
       for (int32_t id : ids)
         if (embedder.vocab() && id >= embedder.vocab())
-          throw ApiError{400, what + ": token id " + std::to_string(id) +
-                                  " is outside the vocabulary",
+          throw ApiError{400,
+                         what + ": token id " + std::to_string(id) + " is outside the vocabulary",
                          "input"};
       if (ids.empty() || static_cast<int64_t>(ids.size()) > embedder.tokens())
         throw ApiError{400,
@@ -600,10 +598,10 @@ void Server::embed(const httplib::Request &req, httplib::Response &res) {
   metrics.embedded(tokens);
   json data = json::array();
   for (size_t i = 0; i < embeddings.size(); ++i)
-    data.push_back({{"object", "embedding"},
-                    {"index", i},
-                    {"embedding", request.base64 ? json(base64Floats(embeddings[i]))
-                                                 : json(embeddings[i])}});
+    data.push_back(
+        {{"object", "embedding"},
+         {"index", i},
+         {"embedding", request.base64 ? json(base64Floats(embeddings[i])) : json(embeddings[i])}});
   json body = {{"object", "list"},
                {"data", std::move(data)},
                {"model", model.name},
@@ -618,9 +616,9 @@ int Server::run() {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   route();
-  int port = options.port == 0 ? http.bind_to_any_port(options.host)
+  int port = options.port == 0                               ? http.bind_to_any_port(options.host)
              : http.bind_to_port(options.host, options.port) ? options.port
-                                                              : -1;
+                                                             : -1;
   if (port < 0)
     fail("cannot listen on " + options.host + ":" + std::to_string(options.port));
   std::fprintf(stderr, "serving '%s' on http://%s:%d (%s)\n", model.name.c_str(),
@@ -666,9 +664,7 @@ int Server::run() {
   return 0;
 }
 
-int serve(ServedModel &model, const ServerOptions &options) {
-  return Server(model, options).run();
-}
+int serve(ServedModel &model, const ServerOptions &options) { return Server(model, options).run(); }
 
 } // namespace
 

@@ -11,10 +11,10 @@
 #include "xfmr-rt/xfmr_runtime.h"
 
 #include "CommandLine.h"
-#include "Weights/Gguf.h"
 #include "RuntimeSupport.h"
 #include "Tokenizers/TokenizerModels.h"
 #include "Tokenizers/Unicode.h"
+#include "Weights/Gguf.h"
 
 #include <algorithm>
 #include <fstream>

@@ -12,9 +12,9 @@
 #include "xfmr-rt/xfmr_runtime.h"
 
 #include "CommandLine.h"
-#include "Weights/Gguf.h"
 #include "Json.h"
 #include "RuntimeSupport.h"
+#include "Weights/Gguf.h"
 
 #include <cerrno>
 #include <cstring>
