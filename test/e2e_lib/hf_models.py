@@ -356,30 +356,38 @@ def run_case(args, case):
     return ok
 
 
-def run_sentence_case(args, case):
-    """A sentence-transformers checkpoint: BertModel, pooling, normalize."""
+def sentence_checkpoint(workdir, mode, normalize, seed):
+    """A sentence-transformers checkpoint in workdir/checkpoint: a random
+    BertModel with a WordPiece vocabulary of words w0 ..., `mode` pooling,
+    normalized or not."""
     from sentence_transformers import SentenceTransformer
     from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
-    mode, normalize = SENTENCE_CASES[case]
-    workdir = os.path.join(args.workdir, case)
     base = os.path.join(workdir, "bert")
     directory = os.path.join(workdir, "checkpoint")
     os.makedirs(base, exist_ok=True)
-    generator = torch.Generator().manual_seed(args.seed)
-    rng = np.random.default_rng(args.seed)
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + \
         [f"w{i}" for i in range(SMALL["vocab"] - 5)]
     with open(os.path.join(base, "vocab.txt"), "w") as f:
         f.write("\n".join(vocab) + "\n")
     tf.BertTokenizer(os.path.join(base, "vocab.txt")).save_pretrained(base)
     bert = tf.BertModel(bert_config()).eval()
-    randomize(bert, generator)
+    randomize(bert, torch.Generator().manual_seed(seed))
     bert.save_pretrained(base)
     transformer = Transformer(base, max_seq_length=16)
     modules = [transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode=mode)]
     if normalize:
         modules.append(Normalize())
     SentenceTransformer(modules=modules).save(directory)
+    return directory
+
+
+def run_sentence_case(args, case):
+    """A sentence-transformers checkpoint: BertModel, pooling, normalize."""
+    from sentence_transformers import SentenceTransformer
+    mode, normalize = SENTENCE_CASES[case]
+    workdir = os.path.join(args.workdir, case)
+    directory = sentence_checkpoint(workdir, mode, normalize, args.seed)
+    rng = np.random.default_rng(args.seed)
 
     seq_len = 12
     sources = random_sequences(rng, 5, seq_len, SMALL["vocab"])

@@ -45,6 +45,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from chat_check import checkpoint, report  # noqa: E402
+from hf_models import sentence_checkpoint  # noqa: E402
 
 import openai  # noqa: E402
 
@@ -112,32 +113,19 @@ def greedy(model, ids, new, eos):
     return out, "length"
 
 
-def complete(client, stream=False, **kwargs):
-    """(text, finish_reason, usage) of a completion, streamed or whole."""
+def complete(client, stream=False, chat=False, **kwargs):
+    """(text, finish_reason, usage) of a completion or chat, streamed or whole."""
+    create = client.chat.completions.create if chat else client.completions.create
+    text_of = (lambda c: c.message.content) if chat else (lambda c: c.text)
+    delta_of = (lambda c: c.delta.content or "") if chat else (lambda c: c.text)
     if not stream:
-        r = client.completions.create(model="m", **kwargs)
-        return r.choices[0].text, r.choices[0].finish_reason, r.usage
+        r = create(model="m", **kwargs)
+        return text_of(r.choices[0]), r.choices[0].finish_reason, r.usage
     text, finish, usage = "", None, None
-    for chunk in client.completions.create(model="m", stream=True,
-                                           stream_options={"include_usage": True}, **kwargs):
+    for chunk in create(model="m", stream=True, stream_options={"include_usage": True},
+                        **kwargs):
         if chunk.choices:
-            text += chunk.choices[0].text
-            finish = chunk.choices[0].finish_reason or finish
-        if chunk.usage:
-            usage = chunk.usage
-    return text, finish, usage
-
-
-def chat(client, stream=False, **kwargs):
-    if not stream:
-        r = client.chat.completions.create(model="m", **kwargs)
-        return r.choices[0].message.content, r.choices[0].finish_reason, r.usage
-    text, finish, usage = "", None, None
-    for chunk in client.chat.completions.create(model="m", stream=True,
-                                                stream_options={"include_usage": True},
-                                                **kwargs):
-        if chunk.choices:
-            text += chunk.choices[0].delta.content or ""
+            text += delta_of(chunk.choices[0])
             finish = chunk.choices[0].finish_reason or finish
         if chunk.usage:
             usage = chunk.usage
@@ -169,8 +157,8 @@ def check_greedy(server, model, tokenizer, eos):
                                         return_dict=False)
     want, finish = greedy(model, ids, 10, eos)
     for stream in (False, True):
-        text, got_finish, usage = chat(client, stream, messages=messages, max_tokens=10,
-                                       temperature=0)
+        text, got_finish, usage = complete(client, stream, chat=True, messages=messages,
+                                           max_tokens=10, temperature=0)
         good = (text == tokenizer.decode(want) and got_finish == finish and
                 usage.prompt_tokens == len(ids) and usage.completion_tokens == len(want))
         if not good:
@@ -369,36 +357,13 @@ def load_test(server):
                   f"{'no slot busy' if idle else 'slots still busy'} afterwards")
 
 
-def sentence_checkpoint(directory):
-    """A sentence-transformers checkpoint (a random BERT with a WordPiece
-    vocabulary of words w0 ..., mean pooling, normalized)."""
-    import transformers as tf
-    from hf_models import SMALL, bert_config, randomize
-    from sentence_transformers import SentenceTransformer
-    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling, Transformer
-    base = os.path.join(directory, "bert")
-    os.makedirs(base, exist_ok=True)
-    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + \
-        [f"w{i}" for i in range(SMALL["vocab"] - 5)]
-    with open(os.path.join(base, "vocab.txt"), "w") as f:
-        f.write("\n".join(vocab) + "\n")
-    tf.BertTokenizer(os.path.join(base, "vocab.txt")).save_pretrained(base)
-    bert = tf.BertModel(bert_config()).eval()
-    randomize(bert, torch.Generator().manual_seed(4))
-    bert.save_pretrained(base)
-    transformer = Transformer(base, max_seq_length=16)
-    modules = [transformer, Pooling(transformer.get_embedding_dimension(), pooling_mode="mean"),
-               Normalize()]
-    checkpoint = os.path.join(directory, "checkpoint")
-    SentenceTransformer(modules=modules).save(checkpoint)
-    return checkpoint, SentenceTransformer(checkpoint, device="cpu").double().eval()
-
-
 def check_embeddings(args):
     """/v1/embeddings of a sentence-transformers checkpoint against its own
     encode()."""
     import numpy as np
-    checkpoint, model = sentence_checkpoint(os.path.join(args.workdir, "embeddings"))
+    from sentence_transformers import SentenceTransformer
+    checkpoint = sentence_checkpoint(os.path.join(args.workdir, "embeddings"), "mean", True, 4)
+    model = SentenceTransformer(checkpoint, device="cpu").double().eval()
     encoder = os.path.join(args.workdir, "encoder")
     subprocess.run([args.xfmrc, checkpoint, "--batch=2", "--seq-len=16", "-o", encoder],
                    check=True)
