@@ -91,7 +91,8 @@ const char *const xfmr::rt::kServerHelp =
     "  --api-key KEY         require 'Authorization: Bearer KEY'\n"
     "  --parallel N          requests generated at once (default: the compiled\n"
     "                        --batch, at most that)\n"
-    "  --queue N             requests waiting before 429 (default 64)\n";
+    "  --queue N             requests waiting for a slot before 429 (default 64, at\n"
+    "                        most 1024)\n";
 
 bool xfmr::rt::parseServerFlag(int argc, char **argv, int &i, bool &serve, ServerOptions &options) {
   std::string arg = argv[i], v;
@@ -110,7 +111,7 @@ bool xfmr::rt::parseServerFlag(int argc, char **argv, int &i, bool &serve, Serve
     if (options.parallel < 1)
       fail("flag --parallel needs at least 1 slot, got " + v);
   } else if (flagValue(argc, argv, i, "--queue", v)) {
-    options.queue = parseCount("--queue", v, 1 << 16);
+    options.queue = parseCount("--queue", v, 1024);
   } else {
     return false;
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <numeric>
 
@@ -76,10 +77,44 @@ void Engine::admit() {
   }
 }
 
+void Engine::dropCancelled() {
+  std::vector<std::shared_ptr<Generation>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto cancelled = [](const std::shared_ptr<Generation> &g) { return g->cancelled.load(); };
+    std::copy_if(queue.begin(), queue.end(), std::back_inserter(dropped), cancelled);
+    queue.erase(std::remove_if(queue.begin(), queue.end(), cancelled), queue.end());
+  }
+  for (auto &g : dropped) {
+    g->finish = FinishReason::Cancelled;
+    g->finished = std::chrono::steady_clock::now();
+    if (g->onFinish)
+      g->onFinish("");
+  }
+}
+
+void Engine::abort() {
+  for (int64_t s = 0; s < slots(); ++s)
+    if (running[s].generation)
+      finish(s, FinishReason::Failed);
+  std::deque<std::shared_ptr<Generation>> all;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    all.swap(queue);
+  }
+  for (auto &g : all) {
+    g->finish = FinishReason::Failed;
+    g->finished = std::chrono::steady_clock::now();
+    if (g->onFinish)
+      g->onFinish("");
+  }
+}
+
 bool Engine::step() {
   for (int64_t s = 0; s < slots(); ++s)
     if (running[s].generation && running[s].generation->cancelled)
       finish(s, FinishReason::Cancelled);
+  dropCancelled();
   admit();
   int64_t vocab = generator.vocab;
   bool worked = false;

@@ -72,7 +72,8 @@ void applyTokenRules(const Manifest &rules, T *scores, int64_t vocab, size_t len
   scores[forced] = 0;
 }
 
-enum class FinishReason { Running, EndToken, Stop, Length, ContextFull, Cancelled };
+/// Why a generation ended; Failed: the model call failed (Engine::abort).
+enum class FinishReason { Running, EndToken, Stop, Length, ContextFull, Cancelled, Failed };
 
 /// One generated token.
 struct GeneratedToken {
@@ -126,6 +127,9 @@ public:
   void runUntilIdle();
   /// Waits until a request is queued or running, or `timeout` passes.
   void waitForWork(std::chrono::milliseconds timeout);
+  /// Ends every request queued or running as Failed (after a step threw:
+  /// the slots' state is then unknown).
+  void abort();
 
   int64_t slots() const { return static_cast<int64_t>(running.size()); }
   size_t queued() const;
@@ -143,6 +147,8 @@ private:
   };
 
   void admit();
+  /// Ends the queued requests that were cancelled.
+  void dropCancelled();
   /// Picks slot s's next token from its logits; finishes it if that ends it.
   void choose(int64_t s, float *row);
   void finish(int64_t s, FinishReason reason);

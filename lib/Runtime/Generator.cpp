@@ -825,6 +825,7 @@ private:
            std::to_string(generator.batch));
     ServedModel model{servedModelName(options.weights, generator.prefill.manifest, argv0),
                       *tokenizer, &generator, chatFormat.get()};
+    options.server.threads = options.threads;
     return runServer(model, options.server);
   }
 

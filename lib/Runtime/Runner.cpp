@@ -173,6 +173,7 @@ private:
         options.tokenizer, options.weights, manifest.defaultWeights, ", for the texts embedded");
     ServedModel model{servedModelName(options.weights, manifest, argv0), *tokenizer, nullptr,
                       nullptr, &embedder};
+    options.server.threads = options.threads;
     return runServer(model, options.server);
   }
 

@@ -248,6 +248,7 @@ def check_errors(server):
         "a long prompt": json.dumps({"prompt": "word " * 400}).encode(),
         "max_tokens past the context": b'{"prompt": "hi", "max_tokens": 100000}',
         "not an object": b"[1, 2]",
+        "deeply nested": b'{"prompt": "hi", "x": ' + b"[" * 100000 + b"]" * 100000 + b"}",
     }
     ok, wrong = True, []
     for name, body in bad.items():

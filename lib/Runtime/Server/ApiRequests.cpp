@@ -150,7 +150,18 @@ void parseStops(const json &body, GenerationSettings &settings) {
 
 /// The body as a JSON object.
 json parseBody(const std::string &text) {
-  json body = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // Copying and printing a JSON value recurse: bound the nesting.
+  constexpr int kMaxDepth = 64;
+  bool tooDeep = false;
+  json body = json::parse(
+      text,
+      [&](int depth, json::parse_event_t, json &) {
+        tooDeep |= depth > kMaxDepth;
+        return !tooDeep;
+      },
+      /*allow_exceptions=*/false);
+  if (tooDeep)
+    throw ApiError{400, "the body nests deeper than " + std::to_string(kMaxDepth) + " levels", ""};
   if (body.is_discarded())
     throw ApiError{400, "the body is not valid JSON (UTF-8)", ""};
   if (!body.is_object())

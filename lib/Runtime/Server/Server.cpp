@@ -18,6 +18,9 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <functional>
+#include <future>
+#include <set>
 #include <cinttypes>
 #include <csignal>
 #include <cstdio>
@@ -124,7 +127,9 @@ struct Exchange {
   }
 };
 
-const char *finishReason(FinishReason reason) {
+/// OpenAI's finish_reason; a failed model call is "error", and a running or
+/// cancelled choice has none.
+json finishReason(FinishReason reason) {
   switch (reason) {
   case FinishReason::EndToken:
   case FinishReason::Stop:
@@ -132,10 +137,20 @@ const char *finishReason(FinishReason reason) {
   case FinishReason::Length:
   case FinishReason::ContextFull:
     return "length";
+  case FinishReason::Failed:
+    return "error";
   default:
     return nullptr;
   }
 }
+
+/// Counts a request from its start to the end of its response (a stream's
+/// last byte), so that a shutdown waits for it.
+struct InFlight {
+  explicit InFlight(std::atomic<int> &count) : count(count) { ++count; }
+  ~InFlight() { --count; }
+  std::atomic<int> &count;
+};
 
 /// How many bytes at the end of `text` could begin a stop text, and so are
 /// held back from a stream until the next token tells.
@@ -178,8 +193,15 @@ private:
                   size_t offset) const;
   json usage(const Exchange &x) const;
   json envelope(const Exchange &x, const char *object) const;
-  void stream(const std::shared_ptr<Exchange> &x, httplib::Response &res);
+  void stream(const std::shared_ptr<Exchange> &x, httplib::Response &res,
+              std::shared_ptr<InFlight> counted);
   std::string tokenText(int32_t id) const { return model.tokenizer.decode({id}); }
+
+  /// Runs `task` on the compute thread and waits for it (an embedder's
+  /// batches: the model runs on one thread, with one OpenMP team).
+  void compute(const std::function<void()> &task);
+  /// The compute thread: steps the engine, or runs the tasks given.
+  void computeLoop(const std::atomic<bool> &stopped);
 
   ServedModel &model;
   ServerOptions options;
@@ -187,7 +209,10 @@ private:
   httplib::Server http;
   Metrics metrics;
   std::atomic<bool> draining{false};
-  std::atomic<int> embedding{0}; // requests being embedded
+  std::atomic<int> inFlight{0};
+  std::mutex taskMutex;
+  std::condition_variable taskReady;
+  std::deque<std::packaged_task<void()>> tasks;
   std::atomic<uint64_t> nextId{0};
 };
 
@@ -260,7 +285,8 @@ std::shared_ptr<Exchange> Server::start(const httplib::Request &req, bool chat) 
   settings.maxTokens = std::min(settings.maxTokens, room);
   if (!x->request.seeded)
     settings.seed = std::random_device{}() | (uint64_t(std::random_device{}()) << 32);
-  if (engine->queued() + x->request.n > static_cast<size_t>(options.queue))
+  size_t free = static_cast<size_t>(engine->slots()) - engine->busy();
+  if (engine->queued() + x->request.n > static_cast<size_t>(options.queue) + free)
     throw ApiError{429, "too many requests are waiting: try again later", "", "rate_limit_error"};
   size_t n = static_cast<size_t>(x->request.n);
   x->id = std::string(chat ? "chatcmpl-" : "cmpl-") + std::to_string(++nextId);
@@ -318,8 +344,13 @@ std::shared_ptr<Exchange> Server::start(const httplib::Request &req, bool chat) 
                                        {"finish_reason", nullptr}}});
       x->events.push_back("data: " + dump(first) + "\n\n");
     }
-  for (auto &g : x->choices)
-    engine->submit(g);
+  try {
+    for (auto &g : x->choices)
+      engine->submit(g);
+  } catch (const Failure &failure) {
+    x->cancel();
+    throw ApiError{400, failure.message, chat ? "messages" : "prompt"};
+  }
   return x;
 }
 
@@ -408,14 +439,22 @@ json Server::logprobsOf(const Exchange &x, const std::vector<GeneratedToken> &to
           {"text_offset", offsets}};
 }
 
-void Server::stream(const std::shared_ptr<Exchange> &x, httplib::Response &res) {
+void Server::stream(const std::shared_ptr<Exchange> &x, httplib::Response &res,
+                    std::shared_ptr<InFlight> counted) {
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
       [x](size_t, httplib::DataSink &sink) {
         std::unique_lock<std::mutex> lock(x->mutex);
-        x->changed.wait_for(lock, std::chrono::milliseconds(200),
-                            [&] { return !x->events.empty() || x->unfinished == 0; });
+        bool ready = x->changed.wait_for(lock, std::chrono::milliseconds(200), [&] {
+          return !x->events.empty() || x->unfinished == 0;
+        });
+        // A comment while nothing comes (queued, or reading a long prompt):
+        // writing it is how a client that went away is noticed.
+        if (!ready) {
+          lock.unlock();
+          return sink.write(": \n\n", 4);
+        }
         while (!x->events.empty()) {
           std::string event = std::move(x->events.front());
           x->events.pop_front();
@@ -432,13 +471,14 @@ void Server::stream(const std::shared_ptr<Exchange> &x, httplib::Response &res) 
         return sink.is_writable();
       },
       // A client gone before the end frees its slots.
-      [x](bool success) {
+      [x, counted](bool success) {
         if (!success)
           x->cancel();
       });
 }
 
 void Server::complete(const httplib::Request &req, httplib::Response &res, bool chat) {
+  auto counted = std::make_shared<InFlight>(inFlight);
   std::shared_ptr<Exchange> x;
   try {
     x = start(req, chat);
@@ -446,9 +486,12 @@ void Server::complete(const httplib::Request &req, httplib::Response &res, bool 
     return sendError(res, e);
   }
   if (x->request.stream)
-    return stream(x, res);
+    return stream(x, res, std::move(counted));
   std::unique_lock<std::mutex> lock(x->mutex);
   x->changed.wait(lock, [&] { return x->unfinished == 0; });
+  for (const auto &g : x->choices)
+    if (g->finish == FinishReason::Failed)
+      return sendError(res, {500, "the model failed (see the server's log)", "", "server_error"});
   json choices = json::array();
   for (size_t i = 0; i < x->choices.size(); ++i) {
     const Generation &g = *x->choices[i];
@@ -473,10 +516,14 @@ void Server::route() {
   http.set_payload_max_length(options.maxBodyBytes);
   // Every request holds a worker while it runs: one per slot and queued
   // request, and a few for /health and /metrics.
-  size_t workers = static_cast<size_t>((engine ? engine->slots() : 1) + options.queue + 4);
+  size_t workers =
+      std::min<size_t>(256, static_cast<size_t>((engine ? engine->slots() : 1) + options.queue + 4));
   http.new_task_queue = [workers] { return new httplib::ThreadPool(workers); };
   http.set_logger([this](const httplib::Request &req, const httplib::Response &res) {
-    metrics.request(req.path, res.status);
+    static const std::set<std::string> routes = {"/health", "/metrics", "/v1/models",
+                                                 "/v1/completions", "/v1/chat/completions",
+                                                 "/v1/embeddings"};
+    metrics.request(routes.count(req.path) ? req.path : "other", res.status);
   });
   http.set_exception_handler(
       [](const httplib::Request &, httplib::Response &res, std::exception_ptr) {
@@ -493,7 +540,9 @@ void Server::route() {
       sendError(res,
                 {res.status, "the request failed (HTTP " + std::to_string(res.status) + ")", ""});
   });
-  http.Get("/health", [](const httplib::Request &, httplib::Response &res) {
+  http.Get("/health", [this](const httplib::Request &, httplib::Response &res) {
+    if (draining)
+      return sendError(res, {503, "the server is shutting down", "", "server_error"});
     res.set_content("{\"status\":\"ok\"}", "application/json");
   });
   http.Get("/metrics", [this](const httplib::Request &req, httplib::Response &res) {
@@ -523,8 +572,46 @@ void Server::route() {
     });
 }
 
-bool Server::idle() const {
-  return embedding == 0 && (!engine || (engine->busy() == 0 && engine->queued() == 0));
+bool Server::idle() const { return inFlight == 0; }
+
+void Server::compute(const std::function<void()> &task) {
+  std::packaged_task<void()> packaged(task);
+  std::future<void> done = packaged.get_future();
+  {
+    std::lock_guard<std::mutex> lock(taskMutex);
+    tasks.push_back(std::move(packaged));
+  }
+  taskReady.notify_one();
+  done.get();
+}
+
+void Server::computeLoop(const std::atomic<bool> &stopped) {
+  setThreads(options.threads);
+  if (engine)
+    model.generator->warmUp();
+  while (!stopped) {
+    if (!engine) {
+      std::unique_lock<std::mutex> lock(taskMutex);
+      if (!taskReady.wait_for(lock, std::chrono::milliseconds(100),
+                              [&] { return !tasks.empty(); }))
+        continue;
+      std::packaged_task<void()> task = std::move(tasks.front());
+      tasks.pop_front();
+      lock.unlock();
+      task();
+      continue;
+    }
+    engine->waitForWork(std::chrono::milliseconds(100));
+    try {
+      engine->step();
+    } catch (const std::exception &e) {
+      std::fprintf(stderr, "error: %s\n", e.what());
+      engine->abort();
+    } catch (const Failure &failure) {
+      std::fprintf(stderr, "error: %s\n", failure.message.c_str());
+      engine->abort();
+    }
+  }
 }
 
 /// Little-endian float32 bytes in base64, as OpenAI's encoding_format.
@@ -547,6 +634,7 @@ std::string base64Floats(const std::vector<float> &values) {
 }
 
 void Server::embed(const httplib::Request &req, httplib::Response &res) {
+  InFlight counted(inFlight);
   std::vector<std::vector<int32_t>> sequences;
   EmbeddingRequest request;
   Embedder &embedder = *model.embedder;
@@ -567,8 +655,9 @@ void Server::embed(const httplib::Request &req, httplib::Response &res) {
       } catch (const Failure &failure) {
         throw ApiError{400, failure.message, "input"};
       }
+      int64_t vocab = embedder.vocab() ? embedder.vocab() : model.tokenizer.size();
       for (int32_t id : ids)
-        if (embedder.vocab() && id >= embedder.vocab())
+        if (id >= vocab)
           throw ApiError{400,
                          what + ": token id " + std::to_string(id) + " is outside the vocabulary",
                          "input"};
@@ -584,14 +673,7 @@ void Server::embed(const httplib::Request &req, httplib::Response &res) {
     return sendError(res, e);
   }
   std::vector<std::vector<float>> embeddings;
-  ++embedding;
-  try {
-    embeddings = embedder.embed(sequences);
-  } catch (...) {
-    --embedding;
-    throw;
-  }
-  --embedding;
+  compute([&] { embeddings = embedder.embed(sequences); });
   size_t tokens = 0;
   for (const auto &sequence : sequences)
     tokens += sequence.size();
@@ -630,31 +712,23 @@ int Server::run() {
   std::fflush(stderr);
 
   std::atomic<bool> stopped{false};
-  std::thread engineThread([&] {
-    while (engine && !stopped) {
-      engine->waitForWork(std::chrono::milliseconds(100));
-      try {
-        engine->step();
-      } catch (const Failure &failure) {
-        std::fprintf(stderr, "error: %s\n", failure.message.c_str());
-      }
-    }
-  });
+  std::thread computeThread([&] { computeLoop(stopped); });
   std::thread signalThread([&] {
     int signal = 0;
     sigwait(&signals, &signal);
     if (stopped)
       return;
-    // Drain: refuse new requests, finish those queued or running.
+    // Drain: refuse new requests, finish those running and queued, then
+    // stop listening (once listening began: a stop before is lost).
     draining = true;
     std::fprintf(stderr, "stopping: finishing the requests running and queued\n");
-    while (!idle())
+    while ((!idle() || !http.is_running()) && !stopped)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     http.stop();
   });
   bool listened = http.listen_after_bind();
   stopped = true;
-  engineThread.join();
+  computeThread.join();
   // Listening failed before a signal: wake the signal thread.
   if (!draining)
     pthread_kill(signalThread.native_handle(), SIGTERM);

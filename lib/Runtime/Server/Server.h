@@ -29,6 +29,7 @@ struct ServerOptions {
   int64_t parallel = 0; // slots; 0: the compiled batch
   int64_t queue = 64;   // requests waiting for a slot before 429
   size_t maxBodyBytes = 1 << 20;
+  int threads = 0; // the model's OpenMP threads (0: OMP_NUM_THREADS or all cores)
 };
 
 /// Whether argv[i] is a flag of the server (--serve, --host, --port,
