@@ -6,12 +6,12 @@
  *      -lstdc++ -lm -L/usr/lib/llvm-22/lib -lomp -o generate
  *   ./generate CHECKPOINT "prompt" 20
  *
- * Tokenizes the prompt with the checkpoint's tokenizer and feeds it through
- * the prefill entry (an encoder-decoder encodes it instead and starts the
- * decoder from its start token), then decodes greedily, one step a token,
- * up to the end-of-sequence token or N tokens, and prints the text (a
- * decoder's after its prompt), as the generator executable does with
- * --temp 0. */
+ * Tokenizes the prompt with the checkpoint's tokenizer and submits it to the
+ * engine (an encoder-decoder encodes it instead and starts the decoder from
+ * its start token), which reads it through the prefill entry and decodes
+ * greedily up to the end-of-sequence token or N tokens; prints the text as
+ * it comes (a decoder's after its prompt), as the generator executable does
+ * with --temp 0. */
 
 #include "model.h"
 #include "xfmr-rt/xfmr_runtime.h"
@@ -25,6 +25,14 @@ static void die(const char *what, const char *message) {
   exit(1);
 }
 
+/* Prints each token's text as the engine generates it. */
+static void print_token(void *user, int32_t token, const char *text, size_t length) {
+  (void)user;
+  (void)token;
+  fwrite(text, 1, length, stdout);
+}
+
+#ifndef MODEL_ENCODE_NUM_ARGS
 /* Prints the text of ids[0 .. count). */
 static void print_text(const xfmr_tokenizer *tokenizer, const int32_t *ids, size_t count) {
   size_t length = xfmr_tokenizer_decode(tokenizer, ids, count, NULL, 0);
@@ -33,6 +41,7 @@ static void print_text(const xfmr_tokenizer *tokenizer, const int32_t *ids, size
   fwrite(text, 1, length, stdout);
   free(text);
 }
+#endif
 
 int main(int argc, char **argv) {
   if (argc != 4) {
@@ -56,7 +65,7 @@ int main(int argc, char **argv) {
 #endif
   if (!generator)
     die(checkpoint, err);
-  int64_t batch = xfmr_generator_batch(generator), vocab = xfmr_generator_vocab(generator);
+  int64_t batch = xfmr_generator_batch(generator);
 
   size_t capacity = (size_t)xfmr_generator_context(generator);
   int32_t *tokens = malloc((capacity + 1) * sizeof(int32_t));
@@ -84,30 +93,25 @@ int main(int argc, char **argv) {
   print_text(tokenizer, tokens, promptLength);
 #endif
 
-  float *logits = malloc((size_t)vocab * sizeof(float));
-  if (xfmr_generator_append(generator, 0, tokens, promptLength, logits, err, sizeof(err)))
+  xfmr_engine *engine = xfmr_engine_create(generator, tokenizer, 1);
+  xfmr_generation_settings greedy = xfmr_generation_settings_defaults();
+  greedy.sampling.temperature = 0;
+  greedy.max_tokens = steps;
+  xfmr_generation *generation = xfmr_engine_submit(engine, tokens, promptLength, &greedy,
+                                                   print_token, NULL, err, sizeof(err));
+  if (!generation)
     die("prompt", err);
-  xfmr_sampling greedy = xfmr_sampling_defaults();
-  greedy.temperature = 0;
-  xfmr_sampler *sampler = xfmr_sampler_create(&greedy, 0);
-  size_t length = promptLength;
-  for (int step = 0; step < steps; ++step) {
-    int32_t next = xfmr_sampler_sample(sampler, logits, vocab, tokens, length);
-    if (xfmr_generator_is_end_token(generator, next))
-      break;
-    tokens[length++] = next;
-    if (step + 1 == steps || length == capacity)
-      break;
-    if (xfmr_generator_step(generator, &next, NULL, logits, err, sizeof(err)))
-      die("decode", err);
+  int status;
+  while ((status = xfmr_engine_step(engine, err, sizeof(err))) > 0) {
   }
-  print_text(tokenizer, tokens + promptLength, length - promptLength);
+  if (status < 0)
+    die("generation", err);
   printf("\n");
 
-  xfmr_sampler_free(sampler);
+  xfmr_generation_free(generation);
+  xfmr_engine_free(engine);
   xfmr_generator_free(generator);
   xfmr_tokenizer_free(tokenizer);
   free(tokens);
-  free(logits);
   return 0;
 }

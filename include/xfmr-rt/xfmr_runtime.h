@@ -315,6 +315,68 @@ int xfmr_generator_step(xfmr_generator *generator, const int32_t *tokens, const 
 /* Tokens in sequence `sequence`'s cache. */
 int64_t xfmr_generator_length(const xfmr_generator *generator, int64_t sequence);
 
+/* The engine: requests generated together over a generator's batch rows
+ * (slots), each admitted into a free slot, its prompt read a chunk at a time
+ * beside the others' decode steps; a request's tokens do not depend on what
+ * runs beside it. The command line and the server (--serve) run on it. */
+typedef struct xfmr_engine xfmr_engine;
+typedef struct xfmr_generation xfmr_generation;
+
+typedef struct xfmr_generation_settings {
+  xfmr_sampling sampling;
+  uint64_t seed;
+  int64_t max_tokens;
+  const char *const *stops; /* texts that end the generation where they appear */
+  size_t stop_count;
+  int ignore_eos;
+} xfmr_generation_settings;
+
+/* The command line's defaults: its sampling, seed 0, 128 tokens, no stops. */
+xfmr_generation_settings xfmr_generation_settings_defaults(void);
+
+/* An engine over `generator` (which must outlive it) using `slots` of its
+ * batch rows (0: all), decoding text with `tokenizer` (NULL: the text of a
+ * token is " <id>"). */
+xfmr_engine *xfmr_engine_create(xfmr_generator *generator, const xfmr_tokenizer *tokenizer,
+                                int64_t slots);
+void xfmr_engine_free(xfmr_engine *engine);
+/* Queues a generation after `prompt` (an encoder-decoder's: its decoder
+ * start token, after xfmr_generator_encode); `on_token` (may be NULL) is
+ * called from xfmr_engine_step with each token and the text it adds, and at
+ * the end with token -1 and any text held back (an incomplete character). NULL
+ * with a message if the prompt is empty, past the context or outside the
+ * vocabulary. */
+xfmr_generation *xfmr_engine_submit(xfmr_engine *engine, const int32_t *prompt, size_t length,
+                                    const xfmr_generation_settings *settings,
+                                    void (*on_token)(void *user, int32_t token, const char *text,
+                                                     size_t text_length),
+                                    void *user, char *err, size_t err_size);
+/* Admits, reads one chunk of the prompts, takes one decode step: 1 if it
+ * did work, 0 if nothing is queued or running, -1 with a message if the
+ * model failed (every generation then ends as XFMR_FINISH_FAILED). */
+int xfmr_engine_step(xfmr_engine *engine, char *err, size_t err_size);
+
+typedef enum xfmr_finish {
+  XFMR_FINISH_RUNNING = 0,
+  XFMR_FINISH_END_TOKEN = 1,
+  XFMR_FINISH_STOP = 2,
+  XFMR_FINISH_LENGTH = 3,
+  XFMR_FINISH_CONTEXT_FULL = 4,
+  XFMR_FINISH_CANCELLED = 5,
+  XFMR_FINISH_FAILED = 6,
+} xfmr_finish;
+
+/* Ends the generation at the engine's next step. */
+void xfmr_generation_cancel(xfmr_generation *generation);
+/* Its state, its generated text (through a stop text) and its tokens; read
+ * them on the thread that steps the engine. The text and token functions
+ * return the full length, writing up to `capacity`. */
+xfmr_finish xfmr_generation_finish(const xfmr_generation *generation);
+size_t xfmr_generation_text(const xfmr_generation *generation, char *text, size_t capacity);
+size_t xfmr_generation_tokens(const xfmr_generation *generation, int32_t *ids, size_t capacity);
+/* Frees the handle (a running generation is cancelled). */
+void xfmr_generation_free(xfmr_generation *generation);
+
 /* Lets the command lines of generators and encoders serve OpenAI's API
  * (--serve); defined in libxfmr_server.a, which needs -lcpp-httplib. */
 void xfmr_enable_server(void);

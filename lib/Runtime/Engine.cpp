@@ -3,6 +3,7 @@
 #include "Engine.h"
 
 #include "CommandLine.h"
+#include "RuntimeSupport.h"
 
 #include <algorithm>
 #include <cmath>
@@ -236,4 +237,93 @@ void Engine::finish(int64_t s, FinishReason reason) {
   g.finished = std::chrono::steady_clock::now();
   if (g.onFinish)
     g.onFinish(tail);
+}
+
+struct xfmr_engine {
+  Engine engine;
+};
+
+struct xfmr_generation {
+  std::shared_ptr<Generation> generation;
+};
+
+xfmr_generation_settings xfmr_generation_settings_defaults(void) {
+  GenerationSettings defaults;
+  return {defaults.sampling, defaults.seed, defaults.maxTokens, nullptr, 0, 0};
+}
+
+xfmr_engine *xfmr_engine_create(xfmr_generator *generator, const xfmr_tokenizer *tokenizer,
+                                int64_t slots) {
+  return new xfmr_engine{Engine(*generator, tokenizer ? tokenizer->tokenizer.get() : nullptr,
+                                slots)};
+}
+
+void xfmr_engine_free(xfmr_engine *engine) { delete engine; }
+
+xfmr_generation *xfmr_engine_submit(xfmr_engine *engine, const int32_t *prompt, size_t length,
+                                    const xfmr_generation_settings *settings,
+                                    void (*onToken)(void *, int32_t, const char *, size_t),
+                                    void *user, char *err, size_t errSize) {
+  auto g = std::make_shared<Generation>();
+  g->prompt.assign(prompt, prompt + length);
+  GenerationSettings &s = g->settings;
+  s.sampling = settings->sampling;
+  s.seed = settings->seed;
+  s.maxTokens = settings->max_tokens;
+  s.stops.assign(settings->stops, settings->stops + settings->stop_count);
+  s.ignoreEos = settings->ignore_eos != 0;
+  if (onToken) {
+    g->onToken = [onToken, user](const GeneratedToken &token) {
+      onToken(user, token.id, token.text.data(), token.text.size());
+    };
+    g->onFinish = [onToken, user](const std::string &tail) {
+      if (!tail.empty())
+        onToken(user, -1, tail.data(), tail.size());
+    };
+  }
+  try {
+    if (s.maxTokens < 1)
+      fail("max_tokens must be at least 1");
+    engine->engine.submit(g);
+  } catch (const Failure &failure) {
+    setError(err, errSize, failure.message);
+    return nullptr;
+  }
+  return new xfmr_generation{std::move(g)};
+}
+
+int xfmr_engine_step(xfmr_engine *engine, char *err, size_t errSize) {
+  try {
+    return engine->engine.step() ? 1 : 0;
+  } catch (const Failure &failure) {
+    engine->engine.abort();
+    setError(err, errSize, failure.message);
+    return -1;
+  }
+}
+
+void xfmr_generation_cancel(xfmr_generation *generation) {
+  generation->generation->cancelled = true;
+}
+
+xfmr_finish xfmr_generation_finish(const xfmr_generation *generation) {
+  return static_cast<xfmr_finish>(generation->generation->finish);
+}
+
+size_t xfmr_generation_text(const xfmr_generation *generation, char *text, size_t capacity) {
+  const std::string &all = generation->generation->text;
+  std::copy_n(all.data(), std::min(capacity, all.size()), text);
+  return all.size();
+}
+
+size_t xfmr_generation_tokens(const xfmr_generation *generation, int32_t *ids, size_t capacity) {
+  const std::vector<int32_t> &all = generation->generation->generated;
+  std::copy_n(all.data(), std::min(capacity, all.size()), ids);
+  return all.size();
+}
+
+void xfmr_generation_free(xfmr_generation *generation) {
+  if (generation)
+    generation->generation->cancelled = true;
+  delete generation;
 }

@@ -72,7 +72,8 @@ void applyTokenRules(const Manifest &rules, T *scores, int64_t vocab, size_t len
   scores[forced] = 0;
 }
 
-/// Why a generation ended; Failed: the model call failed (Engine::abort).
+/// Why a generation ended (the C API's xfmr_finish, in order); Failed: the
+/// model call failed (Engine::abort).
 enum class FinishReason { Running, EndToken, Stop, Length, ContextFull, Cancelled, Failed };
 
 /// One generated token.

@@ -371,9 +371,6 @@ std::unique_ptr<Tokenizer> xfmr::rt::loadTokenizer(const std::string &directory)
 // C API
 //===----------------------------------------------------------------------===//
 
-struct xfmr_tokenizer {
-  std::unique_ptr<Tokenizer> tokenizer;
-};
 
 xfmr_tokenizer *xfmr_tokenizer_load(const char *directory, char *err, size_t errSize) {
   try {

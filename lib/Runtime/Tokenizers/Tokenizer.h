@@ -137,4 +137,9 @@ std::unique_ptr<Tokenizer> loadTokenizer(const std::string &directory);
 
 } // namespace xfmr::rt
 
+/// The C API's tokenizer.
+struct xfmr_tokenizer {
+  std::unique_ptr<xfmr::rt::Tokenizer> tokenizer;
+};
+
 #endif // XFMR_LIB_RUNTIME_TOKENIZER_H
