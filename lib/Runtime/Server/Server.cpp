@@ -1,9 +1,10 @@
 //===- Server.cpp - the OpenAI-compatible HTTP server ---------------------===//
 //
-// HTTP handlers run on cpp-httplib's thread pool; one engine thread steps
-// the Engine. A request becomes n Generations whose callbacks (on the
-// engine thread) queue server-sent events for the handler's thread, or mark
-// the request complete for a whole response.
+// HTTP handlers run on cpp-httplib's thread pool; one compute thread runs
+// the model (steps the Engine, or an encoder's embedding batches). A
+// completion becomes n Generations whose callbacks (on the compute thread)
+// queue server-sent events for the handler's thread, or mark the request
+// complete for a whole response.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,20 +19,18 @@
 #include <httplib.h>
 
 #include <chrono>
-#include <functional>
-#include <future>
-#include <set>
-#include <cinttypes>
 #include <csignal>
 #include <cstdio>
+#include <functional>
+#include <future>
 #include <map>
 #include <pthread.h>
 #include <random>
+#include <set>
 #include <thread>
 
 using namespace xfmr::rt;
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
