@@ -78,16 +78,18 @@ void Engine::admit() {
   }
 }
 
-void Engine::dropCancelled() {
-  std::vector<std::shared_ptr<Generation>> dropped;
+void Engine::endQueued(bool cancelledOnly, FinishReason reason) {
+  std::vector<std::shared_ptr<Generation>> ended;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    auto cancelled = [](const std::shared_ptr<Generation> &g) { return g->cancelled.load(); };
-    std::copy_if(queue.begin(), queue.end(), std::back_inserter(dropped), cancelled);
-    queue.erase(std::remove_if(queue.begin(), queue.end(), cancelled), queue.end());
+    auto ends = [&](const std::shared_ptr<Generation> &g) {
+      return !cancelledOnly || g->cancelled.load();
+    };
+    std::copy_if(queue.begin(), queue.end(), std::back_inserter(ended), ends);
+    queue.erase(std::remove_if(queue.begin(), queue.end(), ends), queue.end());
   }
-  for (auto &g : dropped) {
-    g->finish = FinishReason::Cancelled;
+  for (auto &g : ended) {
+    g->finish = reason;
     g->finished = std::chrono::steady_clock::now();
     if (g->onFinish)
       g->onFinish("");
@@ -98,24 +100,14 @@ void Engine::abort() {
   for (int64_t s = 0; s < slots(); ++s)
     if (running[s].generation)
       finish(s, FinishReason::Failed);
-  std::deque<std::shared_ptr<Generation>> all;
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    all.swap(queue);
-  }
-  for (auto &g : all) {
-    g->finish = FinishReason::Failed;
-    g->finished = std::chrono::steady_clock::now();
-    if (g->onFinish)
-      g->onFinish("");
-  }
+  endQueued(/*cancelledOnly=*/false, FinishReason::Failed);
 }
 
 bool Engine::step() {
   for (int64_t s = 0; s < slots(); ++s)
     if (running[s].generation && running[s].generation->cancelled)
       finish(s, FinishReason::Cancelled);
-  dropCancelled();
+  endQueued(/*cancelledOnly=*/true, FinishReason::Cancelled);
   admit();
   int64_t vocab = generator.vocab;
   bool worked = false;

@@ -148,8 +148,8 @@ private:
   };
 
   void admit();
-  /// Ends the queued requests that were cancelled.
-  void dropCancelled();
+  /// Ends the queued requests (those cancelled, or all) with `reason`.
+  void endQueued(bool cancelledOnly, FinishReason reason);
   /// Picks slot s's next token from its logits; finishes it if that ends it.
   void choose(int64_t s, float *row);
   void finish(int64_t s, FinishReason reason);
