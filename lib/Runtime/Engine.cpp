@@ -69,6 +69,10 @@ void Engine::admit() {
         continue;
       }
       slot.sampler.emplace(g->settings.sampling, g->settings.seed);
+      slot.history = g->context;
+      slot.history.insert(slot.history.end(), g->prompt.begin(), g->prompt.end());
+      if (g->settings.frequencyPenalty != 0 || g->settings.presencePenalty != 0)
+        slot.counts.assign(generator.vocab, 0);
       if (tokenizer) {
         slot.stream = std::make_shared<DecodeStream>(*tokenizer);
         slot.stream->prime(g->prompt);
@@ -165,27 +169,16 @@ void Engine::choose(int64_t s, float *row) {
   int64_t vocab = generator.vocab;
   if (settings.keepLogits)
     g.logits.insert(g.logits.end(), row, row + vocab);
-  std::vector<int32_t> history = g.context;
-  history.insert(history.end(), g.prompt.begin(), g.prompt.end());
-  history.insert(history.end(), g.generated.begin(), g.generated.end());
-  applyTokenRules(generator.prefill.manifest, row, vocab, history.size(),
+  applyTokenRules(generator.prefill.manifest, row, vocab, slot.history.size(),
                   g.context.size() + g.prompt.size() + settings.maxTokens, settings.ignoreEos);
-  if (settings.frequencyPenalty != 0 || settings.presencePenalty != 0) {
-    std::vector<int64_t> counts(vocab, 0);
-    for (int32_t id : g.generated)
-      ++counts[id];
-    for (int64_t v = 0; v < vocab; ++v)
-      if (counts[v])
-        row[v] -=
-            static_cast<float>(settings.frequencyPenalty * counts[v] + settings.presencePenalty);
-  }
+  for (int64_t v = 0; v < static_cast<int64_t>(slot.counts.size()); ++v)
+    if (slot.counts[v])
+      row[v] -=
+          static_cast<float>(settings.frequencyPenalty * slot.counts[v] + settings.presencePenalty);
   GeneratedToken token;
-  token.id = slot.sampler->sample(row, vocab, history);
+  token.id = slot.sampler->sample(row, vocab, slot.history);
   if (settings.topLogprobs >= 0) {
-    double maximum = *std::max_element(row, row + vocab), sum = 0;
-    for (int64_t v = 0; v < vocab; ++v)
-      sum += std::exp(static_cast<double>(row[v]) - maximum);
-    double shift = maximum + std::log(sum);
+    double shift = logSumExp(row, vocab);
     token.logprob = row[token.id] - shift;
     std::vector<int32_t> order(vocab);
     std::iota(order.begin(), order.end(), 0);
@@ -200,6 +193,9 @@ void Engine::choose(int64_t s, float *row) {
   if (!settings.ignoreEos && std::find(ends.begin(), ends.end(), token.id) != ends.end())
     return finish(s, FinishReason::EndToken);
   g.generated.push_back(token.id);
+  slot.history.push_back(token.id);
+  if (!slot.counts.empty())
+    ++slot.counts[token.id];
   token.text = slot.stream ? slot.stream->step(token.id) : " " + std::to_string(token.id);
   size_t before = g.text.size();
   g.text += token.text;

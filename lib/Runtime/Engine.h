@@ -145,6 +145,10 @@ private:
     size_t promptRead = 0;
     /// The token to feed next (decoding), or -1 while the prompt is read.
     int32_t next = -1;
+    /// Context, prompt and generated tokens, grown a token at a time; how
+    /// often each token was generated (with OpenAI's penalties only).
+    std::vector<int32_t> history;
+    std::vector<int64_t> counts;
   };
 
   void admit();

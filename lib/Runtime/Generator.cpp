@@ -706,10 +706,7 @@ private:
       std::vector<double> scores(vocab);
       for (int64_t b = 0; b < beams; ++b) {
         const float *row = logits.data() + b * vocab;
-        double maximum = *std::max_element(row, row + vocab), sum = 0;
-        for (int64_t v = 0; v < vocab; ++v)
-          sum += std::exp(static_cast<double>(row[v]) - maximum);
-        double shift = maximum + std::log(sum);
+        double shift = logSumExp(row, vocab);
         for (int64_t v = 0; v < vocab; ++v)
           scores[v] = row[v] - shift;
         const std::vector<int32_t> &history = running[b].tokens;

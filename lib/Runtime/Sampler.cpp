@@ -118,6 +118,13 @@ std::vector<float> xfmr::rt::sampledProbabilities(const float *logits, int64_t v
   return probabilities;
 }
 
+double xfmr::rt::logSumExp(const float *logits, int64_t vocab) {
+  double maximum = *std::max_element(logits, logits + vocab), sum = 0;
+  for (int64_t v = 0; v < vocab; ++v)
+    sum += std::exp(static_cast<double>(logits[v]) - maximum);
+  return maximum + std::log(sum);
+}
+
 int32_t Sampler::sample(const float *logits, int64_t vocab, const std::vector<int32_t> &history) {
   std::vector<float> probabilities =
       sampledProbabilities(logits, vocab, settings, history.data(), history.size());

@@ -28,6 +28,10 @@ std::vector<float> sampledProbabilities(const float *logits, int64_t vocab,
                                         const xfmr_sampling &settings, const int32_t *history,
                                         size_t historyLength);
 
+/// log(sum(exp(logits))), computed stably in double: logits minus it are
+/// log-probabilities.
+double logSumExp(const float *logits, int64_t vocab);
+
 class Sampler {
 public:
   Sampler(const xfmr_sampling &settings, uint64_t seed) : settings(settings), rng(seed) {}
