@@ -15,11 +15,11 @@ namespace {
 
 /// A special token of tokenizer_config.json: a string, or an AddedToken
 /// object's content.
-const JsonValue *tokenText(const JsonValue &value) {
-  if (value.isString())
+const Json *tokenText(const Json &value) {
+  if (value.is_string())
     return &value;
-  const JsonValue *content = value.isObject() ? value.get("content") : nullptr;
-  return content && content->isString() ? content : nullptr;
+  const Json *content = value.is_object() ? field(value, "content") : nullptr;
+  return content && content->is_string() ? content : nullptr;
 }
 
 } // namespace
@@ -32,7 +32,7 @@ std::unique_ptr<ChatFormat> ChatFormat::load(const std::string &directory,
                                              const std::string &templateFile) {
   bool gguf = isGgufFile(directory);
   std::string configPath = gguf ? directory : directory + "/tokenizer_config.json";
-  JsonValue config;
+  Json config;
   if (gguf)
     config = ggufTokenizerFile(directory, /*config=*/true);
   else if (!directory.empty() && isRegularFile(configPath))
@@ -45,20 +45,20 @@ std::unique_ptr<ChatFormat> ChatFormat::load(const std::string &directory,
              !directory.empty() && isRegularFile(jinja)) {
     text = readTokenizerFile(jinja);
     source = jinja;
-  } else if (const JsonValue *value = config.isObject() ? config.get("chat_template") : nullptr;
-             value && value->kind != JsonValue::Kind::Null) {
+  } else if (const Json *value = config.is_object() ? field(config, "chat_template") : nullptr;
+             value && !value->is_null()) {
     std::string key = tokenizerFileName(configPath) + ": key 'chat_template'";
     source = configPath;
-    if (value->isString()) {
-      text = value->text;
-    } else if (value->isArray()) {
-      for (const JsonValue &named : value->array) {
-        const JsonValue *name = named.get("name");
-        const JsonValue *body = named.get("template");
-        if (!name || !name->isString() || !body || !body->isString())
+    if (value->is_string()) {
+      text = textOf(*value);
+    } else if (value->is_array()) {
+      for (const Json &named : elements(*value)) {
+        const Json *name = field(named, "name");
+        const Json *body = field(named, "template");
+        if (!name || !name->is_string() || !body || !body->is_string())
           fail(key + ": expected a list of {\"name\": ..., \"template\": ...}");
-        if (name->text == "default")
-          text = body->text;
+        if (textOf(*name) == "default")
+          text = textOf(*body);
       }
       if (text.empty())
         fail(key + ": no template is named 'default'");
@@ -69,11 +69,11 @@ std::unique_ptr<ChatFormat> ChatFormat::load(const std::string &directory,
     return nullptr;
   }
   std::unique_ptr<ChatFormat> format(new ChatFormat(text, source));
-  if (config.isObject())
-    for (const auto &[key, value] : config.object)
+  if (config.is_object())
+    for (const auto &[key, value] : members(config))
       if (key.size() > 6 && key.compare(key.size() - 6, 6, "_token") == 0)
-        if (const JsonValue *token = tokenText(value))
-          format->specialTokens.emplace_back(key, token->text);
+        if (const Json *token = tokenText(value))
+          format->specialTokens.emplace_back(key, textOf(*token));
   return format;
 }
 
@@ -84,32 +84,26 @@ std::unique_ptr<ChatFormat> ChatFormat::fromText(const std::string &text,
 
 std::string ChatFormat::render(const std::vector<ChatMessage> &messages,
                                bool addGenerationPrompt) const {
-  std::string context = "{\"messages\": [";
-  for (size_t i = 0; i < messages.size(); ++i) {
-    context += i ? ", {\"role\": " : "{\"role\": ";
-    appendJsonString(context, messages[i].role);
-    context += ", \"content\": ";
-    appendJsonString(context, messages[i].content);
-    context += "}";
-  }
-  context += std::string("], \"add_generation_prompt\": ") +
-             (addGenerationPrompt ? "true" : "false") + "}";
-  return render(context);
+  OrderedJson context = {{"messages", OrderedJson::array()},
+                         {"add_generation_prompt", addGenerationPrompt}};
+  for (const ChatMessage &message : messages)
+    context["messages"].push_back({{"role", message.role}, {"content", message.content}});
+  return render(std::move(context));
 }
 
 std::string ChatFormat::render(const std::string &contextJson) const {
   std::string error;
-  std::optional<JsonValue> context = parseJson(contextJson, error);
-  if (!context || !context->isObject())
+  std::optional<OrderedJson> context = parseOrderedJson(contextJson, error);
+  if (!context || !context->is_object())
     fail("chat context: " + (context ? std::string("expected a JSON object") : error));
+  return render(std::move(*context));
+}
+
+std::string ChatFormat::render(OrderedJson context) const {
   for (const auto &[name, token] : specialTokens)
-    if (!context->get(name)) {
-      JsonValue value;
-      value.kind = JsonValue::Kind::String;
-      value.text = token;
-      context->object.emplace_back(name, std::move(value));
-    }
-  return chatTemplate->render(*context);
+    if (!field(context, name))
+      context[name] = token;
+  return chatTemplate->render(context);
 }
 
 //===----------------------------------------------------------------------===//

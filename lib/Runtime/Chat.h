@@ -13,6 +13,8 @@
 
 #include "ChatTemplate.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <memory>
 #include <string>
 #include <utility>
@@ -43,6 +45,7 @@ public:
   /// The same from `context`, a JSON object of the template's variables
   /// (messages, tools, ...): the special tokens are added where absent.
   std::string render(const std::string &contextJson) const;
+  std::string render(nlohmann::ordered_json context) const;
 
   /// Where the template was read from.
   std::string source;

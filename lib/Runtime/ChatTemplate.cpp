@@ -83,7 +83,7 @@ struct TemplateError {
   raise("a list of more than " + std::to_string(kMaxItems) + " items");
 }
 
-std::string quoted(std::string_view text) { return "'" + std::string(text) + "'"; }
+std::string singleQuoted(std::string_view text) { return "'" + std::string(text) + "'"; }
 
 //===----------------------------------------------------------------------===//
 // Python's text rules on UTF-8.
@@ -727,7 +727,8 @@ public:
   /// The Python type name, for messages.
   virtual std::string typeName() const = 0;
   virtual Value attribute(const std::string &name) const {
-    return Value::undefined(quoted(typeName() + " object") + " has no attribute " + quoted(name));
+    return Value::undefined(singleQuoted(typeName() + " object") + " has no attribute " +
+                            singleQuoted(name));
   }
   virtual bool isCallable() const { return false; }
   virtual Value call(Renderer &renderer, const CallArgs &args) const;
@@ -747,7 +748,7 @@ struct CallArgs {
 };
 
 Value Object::call(Renderer &, const CallArgs &) const {
-  raise(quoted(typeName()) + " object is not callable");
+  raise(singleQuoted(typeName()) + " object is not callable");
 }
 
 std::string typeName(const Value &v) {
@@ -881,7 +882,7 @@ const Value *Dict::find(const Value &key) const {
 
 void Dict::set(Value key, Value value) {
   if (!isHashable(key))
-    raise("unhashable type: " + quoted(typeName(key)));
+    raise("unhashable type: " + singleQuoted(typeName(key)));
   size_t at = position(key);
   if (at != std::string::npos) {
     entries[at].second = std::move(value);
@@ -991,8 +992,8 @@ bool order(CompareOp op, const Value &a, const Value &b) {
         return order(op, x[i], y[i]);
     return applyOrder(op, x.size(), y.size());
   }
-  raise(std::string(quoted(compareSymbol(op))) + " not supported between instances of " +
-        quoted(typeName(a)) + " and " + quoted(typeName(b)));
+  raise(std::string(singleQuoted(compareSymbol(op))) + " not supported between instances of " +
+        singleQuoted(typeName(a)) + " and " + singleQuoted(typeName(b)));
 }
 
 bool lessThan(const Value &a, const Value &b) { return order(CompareOp::Lt, a, b); }
@@ -1198,33 +1199,26 @@ void appendJsonValue(std::string &out, const Value &v, const JsonStyle &style, u
   raise("Object of type " + typeName(v) + " is not JSON serializable");
 }
 
-Value fromJson(const JsonValue &json) {
-  switch (json.kind) {
-  case JsonValue::Kind::Null:
-    return Value::none();
-  case JsonValue::Kind::Bool:
-    return Value::boolean(json.boolean);
-  case JsonValue::Kind::Number: {
-    bool isFloat = json.text.find_first_of(".eE") != std::string::npos;
-    if (!isFloat)
-      if (std::optional<int64_t> i = json.asInt())
-        return Value::integer(*i);
-    return Value::real(json.asDouble().value_or(std::strtod(json.text.c_str(), nullptr)));
-  }
-  case JsonValue::Kind::String:
-    return Value::string(json.text);
-  case JsonValue::Kind::Array: {
+Value fromJson(const OrderedJson &json) {
+  if (json.is_boolean())
+    return Value::boolean(json.get<bool>());
+  if (std::optional<int64_t> i = asInt(json))
+    return Value::integer(*i);
+  if (json.is_number())
+    return Value::real(json.get<double>());
+  if (json.is_string())
+    return Value::string(json.get<std::string>());
+  if (json.is_array()) {
     std::vector<Value> items;
-    for (const JsonValue &item : json.array)
+    for (const OrderedJson &item : json)
       items.push_back(fromJson(item));
     return Value::list(std::move(items));
   }
-  case JsonValue::Kind::Object: {
+  if (json.is_object()) {
     Dict dict;
-    for (const auto &member : json.object)
-      dict.set(Value::string(member.first), fromJson(member.second));
+    for (const auto &[key, value] : json.items())
+      dict.set(Value::string(key), fromJson(value));
     return Value::dict(std::move(dict));
-  }
   }
   return Value::none();
 }
@@ -1868,14 +1862,14 @@ private:
     case Tok::BlockEnd:
       return "end of statement block";
     case Tok::Name:
-      return quoted(token.text);
+      return singleQuoted(token.text);
     case Tok::String:
       return "a string";
     case Tok::Int:
     case Tok::Float:
       return "a number";
     case Tok::Op:
-      return quoted(token.text);
+      return singleQuoted(token.text);
     case Tok::Eof:
       return "end of template";
     }
@@ -1887,7 +1881,7 @@ private:
   }
   void expectOp(std::string_view op) {
     if (!skipOp(op))
-      unexpected(quoted(op));
+      unexpected(singleQuoted(op));
   }
   void expect(Tok type, const char *what) {
     if (cur().type != type)
@@ -2184,7 +2178,7 @@ private:
       std::string name = cur().text;
       if (name == "true" || name == "false" || name == "none" || name == "True" ||
           name == "False" || name == "None")
-        raise("cannot assign to " + quoted(name));
+        raise("cannot assign to " + singleQuoted(name));
       advance();
       if (withNamespace && target.names.empty() && isOp(".")) {
         advance();
@@ -2657,10 +2651,10 @@ Bound bindArgs(const CallArgs &args, std::initializer_list<const char *> names,
     const std::string &key = keyword.first;
     auto it = std::find_if(names.begin(), names.end(), [&](const char *n) { return key == n; });
     if (it == names.end())
-      raise(what + "() got an unexpected keyword argument " + quoted(key));
+      raise(what + "() got an unexpected keyword argument " + singleQuoted(key));
     size_t index = it - names.begin();
     if (bound[index])
-      raise(what + "() got multiple values for argument " + quoted(key));
+      raise(what + "() got multiple values for argument " + singleQuoted(key));
     bound[index] = keyword.second;
   }
   return bound;
@@ -2670,7 +2664,8 @@ int64_t intArg(const std::optional<Value> &arg, int64_t fallback, const std::str
   if (!arg || arg->isNone())
     return fallback;
   if (!arg->isIntegral())
-    raise(what + ": " + quoted(typeName(*arg)) + " object cannot be interpreted as an integer");
+    raise(what + ": " + singleQuoted(typeName(*arg)) +
+          " object cannot be interpreted as an integer");
   return arg->asInt();
 }
 
@@ -2682,7 +2677,7 @@ std::optional<std::string> strArg(const std::optional<Value> &arg, const std::st
   if (!arg || arg->isNone())
     return std::nullopt;
   if (!arg->isString())
-    raise(what + ": expected a string, not " + quoted(typeName(*arg)));
+    raise(what + ": expected a string, not " + singleQuoted(typeName(*arg)));
   return arg->str();
 }
 
@@ -2698,7 +2693,7 @@ public:
   void set(const std::string &name, Value value) const {
     if (!name.empty() && name[0] == '_')
       raise("chat templates cannot store underscore-prefixed attributes on a namespace, but got " +
-            quoted(name));
+            singleQuoted(name));
     attrs.set(Value::string(name), std::move(value));
   }
   std::string repr(uint32_t depth) const override {
@@ -2755,7 +2750,7 @@ public:
   std::string typeName() const override { return "Macro"; }
   bool isCallable() const override { return true; }
   Value call(Renderer &renderer, const CallArgs &args) const override;
-  std::string repr(uint32_t) const override { return "<Macro " + quoted(name) + ">"; }
+  std::string repr(uint32_t) const override { return "<Macro " + singleQuoted(name) + ">"; }
 
   const Node &node;
   std::string name;
@@ -2878,7 +2873,7 @@ public:
       ns->attrs = Dict();
   }
 
-  std::string run(const JsonValue &context);
+  std::string run(const OrderedJson &context);
 
   /// Where rendering is, for error messages.
   int line = 0;
@@ -2969,13 +2964,13 @@ Value Loop::call(Renderer &renderer, const CallArgs &args) const {
   return Value::string(renderer.loopOver(*node, args.positional[0], outer, depth + 1));
 }
 
-std::string Renderer::run(const JsonValue &context) {
-  if (!context.isObject())
+std::string Renderer::run(const OrderedJson &context) {
+  if (!context.is_object())
     raise("the context must be a JSON object");
   auto globals = std::make_shared<Scope>(nullptr);
   defineGlobals(*globals);
   auto top = std::make_shared<Scope>(globals);
-  for (const auto &[key, value] : context.object)
+  for (const auto &[key, value] : context.items())
     top->vars[key] = fromJson(value);
   std::string out;
   render(program.body, top, out);
@@ -3132,13 +3127,14 @@ Value Renderer::callMacro(const Macro &macro, const CallArgs &args) {
   spend(8);
   ScopePtr closure = macro.closure.lock();
   if (!closure)
-    raise("macro " + quoted(macro.name) + " is called after the scope it was defined in ended");
+    raise("macro " + singleQuoted(macro.name) +
+          " is called after the scope it was defined in ended");
   const Node &node = macro.node;
   auto scope = std::make_shared<Scope>(closure);
   const std::vector<std::string> &params = node.params;
   if (args.positional.size() > params.size() && !node.usesVarargs)
-    raise("macro " + quoted(macro.name) + " takes not more than " + std::to_string(params.size()) +
-          " argument(s)");
+    raise("macro " + singleQuoted(macro.name) + " takes not more than " +
+          std::to_string(params.size()) + " argument(s)");
   std::vector<bool> given(params.size());
   for (size_t i = 0; i < args.positional.size() && i < params.size(); ++i) {
     scope->vars[params[i]] = args.positional[i];
@@ -3150,7 +3146,8 @@ Value Renderer::callMacro(const Macro &macro, const CallArgs &args) {
     if (it != params.end()) {
       size_t index = it - params.begin();
       if (given[index])
-        raise("macro " + quoted(macro.name) + " got multiple values for argument " + quoted(key));
+        raise("macro " + singleQuoted(macro.name) + " got multiple values for argument " +
+              singleQuoted(key));
       scope->vars[key] = value;
       given[index] = true;
     } else if (key == "caller") {
@@ -3158,7 +3155,8 @@ Value Renderer::callMacro(const Macro &macro, const CallArgs &args) {
     } else if (node.usesKwargs) {
       extraKeywords.set(Value::string(key), value);
     } else {
-      raise("macro " + quoted(macro.name) + " takes no keyword argument " + quoted(key));
+      raise("macro " + singleQuoted(macro.name) + " takes no keyword argument " +
+            singleQuoted(key));
     }
   }
   size_t firstDefault = params.size() - node.defaults.size();
@@ -3168,7 +3166,7 @@ Value Renderer::callMacro(const Macro &macro, const CallArgs &args) {
     scope->vars[params[i]] =
         i >= firstDefault
             ? eval(*node.defaults[i - firstDefault], scope)
-            : Value::undefined("parameter " + quoted(params[i]) + " was not provided");
+            : Value::undefined("parameter " + singleQuoted(params[i]) + " was not provided");
   }
   std::vector<Value> extraPositional;
   for (size_t i = params.size(); i < args.positional.size(); ++i)
@@ -3184,7 +3182,7 @@ Value Renderer::call(const Value &callee, const CallArgs &args) {
   if (callee.isUndefined())
     raiseUndefined(callee);
   if (!callee.isObject() || !callee.object().isCallable())
-    raise(quoted(typeName(callee)) + " object is not callable");
+    raise(singleQuoted(typeName(callee)) + " object is not callable");
   return callee.object().call(*this, args);
 }
 
@@ -3314,7 +3312,7 @@ std::string percentFormat(const std::string &format, const Value &args) {
         raise("format requires a mapping");
       const Value *found = mapping->find(std::string_view(format).substr(i + 1, close - i - 1));
       if (!found)
-        raise("KeyError: " + quoted(format.substr(i + 1, close - i - 1)));
+        raise("KeyError: " + singleQuoted(format.substr(i + 1, close - i - 1)));
       keyed = *found;
       i = close + 1;
     }
@@ -3428,7 +3426,8 @@ std::string percentFormat(const std::string &format, const Value &args) {
       out += cFormat(flags, width, precision, conversion, arg);
       break;
     default:
-      raise(std::string("unsupported format character ") + quoted(std::string(1, conversion)));
+      raise(std::string("unsupported format character ") +
+            singleQuoted(std::string(1, conversion)));
     }
   }
   if (!mapping && next < positional.size())
@@ -3483,7 +3482,7 @@ std::string formatWithSpec(const Value &value, const std::string &spec) {
   }
   char type = i < s.size() ? static_cast<char>(s[i++]) : 0;
   if (i != s.size())
-    raise("invalid format specifier " + quoted(spec));
+    raise("invalid format specifier " + singleQuoted(spec));
   if (zero && !align) {
     fill = '0';
     align = '=';
@@ -3492,7 +3491,8 @@ std::string formatWithSpec(const Value &value, const std::string &spec) {
   std::string body, prefix;
   if (value.isString()) {
     if (type && type != 's')
-      raise("unknown format code " + quoted(std::string(1, type)) + " for object of type 'str'");
+      raise("unknown format code " + singleQuoted(std::string(1, type)) +
+            " for object of type 'str'");
     body = value.str();
     if (precision) {
       std::vector<uint32_t> points = codePoints(body);
@@ -3528,7 +3528,8 @@ std::string formatWithSpec(const Value &value, const std::string &spec) {
       appendUtf8(body, static_cast<uint32_t>(magnitude & 0x1FFFFF));
       break;
     default:
-      raise("unknown format code " + quoted(std::string(1, type)) + " for object of type 'int'");
+      raise("unknown format code " + singleQuoted(std::string(1, type)) +
+            " for object of type 'int'");
     }
     if (type != 'c') {
       do {
@@ -3566,7 +3567,8 @@ std::string formatWithSpec(const Value &value, const std::string &spec) {
     } else if (std::strchr("eEfFgG", type)) {
       body = cFormat(flags, std::nullopt, precision.value_or(6), type, Value::real(f));
     } else {
-      raise("unknown format code " + quoted(std::string(1, type)) + " for object of type 'float'");
+      raise("unknown format code " + singleQuoted(std::string(1, type)) +
+            " for object of type 'float'");
     }
     if (!body.empty() && (body[0] == '-' || body[0] == '+' || body[0] == ' ')) {
       prefix = body.substr(0, 1);
@@ -3715,8 +3717,8 @@ Value arithmetic(const std::string &op, const Value &a, const Value &b) {
   }
   if (op == "%" && a.isString())
     return Value::string(percentFormat(a.str(), b));
-  raise("unsupported operand type(s) for " + op + ": " + quoted(typeName(a)) + " and " +
-        quoted(typeName(b)));
+  raise("unsupported operand type(s) for " + op + ": " + singleQuoted(typeName(a)) + " and " +
+        singleQuoted(typeName(b)));
 }
 
 bool contains(const Value &container, const Value &item) {
@@ -3730,12 +3732,12 @@ bool contains(const Value &container, const Value &item) {
                        [&](const Value &v) { return equals(v, item); });
   case Value::Kind::Dict:
     if (!isHashable(item))
-      raise("unhashable type: " + quoted(typeName(item)));
+      raise("unhashable type: " + singleQuoted(typeName(item)));
     return container.entries().find(item) != nullptr;
   case Value::Kind::Undefined:
     return false;
   default:
-    raise("argument of type " + quoted(typeName(container)) + " is not iterable");
+    raise("argument of type " + singleQuoted(typeName(container)) + " is not iterable");
   }
 }
 
@@ -3762,7 +3764,7 @@ Value sliceOf(const Value &object, const Value &startValue, const Value &stopVal
   if (object.isUndefined())
     raiseUndefined(object);
   if (!object.isString() && !(object.isList() && !object.isGenerator()))
-    raise(quoted(typeName(object)) + " object cannot be sliced");
+    raise(singleQuoted(typeName(object)) + " object cannot be sliced");
   auto bound = [](const Value &v) { return v.isNone() || v.isIntegral(); };
   if (!bound(startValue) || !bound(stopValue) || !bound(stepValue))
     raise("slice indices must be integers or None or have an __index__ method");
@@ -3853,7 +3855,7 @@ Value Renderer::evalUncounted(const Expr &expr, const ScopePtr &scope) {
     spend(hops / 4);
     if (value)
       return *value;
-    return Value::undefined(quoted(expr.name) + " is undefined");
+    return Value::undefined(singleQuoted(expr.name) + " is undefined");
   }
   case Expr::Kind::List:
   case Expr::Kind::Tuple: {
@@ -3926,7 +3928,7 @@ Value Renderer::evalUncounted(const Expr &expr, const ScopePtr &scope) {
       return Value::integer(negate ? -v.asInt() : v.asInt());
     }
     raise(std::string("bad operand type for unary ") + (negate ? "-" : "+") + ": " +
-          quoted(typeName(v)));
+          singleQuoted(typeName(v)));
   }
   case Expr::Kind::Not:
     return Value::boolean(!truthy(eval(*expr.subject, scope)));
@@ -4000,8 +4002,8 @@ const std::initializer_list<const char *> kMutatingMethods = {
     "clear",  "update", "popitem", "setdefault", "add",    "discard"};
 
 Value unsafeAttribute(const Value &object, const std::string &name) {
-  return Value::undefined("access to attribute " + quoted(name) + " of " +
-                          quoted(typeName(object)) + " object is unsafe.");
+  return Value::undefined("access to attribute " + singleQuoted(name) + " of " +
+                          singleQuoted(typeName(object)) + " object is unsafe.");
 }
 
 Value callMethod(Renderer &renderer, const Value &self, const std::string &name,
@@ -4032,8 +4034,8 @@ Value Renderer::getAttr(const Value &object, const std::string &name) {
       return *value;
   if (object.isObject())
     return object.object().attribute(name);
-  return Value::undefined(quoted(typeName(object) + " object") + " has no attribute " +
-                          quoted(name));
+  return Value::undefined(singleQuoted(typeName(object) + " object") + " has no attribute " +
+                          singleQuoted(name));
 }
 
 Value Renderer::getItem(const Value &object, const Value &key) {
@@ -4066,7 +4068,7 @@ Value Renderer::getItem(const Value &object, const Value &key) {
         if (index >= 0 && index < length)
           return object.items()[index];
       }
-      return Value::undefined(quoted(typeName(object) + " object") + " has no element " +
+      return Value::undefined(singleQuoted(typeName(object) + " object") + " has no element " +
                               std::to_string(key.asInt()));
     }
   }
@@ -4078,10 +4080,11 @@ Value Renderer::getItem(const Value &object, const Value &key) {
       return *method;
     if (object.isObject())
       return object.object().attribute(key.str());
-    return Value::undefined(quoted(typeName(object) + " object") + " has no attribute " +
-                            quoted(key.str()));
+    return Value::undefined(singleQuoted(typeName(object) + " object") + " has no attribute " +
+                            singleQuoted(key.str()));
   }
-  return Value::undefined(quoted(typeName(object) + " object") + " has no element " + reprOf(key));
+  return Value::undefined(singleQuoted(typeName(object) + " object") + " has no element " +
+                          reprOf(key));
 }
 
 std::vector<Value> Renderer::iterate(const Value &value) {
@@ -4108,7 +4111,7 @@ std::vector<Value> Renderer::iterate(const Value &value) {
     return keys;
   }
   default:
-    raise(quoted(typeName(value)) + " object is not iterable");
+    raise(singleQuoted(typeName(value)) + " object is not iterable");
   }
 }
 
@@ -4348,7 +4351,7 @@ std::string braceFormat(Renderer &renderer, const std::string &format, const Cal
       auto it = std::find_if(args.keywords.begin(), args.keywords.end(),
                              [&](const auto &kw) { return kw.first == name; });
       if (it == args.keywords.end())
-        raise("KeyError: " + quoted(name));
+        raise("KeyError: " + singleQuoted(name));
       value = it->second;
     }
     for (size_t p = nameEnd; p != std::string::npos && p < field.size();) {
@@ -4586,7 +4589,7 @@ Value callMethod(Renderer &renderer, const Value &self, const std::string &name,
       if (!a[0])
         raise("get expected at least 1 argument, got 0");
       if (!isHashable(*a[0]))
-        raise("unhashable type: " + quoted(typeName(*a[0])));
+        raise("unhashable type: " + singleQuoted(typeName(*a[0])));
       const Value *found = dict.find(*a[0]);
       return found ? *found : a[1].value_or(Value::none());
     }
@@ -4652,7 +4655,7 @@ Value lengthOf(const Value &v) {
   default:
     break;
   }
-  raise("object of type " + quoted(typeName(v)) + " has no len()");
+  raise("object of type " + singleQuoted(typeName(v)) + " has no len()");
 }
 
 Value generator(std::vector<Value> items) {
@@ -4866,7 +4869,7 @@ const std::unordered_map<std::string, FilterFunction> &filterTable() {
          if (v.kind() == Value::Kind::Float)
            return Value::real(std::fabs(v.asDouble()));
          if (!v.isIntegral())
-           raise("bad operand type for abs(): " + quoted(typeName(v)));
+           raise("bad operand type for abs(): " + singleQuoted(typeName(v)));
          if (v.asInt() == INT64_MIN)
            raiseOverflow();
          return Value::integer(std::llabs(v.asInt()));
@@ -4884,8 +4887,8 @@ const std::unordered_map<std::string, FilterFunction> &filterTable() {
          if (v.isObject())
            return v.object().attribute(name);
          (void)r;
-         return Value::undefined(quoted(typeName(v) + " object") + " has no attribute " +
-                                 quoted(name));
+         return Value::undefined(singleQuoted(typeName(v) + " object") + " has no attribute " +
+                                 singleQuoted(name));
        }},
       {"batch",
        [](R &r, const V &v, const A &a) {
@@ -4935,7 +4938,7 @@ const std::unordered_map<std::string, FilterFunction> &filterTable() {
        [](R &r, const V &v, const A &a) {
          Bound b = bindArgs(a, {"case_sensitive", "by", "reverse"}, "dictsort");
          if (!v.isDict())
-           raise("dictsort needs a dict, not " + quoted(typeName(v)));
+           raise("dictsort needs a dict, not " + singleQuoted(typeName(v)));
          std::string by = strArg(b[1], "dictsort").value_or("key");
          if (by != "key" && by != "value")
            raise("You can only sort by either \"key\" or \"value\"");
@@ -5331,7 +5334,7 @@ Value Renderer::filter(const std::string &name, const Value &input, const CallAr
   const auto &table = filterTable();
   auto it = table.find(canonical);
   if (it == table.end())
-    raise("no filter named " + quoted(name));
+    raise("no filter named " + singleQuoted(name));
   return it->second(*this, input, args);
 }
 
@@ -5345,17 +5348,17 @@ bool Renderer::test(const std::string &name, const Value &v, const CallArgs &arg
   for (const Value &arg : args.positional)
     spend(cost(arg));
   auto argument = [&]() -> Value {
-    Bound b = bindArgs(args, {"other"}, "test " + quoted(name));
+    Bound b = bindArgs(args, {"other"}, "test " + singleQuoted(name));
     if (!b[0])
-      raise("test " + quoted(name) + " takes one argument");
+      raise("test " + singleQuoted(name) + " takes one argument");
     return *b[0];
   };
-  auto noArguments = [&] { bindArgs(args, {}, "test " + quoted(name)); };
+  auto noArguments = [&] { bindArgs(args, {}, "test " + singleQuoted(name)); };
   auto integer = [&](const char *what) {
     if (v.isUndefined())
       raiseUndefined(v);
     if (!v.isNumber())
-      raise("test " + quoted(what) + " needs a number, not " + quoted(typeName(v)));
+      raise("test " + singleQuoted(what) + " needs a number, not " + singleQuoted(typeName(v)));
   };
   static const std::unordered_map<std::string, std::string> comparisons = {
       {"eq", "=="}, {"equalto", "=="},    {"==", "=="}, {"ne", "!="}, {"!=", "!="},
@@ -5438,7 +5441,7 @@ bool Renderer::test(const std::string &name, const Value &v, const CallArgs &arg
     std::string text = toStr(v);
     return casedAll(text, name == "lower" ? isLowerCase : isUpperCase);
   }
-  raise("no test named " + quoted(name));
+  raise("no test named " + singleQuoted(name));
 }
 
 //===----------------------------------------------------------------------===//
@@ -5513,7 +5516,7 @@ void Renderer::defineGlobals(Scope &globals) {
       raise("range expected 1 to 3 integer arguments");
     for (const Value &arg : args.positional)
       if (!arg.isIntegral())
-        raise(quoted(typeName(arg)) + " object cannot be interpreted as an integer");
+        raise(singleQuoted(typeName(arg)) + " object cannot be interpreted as an integer");
     int64_t start = 0, stop, step = 1;
     if (args.positional.size() == 1) {
       stop = args.positional[0].asInt();
@@ -5607,7 +5610,7 @@ ChatTemplate::ChatTemplate(const std::string &source, const std::string &where) 
 
 ChatTemplate::~ChatTemplate() = default;
 
-std::string ChatTemplate::render(const JsonValue &context) const {
+std::string ChatTemplate::render(const OrderedJson &context) const {
   Renderer renderer(*program);
   try {
     return renderer.run(context);

@@ -15,12 +15,12 @@
 #ifndef XFMR_LIB_RUNTIME_CHATTEMPLATE_H
 #define XFMR_LIB_RUNTIME_CHATTEMPLATE_H
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <memory>
 #include <string>
 
 namespace xfmr::rt {
-
-class JsonValue;
 
 class ChatTemplate {
 public:
@@ -37,7 +37,7 @@ public:
   /// plain variable). raise_exception(msg) and run-time errors (an unknown
   /// filter, calling what is not callable, bad operand types, a limit
   /// reached) are a Failure naming `where`, the line and the message.
-  std::string render(const JsonValue &context) const;
+  std::string render(const nlohmann::ordered_json &context) const;
 
   /// The parsed template (the AST; ChatTemplate.cpp defines it).
   struct Program;

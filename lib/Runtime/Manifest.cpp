@@ -39,55 +39,55 @@ const ArgSpec *Manifest::find(const std::string &name, ArgSpec::Kind kind) const
 
 Manifest xfmr::rt::parseManifest(const char *text) {
   std::string error;
-  std::optional<JsonValue> json = parseJson(text, error);
-  if (!json || !json->isObject())
+  std::optional<Json> json = parseJson(text, error);
+  if (!json || !json->is_object())
     fail("corrupt model manifest: " + error);
   Manifest manifest;
-  if (const JsonValue *type = json->get("model_type"))
-    manifest.modelType = type->text;
-  if (const JsonValue *pad = json->get("pad_token_id"))
-    manifest.padTokenId = pad->asInt().value_or(0);
-  if (const JsonValue *prefixes = json->get("weight_prefixes")) {
+  if (const Json *type = field(*json, "model_type"))
+    manifest.modelType = textOf(*type);
+  if (const Json *pad = field(*json, "pad_token_id"))
+    manifest.padTokenId = asInt(*pad).value_or(0);
+  if (const Json *prefixes = field(*json, "weight_prefixes")) {
     manifest.weightPrefixes.clear();
-    for (const JsonValue &prefix : prefixes->array)
-      manifest.weightPrefixes.push_back(prefix.text);
+    for (const Json &prefix : elements(*prefixes))
+      manifest.weightPrefixes.push_back(textOf(prefix));
   }
-  if (const JsonValue *weights = json->get("default_weights"))
-    manifest.defaultWeights = weights->text;
-  if (const JsonValue *bos = json->get("bos_token_id"))
-    manifest.bosTokenId = bos->asInt().value_or(-1);
-  if (const JsonValue *start = json->get("decoder_start_token_id"))
-    manifest.decoderStartTokenId = start->asInt().value_or(-1);
-  if (const JsonValue *forced = json->get("forced_bos_token_id"))
-    manifest.forcedBosTokenId = forced->asInt().value_or(-1);
-  if (const JsonValue *forced = json->get("forced_eos_token_id"))
-    manifest.forcedEosTokenId = forced->asInt().value_or(-1);
-  if (const JsonValue *suppressed = json->get("suppress_tokens"))
-    for (const JsonValue &id : suppressed->array)
-      manifest.suppressedTokenIds.push_back(id.asInt().value_or(-1));
-  if (const JsonValue *causal = json->get("causal_lm"))
-    manifest.causalLanguageModel = causal->boolean;
-  if (const JsonValue *eos = json->get("eos_token_ids"))
-    for (const JsonValue &id : eos->array)
-      manifest.eosTokenIds.push_back(id.asInt().value_or(-1));
-  else if (const JsonValue *single = json->get("eos_token_id"))
-    manifest.eosTokenIds = {single->asInt().value_or(-1)};
-  if (const JsonValue *training = json->get("training"))
-    for (const auto &[key, value] : training->object) {
+  if (const Json *weights = field(*json, "default_weights"))
+    manifest.defaultWeights = textOf(*weights);
+  if (const Json *bos = field(*json, "bos_token_id"))
+    manifest.bosTokenId = asInt(*bos).value_or(-1);
+  if (const Json *start = field(*json, "decoder_start_token_id"))
+    manifest.decoderStartTokenId = asInt(*start).value_or(-1);
+  if (const Json *forced = field(*json, "forced_bos_token_id"))
+    manifest.forcedBosTokenId = asInt(*forced).value_or(-1);
+  if (const Json *forced = field(*json, "forced_eos_token_id"))
+    manifest.forcedEosTokenId = asInt(*forced).value_or(-1);
+  if (const Json *suppressed = field(*json, "suppress_tokens"))
+    for (const Json &id : elements(*suppressed))
+      manifest.suppressedTokenIds.push_back(asInt(id).value_or(-1));
+  if (const Json *causal = field(*json, "causal_lm"))
+    manifest.causalLanguageModel = isTrue(*causal);
+  if (const Json *eos = field(*json, "eos_token_ids"))
+    for (const Json &id : elements(*eos))
+      manifest.eosTokenIds.push_back(asInt(id).value_or(-1));
+  else if (const Json *single = field(*json, "eos_token_id"))
+    manifest.eosTokenIds = {asInt(*single).value_or(-1)};
+  if (const Json *training = field(*json, "training"))
+    for (const auto &[key, value] : members(*training)) {
       if (key == "optimizer")
-        manifest.optimizer = value.text;
-      else if (std::optional<double> number = value.asDouble())
+        manifest.optimizer = textOf(value);
+      else if (std::optional<double> number = asDouble(value))
         manifest.training[key] = *number;
     }
-  const JsonValue *args = json->get("args");
-  if (!args || !args->isArray())
+  const Json *args = field(*json, "args");
+  if (!args || !args->is_array())
     fail("corrupt model manifest: no \"args\"");
-  for (const JsonValue &arg : args->array) {
+  for (const Json &arg : elements(*args)) {
     ArgSpec spec;
-    const JsonValue *kind = arg.get("kind");
-    const JsonValue *name = arg.get("name");
-    const JsonValue *dtype = arg.get("dtype");
-    const JsonValue *shape = arg.get("shape");
+    const Json *kind = field(arg, "kind");
+    const Json *name = field(arg, "name");
+    const Json *dtype = field(arg, "dtype");
+    const Json *shape = field(arg, "shape");
     if (!kind || !name || !dtype || !shape)
       fail("corrupt model manifest: argument without kind/name/dtype/shape");
     static constexpr std::pair<const char *, ArgSpec::Kind> kinds[] = {
@@ -96,49 +96,49 @@ Manifest xfmr::rt::parseManifest(const char *text) {
         {"output", ArgSpec::Kind::Output},
         {"state", ArgSpec::Kind::State}};
     auto known = std::find_if(std::begin(kinds), std::end(kinds),
-                              [&](const auto &k) { return kind->text == k.first; });
+                              [&](const auto &k) { return textOf(*kind) == k.first; });
     if (known == std::end(kinds))
-      fail("corrupt model manifest: argument kind '" + kind->text + "'");
+      fail("corrupt model manifest: argument kind '" + textOf(*kind) + "'");
     spec.kind = known->second;
-    spec.name = name->text;
-    std::optional<xfmr_dtype> parsed = parseDtype(dtype->text);
+    spec.name = textOf(*name);
+    std::optional<xfmr_dtype> parsed = parseDtype(textOf(*dtype));
     if (!parsed)
-      fail("corrupt model manifest: dtype " + dtype->text);
+      fail("corrupt model manifest: dtype " + textOf(*dtype));
     spec.dtype = *parsed;
-    for (const JsonValue &dim : shape->array)
-      spec.shape.push_back(dim.asInt().value_or(0));
-    if (const JsonValue *vocab = arg.get("vocab_size"))
-      spec.vocabSize = vocab->asInt().value_or(0);
-    if (const JsonValue *init = arg.get("init"))
-      spec.init = init->text;
-    if (const JsonValue *updates = arg.get("updates"))
-      spec.updates = updates->text;
-    if (const JsonValue *quantized = arg.get("quantized")) {
-      const JsonValue *source = quantized->get("source"), *part = quantized->get("part");
-      const JsonValue *axis = quantized->get("axis"), *group = quantized->get("group_size");
+    for (const Json &dim : elements(*shape))
+      spec.shape.push_back(asInt(dim).value_or(0));
+    if (const Json *vocab = field(arg, "vocab_size"))
+      spec.vocabSize = asInt(*vocab).value_or(0);
+    if (const Json *init = field(arg, "init"))
+      spec.init = textOf(*init);
+    if (const Json *updates = field(arg, "updates"))
+      spec.updates = textOf(*updates);
+    if (const Json *quantized = field(arg, "quantized")) {
+      const Json *source = field(*quantized, "source"), *part = field(*quantized, "part");
+      const Json *axis = field(*quantized, "axis"), *group = field(*quantized, "group_size");
       // A float part is the tensor converted to the argument's type.
       std::string floatPart = floatPartName(spec.dtype);
-      bool rounded = part && !floatPart.empty() && part->text == floatPart;
-      bool groups = axis && group && axis->asInt() && *axis->asInt() >= 0 && *axis->asInt() <= 1 &&
-                    group->asInt() && *group->asInt() > 0;
-      const JsonValue *bits = quantized->get("bits");
-      spec.bits = bits ? bits->asInt().value_or(0) : 8;
-      bool scaleLike = (part && (part->text == "scales" || part->text == "mins")) &&
+      bool rounded = part && !floatPart.empty() && textOf(*part) == floatPart;
+      bool groups = axis && group && asInt(*axis) && *asInt(*axis) >= 0 && *asInt(*axis) <= 1 &&
+                    asInt(*group) && *asInt(*group) > 0;
+      const Json *bits = field(*quantized, "bits");
+      spec.bits = bits ? asInt(*bits).value_or(0) : 8;
+      bool scaleLike = (part && (textOf(*part) == "scales" || textOf(*part) == "mins")) &&
                        (spec.dtype == XFMR_DTYPE_F32 || spec.dtype == XFMR_DTYPE_BF16);
       bool packed = spec.bits == 8 ||
-                    (spec.bits == 4 && groups && *axis->asInt() == 1 && *group->asInt() % 32 == 0);
+                    (spec.bits == 4 && groups && *asInt(*axis) == 1 && *asInt(*group) % 32 == 0);
       if (!source || !part || spec.shape.size() != 2 || !packed ||
           !(rounded ||
-            (groups && ((part->text == "values" && spec.dtype == XFMR_DTYPE_I8) || scaleLike))))
+            (groups && ((textOf(*part) == "values" && spec.dtype == XFMR_DTYPE_I8) || scaleLike))))
         fail("corrupt model manifest: quantized argument '" + spec.name + "'");
-      spec.source = source->text;
-      spec.quantizedPart = part->text;
+      spec.source = textOf(*source);
+      spec.quantizedPart = textOf(*part);
       if (!rounded) {
-        spec.axis = *axis->asInt();
-        spec.groupSize = *group->asInt();
+        spec.axis = *asInt(*axis);
+        spec.groupSize = *asInt(*group);
       }
-      if (const JsonValue *transposed = quantized->get("transposed"))
-        spec.transposed = transposed->kind == JsonValue::Kind::Bool && transposed->boolean;
+      if (const Json *transposed = field(*quantized, "transposed"))
+        spec.transposed = isTrue(*transposed);
     }
     manifest.args.push_back(std::move(spec));
   }

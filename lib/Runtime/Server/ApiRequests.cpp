@@ -2,10 +2,14 @@
 
 #include "ApiRequests.h"
 
+#include "Json.h"
+
 #include <cmath>
 
 using namespace xfmr::rt;
-using nlohmann::json;
+// Request bodies keep their members' order: a chat's messages and tools reach
+// the template as written.
+using json = OrderedJson;
 
 json ApiError::body() const {
   return {{"error",
@@ -22,13 +26,13 @@ namespace {
 }
 
 /// body[key] when present and not null.
-const json *field(const json &body, const char *key) {
+const json *given(const json &body, const char *key) {
   auto it = body.find(key);
   return it == body.end() || it->is_null() ? nullptr : &*it;
 }
 
 double number(const json &body, const char *key, double low, double high, double fallback) {
-  const json *value = field(body, key);
+  const json *value = given(body, key);
   if (!value)
     return fallback;
   if (!value->is_number())
@@ -40,7 +44,7 @@ double number(const json &body, const char *key, double low, double high, double
 }
 
 int64_t integer(const json &body, const char *key, int64_t low, int64_t high, int64_t fallback) {
-  const json *value = field(body, key);
+  const json *value = given(body, key);
   if (!value)
     return fallback;
   if (!value->is_number_integer())
@@ -55,7 +59,7 @@ int64_t integer(const json &body, const char *key, int64_t low, int64_t high, in
 }
 
 bool boolean(const json &body, const char *key, bool fallback) {
-  const json *value = field(body, key);
+  const json *value = given(body, key);
   if (!value)
     return fallback;
   if (!value->is_boolean())
@@ -74,7 +78,7 @@ std::vector<int32_t> tokenIds(const json &array, const char *key) {
 }
 
 void parsePrompt(const json &body, CompletionRequest &request) {
-  const json *prompt = field(body, "prompt");
+  const json *prompt = given(body, "prompt");
   if (!prompt)
     invalid("prompt", "required");
   const json *single = prompt;
@@ -96,23 +100,23 @@ void parsePrompt(const json &body, CompletionRequest &request) {
 
 /// The messages, each {role, content} with the content as text.
 void parseMessages(const json &body, CompletionRequest &request) {
-  const json *messages = field(body, "messages");
+  const json *messages = given(body, "messages");
   if (!messages || !messages->is_array() || messages->empty())
     invalid("messages", "expected a non-empty array of messages");
   request.messages = json::array();
   for (const json &message : *messages) {
     if (!message.is_object())
       invalid("messages", "each message must be an object");
-    const json *role = field(message, "role");
+    const json *role = given(message, "role");
     if (!role || !role->is_string())
       invalid("messages", "each message needs a 'role' text");
     json copy = message;
-    const json *content = field(message, "content");
+    const json *content = given(message, "content");
     if (content && content->is_array()) {
       std::string text;
       for (const json &part : *content) {
-        const json *type = part.is_object() ? field(part, "type") : nullptr;
-        const json *partText = part.is_object() ? field(part, "text") : nullptr;
+        const json *type = part.is_object() ? given(part, "type") : nullptr;
+        const json *partText = part.is_object() ? given(part, "text") : nullptr;
         if (!type || *type != "text" || !partText || !partText->is_string())
           invalid("messages", "content parts other than {\"type\": \"text\", \"text\": ...} are "
                               "not supported");
@@ -129,7 +133,7 @@ void parseMessages(const json &body, CompletionRequest &request) {
 }
 
 void parseStops(const json &body, GenerationSettings &settings) {
-  const json *stop = field(body, "stop");
+  const json *stop = given(body, "stop");
   if (!stop)
     return;
   if (stop->is_string()) {
@@ -150,25 +154,15 @@ void parseStops(const json &body, GenerationSettings &settings) {
 
 /// The body as a JSON object.
 json parseBody(const std::string &text) {
-  // Copying and printing a JSON value recurse: bound the nesting.
-  constexpr int kMaxDepth = 64;
-  bool tooDeep = false;
-  json body = json::parse(
-      text,
-      [&](int depth, json::parse_event_t, json &) {
-        tooDeep |= depth > kMaxDepth;
-        return !tooDeep;
-      },
-      /*allow_exceptions=*/false);
-  if (tooDeep)
-    throw ApiError{400, "the body nests deeper than " + std::to_string(kMaxDepth) + " levels", ""};
-  if (body.is_discarded())
-    throw ApiError{400, "the body is not valid JSON (UTF-8)", ""};
-  if (!body.is_object())
+  std::string error;
+  std::optional<json> body = parseOrderedJson(text, error);
+  if (!body)
+    throw ApiError{400, "the body is not valid JSON: " + error, ""};
+  if (!body->is_object())
     throw ApiError{400, "the body must be a JSON object", ""};
-  if (const json *model = field(body, "model"); model && !model->is_string())
+  if (const json *model = given(*body, "model"); model && !model->is_string())
     invalid("model", "expected a text");
-  return body;
+  return std::move(*body);
 }
 
 } // namespace
@@ -176,7 +170,7 @@ json parseBody(const std::string &text) {
 EmbeddingRequest xfmr::rt::parseEmbeddingRequest(const std::string &text) {
   json body = parseBody(text);
   EmbeddingRequest request;
-  const json *input = field(body, "input");
+  const json *input = given(body, "input");
   if (!input)
     invalid("input", "required");
   const char *expected = "expected a text, an array of texts, an array of token ids or an array "
@@ -208,7 +202,7 @@ EmbeddingRequest xfmr::rt::parseEmbeddingRequest(const std::string &text) {
   } else {
     invalid("input", expected);
   }
-  if (const json *format = field(body, "encoding_format")) {
+  if (const json *format = given(body, "encoding_format")) {
     if (*format != "float" && *format != "base64")
       invalid("encoding_format", "expected \"float\" or \"base64\"");
     request.base64 = *format == "base64";
@@ -236,11 +230,11 @@ CompletionRequest xfmr::rt::parseCompletionRequest(const std::string &text, bool
       number(body, "repetition_penalty", 1e-3, 1e3, number(body, "repeat_penalty", 1e-3, 1e3, 1));
   settings.frequencyPenalty = number(body, "frequency_penalty", -2, 2, 0);
   settings.presencePenalty = number(body, "presence_penalty", -2, 2, 0);
-  request.seeded = field(body, "seed") != nullptr;
+  request.seeded = given(body, "seed") != nullptr;
   settings.seed = static_cast<uint64_t>(integer(body, "seed", INT64_MIN, INT64_MAX, 0));
   const char *maxKey =
-      field(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-  request.maxTokensGiven = field(body, maxKey) != nullptr;
+      given(body, "max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+  request.maxTokensGiven = given(body, maxKey) != nullptr;
   // /v1/completions' default is 16 tokens; a chat's, as long as the context
   // allows (the server bounds it).
   settings.maxTokens = integer(body, maxKey, 1, INT32_MAX, chat ? INT32_MAX : 16);
@@ -248,7 +242,7 @@ CompletionRequest xfmr::rt::parseCompletionRequest(const std::string &text, bool
   settings.ignoreEos = boolean(body, "ignore_eos", false);
   request.n = integer(body, "n", 1, 16, 1);
   request.stream = boolean(body, "stream", false);
-  if (const json *options = field(body, "stream_options")) {
+  if (const json *options = given(body, "stream_options")) {
     if (!options->is_object())
       invalid("stream_options", "expected an object");
     if (!request.stream)
@@ -258,16 +252,16 @@ CompletionRequest xfmr::rt::parseCompletionRequest(const std::string &text, bool
   if (chat) {
     request.logprobs = boolean(body, "logprobs", false);
     settings.topLogprobs = integer(body, "top_logprobs", 0, 20, 0);
-    if (field(body, "top_logprobs") && !request.logprobs)
+    if (given(body, "top_logprobs") && !request.logprobs)
       invalid("top_logprobs", "needs 'logprobs': true");
   } else {
-    request.logprobs = field(body, "logprobs") != nullptr;
+    request.logprobs = given(body, "logprobs") != nullptr;
     settings.topLogprobs = integer(body, "logprobs", 0, 5, 0);
     if (boolean(body, "echo", false))
       invalid("echo", "echoing the prompt is not supported");
-    if (const json *suffix = field(body, "suffix"); suffix && !suffix->is_string())
+    if (const json *suffix = given(body, "suffix"); suffix && !suffix->is_string())
       invalid("suffix", "expected a text");
-    if (field(body, "suffix"))
+    if (given(body, "suffix"))
       invalid("suffix", "insertion (a suffix) is not supported");
   }
   if (!request.logprobs)

@@ -26,7 +26,7 @@ struct ApiError {
   std::string param;
   std::string type = "invalid_request_error";
 
-  nlohmann::json body() const;
+  nlohmann::ordered_json body() const;
 };
 
 struct CompletionRequest {
@@ -36,7 +36,7 @@ struct CompletionRequest {
   std::vector<int32_t> promptIds;
   bool promptIsIds = false;
   /// /v1/chat/completions: the messages (content parts joined to text).
-  nlohmann::json messages;
+  nlohmann::ordered_json messages;
   GenerationSettings settings;
   bool seeded = false, maxTokensGiven = false;
   int64_t n = 1;

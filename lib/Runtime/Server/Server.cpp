@@ -13,6 +13,7 @@
 #include "ApiRequests.h"
 #include "CommandLine.h"
 #include "Engine.h"
+#include "Json.h"
 
 #include "xfmr-rt/xfmr_runtime.h"
 
@@ -33,10 +34,6 @@ using namespace xfmr::rt;
 using nlohmann::json;
 
 namespace {
-
-std::string dump(const json &value) {
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
-}
 
 /// Compares without stopping at the first difference, so that the time
 /// taken does not tell how much of a guess was right.
@@ -217,7 +214,7 @@ private:
 
 void sendError(httplib::Response &res, const ApiError &e) {
   res.status = e.status;
-  res.set_content(dump(e.body()), "application/json");
+  res.set_content(dumpJson(e.body()), "application/json");
 }
 
 bool Server::authorized(const httplib::Request &req, httplib::Response &res) {
@@ -240,8 +237,8 @@ std::vector<int32_t> Server::promptOf(const CompletionRequest &request) const {
     if (request.chat) {
       if (!model.chat)
         throw ApiError{400, "the model has no chat template: use /v1/completions", param};
-      json context = {{"messages", request.messages}, {"add_generation_prompt", true}};
-      ids = model.tokenizer.encode(model.chat->render(dump(context)), "the chat",
+      OrderedJson context = {{"messages", request.messages}, {"add_generation_prompt", true}};
+      ids = model.tokenizer.encode(model.chat->render(std::move(context)), "the chat",
                                    /*addSpecialTokens=*/false);
     } else if (request.promptIsIds) {
       ids = request.promptIds;
@@ -326,7 +323,7 @@ std::shared_ptr<Exchange> Server::start(const httplib::Request &req, bool chat) 
           json last = envelope(*x, x->request.chat ? "chat.completion.chunk" : "text_completion");
           last["choices"] = json::array();
           last["usage"] = usage(*x);
-          x->events.push_back("data: " + dump(last) + "\n\n");
+          x->events.push_back("data: " + dumpJson(last) + "\n\n");
         }
         x->events.push_back("data: [DONE]\n\n");
       }
@@ -341,7 +338,7 @@ std::shared_ptr<Exchange> Server::start(const httplib::Request &req, bool chat) 
                                        {"delta", {{"role", "assistant"}, {"content", ""}}},
                                        {"logprobs", nullptr},
                                        {"finish_reason", nullptr}}});
-      x->events.push_back("data: " + dump(first) + "\n\n");
+      x->events.push_back("data: " + dumpJson(first) + "\n\n");
     }
   try {
     for (auto &g : x->choices)
@@ -380,7 +377,7 @@ void Server::queueChunk(Exchange &x, size_t i, bool finished) {
     choice["text"] = text;
   json body = envelope(x, x.request.chat ? "chat.completion.chunk" : "text_completion");
   body["choices"] = json::array({choice});
-  x.events.push_back("data: " + dump(body) + "\n\n");
+  x.events.push_back("data: " + dumpJson(body) + "\n\n");
   x.textSent[i] = end;
   x.tokensSent[i] = x.tokens[i].size();
   x.changed.notify_all();
@@ -508,7 +505,7 @@ void Server::complete(const httplib::Request &req, httplib::Response &res, bool 
   body.erase("usage");
   body["choices"] = std::move(choices);
   body["usage"] = usage(*x);
-  res.set_content(dump(body), "application/json");
+  res.set_content(dumpJson(body), "application/json");
 }
 
 void Server::route() {
@@ -552,7 +549,8 @@ void Server::route() {
     if (!authorized(req, res))
       return;
     json entry = {{"id", model.name}, {"object", "model"}, {"created", 0}, {"owned_by", "xfmr"}};
-    res.set_content(dump({{"object", "list"}, {"data", json::array({entry})}}), "application/json");
+    res.set_content(dumpJson(json{{"object", "list"}, {"data", json::array({entry})}}),
+                    "application/json");
   });
   if (engine) {
     http.Post("/v1/completions", [this](const httplib::Request &req, httplib::Response &res) {
@@ -687,7 +685,7 @@ void Server::embed(const httplib::Request &req, httplib::Response &res) {
                {"data", std::move(data)},
                {"model", model.name},
                {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}};
-  res.set_content(dump(body), "application/json");
+  res.set_content(dumpJson(body), "application/json");
 }
 
 int Server::run() {

@@ -170,25 +170,24 @@ private:
 };
 
 /// "a b" or ["a", "b"].
-std::pair<std::string, std::string> readMerge(const JsonValue &merge, size_t index,
+std::pair<std::string, std::string> readMerge(const Json &merge, size_t index,
                                               const std::string &where) {
   std::string what = where + ": merge " + std::to_string(index + 1);
-  if (merge.isString()) {
-    size_t space = merge.text.find(' ', 1);
-    if (space == std::string::npos || merge.text.find(' ', space + 1) != std::string::npos)
-      fail(what + " ('" + merge.text + "') is not two tokens separated by a space");
-    return {merge.text.substr(0, space), merge.text.substr(space + 1)};
+  if (merge.is_string()) {
+    size_t space = textOf(merge).find(' ', 1);
+    if (space == std::string::npos || textOf(merge).find(' ', space + 1) != std::string::npos)
+      fail(what + " ('" + textOf(merge) + "') is not two tokens separated by a space");
+    return {textOf(merge).substr(0, space), textOf(merge).substr(space + 1)};
   }
-  if (merge.isArray() && merge.array.size() == 2 && merge.array[0].isString() &&
-      merge.array[1].isString())
-    return {merge.array[0].text, merge.array[1].text};
+  if (const Json::array_t &pair = elements(merge);
+      pair.size() == 2 && pair[0].is_string() && pair[1].is_string())
+    return {textOf(pair[0]), textOf(pair[1])};
   fail(what + " is neither \"a b\" nor [\"a\", \"b\"]");
 }
 
 } // namespace
 
-std::unique_ptr<TokenizerModel> xfmr::rt::readBpeModel(const JsonValue &json,
-                                                       const std::string &where) {
+std::unique_ptr<TokenizerModel> xfmr::rt::readBpeModel(const Json &json, const std::string &where) {
   auto model = std::make_unique<BytePairModel>();
   model->vocab = Vocabulary::fromObject(requireKey(json, "vocab", where), where);
   model->unknown = stringKey(json, "unk_token", where, "");
@@ -198,11 +197,11 @@ std::unique_ptr<TokenizerModel> xfmr::rt::readBpeModel(const JsonValue &json,
   model->fuseUnknown = boolKey(json, "fuse_unk", where, false);
   model->ignoreMerges = boolKey(json, "ignore_merges", where, false);
   // dropout only matters in training: encoding is deterministic without it.
-  const JsonValue &merges = requireKey(json, "merges", where);
-  if (!merges.isArray())
+  const Json &merges = requireKey(json, "merges", where);
+  if (!merges.is_array())
     fail(keyName(where, "merges") + ": expected an array");
-  for (size_t i = 0; i < merges.array.size(); ++i) {
-    auto [left, right] = readMerge(merges.array[i], i, where);
+  for (size_t i = 0; i < merges.size(); ++i) {
+    auto [left, right] = readMerge(merges[i], i, where);
     model->addMerge(left, right, static_cast<int32_t>(i), where);
   }
   return model;
@@ -224,12 +223,12 @@ std::unique_ptr<Tokenizer> xfmr::rt::loadBytePairFiles(const std::string &vocabP
                                                        const std::string &mergesPath,
                                                        const std::string &configPath) {
   std::string where = tokenizerFileName(vocabPath);
-  JsonValue vocabJson = parseTokenizerJson(vocabPath);
-  if (!vocabJson.isObject())
+  Json vocabJson = parseTokenizerJson(vocabPath);
+  if (!vocabJson.is_object())
     fail(where + ": expected an object of token: id");
   std::vector<std::pair<std::string, int64_t>> vocab;
-  for (const auto &[token, id] : vocabJson.object) {
-    std::optional<int64_t> value = id.asInt();
+  for (const auto &[token, id] : members(vocabJson)) {
+    std::optional<int64_t> value = asInt(id);
     if (!value)
       fail(where + ": token '" + token + "' has no integer id");
     vocab.emplace_back(token, *value);

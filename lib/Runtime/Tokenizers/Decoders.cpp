@@ -205,9 +205,9 @@ private:
   std::string suffix;
 };
 
-size_t countKey(const JsonValue &json, const char *key, const std::string &where) {
-  const JsonValue *value = json.get(key);
-  std::optional<int64_t> count = value ? value->asInt() : std::optional<int64_t>(0);
+size_t countKey(const Json &json, const char *key, const std::string &where) {
+  const Json *value = field(json, key);
+  std::optional<int64_t> count = value ? asInt(*value) : std::optional<int64_t>(0);
   if (!count || *count < 0)
     fail(keyName(where, key) + ": expected a count");
   return static_cast<size_t>(*count);
@@ -223,7 +223,7 @@ std::unique_ptr<Decoder> xfmr::rt::wordPieceDecoder(const std::string &prefix, b
   return std::make_unique<WordPieceDecoder>(prefix, cleanup);
 }
 
-std::unique_ptr<Decoder> xfmr::rt::readDecoder(const JsonValue &json, const std::string &where) {
+std::unique_ptr<Decoder> xfmr::rt::readDecoder(const Json &json, const std::string &where) {
   std::string type = componentType(json, where);
   if (type.empty())
     return nullptr;

@@ -14,6 +14,7 @@
 
 #include "CommandLine.h"
 #include "Json.h"
+#include "Tokenizers/Unicode.h"
 
 #include <algorithm>
 #include <tuple>
@@ -68,9 +69,12 @@ public:
     if (size != SIZE_MAX && value->items.size() != size)
       error(key, std::to_string(value->items.size()) + " entries for " + std::to_string(size) +
                      " tokens");
-    for (const GgufValue &item : value->items)
+    for (const GgufValue &item : value->items) {
       if (item.kind != kind)
         error(key, "an entry has the wrong type");
+      if (kind == GgufValue::Kind::String && !isValidUtf8(item.text))
+        error(key, "an entry is not valid UTF-8");
+    }
     return value;
   }
 
@@ -80,6 +84,8 @@ public:
       return fallback;
     if (value->kind != GgufValue::Kind::String)
       error(key, "expected a string");
+    if (!isValidUtf8(value->text))
+      error(key, "not valid UTF-8");
     return value->text;
   }
 
@@ -109,34 +115,21 @@ private:
   std::string prefix;
 };
 
-std::string quoted(const std::string &text) {
-  std::string out;
-  appendJsonString(out, text);
-  return out;
-}
-
 /// TemplateProcessing of `before` $A `after` (ids of `tokens`).
-std::string templateProcessor(const std::vector<std::string> &tokens,
-                              const std::vector<int64_t> &before,
-                              const std::vector<int64_t> &after) {
-  std::string single = "[", specials = "{";
+Json templateProcessor(const std::vector<std::string> &tokens, const std::vector<int64_t> &before,
+                       const std::vector<int64_t> &after) {
+  Json single = Json::array(), specials = Json::object();
   auto special = [&](int64_t id) {
-    std::string name = quoted(tokens[id]);
-    single += (single.size() > 1 ? "," : "") + std::string("{\"SpecialToken\":{\"id\":") + name +
-              ",\"type_id\":0}}";
-    if (specials.size() > 1)
-      specials += ",";
-    specials += name + ":{\"id\":" + name + ",\"ids\":[" + std::to_string(id) + "],\"tokens\":[" +
-                name + "]}";
+    const std::string &name = tokens[id];
+    single.push_back({{"SpecialToken", {{"id", name}, {"type_id", 0}}}});
+    specials[name] = {{"id", name}, {"ids", {id}}, {"tokens", {name}}};
   };
   for (int64_t id : before)
     special(id);
-  single +=
-      std::string(single.size() > 1 ? "," : "") + "{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}";
+  single.push_back({{"Sequence", {{"id", "A"}, {"type_id", 0}}}});
   for (int64_t id : after)
     special(id);
-  return "{\"type\":\"TemplateProcessing\",\"single\":" + single +
-         "],\"special_tokens\":" + specials + "}}";
+  return {{"type", "TemplateProcessing"}, {"single", single}, {"special_tokens", specials}};
 }
 
 /// The merges transformers derives from a SentencePiece vocabulary
@@ -193,38 +186,38 @@ mergesFromScores(const std::vector<std::string> &tokens, const std::vector<doubl
   return pairs;
 }
 
-/// The added tokens, normalizer, pre-tokenizer and post-processor of
-/// tokenizer.json for `tokens` of `types` (null: all normal).
-std::string addedTokensJson(const std::vector<std::string> &tokens, const GgufValue *types) {
-  std::string json = "[";
+/// The added tokens of tokenizer.json for `tokens` of `types` (null: all
+/// normal).
+Json addedTokensJson(const std::vector<std::string> &tokens, const GgufValue *types) {
+  Json added = Json::array();
   for (size_t id = 0; types && id < tokens.size(); ++id) {
     int64_t type = types->items[id].integer;
-    if (type != kControl && type != kUserDefined)
-      continue;
-    json += std::string(json.size() > 1 ? "," : "") + "{\"id\":" + std::to_string(id) +
-            ",\"content\":" + quoted(tokens[id]) +
-            ",\"single_word\":false,\"lstrip\":false,\"rstrip\":false,\"normalized\":false,"
-            "\"special\":" +
-            (type == kControl ? "true" : "false") + "}";
+    if (type == kControl || type == kUserDefined)
+      added.push_back({{"id", id},
+                       {"content", tokens[id]},
+                       {"single_word", false},
+                       {"lstrip", false},
+                       {"rstrip", false},
+                       {"normalized", false},
+                       {"special", type == kControl}});
   }
-  return json + "]";
+  return added;
 }
 
-/// The vocabulary object and merges array of a BPE model.
-std::string bpeModelJson(const std::vector<std::string> &tokens,
-                         const std::vector<std::pair<std::string, std::string>> &merges) {
-  std::string json = "\"vocab\":{";
+/// A BPE model of `tokens` and `merges`.
+Json bpeModelJson(const std::vector<std::string> &tokens,
+                  const std::vector<std::pair<std::string, std::string>> &merges) {
+  Json vocab = Json::object(), pairs = Json::array();
   for (size_t id = 0; id < tokens.size(); ++id)
-    json += (id ? "," : "") + quoted(tokens[id]) + ":" + std::to_string(id);
-  json += "},\"merges\":[";
-  for (size_t i = 0; i < merges.size(); ++i)
-    json += (i ? ",[" : "[") + quoted(merges[i].first) + "," + quoted(merges[i].second) + "]";
-  return json + "]";
+    vocab[tokens[id]] = id;
+  for (const auto &[left, right] : merges)
+    pairs.push_back({left, right});
+  return {{"type", "BPE"}, {"vocab", std::move(vocab)}, {"merges", std::move(pairs)}};
 }
 
 } // namespace
 
-std::string xfmr::rt::ggufTokenizerJson(const GgufFile &file) {
+Json xfmr::rt::ggufTokenizerJson(const GgufFile &file) {
   TokenizerMetadata metadata(file);
   std::string kind = metadata.text("tokenizer.ggml.model", "");
   if (kind.empty())
@@ -248,9 +241,10 @@ std::string xfmr::rt::ggufTokenizerJson(const GgufFile &file) {
   if (int64_t eos = metadata.tokenId("eos", tokens.size());
       eos >= 0 && metadata.flag("tokenizer.ggml.add_eos_token", false))
     after.push_back(eos);
-  std::string postProcessor =
-      before.empty() && after.empty() ? "null" : templateProcessor(tokens, before, after);
-  std::string json = "{\"added_tokens\":" + addedTokensJson(tokens, types);
+  Json json = {{"added_tokens", addedTokensJson(tokens, types)},
+               {"post_processor", before.empty() && after.empty()
+                                      ? Json()
+                                      : templateProcessor(tokens, before, after)}};
 
   if (sentencePiece) {
     // As SentencePiece (and llama.cpp) encode: spaces as "\u2581", one more
@@ -265,18 +259,23 @@ std::string xfmr::rt::ggufTokenizerJson(const GgufFile &file) {
     for (const GgufValue &score : scoreList->items)
       scores.push_back(score.kind == GgufValue::Kind::Integer ? score.integer : score.number);
     bool prefix = metadata.flag("tokenizer.ggml.add_space_prefix", true);
-    std::string replace =
-        "{\"type\":\"Replace\",\"pattern\":{\"String\":\" \"},\"content\":\"\u2581\"}";
-    json += ",\"normalizer\":{\"type\":\"Sequence\",\"normalizers\":[" +
-            std::string(prefix ? "{\"type\":\"Prepend\",\"prepend\":\"\u2581\"}," : "") + replace +
-            "]},\"pre_tokenizer\":null,\"post_processor\":" + postProcessor +
-            ",\"decoder\":{\"type\":\"Sequence\",\"decoders\":[{\"type\":\"Replace\",\"pattern\":"
-            "{\"String\":\"\u2581\"},\"content\":\" \"},{\"type\":\"ByteFallback\"},{\"type\":"
-            "\"Fuse\"}" +
-            (prefix ? ",{\"type\":\"Strip\",\"content\":\" \",\"start\":1,\"stop\":0}" : "") +
-            "]},\"model\":{\"type\":\"BPE\",\"fuse_unk\":true,\"byte_fallback\":true," +
-            bpeModelJson(tokens, mergesFromScores(tokens, scores));
-    return json + "}}";
+    Json normalizers = Json::array();
+    if (prefix)
+      normalizers.push_back({{"type", "Prepend"}, {"prepend", "\u2581"}});
+    normalizers.push_back(
+        {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}});
+    Json decoders = {{{"type", "Replace"}, {"pattern", {{"String", "\u2581"}}}, {"content", " "}},
+                     {{"type", "ByteFallback"}},
+                     {{"type", "Fuse"}}};
+    if (prefix)
+      decoders.push_back({{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}});
+    json["normalizer"] = {{"type", "Sequence"}, {"normalizers", std::move(normalizers)}};
+    json["pre_tokenizer"] = nullptr;
+    json["decoder"] = {{"type", "Sequence"}, {"decoders", std::move(decoders)}};
+    json["model"] = bpeModelJson(tokens, mergesFromScores(tokens, scores));
+    json["model"]["fuse_unk"] = true;
+    json["model"]["byte_fallback"] = true;
+    return json;
   }
   if (kind != "gpt2")
     metadata.error("tokenizer.ggml.model",
@@ -305,50 +304,42 @@ std::string xfmr::rt::ggufTokenizerJson(const GgufFile &file) {
       metadata.error("tokenizer.ggml.merges", "merge \"" + merge.text + "\" is not two tokens");
     merges.emplace_back(merge.text.substr(0, space), merge.text.substr(space + 1));
   }
-  json += ",\"normalizer\":";
-  json += split->nfc ? "{\"type\":\"NFC\"}" : "null";
-  json += ",\"pre_tokenizer\":";
-  std::string byteLevel =
-      "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"trim_offsets\":true,"
-      "\"use_regex\":";
-  if (split->split)
-    json +=
-        "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Split\",\"pattern\":{\"Regex\":" +
-        quoted(split->split) + "},\"behavior\":\"Isolated\",\"invert\":false}," + byteLevel +
-        "false}]}";
-  else
-    json += byteLevel + "true}";
-  json += ",\"post_processor\":" + postProcessor +
-          ",\"decoder\":{\"type\":\"ByteLevel\",\"add_prefix_space\":true,\"trim_offsets\":true,"
-          "\"use_regex\":true},\"model\":{\"type\":\"BPE\",\"byte_fallback\":false,"
-          "\"ignore_merges\":";
-  json += split->ignoreMerges ? "true," : "false,";
-  return json + bpeModelJson(tokens, merges) + "}}";
+  auto byteLevel = [](bool addPrefixSpace, bool useRegex) -> Json {
+    return {{"type", "ByteLevel"},
+            {"add_prefix_space", addPrefixSpace},
+            {"trim_offsets", true},
+            {"use_regex", useRegex}};
+  };
+  json["normalizer"] = split->nfc ? Json{{"type", "NFC"}} : Json();
+  json["pre_tokenizer"] = split->split ? Json{{"type", "Sequence"},
+                                              {"pretokenizers",
+                                               {{{"type", "Split"},
+                                                 {"pattern", {{"Regex", split->split}}},
+                                                 {"behavior", "Isolated"},
+                                                 {"invert", false}},
+                                                byteLevel(false, false)}}}
+                                       : byteLevel(false, true);
+  json["decoder"] = byteLevel(true, true);
+  json["model"] = bpeModelJson(tokens, merges);
+  json["model"]["byte_fallback"] = false;
+  json["model"]["ignore_merges"] = split->ignoreMerges;
+  return json;
 }
 
-std::string xfmr::rt::ggufTokenizerConfigJson(const GgufFile &file) {
+Json xfmr::rt::ggufTokenizerConfigJson(const GgufFile &file) {
   TokenizerMetadata metadata(file);
-  std::string json = "{";
+  Json json = Json::object();
   const GgufValue *tokenList =
       metadata.array("tokenizer.ggml.tokens", GgufValue::Kind::String, SIZE_MAX);
   size_t vocabulary = tokenList ? tokenList->items.size() : 0;
-  for (const char *name : {"bos", "eos", "unknown", "padding"}) {
-    int64_t id = metadata.tokenId(name, vocabulary);
-    if (id < 0)
-      continue;
-    static const std::pair<const char *, const char *> kKeys[] = {{"bos", "bos_token"},
-                                                                  {"eos", "eos_token"},
-                                                                  {"unknown", "unk_token"},
-                                                                  {"padding", "pad_token"}};
-    for (const auto &[gguf, key] : kKeys)
-      if (std::string(name) == gguf)
-        json +=
-            (json.size() > 1 ? "," : "") + quoted(key) + ":" + quoted(tokenList->items[id].text);
-  }
-  if (const GgufValue *chat = file.find("tokenizer.chat_template")) {
-    if (chat->kind != GgufValue::Kind::String)
-      metadata.error("tokenizer.chat_template", "expected a string");
-    json += (json.size() > 1 ? "," : "") + std::string("\"chat_template\":") + quoted(chat->text);
-  }
-  return json + "}";
+  static const std::pair<const char *, const char *> kKeys[] = {{"bos", "bos_token"},
+                                                                {"eos", "eos_token"},
+                                                                {"unknown", "unk_token"},
+                                                                {"padding", "pad_token"}};
+  for (const auto &[name, key] : kKeys)
+    if (int64_t id = metadata.tokenId(name, vocabulary); id >= 0)
+      json[key] = tokenList->items[id].text;
+  if (file.find("tokenizer.chat_template"))
+    json["chat_template"] = metadata.text("tokenizer.chat_template", "");
+  return json;
 }

@@ -304,20 +304,19 @@ private:
 } // namespace
 
 /// The pattern of a Split or Replace: {"String": s} or {"Regex": r}.
-Regex xfmr::rt::readPattern(const JsonValue &json, const std::string &where) {
-  const JsonValue &pattern = requireKey(json, "pattern", where);
+Regex xfmr::rt::readPattern(const Json &json, const std::string &where) {
+  const Json &pattern = requireKey(json, "pattern", where);
   std::string key = keyName(where, "pattern");
-  if (const JsonValue *literal = pattern.get("String"); literal && literal->isString())
-    return Regex::literal(literal->text, key);
-  if (const JsonValue *regex = pattern.get("Regex"); regex && regex->isString())
-    return Regex(regex->text, key);
-  if (pattern.isString())
-    return Regex::literal(pattern.text, key);
+  if (const Json *literal = field(pattern, "String"); literal && literal->is_string())
+    return Regex::literal(textOf(*literal), key);
+  if (const Json *regex = field(pattern, "Regex"); regex && regex->is_string())
+    return Regex(textOf(*regex), key);
+  if (pattern.is_string())
+    return Regex::literal(textOf(pattern), key);
   fail(key + ": expected {\"String\": ...} or {\"Regex\": ...}");
 }
 
-std::unique_ptr<Normalizer> xfmr::rt::readNormalizer(const JsonValue &json,
-                                                     const std::string &where) {
+std::unique_ptr<Normalizer> xfmr::rt::readNormalizer(const Json &json, const std::string &where) {
   std::string type = componentType(json, where);
   if (type.empty())
     return nullptr;
@@ -354,15 +353,14 @@ std::unique_ptr<Normalizer> xfmr::rt::readNormalizer(const JsonValue &json,
   if (type == "ByteLevel")
     return std::make_unique<ByteLevelNormalizer>();
   if (type == "Precompiled") {
-    const JsonValue *charsmap = json.get("precompiled_charsmap");
+    const Json *charsmap = field(json, "precompiled_charsmap");
     // An empty charsmap (a SentencePiece model without rules) does nothing.
-    if (!charsmap || charsmap->kind == JsonValue::Kind::Null ||
-        (charsmap->isString() && charsmap->text.empty()))
+    if (!charsmap || charsmap->is_null() || (charsmap->is_string() && textOf(*charsmap).empty()))
       return nullptr;
-    if (!charsmap->isString())
+    if (!charsmap->is_string())
       fail(keyName(what, "precompiled_charsmap") + ": expected a base64 string");
     std::string key = keyName(what, "precompiled_charsmap");
-    return std::make_unique<Precompiled>(decodeBase64(charsmap->text, key), key);
+    return std::make_unique<Precompiled>(decodeBase64(textOf(*charsmap), key), key);
   }
   fail(where + ": unknown normalizer type '" + type +
        "' (Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Strip, StripAccents, Replace, Prepend, "

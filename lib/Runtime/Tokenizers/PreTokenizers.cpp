@@ -271,7 +271,7 @@ private:
   bool splitWords;
 };
 
-Behavior readBehavior(const JsonValue &json, const std::string &where, Behavior fallback) {
+Behavior readBehavior(const Json &json, const std::string &where, Behavior fallback) {
   std::string name = stringKey(json, "behavior", where, "");
   if (name.empty())
     return fallback;
@@ -289,7 +289,7 @@ Behavior readBehavior(const JsonValue &json, const std::string &where, Behavior 
        "' (Removed, Isolated, MergedWithPrevious, MergedWithNext and Contiguous are supported)");
 }
 
-std::unique_ptr<PreTokenizer> readMetaspace(const JsonValue &json, const std::string &where) {
+std::unique_ptr<PreTokenizer> readMetaspace(const Json &json, const std::string &where) {
   std::string replacement = stringKey(json, "replacement", where, "\xE2\x96\x81");
   size_t length = replacement.empty() ? 0 : utf8Length(replacement, 0);
   if (length == 0 || length != replacement.size())
@@ -346,7 +346,7 @@ std::unique_ptr<PreTokenizer> xfmr::rt::bertPreTokenizer() {
   return sequence;
 }
 
-std::unique_ptr<PreTokenizer> xfmr::rt::readPreTokenizer(const JsonValue &json,
+std::unique_ptr<PreTokenizer> xfmr::rt::readPreTokenizer(const Json &json,
                                                          const std::string &where) {
   std::string type = componentType(json, where);
   if (type.empty())
@@ -358,7 +358,7 @@ std::unique_ptr<PreTokenizer> xfmr::rt::readPreTokenizer(const JsonValue &json,
     return sequence;
   }
   if (type == "Split") {
-    if (!json.get("behavior"))
+    if (!field(json, "behavior"))
       fail(keyName(what, "behavior") + " is missing");
     return std::make_unique<Split>(readPattern(json, what),
                                    readBehavior(json, what, Behavior::Removed),

@@ -138,9 +138,9 @@ std::unique_ptr<Tokenizer> loadMarian(const std::string &directory) {
   tokenizer->encoder = loadModel(directory + "/source.spm");
   bool separate = false;
   if (isRegularFile(configPath)) {
-    JsonValue config = parseTokenizerJson(configPath);
-    const JsonValue *value = config.get("separate_vocabs");
-    separate = value && value->kind == JsonValue::Kind::Bool && value->boolean;
+    Json config = parseTokenizerJson(configPath);
+    const Json *value = field(config, "separate_vocabs");
+    separate = value && isTrue(*value);
   }
   if (separate)
     fail(tokenizerFileName(configPath) + ": key 'separate_vocabs': Marian tokenizers with "
@@ -149,11 +149,11 @@ std::unique_ptr<Tokenizer> loadMarian(const std::string &directory) {
   if (!isRegularFile(vocabPath))
     fail("'" + directory + "' has source.spm but no vocab.json (Marian's piece ids)");
   std::string where = tokenizerFileName(vocabPath);
-  JsonValue vocab = parseTokenizerJson(vocabPath);
-  if (!vocab.isObject())
+  Json vocab = parseTokenizerJson(vocabPath);
+  if (!vocab.is_object())
     fail(where + ": expected an object of piece: id");
-  for (const auto &[piece, id] : vocab.object) {
-    std::optional<int64_t> value = id.asInt();
+  for (const auto &[piece, id] : members(vocab)) {
+    std::optional<int64_t> value = asInt(id);
     if (!value || *value < 0 || *value > kMaxTokenId)
       fail(where + ": piece '" + piece + "' has no id from 0 to " + std::to_string(kMaxTokenId));
     tokenizer->vocab[piece] = static_cast<int32_t>(*value);

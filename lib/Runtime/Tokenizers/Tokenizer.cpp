@@ -184,18 +184,18 @@ std::string DecodeStream::finish() {
   return replaceInvalidUtf8(rest);
 }
 
-void Tokenizer::setPostProcessor(const JsonValue &processor, const std::string &where) {
-  if (processor.kind == JsonValue::Kind::Null)
+void Tokenizer::setPostProcessor(const Json &processor, const std::string &where) {
+  if (processor.is_null())
     return;
-  const JsonValue *type = processor.get("type");
-  std::string kind = type ? type->text : "";
+  const Json *type = field(processor, "type");
+  std::string kind = type ? textOf(*type) : "";
   std::string key = where + ": key 'post_processor'";
   // {"sep": ["</s>", 2], "cls": ["<s>", 0]}: cls, the sequence, sep.
   auto pairId = [&](const char *name) {
-    const JsonValue *pair = processor.get(name);
-    if (!pair || !pair->isArray() || pair->array.size() != 2 || !pair->array[1].asInt())
+    const Json *pair = field(processor, name);
+    if (!pair || elements(*pair).size() != 2 || !asInt((*pair)[1]))
       fail(key + ": " + kind + " needs '" + name + "': [token, id]");
-    return static_cast<int32_t>(*pair->array[1].asInt());
+    return static_cast<int32_t>(*asInt((*pair)[1]));
   };
   if (kind == "ByteLevel")
     return;
@@ -205,10 +205,10 @@ void Tokenizer::setPostProcessor(const JsonValue &processor, const std::string &
     return;
   }
   if (kind == "Sequence") {
-    const JsonValue *processors = processor.get("processors");
-    if (!processors || !processors->isArray())
+    const Json *processors = field(processor, "processors");
+    if (!processors || !processors->is_array())
       fail(key + ": a Sequence needs 'processors'");
-    for (const JsonValue &each : processors->array)
+    for (const Json &each : elements(*processors))
       setPostProcessor(each, where);
     return;
   }
@@ -218,27 +218,27 @@ void Tokenizer::setPostProcessor(const JsonValue &processor, const std::string &
          "supported)");
   // [{"SpecialToken": {"id": "[CLS]"}}, {"Sequence": {"id": "A"}}, ...], the
   // special tokens' ids under "special_tokens".
-  const JsonValue *single = processor.get("single");
-  const JsonValue *tokens = processor.get("special_tokens");
-  if (!single || !single->isArray())
+  const Json *single = field(processor, "single");
+  const Json *tokens = field(processor, "special_tokens");
+  if (!single || !single->is_array())
     fail(key + ": TemplateProcessing needs a 'single' template");
   bool afterSequence = false;
   std::vector<int32_t> before, after;
-  for (const JsonValue &piece : single->array) {
-    if (piece.get("Sequence")) {
+  for (const Json &piece : elements(*single)) {
+    if (field(piece, "Sequence")) {
       afterSequence = true;
       continue;
     }
-    const JsonValue *token = piece.get("SpecialToken");
-    const JsonValue *name = token ? token->get("id") : nullptr;
-    const JsonValue *entry = name && tokens ? tokens->get(name->text) : nullptr;
-    const JsonValue *ids = entry ? entry->get("ids") : nullptr;
-    if (!ids || !ids->isArray())
+    const Json *token = field(piece, "SpecialToken");
+    const Json *name = token ? field(*token, "id") : nullptr;
+    const Json *entry = name && tokens ? field(*tokens, textOf(*name)) : nullptr;
+    const Json *ids = entry ? field(*entry, "ids") : nullptr;
+    if (!ids || !ids->is_array())
       fail(key + ": a template piece is neither a Sequence nor a SpecialToken with ids");
-    for (const JsonValue &id : ids->array) {
-      if (!id.asInt())
-        fail(key + ": special token '" + name->text + "' has a non-integer id");
-      (afterSequence ? after : before).push_back(static_cast<int32_t>(*id.asInt()));
+    for (const Json &id : elements(*ids)) {
+      if (!asInt(id))
+        fail(key + ": special token '" + textOf(*name) + "' has a non-integer id");
+      (afterSequence ? after : before).push_back(static_cast<int32_t>(*asInt(id)));
     }
   }
   prefix.insert(prefix.begin(), before.begin(), before.end());
@@ -262,31 +262,11 @@ std::string xfmr::rt::tokenizerFileName(const std::string &path) {
   return "tokenizer file '" + path + "'";
 }
 
-namespace {
-
-/// Whether every string and key in `value` is valid UTF-8 (JSON text must
-/// be, and a \\u escape can still make a lone surrogate).
-bool allValidUtf8(const JsonValue &value) {
-  if (value.isString())
-    return isValidUtf8(value.text);
-  for (const JsonValue &element : value.array)
-    if (!allValidUtf8(element))
-      return false;
-  for (const auto &[key, member] : value.object)
-    if (!isValidUtf8(key) || !allValidUtf8(member))
-      return false;
-  return true;
-}
-
-} // namespace
-
-JsonValue xfmr::rt::parseTokenizerJson(const std::string &path) {
+Json xfmr::rt::parseTokenizerJson(const std::string &path) {
   std::string error;
-  std::optional<JsonValue> json = parseJson(readTokenizerFile(path), error);
+  std::optional<Json> json = parseJson(readTokenizerFile(path), error);
   if (!json)
     fail(tokenizerFileName(path) + ": invalid JSON: " + error);
-  if (!allValidUtf8(*json))
-    fail(tokenizerFileName(path) + ": a string is not valid UTF-8");
   return *json;
 }
 
@@ -294,26 +274,26 @@ void xfmr::rt::readSpecialTokenConfig(Tokenizer &tokenizer, const std::string &c
   if (!isRegularFile(configPath))
     return;
   std::string where = tokenizerFileName(configPath);
-  JsonValue config = parseTokenizerJson(configPath);
-  if (const JsonValue *decoder = config.get("added_tokens_decoder"))
-    for (const auto &[id, token] : decoder->object) {
+  Json config = parseTokenizerJson(configPath);
+  if (const Json *decoder = field(config, "added_tokens_decoder"))
+    for (const auto &[id, token] : members(*decoder)) {
       char *end = nullptr;
       long value = std::strtol(id.c_str(), &end, 10);
-      const JsonValue *content = token.get("content");
+      const Json *content = field(token, "content");
       if (id.empty() || *end || value < 0 || value > kMaxTokenId || !content)
         fail(where + ": key 'added_tokens_decoder': entry '" + id + "' is not an id up to " +
              std::to_string(kMaxTokenId) + " with a 'content'");
-      tokenizer.addSpecialToken(content->text, static_cast<int32_t>(value));
+      tokenizer.addSpecialToken(textOf(*content), static_cast<int32_t>(value));
     }
   // The slow tokenizers' templates: [CLS] A [SEP] (BERT), <s> A </s>
   // (BART, RoBERTa).
-  const JsonValue *type = config.get("tokenizer_class");
-  std::string kind = type ? type->text : "";
+  const Json *type = field(config, "tokenizer_class");
+  std::string kind = type ? textOf(*type) : "";
   auto token = [&](const char *key, const char *fallback) {
-    const JsonValue *value = config.get(key);
-    if (value && value->isObject())
-      value = value->get("content");
-    return tokenizer.specialId(value && value->isString() ? value->text : fallback, where);
+    const Json *value = field(config, key);
+    if (value && value->is_object())
+      value = field(*value, "content");
+    return tokenizer.specialId(value && value->is_string() ? textOf(*value) : fallback, where);
   };
   if (kind == "BertTokenizer" || kind == "BertTokenizerFast") {
     tokenizer.prefix = {token("cls_token", "[CLS]")};
@@ -332,16 +312,9 @@ bool xfmr::rt::isGgufFile(const std::string &path) {
   return path.size() > 5 && path.compare(path.size() - 5, 5, ".gguf") == 0 && isRegularFile(path);
 }
 
-JsonValue xfmr::rt::ggufTokenizerFile(const std::string &path, bool config) {
+Json xfmr::rt::ggufTokenizerFile(const std::string &path, bool config) {
   std::unique_ptr<GgufFile> file = GgufFile::open(path);
-  std::string error;
-  std::optional<JsonValue> json =
-      parseJson(config ? ggufTokenizerConfigJson(*file) : ggufTokenizerJson(*file), error);
-  if (!json)
-    fail("GGUF file '" + path + "': its tokenizer: " + error);
-  if (!allValidUtf8(*json))
-    fail("GGUF file '" + path + "': a token or template is not valid UTF-8");
-  return *json;
+  return config ? ggufTokenizerConfigJson(*file) : ggufTokenizerJson(*file);
 }
 
 std::unique_ptr<Tokenizer> xfmr::rt::loadTokenizer(const std::string &directory) {

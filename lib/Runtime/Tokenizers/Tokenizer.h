@@ -12,6 +12,8 @@
 #ifndef XFMR_LIB_RUNTIME_TOKENIZER_H
 #define XFMR_LIB_RUNTIME_TOKENIZER_H
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -21,8 +23,6 @@
 #include <vector>
 
 namespace xfmr::rt {
-
-class JsonValue;
 
 /// An added token (tokenizer.json's `added_tokens`): matched in the text
 /// before the model sees it, as tokenizers' AddedVocabulary does.
@@ -56,7 +56,7 @@ public:
   /// Where the tokenizer was read from.
   std::string source;
   /// Reads the sequence template of tokenizer.json's `post_processor`.
-  void setPostProcessor(const JsonValue &processor, const std::string &where);
+  void setPostProcessor(const nlohmann::json &processor, const std::string &where);
   /// An added token; `normalized` ones are matched as `matchAs` (the
   /// content normalized), which defaults to the content.
   void addToken(const AddedToken &token, std::string matchAs = "");

@@ -94,23 +94,22 @@ private:
 };
 
 /// tokenizer.json's `added_tokens`.
-void readAddedTokens(PipelineTokenizer &tokenizer, const JsonValue &json,
-                     const std::string &where) {
-  const JsonValue *added = json.get("added_tokens");
-  if (!added || added->kind == JsonValue::Kind::Null)
+void readAddedTokens(PipelineTokenizer &tokenizer, const Json &json, const std::string &where) {
+  const Json *added = field(json, "added_tokens");
+  if (!added || added->is_null())
     return;
-  if (!added->isArray())
+  if (!added->is_array())
     fail(keyName(where, "added_tokens") + ": expected an array");
-  for (const JsonValue &entry : added->array) {
-    const JsonValue *id = entry.get("id");
+  for (const Json &entry : elements(*added)) {
+    const Json *id = field(entry, "id");
     std::string content = stringKey(entry, "content", where + ": an added token", "");
-    if (!id || !id->asInt() || *id->asInt() < 0 || *id->asInt() > kMaxTokenId || content.empty())
+    if (!id || !asInt(*id) || *asInt(*id) < 0 || *asInt(*id) > kMaxTokenId || content.empty())
       fail(where + ": an added token needs a 'content' and an 'id' up to " +
            std::to_string(kMaxTokenId));
     std::string what = where + ": added token '" + content + "'";
     AddedToken token;
     token.content = content;
-    token.id = static_cast<int32_t>(*id->asInt());
+    token.id = static_cast<int32_t>(*asInt(*id));
     token.special = boolKey(entry, "special", what, false);
     token.singleWord = boolKey(entry, "single_word", what, false);
     token.lstrip = boolKey(entry, "lstrip", what, false);
@@ -130,38 +129,37 @@ std::string xfmr::rt::keyName(const std::string &where, const std::string &key) 
   return where + ": key '" + key + "'";
 }
 
-const JsonValue &xfmr::rt::requireKey(const JsonValue &object, const char *key,
-                                      const std::string &where) {
-  const JsonValue *value = object.get(key);
+const Json &xfmr::rt::requireKey(const Json &object, const char *key, const std::string &where) {
+  const Json *value = field(object, key);
   if (!value)
     fail(keyName(where, key) + " is missing");
   return *value;
 }
 
-std::string xfmr::rt::stringKey(const JsonValue &object, const char *key, const std::string &where,
+std::string xfmr::rt::stringKey(const Json &object, const char *key, const std::string &where,
                                 const std::string &fallback) {
-  const JsonValue *value = object.get(key);
-  if (!value || value->kind == JsonValue::Kind::Null)
+  const Json *value = field(object, key);
+  if (!value || value->is_null())
     return fallback;
-  if (!value->isString())
+  if (!value->is_string())
     fail(keyName(where, key) + ": expected a string");
-  return value->text;
+  return textOf(*value);
 }
 
-bool xfmr::rt::boolKey(const JsonValue &object, const char *key, const std::string &where,
+bool xfmr::rt::boolKey(const Json &object, const char *key, const std::string &where,
                        bool fallback) {
-  const JsonValue *value = object.get(key);
-  if (!value || value->kind == JsonValue::Kind::Null)
+  const Json *value = field(object, key);
+  if (!value || value->is_null())
     return fallback;
-  if (value->kind != JsonValue::Kind::Bool)
+  if (!value->is_boolean())
     fail(keyName(where, key) + ": expected true or false");
-  return value->boolean;
+  return value->get<bool>();
 }
 
-std::string xfmr::rt::componentType(const JsonValue &json, const std::string &where) {
-  if (json.kind == JsonValue::Kind::Null)
+std::string xfmr::rt::componentType(const Json &json, const std::string &where) {
+  if (json.is_null())
     return "";
-  if (!json.isObject())
+  if (!json.is_object())
     fail(where + ": expected an object");
   std::string type = stringKey(json, "type", where, "");
   if (type.empty())
@@ -205,13 +203,13 @@ void Vocabulary::requireDense(const std::string &where) const {
       fail(where + ": no token has id " + std::to_string(id));
 }
 
-Vocabulary Vocabulary::fromObject(const JsonValue &vocab, const std::string &where) {
-  if (!vocab.isObject())
+Vocabulary Vocabulary::fromObject(const Json &vocab, const std::string &where) {
+  if (!vocab.is_object())
     fail(keyName(where, "vocab") + ": expected an object of token: id");
   Vocabulary result;
-  result.ids.reserve(vocab.object.size());
-  for (const auto &[token, id] : vocab.object) {
-    std::optional<int64_t> value = id.asInt();
+  result.ids.reserve(members(vocab).size());
+  for (const auto &[token, id] : members(vocab)) {
+    std::optional<int64_t> value = asInt(id);
     if (!value)
       fail(where + ": token '" + token + "' has no integer id");
     result.add(token, *value, where);
@@ -241,15 +239,14 @@ std::unique_ptr<Tokenizer> xfmr::rt::loadTokenizerJson(const std::string &path) 
   return loadTokenizerJson(parseTokenizerJson(path), tokenizerFileName(path), path);
 }
 
-std::unique_ptr<Tokenizer> xfmr::rt::loadTokenizerJson(const JsonValue &json,
-                                                       const std::string &where,
+std::unique_ptr<Tokenizer> xfmr::rt::loadTokenizerJson(const Json &json, const std::string &where,
                                                        const std::string &path) {
-  if (!json.isObject())
+  if (!json.is_object())
     fail(where + ": expected an object");
-  const JsonValue &model = requireKey(json, "model", where);
+  const Json &model = requireKey(json, "model", where);
   std::string modelWhere = where + ": model";
   // Files older than the `type` key hold a BPE model.
-  std::string type = stringKey(model, "type", modelWhere, model.get("merges") ? "BPE" : "");
+  std::string type = stringKey(model, "type", modelWhere, field(model, "merges") ? "BPE" : "");
   std::unique_ptr<TokenizerModel> reader;
   if (type == "BPE")
     reader = readBpeModel(model, modelWhere);
@@ -262,9 +259,9 @@ std::unique_ptr<Tokenizer> xfmr::rt::loadTokenizerJson(const JsonValue &json,
   else
     fail(keyName(where, "model.type") + ": unknown model '" + type +
          "' (BPE, WordPiece, Unigram and WordLevel are supported)");
-  auto component = [&](const char *key) -> const JsonValue & {
-    static const JsonValue none;
-    const JsonValue *value = json.get(key);
+  auto component = [&](const char *key) -> const Json & {
+    static const Json none;
+    const Json *value = field(json, key);
     return value ? *value : none;
   };
   auto tokenizer = makePipelineTokenizer(

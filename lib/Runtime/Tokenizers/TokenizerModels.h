@@ -19,7 +19,7 @@ constexpr int64_t kMaxTokenId = (int64_t(1) << 22) - 1;
 
 std::string readTokenizerFile(const std::string &path);
 bool isRegularFile(const std::string &path);
-JsonValue parseTokenizerJson(const std::string &path);
+Json parseTokenizerJson(const std::string &path);
 /// "tokenizer file 'PATH'", how errors name a file.
 std::string tokenizerFileName(const std::string &path);
 
@@ -27,13 +27,13 @@ std::string tokenizerFileName(const std::string &path);
 std::unique_ptr<Tokenizer> loadTokenizerJson(const std::string &path);
 /// From tokenizer.json's contents; `where` names them in errors, `path` is
 /// the tokenizer's source.
-std::unique_ptr<Tokenizer> loadTokenizerJson(const JsonValue &json, const std::string &where,
+std::unique_ptr<Tokenizer> loadTokenizerJson(const Json &json, const std::string &where,
                                              const std::string &path);
 /// Whether `path` names a llama.cpp .gguf file.
 bool isGgufFile(const std::string &path);
 /// The tokenizer.json or tokenizer_config.json (`config`) of the GGUF file at
 /// `path`, parsed.
-JsonValue ggufTokenizerFile(const std::string &path, bool config);
+Json ggufTokenizerFile(const std::string &path, bool config);
 /// From the slow tokenizer's vocab.json + merges.txt and, if it exists,
 /// tokenizer_config.json's special tokens: GPT-2's byte-level BPE.
 std::unique_ptr<Tokenizer> loadBytePairFiles(const std::string &vocabPath,

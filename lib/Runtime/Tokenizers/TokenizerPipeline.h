@@ -70,13 +70,13 @@ public:
 /// Each component from its tokenizer.json object; a type the runtime does
 /// not know, or a malformed object, is a Failure naming `where` and the key.
 /// Null (JSON null) means none.
-std::unique_ptr<Normalizer> readNormalizer(const JsonValue &json, const std::string &where);
-std::unique_ptr<PreTokenizer> readPreTokenizer(const JsonValue &json, const std::string &where);
-std::unique_ptr<Decoder> readDecoder(const JsonValue &json, const std::string &where);
-std::unique_ptr<TokenizerModel> readBpeModel(const JsonValue &json, const std::string &where);
-std::unique_ptr<TokenizerModel> readWordPieceModel(const JsonValue &json, const std::string &where);
-std::unique_ptr<TokenizerModel> readUnigramModel(const JsonValue &json, const std::string &where);
-std::unique_ptr<TokenizerModel> readWordLevelModel(const JsonValue &json, const std::string &where);
+std::unique_ptr<Normalizer> readNormalizer(const Json &json, const std::string &where);
+std::unique_ptr<PreTokenizer> readPreTokenizer(const Json &json, const std::string &where);
+std::unique_ptr<Decoder> readDecoder(const Json &json, const std::string &where);
+std::unique_ptr<TokenizerModel> readBpeModel(const Json &json, const std::string &where);
+std::unique_ptr<TokenizerModel> readWordPieceModel(const Json &json, const std::string &where);
+std::unique_ptr<TokenizerModel> readUnigramModel(const Json &json, const std::string &where);
+std::unique_ptr<TokenizerModel> readWordLevelModel(const Json &json, const std::string &where);
 
 /// The components the slow tokenizers' files mean.
 std::unique_ptr<PreTokenizer> byteLevelPreTokenizer(bool addPrefixSpace);
@@ -100,31 +100,31 @@ uint32_t byteLevelCharacter(uint8_t byte);
 int byteOfByteLevelCharacter(uint32_t cp);
 
 /// The pattern of a Split or Replace: {"String": s} or {"Regex": r}.
-Regex readPattern(const JsonValue &json, const std::string &where);
+Regex readPattern(const Json &json, const std::string &where);
 
 /// JSON helpers the readers share.
-const JsonValue &requireKey(const JsonValue &object, const char *key, const std::string &where);
-std::string stringKey(const JsonValue &object, const char *key, const std::string &where,
+const Json &requireKey(const Json &object, const char *key, const std::string &where);
+std::string stringKey(const Json &object, const char *key, const std::string &where,
                       const std::string &fallback);
-bool boolKey(const JsonValue &object, const char *key, const std::string &where, bool fallback);
+bool boolKey(const Json &object, const char *key, const std::string &where, bool fallback);
 /// "where: key 'KEY'", how errors name a component's field.
 std::string keyName(const std::string &where, const std::string &key);
 
 /// The `type` of a component's JSON object, or "" for JSON null (none); a
 /// Failure naming `where` for anything else.
-std::string componentType(const JsonValue &json, const std::string &where);
+std::string componentType(const Json &json, const std::string &where);
 
 /// A Sequence's components: each element of its array `key`, read by
 /// `read(element, where)` (null ones, JSON nulls, dropped).
 template <typename Component, typename Read>
-std::vector<std::unique_ptr<Component>> readSequence(const JsonValue &json, const char *key,
+std::vector<std::unique_ptr<Component>> readSequence(const Json &json, const char *key,
                                                      const std::string &where, Read read) {
-  const JsonValue &steps = requireKey(json, key, where);
-  if (!steps.isArray())
+  const Json &steps = requireKey(json, key, where);
+  if (!steps.is_array())
     fail(keyName(where, key) + ": expected an array");
   std::vector<std::unique_ptr<Component>> components;
-  for (size_t i = 0; i < steps.array.size(); ++i)
-    if (auto step = read(steps.array[i], where + "[" + std::to_string(i) + "]"))
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (auto step = read(steps[i], where + "[" + std::to_string(i) + "]"))
       components.push_back(std::move(step));
   return components;
 }
@@ -167,7 +167,7 @@ public:
   }
   int64_t size() const { return static_cast<int64_t>(tokens.size()); }
   /// The vocabulary of a `vocab` object {token: id}.
-  static Vocabulary fromObject(const JsonValue &vocab, const std::string &where);
+  static Vocabulary fromObject(const Json &vocab, const std::string &where);
 
 private:
   std::unordered_map<std::string, int32_t> ids;

@@ -166,30 +166,30 @@ private:
 
 } // namespace
 
-std::unique_ptr<TokenizerModel> xfmr::rt::readUnigramModel(const JsonValue &json,
+std::unique_ptr<TokenizerModel> xfmr::rt::readUnigramModel(const Json &json,
                                                            const std::string &where) {
   auto model = std::make_unique<UnigramModel>();
-  const JsonValue &vocab = requireKey(json, "vocab", where);
-  if (!vocab.isArray())
+  const Json &vocab = requireKey(json, "vocab", where);
+  if (!vocab.is_array())
     fail(keyName(where, "vocab") + ": expected an array of [piece, score]");
-  for (const JsonValue &entry : vocab.array) {
+  for (const Json &entry : elements(vocab)) {
     std::string what = where + ": vocab entry " + std::to_string(model->pieces.size());
     std::optional<double> score;
-    if (entry.isArray() && entry.array.size() == 2 && entry.array[0].isString())
-      score = entry.array[1].asDouble();
-    if (!score || !std::isfinite(*score) || entry.array[0].text.empty())
+    const Json::array_t &pair = elements(entry);
+    if (pair.size() == 2 && pair[0].is_string())
+      score = asDouble(pair[1]);
+    if (!score || !std::isfinite(*score) || textOf(pair[0]).empty())
       fail(what + " is not [piece, score]");
     if (static_cast<int64_t>(model->pieces.size()) > kMaxTokenId)
       fail(where + ": more than " + std::to_string(kMaxTokenId + 1) + " pieces");
-    model->ids[entry.array[0].text] = static_cast<int32_t>(model->pieces.size());
-    model->pieces.push_back(entry.array[0].text);
+    model->ids[textOf(pair[0])] = static_cast<int32_t>(model->pieces.size());
+    model->pieces.push_back(textOf(pair[0]));
     model->scores.push_back(*score);
   }
   if (model->pieces.empty())
     fail(keyName(where, "vocab") + ": no pieces");
-  if (const JsonValue *unknown = json.get("unk_id");
-      unknown && unknown->kind != JsonValue::Kind::Null) {
-    std::optional<int64_t> id = unknown->asInt();
+  if (const Json *unknown = field(json, "unk_id"); unknown && !unknown->is_null()) {
+    std::optional<int64_t> id = asInt(*unknown);
     if (!id || *id < 0 || *id >= model->size())
       fail(keyName(where, "unk_id") + ": expected an id below " + std::to_string(model->size()));
     model->unknownId = static_cast<int32_t>(*id);

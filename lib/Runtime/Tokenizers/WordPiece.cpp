@@ -88,15 +88,15 @@ int32_t unknownTokenId(const Vocabulary &vocab, const std::string &unknown,
 
 } // namespace
 
-std::unique_ptr<TokenizerModel> xfmr::rt::readWordPieceModel(const JsonValue &json,
+std::unique_ptr<TokenizerModel> xfmr::rt::readWordPieceModel(const Json &json,
                                                              const std::string &where) {
   auto model = std::make_unique<WordPieceModel>();
   model->vocab = Vocabulary::fromObject(requireKey(json, "vocab", where), where);
   model->prefix = stringKey(json, "continuing_subword_prefix", where, "##");
   model->unknownId =
       unknownTokenId(model->vocab, stringKey(json, "unk_token", where, "[UNK]"), where);
-  if (const JsonValue *limit = json.get("max_input_chars_per_word")) {
-    std::optional<int64_t> value = limit->asInt();
+  if (const Json *limit = field(json, "max_input_chars_per_word")) {
+    std::optional<int64_t> value = asInt(*limit);
     if (!value || *value < 0)
       fail(keyName(where, "max_input_chars_per_word") + ": expected a count");
     model->maxCharacters = static_cast<size_t>(*value);
@@ -104,7 +104,7 @@ std::unique_ptr<TokenizerModel> xfmr::rt::readWordPieceModel(const JsonValue &js
   return model;
 }
 
-std::unique_ptr<TokenizerModel> xfmr::rt::readWordLevelModel(const JsonValue &json,
+std::unique_ptr<TokenizerModel> xfmr::rt::readWordLevelModel(const Json &json,
                                                              const std::string &where) {
   auto model = std::make_unique<WordLevelModel>();
   model->vocab = Vocabulary::fromObject(requireKey(json, "vocab", where), where);
@@ -146,7 +146,7 @@ std::unique_ptr<Tokenizer> xfmr::rt::loadWordPieceVocab(const std::string &vocab
   bool lowercase = true, chinese = true, stripAccents = true;
   if (isRegularFile(configPath)) {
     std::string configWhere = tokenizerFileName(configPath);
-    JsonValue config = parseTokenizerJson(configPath);
+    Json config = parseTokenizerJson(configPath);
     lowercase = boolKey(config, "do_lower_case", configWhere, true);
     chinese = boolKey(config, "tokenize_chinese_chars", configWhere, true);
     stripAccents = boolKey(config, "strip_accents", configWhere, lowercase);

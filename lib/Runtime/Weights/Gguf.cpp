@@ -571,12 +571,6 @@ private:
   const GgufFile &file;
 };
 
-std::string formatNumber(double value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.17g", value);
-  return text;
-}
-
 } // namespace
 
 GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
@@ -661,32 +655,20 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
     fail(prefix + "no 2-d tensor 'token_embd.weight'");
 
   // config.json as transformers' GGUF loader (integrations/ggml.py) maps it.
-  std::string json = "{";
-  auto add = [&](const char *key, const std::string &literal) {
-    if (json.size() > 1)
-      json += ",";
-    appendJsonString(json, key);
-    json += ":" + literal;
-  };
-  auto addString = [&](const char *key, const std::string &text) {
-    std::string literal;
-    appendJsonString(literal, text);
-    add(key, literal);
-  };
-  addString("model_type", arch->modelType);
-  add("architectures", std::string("[\"") + arch->className + "\"]");
-  add("vocab_size", std::to_string(embeddings->shape[0]));
-  add("hidden_size", std::to_string(hidden));
-  add("intermediate_size", std::to_string(*metadata.integer(a + ".feed_forward_length", true)));
-  add("num_hidden_layers", std::to_string(*metadata.integer(a + ".block_count", true)));
-  add("num_attention_heads", std::to_string(heads));
-  add("num_key_value_heads", std::to_string(kvHeads));
-  add("head_dim", std::to_string(headDim));
-  add("hidden_act", "\"silu\"");
-  add("max_position_embeddings", std::to_string(context));
-  add("rms_norm_eps",
-      formatNumber(metadata.number(a + ".attention.layer_norm_rms_epsilon").value_or(1e-6)));
-  std::string rope = "{\"rope_type\":";
+  Json json = {
+      {"model_type", arch->modelType},
+      {"architectures", {arch->className}},
+      {"vocab_size", embeddings->shape[0]},
+      {"hidden_size", hidden},
+      {"intermediate_size", *metadata.integer(a + ".feed_forward_length", true)},
+      {"num_hidden_layers", *metadata.integer(a + ".block_count", true)},
+      {"num_attention_heads", heads},
+      {"num_key_value_heads", kvHeads},
+      {"head_dim", headDim},
+      {"hidden_act", "silu"},
+      {"max_position_embeddings", context},
+      {"rms_norm_eps", metadata.number(a + ".attention.layer_norm_rms_epsilon").value_or(1e-6)}};
+  Json rope = Json::object();
   const GgufValue *scaling = metadata.get(a + ".rope.scaling.type", GgufValue::Kind::String);
   if (!ropeFactors.empty()) {
     if (scaling && scaling->text != "none")
@@ -694,39 +676,33 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
            "\" beside per-frequency factors (tensor 'rope_freqs.weight')");
     // Divisors of each frequency are transformers' longrope with one set
     // of factors at every length and no attention scaling.
-    std::string factors = "[";
-    for (float factor : ropeFactors)
-      factors += (factors.size() > 1 ? "," : "") + formatNumber(factor);
-    factors += "]";
-    rope += "\"longrope\",\"short_factor\":" + factors + ",\"long_factor\":" + factors +
-            ",\"factor\":1,\"attention_factor\":1,\"original_max_position_embeddings\":" +
-            std::to_string(context);
+    rope = {{"rope_type", "longrope"},    {"short_factor", ropeFactors},
+            {"long_factor", ropeFactors}, {"factor", 1},
+            {"attention_factor", 1},      {"original_max_position_embeddings", context}};
   } else if (!scaling || scaling->text == "none") {
-    rope += "\"default\"";
+    rope["rope_type"] = "default";
   } else if (scaling->text == "linear" || scaling->text == "yarn") {
-    rope += "\"" + scaling->text + "\",\"factor\":" +
-            formatNumber(metadata.number(a + ".rope.scaling.factor").value_or(1));
+    rope["rope_type"] = scaling->text;
+    rope["factor"] = metadata.number(a + ".rope.scaling.factor").value_or(1);
     if (auto original = metadata.integer(a + ".rope.scaling.original_context_length"))
-      rope += ",\"original_max_position_embeddings\":" + std::to_string(*original);
+      rope["original_max_position_embeddings"] = *original;
   } else {
     fail(prefix + "key '" + a + ".rope.scaling.type': unsupported rope scaling \"" + scaling->text +
          "\" (none, linear and yarn are supported)");
   }
-  rope +=
-      ",\"rope_theta\":" + formatNumber(metadata.number(a + ".rope.freq_base").value_or(10000.0));
+  rope["rope_theta"] = metadata.number(a + ".rope.freq_base").value_or(10000.0);
   if (ropeDims != headDim)
-    rope += ",\"partial_rotary_factor\":" + formatNumber(double(ropeDims) / headDim);
-  add("rope_parameters", rope + "}");
-  add("tie_word_embeddings", hasHead ? "false" : "true");
+    rope["partial_rotary_factor"] = double(ropeDims) / headDim;
+  json["rope_parameters"] = std::move(rope);
+  json["tie_word_embeddings"] = !hasHead;
   // Llama's q/k/v/o biases are optional (Qwen2's q/k/v ones are not).
-  if (a == "llama") {
-    bool biases = std::any_of(renamed.begin(), renamed.end(), [](const GgufTensor &tensor) {
-      return tensor.name.find("q_proj.bias") != std::string::npos;
-    });
-    add("attention_bias", biases ? "true" : "false");
-  }
+  if (a == "llama")
+    json["attention_bias"] =
+        std::any_of(renamed.begin(), renamed.end(), [](const GgufTensor &tensor) {
+          return tensor.name.find("q_proj.bias") != std::string::npos;
+        });
   if (auto window = metadata.integer(a + ".attention.sliding_window"))
-    add("sliding_window", std::to_string(*window));
+    json["sliding_window"] = *window;
   int64_t vocabulary = embeddings->shape[0];
   for (auto [gguf, hf] : {std::pair{"bos", "bos_token_id"}, std::pair{"eos", "eos_token_id"},
                           std::pair{"padding", "pad_token_id"}}) {
@@ -735,9 +711,9 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
     if (id && (id->integer < 0 || id->integer >= vocabulary))
       fail(prefix + "key '" + key + "': not a token id below " + std::to_string(vocabulary));
     if (id)
-      add(hf, std::to_string(id->integer));
+      json[hf] = id->integer;
   }
-  config = json + "}";
+  config = json.dump();
 }
 
 int xfmr_dtype_integer_groups(xfmr_dtype dtype, int64_t *group, int *mins, int *bits) {

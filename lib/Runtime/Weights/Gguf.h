@@ -15,6 +15,8 @@
 
 #include "xfmr-rt/xfmr_runtime.h"
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <map>
 #include <memory>
 #include <optional>
@@ -124,9 +126,9 @@ private:
 
 /// The tokenizer.json (transformers' layout) of the tokenizer a GGUF file
 /// describes in its `tokenizer.ggml.*` metadata (GgufTokenizer.cpp).
-std::string ggufTokenizerJson(const GgufFile &file);
+nlohmann::json ggufTokenizerJson(const GgufFile &file);
 /// Its tokenizer_config.json: the special tokens and the chat template.
-std::string ggufTokenizerConfigJson(const GgufFile &file);
+nlohmann::json ggufTokenizerConfigJson(const GgufFile &file);
 
 } // namespace xfmr::rt
 

@@ -123,50 +123,50 @@ static void *mapOnHugePages(int fd, size_t size) {
   return mapping;
 }
 
-static std::string parseEntry(const std::string &name, const JsonValue &value,
-                              uint64_t dataSize, TensorEntry &entry) {
+static std::string parseEntry(const std::string &name, const Json &value, uint64_t dataSize,
+                              TensorEntry &entry) {
   std::string where = "tensor '" + name + "'";
-  if (!value.isObject())
+  if (!value.is_object())
     return where + ": header entry is not an object";
-  const JsonValue *dtype = value.get("dtype");
-  if (!dtype || !dtype->isString())
+  const Json *dtype = field(value, "dtype");
+  if (!dtype || !dtype->is_string())
     return where + ": missing string \"dtype\"";
   const DtypeName *known = nullptr;
   for (const DtypeName &d : kDtypes)
-    if (dtype->text == d.name)
+    if (textOf(*dtype) == d.name)
       known = &d;
   if (!known)
-    return where + ": unsupported dtype \"" + dtype->text + "\"";
-  const JsonValue *shape = value.get("shape");
-  if (!shape || !shape->isArray())
+    return where + ": unsupported dtype \"" + textOf(*dtype) + "\"";
+  const Json *shape = field(value, "shape");
+  if (!shape || !shape->is_array())
     return where + ": missing array \"shape\"";
-  if (shape->array.size() > 16)
-    return where + ": rank " + std::to_string(shape->array.size()) + " is too large";
-  uint64_t elements = 1;
-  for (const JsonValue &dim : shape->array) {
-    std::optional<int64_t> size = dim.asInt();
+  if (shape->size() > 16)
+    return where + ": rank " + std::to_string(shape->size()) + " is too large";
+  uint64_t count = 1;
+  for (const Json &dim : *shape) {
+    std::optional<int64_t> size = asInt(dim);
     if (!size || *size < 0)
       return where + ": shape entries must be non-negative integers";
-    if (*size != 0 && elements > (uint64_t(1) << 62) / uint64_t(*size))
+    if (*size != 0 && count > (uint64_t(1) << 62) / uint64_t(*size))
       return where + ": shape is too large";
-    elements *= uint64_t(*size);
+    count *= uint64_t(*size);
     entry.shape.push_back(*size);
   }
-  const JsonValue *offsets = value.get("data_offsets");
-  if (!offsets || !offsets->isArray() || offsets->array.size() != 2)
+  const Json *offsets = field(value, "data_offsets");
+  if (!offsets || !offsets->is_array() || offsets->size() != 2)
     return where + ": missing \"data_offsets\" [begin, end]";
-  std::optional<uint64_t> begin = offsets->array[0].asUInt();
-  std::optional<uint64_t> end = offsets->array[1].asUInt();
+  std::optional<uint64_t> begin = asUInt((*offsets)[0]);
+  std::optional<uint64_t> end = asUInt((*offsets)[1]);
   if (!begin || !end || *begin > *end)
     return where + ": data_offsets must be integers with begin <= end";
   if (*end > dataSize)
     return where + ": data_offsets [" + std::to_string(*begin) + ", " + std::to_string(*end) +
            "] run past the end of the data (" + std::to_string(dataSize) +
            " bytes; file truncated?)";
-  if (*end - *begin != elements * known->size)
+  if (*end - *begin != count * known->size)
     return where + ": data_offsets span " + std::to_string(*end - *begin) + " bytes but " +
            known->name + " " + shapeToString(entry.shape) + " needs " +
-           std::to_string(elements * known->size);
+           std::to_string(count * known->size);
   entry.name = name;
   entry.dtype = known->dtype;
   entry.begin = *begin;
@@ -214,19 +214,19 @@ xfmr_safetensors *xfmr_safetensors_open(const char *path, char *err, size_t errS
     return nullptr;
   }
   std::string jsonError;
-  std::optional<JsonValue> header = parseJson(
-      std::string_view(reinterpret_cast<const char *>(bytes + 8), headerSize), jsonError);
+  std::optional<Json> header =
+      parseJson(std::string_view(reinterpret_cast<const char *>(bytes + 8), headerSize), jsonError);
   if (!header) {
     setError(err, errSize, prefix + "corrupt header JSON: " + jsonError);
     return nullptr;
   }
-  if (!header->isObject()) {
+  if (!header->is_object()) {
     setError(err, errSize, prefix + "header JSON is not an object");
     return nullptr;
   }
   file->data = bytes + 8 + headerSize;
   uint64_t dataSize = file->fileSize - 8 - headerSize;
-  for (const auto &[name, value] : header->object) {
+  for (const auto &[name, value] : members(*header)) {
     if (name == "__metadata__")
       continue;
     TensorEntry entry;
@@ -312,23 +312,18 @@ int xfmr_safetensors_write(const char *path, const xfmr_tensor_ref *tensors, siz
   for (size_t i = 0; i < count; ++i)
     order[i] = i;
   std::stable_partition(order.begin(), order.end(), [&](size_t i) { return bytesOf(i) % 64 == 0; });
-  std::string header = "{";
+  Json entries = Json::object();
   uint64_t offset = 0;
   for (size_t i : order) {
     const xfmr_tensor_ref &t = tensors[i];
     std::vector<int64_t> shape(t.shape, t.shape + t.rank);
     uint64_t bytes = elementCount(shape) * xfmr_dtype_size(t.dtype);
-    if (header.size() > 1)
-      header += ',';
-    appendJsonString(header, t.name);
-    header += ":{\"dtype\":\"" + std::string(xfmr_dtype_name(t.dtype)) + "\",\"shape\":[";
-    for (int32_t d = 0; d < t.rank; ++d)
-      header += (d ? "," : "") + std::to_string(t.shape[d]);
-    header += "],\"data_offsets\":[" + std::to_string(offset) + "," +
-              std::to_string(offset + bytes) + "]}";
+    entries[t.name] = {{"dtype", xfmr_dtype_name(t.dtype)},
+                       {"shape", shape},
+                       {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
-  header += '}';
+  std::string header = dumpJson(entries);
   while ((8 + header.size()) % 64)
     header += ' ';
   OutputFile out(path);

@@ -75,29 +75,30 @@ struct xfmr_weights {
     std::stringstream text;
     text << in.rdbuf();
     std::string jsonError;
-    std::optional<JsonValue> index = parseJson(text.str(), jsonError);
-    if (!index || !index->isObject())
+    std::optional<Json> index = parseJson(text.str(), jsonError);
+    if (!index || !index->is_object())
       return prefix + (index ? "not a JSON object" : "invalid JSON: " + jsonError);
-    const JsonValue *map = index->get("weight_map");
-    if (!map || !map->isObject())
+    const Json *map = field(*index, "weight_map");
+    if (!map || !map->is_object())
       return prefix + "no \"weight_map\" object";
     std::string directory = directoryOf(indexPath);
     std::map<std::string, const xfmr_safetensors *> shards;
-    for (const auto &[tensor, shard] : map->object) {
-      if (!shard.isString() || shard.text.empty() || shard.text.find('/') != std::string::npos ||
-          shard.text == "." || shard.text == "..")
+    for (const auto &[tensor, shard] : members(*map)) {
+      if (!shard.is_string() || textOf(shard).empty() ||
+          textOf(shard).find('/') != std::string::npos || textOf(shard) == "." ||
+          textOf(shard) == "..")
         return prefix + "tensor '" + tensor +
                "': the shard must be a file name in the checkpoint's directory";
-      auto it = shards.find(shard.text);
+      auto it = shards.find(textOf(shard));
       if (it == shards.end()) {
-        std::string problem = add(directory + "/" + shard.text, err, errSize);
+        std::string problem = add(directory + "/" + textOf(shard), err, errSize);
         if (!problem.empty())
           return problem;
-        it = shards.emplace(shard.text, files.back().get()).first;
+        it = shards.emplace(textOf(shard), files.back().get()).first;
       }
       xfmr_tensor_info info;
       if (xfmr_safetensors_find(it->second, tensor.c_str(), &info))
-        return prefix + "tensor '" + tensor + "' is not in its shard '" + shard.text + "'";
+        return prefix + "tensor '" + tensor + "' is not in its shard '" + textOf(shard) + "'";
       if (!owner.emplace(tensor, it->second).second)
         return prefix + "tensor '" + tensor + "' is listed twice";
       names.push_back(tensor);
