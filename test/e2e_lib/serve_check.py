@@ -34,6 +34,7 @@ import os
 import random
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -85,9 +86,11 @@ class Server:
             return e.code, json.loads(e.read() or b"null")
 
     def metric(self, name):
+        """A metric's value; a counter not yet shown is 0."""
         with urllib.request.urlopen(self.url + "/metrics", timeout=10) as response:
             text = response.read().decode()
-        return float(re.search(rf"^{name} (\S+)$", text, re.M).group(1))
+        match = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
+        return float(match.group(1)) if match else 0.0
 
     def idle(self):
         deadline = time.time() + 10
@@ -280,6 +283,27 @@ def check_cancel(server):
     return report("cancel", server.idle(), "a stream closed after 2 chunks frees its slot")
 
 
+def check_disconnect(server):
+    """A client that leaves before its whole (not streamed) response."""
+    closed = 'xfmr_requests_total{path="/v1/completions",status="499"}'
+    before = server.metric(closed), server.metric("xfmr_generated_tokens_total")
+    body = json.dumps({"model": "m", "prompt": PROMPTS[0], "max_tokens": 100,
+                       "ignore_eos": True}).encode()
+    host, port = server.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as connection:
+        # Corked: the request leaves with the close, so the server reads both
+        # at once.
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_CORK, 1)
+        connection.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: %s\r\n"
+                           b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                           % (host.encode(), len(body)) + body)
+    idle = server.idle()
+    generated = server.metric("xfmr_generated_tokens_total") - before[1]
+    ok = idle and server.metric(closed) == before[0] + 1 and generated < 100
+    return report("disconnect", ok, f"a client gone before its whole response: a 499 after "
+                  f"{generated:.0f} of 100 tokens, no slot busy")
+
+
 def check_api_key(generator):
     server = Server(generator, "--api-key", "s3cret")
     try:
@@ -424,6 +448,7 @@ def main():
         ok &= check_concurrent(server, tokenizer)
         ok &= check_errors(server)
         ok &= check_cancel(server)
+        ok &= check_disconnect(server)
         ok &= check_api_key(generator)
     code = server.stop()
     ok &= report("shutdown", code == 0, f"SIGTERM: exit {code}")

@@ -22,12 +22,17 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <dirent.h>
 #include <functional>
 #include <future>
 #include <map>
+#include <netdb.h>
+#include <poll.h>
 #include <pthread.h>
 #include <random>
 #include <set>
+#include <sys/socket.h>
 #include <thread>
 
 using namespace xfmr::rt;
@@ -44,6 +49,68 @@ bool sameSecret(const std::string &given, const std::string &secret) {
   return difference == 0;
 }
 
+/// The numeric host and port of a socket address, as cpp-httplib writes a
+/// request's.
+std::pair<std::string, int> numericAddress(const sockaddr_storage &address, socklen_t size) {
+  char host[NI_MAXHOST], service[NI_MAXSERV];
+  if (getnameinfo(reinterpret_cast<const sockaddr *>(&address), size, host, sizeof(host), service,
+                  sizeof(service), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+    return {"", -1};
+  return {host, std::atoi(service)};
+}
+
+/// The descriptor of the connection `req` came on, or -1. cpp-httplib 0.11
+/// gives a handler no way to see its client leave; the connection is the
+/// socket of this process with the request's two addresses, and it stays
+/// open while the handler runs.
+int connectionSocket(const httplib::Request &req) {
+  DIR *fds = opendir("/proc/self/fd");
+  if (!fds)
+    return -1;
+  int found = -1;
+  while (dirent *entry = readdir(fds)) {
+    char *end = nullptr;
+    long fd = std::strtol(entry->d_name, &end, 10);
+    if (*end || end == entry->d_name)
+      continue;
+    sockaddr_storage peer{}, local{};
+    socklen_t peerSize = sizeof(peer), localSize = sizeof(local);
+    if (getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &peerSize) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr *>(&local), &localSize) != 0)
+      continue;
+    if (numericAddress(peer, peerSize) == std::pair(req.remote_addr, req.remote_port) &&
+        numericAddress(local, localSize) == std::pair(req.local_addr, req.local_port)) {
+      found = static_cast<int>(fd);
+      break;
+    }
+  }
+  closedir(fds);
+  return found;
+}
+
+/// Whether the client of `socket` has closed (or shut down) its side.
+bool clientGone(int socket) {
+  pollfd entry{socket, POLLRDHUP, 0};
+  return poll(&entry, 1, 0) > 0 && (entry.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/// OpenAI's finish_reason; a failed model call is "error", and a running or
+/// cancelled choice has none.
+json finishReason(FinishReason reason) {
+  switch (reason) {
+  case FinishReason::EndToken:
+  case FinishReason::Stop:
+    return "stop";
+  case FinishReason::Length:
+  case FinishReason::ContextFull:
+    return "length";
+  case FinishReason::Failed:
+    return "error";
+  default:
+    return nullptr;
+  }
+}
+
 /// Counters and sums for /metrics.
 class Metrics {
 public:
@@ -55,6 +122,8 @@ public:
     std::lock_guard<std::mutex> lock(mutex);
     promptTokens += g.prompt.size();
     generatedTokens += g.generated.size();
+    json reason = finishReason(g.finish);
+    ++finishes[reason.is_string() ? reason.get<std::string>() : "cancelled"];
     if (g.promptRead >= g.submitted) {
       firstTokenSeconds += std::chrono::duration<double>(g.promptRead - g.submitted).count();
       ++firstTokens;
@@ -76,6 +145,10 @@ public:
       out += std::string("# TYPE ") + name + " " + type + "\n" + name + " " +
              std::to_string(value) + "\n";
     };
+    out += "# TYPE xfmr_generations_total counter\n";
+    for (const auto &[reason, count] : finishes)
+      out += "xfmr_generations_total{finish_reason=\"" + reason + "\"} " + std::to_string(count) +
+             "\n";
     line("xfmr_prompt_tokens_total", "counter", promptTokens);
     line("xfmr_generated_tokens_total", "counter", generatedTokens);
     if (engine) {
@@ -96,6 +169,7 @@ public:
 private:
   mutable std::mutex mutex;
   std::map<std::pair<std::string, int>, uint64_t> requests;
+  std::map<std::string, uint64_t> finishes;
   uint64_t promptTokens = 0, generatedTokens = 0, firstTokens = 0, generations = 0;
   double firstTokenSeconds = 0, generationSeconds = 0;
 };
@@ -122,23 +196,6 @@ struct Exchange {
       g->cancelled = true;
   }
 };
-
-/// OpenAI's finish_reason; a failed model call is "error", and a running or
-/// cancelled choice has none.
-json finishReason(FinishReason reason) {
-  switch (reason) {
-  case FinishReason::EndToken:
-  case FinishReason::Stop:
-    return "stop";
-  case FinishReason::Length:
-  case FinishReason::ContextFull:
-    return "length";
-  case FinishReason::Failed:
-    return "error";
-  default:
-    return nullptr;
-  }
-}
 
 /// Counts a request from its start to the end of its response (a stream's
 /// last byte), so that a shutdown waits for it.
@@ -310,11 +367,13 @@ std::shared_ptr<Exchange> Server::start(const httplib::Request &req, bool chat) 
       if (x->request.stream)
         queueChunk(*x, i, false);
     };
-    g->onFinish = [this, weak, i](const std::string &) {
+    // The engine holds the generation while it calls back; the exchange
+    // may be gone (its client left).
+    g->onFinish = [this, weak, i, generation = g.get()](const std::string &) {
+      metrics.generation(*generation);
       auto x = weak.lock();
       if (!x)
         return;
-      metrics.generation(*x->choices[i]);
       std::lock_guard<std::mutex> lock(x->mutex);
       if (x->request.stream && x->choices[i]->finish != FinishReason::Cancelled)
         queueChunk(*x, i, true);
@@ -475,6 +534,15 @@ void Server::stream(const std::shared_ptr<Exchange> &x, httplib::Response &res,
 
 void Server::complete(const httplib::Request &req, httplib::Response &res, bool chat) {
   auto counted = std::make_shared<InFlight>(inFlight);
+  // A client gone before its response is not served, or stops being served
+  // (its slots and queue places freed); 499 is nginx's "client closed
+  // request", for the log and /metrics.
+  int socket = connectionSocket(req);
+  auto gone = [&] { return socket >= 0 && clientGone(socket); };
+  if (gone()) {
+    res.status = 499;
+    return;
+  }
   std::shared_ptr<Exchange> x;
   try {
     x = start(req, chat);
@@ -484,7 +552,15 @@ void Server::complete(const httplib::Request &req, httplib::Response &res, bool 
   if (x->request.stream)
     return stream(x, res, std::move(counted));
   std::unique_lock<std::mutex> lock(x->mutex);
-  x->changed.wait(lock, [&] { return x->unfinished == 0; });
+  auto done = [&] { return x->unfinished == 0; };
+  while (!done()) {
+    if (gone()) {
+      x->cancel();
+      res.status = 499;
+      return;
+    }
+    x->changed.wait_for(lock, std::chrono::milliseconds(100), done);
+  }
   for (const auto &g : x->choices)
     if (g->finish == FinishReason::Failed)
       return sendError(res, {500, "the model failed (see the server's log)", "", "server_error"});
