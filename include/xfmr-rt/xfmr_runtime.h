@@ -322,6 +322,14 @@ int64_t xfmr_generator_length(const xfmr_generator *generator, int64_t sequence)
 typedef struct xfmr_engine xfmr_engine;
 typedef struct xfmr_generation xfmr_generation;
 
+/* When a beam search ends, as generate()'s early_stopping (false, true,
+ * "never"). */
+typedef enum xfmr_early_stopping {
+  XFMR_EARLY_STOPPING_HEURISTIC = 0,
+  XFMR_EARLY_STOPPING_ALL_FINISHED = 1,
+  XFMR_EARLY_STOPPING_NEVER = 2,
+} xfmr_early_stopping;
+
 typedef struct xfmr_generation_settings {
   xfmr_sampling sampling;
   uint64_t seed;
@@ -329,9 +337,16 @@ typedef struct xfmr_generation_settings {
   const char *const *stops; /* texts that end the generation where they appear */
   size_t stop_count;
   int ignore_eos;
+  /* Beam search over num_beams > 1 beams, each on a slot of its own, instead
+   * of sampling (only the repetition penalty applies; no stops): its tokens
+   * come at its end. */
+  int64_t num_beams;
+  double length_penalty;
+  xfmr_early_stopping early_stopping;
 } xfmr_generation_settings;
 
-/* The command line's defaults: its sampling, seed 0, 128 tokens, no stops. */
+/* The command line's defaults: its sampling, seed 0, 128 tokens, no stops,
+ * no beam search. */
 xfmr_generation_settings xfmr_generation_settings_defaults(void);
 
 /* An engine over `generator` (which must outlive it) using `slots` of its

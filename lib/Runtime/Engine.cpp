@@ -32,6 +32,15 @@ void Engine::submit(std::shared_ptr<Generation> generation) {
     if (id < 0 || id >= generator.vocab)
       fail("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
            std::to_string(generator.vocab) + ")");
+  const GenerationSettings &settings = generation->settings;
+  if (settings.beams < 1 || settings.beams > slots())
+    fail("beam search over " + std::to_string(settings.beams) + " beams needs as many slots; " +
+         "the model generates " + std::to_string(slots()) + " sequences at once (xfmrc --batch)");
+  if (settings.beams > 1 &&
+      (!settings.stops.empty() || settings.topLogprobs >= 0 || settings.frequencyPenalty != 0 ||
+       settings.presencePenalty != 0 || settings.keepLogits || !generation->context.empty()))
+    fail("beam search takes no stop texts, logprobs, frequency or presence penalties, kept "
+         "logits or earlier context");
   generation->submitted = std::chrono::steady_clock::now();
   {
     std::lock_guard<std::mutex> lock(mutex);
@@ -51,33 +60,54 @@ void Engine::waitForWork(std::chrono::milliseconds timeout) {
 }
 
 void Engine::admit() {
-  for (int64_t s = 0; s < slots(); ++s) {
+  for (;;) {
+    std::vector<int64_t> free;
+    for (int64_t s = 0; s < slots(); ++s)
+      if (running[s].free())
+        free.push_back(s);
+    if (free.empty())
+      return;
+    std::shared_ptr<Generation> g;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      // First come, first served: a beam search waits for all its slots.
+      if (queue.empty() || (!queue.front()->cancelled &&
+                            queue.front()->settings.beams > static_cast<int64_t>(free.size())))
+        return;
+      g = std::move(queue.front());
+      queue.pop_front();
+    }
+    int64_t s = free[0];
     Slot &slot = running[s];
-    while (!slot.generation) {
-      std::shared_ptr<Generation> g;
-      {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (queue.empty())
-          return;
-        g = std::move(queue.front());
-        queue.pop_front();
+    slot.generation = g;
+    ++busySlots;
+    if (g->cancelled) {
+      finish(s, FinishReason::Cancelled);
+      continue;
+    }
+    const GenerationSettings &settings = g->settings;
+    slot.sampler.emplace(settings.sampling, settings.seed);
+    slot.history = g->context;
+    slot.history.insert(slot.history.end(), g->prompt.begin(), g->prompt.end());
+    if (settings.frequencyPenalty != 0 || settings.presencePenalty != 0)
+      slot.counts.assign(generator.vocab, 0);
+    if (tokenizer) {
+      slot.stream = std::make_shared<DecodeStream>(*tokenizer);
+      slot.stream->prime(g->prompt);
+    }
+    generator.lengths[s] = static_cast<int64_t>(g->context.size());
+    if (settings.beams > 1) {
+      int64_t maxLength = std::min<int64_t>(
+          static_cast<int64_t>(g->prompt.size()) + settings.maxTokens, generator.context);
+      slot.beams = std::make_unique<BeamSearch>(
+          BeamSearch::Settings{settings.beams, settings.lengthPenalty, settings.earlyStopping,
+                               settings.sampling, settings.ignoreEos},
+          generator.prefill.manifest, g->prompt, maxLength, generator.vocab);
+      slot.beamSlots.assign(free.begin(), free.begin() + settings.beams);
+      for (size_t b = 1; b < slot.beamSlots.size(); ++b) {
+        running[slot.beamSlots[b]].lent = true;
+        ++busySlots;
       }
-      slot.generation = g;
-      ++busySlots;
-      if (g->cancelled) {
-        finish(s, FinishReason::Cancelled);
-        continue;
-      }
-      slot.sampler.emplace(g->settings.sampling, g->settings.seed);
-      slot.history = g->context;
-      slot.history.insert(slot.history.end(), g->prompt.begin(), g->prompt.end());
-      if (g->settings.frequencyPenalty != 0 || g->settings.presencePenalty != 0)
-        slot.counts.assign(generator.vocab, 0);
-      if (tokenizer) {
-        slot.stream = std::make_shared<DecodeStream>(*tokenizer);
-        slot.stream->prime(g->prompt);
-      }
-      generator.lengths[s] = static_cast<int64_t>(g->context.size());
     }
   }
 }
@@ -120,7 +150,7 @@ bool Engine::step() {
   std::vector<int64_t> ready;
   for (int64_t s = 0; s < slots(); ++s) {
     Slot &slot = running[s];
-    if (!slot.generation || slot.next >= 0)
+    if (!slot.generation || slot.promptRead == slot.generation->prompt.size())
       continue;
     const std::vector<int32_t> &prompt = slot.generation->prompt;
     size_t take = std::min<size_t>(generator.prefill.tokens, prompt.size() - slot.promptRead);
@@ -135,15 +165,24 @@ bool Engine::step() {
     auto now = std::chrono::steady_clock::now();
     for (int64_t s : ready) {
       running[s].generation->promptRead = now;
-      choose(s, logits.data() + s * vocab);
+      if (running[s].beams)
+        startBeams(s);
+      else
+        choose(s, logits.data() + s * vocab);
     }
   }
   // One decode step of the sequences generating.
+  for (std::vector<int32_t> &tokens : chunk)
+    tokens.clear();
   std::vector<int64_t> decoding;
   for (int64_t s = 0; s < slots(); ++s) {
     Slot &slot = running[s];
-    chunk[s].clear();
-    if (slot.generation && slot.next >= 0) {
+    if (!slot.beamTokens.empty()) {
+      for (size_t b = 0; b < slot.beamSlots.size(); ++b)
+        chunk[slot.beamSlots[b]] = {slot.beamTokens[b]};
+      slot.beamTokens.clear();
+      decoding.push_back(s);
+    } else if (slot.generation && slot.next >= 0) {
       chunk[s] = {slot.next};
       slot.next = -1;
       decoding.push_back(s);
@@ -151,8 +190,12 @@ bool Engine::step() {
   }
   if (!decoding.empty()) {
     generator.call(generator.decode, chunk, logits.data());
-    for (int64_t s : decoding)
-      choose(s, logits.data() + s * vocab);
+    for (int64_t s : decoding) {
+      if (running[s].beams)
+        stepBeams(s);
+      else
+        choose(s, logits.data() + s * vocab);
+    }
   }
   return worked || !decoding.empty();
 }
@@ -214,10 +257,58 @@ void Engine::choose(int64_t s, float *row) {
   slot.next = token.id;
 }
 
+void Engine::startBeams(int64_t s) {
+  Slot &slot = running[s];
+  int64_t vocab = generator.vocab;
+  generator.copyRows(slot.beamSlots, std::vector<int64_t>(slot.beamSlots.size(), s));
+  for (int64_t target : slot.beamSlots)
+    if (target != s)
+      std::copy_n(logits.data() + s * vocab, vocab, logits.data() + target * vocab);
+  stepBeams(s);
+}
+
+void Engine::stepBeams(int64_t s) {
+  Slot &slot = running[s];
+  std::vector<const float *> rows;
+  for (int64_t row : slot.beamSlots)
+    rows.push_back(logits.data() + row * generator.vocab);
+  if (slot.beams->step(rows)) {
+    std::vector<int64_t> sources;
+    for (int64_t parent : slot.beams->parents())
+      sources.push_back(slot.beamSlots[parent]);
+    generator.copyRows(slot.beamSlots, sources);
+    slot.beamTokens = slot.beams->tokens();
+    return;
+  }
+  // The best sequence's tokens, as if generated one by one.
+  Generation &g = *slot.generation;
+  const std::vector<int32_t> &best = slot.beams->best();
+  bool ended = false;
+  for (size_t t = g.prompt.size(); t < best.size(); ++t) {
+    if (slot.beams->isEnd(best[t])) {
+      ended = true;
+      continue;
+    }
+    GeneratedToken token;
+    token.id = best[t];
+    token.text = slot.stream ? slot.stream->step(token.id) : " " + std::to_string(token.id);
+    g.generated.push_back(token.id);
+    g.text += token.text;
+    if (g.onToken)
+      g.onToken(token);
+  }
+  FinishReason reason = ended ? FinishReason::EndToken
+                        : static_cast<int64_t>(g.generated.size()) < g.settings.maxTokens
+                            ? FinishReason::ContextFull
+                            : FinishReason::Length;
+  finish(s, reason);
+}
+
 void Engine::finish(int64_t s, FinishReason reason) {
   Slot slot = std::move(running[s]);
   running[s] = Slot();
-  --busySlots;
+  for (size_t b = 1; b < slot.beamSlots.size(); ++b)
+    running[slot.beamSlots[b]] = Slot();
   Generation &g = *slot.generation;
   std::string tail = slot.stream ? slot.stream->finish() : "";
   g.text += tail;
@@ -225,6 +316,8 @@ void Engine::finish(int64_t s, FinishReason reason) {
   g.finished = std::chrono::steady_clock::now();
   if (g.onFinish)
     g.onFinish(tail);
+  // Counted free only now: whoever sees no slot busy sees the ends reported.
+  busySlots -= std::max<size_t>(1, slot.beamSlots.size());
 }
 
 struct xfmr_engine {
@@ -237,7 +330,8 @@ struct xfmr_generation {
 
 xfmr_generation_settings xfmr_generation_settings_defaults(void) {
   GenerationSettings defaults;
-  return {defaults.sampling, defaults.seed, defaults.maxTokens, nullptr, 0, 0};
+  return {defaults.sampling, defaults.seed,          defaults.maxTokens,           nullptr, 0, 0,
+          defaults.beams,    defaults.lengthPenalty, XFMR_EARLY_STOPPING_HEURISTIC};
 }
 
 xfmr_engine *xfmr_engine_create(xfmr_generator *generator, const xfmr_tokenizer *tokenizer,
@@ -260,6 +354,12 @@ xfmr_generation *xfmr_engine_submit(xfmr_engine *engine, const int32_t *prompt, 
   s.maxTokens = settings->max_tokens;
   s.stops.assign(settings->stops, settings->stops + settings->stop_count);
   s.ignoreEos = settings->ignore_eos != 0;
+  s.beams = settings->num_beams;
+  s.lengthPenalty = settings->length_penalty;
+  s.earlyStopping = settings->early_stopping == XFMR_EARLY_STOPPING_ALL_FINISHED
+                        ? EarlyStopping::True
+                    : settings->early_stopping == XFMR_EARLY_STOPPING_NEVER ? EarlyStopping::Never
+                                                                            : EarlyStopping::False;
   if (onToken) {
     g->onToken = [onToken, user](const GeneratedToken &token) {
       onToken(user, token.id, token.text.data(), token.text.size());

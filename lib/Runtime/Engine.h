@@ -14,6 +14,7 @@
 #ifndef XFMR_LIB_RUNTIME_ENGINE_H
 #define XFMR_LIB_RUNTIME_ENGINE_H
 
+#include "BeamSearch.h"
 #include "Generator.h"
 #include "Sampler.h"
 #include "Tokenizers/Tokenizer.h"
@@ -49,6 +50,12 @@ struct GenerationSettings {
   int64_t topLogprobs = -1;
   /// Keep each step's logits (as the model gave them) in Generation::logits.
   bool keepLogits = false;
+  /// Beam search over this many beams, each on a slot of its own, instead
+  /// of sampling (with no stop texts, logprobs, OpenAI penalties or kept
+  /// logits); its tokens come at its end.
+  int64_t beams = 1;
+  double lengthPenalty = 1.0;
+  EarlyStopping earlyStopping = EarlyStopping::False;
 };
 
 /// generate()'s token rules on the next-token scores of a sequence of
@@ -149,6 +156,15 @@ private:
     /// often each token was generated (with OpenAI's penalties only).
     std::vector<int32_t> history;
     std::vector<int64_t> counts;
+    /// A beam search, on its first slot: the search, its slots (this one
+    /// first) and the tokens they take next (none while the prompt is read).
+    std::unique_ptr<BeamSearch> beams;
+    std::vector<int64_t> beamSlots;
+    std::vector<int32_t> beamTokens;
+    /// One of another slot's beams.
+    bool lent = false;
+
+    bool free() const { return !generation && !lent; }
   };
 
   void admit();
@@ -156,6 +172,11 @@ private:
   void endQueued(bool cancelledOnly, FinishReason reason);
   /// Picks slot s's next token from its logits; finishes it if that ends it.
   void choose(int64_t s, float *row);
+  /// Spreads slot s's prompt to its beams' slots, then steps the search.
+  void startBeams(int64_t s);
+  /// Steps slot s's beam search on its beams' logits: moves their caches
+  /// and sets their next tokens, or ends it.
+  void stepBeams(int64_t s);
   void finish(int64_t s, FinishReason reason);
 
   xfmr_generator &generator;

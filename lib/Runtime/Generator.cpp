@@ -198,20 +198,25 @@ void xfmr_generator::encodeSources(const std::vector<std::vector<int32_t>> &sour
   std::copy_n(encode.mask->data, encode.mask->size, sourceMask->data);
 }
 
-void xfmr_generator::reorder(const std::vector<int64_t> &parents, int64_t rows) {
-  int64_t count = static_cast<int64_t>(parents.size());
-  for (auto &[name, cache] : caches) {
-    size_t sequenceBytes = cache->size / batch;
-    size_t copied = sequenceBytes / context * rows;
-    std::vector<uint8_t> old(cache->data, cache->data + count * sequenceBytes);
-    for (int64_t b = 0; b < count; ++b)
-      if (parents[b] != b)
-        std::copy_n(old.data() + parents[b] * sequenceBytes, copied,
-                    cache->data + b * sequenceBytes);
-  }
+void xfmr_generator::copyRows(const std::vector<int64_t> &targets,
+                              const std::vector<int64_t> &sources) {
   std::vector<int64_t> old = lengths;
-  for (int64_t b = 0; b < count; ++b)
-    lengths[b] = old[parents[b]];
+  for (auto &[name, cache] : caches) {
+    size_t sequenceBytes = cache->size / batch, positionBytes = sequenceBytes / context;
+    // Each source's positions in use, saved before any target is written.
+    std::map<int64_t, std::vector<uint8_t>> saved;
+    for (size_t i = 0; i < targets.size(); ++i)
+      if (targets[i] != sources[i] && !saved.count(sources[i])) {
+        const uint8_t *row = cache->data + sources[i] * sequenceBytes;
+        saved[sources[i]].assign(row, row + old[sources[i]] * positionBytes);
+      }
+    for (size_t i = 0; i < targets.size(); ++i)
+      if (targets[i] != sources[i])
+        std::copy(saved[sources[i]].begin(), saved[sources[i]].end(),
+                  cache->data + targets[i] * sequenceBytes);
+  }
+  for (size_t i = 0; i < targets.size(); ++i)
+    lengths[targets[i]] = old[sources[i]];
 }
 
 void xfmr_generator::setShape(int64_t &slot, int64_t value, const std::string &name) {
@@ -285,11 +290,6 @@ void xfmr_generator::append(Entry &entry, const std::vector<std::vector<int32_t>
 }
 
 namespace {
-
-/// How beam search ends, as generate()'s early_stopping: when every beam
-/// has finished (true), by a heuristic (false), or at the length limit
-/// (never).
-enum class EarlyStopping { True, False, Never };
 
 struct Options {
   std::string weights, tokenizer, saveLogits, system, chatTemplate;
@@ -513,8 +513,10 @@ public:
     if (static_cast<int64_t>(options.prompts.size()) > generator.batch)
       fail(std::to_string(options.prompts.size()) + " prompts, but the model generates " +
            std::to_string(generator.batch) + " sequences at once (xfmrc --batch)");
-    if (options.beams > 1 && options.prompts.size() > 1)
-      fail("beam search (--num-beams) takes one prompt");
+    // An encoder-decoder's beams all read the cross-attention rows of its
+    // one source.
+    if (options.beams > 1 && options.prompts.size() > 1 && generator.encoderDecoder())
+      fail("beam search (--num-beams) of an encoder-decoder takes one prompt");
     if (options.beams > generator.batch)
       fail("--num-beams=" + std::to_string(options.beams) +
            " needs a model compiled for as "
@@ -545,9 +547,6 @@ public:
       std::fprintf(stderr, "seed: %" PRIu64 "\n", options.seed);
     }
 
-    if (!options.ignoreEos)
-      eos = manifest.eosTokenIds;
-    rules = manifest;
     if (options.serve)
       return serve(generator);
     if (options.chat)
@@ -587,8 +586,7 @@ public:
       for (Sequence &s : sequences)
         s.prompt = {static_cast<int32_t>(manifest.decoderStartTokenId)};
     }
-    int status = options.beams > 1 ? beamSearch(generator, sequences[0], start, promptTokens)
-                                   : sample(generator, sequences, start, promptTokens);
+    int status = sample(generator, sequences, start, promptTokens);
     if (!options.saveLogits.empty())
       saveLogits(options.saveLogits, sequences, generator.vocab);
     return status;
@@ -616,8 +614,8 @@ private:
     return s.stream ? s.stream->step(token) : " " + std::to_string(token);
   }
 
-  /// Sampling (or greedy) generation of every sequence at once, on the
-  /// engine.
+  /// Sampling, greedy or beam-search generation of every sequence at once,
+  /// on the engine.
   int sample(xfmr_generator &generator, std::vector<Sequence> &sequences,
              std::chrono::steady_clock::time_point start, size_t promptTokens) {
     bool streaming = sequences.size() == 1;
@@ -635,6 +633,9 @@ private:
       g->settings.stops = options.stops;
       g->settings.ignoreEos = options.ignoreEos;
       g->settings.keepLogits = !options.saveLogits.empty();
+      g->settings.beams = options.beams;
+      g->settings.lengthPenalty = options.lengthPenalty;
+      g->settings.earlyStopping = options.earlyStopping;
       Sequence &s = sequences[i];
       g->onToken = [&s, streaming](const GeneratedToken &token) { emit(s, token.text, streaming); };
       g->onFinish = [&s](const std::string &tail) { emit(s, tail, false); };
@@ -658,157 +659,6 @@ private:
            std::chrono::duration<double, std::milli>(promptRead - start).count());
     report("generation", generatedTokens,
            std::chrono::duration<double, std::milli>(end - promptRead).count());
-    return 0;
-  }
-
-  /// Beam search over options.beams beams (sequences 0 .. K-1 of the
-  /// batch), as transformers' generate(num_beams=K) does it: each step
-  /// keeps the 2K best continuations of all beams by summed
-  /// log-probability, continues the K best unfinished ones, and keeps the K
-  /// best finished hypotheses, scored by log-probability / length^penalty.
-  int beamSearch(xfmr_generator &generator, Sequence &result,
-                 std::chrono::steady_clock::time_point start, size_t promptTokens) {
-    int64_t beams = options.beams, vocab = generator.vocab;
-    std::vector<int32_t> prompt = result.prompt;
-    int64_t promptLength = static_cast<int64_t>(prompt.size());
-    int64_t maxLength = promptLength + options.predict;
-    std::vector<float> logits(generator.batch * vocab);
-    std::vector<std::vector<int32_t>> chunk(generator.batch);
-    chunk[0] = prompt;
-    generator.append(generator.prefill, chunk, logits.data());
-    // Every beam starts from the prompt's state.
-    generator.reorder(std::vector<int64_t>(beams, 0), generator.lengths[0]);
-    for (int64_t b = 1; b < beams; ++b)
-      std::copy_n(logits.data(), vocab, logits.data() + b * vocab);
-    double promptMs = elapsedMs(start);
-    start = std::chrono::steady_clock::now();
-
-    struct Hypothesis {
-      std::vector<int32_t> tokens;
-      double score;
-      bool finished;
-    };
-    std::vector<Hypothesis> running(beams, {prompt, 0.0, false});
-    for (int64_t b = 1; b < beams; ++b)
-      running[b].score = -1e9;
-    std::vector<Hypothesis> finished(beams, {prompt, -1e9, false});
-    bool improvable = true;
-    size_t steps = 0;
-    for (int64_t length = promptLength;; ++length) {
-      // The 2K best continuations of all beams.
-      struct Candidate {
-        double score;
-        int64_t beam;
-        int32_t token;
-        bool hits;
-      };
-      std::vector<Candidate> candidates;
-      std::vector<double> scores(vocab);
-      for (int64_t b = 0; b < beams; ++b) {
-        const float *row = logits.data() + b * vocab;
-        double shift = logSumExp(row, vocab);
-        for (int64_t v = 0; v < vocab; ++v)
-          scores[v] = row[v] - shift;
-        const std::vector<int32_t> &history = running[b].tokens;
-        penalizeRepeats(scores.data(), vocab, options.sampling, history.data(), history.size());
-        applyTokenRules(rules, scores.data(), vocab, history.size(), maxLength, options.ignoreEos);
-        for (int64_t v = 0; v < vocab; ++v)
-          candidates.push_back({scores[v] + running[b].score, b, static_cast<int32_t>(v), false});
-      }
-      size_t keep = std::min<size_t>(2 * beams, candidates.size());
-      std::partial_sort(candidates.begin(), candidates.begin() + keep, candidates.end(),
-                        [](const Candidate &x, const Candidate &y) {
-                          return x.score != y.score ? x.score > y.score
-                                 : x.beam != y.beam ? x.beam < y.beam
-                                                    : x.token < y.token;
-                        });
-      candidates.resize(keep);
-      for (Candidate &c : candidates)
-        c.hits = isEos(c.token) || length + 1 >= maxLength;
-      // The K best unfinished continuations go on.
-      std::vector<size_t> order(keep);
-      std::iota(order.begin(), order.end(), 0);
-      std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-        double sx = candidates[x].score - (candidates[x].hits ? 1e9 : 0);
-        double sy = candidates[y].score - (candidates[y].hits ? 1e9 : 0);
-        return sx != sy ? sx > sy : x < y;
-      });
-      std::vector<Hypothesis> next;
-      std::vector<int64_t> parents;
-      for (int64_t b = 0; b < beams; ++b) {
-        const Candidate &c = candidates[order[b]];
-        Hypothesis h = running[c.beam];
-        h.tokens.push_back(c.token);
-        h.score = c.score - (c.hits ? 1e9 : 0);
-        next.push_back(std::move(h));
-        parents.push_back(c.beam);
-      }
-      // The K best finished hypotheses so far.
-      bool full = std::all_of(finished.begin(), finished.end(),
-                              [](const Hypothesis &h) { return h.finished; }) &&
-                  options.earlyStopping == EarlyStopping::True;
-      std::vector<Hypothesis> merged = finished;
-      for (size_t i = 0; i < keep; ++i) {
-        const Candidate &c = candidates[i];
-        bool justFinished = c.hits && static_cast<int64_t>(i) < beams;
-        double score = c.score / std::pow(static_cast<double>(length + 1 - promptLength),
-                                          options.lengthPenalty);
-        score += (full ? -1e9 : 0) + (improvable ? 0 : -1e9) + (justFinished ? 0 : -1e9);
-        Hypothesis h = running[c.beam];
-        h.tokens.push_back(c.token);
-        h.score = score;
-        h.finished = justFinished;
-        merged.push_back(std::move(h));
-      }
-      std::vector<size_t> ranks(merged.size());
-      std::iota(ranks.begin(), ranks.end(), 0);
-      std::sort(ranks.begin(), ranks.end(), [&](size_t x, size_t y) {
-        return merged[x].score != merged[y].score ? merged[x].score > merged[y].score : x < y;
-      });
-      for (int64_t b = 0; b < beams; ++b)
-        finished[b] = std::move(merged[ranks[b]]);
-      running = std::move(next);
-      // Can a running beam still beat the worst finished one?
-      double bestLength = options.earlyStopping == EarlyStopping::Never && options.lengthPenalty > 0
-                              ? static_cast<double>(maxLength - promptLength)
-                              : static_cast<double>(length + 1 - promptLength);
-      double best = running[0].score / std::pow(bestLength, options.lengthPenalty);
-      double worstFinished = 1e300;
-      for (const Hypothesis &h : finished)
-        worstFinished = std::min(worstFinished, h.score);
-      improvable = improvable && std::any_of(finished.begin(), finished.end(), [&](auto &h) {
-                     return best > (h.finished ? worstFinished : -1e9);
-                   });
-      bool allFinished = std::all_of(finished.begin(), finished.end(),
-                                     [](const Hypothesis &h) { return h.finished; });
-      bool allHit = std::all_of(candidates.begin(), candidates.end(),
-                                [](const Candidate &c) { return c.hits; });
-      ++steps;
-      if (!improvable || (allFinished && options.earlyStopping == EarlyStopping::True) || allHit)
-        break;
-      if (generator.lengths[0] + 1 > generator.context)
-        fail("beam search ran past the context of " + std::to_string(generator.context) +
-             " positions (xfmrc --max-context)");
-      generator.reorder(parents, generator.lengths[0]);
-      std::vector<std::vector<int32_t>> tokens(generator.batch);
-      for (int64_t b = 0; b < beams; ++b)
-        tokens[b] = {running[b].tokens.back()};
-      generator.append(generator.decode, tokens, logits.data());
-    }
-    const std::vector<int32_t> &best = finished[0].tokens;
-    if (!options.ids) {
-      result.stream = std::make_shared<DecodeStream>(*tokenizer);
-      result.stream->prime(prompt);
-    }
-    for (size_t t = prompt.size(); t < best.size(); ++t)
-      if (!isEos(best[t])) {
-        result.generated.push_back(best[t]);
-        emit(result, tokenText(result, best[t]), false);
-      }
-    finish({result}, true, false, generator.context);
-    report("prompt", promptTokens, promptMs);
-    std::fprintf(stderr, "beam search: %zu steps of %" PRId64 " beams in %.2f ms\n", steps, beams,
-                 elapsedMs(start));
     return 0;
   }
 
@@ -919,11 +769,6 @@ private:
                    argv0, context);
   }
 
-  static double elapsedMs(std::chrono::steady_clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-        .count();
-  }
-
   static std::string idsText(const std::vector<int32_t> &ids) {
     std::string text;
     for (int32_t id : ids)
@@ -989,11 +834,6 @@ private:
   Options options;
   std::unique_ptr<Tokenizer> tokenizer;
   std::unique_ptr<ChatFormat> chatFormat;
-  /// The tokens that end a sequence (none with --ignore-eos).
-  std::vector<int64_t> eos;
-  bool isEos(int64_t token) const { return std::find(eos.begin(), eos.end(), token) != eos.end(); }
-  /// The model's token rules (forced and suppressed tokens).
-  Manifest rules;
 };
 
 } // namespace

@@ -79,10 +79,10 @@ struct xfmr_generator {
   /// empties every sequence's cache.
   void encodeSources(const std::vector<std::vector<int32_t>> &sources);
 
-  /// Sequence b < parents.size() becomes a copy of sequence parents[b]
-  /// (beam search keeps the beams it continues): the first `rows` positions
-  /// of its cache, and its length.
-  void reorder(const std::vector<int64_t> &parents, int64_t rows);
+  /// Sequence targets[i] becomes a copy of sequence sources[i], all read
+  /// before any is written (beam search keeps the beams it continues): the
+  /// positions in use of its cache, and its length.
+  void copyRows(const std::vector<int64_t> &targets, const std::vector<int64_t> &sources);
 
   /// One call of `entry`: appends tokens[b] (at most entry.tokens of them;
   /// none: the sequence is left as it is) to sequence b and writes each

@@ -536,25 +536,33 @@ def beams(args, family):
     ended = 0
     for early, penalty, count, repeat in [("false", 1.0, 4, 1.0), ("true", 1.0, 3, 1.5),
                                           ("never", 2.0, 4, 1.0), ("false", -0.5, 2, 1.5)]:
-        for source in sources:
-            printed = run([generator, "--ids", "--no-echo", "-p", " ".join(map(str, source)),
-                           "-n", "10", f"--num-beams={count}", f"--early-stopping={early}",
+        # A decoder's searches share one run: beside each other where the
+        # batch holds their beams, queued where it does not.
+        groups = [[s] for s in sources] if config.is_encoder_decoder else [sources]
+        for group in groups:
+            prompts = [flag for s in group for flag in ("-p", " ".join(map(str, s)))]
+            printed = run([generator, "--ids", "--no-echo", *prompts, "-n", "10",
+                           f"--num-beams={count}", f"--early-stopping={early}",
                            f"--length-penalty={penalty}", f"--repeat-penalty={repeat}",
-                           "--repeat-last-n=0"]).stdout.decode().split()
-            mine = [int(t) for t in printed]
-            hf_early = {"true": True, "false": False, "never": "never"}[early]
-            want, _ = hf_generate(model, [source], config.pad_token_id, max_new_tokens=10,
-                                  do_sample=False, num_beams=count, early_stopping=hf_early,
-                                  length_penalty=penalty, repetition_penalty=repeat)
-            start = 1 if config.is_encoder_decoder else len(source)
-            theirs = trim(want[0][start:], config.eos_token_id, config.pad_token_id)
-            runs += 1
-            ended += len(theirs) < 9  # before the forced last token
-            if mine != theirs:
-                print(f"FAIL: {name} {count} beams, early_stopping={early}, length_penalty="
-                      f"{penalty}, repetition_penalty={repeat}, source {source}: {mine} != "
-                      f"generate()'s {theirs}")
-                ok = False
+                           "--repeat-last-n=0"]).stdout.decode()
+            lines = [printed] if len(group) == 1 else \
+                [line.split("] ", 1)[1] for line in printed.splitlines() if line.startswith("[")]
+            for source, line in zip(group, lines):
+                mine = [int(t) for t in line.split()]
+                hf_early = {"true": True, "false": False, "never": "never"}[early]
+                want, _ = hf_generate(model, [source], config.pad_token_id, max_new_tokens=10,
+                                      do_sample=False, num_beams=count, early_stopping=hf_early,
+                                      length_penalty=penalty, repetition_penalty=repeat)
+                start = 1 if config.is_encoder_decoder else len(source)
+                theirs = trim(want[0][start:], config.eos_token_id, config.pad_token_id)
+                runs += 1
+                ended += len(theirs) < 9  # before the forced last token
+                if mine != theirs:
+                    print(f"FAIL: {name} {count} beams, early_stopping={early}, length_penalty="
+                          f"{penalty}, repetition_penalty={repeat}, source {source}: {mine} != "
+                          f"generate()'s {theirs}")
+                    ok = False
+            ok &= len(lines) == len(group)
     print(f"{'PASS' if ok else 'FAIL'}: {name}: {runs} searches as generate(num_beams=...) "
           f"({ended} ended early)", flush=True)
     return ok
