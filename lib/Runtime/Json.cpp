@@ -3,6 +3,7 @@
 #include "Json.h"
 
 #include <algorithm>
+#include <unordered_set>
 #include <vector>
 
 using namespace xfmr::rt;
@@ -15,20 +16,25 @@ constexpr size_t kMaxOrderedMembers = 4096;
 template <typename JsonT>
 std::optional<JsonT> parseBounded(std::string_view text, std::string &error, size_t maxMembers) {
   error.clear();
-  // Members so far of each object being read, innermost last.
-  std::vector<size_t> counts;
-  auto bound = [&](int depth, typename JsonT::parse_event_t event, JsonT &) {
+  // The keys so far of each object being read, innermost last.
+  std::vector<std::unordered_set<std::string>> keys;
+  auto bound = [&](int depth, typename JsonT::parse_event_t event, JsonT &parsed) {
     using Event = typename JsonT::parse_event_t;
     if (!error.empty())
       return false;
-    if (depth > kMaxDepth)
+    if (depth > kMaxDepth) {
       error = "JSON nested deeper than " + std::to_string(kMaxDepth) + " levels";
-    else if (event == Event::object_start)
-      counts.push_back(0);
-    else if (event == Event::object_end && !counts.empty())
-      counts.pop_back();
-    else if (event == Event::key && !counts.empty() && ++counts.back() > maxMembers)
-      error = "a JSON object has more than " + std::to_string(maxMembers) + " members";
+    } else if (event == Event::object_start) {
+      keys.emplace_back();
+    } else if (event == Event::object_end && !keys.empty()) {
+      keys.pop_back();
+    } else if (event == Event::key && !keys.empty()) {
+      const std::string &key = parsed.template get_ref<const std::string &>();
+      if (!keys.back().insert(key).second)
+        error = "duplicate key \"" + key + "\"";
+      else if (keys.back().size() > maxMembers)
+        error = "a JSON object has more than " + std::to_string(maxMembers) + " members";
+    }
     return error.empty();
   };
   try {
@@ -39,13 +45,15 @@ std::optional<JsonT> parseBounded(std::string_view text, std::string &error, siz
   } catch (const typename JsonT::exception &e) {
     // A syntax error, or a number past a double's range: "[json.exception.
     // parse_error.101] parse error at line 1, column 4: ...; last read:
-    // '<bytes>'" without the library's tag, and without the bytes read,
-    // which need not be UTF-8.
+    // '<bytes>'; expected ..." without the library's tag, and without the
+    // bytes read, which need not be UTF-8.
     std::string message = e.what();
     size_t tag = message.find("] ");
     if (tag != std::string::npos)
       message.erase(0, tag + 2);
-    message.erase(std::min(message.size(), message.find("; last read:")));
+    size_t read = message.find("; last read: '");
+    if (read != std::string::npos)
+      message.erase(read, std::min(message.size(), message.find("; expected ", read)) - read);
     error = message;
     return std::nullopt;
   }

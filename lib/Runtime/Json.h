@@ -2,9 +2,10 @@
 //
 // The runtime has no LLVM dependency (an embedding user links only it), so it
 // reads JSON with nlohmann-json rather than llvm::json. Files and requests are
-// untrusted: parseJson bounds what would later recurse (copying, printing and
-// destroying nested values) and the members of one object, and the accessors
-// below answer "absent" for a value of another type instead of throwing.
+// untrusted: parseJson refuses duplicate keys, bounds what would later
+// recurse (copying and printing nested values) and the members of one
+// object, and the accessors below answer "absent" for a value of another
+// type instead of throwing.
 //
 // `Json` keeps an object's members sorted (tokenizer vocabularies hold 10^5
 // of them); `OrderedJson` keeps them in the order written, which chat
@@ -28,9 +29,9 @@ using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
 /// Parses `text`; on failure returns nullopt and sets `error` to a message
-/// naming the place ("syntax error at line 1, column 12: ..."). Nesting is
-/// bounded by 64 levels and an OrderedJson object by 4096 members (its
-/// insertion is linear in its size).
+/// naming the place ("parse error at line 1, column 12: ...") or the
+/// duplicate key. Nesting is bounded by 64 levels and an OrderedJson object
+/// by 4096 members (its insertion is linear in its size).
 std::optional<Json> parseJson(std::string_view text, std::string &error);
 std::optional<OrderedJson> parseOrderedJson(std::string_view text, std::string &error);
 

@@ -27,8 +27,8 @@ namespace {
 
 /// body[key] when present and not null.
 const json *given(const json &body, const char *key) {
-  auto it = body.find(key);
-  return it == body.end() || it->is_null() ? nullptr : &*it;
+  const json *value = field(body, key);
+  return value && !value->is_null() ? value : nullptr;
 }
 
 double number(const json &body, const char *key, double low, double high, double fallback) {

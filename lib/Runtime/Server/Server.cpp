@@ -28,6 +28,7 @@
 #include <future>
 #include <map>
 #include <netdb.h>
+#include <optional>
 #include <poll.h>
 #include <pthread.h>
 #include <random>
@@ -51,18 +52,20 @@ bool sameSecret(const std::string &given, const std::string &secret) {
 
 /// The numeric host and port of a socket address, as cpp-httplib writes a
 /// request's.
-std::pair<std::string, int> numericAddress(const sockaddr_storage &address, socklen_t size) {
+std::optional<std::pair<std::string, int>> numericAddress(const sockaddr_storage &address,
+                                                          socklen_t size) {
   char host[NI_MAXHOST], service[NI_MAXSERV];
   if (getnameinfo(reinterpret_cast<const sockaddr *>(&address), size, host, sizeof(host), service,
                   sizeof(service), NI_NUMERICHOST | NI_NUMERICSERV) != 0)
-    return {"", -1};
-  return {host, std::atoi(service)};
+    return std::nullopt;
+  return std::pair(std::string(host), std::atoi(service));
 }
 
 /// The descriptor of the connection `req` came on, or -1. cpp-httplib 0.11
 /// gives a handler no way to see its client leave; the connection is the
 /// socket of this process with the request's two addresses, and it stays
-/// open while the handler runs.
+/// open while the handler runs. (A scan of the process's descriptors, a few
+/// hundred at most: microseconds beside a generation.)
 int connectionSocket(const httplib::Request &req) {
   DIR *fds = opendir("/proc/self/fd");
   if (!fds)
@@ -88,27 +91,39 @@ int connectionSocket(const httplib::Request &req) {
   return found;
 }
 
-/// Whether the client of `socket` has closed (or shut down) its side.
-bool clientGone(int socket) {
-  pollfd entry{socket, POLLRDHUP, 0};
+/// Whether the client of `connection` has closed (or shut down) its side.
+/// A client that shuts its side down after its request, which HTTP allows,
+/// counts as gone: OpenAI's clients and browsers do not, and a reply it
+/// still reads costs a whole generation.
+bool clientGone(int connection) {
+  pollfd entry{connection, POLLRDHUP, 0};
   return poll(&entry, 1, 0) > 0 && (entry.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
-/// OpenAI's finish_reason; a failed model call is "error", and a running or
-/// cancelled choice has none.
-json finishReason(FinishReason reason) {
+/// OpenAI's finish_reason ("error": a failed model call), or "cancelled",
+/// or "" while running.
+const char *finishReasonName(FinishReason reason) {
   switch (reason) {
+  case FinishReason::Running:
+    return "";
   case FinishReason::EndToken:
   case FinishReason::Stop:
     return "stop";
   case FinishReason::Length:
   case FinishReason::ContextFull:
     return "length";
+  case FinishReason::Cancelled:
+    return "cancelled";
   case FinishReason::Failed:
     return "error";
-  default:
-    return nullptr;
   }
+  return "";
+}
+
+/// OpenAI's finish_reason: none for a running or cancelled choice.
+json finishReason(FinishReason reason) {
+  std::string name = finishReasonName(reason);
+  return name.empty() || name == "cancelled" ? json(nullptr) : json(name);
 }
 
 /// Counters and sums for /metrics.
@@ -122,8 +137,7 @@ public:
     std::lock_guard<std::mutex> lock(mutex);
     promptTokens += g.prompt.size();
     generatedTokens += g.generated.size();
-    json reason = finishReason(g.finish);
-    ++finishes[reason.is_string() ? reason.get<std::string>() : "cancelled"];
+    ++finishes[finishReasonName(g.finish)];
     if (g.promptRead >= g.submitted) {
       firstTokenSeconds += std::chrono::duration<double>(g.promptRead - g.submitted).count();
       ++firstTokens;
@@ -537,8 +551,8 @@ void Server::complete(const httplib::Request &req, httplib::Response &res, bool 
   // A client gone before its response is not served, or stops being served
   // (its slots and queue places freed); 499 is nginx's "client closed
   // request", for the log and /metrics.
-  int socket = connectionSocket(req);
-  auto gone = [&] { return socket >= 0 && clientGone(socket); };
+  int connection = connectionSocket(req);
+  auto gone = [&] { return connection >= 0 && clientGone(connection); };
   if (gone()) {
     res.status = 499;
     return;

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 using namespace xfmr::rt;
 
@@ -227,8 +228,12 @@ Json xfmr::rt::ggufTokenizerJson(const GgufFile &file) {
   if (!tokenList || tokenList->items.empty())
     metadata.error("tokenizer.ggml.tokens", "missing or empty");
   std::vector<std::string> tokens;
-  for (const GgufValue &token : tokenList->items)
+  std::unordered_set<std::string> seen;
+  for (const GgufValue &token : tokenList->items) {
+    if (!seen.insert(token.text).second)
+      metadata.error("tokenizer.ggml.tokens", "token '" + token.text + "' appears twice");
     tokens.push_back(token.text);
+  }
   const GgufValue *types =
       metadata.array("tokenizer.ggml.token_type", GgufValue::Kind::Integer, tokens.size());
 

@@ -267,7 +267,7 @@ Json xfmr::rt::parseTokenizerJson(const std::string &path) {
   std::optional<Json> json = parseJson(readTokenizerFile(path), error);
   if (!json)
     fail(tokenizerFileName(path) + ": invalid JSON: " + error);
-  return *json;
+  return std::move(*json);
 }
 
 void xfmr::rt::readSpecialTokenConfig(Tokenizer &tokenizer, const std::string &configPath) {

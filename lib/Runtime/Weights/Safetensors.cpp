@@ -10,9 +10,10 @@
 
 #include "xfmr-rt/xfmr_runtime.h"
 
-#include "Weights/Gguf.h"
 #include "Json.h"
 #include "RuntimeSupport.h"
+#include "Tokenizers/Unicode.h"
+#include "Weights/Gguf.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -318,12 +319,19 @@ int xfmr_safetensors_write(const char *path, const xfmr_tensor_ref *tensors, siz
     const xfmr_tensor_ref &t = tensors[i];
     std::vector<int64_t> shape(t.shape, t.shape + t.rank);
     uint64_t bytes = elementCount(shape) * xfmr_dtype_size(t.dtype);
+    std::string problem = !isValidUtf8(t.name)       ? "a tensor name is not UTF-8"
+                          : entries.contains(t.name) ? "tensor '" + std::string(t.name) + "' twice"
+                                                     : "";
+    if (!problem.empty()) {
+      setError(err, errSize, "cannot write '" + std::string(path) + "': " + problem);
+      return 1;
+    }
     entries[t.name] = {{"dtype", xfmr_dtype_name(t.dtype)},
                        {"shape", shape},
                        {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
-  std::string header = dumpJson(entries);
+  std::string header = entries.dump();
   while ((8 + header.size()) % 64)
     header += ' ';
   OutputFile out(path);
