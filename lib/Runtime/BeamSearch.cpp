@@ -12,9 +12,10 @@
 using namespace xfmr::rt;
 
 BeamSearch::BeamSearch(const Settings &settings, const Manifest &rules, std::vector<int32_t> prompt,
-                       int64_t maxLength, int64_t vocab)
+                       int64_t maxLength, int64_t context, int64_t vocab)
     : settings(settings), rules(rules), promptLength(static_cast<int64_t>(prompt.size())),
-      maxLength(maxLength), vocab(vocab), length(promptLength) {
+      maxLength(maxLength), limit(std::min(maxLength, context)), vocab(vocab),
+      length(promptLength) {
   // Every beam starts from the prompt; all but the first out of the running
   // until the first step has spread them.
   running.assign(settings.beams, {prompt, 0.0, false});
@@ -59,7 +60,7 @@ bool BeamSearch::step(const std::vector<const float *> &rows) {
                     });
   candidates.resize(keep);
   for (Candidate &c : candidates)
-    c.hits = isEnd(c.token) || length + 1 >= maxLength;
+    c.hits = isEnd(c.token) || length + 1 >= limit;
   // The K best unfinished continuations go on.
   std::vector<size_t> order(keep);
   std::iota(order.begin(), order.end(), 0);
@@ -107,7 +108,7 @@ bool BeamSearch::step(const std::vector<const float *> &rows) {
   running = std::move(next);
   // Can a running beam still beat the worst finished one?
   double bestLength = settings.earlyStopping == EarlyStopping::Never && settings.lengthPenalty > 0
-                          ? static_cast<double>(maxLength - promptLength)
+                          ? static_cast<double>(limit - promptLength)
                           : static_cast<double>(length + 1 - promptLength);
   double best = running[0].score / std::pow(bestLength, settings.lengthPenalty);
   double worstFinished = 1e300;
@@ -120,7 +121,6 @@ bool BeamSearch::step(const std::vector<const float *> &rows) {
       std::all_of(finished.begin(), finished.end(), [](const Hypothesis &h) { return h.finished; });
   bool allHit =
       std::all_of(candidates.begin(), candidates.end(), [](const Candidate &c) { return c.hits; });
-  ++stepsTaken;
   ++length;
   return improvable && !(allFinished && settings.earlyStopping == EarlyStopping::True) && !allHit;
 }

@@ -38,9 +38,10 @@ public:
   };
 
   /// A search continuing `prompt` (an encoder-decoder's: its start token)
-  /// up to `maxLength` tokens, prompt included.
+  /// up to `maxLength` tokens, prompt included, where the token rules apply
+  /// (the forced last token), but not past `context` tokens.
   BeamSearch(const Settings &settings, const Manifest &rules, std::vector<int32_t> prompt,
-             int64_t maxLength, int64_t vocab);
+             int64_t maxLength, int64_t context, int64_t vocab);
 
   /// Scores the next tokens of every beam (`rows[b]`: beam b's logits).
   /// False when the search has ended; otherwise beam b goes on from beam
@@ -49,9 +50,8 @@ public:
   const std::vector<int64_t> &parents() const { return nextParents; }
   const std::vector<int32_t> &tokens() const { return nextTokens; }
 
-  /// The best finished sequence, prompt included, and the steps taken.
+  /// The best finished sequence, prompt included.
   const std::vector<int32_t> &best() const { return finished[0].tokens; }
-  size_t steps() const { return stepsTaken; }
   /// Whether `token` ends a sequence.
   bool isEnd(int32_t token) const;
 
@@ -64,10 +64,9 @@ private:
 
   Settings settings;
   const Manifest &rules;
-  int64_t promptLength, maxLength, vocab, length;
+  int64_t promptLength, maxLength, limit, vocab, length;
   std::vector<Hypothesis> running, finished;
   bool improvable = true;
-  size_t stepsTaken = 0;
   std::vector<int64_t> nextParents;
   std::vector<int32_t> nextTokens;
 };

@@ -10,14 +10,9 @@
 
 using namespace xfmr::rt;
 
-Embedder::Embedder(const Manifest &manifest, void (*entry)(void **),
-                   const std::map<std::string, std::unique_ptr<Buffer>> &weights)
+Embedder::Embedder(const Manifest &manifest, void (*entry)(void **), const BufferMap &weights)
     : entry(entry) {
-  for (const ArgSpec &arg : manifest.args) {
-    if (arg.kind == ArgSpec::Kind::Param) {
-      args.push_back(weights.at(arg.name)->data);
-      continue;
-    }
+  for (const ArgSpec &arg : manifest.args)
     if (arg.kind == ArgSpec::Kind::State ||
         (arg.kind == ArgSpec::Kind::Input &&
          (arg.shape.size() != 2 || arg.dtype != XFMR_DTYPE_I32 ||
@@ -26,25 +21,21 @@ Embedder::Embedder(const Manifest &manifest, void (*entry)(void **),
       fail("--serve embeds with an encoder of input_ids, attention_mask and token_type_ids; "
            "this model also takes '" +
            arg.name + "'");
-    buffers.push_back(allocate(arg));
-    Buffer *buffer = buffers.back().get();
-    args.push_back(buffer->data);
-    if (arg.name == "input_ids") {
-      ids = buffer;
-      batch = arg.shape[0];
-      sequenceLength = arg.shape[1];
-      vocabSize = arg.vocabSize;
-    } else if (arg.name == "attention_mask") {
-      mask = buffer;
-    } else if (arg.name == "sentence_embedding" && arg.shape.size() == 2) {
-      output = buffer;
-      outputType = arg.dtype;
-      embeddingWidth = arg.shape[1];
-    }
-  }
-  if (!ids || !mask || !output)
+  const ArgSpec *tokens = manifest.find("input_ids", ArgSpec::Kind::Input);
+  const ArgSpec *embedding = manifest.find("sentence_embedding", ArgSpec::Kind::Output);
+  if (!tokens || !manifest.find("attention_mask", ArgSpec::Kind::Input) || !embedding ||
+      embedding->shape.size() != 2)
     fail("--serve embeds with a model compiled from a sentence-transformers checkpoint (its "
          "'sentence_embedding' output, from input_ids and attention_mask)");
+  args = std::make_unique<EntryArgs>(manifest, weights, states);
+  ids = args->find("input_ids");
+  mask = args->find("attention_mask");
+  output = args->find("sentence_embedding");
+  batch = tokens->shape[0];
+  sequenceLength = tokens->shape[1];
+  vocabSize = tokens->vocabSize;
+  outputType = embedding->dtype;
+  embeddingWidth = embedding->shape[1];
 }
 
 std::vector<std::vector<float>>
@@ -70,7 +61,7 @@ Embedder::embed(const std::vector<std::vector<int32_t>> &sequences) {
         maskData[b * sequenceLength + t] = 1;
       }
     }
-    entry(args.data());
+    entry(args->data());
     convertElements(outputType, output->data, rows.size(), XFMR_DTYPE_F32, rows.data());
     for (int64_t b = 0; b < batch && first + b < sequences.size(); ++b)
       embeddings.emplace_back(rows.begin() + b * embeddingWidth,

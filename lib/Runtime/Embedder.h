@@ -24,8 +24,7 @@ class Embedder {
 public:
   /// Fails naming what the model lacks: the sentence_embedding output, or
   /// inputs other than input_ids, attention_mask and token_type_ids.
-  Embedder(const Manifest &manifest, void (*entry)(void **),
-           const std::map<std::string, std::unique_ptr<Buffer>> &weights);
+  Embedder(const Manifest &manifest, void (*entry)(void **), const BufferMap &weights);
 
   /// Each sequence's embedding (any thread; one batch runs at a time).
   /// Sequences must hold 1 .. tokens() ids.
@@ -38,8 +37,8 @@ public:
 
 private:
   void (*entry)(void **);
-  std::vector<void *> args;
-  std::vector<std::unique_ptr<Buffer>> buffers;
+  BufferMap states; // none: an encoder keeps no state
+  std::unique_ptr<EntryArgs> args;
   Buffer *ids = nullptr, *mask = nullptr, *output = nullptr;
   xfmr_dtype outputType = XFMR_DTYPE_F32;
   int64_t batch = 0, sequenceLength = 0, embeddingWidth = 0, vocabSize = 0;

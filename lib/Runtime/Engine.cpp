@@ -33,9 +33,11 @@ void Engine::submit(std::shared_ptr<Generation> generation) {
       fail("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
            std::to_string(generator.vocab) + ")");
   const GenerationSettings &settings = generation->settings;
-  if (settings.beams < 1 || settings.beams > slots())
+  if (settings.beams < 1)
+    fail("the number of beams must be at least 1, got " + std::to_string(settings.beams));
+  if (settings.beams > slots())
     fail("beam search over " + std::to_string(settings.beams) + " beams needs as many slots; " +
-         "the model generates " + std::to_string(slots()) + " sequences at once (xfmrc --batch)");
+         "the engine has " + std::to_string(slots()) + " (xfmrc --batch)");
   if (settings.beams > 1 &&
       (!settings.stops.empty() || settings.topLogprobs >= 0 || settings.frequencyPenalty != 0 ||
        settings.presencePenalty != 0 || settings.keepLogits || !generation->context.empty()))
@@ -97,12 +99,12 @@ void Engine::admit() {
     }
     generator.lengths[s] = static_cast<int64_t>(g->context.size());
     if (settings.beams > 1) {
-      int64_t maxLength = std::min<int64_t>(
-          static_cast<int64_t>(g->prompt.size()) + settings.maxTokens, generator.context);
       slot.beams = std::make_unique<BeamSearch>(
           BeamSearch::Settings{settings.beams, settings.lengthPenalty, settings.earlyStopping,
                                settings.sampling, settings.ignoreEos},
-          generator.prefill.manifest, g->prompt, maxLength, generator.vocab);
+          generator.prefill.manifest, g->prompt,
+          static_cast<int64_t>(g->prompt.size()) + settings.maxTokens, generator.context,
+          generator.vocab);
       slot.beamSlots.assign(free.begin(), free.begin() + settings.beams);
       for (size_t b = 1; b < slot.beamSlots.size(); ++b) {
         running[slot.beamSlots[b]].lent = true;
@@ -260,7 +262,8 @@ void Engine::choose(int64_t s, float *row) {
 void Engine::startBeams(int64_t s) {
   Slot &slot = running[s];
   int64_t vocab = generator.vocab;
-  generator.copyRows(slot.beamSlots, std::vector<int64_t>(slot.beamSlots.size(), s));
+  generator.copyRows(slot.beamSlots, std::vector<int64_t>(slot.beamSlots.size(), s),
+                     /*withSource=*/true);
   for (int64_t target : slot.beamSlots)
     if (target != s)
       std::copy_n(logits.data() + s * vocab, vocab, logits.data() + target * vocab);

@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <numeric>
@@ -67,98 +68,87 @@ xfmr_generator::xfmr_generator(const char *encodeManifest, void (*encodeEntry)(v
   loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
   bind(prefill);
   bind(decode);
+  for (const BufferMap *states : {&caches, &cross})
+    for (const auto &[name, buffer] : *states)
+      cacheBytes += buffer->size;
   if (decode.tokens != 1)
     fail("corrupt model: the decode entry takes " + std::to_string(decode.tokens) +
          " tokens a call");
   lengths.assign(batch, 0);
 }
 
+/// The encoder's keys and values for the decoder's cross-attention.
+static bool isCrossAttention(const ArgSpec &arg) { return arg.name.rfind("cross.", 0) == 0; }
+
 void xfmr_generator::bind(Entry &entry) {
+  bool encoder = &entry == &encode;
   for (const ArgSpec &arg : entry.manifest.args) {
     auto corrupt = [&](const std::string &why) {
       fail("corrupt generator manifest: argument '" + arg.name + "' " + why);
     };
+    bool crossAttention = isCrossAttention(arg);
     switch (arg.kind) {
-    case ArgSpec::Kind::Param: {
-      auto it = weights.find(arg.name);
-      if (it == weights.end())
-        corrupt("is a weight the prefill entry does not have");
-      entry.args.push_back(it->second->data);
+    case ArgSpec::Kind::Param:
       break;
-    }
-    case ArgSpec::Kind::State: {
+    case ArgSpec::Kind::State:
       if (arg.shape.size() < 2)
         corrupt("must be a [batch, context, ...] cache");
-      if (arg.name.rfind("cross.", 0) == 0) {
-        auto it = cross.find(arg.name);
-        if (it == cross.end() ||
-            it->second->size != elementCount(arg.shape) * xfmr_dtype_size(arg.dtype))
+      if (crossAttention) {
+        if (!cross.count(arg.name))
           corrupt("is no [batch, source, ...] output of the encode entry");
-        entry.args.push_back(it->second->data);
         break;
       }
-      std::unique_ptr<Buffer> &cache = caches[arg.name];
-      if (!cache) {
-        cache = allocate(arg);
-        cacheBytes += cache->size;
-      }
-      if (cache->size != elementCount(arg.shape) * xfmr_dtype_size(arg.dtype))
-        corrupt("has two shapes");
       setShape(batch, arg.shape[0], arg.name);
       setShape(context, arg.shape[1], arg.name);
-      entry.args.push_back(cache->data);
       break;
-    }
     case ArgSpec::Kind::Input: {
+      bool tokens = arg.name == "input_ids" || arg.name == "decoder_input_ids";
       if (arg.dtype != XFMR_DTYPE_I32)
         corrupt("is not an int32 input the generator fills");
       setShape(batch, arg.shape[0], arg.name);
-      if (arg.name == "encoder_attention_mask") {
-        setShape(sourceLength, arg.shape[1], arg.name);
-        if (!sourceMask)
-          sourceMask = allocate(arg);
-        entry.args.push_back(sourceMask->data);
-        break;
-      }
-      std::unique_ptr<Buffer> *slot =
-          arg.name == "input_ids" || arg.name == "decoder_input_ids"             ? &entry.ids
-          : arg.name == "attention_mask" || arg.name == "decoder_attention_mask" ? &entry.mask
-          : arg.name == "positions"                                              ? &entry.positions
-                                                                                 : nullptr;
-      if (!slot)
-        corrupt("is not an input the generator fills");
-      *slot = allocate(arg);
-      if (arg.name != "positions")
+      if (tokens)
         entry.tokens = arg.shape[1];
-      entry.args.push_back((*slot)->data);
+      else if (arg.name == "encoder_attention_mask")
+        setShape(sourceLength, arg.shape[1], arg.name);
+      else if (arg.name != "attention_mask" && arg.name != "decoder_attention_mask" &&
+               arg.name != "positions")
+        corrupt("is not an input the generator fills");
       break;
     }
-    case ArgSpec::Kind::Output: {
-      if (!arg.updates.empty()) {
-        auto it = caches.find(arg.updates);
-        if (it == caches.end())
-          corrupt("updates unknown '" + arg.updates + "'");
-        entry.args.push_back(it->second->data); // in place
-      } else if (arg.name.rfind("cross.", 0) == 0 && &entry == &encode) {
-        std::unique_ptr<Buffer> &buffer = cross[arg.name];
-        buffer = allocate(arg);
-        cacheBytes += buffer->size;
-        entry.args.push_back(buffer->data);
-      } else if (arg.name == "logits" && arg.shape.size() == 2) {
-        entry.logits = allocate(arg);
-        entry.logitsSpec = &arg;
-        setShape(batch, arg.shape[0], arg.name);
-        setShape(vocab, arg.shape[1], arg.name);
-        entry.args.push_back(entry.logits->data);
-      } else {
+    case ArgSpec::Kind::Output:
+      if (!arg.updates.empty() || (crossAttention && encoder))
+        break;
+      if (arg.name != "logits" || arg.shape.size() != 2)
         corrupt("is not an output the generator reads");
-      }
+      entry.logitsSpec = &arg;
+      setShape(batch, arg.shape[0], arg.name);
+      setShape(vocab, arg.shape[1], arg.name);
       break;
-    }
     }
   }
-  bool complete = &entry == &encode ? entry.ids && entry.mask && !cross.empty()
-                                    : entry.ids && entry.mask && entry.positions && entry.logits;
+  // The encoder's cross-attention keys and values, and the source's mask,
+  // are the decoder entries' too.
+  entry.args = std::make_unique<EntryArgs>(
+      entry.manifest, weights, caches, [&](const ArgSpec &arg) -> Buffer * {
+        std::unique_ptr<Buffer> *shared = isCrossAttention(arg)                  ? &cross[arg.name]
+                                          : arg.name == "encoder_attention_mask" ? &sourceMask
+                                                                                 : nullptr;
+        if (!shared)
+          return nullptr;
+        if (!*shared)
+          *shared = allocate(arg);
+        return shared->get();
+      });
+  auto either = [&](const char *name, const char *other) {
+    Buffer *buffer = entry.args->find(name);
+    return buffer ? buffer : entry.args->find(other);
+  };
+  entry.ids = either("input_ids", "decoder_input_ids");
+  entry.mask = either("attention_mask", "decoder_attention_mask");
+  entry.positions = entry.args->find("positions");
+  entry.logits = entry.args->find("logits");
+  bool complete = encoder ? entry.ids && entry.mask && !cross.empty()
+                          : entry.ids && entry.mask && entry.positions && entry.logits;
   if (!complete)
     fail("corrupt generator manifest: an entry lacks input_ids, attention_mask, positions, "
          "logits or (encode) the cross-attention's keys and values");
@@ -168,10 +158,10 @@ void xfmr_generator::warmUp() {
   for (Entry *entry : {&encode, &prefill, &decode}) {
     if (!entry->function)
       continue;
-    for (Buffer *input : {entry->ids.get(), entry->mask.get(), entry->positions.get()})
+    for (Buffer *input : {entry->ids, entry->mask, entry->positions})
       if (input)
         std::memset(input->data, 0, input->size);
-    entry->function(entry->args.data());
+    entry->call();
   }
 }
 
@@ -194,26 +184,37 @@ void xfmr_generator::encodeSources(const std::vector<std::vector<int32_t>> &sour
     }
     lengths[b] = 0;
   }
-  encode.function(encode.args.data());
+  encode.call();
   std::copy_n(encode.mask->data, encode.mask->size, sourceMask->data);
 }
 
 void xfmr_generator::copyRows(const std::vector<int64_t> &targets,
-                              const std::vector<int64_t> &sources) {
+                              const std::vector<int64_t> &sources, bool withSource) {
   std::vector<int64_t> old = lengths;
-  for (auto &[name, cache] : caches) {
-    size_t sequenceBytes = cache->size / batch, positionBytes = sequenceBytes / context;
-    // Each source's positions in use, saved before any target is written.
+  // `rowBytes(source)`: the bytes of a buffer's row `source` to copy.
+  auto copy = [&](Buffer &buffer, const std::function<size_t(int64_t)> &rowBytes) {
+    size_t sequenceBytes = buffer.size / batch;
+    // Each source's bytes, saved before any target is written.
     std::map<int64_t, std::vector<uint8_t>> saved;
     for (size_t i = 0; i < targets.size(); ++i)
       if (targets[i] != sources[i] && !saved.count(sources[i])) {
-        const uint8_t *row = cache->data + sources[i] * sequenceBytes;
-        saved[sources[i]].assign(row, row + old[sources[i]] * positionBytes);
+        const uint8_t *row = buffer.data + sources[i] * sequenceBytes;
+        saved[sources[i]].assign(row, row + rowBytes(sources[i]));
       }
     for (size_t i = 0; i < targets.size(); ++i)
       if (targets[i] != sources[i])
         std::copy(saved[sources[i]].begin(), saved[sources[i]].end(),
-                  cache->data + targets[i] * sequenceBytes);
+                  buffer.data + targets[i] * sequenceBytes);
+  };
+  for (auto &[name, cache] : caches) {
+    size_t positionBytes = cache->size / batch / context;
+    copy(*cache, [&](int64_t source) { return old[source] * positionBytes; });
+  }
+  if (withSource) {
+    for (auto &[name, rows] : cross)
+      copy(*rows, [&](int64_t) { return rows->size / batch; });
+    if (sourceMask)
+      copy(*sourceMask, [&](int64_t) { return sourceMask->size / batch; });
   }
   for (size_t i = 0; i < targets.size(); ++i)
     lengths[targets[i]] = old[sources[i]];
@@ -259,7 +260,7 @@ void xfmr_generator::call(Entry &entry, const std::vector<std::vector<int32_t>> 
   }
   if (!any)
     return;
-  entry.function(entry.args.data());
+  entry.call();
   size_t logitsBytes = vocab * xfmr_dtype_size(entry.logitsSpec->dtype);
   for (int64_t b = 0; b < batch; ++b) {
     if (tokens[b].empty())
@@ -337,9 +338,10 @@ void printHelp(const char *argv0) {
               "  -s, --seed N          seed of the sampler (default: random, printed)\n"
               "  --stop TEXT           stop when the generated text ends with TEXT (repeatable)\n"
               "  --ignore-eos          go on past the end-of-sequence token\n"
-              "  --num-beams K         beam search over K beams (one prompt, K up to the compiled\n"
-              "                        --batch), as generate() does it: no sampling; the\n"
-              "                        repeat penalty applies to the log-probabilities\n"
+              "  --num-beams K         beam search over K beams (K up to the compiled --batch;\n"
+              "                        an encoder-decoder's: one prompt), as generate() does\n"
+              "                        it: no sampling; the repeat penalty applies to the\n"
+              "                        log-probabilities\n"
               "  --length-penalty L    divide finished beams' log-probabilities by length^L\n"
               "                        (default 1)\n"
               "  --early-stopping E    true, false (default) or never, as generate()'s\n"
@@ -464,6 +466,8 @@ Options parseOptions(int argc, char **argv) {
     fail("--chat talks in text: it does not take --ids");
   if (o.chat && o.beams > 1)
     fail("--chat samples or chooses greedily: it does not take --num-beams");
+  if (o.beams > 1 && (!o.stops.empty() || !o.saveLogits.empty()))
+    fail("--num-beams does not take --stop or --save-logits");
   if (!o.useChatTemplate && (o.chat || !o.chatTemplate.empty() || !o.system.empty()))
     fail("--no-chat-template cannot go with --chat, --chat-template or --system");
   return o;

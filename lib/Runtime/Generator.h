@@ -34,14 +34,17 @@
 
 namespace xfmr::rt {
 
-/// One compiled entry and its argument buffers.
+/// One compiled entry, its arguments and those the generator fills or
+/// reads.
 struct Entry {
   Manifest manifest;
   void (*function)(void **) = nullptr;
-  std::unique_ptr<Buffer> ids, mask, positions, logits;
+  std::unique_ptr<EntryArgs> args;
+  Buffer *ids = nullptr, *mask = nullptr, *positions = nullptr, *logits = nullptr;
   const ArgSpec *logitsSpec = nullptr;
   int64_t tokens = 0; // per sequence and call
-  std::vector<void *> args;
+
+  void call() { function(args->data()); }
 };
 
 } // namespace xfmr::rt
@@ -51,7 +54,7 @@ struct xfmr_generator {
   using Buffer = xfmr::rt::Buffer;
 
   Entry encode, prefill, decode;
-  std::map<std::string, std::unique_ptr<Buffer>> weights, caches, cross;
+  xfmr::rt::BufferMap weights, caches, cross;
   /// The source's padding mask, which the decoder entries read.
   std::unique_ptr<Buffer> sourceMask;
   int64_t batch = 0, context = 0, vocab = 0, sourceLength = 0;
@@ -81,8 +84,10 @@ struct xfmr_generator {
 
   /// Sequence targets[i] becomes a copy of sequence sources[i], all read
   /// before any is written (beam search keeps the beams it continues): the
-  /// positions in use of its cache, and its length.
-  void copyRows(const std::vector<int64_t> &targets, const std::vector<int64_t> &sources);
+  /// positions in use of its cache, its length and, `withSource`, an
+  /// encoder-decoder's cross-attention rows.
+  void copyRows(const std::vector<int64_t> &targets, const std::vector<int64_t> &sources,
+                bool withSource = false);
 
   /// One call of `entry`: appends tokens[b] (at most entry.tokens of them;
   /// none: the sequence is left as it is) to sequence b and writes each

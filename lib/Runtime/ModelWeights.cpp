@@ -72,6 +72,44 @@ std::unique_ptr<Buffer> xfmr::rt::allocate(const ArgSpec &arg) {
   return std::make_unique<Buffer>(bytesOf(arg));
 }
 
+EntryArgs::EntryArgs(const Manifest &manifest, const BufferMap &weights, BufferMap &states,
+                     const Place &place, bool updateInPlace) {
+  for (const ArgSpec &arg : manifest.args) {
+    auto corrupt = [&](const std::string &why) {
+      fail("corrupt model manifest: argument '" + arg.name + "' " + why);
+    };
+    Buffer *buffer = place ? place(arg) : nullptr;
+    if (!buffer && arg.kind == ArgSpec::Kind::Param) {
+      auto it = weights.find(arg.name);
+      if (it == weights.end())
+        corrupt("is a weight that was not loaded");
+      buffer = it->second.get();
+    } else if (!buffer && arg.kind == ArgSpec::Kind::State) {
+      std::unique_ptr<Buffer> &state = states[arg.name];
+      if (!state)
+        state = allocate(arg);
+      buffer = state.get();
+    } else if (!buffer && updateInPlace && !arg.updates.empty()) {
+      auto it = states.find(arg.updates);
+      if (it == states.end())
+        corrupt("updates unknown '" + arg.updates + "'");
+      buffer = it->second.get();
+    } else if (!buffer) {
+      own.push_back(allocate(arg));
+      buffer = own.back().get();
+    }
+    if (buffer->size != bytesOf(arg))
+      corrupt("disagrees with its buffer on its size");
+    pointers.push_back(buffer->data);
+    bound[arg.name] = buffer;
+  }
+}
+
+Buffer *EntryArgs::find(const std::string &name) const {
+  auto it = bound.find(name);
+  return it == bound.end() ? nullptr : it->second;
+}
+
 /// `value` rounded to the nearest integer, ties to even, for |value| <=
 /// 2^22: adding and subtracting 1.5 * 2^23 leaves no fraction bits, in the
 /// default rounding mode, as std::nearbyint would; unlike the libm call it
@@ -427,16 +465,16 @@ static void catchTruncatedMappings() {
   sigaction(SIGBUS, &action, nullptr);
 }
 
-std::map<std::string, std::unique_ptr<Buffer>>
-xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
-                      const std::set<std::string> &skip, bool mapInPlace, WeightsLoaded *loaded) {
+BufferMap xfmr::rt::loadWeights(const Manifest &manifest, const std::string &path,
+                                const std::set<std::string> &skip, bool mapInPlace,
+                                WeightsLoaded *loaded) {
   char err[512];
   xfmr_weights *opened = xfmr_weights_open(path.c_str(), err, sizeof(err));
   if (!opened)
     fail(err);
   // Mapped weights keep the file open (and mapped) as long as they live.
   std::shared_ptr<xfmr_weights> file(opened, xfmr_weights_close);
-  std::map<std::string, std::unique_ptr<Buffer>> weights;
+  BufferMap weights;
   WeightsLoaded counts;
   // GPU executables keep their weights in memory the device reaches; an
   // entry that updates its weights needs them writable.
@@ -621,10 +659,10 @@ void xfmr::rt::checkFitsInMemory(const std::vector<const Manifest *> &manifests)
 void xfmr::rt::writeModelWeights(const std::vector<Manifest> &manifests, const std::string &source,
                                  const std::string &path) {
   // Each tensor once, by the name the loader looks for first.
-  std::map<std::string, std::unique_ptr<Buffer>> tensors;
+  BufferMap tensors;
   std::vector<xfmr_tensor_ref> refs;
   for (const Manifest &manifest : manifests) {
-    std::map<std::string, std::unique_ptr<Buffer>> weights = loadWeights(manifest, source);
+    BufferMap weights = loadWeights(manifest, source);
     for (const ArgSpec &arg : manifest.args) {
       if (arg.kind != ArgSpec::Kind::Param)
         continue;
@@ -657,7 +695,7 @@ int xfmr_write_model_weights(const char *const *manifestsJson, size_t count, con
 }
 
 struct xfmr_model_weights {
-  std::map<std::string, std::unique_ptr<Buffer>> buffers;
+  BufferMap buffers;
 };
 
 xfmr_model_weights *xfmr_model_weights_load(const char *manifestJson, const char *path, void **args,

@@ -1,8 +1,9 @@
 //===- ModelWeights.h - buffers and weights ---------------------*- C++ -*-===//
 //
-// Aligned (large ones on huge pages) buffers for a manifest's arguments, and
-// its weights read from a safetensors file or checkpoint: converted to the
-// model's element type, or quantized to int8 as the manifest says.
+// Aligned (large ones on huge pages) buffers for a manifest's arguments, an
+// entry's arguments bound to them, and its weights read from a safetensors
+// file or checkpoint: converted to the model's element type, or quantized to
+// int8 as the manifest says.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,10 +12,12 @@
 
 #include "Manifest.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace xfmr::rt {
 
@@ -36,6 +39,36 @@ struct Buffer {
 
 std::unique_ptr<Buffer> allocate(const ArgSpec &arg);
 
+/// Buffers by argument name: weights, or state that entries share.
+using BufferMap = std::map<std::string, std::unique_ptr<Buffer>>;
+
+/// The arguments of a compiled entry, bound in its manifest's order. Each is
+/// the buffer `place` gives it, if any; else a weight (param) from `weights`
+/// (an error when absent); a state (optimizer state, KV cache) from
+/// `states`, allocated zeroed there on first use; with `updateInPlace`, an
+/// output that `updates` a state, that state; else a zeroed buffer of its
+/// own. A buffer found by name must have the argument's size.
+class EntryArgs {
+public:
+  using Place = std::function<Buffer *(const ArgSpec &)>;
+
+  EntryArgs(const Manifest &manifest, const BufferMap &weights, BufferMap &states,
+            const Place &place = nullptr, bool updateInPlace = true);
+  EntryArgs(const EntryArgs &) = delete;
+  EntryArgs &operator=(const EntryArgs &) = delete;
+
+  /// The argument list an entry function takes.
+  void **data() { return pointers.data(); }
+  void *operator[](size_t i) const { return pointers[i]; }
+  /// The buffer bound to the argument `name`, or null.
+  Buffer *find(const std::string &name) const;
+
+private:
+  std::vector<void *> pointers;
+  std::vector<std::unique_ptr<Buffer>> own;
+  std::map<std::string, Buffer *> bound;
+};
+
 /// What loadWeights did, added up over calls: bytes used where the file
 /// maps them, and bytes converted (to the model's type, quantized or
 /// transposed) into memory.
@@ -51,11 +84,9 @@ struct WeightsLoaded {
 /// block of memory: on huge pages as a whole, where small weights on their
 /// own would sit on 4 KiB pages, which a stream reads at a fraction of the
 /// bandwidth.
-std::map<std::string, std::unique_ptr<Buffer>> loadWeights(const Manifest &manifest,
-                                                           const std::string &path,
-                                                           const std::set<std::string> &skip = {},
-                                                           bool mapInPlace = false,
-                                                           WeightsLoaded *loaded = nullptr);
+BufferMap loadWeights(const Manifest &manifest, const std::string &path,
+                      const std::set<std::string> &skip = {}, bool mapInPlace = false,
+                      WeightsLoaded *loaded = nullptr);
 
 /// Fails, naming both sizes, when the weights and state (KV caches) of
 /// `manifests` (each tensor once by name) exceed the machine's memory:

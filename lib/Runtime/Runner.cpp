@@ -238,26 +238,19 @@ private:
       fail(std::string("inputs ") + err);
     std::unique_ptr<xfmr_safetensors, void (*)(xfmr_safetensors *)> guard(
         file, xfmr_safetensors_close);
-    std::vector<std::unique_ptr<Buffer>> buffers;
-    std::vector<void *> args;
-    for (const ArgSpec &arg : manifest.args) {
-      if (arg.kind == ArgSpec::Kind::Param) {
-        args.push_back(params[arg.name]->data);
-        continue;
-      }
-      buffers.push_back(
-          allocate(arg));
-      args.push_back(buffers.back()->data);
-      if (arg.kind == ArgSpec::Kind::Output)
+    EntryArgs args(manifest, params, states, nullptr, /*updateInPlace=*/false);
+    for (size_t i = 0; i < manifest.args.size(); ++i) {
+      const ArgSpec &arg = manifest.args[i];
+      if (arg.kind == ArgSpec::Kind::Param || arg.kind == ArgSpec::Kind::Output)
         continue;
       if (xfmr_safetensors_read(file, arg.name.c_str(), arg.dtype,
-                                static_cast<int32_t>(arg.shape.size()), arg.shape.data(),
-                                buffers.back()->data, err, sizeof(err)))
+                                static_cast<int32_t>(arg.shape.size()), arg.shape.data(), args[i],
+                                err, sizeof(err)))
         fail(std::string("inputs ") + err);
       if (arg.vocabSize)
-        for (int32_t id : std::vector<int32_t>(
-                 reinterpret_cast<int32_t *>(buffers.back()->data),
-                 reinterpret_cast<int32_t *>(buffers.back()->data) + elementCount(arg.shape)))
+        for (int32_t id :
+             std::vector<int32_t>(static_cast<int32_t *>(args[i]),
+                                  static_cast<int32_t *>(args[i]) + elementCount(arg.shape)))
           if (id < 0 || id >= arg.vocabSize)
             fail("inputs '" + options.inputs + "': tensor '" + arg.name + "' holds token id " +
                  std::to_string(id) + ", outside the vocabulary [0, " +
@@ -326,7 +319,7 @@ private:
   /// weights and outputs: measured in a forked child, whose peak starts
   /// from the current resident set rather than from this process's history
   /// (loading the weights file peaked higher than the model ever will).
-  void benchmarkCalls(std::vector<void *> &args) {
+  void benchmarkCalls(EntryArgs &args) {
     long extra = extraMemoryOfOneCall(args);
     entry(args.data());
     std::vector<double> times;
@@ -342,7 +335,7 @@ private:
                  times.front(), times[times.size() / 2], extra);
   }
 
-  long extraMemoryOfOneCall(std::vector<void *> &args) {
+  long extraMemoryOfOneCall(EntryArgs &args) {
     int pipe[2];
     if (::pipe(pipe) != 0)
       return -1;
@@ -424,14 +417,12 @@ private:
     }
   }
 
-  void fillInputs(const std::vector<Sequence> &sequences, size_t first,
-                  std::vector<std::unique_ptr<Buffer>> &inputs) {
-    size_t inputIndex = 0;
+  void fillInputs(const std::vector<Sequence> &sequences, size_t first, const EntryArgs &args) {
     for (const ArgSpec &arg : manifest.args) {
       if (arg.kind != ArgSpec::Kind::Input)
         continue;
       const InputRole *role = roleOf(arg.name);
-      auto *values = reinterpret_cast<int32_t *>(inputs[inputIndex++]->data);
+      auto *values = args.find(arg.name)->as<int32_t>();
       int64_t length = arg.shape[1];
       for (int64_t row = 0; row < batch; ++row) {
         // Rows past the last sequence run a one-token dummy that is never
@@ -472,36 +463,25 @@ private:
   }
 
   void computeAndWrite(const std::vector<Sequence> &sequences) {
-    std::vector<std::unique_ptr<Buffer>> inputs, outputs;
-    std::vector<void *> args;
+    EntryArgs args(manifest, params, states, nullptr, /*updateInPlace=*/false);
     std::vector<Collected> collected;
     size_t count = sequences.size();
     for (const ArgSpec &arg : manifest.args) {
-      if (arg.kind == ArgSpec::Kind::Param) {
-        args.push_back(params[arg.name]->data);
+      if (arg.kind != ArgSpec::Kind::Output)
         continue;
-      }
-      auto buffer = allocate(arg);
-      args.push_back(buffer->data);
-      if (arg.kind == ArgSpec::Kind::Input) {
-        inputs.push_back(std::move(buffer));
-        continue;
-      }
-      outputs.push_back(std::move(buffer));
       std::vector<int64_t> shape = arg.shape;
       shape[0] = static_cast<int64_t>(count);
       collected.push_back(
           {&arg, segmentOf(arg), shape, std::vector<float>(elementCount(shape), 0.0f)});
     }
     for (size_t first = 0; first < count; first += batch) {
-      fillInputs(sequences, first, inputs);
+      fillInputs(sequences, first, args);
       entry(args.data());
-      for (size_t o = 0; o < collected.size(); ++o) {
-        Collected &out = collected[o];
+      for (Collected &out : collected) {
         size_t row = elementCount(out.arg->shape) / batch;
         std::vector<float> result(row * batch);
-        convertElements(out.arg->dtype, outputs[o]->data, result.size(), XFMR_DTYPE_F32,
-                        result.data());
+        convertElements(out.arg->dtype, args.find(out.arg->name)->data, result.size(),
+                        XFMR_DTYPE_F32, result.data());
         for (int64_t r = 0; r < batch && first + r < count; ++r) {
           size_t n = first + r, kept = row;
           // Padding positions stay 0.
@@ -601,7 +581,11 @@ private:
   Options options;
   int64_t batch = 0;
   int64_t segmentLength[2] = {0, 0};
-  std::map<std::string, std::unique_ptr<Buffer>> params;
+  BufferMap params;
+  /// Its state arguments (read with the inputs). Every output has a buffer
+  /// of its own, also one that updates an argument (a training step's
+  /// weights, which may be a read-only mapping).
+  BufferMap states;
 };
 
 } // namespace

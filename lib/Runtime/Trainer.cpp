@@ -251,40 +251,16 @@ std::vector<Example> readExamples(const std::string &path, const Layout &layout,
   return examples;
 }
 
-/// The buffers of one compiled entry. Weights and optimizer states live in
-/// `shared` (the trainer's, common to both entries); an output that
-/// `updates` one of them is written into its buffer.
+/// One compiled entry and its arguments. Weights and optimizer states live
+/// in `shared` (the trainer's, common to both entries; optimizer state is
+/// zero before the first step); an output that `updates` one of them is
+/// written into its buffer.
 class EntryCall {
 public:
-  EntryCall(const Manifest &manifest, void (*entry)(void **),
-            std::map<std::string, std::unique_ptr<Buffer>> &shared)
-      : manifest(manifest), entry(entry) {
-    for (const ArgSpec &arg : manifest.args) {
-      if (arg.kind == ArgSpec::Kind::Param || arg.kind == ArgSpec::Kind::State) {
-        std::unique_ptr<Buffer> &buffer = shared[arg.name];
-        if (!buffer)
-          buffer = allocate(arg); // optimizer state: zero before the first step
-        if (buffer->size != elementCount(arg.shape) * xfmr_dtype_size(arg.dtype))
-          fail("corrupt model manifest: entries disagree on the size of '" + arg.name + "'");
-        args.push_back(buffer->data);
-      } else if (!arg.updates.empty()) {
-        auto it = shared.find(arg.updates);
-        if (it == shared.end())
-          fail("corrupt model manifest: output '" + arg.name + "' updates unknown '" +
-               arg.updates + "'");
-        args.push_back(it->second->data);
-      } else {
-        own.push_back(allocate(arg));
-        named[arg.name] = own.back().get();
-        args.push_back(own.back()->data);
-      }
-    }
-  }
+  EntryCall(const Manifest &manifest, void (*entry)(void **), BufferMap &shared)
+      : manifest(manifest), entry(entry), args(manifest, shared, shared) {}
 
-  Buffer *get(const std::string &name) const {
-    auto it = named.find(name);
-    return it == named.end() ? nullptr : it->second;
-  }
+  Buffer *get(const std::string &name) const { return args.find(name); }
 
   /// Fills the token inputs with the examples `rows`; rows past them are
   /// padding without labels. Returns the number of labelled positions.
@@ -336,9 +312,7 @@ public:
 private:
   const Manifest &manifest;
   void (*entry)(void **);
-  std::vector<void *> args;
-  std::vector<std::unique_ptr<Buffer>> own;
-  std::map<std::string, Buffer *> named;
+  EntryArgs args;
 };
 
 /// Correct predictions of the labelled positions of one batch.
@@ -680,7 +654,7 @@ private:
   Collectives &job;
   Options options;
   Layout layout;
-  std::map<std::string, std::unique_ptr<Buffer>> weights;
+  BufferMap weights;
   /// Where this run starts (a resumed one: where the saved one stopped) and
   /// where it ends.
   int64_t firstStep = 0, firstUpdates = 0, stepsTaken = 0, updatesApplied = 0;
