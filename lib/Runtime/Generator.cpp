@@ -41,7 +41,8 @@ using namespace xfmr::rt;
 xfmr_generator::xfmr_generator(const char *encodeManifest, void (*encodeEntry)(void **),
                                const char *prefillManifest, void (*prefillEntry)(void **),
                                const char *decodeManifest, void (*decodeEntry)(void **),
-                               const std::string &weightsPath, bool mapWeights) {
+                               const std::string &weightsPath, bool mapWeights,
+                               WeightsCache cache) {
   prefill.manifest = parseManifest(prefillManifest);
   prefill.function = prefillEntry;
   decode.manifest = parseManifest(decodeManifest);
@@ -56,16 +57,17 @@ xfmr_generator::xfmr_generator(const char *encodeManifest, void (*encodeEntry)(v
   }
   checkFitsInMemory(manifests);
   auto loadStart = std::chrono::steady_clock::now();
+  // The encoder's weights, then the decoder's (the decode entry's are the
+  // prefill entry's).
+  std::vector<const Manifest *> weighted = {&prefill.manifest};
+  if (encodeEntry)
+    weighted.insert(weighted.begin(), &encode.manifest);
+  weights = loadModelWeights(weighted, path, mapWeights, cache, weightBytes);
+  loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
   if (encodeEntry) {
     encode.function = encodeEntry;
-    weights = loadWeights(encode.manifest, path, {}, mapWeights, &weightBytes);
     bind(encode);
   }
-  std::set<std::string> shared;
-  for (const auto &entry : weights)
-    shared.insert(entry.first);
-  weights.merge(loadWeights(prefill.manifest, path, shared, mapWeights, &weightBytes));
-  loadSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loadStart).count();
   bind(prefill);
   bind(decode);
   for (const BufferMap *states : {&caches, &cross})
@@ -298,6 +300,7 @@ struct Options {
   std::vector<std::string> prompts;
   std::vector<std::string> stops;
   bool ids = false, ignoreEos = false, echo = true, warmUp = true, mapWeights = true;
+  WeightsCache weightsCache = WeightsCache::Auto;
   int64_t predict = 128;
   int threads = 0;
   uint64_t seed = 0;
@@ -350,6 +353,10 @@ void printHelp(const char *argv0) {
               "  --no-mmap             copy the weights into memory (on huge pages) rather than\n"
               "                        use those stored as the kernels read them where the file\n"
               "                        is mapped\n"
+              "  --weights-cache WHEN  keep the weights as the kernels read them in a file beside\n"
+              "                        the checkpoint (.xfmr-weights-*.safetensors), mapped at\n"
+              "                        the next start: auto (default: when loading converts 64\n"
+              "                        MiB or more: quantizing, rounding), always or off\n"
               "  -m, --weights PATH    the model's tensors: .safetensors file or checkpoint\n"
               "                        directory (default: the checkpoint compiled from)\n"
               "  --tokenizer DIR       the tokenizer's directory (default: the weights', or the\n"
@@ -426,6 +433,8 @@ Options parseOptions(int argc, char **argv) {
       o.warmUp = false;
     else if (arg == "--no-mmap")
       o.mapWeights = false;
+    else if (value("--weights-cache"))
+      o.weightsCache = parseWeightsCache(v);
     else if (arg == "--no-echo")
       o.echo = false;
     else if (value("--weights", "-m"))
@@ -513,7 +522,7 @@ public:
     setThreads(options.threads);
     xfmr_generator generator(entries.encodeManifest, entries.encode, entries.prefillManifest,
                              entries.prefill, entries.decodeManifest, entries.decode,
-                             options.weights, options.mapWeights);
+                             options.weights, options.mapWeights, options.weightsCache);
     if (static_cast<int64_t>(options.prompts.size()) > generator.batch)
       fail(std::to_string(options.prompts.size()) + " prompts, but the model generates " +
            std::to_string(generator.batch) + " sequences at once (xfmrc --batch)");
@@ -540,6 +549,7 @@ public:
                  "converted in %.2f s\n",
                  generator.weights.size(), generator.weightBytes.mapped / 1048576.0,
                  generator.weightBytes.converted / 1048576.0, generator.loadSeconds);
+    reportWeightsCache(generator.weightBytes);
     std::fprintf(stderr,
                  "KV cache: %zu tensors of %" PRId64 " sequences x %" PRId64
                  " positions, %.1f MiB\n",

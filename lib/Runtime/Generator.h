@@ -67,7 +67,8 @@ struct xfmr_generator {
   xfmr_generator(const char *encodeManifest, void (*encodeEntry)(void **),
                  const char *prefillManifest, void (*prefillEntry)(void **),
                  const char *decodeManifest, void (*decodeEntry)(void **),
-                 const std::string &weightsPath, bool mapWeights = true);
+                 const std::string &weightsPath, bool mapWeights = true,
+                 xfmr::rt::WeightsCache cache = xfmr::rt::WeightsCache::Off);
 
   bool encoderDecoder() const { return encode.function != nullptr; }
 

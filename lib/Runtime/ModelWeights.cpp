@@ -8,13 +8,17 @@
 #include "RuntimeSupport.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <functional>
 #include <optional>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <tuple>
 #include <unistd.h>
 
@@ -656,28 +660,195 @@ void xfmr::rt::checkFitsInMemory(const std::vector<const Manifest *> &manifests)
         (stateBytes > memory / 4 ? " (a smaller --max-context or --batch shrinks the cache)" : ""));
 }
 
-void xfmr::rt::writeModelWeights(const std::vector<Manifest> &manifests, const std::string &source,
-                                 const std::string &path) {
-  // Each tensor once, by the name the loader looks for first.
-  BufferMap tensors;
+void xfmr::rt::writeWeights(const std::vector<const Manifest *> &manifests,
+                            const BufferMap &weights, const std::string &path) {
+  // Each tensor once, by the name the loader looks for first (a narrow
+  // part's name is already storedPartName's).
+  std::set<std::string> written;
   std::vector<xfmr_tensor_ref> refs;
-  for (const Manifest &manifest : manifests) {
-    BufferMap weights = loadWeights(manifest, source);
-    for (const ArgSpec &arg : manifest.args) {
-      if (arg.kind != ArgSpec::Kind::Param)
-        continue;
-      // A narrow part's name is already storedPartName's.
-      if (tensors.count(arg.name))
-        continue;
-      Buffer *buffer = (tensors[arg.name] = std::move(weights.at(arg.name))).get();
-      refs.push_back({nullptr, arg.dtype, static_cast<int32_t>(arg.shape.size()), arg.shape.data(),
-                      buffer->data});
-      refs.back().name = tensors.find(arg.name)->first.c_str();
+  for (const Manifest *manifest : manifests)
+    for (const ArgSpec &arg : manifest->args)
+      if (arg.kind == ArgSpec::Kind::Param && written.insert(arg.name).second)
+        refs.push_back({arg.name.c_str(), arg.dtype, static_cast<int32_t>(arg.shape.size()),
+                        arg.shape.data(), weights.at(arg.name)->data});
+  // A reader never sees a partial file (another process starting, or this
+  // one stopped midway).
+  std::string temporary = path + ".partial." + std::to_string(getpid());
+  char err[512];
+  if (xfmr_safetensors_write(temporary.c_str(), refs.data(), refs.size(), err, sizeof(err))) {
+    std::remove(temporary.c_str());
+    fail(err);
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    std::string reason = std::strerror(errno);
+    std::remove(temporary.c_str());
+    fail("cannot write '" + path + "': " + reason);
+  }
+}
+
+/// Weights caches are named kCachePrefix + a hash of the model's weights +
+/// "-" + a hash of the files they are read from + ".safetensors".
+static constexpr const char *kCachePrefix = ".xfmr-weights-";
+
+/// The caches in `cache`'s folder of the same model from other files (an
+/// older checkpoint).
+static void removeStaleCaches(const std::string &cache) {
+  size_t slash = cache.find_last_of('/');
+  std::string folder = cache.substr(0, slash), name = cache.substr(slash + 1);
+  std::string model = name.substr(0, name.rfind('-') + 1);
+  if (DIR *entries = opendir(folder.c_str())) {
+    while (dirent *entry = readdir(entries)) {
+      std::string other = entry->d_name;
+      if (other != name && other.rfind(model, 0) == 0 && other.size() == name.size())
+        std::remove((folder + "/" + other).c_str());
+    }
+    closedir(entries);
+  }
+}
+
+/// FNV-1a, over the bytes of each piece of a key.
+class Fingerprint {
+public:
+  template <typename... Pieces> void add(const Pieces &...pieces) { (addOne(pieces), ...); }
+  std::string hex() const {
+    char text[17];
+    std::snprintf(text, sizeof(text), "%016llx", static_cast<unsigned long long>(hash));
+    return text;
+  }
+
+private:
+  void addOne(const std::string &text) {
+    addBytes(text.data(), text.size());
+    addBytes("", 1);
+  }
+  void addOne(int64_t value) { addBytes(&value, sizeof(value)); }
+  void addBytes(const void *data, size_t size) {
+    for (size_t i = 0; i < size; ++i)
+      hash = (hash ^ static_cast<const uint8_t *>(data)[i]) * 0x100000001b3ull;
+  }
+  uint64_t hash = 0xcbf29ce484222325ull;
+};
+
+WeightsCache xfmr::rt::parseWeightsCache(const std::string &value) {
+  if (value == "auto")
+    return WeightsCache::Auto;
+  if (value == "always")
+    return WeightsCache::Always;
+  if (value == "off")
+    return WeightsCache::Off;
+  fail("flag --weights-cache takes auto, always or off, got '" + value + "'");
+}
+
+void xfmr::rt::reportWeightsCache(const WeightsLoaded &loaded) {
+  if (!loaded.cacheRead.empty())
+    std::fprintf(stderr, "weights cache: read '%s'\n", loaded.cacheRead.c_str());
+  if (!loaded.cacheWritten.empty())
+    std::fprintf(stderr, "weights cache: wrote '%s' (the next start maps it)\n",
+                 loaded.cacheWritten.c_str());
+}
+
+BufferMap xfmr::rt::loadModelWeights(const std::vector<const Manifest *> &manifests,
+                                     const std::string &source, bool mapInPlace, WeightsCache cache,
+                                     WeightsLoaded &loaded) {
+  // Only a host that maps weights gains from a cache; a GPU executable
+  // copies every weight anyway.
+  mapInPlace &= xfmrGpuAllocShared == nullptr;
+  std::string cachePath =
+      cache != WeightsCache::Off && mapInPlace ? weightsCachePath(manifests, source) : "";
+  WeightsLoaded before = loaded;
+  auto loadFrom = [&](const std::string &path) {
+    loaded = before;
+    BufferMap weights;
+    for (const Manifest *manifest : manifests) {
+      std::set<std::string> skip;
+      for (const auto &entry : weights)
+        skip.insert(entry.first);
+      weights.merge(loadWeights(*manifest, path, skip, mapInPlace, &loaded));
+    }
+    return weights;
+  };
+  struct stat info;
+  if (!cachePath.empty() && stat(cachePath.c_str(), &info) == 0) {
+    try {
+      BufferMap weights = loadFrom(cachePath);
+      loaded.cacheRead = cachePath;
+      return weights;
+    } catch (const Failure &failure) {
+      std::fprintf(stderr, "warning: the weights cache is not usable (%s): reading '%s'\n",
+                   failure.message.c_str(), source.c_str());
     }
   }
-  char err[512];
-  if (xfmr_safetensors_write(path.c_str(), refs.data(), refs.size(), err, sizeof(err)))
-    fail(err);
+  BufferMap weights = loadFrom(source);
+  constexpr size_t kCacheFrom = size_t(64) << 20;
+  if (!cachePath.empty() &&
+      (cache == WeightsCache::Always || loaded.converted - before.converted >= kCacheFrom)) {
+    try {
+      writeWeights(manifests, weights, cachePath);
+      loaded.cacheWritten = cachePath;
+      removeStaleCaches(cachePath);
+    } catch (const Failure &failure) {
+      std::fprintf(stderr, "warning: no weights cache: %s\n", failure.message.c_str());
+    }
+  }
+  return weights;
+}
+
+void xfmr::rt::writeModelWeights(const std::vector<Manifest> &manifests, const std::string &source,
+                                 const std::string &path) {
+  std::vector<const Manifest *> all;
+  BufferMap weights;
+  for (const Manifest &manifest : manifests) {
+    all.push_back(&manifest);
+    weights.merge(loadWeights(manifest, source));
+  }
+  writeWeights(all, weights, path);
+}
+
+std::string xfmr::rt::weightsCachePath(const std::vector<const Manifest *> &manifests,
+                                       const std::string &source) {
+  struct stat info;
+  if (stat(source.c_str(), &info) != 0)
+    return "";
+  size_t slash = source.find_last_of('/');
+  std::string folder = S_ISDIR(info.st_mode)        ? source
+                       : slash == std::string::npos ? "."
+                                                    : source.substr(0, std::max<size_t>(slash, 1));
+  Fingerprint model, files;
+  for (const Manifest *manifest : manifests) {
+    for (const std::string &prefix : manifest->weightPrefixes)
+      model.add(prefix);
+    for (const ArgSpec &arg : manifest->args)
+      if (arg.kind == ArgSpec::Kind::Param) {
+        model.add(arg.name, arg.source, arg.quantizedPart, int64_t(arg.dtype), arg.axis,
+                  arg.groupSize, arg.bits, int64_t(arg.transposed));
+        for (int64_t size : arg.shape)
+          model.add(size);
+      }
+  }
+  // The files the weights are read from, by name in the folder: the source
+  // itself (a GGUF file), and the folder's tensors and index (a checkpoint
+  // directory, a single file's shards).
+  std::set<std::string> names;
+  if (!S_ISDIR(info.st_mode))
+    names.insert(source.substr(slash + 1));
+  if (DIR *entries = opendir(folder.c_str())) {
+    while (dirent *entry = readdir(entries)) {
+      std::string name = entry->d_name;
+      auto endsWith = [&](const std::string &suffix) {
+        return name.size() >= suffix.size() &&
+               name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+      };
+      if (name.rfind(kCachePrefix, 0) != 0 &&
+          (endsWith(".safetensors") || endsWith(".safetensors.index.json")))
+        names.insert(name);
+    }
+    closedir(entries);
+  }
+  for (const std::string &name : names)
+    if (stat((folder + "/" + name).c_str(), &info) == 0 && S_ISREG(info.st_mode))
+      files.add(name, int64_t(info.st_size), int64_t(info.st_mtim.tv_sec),
+                int64_t(info.st_mtim.tv_nsec));
+  return folder + "/" + kCachePrefix + model.hex() + "-" + files.hex() + ".safetensors";
 }
 
 int xfmr_write_model_weights(const char *const *manifestsJson, size_t count, const char *source,

@@ -71,10 +71,20 @@ private:
 
 /// What loadWeights did, added up over calls: bytes used where the file
 /// maps them, and bytes converted (to the model's type, quantized or
-/// transposed) into memory.
+/// transposed) into memory; and the weights cache read or written, if any.
 struct WeightsLoaded {
   size_t mapped = 0, converted = 0;
+  std::string cacheRead, cacheWritten;
 };
+
+/// When loadModelWeights keeps a weights cache (weightsCachePath): when it
+/// converts at least 64 MiB where it could map the rest, always, or never.
+enum class WeightsCache { Auto, Always, Off };
+
+/// --weights-cache's value: auto, always or off.
+WeightsCache parseWeightsCache(const std::string &value);
+/// Prints to stderr which weights cache was read or written, if any.
+void reportWeightsCache(const WeightsLoaded &loaded);
 
 /// Reads every weight of `manifest` but those named in `skip` from the
 /// safetensors file at `path` (trying the manifest's name prefixes), checked
@@ -87,6 +97,29 @@ struct WeightsLoaded {
 BufferMap loadWeights(const Manifest &manifest, const std::string &path,
                       const std::set<std::string> &skip = {}, bool mapInPlace = false,
                       WeightsLoaded *loaded = nullptr);
+
+/// Where the weights of `manifests` loaded from `source` are kept as the
+/// executables read them (quantized, rounded, transposed: what loading
+/// converts), so that later starts map them instead: a file beside the
+/// source (in a checkpoint directory, inside it) whose name carries a hash
+/// of the manifests' weights and of the source files' names, sizes and
+/// modification times, so that a changed model or checkpoint misses it.
+std::string weightsCachePath(const std::vector<const Manifest *> &manifests,
+                             const std::string &source);
+
+/// Writes the weights of `manifests`, each once by its argument's name, to
+/// the safetensors file `path` (through a temporary file renamed into
+/// place), as loadWeights reads them back.
+void writeWeights(const std::vector<const Manifest *> &manifests, const BufferMap &weights,
+                  const std::string &path);
+
+/// The weights of every manifest, each once (the first manifest's of a
+/// name), loaded from `source` by loadWeights; through the weights cache as
+/// `cache` says: read from it where it exists, else written after loading
+/// when loading converted enough (a failure to write it is a warning).
+BufferMap loadModelWeights(const std::vector<const Manifest *> &manifests,
+                           const std::string &source, bool mapInPlace, WeightsCache cache,
+                           WeightsLoaded &loaded);
 
 /// Fails, naming both sizes, when the weights and state (KV caches) of
 /// `manifests` (each tensor once by name) exceed the machine's memory:

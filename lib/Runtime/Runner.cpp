@@ -54,6 +54,7 @@ struct Options {
   bool serve = false;
   ServerOptions server;
   std::string tokenizer;
+  WeightsCache weightsCache = WeightsCache::Auto;
 };
 
 void printHelp(const char *argv0, const Manifest &manifest) {
@@ -65,6 +66,10 @@ void printHelp(const char *argv0, const Manifest &manifest) {
       "  --weights=PATH   the model's tensors (Hugging Face names): a .safetensors file or\n"
       "                   a checkpoint directory (sharded or not); default: the\n"
       "                   checkpoint the model was compiled from, if any\n"
+      "  --weights-cache=WHEN  keep the weights as the kernels read them in a file beside\n"
+      "                   the checkpoint (.xfmr-weights-*.safetensors), mapped at the next\n"
+      "                   start: auto (default: when loading converts 64 MiB or more),\n"
+      "                   always or off\n"
       "  --input=FILE     token ids, one sequence per line, separated by spaces; for\n"
       "                   encoder-decoder models 'source ids | target ids'. '-' = stdin\n"
       "                   (default). Blank lines and lines starting with '#' are skipped.\n"
@@ -94,6 +99,8 @@ Options parseOptions(int argc, char **argv) {
     auto number = [&](const char *flag) { return static_cast<int>(parseCount(flag, v, 1 << 20)); };
     if (value("--weights"))
       options.weights = v;
+    else if (value("--weights-cache"))
+      options.weightsCache = parseWeightsCache(v);
     else if (value("--inputs"))
       options.inputs = v;
     else if (value("--input"))
@@ -150,8 +157,12 @@ public:
       fail("missing --weights=FILE.safetensors (see --help)");
     setThreads(options.threads);
     checkFitsInMemory({&manifest});
-    if (hasParams)
-      params = loadWeights(manifest, options.weights, {}, /*mapInPlace=*/true);
+    if (hasParams) {
+      WeightsLoaded loaded;
+      params = loadModelWeights({&manifest}, options.weights, /*mapInPlace=*/true,
+                                options.weightsCache, loaded);
+      reportWeightsCache(loaded);
+    }
     if (options.serve)
       return serve();
     if (tensorMode) {
