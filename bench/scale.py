@@ -12,7 +12,8 @@ directory (no float32 model in memory), then measured in one run:
   load           seconds the generator took to load its weights (mapped in
                  place, checked finite), page cache warm, as it reports them
   peak           peak resident memory of that run (/usr/bin/time), against
-                 weights + KV cache as the generator reports them
+                 weights + KV cache + activations as the generator reports
+                 them
   prompt, decode prompt tokens/s (32 tokens) and decode ms/token (64 tokens),
                  greedy, and the decode roofline: weight bytes per token over
                  the measured read bandwidth (bench/read_bandwidth.c)
@@ -173,6 +174,7 @@ def main():
             r"([0-9.]+) MiB used where the file maps them, ([0-9.]+) MiB converted in",
             first.stderr).groups())
         cache = float(re.search(r"KV cache: .*, ([0-9.]+) MiB", first.stderr).group(1))
+        activations = float(re.search(r"activations: ([0-9.]+) MiB", first.stderr).group(1))
         ids = " ".join(str(i) for i in np.random.default_rng(1).integers(0, 50000, PROMPT))
         speeds = run(common + ["-p", ids, "-n", str(NEW)]).stderr
         prompt = re.search(r"prompt: (\d+) tokens in ([0-9.]+) ms", speeds)
@@ -182,14 +184,14 @@ def main():
         weight_bytes = os.path.getsize(source)
         rows.append((title, config.get("n_layer", config.get("num_hidden_layers")), compile_s,
                      copies_s, os.path.getsize(generator) / 1e6, repack_s, load_s,
-                     peak / 2**30, (mapped + converted + cache) / 1024, mapped / 1024,
+                     peak / 2**30, (mapped + converted + cache + activations) / 1024, mapped / 1024,
                      int(prompt.group(1)) * 1000 / float(prompt.group(2)),
                      float(decode.group(2)) / int(decode.group(1)),
                      weight_bytes / bandwidth / 1e6))
     print(f"\nxfmr generators, --dtype=bf16, {args.threads} threads; read bandwidth "
           f"{bandwidth:.1f} GB/s\n")
     print("| model | layers | compile s | copies s | exe MB | repack s | load s | peak GiB | "
-          "weights+cache GiB (mapped) | prompt tok/s | decode ms/tok | roofline ms/tok |")
+          "held GiB (mapped) | prompt tok/s | decode ms/tok | roofline ms/tok |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for (title, layers, compile_s, copies_s, exe, repack_s, load_s, peak, held, mapped, prompt,
          decode, roofline) in rows:

@@ -19,6 +19,7 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/IR/Constants.h"
 #include "llvm/IR/GlobalVariable.h"
 #include "llvm/IR/LLVMContext.h"
@@ -231,6 +232,31 @@ llvm::Error writeKernels(ModuleOp module, StringRef path) {
   return llvm::Error::success();
 }
 
+/// The arena of `entry` and of every function it calls, directly or not,
+/// by function name, as xfmr-plan-buffers recorded them on the lowered
+/// functions.
+std::map<std::string, int64_t> arenasReachedFrom(ModuleOp module, StringRef entry) {
+  SymbolTable symbols(module);
+  std::map<std::string, int64_t> arenas;
+  llvm::StringSet<> seen;
+  SmallVector<StringRef> pending = {entry};
+  while (!pending.empty()) {
+    StringRef name = pending.pop_back_val();
+    if (!seen.insert(name).second)
+      continue;
+    auto function = symbols.lookup<LLVM::LLVMFuncOp>(name);
+    if (!function)
+      continue;
+    if (auto bytes = function->getAttrOfType<IntegerAttr>(kArenaBytesAttr))
+      arenas[name.str()] = bytes.getInt();
+    function.walk([&](LLVM::CallOp call) {
+      if (std::optional<StringRef> callee = call.getCallee())
+        pending.push_back(*callee);
+    });
+  }
+  return arenas;
+}
+
 } // namespace
 
 llvm::Error xfmr::compileModel(const CompileOptions &options) {
@@ -340,6 +366,8 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
   }
   if (failed(pm.run(**module)))
     return diagnostics.error("lowering " + options.inputPath + " failed");
+  for (ModelSignature &entry : entries)
+    entry.arenas = arenasReachedFrom(**module, symbols[entry.entryName]);
   if (emitsKernelsOnly(options.emit))
     return writeKernels(**module, options.outputPath);
 

@@ -524,6 +524,12 @@ std::string xfmr::buildManifest(const ModelSignature &signature) {
       {"suppress_tokens", llvm::json::Array(signature.info.suppressedTokenIds)},
       {"eos_token_ids", llvm::json::Array(signature.info.eosTokenIds)},
       {"args", std::move(args)}};
+  if (!signature.arenas.empty()) {
+    llvm::json::Object arenas;
+    for (const auto &[function, bytes] : signature.arenas)
+      arenas[function] = bytes;
+    manifest["arenas"] = std::move(arenas);
+  }
   if (const std::optional<TrainOptions> &t = signature.training)
     manifest["training"] =
         llvm::json::Object{{"optimizer", t->optimizer},       {"lr", t->learningRate},

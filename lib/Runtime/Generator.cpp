@@ -56,6 +56,7 @@ xfmr_generator::xfmr_generator(const char *encodeManifest, void (*encodeEntry)(v
     manifests.push_back(&encode.manifest);
   }
   checkFitsInMemory(manifests);
+  arenaBytes = activationBytes(manifests);
   auto loadStart = std::chrono::steady_clock::now();
   // The encoder's weights, then the decoder's (the decode entry's are the
   // prefill entry's).
@@ -555,6 +556,8 @@ public:
                  " positions, %.1f MiB\n",
                  generator.caches.size() + generator.cross.size(), generator.batch,
                  generator.context, generator.cacheBytes / 1048576.0);
+    std::fprintf(stderr, "activations: %.1f MiB (the compiled entries' temporaries)\n",
+                 generator.arenaBytes / 1048576.0);
     if (!options.seeded && !options.serve && options.beams == 1 &&
         options.sampling.temperature > 0) {
       options.seed = std::random_device{}();

@@ -59,6 +59,8 @@ struct xfmr_generator {
   std::unique_ptr<Buffer> sourceMask;
   int64_t batch = 0, context = 0, vocab = 0, sourceLength = 0;
   size_t cacheBytes = 0;
+  /// The compiled entries' arenas of temporaries (activations).
+  size_t arenaBytes = 0;
   xfmr::rt::WeightsLoaded weightBytes;
   double loadSeconds = 0;
   /// Tokens in each sequence's cache.

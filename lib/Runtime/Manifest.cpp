@@ -79,6 +79,9 @@ Manifest xfmr::rt::parseManifest(const char *text) {
       else if (std::optional<double> number = asDouble(value))
         manifest.training[key] = *number;
     }
+  if (const Json *arenas = field(*json, "arenas"))
+    for (const auto &[function, bytes] : members(*arenas))
+      manifest.arenas[function] = asInt(bytes).value_or(0);
   const Json *args = field(*json, "args");
   if (!args || !args->is_array())
     fail("corrupt model manifest: no \"args\"");

@@ -65,6 +65,9 @@ struct Manifest {
   /// number-valued settings.
   std::string optimizer;
   std::map<std::string, double> training;
+  /// The bytes of each compiled function's arena of temporaries that the
+  /// entry runs, by function name.
+  std::map<std::string, int64_t> arenas;
 
   const ArgSpec *find(const std::string &name, ArgSpec::Kind kind) const;
 };

@@ -628,6 +628,21 @@ BufferMap xfmr::rt::loadWeights(const Manifest &manifest, const std::string &pat
   return weights;
 }
 
+/// The sum of `sizes`' values.
+template <typename Size> static size_t sumOf(const std::map<std::string, Size> &sizes) {
+  size_t total = 0;
+  for (const auto &entry : sizes)
+    total += static_cast<size_t>(entry.second);
+  return total;
+}
+
+size_t xfmr::rt::activationBytes(const std::vector<const Manifest *> &manifests) {
+  std::map<std::string, int64_t> arenas;
+  for (const Manifest *manifest : manifests)
+    arenas.insert(manifest->arenas.begin(), manifest->arenas.end());
+  return sumOf(arenas);
+}
+
 void xfmr::rt::checkFitsInMemory(const std::vector<const Manifest *> &manifests) {
   std::map<std::string, size_t> weights, states;
   for (const Manifest *manifest : manifests)
@@ -636,13 +651,8 @@ void xfmr::rt::checkFitsInMemory(const std::vector<const Manifest *> &manifests)
         weights[arg.name] = bytesOf(arg);
       else if (arg.kind == ArgSpec::Kind::State)
         states[arg.name] = bytesOf(arg);
-  auto sum = [](const std::map<std::string, size_t> &sizes) {
-    size_t total = 0;
-    for (const auto &entry : sizes)
-      total += entry.second;
-    return total;
-  };
-  size_t weightBytes = sum(weights), stateBytes = sum(states);
+  size_t weightBytes = sumOf(weights), stateBytes = sumOf(states);
+  size_t arenaBytes = activationBytes(manifests);
   long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
   if (pages <= 0 || pageSize <= 0)
     return;
@@ -652,11 +662,12 @@ void xfmr::rt::checkFitsInMemory(const std::vector<const Manifest *> &manifests)
     std::snprintf(text, sizeof(text), "%.2f GiB", bytes / 1073741824.0);
     return std::string(text);
   };
-  if (weightBytes + stateBytes > memory)
+  size_t needed = weightBytes + stateBytes + arenaBytes;
+  if (needed > memory)
     fail(
-        "the model needs " + gib(weightBytes + stateBytes) + " (weights " + gib(weightBytes) +
-        ", KV cache and other state " + gib(stateBytes) + "), more than this machine's " +
-        gib(memory) + " of memory" +
+        "the model needs " + gib(needed) + " (weights " + gib(weightBytes) +
+        ", KV cache and other state " + gib(stateBytes) + ", activations " + gib(arenaBytes) +
+        "), more than this machine's " + gib(memory) + " of memory" +
         (stateBytes > memory / 4 ? " (a smaller --max-context or --batch shrinks the cache)" : ""));
 }
 

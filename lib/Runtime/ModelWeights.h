@@ -121,10 +121,14 @@ BufferMap loadModelWeights(const std::vector<const Manifest *> &manifests,
                            const std::string &source, bool mapInPlace, WeightsCache cache,
                            WeightsLoaded &loaded);
 
-/// Fails, naming both sizes, when the weights and state (KV caches) of
-/// `manifests` (each tensor once by name) exceed the machine's memory:
-/// before anything is allocated, rather than at an allocation or page fault
-/// minutes later.
+/// The bytes of the compiled arenas the entries of `manifests` run (each
+/// function's once): the memory their activations take.
+size_t activationBytes(const std::vector<const Manifest *> &manifests);
+
+/// Fails, naming the sizes, when the weights, state (KV caches) and
+/// activations of `manifests` (each tensor and arena once by name) exceed
+/// the machine's memory: before anything is allocated, rather than at an
+/// allocation or page fault minutes later.
 void checkFitsInMemory(const std::vector<const Manifest *> &manifests);
 
 /// Writes the weights of the executables of `manifests`, read from the

@@ -219,6 +219,8 @@ void planBodyTemporaries(func::FuncOp func, bool globalArena, SymbolTable &symbo
   if (temporaries.empty())
     return;
   int64_t arenaBytes = assignOffsets(temporaries);
+  func->setAttr(xfmr::kArenaBytesAttr,
+                IntegerAttr::get(IntegerType::get(func.getContext(), 64), arenaBytes));
 
   Location loc = func.getLoc();
   MLIRContext *context = func.getContext();

@@ -9,6 +9,7 @@
 // bytes; the small one live across both goes after them. The arena is one
 // allocation per call, or a module global.
 // CHECK-LABEL: func @sequence
+// CHECK-SAME: attributes {xfmr.arena_bytes = 4160 : i64}
 // CHECK: %[[ARENA:.*]] = memref.alloc() {alignment = 64 : i64} : memref<4160xi8>
 // CHECK-NOT: memref.alloc()
 // CHECK: %[[C0:.*]] = arith.constant 0 : index
@@ -28,6 +29,7 @@
 // CHECK-NEXT: return
 // GLOBAL: memref.global "private" @__xfmr_arena_sequence : memref<4160xi8> = uninitialized {alignment = 64 : i64}
 // GLOBAL-LABEL: func @sequence
+// GLOBAL-SAME: attributes {xfmr.arena_bytes = 4160 : i64}
 // GLOBAL: %[[ARENA:.*]] = memref.get_global @__xfmr_arena_sequence : memref<4160xi8>
 // GLOBAL-NOT: memref.alloc
 // GLOBAL-NOT: memref.dealloc
@@ -178,8 +180,9 @@ func.func @started_reduction(%out: memref<16xf32>) {
 // -----
 
 // Left alone: a returned buffer, one passed to a call, one whose address is
-// returned, and one of dynamic shape.
+// returned, and one of dynamic shape: no arena.
 // CHECK-LABEL: func @escaping
+// CHECK-NOT: xfmr.arena_bytes
 // CHECK-NOT: memref.view
 // CHECK-NOT: memref.alloca
 // CHECK-COUNT-4: memref.alloc

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Runs a generator command under /usr/bin/time -v and checks its peak
 resident memory against what it reports holding: weights (mapped and
-converted) plus KV cache, plus `--margin` MiB for the program, its libraries
-and its activations.
+converted), KV cache and activations, plus `--margin` MiB for the program,
+its libraries and its threads' stacks.
 
   peak_memory.py --margin MIB -- GENERATOR ARGS..."""
 
@@ -29,10 +29,12 @@ def main():
         r"([0-9.]+) MiB used where the file maps them, ([0-9.]+) MiB converted in",
         result.stderr).groups())
     cache = float(re.search(r"KV cache: .*, ([0-9.]+) MiB", result.stderr).group(1))
-    held = mapped + converted + cache
+    activations = float(re.search(r"activations: ([0-9.]+) MiB", result.stderr).group(1))
+    held = mapped + converted + cache + activations
     verdict = "PASS" if peak <= held + args.margin else "FAIL"
     print(f"{verdict}: peak {peak:.0f} MiB for weights {mapped + converted:.0f} MiB "
-          f"({mapped:.0f} mapped) + KV cache {cache:.0f} MiB, bound {held + args.margin:.0f} MiB")
+          f"({mapped:.0f} mapped) + KV cache {cache:.0f} MiB + activations {activations:.0f} MiB, "
+          f"bound {held + args.margin:.0f} MiB")
     return 0 if verdict == "PASS" else 1
 
 

@@ -16,17 +16,21 @@ def _bfloat16_to_float32(bits):
     return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
-def write(path, tensors):
+def write(path, tensors, align=8):
+    """Writes `tensors` (name: array); each starts `align` bytes aligned in
+    the file (the safetensors package's files: 8)."""
     header, offset, blobs = {}, 0, []
     for name, array in tensors.items():
         # Not np.ascontiguousarray: it turns rank-0 arrays into rank 1.
         array = np.asarray(array).copy(order="C")
+        padding = -offset % align
+        offset += padding
         header[name] = {"dtype": _NAMES[array.dtype], "shape": list(array.shape),
                         "data_offsets": [offset, offset + array.nbytes]}
         offset += array.nbytes
-        blobs.append(array.tobytes())
+        blobs.append(b"\0" * padding + array.tobytes())
     text = json.dumps(header).encode()
-    text += b" " * ((8 - (8 + len(text)) % 8) % 8)
+    text += b" " * (-(8 + len(text)) % align)
     with open(path, "wb") as f:
         f.write(struct.pack("<Q", len(text)))
         f.write(text)

@@ -14,6 +14,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/Support/Error.h"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -189,6 +190,9 @@ struct ModelSignature {
   std::vector<ModelArgument> arguments;
   /// For a training step: its optimizer and schedule.
   std::optional<TrainOptions> training;
+  /// The bytes of the arena (xfmr-plan-buffers) of each function the
+  /// compiled entry runs, by function name: its activations' memory.
+  std::map<std::string, int64_t> arenas;
 };
 
 /// Loads `options.inputPath` (.json config or .mlir), applies the

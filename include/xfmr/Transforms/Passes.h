@@ -21,6 +21,10 @@ namespace xfmr {
 /// xfmr-autodiff{loss-scale} takes, which xfmr-train-step supplies.
 inline constexpr llvm::StringLiteral kLossScaleInput = "loss_scale";
 
+/// The function attribute in which xfmr-plan-buffers records the bytes of a
+/// function's arena (an i64).
+inline constexpr llvm::StringLiteral kArenaBytesAttr = "xfmr.arena_bytes";
+
 /// Patterns rewriting high-level ops (multi_head_attention, softmax,
 /// layer_norm, linear) into xfmr primitives.
 void populateDecompositionPatterns(mlir::RewritePatternSet &patterns);

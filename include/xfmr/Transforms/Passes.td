@@ -374,6 +374,10 @@ def XfmrPlanBuffers : Pass<"xfmr-plan-buffers", "::mlir::ModuleOp"> {
       per call, or with `global-arena` a module global (no allocation at
       all; calls of one function must then not overlap, as in the
       executables xfmrc builds).
+
+    Each function with an arena records its size in bytes as its
+    `xfmr.arena_bytes` attribute, which the executables' manifests report
+    as the memory their activations take.
   }];
   let options = [
     Option<"globalArena", "global-arena", "bool", /*default=*/"false",
