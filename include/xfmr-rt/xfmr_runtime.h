@@ -282,6 +282,13 @@ xfmr_seq2seq_generator_create(const char *encode_manifest, void (*encode)(void *
                               const char *prefill_manifest, void (*prefill)(void **args),
                               const char *decode_manifest, void (*decode)(void **args),
                               const char *weights, char *err, size_t err_size);
+/* Over a batch of N > 1 sequences, `xfmrc --generate` also compiles
+ * `<name>_prefill_row`, the prefill of one sequence. Given it, a generator
+ * reads a few prompts at once through it, a call per prompt, rather than
+ * through a call of the batch's prefill, which computes every row (a
+ * prompt's logits are the same either way). 0 on success. */
+int xfmr_generator_set_row_prefill(xfmr_generator *generator, const char *prefill_row_manifest,
+                                   void (*prefill_row)(void **args), char *err, size_t err_size);
 void xfmr_generator_free(xfmr_generator *generator);
 /* An encoder-decoder's sources, sources[b] of lengths[b] tokens for each of
  * the batch's sequences (a NULL or empty one: none), encoded at once; every
@@ -403,11 +410,13 @@ int xfmr_generator_main(int argc, char **argv, const char *prefill_manifest,
                         void (*prefill)(void **args), const char *decode_manifest,
                         void (*decode)(void **args));
 /* The same for an encoder-decoder, whose `encode` entry reads the prompt as
- * the source before the decoder generates. */
+ * the source before the decoder generates, and for a batch's one-sequence
+ * prefill (xfmr_generator_set_row_prefill); either may be NULL. */
 int xfmr_seq2seq_generator_main(int argc, char **argv, const char *encode_manifest,
                                 void (*encode)(void **args), const char *prefill_manifest,
                                 void (*prefill)(void **args), const char *decode_manifest,
-                                void (*decode)(void **args));
+                                void (*decode)(void **args), const char *prefill_row_manifest,
+                                void (*prefill_row)(void **args));
 
 #ifdef __cplusplus
 }

@@ -438,6 +438,8 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
     described = {{prefill, "prefill"}, {decode, "decode"}};
     if (auto encode = module->lookupSymbol<func::FuncOp>("encode"))
       described.insert(described.begin(), {encode, "encode"});
+    if (auto row = module->lookupSymbol<func::FuncOp>(kRowPrefillEntry))
+      described.push_back({row, kRowPrefillEntry});
   } else if (options.mode != CompileMode::Inference) {
     func::FuncOp evaluation =
         options.mode == CompileMode::Train ? buildEvaluation(*entry) : func::FuncOp();

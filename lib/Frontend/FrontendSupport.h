@@ -111,7 +111,8 @@ private:
 /// The entry function a GraphBuilder builds: the forward pass, the training
 /// loss, or one of generation's entries over a KV cache -- for
 /// encoder-decoders the encoder's (`encode`: the cross-attention keys and
-/// values of the source), then the decoder's (`prefill`, `decode`).
+/// values of the source), then the decoder's (`prefill`, `decode`, and over a
+/// batch `prefill_row`).
 enum class EntryKind { Forward, Loss, Encode, Prefill, Decode };
 
 /// Multi-head attention as `xfmr.multi_head_attention` takes it.
@@ -146,8 +147,9 @@ struct ScoreOptions {
 /// one argument used twice).
 class GraphBuilder {
 public:
+  /// Builds the function `name` (default: the entry kind's, e.g. "prefill").
   GraphBuilder(mlir::ModuleOp module, EntryKind entry, const ModelRequest &request,
-               mlir::Type floatType);
+               mlir::Type floatType, llvm::StringRef name = {});
 
   EntryKind entry() const { return entryKind; }
   /// Whether this is a decoder's generation entry over a KV cache.

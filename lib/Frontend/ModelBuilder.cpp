@@ -2,6 +2,8 @@
 
 #include "FrontendSupport.h"
 
+#include "xfmr/Conversion/KernelLimits.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -343,6 +345,16 @@ llvm::Error ConfigReader::takeError() {
 /// fewer): a model of 128K positions would otherwise reserve gigabytes.
 static constexpr int64_t kDefaultMaxContext = 4096;
 
+/// The tokens a call of the module's prefill entry reads per sequence.
+static int64_t prefillChunk(ModuleOp module) {
+  auto prefill = module.lookupSymbol<func::FuncOp>("prefill");
+  for (BlockArgument arg : prefill.getArguments())
+    if (auto name = prefill.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "xfmr.input"))
+      if (name.getValue() == "input_ids" || name.getValue() == "decoder_input_ids")
+        return cast<RankedTensorType>(arg.getType()).getDimSize(1);
+  return 0;
+}
+
 /// Tokens per prefill call unless --seq-len says: a prompt of up to this
 /// many runs in one call, whose products are as efficient as a full
 /// forward's (chunks of 64 prefilled GPT-2 small 20% slower).
@@ -412,12 +424,14 @@ Value GraphBuilder::convertElements(Value value, Type element) {
 }
 
 GraphBuilder::GraphBuilder(ModuleOp module, EntryKind entry, const ModelRequest &request,
-                           Type floatType)
+                           Type floatType, StringRef name)
     : entryKind(entry), b(module.getContext()), loc(module.getLoc()), request(request),
       elementType(floatType) {
   static constexpr StringLiteral names[] = {"forward", "loss", "encode", "prefill", "decode"};
   b.setInsertionPointToEnd(module.getBody());
-  func = func::FuncOp::create(b, loc, names[static_cast<int>(entry)], b.getFunctionType({}, {}));
+  func =
+      func::FuncOp::create(b, loc, name.empty() ? StringRef(names[static_cast<int>(entry)]) : name,
+                           b.getFunctionType({}, {}));
   body = func.addEntryBlock();
   b.setInsertionPointToStart(body);
 }
@@ -1121,22 +1135,40 @@ llvm::Expected<OwningOpRef<ModuleOp>> xfmr::buildModel(MLIRContext &context,
     return llvm::createStringError(path + ": model type \"" + modelType +
                                    "\" has no decoder to generate with");
   // One entry, or generation's: an encoder-decoder's encode, then the
-  // decoder's prefill and decode, built alike.
-  SmallVector<EntryKind, 3> entries;
-  if (!request.generate)
-    entries = {request.training ? EntryKind::Loss : EntryKind::Forward};
-  else if (family->generation == Generation::EncoderDecoder)
-    entries = {EntryKind::Encode, EntryKind::Prefill, EntryKind::Decode};
-  else
-    entries = {EntryKind::Prefill, EntryKind::Decode};
-  for (EntryKind entry : entries) {
-    GraphBuilder graph(*module, entry, request, floatType);
+  // decoder's prefill and decode, built alike; over a batch, a prefill of
+  // one sequence too (kRowPrefillEntry), with which reading a few prompts
+  // beside the others' decode steps costs those prompts' work alone. Its
+  // products must compute each row as the batch's prefill does (a prompt's
+  // logits may not depend on which entry read it), so a chunk of so few
+  // tokens that its products would take the skinny kernels has none.
+  struct EntryToBuild {
+    EntryKind kind;
+    StringRef name;
+    int64_t batch;
+  };
+  SmallVector<EntryToBuild, 4> entries;
+  if (!request.generate) {
+    entries.push_back({request.training ? EntryKind::Loss : EntryKind::Forward, "", request.batch});
+  } else {
+    if (family->generation == Generation::EncoderDecoder)
+      entries.push_back({EntryKind::Encode, "", request.batch});
+    entries.push_back({EntryKind::Prefill, "", request.batch});
+    entries.push_back({EntryKind::Decode, "", request.batch});
+    if (request.batch > 1)
+      entries.push_back({EntryKind::Prefill, kRowPrefillEntry, 1});
+  }
+  for (const EntryToBuild &entry : entries) {
+    if (entry.name == kRowPrefillEntry && prefillChunk(*module) <= kSkinnyProductRows)
+      continue;
+    ModelRequest entryRequest = request;
+    entryRequest.batch = entry.batch;
+    GraphBuilder graph(*module, entry.kind, entryRequest, floatType, entry.name);
     info = ModelInfo();
     info.modelType = modelType;
     info.architecture = architecture;
     info.bosTokenId = config.tokenId("bos_token_id");
     info.eosTokenIds = config.tokenIds("eos_token_id");
-    FamilyInputs inputs{config, graph, request, architecture, source, info};
+    FamilyInputs inputs{config, graph, entryRequest, architecture, source, info};
     if (llvm::Error error = family->build(inputs))
       return std::move(error);
     if (config.failed())

@@ -80,11 +80,41 @@ xfmr_generator::xfmr_generator(const char *encodeManifest, void (*encodeEntry)(v
   lengths.assign(batch, 0);
 }
 
+void xfmr_generator::addRowPrefill(const char *manifest, void (*function)(void **)) {
+  // A batch of one reads its prompts through the prefill entry itself.
+  if (batch == 1)
+    return;
+  std::vector<Entry> rows(batch);
+  for (int64_t row = 0; row < batch; ++row) {
+    Entry &entry = rows[row];
+    entry.manifest = parseManifest(manifest);
+    entry.function = function;
+    bind(entry, row);
+    if (entry.tokens != prefill.tokens)
+      fail("corrupt model: the prefill_row entry takes " + std::to_string(entry.tokens) +
+           " tokens a call, the prefill entry " + std::to_string(prefill.tokens));
+  }
+  prefillRows = std::move(rows);
+  std::vector<const Manifest *> manifests = {&prefill.manifest, &decode.manifest,
+                                             &prefillRows.front().manifest};
+  if (encoderDecoder())
+    manifests.push_back(&encode.manifest);
+  arenaBytes = activationBytes(manifests);
+}
+
 /// The encoder's keys and values for the decoder's cross-attention.
 static bool isCrossAttention(const ArgSpec &arg) { return arg.name.rfind("cross.", 0) == 0; }
 
-void xfmr_generator::bind(Entry &entry) {
+void xfmr_generator::bind(Entry &entry, std::optional<int64_t> row) {
   bool encoder = &entry == &encode;
+  // The sequences a call of the entry holds: the batch, or one row of it.
+  auto setRows = [&](int64_t value, const std::string &name) {
+    if (!row)
+      setShape(batch, value, name);
+    else if (value != 1)
+      fail("corrupt generator manifest: '" + name + "' of the prefill_row entry holds " +
+           std::to_string(value) + " sequences, not 1");
+  };
   for (const ArgSpec &arg : entry.manifest.args) {
     auto corrupt = [&](const std::string &why) {
       fail("corrupt generator manifest: argument '" + arg.name + "' " + why);
@@ -101,14 +131,16 @@ void xfmr_generator::bind(Entry &entry) {
           corrupt("is no [batch, source, ...] output of the encode entry");
         break;
       }
-      setShape(batch, arg.shape[0], arg.name);
+      if (row && !caches.count(arg.name))
+        corrupt("is a cache the prefill entry does not have");
+      setRows(arg.shape[0], arg.name);
       setShape(context, arg.shape[1], arg.name);
       break;
     case ArgSpec::Kind::Input: {
       bool tokens = arg.name == "input_ids" || arg.name == "decoder_input_ids";
       if (arg.dtype != XFMR_DTYPE_I32)
         corrupt("is not an int32 input the generator fills");
-      setShape(batch, arg.shape[0], arg.name);
+      setRows(arg.shape[0], arg.name);
       if (tokens)
         entry.tokens = arg.shape[1];
       else if (arg.name == "encoder_attention_mask")
@@ -119,25 +151,46 @@ void xfmr_generator::bind(Entry &entry) {
       break;
     }
     case ArgSpec::Kind::Output:
+      if (row && !arg.updates.empty() && !caches.count(arg.updates))
+        corrupt("updates '" + arg.updates + "', which is no cache of the prefill entry");
       if (!arg.updates.empty() || (crossAttention && encoder))
         break;
       if (arg.name != "logits" || arg.shape.size() != 2)
         corrupt("is not an output the generator reads");
       entry.logitsSpec = &arg;
-      setShape(batch, arg.shape[0], arg.name);
+      setRows(arg.shape[0], arg.name);
       setShape(vocab, arg.shape[1], arg.name);
       break;
     }
   }
   // The encoder's cross-attention keys and values, and the source's mask,
-  // are the decoder entries' too.
+  // are the decoder entries' too. A row entry's caches (and the outputs
+  // updating them in place), sources and masks are views of its row.
+  auto rowOf = [&](Buffer &whole) {
+    size_t bytes = whole.size / batch;
+    entry.rowViews.push_back(
+        std::make_unique<Buffer>(std::shared_ptr<const void>(whole.data, [](const void *) {}),
+                                 whole.data + *row * bytes, bytes));
+    return entry.rowViews.back().get();
+  };
   entry.args = std::make_unique<EntryArgs>(
       entry.manifest, weights, caches, [&](const ArgSpec &arg) -> Buffer * {
         std::unique_ptr<Buffer> *shared = isCrossAttention(arg)                  ? &cross[arg.name]
                                           : arg.name == "encoder_attention_mask" ? &sourceMask
                                                                                  : nullptr;
+        if (row && !shared) {
+          bool state = arg.kind == ArgSpec::Kind::State;
+          if (state || (arg.kind == ArgSpec::Kind::Output && !arg.updates.empty()))
+            shared = &caches.find(state ? arg.name : arg.updates)->second;
+        }
         if (!shared)
           return nullptr;
+        if (row) {
+          if (!*shared)
+            fail("corrupt generator manifest: the prefill_row entry reads '" + arg.name +
+                 "', which the prefill entry does not");
+          return rowOf(**shared);
+        }
         if (!*shared)
           *shared = allocate(arg);
         return shared->get();
@@ -158,8 +211,9 @@ void xfmr_generator::bind(Entry &entry) {
 }
 
 void xfmr_generator::warmUp() {
-  for (Entry *entry : {&encode, &prefill, &decode}) {
-    if (!entry->function)
+  Entry *row = prefillRows.empty() ? nullptr : &prefillRows.front();
+  for (Entry *entry : {&encode, &prefill, &decode, row}) {
+    if (!entry || !entry->function)
       continue;
     for (Buffer *input : {entry->ids, entry->mask, entry->positions})
       if (input)
@@ -214,8 +268,10 @@ void xfmr_generator::copyRows(const std::vector<int64_t> &targets,
     copy(*cache, [&](int64_t source) { return old[source] * positionBytes; });
   }
   if (withSource) {
-    for (auto &[name, rows] : cross)
-      copy(*rows, [&](int64_t) { return rows->size / batch; });
+    for (auto &entry : cross) {
+      Buffer &rows = *entry.second;
+      copy(rows, [&](int64_t) { return rows.size / batch; });
+    }
     if (sourceMask)
       copy(*sourceMask, [&](int64_t) { return sourceMask->size / batch; });
   }
@@ -242,35 +298,58 @@ void xfmr_generator::checkTokens(const std::vector<std::vector<int32_t>> &tokens
   }
 }
 
+int64_t xfmr_generator::rowPrefillLimit() const {
+  // A one-sequence call read GPT-2 small's 32-token chunk at 0.62 times the
+  // tokens a second of a call of sixteen such chunks (46 ms against 459 ms):
+  // up to 9 prompts of 16, one-sequence calls cost less.
+  return prefillRows.empty() ? 0 : std::max<int64_t>(1, batch * 3 / 5);
+}
+
 void xfmr_generator::call(Entry &entry, const std::vector<std::vector<int32_t>> &tokens,
                           float *logits) {
   checkTokens(tokens);
+  int64_t reading = 0;
+  for (const std::vector<int32_t> &row : tokens)
+    reading += !row.empty();
+  // A row's logits are the same through either entry (the batch's rows are
+  // computed apart), so the cheaper serves: the one-sequence entry for a
+  // few prompts, the batch's for many (its products are larger, and run
+  // nearer the machine's peak).
+  if (&entry != &prefill || reading > rowPrefillLimit())
+    return run(entry, 0, batch, tokens.data(), logits);
+  for (int64_t b = 0; b < batch; ++b)
+    if (!tokens[b].empty())
+      run(prefillRows[b], b, 1, &tokens[b], logits);
+}
+
+void xfmr_generator::run(Entry &entry, int64_t first, int64_t rows,
+                         const std::vector<int32_t> *tokens, float *logits) {
   auto *ids = entry.ids->as<int32_t>();
   auto *mask = entry.mask->as<int32_t>();
   auto *positions = entry.positions->as<int32_t>();
   bool any = false;
-  for (int64_t b = 0; b < batch; ++b) {
-    int64_t take = static_cast<int64_t>(tokens[b].size());
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t take = static_cast<int64_t>(tokens[r].size());
     if (take > entry.tokens)
       fail("internal error: " + std::to_string(take) + " tokens for an entry of " +
            std::to_string(entry.tokens));
     any |= take > 0;
-    positions[b] = static_cast<int32_t>(lengths[b]);
+    positions[r] = static_cast<int32_t>(lengths[first + r]);
     for (int64_t t = 0; t < entry.tokens; ++t) {
-      ids[b * entry.tokens + t] = t < take ? tokens[b][t] : 0;
-      mask[b * entry.tokens + t] = t < take;
+      ids[r * entry.tokens + t] = t < take ? tokens[r][t] : 0;
+      mask[r * entry.tokens + t] = t < take;
     }
   }
   if (!any)
     return;
   entry.call();
   size_t logitsBytes = vocab * xfmr_dtype_size(entry.logitsSpec->dtype);
-  for (int64_t b = 0; b < batch; ++b) {
-    if (tokens[b].empty())
+  for (int64_t r = 0; r < rows; ++r) {
+    if (tokens[r].empty())
       continue;
-    lengths[b] += static_cast<int64_t>(tokens[b].size());
-    convertElements(entry.logitsSpec->dtype, entry.logits->data + b * logitsBytes, vocab,
-                    XFMR_DTYPE_F32, logits + b * vocab);
+    lengths[first + r] += static_cast<int64_t>(tokens[r].size());
+    convertElements(entry.logitsSpec->dtype, entry.logits->data + r * logitsBytes, vocab,
+                    XFMR_DTYPE_F32, logits + (first + r) * vocab);
   }
 }
 
@@ -506,6 +585,8 @@ public:
     void (*prefill)(void **);
     const char *decodeManifest;
     void (*decode)(void **);
+    const char *prefillRowManifest;
+    void (*prefillRow)(void **);
   };
 
   GeneratorCommand(const char *argv0, const Entries &entries) : argv0(argv0), entries(entries) {}
@@ -524,6 +605,8 @@ public:
     xfmr_generator generator(entries.encodeManifest, entries.encode, entries.prefillManifest,
                              entries.prefill, entries.decodeManifest, entries.decode,
                              options.weights, options.mapWeights, options.weightsCache);
+    if (entries.prefillRow)
+      generator.addRowPrefill(entries.prefillRowManifest, entries.prefillRow);
     if (static_cast<int64_t>(options.prompts.size()) > generator.batch)
       fail(std::to_string(options.prompts.size()) + " prompts, but the model generates " +
            std::to_string(generator.batch) + " sequences at once (xfmrc --batch)");
@@ -556,8 +639,14 @@ public:
                  " positions, %.1f MiB\n",
                  generator.caches.size() + generator.cross.size(), generator.batch,
                  generator.context, generator.cacheBytes / 1048576.0);
-    std::fprintf(stderr, "activations: %.1f MiB (the compiled entries' temporaries)\n",
-                 generator.arenaBytes / 1048576.0);
+    std::fprintf(stderr, "prefill: chunks of %" PRId64 " tokens", generator.prefill.tokens);
+    if (int64_t limit = generator.rowPrefillLimit())
+      std::fprintf(stderr, "; up to %" PRId64 " prompts at once one by one", limit);
+    std::fprintf(stderr, "\n");
+    // GPU executables keep their temporaries on the device, unplanned.
+    if (generator.arenaBytes)
+      std::fprintf(stderr, "activations: %.1f MiB (the compiled entries' temporaries)\n",
+                   generator.arenaBytes / 1048576.0);
     if (!options.seeded && !options.serve && options.beams == 1 &&
         options.sampling.temperature > 0) {
       options.seed = std::random_device{}();
@@ -926,6 +1015,15 @@ xfmr_generator *xfmr_seq2seq_generator_create(const char *encodeManifest, void (
   return generator;
 }
 
+int xfmr_generator_set_row_prefill(xfmr_generator *generator, const char *manifest,
+                                   void (*prefillRow)(void **), char *err, size_t errSize) {
+  return guarded(err, errSize, [&] {
+    if (!manifest || !prefillRow)
+      fail("no prefill_row entry given");
+    generator->addRowPrefill(manifest, prefillRow);
+  });
+}
+
 void xfmr_generator_free(xfmr_generator *generator) { delete generator; }
 
 int xfmr_generator_encode(xfmr_generator *generator, const int32_t *const *sources,
@@ -998,15 +1096,16 @@ extern "C" int xfmr_generator_main(int argc, char **argv, const char *prefillMan
                                    void (*prefill)(void **), const char *decodeManifest,
                                    void (*decode)(void **)) {
   return xfmr_seq2seq_generator_main(argc, argv, nullptr, nullptr, prefillManifest, prefill,
-                                     decodeManifest, decode);
+                                     decodeManifest, decode, nullptr, nullptr);
 }
 
 extern "C" int xfmr_seq2seq_generator_main(int argc, char **argv, const char *encodeManifest,
                                            void (*encode)(void **), const char *prefillManifest,
                                            void (*prefill)(void **), const char *decodeManifest,
-                                           void (*decode)(void **)) {
+                                           void (*decode)(void **), const char *prefillRowManifest,
+                                           void (*prefillRow)(void **)) {
   const char *argv0 = argc > 0 ? argv[0] : "generate";
-  GeneratorCommand::Entries entries{encodeManifest, encode,         prefillManifest,
-                                    prefill,        decodeManifest, decode};
+  GeneratorCommand::Entries entries{encodeManifest, encode, prefillManifest,    prefill,
+                                    decodeManifest, decode, prefillRowManifest, prefillRow};
   return runCommandLine(argv0, [&] { return GeneratorCommand(argv0, entries).run(argc, argv); });
 }

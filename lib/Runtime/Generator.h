@@ -10,7 +10,10 @@
 // each writing the new tokens' keys and values at positions[b] .. and
 // returning the logits of each sequence's last token. Each row of the batch
 // is a sequence of its own: a call appends tokens to some rows and leaves
-// the others (masked) as they are. An encoder-decoder has a third entry,
+// the others (masked) as they are. Over a batch, prefill_row is prefill for
+// one sequence ([1, C]), bound once per row (its caches that row of the
+// batch's): a few prompts read beside the others' decode steps cost their
+// own work, not the batch's. An encoder-decoder has a third entry,
 //
 //   encode(input_ids [B, S], attention_mask [B, S]) -> cross.<layer>.key/value
 //
@@ -29,6 +32,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +47,9 @@ struct Entry {
   Buffer *ids = nullptr, *mask = nullptr, *positions = nullptr, *logits = nullptr;
   const ArgSpec *logitsSpec = nullptr;
   int64_t tokens = 0; // per sequence and call
+  /// An entry bound to one row: its views of that row of the batch's
+  /// buffers.
+  std::vector<std::unique_ptr<Buffer>> rowViews;
 
   void call() { function(args->data()); }
 };
@@ -54,6 +61,10 @@ struct xfmr_generator {
   using Buffer = xfmr::rt::Buffer;
 
   Entry encode, prefill, decode;
+  /// The one-sequence prefill (prefill_row) bound to each row (prefillRows[b]:
+  /// sequence b), which reads a few prompts where the batch's prefill would
+  /// compute every row; empty: none was compiled.
+  std::vector<Entry> prefillRows;
   xfmr::rt::BufferMap weights, caches, cross;
   /// The source's padding mask, which the decoder entries read.
   std::unique_ptr<Buffer> sourceMask;
@@ -73,6 +84,14 @@ struct xfmr_generator {
                  xfmr::rt::WeightsCache cache = xfmr::rt::WeightsCache::Off);
 
   bool encoderDecoder() const { return encode.function != nullptr; }
+
+  /// Binds `function`, the one-sequence prefill entry of the same model
+  /// (`xfmrc --generate --batch` N > 1 compiles it as `prefill_row`), to
+  /// each row.
+  void addRowPrefill(const char *manifest, void (*function)(void **));
+  /// The most prompts read at once through the one-sequence prefill, a call
+  /// each (more: a call of the batch's prefill); 0 without it.
+  int64_t rowPrefillLimit() const;
 
   /// Runs each entry once on no tokens (all masked, which writes no cache
   /// row): what a first call costs beyond the next ones (its temporaries'
@@ -103,7 +122,13 @@ struct xfmr_generator {
   void append(Entry &entry, const std::vector<std::vector<int32_t>> &tokens, float *logits);
 
 private:
-  void bind(Entry &entry);
+  /// Binds `entry`'s arguments; with `row`, those of a one-sequence entry
+  /// to that row of the batch's caches and sources.
+  void bind(Entry &entry, std::optional<int64_t> row = std::nullopt);
+  /// One call of `entry`, whose rows are the sequences `first` ..
+  /// `first + rows - 1`, appending tokens[0 .. rows) (see call()).
+  void run(Entry &entry, int64_t first, int64_t rows, const std::vector<int32_t> *tokens,
+           float *logits);
   void setShape(int64_t &slot, int64_t value, const std::string &name);
   void checkTokens(const std::vector<std::vector<int32_t>> &tokens) const;
 };

@@ -17,6 +17,10 @@ namespace xfmr {
 /// Element type of a model's weights and activations.
 enum class ElementType { F32, BF16, F16 };
 
+/// A generator over a batch of sequences also has this entry: the prefill
+/// of one sequence (batch 1), whose caches are one row of the batch's.
+inline constexpr llvm::StringLiteral kRowPrefillEntry = "prefill_row";
+
 /// What the compiled model is asked to be: static shapes, element type,
 /// inference or training, and which head and outputs.
 struct ModelRequest {

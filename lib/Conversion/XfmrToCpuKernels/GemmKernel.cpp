@@ -20,6 +20,7 @@
 #include "Kernels.h"
 
 #include "../LoweringUtils.h"
+#include "xfmr/Conversion/KernelLimits.h"
 
 #include "mlir/Dialect/Math/IR/Math.h"
 
@@ -284,7 +285,7 @@ int64_t rowBands(int64_t m, int64_t columnChunks, int64_t minRows) {
 }
 
 /// Rows up to which a product counts as skinny, and the slabs K is cut into.
-constexpr int64_t kSkinnyRows = 8;
+constexpr int64_t kSkinnyRows = xfmr::kSkinnyProductRows;
 constexpr int64_t kSkinnySlabs = 16;
 
 /// The epilogue of output element (m, n) on a vector of `valid` columns

@@ -12,6 +12,7 @@
 #include "ThreadBlockBuilder.h"
 
 #include "../Kernels/KernelSet.h"
+#include "xfmr/Conversion/KernelLimits.h"
 
 namespace xfmr::gpu {
 
@@ -105,7 +106,7 @@ mlir::Value emitGemm(kernels::KernelBuilder &kb, const GemmProblem &problem, Emu
 
 /// Rows of A up to which a product takes emitSkinnyGemm (decoding: a
 /// token per sequence of a small batch).
-constexpr int64_t kSkinnyGemmMaxRows = 8;
+constexpr int64_t kSkinnyGemmMaxRows = xfmr::kSkinnyProductRows;
 
 /// A of at most kSkinnyGemmMaxRows rows (not transposed), any float type;
 /// B f32, bf16, f16 or, given `dequantize`, its int8 values (the problem's
