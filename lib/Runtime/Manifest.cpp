@@ -80,8 +80,12 @@ Manifest xfmr::rt::parseManifest(const char *text) {
         manifest.training[key] = *number;
     }
   if (const Json *arenas = field(*json, "arenas"))
-    for (const auto &[function, bytes] : members(*arenas))
-      manifest.arenas[function] = asInt(bytes).value_or(0);
+    for (const auto &[function, bytes] : members(*arenas)) {
+      std::optional<int64_t> size = asInt(bytes);
+      if (!size || *size < 0)
+        fail("corrupt model manifest: arena of '" + function + "' is not a size");
+      manifest.arenas[function] = *size;
+    }
   const Json *args = field(*json, "args");
   if (!args || !args->is_array())
     fail("corrupt model manifest: no \"args\"");

@@ -16,9 +16,11 @@
 #include <cstring>
 #include <dirent.h>
 #include <functional>
+#include <new>
 #include <optional>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <tuple>
 #include <unistd.h>
 
@@ -650,7 +652,8 @@ void xfmr::rt::checkFitsInMemory(const std::vector<const Manifest *> &manifests)
       if (arg.kind == ArgSpec::Kind::Param)
         weights[arg.name] = bytesOf(arg);
       else if (arg.kind == ArgSpec::Kind::State)
-        states[arg.name] = bytesOf(arg);
+        // An entry over one sequence reads a row of another's state.
+        states[arg.name] = std::max(states[arg.name], bytesOf(arg));
   size_t weightBytes = sumOf(weights), stateBytes = sumOf(states);
   size_t arenaBytes = activationBytes(manifests);
   long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGESIZE);
@@ -671,6 +674,9 @@ void xfmr::rt::checkFitsInMemory(const std::vector<const Manifest *> &manifests)
         (stateBytes > memory / 4 ? " (a smaller --max-context or --batch shrinks the cache)" : ""));
 }
 
+/// What a file being written is named: its final name, this, a unique tail.
+static constexpr const char *kPartialInfix = ".partial.";
+
 void xfmr::rt::writeWeights(const std::vector<const Manifest *> &manifests,
                             const BufferMap &weights, const std::string &path) {
   // Each tensor once, by the name the loader looks for first (a narrow
@@ -683,8 +689,16 @@ void xfmr::rt::writeWeights(const std::vector<const Manifest *> &manifests,
         refs.push_back({arg.name.c_str(), arg.dtype, static_cast<int32_t>(arg.shape.size()),
                         arg.shape.data(), weights.at(arg.name)->data});
   // A reader never sees a partial file (another process starting, or this
-  // one stopped midway).
-  std::string temporary = path + ".partial." + std::to_string(getpid());
+  // one stopped midway): the file is written under a name of its own, with
+  // the permissions a new file gets, then renamed.
+  std::string temporary = path + kPartialInfix + "XXXXXX";
+  int descriptor = mkstemp(temporary.data());
+  if (descriptor < 0)
+    fail("cannot write '" + path + "': " + std::strerror(errno));
+  mode_t mask = umask(0);
+  umask(mask);
+  fchmod(descriptor, 0666 & ~mask);
+  close(descriptor);
   char err[512];
   if (xfmr_safetensors_write(temporary.c_str(), refs.data(), refs.size(), err, sizeof(err))) {
     std::remove(temporary.c_str());
@@ -697,21 +711,31 @@ void xfmr::rt::writeWeights(const std::vector<const Manifest *> &manifests,
   }
 }
 
-/// Weights caches are named kCachePrefix + a hash of the model's weights +
-/// "-" + a hash of the files they are read from + ".safetensors".
+/// Weights caches are named kCachePrefix + a hash of the model's weights and
+/// of the source's name + "-" + a hash of the files they are read from +
+/// ".safetensors".
 static constexpr const char *kCachePrefix = ".xfmr-weights-";
+/// The cache's layout and conversions: a change of either is a new version.
+static constexpr int64_t kCacheVersion = 1;
 
-/// The caches in `cache`'s folder of the same model from other files (an
-/// older checkpoint).
+/// The caches in `cache`'s folder of the same model and source from other
+/// files (an older checkpoint), and such caches' partial files left by a
+/// writer that stopped an hour ago or more.
 static void removeStaleCaches(const std::string &cache) {
   size_t slash = cache.find_last_of('/');
   std::string folder = cache.substr(0, slash), name = cache.substr(slash + 1);
   std::string model = name.substr(0, name.rfind('-') + 1);
+  time_t hourAgo = time(nullptr) - 3600;
   if (DIR *entries = opendir(folder.c_str())) {
     while (dirent *entry = readdir(entries)) {
-      std::string other = entry->d_name;
-      if (other != name && other.rfind(model, 0) == 0 && other.size() == name.size())
-        std::remove((folder + "/" + other).c_str());
+      std::string other = entry->d_name, path = folder + "/" + other;
+      if (other == name || other.rfind(model, 0) != 0)
+        continue;
+      struct stat info;
+      bool partial = other.find(kPartialInfix) != std::string::npos;
+      if (other.size() == name.size() ||
+          (partial && stat(path.c_str(), &info) == 0 && info.st_mtime < hourAgo))
+        std::remove(path.c_str());
     }
     closedir(entries);
   }
@@ -787,12 +811,29 @@ BufferMap xfmr::rt::loadModelWeights(const std::vector<const Manifest *> &manife
     } catch (const Failure &failure) {
       std::fprintf(stderr, "warning: the weights cache is not usable (%s): reading '%s'\n",
                    failure.message.c_str(), source.c_str());
+    } catch (const std::bad_alloc &) {
+      std::fprintf(stderr,
+                   "warning: the weights cache is not usable (out of memory): reading '%s'\n",
+                   source.c_str());
     }
   }
   BufferMap weights = loadFrom(source);
   constexpr size_t kCacheFrom = size_t(64) << 20;
   if (!cachePath.empty() &&
       (cache == WeightsCache::Always || loaded.converted - before.converted >= kCacheFrom)) {
+    // Room for the cache and a tenth more: a cache never fills the disk.
+    size_t bytes = 0;
+    for (const auto &entry : weights)
+      bytes += entry.second->size;
+    std::string folder = cachePath.substr(0, cachePath.find_last_of('/'));
+    struct statvfs disk;
+    if (statvfs(folder.c_str(), &disk) == 0 &&
+        static_cast<double>(disk.f_bavail) * disk.f_frsize < 1.1 * static_cast<double>(bytes)) {
+      std::fprintf(stderr, "warning: no weights cache: %.1f MiB free in '%s', it takes %.1f MiB\n",
+                   static_cast<double>(disk.f_bavail) * disk.f_frsize / 1048576.0, folder.c_str(),
+                   bytes / 1048576.0);
+      return weights;
+    }
     try {
       writeWeights(manifests, weights, cachePath);
       loaded.cacheWritten = cachePath;
@@ -824,7 +865,12 @@ std::string xfmr::rt::weightsCachePath(const std::vector<const Manifest *> &mani
   std::string folder = S_ISDIR(info.st_mode)        ? source
                        : slash == std::string::npos ? "."
                                                     : source.substr(0, std::max<size_t>(slash, 1));
+  // Another file of the same folder (another checkpoint of the model) has
+  // caches of its own.
+  bool directory = S_ISDIR(info.st_mode);
+  std::string sourceName = directory ? "" : source.substr(slash + 1);
   Fingerprint model, files;
+  model.add(kCacheVersion, sourceName);
   for (const Manifest *manifest : manifests) {
     for (const std::string &prefix : manifest->weightPrefixes)
       model.add(prefix);
@@ -836,21 +882,18 @@ std::string xfmr::rt::weightsCachePath(const std::vector<const Manifest *> &mani
           model.add(size);
       }
   }
-  // The files the weights are read from, by name in the folder: the source
-  // itself (a GGUF file), and the folder's tensors and index (a checkpoint
-  // directory, a single file's shards).
+  // The files the weights are read from, by name in the folder: a file (a
+  // safetensors or GGUF file); an index and the tensors beside it; a
+  // checkpoint directory's tensors and index.
   std::set<std::string> names;
-  if (!S_ISDIR(info.st_mode))
-    names.insert(source.substr(slash + 1));
-  if (DIR *entries = opendir(folder.c_str())) {
+  if (!directory)
+    names.insert(sourceName);
+  DIR *entries = directory || endsWith(sourceName, ".json") ? opendir(folder.c_str()) : nullptr;
+  if (entries) {
     while (dirent *entry = readdir(entries)) {
       std::string name = entry->d_name;
-      auto endsWith = [&](const std::string &suffix) {
-        return name.size() >= suffix.size() &&
-               name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-      };
       if (name.rfind(kCachePrefix, 0) != 0 &&
-          (endsWith(".safetensors") || endsWith(".safetensors.index.json")))
+          (endsWith(name, ".safetensors") || endsWith(name, ".safetensors.index.json")))
         names.insert(name);
     }
     closedir(entries);

@@ -385,12 +385,9 @@ private:
   std::string outputFormat() const {
     if (!options.format.empty())
       return options.format;
-    auto endsWith = [&](const char *suffix) {
-      size_t n = std::strlen(suffix);
-      return options.output.size() >= n &&
-             options.output.compare(options.output.size() - n, n, suffix) == 0;
-    };
-    return endsWith(".npy") ? "npy" : endsWith(".safetensors") ? "safetensors" : "text";
+    return endsWith(options.output, ".npy")           ? "npy"
+           : endsWith(options.output, ".safetensors") ? "safetensors"
+                                                      : "text";
   }
 
   void validate(const std::vector<Sequence> &sequences, const std::string &inputName) {

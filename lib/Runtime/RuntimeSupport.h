@@ -8,12 +8,18 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace xfmr::rt {
 
 /// Copies `message` into the caller's buffer (truncating, always terminated).
 void setError(char *err, size_t errSize, const std::string &message);
+
+/// Whether `text` ends with `suffix`.
+inline bool endsWith(std::string_view text, std::string_view suffix) {
+  return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+}
 
 /// "[2, 8, 64]".
 std::string shapeToString(const std::vector<int64_t> &shape);

@@ -145,10 +145,6 @@ xfmr_weights *xfmr_weights_open(const char *path, char *err, size_t errSize) {
   auto weights = std::make_unique<xfmr_weights>();
   std::string location = path;
   std::string problem;
-  auto endsWith = [&](const char *suffix) {
-    size_t n = std::strlen(suffix);
-    return location.size() >= n && location.compare(location.size() - n, n, suffix) == 0;
-  };
   if (isDirectory(location)) {
     std::string single = location + "/model.safetensors";
     std::string index = location + "/model.safetensors.index.json";
@@ -163,9 +159,9 @@ xfmr_weights *xfmr_weights_open(const char *path, char *err, size_t errSize) {
                 "': no model.safetensors or model.safetensors.index.json (PyTorch .bin "
                 "checkpoints are not read: save with safe_serialization=True)";
     }
-  } else if (endsWith(".gguf")) {
+  } else if (endsWith(location, ".gguf")) {
     problem = weights->addGguf(location);
-  } else if (endsWith(".json")) {
+  } else if (endsWith(location, ".json")) {
     problem = weights->addIndex(location, err, errSize);
   } else {
     problem = weights->add(location, err, errSize);
