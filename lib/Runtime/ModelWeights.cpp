@@ -848,12 +848,11 @@ BufferMap xfmr::rt::loadModelWeights(const std::vector<const Manifest *> &manife
 void xfmr::rt::writeModelWeights(const std::vector<Manifest> &manifests, const std::string &source,
                                  const std::string &path) {
   std::vector<const Manifest *> all;
-  BufferMap weights;
-  for (const Manifest &manifest : manifests) {
+  for (const Manifest &manifest : manifests)
     all.push_back(&manifest);
-    weights.merge(loadWeights(manifest, source));
-  }
-  writeWeights(all, weights, path);
+  WeightsLoaded loaded;
+  writeWeights(all, loadModelWeights(all, source, /*mapInPlace=*/false, WeightsCache::Off, loaded),
+               path);
 }
 
 std::string xfmr::rt::weightsCachePath(const std::vector<const Manifest *> &manifests,

@@ -2,11 +2,12 @@
 // RUN: xfmr-opt %s --xfmr-cpu-pipeline=openmp=false | FileCheck %s --check-prefix=SEQ
 
 // The whole CPU pipeline: xfmr on tensors in, the LLVM dialect out, with the
-// bare-pointer entry, its packed wrapper and OpenMP-parallel attention.
+// bare-pointer entry, its packed wrapper and OpenMP-parallel attention; the
+// entry keeps the size of its arena of temporaries (xfmr-plan-buffers).
 // CHECK-NOT: xfmr.
 // CHECK-NOT: func.func
 // CHECK-LABEL: llvm.func @attention(
-// CHECK-SAME: %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) attributes {xfmr.entry}
+// CHECK-SAME: %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) attributes {xfmr.arena_bytes = {{[0-9]+}} : i64, xfmr.entry}
 // CHECK: omp.parallel
 // CHECK: omp.wsloop
 // CHECK-LABEL: llvm.func @attention_packed(
