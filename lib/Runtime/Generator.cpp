@@ -84,10 +84,11 @@ void xfmr_generator::addRowPrefill(const char *manifest, void (*function)(void *
   // A batch of one reads its prompts through the prefill entry itself.
   if (batch == 1)
     return;
+  Manifest parsed = parseManifest(manifest);
   std::vector<Entry> rows(batch);
   for (int64_t row = 0; row < batch; ++row) {
     Entry &entry = rows[row];
-    entry.manifest = parseManifest(manifest);
+    entry.manifest = parsed;
     entry.function = function;
     bind(entry, row);
     if (entry.tokens != prefill.tokens)
@@ -95,8 +96,7 @@ void xfmr_generator::addRowPrefill(const char *manifest, void (*function)(void *
            " tokens a call, the prefill entry " + std::to_string(prefill.tokens));
   }
   prefillRows = std::move(rows);
-  std::vector<const Manifest *> manifests = {&prefill.manifest, &decode.manifest,
-                                             &prefillRows.front().manifest};
+  std::vector<const Manifest *> manifests = {&prefill.manifest, &decode.manifest, &parsed};
   if (encoderDecoder())
     manifests.push_back(&encode.manifest);
   arenaBytes = activationBytes(manifests);
