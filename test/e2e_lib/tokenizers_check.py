@@ -272,20 +272,26 @@ class SentencePieceBosReference:
         return self.transformers.decode(ids, skip_special_tokens=False)
 
 
-def write_gguf_sentencepiece(processor, path):
+def write_gguf_sentencepiece(processor, path, architecture="llama", respell=None,
+                             user_defined=()):
     """A SentencePiece model as llama.cpp's converter stores it
-    (_create_vocab_sentencepiece): pieces, scores and types, no merges."""
+    (_create_vocab_sentencepiece): pieces, scores and types (the pieces
+    `user_defined` of their own kind), no merges.
+    Gemma's (`respell`): pieces of white space as that space, scores that do
+    not follow the pieces' order, no space before the text."""
     import gguf
     tokens, scores, types = [], [], []
     for i in range(processor.get_piece_size()):
-        tokens.append(processor.id_to_piece(i))
-        scores.append(processor.get_score(i))
+        piece = processor.id_to_piece(i)
+        tokens.append(respell(piece) if respell else piece)
+        scores.append(processor.get_score(i) if not respell else float((i * 7919) % 101))
         types.append(gguf.TokenType.UNKNOWN if processor.is_unknown(i)
                      else gguf.TokenType.CONTROL if processor.is_control(i)
                      else gguf.TokenType.UNUSED if processor.is_unused(i)
                      else gguf.TokenType.BYTE if processor.is_byte(i)
+                     else gguf.TokenType.USER_DEFINED if piece in user_defined
                      else gguf.TokenType.NORMAL)
-    writer = gguf.GGUFWriter(path, "llama")
+    writer = gguf.GGUFWriter(path, architecture)
     writer.add_tokenizer_model("llama")
     writer.add_token_list(tokens)
     writer.add_token_scores(scores)
@@ -293,30 +299,60 @@ def write_gguf_sentencepiece(processor, path):
     writer.add_bos_token_id(processor.bos_id())
     writer.add_eos_token_id(processor.eos_id())
     writer.add_unk_token_id(processor.unk_id())
+    if respell:
+        writer.add_add_space_prefix(False)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
 
 
-def gguf_files(workdir):
-    """Llama 3's and Qwen2's kinds of byte-level BPE, in GGUF files,
-    against the tokenizer.json each was converted from; and a SentencePiece
-    BPE with byte fallback (Llama 2's and Mistral's kind) against
-    `sentencepiece` itself."""
+def train_sentencepiece(add_dummy_prefix, symbols=(), controls=()):
+    """A SentencePiece BPE with byte fallback of CORPUS, spaces kept,
+    `symbols` pieces of their own, `controls` control tokens."""
     import sentencepiece as spm
     model = io.BytesIO()
-    # As Llama 2's: no normalization, spaces kept, a space before the text.
     spm.SentencePieceTrainer.train(sentence_iterator=iter(CORPUS.splitlines() * 3),
                                    model_writer=model, vocab_size=500, character_coverage=1.0,
                                    model_type="bpe", byte_fallback=True,
                                    normalization_rule_name="identity",
-                                   remove_extra_whitespaces=False, add_dummy_prefix=True,
-                                   hard_vocab_limit=False, minloglevel=2)
-    processor = spm.SentencePieceProcessor(model_proto=model.getvalue())
+                                   remove_extra_whitespaces=False,
+                                   add_dummy_prefix=add_dummy_prefix, hard_vocab_limit=False,
+                                   user_defined_symbols=list(symbols),
+                                   control_symbols=list(controls),
+                                   minloglevel=2)
+    return spm.SentencePieceProcessor(model_proto=model.getvalue())
+
+
+def gemma_spaces(piece):
+    """Gemma's files store a piece of only "\u2581"s as spaces."""
+    return " " * len(piece) if piece and set(piece) == {"\u2581"} else piece
+
+
+def gguf_files(workdir):
+    """Llama 3's and Qwen2's kinds of byte-level BPE, in GGUF files,
+    against the tokenizer.json each was converted from; a SentencePiece BPE
+    with byte fallback (Llama 2's and Mistral's kind) against `sentencepiece`
+    itself; Phi-3's and Gemma's files of that kind against transformers'
+    tokenizer of the file."""
+    import transformers
+    # As Llama 2's: no normalization, spaces kept, a space before the text.
+    processor = train_sentencepiece(add_dummy_prefix=True)
     path = os.path.join(workdir, "sentencepiece.gguf")
     write_gguf_sentencepiece(processor, path)
     layouts = {"sentencepiece.gguf": (path, SentencePieceBosReference(processor, path))}
+    # Phi-3's and Gemma's, against transformers' tokenizer of the same file.
+    # Gemma's has <pad> and <mask>, which transformers' GemmaTokenizer adds
+    # where missing.
+    spaces = ["\u2581\u2581", "\u2581\u2581\u2581"]
+    gemma = train_sentencepiece(False, spaces, ["<pad>", "<mask>"])
+    files = {"phi3.gguf": (processor, "phi3", None, ()),
+             "gemma.gguf": (gemma, "gemma2", gemma_spaces, spaces)}
+    for name, (model, architecture, respell, user_defined) in files.items():
+        path = os.path.join(workdir, name)
+        write_gguf_sentencepiece(model, path, architecture, respell, user_defined)
+        reference = transformers.AutoTokenizer.from_pretrained(workdir, gguf_file=name)
+        layouts[name] = (path, TransformersReference(reference))
     kinds = {
         "llama-bpe": (LLAMA3_SPLIT, ["<|begin_of_text|>", "<|end_of_text|>"], True, False,
                       "<|begin_of_text|>", "<|end_of_text|>"),

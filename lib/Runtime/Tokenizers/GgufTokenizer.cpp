@@ -188,12 +188,15 @@ mergesFromScores(const std::vector<std::string> &tokens, const std::vector<doubl
 }
 
 /// The added tokens of tokenizer.json for `tokens` of `types` (null: all
-/// normal).
-Json addedTokensJson(const std::vector<std::string> &tokens, const GgufValue *types) {
+/// normal): the control ones, and the user-defined ones the vocabulary
+/// `spelled` holds as written.
+Json addedTokensJson(const std::vector<std::string> &tokens, const GgufValue *types,
+                     const std::vector<std::string> &spelled) {
   Json added = Json::array();
+  std::unordered_set<std::string> vocabulary(spelled.begin(), spelled.end());
   for (size_t id = 0; types && id < tokens.size(); ++id) {
     int64_t type = types->items[id].integer;
-    if (type == kControl || type == kUserDefined)
+    if (type == kControl || (type == kUserDefined && vocabulary.count(tokens[id])))
       added.push_back({{"id", id},
                        {"content", tokens[id]},
                        {"single_word", false},
@@ -203,6 +206,26 @@ Json addedTokensJson(const std::vector<std::string> &tokens, const GgufValue *ty
                        {"special", type == kControl}});
   }
   return added;
+}
+
+/// Gemma's vocabulary as transformers' GGUF loader spells it: a token of
+/// white space with a space in it is stored as that space, where the
+/// vocabulary holds it as "\u2581" times its length.
+std::vector<std::string> gemmaSpelling(std::vector<std::string> tokens) {
+  for (std::string &token : tokens) {
+    std::vector<uint32_t> points;
+    std::vector<size_t> offsets;
+    if (!decodeUtf8(token, points, offsets) || token.find(' ') == std::string::npos ||
+        !std::all_of(points.begin(), points.end(), [](uint32_t cp) {
+          // Python's str.isspace, which adds the separators U+001C..U+001F.
+          return isSpace(cp) || (cp >= 0x1C && cp <= 0x1F);
+        }))
+      continue;
+    token.clear();
+    for (size_t i = 0; i < points.size(); ++i)
+      token += "\u2581";
+  }
+  return tokens;
 }
 
 /// A BPE model of `tokens` and `merges`.
@@ -237,8 +260,15 @@ Json xfmr::rt::ggufTokenizerJson(const GgufFile &file) {
   const GgufValue *types =
       metadata.array("tokenizer.ggml.token_type", GgufValue::Kind::Integer, tokens.size());
 
-  std::vector<int64_t> before, after;
   bool sentencePiece = kind == "llama";
+  // Gemma's SentencePiece files: spaces respelled, and merges in the order
+  // of the tokens, which Gemma's scores do not follow (transformers' GGUF
+  // loader, gemma_tokenizer).
+  std::string architecture = metadata.text("general.architecture", "");
+  bool gemma = sentencePiece &&
+               (architecture == "gemma" || architecture == "gemma2" || architecture == "gemma3");
+  std::vector<std::string> spelled = gemma ? gemmaSpelling(tokens) : tokens;
+  std::vector<int64_t> before, after;
   // llama.cpp adds a BOS to a SentencePiece vocabulary unless told not to.
   if (int64_t bos = metadata.tokenId("bos", tokens.size());
       bos >= 0 && metadata.flag("tokenizer.ggml.add_bos_token", sentencePiece))
@@ -246,7 +276,7 @@ Json xfmr::rt::ggufTokenizerJson(const GgufFile &file) {
   if (int64_t eos = metadata.tokenId("eos", tokens.size());
       eos >= 0 && metadata.flag("tokenizer.ggml.add_eos_token", false))
     after.push_back(eos);
-  Json json = {{"added_tokens", addedTokensJson(tokens, types)},
+  Json json = {{"added_tokens", addedTokensJson(tokens, types, spelled)},
                {"post_processor", before.empty() && after.empty()
                                       ? Json()
                                       : templateProcessor(tokens, before, after)}};
@@ -262,7 +292,9 @@ Json xfmr::rt::ggufTokenizerJson(const GgufFile &file) {
       metadata.error("tokenizer.ggml.scores", "a SentencePiece vocabulary needs its scores");
     std::vector<double> scores;
     for (const GgufValue &score : scoreList->items)
-      scores.push_back(score.kind == GgufValue::Kind::Integer ? score.integer : score.number);
+      scores.push_back(gemma ? -static_cast<double>(scores.size())
+                       : score.kind == GgufValue::Kind::Integer ? score.integer
+                                                                : score.number);
     bool prefix = metadata.flag("tokenizer.ggml.add_space_prefix", true);
     Json normalizers = Json::array();
     if (prefix)
@@ -277,7 +309,7 @@ Json xfmr::rt::ggufTokenizerJson(const GgufFile &file) {
     json["normalizer"] = {{"type", "Sequence"}, {"normalizers", std::move(normalizers)}};
     json["pre_tokenizer"] = nullptr;
     json["decoder"] = {{"type", "Sequence"}, {"decoders", std::move(decoders)}};
-    json["model"] = bpeModelJson(tokens, mergesFromScores(tokens, scores));
+    json["model"] = bpeModelJson(spelled, mergesFromScores(spelled, scores));
     json["model"]["fuse_unk"] = true;
     json["model"]["byte_fallback"] = true;
     return json;

@@ -483,23 +483,46 @@ std::unique_ptr<GgufFile> GgufFile::open(const std::string &path) {
 
 namespace {
 
-/// The architectures read, as `general.architecture` names them, with
-/// transformers' model type and whether llama.cpp's converter permuted the
-/// rows of their query and key projections (for its interleaved rope).
+/// What llama.cpp's converter did to an architecture's checkpoints, by the
+/// `general.architecture` it wrote, with transformers' model type and class.
 struct Architecture {
   const char *name, *modelType, *className;
+  /// The rows of the query and key projections permuted for ggml's
+  /// interleaved rope (Llama).
   bool permutesQueryKey;
+  /// Norm weights stored plus one, as ggml scales by the weight where
+  /// transformers scales by 1 + weight (Gemma).
+  bool normsPlusOne;
+  /// Norms after the attention and around the MLP: ffn_norm is then the
+  /// MLP's input norm, not the one after the attention (Gemma 2 and 3).
+  bool sandwichNorms;
+  /// One query/key/value and one gate/up projection (Phi-3).
+  bool fusedProjections;
+  /// The block count of the one size whose queries llama.cpp scales by
+  /// (hidden / heads)^-0.5 rather than head_dim^-0.5 (Gemma 2 and 3's 27B);
+  /// 0: the architecture has no query_pre_attn_scalar.
+  int64_t widthScaledQueriesAt;
+  /// Windowed layers rotate at llama.cpp's fixed base of 10000 (Gemma 3).
+  bool localRope;
 };
 
 constexpr Architecture kArchitectures[] = {
-    {"llama", "llama", "LlamaForCausalLM", true},
-    {"qwen2", "qwen2", "Qwen2ForCausalLM", false},
-    {"qwen3", "qwen3", "Qwen3ForCausalLM", false},
+    // name, model type, class, permuted q/k, norms + 1, sandwich, fused,
+    // width-scaled queries at, local rope
+    {"llama", "llama", "LlamaForCausalLM", true, false, false, false, 0, false},
+    {"qwen2", "qwen2", "Qwen2ForCausalLM", false, false, false, false, 0, false},
+    {"qwen3", "qwen3", "Qwen3ForCausalLM", false, false, false, false, 0, false},
+    {"gemma", "gemma", "GemmaForCausalLM", false, true, false, false, 0, false},
+    {"gemma2", "gemma2", "Gemma2ForCausalLM", false, true, true, false, 46, false},
+    {"gemma3", "gemma3_text", "Gemma3ForCausalLM", false, true, true, false, 62, true},
+    {"phi3", "phi3", "Phi3ForCausalLM", false, false, false, true, 0, false},
 };
+
+using NamePair = std::pair<const char *, const char *>;
 
 /// llama.cpp's tensor names (gguf-py's tensor_mapping.py) of a Llama-style
 /// block, and transformers' names for them.
-constexpr std::pair<const char *, const char *> kLayerTensors[] = {
+constexpr NamePair kLayerTensors[] = {
     {"attn_norm", "input_layernorm"},    {"attn_q", "self_attn.q_proj"},
     {"attn_k", "self_attn.k_proj"},      {"attn_v", "self_attn.v_proj"},
     {"attn_output", "self_attn.o_proj"}, {"attn_q_norm", "self_attn.q_norm"},
@@ -507,12 +530,21 @@ constexpr std::pair<const char *, const char *> kLayerTensors[] = {
     {"ffn_gate", "mlp.gate_proj"},       {"ffn_up", "mlp.up_proj"},
     {"ffn_down", "mlp.down_proj"},
 };
+/// Where a block of sandwich norms or fused projections differs.
+constexpr NamePair kSandwichNormTensors[] = {
+    {"ffn_norm", "pre_feedforward_layernorm"},
+    {"post_attention_norm", "post_attention_layernorm"},
+    {"post_ffw_norm", "post_feedforward_layernorm"},
+};
+constexpr NamePair kFusedTensors[] = {{"attn_qkv", "self_attn.qkv_proj"},
+                                      {"ffn_up", "mlp.gate_up_proj"}};
 
-constexpr std::pair<const char *, const char *> kModelTensors[] = {
+constexpr NamePair kModelTensors[] = {
     {"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"}};
 
-/// The transformers name of GGUF tensor `name`, or "" if it has none.
-std::string transformersName(const std::string &name) {
+/// The transformers name of GGUF tensor `name` of `arch`, or "" if it has
+/// none.
+std::string transformersName(const std::string &name, const Architecture &arch) {
   size_t dot = name.rfind('.');
   if (dot == std::string::npos)
     return "";
@@ -530,10 +562,18 @@ std::string transformersName(const std::string &name) {
                    [](char c) { return c >= '0' && c <= '9'; }))
     return "";
   std::string part = stem.substr(end + 1);
-  for (const auto &[gguf, hf] : kLayerTensors)
-    if (part == gguf)
-      return "model.layers." + stem.substr(4, end - 4) + "." + hf + suffix;
-  return "";
+  auto layerName = [&](const auto &table) -> std::string {
+    for (const auto &[gguf, hf] : table)
+      if (part == gguf)
+        return "model.layers." + stem.substr(4, end - 4) + "." + hf + suffix;
+    return "";
+  };
+  std::string found;
+  if (arch.sandwichNorms)
+    found = layerName(kSandwichNormTensors);
+  if (found.empty() && arch.fusedProjections)
+    found = layerName(kFusedTensors);
+  return found.empty() ? layerName(kLayerTensors) : found;
 }
 
 /// Reads the metadata the config is made of, naming the key in errors.
@@ -580,16 +620,20 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
   if (!archValue)
     fail(prefix + "missing key 'general.architecture'");
   const Architecture *arch = nullptr;
-  for (const Architecture &candidate : kArchitectures)
+  std::string supported;
+  for (const Architecture &candidate : kArchitectures) {
     if (archValue->text == candidate.name)
       arch = &candidate;
+    supported += (supported.empty() ? "" : ", ") + std::string(candidate.name);
+  }
   if (!arch)
     fail(prefix + "key 'general.architecture': unsupported architecture \"" + archValue->text +
-         "\" (llama, qwen2 and qwen3 are supported)");
+         "\" (" + supported + " are supported)");
   std::string a = arch->name;
   int64_t heads = *metadata.integer(a + ".attention.head_count", true);
   int64_t kvHeads = metadata.integer(a + ".attention.head_count_kv").value_or(heads);
   int64_t hidden = *metadata.integer(a + ".embedding_length", true);
+  int64_t layers = *metadata.integer(a + ".block_count", true);
   int64_t headDim = metadata.integer(a + ".attention.key_length").value_or(hidden / heads);
   if (headDim <= 0 || heads % kvHeads != 0)
     fail(prefix + "key '" + a + ".attention.head_count': " + std::to_string(heads) +
@@ -599,25 +643,27 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
   int64_t context = metadata.integer(a + ".context_length").value_or(2048);
   int64_t ropeDims = metadata.integer(a + ".rope.dimension_count").value_or(headDim);
   bool hasHead = false;
-  std::vector<float> ropeFactors;
+  // Rope factors as llama.cpp's converter stores them, a divisor of each
+  // frequency: Llama 3's (rope_freqs) and Phi-3's longrope (long, short).
+  std::map<std::string, std::vector<float>> ropeFactors;
   for (const GgufTensor &tensor : gguf->tensors()) {
     GgufTensor entry = tensor;
-    if (tensor.name == "rope_freqs.weight") {
-      // Llama 3's rope scaling as llama.cpp's converter stores it: a
-      // divisor of each frequency.
+    if (tensor.name == "rope_freqs.weight" || tensor.name == "rope_factors_long.weight" ||
+        tensor.name == "rope_factors_short.weight") {
       if (tensor.dtype != XFMR_DTYPE_F32 || tensor.shape != std::vector<int64_t>{ropeDims / 2})
-        fail(prefix + "tensor 'rope_freqs.weight' is " + xfmr_dtype_name(tensor.dtype) + " " +
+        fail(prefix + "tensor '" + tensor.name + "' is " + xfmr_dtype_name(tensor.dtype) + " " +
              shapeToString(tensor.shape) + ", expected F32 [" + std::to_string(ropeDims / 2) +
              "] (a factor per rotated pair)");
-      ropeFactors.resize(ropeDims / 2);
-      std::memcpy(ropeFactors.data(), tensor.data, tensor.bytes);
-      for (float factor : ropeFactors)
+      std::vector<float> &factors = ropeFactors[tensor.name];
+      factors.resize(ropeDims / 2);
+      std::memcpy(factors.data(), tensor.data, tensor.bytes);
+      for (float factor : factors)
         if (!(factor > 0) || !std::isfinite(factor))
-          fail(prefix +
-               "tensor 'rope_freqs.weight' holds a factor that is not positive and finite");
+          fail(prefix + "tensor '" + tensor.name +
+               "' holds a factor that is not positive and finite");
       continue;
     }
-    entry.name = transformersName(tensor.name);
+    entry.name = transformersName(tensor.name, *arch);
     if (entry.name.empty())
       fail(prefix + "tensor '" + tensor.name + "' is not part of a " + a +
            " model as xfmr reads it");
@@ -635,13 +681,30 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
       if (tensor.bytes % rows)
         fail(prefix + "tensor '" + tensor.name + "' is not whole rows of blocks");
       uint64_t rowBytes = tensor.bytes / rows;
-      auto &rowsInOrder = unpermuted.emplace_back(new uint8_t[tensor.bytes]);
+      auto &rowsInOrder = rewritten.emplace_back(new uint8_t[tensor.bytes]);
       for (int64_t h = 0; h < groups; ++h)
         for (int64_t s = 0; s < 2; ++s)
           for (int64_t j = 0; j < headDim / 2; ++j)
             std::memcpy(rowsInOrder.get() + (h * headDim + s * headDim / 2 + j) * rowBytes,
                         tensor.data + (h * headDim + j * 2 + s) * rowBytes, rowBytes);
       entry.data = rowsInOrder.get();
+      entry.inMapping = false;
+    }
+    if (arch->normsPlusOne && entry.name.size() > 11 &&
+        entry.name.compare(entry.name.size() - 11, 11, "norm.weight") == 0) {
+      // Back to transformers' weight, subtracting in f32 as its GGUF
+      // loader does.
+      if (tensor.dtype != XFMR_DTYPE_F32)
+        fail(prefix + "tensor '" + tensor.name + "' is " + xfmr_dtype_name(tensor.dtype) +
+             ", expected F32 (a norm llama.cpp's converter stored plus one)");
+      auto &weights = rewritten.emplace_back(new uint8_t[tensor.bytes]);
+      for (uint64_t at = 0; at < tensor.bytes; at += sizeof(float)) {
+        float value;
+        std::memcpy(&value, tensor.data + at, sizeof value);
+        value -= 1.0f;
+        std::memcpy(weights.get() + at, &value, sizeof value);
+      }
+      entry.data = weights.get();
       entry.inMapping = false;
     }
     renamed.push_back(std::move(entry));
@@ -654,37 +717,65 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
   if (!embeddings || embeddings->shape.size() != 2)
     fail(prefix + "no 2-d tensor 'token_embd.weight'");
 
-  // config.json as transformers' GGUF loader (integrations/ggml.py) maps it.
+  // config.json as transformers' GGUF loader (integrations/ggml.py) maps
+  // it, and where that loader leaves a key at its class's default, as
+  // llama.cpp reads the file.
+  const char *activation = arch->normsPlusOne ? "gelu_pytorch_tanh" : "silu";
   Json json = {
       {"model_type", arch->modelType},
       {"architectures", {arch->className}},
       {"vocab_size", embeddings->shape[0]},
       {"hidden_size", hidden},
       {"intermediate_size", *metadata.integer(a + ".feed_forward_length", true)},
-      {"num_hidden_layers", *metadata.integer(a + ".block_count", true)},
+      {"num_hidden_layers", layers},
       {"num_attention_heads", heads},
       {"num_key_value_heads", kvHeads},
       {"head_dim", headDim},
-      {"hidden_act", "silu"},
+      {"hidden_act", activation},
+      {"hidden_activation", activation},
       {"max_position_embeddings", context},
       {"rms_norm_eps", metadata.number(a + ".attention.layer_norm_rms_epsilon").value_or(1e-6)}};
+  if (arch->widthScaledQueriesAt)
+    json["query_pre_attn_scalar"] = layers == arch->widthScaledQueriesAt ? hidden / heads : headDim;
+  for (const char *softcap : {"attn_logit_softcapping", "final_logit_softcapping"})
+    if (auto cap = metadata.number(a + "." + softcap))
+      json[softcap] = *cap;
+
   Json rope = Json::object();
   const GgufValue *scaling = metadata.get(a + ".rope.scaling.type", GgufValue::Kind::String);
-  if (!ropeFactors.empty()) {
-    if (scaling && scaling->text != "none")
-      fail(prefix + "key '" + a + ".rope.scaling.type': rope scaling \"" + scaling->text +
-           "\" beside per-frequency factors (tensor 'rope_freqs.weight')");
+  std::optional<int64_t> original = metadata.integer(a + ".rope.scaling.original_context_length");
+  bool longrope = ropeFactors.count("rope_factors_long.weight") ||
+                  ropeFactors.count("rope_factors_short.weight");
+  if (longrope && !(ropeFactors.count("rope_factors_long.weight") &&
+                    ropeFactors.count("rope_factors_short.weight")))
+    fail(prefix + "tensors 'rope_factors_long.weight' and 'rope_factors_short.weight' come as a "
+                  "pair");
+  if (!ropeFactors.empty() && scaling && scaling->text != "none")
+    fail(prefix + "key '" + a + ".rope.scaling.type': rope scaling \"" + scaling->text +
+         "\" beside per-frequency factors");
+  if (auto factors = ropeFactors.find("rope_freqs.weight"); factors != ropeFactors.end()) {
+    if (longrope)
+      fail(prefix + "tensor 'rope_freqs.weight' beside 'rope_factors_long.weight'");
     // Divisors of each frequency are transformers' longrope with one set
     // of factors at every length and no attention scaling.
-    rope = {{"rope_type", "longrope"},    {"short_factor", ropeFactors},
-            {"long_factor", ropeFactors}, {"factor", 1},
-            {"attention_factor", 1},      {"original_max_position_embeddings", context}};
+    rope = {{"rope_type", "longrope"},        {"short_factor", factors->second},
+            {"long_factor", factors->second}, {"factor", 1},
+            {"attention_factor", 1},          {"original_max_position_embeddings", context}};
+  } else if (longrope) {
+    // Phi-3's: the short factors up to the pretraining length, the long
+    // ones past it.
+    rope = {{"rope_type", "longrope"},
+            {"short_factor", ropeFactors["rope_factors_short.weight"]},
+            {"long_factor", ropeFactors["rope_factors_long.weight"]}};
+    rope["original_max_position_embeddings"] = original.value_or(context);
+    if (auto attention = metadata.number(a + ".rope.scaling.attn_factor"))
+      rope["attention_factor"] = *attention;
   } else if (!scaling || scaling->text == "none") {
     rope["rope_type"] = "default";
   } else if (scaling->text == "linear" || scaling->text == "yarn") {
     rope["rope_type"] = scaling->text;
     rope["factor"] = metadata.number(a + ".rope.scaling.factor").value_or(1);
-    if (auto original = metadata.integer(a + ".rope.scaling.original_context_length"))
+    if (original)
       rope["original_max_position_embeddings"] = *original;
   } else {
     fail(prefix + "key '" + a + ".rope.scaling.type': unsupported rope scaling \"" + scaling->text +
@@ -693,6 +784,9 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
   rope["rope_theta"] = metadata.number(a + ".rope.freq_base").value_or(10000.0);
   if (ropeDims != headDim)
     rope["partial_rotary_factor"] = double(ropeDims) / headDim;
+  if (arch->localRope)
+    rope = {{"full_attention", std::move(rope)},
+            {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}}};
   json["rope_parameters"] = std::move(rope);
   json["tie_word_embeddings"] = !hasHead;
   // Llama's q/k/v/o biases are optional (Qwen2's q/k/v ones are not).
@@ -701,8 +795,11 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
         std::any_of(renamed.begin(), renamed.end(), [](const GgufTensor &tensor) {
           return tensor.name.find("q_proj.bias") != std::string::npos;
         });
-  if (auto window = metadata.integer(a + ".attention.sliding_window"))
-    json["sliding_window"] = *window;
+  // A window of 0 or none is full attention (Phi-4 writes 0).
+  const GgufValue *window = metadata.get(a + ".attention.sliding_window", GgufValue::Kind::Integer);
+  if (window && window->integer < 0)
+    fail(prefix + "key '" + a + ".attention.sliding_window' is negative");
+  json["sliding_window"] = window && window->integer > 0 ? Json(window->integer) : Json();
   int64_t vocabulary = embeddings->shape[0];
   for (auto [gguf, hf] : {std::pair{"bos", "bos_token_id"}, std::pair{"eos", "eos_token_id"},
                           std::pair{"padding", "pad_token_id"}}) {

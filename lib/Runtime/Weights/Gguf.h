@@ -111,9 +111,10 @@ public:
   /// The config.json of the model: transformers' keys, from the file's
   /// `<architecture>.*` and `tokenizer.ggml.*` metadata.
   const std::string &configJson() const { return config; }
-  /// Every tensor under its transformers name. Query and key projections
-  /// that llama.cpp's converter permuted for its rope are permuted back
-  /// (in memory of the model's own); the others point into the mapping.
+  /// Every tensor under its transformers name. What llama.cpp's converter
+  /// changed is undone in memory of the model's own: query and key rows
+  /// permuted for its rope, norm weights stored plus one; the other tensors
+  /// point into the mapping.
   const std::vector<GgufTensor> &tensors() const { return renamed; }
   const GgufFile &file() const { return *gguf; }
 
@@ -121,7 +122,7 @@ private:
   std::unique_ptr<GgufFile> gguf;
   std::string config;
   std::vector<GgufTensor> renamed;
-  std::vector<std::unique_ptr<uint8_t[]>> unpermuted;
+  std::vector<std::unique_ptr<uint8_t[]>> rewritten;
 };
 
 /// The tokenizer.json (transformers' layout) of the tokenizer a GGUF file
