@@ -171,6 +171,7 @@ llvm::Expected<ModelSource> xfmr::readModelSource(llvm::StringRef path) {
   if (path.ends_with(".gguf")) {
     // llama.cpp's file: the config comes from its metadata.
     source.configPath = source.directory = path.str();
+    source.linearWeightsOutIn = true;
     if (llvm::Error error = readTensors(source.directory, source))
       return std::move(error);
     return std::move(source);

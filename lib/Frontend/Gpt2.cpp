@@ -3,7 +3,8 @@
 // Config keys and tensor names follow Hugging Face's GPT2Config and its
 // checkpoints: GPT2Model saves `h.0.attn.c_attn.weight`, ..., and
 // GPT2LMHeadModel the same under `transformer.`, plus `lm_head.weight` when
-// the head is not tied to the token embedding. Conv1D weights are [in, out].
+// the head is not tied to the token embedding. Conv1D weights are [in, out]
+// (a GGUF file's are [out, in]: ModelSource::linearWeightsOutIn).
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,6 +53,10 @@ llvm::Error frontend::buildGpt2(FamilyInputs &in) {
   x = graph.learnedPositions(x, graph.param("wpe.weight", {positions, dModel}));
   x = graph.dropout(x, embeddingDropout);
 
+  bool outIn = in.source.linearWeightsOutIn;
+  auto matrix = [&](int64_t inputs, int64_t outputs) {
+    return outIn ? SmallVector<int64_t>{outputs, inputs} : SmallVector<int64_t>{inputs, outputs};
+  };
   // The scores' scale where it is not the default 1/sqrt(head_dim).
   auto attentionScale = [&](int64_t layer) -> std::optional<double> {
     if (scaleAttention && !scaleByLayer)
@@ -64,20 +69,20 @@ llvm::Error frontend::buildGpt2(FamilyInputs &in) {
     graph.beginLayer(prefix);
     AttentionSpec attention;
     attention.query = graph.layerNorm(x, prefix + ".ln_1", epsilon);
-    attention.inWeights = {graph.param(prefix + ".attn.c_attn.weight", {dModel, 3 * dModel})};
+    attention.inWeights = {graph.param(prefix + ".attn.c_attn.weight", matrix(dModel, 3 * dModel))};
     attention.inBiases = {graph.param(prefix + ".attn.c_attn.bias", {3 * dModel})};
-    attention.outWeight = graph.param(prefix + ".attn.c_proj.weight", {dModel, dModel});
+    attention.outWeight = graph.param(prefix + ".attn.c_proj.weight", matrix(dModel, dModel));
     attention.outBias = graph.param(prefix + ".attn.c_proj.bias", {dModel});
     attention.paddingMask = mask;
     attention.heads = heads;
     attention.causal = true;
-    attention.torchLayout = false;
+    attention.torchLayout = outIn;
     attention.scale = attentionScale(i);
     x = graph.add(x, graph.dropout(graph.attention(attention, "attentions", i), residualDropout));
-    Value hidden = graph.linear(graph.layerNorm(x, prefix + ".ln_2", epsilon),
-                                prefix + ".mlp.c_fc", dModel, inner, false);
+    Value hidden = graph.linear(graph.layerNorm(x, prefix + ".ln_2", epsilon), prefix + ".mlp.c_fc",
+                                dModel, inner, outIn);
     hidden = graph.linear(graph.activation(hidden, activation), prefix + ".mlp.c_proj", inner,
-                          dModel, false);
+                          dModel, outIn);
     x = graph.add(x, graph.dropout(hidden, residualDropout));
     graph.endLayer();
   }

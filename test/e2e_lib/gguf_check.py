@@ -109,7 +109,16 @@ CASES = {
                                sliding_window=4, tie_word_embeddings=True), "gemma2"),
     "gemma3": (tf.Gemma3ForCausalLM, gemma3_config, "gemma3"),
     "phi3": (tf.Phi3ForCausalLM, phi3_config, "phi3"),
+    # Untied, as the converter writes GPT-2: a head of its own (`output`).
+    # 1024 positions, because transformers' loader leaves n_positions at
+    # its default.
+    "gpt2": (tf.GPT2LMHeadModel,
+             lambda: tf.GPT2Config(n_layer=2, n_head=4, n_embd=WIDTH, vocab_size=97,
+                                   n_positions=1024, tie_word_embeddings=False, pad_token_id=0,
+                                   bos_token_id=1, eos_token_id=2), "gpt2"),
 }
+# GPT-2's Conv1D weights, [in, out], which the converter stores transposed.
+CONV1D = (".c_attn.weight", ".c_proj.weight", ".c_fc.weight")
 GEMMAS = ("gemma", "gemma2", "gemma3")
 # Logits within this fraction of the largest (1e-4 where not named). One
 # position of the Gemma case is ill-conditioned (a logit the small
@@ -174,6 +183,17 @@ def write_gguf(model, config, arch, path, rng, types=TYPES, metadata=None):
     through `types`; `metadata` adds the tokenizer's."""
     writer = gguf.GGUFWriter(path, arch)
     (metadata or token_ids(config))(writer)
+    if arch == "gpt2":
+        # convert_hf_to_gguf.py's GPT2Model. transformers' loader takes
+        # GPT-2's vocabulary size from the tokens alone.
+        writer.add_token_list([f"<{i}>" for i in range(config.vocab_size)])
+        writer.add_context_length(config.n_positions)
+        writer.add_embedding_length(config.n_embd)
+        writer.add_feed_forward_length(4 * config.n_embd)
+        writer.add_block_count(config.n_layer)
+        writer.add_head_count(config.n_head)
+        writer.add_layer_norm_eps(config.layer_norm_epsilon)
+        return write_tensors(writer, model, config, arch, rng, types)
     head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
     rope = config.rope_parameters.get("full_attention", config.rope_parameters)
     writer.add_context_length(config.max_position_embeddings)
@@ -211,6 +231,12 @@ def write_gguf(model, config, arch, path, rng, types=TYPES, metadata=None):
             math.sqrt(1 + math.log(scale) / math.log(original)) if scale > 1 else 1.0)
         writer.add_tensor("rope_factors_long.weight", np.array(rope["long_factor"], np.float32))
         writer.add_tensor("rope_factors_short.weight", np.array(rope["short_factor"], np.float32))
+    return write_tensors(writer, model, config, arch, rng, types)
+
+
+def write_tensors(writer, model, config, arch, rng, types):
+    """The tensors of `model` as the converter changes them, its matrices
+    cycling through `types`; returns how many matrices it wrote."""
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[arch.upper()], config.num_hidden_layers)
     matrices = 0
     for name, tensor in model.state_dict().items():
@@ -222,6 +248,8 @@ def write_gguf(model, config, arch, path, rng, types=TYPES, metadata=None):
         if arch == "llama" and name.endswith(("q_proj.weight", "k_proj.weight")):
             kv = config.num_key_value_heads if "k_proj" in name else None
             values = permute(values, config.num_attention_heads, kv)
+        if arch == "gpt2" and name.endswith(CONV1D):
+            values = np.ascontiguousarray(values.T)
         gguf_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
         assert gguf_name, name
         if values.ndim == 1:
@@ -306,8 +334,11 @@ def run_case(args, case):
         for name, theirs in sorted(expected.items()):
             if name == "lm_head.weight" and config.tie_word_embeddings:
                 continue
-            # --quantize names weights without the checkpoint's prefix.
-            short = name.removeprefix("model.")
+            # --quantize names weights without the checkpoint's prefix, in
+            # the file's layout (GPT-2's Conv1D weights [out, in]).
+            short = name.removeprefix("model.").removeprefix("transformer.")
+            if arch == "gpt2" and name.endswith(CONV1D):
+                theirs = theirs.T
             mine = ours.get(name, ours.get(short))
             if short + ":values" in ours:
                 mine = integer_groups(ours, short, theirs.shape)

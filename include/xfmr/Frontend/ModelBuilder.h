@@ -75,6 +75,10 @@ struct ModelSource {
   std::string directory;
   /// The tensors its safetensors files declare (all shards).
   llvm::StringMap<CheckpointTensor> tensors;
+  /// Every linear weight is [out, in] (torch.nn.Linear's), also where the
+  /// family's checkpoints hold GPT-2's Conv1D [in, out]: llama.cpp's
+  /// converter transposes those.
+  bool linearWeightsOutIn = false;
   /// sentence-transformers (modules.json): how token vectors are pooled
   /// into a sentence embedding ("cls", "mean", "max", "mean_sqrt_len"), or
   /// empty; and whether it is then normalized.

@@ -504,18 +504,21 @@ struct Architecture {
   int64_t widthScaledQueriesAt;
   /// Windowed layers rotate at llama.cpp's fixed base of 10000 (Gemma 3).
   bool localRope;
+  /// GPT-2: learned positions, layer norms, transformers' GPT-2 names.
+  bool gpt2;
 };
 
 constexpr Architecture kArchitectures[] = {
     // name, model type, class, permuted q/k, norms + 1, sandwich, fused,
-    // width-scaled queries at, local rope
-    {"llama", "llama", "LlamaForCausalLM", true, false, false, false, 0, false},
-    {"qwen2", "qwen2", "Qwen2ForCausalLM", false, false, false, false, 0, false},
-    {"qwen3", "qwen3", "Qwen3ForCausalLM", false, false, false, false, 0, false},
-    {"gemma", "gemma", "GemmaForCausalLM", false, true, false, false, 0, false},
-    {"gemma2", "gemma2", "Gemma2ForCausalLM", false, true, true, false, 46, false},
-    {"gemma3", "gemma3_text", "Gemma3ForCausalLM", false, true, true, false, 62, true},
-    {"phi3", "phi3", "Phi3ForCausalLM", false, false, false, true, 0, false},
+    // width-scaled queries at, local rope, GPT-2
+    {"llama", "llama", "LlamaForCausalLM", true, false, false, false, 0, false, false},
+    {"qwen2", "qwen2", "Qwen2ForCausalLM", false, false, false, false, 0, false, false},
+    {"qwen3", "qwen3", "Qwen3ForCausalLM", false, false, false, false, 0, false, false},
+    {"gemma", "gemma", "GemmaForCausalLM", false, true, false, false, 0, false, false},
+    {"gemma2", "gemma2", "Gemma2ForCausalLM", false, true, true, false, 46, false, false},
+    {"gemma3", "gemma3_text", "Gemma3ForCausalLM", false, true, true, false, 62, true, false},
+    {"phi3", "phi3", "Phi3ForCausalLM", false, false, false, true, 0, false, false},
+    {"gpt2", "gpt2", "GPT2LMHeadModel", false, false, false, false, 0, false, true},
 };
 
 using NamePair = std::pair<const char *, const char *>;
@@ -542,6 +545,16 @@ constexpr NamePair kFusedTensors[] = {{"attn_qkv", "self_attn.qkv_proj"},
 constexpr NamePair kModelTensors[] = {
     {"token_embd", "model.embed_tokens"}, {"output_norm", "model.norm"}, {"output", "lm_head"}};
 
+/// GPT-2's, under transformers' GPT2LMHeadModel names.
+constexpr NamePair kGpt2LayerTensors[] = {
+    {"attn_norm", "ln_1"}, {"attn_qkv", "attn.c_attn"}, {"attn_output", "attn.c_proj"},
+    {"ffn_norm", "ln_2"},  {"ffn_up", "mlp.c_fc"},      {"ffn_down", "mlp.c_proj"},
+};
+constexpr NamePair kGpt2ModelTensors[] = {{"token_embd", "transformer.wte"},
+                                          {"position_embd", "transformer.wpe"},
+                                          {"output_norm", "transformer.ln_f"},
+                                          {"output", "lm_head"}};
+
 /// The transformers name of GGUF tensor `name` of `arch`, or "" if it has
 /// none.
 std::string transformersName(const std::string &name, const Architecture &arch) {
@@ -551,9 +564,15 @@ std::string transformersName(const std::string &name, const Architecture &arch) 
   std::string stem = name.substr(0, dot), suffix = name.substr(dot);
   if (suffix != ".weight" && suffix != ".bias")
     return "";
-  for (const auto &[gguf, hf] : kModelTensors)
-    if (stem == gguf)
-      return hf + suffix;
+  auto lookup = [](const auto &table, const std::string &gguf) -> std::string {
+    for (const auto &[ggufName, hfName] : table)
+      if (gguf == ggufName)
+        return hfName;
+    return "";
+  };
+  std::string model = arch.gpt2 ? lookup(kGpt2ModelTensors, stem) : lookup(kModelTensors, stem);
+  if (!model.empty())
+    return model + suffix;
   if (stem.rfind("blk.", 0) != 0)
     return "";
   size_t end = stem.find('.', 4);
@@ -561,19 +580,18 @@ std::string transformersName(const std::string &name, const Architecture &arch) 
       !std::all_of(stem.begin() + 4, stem.begin() + end,
                    [](char c) { return c >= '0' && c <= '9'; }))
     return "";
-  std::string part = stem.substr(end + 1);
-  auto layerName = [&](const auto &table) -> std::string {
-    for (const auto &[gguf, hf] : table)
-      if (part == gguf)
-        return "model.layers." + stem.substr(4, end - 4) + "." + hf + suffix;
-    return "";
-  };
-  std::string found;
+  std::string part = stem.substr(end + 1), layer = stem.substr(4, end - 4), found;
+  if (arch.gpt2) {
+    found = lookup(kGpt2LayerTensors, part);
+    return found.empty() ? "" : "transformer.h." + layer + "." + found + suffix;
+  }
   if (arch.sandwichNorms)
-    found = layerName(kSandwichNormTensors);
+    found = lookup(kSandwichNormTensors, part);
   if (found.empty() && arch.fusedProjections)
-    found = layerName(kFusedTensors);
-  return found.empty() ? layerName(kLayerTensors) : found;
+    found = lookup(kFusedTensors, part);
+  if (found.empty())
+    found = lookup(kLayerTensors, part);
+  return found.empty() ? "" : "model.layers." + layer + "." + found + suffix;
 }
 
 /// Reads the metadata the config is made of, naming the key in errors.
@@ -712,94 +730,114 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
 
   const GgufTensor *embeddings = nullptr;
   for (const GgufTensor &tensor : renamed)
-    if (tensor.name == "model.embed_tokens.weight")
+    if (tensor.name == (arch->gpt2 ? "transformer.wte.weight" : "model.embed_tokens.weight"))
       embeddings = &tensor;
   if (!embeddings || embeddings->shape.size() != 2)
     fail(prefix + "no 2-d tensor 'token_embd.weight'");
 
-  // config.json as transformers' GGUF loader (integrations/ggml.py) maps
-  // it, and where that loader leaves a key at its class's default, as
-  // llama.cpp reads the file.
-  const char *activation = arch->normsPlusOne ? "gelu_pytorch_tanh" : "silu";
-  Json json = {
-      {"model_type", arch->modelType},
-      {"architectures", {arch->className}},
-      {"vocab_size", embeddings->shape[0]},
-      {"hidden_size", hidden},
-      {"intermediate_size", *metadata.integer(a + ".feed_forward_length", true)},
-      {"num_hidden_layers", layers},
-      {"num_attention_heads", heads},
-      {"num_key_value_heads", kvHeads},
-      {"head_dim", headDim},
-      {"hidden_act", activation},
-      {"hidden_activation", activation},
-      {"max_position_embeddings", context},
-      {"rms_norm_eps", metadata.number(a + ".attention.layer_norm_rms_epsilon").value_or(1e-6)}};
-  if (arch->widthScaledQueriesAt)
-    json["query_pre_attn_scalar"] = layers == arch->widthScaledQueriesAt ? hidden / heads : headDim;
-  for (const char *softcap : {"attn_logit_softcapping", "final_logit_softcapping"})
-    if (auto cap = metadata.number(a + "." + softcap))
-      json[softcap] = *cap;
-
-  Json rope = Json::object();
-  const GgufValue *scaling = metadata.get(a + ".rope.scaling.type", GgufValue::Kind::String);
-  std::optional<int64_t> original = metadata.integer(a + ".rope.scaling.original_context_length");
-  bool longrope = ropeFactors.count("rope_factors_long.weight") ||
-                  ropeFactors.count("rope_factors_short.weight");
-  if (longrope && !(ropeFactors.count("rope_factors_long.weight") &&
-                    ropeFactors.count("rope_factors_short.weight")))
-    fail(prefix + "tensors 'rope_factors_long.weight' and 'rope_factors_short.weight' come as a "
-                  "pair");
-  if (!ropeFactors.empty() && scaling && scaling->text != "none")
-    fail(prefix + "key '" + a + ".rope.scaling.type': rope scaling \"" + scaling->text +
-         "\" beside per-frequency factors");
-  if (auto factors = ropeFactors.find("rope_freqs.weight"); factors != ropeFactors.end()) {
-    if (longrope)
-      fail(prefix + "tensor 'rope_freqs.weight' beside 'rope_factors_long.weight'");
-    // Divisors of each frequency are transformers' longrope with one set
-    // of factors at every length and no attention scaling.
-    rope = {{"rope_type", "longrope"},        {"short_factor", factors->second},
-            {"long_factor", factors->second}, {"factor", 1},
-            {"attention_factor", 1},          {"original_max_position_embeddings", context}};
-  } else if (longrope) {
-    // Phi-3's: the short factors up to the pretraining length, the long
-    // ones past it.
-    rope = {{"rope_type", "longrope"},
-            {"short_factor", ropeFactors["rope_factors_short.weight"]},
-            {"long_factor", ropeFactors["rope_factors_long.weight"]}};
-    rope["original_max_position_embeddings"] = original.value_or(context);
-    if (auto attention = metadata.number(a + ".rope.scaling.attn_factor"))
-      rope["attention_factor"] = *attention;
-  } else if (!scaling || scaling->text == "none") {
-    rope["rope_type"] = "default";
-  } else if (scaling->text == "linear" || scaling->text == "yarn") {
-    rope["rope_type"] = scaling->text;
-    rope["factor"] = metadata.number(a + ".rope.scaling.factor").value_or(1);
-    if (original)
-      rope["original_max_position_embeddings"] = *original;
+  Json json;
+  if (arch->gpt2) {
+    // transformers' GPT2Config (its head is the converter's copy of the
+    // embeddings).
+    json = {
+        {"model_type", arch->modelType},
+        {"architectures", {arch->className}},
+        {"vocab_size", embeddings->shape[0]},
+        {"n_embd", hidden},
+        {"n_inner", *metadata.integer(a + ".feed_forward_length", true)},
+        {"n_layer", layers},
+        {"n_head", heads},
+        {"n_positions", context},
+        {"layer_norm_epsilon", metadata.number(a + ".attention.layer_norm_epsilon").value_or(1e-5)},
+        {"activation_function", "gelu_new"},
+        {"tie_word_embeddings", !hasHead}};
   } else {
-    fail(prefix + "key '" + a + ".rope.scaling.type': unsupported rope scaling \"" + scaling->text +
-         "\" (none, linear and yarn are supported)");
+    // config.json as transformers' GGUF loader (integrations/ggml.py) maps
+    // it, and where that loader leaves a key at its class's default, as
+    // llama.cpp reads the file.
+    const char *activation = arch->normsPlusOne ? "gelu_pytorch_tanh" : "silu";
+    json = {
+        {"model_type", arch->modelType},
+        {"architectures", {arch->className}},
+        {"vocab_size", embeddings->shape[0]},
+        {"hidden_size", hidden},
+        {"intermediate_size", *metadata.integer(a + ".feed_forward_length", true)},
+        {"num_hidden_layers", layers},
+        {"num_attention_heads", heads},
+        {"num_key_value_heads", kvHeads},
+        {"head_dim", headDim},
+        {"hidden_act", activation},
+        {"hidden_activation", activation},
+        {"max_position_embeddings", context},
+        {"rms_norm_eps", metadata.number(a + ".attention.layer_norm_rms_epsilon").value_or(1e-6)}};
+    if (arch->widthScaledQueriesAt)
+      json["query_pre_attn_scalar"] =
+          layers == arch->widthScaledQueriesAt ? hidden / heads : headDim;
+    for (const char *softcap : {"attn_logit_softcapping", "final_logit_softcapping"})
+      if (auto cap = metadata.number(a + "." + softcap))
+        json[softcap] = *cap;
+
+    Json rope = Json::object();
+    const GgufValue *scaling = metadata.get(a + ".rope.scaling.type", GgufValue::Kind::String);
+    std::optional<int64_t> original = metadata.integer(a + ".rope.scaling.original_context_length");
+    bool longrope = ropeFactors.count("rope_factors_long.weight") ||
+                    ropeFactors.count("rope_factors_short.weight");
+    if (longrope && !(ropeFactors.count("rope_factors_long.weight") &&
+                      ropeFactors.count("rope_factors_short.weight")))
+      fail(prefix + "tensors 'rope_factors_long.weight' and 'rope_factors_short.weight' come as a "
+                    "pair");
+    if (!ropeFactors.empty() && scaling && scaling->text != "none")
+      fail(prefix + "key '" + a + ".rope.scaling.type': rope scaling \"" + scaling->text +
+           "\" beside per-frequency factors");
+    if (auto factors = ropeFactors.find("rope_freqs.weight"); factors != ropeFactors.end()) {
+      if (longrope)
+        fail(prefix + "tensor 'rope_freqs.weight' beside 'rope_factors_long.weight'");
+      // Divisors of each frequency are transformers' longrope with one set
+      // of factors at every length and no attention scaling.
+      rope = {{"rope_type", "longrope"},        {"short_factor", factors->second},
+              {"long_factor", factors->second}, {"factor", 1},
+              {"attention_factor", 1},          {"original_max_position_embeddings", context}};
+    } else if (longrope) {
+      // Phi-3's: the short factors up to the pretraining length, the long
+      // ones past it.
+      rope = {{"rope_type", "longrope"},
+              {"short_factor", ropeFactors["rope_factors_short.weight"]},
+              {"long_factor", ropeFactors["rope_factors_long.weight"]}};
+      rope["original_max_position_embeddings"] = original.value_or(context);
+      if (auto attention = metadata.number(a + ".rope.scaling.attn_factor"))
+        rope["attention_factor"] = *attention;
+    } else if (!scaling || scaling->text == "none") {
+      rope["rope_type"] = "default";
+    } else if (scaling->text == "linear" || scaling->text == "yarn") {
+      rope["rope_type"] = scaling->text;
+      rope["factor"] = metadata.number(a + ".rope.scaling.factor").value_or(1);
+      if (original)
+        rope["original_max_position_embeddings"] = *original;
+    } else {
+      fail(prefix + "key '" + a + ".rope.scaling.type': unsupported rope scaling \"" +
+           scaling->text + "\" (none, linear and yarn are supported)");
+    }
+    rope["rope_theta"] = metadata.number(a + ".rope.freq_base").value_or(10000.0);
+    if (ropeDims != headDim)
+      rope["partial_rotary_factor"] = double(ropeDims) / headDim;
+    if (arch->localRope)
+      rope = {{"full_attention", std::move(rope)},
+              {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}}};
+    json["rope_parameters"] = std::move(rope);
+    json["tie_word_embeddings"] = !hasHead;
+    // Llama's q/k/v/o biases are optional (Qwen2's q/k/v ones are not).
+    if (a == "llama")
+      json["attention_bias"] =
+          std::any_of(renamed.begin(), renamed.end(), [](const GgufTensor &tensor) {
+            return tensor.name.find("q_proj.bias") != std::string::npos;
+          });
+    // A window of 0 or none is full attention (Phi-4 writes 0).
+    const GgufValue *window =
+        metadata.get(a + ".attention.sliding_window", GgufValue::Kind::Integer);
+    if (window && window->integer < 0)
+      fail(prefix + "key '" + a + ".attention.sliding_window' is negative");
+    json["sliding_window"] = window && window->integer > 0 ? Json(window->integer) : Json();
   }
-  rope["rope_theta"] = metadata.number(a + ".rope.freq_base").value_or(10000.0);
-  if (ropeDims != headDim)
-    rope["partial_rotary_factor"] = double(ropeDims) / headDim;
-  if (arch->localRope)
-    rope = {{"full_attention", std::move(rope)},
-            {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 10000.0}}}};
-  json["rope_parameters"] = std::move(rope);
-  json["tie_word_embeddings"] = !hasHead;
-  // Llama's q/k/v/o biases are optional (Qwen2's q/k/v ones are not).
-  if (a == "llama")
-    json["attention_bias"] =
-        std::any_of(renamed.begin(), renamed.end(), [](const GgufTensor &tensor) {
-          return tensor.name.find("q_proj.bias") != std::string::npos;
-        });
-  // A window of 0 or none is full attention (Phi-4 writes 0).
-  const GgufValue *window = metadata.get(a + ".attention.sliding_window", GgufValue::Kind::Integer);
-  if (window && window->integer < 0)
-    fail(prefix + "key '" + a + ".attention.sliding_window' is negative");
-  json["sliding_window"] = window && window->integer > 0 ? Json(window->integer) : Json();
   int64_t vocabulary = embeddings->shape[0];
   for (auto [gguf, hf] : {std::pair{"bos", "bos_token_id"}, std::pair{"eos", "eos_token_id"},
                           std::pair{"padding", "pad_token_id"}}) {
