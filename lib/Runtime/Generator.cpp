@@ -643,6 +643,13 @@ public:
     if (int64_t limit = generator.rowPrefillLimit())
       std::fprintf(stderr, "; up to %" PRId64 " prompts at once one by one", limit);
     std::fprintf(stderr, "\n");
+    if (tokenizer && !manifest.eosTokenIds.empty()) {
+      std::string ends;
+      for (int64_t id : manifest.eosTokenIds)
+        ends += (ends.empty() ? "" : ", ") + std::to_string(id) + " '" +
+                replaceInvalidUtf8(tokenizer->decode({static_cast<int32_t>(id)})) + "'";
+      std::fprintf(stderr, "generation ends at: %s\n", ends.c_str());
+    }
     // GPU executables keep their temporaries on the device, unplanned.
     if (generator.arenaBytes)
       std::fprintf(stderr, "activations: %.1f MiB (the compiled entries' temporaries)\n",

@@ -409,7 +409,10 @@ def run_chat(args):
                              user], check=True, capture_output=True)
 
     hf = tf.LlamaForCausalLM.from_pretrained(workdir, gguf_file="model.gguf").double().eval()
-    hf.generation_config.eos_token_id = [backend.token_to_id("<|eot_id|>")]
+    # llama.cpp's end-of-generation tokens: the file's EOS, and <|im_end|>,
+    # which it knows by its text.
+    hf.generation_config.eos_token_id = [backend.token_to_id(t) for t in ("<|eot_id|>",
+                                                                          "<|im_end|>")]
     tokenizer = tf.AutoTokenizer.from_pretrained(workdir, gguf_file="model.gguf")
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
     ids = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
@@ -423,17 +426,100 @@ def run_chat(args):
     return ok
 
 
+# Gemma 2's template (its -it checkpoints' tokenizer_config.json).
+GEMMA_TEMPLATE = (
+    "{{ bos_token }}{% if messages[0]['role'] == 'system' %}"
+    "{{ raise_exception('System role not supported') }}{% endif %}"
+    "{% for message in messages %}"
+    "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+    "{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}"
+    "{% else %}{% set role = message['role'] %}{% endif %}"
+    "{{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}"
+    "{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}")
+
+
+def run_gemma_chat(args):
+    """A Gemma 2 chat file (weights F32, Q8_0 and F16, a window of 8 keys,
+    soft caps): its SentencePiece tokenizer as Gemma's files store it
+    (tokenizers_check.py's), its template; `-p U` replies as generate() does
+    on apply_chat_template's ids, ending at <end_of_turn> as llama.cpp does
+    although the file's EOS is <eos>. The reference: the original config's
+    model over the weights transformers' loader decodes, its tokenizer and
+    template from the same file."""
+    from chat_check import NEW, prompt_counts, reply
+    from tokenizers_check import add_gguf_sentencepiece, gemma_spaces, train_sentencepiece
+    workdir = os.path.join(args.workdir, "gemma-chat")
+    os.makedirs(workdir, exist_ok=True)
+    spaces = ["\u2581\u2581", "\u2581\u2581\u2581"]
+    processor = train_sentencepiece(False, spaces,
+                                    ["<pad>", "<mask>", "<start_of_turn>", "<end_of_turn>"],
+                                    bos_piece="<bos>", eos_piece="<eos>")
+    torch.manual_seed(3)
+    config = tf.Gemma2Config(
+        num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1, hidden_size=64,
+        intermediate_size=128, head_dim=32, query_pre_attn_scalar=32, sliding_window=8,
+        vocab_size=processor.get_piece_size(), max_position_embeddings=128,
+        bos_token_id=processor.bos_id(), eos_token_id=processor.eos_id(),
+        pad_token_id=processor.piece_to_id("<pad>"), tie_word_embeddings=True)
+    model = tf.Gemma2ForCausalLM(config).eval()
+    # Embeddings small beside the layers' outputs (Gemma scales them by
+    # sqrt(width)), or the tied head repeats the last token.
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            scale = 0.2 if "norm" in name else 0.05 if "embed" in name else 0.6
+            p.copy_(scale * torch.randn_like(p))
+
+    def metadata(writer):
+        add_gguf_sentencepiece(writer, processor, gemma_spaces, spaces)
+        writer.add_pad_token_id(config.pad_token_id)
+        writer.add_add_bos_token(True)
+        writer.add_chat_template(GEMMA_TEMPLATE)
+
+    path = os.path.join(workdir, "model.gguf")
+    write_gguf(model, config, "gemma2", path, np.random.default_rng(args.seed),
+               types=[Q.F32, Q.Q8_0, Q.F16], metadata=metadata)
+    generator = os.path.join(workdir, "generator")
+    subprocess.run([args.xfmrc, path, "--generate", "--seq-len=8", "-o", generator], check=True)
+    user = "  Name  the capital of France,  please. "
+    result = subprocess.run([generator, "--temp", "0", "-n", str(NEW), "-p", user], check=True,
+                            capture_output=True)
+
+    decoded = tf.Gemma2ForCausalLM.from_pretrained(workdir, gguf_file="model.gguf")
+    hf = tf.Gemma2ForCausalLM(config).eval()
+    hf.load_state_dict(decoded.state_dict())
+    hf = hf.double()
+    hf.generation_config.eos_token_id = [processor.eos_id(),
+                                         processor.piece_to_id("<end_of_turn>")]
+    tokenizer = tf.AutoTokenizer.from_pretrained(workdir, gguf_file="model.gguf")
+    ids = tokenizer.apply_chat_template([{"role": "user", "content": user}],
+                                        add_generation_prompt=True, tokenize=True,
+                                        return_dict=False)
+    want = tokenizer.decode(reply(hf, ids), skip_special_tokens=False)
+    got = result.stdout.decode()
+    counts = prompt_counts(result.stderr.decode())
+    ends = f"generation ends at: {processor.eos_id()} '<eos>', " \
+           f"{processor.piece_to_id('<end_of_turn>')} '<end_of_turn>'"
+    ok = got == want + "\n" and counts == [len(ids)] and ends in result.stderr.decode()
+    print(f"{'PASS' if ok else 'FAIL'}: gemma-chat {len(ids)} prompt tokens through the file's "
+          f"template (xfmr: {counts}), reply {got!r} (generate(): {want!r}), {ends!r}")
+    return ok
+
+
+CHATS = {"chat": run_chat, "gemma-chat": run_gemma_chat}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--xfmrc", required=True)
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("cases", nargs="+", choices=sorted(CASES) + ["chat"])
+    parser.add_argument("cases", nargs="+", choices=sorted(CASES) + sorted(CHATS))
     args = parser.parse_args()
     ok = True
     for case in args.cases:
-        ok &= run_chat(args) if case == "chat" else run_case(args, case)
+        ok &= CHATS[case](args) if case in CHATS else run_case(args, case)
     return 0 if ok else 1
 
 

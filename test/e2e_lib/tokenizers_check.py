@@ -272,13 +272,12 @@ class SentencePieceBosReference:
         return self.transformers.decode(ids, skip_special_tokens=False)
 
 
-def write_gguf_sentencepiece(processor, path, architecture="llama", respell=None,
-                             user_defined=()):
-    """A SentencePiece model as llama.cpp's converter stores it
-    (_create_vocab_sentencepiece): pieces, scores and types (the pieces
-    `user_defined` of their own kind), no merges.
-    Gemma's (`respell`): pieces of white space as that space, scores that do
-    not follow the pieces' order, no space before the text."""
+def add_gguf_sentencepiece(writer, processor, respell=None, user_defined=()):
+    """Adds a SentencePiece model to a GGUFWriter's metadata as llama.cpp's
+    converter stores it (_create_vocab_sentencepiece): pieces, scores and
+    types (the pieces `user_defined` of their own kind), no merges. Gemma's
+    (`respell`): pieces of white space as that space, scores that do not
+    follow the pieces' order, no space before the text."""
     import gguf
     tokens, scores, types = [], [], []
     for i in range(processor.get_piece_size()):
@@ -291,7 +290,6 @@ def write_gguf_sentencepiece(processor, path, architecture="llama", respell=None
                      else gguf.TokenType.BYTE if processor.is_byte(i)
                      else gguf.TokenType.USER_DEFINED if piece in user_defined
                      else gguf.TokenType.NORMAL)
-    writer = gguf.GGUFWriter(path, architecture)
     writer.add_tokenizer_model("llama")
     writer.add_token_list(tokens)
     writer.add_token_scores(scores)
@@ -301,13 +299,21 @@ def write_gguf_sentencepiece(processor, path, architecture="llama", respell=None
     writer.add_unk_token_id(processor.unk_id())
     if respell:
         writer.add_add_space_prefix(False)
+
+
+def write_gguf_sentencepiece(processor, path, architecture="llama", respell=None,
+                             user_defined=()):
+    """A GGUF file of no tensors holding a SentencePiece model."""
+    import gguf
+    writer = gguf.GGUFWriter(path, architecture)
+    add_gguf_sentencepiece(writer, processor, respell, user_defined)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
 
 
-def train_sentencepiece(add_dummy_prefix, symbols=(), controls=()):
+def train_sentencepiece(add_dummy_prefix, symbols=(), controls=(), **options):
     """A SentencePiece BPE with byte fallback of CORPUS, spaces kept,
     `symbols` pieces of their own, `controls` control tokens."""
     import sentencepiece as spm
@@ -319,7 +325,7 @@ def train_sentencepiece(add_dummy_prefix, symbols=(), controls=()):
                                    remove_extra_whitespaces=False,
                                    add_dummy_prefix=add_dummy_prefix, hard_vocab_limit=False,
                                    user_defined_symbols=list(symbols),
-                                   control_symbols=list(controls),
+                                   control_symbols=list(controls), **options,
                                    minloglevel=2)
     return spm.SentencePieceProcessor(model_proto=model.getvalue())
 

@@ -839,15 +839,41 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
     json["sliding_window"] = window && window->integer > 0 ? Json(window->integer) : Json();
   }
   int64_t vocabulary = embeddings->shape[0];
-  for (auto [gguf, hf] : {std::pair{"bos", "bos_token_id"}, std::pair{"eos", "eos_token_id"},
-                          std::pair{"padding", "pad_token_id"}}) {
-    std::string key = std::string("tokenizer.ggml.") + gguf + "_token_id";
+  auto tokenId = [&](const char *name) -> std::optional<int64_t> {
+    std::string key = std::string("tokenizer.ggml.") + name + "_token_id";
     const GgufValue *id = metadata.get(key, GgufValue::Kind::Integer);
     if (id && (id->integer < 0 || id->integer >= vocabulary))
       fail(prefix + "key '" + key + "': not a token id below " + std::to_string(vocabulary));
-    if (id)
-      json[hf] = id->integer;
+    return id ? std::optional<int64_t>(id->integer) : std::nullopt;
+  };
+  if (auto bos = tokenId("bos"))
+    json["bos_token_id"] = *bos;
+  if (auto padding = tokenId("padding"))
+    json["pad_token_id"] = *padding;
+  // Generation ends where llama.cpp's does: at the EOS (first), the
+  // end-of-turn and end-of-message tokens the file names, and the tokens it
+  // knows by their text (a chat model's turn end, where the file's EOS is
+  // the end of text).
+  std::vector<int64_t> ends;
+  for (const char *name : {"eos", "eot", "eom"})
+    if (auto id = tokenId(name); id && std::find(ends.begin(), ends.end(), *id) == ends.end())
+      ends.push_back(*id);
+  static const char *const kEndTexts[] = {"<|eot_id|>",    "<|im_end|>",      "<|end|>",
+                                          "<end_of_turn>", "<|endoftext|>",   "<|eom_id|>",
+                                          "<EOT>",         "<|end_of_text|>", "<end_of_utterance>"};
+  const GgufValue *tokens = gguf->find("tokenizer.ggml.tokens");
+  for (int64_t id = 0; tokens && tokens->kind == GgufValue::Kind::Array &&
+                       id < std::min<int64_t>(vocabulary, tokens->items.size());
+       ++id) {
+    const std::string &text = tokens->items[id].text;
+    if (std::find(std::begin(kEndTexts), std::end(kEndTexts), text) != std::end(kEndTexts) &&
+        std::find(ends.begin(), ends.end(), id) == ends.end())
+      ends.push_back(id);
   }
+  if (ends.size() == 1)
+    json["eos_token_id"] = ends.front();
+  else if (!ends.empty())
+    json["eos_token_id"] = ends;
   config = json.dump();
 }
 
