@@ -81,6 +81,18 @@ except Exception:
     lit_config.warning("no transformers oracle in %s (scripts/install-oracle.sh installs it): "
                        "whole-model comparisons are UNSUPPORTED" % hf_python)
 
+# llama.cpp itself (llama-cpp-python) is the oracle of GGUF files where the
+# benchmarks' peers are installed (bench/setup-peers.sh); opt-in, as building
+# it takes minutes.
+peers_python = os.path.join(config.xfmr_obj_root, "bench-venv", "bin", "python")
+try:
+    subprocess.run([peers_python, "-c", "import llama_cpp, transformers, gguf, sentencepiece"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    config.available_features.add("llamacpp")
+    config.substitutions.append(("%peerspython", peers_python))
+except Exception:
+    pass
+
 ptxas = os.path.join(config.cuda_root, "bin", "ptxas")
 if os.path.exists(ptxas):
     config.available_features.add("ptxas")

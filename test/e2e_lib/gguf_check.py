@@ -66,14 +66,14 @@ def decoder(cls, **overrides):
 ROPE_LLAMA3 = {"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0,
                "high_freq_factor": 4.0, "original_max_position_embeddings": 8, "rope_theta": 500.0}
 
-def gemma3_config():
+def gemma3_config(**overrides):
     """Six layers, the last attending fully (Gemma 3's pattern), its rope
     scaled linearly; the windowed ones at the base llama.cpp fixes."""
     ropes = {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6},
              "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}
     return decoder(tf.Gemma3TextConfig, num_hidden_layers=6, head_dim=64,
                    query_pre_attn_scalar=64, sliding_window=4, tie_word_embeddings=True,
-                   rope_theta=None, rope_parameters=ropes)
+                   rope_theta=None, rope_parameters=ropes, **overrides)
 
 
 def phi3_config():
