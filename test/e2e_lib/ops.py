@@ -365,6 +365,20 @@ def int8_activations(x):
     return torch.tensor(q.astype(np.float64) * (largest / np.float32(127)).astype(np.float64))
 
 
+def int8_block_activations(x):
+    """x's rows quantized as llama.cpp's q8_0 (and the int8 dot product's
+    skinny products of weights in groups of 32): per block of 32, the scale
+    d = largest magnitude / 127 and the values rounded at 1 / d in float32,
+    then d rounded to float16; in float64."""
+    x = np.asarray(x, dtype=np.float32)
+    blocks = x.reshape(x.shape[0], -1, 32)
+    scale = np.abs(blocks).max(axis=2, keepdims=True) / np.float32(127)
+    inverse = np.divide(np.float32(1), scale, out=np.zeros_like(scale), where=scale != 0)
+    q = np.rint(blocks * inverse)
+    out = q.astype(np.float64) * scale.astype(np.float16).astype(np.float64)
+    return torch.tensor(out.reshape(x.shape))
+
+
 def ref_narrow_weights(x, kn, nk, tail, skinny=t):
     """The int8_weights products with the stored weights kn, nk and tail;
     skinny(x) is what the skinny products multiply."""
@@ -377,12 +391,14 @@ def ref_narrow_weights(x, kn, nk, tail, skinny=t):
 
 
 def ref_int8_weights(x, group, bf16_scales=False, int8_dot=False):
-    """int8_dot: the skinny products of weights with a scale per channel take
-    int8 activations (xfmrc --int8-dot on a host with AVX-512 VNNI)."""
+    """int8_dot: the skinny products take int8 activations (xfmrc --int8-dot
+    on a host with AVX-512 VNNI): a scale per row where the weights have one
+    per channel, per block of 32 where they have one per group."""
+    activations = (int8_block_activations if group else int8_activations) if int8_dot else t
     return ref_narrow_weights(x, int8_dequantized(x["w_kn"], 0, group, bf16_scales),
                               int8_dequantized(x["w_nk"], 1, group, bf16_scales),
                               int8_dequantized(x["w_tail"], 1, group, bf16_scales),
-                              int8_activations if int8_dot else t)
+                              activations)
 
 
 def ref_bf16_weights(x):
@@ -726,6 +742,10 @@ CASES = {"attention": (gen_attention, ref_attention),
              gen_int8_weights, lambda x: ref_int8_weights(x, 0, bf16_scales=True, int8_dot=True)),
          "int8_weights_32_bf16_scales": (gen_int8_weights,
                                          lambda x: ref_int8_weights(x, 32, bf16_scales=True)),
+         "int8_weights_32_dot": (gen_int8_weights,
+                                 lambda x: ref_int8_weights(x, 32, int8_dot=True)),
+         "int8_weights_32_bf16_scales_dot": (
+             gen_int8_weights, lambda x: ref_int8_weights(x, 32, bf16_scales=True, int8_dot=True)),
          "bf16_weights": (gen_int8_weights, ref_bf16_weights),
          "int4_weights_32": (gen_int8_weights, lambda x: ref_int4_weights(x, 32)),
          "int4_weights_32_mins": (gen_int8_weights, lambda x: ref_int4_weights(x, 32, True)),

@@ -620,6 +620,98 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
   });
 }
 
+/// C = epilogue(A B^T) for an int8 B [N, K] with a scale per group of 32
+/// (or a multiple) along K, on targets with an int8 dot product, as
+/// llama.cpp's q8_0 products compute it: each block of 32 values of a row of
+/// A is quantized to int8 with the scale d = (its largest magnitude) / 127,
+/// rounded to f16 for the products (the values are rounded at 1 / d in f32);
+/// the exact integer dot product of a block with B's, times both blocks'
+/// scales, is summed in f32. The bytes of A are offset by 128 to unsigned
+/// ones, as in emitSkinnyGemmInt8Dot; a dot product of 64 bytes sums 4
+/// products a lane, lanes 0-7 of the first block, 8-15 of the second.
+void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  constexpr int64_t kBlock = 32, kChunk = 64, kLanes = 16;
+  int64_t lanes = kb.cpu().lanes, blocks = g.k / kBlock;
+  auto bytesOf = [&](int64_t count) { return VectorType::get({count}, b.getI8Type()); };
+  auto sumVector = VectorType::get({kLanes}, b.getI32Type());
+  auto splatInt = [&](VectorType type, int64_t value) { return ::splatInt(b, loc, type, value); };
+
+  // A's rows as offset bytes, block by block, and the blocks' scales.
+  Value aBytes = kb.allocate({g.m, g.k}, b.getI8Type());
+  Value aScales = kb.allocate({g.m, blocks}, b.getF32Type());
+  for (int64_t m = 0; m < g.m; ++m) {
+    Value row = kb.index(m);
+    kb.forLoop(kb.index(0), kb.index(g.k), kBlock, [&](Value k) {
+      SmallVector<Value> values;
+      Value largest = kb.splat(0.0);
+      for (int64_t v = 0; v < kBlock / lanes; ++v) {
+        values.push_back(kb.loadVector(g.a, {row, kb.addi(k, kb.index(v * lanes))}));
+        largest = kb.max(largest, math::AbsFOp::create(b, loc, values.back()));
+      }
+      Value scale = kb.div(kb.reduceMax(largest), kb.f32(127.0));
+      Value half = arith::TruncFOp::create(b, loc, b.getF16Type(), scale);
+      Value rounded = arith::ExtFOp::create(b, loc, b.getF32Type(), half);
+      kb.store(rounded, aScales, {row, kb.divui(k, kBlock)});
+      Value inverse =
+          kb.splat(kb.select(kb.equals(scale, 0.0), kb.f32(0.0), kb.div(kb.f32(1.0), scale)));
+      auto ints = VectorType::get({lanes}, b.getI32Type());
+      for (int64_t v = 0; v < kBlock / lanes; ++v) {
+        Value level = arith::FPToSIOp::create(
+            b, loc, ints, math::RoundEvenOp::create(b, loc, kb.mul(values[v], inverse)));
+        Value offset = arith::AddIOp::create(b, loc, level, splatInt(ints, 128));
+        kb.storeVector(arith::TruncIOp::create(b, loc, bytesOf(lanes), offset), aBytes,
+                       {row, kb.addi(k, kb.index(v * lanes))});
+      }
+    });
+  }
+
+  SmallVector<bool> upper;
+  for (int64_t lane = 0; lane < kLanes; ++lane)
+    upper.push_back(lane >= kLanes / 2);
+  Value secondBlock = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(VectorType::get({kLanes}, b.getI1Type()), ArrayRef(upper)));
+  Value zeroBytes = splatInt(bytesOf(kChunk), 0), highBit = splatInt(bytesOf(kChunk), -128);
+  int64_t full = g.k / kChunk * kChunk;
+  int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 4) / (g.m + 1), 1, 2);
+  kb.parallelFor(g.n, [&](Value n) {
+    SmallVector<Value> acc(g.m * unroll, kb.splat(0.0));
+    auto chunk = [&](Value col, int64_t u, int64_t valid) {
+      Value row = kb.loadVector(g.b, {n, col}, valid, zeroBytes);
+      Value correction = kb.dotInt8(splatInt(sumVector, 0), highBit, row);
+      Value first = kb.divui(col, kBlock);
+      Value next = kb.mini(kb.addi(first, kb.index(1)), kb.index(blocks - 1));
+      auto bScale = [&](Value block) {
+        return kb.loadWidened(g.bScales, {n, kb.divui(kb.muli(block, kBlock), g.groupSize)});
+      };
+      Value firstScale = bScale(first), nextScale = bScale(next);
+      for (int64_t m = 0; m < g.m; ++m) {
+        Value dot = kb.dotInt8(splatInt(sumVector, 0),
+                               kb.loadVector(aBytes, {kb.index(m), col}, valid, zeroBytes), row);
+        Value exact = arith::SubIOp::create(b, loc, dot, correction);
+        Value scales = kb.select(
+            secondBlock, kb.splat(kb.mul(kb.load(aScales, {kb.index(m), next}), nextScale)),
+            kb.splat(kb.mul(kb.load(aScales, {kb.index(m), first}), firstScale)));
+        Value &sum = acc[m * unroll + u];
+        sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), exact), scales, sum);
+      }
+    };
+    sweepDepth(kb, full, unroll * kChunk, acc, [&](Value k, int64_t valid) {
+      for (int64_t u = 0; u * kChunk < valid; ++u)
+        chunk(kb.addi(k, kb.index(u * kChunk)), u, kChunk);
+    });
+    if (g.k > full)
+      chunk(kb.index(full), 0, g.k - full);
+    for (int64_t m = 0; m < g.m; ++m) {
+      Value total = acc[m * unroll];
+      for (int64_t u = 1; u < unroll; ++u)
+        total = kb.add(total, acc[m * unroll + u]);
+      storeFinished(kb, g, kb.reduceAdd(total), kb.index(m), n, 1, /*scalar=*/true);
+    }
+  });
+}
+
 } // namespace
 
 Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB,
@@ -660,6 +752,9 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
   if (g.m <= kSkinnyRows && !g.transposeA) {
     if (g.transposeB && kb.cpu().int8Dot && g.bits == 8 && g.scalesPerChannel())
       emitSkinnyGemmInt8Dot(kb, g);
+    else if (g.transposeB && kb.cpu().int8Dot && g.bits == 8 && !g.bMins && g.groupAxis == 1 &&
+             g.groupSize % 32 == 0)
+      emitSkinnyGemmInt8GroupDot(kb, g);
     else if (g.transposeB && kb.cpu().int8Dot && g.bits == 4)
       emitSkinnyGemmInt4Dot(kb, g);
     else if (g.transposeB)
