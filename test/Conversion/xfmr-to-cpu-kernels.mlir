@@ -313,6 +313,37 @@ func.func @int8_transposed_weight(%x: tensor<1x352xf32>, %q: tensor<40x352xi8>, 
 
 // -----
 
+// An int8 weight in groups of 32 along its input side (GGUF's Q8_0): with
+// int8-dot, each block of 32 activations is quantized as llama.cpp's q8_0
+// (d = max |x| / 127, the values rounded at 1 / d, d rounded to f16), and
+// each 64 bytes of a row are multiplied by vpdpbusd, lanes 0-7 scaled by the
+// first block's two scales, 8-15 by the second's; the depth tail (160 = 128
+// + 32) ends in a masked load. Without int8-dot the values are converted in
+// registers.
+// CHECK-LABEL: func @int8_grouped_weight
+// CHECK-NOT: vpdpbusd
+// CHECK: arith.sitofp %{{.*}} : vector<8xi8> to vector<8xf32>
+// DOT-LABEL: func @int8_grouped_weight
+// DOT: scf.for %{{.*}} = %c0 to %c160 step %c32
+// DOT: vector.reduction <maximumf>
+// DOT: arith.truncf %{{.*}} : f32 to f16
+// DOT: math.roundeven %{{.*}} : vector<16xf32>
+// DOT: scf.forall (%[[N:.*]]) in (40)
+// DOT: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x160xi8, strided<[?, 1], offset: ?>>, vector<64xi8>
+// DOT: call @llvm.x86.avx512.vpdpbusd.512
+// DOT: arith.select %{{.*}} : vector<16xi1>, vector<16xf32>
+// DOT: vector.maskedload %{{.*}}[%[[N]], %{{.*}}], %{{.*}} : memref<40x160xi8, strided<[?, 1], offset: ?>>, vector<64xi1>, vector<64xi8> into vector<64xi8>
+// DOT-NOT: tensor<160x40xf32>
+func.func @int8_grouped_weight(%x: tensor<1x160xf32>, %q: tensor<40x160xi8>, %s: tensor<40x5xf32>) -> tensor<1x40xf32> {
+  %d = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 32 : i64}
+         : (tensor<40x160xi8>, tensor<40x5xf32>) -> tensor<40x160xf32>
+  %w = xfmr.transpose %d {permutation = array<i64: 1, 0>} : (tensor<40x160xf32>) -> tensor<160x40xf32>
+  %y = xfmr.fused_linear %x, %w : (tensor<1x160xf32>, tensor<160x40xf32>) -> tensor<1x40xf32>
+  return %y : tensor<1x40xf32>
+}
+
+// -----
+
 // Row kernels: softmax over the last axis, add + layer norm.
 // CHECK-LABEL: func @rows
 // CHECK: scf.forall

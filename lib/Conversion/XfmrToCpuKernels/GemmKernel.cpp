@@ -650,7 +650,9 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
         values.push_back(kb.loadVector(g.a, {row, kb.addi(k, kb.index(v * lanes))}));
         largest = kb.max(largest, math::AbsFOp::create(b, loc, values.back()));
       }
-      Value scale = kb.div(kb.reduceMax(largest), kb.f32(127.0));
+      // A NaN reaches the scale, and through it the outputs.
+      largest = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, largest);
+      Value scale = kb.div(largest, kb.f32(127.0));
       Value half = arith::TruncFOp::create(b, loc, b.getF16Type(), scale);
       Value rounded = arith::ExtFOp::create(b, loc, b.getF32Type(), half);
       kb.store(rounded, aScales, {row, kb.divui(k, kBlock)});
