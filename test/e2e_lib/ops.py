@@ -348,11 +348,11 @@ def int4_dequantized(w, axis, group, mins=False, bf16_scales=False):
 
 
 def ref_int4_weights(x, group, mins=False, bf16_scales=False, int8_dot=False):
-    """int8_dot: the skinny products take int8 activations (xfmrc --int8-dot
-    on a host with AVX-512 VNNI)."""
+    """int8_dot: the skinny products take int8 activations per block of 32
+    (xfmrc --int8-dot on a host with AVX-512 VNNI)."""
     return ref_narrow_weights(x, *(int4_dequantized(x[n], axis, group, mins, bf16_scales)
                                    for n, axis in (("w_kn", 0), ("w_nk", 1), ("w_tail", 1))),
-                              int8_activations if int8_dot else t)
+                              int8_block_activations if int8_dot else t)
 
 
 def int8_activations(x):

@@ -450,17 +450,49 @@ void quantizeRowOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Value a
     quantize(kb.index(full), tail);
 }
 
+/// Row `row` of A quantized to int8 as llama.cpp's q8_0, per block of 32
+/// values (K a multiple of 32): the block's scale d = its largest magnitude
+/// / 127 (a NaN reaches it), rounded to f16, stored at aScales[row, k / 32];
+/// then `store(k, ints)` for each vector of the block from k, its values
+/// rounded to even at 1 / d in f32 (as i32 lanes).
+void quantizeBlocksOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Value aScales,
+                       llvm::function_ref<void(Value, Value)> store) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  constexpr int64_t kBlock = 32;
+  int64_t lanes = kb.cpu().lanes;
+  auto ints = VectorType::get({lanes}, b.getI32Type());
+  kb.forLoop(kb.index(0), kb.index(g.k), kBlock, [&](Value k) {
+    SmallVector<Value> values;
+    Value largest = kb.splat(0.0);
+    for (int64_t v = 0; v < kBlock / lanes; ++v) {
+      values.push_back(kb.loadVector(g.a, {row, kb.addi(k, kb.index(v * lanes))}));
+      largest = kb.max(largest, math::AbsFOp::create(b, loc, values.back()));
+    }
+    largest = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, largest);
+    Value scale = kb.div(largest, kb.f32(127.0));
+    Value half = arith::TruncFOp::create(b, loc, b.getF16Type(), scale);
+    kb.store(arith::ExtFOp::create(b, loc, b.getF32Type(), half), aScales,
+             {row, kb.divui(k, kBlock)});
+    Value inverse =
+        kb.splat(kb.select(kb.equals(scale, 0.0), kb.f32(0.0), kb.div(kb.f32(1.0), scale)));
+    for (int64_t v = 0; v < kBlock / lanes; ++v)
+      store(kb.addi(k, kb.index(v * lanes)),
+            arith::FPToSIOp::create(b, loc, ints,
+                                    math::RoundEvenOp::create(b, loc, kb.mul(values[v], inverse))));
+  });
+}
+
 /// C = epilogue(A B^T) for a 4-bit B [N, K / 2] (groups of 32 or more) on
-/// targets with an int8 dot product: each row of A is quantized to int8
-/// with one scale (its largest magnitude over 127; llama.cpp's q4 products
-/// take one a block of 32)
-/// and stored in the order B's bytes unpack to: 64 values at a time, the low
-/// nibbles of two blocks of 32 (values 0-15, 32-47), then their high ones
-/// (16-31, 48-63). A dot product of the nibbles (unsigned) with those bytes
-/// sums 4 products a lane, lanes 0-3 and 8-11 of the first block, 4-7 and
-/// 12-15 of the second; each lane is scaled by its group's scale in f32, and
-/// the nibbles' offset of 8 (or the group's min) applied through the sums
-/// of A's bytes a lane. Both row scales multiply the total.
+/// targets with an int8 dot product: each row of A is quantized to int8 as
+/// llama.cpp's q8_0 (quantizeBlocksOfA, a scale per block of 32, as its q4
+/// products take it) and stored in the order B's bytes unpack to: 64 values
+/// at a time, the low nibbles of two blocks of 32 (values 0-15, 32-47), then
+/// their high ones (16-31, 48-63). A dot product of the nibbles (unsigned)
+/// with those bytes sums 4 products a lane, lanes 0-3 and 8-11 of the first
+/// block, 4-7 and 12-15 of the second; each lane is scaled by its blocks'
+/// scales (B's group's times A's block's) in f32, and the nibbles' offset of
+/// 8 (or the group's min) applied through the sums of A's bytes a lane.
 void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
@@ -474,13 +506,14 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
   // sums of each 4 stored bytes.
   Value aBytes = kb.allocate({g.m, depth}, b.getI8Type());
   Value aSums = kb.allocate({g.m, depth / 4}, b.getI32Type());
-  Value aScales = kb.allocate({g.m}, b.getF32Type());
+  int64_t blocks = g.k / 32;
+  Value aScales = kb.allocate({g.m, blocks}, b.getF32Type());
   for (int64_t m = 0; m < g.m; ++m) {
     Value row = kb.index(m);
     for (int64_t k = full; k < depth; k += kLanes)
       kb.storeVector(splatInt(bytesOf(kLanes), 0), aBytes, {row, kb.index(k)});
     // Quarter q of a chunk goes to quarter (q & 1) * 2 + (q >> 1).
-    quantizeRowOfA(kb, g, row, aScales, [&](Value k, int64_t, Value ints) {
+    quantizeBlocksOfA(kb, g, row, aScales, [&](Value k, Value ints) {
       Value quarter = kb.divui(kb.remui(k, kChunk), kLanes);
       Value odd = kb.remui(quarter, 2), half = kb.divui(quarter, 2);
       Value to = kb.addi(kb.muli(kb.divui(k, kChunk), kChunk),
@@ -524,7 +557,12 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
         concat.push_back(i);
       Value nibbles = vector::ShuffleOp::create(b, loc, low, high, concat);
       Value scales = perLane(g.bScales, col), mins = g.bMins ? perLane(g.bMins, col) : Value();
+      Value first = kb.divui(col, 32);
+      Value next = kb.mini(kb.addi(first, kb.index(1)), kb.index(blocks - 1));
       for (int64_t m = 0; m < g.m; ++m) {
+        // A's block scales, lane by lane.
+        Value aLanes = kb.select(secondBlock, kb.splat(kb.load(aScales, {kb.index(m), next})),
+                                 kb.splat(kb.load(aScales, {kb.index(m), first})));
         Value dot =
             kb.dotInt8(splatInt(sumVector, 0), nibbles,
                        kb.loadVector(aBytes, {kb.index(m), col}, -1, splatInt(bytesOf(kChunk), 0)));
@@ -535,11 +573,12 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
           return arith::SIToFPOp::create(b, loc, kb.vectorType(), ints).getResult();
         };
         if (mins) {
-          scaled = kb.fma(toFloat(dot), scales, scaled);
-          offsets = kb.fma(toFloat(sums), mins, offsets);
+          scaled = kb.fma(toFloat(dot), kb.mul(scales, aLanes), scaled);
+          offsets = kb.fma(toFloat(sums), kb.mul(mins, aLanes), offsets);
         } else {
           Value eightSums = arith::ShLIOp::create(b, loc, sums, splatInt(sumVector, 3));
-          scaled = kb.fma(toFloat(arith::SubIOp::create(b, loc, dot, eightSums)), scales, scaled);
+          scaled = kb.fma(toFloat(arith::SubIOp::create(b, loc, dot, eightSums)),
+                          kb.mul(scales, aLanes), scaled);
         }
       }
     };
@@ -553,8 +592,7 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
       Value total = kb.add(acc[m * unroll * 2], acc[m * unroll * 2 + 1]);
       for (int64_t u = 1; u < unroll; ++u)
         total = kb.add(total, kb.add(acc[(m * unroll + u) * 2], acc[(m * unroll + u) * 2 + 1]));
-      Value sum = kb.mul(kb.reduceAdd(total), kb.load(aScales, {kb.index(m)}));
-      storeFinished(kb, g, sum, kb.index(m), n, 1, /*scalar=*/true);
+      storeFinished(kb, g, kb.reduceAdd(total), kb.index(m), n, 1, /*scalar=*/true);
     }
   });
 }
@@ -641,33 +679,13 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   // A's rows as offset bytes, block by block, and the blocks' scales.
   Value aBytes = kb.allocate({g.m, g.k}, b.getI8Type());
   Value aScales = kb.allocate({g.m, blocks}, b.getF32Type());
-  for (int64_t m = 0; m < g.m; ++m) {
-    Value row = kb.index(m);
-    kb.forLoop(kb.index(0), kb.index(g.k), kBlock, [&](Value k) {
-      SmallVector<Value> values;
-      Value largest = kb.splat(0.0);
-      for (int64_t v = 0; v < kBlock / lanes; ++v) {
-        values.push_back(kb.loadVector(g.a, {row, kb.addi(k, kb.index(v * lanes))}));
-        largest = kb.max(largest, math::AbsFOp::create(b, loc, values.back()));
-      }
-      // A NaN reaches the scale, and through it the outputs.
-      largest = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, largest);
-      Value scale = kb.div(largest, kb.f32(127.0));
-      Value half = arith::TruncFOp::create(b, loc, b.getF16Type(), scale);
-      Value rounded = arith::ExtFOp::create(b, loc, b.getF32Type(), half);
-      kb.store(rounded, aScales, {row, kb.divui(k, kBlock)});
-      Value inverse =
-          kb.splat(kb.select(kb.equals(scale, 0.0), kb.f32(0.0), kb.div(kb.f32(1.0), scale)));
-      auto ints = VectorType::get({lanes}, b.getI32Type());
-      for (int64_t v = 0; v < kBlock / lanes; ++v) {
-        Value level = arith::FPToSIOp::create(
-            b, loc, ints, math::RoundEvenOp::create(b, loc, kb.mul(values[v], inverse)));
-        Value offset = arith::AddIOp::create(b, loc, level, splatInt(ints, 128));
-        kb.storeVector(arith::TruncIOp::create(b, loc, bytesOf(lanes), offset), aBytes,
-                       {row, kb.addi(k, kb.index(v * lanes))});
-      }
+  for (int64_t m = 0; m < g.m; ++m)
+    quantizeBlocksOfA(kb, g, kb.index(m), aScales, [&](Value k, Value ints) {
+      Value offset =
+          arith::AddIOp::create(b, loc, ints, splatInt(cast<VectorType>(ints.getType()), 128));
+      kb.storeVector(arith::TruncIOp::create(b, loc, bytesOf(lanes), offset), aBytes,
+                     {kb.index(m), k});
     });
-  }
 
   SmallVector<bool> upper;
   for (int64_t lane = 0; lane < kLanes; ++lane)
