@@ -315,11 +315,11 @@ func.func @int8_transposed_weight(%x: tensor<1x352xf32>, %q: tensor<40x352xi8>, 
 
 // An int8 weight in groups of 32 along its input side (GGUF's Q8_0): with
 // int8-dot, each block of 32 activations is quantized as llama.cpp's q8_0
-// (d = max |x| / 127, the values rounded at 1 / d, d rounded to f16), and
-// each 64 bytes of a row are multiplied by vpdpbusd, lanes 0-7 scaled by the
-// first block's two scales, 8-15 by the second's; the depth tail (160 = 128
-// + 32) ends in a masked load. Without int8-dot the values are converted in
-// registers.
+// (the values rounded at 127 / max |x|, the scale max |x| / 127 rounded to
+// f16), and each 64 bytes of a row are multiplied by vpdpbusd, lanes 0-7
+// scaled by the first block's two scales, 8-15 by the second's; the depth
+// tail (160 = 128 + 32) ends in a masked load. Without int8-dot the values
+// are converted in registers.
 // CHECK-LABEL: func @int8_grouped_weight
 // CHECK-NOT: vpdpbusd
 // CHECK: arith.sitofp %{{.*}} : vector<8xi8> to vector<8xf32>

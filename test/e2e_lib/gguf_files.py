@@ -105,6 +105,7 @@ def cases():
                           tensors + [("rope_factors_long.weight", (8,), T_F32,
                                       np.ones(8, np.float32).tobytes())]),
         "window": gguf(meta + [("llama.attention.sliding_window", I32, -4)], tensors),
+        "rope-dims": gguf(meta + [("llama.rope.dimension_count", U32, 15)], tensors),
     }
 
 

@@ -366,14 +366,15 @@ def int8_activations(x):
 
 
 def int8_block_activations(x):
-    """x's rows quantized as llama.cpp's q8_0 (and the int8 dot product's
-    skinny products of weights in groups of 32): per block of 32, the scale
-    d = largest magnitude / 127 and the values rounded at 1 / d in float32,
-    then d rounded to float16; in float64."""
+    """x's rows quantized as llama.cpp's q8_0 on x86 (and the int8 dot
+    product's skinny products of weights in groups of 32): per block of 32,
+    the values rounded at 127 / largest magnitude in float32, the scale
+    d = largest / 127 rounded to float16; in float64."""
     x = np.asarray(x, dtype=np.float32)
     blocks = x.reshape(x.shape[0], -1, 32)
-    scale = np.abs(blocks).max(axis=2, keepdims=True) / np.float32(127)
-    inverse = np.divide(np.float32(1), scale, out=np.zeros_like(scale), where=scale != 0)
+    largest = np.abs(blocks).max(axis=2, keepdims=True)
+    scale = largest / np.float32(127)
+    inverse = np.divide(np.float32(127), largest, out=np.zeros_like(largest), where=largest != 0)
     q = np.rint(blocks * inverse)
     out = q.astype(np.float64) * scale.astype(np.float16).astype(np.float64)
     return torch.tensor(out.reshape(x.shape))

@@ -416,6 +416,16 @@ Value splatInt(OpBuilder &b, Location loc, VectorType type, int64_t value) {
       b, loc, DenseElementsAttr::get(type, b.getIntegerAttr(type.getElementType(), value)));
 }
 
+/// 127 / `largest` (the largest magnitude of values to quantize to int8),
+/// or 0 where it is 0 or NaN: their values then round to 0, and the NaN
+/// reaches the outputs through the scale.
+Value inverseScale(KernelBuilder &kb, Value largest) {
+  OpBuilder &b = kb.builder();
+  Value positive =
+      arith::CmpFOp::create(b, kb.location(), arith::CmpFPredicate::OGT, largest, kb.f32(0.0));
+  return kb.select(positive, kb.div(kb.f32(127.0), largest), kb.f32(0.0));
+}
+
 /// Row `row` of A quantized to int8 as the integer dot products take it: its
 /// scale (its largest magnitude over 127; a NaN reaches it, and through it
 /// the outputs) stored at aScales[row], then `store(k, valid, ints)` for each
@@ -429,16 +439,16 @@ void quantizeRowOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Value a
   auto magnitude = [&](Value k, int64_t valid) -> Value {
     return math::AbsFOp::create(b, loc, kb.loadVector(g.a, {row, k}, valid));
   };
-  Value largest = kb.forLoop(kb.index(0), kb.index(full), lanes, ValueRange{kb.splat(0.0)},
-                             [&](Value k, ValueRange carried) -> SmallVector<Value> {
-                               return {kb.max(carried[0], magnitude(k, lanes))};
-                             })[0];
+  Value largest =
+      kb.forLoop(kb.index(0), kb.index(full), lanes, ValueRange{kb.splat(0.0)},
+                 [&](Value k, ValueRange carried) -> SmallVector<Value> {
+                   return {arith::MaximumFOp::create(b, loc, carried[0], magnitude(k, lanes))};
+                 })[0];
   if (tail)
-    largest = kb.max(largest, magnitude(kb.index(full), tail));
+    largest = arith::MaximumFOp::create(b, loc, largest, magnitude(kb.index(full), tail));
   largest = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, largest);
   kb.store(kb.div(largest, kb.f32(127.0)), aScales, {row});
-  Value inverse =
-      kb.splat(kb.select(kb.equals(largest, 0.0), kb.f32(0.0), kb.div(kb.f32(127.0), largest)));
+  Value inverse = kb.splat(inverseScale(kb, largest));
   auto quantize = [&](Value k, int64_t valid) {
     Value scaled =
         math::RoundEvenOp::create(b, loc, kb.mul(kb.loadVector(g.a, {row, k}, valid), inverse));
@@ -454,7 +464,8 @@ void quantizeRowOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Value a
 /// values (K a multiple of 32): the block's scale d = its largest magnitude
 /// / 127 (a NaN reaches it), rounded to f16, stored at aScales[row, k / 32];
 /// then `store(k, ints)` for each vector of the block from k, its values
-/// rounded to even at 1 / d in f32 (as i32 lanes).
+/// rounded to even at 127 / (largest magnitude) in f32 (as i32 lanes), as
+/// llama.cpp's x86 quantize_row_q8_0 rounds them.
 void quantizeBlocksOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Value aScales,
                        llvm::function_ref<void(Value, Value)> store) {
   OpBuilder &b = kb.builder();
@@ -467,15 +478,15 @@ void quantizeBlocksOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Valu
     Value largest = kb.splat(0.0);
     for (int64_t v = 0; v < kBlock / lanes; ++v) {
       values.push_back(kb.loadVector(g.a, {row, kb.addi(k, kb.index(v * lanes))}));
-      largest = kb.max(largest, math::AbsFOp::create(b, loc, values.back()));
+      largest =
+          arith::MaximumFOp::create(b, loc, largest, math::AbsFOp::create(b, loc, values.back()));
     }
     largest = vector::ReductionOp::create(b, loc, vector::CombiningKind::MAXIMUMF, largest);
     Value scale = kb.div(largest, kb.f32(127.0));
     Value half = arith::TruncFOp::create(b, loc, b.getF16Type(), scale);
     kb.store(arith::ExtFOp::create(b, loc, b.getF32Type(), half), aScales,
              {row, kb.divui(k, kBlock)});
-    Value inverse =
-        kb.splat(kb.select(kb.equals(scale, 0.0), kb.f32(0.0), kb.div(kb.f32(1.0), scale)));
+    Value inverse = kb.splat(inverseScale(kb, largest));
     for (int64_t v = 0; v < kBlock / lanes; ++v)
       store(kb.addi(k, kb.index(v * lanes)),
             arith::FPToSIOp::create(b, loc, ints,
@@ -661,12 +672,11 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
 /// C = epilogue(A B^T) for an int8 B [N, K] with a scale per group of 32
 /// (or a multiple) along K, on targets with an int8 dot product, as
 /// llama.cpp's q8_0 products compute it: each block of 32 values of a row of
-/// A is quantized to int8 with the scale d = (its largest magnitude) / 127,
-/// rounded to f16 for the products (the values are rounded at 1 / d in f32);
-/// the exact integer dot product of a block with B's, times both blocks'
-/// scales, is summed in f32. The bytes of A are offset by 128 to unsigned
-/// ones, as in emitSkinnyGemmInt8Dot; a dot product of 64 bytes sums 4
-/// products a lane, lanes 0-7 of the first block, 8-15 of the second.
+/// A is quantized to int8 (quantizeBlocksOfA: the scale d = its largest
+/// magnitude / 127, rounded to f16); the exact integer dot product of a
+/// block with B's, times both blocks' scales, is summed in f32. The bytes of A are offset by 128 to
+/// unsigned ones, as in emitSkinnyGemmInt8Dot; a dot product of 64 bytes sums 4 products a lane,
+/// lanes 0-7 of the first block, 8-15 of the second.
 void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();

@@ -189,14 +189,13 @@ mergesFromScores(const std::vector<std::string> &tokens, const std::vector<doubl
 
 /// The added tokens of tokenizer.json for `tokens` of `types` (null: all
 /// normal): the control ones, and the user-defined ones the vocabulary
-/// `spelled` holds as written.
+/// `spelled` holds as written (not those it spells anew).
 Json addedTokensJson(const std::vector<std::string> &tokens, const GgufValue *types,
                      const std::vector<std::string> &spelled) {
   Json added = Json::array();
-  std::unordered_set<std::string> vocabulary(spelled.begin(), spelled.end());
   for (size_t id = 0; types && id < tokens.size(); ++id) {
     int64_t type = types->items[id].integer;
-    if (type == kControl || (type == kUserDefined && vocabulary.count(tokens[id])))
+    if (type == kControl || (type == kUserDefined && spelled[id] == tokens[id]))
       added.push_back({{"id", id},
                        {"content", tokens[id]},
                        {"single_word", false},
@@ -210,7 +209,8 @@ Json addedTokensJson(const std::vector<std::string> &tokens, const GgufValue *ty
 
 /// Gemma's vocabulary as transformers' GGUF loader spells it: a token of
 /// white space with a space in it is stored as that space, where the
-/// vocabulary holds it as "\u2581" times its length.
+/// vocabulary holds it as "\u2581" times its length. Should that spelling
+/// be another token's too, the later id keeps it, as in that loader.
 std::vector<std::string> gemmaSpelling(std::vector<std::string> tokens) {
   for (std::string &token : tokens) {
     std::vector<uint32_t> points;
@@ -295,7 +295,8 @@ Json xfmr::rt::ggufTokenizerJson(const GgufFile &file) {
       scores.push_back(gemma ? -static_cast<double>(scores.size())
                        : score.kind == GgufValue::Kind::Integer ? score.integer
                                                                 : score.number);
-    bool prefix = metadata.flag("tokenizer.ggml.add_space_prefix", true);
+    // Gemma's tokenizer never adds one (transformers' GemmaTokenizer).
+    bool prefix = !gemma && metadata.flag("tokenizer.ggml.add_space_prefix", true);
     Json normalizers = Json::array();
     if (prefix)
       normalizers.push_back({{"type", "Prepend"}, {"prepend", "\u2581"}});

@@ -653,13 +653,17 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
   int64_t hidden = *metadata.integer(a + ".embedding_length", true);
   int64_t layers = *metadata.integer(a + ".block_count", true);
   int64_t headDim = metadata.integer(a + ".attention.key_length").value_or(hidden / heads);
-  if (headDim <= 0 || heads % kvHeads != 0)
+  if (headDim <= 0 || heads % kvHeads != 0 || hidden < heads)
     fail(prefix + "key '" + a + ".attention.head_count': " + std::to_string(heads) +
          " heads over " + std::to_string(kvHeads) + " key/value heads of a width of " +
          std::to_string(hidden) + " is no attention");
 
   int64_t context = metadata.integer(a + ".context_length").value_or(2048);
   int64_t ropeDims = metadata.integer(a + ".rope.dimension_count").value_or(headDim);
+  if (ropeDims % 2 || ropeDims > headDim)
+    fail(prefix + "key '" + a + ".rope.dimension_count': rotates " + std::to_string(ropeDims) +
+         " of a head's " + std::to_string(headDim) +
+         " features; an even number up to it is needed");
   bool hasHead = false;
   // Rope factors as llama.cpp's converter stores them, a divisor of each
   // frequency: Llama 3's (rope_freqs) and Phi-3's longrope (long, short).
@@ -708,8 +712,7 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
       entry.data = rowsInOrder.get();
       entry.inMapping = false;
     }
-    if (arch->normsPlusOne && entry.name.size() > 11 &&
-        entry.name.compare(entry.name.size() - 11, 11, "norm.weight") == 0) {
+    if (arch->normsPlusOne && endsWith(entry.name, "norm.weight")) {
       // Back to transformers' weight, subtracting in f32 as its GGUF
       // loader does.
       if (tensor.dtype != XFMR_DTYPE_F32)
@@ -831,12 +834,17 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
           std::any_of(renamed.begin(), renamed.end(), [](const GgufTensor &tensor) {
             return tensor.name.find("q_proj.bias") != std::string::npos;
           });
-    // A window of 0 or none is full attention (Phi-4 writes 0).
+    // A window of 0 is full attention (Phi-4 writes 0), and so is none in a
+    // Gemma 3 file (llama.cpp's reading); elsewhere none is the family's
+    // default (Gemma 2's 4096, where llama.cpp requires the key).
     const GgufValue *window =
         metadata.get(a + ".attention.sliding_window", GgufValue::Kind::Integer);
     if (window && window->integer < 0)
       fail(prefix + "key '" + a + ".attention.sliding_window' is negative");
-    json["sliding_window"] = window && window->integer > 0 ? Json(window->integer) : Json();
+    if (window && window->integer > 0)
+      json["sliding_window"] = window->integer;
+    else if (window || arch->localRope)
+      json["sliding_window"] = nullptr;
   }
   int64_t vocabulary = embeddings->shape[0];
   auto tokenId = [&](const char *name) -> std::optional<int64_t> {
@@ -859,8 +867,9 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
     if (auto id = tokenId(name); id && std::find(ends.begin(), ends.end(), *id) == ends.end())
       ends.push_back(*id);
   static const char *const kEndTexts[] = {"<|eot_id|>",    "<|im_end|>",      "<|end|>",
-                                          "<end_of_turn>", "<|endoftext|>",   "<|eom_id|>",
-                                          "<EOT>",         "<|end_of_text|>", "<end_of_utterance>"};
+                                          "<|return|>",    "<|call|>",        "<end_of_turn>",
+                                          "<|endoftext|>", "<|eom_id|>",      "<EOT>",
+                                          "_<EOT>",        "<|end_of_text|>", "<end_of_utterance>"};
   const GgufValue *tokens = gguf->find("tokenizer.ggml.tokens");
   for (int64_t id = 0; tokens && tokens->kind == GgufValue::Kind::Array &&
                        id < std::min<int64_t>(vocabulary, tokens->items.size());
