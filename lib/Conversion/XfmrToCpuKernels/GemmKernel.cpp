@@ -416,6 +416,32 @@ Value splatInt(OpBuilder &b, Location loc, VectorType type, int64_t value) {
       b, loc, DenseElementsAttr::get(type, b.getIntegerAttr(type.getElementType(), value)));
 }
 
+/// The two blocks of 32 a 64-value chunk of an int8 dot product spans from
+/// `col`: the second clamped to the last of `blocks` (a chunk past K reads
+/// zeros there).
+std::pair<Value, Value> chunkBlocks(KernelBuilder &kb, Value col, int64_t blocks) {
+  Value first = kb.divui(col, 32);
+  return {first, kb.mini(kb.addi(first, kb.index(1)), kb.index(blocks - 1))};
+}
+
+/// The 16 lanes of a 64-byte dot product that sum the chunk's second block,
+/// where `second(lane)`.
+Value secondBlockLanes(KernelBuilder &kb, llvm::function_ref<bool(int64_t)> second) {
+  OpBuilder &b = kb.builder();
+  SmallVector<bool> lanes;
+  for (int64_t lane = 0; lane < 16; ++lane)
+    lanes.push_back(second(lane));
+  return arith::ConstantOp::create(
+      b, kb.location(),
+      DenseElementsAttr::get(VectorType::get({16}, b.getI1Type()), ArrayRef(lanes)));
+}
+
+/// Per lane, `of(first)`, or `of(next)` in the lanes of `second`.
+Value perBlockLanes(KernelBuilder &kb, Value second, std::pair<Value, Value> blocks,
+                    llvm::function_ref<Value(Value)> of) {
+  return kb.select(second, kb.splat(of(blocks.second)), kb.splat(of(blocks.first)));
+}
+
 /// 127 / `largest` (the largest magnitude of values to quantize to int8),
 /// or 0 where it is 0 or NaN: their values then round to 0, and the NaN
 /// reaches the outputs through the scale.
@@ -539,22 +565,17 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
   }
 
   // Lanes 4-7 and 12-15 belong to a chunk's second block.
-  SmallVector<bool> second;
-  for (int64_t lane = 0; lane < kLanes; ++lane)
-    second.push_back(lane % 8 >= 4);
-  Value secondBlock = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(VectorType::get({kLanes}, b.getI1Type()), ArrayRef(second)));
-  int64_t groups = g.k / g.groupSize;
+  Value secondBlock = secondBlockLanes(kb, [](int64_t lane) { return lane % 8 >= 4; });
   int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 8) / (g.m * (g.bMins ? 2 : 1)), 1, 2);
   kb.parallelFor(g.n, [&](Value n) {
     // Per row of A and unrolled chunk: the scaled sums, and with mins the
     // minimums' share.
     SmallVector<Value> acc(2 * g.m * unroll, kb.splat(0.0));
-    auto perLane = [&](Value of, Value col) {
-      Value first = kb.divui(col, g.groupSize);
-      Value next = kb.mini(kb.divui(kb.addi(col, kb.index(32)), g.groupSize), kb.index(groups - 1));
-      return kb.select(secondBlock, kb.splat(kb.loadWidened(of, {n, next})),
-                       kb.splat(kb.loadWidened(of, {n, first})));
+    // B's scales (or mins) of a chunk's blocks, lane by lane.
+    auto perLane = [&](Value of, std::pair<Value, Value> chunkBlocks) {
+      return perBlockLanes(kb, secondBlock, chunkBlocks, [&](Value block) {
+        return kb.loadWidened(of, {n, kb.divui(kb.muli(block, 32), g.groupSize)});
+      });
     };
     auto chunk = [&](Value col, int64_t u, int64_t validBytes) {
       Value bytes =
@@ -567,13 +588,13 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
       for (int64_t i = 0; i < kChunk; ++i)
         concat.push_back(i);
       Value nibbles = vector::ShuffleOp::create(b, loc, low, high, concat);
-      Value scales = perLane(g.bScales, col), mins = g.bMins ? perLane(g.bMins, col) : Value();
-      Value first = kb.divui(col, 32);
-      Value next = kb.mini(kb.addi(first, kb.index(1)), kb.index(blocks - 1));
+      std::pair<Value, Value> spanned = chunkBlocks(kb, col, blocks);
+      Value scales = perLane(g.bScales, spanned);
+      Value mins = g.bMins ? perLane(g.bMins, spanned) : Value();
       for (int64_t m = 0; m < g.m; ++m) {
-        // A's block scales, lane by lane.
-        Value aLanes = kb.select(secondBlock, kb.splat(kb.load(aScales, {kb.index(m), next})),
-                                 kb.splat(kb.load(aScales, {kb.index(m), first})));
+        Value aLanes = perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
+          return kb.load(aScales, {kb.index(m), block});
+        });
         Value dot =
             kb.dotInt8(splatInt(sumVector, 0), nibbles,
                        kb.loadVector(aBytes, {kb.index(m), col}, -1, splatInt(bytesOf(kChunk), 0)));
@@ -697,11 +718,7 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
                      {kb.index(m), k});
     });
 
-  SmallVector<bool> upper;
-  for (int64_t lane = 0; lane < kLanes; ++lane)
-    upper.push_back(lane >= kLanes / 2);
-  Value secondBlock = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(VectorType::get({kLanes}, b.getI1Type()), ArrayRef(upper)));
+  Value secondBlock = secondBlockLanes(kb, [](int64_t lane) { return lane >= 8; });
   Value zeroBytes = splatInt(bytesOf(kChunk), 0), highBit = splatInt(bytesOf(kChunk), -128);
   int64_t full = g.k / kChunk * kChunk;
   int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 4) / (g.m + 1), 1, 2);
@@ -710,19 +727,17 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
     auto chunk = [&](Value col, int64_t u, int64_t valid) {
       Value row = kb.loadVector(g.b, {n, col}, valid, zeroBytes);
       Value correction = kb.dotInt8(splatInt(sumVector, 0), highBit, row);
-      Value first = kb.divui(col, kBlock);
-      Value next = kb.mini(kb.addi(first, kb.index(1)), kb.index(blocks - 1));
-      auto bScale = [&](Value block) {
+      std::pair<Value, Value> spanned = chunkBlocks(kb, col, blocks);
+      Value bLanes = perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
         return kb.loadWidened(g.bScales, {n, kb.divui(kb.muli(block, kBlock), g.groupSize)});
-      };
-      Value firstScale = bScale(first), nextScale = bScale(next);
+      });
       for (int64_t m = 0; m < g.m; ++m) {
         Value dot = kb.dotInt8(splatInt(sumVector, 0),
                                kb.loadVector(aBytes, {kb.index(m), col}, valid, zeroBytes), row);
         Value exact = arith::SubIOp::create(b, loc, dot, correction);
-        Value scales = kb.select(
-            secondBlock, kb.splat(kb.mul(kb.load(aScales, {kb.index(m), next}), nextScale)),
-            kb.splat(kb.mul(kb.load(aScales, {kb.index(m), first}), firstScale)));
+        Value scales = kb.mul(bLanes, perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
+                                return kb.load(aScales, {kb.index(m), block});
+                              }));
         Value &sum = acc[m * unroll + u];
         sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), exact), scales, sum);
       }
