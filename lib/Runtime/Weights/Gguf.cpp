@@ -783,10 +783,8 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
     Json rope = Json::object();
     const GgufValue *scaling = metadata.get(a + ".rope.scaling.type", GgufValue::Kind::String);
     std::optional<int64_t> original = metadata.integer(a + ".rope.scaling.original_context_length");
-    bool longrope = ropeFactors.count("rope_factors_long.weight") ||
-                    ropeFactors.count("rope_factors_short.weight");
-    if (longrope && !(ropeFactors.count("rope_factors_long.weight") &&
-                      ropeFactors.count("rope_factors_short.weight")))
+    bool longrope = ropeFactors.count("rope_factors_long.weight");
+    if (longrope != static_cast<bool>(ropeFactors.count("rope_factors_short.weight")))
       fail(prefix + "tensors 'rope_factors_long.weight' and 'rope_factors_short.weight' come as a "
                     "pair");
     if (!ropeFactors.empty() && scaling && scaling->text != "none")
