@@ -344,6 +344,71 @@ func.func @int8_grouped_weight(%x: tensor<1x160xf32>, %q: tensor<40x160xi8>, %s:
 
 // -----
 
+// A product of more rows (a prompt's) with a 4-bit weight: with int8-dot,
+// A's rows are quantized per block of 32 in parallel (4 bytes to an i32,
+// each block's sum kept); each thread packs a panel of 32 rows of B, 64
+// values of 16 rows unpacked to bytes in value order and transposed so that
+// each i32 lane holds 4 consecutive values of one row; a tile of 6 rows x 2
+// vectors sums each block of 32 in i32 (8 vpdpbusd per accumulator from
+// zero, A's 4 bytes broadcast), takes off 8 times A's block sum (the
+// nibbles' offset) and adds the block to f32 sums scaled by both scales.
+// The last panel's 8 columns end in a masked store. Without int8-dot, the
+// f32 GEMM.
+// CHECK-LABEL: func @int4_weight_gemm
+// CHECK-NOT: vpdpbusd
+// CHECK: vector.fma
+// DOT-LABEL: func @int4_weight_gemm
+// DOT: memref.alloc() {{.*}} : memref<20x40xi32>
+// DOT: memref.alloc() {{.*}} : memref<20x5xf32>
+// DOT: memref.alloc() {{.*}} : memref<20x5xi32>
+// DOT: scf.forall
+// DOT: math.roundeven %{{.*}} : vector<16xf32>
+// DOT: vector.bitcast %{{.*}} : vector<16xi8> to vector<4xi32>
+// DOT: vector.reduction <add>, %{{.*}} : vector<16xi32> into i32
+// DOT: scf.forall (%{{.*}}) in (2)
+// DOT: memref.alloc() {{.*}} : memref<40x32xi32>
+// DOT: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44, 45, 46, 47, 16,
+// DOT: vector.bitcast %{{.*}} : vector<64xi8> to vector<16xi32>
+// DOT: vector.store %{{.*}} : memref<40x32xi32>, vector<16xi32>
+// DOT: scf.for %{{.*}} = %c0 to %{{.*}} step %c6
+// DOT: scf.for %{{.*}} = %c0 to %c5 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// DOT: vector.broadcast %{{.*}} : i32 to vector<16xi32>
+// DOT: vector.bitcast %{{.*}} : vector<16xi32> to vector<64xi8>
+// DOT-COUNT-12: call @llvm.x86.avx512.vpdpbusd.512(%cst,
+// DOT-COUNT-84: call @llvm.x86.avx512.vpdpbusd.512
+// DOT: arith.muli %{{.*}}, %c8_i32 : i32
+// DOT: arith.subi %{{.*}} : vector<16xi32>
+// DOT: arith.sitofp %{{.*}} : vector<16xi32> to vector<16xf32>
+// DOT: vector.fma
+// DOT: scf.yield
+// DOT: vector.maskedstore %{{.*}} : memref<20x40xf32>, vector<16xi1>, vector<16xf32>
+// DOT-NOT: tensor<160x40xf32>
+func.func @int4_weight_gemm(%x: tensor<20x160xf32>, %q: tensor<40x80xi8>, %s: tensor<40x5xf32>) -> tensor<20x40xf32> {
+  %d = xfmr.dequantize %q, %s {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64}
+         : (tensor<40x80xi8>, tensor<40x5xf32>) -> tensor<40x160xf32>
+  %w = xfmr.transpose %d {permutation = array<i64: 1, 0>} : (tensor<40x160xf32>) -> tensor<160x40xf32>
+  %y = xfmr.fused_linear %x, %w : (tensor<20x160xf32>, tensor<160x40xf32>) -> tensor<20x40xf32>
+  return %y : tensor<20x40xf32>
+}
+
+// -----
+
+// The integer GEMM takes whole blocks of 32: an int8 weight whose depth
+// (100) is not a multiple of 32 stays on the f32 GEMM.
+// DOT-LABEL: func @int8_gemm_uneven_depth
+// DOT-NOT: vpdpbusd
+// DOT: vector.fma
+// DOT-NOT: vpdpbusd
+func.func @int8_gemm_uneven_depth(%x: tensor<20x100xf32>, %q: tensor<40x100xi8>, %s: tensor<40x1xf32>) -> tensor<20x40xf32> {
+  %d = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 100 : i64}
+         : (tensor<40x100xi8>, tensor<40x1xf32>) -> tensor<40x100xf32>
+  %w = xfmr.transpose %d {permutation = array<i64: 1, 0>} : (tensor<40x100xf32>) -> tensor<100x40xf32>
+  %y = xfmr.fused_linear %x, %w : (tensor<20x100xf32>, tensor<100x40xf32>) -> tensor<20x40xf32>
+  return %y : tensor<20x40xf32>
+}
+
+// -----
+
 // Row kernels: softmax over the last axis, add + layer norm.
 // CHECK-LABEL: func @rows
 // CHECK: scf.forall

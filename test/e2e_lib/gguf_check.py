@@ -15,9 +15,14 @@ Q4_K, Q5_K, Q6_K (random blocks with finite scales). Then:
   gguf_file=...)`, which decodes with the `gguf` package and undoes the
   permutation and the plus one) makes of it; for Gemma 1, which that loader
   does not read, what its Gemma 2 steps make of it;
-- logits: the executable compiled from the file against the float64 forward
-  of the original config's model over those weights on a padded batch (max
-  error <= 1e-4 x max). The original config, because what the file leaves out
+- logits: the executable compiled from the file with f32 activations
+  (--int8-dot=false) against the float64 forward of the original config's
+  model over those weights on a padded batch (max error <= 1e-4 x max); with
+  --int8-dot, where the products of integer groups of 32 take int8
+  activations (AVX-512 VNNI), against that forward with those activations
+  quantized alike: >= 30% of positions within 1e-4 x max (a rounding
+  that f32 and float64 take to neighbouring levels moves the positions after
+  it; a product that differs, every one). The original config, because what the file leaves out
   transformers' loader fills with its class's defaults (Gemma 2's
   query_pre_attn_scalar and soft caps, Phi-3's rope factors) where llama.cpp
   derives it (xfmr does as llama.cpp).
@@ -28,6 +33,7 @@ Prints `PASS: <case> <what> ...` lines. Runs under the oracle's environment.
 """
 
 import argparse
+import contextlib
 import math
 import os
 import subprocess
@@ -38,6 +44,7 @@ import tokenizers
 import torch
 import transformers as tf
 from safetensors.numpy import load_file
+from transformers.pytorch_utils import Conv1D
 
 import gguf
 from gguf import GGMLQuantizationType as Q
@@ -125,6 +132,11 @@ GEMMAS = ("gemma", "gemma2", "gemma3")
 # difference of large terms): there transformers' own float32 forward is off
 # by 0.95e-4 of the largest logit, xfmr by 2.8e-4.
 TOLERANCE = {"gemma": 5e-4}
+# Logits with int8 activations (--int8-dot on hosts with AVX-512 VNNI)
+# against the float64 forward that quantizes the same activations: the share
+# of positions that must agree, and within what fraction of the largest.
+INT8_ACTIVATIONS_TOLERANCE = 1e-4
+INT8_ACTIVATIONS_AGREE = 0.3
 
 TYPES = [Q.F32, Q.Q8_0, Q.Q4_K, Q.F16, Q.Q4_0, Q.Q5_K, Q.BF16, Q.Q4_1, Q.Q6_K, Q.Q5_0, Q.Q5_1]
 K_SCALES = {Q.Q4_K: (0, 2), Q.Q5_K: (0, 2), Q.Q6_K: (208,)}
@@ -330,6 +342,7 @@ def run_case(args, case):
         stored = os.path.join(workdir, f"weights-{variant}.safetensors")
         subprocess.run([args.xfmrc, path, "--quantize", *flags, "-o", stored], check=True)
         ours = load_file(stored)
+        kept = ours
         good, narrow = True, 0
         for name, theirs in sorted(expected.items()):
             if name == "lm_head.weight" and config.tie_word_embeddings:
@@ -359,12 +372,6 @@ def run_case(args, case):
     with open(tokens, "w") as f:
         for src in sources:
             f.write(" ".join(map(str, src)) + "\n")
-    executable = os.path.join(workdir, "model")
-    subprocess.run([args.xfmrc, path, f"--batch={batch}", f"--seq-len={seq_len}", "-o",
-                    executable], check=True)
-    output = os.path.join(workdir, "out.safetensors")
-    subprocess.run([executable, f"--input={tokens}", f"--output={output}"], check=True)
-    logits = load_file(output)["logits"]
     hf = cls(config).eval()
     hf.load_state_dict({name: torch.from_numpy(values) for name, values in expected.items()})
     hf.set_attn_implementation("eager")
@@ -375,9 +382,83 @@ def run_case(args, case):
     ids, _ = padded(sources, seq_len, config.pad_token_id)
     with torch.no_grad():
         theirs = hf(input_ids=ids).logits
-    valid = position_mask([len(s) for s in sources], logits.shape)
-    ok &= compare(case, "logits", logits, theirs, valid, TOLERANCE.get(case, 1e-4))
+    with torch.no_grad(), int8_activations(hf, kept, config):
+        theirs_int8 = hf(input_ids=ids).logits
+    for int8_dot in (False, True):
+        executable = os.path.join(workdir, "model")
+        subprocess.run([args.xfmrc, path, f"--batch={batch}", f"--seq-len={seq_len}",
+                        f"--int8-dot={str(int8_dot).lower()}", "-o", executable], check=True)
+        output = os.path.join(workdir, "out.safetensors")
+        subprocess.run([executable, f"--input={tokens}", f"--output={output}"], check=True)
+        logits = load_file(output)["logits"]
+        valid = position_mask([len(s) for s in sources], logits.shape)
+        if int8_dot:
+            ok &= compare_positions(case, logits, theirs_int8, valid)
+        else:
+            ok &= compare(case, "logits", logits, theirs, valid, TOLERANCE.get(case, 1e-4))
     return ok
+
+
+def compare_positions(case, ours, theirs, valid):
+    """The share of valid positions whose logits all lie within
+    INT8_ACTIVATIONS_TOLERANCE x the largest of `theirs`: at least
+    INT8_ACTIVATIONS_AGREE. An activation that f32 and float64 round to
+    neighbouring int8 levels moves its position and the later ones of its
+    sequence (in a random model, by up to a few percent); a product that
+    differs moves every position."""
+    theirs = theirs.detach().numpy()
+    positions = valid.any(axis=-1)
+    error = np.abs(ours - theirs).max(axis=-1)[positions]
+    share = float(np.mean(error <= INT8_ACTIVATIONS_TOLERANCE * np.abs(theirs)[valid].max()))
+    good = share >= INT8_ACTIVATIONS_AGREE
+    print(f"{'PASS' if good else 'FAIL'}: {case} logits, int8 activations: {share:.0%} of "
+          f"positions within {INT8_ACTIVATIONS_TOLERANCE:g} of the largest (at least "
+          f"{INT8_ACTIVATIONS_AGREE:.0%})", flush=True)
+    return good
+
+
+def has_vnni():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "avx512_vnni" in f.read().split()
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def int8_activations(model, kept, config):
+    """On hosts with AVX-512 VNNI, the inputs of `model`'s linear layers
+    whose weights xfmr keeps (`kept`) as integer groups of 32 (or a multiple)
+    quantized as its integer products take them, as llama.cpp's q8_0: per
+    block of 32 in float32, rounded to even at 127 / the largest magnitude,
+    the scale largest / 127 rounded to float16."""
+    def quantize(module, inputs):
+        x = inputs[0]
+        blocks = x.float().reshape(*x.shape[:-1], -1, 32)
+        largest = blocks.abs().amax(dim=-1, keepdim=True)
+        inverse = torch.where(largest > 0, 127 / largest, torch.zeros_like(largest))
+        scale = (largest / 127).half().double()
+        return (torch.round(blocks * inverse).double() * scale).reshape(x.shape), *inputs[1:]
+
+    handles = []
+    for name, module in model.named_modules() if has_vnni() else ():
+        if isinstance(module, torch.nn.Linear):
+            in_features = module.in_features
+        elif isinstance(module, Conv1D):
+            in_features = module.weight.shape[0]
+        else:
+            continue
+        if name == "lm_head" and config.tie_word_embeddings:
+            name = "model.embed_tokens"
+        short = name.removeprefix("model.").removeprefix("transformer.") + ".weight"
+        scales = kept.get(short + ":scales")
+        if scales is not None and (in_features // scales.shape[1]) % 32 == 0:
+            handles.append(module.register_forward_pre_hook(quantize))
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def run_chat(args):

@@ -292,7 +292,7 @@ def gen_int8_weights():
     # (64 lanes), one of whose rows is zeros.
     xt = randn(2, 160)
     xt[1] = 0
-    return dict(x=randn(3, 64), xl=randn(70, 64), xt=xt,
+    return dict(x=randn(3, 64), xl=randn(70, 64), xt=xt, xlt=randn(9, 160),
                 w_kn=randn(64, 96, scale=0.2), w_nk=randn(100, 64, scale=0.2),
                 w_tail=randn(40, 160, scale=0.2),
                 b=randn(100, scale=0.1),
@@ -348,11 +348,12 @@ def int4_dequantized(w, axis, group, mins=False, bf16_scales=False):
 
 
 def ref_int4_weights(x, group, mins=False, bf16_scales=False, int8_dot=False):
-    """int8_dot: the skinny products take int8 activations per block of 32
+    """int8_dot: every product takes int8 activations per block of 32
     (xfmrc --int8-dot on a host with AVX-512 VNNI)."""
+    activations = int8_block_activations if int8_dot else t
     return ref_narrow_weights(x, *(int4_dequantized(x[n], axis, group, mins, bf16_scales)
                                    for n, axis in (("w_kn", 0), ("w_nk", 1), ("w_tail", 1))),
-                              int8_block_activations if int8_dot else t)
+                              activations, activations)
 
 
 def int8_activations(x):
@@ -380,26 +381,28 @@ def int8_block_activations(x):
     return torch.tensor(out.reshape(x.shape))
 
 
-def ref_narrow_weights(x, kn, nk, tail, skinny=t):
+def ref_narrow_weights(x, kn, nk, tail, skinny=t, gemm=t):
     """The int8_weights products with the stored weights kn, nk and tail;
-    skinny(x) is what the skinny products multiply."""
+    skinny(x) is what the skinny products multiply, gemm(x) the others."""
     square = torch.tensor(x["sq"].astype(np.float64)) * t(x["ss"])
-    xs = skinny(x["x"])
+    xs, xl = skinny(x["x"]), gemm(x["xl"])
     return dict(skinny_kn=xs @ kn, skinny_nk=xs @ nk.T + t(x["b"]),
                 skinny_tail=skinny(x["xt"]) @ tail.T,
                 square_rows=t(x["x"]) @ square,
-                gemm_kn=t(x["xl"]) @ kn, gemm_nk=torch.relu(t(x["xl"]) @ nk.T + t(x["b"])))
+                gemm_kn=xl @ kn, gemm_nk=torch.relu(xl @ nk.T + t(x["b"])),
+                gemm_tail=gemm(x["xlt"]) @ tail.T)
 
 
 def ref_int8_weights(x, group, bf16_scales=False, int8_dot=False):
-    """int8_dot: the skinny products take int8 activations (xfmrc --int8-dot
-    on a host with AVX-512 VNNI): a scale per row where the weights have one
-    per channel, per block of 32 where they have one per group."""
-    activations = (int8_block_activations if group else int8_activations) if int8_dot else t
+    """int8_dot: the products take int8 activations (xfmrc --int8-dot on a
+    host with AVX-512 VNNI): the skinny ones a scale per row where the
+    weights have one per channel, the others (and all of grouped weights)
+    one per block of 32."""
+    skinny = (int8_block_activations if group else int8_activations) if int8_dot else t
     return ref_narrow_weights(x, int8_dequantized(x["w_kn"], 0, group, bf16_scales),
                               int8_dequantized(x["w_nk"], 1, group, bf16_scales),
                               int8_dequantized(x["w_tail"], 1, group, bf16_scales),
-                              activations)
+                              skinny, int8_block_activations if int8_dot else t)
 
 
 def ref_bf16_weights(x):

@@ -491,9 +491,10 @@ void quantizeRowOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Value a
 /// / 127 (a NaN reaches it), rounded to f16, stored at aScales[row, k / 32];
 /// then `store(k, ints)` for each vector of the block from k, its values
 /// rounded to even at 127 / (largest magnitude) in f32 (as i32 lanes), as
-/// llama.cpp's x86 quantize_row_q8_0 rounds them.
+/// llama.cpp's x86 quantize_row_q8_0 rounds them; with `aSums`, the sum of
+/// the block's integers at aSums[row, k / 32].
 void quantizeBlocksOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Value aScales,
-                       llvm::function_ref<void(Value, Value)> store) {
+                       llvm::function_ref<void(Value, Value)> store, Value aSums = {}) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   constexpr int64_t kBlock = 32;
@@ -513,10 +514,16 @@ void quantizeBlocksOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Valu
     kb.store(arith::ExtFOp::create(b, loc, b.getF32Type(), half), aScales,
              {row, kb.divui(k, kBlock)});
     Value inverse = kb.splat(inverseScale(kb, largest));
-    for (int64_t v = 0; v < kBlock / lanes; ++v)
-      store(kb.addi(k, kb.index(v * lanes)),
-            arith::FPToSIOp::create(b, loc, ints,
-                                    math::RoundEvenOp::create(b, loc, kb.mul(values[v], inverse))));
+    Value sum;
+    for (int64_t v = 0; v < kBlock / lanes; ++v) {
+      Value quantized = arith::FPToSIOp::create(
+          b, loc, ints, math::RoundEvenOp::create(b, loc, kb.mul(values[v], inverse)));
+      store(kb.addi(k, kb.index(v * lanes)), quantized);
+      sum = sum ? arith::AddIOp::create(b, loc, sum, quantized).getResult() : quantized;
+    }
+    if (aSums)
+      kb.store(vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, sum), aSums,
+               {row, kb.divui(k, kBlock)});
   });
 }
 
@@ -757,6 +764,182 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   });
 }
 
+/// Whether emitGemmIntegerDot takes a product: an int8 or 4-bit B^T with
+/// groups of a multiple of 32 along K, on targets with an int8 dot product.
+bool takesIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
+  return kb.cpu().int8Dot && g.transposeB && !g.transposeA && g.bScales && g.groupAxis == 1 &&
+         g.groupSize % 32 == 0 && g.k % 32 == 0;
+}
+
+/// C = epilogue(A B^T) for an int8 or 4-bit B [N, K] with groups of 32 (or
+/// a multiple) along K, on targets with an int8 dot product: the GEMM of
+/// prompts, as llama.cpp's q8_0 products compute it. A's rows are quantized
+/// per block of 32 (quantizeBlocksOfA) to signed bytes. Each parallel task
+/// packs a panel of 32 rows of B as unsigned bytes, 4 consecutive values of
+/// a row per i32 lane ([K / 4][32]), with its groups' scales (and mins) per
+/// block ([K / 32][32]); a register tile of 4 rows x 2 vectors of columns
+/// then sums each block in i32 on vpdpbusd (A's 4 bytes broadcast) and adds
+/// it to f32 sums scaled by both blocks' scales. B's bytes are offset to be
+/// unsigned (int8 by 128; 4 bits by 8 unless their groups have mins), which
+/// a block's sum undoes with that offset times the sum of A's block; a
+/// group's min adds min times A's block sum, scaled.
+void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  constexpr int64_t kBlock = 32, kLanes = 16, kPanel = 2 * kLanes, kQuads = kBlock / 4;
+  constexpr int64_t kTileRows = 6;
+  int64_t blocks = g.k / kBlock, quads = g.k / 4;
+  int64_t offset = g.bits == 8 ? 128 : g.bMins ? 0 : 8;
+  Type i8 = b.getI8Type(), i32 = b.getI32Type(), f32 = b.getF32Type();
+  auto bytesOf = [&](int64_t count) { return VectorType::get({count}, i8); };
+  auto quadVector = VectorType::get({kLanes}, i32);
+  auto splatInt = [&](VectorType type, int64_t value) { return ::splatInt(b, loc, type, value); };
+  auto asBytes = [&](Value quadLanes) {
+    return vector::BitCastOp::create(b, loc, bytesOf(4 * kLanes), quadLanes).getResult();
+  };
+
+  // A's rows as signed bytes, 4 to an i32, with their blocks' scales and
+  // sums.
+  Value aQuads = kb.allocate({g.m, quads}, i32);
+  Value aScales = kb.allocate({g.m, blocks}, f32);
+  Value aSums = kb.allocate({g.m, blocks}, i32);
+  forEachRow(kb, g.m, g.k, [&](Value row) {
+    quantizeBlocksOfA(
+        kb, g, row, aScales,
+        [&](Value k, Value ints) {
+          int64_t lanes = cast<VectorType>(ints.getType()).getNumElements();
+          Value bytes = arith::TruncIOp::create(b, loc, bytesOf(lanes), ints);
+          Value packed =
+              vector::BitCastOp::create(b, loc, VectorType::get({lanes / 4}, i32), bytes);
+          kb.storeVector(packed, aQuads, {row, kb.divui(k, 4)});
+        },
+        aSums);
+  });
+
+  // B's row `n` (clamped to the last), 64 values from `k` (`valid` of them)
+  // as unsigned bytes, 4 to an i32 lane.
+  Value lastRow = kb.index(g.n - 1);
+  auto rowQuads = [&](Value n, Value k, int64_t valid) {
+    n = kb.mini(n, lastRow);
+    if (g.bits == 8) {
+      Value bytes = kb.loadVector(g.b, {n, k}, valid, splatInt(bytesOf(64), 0));
+      bytes = arith::XOrIOp::create(b, loc, bytes, splatInt(bytesOf(64), -128));
+      return vector::BitCastOp::create(b, loc, quadVector, bytes).getResult();
+    }
+    Value bytes = kb.loadVector(g.b, {n, kb.divui(k, 2)}, valid / 2, splatInt(bytesOf(32), 0));
+    Value mask = splatInt(bytesOf(32), 0x0F);
+    Value low = arith::AndIOp::create(b, loc, bytes, mask);
+    Value high = arith::AndIOp::create(
+        b, loc, arith::ShRUIOp::create(b, loc, bytes, splatInt(bytesOf(32), 4)), mask);
+    // Values 0-15 of a block of 32 are the low nibbles of its 16 bytes,
+    // 16-31 the high ones.
+    SmallVector<int64_t> order;
+    for (int64_t block = 0; block < 2; ++block)
+      for (int64_t half = 0; half < 2; ++half)
+        for (int64_t i = 0; i < kLanes; ++i)
+          order.push_back(half * 32 + block * kLanes + i);
+    Value values = vector::ShuffleOp::create(b, loc, low, high, order);
+    return vector::BitCastOp::create(b, loc, quadVector, values).getResult();
+  };
+
+  int64_t panels = (g.n + kPanel - 1) / kPanel, lastColumns = g.n - (panels - 1) * kPanel;
+  kb.parallelFor(panels, [&](Value panel) {
+    Value first = kb.muli(panel, kPanel);
+    Value packed = kb.allocate({quads, kPanel}, i32);
+    Value scales = kb.allocate({blocks, kPanel}, f32);
+    Value mins = g.bMins ? kb.allocate({blocks, kPanel}, f32) : Value();
+    // 16 rows of 16 quads at a time, transposed in registers.
+    auto packQuads = [&](Value k, int64_t valid) {
+      for (int64_t half = 0; half < 2; ++half) {
+        SmallVector<Value> rows;
+        for (int64_t r = 0; r < kLanes; ++r)
+          rows.push_back(rowQuads(kb.addi(first, kb.index(half * kLanes + r)), k, valid));
+        for (auto [q, column] : llvm::enumerate(kb.transpose(rows)))
+          if (static_cast<int64_t>(q) * 4 < valid)
+            kb.storeVector(column, packed,
+                           {kb.addi(kb.divui(k, 4), kb.index(q)), kb.index(half * kLanes)});
+      }
+    };
+    int64_t full = g.k / 64 * 64;
+    kb.forLoop(kb.index(0), kb.index(full), 64, [&](Value k) { packQuads(k, 64); });
+    if (g.k > full)
+      packQuads(kb.index(full), g.k - full);
+    kb.forLoop(kb.index(0), kb.index(blocks), 1, [&](Value block) {
+      Value group = kb.divui(kb.muli(block, kBlock), g.groupSize);
+      for (int64_t r = 0; r < kPanel; ++r) {
+        Value n = kb.mini(kb.addi(first, kb.index(r)), lastRow);
+        kb.store(kb.loadWidened(g.bScales, {n, group}), scales, {block, kb.index(r)});
+        if (mins)
+          kb.store(kb.loadWidened(g.bMins, {n, group}), mins, {block, kb.index(r)});
+      }
+    });
+
+    auto tile = [&](Value row, int64_t rows, int64_t columns) {
+      auto rowIndex = [&](int64_t i) { return kb.addi(row, kb.index(i)); };
+      SmallVector<Value> acc(rows * 2, kb.splat(0.0));
+      acc = llvm::to_vector(
+          kb.forLoop(kb.index(0), kb.index(blocks), 1, acc, [&](Value block, ValueRange carried) {
+            SmallVector<Value> next(carried.begin(), carried.end());
+            SmallVector<Value> sums(rows * 2, splatInt(quadVector, 0));
+            for (int64_t q = 0; q < kQuads; ++q) {
+              Value quad = kb.addi(kb.muli(block, kQuads), kb.index(q));
+              Value bBytes[2] = {
+                  asBytes(kb.loadVector(packed, {quad, kb.index(0)}, -1, splatInt(quadVector, 0))),
+                  asBytes(kb.loadVector(packed, {quad, kb.index(kLanes)}, -1,
+                                        splatInt(quadVector, 0)))};
+              for (int64_t i = 0; i < rows; ++i) {
+                Value aBytes = asBytes(vector::BroadcastOp::create(
+                    b, loc, quadVector, kb.load(aQuads, {rowIndex(i), quad})));
+                for (int64_t j = 0; j < 2; ++j)
+                  sums[i * 2 + j] = kb.dotInt8(sums[i * 2 + j], bBytes[j], aBytes);
+              }
+            }
+            Value bScales[2], bMins[2];
+            for (int64_t j = 0; j < 2; ++j) {
+              bScales[j] = kb.loadVector(scales, {block, kb.index(j * kLanes)});
+              if (mins)
+                bMins[j] = kb.loadVector(mins, {block, kb.index(j * kLanes)});
+            }
+            for (int64_t i = 0; i < rows; ++i) {
+              Value aScale = kb.load(aScales, {rowIndex(i), block});
+              Value aSum = kb.load(aSums, {rowIndex(i), block});
+              Value correction, minWeight;
+              if (offset)
+                correction = vector::BroadcastOp::create(
+                    b, loc, quadVector,
+                    arith::MulIOp::create(b, loc, aSum,
+                                          arith::ConstantIntOp::create(b, loc, i32, offset)));
+              if (mins)
+                minWeight = kb.splat(kb.mul(arith::SIToFPOp::create(b, loc, f32, aSum), aScale));
+              for (int64_t j = 0; j < 2; ++j) {
+                Value exact = sums[i * 2 + j];
+                if (correction)
+                  exact = arith::SubIOp::create(b, loc, exact, correction);
+                Value &sum = next[i * 2 + j];
+                sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), exact),
+                             kb.mul(bScales[j], kb.splat(aScale)), sum);
+                if (minWeight)
+                  sum = kb.fma(bMins[j], minWeight, sum);
+              }
+            }
+            return next;
+          }));
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j * kLanes < columns; ++j)
+          storeFinished(kb, g, acc[i * 2 + j], rowIndex(i), kb.addi(first, kb.index(j * kLanes)),
+                        std::min(kLanes, columns - j * kLanes), /*scalar=*/false);
+    };
+    auto allRows = [&](int64_t columns) {
+      kb.forRowTiles(kb.index(0), g.m, kTileRows,
+                     [&](Value row, int64_t rows) { tile(row, rows, columns); });
+    };
+    if (lastColumns == kPanel)
+      return allRows(kPanel);
+    kb.ifThenElse(
+        kb.below(panel, panels - 1), [&] { allRows(kPanel); }, [&] { allRows(lastColumns); });
+  });
+}
+
 } // namespace
 
 Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB,
@@ -806,6 +989,10 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
       emitSkinnyGemmAlongN(kb, g);
     else
       emitSkinnyGemmAlongK(kb, g);
+    return kb.asTensor(g.c);
+  }
+  if (takesIntegerDot(kb, g)) {
+    emitGemmIntegerDot(kb, g);
     return kb.asTensor(g.c);
   }
 
