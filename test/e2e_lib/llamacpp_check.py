@@ -8,9 +8,11 @@ llama.cpp (`llama_model_quantize`) to Q8_0, Q4_0 and Q4_K_M. For each file:
 
 - logits: xfmr's executable compiled from the file against llama.cpp's
   logits (`logits_all`) for the same tokens: the largest error within a
-  stated fraction of the largest logit, per type (llama.cpp rounds the
-  activations of its products to f16 or to 8-bit blocks, xfmr keeps them in
-  f32, so the bound grows as the weights narrow);
+  stated fraction of the largest logit, per type (both round the
+  activations of integer-group products to 8-bit blocks, llama.cpp's
+  K-quants to blocks of 256, and a random model's activations that the two
+  round to neighbouring levels move the logits after them, so the bound
+  grows as the weights narrow);
 - greedy tokens (F16 and Q8_0): 32 steps of xfmr's generator (`--ids
   --temp 0`) identical to llama.cpp's argmax decoding. The generator
   prefills 8 tokens a call, so that its Q8_0 products all take the

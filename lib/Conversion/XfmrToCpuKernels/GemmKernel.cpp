@@ -12,8 +12,9 @@
 // loaded or packed, or int8 with scales (xfmr.dequantize), converted and
 // scaled as it is loaded or packed, or 4 bits a value, unpacked the same
 // way. Skinny products (decoding) stream B
-// once; with AVX-512 VNNI those of an int8 B^T quantize A to int8 and take
-// integer dot products instead.
+// once. With AVX-512 VNNI, products of an int8 or 4-bit B^T quantize A to
+// int8 and take integer dot products instead: the skinny ones, and GEMMs of
+// weights in groups of 32 along K.
 //
 //===----------------------------------------------------------------------===//
 
