@@ -393,8 +393,31 @@ func.func @int4_weight_gemm(%x: tensor<20x160xf32>, %q: tensor<40x80xi8>, %s: te
 
 // -----
 
-// The integer GEMM takes whole blocks of 32: an int8 weight whose depth
-// (100) is not a multiple of 32 stays on the f32 GEMM.
+// An int8 weight in groups of 16 (GGUF's Q6_K): the integer GEMM sums spans
+// of 16 values (4 vpdpbusd per accumulator from zero), A's sums kept per 16
+// and B's scales packed per 16; A's scale stays one per block of 32.
+// DOT-LABEL: func @int8_groups16_gemm
+// DOT: memref.alloc() {{.*}} : memref<20x2xf32>
+// DOT: memref.alloc() {{.*}} : memref<20x4xi32>
+// DOT: memref.alloc() {{.*}} : memref<4x32xf32>
+// DOT: scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args
+// DOT-COUNT-12: call @llvm.x86.avx512.vpdpbusd.512(%cst,
+// DOT-COUNT-36: call @llvm.x86.avx512.vpdpbusd.512
+// DOT-NOT: call @llvm.x86.avx512.vpdpbusd.512
+// DOT: arith.muli %{{.*}}, %c128_i32 : i32
+// DOT: scf.yield
+func.func @int8_groups16_gemm(%x: tensor<20x64xf32>, %q: tensor<40x64xi8>, %s: tensor<40x4xf32>) -> tensor<20x40xf32> {
+  %d = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 16 : i64}
+         : (tensor<40x64xi8>, tensor<40x4xf32>) -> tensor<40x64xf32>
+  %w = xfmr.transpose %d {permutation = array<i64: 1, 0>} : (tensor<40x64xf32>) -> tensor<64x40xf32>
+  %y = xfmr.fused_linear %x, %w : (tensor<20x64xf32>, tensor<64x40xf32>) -> tensor<20x40xf32>
+  return %y : tensor<20x40xf32>
+}
+
+// -----
+
+// The integer GEMM takes whole blocks of 32 of A: an int8 weight whose
+// depth (100) is not a multiple of 32 stays on the f32 GEMM.
 // DOT-LABEL: func @int8_gemm_uneven_depth
 // DOT-NOT: vpdpbusd
 // DOT: vector.fma

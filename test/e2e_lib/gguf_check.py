@@ -18,7 +18,7 @@ Q4_K, Q5_K, Q6_K (random blocks with finite scales). Then:
 - logits: the executable compiled from the file with f32 activations
   (--int8-dot=false) against the float64 forward of the original config's
   model over those weights on a padded batch (max error <= 1e-4 x max); with
-  --int8-dot, where the products of integer groups of 32 take int8
+  --int8-dot, where the products of integer groups take int8
   activations (AVX-512 VNNI), against that forward with those activations
   quantized alike: >= 30% of positions within 1e-4 x max (a rounding
   that f32 and float64 take to neighbouring levels moves the positions after
@@ -428,8 +428,8 @@ def has_vnni():
 @contextlib.contextmanager
 def int8_activations(model, kept, config):
     """On hosts with AVX-512 VNNI, the inputs of `model`'s linear layers
-    whose weights xfmr keeps (`kept`) as integer groups of 32 (or a multiple)
-    quantized as its integer products take them, as llama.cpp's q8_0: per
+    whose weights xfmr keeps (`kept`) as integer groups of 16 or 32 (or a
+    multiple) quantized as its integer products take them, as llama.cpp's q8_0: per
     block of 32 in float32, rounded to even at 127 / the largest magnitude,
     the scale largest / 127 rounded to float16."""
     def quantize(module, inputs):
@@ -452,7 +452,7 @@ def int8_activations(model, kept, config):
             name = "model.embed_tokens"
         short = name.removeprefix("model.").removeprefix("transformer.") + ".weight"
         scales = kept.get(short + ":scales")
-        if scales is not None and (in_features // scales.shape[1]) % 32 == 0:
+        if scales is not None and (in_features // scales.shape[1]) % 16 == 0:
             handles.append(module.register_forward_pre_hook(quantize))
     try:
         yield

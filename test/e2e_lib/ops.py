@@ -405,6 +405,22 @@ def ref_int8_weights(x, group, bf16_scales=False, int8_dot=False):
                               skinny, int8_block_activations if int8_dot else t)
 
 
+def gen_int8_groups16():
+    """int8 weights with a scale per 16 values along the input side (GGUF's
+    Q6_K), as inputs: a skinny product and a GEMM with a column tail."""
+    return dict(x=randn(3, 64), xl=randn(70, 64),
+                q=RNG.integers(-32, 32, size=(40, 64)).astype(np.int8),
+                s=randn(40, 4, scale=0.01))
+
+
+def ref_int8_groups16(x, int8_dot=False):
+    """int8_dot: the GEMM takes int8 activations per block of 32; the skinny
+    product has no integer dot product for groups of 16."""
+    w = torch.tensor(x["q"].astype(np.float64)) * t(np.repeat(x["s"], 16, axis=1))
+    xl = int8_block_activations(x["xl"]) if int8_dot else t(x["xl"])
+    return dict(skinny_g16=t(x["x"]) @ w.T, gemm_g16=xl @ w.T)
+
+
 def ref_bf16_weights(x):
     """The int8_weights products with the weights rounded to bf16."""
     return ref_narrow_weights(x, *(torch.tensor(x[n]).to(torch.bfloat16).to(F64)
@@ -751,6 +767,8 @@ CASES = {"attention": (gen_attention, ref_attention),
          "int8_weights_32_bf16_scales_dot": (
              gen_int8_weights, lambda x: ref_int8_weights(x, 32, bf16_scales=True, int8_dot=True)),
          "bf16_weights": (gen_int8_weights, ref_bf16_weights),
+         "int8_groups16": (gen_int8_groups16, ref_int8_groups16),
+         "int8_groups16_dot": (gen_int8_groups16, lambda x: ref_int8_groups16(x, True)),
          "int4_weights_32": (gen_int8_weights, lambda x: ref_int4_weights(x, 32)),
          "int4_weights_32_mins": (gen_int8_weights, lambda x: ref_int4_weights(x, 32, True)),
          "int4_weights_32_mins_bf16": (gen_int8_weights,

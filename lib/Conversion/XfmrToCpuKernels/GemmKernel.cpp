@@ -493,9 +493,10 @@ void quantizeRowOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Value a
 /// then `store(k, ints)` for each vector of the block from k, its values
 /// rounded to even at 127 / (largest magnitude) in f32 (as i32 lanes), as
 /// llama.cpp's x86 quantize_row_q8_0 rounds them; with `aSums`, the sum of
-/// the block's integers at aSums[row, k / 32].
+/// each `sumSpan` of them (16 or 32) at aSums[row, k / sumSpan].
 void quantizeBlocksOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Value aScales,
-                       llvm::function_ref<void(Value, Value)> store, Value aSums = {}) {
+                       llvm::function_ref<void(Value, Value)> store, Value aSums = {},
+                       int64_t sumSpan = 32) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   constexpr int64_t kBlock = 32;
@@ -517,14 +518,20 @@ void quantizeBlocksOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Valu
     Value inverse = kb.splat(inverseScale(kb, largest));
     Value sum;
     for (int64_t v = 0; v < kBlock / lanes; ++v) {
+      Value at = kb.addi(k, kb.index(v * lanes));
       Value quantized = arith::FPToSIOp::create(
           b, loc, ints, math::RoundEvenOp::create(b, loc, kb.mul(values[v], inverse)));
-      store(kb.addi(k, kb.index(v * lanes)), quantized);
+      store(at, quantized);
+      if (!aSums)
+        continue;
       sum = sum ? arith::AddIOp::create(b, loc, sum, quantized).getResult() : quantized;
+      if ((v + 1) * lanes % sumSpan == 0) {
+        Value span = kb.divui(kb.addi(k, kb.index((v + 1) * lanes - sumSpan)), sumSpan);
+        kb.store(vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, sum), aSums,
+                 {row, span});
+        sum = {};
+      }
     }
-    if (aSums)
-      kb.store(vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, sum), aSums,
-               {row, kb.divui(k, kBlock)});
   });
 }
 
@@ -766,30 +773,33 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
 }
 
 /// Whether emitGemmIntegerDot takes a product: an int8 or 4-bit B^T with
-/// groups of a multiple of 32 along K, on targets with an int8 dot product.
+/// groups of a multiple of 32 along K (int8 also of 16, GGUF's Q6_K), on
+/// targets with an int8 dot product.
 bool takesIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
   return kb.cpu().int8Dot && g.transposeB && !g.transposeA && g.bScales && g.groupAxis == 1 &&
-         g.groupSize % 32 == 0 && g.k % 32 == 0;
+         (g.groupSize % 32 == 0 || (g.bits == 8 && g.groupSize == 16)) && g.k % 32 == 0;
 }
 
 /// C = epilogue(A B^T) for an int8 or 4-bit B [N, K] with groups of 32 (or
-/// a multiple) along K, on targets with an int8 dot product: the GEMM of
-/// prompts, as llama.cpp's q8_0 products compute it. A's rows are quantized
-/// per block of 32 (quantizeBlocksOfA) to signed bytes. Each parallel task
-/// packs a panel of 32 rows of B as unsigned bytes, 4 consecutive values of
-/// a row per i32 lane ([K / 4][32]), with its groups' scales (and mins) per
-/// block ([K / 32][32]); a register tile of 4 rows x 2 vectors of columns
-/// then sums each block in i32 on vpdpbusd (A's 4 bytes broadcast) and adds
-/// it to f32 sums scaled by both blocks' scales. B's bytes are offset to be
-/// unsigned (int8 by 128; 4 bits by 8 unless their groups have mins), which
-/// a block's sum undoes with that offset times the sum of A's block; a
-/// group's min adds min times A's block sum, scaled.
+/// a multiple, or 16) along K, on targets with an int8 dot product: the
+/// GEMM of prompts, as llama.cpp's q8_0 products compute it. A's rows are
+/// quantized per block of 32 (quantizeBlocksOfA) to signed bytes. Each
+/// parallel task packs a panel of 32 rows of B as unsigned bytes, 4
+/// consecutive values of a row per i32 lane ([K / 4][32]), with its groups'
+/// scales (and mins) per span of 32 values, or 16 for groups of 16
+/// ([K / span][32]); a register tile of 6 rows x 2 vectors of columns then
+/// sums each span in i32 on vpdpbusd (A's 4 bytes broadcast) and adds it to
+/// f32 sums scaled by both scales. B's bytes are offset to be unsigned (int8
+/// by 128; 4 bits by 8 unless their groups have mins), which a span's sum
+/// undoes with that offset times the sum of A's span; a group's min adds
+/// min times A's span sum, scaled.
 void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  constexpr int64_t kBlock = 32, kLanes = 16, kPanel = 2 * kLanes, kQuads = kBlock / 4;
+  constexpr int64_t kBlock = 32, kLanes = 16, kPanel = 2 * kLanes;
   constexpr int64_t kTileRows = 6;
-  int64_t blocks = g.k / kBlock, quads = g.k / 4;
+  int64_t span = std::min(g.groupSize, kBlock), spanQuads = span / 4;
+  int64_t blocks = g.k / kBlock, spans = g.k / span, quads = g.k / 4;
   int64_t offset = g.bits == 8 ? 128 : g.bMins ? 0 : 8;
   Type i8 = b.getI8Type(), i32 = b.getI32Type(), f32 = b.getF32Type();
   auto bytesOf = [&](int64_t count) { return VectorType::get({count}, i8); };
@@ -800,10 +810,10 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
   };
 
   // A's rows as signed bytes, 4 to an i32, with their blocks' scales and
-  // sums.
+  // their spans' sums.
   Value aQuads = kb.allocate({g.m, quads}, i32);
   Value aScales = kb.allocate({g.m, blocks}, f32);
-  Value aSums = kb.allocate({g.m, blocks}, i32);
+  Value aSums = kb.allocate({g.m, spans}, i32);
   forEachRow(kb, g.m, g.k, [&](Value row) {
     quantizeBlocksOfA(
         kb, g, row, aScales,
@@ -814,7 +824,7 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
               vector::BitCastOp::create(b, loc, VectorType::get({lanes / 4}, i32), bytes);
           kb.storeVector(packed, aQuads, {row, kb.divui(k, 4)});
         },
-        aSums);
+        aSums, span);
   });
 
   // B's row `n` (clamped to the last), 64 values from `k` (`valid` of them)
@@ -847,8 +857,8 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
   kb.parallelFor(panels, [&](Value panel) {
     Value first = kb.muli(panel, kPanel);
     Value packed = kb.allocate({quads, kPanel}, i32);
-    Value scales = kb.allocate({blocks, kPanel}, f32);
-    Value mins = g.bMins ? kb.allocate({blocks, kPanel}, f32) : Value();
+    Value scales = kb.allocate({spans, kPanel}, f32);
+    Value mins = g.bMins ? kb.allocate({spans, kPanel}, f32) : Value();
     // 16 rows of 16 quads at a time, transposed in registers.
     auto packQuads = [&](Value k, int64_t valid) {
       for (int64_t half = 0; half < 2; ++half) {
@@ -865,13 +875,13 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
     kb.forLoop(kb.index(0), kb.index(full), 64, [&](Value k) { packQuads(k, 64); });
     if (g.k > full)
       packQuads(kb.index(full), g.k - full);
-    kb.forLoop(kb.index(0), kb.index(blocks), 1, [&](Value block) {
-      Value group = kb.divui(kb.muli(block, kBlock), g.groupSize);
+    kb.forLoop(kb.index(0), kb.index(spans), 1, [&](Value at) {
+      Value group = kb.divui(kb.muli(at, span), g.groupSize);
       for (int64_t r = 0; r < kPanel; ++r) {
         Value n = kb.mini(kb.addi(first, kb.index(r)), lastRow);
-        kb.store(kb.loadWidened(g.bScales, {n, group}), scales, {block, kb.index(r)});
+        kb.store(kb.loadWidened(g.bScales, {n, group}), scales, {at, kb.index(r)});
         if (mins)
-          kb.store(kb.loadWidened(g.bMins, {n, group}), mins, {block, kb.index(r)});
+          kb.store(kb.loadWidened(g.bMins, {n, group}), mins, {at, kb.index(r)});
       }
     });
 
@@ -879,11 +889,11 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
       auto rowIndex = [&](int64_t i) { return kb.addi(row, kb.index(i)); };
       SmallVector<Value> acc(rows * 2, kb.splat(0.0));
       acc = llvm::to_vector(
-          kb.forLoop(kb.index(0), kb.index(blocks), 1, acc, [&](Value block, ValueRange carried) {
+          kb.forLoop(kb.index(0), kb.index(spans), 1, acc, [&](Value at, ValueRange carried) {
             SmallVector<Value> next(carried.begin(), carried.end());
             SmallVector<Value> sums(rows * 2, splatInt(quadVector, 0));
-            for (int64_t q = 0; q < kQuads; ++q) {
-              Value quad = kb.addi(kb.muli(block, kQuads), kb.index(q));
+            for (int64_t q = 0; q < spanQuads; ++q) {
+              Value quad = kb.addi(kb.muli(at, spanQuads), kb.index(q));
               Value bBytes[2] = {
                   asBytes(kb.loadVector(packed, {quad, kb.index(0)}, -1, splatInt(quadVector, 0))),
                   asBytes(kb.loadVector(packed, {quad, kb.index(kLanes)}, -1,
@@ -897,13 +907,14 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
             }
             Value bScales[2], bMins[2];
             for (int64_t j = 0; j < 2; ++j) {
-              bScales[j] = kb.loadVector(scales, {block, kb.index(j * kLanes)});
+              bScales[j] = kb.loadVector(scales, {at, kb.index(j * kLanes)});
               if (mins)
-                bMins[j] = kb.loadVector(mins, {block, kb.index(j * kLanes)});
+                bMins[j] = kb.loadVector(mins, {at, kb.index(j * kLanes)});
             }
+            Value block = kb.divui(kb.muli(at, span), kBlock);
             for (int64_t i = 0; i < rows; ++i) {
               Value aScale = kb.load(aScales, {rowIndex(i), block});
-              Value aSum = kb.load(aSums, {rowIndex(i), block});
+              Value aSum = kb.load(aSums, {rowIndex(i), at});
               Value correction, minWeight;
               if (offset)
                 correction = vector::BroadcastOp::create(
