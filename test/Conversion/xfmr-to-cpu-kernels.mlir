@@ -416,6 +416,23 @@ func.func @int8_groups16_gemm(%x: tensor<20x64xf32>, %q: tensor<40x64xi8>, %s: t
 
 // -----
 
+// A skinny product of groups of 16: each 64-byte chunk's lanes take the
+// scales of its four groups, 4 lanes each.
+// DOT-LABEL: func @int8_groups16_skinny
+// DOT: scf.forall (%{{.*}}) in (40)
+// DOT: call @llvm.x86.avx512.vpdpbusd.512
+// DOT: vector.from_elements %[[G0:[0-9]+]], %[[G0]], %[[G0]], %[[G0]], %[[G1:[0-9]+]], %[[G1]], %[[G1]], %[[G1]], %[[G2:[0-9]+]], %[[G2]], %[[G2]], %[[G2]], %[[G3:[0-9]+]], %[[G3]], %[[G3]], %[[G3]] : vector<16xf32>
+// DOT: call @llvm.x86.avx512.vpdpbusd.512
+func.func @int8_groups16_skinny(%x: tensor<1x96xf32>, %q: tensor<40x96xi8>, %s: tensor<40x6xf32>) -> tensor<1x40xf32> {
+  %d = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 16 : i64}
+         : (tensor<40x96xi8>, tensor<40x6xf32>) -> tensor<40x96xf32>
+  %w = xfmr.transpose %d {permutation = array<i64: 1, 0>} : (tensor<40x96xf32>) -> tensor<96x40xf32>
+  %y = xfmr.fused_linear %x, %w : (tensor<1x96xf32>, tensor<96x40xf32>) -> tensor<1x40xf32>
+  return %y : tensor<1x40xf32>
+}
+
+// -----
+
 // The integer GEMM takes whole blocks of 32 of A: an int8 weight whose
 // depth (100) is not a multiple of 32 stays on the f32 GEMM.
 // DOT-LABEL: func @int8_gemm_uneven_depth

@@ -408,17 +408,16 @@ def ref_int8_weights(x, group, bf16_scales=False, int8_dot=False):
 def gen_int8_groups16():
     """int8 weights with a scale per 16 values along the input side (GGUF's
     Q6_K), as inputs: a skinny product and a GEMM with a column tail."""
-    return dict(x=randn(3, 64), xl=randn(70, 64),
-                q=RNG.integers(-32, 32, size=(40, 64)).astype(np.int8),
-                s=randn(40, 4, scale=0.01))
+    return dict(x=randn(3, 96), xl=randn(70, 96),
+                q=RNG.integers(-32, 32, size=(40, 96)).astype(np.int8),
+                s=randn(40, 6, scale=0.01))
 
 
 def ref_int8_groups16(x, int8_dot=False):
-    """int8_dot: the GEMM takes int8 activations per block of 32; the skinny
-    product has no integer dot product for groups of 16."""
+    """int8_dot: the products take int8 activations per block of 32."""
     w = torch.tensor(x["q"].astype(np.float64)) * t(np.repeat(x["s"], 16, axis=1))
-    xl = int8_block_activations(x["xl"]) if int8_dot else t(x["xl"])
-    return dict(skinny_g16=t(x["x"]) @ w.T, gemm_g16=xl @ w.T)
+    activations = int8_block_activations if int8_dot else t
+    return dict(skinny_g16=activations(x["x"]) @ w.T, gemm_g16=activations(x["xl"]) @ w.T)
 
 
 def ref_bf16_weights(x):

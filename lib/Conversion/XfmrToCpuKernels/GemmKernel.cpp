@@ -706,13 +706,14 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
 }
 
 /// C = epilogue(A B^T) for an int8 B [N, K] with a scale per group of 32
-/// (or a multiple) along K, on targets with an int8 dot product, as
+/// (or a multiple, or 16) along K, on targets with an int8 dot product, as
 /// llama.cpp's q8_0 products compute it: each block of 32 values of a row of
 /// A is quantized to int8 (quantizeBlocksOfA: the scale d = its largest
 /// magnitude / 127, rounded to f16); the exact integer dot product of a
-/// block with B's, times both blocks' scales, is summed in f32. The bytes of A are offset by 128 to
-/// unsigned ones, as in emitSkinnyGemmInt8Dot; a dot product of 64 bytes sums 4 products a lane,
-/// lanes 0-7 of the first block, 8-15 of the second.
+/// block with B's, times both blocks' scales, is summed in f32. The bytes of
+/// A are offset by 128 to unsigned ones, as in emitSkinnyGemmInt8Dot; a dot
+/// product of 64 bytes sums 4 products a lane, lanes 0-7 of the first block,
+/// 8-15 of the second (and each 4 lanes of one group of 16).
 void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
@@ -743,9 +744,20 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
       Value row = kb.loadVector(g.b, {n, col}, valid, zeroBytes);
       Value correction = kb.dotInt8(splatInt(sumVector, 0), highBit, row);
       std::pair<Value, Value> spanned = chunkBlocks(kb, col, blocks);
-      Value bLanes = perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
-        return kb.loadWidened(g.bScales, {n, kb.divui(kb.muli(block, kBlock), g.groupSize)});
-      });
+      Value bLanes;
+      if (g.groupSize == 16) {
+        // Four groups a chunk, 4 lanes each (clamped to the last past K).
+        SmallVector<Value> lanes;
+        for (int64_t q = 0; q < 4; ++q) {
+          Value group = kb.mini(kb.addi(kb.divui(col, 16), kb.index(q)), kb.index(g.k / 16 - 1));
+          lanes.append(4, kb.loadWidened(g.bScales, {n, group}));
+        }
+        bLanes = vector::FromElementsOp::create(b, loc, kb.vectorType(), lanes);
+      } else {
+        bLanes = perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
+          return kb.loadWidened(g.bScales, {n, kb.divui(kb.muli(block, kBlock), g.groupSize)});
+        });
+      }
       for (int64_t m = 0; m < g.m; ++m) {
         Value dot = kb.dotInt8(splatInt(sumVector, 0),
                                kb.loadVector(aBytes, {kb.index(m), col}, valid, zeroBytes), row);
@@ -993,7 +1005,7 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
     if (g.transposeB && kb.cpu().int8Dot && g.bits == 8 && g.scalesPerChannel())
       emitSkinnyGemmInt8Dot(kb, g);
     else if (g.transposeB && kb.cpu().int8Dot && g.bits == 8 && !g.bMins && g.groupAxis == 1 &&
-             g.groupSize % 32 == 0)
+             (g.groupSize % 32 == 0 || (g.groupSize == 16 && g.k % 32 == 0)))
       emitSkinnyGemmInt8GroupDot(kb, g);
     else if (g.transposeB && kb.cpu().int8Dot && g.bits == 4)
       emitSkinnyGemmInt4Dot(kb, g);
