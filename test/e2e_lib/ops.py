@@ -405,19 +405,31 @@ def ref_int8_weights(x, group, bf16_scales=False, int8_dot=False):
                               skinny, int8_block_activations if int8_dot else t)
 
 
-def gen_int8_groups16():
-    """int8 weights with a scale per 16 values along the input side (GGUF's
-    Q6_K), as inputs: a skinny product and a GEMM with a column tail."""
+def gen_integer_groups():
+    """Integer weights as inputs, in groups --weight-group-size does not
+    make: int8 with a scale per 16 values along the input side (GGUF's
+    Q6_K), and 4 bits with a scale and a min per 64 (a skinny product and a
+    GEMM each; the GEMMs with a column tail)."""
+    levels = RNG.integers(0, 16, size=(40, 128))
+    blocks = levels.reshape(40, -1, 2, 16)
     return dict(x=randn(3, 96), xl=randn(70, 96),
                 q=RNG.integers(-32, 32, size=(40, 96)).astype(np.int8),
-                s=randn(40, 6, scale=0.01))
+                s=randn(40, 6, scale=0.01),
+                x4=randn(3, 128), xl4=randn(20, 128), levels=levels.astype(np.int8),
+                q4=(blocks[:, :, 0] | blocks[:, :, 1] << 4).reshape(40, 64).astype(np.uint8)
+                .view(np.int8),
+                s4=randn(40, 2, scale=0.01), m4=randn(40, 2, scale=0.1))
 
 
-def ref_int8_groups16(x, int8_dot=False):
+def ref_integer_groups(x, int8_dot=False):
     """int8_dot: the products take int8 activations per block of 32."""
-    w = torch.tensor(x["q"].astype(np.float64)) * t(np.repeat(x["s"], 16, axis=1))
     activations = int8_block_activations if int8_dot else t
-    return dict(skinny_g16=activations(x["x"]) @ w.T, gemm_g16=activations(x["xl"]) @ w.T)
+    w = torch.tensor(x["q"].astype(np.float64)) * t(np.repeat(x["s"], 16, axis=1))
+    w4 = (torch.tensor(x["levels"].astype(np.float64)) * t(np.repeat(x["s4"], 64, axis=1))
+          + t(np.repeat(x["m4"], 64, axis=1)))
+    return dict(skinny_g16=activations(x["x"]) @ w.T, gemm_g16=activations(x["xl"]) @ w.T,
+                skinny_g64_mins=activations(x["x4"]) @ w4.T,
+                gemm_g64_mins=activations(x["xl4"]) @ w4.T)
 
 
 def ref_bf16_weights(x):
@@ -766,8 +778,8 @@ CASES = {"attention": (gen_attention, ref_attention),
          "int8_weights_32_bf16_scales_dot": (
              gen_int8_weights, lambda x: ref_int8_weights(x, 32, bf16_scales=True, int8_dot=True)),
          "bf16_weights": (gen_int8_weights, ref_bf16_weights),
-         "int8_groups16": (gen_int8_groups16, ref_int8_groups16),
-         "int8_groups16_dot": (gen_int8_groups16, lambda x: ref_int8_groups16(x, True)),
+         "integer_groups": (gen_integer_groups, ref_integer_groups),
+         "integer_groups_dot": (gen_integer_groups, lambda x: ref_integer_groups(x, True)),
          "int4_weights_32": (gen_int8_weights, lambda x: ref_int4_weights(x, 32)),
          "int4_weights_32_mins": (gen_int8_weights, lambda x: ref_int4_weights(x, 32, True)),
          "int4_weights_32_mins_bf16": (gen_int8_weights,

@@ -543,8 +543,11 @@ void quantizeBlocksOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Valu
 /// their high ones (16-31, 48-63). A dot product of the nibbles (unsigned)
 /// with those bytes sums 4 products a lane, lanes 0-3 and 8-11 of the first
 /// block, 4-7 and 12-15 of the second; each lane is scaled by its blocks'
-/// scales (B's group's times A's block's) in f32, and the nibbles' offset of
-/// 8 (or the group's min) applied through the sums of A's bytes a lane.
+/// scales (B's group's times A's block's) in f32. The nibbles' offset of 8
+/// (or the group's min) multiplies the sum of A's dequantized values over a
+/// group: sum (q - 8) s a = s dot(q, a) - 8 s sum(a), and sum (q s + min) a
+/// = s dot(q, a) + min sum(a), one dot product of a row of B's scales (or
+/// mins) with A's sums per group, apart from the chunks.
 void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
@@ -554,44 +557,49 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
   auto sumVector = VectorType::get({kLanes}, b.getI32Type());
   auto splatInt = [&](VectorType type, int64_t value) { return ::splatInt(b, loc, type, value); };
 
-  // A's rows as bytes in B's order (zeros past K), their scales, and the
-  // sums of each 4 stored bytes.
+  // A's rows as bytes in B's order (zeros past K), their scales, each
+  // block's sum of integers, and the sums of A's values per group of B
+  // (zeros up to a whole vector of groups).
   Value aBytes = kb.allocate({g.m, depth}, b.getI8Type());
-  Value aSums = kb.allocate({g.m, depth / 4}, b.getI32Type());
   int64_t blocks = g.k / 32;
   Value aScales = kb.allocate({g.m, blocks}, b.getF32Type());
+  int64_t groups = g.k / g.groupSize, groupVectors = (groups + kLanes - 1) / kLanes;
+  Value aBlockSums = kb.allocate({g.m, blocks}, b.getI32Type());
+  Value aGroupSums = kb.allocate({g.m, groupVectors * kLanes}, b.getF32Type());
   for (int64_t m = 0; m < g.m; ++m) {
     Value row = kb.index(m);
     for (int64_t k = full; k < depth; k += kLanes)
       kb.storeVector(splatInt(bytesOf(kLanes), 0), aBytes, {row, kb.index(k)});
     // Quarter q of a chunk goes to quarter (q & 1) * 2 + (q >> 1).
-    quantizeBlocksOfA(kb, g, row, aScales, [&](Value k, Value ints) {
-      Value quarter = kb.divui(kb.remui(k, kChunk), kLanes);
-      Value odd = kb.remui(quarter, 2), half = kb.divui(quarter, 2);
-      Value to = kb.addi(kb.muli(kb.divui(k, kChunk), kChunk),
-                         kb.muli(kb.addi(kb.muli(odd, 2), half), kLanes));
-      kb.storeVector(arith::TruncIOp::create(b, loc, bytesOf(kLanes), ints), aBytes, {row, to});
-    });
-    kb.forLoop(kb.index(0), kb.index(depth), kChunk, [&](Value k) {
-      Value sums = kb.dotInt8(splatInt(sumVector, 0), splatInt(bytesOf(kChunk), 1),
-                              kb.loadVector(aBytes, {row, k}, -1, splatInt(bytesOf(kChunk), 0)));
-      kb.storeVector(sums, aSums, {row, kb.divui(k, 4)});
+    quantizeBlocksOfA(
+        kb, g, row, aScales,
+        [&](Value k, Value ints) {
+          Value quarter = kb.divui(kb.remui(k, kChunk), kLanes);
+          Value odd = kb.remui(quarter, 2), half = kb.divui(quarter, 2);
+          Value to = kb.addi(kb.muli(kb.divui(k, kChunk), kChunk),
+                             kb.muli(kb.addi(kb.muli(odd, 2), half), kLanes));
+          kb.storeVector(arith::TruncIOp::create(b, loc, bytesOf(kLanes), ints), aBytes, {row, to});
+        },
+        aBlockSums);
+    kb.storeVector(kb.splat(0.0), aGroupSums, {row, kb.index((groupVectors - 1) * kLanes)});
+    kb.forLoop(kb.index(0), kb.index(groups), 1, [&](Value group) {
+      Value sum = kb.f32(0.0);
+      for (int64_t i = 0; i < g.groupSize / 32; ++i) {
+        Value block = kb.addi(kb.muli(group, g.groupSize / 32), kb.index(i));
+        Value ints =
+            arith::SIToFPOp::create(b, loc, b.getF32Type(), kb.load(aBlockSums, {row, block}));
+        sum = kb.fma(ints, kb.load(aScales, {row, block}), sum);
+      }
+      kb.store(sum, aGroupSums, {row, group});
     });
   }
 
   // Lanes 4-7 and 12-15 belong to a chunk's second block.
   Value secondBlock = secondBlockLanes(kb, [](int64_t lane) { return lane % 8 >= 4; });
-  int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 8) / (g.m * (g.bMins ? 2 : 1)), 1, 2);
+  int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 8) / g.m, 1, 2);
   kb.parallelFor(g.n, [&](Value n) {
-    // Per row of A and unrolled chunk: the scaled sums, and with mins the
-    // minimums' share.
-    SmallVector<Value> acc(2 * g.m * unroll, kb.splat(0.0));
-    // B's scales (or mins) of a chunk's blocks, lane by lane.
-    auto perLane = [&](Value of, std::pair<Value, Value> chunkBlocks) {
-      return perBlockLanes(kb, secondBlock, chunkBlocks, [&](Value block) {
-        return kb.loadWidened(of, {n, kb.divui(kb.muli(block, 32), g.groupSize)});
-      });
-    };
+    // Per row of A and unrolled chunk, the scaled sums.
+    SmallVector<Value> acc(g.m * unroll, kb.splat(0.0));
     auto chunk = [&](Value col, int64_t u, int64_t validBytes) {
       Value bytes =
           kb.loadVector(g.b, {n, kb.divui(col, 2)}, validBytes, splatInt(bytesOf(kChunk / 2), 0));
@@ -604,8 +612,9 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
         concat.push_back(i);
       Value nibbles = vector::ShuffleOp::create(b, loc, low, high, concat);
       std::pair<Value, Value> spanned = chunkBlocks(kb, col, blocks);
-      Value scales = perLane(g.bScales, spanned);
-      Value mins = g.bMins ? perLane(g.bMins, spanned) : Value();
+      Value scales = perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
+        return kb.loadWidened(g.bScales, {n, kb.divui(kb.muli(block, 32), g.groupSize)});
+      });
       for (int64_t m = 0; m < g.m; ++m) {
         Value aLanes = perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
           return kb.load(aScales, {kb.index(m), block});
@@ -613,20 +622,9 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
         Value dot =
             kb.dotInt8(splatInt(sumVector, 0), nibbles,
                        kb.loadVector(aBytes, {kb.index(m), col}, -1, splatInt(bytesOf(kChunk), 0)));
-        Value sums =
-            kb.loadVector(aSums, {kb.index(m), kb.divui(col, 4)}, -1, splatInt(sumVector, 0));
-        Value &scaled = acc[(m * unroll + u) * 2], &offsets = acc[(m * unroll + u) * 2 + 1];
-        auto toFloat = [&](Value ints) {
-          return arith::SIToFPOp::create(b, loc, kb.vectorType(), ints).getResult();
-        };
-        if (mins) {
-          scaled = kb.fma(toFloat(dot), kb.mul(scales, aLanes), scaled);
-          offsets = kb.fma(toFloat(sums), kb.mul(mins, aLanes), offsets);
-        } else {
-          Value eightSums = arith::ShLIOp::create(b, loc, sums, splatInt(sumVector, 3));
-          scaled = kb.fma(toFloat(arith::SubIOp::create(b, loc, dot, eightSums)),
-                          kb.mul(scales, aLanes), scaled);
-        }
+        Value &sum = acc[m * unroll + u];
+        sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), dot), kb.mul(scales, aLanes),
+                     sum);
       }
     };
     sweepDepth(kb, full, unroll * kChunk, acc, [&](Value k, int64_t valid) {
@@ -635,10 +633,20 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
     });
     if (depth > full)
       chunk(kb.index(full), 0, (g.k - full) / 2);
+    // The offsets' share: a row of B's mins (or -8 times its scales) times
+    // A's sums per group.
+    SmallVector<Value> shares(g.m, kb.splat(0.0));
+    sweepDepth(kb, groups, kLanes, shares, [&](Value group, int64_t valid) {
+      Value offsets =
+          g.bMins ? kb.loadVectorWidened(g.bMins, {n, group}, valid)
+                  : kb.mul(kb.loadVectorWidened(g.bScales, {n, group}, valid), kb.splat(-8.0));
+      for (int64_t m = 0; m < g.m; ++m)
+        shares[m] = kb.fma(offsets, kb.loadVector(aGroupSums, {kb.index(m), group}), shares[m]);
+    });
     for (int64_t m = 0; m < g.m; ++m) {
-      Value total = kb.add(acc[m * unroll * 2], acc[m * unroll * 2 + 1]);
-      for (int64_t u = 1; u < unroll; ++u)
-        total = kb.add(total, kb.add(acc[(m * unroll + u) * 2], acc[(m * unroll + u) * 2 + 1]));
+      Value total = shares[m];
+      for (int64_t u = 0; u < unroll; ++u)
+        total = kb.add(total, acc[m * unroll + u]);
       storeFinished(kb, g, kb.reduceAdd(total), kb.index(m), n, 1, /*scalar=*/true);
     }
   });
