@@ -316,9 +316,10 @@ func.func @int8_transposed_weight(%x: tensor<1x352xf32>, %q: tensor<40x352xi8>, 
 // An int8 weight in groups of 32 along its input side (GGUF's Q8_0): with
 // int8-dot, each block of 32 activations is quantized as llama.cpp's q8_0
 // (the values rounded at 127 / max |x|, the scale max |x| / 127 rounded to
-// f16), and each 64 bytes of a row are multiplied by vpdpbusd, lanes 0-7
-// scaled by the first block's two scales, 8-15 by the second's; the depth
-// tail (160 = 128 + 32) ends in a masked load. Without int8-dot the values
+// f16), and each 64 bytes of a row, offset to unsigned bytes, are
+// multiplied by vpdpbusd, lanes 0-7 scaled by the first block's two scales,
+// 8-15 by the second's; the depth tail (160 = 128 + 32) ends in a masked
+// load. Without int8-dot the values
 // are converted in registers.
 // CHECK-LABEL: func @int8_grouped_weight
 // CHECK-NOT: vpdpbusd
@@ -330,6 +331,7 @@ func.func @int8_transposed_weight(%x: tensor<1x352xf32>, %q: tensor<40x352xi8>, 
 // DOT: math.roundeven %{{.*}} : vector<16xf32>
 // DOT: scf.forall (%[[N:.*]]) in (40)
 // DOT: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x160xi8, strided<[?, 1], offset: ?>>, vector<64xi8>
+// DOT: arith.xori %{{.*}} : vector<64xi8>
 // DOT: call @llvm.x86.avx512.vpdpbusd.512
 // DOT: arith.select %{{.*}} : vector<16xi1>, vector<16xf32>
 // DOT: vector.maskedload %{{.*}}[%[[N]], %{{.*}}], %{{.*}} : memref<40x160xi8, strided<[?, 1], offset: ?>>, vector<64xi1>, vector<64xi8> into vector<64xi8>

@@ -535,6 +535,43 @@ void quantizeBlocksOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Valu
   });
 }
 
+/// Vectors of groups of B that sumGroupsOfA pads its rows to.
+int64_t groupVectors(const GemmOperands &g, int64_t lanes) {
+  return (g.k / g.groupSize + lanes - 1) / lanes;
+}
+
+/// Row `row` of A's dequantized values summed over each group of B at
+/// aGroupSums[row, group] (zeros up to whole vectors of groups): each span's
+/// sum of integers (aSpanSums, spans of `span` values) times its block's
+/// scale. B's offsets and mins multiply these.
+void sumGroupsOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Value aScales,
+                  Value aSpanSums, int64_t span, Value aGroupSums) {
+  OpBuilder &b = kb.builder();
+  int64_t lanes = kb.cpu().lanes, spansPerGroup = g.groupSize / span;
+  kb.storeVector(kb.splat(0.0), aGroupSums, {row, kb.index((groupVectors(g, lanes) - 1) * lanes)});
+  kb.forLoop(kb.index(0), kb.index(g.k / g.groupSize), 1, [&](Value group) {
+    Value sum = kb.f32(0.0);
+    for (int64_t i = 0; i < spansPerGroup; ++i) {
+      Value at = kb.addi(kb.muli(group, spansPerGroup), kb.index(i));
+      Value ints =
+          arith::SIToFPOp::create(b, kb.location(), b.getF32Type(), kb.load(aSpanSums, {row, at}));
+      sum = kb.fma(ints, kb.load(aScales, {row, kb.divui(kb.muli(at, span), 32)}), sum);
+    }
+    kb.store(sum, aGroupSums, {row, group});
+  });
+}
+
+/// shares[m] += per lane, `offsets(group, valid)` (a vector of a row of B's
+/// per-group values from `group`) times A's row m's group sums.
+void addGroupShares(KernelBuilder &kb, const GemmOperands &g, Value aGroupSums,
+                    SmallVector<Value> &shares, llvm::function_ref<Value(Value, int64_t)> offsets) {
+  sweepDepth(kb, g.k / g.groupSize, kb.cpu().lanes, shares, [&](Value group, int64_t valid) {
+    Value row = offsets(group, valid);
+    for (int64_t m = 0; m < g.m; ++m)
+      shares[m] = kb.fma(row, kb.loadVector(aGroupSums, {kb.index(m), group}), shares[m]);
+  });
+}
+
 /// C = epilogue(A B^T) for a 4-bit B [N, K / 2] (groups of 32 or more) on
 /// targets with an int8 dot product: each row of A is quantized to int8 as
 /// llama.cpp's q8_0 (quantizeBlocksOfA, a scale per block of 32, as its q4
@@ -563,9 +600,8 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
   Value aBytes = kb.allocate({g.m, depth}, b.getI8Type());
   int64_t blocks = g.k / 32;
   Value aScales = kb.allocate({g.m, blocks}, b.getF32Type());
-  int64_t groups = g.k / g.groupSize, groupVectors = (groups + kLanes - 1) / kLanes;
   Value aBlockSums = kb.allocate({g.m, blocks}, b.getI32Type());
-  Value aGroupSums = kb.allocate({g.m, groupVectors * kLanes}, b.getF32Type());
+  Value aGroupSums = kb.allocate({g.m, groupVectors(g, kLanes) * kLanes}, b.getF32Type());
   for (int64_t m = 0; m < g.m; ++m) {
     Value row = kb.index(m);
     for (int64_t k = full; k < depth; k += kLanes)
@@ -581,17 +617,7 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
           kb.storeVector(arith::TruncIOp::create(b, loc, bytesOf(kLanes), ints), aBytes, {row, to});
         },
         aBlockSums);
-    kb.storeVector(kb.splat(0.0), aGroupSums, {row, kb.index((groupVectors - 1) * kLanes)});
-    kb.forLoop(kb.index(0), kb.index(groups), 1, [&](Value group) {
-      Value sum = kb.f32(0.0);
-      for (int64_t i = 0; i < g.groupSize / 32; ++i) {
-        Value block = kb.addi(kb.muli(group, g.groupSize / 32), kb.index(i));
-        Value ints =
-            arith::SIToFPOp::create(b, loc, b.getF32Type(), kb.load(aBlockSums, {row, block}));
-        sum = kb.fma(ints, kb.load(aScales, {row, block}), sum);
-      }
-      kb.store(sum, aGroupSums, {row, group});
-    });
+    sumGroupsOfA(kb, g, row, aScales, aBlockSums, 32, aGroupSums);
   }
 
   // Lanes 4-7 and 12-15 belong to a chunk's second block.
@@ -636,12 +662,9 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
     // The offsets' share: a row of B's mins (or -8 times its scales) times
     // A's sums per group.
     SmallVector<Value> shares(g.m, kb.splat(0.0));
-    sweepDepth(kb, groups, kLanes, shares, [&](Value group, int64_t valid) {
-      Value offsets =
-          g.bMins ? kb.loadVectorWidened(g.bMins, {n, group}, valid)
-                  : kb.mul(kb.loadVectorWidened(g.bScales, {n, group}, valid), kb.splat(-8.0));
-      for (int64_t m = 0; m < g.m; ++m)
-        shares[m] = kb.fma(offsets, kb.loadVector(aGroupSums, {kb.index(m), group}), shares[m]);
+    addGroupShares(kb, g, aGroupSums, shares, [&](Value group, int64_t valid) {
+      return g.bMins ? kb.loadVectorWidened(g.bMins, {n, group}, valid)
+                     : kb.mul(kb.loadVectorWidened(g.bScales, {n, group}, valid), kb.splat(-8.0));
     });
     for (int64_t m = 0; m < g.m; ++m) {
       Value total = shares[m];
@@ -718,8 +741,9 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
 /// llama.cpp's q8_0 products compute it: each block of 32 values of a row of
 /// A is quantized to int8 (quantizeBlocksOfA: the scale d = its largest
 /// magnitude / 127, rounded to f16); the exact integer dot product of a
-/// block with B's, times both blocks' scales, is summed in f32. The bytes of
-/// A are offset by 128 to unsigned ones, as in emitSkinnyGemmInt8Dot; a dot
+/// block with B's, times both blocks' scales, is summed in f32. B's bytes are
+/// offset by 128 to unsigned ones, which -128 times a group's scale times
+/// A's sum over the group undoes once per output (addGroupShares); a dot
 /// product of 64 bytes sums 4 products a lane, lanes 0-7 of the first block,
 /// 8-15 of the second (and each 4 lanes of one group of 16).
 void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
@@ -731,16 +755,24 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   auto sumVector = VectorType::get({kLanes}, b.getI32Type());
   auto splatInt = [&](VectorType type, int64_t value) { return ::splatInt(b, loc, type, value); };
 
-  // A's rows as offset bytes, block by block, and the blocks' scales.
+  // A's rows as bytes, block by block, the blocks' scales, the sums of
+  // each span of integers (a group of 16, or a block), and A's sums per
+  // group of B.
+  int64_t span = std::min(g.groupSize, kBlock);
   Value aBytes = kb.allocate({g.m, g.k}, b.getI8Type());
   Value aScales = kb.allocate({g.m, blocks}, b.getF32Type());
-  for (int64_t m = 0; m < g.m; ++m)
-    quantizeBlocksOfA(kb, g, kb.index(m), aScales, [&](Value k, Value ints) {
-      Value offset =
-          arith::AddIOp::create(b, loc, ints, splatInt(cast<VectorType>(ints.getType()), 128));
-      kb.storeVector(arith::TruncIOp::create(b, loc, bytesOf(lanes), offset), aBytes,
-                     {kb.index(m), k});
-    });
+  Value aSpanSums = kb.allocate({g.m, g.k / span}, b.getI32Type());
+  Value aGroupSums = kb.allocate({g.m, groupVectors(g, lanes) * lanes}, b.getF32Type());
+  for (int64_t m = 0; m < g.m; ++m) {
+    quantizeBlocksOfA(
+        kb, g, kb.index(m), aScales,
+        [&](Value k, Value ints) {
+          kb.storeVector(arith::TruncIOp::create(b, loc, bytesOf(lanes), ints), aBytes,
+                         {kb.index(m), k});
+        },
+        aSpanSums, span);
+    sumGroupsOfA(kb, g, kb.index(m), aScales, aSpanSums, span, aGroupSums);
+  }
 
   Value secondBlock = secondBlockLanes(kb, [](int64_t lane) { return lane >= 8; });
   Value zeroBytes = splatInt(bytesOf(kChunk), 0), highBit = splatInt(bytesOf(kChunk), -128);
@@ -749,8 +781,9 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   kb.parallelFor(g.n, [&](Value n) {
     SmallVector<Value> acc(g.m * unroll, kb.splat(0.0));
     auto chunk = [&](Value col, int64_t u, int64_t valid) {
-      Value row = kb.loadVector(g.b, {n, col}, valid, zeroBytes);
-      Value correction = kb.dotInt8(splatInt(sumVector, 0), highBit, row);
+      // B's bytes offset by 128 to unsigned ones.
+      Value row =
+          arith::XOrIOp::create(b, loc, kb.loadVector(g.b, {n, col}, valid, zeroBytes), highBit);
       std::pair<Value, Value> spanned = chunkBlocks(kb, col, blocks);
       Value bLanes;
       if (g.groupSize == 16) {
@@ -767,14 +800,13 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
         });
       }
       for (int64_t m = 0; m < g.m; ++m) {
-        Value dot = kb.dotInt8(splatInt(sumVector, 0),
-                               kb.loadVector(aBytes, {kb.index(m), col}, valid, zeroBytes), row);
-        Value exact = arith::SubIOp::create(b, loc, dot, correction);
+        Value dot = kb.dotInt8(splatInt(sumVector, 0), row,
+                               kb.loadVector(aBytes, {kb.index(m), col}, valid, zeroBytes));
         Value scales = kb.mul(bLanes, perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
                                 return kb.load(aScales, {kb.index(m), block});
                               }));
         Value &sum = acc[m * unroll + u];
-        sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), exact), scales, sum);
+        sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), dot), scales, sum);
       }
     };
     sweepDepth(kb, full, unroll * kChunk, acc, [&](Value k, int64_t valid) {
@@ -783,9 +815,15 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
     });
     if (g.k > full)
       chunk(kb.index(full), 0, g.k - full);
+    // The offset's share: -128 times a row of B's scales times A's sums per
+    // group.
+    SmallVector<Value> shares(g.m, kb.splat(0.0));
+    addGroupShares(kb, g, aGroupSums, shares, [&](Value group, int64_t valid) {
+      return kb.mul(kb.loadVectorWidened(g.bScales, {n, group}, valid), kb.splat(-128.0));
+    });
     for (int64_t m = 0; m < g.m; ++m) {
-      Value total = acc[m * unroll];
-      for (int64_t u = 1; u < unroll; ++u)
+      Value total = shares[m];
+      for (int64_t u = 0; u < unroll; ++u)
         total = kb.add(total, acc[m * unroll + u]);
       storeFinished(kb, g, kb.reduceAdd(total), kb.index(m), n, 1, /*scalar=*/true);
     }
