@@ -279,11 +279,11 @@ func.func @int8_weight(%x: tensor<1x64xf32>, %q: tensor<64x96xi8>, %s: tensor<1x
 
 // An int8 weight kept transposed ([out, in], xfmr-quantize-weights) is read
 // as B^T: no transpose is made, each output a dot product along a row. With
-// int8-dot, the activations are quantized to int8 per row (round to even,
-// offset to unsigned bytes) and each row is multiplied 64 bytes at a time
+// int8-dot, the activations are quantized to int8 per row (round to even)
+// and each row, offset to unsigned bytes, is multiplied 64 bytes at a time
 // by vpdpbusd, the call of its LLVM intrinsic, 4 vectors a step into 4 sums;
 // the depth tail (352 = 256 + 64 + 32) ends in a masked load, and each sum
-// is scaled once.
+// less 128 times the activations' sum is scaled once.
 // CHECK-LABEL: func @int8_transposed_weight
 // CHECK-NOT: xfmr.transpose
 // CHECK: vector.load %{{.*}} : memref<40x352xi8, strided<[?, 1], offset: ?>>, vector<8xi8>
@@ -295,12 +295,15 @@ func.func @int8_weight(%x: tensor<1x64xf32>, %q: tensor<64x96xi8>, %s: tensor<1x
 // DOT: scf.forall (%[[N:.*]]) in (40)
 // DOT: scf.for %{{.*}} = %c0 to %c256 step %c256
 // DOT: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x352xi8, strided<[?, 1], offset: ?>>, vector<64xi8>
+// DOT: arith.xori %{{.*}} : vector<64xi8>
 // DOT: call @llvm.x86.avx512.vpdpbusd.512
 // DOT-COUNT-3: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x352xi8, strided<[?, 1], offset: ?>>, vector<64xi8>
 // DOT: scf.yield
 // DOT: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x352xi8, strided<[?, 1], offset: ?>>, vector<64xi8>
 // DOT: vector.maskedload %{{.*}}[%[[N]], %{{.*}}], %{{.*}} : memref<40x352xi8, strided<[?, 1], offset: ?>>, vector<64xi1>, vector<64xi8> into vector<64xi8>
 // DOT: vector.reduction <add>, %{{.*}} : vector<16xi32> into i32
+// DOT: arith.muli %{{.*}}, %c128_i32 : i32
+// DOT: arith.subi
 // DOT: arith.sitofp %{{.*}} : i32 to f32
 // DOT-NOT: tensor<352x40xf32>
 func.func @int8_transposed_weight(%x: tensor<1x352xf32>, %q: tensor<40x352xi8>, %s: tensor<40x1xf32>) -> tensor<1x40xf32> {

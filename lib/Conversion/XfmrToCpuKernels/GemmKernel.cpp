@@ -678,9 +678,9 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
 /// C = epilogue(A B^T) for an int8 B [N, K] with a scale per output channel,
 /// on targets with an int8 dot product, as llama.cpp's q8_0 products: each
 /// row of A is quantized to int8 with one scale (its largest magnitude over
-/// 127) and offset by 128 to unsigned bytes; an output is then a dot product
-/// of bytes (4 products summed a lane), minus 128 times its row of B's sum
-/// (the same instruction on bytes of 128), times both scales.
+/// 127); B's bytes are offset by 128 to unsigned ones; an output is then a
+/// dot product of bytes (4 products summed a lane), minus 128 times the sum
+/// of A's row (once per product), times both scales.
 void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
@@ -689,46 +689,53 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
   auto laneBytes = VectorType::get({lanes}, b.getI8Type());
   auto sumVector = VectorType::get({lanes}, b.getI32Type());
   auto splatInt = [&](VectorType type, int64_t value) { return ::splatInt(b, loc, type, value); };
+  Value zeroBytes = splatInt(byteVector, 0), highBit = splatInt(byteVector, -128);
 
-  // A's rows as offset bytes, and their scales.
+  // A's rows as bytes, their scales, and the sums of their integers.
   Value aBytes = kb.allocate({g.m, g.k}, b.getI8Type());
   Value aScales = kb.allocate({g.m}, b.getF32Type());
-  for (int64_t m = 0; m < g.m; ++m)
-    quantizeRowOfA(kb, g, kb.index(m), aScales, [&](Value k, int64_t valid, Value ints) {
-      Value offset = arith::AddIOp::create(b, loc, ints, splatInt(sumVector, 128));
-      kb.storeVector(arith::TruncIOp::create(b, loc, laneBytes, offset), aBytes, {kb.index(m), k},
-                     valid);
+  Value aSums = kb.allocate({g.m}, b.getI32Type());
+  for (int64_t m = 0; m < g.m; ++m) {
+    Value row = kb.index(m);
+    quantizeRowOfA(kb, g, row, aScales, [&](Value k, int64_t valid, Value ints) {
+      kb.storeVector(arith::TruncIOp::create(b, loc, laneBytes, ints), aBytes, {row, k}, valid);
     });
+    SmallVector<Value> sum = {splatInt(sumVector, 0)};
+    sweepDepth(kb, g.k, bytes, sum, [&](Value k, int64_t valid) {
+      sum[0] = kb.dotInt8(sum[0], splatInt(byteVector, 1),
+                          kb.loadVector(aBytes, {row, k}, valid, zeroBytes));
+    });
+    kb.store(vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, sum[0]), aSums, {row});
+  }
 
-  // Accumulators for m rows x unroll vectors and their corrections, plus
-  // A's vector and B's, one row of B at a time as emitSkinnyGemmAlongN.
-  int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 2) / (g.m + 1), 1, 4);
-  Value zeroBytes = splatInt(byteVector, 0), highBit = splatInt(byteVector, -128);
+  // Accumulators for m rows x unroll vectors, plus A's vector and B's, one
+  // row of B at a time as emitSkinnyGemmAlongN.
+  int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 2) / g.m, 1, 4);
   kb.parallelFor(g.n, [&](Value n) {
-    SmallVector<Value> sums(g.m * unroll + unroll, splatInt(sumVector, 0));
+    SmallVector<Value> sums(g.m * unroll, splatInt(sumVector, 0));
     auto step = [&](Value k, int64_t valid) {
       for (int64_t u = 0; u * bytes < valid; ++u) {
         Value col = kb.addi(k, kb.index(u * bytes));
         int64_t vectorValid = std::min(bytes, valid - u * bytes);
-        Value row = kb.loadVector(g.b, {n, col}, vectorValid, zeroBytes);
-        Value &correction = sums[g.m * unroll + u];
-        correction = kb.dotInt8(correction, highBit, row);
+        // B's bytes offset by 128 to unsigned ones.
+        Value row = arith::XOrIOp::create(
+            b, loc, kb.loadVector(g.b, {n, col}, vectorValid, zeroBytes), highBit);
         for (int64_t m = 0; m < g.m; ++m)
           sums[m * unroll + u] =
-              kb.dotInt8(sums[m * unroll + u],
-                         kb.loadVector(aBytes, {kb.index(m), col}, vectorValid, zeroBytes), row);
+              kb.dotInt8(sums[m * unroll + u], row,
+                         kb.loadVector(aBytes, {kb.index(m), col}, vectorValid, zeroBytes));
       }
     };
     sweepDepth(kb, g.k, unroll * bytes, sums, step);
-    Value correction = sums[g.m * unroll];
-    for (int64_t u = 1; u < unroll; ++u)
-      correction = arith::AddIOp::create(b, loc, correction, sums[g.m * unroll + u]);
     Value scale = kb.loadWidened(g.bScales, {n, kb.index(0)});
+    Value offset = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 128);
     for (int64_t m = 0; m < g.m; ++m) {
-      Value dot = arith::SubIOp::create(b, loc, sums[m * unroll], correction);
+      Value dot = sums[m * unroll];
       for (int64_t u = 1; u < unroll; ++u)
         dot = arith::AddIOp::create(b, loc, dot, sums[m * unroll + u]);
       dot = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, dot);
+      dot = arith::SubIOp::create(
+          b, loc, dot, arith::MulIOp::create(b, loc, kb.load(aSums, {kb.index(m)}), offset));
       Value sum = arith::SIToFPOp::create(b, loc, b.getF32Type(), dot);
       sum = kb.mul(sum, kb.mul(kb.load(aScales, {kb.index(m)}), scale));
       storeFinished(kb, g, sum, kb.index(m), n, 1, /*scalar=*/true);
