@@ -363,6 +363,7 @@ func.func @int8_grouped_weight(%x: tensor<1x160xf32>, %q: tensor<40x160xi8>, %s:
 // CHECK-NOT: vpdpbusd
 // CHECK: vector.fma
 // DOT-LABEL: func @int4_weight_gemm
+// DOT: %[[ZERO:.*]] = arith.constant dense<0> : vector<16xi32>
 // DOT: memref.alloc() {{.*}} : memref<20x40xi32>
 // DOT: memref.alloc() {{.*}} : memref<20x5xf32>
 // DOT: memref.alloc() {{.*}} : memref<20x5xi32>
@@ -379,8 +380,9 @@ func.func @int8_grouped_weight(%x: tensor<1x160xf32>, %q: tensor<40x160xi8>, %s:
 // DOT: scf.for %{{.*}} = %c0 to %c5 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
 // DOT: vector.broadcast %{{.*}} : i32 to vector<16xi32>
 // DOT: vector.bitcast %{{.*}} : vector<16xi32> to vector<64xi8>
-// DOT-COUNT-12: call @llvm.x86.avx512.vpdpbusd.512(%cst,
+// DOT-COUNT-12: call @llvm.x86.avx512.vpdpbusd.512(%[[ZERO]],
 // DOT-COUNT-84: call @llvm.x86.avx512.vpdpbusd.512
+// DOT-NOT: vpdpbusd
 // DOT: arith.muli %{{.*}}, %c8_i32 : i32
 // DOT: arith.subi %{{.*}} : vector<16xi32>
 // DOT: arith.sitofp %{{.*}} : vector<16xi32> to vector<16xf32>
@@ -402,11 +404,12 @@ func.func @int4_weight_gemm(%x: tensor<20x160xf32>, %q: tensor<40x80xi8>, %s: te
 // of 16 values (4 vpdpbusd per accumulator from zero), A's sums kept per 16
 // and B's scales packed per 16; A's scale stays one per block of 32.
 // DOT-LABEL: func @int8_groups16_gemm
+// DOT: %[[ZERO:.*]] = arith.constant dense<0> : vector<16xi32>
 // DOT: memref.alloc() {{.*}} : memref<20x2xf32>
 // DOT: memref.alloc() {{.*}} : memref<20x4xi32>
 // DOT: memref.alloc() {{.*}} : memref<4x32xf32>
 // DOT: scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args
-// DOT-COUNT-12: call @llvm.x86.avx512.vpdpbusd.512(%cst,
+// DOT-COUNT-12: call @llvm.x86.avx512.vpdpbusd.512(%[[ZERO]],
 // DOT-COUNT-36: call @llvm.x86.avx512.vpdpbusd.512
 // DOT-NOT: call @llvm.x86.avx512.vpdpbusd.512
 // DOT: arith.muli %{{.*}}, %c128_i32 : i32
@@ -438,18 +441,21 @@ func.func @int8_groups16_skinny(%x: tensor<1x96xf32>, %q: tensor<40x96xi8>, %s: 
 
 // -----
 
-// The integer GEMM takes whole blocks of 32 of A: an int8 weight whose
-// depth (100) is not a multiple of 32 stays on the f32 GEMM.
-// DOT-LABEL: func @int8_gemm_uneven_depth
+// The integer dot products take whole blocks of 32 of A: an int8 weight in
+// groups of 16 whose depth (80) is not a multiple of 32 stays on the f32
+// GEMM, and on the f32 skinny product for one row.
+// DOT-LABEL: func @int8_groups16_uneven_depth
 // DOT-NOT: vpdpbusd
 // DOT: vector.fma
 // DOT-NOT: vpdpbusd
-func.func @int8_gemm_uneven_depth(%x: tensor<20x100xf32>, %q: tensor<40x100xi8>, %s: tensor<40x1xf32>) -> tensor<20x40xf32> {
-  %d = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 100 : i64}
-         : (tensor<40x100xi8>, tensor<40x1xf32>) -> tensor<40x100xf32>
-  %w = xfmr.transpose %d {permutation = array<i64: 1, 0>} : (tensor<40x100xf32>) -> tensor<100x40xf32>
-  %y = xfmr.fused_linear %x, %w : (tensor<20x100xf32>, tensor<100x40xf32>) -> tensor<20x40xf32>
-  return %y : tensor<20x40xf32>
+// DOT: return
+func.func @int8_groups16_uneven_depth(%x: tensor<20x80xf32>, %x1: tensor<1x80xf32>, %q: tensor<40x80xi8>, %s: tensor<40x5xf32>) -> (tensor<20x40xf32>, tensor<1x40xf32>) {
+  %d = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 16 : i64}
+         : (tensor<40x80xi8>, tensor<40x5xf32>) -> tensor<40x80xf32>
+  %w = xfmr.transpose %d {permutation = array<i64: 1, 0>} : (tensor<40x80xf32>) -> tensor<80x40xf32>
+  %y = xfmr.fused_linear %x, %w : (tensor<20x80xf32>, tensor<80x40xf32>) -> tensor<20x40xf32>
+  %y1 = xfmr.fused_linear %x1, %w : (tensor<1x80xf32>, tensor<80x40xf32>) -> tensor<1x40xf32>
+  return %y, %y1 : tensor<20x40xf32>, tensor<1x40xf32>
 }
 
 // -----

@@ -11,10 +11,10 @@
 // smaller tile. B may be bf16 or f16 (narrow weights), widened as it is
 // loaded or packed, or int8 with scales (xfmr.dequantize), converted and
 // scaled as it is loaded or packed, or 4 bits a value, unpacked the same
-// way. Skinny products (decoding) stream B
-// once. With AVX-512 VNNI, products of an int8 or 4-bit B^T quantize A to
-// int8 and take integer dot products instead: the skinny ones, and GEMMs of
-// weights in groups of 32 along K.
+// way. Skinny products (decoding) stream B once. With AVX-512 VNNI,
+// products of an int8 or 4-bit B^T quantize A to int8 and take integer dot
+// products instead: the skinny ones, and GEMMs of weights in groups along K
+// (16, 32 or a multiple, or one per channel) of a depth a multiple of 32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -501,6 +501,7 @@ void quantizeBlocksOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Valu
   Location loc = kb.location();
   constexpr int64_t kBlock = 32;
   int64_t lanes = kb.cpu().lanes;
+  assert(kBlock % sumSpan == 0 && sumSpan % lanes == 0 && "sums of whole vectors of a block");
   auto ints = VectorType::get({lanes}, b.getI32Type());
   kb.forLoop(kb.index(0), kb.index(g.k), kBlock, [&](Value k) {
     SmallVector<Value> values;
@@ -795,12 +796,12 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
       Value bLanes;
       if (g.groupSize == 16) {
         // Four groups a chunk, 4 lanes each (clamped to the last past K).
-        SmallVector<Value> lanes;
+        SmallVector<Value> groupScales;
         for (int64_t q = 0; q < 4; ++q) {
           Value group = kb.mini(kb.addi(kb.divui(col, 16), kb.index(q)), kb.index(g.k / 16 - 1));
-          lanes.append(4, kb.loadWidened(g.bScales, {n, group}));
+          groupScales.append(4, kb.loadWidened(g.bScales, {n, group}));
         }
-        bLanes = vector::FromElementsOp::create(b, loc, kb.vectorType(), lanes);
+        bLanes = vector::FromElementsOp::create(b, loc, kb.vectorType(), groupScales);
       } else {
         bLanes = perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
           return kb.loadWidened(g.bScales, {n, kb.divui(kb.muli(block, kBlock), g.groupSize)});

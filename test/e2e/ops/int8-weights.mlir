@@ -13,9 +13,9 @@
 // RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 --vector-lanes=16 --int8-dot=false -o %t/model16
 // RUN: %t/model16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs16.safetensors
 // RUN: %python %testlib/ops.py check int8_weights_32 %t/inputs.safetensors %t/outputs16.safetensors | FileCheck %s
-// With --int8-dot (the default) on a host with AVX-512 VNNI, skinny products of weights in
-// groups of 32 take their activations as llama.cpp's q8_0 (a scale per block of 32, rounded to
-// f16), as the reference int8_weights_32_dot does; the f32-activation reference rejects them.
+// With --int8-dot (the default) on a host with AVX-512 VNNI, products of weights in groups of 32
+// take their activations as llama.cpp's q8_0 (a scale per block of 32, rounded to f16), as the
+// reference int8_weights_32_dot does; the f32-activation reference rejects them.
 // RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 -o %t/model32
 // RUN: %t/model32 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs32.safetensors
 // RUN: %if avx512vnni %{ %python %testlib/ops.py check int8_weights_32_dot %t/inputs.safetensors %t/outputs32.safetensors | FileCheck %s %} %else %{ %python %testlib/ops.py check int8_weights_32 %t/inputs.safetensors %t/outputs32.safetensors | FileCheck %s %}
@@ -27,9 +27,10 @@
 // RUN: xfmrc %s --weights-dtype=int8 --weight-scales-dtype=bf16 --vector-lanes=16 --int8-dot=false -o %t/model-bf16-scales16
 // RUN: %t/model-bf16-scales16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-bf16-scales16.safetensors
 // RUN: %python %testlib/ops.py check int8_weights_bf16_scales %t/inputs.safetensors %t/outputs-bf16-scales16.safetensors | FileCheck %s
-// With --int8-dot (the default) on a host with AVX-512 VNNI, skinny products of weights with a
-// scale per channel take their activations quantized to int8 (a scale per row), as the reference
-// int8_weights_dot does; the f32-activation reference rejects them.
+// With --int8-dot (the default) on a host with AVX-512 VNNI, products of weights with a scale per
+// channel take their activations quantized to int8 (skinny ones a scale per row, GEMMs a scale
+// per block of 32), as the reference int8_weights_dot does; the f32-activation reference rejects
+// them.
 // RUN: %if avx512vnni %{ xfmrc %s --weights-dtype=int8 -o %t/model-dot %}
 // RUN: %if avx512vnni %{ %t/model-dot --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-dot.safetensors %}
 // RUN: %if avx512vnni %{ %python %testlib/ops.py check int8_weights_dot %t/inputs.safetensors %t/outputs-dot.safetensors | FileCheck %s %}
@@ -58,7 +59,7 @@
 // --weights-dtype=int4: two values a byte in groups of 32, symmetric (Q4_0's scale) or with a
 // minimum (Q4_1's), scales f32 or bf16, 8 and 16 lanes; the emulated GPU kernels read them
 // dequantized. Each reference rejects the other's outputs. With --int8-dot on a host with
-// AVX-512 VNNI the skinny products take int8 activations, as the _dot references do.
+// AVX-512 VNNI the products take int8 activations, as the _dot references do.
 // RUN: xfmrc %s --weights-dtype=int4 --int8-dot=false -o %t/model-int4
 // RUN: %t/model-int4 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4.safetensors
 // RUN: %python %testlib/ops.py check int4_weights_32 %t/inputs.safetensors %t/outputs-int4.safetensors | FileCheck %s
