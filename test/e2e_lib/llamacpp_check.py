@@ -39,7 +39,7 @@ import gguf
 from gguf import GGMLQuantizationType as Q
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gguf_check import decoder, gemma3_config, write_gguf  # noqa: E402
+from gguf_check import decoder, gemma3_config, has_vnni, write_gguf  # noqa: E402
 from tokenizers_check import add_gguf_sentencepiece, train_sentencepiece  # noqa: E402
 
 torch.set_num_threads(2)
@@ -48,14 +48,6 @@ tf.logging.set_verbosity_error()
 # The largest logit error of xfmr against llama.cpp, as a fraction of the
 # largest logit, per file type.
 BOUNDS = {"F16": 2e-3, "Q8_0": 3e-2, "Q4_0": 5e-2, "Q4_K_M": 6e-2}
-
-def has_vnni():
-    try:
-        with open("/proc/cpuinfo") as f:
-            return "avx512_vnni" in f.read().split()
-    except OSError:
-        return False
-
 
 # Q8_0's tokens agree where decode takes its activations as llama.cpp's q8_0:
 # with the int8 dot products of AVX-512 VNNI.
