@@ -562,15 +562,35 @@ void sumGroupsOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Value aSc
   });
 }
 
-/// shares[m] += per lane, `offsets(group, valid)` (a vector of a row of B's
-/// per-group values from `group`) times A's row m's group sums.
-void addGroupShares(KernelBuilder &kb, const GemmOperands &g, Value aGroupSums,
-                    SmallVector<Value> &shares, llvm::function_ref<Value(Value, int64_t)> offsets) {
-  sweepDepth(kb, g.k / g.groupSize, kb.cpu().lanes, shares, [&](Value group, int64_t valid) {
+/// Stores output (m, n) of a skinny dot product: the sum of its `unroll`
+/// accumulators acc[m * unroll + u] and of its offsets' share, per lane
+/// `offsets(group, valid)` (a vector of row n of B's per-group values from
+/// `group`) times A's row m's group sums.
+void storeWithGroupShares(KernelBuilder &kb, const GemmOperands &g, Value n, Value aGroupSums,
+                          ArrayRef<Value> acc, int64_t unroll,
+                          llvm::function_ref<Value(Value, int64_t)> offsets) {
+  SmallVector<Value> totals(g.m, kb.splat(0.0));
+  sweepDepth(kb, g.k / g.groupSize, kb.cpu().lanes, totals, [&](Value group, int64_t valid) {
     Value row = offsets(group, valid);
     for (int64_t m = 0; m < g.m; ++m)
-      shares[m] = kb.fma(row, kb.loadVector(aGroupSums, {kb.index(m), group}), shares[m]);
+      totals[m] = kb.fma(row, kb.loadVector(aGroupSums, {kb.index(m), group}), totals[m]);
   });
+  for (int64_t m = 0; m < g.m; ++m) {
+    for (int64_t u = 0; u < unroll; ++u)
+      totals[m] = kb.add(totals[m], acc[m * unroll + u]);
+    storeFinished(kb, g, kb.reduceAdd(totals[m]), kb.index(m), n, 1, /*scalar=*/true);
+  }
+}
+
+/// Row `n` of an int8 B from `col`, `valid` of 64 bytes (zeros past them),
+/// offset by 128 to unsigned bytes: vpdpbusd multiplies unsigned by signed.
+Value loadUnsignedBytes(KernelBuilder &kb, const GemmOperands &g, Value n, Value col,
+                        int64_t valid) {
+  OpBuilder &b = kb.builder();
+  auto bytes = VectorType::get({64}, b.getI8Type());
+  return arith::XOrIOp::create(
+      b, kb.location(), kb.loadVector(g.b, {n, col}, valid, splatInt(b, kb.location(), bytes, 0)),
+      splatInt(b, kb.location(), bytes, -128));
 }
 
 /// C = epilogue(A B^T) for a 4-bit B [N, K / 2] (groups of 32 or more) on
@@ -662,17 +682,10 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
       chunk(kb.index(full), 0, (g.k - full) / 2);
     // The offsets' share: a row of B's mins (or -8 times its scales) times
     // A's sums per group.
-    SmallVector<Value> shares(g.m, kb.splat(0.0));
-    addGroupShares(kb, g, aGroupSums, shares, [&](Value group, int64_t valid) {
+    storeWithGroupShares(kb, g, n, aGroupSums, acc, unroll, [&](Value group, int64_t valid) {
       return g.bMins ? kb.loadVectorWidened(g.bMins, {n, group}, valid)
                      : kb.mul(kb.loadVectorWidened(g.bScales, {n, group}, valid), kb.splat(-8.0));
     });
-    for (int64_t m = 0; m < g.m; ++m) {
-      Value total = shares[m];
-      for (int64_t u = 0; u < unroll; ++u)
-        total = kb.add(total, acc[m * unroll + u]);
-      storeFinished(kb, g, kb.reduceAdd(total), kb.index(m), n, 1, /*scalar=*/true);
-    }
   });
 }
 
@@ -690,7 +703,7 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
   auto laneBytes = VectorType::get({lanes}, b.getI8Type());
   auto sumVector = VectorType::get({lanes}, b.getI32Type());
   auto splatInt = [&](VectorType type, int64_t value) { return ::splatInt(b, loc, type, value); };
-  Value zeroBytes = splatInt(byteVector, 0), highBit = splatInt(byteVector, -128);
+  Value zeroBytes = splatInt(byteVector, 0);
 
   // A's rows as bytes, their scales, and the sums of their integers.
   Value aBytes = kb.allocate({g.m, g.k}, b.getI8Type());
@@ -718,9 +731,7 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
       for (int64_t u = 0; u * bytes < valid; ++u) {
         Value col = kb.addi(k, kb.index(u * bytes));
         int64_t vectorValid = std::min(bytes, valid - u * bytes);
-        // B's bytes offset by 128 to unsigned ones.
-        Value row = arith::XOrIOp::create(
-            b, loc, kb.loadVector(g.b, {n, col}, vectorValid, zeroBytes), highBit);
+        Value row = loadUnsignedBytes(kb, g, n, col, vectorValid);
         for (int64_t m = 0; m < g.m; ++m)
           sums[m * unroll + u] =
               kb.dotInt8(sums[m * unroll + u], row,
@@ -751,7 +762,7 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
 /// magnitude / 127, rounded to f16); the exact integer dot product of a
 /// block with B's, times both blocks' scales, is summed in f32. B's bytes are
 /// offset by 128 to unsigned ones, which -128 times a group's scale times
-/// A's sum over the group undoes once per output (addGroupShares); a dot
+/// A's sum over the group undoes once per output (storeWithGroupShares); a dot
 /// product of 64 bytes sums 4 products a lane, lanes 0-7 of the first block,
 /// 8-15 of the second (and each 4 lanes of one group of 16).
 void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
@@ -783,15 +794,13 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   }
 
   Value secondBlock = secondBlockLanes(kb, [](int64_t lane) { return lane >= 8; });
-  Value zeroBytes = splatInt(bytesOf(kChunk), 0), highBit = splatInt(bytesOf(kChunk), -128);
+  Value zeroBytes = splatInt(bytesOf(kChunk), 0);
   int64_t full = g.k / kChunk * kChunk;
   int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 4) / (g.m + 1), 1, 2);
   kb.parallelFor(g.n, [&](Value n) {
     SmallVector<Value> acc(g.m * unroll, kb.splat(0.0));
     auto chunk = [&](Value col, int64_t u, int64_t valid) {
-      // B's bytes offset by 128 to unsigned ones.
-      Value row =
-          arith::XOrIOp::create(b, loc, kb.loadVector(g.b, {n, col}, valid, zeroBytes), highBit);
+      Value row = loadUnsignedBytes(kb, g, n, col, valid);
       std::pair<Value, Value> spanned = chunkBlocks(kb, col, blocks);
       Value bLanes;
       if (g.groupSize == 16) {
@@ -825,16 +834,9 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
       chunk(kb.index(full), 0, g.k - full);
     // The offset's share: -128 times a row of B's scales times A's sums per
     // group.
-    SmallVector<Value> shares(g.m, kb.splat(0.0));
-    addGroupShares(kb, g, aGroupSums, shares, [&](Value group, int64_t valid) {
+    storeWithGroupShares(kb, g, n, aGroupSums, acc, unroll, [&](Value group, int64_t valid) {
       return kb.mul(kb.loadVectorWidened(g.bScales, {n, group}, valid), kb.splat(-128.0));
     });
-    for (int64_t m = 0; m < g.m; ++m) {
-      Value total = shares[m];
-      for (int64_t u = 0; u < unroll; ++u)
-        total = kb.add(total, acc[m * unroll + u]);
-      storeFinished(kb, g, kb.reduceAdd(total), kb.index(m), n, 1, /*scalar=*/true);
-    }
   });
 }
 
@@ -899,9 +901,8 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
   auto rowQuads = [&](Value n, Value k, int64_t valid) {
     n = kb.mini(n, lastRow);
     if (g.bits == 8) {
-      Value bytes = kb.loadVector(g.b, {n, k}, valid, splatInt(bytesOf(64), 0));
-      bytes = arith::XOrIOp::create(b, loc, bytes, splatInt(bytesOf(64), -128));
-      return vector::BitCastOp::create(b, loc, quadVector, bytes).getResult();
+      return vector::BitCastOp::create(b, loc, quadVector, loadUnsignedBytes(kb, g, n, k, valid))
+          .getResult();
     }
     Value bytes = kb.loadVector(g.b, {n, kb.divui(k, 2)}, valid / 2, splatInt(bytesOf(32), 0));
     Value mask = splatInt(bytesOf(32), 0x0F);
