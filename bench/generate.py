@@ -28,6 +28,12 @@ Prompt speed is tokens/s of the prefill; decode is ms per generated token
 Runs under build/bench-venv (bench/setup-peers.sh).
 
   generate.py [--model gpt2|llama-1b] [--build DIR] [--repeats N] [--threads T]
+              [--xfmr-flags FLAGS] [--no-peers]
+
+--xfmr-flags adds flags to every xfmrc compile: --xfmr-flags=--mcpu=haswell
+measures the AVX2 code paths on a newer host (with --int8-dot=false beside,
+the f32 products they replace); --no-peers leaves out generate() and
+llama.cpp.
 """
 
 import argparse
@@ -107,7 +113,7 @@ def bench_xfmr(args, directory, workdir, name, flags, sampling=("--temp", "0")):
     generator = os.path.join(workdir, f"xfmr-generate-{name}")
     start = time.perf_counter()
     run([os.path.join(args.build, "bin", "xfmrc"), directory, "--generate", CONTEXT, *flags,
-         "-o", generator])
+         *args.xfmr_flags.split(), "-o", generator])
     compile_s = time.perf_counter() - start
     best = None
     ids = " ".join(map(str, prompt_ids()))
@@ -299,6 +305,8 @@ def main():
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--xfmr-flags", default="")
+    parser.add_argument("--no-peers", action="store_true")
     args = parser.parse_args()
     workdir = os.path.join(args.build, "bench-generate")
     os.makedirs(workdir, exist_ok=True)
@@ -350,12 +358,14 @@ def main():
                 + bench_xfmr(args, directory, workdir, "int8",
                              ["--weights-dtype=int8", "--cache-dtype=bf16"], sampling=("-s", "1"))[:2]
                 + (1 + 4 / width,))
-    rows.append(("transformers generate() f32",) + bench_transformers(args, directory) + (4,))
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        llama_cpp = None
-        print("llama.cpp: llama_cpp is not installed (bench/setup-peers.sh); its rows are left out")
+    llama_cpp = None
+    if not args.no_peers:
+        rows.append(("transformers generate() f32",) + bench_transformers(args, directory) + (4,))
+        try:
+            import llama_cpp  # noqa: F401
+        except ImportError:
+            print("llama.cpp: llama_cpp is not installed (bench/setup-peers.sh); its rows are "
+                  "left out")
     f32 = os.path.join(workdir, f"{args.model}-f32.gguf")
     if llama_cpp and not os.path.exists(f32):
         (write_gguf if args.model == "gpt2" else write_llama_gguf)(directory, f32)
@@ -377,6 +387,7 @@ def main():
     print(f"{MODELS[args.model][0]} ({params / 1e6:.0f} M parameters), batch 1, "
           f"prompt {PROMPT} + {NEW} new tokens, "
           f"{args.threads} threads; read bandwidth {bandwidth:.1f} GB/s; "
+          f"xfmrc flags: {args.xfmr_flags or 'none'}; "
           f"xfmrc --generate compiles in {compile_s:.1f} s")
     print(f"| {'system':30} | prompt tok/s | decode ms/token | roofline ms/token | "
           f"decode / roofline | xfmr f32 decode speed-up |")

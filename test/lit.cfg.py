@@ -50,13 +50,20 @@ try:
 except Exception:
     lit_config.warning("python3-matplotlib missing: the attention-maps example is UNSUPPORTED")
 
-# Kernels that only hosts with AVX-512 VNNI build (xfmrc --int8-dot).
+# The host's vector instructions, and whether xfmrc's default (--int8-dot)
+# takes integer dot products on it: vpdpbusd or vpmaddubsw at the width it
+# picks (16 lanes with AVX-512F).
 try:
     with open("/proc/cpuinfo") as cpuinfo:
-        if "avx512_vnni" in cpuinfo.read().split():
-            config.available_features.add("avx512vnni")
+        flags = set(cpuinfo.read().split())
 except OSError:
-    pass
+    flags = set()
+for flag, feature in (("avx2", "avx2"), ("avx512bw", "avx512bw"), ("avx512_vnni", "avx512vnni")):
+    if flag in flags:
+        config.available_features.add(feature)
+if ({"avx512_vnni", "avx512bw"} & flags if "avx512f" in flags else
+        "avx_vnni" in flags or {"avx512_vnni", "avx512vl"} <= flags or "avx2" in flags):
+    config.available_features.add("integer-dot")
 
 # Data-parallel training runs under Open MPI's mpirun (scripts/install-deps.sh
 # installs it); more processes than cores, and as root in CI containers.

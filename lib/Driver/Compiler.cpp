@@ -355,13 +355,17 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
     pipeline.emulateGpuKernels = options.emulateGpuKernels;
     pipeline.reverseGpuThreads = options.reverseGpuThreads;
     pipeline.emulatedChip = options.gpuArch;
-    bool wide = options.vectorLanes
-                    ? options.vectorLanes == 16
-                    : (*machine)->getMCSubtargetInfo()->checkFeatures("+avx512f");
+    const llvm::MCSubtargetInfo &host = *(*machine)->getMCSubtargetInfo();
+    bool wide = options.vectorLanes ? options.vectorLanes == 16 : host.checkFeatures("+avx512f");
     pipeline.vectorLanes = wide ? 16 : 8;
     pipeline.vectorRegisters = wide ? 32 : 16;
-    pipeline.int8Dot =
-        options.int8Dot && wide && (*machine)->getMCSubtargetInfo()->checkFeatures("+avx512vnni");
+    // vpdpbusd on 16 lanes is AVX-512 VNNI's; on 8, AVX-VNNI's or, with
+    // AVX-512VL, AVX-512 VNNI's. Without it, vpmaddubsw and vpmaddwd.
+    bool vnni = wide
+                    ? host.checkFeatures("+avx512vnni")
+                    : host.checkFeatures("+avxvnni") || host.checkFeatures("+avx512vnni,+avx512vl");
+    bool multiplyAdd = host.checkFeatures(wide ? "+avx512bw" : "+avx2");
+    pipeline.int8Dot = !options.int8Dot ? "none" : vnni ? "vnni" : multiplyAdd ? "madd" : "none";
     buildCpuPipeline(pm, pipeline);
   }
   if (failed(pm.run(**module)))

@@ -1,8 +1,9 @@
 // RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels --split-input-file | FileCheck %s
 // RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="lanes=16 registers=32" --split-input-file | FileCheck %s --check-prefix=WIDE
-// RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="lanes=16 registers=32 int8-dot=1" --split-input-file | FileCheck %s --check-prefix=DOT
-// RUN: not xfmr-opt %s --convert-xfmr-to-cpu-kernels="int8-dot=1" --split-input-file 2>&1 | FileCheck %s --check-prefix=DOTLANES
-// DOTLANES: error: int8-dot needs 16 lanes, got 8
+// RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="lanes=16 registers=32 int8-dot=vnni" --split-input-file | FileCheck %s --check-prefix=DOT
+// RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="int8-dot=madd" --split-input-file | FileCheck %s --check-prefix=MADD
+// RUN: not xfmr-opt %s --convert-xfmr-to-cpu-kernels="int8-dot=vpdpbusd" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADDOT
+// BADDOT: error: int8-dot must be none, madd or vnni, got 'vpdpbusd'
 
 // The GEMM: weights read in place; threads take column chunks (here three:
 // two one-panel chunks and the 12-column tail, 44 = 2 x 16 + 12); B packed
@@ -306,6 +307,24 @@ func.func @int8_weight(%x: tensor<1x64xf32>, %q: tensor<64x96xi8>, %s: tensor<1x
 // DOT: arith.subi
 // DOT: arith.sitofp %{{.*}} : i32 to f32
 // DOT-NOT: tensor<352x40xf32>
+// With AVX2's vpmaddubsw (int8-dot=madd, 8 lanes), which saturates sums of
+// two products past 2^15, the unsigned bytes are split into their low 7
+// bits and their top bit, each multiplied and widened (vpmaddwd) on its own.
+// MADD: func.func private @llvm.x86.avx2.pmadd.wd(vector<16xi16>, vector<16xi16>) -> vector<8xi32>
+// MADD: func.func private @llvm.x86.avx2.pmadd.ub.sw(vector<32xi8>, vector<32xi8>) -> vector<16xi16>
+// MADD-LABEL: func @int8_transposed_weight
+// MADD: %[[LOW:.*]] = arith.constant dense<127> : vector<32xi8>
+// MADD: %[[TOP:.*]] = arith.constant dense<-128> : vector<32xi8>
+// MADD: scf.forall (%[[N:.*]]) in (40)
+// MADD: %[[B:.*]] = arith.xori %{{.*}}, %[[TOP]] : vector<32xi8>
+// MADD: %[[A:.*]] = vector.load %{{.*}} : memref<1x352xi8>, vector<32xi8>
+// MADD: %[[B7:.*]] = arith.andi %[[B]], %[[LOW]] : vector<32xi8>
+// MADD: %[[P7:.*]] = func.call @llvm.x86.avx2.pmadd.ub.sw(%[[B7]], %[[A]])
+// MADD: func.call @llvm.x86.avx2.pmadd.wd(%[[P7]],
+// MADD: %[[B8:.*]] = arith.andi %[[B]], %[[TOP]] : vector<32xi8>
+// MADD: %[[P8:.*]] = func.call @llvm.x86.avx2.pmadd.ub.sw(%[[B8]], %[[A]])
+// MADD: func.call @llvm.x86.avx2.pmadd.wd(%[[P8]],
+// MADD-NOT: vpdpbusd
 func.func @int8_transposed_weight(%x: tensor<1x352xf32>, %q: tensor<40x352xi8>, %s: tensor<40x1xf32>) -> tensor<1x40xf32> {
   %d = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 352 : i64}
          : (tensor<40x352xi8>, tensor<40x1xf32>) -> tensor<40x352xf32>
@@ -390,6 +409,18 @@ func.func @int8_grouped_weight(%x: tensor<1x160xf32>, %q: tensor<40x160xi8>, %s:
 // DOT: scf.yield
 // DOT: vector.maskedstore %{{.*}} : memref<20x40xf32>, vector<16xi1>, vector<16xf32>
 // DOT-NOT: tensor<160x40xf32>
+// With vpmaddubsw on 8 lanes (int8-dot=madd), panels of 16 rows, 32 values
+// (one block) unpacked at a time in value order, tiles of 3 rows; the
+// nibbles take vpmaddubsw whole.
+// MADD-LABEL: func @int4_weight_gemm
+// MADD-NOT: dense<127> : vector<32xi8>
+// MADD: memref.alloc() {{.*}} : memref<40x16xi32>
+// MADD: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31] : vector<16xi8>, vector<16xi8>
+// MADD: scf.for %{{.*}} = %c0 to %{{.*}} step %c3
+// MADD: scf.for %{{.*}} = %c0 to %c5 step %c1 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// MADD-COUNT-48: func.call @llvm.x86.avx2.pmadd.ub.sw
+// MADD-NOT: func.call @llvm.x86.avx2.pmadd.ub.sw
+// MADD: scf.yield
 func.func @int4_weight_gemm(%x: tensor<20x160xf32>, %q: tensor<40x80xi8>, %s: tensor<40x5xf32>) -> tensor<20x40xf32> {
   %d = xfmr.dequantize %q, %s {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64}
          : (tensor<40x80xi8>, tensor<40x5xf32>) -> tensor<40x160xf32>

@@ -304,8 +304,8 @@ def gpt2_bf16_cache(args):
 
 def gpt2_int8(args):
     """--weights-dtype=int8: the products' weights (the LM head too) int8 with
-    a scale per output channel, activations (but decode's with AVX-512 VNNI:
-    int8, a scale per row) and KV cache f32."""
+    a scale per output channel, activations (but decode's with integer dot
+    products: int8, a scale per row) and KV cache f32."""
     return gpt2_narrow(args, "gpt2-int8", ["--weights-dtype=int8"], 5e-2, 1e-2)
 
 
@@ -316,8 +316,8 @@ def gpt2_bf16_weights(args):
 
 
 def gpt2_int8_groups(args):
-    """--weights-dtype=int8 with a scale per group of 32 inputs; with AVX-512
-    VNNI decode's activations int8 too, a scale per block of 32 as llama.cpp's
+    """--weights-dtype=int8 with a scale per group of 32 inputs; with integer
+    dot products decode's activations int8 too, a scale per block of 32 as llama.cpp's
     q8_0 (observed max 5.2e-2, mean 5.6e-3 of the largest logit; f32
     activations 4.8e-2, 5.2e-3)."""
     return gpt2_narrow(args, "gpt2-int8-g32", ["--weights-dtype=int8", "--weight-group-size=32"],

@@ -19,7 +19,7 @@ Q4_K, Q5_K, Q6_K (random blocks with finite scales). Then:
   (--int8-dot=false) against the float64 forward of the original config's
   model over those weights on a padded batch (max error <= 1e-4 x max); with
   --int8-dot, where the products of integer groups take int8
-  activations (AVX-512 VNNI), against that forward with those activations
+  activations (integer dot products), against that forward with those activations
   quantized alike: >= 30% of positions within 1e-4 x max (a rounding
   that f32 and float64 take to neighbouring levels moves the positions after
   it; a product that differs, every one). The original config, because what the file leaves out
@@ -132,7 +132,7 @@ GEMMAS = ("gemma", "gemma2", "gemma3")
 # difference of large terms): there transformers' own float32 forward is off
 # by 0.95e-4 of the largest logit, xfmr by 2.8e-4.
 TOLERANCE = {"gemma": 5e-4}
-# Logits with int8 activations (--int8-dot on hosts with AVX-512 VNNI)
+# Logits with int8 activations (--int8-dot on hosts with an integer dot product)
 # against the float64 forward that quantizes the same activations: the share
 # of positions that must agree, and within what fraction of the largest.
 INT8_ACTIVATIONS_TOLERANCE = 1e-4
@@ -418,17 +418,22 @@ def compare_positions(case, ours, theirs, valid):
     return good
 
 
-def has_vnni():
+def has_integer_dot():
+    """Whether xfmrc's default --int8-dot takes integer dot products on this
+    host (test/lit.cfg.py's integer-dot feature)."""
     try:
         with open("/proc/cpuinfo") as f:
-            return "avx512_vnni" in f.read().split()
+            flags = set(f.read().split())
     except OSError:
         return False
+    if "avx512f" in flags:
+        return bool({"avx512_vnni", "avx512bw"} & flags)
+    return "avx_vnni" in flags or {"avx512_vnni", "avx512vl"} <= flags or "avx2" in flags
 
 
 @contextlib.contextmanager
 def int8_activations(model, kept, config):
-    """On hosts with AVX-512 VNNI, the inputs of `model`'s linear layers
+    """On hosts with an integer dot product, the inputs of `model`'s linear layers
     whose weights xfmr keeps (`kept`) as integer groups of 16 or 32 (or a
     multiple) quantized as its integer products take them, as llama.cpp's q8_0: per
     block of 32 in float32, rounded to even at 127 / the largest magnitude,
@@ -442,7 +447,7 @@ def int8_activations(model, kept, config):
         return (torch.round(blocks * inverse).double() * scale).reshape(x.shape), *inputs[1:]
 
     handles = []
-    for name, module in model.named_modules() if has_vnni() else ():
+    for name, module in model.named_modules() if has_integer_dot() else ():
         if isinstance(module, torch.nn.Linear):
             in_features = module.in_features
         elif isinstance(module, Conv1D):

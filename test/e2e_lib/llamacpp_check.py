@@ -17,7 +17,7 @@ llama.cpp (`llama_model_quantize`) to Q8_0, Q4_0 and Q4_K_M. For each file:
   --temp 0`) identical to llama.cpp's argmax decoding. The generator
   prefills 8 tokens a call, so that its Q8_0 products all take the
   activations as llama.cpp's q8_0 (the int8 dot products of skinny
-  products, up to 8 rows, on hosts with AVX-512 VNNI): the near-ties of a
+  products, up to 8 rows, on hosts with integer dot products): the near-ties of a
   random model then fall alike.
 
 Prints `PASS: <arch> <type> ...` lines. Runs in build/bench-venv (the
@@ -39,7 +39,7 @@ import gguf
 from gguf import GGMLQuantizationType as Q
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gguf_check import decoder, gemma3_config, has_vnni, write_gguf  # noqa: E402
+from gguf_check import decoder, gemma3_config, has_integer_dot, write_gguf  # noqa: E402
 from tokenizers_check import add_gguf_sentencepiece, train_sentencepiece  # noqa: E402
 
 torch.set_num_threads(2)
@@ -50,8 +50,8 @@ tf.logging.set_verbosity_error()
 BOUNDS = {"F16": 2e-3, "Q8_0": 3e-2, "Q4_0": 5e-2, "Q4_K_M": 6e-2}
 
 # Q8_0's tokens agree where decode takes its activations as llama.cpp's q8_0:
-# with the int8 dot products of AVX-512 VNNI.
-GREEDY_TYPES = ("F16", "Q8_0") if has_vnni() else ("F16",)
+# with xfmr's integer dot products.
+GREEDY_TYPES = ("F16", "Q8_0") if has_integer_dot() else ("F16",)
 STEPS, PROMPT = 32, 16
 
 

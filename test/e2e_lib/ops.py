@@ -349,7 +349,7 @@ def int4_dequantized(w, axis, group, mins=False, bf16_scales=False):
 
 def ref_int4_weights(x, group, mins=False, bf16_scales=False, int8_dot=False):
     """int8_dot: every product takes int8 activations per block of 32
-    (xfmrc --int8-dot on a host with AVX-512 VNNI)."""
+    (xfmrc --int8-dot on a host with an integer dot product)."""
     activations = int8_block_activations if int8_dot else t
     return ref_narrow_weights(x, *(int4_dequantized(x[n], axis, group, mins, bf16_scales)
                                    for n, axis in (("w_kn", 0), ("w_nk", 1), ("w_tail", 1))),
@@ -395,7 +395,7 @@ def ref_narrow_weights(x, kn, nk, tail, skinny=t, gemm=t):
 
 def ref_int8_weights(x, group, bf16_scales=False, int8_dot=False):
     """int8_dot: the products take int8 activations (xfmrc --int8-dot on a
-    host with AVX-512 VNNI): the skinny ones a scale per row where the
+    host with an integer dot product): the skinny ones a scale per row where the
     weights have one per channel, the others (and all of grouped weights)
     one per block of 32."""
     skinny = (int8_block_activations if group else int8_activations) if int8_dot else t

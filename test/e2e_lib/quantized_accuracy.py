@@ -34,7 +34,7 @@ NEW = 100
 TIE = 0.05
 PPL_RATIO = {"bf16": 1.01, "bf16-weights": 1.01, "int8": 1.01, "int8-g32": 1.01,
              "int4-g32": 1.03, "int4-g32-mins": 1.03}
-# int4 decode steps (int8 activations with VNNI) against int4's forward (f32
+# int4 decode steps (int8 activations on integer dot products) against int4's forward (f32
 # activations): max and mean error as a share of the largest logit.
 DECODE_ERROR = (2e-2, 5e-3)
 # The least share of f32's greedy choices each integer variant must make.
@@ -65,7 +65,7 @@ def perplexity(logits, ids):
 
 def check_decode(args, work, name, got):
     """The generator's own steps (decode's skinny products, with int8
-    activations where the host has VNNI) against the forward executable's
+    activations on integer dot products) against the forward executable's
     full-sequence logits (f32 activations) over the same tokens: max and
     mean error within DECODE_ERROR of the largest logit."""
     sequences = os.path.join(work, f"own-{name}.txt")

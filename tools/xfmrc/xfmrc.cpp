@@ -247,8 +247,9 @@ static cl::opt<int64_t> vectorLanes(
     cl::init(0), cl::cat(category), cl::Hidden);
 static cl::opt<bool> int8Dot(
     "int8-dot",
-    cl::desc("Skinny products of int8 weights quantize their activations to int8 and use the "
-             "target's int8 dot product (AVX-512 VNNI) where it has one (default on)"),
+    cl::desc("Products of integer weights quantize their activations to int8 and use the "
+             "target's integer dot product: vpdpbusd (AVX-512 VNNI, AVX-VNNI) or vpmaddubsw "
+             "(AVX2, AVX-512BW) (default on)"),
     cl::init(true), cl::cat(category), cl::Hidden);
 static cl::opt<bool> emulateGpuKernels(
     "emulate-gpu-kernels",

@@ -148,8 +148,9 @@ def ConvertXfmrToCpuKernels : Pass<"convert-xfmr-to-cpu-kernels"> {
            "f32 lanes per vector register (8: AVX2, 16: AVX-512)">,
     Option<"registers", "registers", "int64_t", /*default=*/"16",
            "vector registers (16: AVX2, 32: AVX-512)">,
-    Option<"int8Dot", "int8-dot", "bool", /*default=*/"false",
-           "With 16 lanes: the target has AVX-512 VNNI's int8 dot product (vpdpbusd)">,
+    Option<"int8Dot", "int8-dot", "std::string", /*default=*/"\"none\"",
+           "The target's int8 dot product: none, madd (vpmaddubsw + vpmaddwd: AVX2, "
+           "AVX-512BW) or vnni (vpdpbusd: AVX-VNNI, AVX-512 VNNI)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",

@@ -126,9 +126,9 @@ struct CompileOptions {
   /// widest. 16 on an AVX2 machine is legal (each vector takes two
   /// registers) and is how the AVX-512 code shape is tested there.
   int64_t vectorLanes = 0;
-  /// CPU: skinny products of int8 weights quantize their activations to
-  /// int8 and use the target's int8 dot product, where it has one (AVX-512
-  /// VNNI).
+  /// CPU: products of integer weights quantize their activations to int8
+  /// and use the target's integer dot product, where it has one: vpdpbusd
+  /// (AVX-512 VNNI, AVX-VNNI) or vpmaddubsw (AVX2, AVX-512BW).
   bool int8Dot = true;
   /// CPU: build the GPU kernels instead of the CPU ones, their thread blocks
   /// run as loops (how the GPU kernels are tested without a GPU).

@@ -80,9 +80,10 @@ struct CpuPipelineOptions : FusionPipelineOptions<CpuPipelineOptions> {
       llvm::cl::desc("Start each gradient's reduction where the backward has computed it "
                      "(xfmr-overlap-all-reduce)"),
       llvm::cl::init(false)};
-  BoolOption int8Dot{*this, "int8-dot",
-                     llvm::cl::desc("The target has AVX-512 VNNI's int8 dot product"),
-                     llvm::cl::init(false)};
+  Option<std::string> int8Dot{
+      *this, "int8-dot",
+      llvm::cl::desc("The target's int8 dot product: none, madd (AVX2, AVX-512BW) or vnni"),
+      llvm::cl::init("none")};
 };
 
 struct GpuPipelineOptions : FusionPipelineOptions<GpuPipelineOptions> {

@@ -133,22 +133,62 @@ Value KernelBuilder::reduceMax(Value vector) {
                                      arith::FastMathFlags::nnan);
 }
 
-Value KernelBuilder::dotInt8(Value acc, Value u, Value s) {
-  assert(target.int8Dot && target.lanes == 16 && "vpdpbusd is AVX-512 VNNI's");
-  // A call of the intrinsic's declaration, which LLVM IR takes for the
-  // intrinsic: unlike llvm.call_intrinsic, a func.call is an op that
-  // bufferization and buffer deallocation reason about.
-  constexpr StringLiteral name = "llvm.x86.avx512.vpdpbusd.512";
+/// A call of the LLVM intrinsic `name` through its declaration, which LLVM
+/// IR takes for the intrinsic: unlike llvm.call_intrinsic, a func.call is an
+/// op that bufferization and buffer deallocation reason about.
+static Value callIntrinsic(OpBuilder &b, Location loc, StringRef name, Type result,
+                           ValueRange operands) {
   auto module = b.getInsertionBlock()->getParentOp()->getParentOfType<ModuleOp>();
   auto callee = module.lookupSymbol<func::FuncOp>(name);
   if (!callee) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(module.getBody());
-    callee = func::FuncOp::create(
-        b, loc, name, b.getFunctionType({acc.getType(), u.getType(), s.getType()}, acc.getType()));
+    callee = func::FuncOp::create(b, loc, name, b.getFunctionType(operands.getTypes(), result));
     callee.setPrivate();
   }
-  return func::CallOp::create(b, loc, callee, ValueRange{acc, u, s}).getResult(0);
+  return func::CallOp::create(b, loc, callee, operands).getResult(0);
+}
+
+Value KernelBuilder::dotInt8(Value acc, Value u, Value s, int64_t uBits) {
+  int64_t lanes = cast<VectorType>(acc.getType()).getNumElements();
+  assert(target.integerDot != IntegerDot::None && lanes == target.lanes &&
+         "an integer dot product of the target's width");
+  bool wide = lanes == 16;
+  if (target.integerDot == IntegerDot::Vnni)
+    return callIntrinsic(b, loc,
+                         wide ? "llvm.x86.avx512.vpdpbusd.512" : "llvm.x86.avx512.vpdpbusd.256",
+                         acc.getType(), {acc, u, s});
+
+  // vpmaddubsw sums pairs of products to i16 with saturation, exact while
+  // u < 128 (2 x 127 x 127 at most); 8-bit u is split into its low 7 bits
+  // and its top bit (0 or 128: 2 x 128 x 127), each pair sum then widened
+  // and summed in pairs by vpmaddwd.
+  auto pairs = VectorType::get({2 * lanes}, b.getI16Type());
+  auto multiplyAdd = [&](Value unsignedBytes) {
+    Value pairSums =
+        callIntrinsic(b, loc, wide ? "llvm.x86.avx512.pmaddubs.w.512" : "llvm.x86.avx2.pmadd.ub.sw",
+                      pairs, {unsignedBytes, s});
+    Value ones = arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(pairs, b.getIntegerAttr(b.getI16Type(), 1)));
+    Value quads =
+        callIntrinsic(b, loc, wide ? "llvm.x86.avx512.pmaddw.d.512" : "llvm.x86.avx2.pmadd.wd",
+                      acc.getType(), {pairSums, ones});
+    acc = arith::AddIOp::create(b, loc, acc, quads);
+  };
+  if (uBits < 8) {
+    multiplyAdd(u);
+    return acc;
+  }
+  auto bytes = cast<VectorType>(u.getType());
+  auto mask = [&](int64_t bits) {
+    return arith::AndIOp::create(
+        b, loc, u,
+        arith::ConstantOp::create(
+            b, loc, DenseElementsAttr::get(bytes, b.getIntegerAttr(b.getI8Type(), bits))));
+  };
+  multiplyAdd(mask(0x7F));
+  multiplyAdd(mask(-128));
+  return acc;
 }
 
 Value KernelBuilder::reduceAdd(Value vector) {

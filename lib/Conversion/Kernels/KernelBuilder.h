@@ -25,14 +25,24 @@ namespace xfmr::kernels {
 
 inline constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
+/// How the target sums products of bytes into i32 lanes (dotInt8).
+enum class IntegerDot {
+  /// None: integer weights are widened to f32.
+  None,
+  /// vpmaddubsw then vpmaddwd (AVX2, AVX-512BW).
+  MultiplyAdd,
+  /// vpdpbusd (AVX-VNNI, AVX-512 VNNI).
+  Vnni,
+};
+
 /// What the generated code may assume about the vector unit.
 struct CpuTarget {
   /// f32 lanes per vector register: 8 (AVX2) or 16 (AVX-512).
   int64_t lanes = 8;
   /// Vector registers: 16 (AVX2) or 32 (AVX-512).
   int64_t registers = 16;
-  /// Whether 16-lane vectors have an int8 dot product (AVX-512 VNNI).
-  bool int8Dot = false;
+  /// The instructions of the integer dot products, if any.
+  IntegerDot integerDot = IntegerDot::None;
 
   /// Rows of a register tile of 2 vectors per row, leaving registers for the
   /// two B vectors and the broadcast A value.
@@ -90,10 +100,11 @@ public:
   /// (as many as they have lanes, a power of 2): lanes * log2(lanes)
   /// two-source shuffles.
   llvm::SmallVector<mlir::Value> transpose(llvm::ArrayRef<mlir::Value> rows);
-  /// acc + the sums of each lane's 4 products of unsigned bytes `u` and
-  /// signed bytes `s` (vector<16xi32>, vector<64xi8> twice): AVX-512
-  /// VNNI's vpdpbusd, for targets with `int8Dot`.
-  mlir::Value dotInt8(mlir::Value acc, mlir::Value u, mlir::Value s);
+  /// acc + the sums of each lane's 4 products of unsigned bytes `u` (below
+  /// 2^uBits) and signed bytes `s` in [-127, 127] (vector<lanes x i32>,
+  /// vector<4 lanes x i8> twice), exactly: vpdpbusd's arithmetic, for
+  /// targets with an `integerDot`.
+  mlir::Value dotInt8(mlir::Value acc, mlir::Value u, mlir::Value s, int64_t uBits = 8);
   /// Horizontal reductions of a vector (the max of non-NaNs).
   mlir::Value reduceMax(mlir::Value vector);
   mlir::Value reduceAdd(mlir::Value vector);

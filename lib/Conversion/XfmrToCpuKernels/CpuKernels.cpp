@@ -4,6 +4,7 @@
 
 #include "xfmr/Conversion/Passes.h"
 
+#include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/Debug.h"
 
 #define DEBUG_TYPE "convert-xfmr-to-cpu-kernels"
@@ -72,12 +73,18 @@ struct ConvertXfmrToCpuKernelsPass
       getOperation()->emitError("lanes must be 8 or 16, got ") << lanes.getValue();
       return signalPassFailure();
     }
-    if (int8Dot && lanes != 16) {
-      getOperation()->emitError("int8-dot needs 16 lanes, got ") << lanes.getValue();
+    std::optional<IntegerDot> integerDot = llvm::StringSwitch<std::optional<IntegerDot>>(int8Dot)
+                                               .Case("none", IntegerDot::None)
+                                               .Case("madd", IntegerDot::MultiplyAdd)
+                                               .Case("vnni", IntegerDot::Vnni)
+                                               .Default(std::nullopt);
+    if (!integerDot) {
+      getOperation()->emitError("int8-dot must be none, madd or vnni, got '")
+          << int8Dot.getValue() << "'";
       return signalPassFailure();
     }
     if (failed(applyKernelPatterns(getOperation(),
-                                   CpuKernelSet(CpuTarget{lanes, registers, int8Dot}))))
+                                   CpuKernelSet(CpuTarget{lanes, registers, *integerDot}))))
       signalPassFailure();
   }
 };

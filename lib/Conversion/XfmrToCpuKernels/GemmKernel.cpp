@@ -417,29 +417,35 @@ Value splatInt(OpBuilder &b, Location loc, VectorType type, int64_t value) {
       b, loc, DenseElementsAttr::get(type, b.getIntegerAttr(type.getElementType(), value)));
 }
 
-/// The two blocks of 32 a 64-value chunk of an int8 dot product spans from
-/// `col`: the second clamped to the last of `blocks` (a chunk past K reads
-/// zeros there).
+/// The blocks of 32 a chunk of an int8 dot product (4 values a lane) spans
+/// from `col`: the second, if the chunk has 64 values, clamped to the last of
+/// `blocks` (a chunk past K reads zeros there).
 std::pair<Value, Value> chunkBlocks(KernelBuilder &kb, Value col, int64_t blocks) {
   Value first = kb.divui(col, 32);
   return {first, kb.mini(kb.addi(first, kb.index(1)), kb.index(blocks - 1))};
 }
 
-/// The 16 lanes of a 64-byte dot product that sum the chunk's second block,
-/// where `second(lane)`.
+/// The lanes of a dot product of 64 bytes (16 lanes) that sum the chunk's
+/// second block, where `second(lane)`; none where a chunk is one block (8
+/// lanes).
 Value secondBlockLanes(KernelBuilder &kb, llvm::function_ref<bool(int64_t)> second) {
   OpBuilder &b = kb.builder();
+  int64_t count = kb.cpu().lanes;
+  if (4 * count == 32)
+    return {};
   SmallVector<bool> lanes;
-  for (int64_t lane = 0; lane < 16; ++lane)
+  for (int64_t lane = 0; lane < count; ++lane)
     lanes.push_back(second(lane));
   return arith::ConstantOp::create(
       b, kb.location(),
-      DenseElementsAttr::get(VectorType::get({16}, b.getI1Type()), ArrayRef(lanes)));
+      DenseElementsAttr::get(VectorType::get({count}, b.getI1Type()), ArrayRef(lanes)));
 }
 
-/// Per lane, `of(first)`, or `of(next)` in the lanes of `second`.
+/// Per lane, `of(first)`, or `of(next)` in the lanes of `second` (if any).
 Value perBlockLanes(KernelBuilder &kb, Value second, std::pair<Value, Value> blocks,
                     llvm::function_ref<Value(Value)> of) {
+  if (!second)
+    return kb.splat(of(blocks.first));
   return kb.select(second, kb.splat(of(blocks.second)), kb.splat(of(blocks.first)));
 }
 
@@ -582,12 +588,13 @@ void storeWithGroupShares(KernelBuilder &kb, const GemmOperands &g, Value n, Val
   }
 }
 
-/// Row `n` of an int8 B from `col`, `valid` of 64 bytes (zeros past them),
-/// offset by 128 to unsigned bytes: vpdpbusd multiplies unsigned by signed.
+/// Row `n` of an int8 B from `col`, `valid` of 4 x lanes bytes (zeros past
+/// them), offset by 128 to unsigned bytes: dotInt8 multiplies unsigned by
+/// signed.
 Value loadUnsignedBytes(KernelBuilder &kb, const GemmOperands &g, Value n, Value col,
                         int64_t valid) {
   OpBuilder &b = kb.builder();
-  auto bytes = VectorType::get({64}, b.getI8Type());
+  auto bytes = VectorType::get({4 * kb.cpu().lanes}, b.getI8Type());
   return arith::XOrIOp::create(
       b, kb.location(), kb.loadVector(g.b, {n, col}, valid, splatInt(b, kb.location(), bytes, 0)),
       splatInt(b, kb.location(), bytes, -128));
@@ -596,12 +603,13 @@ Value loadUnsignedBytes(KernelBuilder &kb, const GemmOperands &g, Value n, Value
 /// C = epilogue(A B^T) for a 4-bit B [N, K / 2] (groups of 32 or more) on
 /// targets with an int8 dot product: each row of A is quantized to int8 as
 /// llama.cpp's q8_0 (quantizeBlocksOfA, a scale per block of 32, as its q4
-/// products take it) and stored in the order B's bytes unpack to: 64 values
-/// at a time, the low nibbles of two blocks of 32 (values 0-15, 32-47), then
-/// their high ones (16-31, 48-63). A dot product of the nibbles (unsigned)
-/// with those bytes sums 4 products a lane, lanes 0-3 and 8-11 of the first
-/// block, 4-7 and 12-15 of the second; each lane is scaled by its blocks'
-/// scales (B's group's times A's block's) in f32. The nibbles' offset of 8
+/// products take it) and stored in the order B's bytes unpack to, a chunk
+/// of 4 x lanes values at a time: the low nibbles of its blocks of 32
+/// (values 0-15, and 32-47 with 16 lanes), then their high ones (16-31,
+/// 48-63). A dot product of the nibbles (unsigned) with those bytes sums 4
+/// products a lane (with 16 lanes, lanes 0-3 and 8-11 of the first block,
+/// 4-7 and 12-15 of the second); each lane is scaled by its blocks' scales
+/// (B's group's times A's block's) in f32. The nibbles' offset of 8
 /// (or the group's min) multiplies the sum of A's dequantized values over a
 /// group: sum (q - 8) s a = s dot(q, a) - 8 s sum(a), and sum (q s + min) a
 /// = s dot(q, a) + min sum(a), one dot product of a row of B's scales (or
@@ -609,10 +617,11 @@ Value loadUnsignedBytes(KernelBuilder &kb, const GemmOperands &g, Value n, Value
 void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  constexpr int64_t kChunk = 64, kLanes = 16;
-  int64_t depth = (g.k + kChunk - 1) / kChunk * kChunk, full = g.k / kChunk * kChunk;
+  int64_t lanes = kb.cpu().lanes, chunkValues = 4 * lanes;
+  int64_t depth = (g.k + chunkValues - 1) / chunkValues * chunkValues;
+  int64_t full = g.k / chunkValues * chunkValues;
   auto bytesOf = [&](int64_t count) { return VectorType::get({count}, b.getI8Type()); };
-  auto sumVector = VectorType::get({kLanes}, b.getI32Type());
+  auto sumVector = VectorType::get({lanes}, b.getI32Type());
   auto splatInt = [&](VectorType type, int64_t value) { return ::splatInt(b, loc, type, value); };
 
   // A's rows as bytes in B's order (zeros past K), their scales, each
@@ -622,40 +631,42 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
   int64_t blocks = g.k / 32;
   Value aScales = kb.allocate({g.m, blocks}, b.getF32Type());
   Value aBlockSums = kb.allocate({g.m, blocks}, b.getI32Type());
-  Value aGroupSums = kb.allocate({g.m, groupVectors(g, kLanes) * kLanes}, b.getF32Type());
+  Value aGroupSums = kb.allocate({g.m, groupVectors(g, lanes) * lanes}, b.getF32Type());
   for (int64_t m = 0; m < g.m; ++m) {
     Value row = kb.index(m);
-    for (int64_t k = full; k < depth; k += kLanes)
-      kb.storeVector(splatInt(bytesOf(kLanes), 0), aBytes, {row, kb.index(k)});
-    // Quarter q of a chunk goes to quarter (q & 1) * 2 + (q >> 1).
+    for (int64_t k = full; k < depth; k += lanes)
+      kb.storeVector(splatInt(bytesOf(lanes), 0), aBytes, {row, kb.index(k)});
+    // Value r of a chunk's block `block` (of 32) goes to block * 16 + r % 16,
+    // in the chunk's second half if r >= 16.
     quantizeBlocksOfA(
         kb, g, row, aScales,
         [&](Value k, Value ints) {
-          Value quarter = kb.divui(kb.remui(k, kChunk), kLanes);
-          Value odd = kb.remui(quarter, 2), half = kb.divui(quarter, 2);
-          Value to = kb.addi(kb.muli(kb.divui(k, kChunk), kChunk),
-                             kb.muli(kb.addi(kb.muli(odd, 2), half), kLanes));
-          kb.storeVector(arith::TruncIOp::create(b, loc, bytesOf(kLanes), ints), aBytes, {row, to});
+          Value inChunk = kb.remui(k, chunkValues), inBlock = kb.remui(inChunk, 32);
+          Value to = kb.addi(kb.addi(kb.muli(kb.divui(k, chunkValues), chunkValues),
+                                     kb.muli(kb.divui(inBlock, 16), chunkValues / 2)),
+                             kb.addi(kb.muli(kb.divui(inChunk, 32), 16), kb.remui(inBlock, 16)));
+          kb.storeVector(arith::TruncIOp::create(b, loc, bytesOf(lanes), ints), aBytes, {row, to});
         },
         aBlockSums);
     sumGroupsOfA(kb, g, row, aScales, aBlockSums, 32, aGroupSums);
   }
 
-  // Lanes 4-7 and 12-15 belong to a chunk's second block.
+  // With 16 lanes, lanes 4-7 and 12-15 belong to a chunk's second block.
   Value secondBlock = secondBlockLanes(kb, [](int64_t lane) { return lane % 8 >= 4; });
   int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 8) / g.m, 1, 2);
   kb.parallelFor(g.n, [&](Value n) {
     // Per row of A and unrolled chunk, the scaled sums.
     SmallVector<Value> acc(g.m * unroll, kb.splat(0.0));
     auto chunk = [&](Value col, int64_t u, int64_t validBytes) {
-      Value bytes =
-          kb.loadVector(g.b, {n, kb.divui(col, 2)}, validBytes, splatInt(bytesOf(kChunk / 2), 0));
-      Value mask = splatInt(bytesOf(kChunk / 2), 0x0F);
+      Value bytes = kb.loadVector(g.b, {n, kb.divui(col, 2)}, validBytes,
+                                  splatInt(bytesOf(chunkValues / 2), 0));
+      Value mask = splatInt(bytesOf(chunkValues / 2), 0x0F);
       Value low = arith::AndIOp::create(b, loc, bytes, mask);
       Value high = arith::AndIOp::create(
-          b, loc, arith::ShRUIOp::create(b, loc, bytes, splatInt(bytesOf(kChunk / 2), 4)), mask);
+          b, loc, arith::ShRUIOp::create(b, loc, bytes, splatInt(bytesOf(chunkValues / 2), 4)),
+          mask);
       SmallVector<int64_t> concat;
-      for (int64_t i = 0; i < kChunk; ++i)
+      for (int64_t i = 0; i < chunkValues; ++i)
         concat.push_back(i);
       Value nibbles = vector::ShuffleOp::create(b, loc, low, high, concat);
       std::pair<Value, Value> spanned = chunkBlocks(kb, col, blocks);
@@ -666,17 +677,18 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
         Value aLanes = perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
           return kb.load(aScales, {kb.index(m), block});
         });
-        Value dot =
-            kb.dotInt8(splatInt(sumVector, 0), nibbles,
-                       kb.loadVector(aBytes, {kb.index(m), col}, -1, splatInt(bytesOf(kChunk), 0)));
+        Value dot = kb.dotInt8(
+            splatInt(sumVector, 0), nibbles,
+            kb.loadVector(aBytes, {kb.index(m), col}, -1, splatInt(bytesOf(chunkValues), 0)),
+            /*uBits=*/4);
         Value &sum = acc[m * unroll + u];
         sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), dot), kb.mul(scales, aLanes),
                      sum);
       }
     };
-    sweepDepth(kb, full, unroll * kChunk, acc, [&](Value k, int64_t valid) {
-      for (int64_t u = 0; u * kChunk < valid; ++u)
-        chunk(kb.addi(k, kb.index(u * kChunk)), u, kChunk / 2);
+    sweepDepth(kb, full, unroll * chunkValues, acc, [&](Value k, int64_t valid) {
+      for (int64_t u = 0; u * chunkValues < valid; ++u)
+        chunk(kb.addi(k, kb.index(u * chunkValues)), u, chunkValues / 2);
     });
     if (depth > full)
       chunk(kb.index(full), 0, (g.k - full) / 2);
@@ -717,7 +729,7 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
     SmallVector<Value> sum = {splatInt(sumVector, 0)};
     sweepDepth(kb, g.k, bytes, sum, [&](Value k, int64_t valid) {
       sum[0] = kb.dotInt8(sum[0], splatInt(byteVector, 1),
-                          kb.loadVector(aBytes, {row, k}, valid, zeroBytes));
+                          kb.loadVector(aBytes, {row, k}, valid, zeroBytes), /*uBits=*/1);
     });
     kb.store(vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, sum[0]), aSums, {row});
   }
@@ -763,15 +775,16 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
 /// block with B's, times both blocks' scales, is summed in f32. B's bytes are
 /// offset by 128 to unsigned ones, which -128 times a group's scale times
 /// A's sum over the group undoes once per output (storeWithGroupShares); a dot
-/// product of 64 bytes sums 4 products a lane, lanes 0-7 of the first block,
-/// 8-15 of the second (and each 4 lanes of one group of 16).
+/// product of 4 x lanes bytes sums 4 products a lane (with 16 lanes, lanes
+/// 0-7 of the first block, 8-15 of the second; each 4 lanes of one group of
+/// 16).
 void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  constexpr int64_t kBlock = 32, kChunk = 64, kLanes = 16;
-  int64_t lanes = kb.cpu().lanes, blocks = g.k / kBlock;
+  constexpr int64_t kBlock = 32;
+  int64_t lanes = kb.cpu().lanes, chunkValues = 4 * lanes, blocks = g.k / kBlock;
   auto bytesOf = [&](int64_t count) { return VectorType::get({count}, b.getI8Type()); };
-  auto sumVector = VectorType::get({kLanes}, b.getI32Type());
+  auto sumVector = VectorType::get({lanes}, b.getI32Type());
   auto splatInt = [&](VectorType type, int64_t value) { return ::splatInt(b, loc, type, value); };
 
   // A's rows as bytes, block by block, the blocks' scales, the sums of
@@ -794,8 +807,8 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   }
 
   Value secondBlock = secondBlockLanes(kb, [](int64_t lane) { return lane >= 8; });
-  Value zeroBytes = splatInt(bytesOf(kChunk), 0);
-  int64_t full = g.k / kChunk * kChunk;
+  Value zeroBytes = splatInt(bytesOf(chunkValues), 0);
+  int64_t full = g.k / chunkValues * chunkValues;
   int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 4) / (g.m + 1), 1, 2);
   kb.parallelFor(g.n, [&](Value n) {
     SmallVector<Value> acc(g.m * unroll, kb.splat(0.0));
@@ -804,9 +817,9 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
       std::pair<Value, Value> spanned = chunkBlocks(kb, col, blocks);
       Value bLanes;
       if (g.groupSize == 16) {
-        // Four groups a chunk, 4 lanes each (clamped to the last past K).
+        // 4 lanes a group (clamped to the last past K).
         SmallVector<Value> groupScales;
-        for (int64_t q = 0; q < 4; ++q) {
+        for (int64_t q = 0; q < chunkValues / 16; ++q) {
           Value group = kb.mini(kb.addi(kb.divui(col, 16), kb.index(q)), kb.index(g.k / 16 - 1));
           groupScales.append(4, kb.loadWidened(g.bScales, {n, group}));
         }
@@ -826,9 +839,9 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
         sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), dot), scales, sum);
       }
     };
-    sweepDepth(kb, full, unroll * kChunk, acc, [&](Value k, int64_t valid) {
-      for (int64_t u = 0; u * kChunk < valid; ++u)
-        chunk(kb.addi(k, kb.index(u * kChunk)), u, kChunk);
+    sweepDepth(kb, full, unroll * chunkValues, acc, [&](Value k, int64_t valid) {
+      for (int64_t u = 0; u * chunkValues < valid; ++u)
+        chunk(kb.addi(k, kb.index(u * chunkValues)), u, chunkValues);
     });
     if (g.k > full)
       chunk(kb.index(full), 0, g.k - full);
@@ -840,11 +853,14 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   });
 }
 
+/// Whether the target has an integer dot product (dotInt8).
+bool hasIntegerDot(KernelBuilder &kb) { return kb.cpu().integerDot != IntegerDot::None; }
+
 /// Whether emitGemmIntegerDot takes a product: an int8 or 4-bit B^T with
 /// groups of a multiple of 32 along K (int8 also of 16, GGUF's Q6_K), on
 /// targets with an int8 dot product.
 bool takesIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
-  return kb.cpu().int8Dot && g.transposeB && !g.transposeA && g.bScales && g.groupAxis == 1 &&
+  return hasIntegerDot(kb) && g.transposeB && !g.transposeA && g.bScales && g.groupAxis == 1 &&
          (g.groupSize % 32 == 0 || (g.bits == 8 && g.groupSize == 16)) && g.k % 32 == 0;
 }
 
@@ -852,11 +868,11 @@ bool takesIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
 /// a multiple, or 16) along K, on targets with an int8 dot product: the
 /// GEMM of prompts, as llama.cpp's q8_0 products compute it. A's rows are
 /// quantized per block of 32 (quantizeBlocksOfA) to signed bytes. Each
-/// parallel task packs a panel of 32 rows of B as unsigned bytes, 4
-/// consecutive values of a row per i32 lane ([K / 4][32]), with its groups'
-/// scales (and mins) per span of 32 values, or 16 for groups of 16
-/// ([K / span][32]); a register tile of 6 rows x 2 vectors of columns then
-/// sums each span in i32 on vpdpbusd (A's 4 bytes broadcast) and adds it to
+/// parallel task packs a panel of 2 x lanes rows of B as unsigned bytes, 4
+/// consecutive values of a row per i32 lane ([K / 4][2 lanes]), with its
+/// groups' scales (and mins) per span of 32 values, or 16 for groups of 16
+/// ([K / span][2 lanes]); a register tile of up to 6 rows x 2 vectors of
+/// columns then sums each span in i32 on dotInt8 (A's 4 bytes broadcast) and adds it to
 /// f32 sums scaled by both scales. B's bytes are offset to be unsigned (int8
 /// by 128; 4 bits by 8 unless their groups have mins), which a span's sum
 /// undoes with that offset times the sum of A's span; a group's min adds
@@ -864,17 +880,22 @@ bool takesIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
 void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  constexpr int64_t kBlock = 32, kLanes = 16, kPanel = 2 * kLanes;
-  constexpr int64_t kTileRows = 6;
+  constexpr int64_t kBlock = 32;
+  int64_t lanes = kb.cpu().lanes, panelRows = 2 * lanes, chunkValues = 4 * lanes;
+  // Per tile row, 2 vectors of f32 sums and 2 of a span's i32 ones; B's 2
+  // vectors (4 where vpmaddubsw takes 8-bit ones in two parts) and A's 4
+  // bytes beside.
+  bool splitB = kb.cpu().integerDot == IntegerDot::MultiplyAdd && g.bits == 8;
+  int64_t tileRows = std::min<int64_t>(6, (kb.cpu().registers - (splitB ? 8 : 4)) / 4);
   int64_t span = std::min(g.groupSize, kBlock), spanQuads = span / 4;
   int64_t blocks = g.k / kBlock, spans = g.k / span, quads = g.k / 4;
   int64_t offset = g.bits == 8 ? 128 : g.bMins ? 0 : 8;
   Type i8 = b.getI8Type(), i32 = b.getI32Type(), f32 = b.getF32Type();
   auto bytesOf = [&](int64_t count) { return VectorType::get({count}, i8); };
-  auto quadVector = VectorType::get({kLanes}, i32);
+  auto quadVector = VectorType::get({lanes}, i32);
   auto splatInt = [&](VectorType type, int64_t value) { return ::splatInt(b, loc, type, value); };
   auto asBytes = [&](Value quadLanes) {
-    return vector::BitCastOp::create(b, loc, bytesOf(4 * kLanes), quadLanes).getResult();
+    return vector::BitCastOp::create(b, loc, bytesOf(chunkValues), quadLanes).getResult();
   };
 
   // A's rows as signed bytes, 4 to an i32, with their blocks' scales and
@@ -886,7 +907,6 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
     quantizeBlocksOfA(
         kb, g, row, aScales,
         [&](Value k, Value ints) {
-          int64_t lanes = cast<VectorType>(ints.getType()).getNumElements();
           Value bytes = arith::TruncIOp::create(b, loc, bytesOf(lanes), ints);
           Value packed =
               vector::BitCastOp::create(b, loc, VectorType::get({lanes / 4}, i32), bytes);
@@ -895,7 +915,7 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
         aSums, span);
   });
 
-  // B's row `n` (clamped to the last), 64 values from `k` (`valid` of them)
+  // B's row `n` (clamped to the last), 4 x lanes values from `k` (`valid` of them)
   // as unsigned bytes, 4 to an i32 lane.
   Value lastRow = kb.index(g.n - 1);
   auto rowQuads = [&](Value n, Value k, int64_t valid) {
@@ -904,47 +924,49 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
       return vector::BitCastOp::create(b, loc, quadVector, loadUnsignedBytes(kb, g, n, k, valid))
           .getResult();
     }
-    Value bytes = kb.loadVector(g.b, {n, kb.divui(k, 2)}, valid / 2, splatInt(bytesOf(32), 0));
-    Value mask = splatInt(bytesOf(32), 0x0F);
+    VectorType half = bytesOf(chunkValues / 2);
+    Value bytes = kb.loadVector(g.b, {n, kb.divui(k, 2)}, valid / 2, splatInt(half, 0));
+    Value mask = splatInt(half, 0x0F);
     Value low = arith::AndIOp::create(b, loc, bytes, mask);
     Value high = arith::AndIOp::create(
-        b, loc, arith::ShRUIOp::create(b, loc, bytes, splatInt(bytesOf(32), 4)), mask);
+        b, loc, arith::ShRUIOp::create(b, loc, bytes, splatInt(half, 4)), mask);
     // Values 0-15 of a block of 32 are the low nibbles of its 16 bytes,
     // 16-31 the high ones.
     SmallVector<int64_t> order;
-    for (int64_t block = 0; block < 2; ++block)
-      for (int64_t half = 0; half < 2; ++half)
-        for (int64_t i = 0; i < kLanes; ++i)
-          order.push_back(half * 32 + block * kLanes + i);
+    for (int64_t block = 0; block < chunkValues / kBlock; ++block)
+      for (int64_t high = 0; high < 2; ++high)
+        for (int64_t i = 0; i < 16; ++i)
+          order.push_back(high * chunkValues / 2 + block * 16 + i);
     Value values = vector::ShuffleOp::create(b, loc, low, high, order);
     return vector::BitCastOp::create(b, loc, quadVector, values).getResult();
   };
 
-  int64_t panels = (g.n + kPanel - 1) / kPanel, lastColumns = g.n - (panels - 1) * kPanel;
+  int64_t panels = (g.n + panelRows - 1) / panelRows, lastColumns = g.n - (panels - 1) * panelRows;
   kb.parallelFor(panels, [&](Value panel) {
-    Value first = kb.muli(panel, kPanel);
-    Value packed = kb.allocate({quads, kPanel}, i32);
-    Value scales = kb.allocate({spans, kPanel}, f32);
-    Value mins = g.bMins ? kb.allocate({spans, kPanel}, f32) : Value();
-    // 16 rows of 16 quads at a time, transposed in registers.
+    Value first = kb.muli(panel, panelRows);
+    Value packed = kb.allocate({quads, panelRows}, i32);
+    Value scales = kb.allocate({spans, panelRows}, f32);
+    Value mins = g.bMins ? kb.allocate({spans, panelRows}, f32) : Value();
+    // `lanes` rows of `lanes` quads at a time, transposed in registers.
     auto packQuads = [&](Value k, int64_t valid) {
       for (int64_t half = 0; half < 2; ++half) {
         SmallVector<Value> rows;
-        for (int64_t r = 0; r < kLanes; ++r)
-          rows.push_back(rowQuads(kb.addi(first, kb.index(half * kLanes + r)), k, valid));
+        for (int64_t r = 0; r < lanes; ++r)
+          rows.push_back(rowQuads(kb.addi(first, kb.index(half * lanes + r)), k, valid));
         for (auto [q, column] : llvm::enumerate(kb.transpose(rows)))
           if (static_cast<int64_t>(q) * 4 < valid)
             kb.storeVector(column, packed,
-                           {kb.addi(kb.divui(k, 4), kb.index(q)), kb.index(half * kLanes)});
+                           {kb.addi(kb.divui(k, 4), kb.index(q)), kb.index(half * lanes)});
       }
     };
-    int64_t full = g.k / 64 * 64;
-    kb.forLoop(kb.index(0), kb.index(full), 64, [&](Value k) { packQuads(k, 64); });
+    int64_t full = g.k / chunkValues * chunkValues;
+    kb.forLoop(kb.index(0), kb.index(full), chunkValues,
+               [&](Value k) { packQuads(k, chunkValues); });
     if (g.k > full)
       packQuads(kb.index(full), g.k - full);
     kb.forLoop(kb.index(0), kb.index(spans), 1, [&](Value at) {
       Value group = kb.divui(kb.muli(at, span), g.groupSize);
-      for (int64_t r = 0; r < kPanel; ++r) {
+      for (int64_t r = 0; r < panelRows; ++r) {
         Value n = kb.mini(kb.addi(first, kb.index(r)), lastRow);
         kb.store(kb.loadWidened(g.bScales, {n, group}), scales, {at, kb.index(r)});
         if (mins)
@@ -963,20 +985,20 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
               Value quad = kb.addi(kb.muli(at, spanQuads), kb.index(q));
               Value bBytes[2] = {
                   asBytes(kb.loadVector(packed, {quad, kb.index(0)}, -1, splatInt(quadVector, 0))),
-                  asBytes(kb.loadVector(packed, {quad, kb.index(kLanes)}, -1,
-                                        splatInt(quadVector, 0)))};
+                  asBytes(
+                      kb.loadVector(packed, {quad, kb.index(lanes)}, -1, splatInt(quadVector, 0)))};
               for (int64_t i = 0; i < rows; ++i) {
                 Value aBytes = asBytes(vector::BroadcastOp::create(
                     b, loc, quadVector, kb.load(aQuads, {rowIndex(i), quad})));
                 for (int64_t j = 0; j < 2; ++j)
-                  sums[i * 2 + j] = kb.dotInt8(sums[i * 2 + j], bBytes[j], aBytes);
+                  sums[i * 2 + j] = kb.dotInt8(sums[i * 2 + j], bBytes[j], aBytes, g.bits);
               }
             }
             Value bScales[2], bMins[2];
             for (int64_t j = 0; j < 2; ++j) {
-              bScales[j] = kb.loadVector(scales, {at, kb.index(j * kLanes)});
+              bScales[j] = kb.loadVector(scales, {at, kb.index(j * lanes)});
               if (mins)
-                bMins[j] = kb.loadVector(mins, {at, kb.index(j * kLanes)});
+                bMins[j] = kb.loadVector(mins, {at, kb.index(j * lanes)});
             }
             Value block = kb.divui(kb.muli(at, span), kBlock);
             for (int64_t i = 0; i < rows; ++i) {
@@ -1004,18 +1026,18 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
             return next;
           }));
       for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j * kLanes < columns; ++j)
-          storeFinished(kb, g, acc[i * 2 + j], rowIndex(i), kb.addi(first, kb.index(j * kLanes)),
-                        std::min(kLanes, columns - j * kLanes), /*scalar=*/false);
+        for (int64_t j = 0; j * lanes < columns; ++j)
+          storeFinished(kb, g, acc[i * 2 + j], rowIndex(i), kb.addi(first, kb.index(j * lanes)),
+                        std::min(lanes, columns - j * lanes), /*scalar=*/false);
     };
     auto allRows = [&](int64_t columns) {
-      kb.forRowTiles(kb.index(0), g.m, kTileRows,
+      kb.forRowTiles(kb.index(0), g.m, tileRows,
                      [&](Value row, int64_t rows) { tile(row, rows, columns); });
     };
-    if (lastColumns == kPanel)
-      return allRows(kPanel);
+    if (lastColumns == panelRows)
+      return allRows(panelRows);
     kb.ifThenElse(
-        kb.below(panel, panels - 1), [&] { allRows(kPanel); }, [&] { allRows(lastColumns); });
+        kb.below(panel, panels - 1), [&] { allRows(panelRows); }, [&] { allRows(lastColumns); });
   });
 }
 
@@ -1057,12 +1079,12 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
   g.residual = residual ? kb.readBuffer(residual) : Value();
   g.c = kb.allocate({g.m, g.n}, aType.getElementType());
   if (g.m <= kSkinnyRows && !g.transposeA) {
-    if (g.transposeB && kb.cpu().int8Dot && g.bits == 8 && g.scalesPerChannel())
+    if (g.transposeB && hasIntegerDot(kb) && g.bits == 8 && g.scalesPerChannel())
       emitSkinnyGemmInt8Dot(kb, g);
-    else if (g.transposeB && kb.cpu().int8Dot && g.bits == 8 && !g.bMins && g.groupAxis == 1 &&
+    else if (g.transposeB && hasIntegerDot(kb) && g.bits == 8 && !g.bMins && g.groupAxis == 1 &&
              (g.groupSize % 32 == 0 || (g.groupSize == 16 && g.k % 32 == 0)))
       emitSkinnyGemmInt8GroupDot(kb, g);
-    else if (g.transposeB && kb.cpu().int8Dot && g.bits == 4)
+    else if (g.transposeB && hasIntegerDot(kb) && g.bits == 4)
       emitSkinnyGemmInt4Dot(kb, g);
     else if (g.transposeB)
       emitSkinnyGemmAlongN(kb, g);

@@ -15,6 +15,7 @@ namespace xfmr::cpu {
 using kernels::AttentionOperands;
 using kernels::CpuTarget;
 using kernels::emitTileUpdate;
+using kernels::IntegerDot;
 using kernels::KernelBuilder;
 using kernels::KernelSet;
 using kernels::kNegInf;
