@@ -1,6 +1,7 @@
 # -*- Python -*-
 import os
 import shutil
+import sys
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -50,20 +51,21 @@ try:
 except Exception:
     lit_config.warning("python3-matplotlib missing: the attention-maps example is UNSUPPORTED")
 
-# The host's vector instructions, and whether xfmrc's default (--int8-dot)
-# takes integer dot products on it: vpdpbusd or vpmaddubsw at the width it
-# picks (16 lanes with AVX-512F).
-try:
-    with open("/proc/cpuinfo") as cpuinfo:
-        flags = set(cpuinfo.read().split())
-except OSError:
-    flags = set()
+# The host's vector instructions, and what xfmrc's default (--int8-dot)
+# compiles integer products to on it: integer-dot where it takes integer dot
+# products (vpdpbusd, or vpmaddubsw, whose int8 GEMMs stay f32).
+sys.path.insert(0, os.path.join(config.test_source_root, "e2e_lib"))
+import host_cpu  # noqa: E402
+
+flags = host_cpu.cpu_flags()
 for flag, feature in (("avx2", "avx2"), ("avx512bw", "avx512bw"), ("avx512_vnni", "avx512vnni")):
     if flag in flags:
         config.available_features.add(feature)
-if ({"avx512_vnni", "avx512bw"} & flags if "avx512f" in flags else
-        "avx_vnni" in flags or {"avx512_vnni", "avx512vl"} <= flags or "avx2" in flags):
+if host_cpu.integer_dot(flags):
     config.available_features.add("integer-dot")
+# The ops.py references of the default's integer products: NAME_dot or NAME_madd.
+config.substitutions.append(
+    ("%{dot-suffix}", "_madd" if host_cpu.integer_dot(flags) == "madd" else "_dot"))
 
 # Data-parallel training runs under Open MPI's mpirun (scripts/install-deps.sh
 # installs it); more processes than cores, and as root in CI containers.

@@ -445,6 +445,15 @@ func.func @int4_weight_gemm(%x: tensor<20x160xf32>, %q: tensor<40x80xi8>, %s: te
 // DOT-NOT: call @llvm.x86.avx512.vpdpbusd.512
 // DOT: arith.muli %{{.*}}, %c128_i32 : i32
 // DOT: scf.yield
+// With vpmaddubsw (int8-dot=madd) the GEMM of an int8 weight stays f32: B
+// converted as it is packed, FMAs in the f32 tile.
+// MADD-LABEL: func @int8_groups16_gemm
+// MADD-NOT: call @llvm.x86
+// MADD: arith.sitofp %{{.*}} : vector<8xi8> to vector<8xf32>
+// MADD: vector.fma
+// MADD-NOT: call @llvm.x86
+// MADD-LABEL: func @int8_groups16_skinny
+// MADD: func.call @llvm.x86.avx2.pmadd.ub.sw
 func.func @int8_groups16_gemm(%x: tensor<20x64xf32>, %q: tensor<40x64xi8>, %s: tensor<40x4xf32>) -> tensor<20x40xf32> {
   %d = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 16 : i64}
          : (tensor<40x64xi8>, tensor<40x4xf32>) -> tensor<40x64xf32>

@@ -52,6 +52,7 @@ from gguf import GGMLQuantizationType as Q
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dequantize_weights import four_bit_levels  # noqa: E402
 from hf_models import compare, padded, position_mask, random_sequences, randomize  # noqa: E402
+from host_cpu import integer_dot  # noqa: E402
 
 torch.set_num_threads(2)
 tf.logging.set_verbosity_error()
@@ -383,7 +384,7 @@ def run_case(args, case):
     ids, _ = padded(sources, seq_len, config.pad_token_id)
     with torch.no_grad():
         theirs = hf(input_ids=ids).logits
-    with torch.no_grad(), int8_activations(hf, kept, config):
+    with torch.no_grad(), int8_activations(hf, kept, config, skinny=batch * seq_len <= 8):
         theirs_int8 = hf(input_ids=ids).logits
     for int8_dot in (False, True):
         executable = os.path.join(workdir, "model")
@@ -418,26 +419,14 @@ def compare_positions(case, ours, theirs, valid):
     return good
 
 
-def has_integer_dot():
-    """Whether xfmrc's default --int8-dot takes integer dot products on this
-    host (test/lit.cfg.py's integer-dot feature)."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = set(f.read().split())
-    except OSError:
-        return False
-    if "avx512f" in flags:
-        return bool({"avx512_vnni", "avx512bw"} & flags)
-    return "avx_vnni" in flags or {"avx512_vnni", "avx512vl"} <= flags or "avx2" in flags
-
-
 @contextlib.contextmanager
-def int8_activations(model, kept, config):
+def int8_activations(model, kept, config, skinny):
     """On hosts with an integer dot product, the inputs of `model`'s linear layers
     whose weights xfmr keeps (`kept`) as integer groups of 16 or 32 (or a
     multiple) quantized as its integer products take them, as llama.cpp's q8_0: per
     block of 32 in float32, rounded to even at 127 / the largest magnitude,
-    the scale largest / 127 rounded to float16."""
+    the scale largest / 127 rounded to float16. `skinny`: whether the
+    products have at most 8 rows (decode's kernels)."""
     def quantize(module, inputs):
         x = inputs[0]
         blocks = x.float().reshape(*x.shape[:-1], -1, 32)
@@ -447,7 +436,7 @@ def int8_activations(model, kept, config):
         return (torch.round(blocks * inverse).double() * scale).reshape(x.shape), *inputs[1:]
 
     handles = []
-    for name, module in model.named_modules() if has_integer_dot() else ():
+    for name, module in model.named_modules() if integer_dot() else ():
         if isinstance(module, torch.nn.Linear):
             in_features = module.in_features
         elif isinstance(module, Conv1D):
@@ -461,6 +450,10 @@ def int8_activations(model, kept, config):
         # As the kernels choose (GemmKernel.cpp's takesIntegerDot): groups
         # of 16 (int8) or of a multiple of 32, a depth a multiple of 32.
         group = in_features // scales.shape[1] if scales is not None else 0
+        # int8 GEMMs stay f32 on vpmaddubsw; a decode step would not.
+        int8 = kept[short + ":values"].shape[1] == in_features if group else False
+        if integer_dot() == "madd" and int8 and not skinny:
+            continue
         if group and (group == 16 or group % 32 == 0) and in_features % 32 == 0:
             handles.append(module.register_forward_pre_hook(quantize))
     try:

@@ -39,7 +39,8 @@ import gguf
 from gguf import GGMLQuantizationType as Q
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gguf_check import decoder, gemma3_config, has_integer_dot, write_gguf  # noqa: E402
+from gguf_check import decoder, gemma3_config, write_gguf  # noqa: E402
+from host_cpu import integer_dot  # noqa: E402
 from tokenizers_check import add_gguf_sentencepiece, train_sentencepiece  # noqa: E402
 
 torch.set_num_threads(2)
@@ -51,7 +52,7 @@ BOUNDS = {"F16": 2e-3, "Q8_0": 3e-2, "Q4_0": 5e-2, "Q4_K_M": 6e-2}
 
 # Q8_0's tokens agree where decode takes its activations as llama.cpp's q8_0:
 # with xfmr's integer dot products.
-GREEDY_TYPES = ("F16", "Q8_0") if has_integer_dot() else ("F16",)
+GREEDY_TYPES = ("F16", "Q8_0") if integer_dot() else ("F16",)
 STEPS, PROMPT = 32, 16
 
 

@@ -393,16 +393,17 @@ def ref_narrow_weights(x, kn, nk, tail, skinny=t, gemm=t):
                 gemm_tail=gemm(x["xlt"]) @ tail.T)
 
 
-def ref_int8_weights(x, group, bf16_scales=False, int8_dot=False):
+def ref_int8_weights(x, group, bf16_scales=False, int8_dot=None):
     """int8_dot: the products take int8 activations (xfmrc --int8-dot on a
     host with an integer dot product): the skinny ones a scale per row where the
     weights have one per channel, the others (and all of grouped weights)
-    one per block of 32."""
+    one per block of 32; but with "madd" (vpmaddubsw) the GEMMs f32 ones."""
     skinny = (int8_block_activations if group else int8_activations) if int8_dot else t
+    gemm = int8_block_activations if int8_dot == "vnni" else t
     return ref_narrow_weights(x, int8_dequantized(x["w_kn"], 0, group, bf16_scales),
                               int8_dequantized(x["w_nk"], 1, group, bf16_scales),
                               int8_dequantized(x["w_tail"], 1, group, bf16_scales),
-                              skinny, int8_block_activations if int8_dot else t)
+                              skinny, gemm)
 
 
 def gen_integer_groups():
@@ -421,13 +422,15 @@ def gen_integer_groups():
                 s4=randn(40, 2, scale=0.01), m4=randn(40, 2, scale=0.1))
 
 
-def ref_integer_groups(x, int8_dot=False):
-    """int8_dot: the products take int8 activations per block of 32."""
+def ref_integer_groups(x, int8_dot=None):
+    """int8_dot: the products take int8 activations per block of 32, but
+    with "madd" (vpmaddubsw) the int8 GEMM f32 ones."""
     activations = int8_block_activations if int8_dot else t
+    int8_gemm = int8_block_activations if int8_dot == "vnni" else t
     w = torch.tensor(x["q"].astype(np.float64)) * t(np.repeat(x["s"], 16, axis=1))
     w4 = (torch.tensor(x["levels"].astype(np.float64)) * t(np.repeat(x["s4"], 64, axis=1))
           + t(np.repeat(x["m4"], 64, axis=1)))
-    return dict(skinny_g16=activations(x["x"]) @ w.T, gemm_g16=activations(x["xl"]) @ w.T,
+    return dict(skinny_g16=activations(x["x"]) @ w.T, gemm_g16=int8_gemm(x["xl"]) @ w.T,
                 skinny_g64_mins=activations(x["x4"]) @ w4.T,
                 gemm_g64_mins=activations(x["xl4"]) @ w4.T)
 
@@ -768,26 +771,14 @@ CASES = {"attention": (gen_attention, ref_attention),
          "int8_weights_32": (gen_int8_weights, lambda x: ref_int8_weights(x, 32)),
          "int8_weights_bf16_scales": (gen_int8_weights,
                                       lambda x: ref_int8_weights(x, 0, bf16_scales=True)),
-         "int8_weights_dot": (gen_int8_weights, lambda x: ref_int8_weights(x, 0, int8_dot=True)),
-         "int8_weights_dot_bf16_scales": (
-             gen_int8_weights, lambda x: ref_int8_weights(x, 0, bf16_scales=True, int8_dot=True)),
          "int8_weights_32_bf16_scales": (gen_int8_weights,
                                          lambda x: ref_int8_weights(x, 32, bf16_scales=True)),
-         "int8_weights_32_dot": (gen_int8_weights,
-                                 lambda x: ref_int8_weights(x, 32, int8_dot=True)),
-         "int8_weights_32_bf16_scales_dot": (
-             gen_int8_weights, lambda x: ref_int8_weights(x, 32, bf16_scales=True, int8_dot=True)),
          "bf16_weights": (gen_int8_weights, ref_bf16_weights),
          "integer_groups": (gen_integer_groups, ref_integer_groups),
-         "integer_groups_dot": (gen_integer_groups, lambda x: ref_integer_groups(x, True)),
          "int4_weights_32": (gen_int8_weights, lambda x: ref_int4_weights(x, 32)),
          "int4_weights_32_mins": (gen_int8_weights, lambda x: ref_int4_weights(x, 32, True)),
          "int4_weights_32_mins_bf16": (gen_int8_weights,
                                        lambda x: ref_int4_weights(x, 32, True, True)),
-         "int4_weights_32_dot": (gen_int8_weights,
-                                 lambda x: ref_int4_weights(x, 32, int8_dot=True)),
-         "int4_weights_32_mins_dot": (gen_int8_weights,
-                                      lambda x: ref_int4_weights(x, 32, True, int8_dot=True)),
          "backward": (gen_backward, ref_backward),
          "backward_bf16": (gen_backward_low_precision,
                            lambda x: ref_backward_low_precision(x, "_bf16", torch.bfloat16)),
@@ -802,6 +793,24 @@ CASES = {"attention": (gen_attention, ref_attention),
          "long_backward": (gen_long_backward, ref_long_backward),
          "mma_gemm": (gen_mma_gemm, ref_mma_gemm),
          "decoder": (gen_decoder, ref_decoder)}
+# The products of integer weights on integer dot products: NAME_dot with
+# vpdpbusd ("vnni": every product takes int8 activations), NAME_madd with
+# vpmaddubsw (int8 GEMMs keep f32 ones).
+DOT_CASES = {
+    "int8_weights": (gen_int8_weights, lambda x, dot: ref_int8_weights(x, 0, int8_dot=dot)),
+    "int8_weights_bf16_scales": (
+        gen_int8_weights, lambda x, dot: ref_int8_weights(x, 0, bf16_scales=True, int8_dot=dot)),
+    "int8_weights_32": (gen_int8_weights, lambda x, dot: ref_int8_weights(x, 32, int8_dot=dot)),
+    "int8_weights_32_bf16_scales": (
+        gen_int8_weights, lambda x, dot: ref_int8_weights(x, 32, bf16_scales=True, int8_dot=dot)),
+    "integer_groups": (gen_integer_groups, lambda x, dot: ref_integer_groups(x, dot)),
+    "int4_weights_32": (gen_int8_weights, lambda x, dot: ref_int4_weights(x, 32, int8_dot=dot)),
+    "int4_weights_32_mins": (gen_int8_weights,
+                             lambda x, dot: ref_int4_weights(x, 32, True, int8_dot=dot)),
+}
+for name, (gen, ref) in DOT_CASES.items():
+    for suffix, dot in (("_dot", "vnni"), ("_madd", "madd")):
+        CASES[name + suffix] = (gen, lambda x, ref=ref, dot=dot: ref(x, dot))
 TOLERANCE = 2e-5
 # The reference stores the same roundings, so only values that land near a
 # rounding boundary may differ, by one unit in the last place: 2^-8 relative

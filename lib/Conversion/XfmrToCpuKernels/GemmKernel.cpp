@@ -858,8 +858,13 @@ bool hasIntegerDot(KernelBuilder &kb) { return kb.cpu().integerDot != IntegerDot
 
 /// Whether emitGemmIntegerDot takes a product: an int8 or 4-bit B^T with
 /// groups of a multiple of 32 along K (int8 also of 16, GGUF's Q6_K), on
-/// targets with an int8 dot product.
+/// targets with an int8 dot product. Not int8 B on vpmaddubsw, whose two
+/// parts make 32 products cost 6 instructions, as many as f32 FMAs take
+/// for them in the f32 GEMM's larger tile: GPT-2's 128-token prompt ran at
+/// 914 tokens/s so against 1047 in f32 (AVX2), where 4-bit B ran at 1371.
 bool takesIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
+  if (g.bits == 8 && kb.cpu().integerDot == IntegerDot::MultiplyAdd)
+    return false;
   return hasIntegerDot(kb) && g.transposeB && !g.transposeA && g.bScales && g.groupAxis == 1 &&
          (g.groupSize % 32 == 0 || (g.bits == 8 && g.groupSize == 16)) && g.k % 32 == 0;
 }
@@ -883,10 +888,8 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
   constexpr int64_t kBlock = 32;
   int64_t lanes = kb.cpu().lanes, panelRows = 2 * lanes, chunkValues = 4 * lanes;
   // Per tile row, 2 vectors of f32 sums and 2 of a span's i32 ones; B's 2
-  // vectors (4 where vpmaddubsw takes 8-bit ones in two parts) and A's 4
-  // bytes beside.
-  bool splitB = kb.cpu().integerDot == IntegerDot::MultiplyAdd && g.bits == 8;
-  int64_t tileRows = std::min<int64_t>(6, (kb.cpu().registers - (splitB ? 8 : 4)) / 4);
+  // vectors and A's 4 bytes beside.
+  int64_t tileRows = std::min<int64_t>(6, (kb.cpu().registers - 4) / 4);
   int64_t span = std::min(g.groupSize, kBlock), spanQuads = span / 4;
   int64_t blocks = g.k / kBlock, spans = g.k / span, quads = g.k / 4;
   int64_t offset = g.bits == 8 ? 128 : g.bMins ? 0 : 8;
