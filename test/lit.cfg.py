@@ -58,7 +58,8 @@ sys.path.insert(0, os.path.join(config.test_source_root, "e2e_lib"))
 import host_cpu  # noqa: E402
 
 flags = host_cpu.cpu_flags()
-for flag, feature in (("avx2", "avx2"), ("avx512bw", "avx512bw"), ("avx512_vnni", "avx512vnni")):
+for flag, feature in (("avx2", "avx2"), ("avx512bw", "avx512bw"), ("avx512_vnni", "avx512vnni"),
+                      ("avx512_bf16", "avx512bf16")):
     if flag in flags:
         config.available_features.add(feature)
 if host_cpu.integer_dot(flags):

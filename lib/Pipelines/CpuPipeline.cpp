@@ -30,6 +30,7 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
   kernels.lanes = options.vectorLanes;
   kernels.registers = options.vectorRegisters;
   kernels.int8Dot = options.int8Dot;
+  kernels.bf16Dot = options.bf16Dot;
   pm.addPass(createConvertXfmrToCpuKernels(kernels));
   if (options.overlapAllReduce)
     pm.addPass(createXfmrOverlapAllReduce());

@@ -4,6 +4,9 @@
 // RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="int8-dot=madd" --split-input-file | FileCheck %s --check-prefix=MADD
 // RUN: not xfmr-opt %s --convert-xfmr-to-cpu-kernels="int8-dot=vpdpbusd" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADDOT
 // BADDOT: error: int8-dot must be none, madd or vnni, got 'vpdpbusd'
+// RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="lanes=16 registers=32 bf16-dot=1" --split-input-file | FileCheck %s --check-prefix=BF16
+// RUN: not xfmr-opt %s --convert-xfmr-to-cpu-kernels="bf16-dot=1" --split-input-file 2>&1 | FileCheck %s --check-prefix=BF16LANES
+// BF16LANES: error: bf16-dot needs 16 lanes, got 8
 
 // The GEMM: weights read in place; threads take column chunks (here three:
 // two one-panel chunks and the 12-column tail, 44 = 2 x 16 + 12); B packed
@@ -740,4 +743,62 @@ func.func @narrow_inputs(%x: tensor<1x64xf32>, %w: tensor<64x20xbf16>, %q: tenso
   %o = xfmr.fused_attention %q, %kf, %vf {scale = 0.25 : f64}
        : (tensor<1x1x2x16xf32>, tensor<1x64x2x16xf32>, tensor<1x64x2x16xf32>) -> tensor<1x1x2x16xf32>
   return %y, %o : tensor<1x20xf32>, tensor<1x1x2x16xf32>
+}
+
+// -----
+
+// Products of bf16 factors (--dtype=bf16) with bf16-dot (AVX-512 BF16): A
+// and B read as stored, no widened copy. Each thread packs a panel of 32
+// columns of B as pairs along K, an i32 lane each: from B [K, N], rows k and
+// k + 1 interleaved; from B^T [N, K], 16 rows of 16 pairs transposed (the
+// depth tail, 70 = 64 + 6, a masked load). A tile of 6 rows x 2 vectors
+// accumulates on vdpbf16ps, a pair of A broadcast; the epilogue as ever.
+// BF16: func.func private @llvm.x86.avx512bf16.dpbf16ps.512(vector<16xf32>, vector<32xbf16>, vector<32xbf16>) -> vector<16xf32>
+// BF16-LABEL: func @bf16_gemm
+// BF16-NOT: arith.extf {{.*}} : tensor<
+// BF16: %[[A:.*]] = bufferization.to_buffer %{{.*}} : tensor<20x64xbf16>
+// BF16: scf.forall (%{{.*}}) in (2)
+// BF16: memref.alloc() {{.*}} : memref<32x32xi32>
+// BF16: vector.shuffle %{{.*}}, %{{.*}} [0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39, 8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47] : vector<32xbf16>, vector<32xbf16>
+// BF16: vector.bitcast %{{.*}} : vector<32xbf16> to vector<16xi32>
+// BF16: scf.for %{{.*}} = %c0 to %{{.*}} step %c6
+// BF16: scf.for %{{.*}} = %c0 to %c32 step %c1 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// BF16: vector.load %[[A]][{{.*}}] : {{.*}}, vector<2xbf16>
+// BF16: vector.broadcast %{{.*}} : i32 to vector<16xi32>
+// BF16-COUNT-2: func.call @llvm.x86.avx512bf16.dpbf16ps.512
+// BF16: math.erf
+// BF16: %[[W:.*]] = bufferization.to_buffer %{{.*}} : tensor<40x70xbf16>
+// BF16: memref.alloc() {{.*}} : memref<35x32xi32>
+// BF16: scf.for %{{.*}} = %c0 to %c64 step %c32
+// BF16: vector.load %[[W]]{{.*}} vector<32xbf16>
+// BF16: vector.shuffle %{{.*}}, %{{.*}} [0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23] : vector<16xi32>, vector<16xi32>
+// BF16: vector.maskedload %[[W]]{{.*}} vector<32xi1>, vector<32xbf16> into vector<32xbf16>
+// BF16: func.call @llvm.x86.avx512bf16.dpbf16ps.512
+func.func @bf16_gemm(%x: tensor<20x64xbf16>, %w: tensor<64x40xbf16>, %b: tensor<40xf32>,
+                     %x2: tensor<20x70xbf16>, %w2: tensor<40x70xbf16>) -> (tensor<20x40xf32>, tensor<20x40xf32>) {
+  %xf = arith.extf %x : tensor<20x64xbf16> to tensor<20x64xf32>
+  %wf = arith.extf %w : tensor<64x40xbf16> to tensor<64x40xf32>
+  %y = xfmr.fused_linear %xf, %wf bias(%b) {activation = #xfmr.activation<gelu>}
+       : (tensor<20x64xf32>, tensor<64x40xf32>, tensor<40xf32>) -> tensor<20x40xf32>
+  %x2f = arith.extf %x2 : tensor<20x70xbf16> to tensor<20x70xf32>
+  %w2f = arith.extf %w2 : tensor<40x70xbf16> to tensor<40x70xf32>
+  %z = xfmr.fused_linear %x2f, %w2f {transpose_weight} : (tensor<20x70xf32>, tensor<40x70xf32>) -> tensor<20x40xf32>
+  return %y, %z : tensor<20x40xf32>, tensor<20x40xf32>
+}
+
+// -----
+
+// An odd depth is no whole number of pairs: the f32 GEMM, A widened, B
+// widened in registers as it is packed.
+// BF16-LABEL: func @bf16_gemm_odd_depth
+// BF16: arith.extf %{{.*}} : tensor<20x63xbf16> to tensor<20x63xf32>
+// BF16-NOT: dpbf16ps
+// BF16: arith.extf %{{.*}} : vector<16xbf16> to vector<16xf32>
+// BF16: vector.fma
+// BF16-NOT: dpbf16ps
+func.func @bf16_gemm_odd_depth(%x: tensor<20x63xbf16>, %w: tensor<63x40xbf16>) -> tensor<20x40xf32> {
+  %xf = arith.extf %x : tensor<20x63xbf16> to tensor<20x63xf32>
+  %wf = arith.extf %w : tensor<63x40xbf16> to tensor<63x40xf32>
+  %y = xfmr.fused_linear %xf, %wf : (tensor<20x63xf32>, tensor<63x40xf32>) -> tensor<20x40xf32>
+  return %y : tensor<20x40xf32>
 }

@@ -84,6 +84,9 @@ struct CpuPipelineOptions : FusionPipelineOptions<CpuPipelineOptions> {
       *this, "int8-dot",
       llvm::cl::desc("The target's int8 dot product: none, madd (AVX2, AVX-512BW) or vnni"),
       llvm::cl::init("none")};
+  BoolOption bf16Dot{*this, "bf16-dot",
+                     llvm::cl::desc("The target has AVX-512 BF16's dot product (vdpbf16ps)"),
+                     llvm::cl::init(false)};
 };
 
 struct GpuPipelineOptions : FusionPipelineOptions<GpuPipelineOptions> {

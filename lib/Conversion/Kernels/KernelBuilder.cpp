@@ -191,6 +191,11 @@ Value KernelBuilder::dotInt8(Value acc, Value u, Value s, int64_t uBits) {
   return acc;
 }
 
+Value KernelBuilder::dotBf16(Value acc, Value x, Value y) {
+  assert(target.bf16Dot && target.lanes == 16 && "vdpbf16ps is AVX-512 BF16's");
+  return callIntrinsic(b, loc, "llvm.x86.avx512bf16.dpbf16ps.512", acc.getType(), {acc, x, y});
+}
+
 Value KernelBuilder::reduceAdd(Value vector) {
   // A tree of adds rather than a chain through each lane in order.
   return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, vector,

@@ -43,6 +43,8 @@ struct CpuTarget {
   int64_t registers = 16;
   /// The instructions of the integer dot products, if any.
   IntegerDot integerDot = IntegerDot::None;
+  /// Whether 16-lane vectors have a bf16 dot product (AVX-512 BF16).
+  bool bf16Dot = false;
 
   /// Rows of a register tile of 2 vectors per row, leaving registers for the
   /// two B vectors and the broadcast A value.
@@ -105,6 +107,11 @@ public:
   /// vector<4 lanes x i8> twice), exactly: vpdpbusd's arithmetic, for
   /// targets with an `integerDot`.
   mlir::Value dotInt8(mlir::Value acc, mlir::Value u, mlir::Value s, int64_t uBits = 8);
+  /// acc + the sums of each lane's 2 products of bf16 values of `x` and `y`
+  /// (vector<16xf32>, vector<32xbf16> twice): AVX-512 BF16's vdpbf16ps,
+  /// which treats denormal inputs and results as zeros; for targets with
+  /// `bf16Dot`.
+  mlir::Value dotBf16(mlir::Value acc, mlir::Value x, mlir::Value y);
   /// Horizontal reductions of a vector (the max of non-NaNs).
   mlir::Value reduceMax(mlir::Value vector);
   mlir::Value reduceAdd(mlir::Value vector);

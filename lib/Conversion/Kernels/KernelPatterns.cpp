@@ -70,6 +70,18 @@ template <typename OpTy> struct KernelPattern : OpRewritePattern<OpTy> {
     return result;
   }
 
+  /// mixedFactors() of a product (lhs, rhs), except that where the target
+  /// has a bf16 dot product and both were widened from bf16, the lhs too is
+  /// given narrow (the GEMM kernel widens it where it takes no dot product).
+  SmallVector<Value> productFactors(Value lhs, Value rhs) const {
+    SmallVector<Value> result = mixedFactors({lhs, rhs});
+    auto widen = result[0].getDefiningOp<arith::ExtFOp>();
+    if (kernels.cpu().bf16Dot && widen && getElementTypeOrSelf(widen.getIn()).isBF16() &&
+        getElementTypeOrSelf(result[1]).isBF16())
+      result[0] = widen.getIn();
+    return result;
+  }
+
   /// A product's weight as the kernels read it: the matrix whose 2-D
   /// `xfmr.transpose` it is (an int8 weight kept [out, in]), read the other
   /// way round, or itself. Returns the matrix and whether it is transposed.
@@ -138,7 +150,7 @@ struct FusedLinearKernel : KernelPattern<FusedLinearOp> {
     Value residual = narrowOperand(op.getResidual());
     if (residual)
       residual = asMatrix(rewriter, loc, residual);
-    SmallVector<Value> narrow = mixedFactors({op.getInput(), op.getWeight()});
+    SmallVector<Value> narrow = productFactors(op.getInput(), op.getWeight());
     auto [weight, transposeWeight] = storedWeight(narrow[1], op.getTransposeWeight());
     arith::TruncFOp round = roundingUse(op.getResult());
     Value c = kernels.gemm(kb, asMatrix(rewriter, loc, narrow[0]), /*transposeA=*/false, weight,
@@ -159,7 +171,7 @@ struct MatmulKernel : KernelPattern<MatmulOp> {
       return rewriter.notifyMatchFailure(op, "not an f32 product of matrices or with a 2-D weight");
     Location loc = op.getLoc();
     KernelBuilder kb = builder(rewriter, op);
-    SmallVector<Value> narrow = mixedFactors({op.getLhs(), op.getRhs()});
+    SmallVector<Value> narrow = productFactors(op.getLhs(), op.getRhs());
     Value lhs = narrow[0];
     auto [rhs, transposeB] = storedWeight(narrow[1], op.getTransposeRhs());
     Value a = transposeA ? lhs : asMatrix(rewriter, loc, lhs);

@@ -83,8 +83,12 @@ struct ConvertXfmrToCpuKernelsPass
           << int8Dot.getValue() << "'";
       return signalPassFailure();
     }
-    if (failed(applyKernelPatterns(getOperation(),
-                                   CpuKernelSet(CpuTarget{lanes, registers, *integerDot}))))
+    if (bf16Dot && lanes != 16) {
+      getOperation()->emitError("bf16-dot needs 16 lanes, got ") << lanes.getValue();
+      return signalPassFailure();
+    }
+    if (failed(applyKernelPatterns(
+            getOperation(), CpuKernelSet(CpuTarget{lanes, registers, *integerDot, bf16Dot}))))
       signalPassFailure();
   }
 };

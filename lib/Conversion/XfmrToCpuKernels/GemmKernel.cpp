@@ -11,10 +11,12 @@
 // smaller tile. B may be bf16 or f16 (narrow weights), widened as it is
 // loaded or packed, or int8 with scales (xfmr.dequantize), converted and
 // scaled as it is loaded or packed, or 4 bits a value, unpacked the same
-// way. Skinny products (decoding) stream B once. With AVX-512 VNNI,
-// products of an int8 or 4-bit B^T quantize A to int8 and take integer dot
-// products instead: the skinny ones, and GEMMs of weights in groups along K
-// (16, 32 or a multiple, or one per channel) of a depth a multiple of 32.
+// way. Skinny products (decoding) stream B once. With an integer dot
+// product (vpdpbusd, vpmaddubsw), products of an int8 or 4-bit B^T quantize
+// A to int8 and take integer dot products instead: the skinny ones, and
+// GEMMs of weights in groups along K (16, 32 or a multiple, or one per
+// channel) of a depth a multiple of 32. With AVX-512 BF16, GEMMs of bf16 A
+// and B take vdpbf16ps on the stored values.
 //
 //===----------------------------------------------------------------------===//
 
@@ -1044,6 +1046,128 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
   });
 }
 
+/// Whether emitGemmBf16Dot takes a product: bf16 A and B (neither
+/// transposed A nor scales), a depth of whole pairs, on AVX-512 BF16.
+bool takesBf16Dot(KernelBuilder &kb, const GemmOperands &g) {
+  auto elementOf = [](Value buffer) { return cast<MemRefType>(buffer.getType()).getElementType(); };
+  return kb.cpu().bf16Dot && !g.transposeA && !g.bScales && elementOf(g.a).isBF16() &&
+         elementOf(g.b).isBF16() && g.k % 2 == 0;
+}
+
+/// C = epilogue(A B) for bf16 A and B (`--dtype=bf16`) on AVX-512 BF16:
+/// vdpbf16ps adds the products of a pair of bf16 values to each f32 lane
+/// (exact products, as the f32 kernels' of widened values; denormals count
+/// as zeros). Each parallel task packs a panel of 32 columns of B as pairs
+/// of consecutive values along K, one pair an i32 lane ([K / 2][32]): from
+/// a B^T [N, K], 16 rows of 16 pairs transposed in registers; from a B
+/// [K, N], rows k and k + 1 interleaved. A register tile of 6 rows x 2
+/// vectors of columns accumulates over all of K, a pair of A's row
+/// broadcast per step, and the epilogue is applied to it.
+void emitGemmBf16Dot(KernelBuilder &kb, const GemmOperands &g) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  constexpr int64_t kLanes = 16, kPanel = 2 * kLanes, kTileRows = 6;
+  int64_t pairs = g.k / 2;
+  Type bf16 = b.getBF16Type(), i32 = b.getI32Type();
+  auto pairVector = VectorType::get({kLanes}, i32);
+  auto valuesOf = [&](int64_t count) { return VectorType::get({count}, bf16); };
+  Value zeros = arith::ConstantOp::create(
+      b, loc, DenseElementsAttr::get(valuesOf(kPanel), b.getFloatAttr(bf16, 0.0)));
+  auto asPairs = [&](Value values) {
+    return vector::BitCastOp::create(b, loc, pairVector, values).getResult();
+  };
+  auto asValues = [&](Value pairLanes) {
+    return vector::BitCastOp::create(b, loc, valuesOf(kPanel), pairLanes).getResult();
+  };
+
+  Value lastRow = kb.index(g.n - 1);
+  int64_t panels = (g.n + kPanel - 1) / kPanel, lastColumns = g.n - (panels - 1) * kPanel;
+  kb.parallelFor(panels, [&](Value panel) {
+    Value first = kb.muli(panel, kPanel);
+    Value packed = kb.allocate({pairs, kPanel}, i32);
+    if (g.transposeB) {
+      // 16 rows (clamped to the last) of 16 pairs from k, `valid` values.
+      auto pack = [&](Value k, int64_t valid) {
+        for (int64_t half = 0; half < 2; ++half) {
+          SmallVector<Value> rows;
+          for (int64_t r = 0; r < kLanes; ++r) {
+            Value n = kb.mini(kb.addi(first, kb.index(half * kLanes + r)), lastRow);
+            rows.push_back(asPairs(kb.loadVector(g.b, {n, k}, valid, zeros)));
+          }
+          for (auto [q, column] : llvm::enumerate(kb.transpose(rows)))
+            if (static_cast<int64_t>(q) * 2 < valid)
+              kb.storeVector(column, packed,
+                             {kb.addi(kb.divui(k, 2), kb.index(q)), kb.index(half * kLanes)});
+        }
+      };
+      int64_t full = g.k / kPanel * kPanel;
+      kb.forLoop(kb.index(0), kb.index(full), kPanel, [&](Value k) { pack(k, kPanel); });
+      if (g.k > full)
+        pack(kb.index(full), g.k - full);
+    } else {
+      // Rows k and k + 1 of the panel's columns, interleaved.
+      auto pack = [&](int64_t columns) {
+        kb.forLoop(kb.index(0), kb.index(pairs), 1, [&](Value pair) {
+          Value k = kb.muli(pair, 2);
+          Value even = kb.loadVector(g.b, {k, first}, columns, zeros);
+          Value odd = kb.loadVector(g.b, {kb.addi(k, kb.index(1)), first}, columns, zeros);
+          for (int64_t half = 0; half < 2; ++half) {
+            SmallVector<int64_t> order;
+            for (int64_t i = 0; i < kLanes; ++i)
+              order.append({half * kLanes + i, kPanel + half * kLanes + i});
+            Value interleaved = vector::ShuffleOp::create(b, loc, even, odd, order);
+            kb.storeVector(asPairs(interleaved), packed, {pair, kb.index(half * kLanes)});
+          }
+        });
+      };
+      if (lastColumns == kPanel)
+        pack(kPanel);
+      else
+        kb.ifThenElse(
+            kb.below(panel, panels - 1), [&] { pack(kPanel); }, [&] { pack(lastColumns); });
+    }
+
+    auto tile = [&](Value row, int64_t rows, int64_t columns) {
+      auto rowIndex = [&](int64_t i) { return kb.addi(row, kb.index(i)); };
+      SmallVector<Value> acc(rows * 2, kb.splat(0.0));
+      acc = llvm::to_vector(
+          kb.forLoop(kb.index(0), kb.index(pairs), 1, acc, [&](Value pair, ValueRange carried) {
+            SmallVector<Value> next(carried.begin(), carried.end());
+            Value bValues[2];
+            for (int64_t j = 0; j < 2; ++j)
+              bValues[j] = asValues(kb.loadVector(packed, {pair, kb.index(j * kLanes)}, -1,
+                                                  splatInt(b, loc, pairVector, 0)));
+            for (int64_t i = 0; i < rows; ++i) {
+              Value two = kb.loadVector(
+                  g.a, {rowIndex(i), kb.muli(pair, 2)}, -1,
+                  arith::ConstantOp::create(
+                      b, loc, DenseElementsAttr::get(valuesOf(2), b.getFloatAttr(bf16, 0.0))));
+              Value aPair = vector::ExtractOp::create(
+                  b, loc,
+                  vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), two).getResult(),
+                  ArrayRef<int64_t>{0});
+              Value aValues = asValues(vector::BroadcastOp::create(b, loc, pairVector, aPair));
+              for (int64_t j = 0; j < 2; ++j)
+                next[i * 2 + j] = kb.dotBf16(next[i * 2 + j], aValues, bValues[j]);
+            }
+            return next;
+          }));
+      for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j * kLanes < columns; ++j)
+          storeFinished(kb, g, acc[i * 2 + j], rowIndex(i), kb.addi(first, kb.index(j * kLanes)),
+                        std::min(kLanes, columns - j * kLanes), /*scalar=*/false);
+    };
+    auto allRows = [&](int64_t columns) {
+      kb.forRowTiles(kb.index(0), g.m, kTileRows,
+                     [&](Value row, int64_t rows) { tile(row, rows, columns); });
+    };
+    if (lastColumns == kPanel)
+      return allRows(kPanel);
+    kb.ifThenElse(
+        kb.below(panel, panels - 1), [&] { allRows(kPanel); }, [&] { allRows(lastColumns); });
+  });
+}
+
 } // namespace
 
 Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB,
@@ -1080,7 +1204,17 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
   }
   g.bias = bias ? kb.readBuffer(bias) : Value();
   g.residual = residual ? kb.readBuffer(residual) : Value();
-  g.c = kb.allocate({g.m, g.n}, aType.getElementType());
+  g.c = kb.allocate({g.m, g.n}, kb.builder().getF32Type());
+  // A bf16 A (productFactors) is read as stored by the bf16 dot product's
+  // GEMM, widened for the others.
+  if (aType.getElementType().isBF16()) {
+    if (g.m > kSkinnyRows && takesBf16Dot(kb, g)) {
+      emitGemmBf16Dot(kb, g);
+      return kb.asTensor(g.c);
+    }
+    g.a = kb.readBuffer(arith::ExtFOp::create(kb.builder(), kb.location(),
+                                              aType.clone(kb.builder().getF32Type()), a));
+  }
   if (g.m <= kSkinnyRows && !g.transposeA) {
     if (g.transposeB && hasIntegerDot(kb) && g.bits == 8 && g.scalesPerChannel())
       emitSkinnyGemmInt8Dot(kb, g);
