@@ -2,6 +2,8 @@
 // RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="lanes=16 registers=32" --split-input-file | FileCheck %s --check-prefix=WIDE
 // RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="lanes=16 registers=32 int8-dot=vnni" --split-input-file | FileCheck %s --check-prefix=DOT
 // RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="int8-dot=madd" --split-input-file | FileCheck %s --check-prefix=MADD
+// RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="lanes=16 registers=32 int8-dot=madd" --split-input-file | FileCheck %s --check-prefix=MADD16
+// RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="int8-dot=vnni" --split-input-file | FileCheck %s --check-prefix=VNNI8
 // RUN: not xfmr-opt %s --convert-xfmr-to-cpu-kernels="int8-dot=vpdpbusd" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADDOT
 // BADDOT: error: int8-dot must be none, madd or vnni, got 'vpdpbusd'
 // RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="lanes=16 registers=32 bf16-dot=1" --split-input-file | FileCheck %s --check-prefix=BF16
@@ -328,6 +330,13 @@ func.func @int8_weight(%x: tensor<1x64xf32>, %q: tensor<64x96xi8>, %s: tensor<1x
 // MADD: %[[P8:.*]] = func.call @llvm.x86.avx2.pmadd.ub.sw(%[[B8]], %[[A]])
 // MADD: func.call @llvm.x86.avx2.pmadd.wd(%[[P8]],
 // MADD-NOT: vpdpbusd
+// The same on 16 lanes (AVX-512BW), and vpdpbusd on 8 (AVX-VNNI).
+// MADD16-LABEL: func @int8_transposed_weight
+// MADD16: func.call @llvm.x86.avx512.pmaddubs.w.512(%{{.*}}, %{{.*}}) : (vector<64xi8>, vector<64xi8>) -> vector<32xi16>
+// MADD16: func.call @llvm.x86.avx512.pmaddw.d.512(%{{.*}}, %{{.*}}) : (vector<32xi16>, vector<32xi16>) -> vector<16xi32>
+// VNNI8-LABEL: func @int8_transposed_weight
+// VNNI8: arith.xori %{{.*}} : vector<32xi8>
+// VNNI8: func.call @llvm.x86.avx512.vpdpbusd.256(%{{.*}}, %{{.*}}, %{{.*}}) : (vector<8xi32>, vector<32xi8>, vector<32xi8>) -> vector<8xi32>
 func.func @int8_transposed_weight(%x: tensor<1x352xf32>, %q: tensor<40x352xi8>, %s: tensor<40x1xf32>) -> tensor<1x40xf32> {
   %d = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 352 : i64}
          : (tensor<40x352xi8>, tensor<40x1xf32>) -> tensor<40x352xf32>
@@ -784,6 +793,26 @@ func.func @bf16_gemm(%x: tensor<20x64xbf16>, %w: tensor<64x40xbf16>, %b: tensor<
   %w2f = arith.extf %w2 : tensor<40x70xbf16> to tensor<40x70xf32>
   %z = xfmr.fused_linear %x2f, %w2f {transpose_weight} : (tensor<20x70xf32>, tensor<40x70xf32>) -> tensor<20x40xf32>
   return %y, %z : tensor<20x40xf32>, tensor<20x40xf32>
+}
+
+// -----
+
+// A product of few rows (decoding) and one with a transposed A take the f32
+// kernels, A widened first.
+// BF16-LABEL: func @bf16_skinny_and_transposed
+// BF16-NOT: dpbf16ps
+// BF16: arith.extf %{{.*}} : tensor<3x64xbf16> to tensor<3x64xf32>
+// BF16: arith.extf %{{.*}} : tensor<64x20xbf16> to tensor<64x20xf32>
+// BF16-NOT: dpbf16ps
+// BF16: return
+func.func @bf16_skinny_and_transposed(%x: tensor<3x64xbf16>, %w: tensor<64x40xbf16>, %p: tensor<64x20xbf16>)
+    -> (tensor<3x40xf32>, tensor<20x40xf32>) {
+  %xf = arith.extf %x : tensor<3x64xbf16> to tensor<3x64xf32>
+  %wf = arith.extf %w : tensor<64x40xbf16> to tensor<64x40xf32>
+  %y = xfmr.fused_linear %xf, %wf : (tensor<3x64xf32>, tensor<64x40xf32>) -> tensor<3x40xf32>
+  %pf = arith.extf %p : tensor<64x20xbf16> to tensor<64x20xf32>
+  %t = xfmr.matmul %pf, %wf {transpose_lhs} : (tensor<64x20xf32>, tensor<64x40xf32>) -> tensor<20x40xf32>
+  return %y, %t : tensor<3x40xf32>, tensor<20x40xf32>
 }
 
 // -----

@@ -249,8 +249,13 @@ static cl::opt<bool> int8Dot(
     "int8-dot",
     cl::desc("Products of integer weights quantize their activations to int8 and use the "
              "target's integer dot product: vpdpbusd (AVX-512 VNNI, AVX-VNNI) or vpmaddubsw "
-             "(AVX2, AVX-512BW) (default on)"),
+             "(AVX2, AVX-512BW; not GEMMs of int8 weights) (default on)"),
     cl::init(true), cl::cat(category), cl::Hidden);
+static cl::opt<bool>
+    bf16Dot("bf16-dot",
+            cl::desc("Products of bf16 factors (--dtype=bf16) take the target's bf16 dot product "
+                     "(AVX-512 BF16) where it has one (default on)"),
+            cl::init(true), cl::cat(category), cl::Hidden);
 static cl::opt<bool> emulateGpuKernels(
     "emulate-gpu-kernels",
     cl::desc("Build the GPU kernels for the host, thread blocks run as loops (for testing)"),
@@ -452,6 +457,7 @@ int main(int argc, char **argv) {
     return fail("--vector-lanes must be 8 or 16, got " + Twine(vectorLanes));
   options.vectorLanes = vectorLanes;
   options.int8Dot = int8Dot;
+  options.bf16Dot = bf16Dot;
   if (emulateGpuKernels && target == xfmr::Target::Nvptx)
     return fail("--emulate-gpu-kernels applies to --target=host only");
   if (reverseGpuThreads && !emulateGpuKernels)

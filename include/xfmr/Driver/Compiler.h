@@ -128,8 +128,12 @@ struct CompileOptions {
   int64_t vectorLanes = 0;
   /// CPU: products of integer weights quantize their activations to int8
   /// and use the target's integer dot product, where it has one: vpdpbusd
-  /// (AVX-512 VNNI, AVX-VNNI) or vpmaddubsw (AVX2, AVX-512BW).
+  /// (AVX-512 VNNI, AVX-VNNI) or vpmaddubsw (AVX2, AVX-512BW; not in GEMMs
+  /// of int8 weights, which stay f32).
   bool int8Dot = true;
+  /// CPU: products of bf16 factors take the target's bf16 dot product, where
+  /// it has one (AVX-512 BF16).
+  bool bf16Dot = true;
   /// CPU: build the GPU kernels instead of the CPU ones, their thread blocks
   /// run as loops (how the GPU kernels are tested without a GPU).
   bool emulateGpuKernels = false;

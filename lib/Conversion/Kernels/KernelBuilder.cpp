@@ -160,9 +160,9 @@ Value KernelBuilder::dotInt8(Value acc, Value u, Value s, int64_t uBits) {
                          acc.getType(), {acc, u, s});
 
   // vpmaddubsw sums pairs of products to i16 with saturation, exact while
-  // u < 128 (2 x 127 x 127 at most); 8-bit u is split into its low 7 bits
-  // and its top bit (0 or 128: 2 x 128 x 127), each pair sum then widened
-  // and summed in pairs by vpmaddwd.
+  // u < 128 (2 x 127 x -128 at least); 8-bit u is split into its low 7 bits
+  // and its top bit (0 or 128: 2 x 128 x -128 = -2^15 at least), each pair
+  // sum then widened and summed in pairs by vpmaddwd.
   auto pairs = VectorType::get({2 * lanes}, b.getI16Type());
   auto multiplyAdd = [&](Value unsignedBytes) {
     Value pairSums =

@@ -103,9 +103,9 @@ public:
   /// two-source shuffles.
   llvm::SmallVector<mlir::Value> transpose(llvm::ArrayRef<mlir::Value> rows);
   /// acc + the sums of each lane's 4 products of unsigned bytes `u` (below
-  /// 2^uBits) and signed bytes `s` in [-127, 127] (vector<lanes x i32>,
-  /// vector<4 lanes x i8> twice), exactly: vpdpbusd's arithmetic, for
-  /// targets with an `integerDot`.
+  /// 2^uBits) and signed bytes `s` (vector<lanes x i32>, vector<4 lanes x
+  /// i8> twice), exactly: vpdpbusd's arithmetic, for targets with an
+  /// `integerDot`.
   mlir::Value dotInt8(mlir::Value acc, mlir::Value u, mlir::Value s, int64_t uBits = 8);
   /// acc + the sums of each lane's 2 products of bf16 values of `x` and `y`
   /// (vector<16xf32>, vector<32xbf16> twice): AVX-512 BF16's vdpbf16ps,

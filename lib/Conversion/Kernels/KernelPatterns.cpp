@@ -70,13 +70,13 @@ template <typename OpTy> struct KernelPattern : OpRewritePattern<OpTy> {
     return result;
   }
 
-  /// mixedFactors() of a product (lhs, rhs), except that where the target
-  /// has a bf16 dot product and both were widened from bf16, the lhs too is
+  /// mixedFactors() of a product (lhs, rhs), except that for kernels that
+  /// take bf16 products, where both were widened from bf16, the lhs too is
   /// given narrow (the GEMM kernel widens it where it takes no dot product).
   SmallVector<Value> productFactors(Value lhs, Value rhs) const {
     SmallVector<Value> result = mixedFactors({lhs, rhs});
     auto widen = result[0].getDefiningOp<arith::ExtFOp>();
-    if (kernels.cpu().bf16Dot && widen && getElementTypeOrSelf(widen.getIn()).isBF16() &&
+    if (kernels.takesBf16Products() && widen && getElementTypeOrSelf(widen.getIn()).isBF16() &&
         getElementTypeOrSelf(result[1]).isBF16())
       result[0] = widen.getIn();
     return result;

@@ -187,6 +187,9 @@ public:
   /// as the kernels read them: such an operand that is widened is then
   /// given narrow.
   virtual bool widensNarrowInputs() const { return false; }
+  /// Whether a product whose factors are both widened from bf16 is given
+  /// both narrow (the CPU's bf16 dot product), beside widensNarrowInputs().
+  virtual bool takesBf16Products() const { return false; }
   /// C = activation(A B + bias) + residual, C of `resultType` (f32 unless
   /// handlesNarrowFloats()).
   virtual mlir::Value gemm(KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Value b,

@@ -29,6 +29,7 @@ public:
     return emitGemm(kb, a, transposeA, b, transposeB, bias, residual, activation);
   }
   bool widensNarrowInputs() const override { return true; }
+  bool takesBf16Products() const override { return cpu().bf16Dot; }
   Value softmaxRows(KernelBuilder &kb, Value x, Type resultType) const override {
     assert(resultType.isF32() && "the CPU kernels write f32");
     return emitSoftmaxRows(kb, x);

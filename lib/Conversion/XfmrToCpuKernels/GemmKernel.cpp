@@ -15,8 +15,8 @@
 // product (vpdpbusd, vpmaddubsw), products of an int8 or 4-bit B^T quantize
 // A to int8 and take integer dot products instead: the skinny ones, and
 // GEMMs of weights in groups along K (16, 32 or a multiple, or one per
-// channel) of a depth a multiple of 32. With AVX-512 BF16, GEMMs of bf16 A
-// and B take vdpbf16ps on the stored values.
+// channel) of a depth a multiple of 32 (with vpmaddubsw, 4-bit ones only). With AVX-512 BF16, GEMMs
+// of bf16 A and B take vdpbf16ps on the stored values.
 //
 //===----------------------------------------------------------------------===//
 
@@ -855,6 +855,60 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   });
 }
 
+/// The GEMMs that pack B into lanes of several values (emitGemmIntegerDot,
+/// emitGemmBf16Dot): parallel blocks of a panel of `panelColumns` columns of
+/// B times a band of A's rows (as many bands as kTargetBlocks needs; each
+/// packs its panel), `pack(first, columns)` once per block, then for each
+/// register tile of up to `tileRows` rows of the band the sums that
+/// `tile(row, rows, first)` returns (2 vectors of columns a row), finished
+/// by the epilogue.
+void forPackedPanels(KernelBuilder &kb, const GemmOperands &g, int64_t panelColumns,
+                     int64_t tileRows, llvm::function_ref<void(Value, int64_t)> pack,
+                     llvm::function_ref<SmallVector<Value>(Value, int64_t, Value)> tile) {
+  int64_t lanes = kb.cpu().lanes;
+  int64_t panels = (g.n + panelColumns - 1) / panelColumns;
+  int64_t lastColumns = g.n - (panels - 1) * panelColumns;
+  int64_t bands = rowBands(g.m, panels, kMinTilesPerBand * tileRows), bandRows = g.m / bands;
+  kb.parallelFor(panels * bands, [&](Value block) {
+    Value panel = bands == 1 ? block : kb.remui(block, panels);
+    Value band = bands == 1 ? kb.index(0) : kb.muli(kb.divui(block, panels), bandRows);
+    Value first = kb.muli(panel, panelColumns);
+    auto run = [&](int64_t columns) {
+      pack(first, columns);
+      kb.forRowTiles(band, bandRows, tileRows, [&](Value row, int64_t rows) {
+        SmallVector<Value> sums = tile(row, rows, first);
+        for (int64_t i = 0; i < rows; ++i)
+          for (int64_t j = 0; j * lanes < columns; ++j)
+            storeFinished(kb, g, sums[i * 2 + j], kb.addi(row, kb.index(i)),
+                          kb.addi(first, kb.index(j * lanes)), std::min(lanes, columns - j * lanes),
+                          /*scalar=*/false);
+      });
+    };
+    if (lastColumns == panelColumns)
+      return run(panelColumns);
+    kb.ifThenElse(
+        kb.below(panel, panels - 1), [&] { run(panelColumns); }, [&] { run(lastColumns); });
+  });
+}
+
+/// Stores the transposes of two blocks of `lanes` rows x `lanes` i32 lanes,
+/// `row(r)` for rows r of [0, 2 lanes), each lane `perLane` values of B
+/// along K from `k` (`valid` of them): packed[k / perLane + q][r] = lane q
+/// of row r, for the lanes that hold values.
+void packTransposed(KernelBuilder &kb, llvm::function_ref<Value(int64_t)> row, Value packed,
+                    Value k, int64_t perLane, int64_t valid) {
+  int64_t lanes = kb.cpu().lanes;
+  for (int64_t half = 0; half < 2; ++half) {
+    SmallVector<Value> rows;
+    for (int64_t r = 0; r < lanes; ++r)
+      rows.push_back(row(half * lanes + r));
+    for (auto [q, column] : llvm::enumerate(kb.transpose(rows)))
+      if (static_cast<int64_t>(q) * perLane < valid)
+        kb.storeVector(column, packed,
+                       {kb.addi(kb.divui(k, perLane), kb.index(q)), kb.index(half * lanes)});
+  }
+}
+
 /// Whether the target has an integer dot product (dotInt8).
 bool hasIntegerDot(KernelBuilder &kb) { return kb.cpu().integerDot != IntegerDot::None; }
 
@@ -946,23 +1000,15 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
     return vector::BitCastOp::create(b, loc, quadVector, values).getResult();
   };
 
-  int64_t panels = (g.n + panelRows - 1) / panelRows, lastColumns = g.n - (panels - 1) * panelRows;
-  kb.parallelFor(panels, [&](Value panel) {
-    Value first = kb.muli(panel, panelRows);
-    Value packed = kb.allocate({quads, panelRows}, i32);
-    Value scales = kb.allocate({spans, panelRows}, f32);
-    Value mins = g.bMins ? kb.allocate({spans, panelRows}, f32) : Value();
-    // `lanes` rows of `lanes` quads at a time, transposed in registers.
+  Value packed, scales, mins;
+  auto pack = [&](Value first, int64_t) {
+    packed = kb.allocate({quads, panelRows}, i32);
+    scales = kb.allocate({spans, panelRows}, f32);
+    mins = g.bMins ? kb.allocate({spans, panelRows}, f32) : Value();
     auto packQuads = [&](Value k, int64_t valid) {
-      for (int64_t half = 0; half < 2; ++half) {
-        SmallVector<Value> rows;
-        for (int64_t r = 0; r < lanes; ++r)
-          rows.push_back(rowQuads(kb.addi(first, kb.index(half * lanes + r)), k, valid));
-        for (auto [q, column] : llvm::enumerate(kb.transpose(rows)))
-          if (static_cast<int64_t>(q) * 4 < valid)
-            kb.storeVector(column, packed,
-                           {kb.addi(kb.divui(k, 4), kb.index(q)), kb.index(half * lanes)});
-      }
+      packTransposed(
+          kb, [&](int64_t r) { return rowQuads(kb.addi(first, kb.index(r)), k, valid); }, packed, k,
+          4, valid);
     };
     int64_t full = g.k / chunkValues * chunkValues;
     kb.forLoop(kb.index(0), kb.index(full), chunkValues,
@@ -978,72 +1024,62 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
           kb.store(kb.loadWidened(g.bMins, {n, group}), mins, {at, kb.index(r)});
       }
     });
+  };
 
-    auto tile = [&](Value row, int64_t rows, int64_t columns) {
-      auto rowIndex = [&](int64_t i) { return kb.addi(row, kb.index(i)); };
-      SmallVector<Value> acc(rows * 2, kb.splat(0.0));
-      acc = llvm::to_vector(
-          kb.forLoop(kb.index(0), kb.index(spans), 1, acc, [&](Value at, ValueRange carried) {
-            SmallVector<Value> next(carried.begin(), carried.end());
-            SmallVector<Value> sums(rows * 2, splatInt(quadVector, 0));
-            for (int64_t q = 0; q < spanQuads; ++q) {
-              Value quad = kb.addi(kb.muli(at, spanQuads), kb.index(q));
-              Value bBytes[2] = {
-                  asBytes(kb.loadVector(packed, {quad, kb.index(0)}, -1, splatInt(quadVector, 0))),
-                  asBytes(
-                      kb.loadVector(packed, {quad, kb.index(lanes)}, -1, splatInt(quadVector, 0)))};
-              for (int64_t i = 0; i < rows; ++i) {
-                Value aBytes = asBytes(vector::BroadcastOp::create(
-                    b, loc, quadVector, kb.load(aQuads, {rowIndex(i), quad})));
-                for (int64_t j = 0; j < 2; ++j)
-                  sums[i * 2 + j] = kb.dotInt8(sums[i * 2 + j], bBytes[j], aBytes, g.bits);
-              }
-            }
-            Value bScales[2], bMins[2];
-            for (int64_t j = 0; j < 2; ++j) {
-              bScales[j] = kb.loadVector(scales, {at, kb.index(j * lanes)});
-              if (mins)
-                bMins[j] = kb.loadVector(mins, {at, kb.index(j * lanes)});
-            }
-            Value block = kb.divui(kb.muli(at, span), kBlock);
+  auto tile = [&](Value row, int64_t rows, Value) {
+    auto rowIndex = [&](int64_t i) { return kb.addi(row, kb.index(i)); };
+    SmallVector<Value> acc(rows * 2, kb.splat(0.0));
+    acc = llvm::to_vector(
+        kb.forLoop(kb.index(0), kb.index(spans), 1, acc, [&](Value at, ValueRange carried) {
+          SmallVector<Value> next(carried.begin(), carried.end());
+          SmallVector<Value> sums(rows * 2, splatInt(quadVector, 0));
+          for (int64_t q = 0; q < spanQuads; ++q) {
+            Value quad = kb.addi(kb.muli(at, spanQuads), kb.index(q));
+            Value bBytes[2] = {
+                asBytes(kb.loadVector(packed, {quad, kb.index(0)}, -1, splatInt(quadVector, 0))),
+                asBytes(
+                    kb.loadVector(packed, {quad, kb.index(lanes)}, -1, splatInt(quadVector, 0)))};
             for (int64_t i = 0; i < rows; ++i) {
-              Value aScale = kb.load(aScales, {rowIndex(i), block});
-              Value aSum = kb.load(aSums, {rowIndex(i), at});
-              Value correction, minWeight;
-              if (offset)
-                correction = vector::BroadcastOp::create(
-                    b, loc, quadVector,
-                    arith::MulIOp::create(b, loc, aSum,
-                                          arith::ConstantIntOp::create(b, loc, i32, offset)));
-              if (mins)
-                minWeight = kb.splat(kb.mul(arith::SIToFPOp::create(b, loc, f32, aSum), aScale));
-              for (int64_t j = 0; j < 2; ++j) {
-                Value exact = sums[i * 2 + j];
-                if (correction)
-                  exact = arith::SubIOp::create(b, loc, exact, correction);
-                Value &sum = next[i * 2 + j];
-                sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), exact),
-                             kb.mul(bScales[j], kb.splat(aScale)), sum);
-                if (minWeight)
-                  sum = kb.fma(bMins[j], minWeight, sum);
-              }
+              Value aBytes = asBytes(vector::BroadcastOp::create(
+                  b, loc, quadVector, kb.load(aQuads, {rowIndex(i), quad})));
+              for (int64_t j = 0; j < 2; ++j)
+                sums[i * 2 + j] = kb.dotInt8(sums[i * 2 + j], bBytes[j], aBytes, g.bits);
             }
-            return next;
-          }));
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j * lanes < columns; ++j)
-          storeFinished(kb, g, acc[i * 2 + j], rowIndex(i), kb.addi(first, kb.index(j * lanes)),
-                        std::min(lanes, columns - j * lanes), /*scalar=*/false);
-    };
-    auto allRows = [&](int64_t columns) {
-      kb.forRowTiles(kb.index(0), g.m, tileRows,
-                     [&](Value row, int64_t rows) { tile(row, rows, columns); });
-    };
-    if (lastColumns == panelRows)
-      return allRows(panelRows);
-    kb.ifThenElse(
-        kb.below(panel, panels - 1), [&] { allRows(panelRows); }, [&] { allRows(lastColumns); });
-  });
+          }
+          Value bScales[2], bMins[2];
+          for (int64_t j = 0; j < 2; ++j) {
+            bScales[j] = kb.loadVector(scales, {at, kb.index(j * lanes)});
+            if (mins)
+              bMins[j] = kb.loadVector(mins, {at, kb.index(j * lanes)});
+          }
+          Value block = kb.divui(kb.muli(at, span), kBlock);
+          for (int64_t i = 0; i < rows; ++i) {
+            Value aScale = kb.load(aScales, {rowIndex(i), block});
+            Value aSum = kb.load(aSums, {rowIndex(i), at});
+            Value correction, minWeight;
+            if (offset)
+              correction = vector::BroadcastOp::create(
+                  b, loc, quadVector,
+                  arith::MulIOp::create(b, loc, aSum,
+                                        arith::ConstantIntOp::create(b, loc, i32, offset)));
+            if (mins)
+              minWeight = kb.splat(kb.mul(arith::SIToFPOp::create(b, loc, f32, aSum), aScale));
+            for (int64_t j = 0; j < 2; ++j) {
+              Value exact = sums[i * 2 + j];
+              if (correction)
+                exact = arith::SubIOp::create(b, loc, exact, correction);
+              Value &sum = next[i * 2 + j];
+              sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), exact),
+                           kb.mul(bScales[j], kb.splat(aScale)), sum);
+              if (minWeight)
+                sum = kb.fma(bMins[j], minWeight, sum);
+            }
+          }
+          return next;
+        }));
+    return acc;
+  };
+  forPackedPanels(kb, g, panelRows, tileRows, pack, tile);
 }
 
 /// Whether emitGemmBf16Dot takes a product: bf16 A and B (neither
@@ -1066,106 +1102,85 @@ bool takesBf16Dot(KernelBuilder &kb, const GemmOperands &g) {
 void emitGemmBf16Dot(KernelBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  constexpr int64_t kLanes = 16, kPanel = 2 * kLanes, kTileRows = 6;
+  // Panels of 32 columns; B^T packed 32 values (16 pairs) of K at a time.
+  constexpr int64_t kLanes = 16, kPanel = 2 * kLanes, kChunk = 2 * kLanes, kTileRows = 6;
   int64_t pairs = g.k / 2;
   Type bf16 = b.getBF16Type(), i32 = b.getI32Type();
   auto pairVector = VectorType::get({kLanes}, i32);
   auto valuesOf = [&](int64_t count) { return VectorType::get({count}, bf16); };
-  Value zeros = arith::ConstantOp::create(
-      b, loc, DenseElementsAttr::get(valuesOf(kPanel), b.getFloatAttr(bf16, 0.0)));
+  auto zerosOf = [&](int64_t count) -> Value {
+    return arith::ConstantOp::create(
+        b, loc, DenseElementsAttr::get(valuesOf(count), b.getFloatAttr(bf16, 0.0)));
+  };
   auto asPairs = [&](Value values) {
     return vector::BitCastOp::create(b, loc, pairVector, values).getResult();
   };
   auto asValues = [&](Value pairLanes) {
-    return vector::BitCastOp::create(b, loc, valuesOf(kPanel), pairLanes).getResult();
+    return vector::BitCastOp::create(b, loc, valuesOf(2 * kLanes), pairLanes).getResult();
   };
 
   Value lastRow = kb.index(g.n - 1);
-  int64_t panels = (g.n + kPanel - 1) / kPanel, lastColumns = g.n - (panels - 1) * kPanel;
-  kb.parallelFor(panels, [&](Value panel) {
-    Value first = kb.muli(panel, kPanel);
-    Value packed = kb.allocate({pairs, kPanel}, i32);
+  Value packed;
+  auto pack = [&](Value first, int64_t columns) {
+    packed = kb.allocate({pairs, kPanel}, i32);
     if (g.transposeB) {
-      // 16 rows (clamped to the last) of 16 pairs from k, `valid` values.
-      auto pack = [&](Value k, int64_t valid) {
-        for (int64_t half = 0; half < 2; ++half) {
-          SmallVector<Value> rows;
-          for (int64_t r = 0; r < kLanes; ++r) {
-            Value n = kb.mini(kb.addi(first, kb.index(half * kLanes + r)), lastRow);
-            rows.push_back(asPairs(kb.loadVector(g.b, {n, k}, valid, zeros)));
-          }
-          for (auto [q, column] : llvm::enumerate(kb.transpose(rows)))
-            if (static_cast<int64_t>(q) * 2 < valid)
-              kb.storeVector(column, packed,
-                             {kb.addi(kb.divui(k, 2), kb.index(q)), kb.index(half * kLanes)});
-        }
+      // Rows of B^T (clamped to the last), 16 pairs at a time.
+      auto packChunk = [&](Value k, int64_t valid) {
+        packTransposed(
+            kb,
+            [&](int64_t r) {
+              Value n = kb.mini(kb.addi(first, kb.index(r)), lastRow);
+              return asPairs(kb.loadVector(g.b, {n, k}, valid, zerosOf(kChunk)));
+            },
+            packed, k, 2, valid);
       };
-      int64_t full = g.k / kPanel * kPanel;
-      kb.forLoop(kb.index(0), kb.index(full), kPanel, [&](Value k) { pack(k, kPanel); });
+      int64_t full = g.k / kChunk * kChunk;
+      kb.forLoop(kb.index(0), kb.index(full), kChunk, [&](Value k) { packChunk(k, kChunk); });
       if (g.k > full)
-        pack(kb.index(full), g.k - full);
-    } else {
-      // Rows k and k + 1 of the panel's columns, interleaved.
-      auto pack = [&](int64_t columns) {
-        kb.forLoop(kb.index(0), kb.index(pairs), 1, [&](Value pair) {
-          Value k = kb.muli(pair, 2);
-          Value even = kb.loadVector(g.b, {k, first}, columns, zeros);
-          Value odd = kb.loadVector(g.b, {kb.addi(k, kb.index(1)), first}, columns, zeros);
-          for (int64_t half = 0; half < 2; ++half) {
-            SmallVector<int64_t> order;
-            for (int64_t i = 0; i < kLanes; ++i)
-              order.append({half * kLanes + i, kPanel + half * kLanes + i});
-            Value interleaved = vector::ShuffleOp::create(b, loc, even, odd, order);
-            kb.storeVector(asPairs(interleaved), packed, {pair, kb.index(half * kLanes)});
-          }
-        });
-      };
-      if (lastColumns == kPanel)
-        pack(kPanel);
-      else
-        kb.ifThenElse(
-            kb.below(panel, panels - 1), [&] { pack(kPanel); }, [&] { pack(lastColumns); });
+        packChunk(kb.index(full), g.k - full);
+      return;
     }
+    // Rows k and k + 1 of the panel's columns, interleaved.
+    kb.forLoop(kb.index(0), kb.index(pairs), 1, [&](Value pair) {
+      Value k = kb.muli(pair, 2);
+      Value even = kb.loadVector(g.b, {k, first}, columns, zerosOf(kPanel));
+      Value odd = kb.loadVector(g.b, {kb.addi(k, kb.index(1)), first}, columns, zerosOf(kPanel));
+      for (int64_t half = 0; half < 2; ++half) {
+        SmallVector<int64_t> order;
+        for (int64_t i = 0; i < kLanes; ++i)
+          order.append({half * kLanes + i, kPanel + half * kLanes + i});
+        Value interleaved = vector::ShuffleOp::create(b, loc, even, odd, order);
+        kb.storeVector(asPairs(interleaved), packed, {pair, kb.index(half * kLanes)});
+      }
+    });
+  };
 
-    auto tile = [&](Value row, int64_t rows, int64_t columns) {
-      auto rowIndex = [&](int64_t i) { return kb.addi(row, kb.index(i)); };
-      SmallVector<Value> acc(rows * 2, kb.splat(0.0));
-      acc = llvm::to_vector(
-          kb.forLoop(kb.index(0), kb.index(pairs), 1, acc, [&](Value pair, ValueRange carried) {
-            SmallVector<Value> next(carried.begin(), carried.end());
-            Value bValues[2];
+  auto tile = [&](Value row, int64_t rows, Value) {
+    auto rowIndex = [&](int64_t i) { return kb.addi(row, kb.index(i)); };
+    SmallVector<Value> acc(rows * 2, kb.splat(0.0));
+    acc = llvm::to_vector(
+        kb.forLoop(kb.index(0), kb.index(pairs), 1, acc, [&](Value pair, ValueRange carried) {
+          SmallVector<Value> next(carried.begin(), carried.end());
+          Value bValues[2];
+          for (int64_t j = 0; j < 2; ++j)
+            bValues[j] = asValues(kb.loadVector(packed, {pair, kb.index(j * kLanes)}, -1,
+                                                splatInt(b, loc, pairVector, 0)));
+          for (int64_t i = 0; i < rows; ++i) {
+            // A's pair as one i32, broadcast.
+            Value two = kb.loadVector(g.a, {rowIndex(i), kb.muli(pair, 2)}, -1, zerosOf(2));
+            Value aPair = vector::ExtractOp::create(
+                b, loc,
+                vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), two).getResult(),
+                ArrayRef<int64_t>{0});
+            Value aValues = asValues(vector::BroadcastOp::create(b, loc, pairVector, aPair));
             for (int64_t j = 0; j < 2; ++j)
-              bValues[j] = asValues(kb.loadVector(packed, {pair, kb.index(j * kLanes)}, -1,
-                                                  splatInt(b, loc, pairVector, 0)));
-            for (int64_t i = 0; i < rows; ++i) {
-              Value two = kb.loadVector(
-                  g.a, {rowIndex(i), kb.muli(pair, 2)}, -1,
-                  arith::ConstantOp::create(
-                      b, loc, DenseElementsAttr::get(valuesOf(2), b.getFloatAttr(bf16, 0.0))));
-              Value aPair = vector::ExtractOp::create(
-                  b, loc,
-                  vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), two).getResult(),
-                  ArrayRef<int64_t>{0});
-              Value aValues = asValues(vector::BroadcastOp::create(b, loc, pairVector, aPair));
-              for (int64_t j = 0; j < 2; ++j)
-                next[i * 2 + j] = kb.dotBf16(next[i * 2 + j], aValues, bValues[j]);
-            }
-            return next;
-          }));
-      for (int64_t i = 0; i < rows; ++i)
-        for (int64_t j = 0; j * kLanes < columns; ++j)
-          storeFinished(kb, g, acc[i * 2 + j], rowIndex(i), kb.addi(first, kb.index(j * kLanes)),
-                        std::min(kLanes, columns - j * kLanes), /*scalar=*/false);
-    };
-    auto allRows = [&](int64_t columns) {
-      kb.forRowTiles(kb.index(0), g.m, kTileRows,
-                     [&](Value row, int64_t rows) { tile(row, rows, columns); });
-    };
-    if (lastColumns == kPanel)
-      return allRows(kPanel);
-    kb.ifThenElse(
-        kb.below(panel, panels - 1), [&] { allRows(kPanel); }, [&] { allRows(lastColumns); });
-  });
+              next[i * 2 + j] = kb.dotBf16(next[i * 2 + j], aValues, bValues[j]);
+          }
+          return next;
+        }));
+    return acc;
+  };
+  forPackedPanels(kb, g, kPanel, kTileRows, pack, tile);
 }
 
 } // namespace
