@@ -602,6 +602,25 @@ Value loadUnsignedBytes(KernelBuilder &kb, const GemmOperands &g, Value n, Value
       splatInt(b, kb.location(), bytes, -128));
 }
 
+/// 4 x lanes values of row `n` of a 4-bit B from `col` (`validBytes` bytes,
+/// zeros past them) as bytes: the low nibbles of its bytes, then their high
+/// ones, or that concatenation shuffled by `order`.
+Value loadNibbleBytes(KernelBuilder &kb, const GemmOperands &g, Value n, Value col,
+                      int64_t validBytes, ArrayRef<int64_t> order = {}) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  auto half = VectorType::get({2 * kb.cpu().lanes}, b.getI8Type());
+  Value bytes = kb.loadVector(g.b, {n, kb.divui(col, 2)}, validBytes, splatInt(b, loc, half, 0));
+  Value mask = splatInt(b, loc, half, 0x0F);
+  Value low = arith::AndIOp::create(b, loc, bytes, mask);
+  Value high = arith::AndIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, bytes, splatInt(b, loc, half, 4)), mask);
+  SmallVector<int64_t> indices(order);
+  if (indices.empty())
+    indices = llvm::to_vector(llvm::seq<int64_t>(0, 2 * half.getNumElements()));
+  return vector::ShuffleOp::create(b, loc, low, high, indices);
+}
+
 /// C = epilogue(A B^T) for a 4-bit B [N, K / 2] (groups of 32 or more) on
 /// targets with an int8 dot product: each row of A is quantized to int8 as
 /// llama.cpp's q8_0 (quantizeBlocksOfA, a scale per block of 32, as its q4
@@ -660,17 +679,7 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
     // Per row of A and unrolled chunk, the scaled sums.
     SmallVector<Value> acc(g.m * unroll, kb.splat(0.0));
     auto chunk = [&](Value col, int64_t u, int64_t validBytes) {
-      Value bytes = kb.loadVector(g.b, {n, kb.divui(col, 2)}, validBytes,
-                                  splatInt(bytesOf(chunkValues / 2), 0));
-      Value mask = splatInt(bytesOf(chunkValues / 2), 0x0F);
-      Value low = arith::AndIOp::create(b, loc, bytes, mask);
-      Value high = arith::AndIOp::create(
-          b, loc, arith::ShRUIOp::create(b, loc, bytes, splatInt(bytesOf(chunkValues / 2), 4)),
-          mask);
-      SmallVector<int64_t> concat;
-      for (int64_t i = 0; i < chunkValues; ++i)
-        concat.push_back(i);
-      Value nibbles = vector::ShuffleOp::create(b, loc, low, high, concat);
+      Value nibbles = loadNibbleBytes(kb, g, n, col, validBytes);
       std::pair<Value, Value> spanned = chunkBlocks(kb, col, blocks);
       Value scales = perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
         return kb.loadWidened(g.bScales, {n, kb.divui(kb.muli(block, 32), g.groupSize)});
@@ -983,12 +992,6 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
       return vector::BitCastOp::create(b, loc, quadVector, loadUnsignedBytes(kb, g, n, k, valid))
           .getResult();
     }
-    VectorType half = bytesOf(chunkValues / 2);
-    Value bytes = kb.loadVector(g.b, {n, kb.divui(k, 2)}, valid / 2, splatInt(half, 0));
-    Value mask = splatInt(half, 0x0F);
-    Value low = arith::AndIOp::create(b, loc, bytes, mask);
-    Value high = arith::AndIOp::create(
-        b, loc, arith::ShRUIOp::create(b, loc, bytes, splatInt(half, 4)), mask);
     // Values 0-15 of a block of 32 are the low nibbles of its 16 bytes,
     // 16-31 the high ones.
     SmallVector<int64_t> order;
@@ -996,8 +999,9 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
       for (int64_t high = 0; high < 2; ++high)
         for (int64_t i = 0; i < 16; ++i)
           order.push_back(high * chunkValues / 2 + block * 16 + i);
-    Value values = vector::ShuffleOp::create(b, loc, low, high, order);
-    return vector::BitCastOp::create(b, loc, quadVector, values).getResult();
+    return vector::BitCastOp::create(b, loc, quadVector,
+                                     loadNibbleBytes(kb, g, n, k, valid / 2, order))
+        .getResult();
   };
 
   Value packed, scales, mins;
