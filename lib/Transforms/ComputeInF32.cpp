@@ -32,6 +32,14 @@ bool isLowPrecision(Type type) {
   return tensor && (tensor.getElementType().isBF16() || tensor.getElementType().isF16());
 }
 
+/// Ops that compute in f32 from narrow operands themselves: the products
+/// read an f32 xfmr.dequantize's bf16/f16 scales as stored, where a widened
+/// copy would be written and read again at every call.
+bool readsNarrowInF32(Operation *op) {
+  auto dequantize = dyn_cast<DequantizeOp>(op);
+  return dequantize && !isLowPrecision(dequantize.getType());
+}
+
 Type widened(Type type) {
   if (!isLowPrecision(type))
     return type;
@@ -46,7 +54,7 @@ struct ComputeInF32Pass : xfmr::impl::XfmrComputeInF32Base<ComputeInF32Pass> {
     Dialect *xfmrDialect = getContext().getLoadedDialect<XfmrDialect>();
     SmallVector<Operation *> lowPrecision;
     getOperation()->walk([&](Operation *op) {
-      if (op->getDialect() != xfmrDialect || movesValues(op))
+      if (op->getDialect() != xfmrDialect || movesValues(op) || readsNarrowInF32(op))
         return;
       if (llvm::any_of(op->getOperandTypes(), isLowPrecision) ||
           llvm::any_of(op->getResultTypes(), isLowPrecision))

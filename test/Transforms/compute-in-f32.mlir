@@ -80,6 +80,25 @@ func.func @attention_lse(%q: tensor<1x8x2x16xbf16>) -> (tensor<1x8x2x16xbf16>, t
 
 // -----
 
+// An f32 dequantize reads its f16 or bf16 scales (and mins) as stored;
+// one of bf16 results is computed in f32 as any other op.
+// CHECK-LABEL: func.func @dequantize
+// CHECK-NOT: arith.extf
+// CHECK: xfmr.dequantize %{{.*}}, %{{.*}}, %{{.*}} {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64} : (tensor<8x16xi8>, tensor<8x1xf16>, tensor<8x1xf16>) -> tensor<8x32xf32>
+// CHECK: %[[S:.*]] = arith.extf %{{.*}} : tensor<8x1xbf16> to tensor<8x1xf32>
+// CHECK: %[[W:.*]] = xfmr.dequantize %{{.*}}, %[[S]] {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64} : (tensor<8x16xi8>, tensor<8x1xf32>) -> tensor<8x32xf32>
+// CHECK: arith.truncf %[[W]] : tensor<8x32xf32> to tensor<8x32xbf16>
+func.func @dequantize(%q: tensor<8x16xi8>, %s: tensor<8x1xf16>, %m: tensor<8x1xf16>,
+                      %t: tensor<8x1xbf16>) -> (tensor<8x32xf32>, tensor<8x32xbf16>) {
+  %w = xfmr.dequantize %q, %s, %m {axis = 1 : i64, group_size = 32 : i64, bits = 4 : i64}
+       : (tensor<8x16xi8>, tensor<8x1xf16>, tensor<8x1xf16>) -> tensor<8x32xf32>
+  %v = xfmr.dequantize %q, %t {axis = 1 : i64, group_size = 32 : i64, bits = 4 : i64}
+       : (tensor<8x16xi8>, tensor<8x1xbf16>) -> tensor<8x32xbf16>
+  return %w, %v : tensor<8x32xf32>, tensor<8x32xbf16>
+}
+
+// -----
+
 // Negative: ops that only move data keep their low-precision types, and f32
 // and f64 ops are left alone.
 // CHECK-LABEL: func.func @left_alone
