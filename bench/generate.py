@@ -252,12 +252,13 @@ def write_llama_gguf(directory, path):
 
 
 # Bytes a weight of each ggml type as llama.cpp reads it, and as xfmr keeps
-# it (docs/gguf.md: integer groups with f32 scales; floats decoded to f32).
+# it (docs/gguf.md: integer groups with the blocks' f16 scales, f32 ones for the
+# K-quants; floats decoded to f32).
 LLAMA_CPP_BYTES = {"F32": 4, "F16": 2, "BF16": 2, "Q8_0": 34 / 32, "Q5_0": 22 / 32,
                    "Q5_1": 24 / 32, "Q4_0": 18 / 32, "Q4_1": 20 / 32, "Q4_K": 144 / 256,
                    "Q5_K": 176 / 256, "Q6_K": 210 / 256}
-XFMR_BYTES = {"F32": 4, "F16": 4, "BF16": 4, "Q8_0": 1.125, "Q5_0": 1.125, "Q5_1": 1.25,
-              "Q4_0": 0.625, "Q4_1": 0.75, "Q4_K": 0.75, "Q5_K": 1.25, "Q6_K": 1.25}
+XFMR_BYTES = {"F32": 4, "F16": 4, "BF16": 4, "Q8_0": 1.0625, "Q5_0": 1.0625, "Q5_1": 1.125,
+              "Q4_0": 0.5625, "Q4_1": 0.625, "Q4_K": 0.75, "Q5_K": 1.25, "Q6_K": 1.25}
 
 
 def gguf_bytes_per_weight(path, params, sizes):
@@ -338,20 +339,23 @@ def main():
                 + bench_xfmr(args, directory, workdir, "int8",
                              ["--weights-dtype=int8", "--cache-dtype=bf16"])[:2]
                 + (1 + 4 / width,))
-    rows.append(("xfmr int8 (scale per 32)",)
+    # Groups of 32 with an f16 scale (and min) each: llama.cpp's Q8_0, Q4_0
+    # and Q4_1 bytes.
+    rows.append(("xfmr int8 (f16 scale per 32)",)
                 + bench_xfmr(args, directory, workdir, "int8-g32",
                              ["--weights-dtype=int8", "--weight-group-size=32",
-                              "--cache-dtype=bf16"])[:2]
-                + (1 + 4 / 32,))
-    # 4-bit values in groups of 32 with an f32 scale (and min) each.
-    rows.append(("xfmr int4 (scale per 32)",)
+                              "--weight-scales-dtype=f16", "--cache-dtype=bf16"])[:2]
+                + (1 + 2 / 32,))
+    rows.append(("xfmr int4 (f16 scale per 32)",)
                 + bench_xfmr(args, directory, workdir, "int4",
-                             ["--weights-dtype=int4", "--cache-dtype=bf16"])[:2]
-                + (0.5 + 4 / 32,))
-    rows.append(("xfmr int4 (scale, min per 32)",)
+                             ["--weights-dtype=int4", "--weight-scales-dtype=f16",
+                              "--cache-dtype=bf16"])[:2]
+                + (0.5 + 2 / 32,))
+    rows.append(("xfmr int4 (f16 scale, min per 32)",)
                 + bench_xfmr(args, directory, workdir, "int4-mins",
-                             ["--weights-dtype=int4", "--weight-mins", "--cache-dtype=bf16"])[:2]
-                + (0.5 + 8 / 32,))
+                             ["--weights-dtype=int4", "--weight-mins", "--weight-scales-dtype=f16",
+                              "--cache-dtype=bf16"])[:2]
+                + (0.5 + 4 / 32,))
     # The generator's default sampling (temperature 0.8, top-k 40, top-p
     # 0.95) instead of greedy choice: what sampling adds to a token.
     rows.append(("xfmr int8 (per channel), sampled",)

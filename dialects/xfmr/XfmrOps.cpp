@@ -896,8 +896,9 @@ LogicalResult DequantizeOp::verify() {
     return emitOpError("values must be ")
            << shapeString(stored) << " for a result of " << shapeString(type.getShape()) << " ("
            << bits << " bits a value), got " << shapeString(values.getShape());
-  if (!scales.getElementType().isF32() && !scales.getElementType().isBF16())
-    return emitOpError("scales must be f32 or bf16, got ") << scales.getElementType();
+  Type scaleType = scales.getElementType();
+  if (!scaleType.isF32() && !scaleType.isBF16() && !scaleType.isF16())
+    return emitOpError("scales must be f32, bf16 or f16, got ") << scaleType;
   if (type.getDimSize(axis) % group != 0)
     return emitOpError("group_size ") << group << " does not divide dimension " << axis << " ("
                                       << type.getDimSize(axis) << ")";

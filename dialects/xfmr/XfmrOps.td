@@ -640,8 +640,8 @@ def Xfmr_DequantizeOp : Xfmr_Op<"dequantize", [Pure]> {
     `values` times the scale of each value's group: groups of `group_size`
     consecutive values along dimension `axis` (the weight's input side,
     which a product reduces over) share one entry of `scales`, whose shape
-    is the result's with that dimension divided by `group_size` (f32 or
-    bf16). A group as long as the dimension is one scale per output channel.
+    is the result's with that dimension divided by `group_size` (f32, bf16
+    or f16). A group as long as the dimension is one scale per output channel.
     Products whose weight this is read the narrow values and widen them in
     registers (the CPU kernels); no float copy of the weight exists.
 

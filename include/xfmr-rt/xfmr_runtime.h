@@ -49,8 +49,10 @@ size_t xfmr_dtype_size(xfmr_dtype dtype);
 const char *xfmr_dtype_name(xfmr_dtype dtype);
 /* For a ggml block dtype, the integer groups its values form (value = level *
  * scale, or level * scale + min with `mins`; levels of `bits`, 4 or 8, groups
- * of `group` values): 0, or non-zero for other dtypes. */
-int xfmr_dtype_integer_groups(xfmr_dtype dtype, int64_t *group, int *mins, int *bits);
+ * of `group` values; scales and mins exact in `scales`, F16 or F32): 0, or
+ * non-zero for other dtypes. */
+int xfmr_dtype_integer_groups(xfmr_dtype dtype, int64_t *group, int *mins, int *bits,
+                              xfmr_dtype *scales);
 
 typedef struct xfmr_tensor_info {
   const char *name;

@@ -162,13 +162,13 @@ LogicalResult describeEntry(func::FuncOp func, const llvm::StringMap<std::string
                      part.getValue() == StringRef(argument.dtype).lower();
       auto bits = quantized.getAs<IntegerAttr>("bits");
       bool scaleLike = part && (part.getValue() == "scales" || part.getValue() == "mins") &&
-                       (element.isF32() || element.isBF16());
+                       (element.isF32() || element.isBF16() || element.isF16());
       if (!part || type.getRank() != 2 || (bits && bits.getInt() != 4 && bits.getInt() != 8) ||
           !(rounded ||
             (axis && group && (part.getValue() == "values" ? element.isInteger(8) : scaleLike))))
         return signatureError(func, "weight '" + argument.name +
                                         "': xfmr.quantized needs part = \"values\" (i8) or "
-                                        "\"scales\" or \"mins\" (f32 or bf16) with axis, "
+                                        "\"scales\" or \"mins\" (f32, bf16 or f16) with axis, "
                                         "group_size and bits 8 or 4, or the argument's float "
                                         "type (\"f32\", \"bf16\", \"f16\")");
       argument.bits = bits ? bits.getInt() : 8;

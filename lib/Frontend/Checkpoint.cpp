@@ -156,9 +156,10 @@ static llvm::Error readTensors(const std::string &path, ModelSource &source) {
               ""};
     int64_t group;
     int mins, bits;
-    if (!xfmr_dtype_integer_groups(info.dtype, &group, &mins, &bits))
-      tensor.integerStorage =
-          (bits == 4 ? "int4:" : "int8:") + std::to_string(group) + (mins ? ":mins" : "");
+    xfmr_dtype scales;
+    if (!xfmr_dtype_integer_groups(info.dtype, &group, &mins, &bits, &scales))
+      tensor.integerStorage = (bits == 4 ? "int4:" : "int8:") + std::to_string(group) +
+                              (mins ? ":mins" : "") + (scales == XFMR_DTYPE_F16 ? ":f16" : ":f32");
   }
   if (const char *config = xfmr_weights_config_json(weights))
     source.configText = config;

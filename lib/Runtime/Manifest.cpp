@@ -131,7 +131,8 @@ Manifest xfmr::rt::parseManifest(const char *text) {
       const Json *bits = field(*quantized, "bits");
       spec.bits = bits ? asInt(*bits).value_or(0) : 8;
       bool scaleLike = (part && (textOf(*part) == "scales" || textOf(*part) == "mins")) &&
-                       (spec.dtype == XFMR_DTYPE_F32 || spec.dtype == XFMR_DTYPE_BF16);
+                       (spec.dtype == XFMR_DTYPE_F32 || spec.dtype == XFMR_DTYPE_BF16 ||
+                        spec.dtype == XFMR_DTYPE_F16);
       bool packed = spec.bits == 8 ||
                     (spec.bits == 4 && groups && *asInt(*axis) == 1 && *asInt(*group) % 32 == 0);
       if (!source || !part || spec.shape.size() != 2 || !packed ||

@@ -305,8 +305,9 @@ static const ArgSpec *siblingPart(const Manifest &manifest, const ArgSpec &arg, 
 
 /// The parts of `arg`'s weight taken from a GGUF tensor's blocks as they
 /// are, when the executable stores it as ggml does: groups as long as the
-/// blocks', mins where they have them, values of as many bits or more, f32
-/// scales, not transposed. Nothing is rounded: the values are ggml's.
+/// blocks', mins where they have them, values of as many bits or more,
+/// scales f32 or of the blocks' type, not transposed. Nothing is rounded:
+/// the values are ggml's.
 static std::optional<QuantizedWeight>
 ggmlParts(const std::string &path, const xfmr_tensor_info &info, const std::vector<int64_t> &shape,
           const Manifest &manifest, const ArgSpec &arg, xfmr_dtype scaleType) {
@@ -315,7 +316,7 @@ ggmlParts(const std::string &path, const xfmr_tensor_info &info, const std::vect
   GgmlIntegerLayout layout = ggmlIntegerLayout(info.dtype);
   bool mins = siblingPart(manifest, arg, "mins") != nullptr;
   if (arg.axis != 1 || arg.transposed || arg.groupSize != layout.group || arg.bits < layout.bits ||
-      mins != layout.mins || scaleType != XFMR_DTYPE_F32)
+      mins != layout.mins || (scaleType != XFMR_DTYPE_F32 && scaleType != layout.scales))
     return std::nullopt;
   size_t count = elementCount(shape);
   QuantizedWeight parts;

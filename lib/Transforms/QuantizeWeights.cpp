@@ -55,25 +55,30 @@ std::optional<int64_t> inputSideOfWeight(OpOperand &use, bool embeddings) {
   return std::nullopt;
 }
 
+/// The float type `name` (f32, bf16, f16) names, or null.
+FloatType floatTypeNamed(MLIRContext *context, StringRef name) {
+  return llvm::StringSwitch<FloatType>(name)
+      .Case("f32", Float32Type::get(context))
+      .Case("bf16", BFloat16Type::get(context))
+      .Case("f16", Float16Type::get(context))
+      .Default(nullptr);
+}
+
 /// How a weight is stored: `type` int8, int4 or a float type; integer
 /// types in groups of `group` values along the input side (0: the whole
-/// side), with a minimum per group when `mins`.
+/// side), with a minimum per group when `mins`, scales (and mins) of
+/// `scaleType`.
 struct Storage {
   std::string type;
   int64_t group = 0;
   bool mins = false;
+  std::string scaleType = "f32";
 
   bool isInteger() const { return type == "int8" || type == "int4"; }
   int64_t bits() const { return type == "int4" ? 4 : 8; }
 
   /// The float type of `type`, or null for integers.
-  FloatType floatType(MLIRContext *context) const {
-    return llvm::StringSwitch<FloatType>(type)
-        .Case("f32", Float32Type::get(context))
-        .Case("bf16", BFloat16Type::get(context))
-        .Case("f16", Float16Type::get(context))
-        .Default(nullptr);
-  }
+  FloatType floatType(MLIRContext *context) const { return floatTypeNamed(context, type); }
 
   /// What is wrong with this storage, or "".
   std::string problem(MLIRContext *context) const {
@@ -84,6 +89,8 @@ struct Storage {
              std::to_string(group);
     if (mins && !isInteger())
       return "mins apply to int8 and int4";
+    if (!floatTypeNamed(context, scaleType))
+      return "scales are f32, bf16 or f16, got '" + scaleType + "'";
     return "";
   }
 };
@@ -99,14 +106,12 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
       getOperation().emitError("xfmr-quantize-weights: ") << message;
       signalPassFailure();
     };
-    fallback = {weightType, groupSize, mins};
+    fallback = {weightType, groupSize, mins, scaleType};
     if (std::string problem = fallback.problem(context); !problem.empty())
       return fail(problem);
     if (mins && weightType != "int4")
       return fail("mins apply to type=int4");
-    if (scaleType != "f32" && scaleType != "bf16")
-      return fail("scale-type must be f32 or bf16, got '" + scaleType + "'");
-    // name=int8:32:mins, name=int4:32, name=bf16.
+    // name=int8:32:mins, name=int4:32:f16, name=int8:16:mins:f16, name=bf16.
     for (const std::string &entry : perWeight) {
       StringRef name, spec;
       std::tie(name, spec) = StringRef(entry).rsplit('=');
@@ -115,11 +120,16 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
       Storage storage{fields.front().str()};
       if (fields.size() > 1 && fields[1].getAsInteger(10, storage.group))
         return fail("per-weight '" + entry + "': the group size is not a number");
-      storage.mins = fields.size() > 2 && fields[2] == "mins";
+      size_t next = 2;
+      storage.mins = fields.size() > next && fields[next] == "mins";
+      next += storage.mins;
+      if (fields.size() > next)
+        storage.scaleType = fields[next++].str();
       std::string problem = storage.problem(context);
-      if (name.empty() || spec.empty() || fields.size() > 3 ||
-          (fields.size() == 3 && !storage.mins) || !problem.empty())
-        return fail("per-weight '" + entry + "': expected name=int8|int4:<group>[:mins] or " +
+      if (name.empty() || spec.empty() || fields.size() > next ||
+          (fields.size() > 2 && !storage.isInteger()) || !problem.empty())
+        return fail("per-weight '" + entry +
+                    "': expected name=int8|int4:<group>[:mins][:<scale type>] or " +
                     "name=<float type>" + (problem.empty() ? "" : " (" + problem + ")"));
       perWeightStorage[name] = storage;
     }
@@ -253,7 +263,7 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
     int64_t storedAxis = transposed ? 1 : axis;
     SmallVector<int64_t> scaleShape = storedShape;
     scaleShape[storedAxis] /= group;
-    Type scale = scaleType == "bf16" ? Type(BFloat16Type::get(context)) : Float32Type::get(context);
+    Type scale = floatTypeNamed(context, storage.scaleType);
     // Stored axis 1 holds two 4-bit values a byte.
     int64_t bits = storage.bits();
     SmallVector<int64_t> valuesShape = storedShape;

@@ -352,8 +352,9 @@ func.func @int8_transposed_weight(%x: tensor<1x352xf32>, %q: tensor<40x352xi8>, 
 // (the values rounded at 127 / max |x|, the scale max |x| / 127 rounded to
 // f16), and each 64 bytes of a row, offset to unsigned bytes, are
 // multiplied by vpdpbusd, lanes 0-7 scaled by the first block's two scales,
-// 8-15 by the second's; the depth tail (160 = 128 + 32) ends in a masked
-// load. Without int8-dot the values
+// 8-15 by the second's (each pair of scales one load and a shuffle); the
+// depth tail (160 = 128 + 32), a single block, selects its lanes' scales
+// and ends in a masked load. Without int8-dot the values
 // are converted in registers.
 // CHECK-LABEL: func @int8_grouped_weight
 // CHECK-NOT: vpdpbusd
@@ -366,9 +367,13 @@ func.func @int8_transposed_weight(%x: tensor<1x352xf32>, %q: tensor<40x352xi8>, 
 // DOT: scf.forall (%[[N:.*]]) in (40)
 // DOT: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x160xi8, strided<[?, 1], offset: ?>>, vector<64xi8>
 // DOT: arith.xori %{{.*}} : vector<64xi8>
+// DOT: %[[BPAIR:.*]] = vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x5xf32, strided<[?, 1], offset: ?>>, vector<2xf32>
+// DOT: vector.shuffle %[[BPAIR]], %[[BPAIR]] [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1] : vector<2xf32>, vector<2xf32>
 // DOT: call @llvm.x86.avx512.vpdpbusd.512
-// DOT: arith.select %{{.*}} : vector<16xi1>, vector<16xf32>
+// DOT: %[[APAIR:.*]] = vector.load %{{.*}}[%c0, %{{.*}}] : memref<1x5xf32>, vector<2xf32>
+// DOT: vector.shuffle %[[APAIR]], %[[APAIR]] [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1] : vector<2xf32>, vector<2xf32>
 // DOT: vector.maskedload %{{.*}}[%[[N]], %{{.*}}], %{{.*}} : memref<40x160xi8, strided<[?, 1], offset: ?>>, vector<64xi1>, vector<64xi8> into vector<64xi8>
+// DOT: arith.select %{{.*}} : vector<16xi1>, vector<16xf32>
 // DOT-NOT: tensor<160x40xf32>
 func.func @int8_grouped_weight(%x: tensor<1x160xf32>, %q: tensor<40x160xi8>, %s: tensor<40x5xf32>) -> tensor<1x40xf32> {
   %d = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 32 : i64}
@@ -439,6 +444,30 @@ func.func @int4_weight_gemm(%x: tensor<20x160xf32>, %q: tensor<40x80xi8>, %s: te
   %w = xfmr.transpose %d {permutation = array<i64: 1, 0>} : (tensor<40x160xf32>) -> tensor<160x40xf32>
   %y = xfmr.fused_linear %x, %w : (tensor<20x160xf32>, tensor<160x40xf32>) -> tensor<20x40xf32>
   return %y : tensor<20x40xf32>
+}
+
+// -----
+
+// A decode step's 4-bit product with f16 scales (GGUF's Q4_0): each whole
+// chunk of 64 values loads its two blocks' f16 scales at once, widens them
+// and spreads them over the lanes of each block (lanes 4-7 and 12-15 sum
+// the second), A's scales likewise; the tail's single block selects. The
+// scales stay f16 in memory: no widened copy of them.
+// DOT-LABEL: func @int4_f16_scales_skinny
+// DOT-NOT: tensor<40x5xf32>
+// DOT: scf.forall (%[[N:.*]]) in (40)
+// DOT: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x5xf16, strided<[?, 1], offset: ?>>, vector<2xf16>
+// DOT-NEXT: arith.extf %{{.*}} : vector<2xf16> to vector<2xf32>
+// DOT-NEXT: vector.shuffle %{{.*}}, %{{.*}} [0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1] : vector<2xf32>, vector<2xf32>
+// DOT: call @llvm.x86.avx512.vpdpbusd.512
+// DOT: memref.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x5xf16, strided<[?, 1], offset: ?>>
+// DOT: arith.select %{{.*}} : vector<16xi1>, vector<16xf32>
+func.func @int4_f16_scales_skinny(%x: tensor<1x160xf32>, %q: tensor<40x80xi8>, %s: tensor<40x5xf16>) -> tensor<1x40xf32> {
+  %d = xfmr.dequantize %q, %s {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64}
+         : (tensor<40x80xi8>, tensor<40x5xf16>) -> tensor<40x160xf32>
+  %w = xfmr.transpose %d {permutation = array<i64: 1, 0>} : (tensor<40x160xf32>) -> tensor<160x40xf32>
+  %y = xfmr.fused_linear %x, %w : (tensor<1x160xf32>, tensor<160x40xf32>) -> tensor<1x40xf32>
+  return %y : tensor<1x40xf32>
 }
 
 // -----

@@ -735,9 +735,9 @@ func.func @dequantize_scales(%q: tensor<64x96xi8>, %s: tensor<96x2xf32>) {
 
 // -----
 
-func.func @dequantize_scale_type(%q: tensor<64x96xi8>, %s: tensor<2x96xf16>) {
-  // expected-error @+1 {{scales must be f32 or bf16, got 'f16'}}
-  %w = xfmr.dequantize %q, %s {axis = 0 : i64, group_size = 32 : i64} : (tensor<64x96xi8>, tensor<2x96xf16>) -> tensor<64x96xf32>
+func.func @dequantize_scale_type(%q: tensor<64x96xi8>, %s: tensor<2x96xf64>) {
+  // expected-error @+1 {{scales must be f32, bf16 or f16, got 'f64'}}
+  %w = xfmr.dequantize %q, %s {axis = 0 : i64, group_size = 32 : i64} : (tensor<64x96xi8>, tensor<2x96xf64>) -> tensor<64x96xf32>
   return
 }
 

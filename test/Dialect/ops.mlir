@@ -219,15 +219,19 @@ func.func @t5_ops(%x: tensor<2x8x64xf32>, %g: tensor<64xf32>, %t: tensor<32x4xf3
 }
 
 // CHECK-LABEL: func @dequantize
-func.func @dequantize(%q: tensor<64x96xi8>, %s: tensor<2x96xf32>, %t: tensor<96x64xi8>, %u: tensor<96x1xbf16>)
-    -> (tensor<64x96xf32>, tensor<96x64xf32>) {
+func.func @dequantize(%q: tensor<64x96xi8>, %s: tensor<2x96xf32>, %t: tensor<96x64xi8>, %u: tensor<96x1xbf16>,
+                      %h: tensor<96x2xf16>)
+    -> (tensor<64x96xf32>, tensor<96x64xf32>, tensor<96x64xf32>) {
   // CHECK: xfmr.dequantize %{{.*}}, %{{.*}} {axis = 0 : i64, group_size = 32 : i64} : (tensor<64x96xi8>, tensor<2x96xf32>) -> tensor<64x96xf32>
   %a = xfmr.dequantize %q, %s {axis = 0 : i64, group_size = 32 : i64}
          : (tensor<64x96xi8>, tensor<2x96xf32>) -> tensor<64x96xf32>
   // CHECK: xfmr.dequantize %{{.*}}, %{{.*}} {axis = 1 : i64, group_size = 64 : i64} : (tensor<96x64xi8>, tensor<96x1xbf16>) -> tensor<96x64xf32>
   %b = xfmr.dequantize %t, %u {axis = 1 : i64, group_size = 64 : i64}
          : (tensor<96x64xi8>, tensor<96x1xbf16>) -> tensor<96x64xf32>
-  return %a, %b : tensor<64x96xf32>, tensor<96x64xf32>
+  // CHECK: xfmr.dequantize %{{.*}}, %{{.*}} {axis = 1 : i64, group_size = 32 : i64} : (tensor<96x64xi8>, tensor<96x2xf16>) -> tensor<96x64xf32>
+  %c = xfmr.dequantize %t, %h {axis = 1 : i64, group_size = 32 : i64}
+         : (tensor<96x64xi8>, tensor<96x2xf16>) -> tensor<96x64xf32>
+  return %a, %b, %c : tensor<64x96xf32>, tensor<96x64xf32>, tensor<96x64xf32>
 }
 
 // CHECK-LABEL: func @dequantize_int4

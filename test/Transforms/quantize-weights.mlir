@@ -8,7 +8,11 @@
 // RUN: not xfmr-opt %s --xfmr-quantize-weights=type=int2 --split-input-file 2>&1 | FileCheck %s --check-prefix=INT2
 // RUN: xfmr-opt %s --xfmr-quantize-weights=embeddings --split-input-file | FileCheck %s --check-prefix=EMB
 // RUN: xfmr-opt %s --xfmr-quantize-weights='group-size=32 scale-type=bf16' --split-input-file | FileCheck %s --check-prefix=BF16SCALES
-// RUN: not xfmr-opt %s --xfmr-quantize-weights=scale-type=f16 --split-input-file 2>&1 | FileCheck %s --check-prefix=F16SCALES
+// RUN: xfmr-opt %s --xfmr-quantize-weights='type=int4 group-size=32 scale-type=f16' --split-input-file | FileCheck %s --check-prefix=F16SCALES
+// RUN: not xfmr-opt %s --xfmr-quantize-weights=scale-type=f64 --split-input-file 2>&1 | FileCheck %s --check-prefix=F64SCALES
+// RUN: xfmr-opt %s --xfmr-quantize-weights='per-weight=wte=int8:16:f32,fc.weight=int4:32:mins:f16' --split-input-file | FileCheck %s --check-prefix=PERWEIGHT
+// RUN: not xfmr-opt %s --xfmr-quantize-weights='per-weight=fc.weight=int4:32:f16:mins' --split-input-file 2>&1 | FileCheck %s --check-prefix=PERWEIGHTBAD
+// RUN: not xfmr-opt %s --xfmr-quantize-weights='per-weight=fc.weight=bf16:f16' --split-input-file 2>&1 | FileCheck %s --check-prefix=PERWEIGHTFLOAT
 // RUN: xfmr-opt %s --xfmr-quantize-weights='type=bf16 embeddings' --split-input-file | FileCheck %s --check-prefix=EMBBF16
 // RUN: xfmr-opt %s --xfmr-quantize-weights=type=f32 --split-input-file | FileCheck %s --check-prefix=F32
 
@@ -67,7 +71,20 @@
 // BF16SCALES: tensor<96x64xi8> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "values", transposed}}
 // BF16SCALES-SAME: tensor<96x2xbf16> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "scales", transposed}}
 // BF16SCALES: xfmr.dequantize %{{.*}}, %{{.*}} {axis = 1 : i64, group_size = 32 : i64} : (tensor<96x64xi8>, tensor<96x2xbf16>) -> tensor<96x64xf32>
-// F16SCALES: error: xfmr-quantize-weights: scale-type must be f32 or bf16, got 'f16'
+// F16SCALES: tensor<96x32xi8> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "values", transposed}}
+// F16SCALES-SAME: tensor<96x2xf16> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "scales", transposed}}
+// F16SCALES: xfmr.dequantize %{{.*}}, %{{.*}} {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64} : (tensor<96x32xi8>, tensor<96x2xf16>) -> tensor<96x64xf32>
+// F64SCALES: error: xfmr-quantize-weights: scales are f32, bf16 or f16, got 'f64'
+// per-weight storages (a GGUF file's): each weight its own type, groups,
+// mins and scale type; the others int8 per channel with f32 scales.
+// PERWEIGHT-LABEL: func @forward
+// PERWEIGHT-SAME: tensor<50x64xi8> {xfmr.param = "wte", xfmr.quantized = {axis = 1 : i64, group_size = 16 : i64, part = "values"}}
+// PERWEIGHT-SAME: tensor<50x4xf32> {xfmr.param = "wte", xfmr.quantized = {axis = 1 : i64, group_size = 16 : i64, part = "scales"}}
+// PERWEIGHT-SAME: tensor<96x32xi8> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "values", transposed}}
+// PERWEIGHT-SAME: tensor<96x2xf16> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "scales", transposed}}
+// PERWEIGHT-SAME: tensor<96x2xf16> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "mins", transposed}}
+// PERWEIGHTBAD: error: xfmr-quantize-weights: per-weight 'fc.weight=int4:32:f16:mins': expected name=int8|int4:<group>[:mins][:<scale type>] or name=<float type>
+// PERWEIGHTFLOAT: error: xfmr-quantize-weights: per-weight 'fc.weight=bf16:f16': the group size is not a number
 // With type=int4, two values a byte (the stored input side halved), a scale
 // and with `mins` a minimum per group of 32.
 // INT4-LABEL: func @forward

@@ -345,7 +345,7 @@ def run_case(args, case):
         ours = load_file(stored)
         if variant == "kept":
             kept = ours
-        good, narrow = True, 0
+        good, narrow, half_scales = True, 0, 0
         for name, theirs in sorted(expected.items()):
             if name == "lm_head.weight" and config.tie_word_embeddings:
                 continue
@@ -358,14 +358,16 @@ def run_case(args, case):
             if short + ":values" in ours:
                 mine = integer_groups(ours, short, theirs.shape)
                 narrow += 1
+                # The blocks' own f16 scales (Q8_0, Q5_*, Q4_0, Q4_1) stay f16.
+                half_scales += ours[short + ":scales"].dtype == np.float16
             same = mine is not None and mine.shape == theirs.shape and np.array_equal(mine, theirs)
             if not same:
                 print(f"FAIL: {case} {variant} weight {name} differs from transformers' decoding")
                 good = False
         ok &= good
         print(f"{'PASS' if good else 'FAIL'}: {case} weights {variant} ({len(expected)} tensors, "
-              f"{matrices} matrices over {len(TYPES)} types, {narrow} as integer groups) bit "
-              f"for bit")
+              f"{matrices} matrices over {len(TYPES)} types, {narrow} as integer groups, "
+              f"{half_scales} with f16 scales) bit for bit")
 
     # Logits of a padded batch.
     seq_len, batch = 12, 2

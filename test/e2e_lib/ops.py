@@ -302,33 +302,39 @@ def gen_int8_weights():
                 ss=randn(64, 1, scale=0.01))
 
 
-def int8_dequantized(w, axis, group, bf16_scales=False):
+def rounded_scales(values, scales_dtype):
+    """f32 `values` rounded to the torch dtype `scales_dtype` (None: f32)."""
+    if scales_dtype is None:
+        return values
+    return torch.tensor(values).to(scales_dtype).to(torch.float32).numpy()
+
+
+def int8_dequantized(w, axis, group, scales_dtype=None):
     """w quantized as the runtime does (symmetric int8, a scale per group of
-    `group` along `axis`, 0: the whole axis; the scales rounded to bf16 first
-    with `bf16_scales`), back in float64."""
+    `group` along `axis`, 0: the whole axis; the scales rounded first to
+    `scales_dtype`, bf16 or f16, if given), back in float64."""
     w = np.asarray(w, dtype=np.float32)
     group = group or w.shape[axis]
     moved = np.moveaxis(w, axis, 0)
     grouped = moved.reshape(moved.shape[0] // group, group, -1)
     scale = (np.abs(grouped).max(axis=1, keepdims=True) / np.float32(127)).astype(np.float32)
-    if bf16_scales:
-        scale = torch.tensor(scale).to(torch.bfloat16).to(torch.float32).numpy()
+    scale = rounded_scales(scale, scales_dtype)
     q = np.rint(np.divide(grouped, scale, out=np.zeros_like(grouped), where=scale != 0))
     q = np.clip(q, -127, 127)
     dequantized = (q.astype(np.float64) * scale.astype(np.float64)).reshape(moved.shape)
     return torch.tensor(np.moveaxis(dequantized, 0, axis))
 
 
-def int4_dequantized(w, axis, group, mins=False, bf16_scales=False):
+def int4_dequantized(w, axis, group, mins=False, scales_dtype=None):
     """w quantized to 4 bits as the runtime does, in groups of `group` along
     `axis` (its transpose's rows): symmetric as llama.cpp's Q4_0 (the value
     of largest magnitude maps to -8), or with `mins` as Q4_1; scales and
-    mins rounded first to bf16 with `bf16_scales`. Back in float64."""
+    mins rounded first to `scales_dtype` if given. Back in float64."""
     w = np.asarray(w, dtype=np.float32)
     moved = np.moveaxis(w, axis, 0)
     grouped = moved.reshape(moved.shape[0] // group, group, -1)
-    round_scale = (lambda v: torch.tensor(v).to(torch.bfloat16).to(torch.float32).numpy()) \
-        if bf16_scales else (lambda v: v)
+    def round_scale(values):
+        return rounded_scales(values, scales_dtype)
     if mins:
         low = grouped.min(axis=1, keepdims=True)
         scale = round_scale((grouped.max(axis=1, keepdims=True) - low) / np.float32(15))
@@ -347,11 +353,11 @@ def int4_dequantized(w, axis, group, mins=False, bf16_scales=False):
     return torch.tensor(np.moveaxis(value.reshape(moved.shape), 0, axis))
 
 
-def ref_int4_weights(x, group, mins=False, bf16_scales=False, int8_dot=False):
+def ref_int4_weights(x, group, mins=False, scales_dtype=None, int8_dot=False):
     """int8_dot: every product takes int8 activations per block of 32
     (xfmrc --int8-dot on a host with an integer dot product)."""
     activations = int8_block_activations if int8_dot else t
-    return ref_narrow_weights(x, *(int4_dequantized(x[n], axis, group, mins, bf16_scales)
+    return ref_narrow_weights(x, *(int4_dequantized(x[n], axis, group, mins, scales_dtype)
                                    for n, axis in (("w_kn", 0), ("w_nk", 1), ("w_tail", 1))),
                               activations, activations)
 
@@ -393,16 +399,16 @@ def ref_narrow_weights(x, kn, nk, tail, skinny=t, gemm=t):
                 gemm_tail=gemm(x["xlt"]) @ tail.T)
 
 
-def ref_int8_weights(x, group, bf16_scales=False, int8_dot=None):
+def ref_int8_weights(x, group, scales_dtype=None, int8_dot=None):
     """int8_dot: the products take int8 activations (xfmrc --int8-dot on a
     host with an integer dot product): the skinny ones a scale per row where the
     weights have one per channel, the others (and all of grouped weights)
     one per block of 32; but with "madd" (vpmaddubsw) the GEMMs f32 ones."""
     skinny = (int8_block_activations if group else int8_activations) if int8_dot else t
     gemm = int8_block_activations if int8_dot == "vnni" else t
-    return ref_narrow_weights(x, int8_dequantized(x["w_kn"], 0, group, bf16_scales),
-                              int8_dequantized(x["w_nk"], 1, group, bf16_scales),
-                              int8_dequantized(x["w_tail"], 1, group, bf16_scales),
+    return ref_narrow_weights(x, int8_dequantized(x["w_kn"], 0, group, scales_dtype),
+                              int8_dequantized(x["w_nk"], 1, group, scales_dtype),
+                              int8_dequantized(x["w_tail"], 1, group, scales_dtype),
                               skinny, gemm)
 
 
@@ -770,15 +776,19 @@ CASES = {"attention": (gen_attention, ref_attention),
          "int8_weights": (gen_int8_weights, lambda x: ref_int8_weights(x, 0)),
          "int8_weights_32": (gen_int8_weights, lambda x: ref_int8_weights(x, 32)),
          "int8_weights_bf16_scales": (gen_int8_weights,
-                                      lambda x: ref_int8_weights(x, 0, bf16_scales=True)),
+                                      lambda x: ref_int8_weights(x, 0, torch.bfloat16)),
          "int8_weights_32_bf16_scales": (gen_int8_weights,
-                                         lambda x: ref_int8_weights(x, 32, bf16_scales=True)),
+                                         lambda x: ref_int8_weights(x, 32, torch.bfloat16)),
+         "int8_weights_32_f16_scales": (gen_int8_weights,
+                                        lambda x: ref_int8_weights(x, 32, torch.float16)),
          "bf16_weights": (gen_int8_weights, ref_bf16_weights),
          "integer_groups": (gen_integer_groups, ref_integer_groups),
          "int4_weights_32": (gen_int8_weights, lambda x: ref_int4_weights(x, 32)),
          "int4_weights_32_mins": (gen_int8_weights, lambda x: ref_int4_weights(x, 32, True)),
          "int4_weights_32_mins_bf16": (gen_int8_weights,
-                                       lambda x: ref_int4_weights(x, 32, True, True)),
+                                       lambda x: ref_int4_weights(x, 32, True, torch.bfloat16)),
+         "int4_weights_32_f16": (gen_int8_weights,
+                                 lambda x: ref_int4_weights(x, 32, False, torch.float16)),
          "backward": (gen_backward, ref_backward),
          "backward_bf16": (gen_backward_low_precision,
                            lambda x: ref_backward_low_precision(x, "_bf16", torch.bfloat16)),
@@ -799,14 +809,20 @@ CASES = {"attention": (gen_attention, ref_attention),
 DOT_CASES = {
     "int8_weights": (gen_int8_weights, lambda x, dot: ref_int8_weights(x, 0, int8_dot=dot)),
     "int8_weights_bf16_scales": (
-        gen_int8_weights, lambda x, dot: ref_int8_weights(x, 0, bf16_scales=True, int8_dot=dot)),
+        gen_int8_weights, lambda x, dot: ref_int8_weights(x, 0, torch.bfloat16, int8_dot=dot)),
     "int8_weights_32": (gen_int8_weights, lambda x, dot: ref_int8_weights(x, 32, int8_dot=dot)),
     "int8_weights_32_bf16_scales": (
-        gen_int8_weights, lambda x, dot: ref_int8_weights(x, 32, bf16_scales=True, int8_dot=dot)),
+        gen_int8_weights, lambda x, dot: ref_int8_weights(x, 32, torch.bfloat16, int8_dot=dot)),
+    "int8_weights_32_f16_scales": (
+        gen_int8_weights, lambda x, dot: ref_int8_weights(x, 32, torch.float16, int8_dot=dot)),
     "integer_groups": (gen_integer_groups, lambda x, dot: ref_integer_groups(x, dot)),
     "int4_weights_32": (gen_int8_weights, lambda x, dot: ref_int4_weights(x, 32, int8_dot=dot)),
     "int4_weights_32_mins": (gen_int8_weights,
                              lambda x, dot: ref_int4_weights(x, 32, True, int8_dot=dot)),
+    "int4_weights_32_f16": (
+        gen_int8_weights, lambda x, dot: ref_int4_weights(x, 32, False, torch.float16, int8_dot=dot)),
+    "int4_weights_32_mins_f16": (
+        gen_int8_weights, lambda x, dot: ref_int4_weights(x, 32, True, torch.float16, int8_dot=dot)),
 }
 for name, (gen, ref) in DOT_CASES.items():
     for suffix, dot in (("_dot", "vnni"), ("_madd", "madd")):

@@ -149,14 +149,15 @@ static cl::opt<bool> quantizeEmbeddings(
     cl::desc("With --weights-dtype: store the token embedding tables that way too (a tied "
              "LM head then shares the int8 copy)"),
     cl::cat(category));
-enum class ScalesDtype { F32, BF16 };
+enum class ScalesDtype { F32, F16, BF16 };
 static cl::opt<ScalesDtype> weightScalesDtype(
     "weight-scales-dtype",
     cl::desc("With --weights-dtype=int8 or int4: the scales' (and mins') storage"),
     cl::values(clEnumValN(ScalesDtype::F32, "f32", "float32 (default)"),
-               clEnumValN(ScalesDtype::BF16, "bf16",
-                          "bfloat16, half their bytes; the values are quantized with the "
-                          "rounded scales")),
+               clEnumValN(ScalesDtype::F16, "f16",
+                          "float16, half their bytes (as llama.cpp's); the values are "
+                          "quantized with the rounded scales"),
+               clEnumValN(ScalesDtype::BF16, "bf16", "bfloat16, likewise")),
     cl::init(ScalesDtype::F32), cl::cat(category));
 static cl::opt<bool> quantize(
     "quantize",
@@ -425,7 +426,9 @@ int main(int argc, char **argv) {
     options.weightGroupSize = int4 && !weightGroupSize.getNumOccurrences() ? 32 : weightGroupSize;
     options.weightMins = weightMins;
     options.quantizeEmbeddings = quantizeEmbeddings;
-    options.weightScaleType = weightScalesDtype == ScalesDtype::BF16 ? "bf16" : "f32";
+    options.weightScaleType = weightScalesDtype == ScalesDtype::BF16  ? "bf16"
+                              : weightScalesDtype == ScalesDtype::F16 ? "f16"
+                                                                      : "f32";
   }
   if (quantize) {
     if (emit.getNumOccurrences())

@@ -148,7 +148,7 @@ struct CompileOptions {
   int64_t weightGroupSize = 0;
   /// With weightType: the embedding tables too.
   bool quantizeEmbeddings = false;
-  /// With int8 or int4: the type of the scales (and mins), f32 or bf16.
+  /// With int8 or int4: the type of the scales (and mins), f32, bf16 or f16.
   std::string weightScaleType = "f32";
   /// With int4: a minimum per group besides its scale.
   bool weightMins = false;

@@ -77,8 +77,8 @@ def XfmrQuantizeWeights : Pass<"xfmr-quantize-weights", "::mlir::ModuleOp"> {
     Every f32 rank-2 `xfmr.param` argument used as the weight of a product
     (`linear`, the right side of `matmul`, the projections of
     `multi_head_attention`) is given to those uses as `xfmr.dequantize` of
-    two new arguments: its int8 values and their scales (f32, or bf16 with
-    `scale-type=bf16`), one per `group-size` values along the weight's input
+    two new arguments: its int8 values and their scales (f32, or bf16 or
+    f16 with `scale-type`), one per `group-size` values along the weight's input
     side (0: one per output channel). `per-weight` entries give single
     weights another storage (a GGUF file's tensors keep their own). With
     `type=int4` the values are
@@ -111,12 +111,12 @@ def XfmrQuantizeWeights : Pass<"xfmr-quantize-weights", "::mlir::ModuleOp"> {
     Option<"embeddings", "embeddings", "bool", /*default=*/"false",
            "Narrow the tables of xfmr.embedding too">,
     Option<"scaleType", "scale-type", "std::string", /*default=*/"\"f32\"",
-           "int8: the scales' type, f32 or bf16 (rounded before the values are)">,
+           "int8 and int4: the scales' type, f32, bf16 or f16 (rounded before the values are)">,
     Option<"mins", "mins", "bool", /*default=*/"false",
            "int4: a minimum per group (q * scale + min) rather than symmetric groups">,
     ListOption<"perWeight", "per-weight", "std::string",
-               "Weights stored otherwise than `type` says: name=int8:<group>[:mins], "
-               "name=int4:<group>[:mins] or name=<float type>">
+               "Weights stored otherwise than `type` says: "
+               "name=int8|int4:<group>[:mins][:<scale type>] or name=<float type>">
   ];
 }
 

@@ -443,6 +443,25 @@ Value secondBlockLanes(KernelBuilder &kb, llvm::function_ref<bool(int64_t)> seco
       DenseElementsAttr::get(VectorType::get({count}, b.getI1Type()), ArrayRef(lanes)));
 }
 
+/// Per lane of a whole chunk of 64 values, entry `first` of row `row` of
+/// `buffer` (one entry a block: A's or B's scales in groups of 32), or
+/// entry first + 1 where `second(lane)`: one load of both, widened, and a
+/// shuffle, where perBlockLanes loads, widens and broadcasts each.
+Value blockPairLanes(KernelBuilder &kb, llvm::function_ref<bool(int64_t)> second, Value buffer,
+                     Value row, Value first) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  Type element = cast<MemRefType>(buffer.getType()).getElementType();
+  Value pair =
+      vector::LoadOp::create(b, loc, VectorType::get({2}, element), buffer, ValueRange{row, first});
+  if (!element.isF32())
+    pair = arith::ExtFOp::create(b, loc, VectorType::get({2}, b.getF32Type()), pair);
+  SmallVector<int64_t> lanes;
+  for (int64_t lane = 0; lane < kb.cpu().lanes; ++lane)
+    lanes.push_back(second(lane) ? 1 : 0);
+  return vector::ShuffleOp::create(b, loc, pair, pair, lanes);
+}
+
 /// Per lane, `of(first)`, or `of(next)` in the lanes of `second` (if any).
 Value perBlockLanes(KernelBuilder &kb, Value second, std::pair<Value, Value> blocks,
                     llvm::function_ref<Value(Value)> of) {
@@ -673,7 +692,8 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
   }
 
   // With 16 lanes, lanes 4-7 and 12-15 belong to a chunk's second block.
-  Value secondBlock = secondBlockLanes(kb, [](int64_t lane) { return lane % 8 >= 4; });
+  auto inSecondBlock = [](int64_t lane) { return lane % 8 >= 4; };
+  Value secondBlock = secondBlockLanes(kb, inSecondBlock);
   int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 8) / g.m, 1, 2);
   kb.parallelFor(g.n, [&](Value n) {
     // Per row of A and unrolled chunk, the scaled sums.
@@ -681,13 +701,19 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
     auto chunk = [&](Value col, int64_t u, int64_t validBytes) {
       Value nibbles = loadNibbleBytes(kb, g, n, col, validBytes);
       std::pair<Value, Value> spanned = chunkBlocks(kb, col, blocks);
-      Value scales = perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
-        return kb.loadWidened(g.bScales, {n, kb.divui(kb.muli(block, 32), g.groupSize)});
-      });
+      bool pairs = secondBlock && 2 * validBytes == chunkValues;
+      Value scales =
+          pairs && g.groupSize == 32
+              ? blockPairLanes(kb, inSecondBlock, g.bScales, n, spanned.first)
+              : perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
+                  return kb.loadWidened(g.bScales, {n, kb.divui(kb.muli(block, 32), g.groupSize)});
+                });
       for (int64_t m = 0; m < g.m; ++m) {
-        Value aLanes = perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
-          return kb.load(aScales, {kb.index(m), block});
-        });
+        Value aLanes = pairs
+                           ? blockPairLanes(kb, inSecondBlock, aScales, kb.index(m), spanned.first)
+                           : perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
+                               return kb.load(aScales, {kb.index(m), block});
+                             });
         Value dot = kb.dotInt8(
             splatInt(sumVector, 0), nibbles,
             kb.loadVector(aBytes, {kb.index(m), col}, -1, splatInt(bytesOf(chunkValues), 0)),
@@ -817,7 +843,8 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
     sumGroupsOfA(kb, g, kb.index(m), aScales, aSpanSums, span, aGroupSums);
   }
 
-  Value secondBlock = secondBlockLanes(kb, [](int64_t lane) { return lane >= 8; });
+  auto inSecondBlock = [](int64_t lane) { return lane >= 8; };
+  Value secondBlock = secondBlockLanes(kb, inSecondBlock);
   Value zeroBytes = splatInt(bytesOf(chunkValues), 0);
   int64_t full = g.k / chunkValues * chunkValues;
   int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 4) / (g.m + 1), 1, 2);
@@ -826,8 +853,11 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
     auto chunk = [&](Value col, int64_t u, int64_t valid) {
       Value row = loadUnsignedBytes(kb, g, n, col, valid);
       std::pair<Value, Value> spanned = chunkBlocks(kb, col, blocks);
+      bool pairs = secondBlock && valid == chunkValues;
       Value bLanes;
-      if (g.groupSize == 16) {
+      if (pairs && g.groupSize == 32) {
+        bLanes = blockPairLanes(kb, inSecondBlock, g.bScales, n, spanned.first);
+      } else if (g.groupSize == 16) {
         // 4 lanes a group (clamped to the last past K).
         SmallVector<Value> groupScales;
         for (int64_t q = 0; q < chunkValues / 16; ++q) {
@@ -843,9 +873,12 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
       for (int64_t m = 0; m < g.m; ++m) {
         Value dot = kb.dotInt8(splatInt(sumVector, 0), row,
                                kb.loadVector(aBytes, {kb.index(m), col}, valid, zeroBytes));
-        Value scales = kb.mul(bLanes, perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
-                                return kb.load(aScales, {kb.index(m), block});
-                              }));
+        Value aLanes = pairs
+                           ? blockPairLanes(kb, inSecondBlock, aScales, kb.index(m), spanned.first)
+                           : perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
+                               return kb.load(aScales, {kb.index(m), block});
+                             });
+        Value scales = kb.mul(bLanes, aLanes);
         Value &sum = acc[m * unroll + u];
         sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), dot), scales, sum);
       }

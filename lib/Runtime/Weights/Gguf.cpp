@@ -284,18 +284,20 @@ void splitBlock(xfmr_dtype type, const uint8_t *b, int8_t *q, float *scales, flo
 GgmlIntegerLayout xfmr::rt::ggmlIntegerLayout(xfmr_dtype dtype) {
   switch (dtype) {
   case XFMR_DTYPE_Q4_0:
-    return {32, false, 4};
+    return {32, false, 4, XFMR_DTYPE_F16};
   case XFMR_DTYPE_Q4_1:
+    return {32, true, 4, XFMR_DTYPE_F16};
   case XFMR_DTYPE_Q4_K:
-    return {32, true, 4};
+    return {32, true, 4, XFMR_DTYPE_F32};
   case XFMR_DTYPE_Q5_0:
   case XFMR_DTYPE_Q8_0:
-    return {32, false, 8};
+    return {32, false, 8, XFMR_DTYPE_F16};
   case XFMR_DTYPE_Q5_1:
+    return {32, true, 8, XFMR_DTYPE_F16};
   case XFMR_DTYPE_Q5_K:
-    return {32, true, 8};
+    return {32, true, 8, XFMR_DTYPE_F32};
   case XFMR_DTYPE_Q6_K:
-    return {16, false, 8};
+    return {16, false, 8, XFMR_DTYPE_F32};
   default:
     fail("internal: not a ggml block dtype");
   }
@@ -884,12 +886,14 @@ GgufModel::GgufModel(const std::string &path) : gguf(GgufFile::open(path)) {
   config = json.dump();
 }
 
-int xfmr_dtype_integer_groups(xfmr_dtype dtype, int64_t *group, int *mins, int *bits) {
+int xfmr_dtype_integer_groups(xfmr_dtype dtype, int64_t *group, int *mins, int *bits,
+                              xfmr_dtype *scales) {
   if (!isGgmlBlockType(dtype))
     return 1;
   GgmlIntegerLayout layout = ggmlIntegerLayout(dtype);
   *group = layout.group;
   *mins = layout.mins;
   *bits = static_cast<int>(layout.bits);
+  *scales = layout.scales;
   return 0;
 }

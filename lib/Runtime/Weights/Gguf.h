@@ -85,11 +85,14 @@ void dequantizeBlocks(xfmr_dtype dtype, const uint8_t *blocks, float *out, int64
 /// How a ggml block type holds its values as integer levels: groups of
 /// `group` values with a scale each, and with `mins` a minimum (value =
 /// level * scale + min, levels 0 .. 2^bits - 1) or without (value = level *
-/// scale, signed levels), levels fitting in `bits` (4 or 8).
+/// scale, signed levels), levels fitting in `bits` (4 or 8). `scales`
+/// holds the scales and mins exactly: F16 where they are the blocks' own
+/// f16 fields, F32 for a K-quant's f16 times a sub-block's integer.
 struct GgmlIntegerLayout {
   int64_t group;
   bool mins;
   int64_t bits;
+  xfmr_dtype scales;
 };
 
 /// The integer layout of a ggml block dtype (Q8_0, Q6_K, Q5_*, Q4_*).

@@ -26,6 +26,10 @@
 // RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 --weight-scales-dtype=bf16 -o %t/model-bf16-scales
 // RUN: %t/model-bf16-scales --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-bf16-scales.safetensors
 // RUN: %if integer-dot %{ %python %testlib/ops.py check int8_weights_32_bf16_scales%{dot-suffix} %t/inputs.safetensors %t/outputs-bf16-scales.safetensors | FileCheck %s %} %else %{ %python %testlib/ops.py check int8_weights_32_bf16_scales %t/inputs.safetensors %t/outputs-bf16-scales.safetensors | FileCheck %s %}
+// RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 --weight-scales-dtype=f16 -o %t/model-f16-scales
+// RUN: %t/model-f16-scales --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-f16-scales.safetensors
+// RUN: %if integer-dot %{ %python %testlib/ops.py check int8_weights_32_f16_scales%{dot-suffix} %t/inputs.safetensors %t/outputs-f16-scales.safetensors | FileCheck %s %} %else %{ %python %testlib/ops.py check int8_weights_32_f16_scales %t/inputs.safetensors %t/outputs-f16-scales.safetensors | FileCheck %s %}
+// RUN: %if integer-dot %{ not %python %testlib/ops.py check int8_weights_32_bf16_scales%{dot-suffix} %t/inputs.safetensors %t/outputs-f16-scales.safetensors > /dev/null %} %else %{ not %python %testlib/ops.py check int8_weights_32_bf16_scales %t/inputs.safetensors %t/outputs-f16-scales.safetensors > /dev/null %}
 // RUN: xfmrc %s --weights-dtype=int8 --weight-scales-dtype=bf16 --vector-lanes=16 --int8-dot=false -o %t/model-bf16-scales16
 // RUN: %t/model-bf16-scales16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-bf16-scales16.safetensors
 // RUN: %python %testlib/ops.py check int8_weights_bf16_scales %t/inputs.safetensors %t/outputs-bf16-scales16.safetensors | FileCheck %s
@@ -59,7 +63,7 @@
 // RUN: %t/gpu-emulated-bf16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu-bf16.safetensors
 // RUN: %python %testlib/ops.py check bf16_weights %t/inputs.safetensors %t/outputs-gpu-bf16.safetensors | FileCheck %s
 // --weights-dtype=int4: two values a byte in groups of 32, symmetric (Q4_0's scale) or with a
-// minimum (Q4_1's), scales f32 or bf16, 8 and 16 lanes; the emulated GPU kernels read them
+// minimum (Q4_1's), scales f32, f16 or bf16, 8 and 16 lanes; the emulated GPU kernels read them
 // dequantized. Each reference rejects the other's outputs. With --int8-dot on a host with
 // an integer dot product the products take int8 activations, as the _dot references do.
 // RUN: xfmrc %s --weights-dtype=int4 --int8-dot=false -o %t/model-int4
@@ -73,6 +77,10 @@
 // RUN: xfmrc %s --weights-dtype=int4 --weight-mins --weight-scales-dtype=bf16 --int8-dot=false -o %t/model-int4-bf16
 // RUN: %t/model-int4-bf16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4-bf16.safetensors
 // RUN: %python %testlib/ops.py check int4_weights_32_mins_bf16 %t/inputs.safetensors %t/outputs-int4-bf16.safetensors | FileCheck %s
+// RUN: xfmrc %s --weights-dtype=int4 --weight-scales-dtype=f16 --int8-dot=false -o %t/model-int4-f16
+// RUN: %t/model-int4-f16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4-f16.safetensors
+// RUN: %python %testlib/ops.py check int4_weights_32_f16 %t/inputs.safetensors %t/outputs-int4-f16.safetensors | FileCheck %s
+// RUN: not %python %testlib/ops.py check int4_weights_32 %t/inputs.safetensors %t/outputs-int4-f16.safetensors > /dev/null
 // RUN: xfmrc %s --weights-dtype=int4 --vector-lanes=16 --emulate-gpu-kernels -o %t/gpu-emulated-int4
 // RUN: %t/gpu-emulated-int4 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu-int4.safetensors
 // RUN: %python %testlib/ops.py check int4_weights_32 %t/inputs.safetensors %t/outputs-gpu-int4.safetensors | FileCheck %s
@@ -83,6 +91,13 @@
 // RUN: %if integer-dot %{ xfmrc %s --weights-dtype=int4 --weight-mins -o %t/model-int4-mins-dot %}
 // RUN: %if integer-dot %{ %t/model-int4-mins-dot --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4-mins-dot.safetensors %}
 // RUN: %if integer-dot %{ %python %testlib/ops.py check int4_weights_32_mins%{dot-suffix} %t/inputs.safetensors %t/outputs-int4-mins-dot.safetensors | FileCheck %s %}
+// RUN: %if integer-dot %{ xfmrc %s --weights-dtype=int4 --weight-scales-dtype=f16 -o %t/model-int4-f16-dot %}
+// RUN: %if integer-dot %{ %t/model-int4-f16-dot --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4-f16-dot.safetensors %}
+// RUN: %if integer-dot %{ %python %testlib/ops.py check int4_weights_32_f16%{dot-suffix} %t/inputs.safetensors %t/outputs-int4-f16-dot.safetensors | FileCheck %s %}
+// RUN: %if integer-dot %{ xfmrc %s --weights-dtype=int4 --weight-mins --weight-scales-dtype=f16 -o %t/model-int4-mins-f16-dot %}
+// RUN: %if integer-dot %{ %t/model-int4-mins-f16-dot --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4-mins-f16-dot.safetensors %}
+// RUN: %if integer-dot %{ %python %testlib/ops.py check int4_weights_32_mins_f16%{dot-suffix} %t/inputs.safetensors %t/outputs-int4-mins-f16-dot.safetensors | FileCheck %s %}
+// RUN: %if integer-dot %{ not %python %testlib/ops.py check int4_weights_32_mins%{dot-suffix} %t/inputs.safetensors %t/outputs-int4-mins-f16-dot.safetensors > /dev/null %}
 // RUN: xfmrc %s --weights-dtype=int4 --weight-mins --emit=mlir -o - | FileCheck %s --check-prefix=INT4
 // INT4: tensor<96x32xi8> {xfmr.param = "w_kn", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "values", transposed}}
 // INT4-SAME: tensor<96x2xf32> {xfmr.param = "w_kn", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "scales", transposed}}
