@@ -321,7 +321,17 @@ std::vector<std::string> ggmlWeightStorage(ModuleOp module, const ModelSource &s
 class CollectingDiagnostics {
 public:
   CollectingDiagnostics(MLIRContext &context, llvm::SourceMgr &sourceMgr)
-      : handler(sourceMgr, &context, stream) {}
+      : printer(sourceMgr, &context, stream),
+        // Source lines only of an .mlir file the source manager holds: a
+        // built model's location names its checkpoint (a GGUF file's
+        // "first line" is megabytes of binary metadata).
+        handler(&context, [this, &sourceMgr](Diagnostic &diag) {
+          bool showSource = sourceMgr.getNumBuffers() > 0;
+          printer.emitDiagnostic(diag.getLocation(), diag.str(), diag.getSeverity(), showSource);
+          for (Diagnostic &note : diag.getNotes())
+            printer.emitDiagnostic(note.getLocation(), note.str(), note.getSeverity(), showSource);
+          return success();
+        }) {}
   llvm::Error error(const Twine &fallback) {
     std::string text = stream.str();
     while (!text.empty() && text.back() == '\n')
@@ -334,7 +344,8 @@ public:
 private:
   std::string buffer;
   llvm::raw_string_ostream stream{buffer};
-  SourceMgrDiagnosticHandler handler;
+  SourceMgrDiagnosticHandler printer;
+  ScopedDiagnosticHandler handler;
 };
 
 } // namespace

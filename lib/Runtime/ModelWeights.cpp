@@ -159,15 +159,20 @@ static bool allFinite(xfmr_dtype dtype, const void *data, size_t count) {
 struct QuantizedWeight {
   std::vector<int8_t> values;
   std::vector<float> scales, mins;
+  /// What made the scales or mins unrepresentable in their type, or "".
+  std::string problem;
 };
 
-/// `values` rounded to the precision of `type` (and kept as f32).
-static void roundTo(xfmr_dtype type, std::vector<float> &values) {
+/// Rounds `values` to `type`'s precision (kept as f32); what is wrong (a value out of
+/// f16's range), or "".
+static std::string roundTo(xfmr_dtype type, std::vector<float> &values) {
   if (type == XFMR_DTYPE_F32)
-    return;
+    return "";
   std::vector<uint8_t> narrow(values.size() * xfmr_dtype_size(type));
-  convertElements(XFMR_DTYPE_F32, values.data(), values.size(), type, narrow.data());
+  std::string problem =
+      convertElements(XFMR_DTYPE_F32, values.data(), values.size(), type, narrow.data());
   convertElements(type, narrow.data(), values.size(), XFMR_DTYPE_F32, values.data());
+  return problem;
 }
 
 /// Packs `levels` (4-bit ones, offset by `offset` to [0, 15]) two a byte as
@@ -213,8 +218,9 @@ static QuantizedWeight quantizeInt4(const float *values, int64_t rows, int64_t c
         q.scales[r * groups + g] = extreme / -8.0f;
       }
     }
-  roundTo(scaleType, q.scales);
-  roundTo(scaleType, q.mins);
+  q.problem = roundTo(scaleType, q.scales);
+  if (q.problem.empty())
+    q.problem = roundTo(scaleType, q.mins);
   std::vector<int8_t> levels(rows * cols);
   float offset = mins ? 0.0f : 8.0f;
   for (int64_t r = 0; r < rows; ++r)
@@ -261,7 +267,7 @@ static QuantizedWeight quantizeInt8(const float *values, const std::vector<int64
   }
   for (float &scale : scales)
     scale /= 127.0f;
-  roundTo(scaleType, scales);
+  std::string problem = roundTo(scaleType, scales);
   auto quantize = [](float value, float scale) {
     float multiple = scale == 0.0f ? 0.0f : roundToInteger(value / scale);
     return static_cast<int8_t>(std::clamp(multiple, -127.0f, 127.0f));
@@ -278,7 +284,7 @@ static QuantizedWeight quantizeInt8(const float *values, const std::vector<int64
         for (int64_t c = s * group; c < (s + 1) * group; ++c)
           out[c] = quantize(row[c], scale[s]);
   }
-  return {std::move(q), std::move(scales), {}};
+  return {std::move(q), std::move(scales), {}, problem};
 }
 
 /// Writes the [rows, cols] `values` transposed to `result`, a cache-sized
@@ -616,10 +622,20 @@ BufferMap xfmr::rt::loadWeights(const Manifest &manifest, const std::string &pat
       std::swap(shape[0], shape[1]);
     }
     if (isQuantized) {
+      bool mins = siblingPart(manifest, arg, "mins") != nullptr;
+      // int8 groups with mins are a GGUF file's Q5_1 or Q5_K blocks, which
+      // ggmlParts takes as they are; nothing quantizes to them.
+      if (mins && arg.bits == 8)
+        fail("weights file '" + path + "': tensor '" + found + "' is " +
+             xfmr_dtype_name(info.dtype) +
+             ", but this executable keeps it as int8 groups with minimums, as a GGUF file's "
+             "Q5_1 and Q5_K blocks give them (compile for this file)");
       auto &parts = quantized[key] =
-          arg.bits == 4 ? quantizeInt4(values, shape[0], shape[1], arg.groupSize, scaleType,
-                                       siblingPart(manifest, arg, "mins") != nullptr)
+          arg.bits == 4 ? quantizeInt4(values, shape[0], shape[1], arg.groupSize, scaleType, mins)
                         : quantizeInt8(values, shape, arg.axis, arg.groupSize, scaleType);
+      if (!parts.problem.empty())
+        fail("weights file '" + path + "': tensor '" + found + "': a scale or minimum " +
+             parts.problem + "; quantize it with --weight-scales-dtype=f32 or bf16");
       copyQuantizedPart(arg, parts, *buffer);
     } else if (!widened.empty()) {
       std::string problem = convertElements(XFMR_DTYPE_F32, values, count, arg.dtype, buffer->data);

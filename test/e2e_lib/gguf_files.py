@@ -12,7 +12,7 @@ import sys
 import numpy as np
 
 STRING, ARRAY, U32, I32, F32 = 8, 9, 4, 5, 6
-T_F32, T_Q8_0, T_Q2_K = 0, 8, 10
+T_F32, T_Q5_1, T_Q8_0, T_Q2_K = 0, 7, 8, 10
 
 
 def string(text):
@@ -81,6 +81,10 @@ def cases():
     gemma_norm = list(tensors)
     gemma_norm[2] = ("blk.0.attn_norm.weight", (32,), T_Q8_0, b"\0" * 34)
     gemma = llama_metadata("gemma")
+    # One weight as Q5_1 (int8 groups with minimums) or Q8_0 blocks of zeros.
+    q5_1, q8_0 = list(tensors), list(tensors)
+    q5_1[3] = ("blk.0.attn_q.weight", (32, 32), T_Q5_1, b"\0" * 24 * 32)
+    q8_0[3] = ("blk.0.attn_q.weight", (32, 32), T_Q8_0, b"\0" * 34 * 32)
     valid = gguf(meta, tensors)
     return {
         "valid": valid,
@@ -106,6 +110,8 @@ def cases():
                                       np.ones(8, np.float32).tobytes())]),
         "window": gguf(meta + [("llama.attention.sliding_window", I32, -4)], tensors),
         "rope-dims": gguf(meta + [("llama.rope.dimension_count", U32, 15)], tensors),
+        "q5_1": gguf(meta, q5_1),
+        "q8_0": gguf(meta, q8_0),
     }
 
 
