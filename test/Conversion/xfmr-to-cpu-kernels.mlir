@@ -372,6 +372,7 @@ func.func @int8_transposed_weight(%x: tensor<1x352xf32>, %q: tensor<40x352xi8>, 
 // DOT: call @llvm.x86.avx512.vpdpbusd.512
 // DOT: %[[APAIR:.*]] = vector.load %{{.*}}[%c0, %{{.*}}] : memref<1x5xf32>, vector<2xf32>
 // DOT: vector.shuffle %[[APAIR]], %[[APAIR]] [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1] : vector<2xf32>, vector<2xf32>
+// DOT-NOT: arith.select
 // DOT: vector.maskedload %{{.*}}[%[[N]], %{{.*}}], %{{.*}} : memref<40x160xi8, strided<[?, 1], offset: ?>>, vector<64xi1>, vector<64xi8> into vector<64xi8>
 // DOT: arith.select %{{.*}} : vector<16xi1>, vector<16xf32>
 // DOT-NOT: tensor<160x40xf32>
@@ -459,7 +460,10 @@ func.func @int4_weight_gemm(%x: tensor<20x160xf32>, %q: tensor<40x80xi8>, %s: te
 // DOT: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x5xf16, strided<[?, 1], offset: ?>>, vector<2xf16>
 // DOT-NEXT: arith.extf %{{.*}} : vector<2xf16> to vector<2xf32>
 // DOT-NEXT: vector.shuffle %{{.*}}, %{{.*}} [0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1] : vector<2xf32>, vector<2xf32>
+// DOT: vector.load %{{.*}}[%c0, %{{.*}}] : memref<1x5xf32>, vector<2xf32>
+// DOT: vector.shuffle %{{.*}}, %{{.*}} [0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1] : vector<2xf32>, vector<2xf32>
 // DOT: call @llvm.x86.avx512.vpdpbusd.512
+// DOT-NOT: arith.select
 // DOT: memref.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x5xf16, strided<[?, 1], offset: ?>>
 // DOT: arith.select %{{.*}} : vector<16xi1>, vector<16xf32>
 func.func @int4_f16_scales_skinny(%x: tensor<1x160xf32>, %q: tensor<40x80xi8>, %s: tensor<40x5xf16>) -> tensor<1x40xf32> {

@@ -419,55 +419,48 @@ Value splatInt(OpBuilder &b, Location loc, VectorType type, int64_t value) {
       b, loc, DenseElementsAttr::get(type, b.getIntegerAttr(type.getElementType(), value)));
 }
 
-/// The blocks of 32 a chunk of an int8 dot product (4 values a lane) spans
-/// from `col`: the second, if the chunk has 64 values, clamped to the last of
-/// `blocks` (a chunk past K reads zeros there).
-std::pair<Value, Value> chunkBlocks(KernelBuilder &kb, Value col, int64_t blocks) {
-  Value first = kb.divui(col, 32);
-  return {first, kb.mini(kb.addi(first, kb.index(1)), kb.index(blocks - 1))};
-}
-
-/// The lanes of a dot product of 64 bytes (16 lanes) that sum the chunk's
-/// second block, where `second(lane)`; none where a chunk is one block (8
-/// lanes).
-Value secondBlockLanes(KernelBuilder &kb, llvm::function_ref<bool(int64_t)> second) {
-  OpBuilder &b = kb.builder();
-  int64_t count = kb.cpu().lanes;
-  if (4 * count == 32)
-    return {};
-  SmallVector<bool> lanes;
-  for (int64_t lane = 0; lane < count; ++lane)
-    lanes.push_back(second(lane));
-  return arith::ConstantOp::create(
-      b, kb.location(),
-      DenseElementsAttr::get(VectorType::get({count}, b.getI1Type()), ArrayRef(lanes)));
-}
-
-/// Per lane of a whole chunk of 64 values, entry `first` of row `row` of
-/// `buffer` (one entry a block: A's or B's scales in groups of 32), or
-/// entry first + 1 where `second(lane)`: one load of both, widened, and a
-/// shuffle, where perBlockLanes loads, widens and broadcasts each.
-Value blockPairLanes(KernelBuilder &kb, llvm::function_ref<bool(int64_t)> second, Value buffer,
-                     Value row, Value first) {
+/// Per lane of the chunk of an int8 dot product (4 values a lane) at `col`,
+/// row `row`'s entry of `buffer` (f32, f16 or bf16; one entry per `group`
+/// values along K, a multiple of 32) for the lane's block of 32, as f32. With
+/// 16 lanes a chunk spans two blocks, the lanes where `inSecond(lane)`
+/// summing the second (clamped to the last of `blocks`: a chunk past K
+/// reads zeros there); with 8, one. A whole chunk (`whole`) takes both
+/// blocks' entries in one load and a shuffle (groups of 32) or one entry
+/// (groups of a multiple of 64: the chunk lies in one); a tail loads,
+/// widens and broadcasts each block's and selects.
+Value chunkBlockLanes(KernelBuilder &kb, llvm::function_ref<bool(int64_t)> inSecond, Value buffer,
+                      Value row, Value col, int64_t blocks, int64_t group, bool whole) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  Type element = cast<MemRefType>(buffer.getType()).getElementType();
-  Value pair =
-      vector::LoadOp::create(b, loc, VectorType::get({2}, element), buffer, ValueRange{row, first});
-  if (!element.isF32())
-    pair = arith::ExtFOp::create(b, loc, VectorType::get({2}, b.getF32Type()), pair);
-  SmallVector<int64_t> lanes;
-  for (int64_t lane = 0; lane < kb.cpu().lanes; ++lane)
-    lanes.push_back(second(lane) ? 1 : 0);
-  return vector::ShuffleOp::create(b, loc, pair, pair, lanes);
-}
-
-/// Per lane, `of(first)`, or `of(next)` in the lanes of `second` (if any).
-Value perBlockLanes(KernelBuilder &kb, Value second, std::pair<Value, Value> blocks,
-                    llvm::function_ref<Value(Value)> of) {
-  if (!second)
-    return kb.splat(of(blocks.first));
-  return kb.select(second, kb.splat(of(blocks.second)), kb.splat(of(blocks.first)));
+  int64_t lanes = kb.cpu().lanes;
+  Value first = kb.divui(col, 32);
+  auto entryOf = [&](Value block) {
+    return kb.loadWidened(buffer, {row, kb.divui(kb.muli(block, 32), group)});
+  };
+  if (4 * lanes == 32)
+    return kb.splat(entryOf(first));
+  assert(lanes == 16 && "a chunk spans one or two blocks");
+  if (whole && group % 64 == 0)
+    return kb.splat(entryOf(first));
+  SmallVector<int64_t> secondLanes;
+  for (int64_t lane = 0; lane < lanes; ++lane)
+    secondLanes.push_back(inSecond(lane) ? 1 : 0);
+  if (whole && group == 32) {
+    // In bounds: a whole chunk's second block is a block of K.
+    Type element = cast<MemRefType>(buffer.getType()).getElementType();
+    Value pair = vector::LoadOp::create(b, loc, VectorType::get({2}, element), buffer,
+                                        ValueRange{row, first});
+    if (!element.isF32())
+      pair = arith::ExtFOp::create(b, loc, VectorType::get({2}, b.getF32Type()), pair);
+    return vector::ShuffleOp::create(b, loc, pair, pair, secondLanes);
+  }
+  Value second = kb.mini(kb.addi(first, kb.index(1)), kb.index(blocks - 1));
+  Value inSecondMask = arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(
+          VectorType::get({lanes}, b.getI1Type()),
+          llvm::to_vector(llvm::map_range(secondLanes, [](int64_t lane) { return lane == 1; }))));
+  return kb.select(inSecondMask, kb.splat(entryOf(second)), kb.splat(entryOf(first)));
 }
 
 /// 127 / `largest` (the largest magnitude of values to quantize to int8),
@@ -693,27 +686,18 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
 
   // With 16 lanes, lanes 4-7 and 12-15 belong to a chunk's second block.
   auto inSecondBlock = [](int64_t lane) { return lane % 8 >= 4; };
-  Value secondBlock = secondBlockLanes(kb, inSecondBlock);
   int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 8) / g.m, 1, 2);
   kb.parallelFor(g.n, [&](Value n) {
     // Per row of A and unrolled chunk, the scaled sums.
     SmallVector<Value> acc(g.m * unroll, kb.splat(0.0));
     auto chunk = [&](Value col, int64_t u, int64_t validBytes) {
       Value nibbles = loadNibbleBytes(kb, g, n, col, validBytes);
-      std::pair<Value, Value> spanned = chunkBlocks(kb, col, blocks);
-      bool pairs = secondBlock && 2 * validBytes == chunkValues;
+      bool whole = 2 * validBytes == chunkValues;
       Value scales =
-          pairs && g.groupSize == 32
-              ? blockPairLanes(kb, inSecondBlock, g.bScales, n, spanned.first)
-              : perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
-                  return kb.loadWidened(g.bScales, {n, kb.divui(kb.muli(block, 32), g.groupSize)});
-                });
+          chunkBlockLanes(kb, inSecondBlock, g.bScales, n, col, blocks, g.groupSize, whole);
       for (int64_t m = 0; m < g.m; ++m) {
-        Value aLanes = pairs
-                           ? blockPairLanes(kb, inSecondBlock, aScales, kb.index(m), spanned.first)
-                           : perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
-                               return kb.load(aScales, {kb.index(m), block});
-                             });
+        Value aLanes =
+            chunkBlockLanes(kb, inSecondBlock, aScales, kb.index(m), col, blocks, 32, whole);
         Value dot = kb.dotInt8(
             splatInt(sumVector, 0), nibbles,
             kb.loadVector(aBytes, {kb.index(m), col}, -1, splatInt(bytesOf(chunkValues), 0)),
@@ -844,7 +828,6 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   }
 
   auto inSecondBlock = [](int64_t lane) { return lane >= 8; };
-  Value secondBlock = secondBlockLanes(kb, inSecondBlock);
   Value zeroBytes = splatInt(bytesOf(chunkValues), 0);
   int64_t full = g.k / chunkValues * chunkValues;
   int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 4) / (g.m + 1), 1, 2);
@@ -852,12 +835,9 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
     SmallVector<Value> acc(g.m * unroll, kb.splat(0.0));
     auto chunk = [&](Value col, int64_t u, int64_t valid) {
       Value row = loadUnsignedBytes(kb, g, n, col, valid);
-      std::pair<Value, Value> spanned = chunkBlocks(kb, col, blocks);
-      bool pairs = secondBlock && valid == chunkValues;
+      bool whole = valid == chunkValues;
       Value bLanes;
-      if (pairs && g.groupSize == 32) {
-        bLanes = blockPairLanes(kb, inSecondBlock, g.bScales, n, spanned.first);
-      } else if (g.groupSize == 16) {
+      if (g.groupSize == 16) {
         // 4 lanes a group (clamped to the last past K).
         SmallVector<Value> groupScales;
         for (int64_t q = 0; q < chunkValues / 16; ++q) {
@@ -866,18 +846,13 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
         }
         bLanes = vector::FromElementsOp::create(b, loc, kb.vectorType(), groupScales);
       } else {
-        bLanes = perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
-          return kb.loadWidened(g.bScales, {n, kb.divui(kb.muli(block, kBlock), g.groupSize)});
-        });
+        bLanes = chunkBlockLanes(kb, inSecondBlock, g.bScales, n, col, blocks, g.groupSize, whole);
       }
       for (int64_t m = 0; m < g.m; ++m) {
         Value dot = kb.dotInt8(splatInt(sumVector, 0), row,
                                kb.loadVector(aBytes, {kb.index(m), col}, valid, zeroBytes));
-        Value aLanes = pairs
-                           ? blockPairLanes(kb, inSecondBlock, aScales, kb.index(m), spanned.first)
-                           : perBlockLanes(kb, secondBlock, spanned, [&](Value block) {
-                               return kb.load(aScales, {kb.index(m), block});
-                             });
+        Value aLanes =
+            chunkBlockLanes(kb, inSecondBlock, aScales, kb.index(m), col, blocks, kBlock, whole);
         Value scales = kb.mul(bLanes, aLanes);
         Value &sum = acc[m * unroll + u];
         sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), dot), scales, sum);
