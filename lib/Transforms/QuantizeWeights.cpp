@@ -117,7 +117,7 @@ struct QuantizeWeightsPass : xfmr::impl::XfmrQuantizeWeightsBase<QuantizeWeights
       std::tie(name, spec) = StringRef(entry).rsplit('=');
       SmallVector<StringRef> fields;
       spec.split(fields, ':');
-      Storage storage{fields.front().str()};
+      Storage storage{fields.front().str(), 0, false, scaleType};
       if (fields.size() > 1 && fields[1].getAsInteger(10, storage.group))
         return fail("per-weight '" + entry + "': the group size is not a number");
       size_t next = 2;

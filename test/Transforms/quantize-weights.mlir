@@ -10,7 +10,7 @@
 // RUN: xfmr-opt %s --xfmr-quantize-weights='group-size=32 scale-type=bf16' --split-input-file | FileCheck %s --check-prefix=BF16SCALES
 // RUN: xfmr-opt %s --xfmr-quantize-weights='type=int4 group-size=32 scale-type=f16' --split-input-file | FileCheck %s --check-prefix=F16SCALES
 // RUN: not xfmr-opt %s --xfmr-quantize-weights=scale-type=f64 --split-input-file 2>&1 | FileCheck %s --check-prefix=F64SCALES
-// RUN: xfmr-opt %s --xfmr-quantize-weights='per-weight=wte=int8:16:f32,fc.weight=int4:32:mins:f16' --split-input-file | FileCheck %s --check-prefix=PERWEIGHT
+// RUN: xfmr-opt %s --xfmr-quantize-weights='scale-type=bf16 per-weight=wte=int8:16,fc.weight=int4:32:mins:f16' --split-input-file | FileCheck %s --check-prefix=PERWEIGHT
 // RUN: not xfmr-opt %s --xfmr-quantize-weights='per-weight=fc.weight=int4:32:f16:mins' --split-input-file 2>&1 | FileCheck %s --check-prefix=PERWEIGHTBAD
 // RUN: not xfmr-opt %s --xfmr-quantize-weights='per-weight=fc.weight=bf16:f16' --split-input-file 2>&1 | FileCheck %s --check-prefix=PERWEIGHTFLOAT
 // RUN: xfmr-opt %s --xfmr-quantize-weights='type=bf16 embeddings' --split-input-file | FileCheck %s --check-prefix=EMBBF16
@@ -76,10 +76,10 @@
 // F16SCALES: xfmr.dequantize %{{.*}}, %{{.*}} {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64} : (tensor<96x32xi8>, tensor<96x2xf16>) -> tensor<96x64xf32>
 // F64SCALES: error: xfmr-quantize-weights: scales are f32, bf16 or f16, got 'f64'
 // per-weight storages (a GGUF file's): each weight its own type, groups,
-// mins and scale type; the others int8 per channel with f32 scales.
+// mins and scale type (scale-type's where the entry names none).
 // PERWEIGHT-LABEL: func @forward
 // PERWEIGHT-SAME: tensor<50x64xi8> {xfmr.param = "wte", xfmr.quantized = {axis = 1 : i64, group_size = 16 : i64, part = "values"}}
-// PERWEIGHT-SAME: tensor<50x4xf32> {xfmr.param = "wte", xfmr.quantized = {axis = 1 : i64, group_size = 16 : i64, part = "scales"}}
+// PERWEIGHT-SAME: tensor<50x4xbf16> {xfmr.param = "wte", xfmr.quantized = {axis = 1 : i64, group_size = 16 : i64, part = "scales"}}
 // PERWEIGHT-SAME: tensor<96x32xi8> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "values", transposed}}
 // PERWEIGHT-SAME: tensor<96x2xf16> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "scales", transposed}}
 // PERWEIGHT-SAME: tensor<96x2xf16> {xfmr.param = "fc.weight", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "mins", transposed}}

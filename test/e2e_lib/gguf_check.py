@@ -141,6 +141,8 @@ INT8_ACTIVATIONS_AGREE = 0.3
 
 TYPES = [Q.F32, Q.Q8_0, Q.Q4_K, Q.F16, Q.Q4_0, Q.Q5_K, Q.BF16, Q.Q4_1, Q.Q6_K, Q.Q5_0, Q.Q5_1]
 K_SCALES = {Q.Q4_K: (0, 2), Q.Q5_K: (0, 2), Q.Q6_K: (208,)}
+# The block types whose scales (and mins) xfmr keeps as their f16 fields.
+F16_SCALED = {Q.Q8_0, Q.Q5_0, Q.Q5_1, Q.Q4_0, Q.Q4_1}
 
 
 def encode(values, qtype, rng):
@@ -193,7 +195,8 @@ def token_ids(config):
 
 def write_gguf(model, config, arch, path, rng, types=TYPES, metadata=None):
     """`model` as llama.cpp's converter writes it, its matrices cycling
-    through `types`; `metadata` adds the tokenizer's."""
+    through `types`; `metadata` adds the tokenizer's. Returns the ggml type
+    of each matrix, by its name in `model`."""
     writer = gguf.GGUFWriter(path, arch)
     (metadata or token_ids(config))(writer)
     if arch == "gpt2":
@@ -249,9 +252,9 @@ def write_gguf(model, config, arch, path, rng, types=TYPES, metadata=None):
 
 def write_tensors(writer, model, config, arch, rng, types):
     """The tensors of `model` as the converter changes them, its matrices
-    cycling through `types`; returns how many matrices it wrote."""
+    cycling through `types`; returns the type of each matrix by name."""
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH[arch.upper()], config.num_hidden_layers)
-    matrices = 0
+    matrices = {}
     for name, tensor in model.state_dict().items():
         if name == "lm_head.weight" and config.tie_word_embeddings:
             continue
@@ -268,8 +271,7 @@ def write_tensors(writer, model, config, arch, rng, types):
         if values.ndim == 1:
             writer.add_tensor(gguf_name, values)
             continue
-        qtype = types[matrices % len(types)]
-        matrices += 1
+        qtype = matrices[name] = types[len(matrices) % len(types)]
         if qtype == Q.F32:
             writer.add_tensor(gguf_name, values)
         else:
@@ -327,7 +329,8 @@ def run_case(args, case):
     model = cls(config).eval()
     randomize(model, generator)
     path = os.path.join(workdir, "model.gguf")
-    matrices = write_gguf(model, config, arch, path, rng)
+    matrix_types = write_gguf(model, config, arch, path, rng)
+    matrices = len(matrix_types)
     assert matrices >= len(TYPES), "every type appears"
 
     if arch == "gemma":
@@ -358,8 +361,13 @@ def run_case(args, case):
             if short + ":values" in ours:
                 mine = integer_groups(ours, short, theirs.shape)
                 narrow += 1
-                # The blocks' own f16 scales (Q8_0, Q5_*, Q4_0, Q4_1) stay f16.
-                half_scales += ours[short + ":scales"].dtype == np.float16
+                # The blocks' own f16 scales stay f16; a K-quant's d * sc is f32.
+                half = ours[short + ":scales"].dtype == np.float16
+                half_scales += half
+                if half != (matrix_types.get(name) in F16_SCALED):
+                    print(f"FAIL: {case} {variant} weight {name} ({matrix_types.get(name)!r}) "
+                          f"has {ours[short + ':scales'].dtype} scales")
+                    good = False
             same = mine is not None and mine.shape == theirs.shape and np.array_equal(mine, theirs)
             if not same:
                 print(f"FAIL: {case} {variant} weight {name} differs from transformers' decoding")

@@ -116,7 +116,8 @@ def XfmrQuantizeWeights : Pass<"xfmr-quantize-weights", "::mlir::ModuleOp"> {
            "int4: a minimum per group (q * scale + min) rather than symmetric groups">,
     ListOption<"perWeight", "per-weight", "std::string",
                "Weights stored otherwise than `type` says: "
-               "name=int8|int4:<group>[:mins][:<scale type>] or name=<float type>">
+               "name=int8|int4:<group>[:mins][:<scale type>] (scale-type's by default) or "
+               "name=<float type>">
   ];
 }
 

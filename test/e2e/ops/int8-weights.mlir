@@ -84,6 +84,9 @@
 // RUN: xfmrc %s --weights-dtype=int4 --vector-lanes=16 --emulate-gpu-kernels -o %t/gpu-emulated-int4
 // RUN: %t/gpu-emulated-int4 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu-int4.safetensors
 // RUN: %python %testlib/ops.py check int4_weights_32 %t/inputs.safetensors %t/outputs-gpu-int4.safetensors | FileCheck %s
+// RUN: xfmrc %s --weights-dtype=int4 --weight-scales-dtype=f16 --emulate-gpu-kernels -o %t/gpu-emulated-int4-f16
+// RUN: %t/gpu-emulated-int4-f16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu-int4-f16.safetensors
+// RUN: %python %testlib/ops.py check int4_weights_32_f16 %t/inputs.safetensors %t/outputs-gpu-int4-f16.safetensors | FileCheck %s
 // RUN: %if integer-dot %{ xfmrc %s --weights-dtype=int4 -o %t/model-int4-dot %}
 // RUN: %if integer-dot %{ %t/model-int4-dot --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4-dot.safetensors %}
 // RUN: %if integer-dot %{ %python %testlib/ops.py check int4_weights_32%{dot-suffix} %t/inputs.safetensors %t/outputs-int4-dot.safetensors | FileCheck %s %}
