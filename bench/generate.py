@@ -195,18 +195,21 @@ def write_gguf(directory, path):
     writer.close()
 
 
-def write_llama_gguf(directory, path):
+def write_llama_gguf(directory, path, weights=None, context=PROMPT + NEW + 16):
     """The checkpoint as llama.cpp's Llama GGUF (names, and the q/k rows
     permuted to its rope layout, as its convert_hf_to_gguf.py does; the
     llama3 rope factors left out: they change no work), the output tied to
-    the token embedding, a placeholder vocabulary."""
+    the token embedding, a placeholder vocabulary. `weights` (name: array)
+    replaces model.safetensors: uint16 arrays are bf16 bits, kept as BF16
+    matrices (vectors widened to F32, as llama.cpp keeps its norms)."""
     import gguf
     import transformers as tf
     from safetensors.numpy import load_file
     config = tf.AutoConfig.from_pretrained(directory)
-    weights = load_file(os.path.join(directory, "model.safetensors"))
+    if weights is None:
+        weights = load_file(os.path.join(directory, "model.safetensors"))
     writer = gguf.GGUFWriter(path, "llama")
-    writer.add_context_length(PROMPT + NEW + 16)
+    writer.add_context_length(context)
     writer.add_embedding_length(config.hidden_size)
     writer.add_feed_forward_length(config.intermediate_size)
     writer.add_block_count(config.num_hidden_layers)
@@ -244,7 +247,13 @@ def write_llama_gguf(directory, path):
             target = f"blk.{layer}.{parts[rest]}"
         else:
             target = {"embed_tokens": "token_embd", "norm": "output_norm"}[stem]
-        writer.add_tensor(f"{target}.{kind}", np.ascontiguousarray(value, dtype=np.float32))
+        if value.dtype != np.uint16:
+            writer.add_tensor(f"{target}.{kind}", np.ascontiguousarray(value, dtype=np.float32))
+        elif value.ndim == 1:
+            writer.add_tensor(f"{target}.{kind}", (value.astype(np.uint32) << 16).view(np.float32))
+        else:
+            writer.add_tensor(f"{target}.{kind}", np.ascontiguousarray(value),
+                              raw_dtype=gguf.GGMLQuantizationType.BF16)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()

@@ -18,6 +18,10 @@ directory (no float32 model in memory), then measured in one run:
                  greedy, and the decode roofline: weight bytes per token over
                  the measured read bandwidth (bench/read_bandwidth.c)
 
+and, for the Llama shapes where llama_cpp is installed (bench/setup-peers.sh),
+llama.cpp on the same bf16 weights written as its GGUF: load seconds (page
+cache warm), peak memory, prompt tokens/s and decode ms/token.
+
   scale.py [--models gpt2,gpt2-xl,llama-1b,llama-3b] [--copies] [--threads T]
            [--build DIR] [--workdir DIR]
 """
@@ -35,7 +39,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-from generate import read_bandwidth, run  # noqa: E402
+from generate import read_bandwidth, run, write_llama_gguf  # noqa: E402
 
 GPT2 = {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": 50257,
         "n_positions": 1024}
@@ -123,6 +127,55 @@ def write_checkpoint(config, directory):
     return path
 
 
+def read_bf16(path):
+    """The tensors of a bf16 safetensors file as uint16 arrays (mapped)."""
+    with open(path, "rb") as f:
+        size = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(size))
+    data = np.memmap(path, dtype=np.uint16, mode="r", offset=8 + size)
+    return {name: data[begin // 2:end // 2].reshape(entry["shape"])
+            for name, entry in header.items() if name != "__metadata__"
+            for begin, end in [entry["data_offsets"]]}
+
+
+# llama.cpp's run, in a process of its own for /usr/bin/time: load, a prompt
+# of PROMPT tokens in one batch, NEW single-token steps; prints JSON.
+LLAMA_CPP_RUN = """
+import json, sys, time
+import llama_cpp
+path, threads, prompt, new = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+start = time.perf_counter()
+llm = llama_cpp.Llama(model_path=path, n_ctx=prompt + new + 16, n_batch=prompt, n_threads=threads,
+                      n_threads_batch=threads, verbose=False)
+load = time.perf_counter() - start
+ids = [(7 * i + 11) % 50000 for i in range(prompt)]
+start = time.perf_counter()
+llm.eval(ids)
+prefill = time.perf_counter() - start
+start = time.perf_counter()
+for i in range(new):
+    llm.eval([ids[i % prompt]])
+decode = time.perf_counter() - start
+print(json.dumps({"load": load, "prompt": prompt / prefill, "decode": decode * 1000 / new}))
+"""
+
+
+def bench_llama_cpp(directory, source, workdir, key, threads):
+    """llama.cpp on the checkpoint's bf16 weights: (load s, peak bytes,
+    prompt tok/s, decode ms/token)."""
+    path = os.path.join(workdir, f"{key}-bf16.gguf")
+    if not os.path.exists(path):
+        write_llama_gguf(directory, path + ".part", read_bf16(source), PROMPT + NEW + 16)
+        os.rename(path + ".part", path)
+    with open(path, "rb") as f:  # a warm page cache, as for xfmr
+        while f.read(1 << 24):
+            pass
+    command = [sys.executable, "-c", LLAMA_CPP_RUN, path, str(threads), str(PROMPT), str(NEW)]
+    _, peak, result = timed(command)
+    measured = json.loads(result.stdout.strip().splitlines()[-1])
+    return measured["load"], peak, measured["prompt"], measured["decode"]
+
+
 def timed(command):
     start = time.perf_counter()
     result = run(["/usr/bin/time", "-v"] + command)
@@ -143,7 +196,13 @@ def main():
     xfmrc = os.path.join(args.build, "bin", "xfmrc")
     os.makedirs(args.workdir, exist_ok=True)
     bandwidth = read_bandwidth(args.workdir, args.threads)
-    rows = []
+    try:
+        import llama_cpp  # noqa: F401
+        peers = True
+    except ImportError:
+        print("llama.cpp: llama_cpp is not installed (bench/setup-peers.sh); its rows are left out")
+        peers = False
+    rows, llama_rows = [], []
     for key in args.models.split(","):
         title, config = MODELS[key]
         directory = os.path.join(args.workdir, key)
@@ -188,6 +247,9 @@ def main():
                      int(prompt.group(1)) * 1000 / float(prompt.group(2)),
                      float(decode.group(2)) / int(decode.group(1)),
                      weight_bytes / bandwidth / 1e6))
+        if peers and config["model_type"] == "llama":
+            llama_rows.append((title, rows[-1]) + bench_llama_cpp(directory, source, args.workdir,
+                                                                  key, args.threads))
     print(f"\nxfmr generators, --dtype=bf16, {args.threads} threads; read bandwidth "
           f"{bandwidth:.1f} GB/s\n")
     print("| model | layers | compile s | copies s | exe MB | repack s | load s | peak GiB | "
@@ -199,6 +261,14 @@ def main():
         print(f"| {title} | {layers} | {compile_s:.1f} | {copies} | {exe:.1f} | {repack_s:.1f} | "
               f"{load_s:.2f} | {peak:.2f} | {held:.2f} ({mapped:.2f}) | {prompt:.0f} | "
               f"{decode:.1f} | {roofline:.1f} |")
+    if llama_rows:
+        print("\nllama.cpp on the same weights (BF16 GGUF), same threads; xfmr's figures beside\n")
+        print("| model | load s | peak GiB | prompt tok/s | decode ms/tok | xfmr load s | "
+              "xfmr peak GiB | xfmr prompt tok/s | xfmr decode ms/tok |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for title, xfmr, load_s, peak, prompt, decode in llama_rows:
+            print(f"| {title} | {load_s:.2f} | {peak / 2**30:.2f} | {prompt:.0f} | {decode:.1f} | "
+                  f"{xfmr[6]:.2f} | {xfmr[7]:.2f} | {xfmr[10]:.0f} | {xfmr[11]:.1f} |")
 
 
 if __name__ == "__main__":
