@@ -830,8 +830,31 @@ func.func @bf16_gemm(%x: tensor<20x64xbf16>, %w: tensor<64x40xbf16>, %b: tensor<
 
 // -----
 
-// A product of few rows (decoding) and one with a transposed A take the f32
-// kernels, A widened first.
+// A product of few rows (decoding) with B^T [N, K], as decoding stores its
+// weights, reads both as stored: a thread's rows of B, 32 values a step on
+// vdpbf16ps for each of A's 3 rows (the depth tail, 70 = 64 + 6, masked),
+// the lanes summed and the epilogue applied per output.
+// BF16-LABEL: func @bf16_skinny_rows
+// BF16-NOT: arith.extf {{.*}} : tensor<
+// BF16: scf.forall (%[[N:.*]]) in (40)
+// BF16: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x70xbf16, strided<[?, 1], offset: ?>>, vector<32xbf16>
+// BF16: vector.load %{{.*}} : memref<3x70xbf16, strided<[?, 1], offset: ?>>, vector<32xbf16>
+// BF16-COUNT-3: func.call @llvm.x86.avx512bf16.dpbf16ps.512
+// BF16: vector.maskedload %{{.*}}[%[[N]], %{{.*}}], %{{.*}} : memref<40x70xbf16, strided<[?, 1], offset: ?>>, vector<32xi1>, vector<32xbf16> into vector<32xbf16>
+// BF16: vector.reduction <add>, %{{.*}} : vector<16xf32> into f32
+// BF16: math.tanh
+func.func @bf16_skinny_rows(%x: tensor<3x70xbf16>, %w: tensor<40x70xbf16>, %b: tensor<40xf32>) -> tensor<3x40xf32> {
+  %xf = arith.extf %x : tensor<3x70xbf16> to tensor<3x70xf32>
+  %wf = arith.extf %w : tensor<40x70xbf16> to tensor<40x70xf32>
+  %y = xfmr.fused_linear %xf, %wf bias(%b) {transpose_weight, activation = #xfmr.activation<gelu_tanh>}
+       : (tensor<3x70xf32>, tensor<40x70xf32>, tensor<40xf32>) -> tensor<3x40xf32>
+  return %y : tensor<3x40xf32>
+}
+
+// -----
+
+// A product of few rows with B [K, N] and one with a transposed A take the
+// f32 kernels, A widened first.
 // BF16-LABEL: func @bf16_skinny_and_transposed
 // BF16-NOT: dpbf16ps
 // BF16: arith.extf %{{.*}} : tensor<3x64xbf16> to tensor<3x64xf32>

@@ -152,7 +152,8 @@ def ConvertXfmrToCpuKernels : Pass<"convert-xfmr-to-cpu-kernels"> {
            "The target's int8 dot product: none, madd (vpmaddubsw + vpmaddwd: AVX2, "
            "AVX-512BW) or vnni (vpdpbusd: AVX-VNNI, AVX-512 VNNI)">,
     Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",
-           "With 16 lanes: the target has AVX-512 BF16's dot product (vdpbf16ps)">,
+           "With 16 lanes: the target has AVX-512 BF16's dot product (vdpbf16ps), which "
+           "products of bf16 factors take (GEMMs, and decoding's rows against a B^T)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::bufferization::BufferizationDialect",

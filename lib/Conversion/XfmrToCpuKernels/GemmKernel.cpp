@@ -361,6 +361,22 @@ void emitSkinnyGemmAlongK(KernelBuilder &kb, const GemmOperands &g) {
   });
 }
 
+/// Stores outputs (m, n) of a skinny product for each row m of A: the sum of
+/// the lanes of its `unroll` accumulators acc[m * unroll + u] (times B's
+/// scale where it has one per output channel), finished by the epilogue.
+void storeSkinnySums(KernelBuilder &kb, const GemmOperands &g, Value n, ArrayRef<Value> acc,
+                     int64_t unroll) {
+  for (int64_t m = 0; m < g.m; ++m) {
+    Value total = acc[m * unroll];
+    for (int64_t u = 1; u < unroll; ++u)
+      total = kb.add(total, acc[m * unroll + u]);
+    Value sum = kb.reduceAdd(total);
+    if (g.scalesPerChannel())
+      sum = kb.mul(sum, kb.loadWidened(g.bScales, {n, kb.index(0)}));
+    storeFinished(kb, g, sum, kb.index(m), n, 1, /*scalar=*/true);
+  }
+}
+
 /// Calls `step(k, valid)` for the columns [k, k + valid) of a sweep of
 /// [0, depth) `width` at a time, the accumulators `acc` (which `step`
 /// updates) carried through the loop of full steps, the tail step after it.
@@ -401,15 +417,38 @@ void emitSkinnyGemmAlongN(KernelBuilder &kb, const GemmOperands &g) {
       }
     };
     sweepDepth(kb, g.k, unroll * lanes, acc, step);
-    for (int64_t m = 0; m < g.m; ++m) {
-      Value total = acc[m * unroll];
-      for (int64_t u = 1; u < unroll; ++u)
-        total = kb.add(total, acc[m * unroll + u]);
-      Value sum = kb.reduceAdd(total);
-      if (g.scalesPerChannel())
-        sum = kb.mul(sum, kb.loadWidened(g.bScales, {n, kb.index(0)}));
-      storeFinished(kb, g, sum, kb.index(m), n, 1, /*scalar=*/true);
-    }
+    storeSkinnySums(kb, g, n, acc, unroll);
+  });
+}
+
+/// C = epilogue(A B^T) for a bf16 A of at most kSkinnyRows rows and a bf16
+/// B^T [N, K] (K even) on AVX-512 BF16: the skinny products of
+/// `--dtype=bf16` decoding, read as stored. Each output is a dot product of
+/// A's row and B's row, 32 values at a time on vdpbf16ps (a lane adds the
+/// products of two adjacent values: exact, as the f32 kernels' of widened
+/// values), where widening each value took two instructions more; rows of
+/// B to a thread as emitSkinnyGemmAlongN's.
+void emitSkinnyGemmBf16Dot(KernelBuilder &kb, const GemmOperands &g) {
+  OpBuilder &b = kb.builder();
+  constexpr int64_t kChunk = 32;
+  Type bf16 = b.getBF16Type();
+  Value zeros = arith::ConstantOp::create(
+      b, kb.location(),
+      DenseElementsAttr::get(VectorType::get({kChunk}, bf16), b.getFloatAttr(bf16, 0.0)));
+  int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 2) / g.m, 1, 4);
+  kb.parallelFor(g.n, [&](Value n) {
+    SmallVector<Value> acc(g.m * unroll, kb.splat(0.0));
+    sweepDepth(kb, g.k, unroll * kChunk, acc, [&](Value k, int64_t valid) {
+      for (int64_t u = 0; u * kChunk < valid; ++u) {
+        Value col = kb.addi(k, kb.index(u * kChunk));
+        int64_t chunkValid = std::min(kChunk, valid - u * kChunk);
+        Value row = kb.loadVector(g.b, {n, col}, chunkValid, zeros);
+        for (int64_t m = 0; m < g.m; ++m)
+          acc[m * unroll + u] = kb.dotBf16(
+              acc[m * unroll + u], kb.loadVector(g.a, {kb.index(m), col}, chunkValid, zeros), row);
+      }
+    });
+    storeSkinnySums(kb, g, n, acc, unroll);
   });
 }
 
@@ -1237,6 +1276,10 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
   if (aType.getElementType().isBF16()) {
     if (g.m > kSkinnyRows && takesBf16Dot(kb, g)) {
       emitGemmBf16Dot(kb, g);
+      return kb.asTensor(g.c);
+    }
+    if (g.m <= kSkinnyRows && g.transposeB && takesBf16Dot(kb, g)) {
+      emitSkinnyGemmBf16Dot(kb, g);
       return kb.asTensor(g.c);
     }
     g.a = kb.readBuffer(arith::ExtFOp::create(kb.builder(), kb.location(),

@@ -21,8 +21,9 @@
 // RUN: %t/model --inputs=%t/inputs.safetensors --output=%t/outputs.safetensors
 // RUN: %python %testlib/ops.py check low_precision %t/inputs.safetensors %t/outputs.safetensors | FileCheck %s
 // Where the host has AVX-512 BF16, the bf16 products of more than 8 rows (a weight stored [K, N]
-// and one [N, K] with a depth tail) take vdpbf16ps on the stored factors; --bf16-dot=false keeps
-// the f32 kernels, which widen them.
+// and one [N, K] with a depth tail) and the few-row one against the [N, K] weight (a decode
+// step, skinny_nk_bf16) take vdpbf16ps on the stored factors; --bf16-dot=false keeps the f32
+// kernels, which widen them.
 // RUN: %if avx512bf16 %{ xfmrc %s --emit=llvm -o - | FileCheck %s --check-prefix=BF16DOT %}
 // BF16DOT: call <16 x float> @llvm.x86.avx512bf16.dpbf16ps.512(<16 x float>
 // RUN: %if avx512bf16 %{ xfmrc %s --bf16-dot=false -o %t/model-f32-products %}
