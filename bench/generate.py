@@ -288,23 +288,28 @@ def quantize(source, target, ftype):
         sys.exit(f"llama.cpp could not quantize {source}")
 
 
+def llama_speeds(llm, ids, new):
+    """llama.cpp's prompt tokens/s reading `ids` in one batch and its ms per
+    token of `new` single-token steps after them."""
+    llm.reset()
+    start = time.perf_counter()
+    llm.eval(ids)
+    prefill = time.perf_counter() - start
+    start = time.perf_counter()
+    for i in range(new):
+        llm.eval([ids[i % len(ids)]])
+    decode = time.perf_counter() - start
+    return len(ids) / prefill, decode * 1000 / new
+
+
 def bench_llama(args, path):
     import llama_cpp
     llm = llama_cpp.Llama(model_path=path, n_ctx=PROMPT + NEW + 16, n_batch=PROMPT,
                           n_threads=args.threads, n_threads_batch=args.threads, verbose=False)
-    ids = prompt_ids()
     best_prompt, best_decode = 0.0, float("inf")
     for _ in range(args.repeats):
-        llm.reset()
-        start = time.perf_counter()
-        llm.eval(ids)
-        prefill = time.perf_counter() - start
-        start = time.perf_counter()
-        for i in range(NEW):
-            llm.eval([ids[i % PROMPT]])
-        decode = time.perf_counter() - start
-        best_prompt = max(best_prompt, PROMPT / prefill)
-        best_decode = min(best_decode, decode * 1000 / NEW)
+        prompt, decode = llama_speeds(llm, prompt_ids(), NEW)
+        best_prompt, best_decode = max(best_prompt, prompt), min(best_decode, decode)
     return best_prompt, best_decode
 
 

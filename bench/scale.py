@@ -142,21 +142,17 @@ def read_bf16(path):
 # of PROMPT tokens in one batch, NEW single-token steps; prints JSON.
 LLAMA_CPP_RUN = """
 import json, sys, time
+sys.path.insert(0, sys.argv[5])
 import llama_cpp
+from generate import llama_speeds
 path, threads, prompt, new = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 start = time.perf_counter()
 llm = llama_cpp.Llama(model_path=path, n_ctx=prompt + new + 16, n_batch=prompt, n_threads=threads,
                       n_threads_batch=threads, verbose=False)
 load = time.perf_counter() - start
 ids = [(7 * i + 11) % 50000 for i in range(prompt)]
-start = time.perf_counter()
-llm.eval(ids)
-prefill = time.perf_counter() - start
-start = time.perf_counter()
-for i in range(new):
-    llm.eval([ids[i % prompt]])
-decode = time.perf_counter() - start
-print(json.dumps({"load": load, "prompt": prompt / prefill, "decode": decode * 1000 / new}))
+prompt_speed, decode = llama_speeds(llm, ids, new)
+print(json.dumps({"load": load, "prompt": prompt_speed, "decode": decode}))
 """
 
 
@@ -170,7 +166,8 @@ def bench_llama_cpp(directory, source, workdir, key, threads):
     with open(path, "rb") as f:  # a warm page cache, as for xfmr
         while f.read(1 << 24):
             pass
-    command = [sys.executable, "-c", LLAMA_CPP_RUN, path, str(threads), str(PROMPT), str(NEW)]
+    command = [sys.executable, "-c", LLAMA_CPP_RUN, path, str(threads), str(PROMPT), str(NEW),
+               HERE]
     _, peak, result = timed(command)
     measured = json.loads(result.stdout.strip().splitlines()[-1])
     return measured["load"], peak, measured["prompt"], measured["decode"]
