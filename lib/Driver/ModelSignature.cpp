@@ -322,14 +322,22 @@ class CollectingDiagnostics {
 public:
   CollectingDiagnostics(MLIRContext &context, llvm::SourceMgr &sourceMgr)
       : printer(sourceMgr, &context, stream),
-        // Source lines only of an .mlir file the source manager holds: a
+        // Source lines only of the .mlir file the source manager holds: a
         // built model's location names its checkpoint (a GGUF file's
         // "first line" is megabytes of binary metadata).
         handler(&context, [this, &sourceMgr](Diagnostic &diag) {
-          bool showSource = sourceMgr.getNumBuffers() > 0;
-          printer.emitDiagnostic(diag.getLocation(), diag.str(), diag.getSeverity(), showSource);
+          auto inSource = [&](Location loc) {
+            auto file = loc->findInstanceOf<FileLineColLoc>();
+            for (unsigned id = 1; file && id <= sourceMgr.getNumBuffers(); ++id)
+              if (sourceMgr.getMemoryBuffer(id)->getBufferIdentifier() == file.getFilename())
+                return true;
+            return false;
+          };
+          printer.emitDiagnostic(diag.getLocation(), diag.str(), diag.getSeverity(),
+                                 inSource(diag.getLocation()));
           for (Diagnostic &note : diag.getNotes())
-            printer.emitDiagnostic(note.getLocation(), note.str(), note.getSeverity(), showSource);
+            printer.emitDiagnostic(note.getLocation(), note.str(), note.getSeverity(),
+                                   inSource(note.getLocation()));
           return success();
         }) {}
   llvm::Error error(const Twine &fallback) {

@@ -163,16 +163,19 @@ struct QuantizedWeight {
   std::string problem;
 };
 
-/// Rounds `values` to `type`'s precision (kept as f32); what is wrong (a value out of
-/// f16's range), or "".
+/// Rounds `values` to `type`'s precision (kept as f32); what is wrong (a
+/// value f16 cannot hold: from 65520 on it rounds to infinity), or "".
 static std::string roundTo(xfmr_dtype type, std::vector<float> &values) {
   if (type == XFMR_DTYPE_F32)
     return "";
+  if (type == XFMR_DTYPE_F16)
+    for (float value : values)
+      if (std::fabs(value) >= 65520.0f)
+        return "value " + std::to_string(value) + " is out of f16's range (+-65504)";
   std::vector<uint8_t> narrow(values.size() * xfmr_dtype_size(type));
-  std::string problem =
-      convertElements(XFMR_DTYPE_F32, values.data(), values.size(), type, narrow.data());
+  convertElements(XFMR_DTYPE_F32, values.data(), values.size(), type, narrow.data());
   convertElements(type, narrow.data(), values.size(), XFMR_DTYPE_F32, values.data());
-  return problem;
+  return "";
 }
 
 /// Packs `levels` (4-bit ones, offset by `offset` to [0, 15]) two a byte as
@@ -603,6 +606,14 @@ BufferMap xfmr::rt::loadWeights(const Manifest &manifest, const std::string &pat
         weights[arg.name] = std::move(buffer);
         continue;
       }
+    bool mins = isQuantized && siblingPart(manifest, arg, "mins") != nullptr;
+    // int8 groups with mins are a GGUF file's Q5_1 or Q5_K blocks, which
+    // ggmlParts takes as they are; nothing quantizes to them.
+    if (mins && arg.bits == 8)
+      fail("weights file '" + path + "': tensor '" + found + "' is " + xfmr_dtype_name(info.dtype) +
+           ", but this executable keeps it as int8 groups of " + std::to_string(arg.groupSize) +
+           " with minimums and " + xfmr_dtype_name(scaleType) +
+           " scales, which only GGUF blocks of that layout give (compile for this file)");
     bool plainF32 = arg.dtype == XFMR_DTYPE_F32 && !isQuantized;
     std::vector<float> widened(plainF32 && !arg.transposed ? 0 : count);
     float *values = widened.empty() ? buffer->as<float>() : widened.data();
@@ -622,14 +633,6 @@ BufferMap xfmr::rt::loadWeights(const Manifest &manifest, const std::string &pat
       std::swap(shape[0], shape[1]);
     }
     if (isQuantized) {
-      bool mins = siblingPart(manifest, arg, "mins") != nullptr;
-      // int8 groups with mins are a GGUF file's Q5_1 or Q5_K blocks, which
-      // ggmlParts takes as they are; nothing quantizes to them.
-      if (mins && arg.bits == 8)
-        fail("weights file '" + path + "': tensor '" + found + "' is " +
-             xfmr_dtype_name(info.dtype) +
-             ", but this executable keeps it as int8 groups with minimums, as a GGUF file's "
-             "Q5_1 and Q5_K blocks give them (compile for this file)");
       auto &parts = quantized[key] =
           arg.bits == 4 ? quantizeInt4(values, shape[0], shape[1], arg.groupSize, scaleType, mins)
                         : quantizeInt8(values, shape, arg.axis, arg.groupSize, scaleType);

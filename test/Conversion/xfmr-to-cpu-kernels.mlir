@@ -832,22 +832,25 @@ func.func @bf16_gemm(%x: tensor<20x64xbf16>, %w: tensor<64x40xbf16>, %b: tensor<
 
 // A product of few rows (decoding) with B^T [N, K], as decoding stores its
 // weights, reads both as stored: a thread's rows of B, 32 values a step on
-// vdpbf16ps for each of A's 3 rows (the depth tail, 70 = 64 + 6, masked),
-// the lanes summed and the epilogue applied per output.
+// vdpbf16ps for each of A's 3 rows, 4 steps in flight (12 sums carried
+// through the loop over 128 of the depth of 200; the tail, 32 + 32 + 8,
+// masked), the lanes summed and the epilogue applied per output.
 // BF16-LABEL: func @bf16_skinny_rows
 // BF16-NOT: arith.extf {{.*}} : tensor<
 // BF16: scf.forall (%[[N:.*]]) in (40)
-// BF16: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x70xbf16, strided<[?, 1], offset: ?>>, vector<32xbf16>
-// BF16: vector.load %{{.*}} : memref<3x70xbf16, strided<[?, 1], offset: ?>>, vector<32xbf16>
-// BF16-COUNT-3: func.call @llvm.x86.avx512bf16.dpbf16ps.512
-// BF16: vector.maskedload %{{.*}}[%[[N]], %{{.*}}], %{{.*}} : memref<40x70xbf16, strided<[?, 1], offset: ?>>, vector<32xi1>, vector<32xbf16> into vector<32xbf16>
+// BF16: scf.for %{{.*}} = %c0 to %c128 step %c128 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// BF16: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x200xbf16, strided<[?, 1], offset: ?>>, vector<32xbf16>
+// BF16: vector.load %{{.*}} : memref<3x200xbf16, strided<[?, 1], offset: ?>>, vector<32xbf16>
+// BF16-COUNT-12: func.call @llvm.x86.avx512bf16.dpbf16ps.512
+// BF16: scf.yield
+// BF16: vector.maskedload %{{.*}}[%[[N]], %{{.*}}], %{{.*}} : memref<40x200xbf16, strided<[?, 1], offset: ?>>, vector<32xi1>, vector<32xbf16> into vector<32xbf16>
 // BF16: vector.reduction <add>, %{{.*}} : vector<16xf32> into f32
 // BF16: math.tanh
-func.func @bf16_skinny_rows(%x: tensor<3x70xbf16>, %w: tensor<40x70xbf16>, %b: tensor<40xf32>) -> tensor<3x40xf32> {
-  %xf = arith.extf %x : tensor<3x70xbf16> to tensor<3x70xf32>
-  %wf = arith.extf %w : tensor<40x70xbf16> to tensor<40x70xf32>
+func.func @bf16_skinny_rows(%x: tensor<3x200xbf16>, %w: tensor<40x200xbf16>, %b: tensor<40xf32>) -> tensor<3x40xf32> {
+  %xf = arith.extf %x : tensor<3x200xbf16> to tensor<3x200xf32>
+  %wf = arith.extf %w : tensor<40x200xbf16> to tensor<40x200xf32>
   %y = xfmr.fused_linear %xf, %wf bias(%b) {transpose_weight, activation = #xfmr.activation<gelu_tanh>}
-       : (tensor<3x70xf32>, tensor<40x70xf32>, tensor<40xf32>) -> tensor<3x40xf32>
+       : (tensor<3x200xf32>, tensor<40x200xf32>, tensor<40xf32>) -> tensor<3x40xf32>
   return %y : tensor<3x40xf32>
 }
 

@@ -619,7 +619,9 @@ def gen_low_precision():
              eq=randn(1, 140, 2, 100), ek=randn(1, 140, 2, 100), ev=randn(1, 140, 2, 100),
              wq=randn(1, 90, 2, 160), wk2=randn(1, 90, 2, 160), wv=randn(1, 90, 2, 160),
              # A few rows (a decode step) against w ([K, N]) and wnk ([N, K]).
-             xs=randn(3, 64), xs2=randn(3, 70))
+             xs=randn(3, 64), xs2=randn(3, 70),
+             # ... and against a deeper [N, K] (whole steps of a skinny product and a tail).
+             xs3=randn(3, 200), wdeep=randn(40, 200, scale=0.07))
     pad = np.ones((2, 130), dtype=np.bool_)
     pad[1, 100:] = False
     x["pad"] = pad
@@ -635,11 +637,11 @@ def ref_low_precision(x):
             return value.to(dtype).to(F64)
 
         (X, W, B, G, BETA, Q, K, V, XK, WNK, R, PT, WK, CQ, CK, CV, LQ, LK, LV, CB, RA, HQ, HK, HV,
-         EQ, EK, EV, WQ, WK2, WV, XS, XS2) = (
+         EQ, EK, EV, WQ, WK2, WV, XS, XS2, XS3, WDEEP) = (
             stored(t(x[n + suffix]))
             for n in ("x", "w", "b", "g", "beta", "q", "k", "v", "xk", "wnk", "r", "pt", "wk",
                       "cq", "ck", "cv", "lq", "lk", "lv", "cb", "ra", "hq", "hk", "hv",
-                      "eq", "ek", "ev", "wq", "wk2", "wv", "xs", "xs2"))
+                      "eq", "ek", "ev", "wq", "wk2", "wv", "xs", "xs2", "xs3", "wdeep"))
         h = stored(torch.nn.functional.gelu(X @ W + B))
         keep = causal_keep(48, 48)
         attention = attention_reference(Q, K, V, 1 / math.sqrt(32), keep=keep)
@@ -664,7 +666,8 @@ def ref_low_precision(x):
                        "add_norm" + suffix: stored(
                            torch.nn.functional.layer_norm(h + RA, (96,), G, BETA, 1e-5)),
                        "skinny_kn" + suffix: stored(torch.nn.functional.gelu(XS @ W + B)),
-                       "skinny_nk" + suffix: stored(XS2 @ WNK.T)})
+                       "skinny_nk" + suffix: stored(XS2 @ WNK.T),
+                       "skinny_deep" + suffix: stored(XS3 @ WDEEP.T)})
     return result
 
 

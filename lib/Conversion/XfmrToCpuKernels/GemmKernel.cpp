@@ -361,22 +361,6 @@ void emitSkinnyGemmAlongK(KernelBuilder &kb, const GemmOperands &g) {
   });
 }
 
-/// Stores outputs (m, n) of a skinny product for each row m of A: the sum of
-/// the lanes of its `unroll` accumulators acc[m * unroll + u] (times B's
-/// scale where it has one per output channel), finished by the epilogue.
-void storeSkinnySums(KernelBuilder &kb, const GemmOperands &g, Value n, ArrayRef<Value> acc,
-                     int64_t unroll) {
-  for (int64_t m = 0; m < g.m; ++m) {
-    Value total = acc[m * unroll];
-    for (int64_t u = 1; u < unroll; ++u)
-      total = kb.add(total, acc[m * unroll + u]);
-    Value sum = kb.reduceAdd(total);
-    if (g.scalesPerChannel())
-      sum = kb.mul(sum, kb.loadWidened(g.bScales, {n, kb.index(0)}));
-    storeFinished(kb, g, sum, kb.index(m), n, 1, /*scalar=*/true);
-  }
-}
-
 /// Calls `step(k, valid)` for the columns [k, k + valid) of a sweep of
 /// [0, depth) `width` at a time, the accumulators `acc` (which `step`
 /// updates) carried through the loop of full steps, the tail step after it.
@@ -394,62 +378,77 @@ void sweepDepth(KernelBuilder &kb, int64_t depth, int64_t width, SmallVector<Val
     step(kb.index(full), depth - full);
 }
 
-/// C = epilogue(A B^T) for B [N, K]: each output a dot product of A's rows
-/// with one row of B, read from start to end in `unroll` independent sums,
-/// contiguous spans of rows to a thread. One sequential stream per thread
-/// is what the hardware prefetchers follow best: GPT-2's bf16 rows streamed
-/// at the full read bandwidth so, against ~85% of it for 8 rows read side
-/// by side with software prefetches.
-void emitSkinnyGemmAlongN(KernelBuilder &kb, const GemmOperands &g) {
-  int64_t lanes = kb.cpu().lanes;
+/// The skinny products of B^T [N, K] (a B read along K): each output a dot
+/// product of A's row with one row of B, read from start to end `width`
+/// values a step in `unroll` independent sums, contiguous spans of rows to a
+/// thread. One sequential stream per thread is what the hardware prefetchers
+/// follow best: GPT-2's bf16 rows streamed at the full read bandwidth so,
+/// against ~85% of it for 8 rows read side by side with software prefetches.
+/// `loadRow(n, col, valid)` reads a step of B's row n, `accumulate(acc, m,
+/// col, valid, row)` adds its products with A's row m; the sums' lanes are
+/// added (times B's scale where it has one per output channel) and finished
+/// by the epilogue.
+void emitSkinnyRows(KernelBuilder &kb, const GemmOperands &g, int64_t width,
+                    llvm::function_ref<Value(Value, Value, int64_t)> loadRow,
+                    llvm::function_ref<Value(Value, Value, Value, int64_t, Value)> accumulate) {
   // Accumulators for m rows x unroll vectors, plus A's and B's vectors.
   int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 2) / g.m, 1, 4);
   kb.parallelFor(g.n, [&](Value n) {
     SmallVector<Value> acc(g.m * unroll, kb.splat(0.0));
-    auto step = [&](Value k, int64_t valid) {
-      for (int64_t u = 0; u * lanes < valid; ++u) {
-        Value col = kb.addi(k, kb.index(u * lanes));
-        int64_t vectorValid = std::min(lanes, valid - u * lanes);
-        Value row = g.loadB(kb, n, col, vectorValid, /*unscaled=*/g.scalesPerChannel());
+    sweepDepth(kb, g.k, unroll * width, acc, [&](Value k, int64_t valid) {
+      for (int64_t u = 0; u * width < valid; ++u) {
+        Value col = kb.addi(k, kb.index(u * width));
+        int64_t stepValid = std::min(width, valid - u * width);
+        Value row = loadRow(n, col, stepValid);
         for (int64_t m = 0; m < g.m; ++m)
-          acc[m * unroll + u] =
-              kb.fma(kb.loadVector(g.a, {kb.index(m), col}, vectorValid), row, acc[m * unroll + u]);
+          acc[m * unroll + u] = accumulate(acc[m * unroll + u], kb.index(m), col, stepValid, row);
       }
-    };
-    sweepDepth(kb, g.k, unroll * lanes, acc, step);
-    storeSkinnySums(kb, g, n, acc, unroll);
+    });
+    for (int64_t m = 0; m < g.m; ++m) {
+      Value total = acc[m * unroll];
+      for (int64_t u = 1; u < unroll; ++u)
+        total = kb.add(total, acc[m * unroll + u]);
+      Value sum = kb.reduceAdd(total);
+      if (g.scalesPerChannel())
+        sum = kb.mul(sum, kb.loadWidened(g.bScales, {n, kb.index(0)}));
+      storeFinished(kb, g, sum, kb.index(m), n, 1, /*scalar=*/true);
+    }
   });
+}
+
+/// C = epilogue(A B^T) for B [N, K] in f32 (B widened, or int8 converted, in
+/// registers), a vector of lanes a step.
+void emitSkinnyGemmAlongN(KernelBuilder &kb, const GemmOperands &g) {
+  emitSkinnyRows(
+      kb, g, kb.cpu().lanes,
+      [&](Value n, Value col, int64_t valid) {
+        return g.loadB(kb, n, col, valid, /*unscaled=*/g.scalesPerChannel());
+      },
+      [&](Value acc, Value m, Value col, int64_t valid, Value row) {
+        return kb.fma(kb.loadVector(g.a, {m, col}, valid), row, acc);
+      });
 }
 
 /// C = epilogue(A B^T) for a bf16 A of at most kSkinnyRows rows and a bf16
 /// B^T [N, K] (K even) on AVX-512 BF16: the skinny products of
-/// `--dtype=bf16` decoding, read as stored. Each output is a dot product of
-/// A's row and B's row, 32 values at a time on vdpbf16ps (a lane adds the
-/// products of two adjacent values: exact, as the f32 kernels' of widened
-/// values), where widening each value took two instructions more; rows of
-/// B to a thread as emitSkinnyGemmAlongN's.
+/// `--dtype=bf16` decoding, both read as stored, 32 values a step on
+/// vdpbf16ps (a lane adds the products of two adjacent values: exact, as
+/// the f32 kernels' of widened values), where widening each value took two
+/// instructions more.
 void emitSkinnyGemmBf16Dot(KernelBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
-  constexpr int64_t kChunk = 32;
   Type bf16 = b.getBF16Type();
   Value zeros = arith::ConstantOp::create(
       b, kb.location(),
-      DenseElementsAttr::get(VectorType::get({kChunk}, bf16), b.getFloatAttr(bf16, 0.0)));
-  int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 2) / g.m, 1, 4);
-  kb.parallelFor(g.n, [&](Value n) {
-    SmallVector<Value> acc(g.m * unroll, kb.splat(0.0));
-    sweepDepth(kb, g.k, unroll * kChunk, acc, [&](Value k, int64_t valid) {
-      for (int64_t u = 0; u * kChunk < valid; ++u) {
-        Value col = kb.addi(k, kb.index(u * kChunk));
-        int64_t chunkValid = std::min(kChunk, valid - u * kChunk);
-        Value row = kb.loadVector(g.b, {n, col}, chunkValid, zeros);
-        for (int64_t m = 0; m < g.m; ++m)
-          acc[m * unroll + u] = kb.dotBf16(
-              acc[m * unroll + u], kb.loadVector(g.a, {kb.index(m), col}, chunkValid, zeros), row);
-      }
-    });
-    storeSkinnySums(kb, g, n, acc, unroll);
-  });
+      DenseElementsAttr::get(VectorType::get({32}, bf16), b.getFloatAttr(bf16, 0.0)));
+  emitSkinnyRows(
+      kb, g, 32,
+      [&](Value n, Value col, int64_t valid) {
+        return kb.loadVector(g.b, {n, col}, valid, zeros);
+      },
+      [&](Value acc, Value m, Value col, int64_t valid, Value row) {
+        return kb.dotBf16(acc, kb.loadVector(g.a, {m, col}, valid, zeros), row);
+      });
 }
 
 /// A splat constant vector of integers.

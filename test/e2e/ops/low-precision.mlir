@@ -22,7 +22,8 @@
 // RUN: %python %testlib/ops.py check low_precision %t/inputs.safetensors %t/outputs.safetensors | FileCheck %s
 // Where the host has AVX-512 BF16, the bf16 products of more than 8 rows (a weight stored [K, N]
 // and one [N, K] with a depth tail) and the few-row one against the [N, K] weight (a decode
-// step, skinny_nk_bf16) take vdpbf16ps on the stored factors; --bf16-dot=false keeps the f32
+// step, skinny_nk_bf16 and skinny_deep_bf16, a depth of 200: whole steps and a tail) take
+// vdpbf16ps on the stored factors; --bf16-dot=false keeps the f32
 // kernels, which widen them.
 // RUN: %if avx512bf16 %{ xfmrc %s --emit=llvm -o - | FileCheck %s --check-prefix=BF16DOT %}
 // BF16DOT: call <16 x float> @llvm.x86.avx512bf16.dpbf16ps.512(<16 x float>
@@ -57,6 +58,7 @@
 // CHECK: PASS: add_norm_bf16
 // CHECK: PASS: skinny_kn_bf16
 // CHECK: PASS: skinny_nk_bf16
+// CHECK: PASS: skinny_deep_bf16
 // CHECK: PASS: linear_f16
 // CHECK: PASS: softmax_f16
 // CHECK: PASS: layer_norm_f16
@@ -72,6 +74,7 @@
 // CHECK: PASS: add_norm_f16
 // CHECK: PASS: skinny_kn_f16
 // CHECK: PASS: skinny_nk_f16
+// CHECK: PASS: skinny_deep_f16
 
 func.func @forward(
     %x_bf16: tensor<2x40x64xbf16> {xfmr.input = "x_bf16"}, %w_bf16: tensor<64x96xbf16> {xfmr.input = "w_bf16"},
@@ -89,6 +92,7 @@ func.func @forward(
     %eq_bf16: tensor<1x140x2x100xbf16> {xfmr.input = "eq_bf16"}, %ek_bf16: tensor<1x140x2x100xbf16> {xfmr.input = "ek_bf16"}, %ev_bf16: tensor<1x140x2x100xbf16> {xfmr.input = "ev_bf16"},
     %wq_bf16: tensor<1x90x2x160xbf16> {xfmr.input = "wq_bf16"}, %wk2_bf16: tensor<1x90x2x160xbf16> {xfmr.input = "wk2_bf16"}, %wv_bf16: tensor<1x90x2x160xbf16> {xfmr.input = "wv_bf16"},
     %xs_bf16: tensor<3x64xbf16> {xfmr.input = "xs_bf16"}, %xs2_bf16: tensor<3x70xbf16> {xfmr.input = "xs2_bf16"},
+    %xs3_bf16: tensor<3x200xbf16> {xfmr.input = "xs3_bf16"}, %wdeep_bf16: tensor<40x200xbf16> {xfmr.input = "wdeep_bf16"},
     %x_f16: tensor<2x40x64xf16> {xfmr.input = "x_f16"}, %w_f16: tensor<64x96xf16> {xfmr.input = "w_f16"},
     %b_f16: tensor<96xf16> {xfmr.input = "b_f16"}, %g_f16: tensor<96xf16> {xfmr.input = "g_f16"},
     %beta_f16: tensor<96xf16> {xfmr.input = "beta_f16"}, %q_f16: tensor<1x48x2x32xf16> {xfmr.input = "q_f16"},
@@ -103,7 +107,8 @@ func.func @forward(
     %hq_f16: tensor<1x200x2x128xf16> {xfmr.input = "hq_f16"}, %hk_f16: tensor<1x200x2x128xf16> {xfmr.input = "hk_f16"}, %hv_f16: tensor<1x200x2x128xf16> {xfmr.input = "hv_f16"},
     %eq_f16: tensor<1x140x2x100xf16> {xfmr.input = "eq_f16"}, %ek_f16: tensor<1x140x2x100xf16> {xfmr.input = "ek_f16"}, %ev_f16: tensor<1x140x2x100xf16> {xfmr.input = "ev_f16"},
     %wq_f16: tensor<1x90x2x160xf16> {xfmr.input = "wq_f16"}, %wk2_f16: tensor<1x90x2x160xf16> {xfmr.input = "wk2_f16"}, %wv_f16: tensor<1x90x2x160xf16> {xfmr.input = "wv_f16"},
-    %xs_f16: tensor<3x64xf16> {xfmr.input = "xs_f16"}, %xs2_f16: tensor<3x70xf16> {xfmr.input = "xs2_f16"})
+    %xs_f16: tensor<3x64xf16> {xfmr.input = "xs_f16"}, %xs2_f16: tensor<3x70xf16> {xfmr.input = "xs2_f16"},
+    %xs3_f16: tensor<3x200xf16> {xfmr.input = "xs3_f16"}, %wdeep_f16: tensor<40x200xf16> {xfmr.input = "wdeep_f16"})
     -> (tensor<2x40x96xbf16> {xfmr.output = "linear_bf16"}, tensor<2x40x96xbf16> {xfmr.output = "softmax_bf16"},
         tensor<2x40x96xbf16> {xfmr.output = "layer_norm_bf16"}, tensor<1x48x2x32xbf16> {xfmr.output = "attention_bf16"},
         tensor<2x40x130xbf16> {xfmr.output = "nk_residual_bf16"}, tensor<80x48xbf16> {xfmr.output = "tn_bf16"},
@@ -112,6 +117,7 @@ func.func @forward(
         tensor<1x200x2x128xbf16> {xfmr.output = "head_dim_128_bf16"}, tensor<1x140x2x100xbf16> {xfmr.output = "head_dim_100_causal_bf16"},
         tensor<1x90x2x160xbf16> {xfmr.output = "head_dim_160_causal_bf16"},
         tensor<3x96xbf16> {xfmr.output = "skinny_kn_bf16"}, tensor<3x130xbf16> {xfmr.output = "skinny_nk_bf16"},
+        tensor<3x40xbf16> {xfmr.output = "skinny_deep_bf16"},
         tensor<2x40x96xf16> {xfmr.output = "linear_f16"}, tensor<2x40x96xf16> {xfmr.output = "softmax_f16"},
         tensor<2x40x96xf16> {xfmr.output = "layer_norm_f16"}, tensor<1x48x2x32xf16> {xfmr.output = "attention_f16"},
         tensor<2x40x130xf16> {xfmr.output = "nk_residual_f16"}, tensor<80x48xf16> {xfmr.output = "tn_f16"},
@@ -119,7 +125,8 @@ func.func @forward(
         tensor<2x40x96xf16> {xfmr.output = "sum_f16"}, tensor<2x40x96xf16> {xfmr.output = "add_norm_f16"},
         tensor<1x200x2x128xf16> {xfmr.output = "head_dim_128_f16"}, tensor<1x140x2x100xf16> {xfmr.output = "head_dim_100_causal_f16"},
         tensor<1x90x2x160xf16> {xfmr.output = "head_dim_160_causal_f16"},
-        tensor<3x96xf16> {xfmr.output = "skinny_kn_f16"}, tensor<3x130xf16> {xfmr.output = "skinny_nk_f16"}) {
+        tensor<3x96xf16> {xfmr.output = "skinny_kn_f16"}, tensor<3x130xf16> {xfmr.output = "skinny_nk_f16"},
+        tensor<3x40xf16> {xfmr.output = "skinny_deep_f16"}) {
   %h_bf16 = xfmr.fused_linear %x_bf16, %w_bf16 bias(%b_bf16) {activation = #xfmr.activation<gelu>}
       : (tensor<2x40x64xbf16>, tensor<64x96xbf16>, tensor<96xbf16>) -> tensor<2x40x96xbf16>
   %s_bf16 = xfmr.softmax %h_bf16 : tensor<2x40x96xbf16>
@@ -143,6 +150,7 @@ func.func @forward(
   %sk_bf16 = xfmr.fused_linear %xs_bf16, %w_bf16 bias(%b_bf16) {activation = #xfmr.activation<gelu>}
       : (tensor<3x64xbf16>, tensor<64x96xbf16>, tensor<96xbf16>) -> tensor<3x96xbf16>
   %sn_bf16 = xfmr.linear %xs2_bf16, %wnk_bf16 {transpose_weight} : (tensor<3x70xbf16>, tensor<130x70xbf16>) -> tensor<3x130xbf16>
+  %sd_bf16 = xfmr.linear %xs3_bf16, %wdeep_bf16 {transpose_weight} : (tensor<3x200xbf16>, tensor<40x200xbf16>) -> tensor<3x40xbf16>
   %sum_bf16, %an_bf16 = xfmr.fused_add_layer_norm %h_bf16, %ra_bf16, %g_bf16, %beta_bf16 {epsilon = 1.0e-5 : f64}
       : (tensor<2x40x96xbf16>, tensor<2x40x96xbf16>, tensor<96xbf16>, tensor<96xbf16>) -> (tensor<2x40x96xbf16>, tensor<2x40x96xbf16>)
   %h_f16 = xfmr.fused_linear %x_f16, %w_f16 bias(%b_f16) {activation = #xfmr.activation<gelu>}
@@ -168,16 +176,17 @@ func.func @forward(
   %sk_f16 = xfmr.fused_linear %xs_f16, %w_f16 bias(%b_f16) {activation = #xfmr.activation<gelu>}
       : (tensor<3x64xf16>, tensor<64x96xf16>, tensor<96xf16>) -> tensor<3x96xf16>
   %sn_f16 = xfmr.linear %xs2_f16, %wnk_f16 {transpose_weight} : (tensor<3x70xf16>, tensor<130x70xf16>) -> tensor<3x130xf16>
+  %sd_f16 = xfmr.linear %xs3_f16, %wdeep_f16 {transpose_weight} : (tensor<3x200xf16>, tensor<40x200xf16>) -> tensor<3x40xf16>
   %sum_f16, %an_f16 = xfmr.fused_add_layer_norm %h_f16, %ra_f16, %g_f16, %beta_f16 {epsilon = 1.0e-5 : f64}
       : (tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<96xf16>, tensor<96xf16>) -> (tensor<2x40x96xf16>, tensor<2x40x96xf16>)
-  return %h_bf16, %s_bf16, %l_bf16, %a_bf16, %n_bf16, %t_bf16, %c_bf16, %lc_bf16, %sum_bf16, %an_bf16, %hd_bf16, %ed_bf16, %wd_bf16, %sk_bf16, %sn_bf16,
-         %h_f16, %s_f16, %l_f16, %a_f16, %n_f16, %t_f16, %c_f16, %lc_f16, %sum_f16, %an_f16, %hd_f16, %ed_f16, %wd_f16, %sk_f16, %sn_f16
+  return %h_bf16, %s_bf16, %l_bf16, %a_bf16, %n_bf16, %t_bf16, %c_bf16, %lc_bf16, %sum_bf16, %an_bf16, %hd_bf16, %ed_bf16, %wd_bf16, %sk_bf16, %sn_bf16, %sd_bf16,
+         %h_f16, %s_f16, %l_f16, %a_f16, %n_f16, %t_f16, %c_f16, %lc_f16, %sum_f16, %an_f16, %hd_f16, %ed_f16, %wd_f16, %sk_f16, %sn_f16, %sd_f16
       : tensor<2x40x96xbf16>, tensor<2x40x96xbf16>, tensor<2x40x96xbf16>, tensor<1x48x2x32xbf16>,
         tensor<2x40x130xbf16>, tensor<80x48xbf16>, tensor<2x70x2x36xbf16>, tensor<1x2x150x64xbf16>,
         tensor<2x40x96xbf16>, tensor<2x40x96xbf16>, tensor<1x200x2x128xbf16>, tensor<1x140x2x100xbf16>,
-        tensor<1x90x2x160xbf16>, tensor<3x96xbf16>, tensor<3x130xbf16>,
+        tensor<1x90x2x160xbf16>, tensor<3x96xbf16>, tensor<3x130xbf16>, tensor<3x40xbf16>,
         tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<1x48x2x32xf16>,
         tensor<2x40x130xf16>, tensor<80x48xf16>, tensor<2x70x2x36xf16>, tensor<1x2x150x64xf16>,
         tensor<2x40x96xf16>, tensor<2x40x96xf16>, tensor<1x200x2x128xf16>, tensor<1x140x2x100xf16>,
-        tensor<1x90x2x160xf16>, tensor<3x96xf16>, tensor<3x130xf16>
+        tensor<1x90x2x160xf16>, tensor<3x96xf16>, tensor<3x130xf16>, tensor<3x40xf16>
 }
