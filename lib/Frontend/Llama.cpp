@@ -221,6 +221,13 @@ Rope readRope(ConfigReader &config, const DecoderStyle &style, ConfigReader *nes
                                     Twine(originalMax) + " or less");
     double factor = parameters.positiveNumber("factor", static_cast<double>(maxPositions) /
                                                             static_cast<double>(originalMax));
+    // The attention factor divides by log(original_max_position_embeddings)
+    // (transformers raises ZeroDivisionError at 1).
+    if (factor > 1 && originalMax < 2 && !parameters.has("attention_factor")) {
+      config.error("original_max_position_embeddings",
+                   "must be at least 2 for \"longrope\" rope scaling, got " + Twine(originalMax));
+      return rope;
+    }
     rope.scaling = parameters.positiveNumber(
         "attention_factor",
         factor <= 1 ? 1.0
@@ -237,6 +244,12 @@ Rope readRope(ConfigReader &config, const DecoderStyle &style, ConfigReader *nes
   }
   for (double &x : f)
     x = static_cast<double>(static_cast<float>(x));
+  // Whatever else the parameters combine to: a rotation to compile.
+  if (!std::isfinite(rope.scaling) || rope.scaling <= 0 ||
+      llvm::any_of(f, [](double x) { return !std::isfinite(x) || x <= 0; }))
+    parameters.error("rope_type", "\"" + type +
+                                      "\" rope with these parameters gives frequencies or an "
+                                      "attention factor that are not positive and finite");
   return rope;
 }
 
