@@ -92,6 +92,9 @@ struct xfmr_generator {
   /// The most prompts read at once through the one-sequence prefill, a call
   /// each (more: a call of the batch's prefill); 0 without it.
   int64_t rowPrefillLimit() const;
+  /// The most tokens of a prompt (or of a prompt's last chunk) read through
+  /// the decode entry, a token a call, where a prefill chunk would cost more.
+  int64_t decodedPromptLimit() const;
 
   /// Runs each entry once on no tokens (all masked, which writes no cache
   /// row): what a first call costs beyond the next ones (its temporaries'
@@ -111,9 +114,10 @@ struct xfmr_generator {
   void copyRows(const std::vector<int64_t> &targets, const std::vector<int64_t> &sources,
                 bool withSource = false);
 
-  /// One call of `entry`: appends tokens[b] (at most entry.tokens of them;
-  /// none: the sequence is left as it is) to sequence b and writes each
-  /// such sequence's next-token logits to logits[b * vocab ...].
+  /// One call of `entry` (a prefill of at most decodedPromptLimit() tokens
+  /// a sequence: decode steps): appends tokens[b] (at most entry.tokens of
+  /// them; none: the sequence is left as it is) to sequence b and writes
+  /// each such sequence's next-token logits to logits[b * vocab ...].
   void call(Entry &entry, const std::vector<std::vector<int32_t>> &tokens, float *logits);
 
   /// Appends tokens[b] to sequence b (none: inactive) through `entry`, as

@@ -28,6 +28,9 @@ same.
 {bart,marian,t5}-greedy: random translation checkpoints; a batch of sources of
 different lengths decoded greedily with a repetition penalty gives exactly
 generate()'s tokens, each step's logits within 1e-4 of its float64 ones.
+{gpt2,llama}-short-prompts: prompts a batch-of-one generator reads a token a
+decode step each (and one it reads in a chunk and two steps) give exactly
+generate()'s tokens, step logits within 1e-4 of its float64 forward.
 {gpt2,marian}-beams: beam search gives exactly generate(num_beams=...)'s
 tokens under each early_stopping, length and repetition penalties.
 """
@@ -351,6 +354,54 @@ def sampled(args, family):
     return same and differs and check_against_forward(name, load_file(outputs[0][1]), forward)
 
 
+def short_prompts(args, family):
+    """A batch-of-one generator reads prompts of up to a sixteenth of its
+    chunk (2 of 32) a token a decode step each, and so a longer prompt's
+    last 2 tokens: tokens exactly generate()'s, step logits within 1e-4 of
+    its float64 ones, whichever entry read the prompt."""
+    name = f"{family}-short-prompts"
+    workdir = os.path.join(args.workdir, name)
+    directory = os.path.join(workdir, "checkpoint")
+    model, _ = decoder_checkpoint(family, directory, 3)
+    generator = os.path.join(workdir, "generate")
+    run([args.xfmrc, directory, "--generate", "--seq-len=32", "-o", generator])
+    vocab = model.config.vocab_size
+    rng = np.random.default_rng(3)
+    hf = model.double()
+    ok, worst = True, 0.0
+    for length in (1, 2, 3, 34):
+        ids = rng.integers(0, vocab, size=length).tolist()
+        saved = os.path.join(workdir, f"prompt-{length}.safetensors")
+        printed = run([generator, f"--weights={directory}", "--ids", "-p",
+                       " ".join(map(str, ids)), "-n", "6", "--temp", "0", "--ignore-eos",
+                       f"--save-logits={saved}"]).stderr.decode()
+        if "up to 2 tokens a decode step each" not in printed:
+            print(f"FAIL: {name}: the generator does not report its limit: {printed}")
+            ok = False
+        got = load_file(saved)
+        with torch.no_grad():
+            out = hf.generate(torch.tensor([ids]), attention_mask=torch.ones(1, length,
+                                                                             dtype=torch.long),
+                              max_new_tokens=6, min_new_tokens=6, do_sample=False,
+                              pad_token_id=model.config.eos_token_id, output_logits=True,
+                              return_dict_in_generate=True)
+        want = out.sequences[0].tolist()
+        mine = got["tokens"][0][:length + int(got["generated_lengths"][0])].tolist()
+        if mine != want:
+            print(f"FAIL: {name} a prompt of {length}: tokens {mine} != generate()'s {want}")
+            ok = False
+        # The logits before min_new_tokens masks the end token.
+        for step, logits in enumerate(out.logits):
+            theirs = logits[0].numpy()
+            worst = max(worst, float(np.abs(got["logits"][0][step] - theirs).max()
+                                     / np.abs(theirs).max()))
+    ok &= worst <= 1e-4
+    print(f"{'PASS' if ok else 'FAIL'}: {name}: prompts of 1, 2, 3 and 34 tokens, tokens as "
+          f"generate(), step logits within {worst:.2e} of its float64 forward (limit 1e-4)",
+          flush=True)
+    return ok
+
+
 def encoder_causal(args, positions):
     name = f"encoder-causal-{positions}"
     workdir = os.path.join(args.workdir, name)
@@ -579,7 +630,9 @@ CASES = {"gpt2-greedy": lambda a: greedy(a, "gpt2"), "gpt2-sampled": lambda a: s
          "bart-greedy": lambda a: seq2seq_greedy(a, "bart"),
          "marian-greedy": lambda a: seq2seq_greedy(a, "marian"),
          "t5-greedy": lambda a: seq2seq_greedy(a, "t5"), "t5-seq2seq": t5_seq2seq,
-         "gpt2-beams": lambda a: beams(a, "gpt2"), "marian-beams": lambda a: beams(a, "marian"),
+         "gpt2-beams": lambda a: beams(a, "gpt2"),
+         "gpt2-short-prompts": lambda a: short_prompts(a, "gpt2"),
+         "llama-short-prompts": lambda a: short_prompts(a, "llama"), "marian-beams": lambda a: beams(a, "marian"),
          "t5-beams": lambda a: beams(a, "t5"),
          "encoder-causal-learned": lambda a: encoder_causal(a, "learned"),
          "encoder-causal-sinusoidal": lambda a: encoder_causal(a, "sinusoidal"),
