@@ -488,8 +488,6 @@ LogicalResult FusedAttentionOp::buildAdjoint(OpBuilder &b, ValueRange rg,
     return emitOpError("cannot differentiate attention over a cache (query_offset, key_length)");
   if (getPositionBias())
     return emitOpError("cannot differentiate attention with a position_bias");
-  if (getSoftcap())
-    return emitOpError("cannot differentiate soft-capped attention");
   // Grouped-query attention: the backward runs on keys and values repeated
   // per query head, whose gradients are then summed over each group.
   Location loc = getLoc();
@@ -521,7 +519,7 @@ LogicalResult FusedAttentionOp::buildAdjoint(OpBuilder &b, ValueRange rg,
   auto backward = FusedAttentionBackwardOp::create(
       b, loc, TypeRange{getQuery().getType(), keys.getType(), values.getType()}, getQuery(), keys,
       values, getResult(), getLogsumexp(), rg[0], getPaddingMask(), getAttnBias(), getScaleAttr(),
-      getCausalAttr(), getLayoutAttr(), getWindowAttr());
+      getCausalAttr(), getLayoutAttr(), getWindowAttr(), getSoftcapAttr());
   og[0] = backward.getGradQuery();
   og[1] = sumGroups(backward.getGradKey());
   og[2] = sumGroups(backward.getGradValue());

@@ -385,6 +385,13 @@ int64_t FusedAttentionOp::getQueryHeadsPerKeyHead() {
          tensorTypeOf(getKey()).getDimSize(dims.heads);
 }
 
+/// A soft cap, where given, is a positive finite number.
+static LogicalResult verifySoftcap(Operation *op, std::optional<APFloat> cap) {
+  if (cap && !(cap->convertToDouble() > 0 && std::isfinite(cap->convertToDouble())))
+    return op->emitOpError("softcap must be positive and finite");
+  return success();
+}
+
 LogicalResult FusedAttentionOp::verify() {
   auto q = tensorTypeOf(getQuery()), k = tensorTypeOf(getKey()),
        v = tensorTypeOf(getValue());
@@ -441,9 +448,8 @@ LogicalResult FusedAttentionOp::verify() {
     return emitOpError("scale must be positive");
   if (getWindow() && !getCausal())
     return emitOpError("a sliding window needs causal attention");
-  if (std::optional<APFloat> cap = getSoftcap();
-      cap && !(cap->convertToDouble() > 0 && std::isfinite(cap->convertToDouble())))
-    return emitOpError("softcap must be positive and finite");
+  if (failed(verifySoftcap(*this, getSoftcap())))
+    return failure();
   if (Value lse = getLogsumexp()) {
     auto type = tensorTypeOf(lse);
     SmallVector<int64_t> expected = {batch, heads, seqQ};
@@ -485,6 +491,8 @@ LogicalResult FusedAttentionBackwardOp::verify() {
     return emitOpError("key must have the query's batch, heads and head dim, got ") << k;
   if (!(getScale().convertToDouble() > 0))
     return emitOpError("scale must be positive");
+  if (failed(verifySoftcap(*this, getSoftcap())))
+    return failure();
   if (getWindow() && !getCausal())
     return emitOpError("a sliding window needs causal attention");
   return success();

@@ -963,8 +963,10 @@ def Xfmr_FusedAttentionBackwardOp : Xfmr_Op<"fused_attention_backward",
     FlashAttention-2's backward pass: from q, k, v, the forward output, its
     per-row log-sum-exp and the output gradient, returns the gradients of q,
     k and v. Probabilities are recomputed per (query block, key block) tile
-    from the log-sum-exp, so no [seq_q, seq_k] buffer exists. Masks, scale
-    and layout as in `fused_attention`.
+    from the log-sum-exp, so no [seq_q, seq_k] buffer exists. Masks, scale,
+    layout, window and soft cap as in `fused_attention`: under a soft cap c
+    the score gradients are multiplied by the cap's slope, 1 - tanh^2(s / c)
+    of the scaled score s.
 
     ```mlir
     %dq, %dk, %dv = xfmr.fused_attention_backward %q, %k, %v, %o, %lse, %do {causal, scale = 2.500000e-01 : f64}
@@ -981,7 +983,8 @@ def Xfmr_FusedAttentionBackwardOp : Xfmr_Op<"fused_attention_backward",
                    F64Attr:$scale, UnitAttr:$causal,
                    DefaultValuedAttr<Xfmr_AttentionLayoutAttr,
                                      "AttentionLayout::bshd">:$layout,
-                   OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$window);
+                   OptionalAttr<ConfinedAttr<I64Attr, [IntPositive]>>:$window,
+                   OptionalAttr<F64Attr>:$softcap);
   let results = (outs Xfmr_FloatTensor:$grad_query, Xfmr_FloatTensor:$grad_key,
                       Xfmr_FloatTensor:$grad_value);
   let assemblyFormat = [{

@@ -121,6 +121,13 @@ Value lowering::softcapped(OpBuilder &b, Location loc, Value x, double cap) {
       b, loc, limit, math::TanhOp::create(b, loc, arith::DivFOp::create(b, loc, x, limit)));
 }
 
+Value lowering::softcapSlope(OpBuilder &b, Location loc, Value x, double cap) {
+  Value tanh = math::TanhOp::create(
+      b, loc, arith::DivFOp::create(b, loc, x, floatConstant(b, loc, x.getType(), cap)));
+  return arith::SubFOp::create(b, loc, floatConstant(b, loc, x.getType(), 1.0),
+                               arith::MulFOp::create(b, loc, tanh, tanh));
+}
+
 Value lowering::buildActivation(OpBuilder &b, Location loc, Activation activation, Value x) {
   Type type = x.getType();
   auto constant = [&](double value) { return floatConstant(b, loc, type, value); };

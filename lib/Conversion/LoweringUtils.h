@@ -53,6 +53,9 @@ mlir::Value reshapeTensor(mlir::OpBuilder &b, mlir::Location loc, mlir::Value in
 /// cap * tanh(x / cap) for a scalar or a vector: soft-capped attention
 /// scores (Gemma 2), `cap` in the scores' unit.
 mlir::Value softcapped(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, double cap);
+/// The derivative of softcapped at x, 1 - tanh^2(x / cap): what the
+/// backward multiplies the capped scores' gradients by.
+mlir::Value softcapSlope(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x, double cap);
 
 /// activation(x) for a scalar or a vector.
 mlir::Value buildActivation(mlir::OpBuilder &b, mlir::Location loc, Activation activation,

@@ -417,6 +417,17 @@ func.func @attention_backward_lse_f16(%q: tensor<2x8x4x16xf16>, %lse: tensor<2x4
 
 // -----
 
+func.func @attention_backward_softcap(%q: tensor<2x8x4x16xf32>, %lse: tensor<2x4x8xf32>) {
+  // expected-error @+1 {{softcap must be positive and finite}}
+  %0:3 = xfmr.fused_attention_backward %q, %q, %q, %q, %lse, %q {scale = 0.25 : f64, softcap = -1.0 : f64}
+         : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>,
+            tensor<2x4x8xf32>, tensor<2x8x4x16xf32>)
+         -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>)
+  return
+}
+
+// -----
+
 func.func @attention_backward_lse(%q: tensor<2x8x4x16xf32>, %lse: tensor<2x8x4xf32>) {
   // expected-error @+1 {{logsumexp must be [2, 4, 8]}}
   %0:3 = xfmr.fused_attention_backward %q, %q, %q, %q, %lse, %q {scale = 0.25 : f64}

@@ -139,6 +139,11 @@ func.func @backward(%y: tensor<4x8xf32>, %dy: tensor<4x8xf32>, %g: tensor<8xf32>
          : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>,
             tensor<2x4x8xf32>, tensor<2x8x4x16xf32>, tensor<2x8xi1>)
          -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>)
+  // CHECK: xfmr.fused_attention_backward {{.*}} {causal, scale = 2.500000e-01 : f64, softcap = 5.000000e+01 : f64, window = 4 : i64}
+  %6:3 = xfmr.fused_attention_backward %q, %q, %q, %q, %lse, %q {causal, scale = 0.25 : f64, window = 4 : i64, softcap = 50.0 : f64}
+         : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>,
+            tensor<2x4x8xf32>, tensor<2x8x4x16xf32>)
+         -> (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>)
   return
 }
 

@@ -56,16 +56,17 @@ func.func @loss(%x: tensor<2x4x8xf32> {xfmr.input = "x"}, %t: tensor<2x4xi32> {x
 }
 
 // Fused attention: the forward also returns the per-row logsumexp, which
-// the FlashAttention-2 backward takes instead of a probability matrix.
+// the FlashAttention-2 backward takes instead of a probability matrix; it
+// keeps the forward's window and soft cap.
 // ATTN-LABEL: func.func @attention_grad
-// ATTN: %[[O:.*]], %[[LSE:.*]] = xfmr.fused_attention %arg0, %arg1, %arg2 {causal, scale = 2.500000e-01 : f64} {{.*}} -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
-// ATTN: xfmr.fused_attention_backward %arg0, %arg1, %arg2, %[[O]], %[[LSE]], %{{.*}} {causal, scale = 2.500000e-01 : f64}
+// ATTN: %[[O:.*]], %[[LSE:.*]] = xfmr.fused_attention %arg0, %arg1, %arg2 {causal, scale = 2.500000e-01 : f64, softcap = 2.000000e+01 : f64, window = 4 : i64} {{.*}} -> (tensor<2x8x4x16xf32>, tensor<2x4x8xf32>)
+// ATTN: xfmr.fused_attention_backward %arg0, %arg1, %arg2, %[[O]], %[[LSE]], %{{.*}} {causal, scale = 2.500000e-01 : f64, softcap = 2.000000e+01 : f64, window = 4 : i64}
 // ATTN-NOT: tensor<2x4x8x8xf32>
 // ATTN: return
 func.func @attention(%q: tensor<2x8x4x16xf32> {xfmr.param = "q"}, %k: tensor<2x8x4x16xf32> {xfmr.param = "k"},
                      %v: tensor<2x8x4x16xf32> {xfmr.param = "v"}, %r: tensor<2x8x4x16xf32> {xfmr.input = "r"})
     -> (tensor<f32> {xfmr.output = "loss"}) {
-  %o = xfmr.fused_attention %q, %k, %v {causal, scale = 0.25 : f64}
+  %o = xfmr.fused_attention %q, %k, %v {causal, scale = 0.25 : f64, window = 4 : i64, softcap = 20.0 : f64}
        : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
   %p = xfmr.mul %o, %r : (tensor<2x8x4x16xf32>, tensor<2x8x4x16xf32>) -> tensor<2x8x4x16xf32>
   %f = xfmr.reshape %p : (tensor<2x8x4x16xf32>) -> tensor<1024xf32>

@@ -9,7 +9,11 @@ float64 forward on the same padded batch, every weight:
 Then `xfmrc DIR --train` from the same checkpoint: a few steps on a small
 corpus must lower the loss.
 
-  hf_grads.py --xfmrc PATH --workdir DIR CASE [CASE...]
+  hf_grads.py --xfmrc PATH --workdir DIR [--xfmrc-flag FLAG]... [--gradients-only]
+              CASE [CASE...]
+
+--xfmrc-flag adds a flag to both compilations (--emulate-gpu-kernels: the
+GPU kernels, their thread blocks run as loops on the CPU).
 
 Runs under the oracle's virtual environment (scripts/install-oracle.sh).
 """
@@ -38,6 +42,12 @@ CASES = {
     "gemma": (tf.GemmaForCausalLM, lambda: decoder_config(tf.GemmaConfig, head_dim=8)),
     # A sliding window of 5 keys over 12.
     "mistral": (tf.MistralForCausalLM, lambda: decoder_config(tf.MistralConfig, sliding_window=5)),
+    # Soft-capped scores (about where these random ones reach) and logits,
+    # alternating windowed and full layers.
+    "gemma2": (tf.Gemma2ForCausalLM,
+               lambda: decoder_config(tf.Gemma2Config, head_dim=8, sliding_window=5,
+                                      query_pre_attn_scalar=16, attn_logit_softcapping=2.0,
+                                      final_logit_softcapping=5.0)),
 }
 
 
@@ -53,7 +63,7 @@ def gradients(args, case, cls, model, directory, workdir):
     save_file({"input_ids": ids.int().numpy(), "attention_mask": mask.int().numpy(),
                "labels": labels.int().numpy()}, inputs)
     program = os.path.join(workdir, "grad")
-    subprocess.run([args.xfmrc, directory, "--grad", "--batch=2", f"--seq-len={seq_len}",
+    subprocess.run([args.xfmrc, *args.xfmrc_flag, directory, "--grad", "--batch=2", f"--seq-len={seq_len}",
                     "-o", program], check=True)
     outputs = os.path.join(workdir, "grads.safetensors")
     subprocess.run([program, f"--inputs={inputs}", f"--output={outputs}"], check=True)
@@ -103,7 +113,7 @@ def training(args, case, directory, workdir):
         for start in rng.integers(3, 60, size=64):
             f.write(" ".join(str(start + i) for i in range(12)) + "\n")
     trainer = os.path.join(workdir, "train")
-    subprocess.run([args.xfmrc, "--train", directory, "--batch=8", "--seq-len=12", "--lr=1e-2",
+    subprocess.run([args.xfmrc, *args.xfmrc_flag, "--train", directory, "--batch=8", "--seq-len=12", "--lr=1e-2",
                     "--warmup-steps=5", "--steps=60", "-o", trainer], check=True)
     log = subprocess.run([trainer, f"--train={data}", "--log-every=10", "--threads=2",
                           f"--weights={os.path.join(directory, 'model.safetensors')}"],
@@ -122,6 +132,9 @@ def main():
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rel-tol", type=float, default=1e-4)
+    parser.add_argument("--xfmrc-flag", action="append", default=[])
+    parser.add_argument("--gradients-only", action="store_true",
+                        help="skip the fine-tuning run")
     parser.add_argument("cases", nargs="+", choices=sorted(CASES))
     args = parser.parse_args()
     ok = True
@@ -134,7 +147,8 @@ def main():
         randomize(model, torch.Generator().manual_seed(args.seed))
         model.save_pretrained(directory)
         ok &= gradients(args, case, cls, model, directory, workdir)
-        ok &= training(args, case, directory, workdir)
+        if not args.gradients_only:
+            ok &= training(args, case, directory, workdir)
     return 0 if ok else 1
 
 

@@ -127,6 +127,8 @@ AttentionOperands attentionOperands(KernelBuilder &kb, OpTy op, mlir::ValueRange
   in.scale = op.getScale().convertToDouble();
   in.causal = op.getCausal();
   in.window = static_cast<int64_t>(op.getWindow().value_or(0));
+  if (std::optional<llvm::APFloat> cap = op.getSoftcap())
+    in.softcap = cap->convertToDouble();
   if (Value padding = op.getPaddingMask()) {
     auto scalar = [&](double value) -> Value {
       auto scalarType = RankedTensorType::get({}, f32);
@@ -139,8 +141,6 @@ AttentionOperands attentionOperands(KernelBuilder &kb, OpTy op, mlir::ValueRange
   }
   if constexpr (std::is_same_v<OpTy, FusedAttentionOp>) {
     in.groups = op.getQueryHeadsPerKeyHead();
-    if (std::optional<llvm::APFloat> cap = op.getSoftcap())
-      in.softcap = cap->convertToDouble();
     if (Value offset = op.getQueryOffset())
       in.queryOffset = kb.readBuffer(offset);
     if (Value length = op.getKeyLength())

@@ -526,8 +526,15 @@ private:
           Value column = kb.index(v * lanes);
           Value prob = kb.exp(kb.sub(score, lse));
           Value gradProb = kb.loadVector(p.gradScores, {i, column});
+          Value gradScore = kb.mul(prob, kb.sub(gradProb, dot));
+          // Through the cap, at the scaled score (finite: a masked key's
+          // probability of 0 keeps its gradient 0).
+          if (in.softcap)
+            gradScore = kb.mul(
+                gradScore,
+                lowering::softcapSlope(b, loc, kb.loadVector(p.probs, {i, column}), in.softcap));
           kb.storeVector(prob, p.probs, {i, column});
-          kb.storeVector(kb.mul(prob, kb.sub(gradProb, dot)), p.gradScores, {i, column});
+          kb.storeVector(gradScore, p.gradScores, {i, column});
         }
       });
     });

@@ -361,7 +361,7 @@ private:
                             return kb.load(gradOutTile, {i, c});
                           },
                           [&](Value c) { return kb.load(value, block.at(t, {c})); }, kb.f32(0.0));
-                      Value gradS = kb.mul(p, kb.sub(gradP, kb.load(dotTile, {i})));
+                      Value gradS = scoreGradient(p, gradP, kb.load(dotTile, {i}), qk);
                       forHeadDim([&](Value c) {
                         SmallVector<Value> at = block.at(t, {c});
                         kb.store(kb.fma(p, kb.load(gradOutTile, {i, c}), kb.load(gradValue, at)),
@@ -441,7 +441,7 @@ private:
                                       return kb.load(valueTile, {j, c});
                                     },
                                     kb.f32(0.0));
-                  Value gradS = kb.mul(p, kb.sub(gradP, rowDot));
+                  Value gradS = scoreGradient(p, gradP, rowDot, qk);
                   forHeadDim([&](Value c) {
                     SmallVector<Value> at = block.at(t, {c});
                     kb.store(kb.fma(gradS, kb.load(keyTile, {j, c}), kb.load(gradQuery, at)),

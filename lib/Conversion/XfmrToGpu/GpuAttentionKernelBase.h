@@ -93,6 +93,13 @@ protected:
     return kb.select(limits().isVisible(bi, row, key), dot, kb.f32(kernels::kNegInf));
   }
 
+  /// The gradient of the scaled score `dot` of probability `p`: p (dP -
+  /// rowsum(dO O)), times the soft cap's slope at `dot` under one.
+  mlir::Value scoreGradient(mlir::Value p, mlir::Value gradP, mlir::Value rowDot, mlir::Value dot) {
+    mlir::Value gradS = kb.mul(p, kb.sub(gradP, rowDot));
+    return in.softcap ? kb.mul(gradS, lowering::softcapSlope(b, loc, dot, in.softcap)) : gradS;
+  }
+
   /// e^(score - lse), 0 where the score or the row's lse is -inf (a masked
   /// key, a row that sees nothing), without relying on the exponential's
   /// range.

@@ -279,9 +279,9 @@ public:
       : dims(op.getDims()), paddingMask(adaptor.getPaddingMask()),
         scale(op.getScale().convertToDouble()), causal(op.getCausal()),
         window(static_cast<int64_t>(op.getWindow().value_or(0))) {
+    if (std::optional<APFloat> cap = op.getSoftcap())
+      softcap = cap->convertToDouble();
     if constexpr (std::is_same_v<OpTy, FusedAttentionOp>) {
-      if (std::optional<APFloat> cap = op.getSoftcap())
-        softcap = cap->convertToDouble();
       queryOffset = adaptor.getQueryOffset();
       keyLength = adaptor.getKeyLength();
       positionBias = adaptor.getPositionBias();
@@ -346,15 +346,18 @@ public:
                                           perRow, offsets, sizes, unitStrides(b, 3));
   }
 
-  /// scale * qTile kTile^T plus the biases, -inf where a mask hides the key:
-  /// the scores of the queries from qStart and the keys from kStart.
+  /// scale * qTile kTile^T (soft-capped) plus the biases, -inf where a mask
+  /// hides the key: the scores of the queries from qStart and the keys from
+  /// kStart; `product`, if given, is set to qTile kTile^T.
   Value maskedScores(OpBuilder &b, Location loc, Value qTile, Value kTile, Value batchIv,
-                     Value head, Value qStart, Value kStart) {
+                     Value head, Value qStart, Value kStart, Value *product = nullptr) {
     int64_t rows = tensorTypeOf(qTile).getDimSize(0), cols = tensorTypeOf(kTile).getDimSize(0);
     auto scoreType = RankedTensorType::get({rows, cols}, elementType);
     Value scores = linalg::MatmulTransposeBOp::create(b, loc, scoreType, ValueRange{qTile, kTile},
                                                       filledTensor(b, loc, scoreType, 0.0))
                        .getResult(0);
+    if (product)
+      *product = scores;
     SmallVector<Value> inputs = {scores};
     bool hasPadding = static_cast<bool>(paddingMask);
     if (hasPadding)
@@ -571,16 +574,26 @@ struct FusedAttentionBackwardLowering : OpConversionPattern<FusedAttentionBackwa
                          Value queries, Value keys, Value values, Value gradOut) {
       int64_t rows = tensorTypeOf(queries).getDimSize(0);
       int64_t cols = tensorTypeOf(keys).getDimSize(0);
-      Value scores = t.maskedScores(b, loc, queries, keys, batchIv, head, qStart, kStart);
+      Value product;
+      Value scores = t.maskedScores(b, loc, queries, keys, batchIv, head, qStart, kStart, &product);
       Value probs =
           t.rowExp(b, loc, scores, t.extractRows(b, loc, lse, batchIv, head, qStart, rows));
       Value gradProbs = t.product<linalg::MatmulTransposeBOp>(b, loc, gradOut, values, rows, cols);
       Value dots = t.extractRows(b, loc, rowDot, batchIv, head, qStart, rows);
+      SmallVector<Value> inputs = {probs, gradProbs, asColumn(b, loc, dots)};
+      if (t.softcap)
+        inputs.push_back(product);
       Value gradScores = broadcastGeneric(
-          b, loc, tensorTypeOf(scores), ValueRange{probs, gradProbs, asColumn(b, loc, dots)},
-          [](OpBuilder &nb, Location l, ValueRange args) -> Value {
+          b, loc, tensorTypeOf(scores), inputs, [&](OpBuilder &nb, Location l, ValueRange args) {
             Value diff = arith::SubFOp::create(nb, l, args[1], args[2]);
-            return arith::MulFOp::create(nb, l, args[0], diff);
+            Value grad = arith::MulFOp::create(nb, l, args[0], diff);
+            if (!t.softcap)
+              return grad;
+            // Through the cap, at the scaled score.
+            Value scaled =
+                arith::MulFOp::create(nb, l, args[3], floatConstant(nb, l, t.elementType, t.scale));
+            return arith::MulFOp::create(nb, l, grad, softcapSlope(nb, l, scaled, t.softcap))
+                .getResult();
           });
       return Tile{probs, gradScores};
     };
