@@ -86,3 +86,12 @@ Value AttentionLimits::firstQuerySeeing(Value batch, Value key) {
     return index(0);
   return clamp(arith::SubIOp::create(b, loc, key, queryOffset(batch)), masks.seqQ);
 }
+
+Value AttentionLimits::queriesSeeingEnd(Value batch, Value key) {
+  if (!masks.window)
+    return index(masks.seqQ);
+  // Query i's window reaches down to its position - (window - 1).
+  Value last = arith::AddIOp::create(b, loc, arith::SubIOp::create(b, loc, key, queryOffset(batch)),
+                                     index(masks.window));
+  return clamp(last, masks.seqQ);
+}

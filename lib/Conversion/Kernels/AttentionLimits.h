@@ -65,6 +65,10 @@ public:
   /// The first query that sees key `key` (the queries before it see none
   /// of the keys from `key` on).
   mlir::Value firstQuerySeeing(mlir::Value batch, mlir::Value key);
+  /// One past the last query that sees key `key`: seq_q, or under a window
+  /// the last whose window still reaches it (the queries after it see none
+  /// of the keys up to `key`).
+  mlir::Value queriesSeeingEnd(mlir::Value batch, mlir::Value key);
 
 private:
   mlir::Value index(int64_t value);

@@ -488,13 +488,19 @@ private:
     zeroRows(p.gradK, kb.index(blockK));
     zeroRows(p.gradV, kb.index(blockK));
     // Query blocks that see this key block: from the first row that sees
-    // k0, to the end.
+    // k0, to the last whose window reaches the block's last key (the end
+    // without a window).
     Value firstBlock = kb.divui(limits().firstQuerySeeing(p.bi, k0), kBlockQ);
     int64_t fullBlocks = seqQ / kBlockQ;
-    kb.forLoop(kb.muli(firstBlock, kBlockQ), kb.index(fullBlocks * kBlockQ), kBlockQ,
+    Value endBlock =
+        kb.mini(kb.divui(kb.addi(limits().queriesSeeingEnd(p.bi, kb.addi(k0, kb.index(blockK - 1))),
+                                 kb.index(kBlockQ - 1)),
+                         kBlockQ),
+                kb.index(fullBlocks));
+    kb.forLoop(kb.muli(firstBlock, kBlockQ), kb.muli(endBlock, kBlockQ), kBlockQ,
                [&](Value q0) { emitTile(p, block, q0, kBlockQ); });
-    // The last query rows see every key, so a partial query block visits
-    // all key blocks.
+    // A partial last query block visits every key block (masked where its
+    // rows see none).
     if (int64_t tail = seqQ % kBlockQ)
       emitTile(p, block, kb.index(fullBlocks * kBlockQ), tail);
     // Write dK, dV for the block's keys before seq_k.

@@ -325,12 +325,15 @@ private:
               },
               /*barrier=*/false);
 
-          // The query rows before the first that sees k0 see none of the
-          // block's keys.
+          // The query rows before the first that sees k0, and under a window
+          // those after the last whose window reaches the block's last key,
+          // see none of the block's keys.
           Value firstTile = kb.divui(limits().firstQuerySeeing(bi, k0), queriesPerTile);
+          Value seeingEnd = limits().queriesSeeingEnd(bi, kb.addi(k0, kb.index(threads - 1)));
+          Value endTile =
+              kb.divui(kb.addi(seeingEnd, kb.index(queriesPerTile - 1)), queriesPerTile);
           kb.forLoop(
-              firstTile, kb.index(llvm::divideCeilSigned(seqQ, queriesPerTile)), 1,
-              [&](Value tile) {
+              firstTile, endTile, 1, [&](Value tile) {
                 Value q0 = kb.muli(tile, queriesPerTile);
                 block.phase([&](Value t) {
                   loadTiles(t, threads, bi, hi, q0, queriesPerTile, seqQ, {{in.q, queryTile}},

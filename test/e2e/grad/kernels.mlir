@@ -1,26 +1,28 @@
 // The f32 CPU kernels of the backward pass (FlashAttention-2 attention
 // backward with causal + padding masks, partial query and key blocks and
-// seq_k > seq_q with a bias; GEMMs with a transposed left operand for the
+// seq_k > seq_q with a bias; a sliding window of 20 over 300 positions,
+// whose key blocks skip the query blocks past their window, with soft-capped
+// scores; GEMMs with a transposed left operand for the
 // weight gradients; layer-norm and softmax backward, rows of 48 and of 21,
 // which leave a tail of lanes, with and without gamma) against PyTorch
 // autograd in float64.
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python %testlib/ops.py generate backward %t/inputs.safetensors
-// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z -o %t/grad
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z,wq,wk,wv -o %t/grad
 // RUN: %t/grad --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs.safetensors | FileCheck %s
 // The AVX-512 code shape (16 lanes, 32 registers), run here as split vectors.
-// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z --vector-lanes=16 -o %t/grad16
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z,wq,wk,wv --vector-lanes=16 -o %t/grad16
 // RUN: %t/grad16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs16.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs16.safetensors | FileCheck %s
 // The GPU kernels (attention forward and its two-kernel backward, GEMMs,
 // row kernels), their thread blocks run as loops on the CPU, each phase's
 // threads first to last, then last to first.
-// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z --emulate-gpu-kernels -o %t/grad-gpu
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z,wq,wk,wv --emulate-gpu-kernels -o %t/grad-gpu
 // RUN: %t/grad-gpu --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs-gpu.safetensors | FileCheck %s
-// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z --emulate-gpu-kernels --reverse-gpu-threads -o %t/grad-reversed
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z,wq,wk,wv --emulate-gpu-kernels --reverse-gpu-threads -o %t/grad-reversed
 // RUN: %t/grad-reversed --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-reversed.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs-reversed.safetensors | FileCheck %s
 // CHECK-DAG: PASS: loss
@@ -40,6 +42,9 @@
 // CHECK-DAG: PASS: grad:gamma2
 // CHECK-DAG: PASS: grad:beta2
 // CHECK-DAG: PASS: grad:z
+// CHECK-DAG: PASS: grad:wq
+// CHECK-DAG: PASS: grad:wk
+// CHECK-DAG: PASS: grad:wv
 // CHECK-NOT: FAIL
 
 func.func @loss(%q: tensor<2x150x2x32xf32> {xfmr.input = "q"}, %k: tensor<2x150x2x32xf32> {xfmr.input = "k"},
@@ -53,7 +58,9 @@ func.func @loss(%q: tensor<2x150x2x32xf32> {xfmr.input = "q"}, %k: tensor<2x150x
                 %r3: tensor<3x37x48xf32> {xfmr.input = "r3"}, %y: tensor<5x21xf32> {xfmr.input = "y"},
                 %gamma2: tensor<21xf32> {xfmr.param = "gamma2"}, %beta2: tensor<21xf32> {xfmr.param = "beta2"},
                 %r4: tensor<5x21xf32> {xfmr.input = "r4"}, %r5: tensor<5x21xf32> {xfmr.input = "r5"},
-                %z: tensor<3x9x37xf32> {xfmr.input = "z"}, %zt: tensor<3x9xi32> {xfmr.input = "zt"})
+                %z: tensor<3x9x37xf32> {xfmr.input = "z"}, %zt: tensor<3x9xi32> {xfmr.input = "zt"},
+                %wq: tensor<1x300x2x16xf32> {xfmr.input = "wq"}, %wk: tensor<1x300x2x16xf32> {xfmr.input = "wk"},
+                %wv: tensor<1x300x2x16xf32> {xfmr.input = "wv"}, %r6: tensor<1x300x2x16xf32> {xfmr.input = "r6"})
     -> (tensor<f32> {xfmr.output = "loss"}) {
   %a = xfmr.fused_attention %q, %k, %v padding_mask(%pad) {causal, scale = 0.17677669 : f64}
        : (tensor<2x150x2x32xf32>, tensor<2x150x2x32xf32>, tensor<2x150x2x32xf32>, tensor<2x150xi1>) -> tensor<2x150x2x32xf32>
@@ -93,10 +100,17 @@ func.func @loss(%q: tensor<2x150x2x32xf32> {xfmr.input = "q"}, %k: tensor<2x150x
   %ce = xfmr.cross_entropy %z, %zt : (tensor<3x9x37xf32>, tensor<3x9xi32>) -> tensor<f32>
   %s5 = xfmr.reshape %ce : (tensor<f32>) -> tensor<1xf32>
 
+  %w = xfmr.fused_attention %wq, %wk, %wv {causal, window = 20 : i64, softcap = 1.0 : f64, scale = 0.25 : f64}
+       : (tensor<1x300x2x16xf32>, tensor<1x300x2x16xf32>, tensor<1x300x2x16xf32>) -> tensor<1x300x2x16xf32>
+  %p6 = xfmr.mul %w, %r6 : (tensor<1x300x2x16xf32>, tensor<1x300x2x16xf32>) -> tensor<1x300x2x16xf32>
+  %f6 = xfmr.reshape %p6 : (tensor<1x300x2x16xf32>) -> tensor<9600xf32>
+  %s6 = xfmr.reduce %f6 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<9600xf32>) -> tensor<1xf32>
+
   %a12 = xfmr.add %s1, %s2 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
   %a34 = xfmr.add %s3, %s4 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
   %a345 = xfmr.add %a34, %s5 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
-  %total = xfmr.add %a12, %a345 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
+  %a3456 = xfmr.add %a345, %s6 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
+  %total = xfmr.add %a12, %a3456 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
   %loss = xfmr.reshape %total : (tensor<1xf32>) -> tensor<f32>
   return %loss : tensor<f32>
 }
