@@ -133,15 +133,17 @@ Rope readRope(ConfigReader &config, const DecoderStyle &style, ConfigReader *nes
     type = "longrope";
   double partial = parameters.positiveNumber("partial_rotary_factor",
                                              config.positiveNumber("partial_rotary_factor", 1.0));
+  // Errors name the key where the config has it.
+  ConfigReader &partialKey = parameters.has("partial_rotary_factor") ? parameters : config;
   if (partial > 1) {
-    config.error("partial_rotary_factor", "is above 1");
+    partialKey.error("partial_rotary_factor", "is above 1");
     return rope;
   }
   int64_t dim = static_cast<int64_t>(static_cast<double>(headDim) * partial);
   if (dim < 2 || dim % 2 != 0) {
-    config.error("partial_rotary_factor", "rotates " + Twine(dim) + " of the head's " +
-                                              Twine(headDim) +
-                                              " features; an even number from 2 is needed");
+    partialKey.error("partial_rotary_factor", "rotates " + Twine(dim) + " of the head's " +
+                                                  Twine(headDim) +
+                                                  " features; an even number from 2 is needed");
     return rope;
   }
   // Phi-3 keeps the pretraining length beside the rope parameters.

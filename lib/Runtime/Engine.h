@@ -2,7 +2,8 @@
 //
 // The engine runs requests (Generation) on a compiled generator whose batch
 // rows are slots: between decode steps it admits queued requests into free
-// slots and reads their prompts through the prefill entry a chunk at a time,
+// slots and reads their prompts through the prefill entry a chunk at a time
+// (a batch of one, a short chunk a token a decode step: decodedPromptLimit),
 // interleaved with one decode step of the slots already generating, so that
 // a long prompt never stalls the others; a finished or cancelled request
 // frees its slot at once. Each row is computed on its own and each request

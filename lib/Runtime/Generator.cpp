@@ -307,32 +307,27 @@ int64_t xfmr_generator::rowPrefillLimit() const {
 
 int64_t xfmr_generator::decodedPromptLimit() const {
   // A prefill chunk costs what it costs however few of its tokens are used.
-  // Chunks of 128 cost 9 (GPT-2 small, f32) to 24 (Llama-3.2-1B, int4)
-  // decode steps in docs/benchmarks.md, so up to a sixteenth of a chunk
-  // reads faster a token a step. Over a batch, decode steps cost more (each
-  // computes every row), and prefill_row reads a few prompts cheaply.
-  return batch == 1 ? prefill.tokens / 16 : 0;
+  // On the CPU, chunks of 128 cost 9 (GPT-2 small, f32) to 24 (Llama-3.2-1B,
+  // int4) decode steps in docs/benchmarks.md, so up to a sixteenth of a
+  // chunk, and at most 8 tokens (what was measured), read faster a token a
+  // step. Over a batch, decode steps cost more (each computes every row),
+  // and prefill_row reads a few prompts cheaply.
+  return batch == 1 ? std::min<int64_t>(prefill.tokens / 16, 8) : 0;
 }
 
 void xfmr_generator::call(Entry &entry, const std::vector<std::vector<int32_t>> &tokens,
                           float *logits) {
   checkTokens(tokens);
-  int64_t reading = 0;
   size_t longest = 0;
-  for (const std::vector<int32_t> &row : tokens) {
-    reading += !row.empty();
+  for (const std::vector<int32_t> &row : tokens)
     longest = std::max(longest, row.size());
-  }
   if (&entry == &prefill && static_cast<int64_t>(longest) <= decodedPromptLimit()) {
-    std::vector<std::vector<int32_t>> step(batch);
-    for (size_t t = 0; t < longest; ++t) {
-      for (int64_t b = 0; b < batch; ++b)
-        step[b].assign(tokens[b].begin() + std::min(t, tokens[b].size()),
-                       tokens[b].begin() + std::min(t + 1, tokens[b].size()));
-      run(decode, 0, batch, step.data(), logits);
-    }
-    return;
+    promptDecodeSteps += static_cast<int64_t>(longest);
+    return append(decode, tokens, logits);
   }
+  int64_t reading = 0;
+  for (const std::vector<int32_t> &row : tokens)
+    reading += !row.empty();
   // A row's logits are the same through either entry (the batch's rows are
   // computed apart), so the cheaper serves: the one-sequence entry for a
   // few prompts, the batch's for many (its products are larger, and run
@@ -794,6 +789,9 @@ private:
     finish(sequences, streaming, contextFull, generator.context);
     report("prompt", promptTokens,
            std::chrono::duration<double, std::milli>(promptRead - start).count());
+    if (generator.promptDecodeSteps)
+      std::fprintf(stderr, "prompt: %" PRId64 " tokens read a decode step each\n",
+                   generator.promptDecodeSteps);
     report("generation", generatedTokens,
            std::chrono::duration<double, std::milli>(end - promptRead).count());
     return 0;

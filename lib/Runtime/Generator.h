@@ -76,6 +76,8 @@ struct xfmr_generator {
   double loadSeconds = 0;
   /// Tokens in each sequence's cache.
   std::vector<int64_t> lengths;
+  /// Prompt tokens read through the decode entry (decodedPromptLimit).
+  int64_t promptDecodeSteps = 0;
 
   xfmr_generator(const char *encodeManifest, void (*encodeEntry)(void **),
                  const char *prefillManifest, void (*prefillEntry)(void **),

@@ -581,14 +581,15 @@ def gen_backward():
                 y=randn(5, 21), gamma2=1.0 + randn(21, scale=0.1), beta2=randn(21, scale=0.1),
                 r4=randn(5, 21), r5=randn(5, 21), z=randn(3, 9, 37, scale=3.0), zt=zt,
                 wq=randn(1, 300, 2, 16), wk=randn(1, 300, 2, 16), wv=randn(1, 300, 2, 16),
-                r6=randn(1, 300, 2, 16))
+                r6=randn(1, 300, 2, 16, scale=0.2), wq2=randn(1, 150, 2, 16),
+                r7=randn(1, 150, 2, 16, scale=0.2))
 
 
 def ref_backward(x):
     """The loss of test/e2e/grad/kernels.mlir and its gradients by autograd."""
     leaves = {name: t(x[name]).requires_grad_() for name in
               ("q", "k", "v", "cq", "ck", "cv", "x", "w1", "b1", "w2", "gamma", "beta", "y",
-               "gamma2", "beta2", "z", "wq", "wk", "wv")}
+               "gamma2", "beta2", "z", "wq", "wk", "wv", "wq2")}
     p = leaves
     keep = t(x["pad"])[:, None, None, :] & causal_keep(150, 150)
     a = attention_reference(p["q"], p["k"], p["v"], 0.17677669, keep=keep)
@@ -602,7 +603,11 @@ def ref_backward(x):
     # window of 20.
     i, j = torch.arange(300)[:, None], torch.arange(300)[None, :]
     w = softcapped_attention(p["wq"], p["wk"], p["wv"], 0.25, 1.0, (j <= i) & (j > i - 20))
-    loss = (w * t(x["r6"])).sum() + (a * t(x["r1"])).sum() + (b * t(x["r2"])).sum() + \
+    # The last 150 queries (bottom-right aligned), not capped.
+    i2 = i[150:]
+    w2 = attention_reference(p["wq2"], p["wk"], p["wv"], 0.25, keep=(j <= i2) & (j > i2 - 20))
+    loss = (w * t(x["r6"])).sum() + (w2 * t(x["r7"])).sum() + (a * t(x["r1"])).sum() + \
+        (b * t(x["r2"])).sum() + \
         (torch.softmax(n, -1) * t(x["r3"])).sum() + (torch.softmax(n2, -1) * t(x["r4"])).sum() + \
         (n3 * t(x["r5"])).sum() + \
         torch.nn.functional.cross_entropy(p["z"].reshape(-1, 37), t(x["zt"]).long().reshape(-1))

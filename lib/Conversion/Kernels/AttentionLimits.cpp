@@ -87,6 +87,12 @@ Value AttentionLimits::firstQuerySeeing(Value batch, Value key) {
   return clamp(arith::SubIOp::create(b, loc, key, queryOffset(batch)), masks.seqQ);
 }
 
+Value AttentionLimits::queryTilesSeeing(Value batch, Value key, int64_t tileRows) {
+  if (!masks.window)
+    return index(llvm::divideCeilSigned(masks.seqQ, tileRows));
+  return arith::CeilDivSIOp::create(b, loc, queriesSeeingEnd(batch, key), index(tileRows));
+}
+
 Value AttentionLimits::queriesSeeingEnd(Value batch, Value key) {
   if (!masks.window)
     return index(masks.seqQ);

@@ -8,7 +8,8 @@
 // over a cache, else bottom-right aligned), under a sliding window only the
 // last `window` of those. This is that logic, written
 // once: the visible key range of a query, the key tiles a query tile reads
-// and the ones it reads without masking, the first query that sees a key.
+// and the ones it reads without masking, the first query that sees a key
+// and, under a window, the last.
 // Padding and additive biases are per-score values the kernels add.
 //
 //===----------------------------------------------------------------------===//
@@ -69,6 +70,9 @@ public:
   /// the last whose window still reaches it (the queries after it see none
   /// of the keys up to `key`).
   mlir::Value queriesSeeingEnd(mlir::Value batch, mlir::Value key);
+  /// The tiles of `tileRows` queries up to that last query: all of seq_q's
+  /// (a constant) without a window.
+  mlir::Value queryTilesSeeing(mlir::Value batch, mlir::Value key, int64_t tileRows);
 
 private:
   mlir::Value index(int64_t value);

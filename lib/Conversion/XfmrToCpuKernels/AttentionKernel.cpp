@@ -491,18 +491,19 @@ private:
     // k0, to the last whose window reaches the block's last key (the end
     // without a window).
     Value firstBlock = kb.divui(limits().firstQuerySeeing(p.bi, k0), kBlockQ);
+    Value lastKey = kb.addi(k0, kb.index(blockK - 1));
     int64_t fullBlocks = seqQ / kBlockQ;
     Value endBlock =
-        kb.mini(kb.divui(kb.addi(limits().queriesSeeingEnd(p.bi, kb.addi(k0, kb.index(blockK - 1))),
-                                 kb.index(kBlockQ - 1)),
-                         kBlockQ),
-                kb.index(fullBlocks));
+        kb.mini(limits().queryTilesSeeing(p.bi, lastKey, kBlockQ), kb.index(fullBlocks));
     kb.forLoop(kb.muli(firstBlock, kBlockQ), kb.muli(endBlock, kBlockQ), kBlockQ,
                [&](Value q0) { emitTile(p, block, q0, kBlockQ); });
-    // A partial last query block visits every key block (masked where its
-    // rows see none).
-    if (int64_t tail = seqQ % kBlockQ)
-      emitTile(p, block, kb.index(fullBlocks * kBlockQ), tail);
+    // A partial last query block, where a row of it sees the block.
+    if (int64_t tail = seqQ % kBlockQ) {
+      Value tailStart = kb.index(fullBlocks * kBlockQ);
+      Value seen = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ult, tailStart,
+                                         limits().queriesSeeingEnd(p.bi, lastKey));
+      kb.ifThen(seen, [&] { emitTile(p, block, tailStart, tail); });
+    }
     // Write dK, dV for the block's keys before seq_k.
     Value rows = kb.mini(kb.index(blockK), kb.index(seqK));
     rows = kb.mini(rows, arith::SubIOp::create(b, loc, kb.index(seqK), k0));

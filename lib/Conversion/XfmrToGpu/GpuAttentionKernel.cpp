@@ -329,9 +329,8 @@ private:
           // those after the last whose window reaches the block's last key,
           // see none of the block's keys.
           Value firstTile = kb.divui(limits().firstQuerySeeing(bi, k0), queriesPerTile);
-          Value seeingEnd = limits().queriesSeeingEnd(bi, kb.addi(k0, kb.index(threads - 1)));
           Value endTile =
-              kb.divui(kb.addi(seeingEnd, kb.index(queriesPerTile - 1)), queriesPerTile);
+              limits().queryTilesSeeing(bi, kb.addi(k0, kb.index(threads - 1)), queriesPerTile);
           kb.forLoop(
               firstTile, endTile, 1, [&](Value tile) {
                 Value q0 = kb.muli(tile, queriesPerTile);
@@ -422,38 +421,40 @@ private:
               },
               /*barrier=*/false);
 
-          kb.forLoop(zero, limits().keyTiles(bi, q0, threads, keysPerTile), 1, [&](Value tile) {
-            Value k0 = kb.muli(tile, keysPerTile);
-            block.phase([&](Value t) {
-              loadTiles(t, threads, bi, hi, k0, keysPerTile, seqK,
-                        {{in.k, keyTile}, {in.v, valueTile}});
-            });
-            block.phase([&](Value t) {
-              ifRowExists(q0, t, seqQ, [&](Value row) {
-                Value lse = kb.load(rowTerms, block.at(t, {zero}));
-                Value rowDot = kb.load(rowTerms, block.at(t, {one}));
-                kb.forLoop(zero, kb.index(keysPerTile), 1, [&](Value j) {
-                  Value qk = dot([&](Value c) { return kb.load(query, block.at(t, {c})); },
-                                 [&](Value c) {
-                                   return kb.load(keyTile, {j, c});
-                                 },
-                                 kb.f32(0.0));
-                  Value p = probability(score(bi, hi, row, kb.addi(k0, j), qk), lse);
-                  Value gradP = dot([&](Value c) { return kb.load(gradOut, block.at(t, {c})); },
-                                    [&](Value c) {
-                                      return kb.load(valueTile, {j, c});
-                                    },
-                                    kb.f32(0.0));
-                  Value gradS = scoreGradient(p, gradP, rowDot, qk);
-                  forHeadDim([&](Value c) {
-                    SmallVector<Value> at = block.at(t, {c});
-                    kb.store(kb.fma(gradS, kb.load(keyTile, {j, c}), kb.load(gradQuery, at)),
-                             gradQuery, at);
+          kb.forLoop(
+              limits().firstKeyTile(bi, q0, keysPerTile),
+              limits().keyTiles(bi, q0, threads, keysPerTile), 1, [&](Value tile) {
+                Value k0 = kb.muli(tile, keysPerTile);
+                block.phase([&](Value t) {
+                  loadTiles(t, threads, bi, hi, k0, keysPerTile, seqK,
+                            {{in.k, keyTile}, {in.v, valueTile}});
+                });
+                block.phase([&](Value t) {
+                  ifRowExists(q0, t, seqQ, [&](Value row) {
+                    Value lse = kb.load(rowTerms, block.at(t, {zero}));
+                    Value rowDot = kb.load(rowTerms, block.at(t, {one}));
+                    kb.forLoop(zero, kb.index(keysPerTile), 1, [&](Value j) {
+                      Value qk = dot([&](Value c) { return kb.load(query, block.at(t, {c})); },
+                                     [&](Value c) {
+                                       return kb.load(keyTile, {j, c});
+                                     },
+                                     kb.f32(0.0));
+                      Value p = probability(score(bi, hi, row, kb.addi(k0, j), qk), lse);
+                      Value gradP = dot([&](Value c) { return kb.load(gradOut, block.at(t, {c})); },
+                                        [&](Value c) {
+                                          return kb.load(valueTile, {j, c});
+                                        },
+                                        kb.f32(0.0));
+                      Value gradS = scoreGradient(p, gradP, rowDot, qk);
+                      forHeadDim([&](Value c) {
+                        SmallVector<Value> at = block.at(t, {c});
+                        kb.store(kb.fma(gradS, kb.load(keyTile, {j, c}), kb.load(gradQuery, at)),
+                                 gradQuery, at);
+                      });
+                    });
                   });
                 });
               });
-            });
-          });
 
           block.phase(
               [&](Value t) {

@@ -323,6 +323,7 @@ private:
 
 void xfmr::gpu::emitMmaAttentionBackward(KernelBuilder &kb, const AttentionOperands &operands,
                                          Emulation emulate, bool warpgroupMma) {
+  assert(fitsMmaAttention(operands) && "windows and soft-caps are the f32 kernel's");
   auto q = cast<MemRefType>(operands.q.getType());
   Value rowDots = kb.allocate({q.getDimSize(operands.dims.batch), q.getDimSize(operands.dims.heads),
                                q.getDimSize(operands.dims.seq)},

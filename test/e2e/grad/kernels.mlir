@@ -2,27 +2,27 @@
 // backward with causal + padding masks, partial query and key blocks and
 // seq_k > seq_q with a bias; a sliding window of 20 over 300 positions,
 // whose key blocks skip the query blocks past their window, with soft-capped
-// scores; GEMMs with a transposed left operand for the
+// scores, and the last 150 of those queries over the same keys; GEMMs with a transposed left operand for the
 // weight gradients; layer-norm and softmax backward, rows of 48 and of 21,
 // which leave a tail of lanes, with and without gamma) against PyTorch
 // autograd in float64.
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python %testlib/ops.py generate backward %t/inputs.safetensors
-// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z,wq,wk,wv -o %t/grad
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z,wq,wk,wv,wq2 -o %t/grad
 // RUN: %t/grad --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs.safetensors | FileCheck %s
 // The AVX-512 code shape (16 lanes, 32 registers), run here as split vectors.
-// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z,wq,wk,wv --vector-lanes=16 -o %t/grad16
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z,wq,wk,wv,wq2 --vector-lanes=16 -o %t/grad16
 // RUN: %t/grad16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs16.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs16.safetensors | FileCheck %s
 // The GPU kernels (attention forward and its two-kernel backward, GEMMs,
 // row kernels), their thread blocks run as loops on the CPU, each phase's
 // threads first to last, then last to first.
-// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z,wq,wk,wv --emulate-gpu-kernels -o %t/grad-gpu
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z,wq,wk,wv,wq2 --emulate-gpu-kernels -o %t/grad-gpu
 // RUN: %t/grad-gpu --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-gpu.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs-gpu.safetensors | FileCheck %s
-// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z,wq,wk,wv --emulate-gpu-kernels --reverse-gpu-threads -o %t/grad-reversed
+// RUN: xfmrc %s --grad --grad-inputs=q,k,v,cq,ck,cv,x,y,z,wq,wk,wv,wq2 --emulate-gpu-kernels --reverse-gpu-threads -o %t/grad-reversed
 // RUN: %t/grad-reversed --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-reversed.safetensors
 // RUN: %python %testlib/ops.py check backward %t/inputs.safetensors %t/outputs-reversed.safetensors | FileCheck %s
 // CHECK-DAG: PASS: loss
@@ -45,6 +45,7 @@
 // CHECK-DAG: PASS: grad:wq
 // CHECK-DAG: PASS: grad:wk
 // CHECK-DAG: PASS: grad:wv
+// CHECK-DAG: PASS: grad:wq2
 // CHECK-NOT: FAIL
 
 func.func @loss(%q: tensor<2x150x2x32xf32> {xfmr.input = "q"}, %k: tensor<2x150x2x32xf32> {xfmr.input = "k"},
@@ -60,7 +61,8 @@ func.func @loss(%q: tensor<2x150x2x32xf32> {xfmr.input = "q"}, %k: tensor<2x150x
                 %r4: tensor<5x21xf32> {xfmr.input = "r4"}, %r5: tensor<5x21xf32> {xfmr.input = "r5"},
                 %z: tensor<3x9x37xf32> {xfmr.input = "z"}, %zt: tensor<3x9xi32> {xfmr.input = "zt"},
                 %wq: tensor<1x300x2x16xf32> {xfmr.input = "wq"}, %wk: tensor<1x300x2x16xf32> {xfmr.input = "wk"},
-                %wv: tensor<1x300x2x16xf32> {xfmr.input = "wv"}, %r6: tensor<1x300x2x16xf32> {xfmr.input = "r6"})
+                %wv: tensor<1x300x2x16xf32> {xfmr.input = "wv"}, %r6: tensor<1x300x2x16xf32> {xfmr.input = "r6"},
+                %wq2: tensor<1x150x2x16xf32> {xfmr.input = "wq2"}, %r7: tensor<1x150x2x16xf32> {xfmr.input = "r7"})
     -> (tensor<f32> {xfmr.output = "loss"}) {
   %a = xfmr.fused_attention %q, %k, %v padding_mask(%pad) {causal, scale = 0.17677669 : f64}
        : (tensor<2x150x2x32xf32>, tensor<2x150x2x32xf32>, tensor<2x150x2x32xf32>, tensor<2x150xi1>) -> tensor<2x150x2x32xf32>
@@ -104,7 +106,13 @@ func.func @loss(%q: tensor<2x150x2x32xf32> {xfmr.input = "q"}, %k: tensor<2x150x
        : (tensor<1x300x2x16xf32>, tensor<1x300x2x16xf32>, tensor<1x300x2x16xf32>) -> tensor<1x300x2x16xf32>
   %p6 = xfmr.mul %w, %r6 : (tensor<1x300x2x16xf32>, tensor<1x300x2x16xf32>) -> tensor<1x300x2x16xf32>
   %f6 = xfmr.reshape %p6 : (tensor<1x300x2x16xf32>) -> tensor<9600xf32>
-  %s6 = xfmr.reduce %f6 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<9600xf32>) -> tensor<1xf32>
+  %s6w = xfmr.reduce %f6 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<9600xf32>) -> tensor<1xf32>
+  %wa2 = xfmr.fused_attention %wq2, %wk, %wv {causal, window = 20 : i64, scale = 0.25 : f64}
+       : (tensor<1x150x2x16xf32>, tensor<1x300x2x16xf32>, tensor<1x300x2x16xf32>) -> tensor<1x150x2x16xf32>
+  %p7 = xfmr.mul %wa2, %r7 : (tensor<1x150x2x16xf32>, tensor<1x150x2x16xf32>) -> tensor<1x150x2x16xf32>
+  %f7 = xfmr.reshape %p7 : (tensor<1x150x2x16xf32>) -> tensor<4800xf32>
+  %s7 = xfmr.reduce %f7 {kind = #xfmr.reduce_kind<sum>, axis = 0} : (tensor<4800xf32>) -> tensor<1xf32>
+  %s6 = xfmr.add %s6w, %s7 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
 
   %a12 = xfmr.add %s1, %s2 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
   %a34 = xfmr.add %s3, %s4 : (tensor<1xf32>, tensor<1xf32>) -> tensor<1xf32>
