@@ -1158,7 +1158,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> xfmr::buildModel(MLIRContext &context,
       entries.push_back({EntryKind::Prefill, kRowPrefillEntry, 1});
   }
   for (const EntryToBuild &entry : entries) {
-    if (entry.name == kRowPrefillEntry && prefillChunk(*module) <= kSkinnyProductRows)
+    if (entry.name == kRowPrefillEntry && prefillChunk(*module) <= kSmallProductRows)
       continue;
     ModelRequest entryRequest = request;
     entryRequest.batch = entry.batch;

@@ -14,11 +14,11 @@
 // two one-panel chunks and the 12-column tail, 44 = 2 x 16 + 12); B packed
 // per chunk, a 6 x 2-vector register tile (AVX2) accumulated over all of K,
 // the epilogue applied in registers, one store per vector; the tail (one
-// full and one masked vector) and the 4-row tail (16 = 2 x 6 + 4) get their
+// full and one masked vector) and the 4-row tail (22 = 3 x 6 + 4) get their
 // own tiles.
 // CHECK-LABEL: func @gemm
 // CHECK: %[[W:.*]] = bufferization.to_buffer %{{.*}} read_only : tensor<16x44xf32> to memref<16x44xf32, strided<[?, 1], offset: ?>>
-// CHECK: %[[C:.*]] = memref.alloc() {alignment = 64 : i64} : memref<16x44xf32>
+// CHECK: %[[C:.*]] = memref.alloc() {alignment = 64 : i64} : memref<22x44xf32>
 // CHECK: scf.forall (%{{.*}}) in (3)
 // CHECK: scf.if
 // CHECK: %[[PACKED:.*]] = memref.alloc() {alignment = 64 : i64} : memref<1x16x16xf32>
@@ -39,9 +39,9 @@
 // CHECK-NOT: xfmr.fused_linear
 // WIDE-LABEL: func @gemm
 // WIDE: -> (vector<16xf32>, vector<16xf32>,
-func.func @gemm(%x: tensor<2x8x16xf32>, %w: tensor<16x44xf32>, %b: tensor<44xf32>) -> tensor<2x8x44xf32> {
-  %y = xfmr.fused_linear %x, %w bias(%b) {activation = #xfmr.activation<relu>} : (tensor<2x8x16xf32>, tensor<16x44xf32>, tensor<44xf32>) -> tensor<2x8x44xf32>
-  return %y : tensor<2x8x44xf32>
+func.func @gemm(%x: tensor<2x11x16xf32>, %w: tensor<16x44xf32>, %b: tensor<44xf32>) -> tensor<2x11x44xf32> {
+  %y = xfmr.fused_linear %x, %w bias(%b) {activation = #xfmr.activation<relu>} : (tensor<2x11x16xf32>, tensor<16x44xf32>, tensor<44xf32>) -> tensor<2x11x44xf32>
+  return %y : tensor<2x11x44xf32>
 }
 
 // -----
@@ -68,9 +68,9 @@ func.func @gemm(%x: tensor<2x8x16xf32>, %w: tensor<16x44xf32>, %b: tensor<44xf32
 // CHECK: vector.maskedstore
 // WIDE-LABEL: func @gemm_nk
 // WIDE-COUNT-64: vector.shuffle %{{.*}} : vector<16xf32>, vector<16xf32>
-func.func @gemm_nk(%x: tensor<16x20xf32>, %w: tensor<36x20xf32>) -> tensor<16x36xf32> {
-  %y = xfmr.fused_linear %x, %w {transpose_weight} : (tensor<16x20xf32>, tensor<36x20xf32>) -> tensor<16x36xf32>
-  return %y : tensor<16x36xf32>
+func.func @gemm_nk(%x: tensor<17x20xf32>, %w: tensor<36x20xf32>) -> tensor<17x36xf32> {
+  %y = xfmr.fused_linear %x, %w {transpose_weight} : (tensor<17x20xf32>, tensor<36x20xf32>) -> tensor<17x36xf32>
+  return %y : tensor<17x36xf32>
 }
 
 // -----
@@ -100,29 +100,89 @@ func.func @skinny_kn(%x: tensor<2x64xf32>, %w: tensor<64x20xf32>) -> tensor<2x20
 // -----
 
 // A [N, K] weight with a few rows of A: each output a dot product along
-// one contiguous row of the weight, a row to an iteration of the parallel
-// loop, read from start to end as 4 vectors a step into 4 sums per row of A
-// (8 accumulators), the depth tail (20 = 8 + 8 + 4) masked, the sums added,
-// reduced and finished as a scalar. No software prefetch: each thread reads
-// one sequential stream.
+// one contiguous row of the weight. A parallel task takes a block of 5 rows
+// of the weight (AVX2: 2 x 5 accumulators, 5 of the weight's vectors and
+// one of A's fit 16 registers), here 7 = 5 + 2, the 2-row tail its own
+// sweep; each step loads a vector of each of the block's rows and one of
+// each row of A, the depth tail (84 = 10 x 8 + 4) masked; the sums are
+// reduced and finished as scalars. One group of A's rows: no prefetch.
 // CHECK-LABEL: func @skinny_nk
+// CHECK: %[[X:.*]] = bufferization.to_buffer %{{.*}} : tensor<2x84xf32>
 // CHECK: %[[W:.*]] = bufferization.to_buffer %{{.*}} : tensor<7x84xf32>
 // CHECK-NOT: memref.prefetch
-// CHECK: scf.forall (%[[N:.*]]) in (7)
-// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c32 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
-// CHECK-COUNT-4: vector.load %[[W]][%[[N]], %{{.*}}]
+// CHECK: scf.forall (%[[BLOCK:.*]]) in (2)
+// CHECK: %[[N:.*]] = arith.muli %[[BLOCK]], %c5
+// CHECK: scf.if
+// CHECK: scf.for %[[K:.*]] = %c0 to %c80 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK-COUNT-5: vector.load %[[W]][%{{.*}}, %[[K]]]
+// CHECK: vector.load %[[X]][%c0, %[[K]]]
+// CHECK-COUNT-5: vector.fma
+// CHECK: vector.load %[[X]][%c1, %[[K]]]
+// CHECK-COUNT-5: vector.fma
 // CHECK: scf.yield
-// CHECK-COUNT-2: vector.load %[[W]][%[[N]], %{{.*}}]
-// CHECK: vector.maskedload %[[W]][%[[N]], %{{.*}}]
-// CHECK-NOT: vector.load %[[W]]
+// CHECK-COUNT-5: vector.maskedload %[[W]][%{{.*}}, %c80]
 // CHECK: vector.reduction <add>
-// CHECK: memref.store %{{.*}}, %{{.*}}[%c0, %[[N]]]
+// CHECK: memref.store %{{.*}}, %{{.*}}[%c0, %{{.*}}]
 // CHECK: vector.reduction <add>
-// CHECK: memref.store %{{.*}}, %{{.*}}[%c1, %[[N]]]
+// CHECK: memref.store %{{.*}}, %{{.*}}[%c1, %{{.*}}]
+// CHECK: } else {
+// CHECK: scf.for %{{.*}} = %c0 to %c80 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK-NOT: memref.prefetch
 func.func @skinny_nk(%x: tensor<2x84xf32>, %w: tensor<7x84xf32>) -> tensor<2x7xf32> {
   %y = xfmr.fused_linear %x, %w {transpose_weight} : (tensor<2x84xf32>, tensor<7x84xf32>) -> tensor<2x7xf32>
   return %y : tensor<2x7xf32>
+}
+
+// -----
+
+// More rows than a group (a batched decode step): 14 rows in groups of
+// 5, 5 and 4, one after the other over the same block of the weight (AVX-512:
+// 5 x 5 accumulators), which the later groups find in cache; the groups
+// prefetch the next block's rows meanwhile, each its own (rows 0 and 3, 1
+// and 4, 2 of the next block), into L2.
+// WIDE-LABEL: func @dot_rows_groups
+// WIDE: %[[W:.*]] = bufferization.to_buffer %{{.*}} : tensor<40x64xf32>
+// WIDE: scf.forall (%{{.*}}) in (8)
+// WIDE: scf.for %[[K:.*]] = %c0 to %c64 step %c16 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// WIDE-COUNT-2: memref.prefetch %[[W]][%{{.*}}, %[[K]]], read, locality<2>, data
+// WIDE-NOT: memref.prefetch
+// WIDE-COUNT-25: vector.fma
+// WIDE: memref.store %{{.*}}, %{{.*}}[%c4, %{{.*}}]
+// WIDE: scf.for %[[K:.*]] = %c0 to %c64 step %c16 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// WIDE-COUNT-2: memref.prefetch %[[W]][%{{.*}}, %[[K]]]
+// WIDE-NOT: memref.prefetch
+// WIDE: memref.store %{{.*}}, %{{.*}}[%c9, %{{.*}}]
+// WIDE: scf.for %[[K:.*]] = %c0 to %c64 step %c16 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// WIDE-COUNT-1: memref.prefetch %[[W]][%{{.*}}, %[[K]]]
+// WIDE-NOT: memref.prefetch
+// WIDE: memref.store %{{.*}}, %{{.*}}[%c13, %{{.*}}]
+// WIDE: bufferization.to_tensor
+// AVX2: groups of 2 x 5 accumulators.
+// CHECK-LABEL: func @dot_rows_groups
+// CHECK: scf.forall (%{{.*}}) in (20)
+// CHECK: scf.for %{{.*}} -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// CHECK: memref.prefetch
+func.func @dot_rows_groups(%x: tensor<14x64xf32>, %w: tensor<40x64xf32>) -> tensor<14x40xf32> {
+  %y = xfmr.fused_linear %x, %w {transpose_weight} : (tensor<14x64xf32>, tensor<40x64xf32>) -> tensor<14x40xf32>
+  return %y : tensor<14x40xf32>
+}
+
+// -----
+
+// A [K, N] weight and a few more rows than the skinny products take: the
+// register tiles read the weight's panels in place, unpacked (each panel is
+// read by 2 tiles of rows, 12 = 6 + 6, too few to repay a packed copy).
+// CHECK-LABEL: func @small_kn
+// CHECK: %[[W:.*]] = bufferization.to_buffer %{{.*}} : tensor<64x40xf32>
+// CHECK-NOT: memref.alloc() {{.*}} : memref<{{.*}}x64x16xf32>
+// CHECK: scf.forall
+// CHECK: scf.for %[[COL:.*]] = %{{.*}} to %{{.*}} step %c16
+// CHECK: scf.for %[[K:.*]] = %c0 to %c64 step %c1 iter_args
+// CHECK: %[[AT:.*]] = arith.addi %[[COL]], %c0
+// CHECK: vector.load %[[W]][%[[K]], %[[AT]]]
+func.func @small_kn(%x: tensor<12x64xf32>, %w: tensor<64x40xf32>) -> tensor<12x40xf32> {
+  %y = xfmr.fused_linear %x, %w : (tensor<12x64xf32>, tensor<64x40xf32>) -> tensor<12x40xf32>
+  return %y : tensor<12x40xf32>
 }
 
 // -----
@@ -831,19 +891,19 @@ func.func @bf16_gemm(%x: tensor<20x64xbf16>, %w: tensor<64x40xbf16>, %b: tensor<
 // -----
 
 // A product of few rows (decoding) with B^T [N, K], as decoding stores its
-// weights, reads both as stored: a thread's rows of B, 32 values a step on
-// vdpbf16ps for each of A's 3 rows, 4 steps in flight (12 sums carried
-// through the loop over 128 of the depth of 200; the tail, 32 + 32 + 8,
-// masked), the lanes summed and the epilogue applied per output.
+// weights, reads both as stored: blocks of 7 rows of B (3 x 7 sums carried
+// through the loop over 192 of the depth of 200; the tail of 8 masked), 32
+// values a step on vdpbf16ps, the lanes summed and the epilogue applied per
+// output; 40 = 5 x 7 + 5, the last block its own sweep.
 // BF16-LABEL: func @bf16_skinny_rows
 // BF16-NOT: arith.extf {{.*}} : tensor<
-// BF16: scf.forall (%[[N:.*]]) in (40)
-// BF16: scf.for %{{.*}} = %c0 to %c128 step %c128 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
-// BF16: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x200xbf16, strided<[?, 1], offset: ?>>, vector<32xbf16>
+// BF16: scf.forall (%{{.*}}) in (6)
+// BF16: scf.for %{{.*}} = %c0 to %c192 step %c32 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// BF16-COUNT-7: vector.load %{{.*}} : memref<40x200xbf16, strided<[?, 1], offset: ?>>, vector<32xbf16>
 // BF16: vector.load %{{.*}} : memref<3x200xbf16, strided<[?, 1], offset: ?>>, vector<32xbf16>
-// BF16-COUNT-12: func.call @llvm.x86.avx512bf16.dpbf16ps.512
+// BF16-COUNT-7: func.call @llvm.x86.avx512bf16.dpbf16ps.512
 // BF16: scf.yield
-// BF16: vector.maskedload %{{.*}}[%[[N]], %{{.*}}], %{{.*}} : memref<40x200xbf16, strided<[?, 1], offset: ?>>, vector<32xi1>, vector<32xbf16> into vector<32xbf16>
+// BF16: vector.maskedload %{{.*}}[%{{.*}}, %c192], %{{.*}} : memref<40x200xbf16, strided<[?, 1], offset: ?>>, vector<32xi1>, vector<32xbf16> into vector<32xbf16>
 // BF16: vector.reduction <add>, %{{.*}} : vector<16xf32> into f32
 // BF16: math.tanh
 func.func @bf16_skinny_rows(%x: tensor<3x200xbf16>, %w: tensor<40x200xbf16>, %b: tensor<40xf32>) -> tensor<3x40xf32> {

@@ -498,7 +498,11 @@ def gen_linear():
                 xd=randn(19, 1024), wd=randn(1024, 40, scale=0.05),
                 # The most rows a skinny product takes, 16-byte loads of a
                 # [K, N] weight (N a multiple of 4), K short of the slices.
-                xk8=randn(8, 72), wk8=randn(72, 132, scale=0.1), bk8=randn(132, scale=0.5))
+                xk8=randn(8, 72), wk8=randn(72, 132, scale=0.1), bk8=randn(132, scale=0.5),
+                # A batched decode step: 16 rows in groups over blocks of an
+                # [N, K] weight, the last block of one row, K with a tail.
+                xq=randn(16, 100), wq=randn(45, 100, scale=0.1), bq=randn(45, scale=0.5),
+                rq=randn(16, 45))
 
 
 def ref_linear(x):
@@ -520,7 +524,9 @@ def ref_linear(x):
                 + t(x["rs"]),
                 skinny_nk_tanh=torch.tanh(t(x["xm"]) @ t(x["wst"]).T + t(x["bs"])),
                 deep_relu=torch.relu(t(x["xd"]) @ t(x["wd"])),
-                skinny_kn_gelu=gelu(t(x["xk8"]) @ t(x["wk8"]) + t(x["bk8"])))
+                skinny_kn_gelu=gelu(t(x["xk8"]) @ t(x["wk8"]) + t(x["bk8"])),
+                batch_nk_gelu_residual=gelu(t(x["xq"]) @ t(x["wq"]).T + t(x["bq"]),
+                                            approximate="tanh") + t(x["rq"]))
 
 
 def gen_elementwise():

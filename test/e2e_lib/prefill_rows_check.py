@@ -29,9 +29,9 @@ def generate(generator, weights, prompts, path):
 def main():
     generator, weights, batch, workdir = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
     rng = np.random.default_rng(0)
-    # Two chunks of the first prompt, and others of other lengths.
+    # Two chunks of 32 of the first prompt, and others of other lengths.
     prompts = [rng.integers(1, 250, size=int(n)).tolist()
-               for n in [20] + list(rng.integers(3, 30, size=batch - 1))]
+               for n in [40] + list(rng.integers(3, 50, size=batch - 1))]
     alone = generate(generator, weights, prompts[:1], os.path.join(workdir, "alone.safetensors"))
     together = generate(generator, weights, prompts, os.path.join(workdir, "batch.safetensors"))
     same = all(np.array_equal(a, b) for a, b in zip(alone, together))

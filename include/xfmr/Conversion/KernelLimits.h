@@ -8,10 +8,14 @@
 namespace xfmr {
 
 /// Products of at most this many rows of A (decode steps) take kernels of
-/// their own on every target (the CPU's and the GPU's skinny products),
-/// which sum in another order than the tiled ones; a product of more rows
-/// computes each row alike, whatever their number.
+/// their own (the GPU's skinny products, the CPU's integer dot products).
 inline constexpr int64_t kSkinnyProductRows = 8;
+
+/// Products of at most this many rows may sum a row in another order than
+/// the tiled kernels of larger products (the CPU's dot products of rows take
+/// up to this many); a product of more rows computes each row alike,
+/// whatever their number.
+inline constexpr int64_t kSmallProductRows = 16;
 
 } // namespace xfmr
 

@@ -237,6 +237,11 @@ void KernelBuilder::store(Value value, Value buffer, ValueRange indices) {
   memref::StoreOp::create(b, loc, value, buffer, indices);
 }
 
+void KernelBuilder::prefetch(Value buffer, ValueRange indices) {
+  memref::PrefetchOp::create(b, loc, buffer, indices, /*isWrite=*/false, /*localityHint=*/2,
+                             /*isDataCache=*/true);
+}
+
 Value KernelBuilder::loadWidened(Value buffer, ValueRange indices) {
   Value value = load(buffer, indices);
   if (value.getType().isF32())

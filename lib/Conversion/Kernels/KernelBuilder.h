@@ -126,6 +126,9 @@ public:
 
   mlir::Value load(mlir::Value buffer, mlir::ValueRange indices);
   void store(mlir::Value value, mlir::Value buffer, mlir::ValueRange indices);
+  /// Asks for the cache line of `buffer` at `indices` to be brought into
+  /// L2 ahead of its use.
+  void prefetch(mlir::Value buffer, mlir::ValueRange indices);
   /// buffer[indices] as f32 (bf16 and f16 values widened), and an f32
   /// value stored rounded to the element type of `buffer` (f32, bf16 or
   /// f16).

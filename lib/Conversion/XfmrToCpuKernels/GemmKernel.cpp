@@ -11,7 +11,8 @@
 // smaller tile. B may be bf16 or f16 (narrow weights), widened as it is
 // loaded or packed, or int8 with scales (xfmr.dequantize), converted and
 // scaled as it is loaded or packed, or 4 bits a value, unpacked the same
-// way. Skinny products (decoding) stream B once. With an integer dot
+// way. Products of a few rows (decoding) stream B once, as dot products of
+// rows of A and B^T (or slabs of B). With an integer dot
 // product (vpdpbusd, vpmaddubsw), products of an int8 or 4-bit B^T quantize
 // A to int8 and take integer dot products instead: the skinny ones, and
 // GEMMs of weights in groups along K (16, 32 or a multiple, or one per
@@ -378,77 +379,106 @@ void sweepDepth(KernelBuilder &kb, int64_t depth, int64_t width, SmallVector<Val
     step(kb.index(full), depth - full);
 }
 
-/// The skinny products of B^T [N, K] (a B read along K): each output a dot
-/// product of A's row with one row of B, read from start to end `width`
-/// values a step in `unroll` independent sums, contiguous spans of rows to a
-/// thread. One sequential stream per thread is what the hardware prefetchers
-/// follow best: GPT-2's bf16 rows streamed at the full read bandwidth so,
-/// against ~85% of it for 8 rows read side by side with software prefetches.
-/// `loadRow(n, col, valid)` reads a step of B's row n, `accumulate(acc, m,
-/// col, valid, row)` adds its products with A's row m; the sums' lanes are
+/// Rows up to which a product of B^T [N, K] takes dot products of rows
+/// (emitDotBlocks) rather than packing B for register tiles: decode steps,
+/// of one sequence or a batch, whose few rows cannot repay the packing.
+constexpr int64_t kDotBlockRows = xfmr::kSmallProductRows;
+
+/// The products of B^T [N, K] with an A of at most kDotBlockRows rows, each
+/// output a dot product of A's row with a row of B. A parallel task takes a
+/// block of a few rows of B and reads them along K `width` values a step
+/// (`loadB(n, col, valid)`), each step multiplied in registers with a group
+/// of up to 6 rows of A (`loadA(m, col, valid)`, `multiplyAdd(acc, a, b)`),
+/// then with the next group: B streams from memory once, the later groups
+/// find the block in L1 or L2, and the groups prefetch the next block
+/// meanwhile. Each output sums in one chain of vectors whose lanes are then
 /// added (times B's scale where it has one per output channel) and finished
-/// by the epilogue.
-void emitSkinnyRows(KernelBuilder &kb, const GemmOperands &g, int64_t width,
-                    llvm::function_ref<Value(Value, Value, int64_t)> loadRow,
-                    llvm::function_ref<Value(Value, Value, Value, int64_t, Value)> accumulate) {
-  // Accumulators for m rows x unroll vectors, plus A's and B's vectors.
-  int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 2) / g.m, 1, 4);
-  kb.parallelFor(g.n, [&](Value n) {
-    SmallVector<Value> acc(g.m * unroll, kb.splat(0.0));
-    sweepDepth(kb, g.k, unroll * width, acc, [&](Value k, int64_t valid) {
-      for (int64_t u = 0; u * width < valid; ++u) {
-        Value col = kb.addi(k, kb.index(u * width));
-        int64_t stepValid = std::min(width, valid - u * width);
-        Value row = loadRow(n, col, stepValid);
-        for (int64_t m = 0; m < g.m; ++m)
-          acc[m * unroll + u] = accumulate(acc[m * unroll + u], kb.index(m), col, stepValid, row);
+/// by the epilogue: the same order for a row whatever the number of rows.
+void emitDotBlocks(KernelBuilder &kb, const GemmOperands &g, int64_t width,
+                   llvm::function_ref<Value(Value, Value, int64_t)> loadB,
+                   llvm::function_ref<Value(Value, Value, int64_t)> loadA,
+                   llvm::function_ref<Value(Value, Value, Value)> multiplyAdd) {
+  // Groups of rows as even as they can be; accumulators for a group's rows
+  // x the block's columns, plus the block's vectors of B and one of A.
+  int64_t groups = (g.m + 5) / 6, groupRows = (g.m + groups - 1) / groups;
+  int64_t columns = std::clamp<int64_t>((kb.cpu().registers - 1) / (groupRows + 1), 2, 8);
+  int64_t blocks = (g.n + columns - 1) / columns, tail = g.n - (blocks - 1) * columns;
+  Value lastRow = kb.index(g.n - 1);
+  kb.parallelFor(blocks, [&](Value block) {
+    Value n = kb.muli(block, columns);
+    auto column = [&](int64_t c) { return kb.addi(n, kb.index(c)); };
+    auto sweep = [&](int64_t blockColumns) {
+      int64_t rows = 0;
+      for (int64_t group = 0, first = 0; group < groups; ++group, first += rows) {
+        rows = g.m / groups + (group < g.m % groups ? 1 : 0);
+        SmallVector<Value> acc(rows * blockColumns, kb.splat(0.0));
+        sweepDepth(kb, g.k, width, acc, [&](Value k, int64_t valid) {
+          // Group j prefetches the next block's rows j, j + groups, ...
+          for (int64_t c = group; groups > 1 && c < columns; c += groups)
+            kb.prefetch(g.b, {kb.mini(column(columns + c), lastRow),
+                              g.bits == 4 && g.bScales ? kb.divui(k, 2) : k});
+          SmallVector<Value> bVectors;
+          for (int64_t c = 0; c < blockColumns; ++c)
+            bVectors.push_back(loadB(column(c), k, valid));
+          for (int64_t r = 0; r < rows; ++r) {
+            Value aVector = loadA(kb.index(first + r), k, valid);
+            for (int64_t c = 0; c < blockColumns; ++c)
+              acc[r * blockColumns + c] =
+                  multiplyAdd(acc[r * blockColumns + c], aVector, bVectors[c]);
+          }
+        });
+        for (int64_t c = 0; c < blockColumns; ++c) {
+          Value scale =
+              g.scalesPerChannel() ? kb.loadWidened(g.bScales, {column(c), kb.index(0)}) : Value();
+          for (int64_t r = 0; r < rows; ++r) {
+            Value sum = kb.reduceAdd(acc[r * blockColumns + c]);
+            storeFinished(kb, g, scale ? kb.mul(sum, scale) : sum, kb.index(first + r), column(c),
+                          1, /*scalar=*/true);
+          }
+        }
       }
-    });
-    for (int64_t m = 0; m < g.m; ++m) {
-      Value total = acc[m * unroll];
-      for (int64_t u = 1; u < unroll; ++u)
-        total = kb.add(total, acc[m * unroll + u]);
-      Value sum = kb.reduceAdd(total);
-      if (g.scalesPerChannel())
-        sum = kb.mul(sum, kb.loadWidened(g.bScales, {n, kb.index(0)}));
-      storeFinished(kb, g, sum, kb.index(m), n, 1, /*scalar=*/true);
-    }
+    };
+    if (tail == columns)
+      return sweep(columns);
+    kb.ifThenElse(
+        kb.below(block, blocks - 1), [&] { sweep(columns); }, [&] { sweep(tail); });
   });
 }
 
 /// C = epilogue(A B^T) for B [N, K] in f32 (B widened, or int8 converted, in
 /// registers), a vector of lanes a step.
-void emitSkinnyGemmAlongN(KernelBuilder &kb, const GemmOperands &g) {
-  emitSkinnyRows(
+void emitDotBlocksF32(KernelBuilder &kb, const GemmOperands &g) {
+  emitDotBlocks(
       kb, g, kb.cpu().lanes,
       [&](Value n, Value col, int64_t valid) {
         return g.loadB(kb, n, col, valid, /*unscaled=*/g.scalesPerChannel());
       },
-      [&](Value acc, Value m, Value col, int64_t valid, Value row) {
-        return kb.fma(kb.loadVector(g.a, {m, col}, valid), row, acc);
-      });
+      [&](Value m, Value col, int64_t valid) {
+        return kb.loadVector(g.a, {m, col}, valid);
+      },
+      [&](Value acc, Value a, Value b) { return kb.fma(a, b, acc); });
 }
 
-/// C = epilogue(A B^T) for a bf16 A of at most kSkinnyRows rows and a bf16
-/// B^T [N, K] (K even) on AVX-512 BF16: the skinny products of
-/// `--dtype=bf16` decoding, both read as stored, 32 values a step on
-/// vdpbf16ps (a lane adds the products of two adjacent values: exact, as
-/// the f32 kernels' of widened values), where widening each value took two
-/// instructions more.
-void emitSkinnyGemmBf16Dot(KernelBuilder &kb, const GemmOperands &g) {
+/// C = epilogue(A B^T) for a bf16 A and a bf16 B^T [N, K] (K even) on
+/// AVX-512 BF16: the products of `--dtype=bf16` decoding, both read as
+/// stored, 32 values a step on vdpbf16ps (a lane adds the products of two
+/// adjacent values: exact, as the f32 kernels' of widened values), where
+/// widening each value took two instructions more.
+void emitDotBlocksBf16Dot(KernelBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Type bf16 = b.getBF16Type();
   Value zeros = arith::ConstantOp::create(
       b, kb.location(),
       DenseElementsAttr::get(VectorType::get({32}, bf16), b.getFloatAttr(bf16, 0.0)));
-  emitSkinnyRows(
+  emitDotBlocks(
       kb, g, 32,
       [&](Value n, Value col, int64_t valid) {
         return kb.loadVector(g.b, {n, col}, valid, zeros);
       },
-      [&](Value acc, Value m, Value col, int64_t valid, Value row) {
-        return kb.dotBf16(acc, kb.loadVector(g.a, {m, col}, valid, zeros), row);
-      });
+      [&](Value m, Value col, int64_t valid) {
+        return kb.loadVector(g.a, {m, col}, valid, zeros);
+      },
+      [&](Value acc, Value a, Value b) { return kb.dotBf16(acc, a, b); });
 }
 
 /// A splat constant vector of integers.
@@ -794,7 +824,7 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
   }
 
   // Accumulators for m rows x unroll vectors, plus A's vector and B's, one
-  // row of B at a time as emitSkinnyGemmAlongN.
+  // row of B at a time.
   int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 2) / g.m, 1, 4);
   kb.parallelFor(g.n, [&](Value n) {
     SmallVector<Value> sums(g.m * unroll, splatInt(sumVector, 0));
@@ -1273,12 +1303,12 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
   // A bf16 A (productFactors) is read as stored by the bf16 dot product's
   // GEMM, widened for the others.
   if (aType.getElementType().isBF16()) {
-    if (g.m > kSkinnyRows && takesBf16Dot(kb, g)) {
-      emitGemmBf16Dot(kb, g);
+    if (g.m <= kDotBlockRows && g.transposeB && takesBf16Dot(kb, g)) {
+      emitDotBlocksBf16Dot(kb, g);
       return kb.asTensor(g.c);
     }
-    if (g.m <= kSkinnyRows && g.transposeB && takesBf16Dot(kb, g)) {
-      emitSkinnyGemmBf16Dot(kb, g);
+    if (g.m > kSkinnyRows && takesBf16Dot(kb, g)) {
+      emitGemmBf16Dot(kb, g);
       return kb.asTensor(g.c);
     }
     g.a = kb.readBuffer(arith::ExtFOp::create(kb.builder(), kb.location(),
@@ -1293,13 +1323,17 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
     else if (g.transposeB && hasIntegerDot(kb) && g.bits == 4)
       emitSkinnyGemmInt4Dot(kb, g);
     else if (g.transposeB)
-      emitSkinnyGemmAlongN(kb, g);
+      emitDotBlocksF32(kb, g);
     else
       emitSkinnyGemmAlongK(kb, g);
     return kb.asTensor(g.c);
   }
   if (takesIntegerDot(kb, g)) {
     emitGemmIntegerDot(kb, g);
+    return kb.asTensor(g.c);
+  }
+  if (g.m <= kDotBlockRows && g.transposeB && !g.transposeA) {
+    emitDotBlocksF32(kb, g);
     return kb.asTensor(g.c);
   }
 
@@ -1322,7 +1356,7 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
     bands = rowBands(g.m, 1, tileRows);
   int64_t bandRows = g.m / bands;
   // A B [K, N] one panel wide is laid out as its packed panel already.
-  bool packB = g.transposeB || g.bScales || g.n != panel ||
+  bool packB = g.transposeB || g.bScales || (g.n != panel && g.m > kDotBlockRows) ||
                !cast<MemRefType>(g.b.getType()).getElementType().isF32();
 
   OpBuilder &builder = kb.builder();
@@ -1335,7 +1369,8 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
       Value begin = kb.muli(chunk, chunkColumns);
       Value end = kb.mini(kb.addi(begin, kb.index(chunkColumns)), kb.index(fullColumns));
       if (!packB)
-        return emitGemmPanel(kb, g, row, bandRows, begin, 2, lanes);
+        return kb.forLoop(begin, end, panel,
+                          [&](Value col) { emitGemmPanel(kb, g, row, bandRows, col, 2, lanes); });
       Value packed = kb.allocate({panelsPerChunk, g.k, panel}, builder.getF32Type());
       packPanels(kb, g, packed, begin, end);
       kb.forLoop(begin, end, panel, [&](Value col) {

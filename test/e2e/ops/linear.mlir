@@ -39,6 +39,7 @@
 // CHECK: PASS: skinny_nk_tanh
 // CHECK: PASS: deep_relu
 // CHECK: PASS: skinny_kn_gelu
+// CHECK: PASS: batch_nk_gelu_residual
 
 func.func @forward(%x: tensor<3x5x24xf32> {xfmr.input = "x"}, %w: tensor<24x36xf32> {xfmr.input = "w"},
                    %wt: tensor<36x24xf32> {xfmr.input = "wt"}, %bias: tensor<36xf32> {xfmr.input = "bias"},
@@ -57,7 +58,9 @@ func.func @forward(%x: tensor<3x5x24xf32> {xfmr.input = "x"}, %w: tensor<24x36xf
                    %xm: tensor<6x200xf32> {xfmr.input = "xm"}, %wst: tensor<37x200xf32> {xfmr.input = "wst"},
                    %xd: tensor<19x1024xf32> {xfmr.input = "xd"}, %wd: tensor<1024x40xf32> {xfmr.input = "wd"},
                    %xk8: tensor<8x72xf32> {xfmr.input = "xk8"}, %wk8: tensor<72x132xf32> {xfmr.input = "wk8"},
-                   %bk8: tensor<132xf32> {xfmr.input = "bk8"})
+                   %bk8: tensor<132xf32> {xfmr.input = "bk8"},
+                   %xq: tensor<16x100xf32> {xfmr.input = "xq"}, %wq: tensor<45x100xf32> {xfmr.input = "wq"},
+                   %bq: tensor<45xf32> {xfmr.input = "bq"}, %rq: tensor<16x45xf32> {xfmr.input = "rq"})
     -> (tensor<3x5x36xf32> {xfmr.output = "linear_bias"}, tensor<3x5x36xf32> {xfmr.output = "linear_nk"},
         tensor<3x5x36xf32> {xfmr.output = "fused_relu"}, tensor<3x5x36xf32> {xfmr.output = "fused_gelu"},
         tensor<3x5x36xf32> {xfmr.output = "fused_gelu_tanh_residual"}, tensor<3x5x36xf32> {xfmr.output = "fused_none_nk"},
@@ -67,7 +70,8 @@ func.func @forward(%x: tensor<3x5x24xf32> {xfmr.input = "x"}, %w: tensor<24x36xf
         tensor<1500x1480xf32> {xfmr.output = "large_nt"}, tensor<1500x1480xf32> {xfmr.output = "large_tn"},
         tensor<1x1x37xf32> {xfmr.output = "skinny_silu_residual"},
         tensor<6x37xf32> {xfmr.output = "skinny_nk_tanh"}, tensor<19x40xf32> {xfmr.output = "deep_relu"},
-        tensor<8x132xf32> {xfmr.output = "skinny_kn_gelu"}) {
+        tensor<8x132xf32> {xfmr.output = "skinny_kn_gelu"},
+        tensor<16x45xf32> {xfmr.output = "batch_nk_gelu_residual"}) {
   %0 = xfmr.linear %x, %w, %bias : (tensor<3x5x24xf32>, tensor<24x36xf32>, tensor<36xf32>) -> tensor<3x5x36xf32>
   %1 = xfmr.linear %x, %wt {transpose_weight} : (tensor<3x5x24xf32>, tensor<36x24xf32>) -> tensor<3x5x36xf32>
   %2 = xfmr.fused_linear %x, %w bias(%bias) {activation = #xfmr.activation<relu>} : (tensor<3x5x24xf32>, tensor<24x36xf32>, tensor<36xf32>) -> tensor<3x5x36xf32>
@@ -89,5 +93,7 @@ func.func @forward(%x: tensor<3x5x24xf32> {xfmr.input = "x"}, %w: tensor<24x36xf
         : (tensor<6x200xf32>, tensor<37x200xf32>, tensor<37xf32>) -> tensor<6x37xf32>
   %16 = xfmr.fused_linear %xd, %wd {activation = #xfmr.activation<relu>} : (tensor<19x1024xf32>, tensor<1024x40xf32>) -> tensor<19x40xf32>
   %17 = xfmr.fused_linear %xk8, %wk8 bias(%bk8) {activation = #xfmr.activation<gelu>} : (tensor<8x72xf32>, tensor<72x132xf32>, tensor<132xf32>) -> tensor<8x132xf32>
-  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17 : tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<2x3x5x6xf32>, tensor<2x3x5x6xf32>, tensor<2x70x136xf32>, tensor<2x70x136xf32>, tensor<140x136xf32>, tensor<7x19xf32>, tensor<1500x1480xf32>, tensor<1500x1480xf32>, tensor<1x1x37xf32>, tensor<6x37xf32>, tensor<19x40xf32>, tensor<8x132xf32>
+  %18 = xfmr.fused_linear %xq, %wq bias(%bq) residual(%rq) {activation = #xfmr.activation<gelu_tanh>, transpose_weight}
+        : (tensor<16x100xf32>, tensor<45x100xf32>, tensor<45xf32>, tensor<16x45xf32>) -> tensor<16x45xf32>
+  return %0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18 : tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<3x5x36xf32>, tensor<2x3x5x6xf32>, tensor<2x3x5x6xf32>, tensor<2x70x136xf32>, tensor<2x70x136xf32>, tensor<140x136xf32>, tensor<7x19xf32>, tensor<1500x1480xf32>, tensor<1500x1480xf32>, tensor<1x1x37xf32>, tensor<6x37xf32>, tensor<19x40xf32>, tensor<8x132xf32>, tensor<16x45xf32>
 }
