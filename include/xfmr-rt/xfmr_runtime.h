@@ -291,6 +291,12 @@ xfmr_seq2seq_generator_create(const char *encode_manifest, void (*encode)(void *
  * prompt's logits are the same either way). 0 on success. */
 int xfmr_generator_set_row_prefill(xfmr_generator *generator, const char *prefill_row_manifest,
                                    void (*prefill_row)(void **args), char *err, size_t err_size);
+/* And, over a batch of at most 16 sequences of float weights on the CPU,
+ * `<name>_decode_row`, the decode step of one sequence: given it, a step of
+ * a few sequences takes a call per sequence rather than a call of the
+ * batch's decode (a sequence's logits are the same either way). */
+int xfmr_generator_set_row_decode(xfmr_generator *generator, const char *decode_row_manifest,
+                                  void (*decode_row)(void **args), char *err, size_t err_size);
 void xfmr_generator_free(xfmr_generator *generator);
 /* An encoder-decoder's sources, sources[b] of lengths[b] tokens for each of
  * the batch's sequences (a NULL or empty one: none), encoded at once; every
@@ -413,12 +419,14 @@ int xfmr_generator_main(int argc, char **argv, const char *prefill_manifest,
                         void (*decode)(void **args));
 /* The same for an encoder-decoder, whose `encode` entry reads the prompt as
  * the source before the decoder generates, and for a batch's one-sequence
- * prefill (xfmr_generator_set_row_prefill); either may be NULL. */
+ * prefill and decode (xfmr_generator_set_row_prefill, _set_row_decode); any
+ * of these may be NULL. */
 int xfmr_seq2seq_generator_main(int argc, char **argv, const char *encode_manifest,
                                 void (*encode)(void **args), const char *prefill_manifest,
                                 void (*prefill)(void **args), const char *decode_manifest,
                                 void (*decode)(void **args), const char *prefill_row_manifest,
-                                void (*prefill_row)(void **args));
+                                void (*prefill_row)(void **args), const char *decode_row_manifest,
+                                void (*decode_row)(void **args));
 
 #ifdef __cplusplus
 }

@@ -439,6 +439,15 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
     if (failed(pm.run(*module)))
       return diagnostics.error(path + ": cannot store the weights as " + weightType);
   }
+  // A batch's decode step and a one-sequence one compute a row alike where
+  // their products take the same kernels: the CPU's dot products of float
+  // weights (xfmr::kSmallProductRows). Integer weights take other kernels
+  // by the number of rows, and so do the GPU's products.
+  bool floatWeights =
+      (weightType == "f32" || weightType == "bf16" || weightType == "f16") && ggmlStorage.empty();
+  if (options.target != Target::Host || options.emulateGpuKernels || !floatWeights)
+    if (auto row = module->lookupSymbol<func::FuncOp>(kRowDecodeEntry))
+      row.erase();
 
   // Weight initialisation is read off the model as written, before the
   // transformations below rewrite the ops that reveal it.
@@ -457,8 +466,9 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
     described = {{prefill, "prefill"}, {decode, "decode"}};
     if (auto encode = module->lookupSymbol<func::FuncOp>("encode"))
       described.insert(described.begin(), {encode, "encode"});
-    if (auto row = module->lookupSymbol<func::FuncOp>(kRowPrefillEntry))
-      described.push_back({row, kRowPrefillEntry});
+    for (StringRef name : {kRowPrefillEntry, kRowDecodeEntry})
+      if (auto row = module->lookupSymbol<func::FuncOp>(name))
+        described.push_back({row, name});
   } else if (options.mode != CompileMode::Inference) {
     func::FuncOp evaluation =
         options.mode == CompileMode::Train ? buildEvaluation(*entry) : func::FuncOp();

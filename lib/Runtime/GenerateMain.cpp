@@ -15,9 +15,12 @@ extern "C" const char xfmr_model_prefill_manifest[];
 extern "C" void xfmr_model_prefill_packed(void **args);
 extern "C" const char xfmr_model_decode_manifest[];
 extern "C" void xfmr_model_decode_packed(void **args);
-// A generator over a batch also has a prefill of one sequence.
+// A generator over a batch also has a prefill of one sequence, and may have
+// a decode step of one.
 extern "C" const char xfmr_model_prefill_row_manifest[] __attribute__((weak));
 extern "C" void xfmr_model_prefill_row_packed(void **args) __attribute__((weak));
+extern "C" const char xfmr_model_decode_row_manifest[] __attribute__((weak));
+extern "C" void xfmr_model_decode_row_packed(void **args) __attribute__((weak));
 
 int main(int argc, char **argv) {
   xfmr_tokenizer_enable_sentencepiece();
@@ -25,5 +28,6 @@ int main(int argc, char **argv) {
   return xfmr_seq2seq_generator_main(
       argc, argv, xfmr_model_encode_manifest, xfmr_model_encode_packed, xfmr_model_prefill_manifest,
       xfmr_model_prefill_packed, xfmr_model_decode_manifest, xfmr_model_decode_packed,
-      xfmr_model_prefill_row_manifest, xfmr_model_prefill_row_packed);
+      xfmr_model_prefill_row_manifest, xfmr_model_prefill_row_packed,
+      xfmr_model_decode_row_manifest, xfmr_model_decode_row_packed);
 }

@@ -82,24 +82,38 @@ xfmr_generator::xfmr_generator(const char *encodeManifest, void (*encodeEntry)(v
 
 void xfmr_generator::addRowPrefill(const char *manifest, void (*function)(void **)) {
   // A batch of one reads its prompts through the prefill entry itself.
-  if (batch == 1)
-    return;
-  Manifest parsed = parseManifest(manifest);
+  if (batch > 1)
+    prefillRows = bindRows(prefill, manifest, function);
+}
+
+void xfmr_generator::addRowDecode(const char *manifest, void (*function)(void **)) {
+  if (batch > 1)
+    decodeRows = bindRows(decode, manifest, function);
+}
+
+std::vector<xfmr::rt::Entry> xfmr_generator::bindRows(const Entry &whole, const char *manifest,
+                                                      void (*function)(void **)) {
+  const char *name = &whole == &prefill ? "prefill" : "decode";
   std::vector<Entry> rows(batch);
   for (int64_t row = 0; row < batch; ++row) {
     Entry &entry = rows[row];
-    entry.manifest = parsed;
+    entry.manifest = parseManifest(manifest);
     entry.function = function;
     bind(entry, row);
-    if (entry.tokens != prefill.tokens)
-      fail("corrupt model: the prefill_row entry takes " + std::to_string(entry.tokens) +
-           " tokens a call, the prefill entry " + std::to_string(prefill.tokens));
+    if (entry.tokens != whole.tokens)
+      fail(std::string("corrupt model: the ") + name + "_row entry takes " +
+           std::to_string(entry.tokens) + " tokens a call, the " + name + " entry " +
+           std::to_string(whole.tokens));
   }
-  prefillRows = std::move(rows);
-  std::vector<const Manifest *> manifests = {&prefill.manifest, &decode.manifest, &parsed};
+  std::vector<const Manifest *> manifests = {&prefill.manifest, &decode.manifest,
+                                             &rows.front().manifest};
+  for (const std::vector<Entry> *others : {&prefillRows, &decodeRows})
+    if (!others->empty())
+      manifests.push_back(&others->front().manifest);
   if (encoderDecoder())
     manifests.push_back(&encode.manifest);
   arenaBytes = activationBytes(manifests);
+  return rows;
 }
 
 /// The encoder's keys and values for the decoder's cross-attention.
@@ -112,7 +126,7 @@ void xfmr_generator::bind(Entry &entry, std::optional<int64_t> row) {
     if (!row)
       setShape(batch, value, name);
     else if (value != 1)
-      fail("corrupt generator manifest: '" + name + "' of the prefill_row entry holds " +
+      fail("corrupt generator manifest: '" + name + "' of a one-sequence entry holds " +
            std::to_string(value) + " sequences, not 1");
   };
   for (const ArgSpec &arg : entry.manifest.args) {
@@ -132,7 +146,7 @@ void xfmr_generator::bind(Entry &entry, std::optional<int64_t> row) {
         break;
       }
       if (row && !caches.count(arg.name))
-        corrupt("is a cache the prefill entry does not have");
+        corrupt("is a cache the batch's entries do not have");
       setRows(arg.shape[0], arg.name);
       setShape(context, arg.shape[1], arg.name);
       break;
@@ -152,7 +166,7 @@ void xfmr_generator::bind(Entry &entry, std::optional<int64_t> row) {
     }
     case ArgSpec::Kind::Output:
       if (row && !arg.updates.empty() && !caches.count(arg.updates))
-        corrupt("updates '" + arg.updates + "', which is no cache of the prefill entry");
+        corrupt("updates '" + arg.updates + "', which is no cache of the batch's entries");
       if (!arg.updates.empty() || (crossAttention && encoder))
         break;
       if (arg.name != "logits" || arg.shape.size() != 2)
@@ -187,8 +201,8 @@ void xfmr_generator::bind(Entry &entry, std::optional<int64_t> row) {
           return nullptr;
         if (row) {
           if (!*shared)
-            fail("corrupt generator manifest: the prefill_row entry reads '" + arg.name +
-                 "', which the prefill entry does not");
+            fail("corrupt generator manifest: a one-sequence entry reads '" + arg.name +
+                 "', which the batch's entries do not");
           return rowOf(**shared);
         }
         if (!*shared)
@@ -211,8 +225,9 @@ void xfmr_generator::bind(Entry &entry, std::optional<int64_t> row) {
 }
 
 void xfmr_generator::warmUp() {
-  Entry *row = prefillRows.empty() ? nullptr : &prefillRows.front();
-  for (Entry *entry : {&encode, &prefill, &decode, row}) {
+  Entry *prefillRow = prefillRows.empty() ? nullptr : &prefillRows.front();
+  Entry *decodeRow = decodeRows.empty() ? nullptr : &decodeRows.front();
+  for (Entry *entry : {&encode, &prefill, &decode, prefillRow, decodeRow}) {
     if (!entry || !entry->function)
       continue;
     for (Buffer *input : {entry->ids, entry->mask, entry->positions})
@@ -305,6 +320,13 @@ int64_t xfmr_generator::rowPrefillLimit() const {
   return prefillRows.empty() ? 0 : std::max<int64_t>(1, batch * 3 / 5);
 }
 
+int64_t xfmr_generator::rowDecodeLimit() const {
+  // A step streams every weight whatever its rows: a one-sequence step of
+  // GPT-2 small (f32, 2 threads) cost 17-18 ms, a step of sixteen 28-30 ms,
+  // so only a sequence alone is cheaper a row at a time.
+  return decodeRows.empty() ? 0 : 1;
+}
+
 int64_t xfmr_generator::decodedPromptLimit() const {
   // A prefill chunk costs what it costs however few of its tokens are used.
   // On the CPU, chunks of 128 cost 9 (GPT-2 small, f32) to 24 (Llama-3.2-1B,
@@ -330,13 +352,17 @@ void xfmr_generator::call(Entry &entry, const std::vector<std::vector<int32_t>> 
     reading += !row.empty();
   // A row's logits are the same through either entry (the batch's rows are
   // computed apart), so the cheaper serves: the one-sequence entry for a
-  // few prompts, the batch's for many (its products are larger, and run
+  // few sequences, the batch's for many (its products are larger, and run
   // nearer the machine's peak).
-  if (&entry != &prefill || reading > rowPrefillLimit())
+  std::vector<Entry> *rows = &entry == &prefill  ? &prefillRows
+                             : &entry == &decode ? &decodeRows
+                                                 : nullptr;
+  int64_t limit = &entry == &prefill ? rowPrefillLimit() : rowDecodeLimit();
+  if (!rows || reading > limit)
     return run(entry, 0, batch, tokens.data(), logits);
   for (int64_t b = 0; b < batch; ++b)
     if (!tokens[b].empty())
-      run(prefillRows[b], b, 1, &tokens[b], logits);
+      run((*rows)[b], b, 1, &tokens[b], logits);
 }
 
 void xfmr_generator::run(Entry &entry, int64_t first, int64_t rows,
@@ -604,6 +630,8 @@ public:
     void (*decode)(void **);
     const char *prefillRowManifest;
     void (*prefillRow)(void **);
+    const char *decodeRowManifest;
+    void (*decodeRow)(void **);
   };
 
   GeneratorCommand(const char *argv0, const Entries &entries) : argv0(argv0), entries(entries) {}
@@ -624,6 +652,8 @@ public:
                              options.weights, options.mapWeights, options.weightsCache);
     if (entries.prefillRow)
       generator.addRowPrefill(entries.prefillRowManifest, entries.prefillRow);
+    if (entries.decodeRow)
+      generator.addRowDecode(entries.decodeRowManifest, entries.decodeRow);
     if (static_cast<int64_t>(options.prompts.size()) > generator.batch)
       fail(std::to_string(options.prompts.size()) + " prompts, but the model generates " +
            std::to_string(generator.batch) + " sequences at once (xfmrc --batch)");
@@ -661,6 +691,8 @@ public:
       std::fprintf(stderr, "; up to %" PRId64 " prompts at once one by one", limit);
     if (int64_t limit = generator.decodedPromptLimit())
       std::fprintf(stderr, "; up to %" PRId64 " tokens a decode step each", limit);
+    if (generator.rowDecodeLimit())
+      std::fprintf(stderr, "; a sequence decoding alone takes steps of its own");
     std::fprintf(stderr, "\n");
     if (tokenizer && !manifest.eosTokenIds.empty()) {
       std::string ends;
@@ -1053,6 +1085,15 @@ int xfmr_generator_set_row_prefill(xfmr_generator *generator, const char *manife
   });
 }
 
+int xfmr_generator_set_row_decode(xfmr_generator *generator, const char *manifest,
+                                  void (*decodeRow)(void **), char *err, size_t errSize) {
+  return guarded(err, errSize, [&] {
+    if (!manifest || !decodeRow)
+      fail("no decode_row entry given");
+    generator->addRowDecode(manifest, decodeRow);
+  });
+}
+
 void xfmr_generator_free(xfmr_generator *generator) { delete generator; }
 
 int xfmr_generator_encode(xfmr_generator *generator, const int32_t *const *sources,
@@ -1125,16 +1166,19 @@ extern "C" int xfmr_generator_main(int argc, char **argv, const char *prefillMan
                                    void (*prefill)(void **), const char *decodeManifest,
                                    void (*decode)(void **)) {
   return xfmr_seq2seq_generator_main(argc, argv, nullptr, nullptr, prefillManifest, prefill,
-                                     decodeManifest, decode, nullptr, nullptr);
+                                     decodeManifest, decode, nullptr, nullptr, nullptr, nullptr);
 }
 
 extern "C" int xfmr_seq2seq_generator_main(int argc, char **argv, const char *encodeManifest,
                                            void (*encode)(void **), const char *prefillManifest,
                                            void (*prefill)(void **), const char *decodeManifest,
                                            void (*decode)(void **), const char *prefillRowManifest,
-                                           void (*prefillRow)(void **)) {
+                                           void (*prefillRow)(void **),
+                                           const char *decodeRowManifest,
+                                           void (*decodeRow)(void **)) {
   const char *argv0 = argc > 0 ? argv[0] : "generate";
-  GeneratorCommand::Entries entries{encodeManifest, encode, prefillManifest,    prefill,
-                                    decodeManifest, decode, prefillRowManifest, prefillRow};
+  GeneratorCommand::Entries entries{encodeManifest,    encode,   prefillManifest,    prefill,
+                                    decodeManifest,    decode,   prefillRowManifest, prefillRow,
+                                    decodeRowManifest, decodeRow};
   return runCommandLine(argv0, [&] { return GeneratorCommand(argv0, entries).run(argc, argv); });
 }

@@ -10,10 +10,11 @@
 // each writing the new tokens' keys and values at positions[b] .. and
 // returning the logits of each sequence's last token. Each row of the batch
 // is a sequence of its own: a call appends tokens to some rows and leaves
-// the others (masked) as they are. Over a batch, prefill_row is prefill for
-// one sequence ([1, C]), bound once per row (its caches that row of the
-// batch's): a few prompts read beside the others' decode steps cost their
-// own work, not the batch's. An encoder-decoder has a third entry,
+// the others (masked) as they are. Over a batch, prefill_row and decode_row
+// are prefill and decode for one sequence ([1, C], [1, 1]), bound once per
+// row (its caches that row of the batch's): a few prompts read, or a few
+// sequences' steps taken, cost their own work, not the batch's. An
+// encoder-decoder has a third entry,
 //
 //   encode(input_ids [B, S], attention_mask [B, S]) -> cross.<layer>.key/value
 //
@@ -61,10 +62,11 @@ struct xfmr_generator {
   using Buffer = xfmr::rt::Buffer;
 
   Entry encode, prefill, decode;
-  /// The one-sequence prefill (prefill_row) bound to each row (prefillRows[b]:
-  /// sequence b), which reads a few prompts where the batch's prefill would
-  /// compute every row; empty: none was compiled.
-  std::vector<Entry> prefillRows;
+  /// The one-sequence prefill (prefill_row) and decode (decode_row) bound to
+  /// each row (prefillRows[b]: sequence b), which read a few prompts, or
+  /// take a few sequences' steps, where the batch's entry would compute
+  /// every row; empty: none was compiled.
+  std::vector<Entry> prefillRows, decodeRows;
   xfmr::rt::BufferMap weights, caches, cross;
   /// The source's padding mask, which the decoder entries read.
   std::unique_ptr<Buffer> sourceMask;
@@ -91,9 +93,14 @@ struct xfmr_generator {
   /// (`xfmrc --generate --batch` N > 1 compiles it as `prefill_row`), to
   /// each row.
   void addRowPrefill(const char *manifest, void (*function)(void **));
+  /// The same for the one-sequence decode entry (`decode_row`).
+  void addRowDecode(const char *manifest, void (*function)(void **));
   /// The most prompts read at once through the one-sequence prefill, a call
   /// each (more: a call of the batch's prefill); 0 without it.
   int64_t rowPrefillLimit() const;
+  /// The most sequences stepped at once through the one-sequence decode, a
+  /// call each (more: a call of the batch's decode); 0 without it.
+  int64_t rowDecodeLimit() const;
   /// The most tokens of a prompt (or of a prompt's last chunk) read through
   /// the decode entry, a token a call, where a prefill chunk would cost more.
   int64_t decodedPromptLimit() const;
@@ -128,6 +135,8 @@ struct xfmr_generator {
   void append(Entry &entry, const std::vector<std::vector<int32_t>> &tokens, float *logits);
 
 private:
+  /// `function`, a one-sequence entry of `whole`'s kind, bound to each row.
+  std::vector<Entry> bindRows(const Entry &whole, const char *manifest, void (*function)(void **));
   /// Binds `entry`'s arguments; with `row`, those of a one-sequence entry
   /// to that row of the batch's caches and sources.
   void bind(Entry &entry, std::optional<int64_t> row = std::nullopt);

@@ -20,6 +20,10 @@ enum class ElementType { F32, BF16, F16 };
 /// A generator over a batch of sequences also has this entry: the prefill
 /// of one sequence (batch 1), whose caches are one row of the batch's.
 inline constexpr llvm::StringLiteral kRowPrefillEntry = "prefill_row";
+/// And the decode step of one sequence, where a row's products compute it
+/// as the batch's do (see xfmr::kSmallProductRows): then a step of a few
+/// sequences costs their work, not the batch's.
+inline constexpr llvm::StringLiteral kRowDecodeEntry = "decode_row";
 
 /// What the compiled model is asked to be: static shapes, element type,
 /// inference or training, and which head and outputs.

@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """Runs a generator compiled over a batch (with its one-sequence prefill_row
-entry) on one prompt alone, read through prefill_row, and on a whole batch
-of prompts, read through the batch's prefill, and checks that the prompt's
-greedy tokens and every step's logits are the same bit for bit.
+and decode_row entries) on one prompt alone, read through prefill_row and
+stepped through decode_row, and on a whole batch of prompts, read through
+the batch's prefill and stepped through its decode, and checks that the
+prompt's greedy tokens and every step's logits are the same bit for bit.
 
-  prefill_rows_check.py GENERATOR WEIGHTS BATCH WORKDIR"""
+  row_entries_check.py GENERATOR WEIGHTS BATCH WORKDIR"""
 
 import os
 import subprocess
@@ -36,7 +37,7 @@ def main():
     together = generate(generator, weights, prompts, os.path.join(workdir, "batch.safetensors"))
     same = all(np.array_equal(a, b) for a, b in zip(alone, together))
     difference = float(np.abs(alone[1] - together[1]).max())
-    print(f"{'PASS' if same else 'FAIL'}: a prompt read alone and in a batch of {batch}: "
+    print(f"{'PASS' if same else 'FAIL'}: a sequence generated alone and in a batch of {batch}: "
           f"tokens {'equal' if np.array_equal(alone[0], together[0]) else 'differ'}, "
           f"logits differ by at most {difference:g}")
     return 0 if same else 1
