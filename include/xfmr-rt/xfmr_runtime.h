@@ -293,8 +293,8 @@ int xfmr_generator_set_row_prefill(xfmr_generator *generator, const char *prefil
                                    void (*prefill_row)(void **args), char *err, size_t err_size);
 /* And, over a batch of at most 16 sequences of float weights on the CPU,
  * `<name>_decode_row`, the decode step of one sequence: given it, a step of
- * a few sequences takes a call per sequence rather than a call of the
- * batch's decode (a sequence's logits are the same either way). */
+ * a sequence generating alone takes a call of it rather than of the batch's
+ * decode (its logits are the same either way). 0 on success. */
 int xfmr_generator_set_row_decode(xfmr_generator *generator, const char *decode_row_manifest,
                                   void (*decode_row)(void **args), char *err, size_t err_size);
 void xfmr_generator_free(xfmr_generator *generator);

@@ -295,6 +295,33 @@ llvm::Error checkCheckpoint(ModuleOp module, const ModelSource &source, const Mo
 /// Per-weight storages (xfmr-quantize-weights' per-weight) keeping the
 /// weights `source` holds in ggml's block formats as their integer groups:
 /// the executable then reads ggml's values, not a re-quantization of them.
+/// Whether every product of `func` reads a float weight stored [out, in]
+/// (through the transposes and widenings xfmr-quantize-weights makes).
+bool readsWeightsOutIn(func::FuncOp func) {
+  auto outIn = [](Value weight, bool transposed) {
+    while (Operation *def = weight.getDefiningOp()) {
+      if (auto transpose = dyn_cast<TransposeOp>(def))
+        transposed = !transposed;
+      else if (!isa<arith::ExtFOp>(def))
+        break;
+      weight = def->getOperand(0);
+    }
+    return transposed;
+  };
+  return !func.walk([&](Operation *op) {
+                bool ok = !isa<DequantizeOp>(op);
+                if (auto linear = dyn_cast<LinearOp>(op))
+                  ok = outIn(linear.getWeight(), linear.getTransposeWeight());
+                if (auto attention = dyn_cast<MultiHeadAttentionOp>(op))
+                  ok = llvm::all_of(
+                           attention.getInWeights(),
+                           [&](Value w) { return outIn(w, attention.getTransposeWeights()); }) &&
+                       outIn(attention.getOutWeight(), attention.getTransposeWeights());
+                return ok ? WalkResult::advance() : WalkResult::interrupt();
+              })
+              .wasInterrupted();
+}
+
 std::vector<std::string> ggmlWeightStorage(ModuleOp module, const ModelSource &source,
                                            const ModelInfo &info) {
   std::vector<std::string> storage;
@@ -441,13 +468,16 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
   }
   // A batch's decode step and a one-sequence one compute a row alike where
   // their products take the same kernels: the CPU's dot products of float
-  // weights (xfmr::kSmallProductRows). Integer weights take other kernels
-  // by the number of rows, and so do the GPU's products.
-  bool floatWeights =
-      (weightType == "f32" || weightType == "bf16" || weightType == "f16") && ggmlStorage.empty();
-  if (options.target != Target::Host || options.emulateGpuKernels || !floatWeights)
-    if (auto row = module->lookupSymbol<func::FuncOp>(kRowDecodeEntry))
+  // weights stored [out, in] (xfmr::kSmallProductRows). Integer weights take
+  // other kernels by the number of rows (even where --int8-dot=false would
+  // make them floats), and so do weights [in, out] and the GPU's products.
+  if (auto row = module->lookupSymbol<func::FuncOp>(kRowDecodeEntry)) {
+    bool floatWeights =
+        (weightType == "f32" || weightType == "bf16" || weightType == "f16") && ggmlStorage.empty();
+    if (options.target != Target::Host || options.emulateGpuKernels || !floatWeights ||
+        !readsWeightsOutIn(row))
       row.erase();
+  }
 
   // Weight initialisation is read off the model as written, before the
   // transformations below rewrite the ops that reveal it.

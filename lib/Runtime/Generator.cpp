@@ -83,27 +83,27 @@ xfmr_generator::xfmr_generator(const char *encodeManifest, void (*encodeEntry)(v
 void xfmr_generator::addRowPrefill(const char *manifest, void (*function)(void **)) {
   // A batch of one reads its prompts through the prefill entry itself.
   if (batch > 1)
-    prefillRows = bindRows(prefill, manifest, function);
+    prefillRows = bindRows(prefill, "prefill", manifest, function);
 }
 
 void xfmr_generator::addRowDecode(const char *manifest, void (*function)(void **)) {
   if (batch > 1)
-    decodeRows = bindRows(decode, manifest, function);
+    decodeRows = bindRows(decode, "decode", manifest, function);
 }
 
-std::vector<xfmr::rt::Entry> xfmr_generator::bindRows(const Entry &whole, const char *manifest,
+std::vector<xfmr::rt::Entry> xfmr_generator::bindRows(const Entry &whole, const std::string &name,
+                                                      const char *manifest,
                                                       void (*function)(void **)) {
-  const char *name = &whole == &prefill ? "prefill" : "decode";
+  Manifest parsed = parseManifest(manifest);
   std::vector<Entry> rows(batch);
   for (int64_t row = 0; row < batch; ++row) {
     Entry &entry = rows[row];
-    entry.manifest = parseManifest(manifest);
+    entry.manifest = parsed;
     entry.function = function;
     bind(entry, row);
     if (entry.tokens != whole.tokens)
-      fail(std::string("corrupt model: the ") + name + "_row entry takes " +
-           std::to_string(entry.tokens) + " tokens a call, the " + name + " entry " +
-           std::to_string(whole.tokens));
+      fail("corrupt model: the " + name + "_row entry takes " + std::to_string(entry.tokens) +
+           " tokens a call, the " + name + " entry " + std::to_string(whole.tokens));
   }
   std::vector<const Manifest *> manifests = {&prefill.manifest, &decode.manifest,
                                              &rows.front().manifest};

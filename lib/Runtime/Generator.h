@@ -12,9 +12,9 @@
 // is a sequence of its own: a call appends tokens to some rows and leaves
 // the others (masked) as they are. Over a batch, prefill_row and decode_row
 // are prefill and decode for one sequence ([1, C], [1, 1]), bound once per
-// row (its caches that row of the batch's): a few prompts read, or a few
-// sequences' steps taken, cost their own work, not the batch's. An
-// encoder-decoder has a third entry,
+// row (its caches that row of the batch's): a few prompts read, or the
+// steps of a sequence generating alone, cost their own work, not the
+// batch's. An encoder-decoder has a third entry,
 //
 //   encode(input_ids [B, S], attention_mask [B, S]) -> cross.<layer>.key/value
 //
@@ -64,7 +64,7 @@ struct xfmr_generator {
   Entry encode, prefill, decode;
   /// The one-sequence prefill (prefill_row) and decode (decode_row) bound to
   /// each row (prefillRows[b]: sequence b), which read a few prompts, or
-  /// take a few sequences' steps, where the batch's entry would compute
+  /// step a sequence generating alone, where the batch's entry would compute
   /// every row; empty: none was compiled.
   std::vector<Entry> prefillRows, decodeRows;
   xfmr::rt::BufferMap weights, caches, cross;
@@ -135,8 +135,10 @@ struct xfmr_generator {
   void append(Entry &entry, const std::vector<std::vector<int32_t>> &tokens, float *logits);
 
 private:
-  /// `function`, a one-sequence entry of `whole`'s kind, bound to each row.
-  std::vector<Entry> bindRows(const Entry &whole, const char *manifest, void (*function)(void **));
+  /// `function`, the one-sequence entry `name`_row of `whole`'s kind, bound
+  /// to each row.
+  std::vector<Entry> bindRows(const Entry &whole, const std::string &name, const char *manifest,
+                              void (*function)(void **));
   /// Binds `entry`'s arguments; with `row`, those of a one-sequence entry
   /// to that row of the batch's caches and sources.
   void bind(Entry &entry, std::optional<int64_t> row = std::nullopt);

@@ -106,7 +106,7 @@ func.func @skinny_kn(%x: tensor<2x64xf32>, %w: tensor<64x20xf32>) -> tensor<2x20
 // sweep; each step loads a vector of each of the block's rows and one of
 // each row of A, the depth tail (84 = 10 x 8 + 4) masked; the sums are
 // reduced and finished as scalars. One group of A's rows: no prefetch.
-// CHECK-LABEL: func @skinny_nk
+// CHECK-LABEL: func @dot_rows_nk
 // CHECK: %[[X:.*]] = bufferization.to_buffer %{{.*}} : tensor<2x84xf32>
 // CHECK: %[[W:.*]] = bufferization.to_buffer %{{.*}} : tensor<7x84xf32>
 // CHECK-NOT: memref.prefetch
@@ -121,14 +121,16 @@ func.func @skinny_kn(%x: tensor<2x64xf32>, %w: tensor<64x20xf32>) -> tensor<2x20
 // CHECK-COUNT-5: vector.fma
 // CHECK: scf.yield
 // CHECK-COUNT-5: vector.maskedload %[[W]][%{{.*}}, %c80]
-// CHECK: vector.reduction <add>
+// CHECK: vector.extract_strided_slice %{{.*}} {offsets = [0], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
+// CHECK: vector.extract_strided_slice %{{.*}} {offsets = [4], sizes = [4], strides = [1]} : vector<8xf32> to vector<4xf32>
+// CHECK: vector.extract_strided_slice %{{.*}} {offsets = [1], sizes = [1], strides = [1]} : vector<2xf32> to vector<1xf32>
 // CHECK: memref.store %{{.*}}, %{{.*}}[%c0, %{{.*}}]
-// CHECK: vector.reduction <add>
+// CHECK-NOT: vector.reduction
 // CHECK: memref.store %{{.*}}, %{{.*}}[%c1, %{{.*}}]
 // CHECK: } else {
 // CHECK: scf.for %{{.*}} = %c0 to %c80 step %c8 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
 // CHECK-NOT: memref.prefetch
-func.func @skinny_nk(%x: tensor<2x84xf32>, %w: tensor<7x84xf32>) -> tensor<2x7xf32> {
+func.func @dot_rows_nk(%x: tensor<2x84xf32>, %w: tensor<7x84xf32>) -> tensor<2x7xf32> {
   %y = xfmr.fused_linear %x, %w {transpose_weight} : (tensor<2x84xf32>, tensor<7x84xf32>) -> tensor<2x7xf32>
   return %y : tensor<2x7xf32>
 }
@@ -895,7 +897,7 @@ func.func @bf16_gemm(%x: tensor<20x64xbf16>, %w: tensor<64x40xbf16>, %b: tensor<
 // through the loop over 192 of the depth of 200; the tail of 8 masked), 32
 // values a step on vdpbf16ps, the lanes summed and the epilogue applied per
 // output; 40 = 5 x 7 + 5, the last block its own sweep.
-// BF16-LABEL: func @bf16_skinny_rows
+// BF16-LABEL: func @bf16_dot_rows
 // BF16-NOT: arith.extf {{.*}} : tensor<
 // BF16: scf.forall (%{{.*}}) in (6)
 // BF16: scf.for %{{.*}} = %c0 to %c192 step %c32 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
@@ -904,9 +906,9 @@ func.func @bf16_gemm(%x: tensor<20x64xbf16>, %w: tensor<64x40xbf16>, %b: tensor<
 // BF16-COUNT-7: func.call @llvm.x86.avx512bf16.dpbf16ps.512
 // BF16: scf.yield
 // BF16: vector.maskedload %{{.*}}[%{{.*}}, %c192], %{{.*}} : memref<40x200xbf16, strided<[?, 1], offset: ?>>, vector<32xi1>, vector<32xbf16> into vector<32xbf16>
-// BF16: vector.reduction <add>, %{{.*}} : vector<16xf32> into f32
+// BF16: vector.extract_strided_slice %{{.*}} {offsets = [8], sizes = [8], strides = [1]} : vector<16xf32> to vector<8xf32>
 // BF16: math.tanh
-func.func @bf16_skinny_rows(%x: tensor<3x200xbf16>, %w: tensor<40x200xbf16>, %b: tensor<40xf32>) -> tensor<3x40xf32> {
+func.func @bf16_dot_rows(%x: tensor<3x200xbf16>, %w: tensor<40x200xbf16>, %b: tensor<40xf32>) -> tensor<3x40xf32> {
   %xf = arith.extf %x : tensor<3x200xbf16> to tensor<3x200xf32>
   %wf = arith.extf %w : tensor<40x200xbf16> to tensor<40x200xf32>
   %y = xfmr.fused_linear %xf, %wf bias(%b) {transpose_weight, activation = #xfmr.activation<gelu_tanh>}

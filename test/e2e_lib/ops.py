@@ -529,6 +529,25 @@ def ref_linear(x):
                                             approximate="tanh") + t(x["rq"]))
 
 
+def gen_row_invariance():
+    """Products of 16 rows and of one, of f32, bf16, int8 (a scale per
+    channel) and 4-bit weights (a scale per 32), depths with tails and
+    output columns that end in a short block."""
+    return dict(x=randn(16, 100), w=randn(45, 100, scale=0.1), xb=randn(16, 200),
+                wb=randn(45, 200, scale=0.1),
+                q=RNG.integers(-127, 128, size=(45, 100)).astype(np.int8),
+                s=randn(45, 1, scale=0.01), x4=randn(16, 128),
+                q4=RNG.integers(-128, 128, size=(45, 64)).astype(np.int8),
+                s4=randn(45, 4, scale=0.01))
+
+
+def ref_row_invariance(x):
+    # The model subtracts the one-row product from the batch's row: zeros,
+    # bit for bit.
+    return {name: torch.zeros(1, 45, dtype=torch.float64)
+            for name in ("f32_alike", "bf16_alike", "int8_alike", "int4_alike")}
+
+
 def gen_elementwise():
     targets = RNG.integers(0, 50, (3, 7)).astype(np.int32)
     targets[0, :3] = 3  # ignore_index
@@ -817,6 +836,7 @@ CASES = {"attention": (gen_attention, ref_attention),
          "tutorial": (gen_tutorial, ref_tutorial),
          "normalization": (gen_normalization, ref_normalization),
          "linear": (gen_linear, ref_linear),
+         "row_invariance": (gen_row_invariance, ref_row_invariance),
          "elementwise": (gen_elementwise, ref_elementwise),
          "low_precision": (gen_low_precision, ref_low_precision),
          "long_attention": (gen_long_attention, ref_long_attention),
@@ -859,7 +879,8 @@ F64_TOLERANCE = 1e-12
 CASE_TOLERANCE = {"low_precision": {"_bf16": 8e-3, "_f16": 1e-3}, "mma_gemm": {"": 8e-3},
                   "cache_attention_bf16": {"": 8e-3},
                   "long_attention": {"": 8e-3}, "long_backward": {"": 8e-3},
-                  "backward_bf16": {"": 8e-3}, "backward_f16": {"": 1e-3}}
+                  "backward_bf16": {"": 8e-3}, "backward_f16": {"": 1e-3},
+                  "row_invariance": {"": 0.0}}
 
 
 def main():

@@ -8,13 +8,15 @@
 namespace xfmr {
 
 /// Products of at most this many rows of A (decode steps) take kernels of
-/// their own (the GPU's skinny products, the CPU's integer dot products).
+/// their own (the GPU's skinny products; on the CPU, integer dot products
+/// and products of a B [K, N] in slabs of K).
 inline constexpr int64_t kSkinnyProductRows = 8;
 
 /// Products of at most this many rows may sum a row in another order than
-/// the tiled kernels of larger products (the CPU's dot products of rows take
-/// up to this many); a product of more rows computes each row alike,
-/// whatever their number.
+/// the tiled kernels of larger products; a product of more rows computes
+/// each row alike, whatever their number. The CPU's products of a float
+/// B^T [N, K] with up to this many rows (dot products of rows) compute each
+/// row alike too, whatever their number.
 inline constexpr int64_t kSmallProductRows = 16;
 
 } // namespace xfmr

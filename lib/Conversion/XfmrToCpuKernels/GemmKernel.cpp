@@ -383,6 +383,24 @@ void sweepDepth(KernelBuilder &kb, int64_t depth, int64_t width, SmallVector<Val
 /// (emitDotBlocks) rather than packing B for register tiles: decode steps,
 /// of one sequence or a batch, whose few rows cannot repay the packing.
 constexpr int64_t kDotBlockRows = xfmr::kSmallProductRows;
+/// The most rows of A a dot-product block takes at once, and the most rows
+/// of B (fewer where the accumulators would not fit the registers).
+constexpr int64_t kDotGroupRows = 6;
+constexpr int64_t kDotBlockColumns = 8;
+
+/// The sum of a vector's lanes by a halving tree, written out so that its
+/// order is the same wherever it appears (a reassociating reduction leaves
+/// the order to LLVM, which may combine it with its neighbours').
+Value sumLanesInOrder(KernelBuilder &kb, Value vector) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  for (int64_t n = cast<VectorType>(vector.getType()).getNumElements(); n > 1; n /= 2) {
+    Value low = vector::ExtractStridedSliceOp::create(b, loc, vector, {0}, {n / 2}, {1});
+    Value high = vector::ExtractStridedSliceOp::create(b, loc, vector, {n / 2}, {n / 2}, {1});
+    vector = arith::AddFOp::create(b, loc, low, high);
+  }
+  return vector::ExtractOp::create(b, loc, vector, ArrayRef<int64_t>{0});
+}
 
 /// The products of B^T [N, K] with an A of at most kDotBlockRows rows, each
 /// output a dot product of A's row with a row of B. A parallel task takes a
@@ -400,8 +418,12 @@ void emitDotBlocks(KernelBuilder &kb, const GemmOperands &g, int64_t width,
                    llvm::function_ref<Value(Value, Value, Value)> multiplyAdd) {
   // Groups of rows as even as they can be; accumulators for a group's rows
   // x the block's columns, plus the block's vectors of B and one of A.
-  int64_t groups = (g.m + 5) / 6, groupRows = (g.m + groups - 1) / groups;
-  int64_t columns = std::clamp<int64_t>((kb.cpu().registers - 1) / (groupRows + 1), 2, 8);
+  int64_t groups = (g.m + kDotGroupRows - 1) / kDotGroupRows;
+  int64_t groupRows = (g.m + groups - 1) / groups;
+  int64_t columns =
+      std::clamp<int64_t>((kb.cpu().registers - 1) / (groupRows + 1), 2, kDotBlockColumns);
+  // With one group nothing rereads the block while the next could arrive.
+  bool prefetch = groups > 1;
   int64_t blocks = (g.n + columns - 1) / columns, tail = g.n - (blocks - 1) * columns;
   Value lastRow = kb.index(g.n - 1);
   kb.parallelFor(blocks, [&](Value block) {
@@ -414,7 +436,7 @@ void emitDotBlocks(KernelBuilder &kb, const GemmOperands &g, int64_t width,
         SmallVector<Value> acc(rows * blockColumns, kb.splat(0.0));
         sweepDepth(kb, g.k, width, acc, [&](Value k, int64_t valid) {
           // Group j prefetches the next block's rows j, j + groups, ...
-          for (int64_t c = group; groups > 1 && c < columns; c += groups)
+          for (int64_t c = group; prefetch && c < columns; c += groups)
             kb.prefetch(g.b, {kb.mini(column(columns + c), lastRow),
                               g.bits == 4 && g.bScales ? kb.divui(k, 2) : k});
           SmallVector<Value> bVectors;
@@ -431,15 +453,15 @@ void emitDotBlocks(KernelBuilder &kb, const GemmOperands &g, int64_t width,
           Value scale =
               g.scalesPerChannel() ? kb.loadWidened(g.bScales, {column(c), kb.index(0)}) : Value();
           for (int64_t r = 0; r < rows; ++r) {
-            Value sum = kb.reduceAdd(acc[r * blockColumns + c]);
+            Value sum = sumLanesInOrder(kb, acc[r * blockColumns + c]);
             storeFinished(kb, g, scale ? kb.mul(sum, scale) : sum, kb.index(first + r), column(c),
                           1, /*scalar=*/true);
           }
         }
       }
     };
-    if (tail == columns)
-      return sweep(columns);
+    if (tail == columns || blocks == 1)
+      return sweep(tail);
     kb.ifThenElse(
         kb.below(block, blocks - 1), [&] { sweep(columns); }, [&] { sweep(tail); });
   });
