@@ -1377,7 +1377,8 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
   if (bands * columnChunks == 1)
     bands = rowBands(g.m, 1, tileRows);
   int64_t bandRows = g.m / bands;
-  // A B [K, N] one panel wide is laid out as its packed panel already.
+  // A B [K, N] one panel wide is laid out as its packed panel already; one
+  // of few rows reads each panel too few times to repay a packed copy.
   bool packB = g.transposeB || g.bScales || (g.n != panel && g.m > kDotBlockRows) ||
                !cast<MemRefType>(g.b.getType()).getElementType().isF32();
 
