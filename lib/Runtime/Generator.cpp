@@ -50,11 +50,9 @@ xfmr_generator::xfmr_generator(const char *encodeManifest, void (*encodeEntry)(v
   std::string path = weightsPath.empty() ? prefill.manifest.defaultWeights : weightsPath;
   if (path.empty())
     fail("missing --weights=PATH (the model was not compiled from a checkpoint)");
-  std::vector<const Manifest *> manifests = {&prefill.manifest, &decode.manifest};
-  if (encodeEntry) {
+  if (encodeEntry)
     encode.manifest = parseManifest(encodeManifest);
-    manifests.push_back(&encode.manifest);
-  }
+  std::vector<const Manifest *> manifests = entryManifests();
   checkFitsInMemory(manifests);
   arenaBytes = activationBytes(manifests);
   auto loadStart = std::chrono::steady_clock::now();
@@ -84,11 +82,23 @@ void xfmr_generator::addRowPrefill(const char *manifest, void (*function)(void *
   // A batch of one reads its prompts through the prefill entry itself.
   if (batch > 1)
     prefillRows = bindRows(prefill, "prefill", manifest, function);
+  arenaBytes = activationBytes(entryManifests());
 }
 
 void xfmr_generator::addRowDecode(const char *manifest, void (*function)(void **)) {
   if (batch > 1)
     decodeRows = bindRows(decode, "decode", manifest, function);
+  arenaBytes = activationBytes(entryManifests());
+}
+
+std::vector<const xfmr::rt::Manifest *> xfmr_generator::entryManifests() const {
+  std::vector<const Manifest *> manifests = {&prefill.manifest, &decode.manifest};
+  for (const std::vector<Entry> *rows : {&prefillRows, &decodeRows})
+    if (!rows->empty())
+      manifests.push_back(&rows->front().manifest);
+  if (!encode.manifest.args.empty())
+    manifests.push_back(&encode.manifest);
+  return manifests;
 }
 
 std::vector<xfmr::rt::Entry> xfmr_generator::bindRows(const Entry &whole, const std::string &name,
@@ -105,14 +115,6 @@ std::vector<xfmr::rt::Entry> xfmr_generator::bindRows(const Entry &whole, const 
       fail("corrupt model: the " + name + "_row entry takes " + std::to_string(entry.tokens) +
            " tokens a call, the " + name + " entry " + std::to_string(whole.tokens));
   }
-  std::vector<const Manifest *> manifests = {&prefill.manifest, &decode.manifest,
-                                             &rows.front().manifest};
-  for (const std::vector<Entry> *others : {&prefillRows, &decodeRows})
-    if (!others->empty())
-      manifests.push_back(&others->front().manifest);
-  if (encoderDecoder())
-    manifests.push_back(&encode.manifest);
-  arenaBytes = activationBytes(manifests);
   return rows;
 }
 

@@ -135,6 +135,9 @@ struct xfmr_generator {
   void append(Entry &entry, const std::vector<std::vector<int32_t>> &tokens, float *logits);
 
 private:
+  /// The manifests of the entries bound so far (their activations share an
+  /// arena).
+  std::vector<const xfmr::rt::Manifest *> entryManifests() const;
   /// `function`, the one-sequence entry `name`_row of `whole`'s kind, bound
   /// to each row.
   std::vector<Entry> bindRows(const Entry &whole, const std::string &name, const char *manifest,
