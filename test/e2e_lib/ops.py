@@ -102,8 +102,8 @@ def gen_cache_attention():
     i32 = lambda values: np.asarray(values, dtype=np.int32)
     return dict(pq=randn(3, 5, 2, 16), pk=randn(3, 200, 2, 16), pv=randn(3, 200, 2, 16),
                 poff=i32([0, 61, 195]), plen=i32([5, 66, 200]),
-                dq=randn(4, 1, 2, 16), dk=randn(4, 200, 2, 16), dv=randn(4, 200, 2, 16),
-                doff=i32([7, 0, 199, 0]), dlen=i32([8, 1, 200, 0]),
+                dq=randn(8, 1, 4, 16), dk=randn(8, 200, 4, 16), dv=randn(8, 200, 4, 16),
+                doff=i32([7, 0, 199, 0, 63, 64, 120, 150]), dlen=i32([8, 1, 200, 0, 64, 65, 121, 200]),
                 xq=randn(2, 2, 6, 8), xk=randn(2, 2, 70, 8), xv=randn(2, 2, 70, 8),
                 xlen=i32([70, 33]))
 

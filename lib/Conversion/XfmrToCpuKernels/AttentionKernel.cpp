@@ -3,9 +3,10 @@
 // Threads take (batch, head) pairs, which all cost the same even with a
 // causal mask, so everything a pair needs is private to its thread. Per
 // pair, K^T (and for the backward V^T) is copied once into block-contiguous
-// scratch, so products with it vectorize over keys like a GEMM over columns;
-// a forward of a few queries (a decode step) reads each key and value once,
-// in place, a dot product per key.
+// scratch, so products with it vectorize over keys like a GEMM over columns.
+// A forward of a few queries (a decode step) instead reads each key and value
+// once, in place, a dot product per key, its threads taking a sequence's
+// heads together so that they read the cache in the order it is stored.
 //
 // Forward: queries go in blocks of kBlockQ rows; for each block the key
 // blocks up to the diagonal are visited:
@@ -53,6 +54,9 @@ constexpr int64_t kBlockQ = 64;
 /// where they are: each is read once, and packing them would cost more than
 /// it saves (a copy of the whole cache per step).
 constexpr int64_t kInPlaceQueries = 8;
+/// The tasks the in-place forward aims for, splitting a sequence's heads
+/// when there are fewer sequences.
+constexpr int64_t kMinInPlaceTasks = 16;
 /// Keys per block, fewer for short key sequences (rounded up to a panel of
 /// 2 vectors), which would otherwise compute mostly padding.
 constexpr int64_t kMaxBlockK = 64;
@@ -273,19 +277,16 @@ public:
   using AttentionKernelBase::AttentionKernelBase;
 
   void emit() {
+    if (seqQ <= kInPlaceQueries)
+      return emitInPlace();
     forEachPair([&](Value bi, Value hi) {
-      Value keysT, values;
       Value kvh = in.keyHead(b, loc, hi);
-      if (seqQ > kInPlaceQueries) {
-        keysT = packTransposedBlocks(in.k, bi, kvh);
-        Value keys = limits().keyCount(bi);
-        values = packRows(in.v, bi, kvh, keys, paddedKeys(keys), paddedK, seqK - 1, 1.0);
-      }
-      Scratch scratch{kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ, blockK}, f32()),
-                      kb.allocate({kBlockQ, headDim}, f32()), kb.allocate({kBlockQ}, f32()),
-                      kb.allocate({kBlockQ, lanes}, f32())};
+      Value keysT = packTransposedBlocks(in.k, bi, kvh);
+      Value keys = limits().keyCount(bi);
+      Value values = packRows(in.v, bi, kvh, keys, paddedKeys(keys), paddedK, seqK - 1, 1.0);
+      Scratch scratch = allocateScratch(kBlockQ);
       kb.forRowTiles(kb.index(0), seqQ, kBlockQ, [&](Value q0, int64_t rows) {
-        emitQueryBlock(bi, hi, kvh, keysT, values, scratch, q0, rows);
+        emitQueryBlock(bi, hi, keysT, values, scratch, q0, rows);
       });
     });
   }
@@ -299,73 +300,169 @@ private:
     Value sum; // [bq][lanes], per-lane partial sums
   };
 
-  /// Query head `hi`'s rows q0 .. q0 + rows - 1 against key/value head
-  /// `kvh`.
-  void emitQueryBlock(Value bi, Value hi, Value kvh, Value keysT, Value values, const Scratch &s,
-                      Value q0, int64_t rows) {
-    // Scaled queries, running max/sum and output.
-    kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
-      Value qi = kb.addi(q0, i);
-      kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
-        kb.store(kb.mul(kb.load(in.q, in.at(bi, qi, hi, c)), kb.f32(in.scale * kLog2E)), s.queries,
-                 {i, c});
-        kb.store(kb.f32(0.0), s.output, {i, c});
-      });
-      kb.store(kb.f32(kNegInf), s.max, {i});
-      kb.storeVector(kb.splat(0.0), s.sum, {i, kb.index(0)});
-    });
+  Scratch allocateScratch(int64_t rows) {
+    return {kb.allocate({rows, headDim}, f32()), kb.allocate({rows, blockK}, f32()),
+            kb.allocate({rows, headDim}, f32()), kb.allocate({rows}, f32()),
+            kb.allocate({rows, lanes}, f32())};
+  }
+
+  /// Query head `hi`'s rows q0 .. q0 + rows - 1 against the packed keys and
+  /// values of its key/value head.
+  void emitQueryBlock(Value bi, Value hi, Value keysT, Value values, const Scratch &s, Value q0,
+                      int64_t rows) {
+    Value zero = kb.index(0);
+    initRows(bi, hi, s, zero, q0, rows);
     // Key blocks wholly before a sliding window or past the last visible
     // key are never read.
     kb.forLoop(limits().firstKeyTile(bi, q0, blockK), limits().keyTiles(bi, q0, rows, blockK), 1,
                [&](Value block) {
                  Value k0 = kb.muli(block, blockK);
-                 if (keysT)
-                   emitBlockProduct(s.queries, kb.index(0), keysT, block, rows, s.scores);
-                 else
-                   emitBlockProductInPlace(bi, kvh, s.queries, k0, rows, s.scores);
-                 ifMasked(bi, block, q0,
-                          [&](bool masked) { emitSoftmaxUpdate(bi, hi, s, q0, k0, rows, masked); });
+                 emitBlockProduct(s.queries, zero, keysT, block, rows, s.scores);
+                 ifMasked(bi, block, q0, [&](bool masked) {
+                   emitSoftmaxUpdate(bi, hi, s, zero, q0, k0, rows, masked);
+                 });
                  // O += P V over the block's keys before the key limit.
                  Value kEnd = kb.mini(kb.addi(k0, kb.index(blockK)), limits().keyCount(bi));
                  emitAccumulate(
-                     s.output, kb.index(0), rows, k0, kEnd,
+                     s.output, zero, rows, k0, kEnd,
                      [&](Value i, Value key) {
                        return kb.load(s.scores, {i, arith::SubIOp::create(b, loc, key, k0)});
                      },
                      [&](Value key, Value col, int64_t valid) {
-                       return values ? kb.loadVector(values, {key, col}, valid)
-                                     : kb.loadVectorWidened(in.v, in.at(bi, key, kvh, col), valid);
+                       return kb.loadVector(values, {key, col}, valid);
                      });
                });
-    // out = O / l, 0 where nothing was visible; lse = m + log l.
+    finishRows(bi, hi, s, zero, q0, rows);
+  }
+
+  /// A few queries (decoding) read the keys and values where they are, each
+  /// once. A task takes a sequence and a range of its heads and walks the
+  /// keys position by position, all its heads at each: it streams through
+  /// the cache in the order it is stored (a position's heads side by side)
+  /// instead of at the stride of a position, head after head.
+  void emitInPlace() {
+    int64_t kvHeads = cast<MemRefType>(in.k.getType()).getDimSize(in.dims.heads);
+    // The fewest ranges of whole key/value heads that give the thread pool
+    // kMinInPlaceTasks tasks, or one per key/value head.
+    int64_t ranges = kvHeads;
+    for (int64_t candidate = 1; candidate < kvHeads; ++candidate)
+      if (kvHeads % candidate == 0 && batch * candidate >= kMinInPlaceTasks) {
+        ranges = candidate;
+        break;
+      }
+    int64_t taskHeads = heads / ranges;
+    Value zero = kb.index(0);
+    kb.parallelFor(batch * ranges, [&](Value index) {
+      InPlaceTask task{kb.divui(index, ranges), kb.muli(kb.remui(index, ranges), taskHeads),
+                       taskHeads, allocateScratch(taskHeads * seqQ)};
+      Value bi = task.bi;
+      const Scratch &s = task.scratch;
+      forEachHead(task,
+                  [&](Value hi, Value, Value row0) { initRows(bi, hi, s, row0, zero, seqQ); });
+      kb.forLoop(limits().firstKeyTile(bi, zero, blockK), limits().keyTiles(bi, zero, seqQ, blockK),
+                 1, [&](Value block) {
+                   Value k0 = kb.muli(block, blockK);
+                   emitScoresInPlace(task, k0);
+                   ifMasked(bi, block, zero, [&](bool masked) {
+                     forEachHead(task, [&](Value hi, Value, Value row0) {
+                       emitSoftmaxUpdate(bi, hi, s, row0, zero, k0, seqQ, masked);
+                     });
+                   });
+                   emitAccumulateInPlace(task, k0);
+                 });
+      forEachHead(task,
+                  [&](Value hi, Value, Value row0) { finishRows(bi, hi, s, row0, zero, seqQ); });
+    });
+  }
+
+  /// Sequence `bi`'s query heads head0 .. head0 + heads - 1; scratch row
+  /// lh * seq_q + i holds query i of head head0 + lh.
+  struct InPlaceTask {
+    Value bi, head0;
+    int64_t heads;
+    Scratch scratch;
+  };
+
+  /// Calls `body(hi, kvh, row0)` for each of the task's query heads.
+  void forEachHead(const InPlaceTask &task, function_ref<void(Value, Value, Value)> body) {
+    kb.forLoop(kb.index(0), kb.index(task.heads), 1, [&](Value lh) {
+      Value hi = kb.addi(task.head0, lh);
+      body(hi, in.keyHead(b, loc, hi), kb.muli(lh, seqQ));
+    });
+  }
+
+  /// The scores of the key block at k0, a dot product per key and query
+  /// (keys past seq_k read its last row; the block's mask hides them).
+  void emitScoresInPlace(const InPlaceTask &task, Value k0) {
+    const Scratch &s = task.scratch;
+    kb.forLoop(kb.index(0), kb.index(blockK), 1, [&](Value j) {
+      Value key = kb.mini(kb.addi(k0, j), kb.index(seqK - 1));
+      forEachHead(task, [&](Value, Value kvh, Value row0) {
+        SmallVector<Value> sums(seqQ, kb.splat(0.0));
+        forHeadDimVectors([&](Value c, int64_t valid) {
+          Value k = kb.loadVectorWidened(in.k, in.at(task.bi, key, kvh, c), valid);
+          for (int64_t i = 0; i < seqQ; ++i) {
+            Value q = kb.loadVector(s.queries, {kb.addi(row0, kb.index(i)), c}, valid);
+            sums[i] = kb.fma(q, k, sums[i]);
+          }
+        });
+        for (int64_t i = 0; i < seqQ; ++i)
+          kb.store(kb.reduceAdd(sums[i]), s.scores, {kb.addi(row0, kb.index(i)), j});
+      });
+    });
+  }
+
+  /// O += P V over the keys of the block at k0 before the key limit.
+  void emitAccumulateInPlace(const InPlaceTask &task, Value k0) {
+    const Scratch &s = task.scratch;
+    Value kEnd = kb.mini(kb.addi(k0, kb.index(blockK)), limits().keyCount(task.bi));
+    kb.forLoop(k0, kEnd, 1, [&](Value key) {
+      Value j = arith::SubIOp::create(b, loc, key, k0);
+      forEachHead(task, [&](Value, Value kvh, Value row0) {
+        SmallVector<Value> probs;
+        for (int64_t i = 0; i < seqQ; ++i)
+          probs.push_back(kb.splat(kb.load(s.scores, {kb.addi(row0, kb.index(i)), j})));
+        forHeadDimVectors([&](Value c, int64_t valid) {
+          Value v = kb.loadVectorWidened(in.v, in.at(task.bi, key, kvh, c), valid);
+          for (int64_t i = 0; i < seqQ; ++i) {
+            SmallVector<Value> at{kb.addi(row0, kb.index(i)), c};
+            kb.storeVector(kb.fma(probs[i], v, kb.loadVector(s.output, at, valid)), s.output, at,
+                           valid);
+          }
+        });
+      });
+    });
+  }
+
+  /// Scratch rows row0 .. row0 + rows - 1 start query head `hi`'s rows from
+  /// q0: scaled queries, no output, an empty running max and sum.
+  void initRows(Value bi, Value hi, const Scratch &s, Value row0, Value q0, int64_t rows) {
     kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
-      Value l = kb.reduceAdd(kb.loadVector(s.sum, {i, kb.index(0)}));
+      Value qi = kb.addi(q0, i), row = kb.addi(row0, i);
+      kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
+        kb.store(kb.mul(kb.load(in.q, in.at(bi, qi, hi, c)), kb.f32(in.scale * kLog2E)), s.queries,
+                 {row, c});
+        kb.store(kb.f32(0.0), s.output, {row, c});
+      });
+      kb.store(kb.f32(kNegInf), s.max, {row});
+      kb.storeVector(kb.splat(0.0), s.sum, {row, kb.index(0)});
+    });
+  }
+
+  /// out = O / l, 0 where nothing was visible; lse = m + log l.
+  void finishRows(Value bi, Value hi, const Scratch &s, Value row0, Value q0, int64_t rows) {
+    kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
+      Value row = kb.addi(row0, i);
+      Value l = kb.reduceAdd(kb.loadVector(s.sum, {row, kb.index(0)}));
       Value empty = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, kb.f32(0.0));
       Value inverse = kb.select(empty, kb.f32(0.0), kb.div(kb.f32(1.0), l));
       Value qi = kb.addi(q0, i);
       kb.forLoop(kb.index(0), kb.index(headDim), 1, [&](Value c) {
-        kb.store(kb.mul(kb.load(s.output, {i, c}), inverse), in.out, in.at(bi, qi, hi, c));
+        kb.store(kb.mul(kb.load(s.output, {row, c}), inverse), in.out, in.at(bi, qi, hi, c));
       });
       if (in.lse)
-        kb.store(kb.add(kb.mul(kb.load(s.max, {i}), kb.f32(kLn2)), kb.log(l)), in.lse, {bi, hi, qi});
-    });
-  }
-
-  /// scores[i][j] = sum_c queries[i][c] K[b, k0 + j, h, c] for the block's
-  /// keys, read in place, a dot product each (keys past seq_k read its last
-  /// row; the block's mask hides them).
-  void emitBlockProductInPlace(Value bi, Value kvh, Value queries, Value k0, int64_t rows,
-                               Value scores) {
-    kb.forLoop(kb.index(0), kb.index(blockK), 1, [&](Value j) {
-      Value key = kb.mini(kb.addi(k0, j), kb.index(seqK - 1));
-      SmallVector<Value> sums(rows, kb.splat(0.0));
-      forHeadDimVectors([&](Value c, int64_t valid) {
-        Value k = kb.loadVectorWidened(in.k, in.at(bi, key, kvh, c), valid);
-        for (int64_t i = 0; i < rows; ++i)
-          sums[i] = kb.fma(kb.loadVector(queries, {kb.index(i), c}, valid), k, sums[i]);
-      });
-      for (int64_t i = 0; i < rows; ++i)
-        kb.store(kb.reduceAdd(sums[i]), scores, {kb.index(i), j});
+        kb.store(kb.add(kb.mul(kb.load(s.max, {row}), kb.f32(kLn2)), kb.log(l)), in.lse,
+                 {bi, hi, qi});
     });
   }
 
@@ -373,12 +470,13 @@ private:
   /// in place of the scores, rescaled O, m and l. The exponentials read the
   /// scores back from the tile (written back first when masks or biases
   /// changed them); l is kept per lane and reduced once at the end.
-  void emitSoftmaxUpdate(Value bi, Value hi, const Scratch &s, Value q0, Value k0, int64_t rows,
-                         bool masked) {
+  void emitSoftmaxUpdate(Value bi, Value hi, const Scratch &s, Value row0, Value q0, Value k0,
+                         int64_t rows, bool masked) {
     bool rewritesScores = masked || in.bias || in.keyBias || in.softcap;
-    kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value i) {
+    kb.forLoop(kb.index(0), kb.index(rows), 1, [&](Value query) {
+      Value i = kb.addi(row0, query);
       SmallVector<Value> scores =
-          maskedRow(bi, hi, s.scores, i, kb.addi(q0, i), k0, masked, kLog2E);
+          maskedRow(bi, hi, s.scores, i, kb.addi(q0, query), k0, masked, kLog2E);
       Value rowMax = kb.splat(kNegInf);
       for (auto [v, score] : llvm::enumerate(scores)) {
         rowMax = kb.max(rowMax, score);

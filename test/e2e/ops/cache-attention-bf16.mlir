@@ -24,19 +24,19 @@ func.func @forward(
     %pq: tensor<3x5x2x16xbf16> {xfmr.input = "pq"}, %pk: tensor<3x200x2x16xbf16> {xfmr.input = "pk"},
     %pv: tensor<3x200x2x16xbf16> {xfmr.input = "pv"}, %poff: tensor<3xi32> {xfmr.input = "poff"},
     %plen: tensor<3xi32> {xfmr.input = "plen"},
-    %dq: tensor<4x1x2x16xbf16> {xfmr.input = "dq"}, %dk: tensor<4x200x2x16xbf16> {xfmr.input = "dk"},
-    %dv: tensor<4x200x2x16xbf16> {xfmr.input = "dv"}, %doff: tensor<4xi32> {xfmr.input = "doff"},
-    %dlen: tensor<4xi32> {xfmr.input = "dlen"},
+    %dq: tensor<8x1x4x16xbf16> {xfmr.input = "dq"}, %dk: tensor<8x200x4x16xbf16> {xfmr.input = "dk"},
+    %dv: tensor<8x200x4x16xbf16> {xfmr.input = "dv"}, %doff: tensor<8xi32> {xfmr.input = "doff"},
+    %dlen: tensor<8xi32> {xfmr.input = "dlen"},
     %xq: tensor<2x2x6x8xbf16> {xfmr.input = "xq"}, %xk: tensor<2x2x70x8xbf16> {xfmr.input = "xk"},
     %xv: tensor<2x2x70x8xbf16> {xfmr.input = "xv"}, %xlen: tensor<2xi32> {xfmr.input = "xlen"})
     -> (tensor<3x5x2x16xbf16> {xfmr.output = "prefill"},
-        tensor<4x1x2x16xbf16> {xfmr.output = "decode"},
+        tensor<8x1x4x16xbf16> {xfmr.output = "decode"},
         tensor<2x2x6x8xbf16> {xfmr.output = "cross"}) {
   %p = xfmr.fused_attention %pq, %pk, %pv query_offset(%poff) key_length(%plen) {causal, scale = 0.25 : f64}
        : (tensor<3x5x2x16xbf16>, tensor<3x200x2x16xbf16>, tensor<3x200x2x16xbf16>, tensor<3xi32>, tensor<3xi32>) -> tensor<3x5x2x16xbf16>
   %d = xfmr.fused_attention %dq, %dk, %dv query_offset(%doff) key_length(%dlen) {causal, scale = 0.25 : f64}
-       : (tensor<4x1x2x16xbf16>, tensor<4x200x2x16xbf16>, tensor<4x200x2x16xbf16>, tensor<4xi32>, tensor<4xi32>) -> tensor<4x1x2x16xbf16>
+       : (tensor<8x1x4x16xbf16>, tensor<8x200x4x16xbf16>, tensor<8x200x4x16xbf16>, tensor<8xi32>, tensor<8xi32>) -> tensor<8x1x4x16xbf16>
   %x = xfmr.fused_attention %xq, %xk, %xv key_length(%xlen) {scale = 0.35355339 : f64, layout = #xfmr.layout<bhsd>}
        : (tensor<2x2x6x8xbf16>, tensor<2x2x70x8xbf16>, tensor<2x2x70x8xbf16>, tensor<2xi32>) -> tensor<2x2x6x8xbf16>
-  return %p, %d, %x : tensor<3x5x2x16xbf16>, tensor<4x1x2x16xbf16>, tensor<2x2x6x8xbf16>
+  return %p, %d, %x : tensor<3x5x2x16xbf16>, tensor<8x1x4x16xbf16>, tensor<2x2x6x8xbf16>
 }

@@ -1,7 +1,8 @@
 // fused_attention over a KV cache (query_offset, key_length: runtime values per sequence)
 // against softmax(q k^T * scale, masked) v in float64: a prefill chunk at three offsets,
-// decode steps with key lengths of 1 and 0 (a fully masked row gives 0), and
-// non-causal attention over a partially filled cache; caches of several key blocks.
+// decode steps of eight sequences (whose heads the CPU kernel splits between tasks) with key
+// lengths of 1 and 0 (a fully masked row gives 0), and non-causal attention over a partially
+// filled cache; caches of several key blocks.
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python %testlib/ops.py generate cache_attention %t/inputs.safetensors
@@ -31,19 +32,19 @@ func.func @forward(
     %pq: tensor<3x5x2x16xf32> {xfmr.input = "pq"}, %pk: tensor<3x200x2x16xf32> {xfmr.input = "pk"},
     %pv: tensor<3x200x2x16xf32> {xfmr.input = "pv"}, %poff: tensor<3xi32> {xfmr.input = "poff"},
     %plen: tensor<3xi32> {xfmr.input = "plen"},
-    %dq: tensor<4x1x2x16xf32> {xfmr.input = "dq"}, %dk: tensor<4x200x2x16xf32> {xfmr.input = "dk"},
-    %dv: tensor<4x200x2x16xf32> {xfmr.input = "dv"}, %doff: tensor<4xi32> {xfmr.input = "doff"},
-    %dlen: tensor<4xi32> {xfmr.input = "dlen"},
+    %dq: tensor<8x1x4x16xf32> {xfmr.input = "dq"}, %dk: tensor<8x200x4x16xf32> {xfmr.input = "dk"},
+    %dv: tensor<8x200x4x16xf32> {xfmr.input = "dv"}, %doff: tensor<8xi32> {xfmr.input = "doff"},
+    %dlen: tensor<8xi32> {xfmr.input = "dlen"},
     %xq: tensor<2x2x6x8xf32> {xfmr.input = "xq"}, %xk: tensor<2x2x70x8xf32> {xfmr.input = "xk"},
     %xv: tensor<2x2x70x8xf32> {xfmr.input = "xv"}, %xlen: tensor<2xi32> {xfmr.input = "xlen"})
     -> (tensor<3x5x2x16xf32> {xfmr.output = "prefill"},
-        tensor<4x1x2x16xf32> {xfmr.output = "decode"},
+        tensor<8x1x4x16xf32> {xfmr.output = "decode"},
         tensor<2x2x6x8xf32> {xfmr.output = "cross"}) {
   %p = xfmr.fused_attention %pq, %pk, %pv query_offset(%poff) key_length(%plen) {causal, scale = 0.25 : f64}
        : (tensor<3x5x2x16xf32>, tensor<3x200x2x16xf32>, tensor<3x200x2x16xf32>, tensor<3xi32>, tensor<3xi32>) -> tensor<3x5x2x16xf32>
   %d = xfmr.fused_attention %dq, %dk, %dv query_offset(%doff) key_length(%dlen) {causal, scale = 0.25 : f64}
-       : (tensor<4x1x2x16xf32>, tensor<4x200x2x16xf32>, tensor<4x200x2x16xf32>, tensor<4xi32>, tensor<4xi32>) -> tensor<4x1x2x16xf32>
+       : (tensor<8x1x4x16xf32>, tensor<8x200x4x16xf32>, tensor<8x200x4x16xf32>, tensor<8xi32>, tensor<8xi32>) -> tensor<8x1x4x16xf32>
   %x = xfmr.fused_attention %xq, %xk, %xv key_length(%xlen) {scale = 0.35355339 : f64, layout = #xfmr.layout<bhsd>}
        : (tensor<2x2x6x8xf32>, tensor<2x2x70x8xf32>, tensor<2x2x70x8xf32>, tensor<2xi32>) -> tensor<2x2x6x8xf32>
-  return %p, %d, %x : tensor<3x5x2x16xf32>, tensor<4x1x2x16xf32>, tensor<2x2x6x8xf32>
+  return %p, %d, %x : tensor<3x5x2x16xf32>, tensor<8x1x4x16xf32>, tensor<2x2x6x8xf32>
 }
