@@ -198,7 +198,9 @@ llvm::Error link(StringRef object, const CompileOptions &options, StringRef main
   if (serves)
     args.append({"-lcpp-httplib", "-pthread"});
   args.append({"-lsentencepiece", "-lpcre2-8", "-lutf8proc", "-L" XFMR_OPENMP_LIB_DIR, "-lomp",
-               rpath, "-ldl", "-lm", XFMR_COMPILER_RT_BUILTINS, "-o", options.outputPath});
+               rpath, "-ldl", "-lm", "-o", options.outputPath});
+  if (llvm::sys::fs::exists(XFMR_COMPILER_RT_BUILTINS))
+    args.push_back(XFMR_COMPILER_RT_BUILTINS);
   SmallVector<StringRef> sanitizerFlags;
   StringRef(XFMR_RUNTIME_LINK_FLAGS).split(sanitizerFlags, ' ', -1, /*KeepEmpty=*/false);
   args.append(sanitizerFlags.begin(), sanitizerFlags.end());

@@ -88,8 +88,9 @@ void xfmr::buildHostToLLVMPipeline(OpPassManager &pm, bool gpu) {
   pm.addPass(createXfmrApproximateVectorMath());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
-  // bf16 arithmetic in f32, and bf16 <-> f32 conversions as integer ops (the
-  // toolchain's libgcc has no __truncsfbf2).
+  // bf16 arithmetic in f32, and bf16 <-> f32 conversions as integer ops
+  // rather than calls of __truncsfbf2 (compiler-rt's, which xfmrc links for
+  // what LLVM's code generator itself legalizes that way).
   arith::ArithEmulateUnsupportedFloatsOptions emulate;
   emulate.sourceTypeStrs = {"bf16"};
   emulate.targetTypeStr = "f32";

@@ -289,12 +289,13 @@ func.func @attention(%q: tensor<1x128x2x16xf32>) -> tensor<1x128x2x16xf32> {
 // -----
 
 // Grouped-query attention: each of the 4 query heads reads key/value head
-// h / 2 in place (a decode step: no packing); the K/V operands stay [.., 2, ..].
+// h / 2 in place (a decode step of one sequence: a task per head, no
+// packing); the K/V operands stay [.., 2, ..].
 // CHECK-LABEL: func @grouped_query_attention
 // CHECK: bufferization.to_buffer %{{.*}} read_only : tensor<1x32x2x16xf32>
 // CHECK: scf.forall (%{{.*}}) in (4)
-// CHECK: %[[HEAD:.*]] = arith.remui %{{.*}}, %c4
-// CHECK: %[[KVHEAD:.*]] = arith.divui %[[HEAD]], %c2
+// CHECK: arith.remui %{{.*}}, %c4
+// CHECK: %[[KVHEAD:.*]] = arith.divui %{{.*}}, %c2
 // CHECK: vector.load %{{.*}}[%{{.*}}, %{{.*}}, %[[KVHEAD]], %c0] : memref<1x32x2x16xf32
 // CHECK-NOT: tensor<1x32x4x16xf32>
 func.func @grouped_query_attention(%q: tensor<1x1x4x16xf32>, %kv: tensor<1x32x2x16xf32>,
@@ -302,6 +303,30 @@ func.func @grouped_query_attention(%q: tensor<1x1x4x16xf32>, %kv: tensor<1x32x2x
   %o = xfmr.fused_attention %q, %kv, %kv query_offset(%offset) key_length(%length) {causal, scale = 0.25 : f64}
        : (tensor<1x1x4x16xf32>, tensor<1x32x2x16xf32>, tensor<1x32x2x16xf32>, tensor<1xi32>, tensor<1xi32>) -> tensor<1x1x4x16xf32>
   return %o : tensor<1x1x4x16xf32>
+}
+
+// -----
+
+// A decode step of 16 sequences: a task per sequence walks its keys
+// position by position, all 4 query heads at each (key/value head h / 2),
+// for the scores and again for the values.
+// CHECK-LABEL: func @grouped_query_decode
+// CHECK: scf.forall (%{{.*}}) in (16)
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1
+// CHECK-NEXT: arith.addi
+// CHECK-NEXT: %[[KEY:.*]] = arith.minsi
+// CHECK-NEXT: scf.for %{{.*}} = %c0 to %c4 step %c1
+// CHECK: %[[KVHEAD:.*]] = arith.divui %{{.*}}, %c2
+// CHECK: vector.load %{{.*}}[%{{.*}}, %[[KEY]], %[[KVHEAD]], %c0] : memref<16x32x2x16xf32
+// CHECK: scf.for %[[POSITION:.*]] = %{{.*}} to %{{.*}} step %c1
+// CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1
+// CHECK: %[[VHEAD:.*]] = arith.divui %{{.*}}, %c2
+// CHECK: vector.load %{{.*}}[%{{.*}}, %[[POSITION]], %[[VHEAD]], %c0] : memref<16x32x2x16xf32
+func.func @grouped_query_decode(%q: tensor<16x1x4x16xf32>, %kv: tensor<16x32x2x16xf32>,
+                                %offset: tensor<16xi32>, %length: tensor<16xi32>) -> tensor<16x1x4x16xf32> {
+  %o = xfmr.fused_attention %q, %kv, %kv query_offset(%offset) key_length(%length) {causal, scale = 0.25 : f64}
+       : (tensor<16x1x4x16xf32>, tensor<16x32x2x16xf32>, tensor<16x32x2x16xf32>, tensor<16xi32>, tensor<16xi32>) -> tensor<16x1x4x16xf32>
+  return %o : tensor<16x1x4x16xf32>
 }
 
 // -----

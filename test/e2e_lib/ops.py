@@ -265,8 +265,9 @@ def gen_position_bias():
                 cq=randn(1, 2, 40, 8), ck=randn(1, 2, 40, 8), cv=randn(1, 2, 40, 8),
                 pq=randn(3, 5, 2, 16), pk=randn(3, 200, 2, 16), pv=randn(3, 200, 2, 16),
                 poff=i32([0, 61, 195]), plen=i32([5, 66, 200]),
-                dq=randn(4, 1, 2, 16), dk=randn(4, 200, 2, 16), dv=randn(4, 200, 2, 16),
-                doff=i32([7, 0, 199, 0]), dlen=i32([8, 1, 200, 0]))
+                dq=randn(16, 1, 2, 16), dk=randn(16, 200, 2, 16), dv=randn(16, 200, 2, 16),
+                doff=i32([7, 0, 199, 0] + list(range(40, 200, 14))),
+                dlen=i32([8, 1, 200, 0] + list(range(41, 201, 14))))
 
 
 def ref_position_bias(x):

@@ -6,7 +6,8 @@
 // scratch, so products with it vectorize over keys like a GEMM over columns.
 // A forward of a few queries (a decode step) instead reads each key and value
 // once, in place, a dot product per key, its threads taking a sequence's
-// heads together so that they read the cache in the order it is stored.
+// heads together so that they read a [batch, seq, heads, head_dim] cache in
+// the order it is stored.
 //
 // Forward: queries go in blocks of kBlockQ rows; for each block the key
 // blocks up to the diagonal are visited:
@@ -55,8 +56,10 @@ constexpr int64_t kBlockQ = 64;
 /// it saves (a copy of the whole cache per step).
 constexpr int64_t kInPlaceQueries = 8;
 /// The tasks the in-place forward aims for, splitting a sequence's heads
-/// when there are fewer sequences.
+/// when there are fewer sequences, and the most bytes of query and output
+/// rows a task keeps (read again at every key: they should stay in L1).
 constexpr int64_t kMinInPlaceTasks = 16;
+constexpr int64_t kInPlaceRowBytes = 16 * 1024;
 /// Keys per block, fewer for short key sequences (rounded up to a panel of
 /// 2 vectors), which would otherwise compute mostly padding.
 constexpr int64_t kMaxBlockK = 64;
@@ -338,18 +341,22 @@ private:
   /// A few queries (decoding) read the keys and values where they are, each
   /// once. A task takes a sequence and a range of its heads and walks the
   /// keys position by position, all its heads at each: it streams through
-  /// the cache in the order it is stored (a position's heads side by side)
-  /// instead of at the stride of a position, head after head.
+  /// a [batch, seq, heads, head_dim] cache in the order it is stored (a
+  /// position's heads side by side) instead of at the stride of a position,
+  /// head after head.
   void emitInPlace() {
-    int64_t kvHeads = cast<MemRefType>(in.k.getType()).getDimSize(in.dims.heads);
-    // The fewest ranges of whole key/value heads that give the thread pool
-    // kMinInPlaceTasks tasks, or one per key/value head.
-    int64_t ranges = kvHeads;
-    for (int64_t candidate = 1; candidate < kvHeads; ++candidate)
-      if (kvHeads % candidate == 0 && batch * candidate >= kMinInPlaceTasks) {
+    // The fewest ranges of query heads that give the thread pool
+    // kMinInPlaceTasks tasks with their query and output rows in
+    // kInPlaceRowBytes, or a head a task.
+    int64_t ranges = heads;
+    for (int64_t candidate = 1; candidate < heads; ++candidate) {
+      int64_t rowBytes = heads / candidate * seqQ * headDim * 2 * sizeof(float);
+      if (heads % candidate == 0 && batch * candidate >= kMinInPlaceTasks &&
+          rowBytes <= kInPlaceRowBytes) {
         ranges = candidate;
         break;
       }
+    }
     int64_t taskHeads = heads / ranges;
     Value zero = kb.index(0);
     kb.parallelFor(batch * ranges, [&](Value index) {

@@ -2,7 +2,8 @@
 // xfmr-fuse-attention makes of it) against softmax(q k^T * scale + bias,
 // masked) v in float64 with transformers' buckets: bidirectional with padding
 // over two key blocks, causal, and over a KV cache: prefill chunks and decode
-// steps at runtime query offsets, key lengths of 1 and 0 (a fully masked row).
+// steps of sixteen sequences (a task holds both heads of one) at runtime query offsets, key
+// lengths of 1 and 0 (a fully masked row).
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python %testlib/ops.py generate position_bias %t/inputs.safetensors
@@ -40,13 +41,13 @@ func.func @forward(
     %pq: tensor<3x5x2x16xf32> {xfmr.input = "pq"}, %pk: tensor<3x200x2x16xf32> {xfmr.input = "pk"},
     %pv: tensor<3x200x2x16xf32> {xfmr.input = "pv"}, %poff: tensor<3xi32> {xfmr.input = "poff"},
     %plen: tensor<3xi32> {xfmr.input = "plen"},
-    %dq: tensor<4x1x2x16xf32> {xfmr.input = "dq"}, %dk: tensor<4x200x2x16xf32> {xfmr.input = "dk"},
-    %dv: tensor<4x200x2x16xf32> {xfmr.input = "dv"}, %doff: tensor<4xi32> {xfmr.input = "doff"},
-    %dlen: tensor<4xi32> {xfmr.input = "dlen"})
+    %dq: tensor<16x1x2x16xf32> {xfmr.input = "dq"}, %dk: tensor<16x200x2x16xf32> {xfmr.input = "dk"},
+    %dv: tensor<16x200x2x16xf32> {xfmr.input = "dv"}, %doff: tensor<16xi32> {xfmr.input = "doff"},
+    %dlen: tensor<16xi32> {xfmr.input = "dlen"})
     -> (tensor<2x70x2x16xf32> {xfmr.output = "encoder"},
         tensor<1x2x40x8xf32> {xfmr.output = "causal"},
         tensor<3x5x2x16xf32> {xfmr.output = "prefill"},
-        tensor<4x1x2x16xf32> {xfmr.output = "decode"}) {
+        tensor<16x1x2x16xf32> {xfmr.output = "decode"}) {
   %eb = xfmr.relative_position_bias %et {max_distance = 20 : i64, bidirectional}
         : (tensor<32x2xf32>) -> tensor<1x2x70x70xf32>
   %e = xfmr.fused_attention %eq, %ek, %ev padding_mask(%pad) attn_bias(%eb) {scale = 0.25 : f64}
@@ -60,8 +61,8 @@ func.func @forward(
   %p = xfmr.fused_attention %pq, %pk, %pv attn_bias(%pb) query_offset(%poff) key_length(%plen) {causal, scale = 0.25 : f64}
        : (tensor<3x5x2x16xf32>, tensor<3x200x2x16xf32>, tensor<3x200x2x16xf32>, tensor<3x2x5x200xf32>, tensor<3xi32>, tensor<3xi32>) -> tensor<3x5x2x16xf32>
   %db = xfmr.relative_position_bias %dt query_offset(%doff) {max_distance = 24 : i64}
-        : (tensor<16x2xf32>, tensor<4xi32>) -> tensor<4x2x1x200xf32>
+        : (tensor<16x2xf32>, tensor<16xi32>) -> tensor<16x2x1x200xf32>
   %d = xfmr.fused_attention %dq, %dk, %dv attn_bias(%db) query_offset(%doff) key_length(%dlen) {causal, scale = 0.25 : f64}
-       : (tensor<4x1x2x16xf32>, tensor<4x200x2x16xf32>, tensor<4x200x2x16xf32>, tensor<4x2x1x200xf32>, tensor<4xi32>, tensor<4xi32>) -> tensor<4x1x2x16xf32>
-  return %e, %c, %p, %d : tensor<2x70x2x16xf32>, tensor<1x2x40x8xf32>, tensor<3x5x2x16xf32>, tensor<4x1x2x16xf32>
+       : (tensor<16x1x2x16xf32>, tensor<16x200x2x16xf32>, tensor<16x200x2x16xf32>, tensor<16x2x1x200xf32>, tensor<16xi32>, tensor<16xi32>) -> tensor<16x1x2x16xf32>
+  return %e, %c, %p, %d : tensor<2x70x2x16xf32>, tensor<1x2x40x8xf32>, tensor<3x5x2x16xf32>, tensor<16x1x2x16xf32>
 }
