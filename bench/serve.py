@@ -1,21 +1,25 @@
 #!/usr/bin/env python3
 """Serving benchmark (not a test): xfmr's --serve against llama.cpp's
 llama-server on the same GPT-2 small weights (random, transformers'
-initialisation; f32 in both), 2 threads each, 16 slots each. For 1, 4 and 16
+initialisation; f32 in both), 2 threads each, 16 slots each; xfmr with its KV
+cache in f32 and in bf16 (llama-server keeps an f16 one). For 1, 4 and 16
 concurrent clients, each sending requests one after another (a prompt of 64
 token ids, 64 new tokens, greedy, streamed, the end token ignored), prints
 the generated tokens per second and the p50/p99 time to first token, in the
 same run.
 
-  xfmr          xfmrc --generate --batch=16 --seq-len=32, then --serve
+  xfmr          xfmrc --generate --batch=16 --seq-len=32 [--cache-dtype=bf16],
+                then --serve
   llama.cpp     llama-server -np 16 (continuous batching), built from the
                 llama.cpp sources in the llama-cpp-python distribution
                 (bench/setup-llama-server.sh), on the checkpoint written as
                 GGUF (bench/generate.py's writer)
 
-Runs under build/bench-venv (bench/setup-peers.sh).
+Runs under build/bench-venv (bench/setup-peers.sh). --model=llama-1b serves
+bench/generate.py's Llama-3.2-1B-shaped checkpoint instead.
 
-  serve.py [--build DIR] [--requests N] [--threads T]
+  serve.py [--model gpt2|llama-1b] [--cache f32|bf16|both] [--build DIR]
+           [--requests N] [--threads T]
 """
 
 import argparse
@@ -36,6 +40,10 @@ import generate  # noqa: E402
 
 PROMPT, NEW, SLOTS, CHUNK = 64, 64, 16, 32
 CLIENTS = (1, 4, 16)
+# (row, xfmrc flags, executable): the KV cache in f32, and in bf16 as wide as
+# llama-server's default f16 cache.
+XFMR_SERVERS = (("xfmr", [], "xfmr-serve"),
+                ("xfmr, bf16 cache", ["--cache-dtype=bf16"], "xfmr-serve-bf16-cache"))
 
 
 def synthetic_tokenizer(directory, vocab):
@@ -156,28 +164,39 @@ def main():
     parser.add_argument("--build", default=os.path.join(generate.ROOT, "build"))
     parser.add_argument("--requests", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--model", choices=sorted(generate.MODELS), default="gpt2")
+    parser.add_argument("--cache", choices=("f32", "bf16", "both"), default="both",
+                        help="xfmr's KV cache element type(s)")
     args = parser.parse_args()
     workdir = os.path.join(args.build, "bench-serve")
     os.makedirs(workdir, exist_ok=True)
-    args.model = "gpt2"
     directory = generate.checkpoint(args, workdir)
     if not os.path.exists(os.path.join(directory, "tokenizer.json")):
-        synthetic_tokenizer(directory, 50257)
+        with open(os.path.join(directory, "config.json")) as f:
+            synthetic_tokenizer(directory, json.load(f)["vocab_size"])
     context = PROMPT + NEW + 16
 
-    server = os.path.join(workdir, "xfmr-serve")
-    generate.run([os.path.join(args.build, "bin", "xfmrc"), directory, "--generate",
-                  f"--batch={SLOTS}", f"--seq-len={CHUNK}", f"--max-context={context}", "-o",
-                  server])
-    port = free_port()
-    results = {"xfmr": run_server([server, "--serve", "--port", str(port), "-t",
-                                   str(args.threads), "--queue", "256"], port, args)}
+    results = {}
+    for name, flags, binary in XFMR_SERVERS:
+        if args.cache != "both" and (args.cache == "bf16") != bool(flags):
+            continue
+        binary = f"{args.model}-{binary}"
+        server = os.path.join(workdir, binary)
+        generate.run([os.path.join(args.build, "bin", "xfmrc"), directory, "--generate",
+                      f"--batch={SLOTS}", f"--seq-len={CHUNK}", f"--max-context={context}",
+                      *flags, "-o", server])
+        port = free_port()
+        results[name] = run_server([server, "--serve", "--port", str(port), "-t",
+                                    str(args.threads), "--queue", "256"], port, args)
 
     llama_server = os.path.join(args.build, "llama-server", "cmake", "bin", "llama-server")
     if os.path.exists(llama_server):
-        gguf = os.path.join(workdir, "gpt2-f32.gguf")
+        gguf = os.path.join(workdir, f"{args.model}-f32.gguf")
         if not os.path.exists(gguf):
-            generate.write_gguf(directory, gguf)
+            if args.model == "gpt2":
+                generate.write_gguf(directory, gguf)
+            else:
+                generate.write_llama_gguf(directory, gguf, context=context)
         port = free_port()
         results["llama.cpp"] = run_server(
             [llama_server, "-m", gguf, "--host", "127.0.0.1", "--port", str(port), "-np",
@@ -187,8 +206,8 @@ def main():
         print("llama.cpp: no build/llama-server (bench/setup-llama-server.sh); its rows are "
               "left out")
 
-    print(f"\nServing GPT-2 small (f32), prompts of {PROMPT} token ids, {NEW} new tokens each, "
-          f"greedy, streamed; {SLOTS} slots, {args.threads} threads\n")
+    print(f"\nServing {generate.MODELS[args.model][0]} (f32), prompts of {PROMPT} token ids, "
+          f"{NEW} new tokens each, greedy, streamed; {SLOTS} slots, {args.threads} threads\n")
     print("| clients | server | tokens/s | TTFT p50 (ms) | TTFT p99 (ms) | tokens/s vs llama.cpp |")
     print("|---|---|---|---|---|---|")
     for c in CLIENTS:
@@ -197,7 +216,7 @@ def main():
             ratio = (f"{speed / results['llama.cpp'][c][0]:.2f}x" if "llama.cpp" in results
                      else "")
             print(f"| {c} | {name} | {speed:.1f} | {p50:.0f} | {p99:.0f} | "
-                  f"{ratio if name == 'xfmr' else ''} |")
+                  f"{ratio if name != 'llama.cpp' else ''} |")
 
 
 if __name__ == "__main__":
