@@ -40,10 +40,9 @@ import generate  # noqa: E402
 
 PROMPT, NEW, SLOTS, CHUNK = 64, 64, 16, 32
 CLIENTS = (1, 4, 16)
-# (row, xfmrc flags, executable): the KV cache in f32, and in bf16 as wide as
+# xfmr's KV cache element types: (row, xfmrc flags); bf16 is as wide as
 # llama-server's default f16 cache.
-XFMR_SERVERS = (("xfmr", [], "xfmr-serve"),
-                ("xfmr, bf16 cache", ["--cache-dtype=bf16"], "xfmr-serve-bf16-cache"))
+XFMR_CACHES = {"f32": ("xfmr", []), "bf16": ("xfmr, bf16 cache", ["--cache-dtype=bf16"])}
 
 
 def synthetic_tokenizer(directory, vocab):
@@ -177,11 +176,10 @@ def main():
     context = PROMPT + NEW + 16
 
     results = {}
-    for name, flags, binary in XFMR_SERVERS:
-        if args.cache != "both" and (args.cache == "bf16") != bool(flags):
+    for cache, (name, flags) in XFMR_CACHES.items():
+        if args.cache not in ("both", cache):
             continue
-        binary = f"{args.model}-{binary}"
-        server = os.path.join(workdir, binary)
+        server = os.path.join(workdir, f"{args.model}-xfmr-serve-{cache}-cache")
         generate.run([os.path.join(args.build, "bin", "xfmrc"), directory, "--generate",
                       f"--batch={SLOTS}", f"--seq-len={CHUNK}", f"--max-context={context}",
                       *flags, "-o", server])
