@@ -291,10 +291,13 @@ xfmr_seq2seq_generator_create(const char *encode_manifest, void (*encode)(void *
  * prompt's logits are the same either way). 0 on success. */
 int xfmr_generator_set_row_prefill(xfmr_generator *generator, const char *prefill_row_manifest,
                                    void (*prefill_row)(void **args), char *err, size_t err_size);
-/* And, over a batch of at most 16 sequences of float weights on the CPU,
+/* And, over a batch of at most 16 sequences on the CPU,
  * `<name>_decode_row`, the decode step of one sequence: given it, a step of
  * a sequence generating alone takes a call of it rather than of the batch's
- * decode (its logits are the same either way). 0 on success. */
+ * decode (its logits are the same either way). Over a batch of 8, 12 or 16,
+ * also `<name>_decode_group`, the decode step of 4 sequences, bound to each
+ * aligned group of 4 rows: a step of sequences that all lie in one group
+ * takes a call of it. Call once per entry. 0 on success. */
 int xfmr_generator_set_row_decode(xfmr_generator *generator, const char *decode_row_manifest,
                                   void (*decode_row)(void **args), char *err, size_t err_size);
 void xfmr_generator_free(xfmr_generator *generator);
@@ -419,14 +422,15 @@ int xfmr_generator_main(int argc, char **argv, const char *prefill_manifest,
                         void (*decode)(void **args));
 /* The same for an encoder-decoder, whose `encode` entry reads the prompt as
  * the source before the decoder generates, and for a batch's one-sequence
- * prefill and decode (xfmr_generator_set_row_prefill, _set_row_decode); any
- * of these may be NULL. */
+ * prefill and decode and its decode of a group (xfmr_generator_set_row_prefill,
+ * _set_row_decode); any of these may be NULL. */
 int xfmr_seq2seq_generator_main(int argc, char **argv, const char *encode_manifest,
                                 void (*encode)(void **args), const char *prefill_manifest,
                                 void (*prefill)(void **args), const char *decode_manifest,
                                 void (*decode)(void **args), const char *prefill_row_manifest,
                                 void (*prefill_row)(void **args), const char *decode_row_manifest,
-                                void (*decode_row)(void **args));
+                                void (*decode_row)(void **args), const char *decode_group_manifest,
+                                void (*decode_group)(void **args));
 
 #ifdef __cplusplus
 }

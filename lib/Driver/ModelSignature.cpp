@@ -292,24 +292,22 @@ llvm::Error checkCheckpoint(ModuleOp module, const ModelSource &source, const Mo
   return llvm::Error::success();
 }
 
-/// Per-weight storages (xfmr-quantize-weights' per-weight) keeping the
-/// weights `source` holds in ggml's block formats as their integer groups:
-/// the executable then reads ggml's values, not a re-quantization of them.
-/// Whether every product of `func` reads a float weight stored [out, in]
-/// (through the transposes and widenings xfmr-quantize-weights makes).
+/// Whether every product of `func` reads a weight stored [out, in] (through
+/// the transposes, widenings and dequantizations xfmr-quantize-weights
+/// makes).
 bool readsWeightsOutIn(func::FuncOp func) {
   auto outIn = [](Value weight, bool transposed) {
     while (Operation *def = weight.getDefiningOp()) {
       if (auto transpose = dyn_cast<TransposeOp>(def))
         transposed = !transposed;
-      else if (!isa<arith::ExtFOp>(def))
+      else if (!isa<arith::ExtFOp, DequantizeOp>(def))
         break;
       weight = def->getOperand(0);
     }
     return transposed;
   };
   return !func.walk([&](Operation *op) {
-                bool ok = !isa<DequantizeOp>(op);
+                bool ok = true;
                 if (auto linear = dyn_cast<LinearOp>(op))
                   ok = outIn(linear.getWeight(), linear.getTransposeWeight());
                 if (auto attention = dyn_cast<MultiHeadAttentionOp>(op))
@@ -322,6 +320,9 @@ bool readsWeightsOutIn(func::FuncOp func) {
               .wasInterrupted();
 }
 
+/// Per-weight storages (xfmr-quantize-weights' per-weight) keeping the
+/// weights `source` holds in ggml's block formats as their integer groups:
+/// the executable then reads ggml's values, not a re-quantization of them.
 std::vector<std::string> ggmlWeightStorage(ModuleOp module, const ModelSource &source,
                                            const ModelInfo &info) {
   std::vector<std::string> storage;
@@ -466,18 +467,14 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
     if (failed(pm.run(*module)))
       return diagnostics.error(path + ": cannot store the weights as " + weightType);
   }
-  // A batch's decode step and a one-sequence one compute a row alike where
-  // their products take the same kernels: the CPU's dot products of float
-  // weights stored [out, in] (xfmr::kSmallProductRows). Integer weights take
-  // other kernels by the number of rows (even where --int8-dot=false would
-  // make them floats), and so do weights [in, out] and the GPU's products.
-  if (auto row = module->lookupSymbol<func::FuncOp>(kRowDecodeEntry)) {
-    bool floatWeights =
-        (weightType == "f32" || weightType == "bf16" || weightType == "f16") && ggmlStorage.empty();
-    if (options.target != Target::Host || options.emulateGpuKernels || !floatWeights ||
-        !readsWeightsOutIn(row))
-      row.erase();
-  }
+  // A batch's decode step and one of fewer rows compute a row alike where
+  // their products take the same kernels: the CPU's dot products of weights
+  // stored [out, in] (xfmr::kSmallProductRows). Weights [in, out] take other
+  // kernels by the number of rows, and so do the GPU's products.
+  for (StringRef name : {kRowDecodeEntry, kGroupDecodeEntry})
+    if (auto rows = module->lookupSymbol<func::FuncOp>(name))
+      if (options.target != Target::Host || options.emulateGpuKernels || !readsWeightsOutIn(rows))
+        rows.erase();
 
   // Weight initialisation is read off the model as written, before the
   // transformations below rewrite the ops that reveal it.
@@ -496,7 +493,7 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
     described = {{prefill, "prefill"}, {decode, "decode"}};
     if (auto encode = module->lookupSymbol<func::FuncOp>("encode"))
       described.insert(described.begin(), {encode, "encode"});
-    for (StringRef name : {kRowPrefillEntry, kRowDecodeEntry})
+    for (StringRef name : {kRowPrefillEntry, kRowDecodeEntry, kGroupDecodeEntry})
       if (auto row = module->lookupSymbol<func::FuncOp>(name))
         described.push_back({row, name});
   } else if (options.mode != CompileMode::Inference) {

@@ -1137,13 +1137,14 @@ llvm::Expected<OwningOpRef<ModuleOp>> xfmr::buildModel(MLIRContext &context,
   // One entry, or generation's: an encoder-decoder's encode, then the
   // decoder's prefill and decode, built alike; over a batch, a prefill of
   // one sequence too (kRowPrefillEntry), with which reading a few prompts
-  // beside the others' decode steps costs those prompts' work alone, and a
-  // decode step of one (kRowDecodeEntry), with which a few sequences' steps
-  // do. Their products must compute each row as the batch's entry does (a
-  // sequence's logits may not depend on which entry read it), so a chunk of
-  // so few tokens that its products would take the kernels of small
-  // products has no prefill_row, and a batch too large for them no
-  // decode_row (the driver drops it where the weights' kernels differ).
+  // beside the others' decode steps costs those prompts' work alone, and
+  // decode steps of one (kRowDecodeEntry) and of a group of a few
+  // (kGroupDecodeEntry), with which a few sequences' steps do. Their
+  // products must compute each row as the batch's entry does (a sequence's
+  // logits may not depend on which entry read it), so a chunk of so few
+  // tokens that its products would take the kernels of small products has
+  // no prefill_row, and a batch too large for them no decode_row or
+  // decode_group (the driver drops them where the weights' kernels differ).
   struct EntryToBuild {
     EntryKind kind;
     StringRef name;
@@ -1161,6 +1162,9 @@ llvm::Expected<OwningOpRef<ModuleOp>> xfmr::buildModel(MLIRContext &context,
       entries.push_back({EntryKind::Prefill, kRowPrefillEntry, 1});
     if (request.batch > 1 && request.batch <= kSmallProductRows)
       entries.push_back({EntryKind::Decode, kRowDecodeEntry, 1});
+    if (request.batch > kDecodeGroupRows && request.batch % kDecodeGroupRows == 0 &&
+        request.batch <= kSmallProductRows)
+      entries.push_back({EntryKind::Decode, kGroupDecodeEntry, kDecodeGroupRows});
   }
   for (const EntryToBuild &entry : entries) {
     if (entry.name == kRowPrefillEntry && prefillChunk(*module) <= kSmallProductRows)

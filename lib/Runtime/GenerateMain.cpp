@@ -16,11 +16,13 @@ extern "C" void xfmr_model_prefill_packed(void **args);
 extern "C" const char xfmr_model_decode_manifest[];
 extern "C" void xfmr_model_decode_packed(void **args);
 // A generator over a batch also has a prefill of one sequence, and may have
-// a decode step of one.
+// a decode step of one and of a group of a few.
 extern "C" const char xfmr_model_prefill_row_manifest[] __attribute__((weak));
 extern "C" void xfmr_model_prefill_row_packed(void **args) __attribute__((weak));
 extern "C" const char xfmr_model_decode_row_manifest[] __attribute__((weak));
 extern "C" void xfmr_model_decode_row_packed(void **args) __attribute__((weak));
+extern "C" const char xfmr_model_decode_group_manifest[] __attribute__((weak));
+extern "C" void xfmr_model_decode_group_packed(void **args) __attribute__((weak));
 
 int main(int argc, char **argv) {
   xfmr_tokenizer_enable_sentencepiece();
@@ -29,5 +31,6 @@ int main(int argc, char **argv) {
       argc, argv, xfmr_model_encode_manifest, xfmr_model_encode_packed, xfmr_model_prefill_manifest,
       xfmr_model_prefill_packed, xfmr_model_decode_manifest, xfmr_model_decode_packed,
       xfmr_model_prefill_row_manifest, xfmr_model_prefill_row_packed,
-      xfmr_model_decode_row_manifest, xfmr_model_decode_row_packed);
+      xfmr_model_decode_row_manifest, xfmr_model_decode_row_packed,
+      xfmr_model_decode_group_manifest, xfmr_model_decode_group_packed);
 }

@@ -86,14 +86,20 @@ void xfmr_generator::addRowPrefill(const char *manifest, void (*function)(void *
 }
 
 void xfmr_generator::addRowDecode(const char *manifest, void (*function)(void **)) {
-  if (batch > 1)
-    decodeRows = bindRows(decode, "decode", manifest, function);
+  if (batch == 1)
+    return;
+  std::vector<Entry> rows = bindRows(decode, "decode", manifest, function);
+  (rows.size() == static_cast<size_t>(batch) ? decodeRows : decodeGroups) = std::move(rows);
   arenaBytes = activationBytes(entryManifests());
+}
+
+int64_t xfmr_generator::decodeGroupRows() const {
+  return decodeGroups.empty() ? 0 : batch / static_cast<int64_t>(decodeGroups.size());
 }
 
 std::vector<const xfmr::rt::Manifest *> xfmr_generator::entryManifests() const {
   std::vector<const Manifest *> manifests = {&prefill.manifest, &decode.manifest};
-  for (const std::vector<Entry> *rows : {&prefillRows, &decodeRows})
+  for (const std::vector<Entry> *rows : {&prefillRows, &decodeRows, &decodeGroups})
     if (!rows->empty())
       manifests.push_back(&rows->front().manifest);
   if (!encode.manifest.args.empty())
@@ -105,31 +111,41 @@ std::vector<xfmr::rt::Entry> xfmr_generator::bindRows(const Entry &whole, const 
                                                       const char *manifest,
                                                       void (*function)(void **)) {
   Manifest parsed = parseManifest(manifest);
-  std::vector<Entry> rows(batch);
-  for (int64_t row = 0; row < batch; ++row) {
-    Entry &entry = rows[row];
+  // The entry's sequences: the first dimension of its token ids.
+  auto ids = std::find_if(parsed.args.begin(), parsed.args.end(), [](const ArgSpec &arg) {
+    return arg.kind == ArgSpec::Kind::Input && !arg.shape.empty() &&
+           (arg.name == "input_ids" || arg.name == "decoder_input_ids");
+  });
+  int64_t count = ids == parsed.args.end() ? 0 : ids->shape[0];
+  if (count <= 0 || count >= batch || batch % count)
+    fail("corrupt model: the " + name + " entry of " + std::to_string(count) +
+         " sequences does not divide a batch of " + std::to_string(batch));
+  std::vector<Entry> groups(batch / count);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    Entry &entry = groups[g];
     entry.manifest = parsed;
     entry.function = function;
-    bind(entry, row);
+    bind(entry, RowRange{static_cast<int64_t>(g) * count, count});
     if (entry.tokens != whole.tokens)
-      fail("corrupt model: the " + name + "_row entry takes " + std::to_string(entry.tokens) +
-           " tokens a call, the " + name + " entry " + std::to_string(whole.tokens));
+      fail("corrupt model: an entry of " + std::to_string(count) + " sequences takes " +
+           std::to_string(entry.tokens) + " tokens a call, the " + name + " entry " +
+           std::to_string(whole.tokens));
   }
-  return rows;
+  return groups;
 }
 
 /// The encoder's keys and values for the decoder's cross-attention.
 static bool isCrossAttention(const ArgSpec &arg) { return arg.name.rfind("cross.", 0) == 0; }
 
-void xfmr_generator::bind(Entry &entry, std::optional<int64_t> row) {
+void xfmr_generator::bind(Entry &entry, std::optional<RowRange> rows) {
   bool encoder = &entry == &encode;
-  // The sequences a call of the entry holds: the batch, or one row of it.
+  // The sequences a call of the entry holds: the batch, or some rows of it.
   auto setRows = [&](int64_t value, const std::string &name) {
-    if (!row)
+    if (!rows)
       setShape(batch, value, name);
-    else if (value != 1)
-      fail("corrupt generator manifest: '" + name + "' of a one-sequence entry holds " +
-           std::to_string(value) + " sequences, not 1");
+    else if (value != rows->count)
+      fail("corrupt generator manifest: '" + name + "' of an entry of " +
+           std::to_string(rows->count) + " sequences holds " + std::to_string(value));
   };
   for (const ArgSpec &arg : entry.manifest.args) {
     auto corrupt = [&](const std::string &why) {
@@ -147,7 +163,7 @@ void xfmr_generator::bind(Entry &entry, std::optional<int64_t> row) {
           corrupt("is no [batch, source, ...] output of the encode entry");
         break;
       }
-      if (row && !caches.count(arg.name))
+      if (rows && !caches.count(arg.name))
         corrupt("is a cache the batch's entries do not have");
       setRows(arg.shape[0], arg.name);
       setShape(context, arg.shape[1], arg.name);
@@ -167,7 +183,7 @@ void xfmr_generator::bind(Entry &entry, std::optional<int64_t> row) {
       break;
     }
     case ArgSpec::Kind::Output:
-      if (row && !arg.updates.empty() && !caches.count(arg.updates))
+      if (rows && !arg.updates.empty() && !caches.count(arg.updates))
         corrupt("updates '" + arg.updates + "', which is no cache of the batch's entries");
       if (!arg.updates.empty() || (crossAttention && encoder))
         break;
@@ -180,13 +196,13 @@ void xfmr_generator::bind(Entry &entry, std::optional<int64_t> row) {
     }
   }
   // The encoder's cross-attention keys and values, and the source's mask,
-  // are the decoder entries' too. A row entry's caches (and the outputs
-  // updating them in place), sources and masks are views of its row.
-  auto rowOf = [&](Buffer &whole) {
+  // are the decoder entries' too. The caches (and the outputs updating them
+  // in place), sources and masks of an entry of some rows are views of them.
+  auto rowsOf = [&](Buffer &whole) {
     size_t bytes = whole.size / batch;
     entry.rowViews.push_back(
         std::make_unique<Buffer>(std::shared_ptr<const void>(whole.data, [](const void *) {}),
-                                 whole.data + *row * bytes, bytes));
+                                 whole.data + rows->first * bytes, rows->count * bytes));
     return entry.rowViews.back().get();
   };
   entry.args = std::make_unique<EntryArgs>(
@@ -194,18 +210,18 @@ void xfmr_generator::bind(Entry &entry, std::optional<int64_t> row) {
         std::unique_ptr<Buffer> *shared = isCrossAttention(arg)                  ? &cross[arg.name]
                                           : arg.name == "encoder_attention_mask" ? &sourceMask
                                                                                  : nullptr;
-        if (row && !shared) {
+        if (rows && !shared) {
           bool state = arg.kind == ArgSpec::Kind::State;
           if (state || (arg.kind == ArgSpec::Kind::Output && !arg.updates.empty()))
             shared = &caches.find(state ? arg.name : arg.updates)->second;
         }
         if (!shared)
           return nullptr;
-        if (row) {
+        if (rows) {
           if (!*shared)
-            fail("corrupt generator manifest: a one-sequence entry reads '" + arg.name +
+            fail("corrupt generator manifest: an entry of some rows reads '" + arg.name +
                  "', which the batch's entries do not");
-          return rowOf(**shared);
+          return rowsOf(**shared);
         }
         if (!*shared)
           *shared = allocate(arg);
@@ -227,9 +243,9 @@ void xfmr_generator::bind(Entry &entry, std::optional<int64_t> row) {
 }
 
 void xfmr_generator::warmUp() {
-  Entry *prefillRow = prefillRows.empty() ? nullptr : &prefillRows.front();
-  Entry *decodeRow = decodeRows.empty() ? nullptr : &decodeRows.front();
-  for (Entry *entry : {&encode, &prefill, &decode, prefillRow, decodeRow}) {
+  auto first = [](std::vector<Entry> &rows) { return rows.empty() ? nullptr : &rows.front(); };
+  for (Entry *entry :
+       {&encode, &prefill, &decode, first(prefillRows), first(decodeRows), first(decodeGroups)}) {
     if (!entry || !entry->function)
       continue;
     for (Buffer *input : {entry->ids, entry->mask, entry->positions})
@@ -360,11 +376,32 @@ void xfmr_generator::call(Entry &entry, const std::vector<std::vector<int32_t>> 
                              : &entry == &decode ? &decodeRows
                                                  : nullptr;
   int64_t limit = &entry == &prefill ? rowPrefillLimit() : rowDecodeLimit();
-  if (!rows || reading > limit)
-    return run(entry, 0, batch, tokens.data(), logits);
-  for (int64_t b = 0; b < batch; ++b)
-    if (!tokens[b].empty())
-      run((*rows)[b], b, 1, &tokens[b], logits);
+  bool decoding = &entry == &decode;
+  if (rows && reading <= limit) {
+    for (int64_t b = 0; b < batch; ++b)
+      if (!tokens[b].empty())
+        run((*rows)[b], b, 1, &tokens[b], logits);
+    decodeCalls.row += decoding ? reading : 0;
+    return;
+  }
+  // Steps of sequences that all lie in one group of rows take that group's
+  // entry: it streams the weights as the batch's does, but multiplies them
+  // with a few rows instead of all.
+  if (int64_t size = decoding ? decodeGroupRows() : 0) {
+    int64_t first = batch, last = -1;
+    for (int64_t b = 0; b < batch; ++b)
+      if (!tokens[b].empty()) {
+        first = std::min(first, b);
+        last = b;
+      }
+    if (last >= 0 && first / size == last / size) {
+      int64_t group = first / size;
+      ++decodeCalls.group;
+      return run(decodeGroups[group], group * size, size, &tokens[group * size], logits);
+    }
+  }
+  decodeCalls.batch += decoding;
+  run(entry, 0, batch, tokens.data(), logits);
 }
 
 void xfmr_generator::run(Entry &entry, int64_t first, int64_t rows,
@@ -634,6 +671,8 @@ public:
     void (*prefillRow)(void **);
     const char *decodeRowManifest;
     void (*decodeRow)(void **);
+    const char *decodeGroupManifest;
+    void (*decodeGroup)(void **);
   };
 
   GeneratorCommand(const char *argv0, const Entries &entries) : argv0(argv0), entries(entries) {}
@@ -656,6 +695,8 @@ public:
       generator.addRowPrefill(entries.prefillRowManifest, entries.prefillRow);
     if (entries.decodeRow)
       generator.addRowDecode(entries.decodeRowManifest, entries.decodeRow);
+    if (entries.decodeGroup)
+      generator.addRowDecode(entries.decodeGroupManifest, entries.decodeGroup);
     if (static_cast<int64_t>(options.prompts.size()) > generator.batch)
       fail(std::to_string(options.prompts.size()) + " prompts, but the model generates " +
            std::to_string(generator.batch) + " sequences at once (xfmrc --batch)");
@@ -695,6 +736,9 @@ public:
       std::fprintf(stderr, "; up to %" PRId64 " tokens a decode step each", limit);
     if (generator.rowDecodeLimit())
       std::fprintf(stderr, "; a sequence decoding alone takes steps of its own");
+    if (int64_t rows = generator.decodeGroupRows())
+      std::fprintf(stderr, ", sequences of one group of %" PRId64 " rows steps of the group's",
+                   rows);
     std::fprintf(stderr, "\n");
     if (tokenizer && !manifest.eosTokenIds.empty()) {
       std::string ends;
@@ -826,6 +870,13 @@ private:
     if (generator.promptDecodeSteps)
       std::fprintf(stderr, "prompt: %" PRId64 " tokens read a decode step each\n",
                    generator.promptDecodeSteps);
+    if (generator.batch > 1) {
+      const xfmr_generator::DecodeCalls &calls = generator.decodeCalls;
+      std::fprintf(stderr,
+                   "decode calls: %" PRId64 " of the batch, %" PRId64 " of a group, %" PRId64
+                   " of a sequence\n",
+                   calls.batch, calls.group, calls.row);
+    }
     report("generation", generatedTokens,
            std::chrono::duration<double, std::milli>(end - promptRead).count());
     return 0;
@@ -1091,7 +1142,7 @@ int xfmr_generator_set_row_decode(xfmr_generator *generator, const char *manifes
                                   void (*decodeRow)(void **), char *err, size_t errSize) {
   return guarded(err, errSize, [&] {
     if (!manifest || !decodeRow)
-      fail("no decode_row entry given");
+      fail("no decode entry given");
     generator->addRowDecode(manifest, decodeRow);
   });
 }
@@ -1168,19 +1219,19 @@ extern "C" int xfmr_generator_main(int argc, char **argv, const char *prefillMan
                                    void (*prefill)(void **), const char *decodeManifest,
                                    void (*decode)(void **)) {
   return xfmr_seq2seq_generator_main(argc, argv, nullptr, nullptr, prefillManifest, prefill,
-                                     decodeManifest, decode, nullptr, nullptr, nullptr, nullptr);
+                                     decodeManifest, decode, nullptr, nullptr, nullptr, nullptr,
+                                     nullptr, nullptr);
 }
 
-extern "C" int xfmr_seq2seq_generator_main(int argc, char **argv, const char *encodeManifest,
-                                           void (*encode)(void **), const char *prefillManifest,
-                                           void (*prefill)(void **), const char *decodeManifest,
-                                           void (*decode)(void **), const char *prefillRowManifest,
-                                           void (*prefillRow)(void **),
-                                           const char *decodeRowManifest,
-                                           void (*decodeRow)(void **)) {
+extern "C" int xfmr_seq2seq_generator_main(
+    int argc, char **argv, const char *encodeManifest, void (*encode)(void **),
+    const char *prefillManifest, void (*prefill)(void **), const char *decodeManifest,
+    void (*decode)(void **), const char *prefillRowManifest, void (*prefillRow)(void **),
+    const char *decodeRowManifest, void (*decodeRow)(void **), const char *decodeGroupManifest,
+    void (*decodeGroup)(void **)) {
   const char *argv0 = argc > 0 ? argv[0] : "generate";
-  GeneratorCommand::Entries entries{encodeManifest,    encode,   prefillManifest,    prefill,
-                                    decodeManifest,    decode,   prefillRowManifest, prefillRow,
-                                    decodeRowManifest, decodeRow};
+  GeneratorCommand::Entries entries{encodeManifest,    encode,    prefillManifest,     prefill,
+                                    decodeManifest,    decode,    prefillRowManifest,  prefillRow,
+                                    decodeRowManifest, decodeRow, decodeGroupManifest, decodeGroup};
   return runCommandLine(argv0, [&] { return GeneratorCommand(argv0, entries).run(argc, argv); });
 }

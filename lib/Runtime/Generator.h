@@ -12,9 +12,10 @@
 // is a sequence of its own: a call appends tokens to some rows and leaves
 // the others (masked) as they are. Over a batch, prefill_row and decode_row
 // are prefill and decode for one sequence ([1, C], [1, 1]), bound once per
-// row (its caches that row of the batch's): a few prompts read, or the
-// steps of a sequence generating alone, cost their own work, not the
-// batch's. An encoder-decoder has a third entry,
+// row (its caches that row of the batch's), and decode_group the decode of
+// an aligned group of a few rows ([G, 1]), bound once per group: a few
+// prompts read, or the steps of a few sequences generating, cost their own
+// work, not the batch's. An encoder-decoder has a third entry,
 //
 //   encode(input_ids [B, S], attention_mask [B, S]) -> cross.<layer>.key/value
 //
@@ -48,8 +49,8 @@ struct Entry {
   Buffer *ids = nullptr, *mask = nullptr, *positions = nullptr, *logits = nullptr;
   const ArgSpec *logitsSpec = nullptr;
   int64_t tokens = 0; // per sequence and call
-  /// An entry bound to one row: its views of that row of the batch's
-  /// buffers.
+  /// An entry bound to some rows of the batch: its views of those rows of
+  /// the batch's buffers.
   std::vector<std::unique_ptr<Buffer>> rowViews;
 
   void call() { function(args->data()); }
@@ -67,6 +68,14 @@ struct xfmr_generator {
   /// step a sequence generating alone, where the batch's entry would compute
   /// every row; empty: none was compiled.
   std::vector<Entry> prefillRows, decodeRows;
+  /// The decode of a group of a few rows (decode_group) bound to each
+  /// aligned group (decodeGroups[g]: sequences g * G .. g * G + G - 1),
+  /// which steps the sequences of one group; empty: none was compiled.
+  std::vector<Entry> decodeGroups;
+  /// Decode calls so far of the batch's entry, of a group's and of a row's.
+  struct DecodeCalls {
+    int64_t batch = 0, group = 0, row = 0;
+  } decodeCalls;
   xfmr::rt::BufferMap weights, caches, cross;
   /// The source's padding mask, which the decoder entries read.
   std::unique_ptr<Buffer> sourceMask;
@@ -93,8 +102,11 @@ struct xfmr_generator {
   /// (`xfmrc --generate --batch` N > 1 compiles it as `prefill_row`), to
   /// each row.
   void addRowPrefill(const char *manifest, void (*function)(void **));
-  /// The same for the one-sequence decode entry (`decode_row`).
+  /// The same for a decode entry of fewer rows than the batch, a divisor of
+  /// it: `decode_row` (one) or `decode_group` (bound to each aligned group).
   void addRowDecode(const char *manifest, void (*function)(void **));
+  /// Rows of the decode_group entry (0 without it).
+  int64_t decodeGroupRows() const;
   /// The most prompts read at once through the one-sequence prefill, a call
   /// each (more: a call of the batch's prefill); 0 without it.
   int64_t rowPrefillLimit() const;
@@ -138,13 +150,18 @@ private:
   /// The manifests of the entries bound so far (their activations share an
   /// arena).
   std::vector<const xfmr::rt::Manifest *> entryManifests() const;
-  /// `function`, the one-sequence entry `name`_row of `whole`'s kind, bound
-  /// to each row.
+  /// `function`, an entry of `whole`'s kind over fewer sequences than the
+  /// batch, a divisor of it (`name`: its name, for errors), bound to each
+  /// aligned group of that many rows.
   std::vector<Entry> bindRows(const Entry &whole, const std::string &name, const char *manifest,
                               void (*function)(void **));
-  /// Binds `entry`'s arguments; with `row`, those of a one-sequence entry
-  /// to that row of the batch's caches and sources.
-  void bind(Entry &entry, std::optional<int64_t> row = std::nullopt);
+  /// Sequences `count` from `first`.
+  struct RowRange {
+    int64_t first, count;
+  };
+  /// Binds `entry`'s arguments; with `rows`, those of an entry of fewer
+  /// sequences to those rows of the batch's caches and sources.
+  void bind(Entry &entry, std::optional<RowRange> rows = std::nullopt);
   /// One call of `entry`, whose rows are the sequences `first` ..
   /// `first + rows - 1`, appending tokens[0 .. rows) (see call()).
   void run(Entry &entry, int64_t first, int64_t rows, const std::vector<int32_t> *tokens,

@@ -293,7 +293,10 @@ def gen_int8_weights():
     # (64 lanes), one of whose rows is zeros.
     xt = randn(2, 160)
     xt[1] = 0
-    return dict(x=randn(3, 64), xl=randn(70, 64), xt=xt, xlt=randn(9, 160),
+    # xs16: a skinny product of 16 rows, which the kernels take in groups of
+    # rows; xlt: the smallest GEMM, with xt's depth tail.
+    return dict(x=randn(3, 64), xl=randn(70, 64), xt=xt, xs16=randn(16, 160),
+                xlt=randn(17, 160),
                 w_kn=randn(64, 96, scale=0.2), w_nk=randn(100, 64, scale=0.2),
                 w_tail=randn(40, 160, scale=0.2),
                 b=randn(100, scale=0.1),
@@ -394,7 +397,7 @@ def ref_narrow_weights(x, kn, nk, tail, skinny=t, gemm=t):
     square = torch.tensor(x["sq"].astype(np.float64)) * t(x["ss"])
     xs, xl = skinny(x["x"]), gemm(x["xl"])
     return dict(skinny_kn=xs @ kn, skinny_nk=xs @ nk.T + t(x["b"]),
-                skinny_tail=skinny(x["xt"]) @ tail.T,
+                skinny_tail=skinny(x["xt"]) @ tail.T, skinny_rows=skinny(x["xs16"]) @ tail.T,
                 square_rows=t(x["x"]) @ square,
                 gemm_kn=xl @ kn, gemm_nk=torch.relu(xl @ nk.T + t(x["b"])),
                 gemm_tail=gemm(x["xlt"]) @ tail.T)

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Runs a generator compiled over a batch (with its one-sequence prefill_row
-and decode_row entries) on one prompt alone, read through prefill_row and
-stepped through decode_row, and on a whole batch of prompts, read through
-the batch's prefill and stepped through its decode, and checks that the
-prompt's greedy tokens and every step's logits are the same bit for bit.
+"""Runs a generator compiled over a batch (with its prefill_row, decode_row
+and decode_group entries) on one prompt alone (read through prefill_row,
+stepped through decode_row), on three (stepped through decode_group) and on
+a whole batch of prompts (the batch's prefill and decode), and checks that
+each prompt's greedy tokens and every step's logits are the same bit for
+bit whichever entries computed them. Prints the decode calls of each run.
 
   row_entries_check.py GENERATOR WEIGHTS BATCH WORKDIR"""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -21,10 +23,12 @@ def generate(generator, weights, prompts, path):
                "--no-echo", f"--save-logits={path}"]
     for prompt in prompts:
         command += ["-p", " ".join(str(t) for t in prompt)]
-    subprocess.run(command, check=True, capture_output=True)
+    run = subprocess.run(command, check=True, capture_output=True, text=True)
+    calls = re.search(r"^decode calls: .*$", run.stderr, re.M)
+    print(f"{len(prompts)} prompts: {calls.group(0) if calls else 'no decode calls line'}")
     saved = safetensors_io.read(path)
-    tokens = saved["tokens"][0]
-    return tokens[tokens >= 0], saved["logits"][0]
+    return [(tokens[tokens >= 0], logits)
+            for tokens, logits in zip(saved["tokens"], saved["logits"])]
 
 
 def main():
@@ -33,14 +37,20 @@ def main():
     # Two chunks of 32 of the first prompt, and others of other lengths.
     prompts = [rng.integers(1, 250, size=int(n)).tolist()
                for n in [40] + list(rng.integers(3, 50, size=batch - 1))]
-    alone = generate(generator, weights, prompts[:1], os.path.join(workdir, "alone.safetensors"))
     together = generate(generator, weights, prompts, os.path.join(workdir, "batch.safetensors"))
-    same = all(np.array_equal(a, b) for a, b in zip(alone, together))
-    difference = float(np.abs(alone[1] - together[1]).max())
-    print(f"{'PASS' if same else 'FAIL'}: a sequence generated alone and in a batch of {batch}: "
-          f"tokens {'equal' if np.array_equal(alone[0], together[0]) else 'differ'}, "
-          f"logits differ by at most {difference:g}")
-    return 0 if same else 1
+    ok = True
+    for count in (1, 3):
+        run = generate(generator, weights, prompts[:count],
+                       os.path.join(workdir, f"first-{count}.safetensors"))
+        for i, (tokens, logits) in enumerate(run):
+            same_tokens = np.array_equal(tokens, together[i][0])
+            difference = float(np.abs(logits - together[i][1]).max())
+            same = same_tokens and difference == 0
+            ok &= same
+            print(f"{'PASS' if same else 'FAIL'}: sequence {i} generated among {count} and in a "
+                  f"batch of {batch}: tokens {'equal' if same_tokens else 'differ'}, "
+                  f"logits differ by at most {difference:g}")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 """The generator's OpenAI-compatible server (--serve) through the official
 `openai` client, against transformers: a random Llama checkpoint with a
 Llama-3-style tokenizer and chat template (chat_check.py's), compiled with a
-batch of 4 slots and prefill chunks of 8 tokens.
+batch of 4 slots (8 for --load, whose steps of a few slots then take the
+one-sequence and 4-row decode entries) and prefill chunks of 8 tokens.
 
   serve_check.py --xfmrc PATH --workdir DIR [--load | --embeddings]
 
@@ -434,7 +435,8 @@ def main():
     model = model.double()
     eos = model.generation_config.eos_token_id
     generator = os.path.join(args.workdir, "generator")
-    subprocess.run([args.xfmrc, directory, "--generate", "--seq-len=8", "--batch=4", "-o",
+    batch = 8 if args.load else 4
+    subprocess.run([args.xfmrc, directory, "--generate", "--seq-len=8", f"--batch={batch}", "-o",
                     generator], check=True)
     server = Server(generator)
     ok = True

@@ -24,6 +24,11 @@ inline constexpr llvm::StringLiteral kRowPrefillEntry = "prefill_row";
 /// as the batch's do (see xfmr::kSmallProductRows): then a step of a few
 /// sequences costs their work, not the batch's.
 inline constexpr llvm::StringLiteral kRowDecodeEntry = "decode_row";
+/// And, over a batch of several such groups, the decode step of an aligned
+/// group of kDecodeGroupRows sequences: where few sequences generate, their
+/// steps multiply the weights with those rows, not the batch's.
+inline constexpr llvm::StringLiteral kGroupDecodeEntry = "decode_group";
+inline constexpr int64_t kDecodeGroupRows = 4;
 
 /// What the compiled model is asked to be: static shapes, element type,
 /// inference or training, and which head and outputs.

@@ -672,23 +672,34 @@ void sumGroupsOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Value aSc
   });
 }
 
-/// Stores output (m, n) of a skinny dot product: the sum of its `unroll`
-/// accumulators acc[m * unroll + u] and of its offsets' share, per lane
-/// `offsets(group, valid)` (a vector of row n of B's per-group values from
-/// `group`) times A's row m's group sums.
-void storeWithGroupShares(KernelBuilder &kb, const GemmOperands &g, Value n, Value aGroupSums,
-                          ArrayRef<Value> acc, int64_t unroll,
+/// Calls `body(first, rows)` for the rows of A in balanced groups of at
+/// most `most` rows. The skinny integer dot products keep each row's
+/// accumulators whatever the group, so a row sums in the same order in a
+/// product of any number of rows (xfmr::kSmallProductRows), and a group's
+/// accumulators fit the registers.
+void forRowGroups(int64_t m, int64_t most, llvm::function_ref<void(int64_t, int64_t)> body) {
+  int64_t groups = (m + most - 1) / most, rows = (m + groups - 1) / groups;
+  for (int64_t first = 0; first < m; first += rows)
+    body(first, std::min(rows, m - first));
+}
+
+/// Stores outputs (first + i, n), i < `rows`, of a skinny dot product: the
+/// sum of each one's `unroll` accumulators acc[i * unroll + u] and of its
+/// offsets' share, per lane `offsets(group, valid)` (a vector of row n of
+/// B's per-group values from `group`) times A's row's group sums.
+void storeWithGroupShares(KernelBuilder &kb, const GemmOperands &g, Value n, int64_t first,
+                          int64_t rows, Value aGroupSums, ArrayRef<Value> acc, int64_t unroll,
                           llvm::function_ref<Value(Value, int64_t)> offsets) {
-  SmallVector<Value> totals(g.m, kb.splat(0.0));
+  SmallVector<Value> totals(rows, kb.splat(0.0));
   sweepDepth(kb, g.k / g.groupSize, kb.cpu().lanes, totals, [&](Value group, int64_t valid) {
     Value row = offsets(group, valid);
-    for (int64_t m = 0; m < g.m; ++m)
-      totals[m] = kb.fma(row, kb.loadVector(aGroupSums, {kb.index(m), group}), totals[m]);
+    for (int64_t i = 0; i < rows; ++i)
+      totals[i] = kb.fma(row, kb.loadVector(aGroupSums, {kb.index(first + i), group}), totals[i]);
   });
-  for (int64_t m = 0; m < g.m; ++m) {
+  for (int64_t i = 0; i < rows; ++i) {
     for (int64_t u = 0; u < unroll; ++u)
-      totals[m] = kb.add(totals[m], acc[m * unroll + u]);
-    storeFinished(kb, g, kb.reduceAdd(totals[m]), kb.index(m), n, 1, /*scalar=*/true);
+      totals[i] = kb.add(totals[i], acc[i * unroll + u]);
+    storeFinished(kb, g, kb.reduceAdd(totals[i]), kb.index(first + i), n, 1, /*scalar=*/true);
   }
 }
 
@@ -776,38 +787,44 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
 
   // With 16 lanes, lanes 4-7 and 12-15 belong to a chunk's second block.
   auto inSecondBlock = [](int64_t lane) { return lane % 8 >= 4; };
-  int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 8) / g.m, 1, 2);
+  // Two chains a row, in groups of rows whose chains fit the registers
+  // beside the chunk's 8 temporaries (forRowGroups).
+  constexpr int64_t unroll = 2;
   kb.parallelFor(g.n, [&](Value n) {
-    // Per row of A and unrolled chunk, the scaled sums.
-    SmallVector<Value> acc(g.m * unroll, kb.splat(0.0));
-    auto chunk = [&](Value col, int64_t u, int64_t validBytes) {
-      Value nibbles = loadNibbleBytes(kb, g, n, col, validBytes);
-      bool whole = 2 * validBytes == chunkValues;
-      Value scales =
-          chunkBlockLanes(kb, inSecondBlock, g.bScales, n, col, blocks, g.groupSize, whole);
-      for (int64_t m = 0; m < g.m; ++m) {
-        Value aLanes =
-            chunkBlockLanes(kb, inSecondBlock, aScales, kb.index(m), col, blocks, 32, whole);
-        Value dot = kb.dotInt8(
-            splatInt(sumVector, 0), nibbles,
-            kb.loadVector(aBytes, {kb.index(m), col}, -1, splatInt(bytesOf(chunkValues), 0)),
-            /*uBits=*/4);
-        Value &sum = acc[m * unroll + u];
-        sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), dot), kb.mul(scales, aLanes),
-                     sum);
-      }
-    };
-    sweepDepth(kb, full, unroll * chunkValues, acc, [&](Value k, int64_t valid) {
-      for (int64_t u = 0; u * chunkValues < valid; ++u)
-        chunk(kb.addi(k, kb.index(u * chunkValues)), u, chunkValues / 2);
-    });
-    if (depth > full)
-      chunk(kb.index(full), 0, (g.k - full) / 2);
-    // The offsets' share: a row of B's mins (or -8 times its scales) times
-    // A's sums per group.
-    storeWithGroupShares(kb, g, n, aGroupSums, acc, unroll, [&](Value group, int64_t valid) {
-      return g.bMins ? kb.loadVectorWidened(g.bMins, {n, group}, valid)
-                     : kb.mul(kb.loadVectorWidened(g.bScales, {n, group}, valid), kb.splat(-8.0));
+    forRowGroups(g.m, (kb.cpu().registers - 8) / unroll, [&](int64_t first, int64_t rows) {
+      // Per row of the group and unrolled chunk, the scaled sums.
+      SmallVector<Value> acc(rows * unroll, kb.splat(0.0));
+      auto chunk = [&](Value col, int64_t u, int64_t validBytes) {
+        Value nibbles = loadNibbleBytes(kb, g, n, col, validBytes);
+        bool whole = 2 * validBytes == chunkValues;
+        Value scales =
+            chunkBlockLanes(kb, inSecondBlock, g.bScales, n, col, blocks, g.groupSize, whole);
+        for (int64_t i = 0; i < rows; ++i) {
+          Value m = kb.index(first + i);
+          Value aLanes = chunkBlockLanes(kb, inSecondBlock, aScales, m, col, blocks, 32, whole);
+          Value dot =
+              kb.dotInt8(splatInt(sumVector, 0), nibbles,
+                         kb.loadVector(aBytes, {m, col}, -1, splatInt(bytesOf(chunkValues), 0)),
+                         /*uBits=*/4);
+          Value &sum = acc[i * unroll + u];
+          sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), dot),
+                       kb.mul(scales, aLanes), sum);
+        }
+      };
+      sweepDepth(kb, full, unroll * chunkValues, acc, [&](Value k, int64_t valid) {
+        for (int64_t u = 0; u * chunkValues < valid; ++u)
+          chunk(kb.addi(k, kb.index(u * chunkValues)), u, chunkValues / 2);
+      });
+      if (depth > full)
+        chunk(kb.index(full), 0, (g.k - full) / 2);
+      // The offsets' share: a row of B's mins (or -8 times its scales) times
+      // A's sums per group.
+      storeWithGroupShares(
+          kb, g, n, first, rows, aGroupSums, acc, unroll, [&](Value group, int64_t valid) {
+            return g.bMins
+                       ? kb.loadVectorWidened(g.bMins, {n, group}, valid)
+                       : kb.mul(kb.loadVectorWidened(g.bScales, {n, group}, valid), kb.splat(-8.0));
+          });
     });
   });
 }
@@ -845,36 +862,40 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
     kb.store(vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, sum[0]), aSums, {row});
   }
 
-  // Accumulators for m rows x unroll vectors, plus A's vector and B's, one
-  // row of B at a time.
-  int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 2) / g.m, 1, 4);
+  // Accumulators for a group's rows x unroll vectors, plus A's vector and
+  // B's, one row of B at a time. The sums are exact integers: any unroll
+  // computes a row alike.
   kb.parallelFor(g.n, [&](Value n) {
-    SmallVector<Value> sums(g.m * unroll, splatInt(sumVector, 0));
-    auto step = [&](Value k, int64_t valid) {
-      for (int64_t u = 0; u * bytes < valid; ++u) {
-        Value col = kb.addi(k, kb.index(u * bytes));
-        int64_t vectorValid = std::min(bytes, valid - u * bytes);
-        Value row = loadUnsignedBytes(kb, g, n, col, vectorValid);
-        for (int64_t m = 0; m < g.m; ++m)
-          sums[m * unroll + u] =
-              kb.dotInt8(sums[m * unroll + u], row,
-                         kb.loadVector(aBytes, {kb.index(m), col}, vectorValid, zeroBytes));
+    forRowGroups(g.m, kb.cpu().registers - 2, [&](int64_t first, int64_t rows) {
+      int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 2) / rows, 1, 4);
+      SmallVector<Value> sums(rows * unroll, splatInt(sumVector, 0));
+      auto step = [&](Value k, int64_t valid) {
+        for (int64_t u = 0; u * bytes < valid; ++u) {
+          Value col = kb.addi(k, kb.index(u * bytes));
+          int64_t vectorValid = std::min(bytes, valid - u * bytes);
+          Value row = loadUnsignedBytes(kb, g, n, col, vectorValid);
+          for (int64_t i = 0; i < rows; ++i)
+            sums[i * unroll + u] = kb.dotInt8(
+                sums[i * unroll + u], row,
+                kb.loadVector(aBytes, {kb.index(first + i), col}, vectorValid, zeroBytes));
+        }
+      };
+      sweepDepth(kb, g.k, unroll * bytes, sums, step);
+      Value scale = kb.loadWidened(g.bScales, {n, kb.index(0)});
+      Value offset = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 128);
+      for (int64_t i = 0; i < rows; ++i) {
+        Value m = kb.index(first + i);
+        Value dot = sums[i * unroll];
+        for (int64_t u = 1; u < unroll; ++u)
+          dot = arith::AddIOp::create(b, loc, dot, sums[i * unroll + u]);
+        dot = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, dot);
+        dot = arith::SubIOp::create(b, loc, dot,
+                                    arith::MulIOp::create(b, loc, kb.load(aSums, {m}), offset));
+        Value sum = arith::SIToFPOp::create(b, loc, b.getF32Type(), dot);
+        sum = kb.mul(sum, kb.mul(kb.load(aScales, {m}), scale));
+        storeFinished(kb, g, sum, m, n, 1, /*scalar=*/true);
       }
-    };
-    sweepDepth(kb, g.k, unroll * bytes, sums, step);
-    Value scale = kb.loadWidened(g.bScales, {n, kb.index(0)});
-    Value offset = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 128);
-    for (int64_t m = 0; m < g.m; ++m) {
-      Value dot = sums[m * unroll];
-      for (int64_t u = 1; u < unroll; ++u)
-        dot = arith::AddIOp::create(b, loc, dot, sums[m * unroll + u]);
-      dot = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, dot);
-      dot = arith::SubIOp::create(
-          b, loc, dot, arith::MulIOp::create(b, loc, kb.load(aSums, {kb.index(m)}), offset));
-      Value sum = arith::SIToFPOp::create(b, loc, b.getF32Type(), dot);
-      sum = kb.mul(sum, kb.mul(kb.load(aScales, {kb.index(m)}), scale));
-      storeFinished(kb, g, sum, kb.index(m), n, 1, /*scalar=*/true);
-    }
+    });
   });
 }
 
@@ -920,44 +941,50 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   auto inSecondBlock = [](int64_t lane) { return lane >= 8; };
   Value zeroBytes = splatInt(bytesOf(chunkValues), 0);
   int64_t full = g.k / chunkValues * chunkValues;
-  int64_t unroll = std::clamp<int64_t>((kb.cpu().registers - 4) / (g.m + 1), 1, 2);
+  // Two chains a row, in groups of rows whose chains fit the registers
+  // beside the chunk's temporaries (forRowGroups).
+  constexpr int64_t unroll = 2;
   kb.parallelFor(g.n, [&](Value n) {
-    SmallVector<Value> acc(g.m * unroll, kb.splat(0.0));
-    auto chunk = [&](Value col, int64_t u, int64_t valid) {
-      Value row = loadUnsignedBytes(kb, g, n, col, valid);
-      bool whole = valid == chunkValues;
-      Value bLanes;
-      if (g.groupSize == 16) {
-        // 4 lanes a group (clamped to the last past K).
-        SmallVector<Value> groupScales;
-        for (int64_t q = 0; q < chunkValues / 16; ++q) {
-          Value group = kb.mini(kb.addi(kb.divui(col, 16), kb.index(q)), kb.index(g.k / 16 - 1));
-          groupScales.append(4, kb.loadWidened(g.bScales, {n, group}));
+    forRowGroups(g.m, (kb.cpu().registers - 4) / unroll - 1, [&](int64_t first, int64_t rows) {
+      SmallVector<Value> acc(rows * unroll, kb.splat(0.0));
+      auto chunk = [&](Value col, int64_t u, int64_t valid) {
+        Value row = loadUnsignedBytes(kb, g, n, col, valid);
+        bool whole = valid == chunkValues;
+        Value bLanes;
+        if (g.groupSize == 16) {
+          // 4 lanes a group (clamped to the last past K).
+          SmallVector<Value> groupScales;
+          for (int64_t q = 0; q < chunkValues / 16; ++q) {
+            Value group = kb.mini(kb.addi(kb.divui(col, 16), kb.index(q)), kb.index(g.k / 16 - 1));
+            groupScales.append(4, kb.loadWidened(g.bScales, {n, group}));
+          }
+          bLanes = vector::FromElementsOp::create(b, loc, kb.vectorType(), groupScales);
+        } else {
+          bLanes =
+              chunkBlockLanes(kb, inSecondBlock, g.bScales, n, col, blocks, g.groupSize, whole);
         }
-        bLanes = vector::FromElementsOp::create(b, loc, kb.vectorType(), groupScales);
-      } else {
-        bLanes = chunkBlockLanes(kb, inSecondBlock, g.bScales, n, col, blocks, g.groupSize, whole);
-      }
-      for (int64_t m = 0; m < g.m; ++m) {
-        Value dot = kb.dotInt8(splatInt(sumVector, 0), row,
-                               kb.loadVector(aBytes, {kb.index(m), col}, valid, zeroBytes));
-        Value aLanes =
-            chunkBlockLanes(kb, inSecondBlock, aScales, kb.index(m), col, blocks, kBlock, whole);
-        Value scales = kb.mul(bLanes, aLanes);
-        Value &sum = acc[m * unroll + u];
-        sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), dot), scales, sum);
-      }
-    };
-    sweepDepth(kb, full, unroll * chunkValues, acc, [&](Value k, int64_t valid) {
-      for (int64_t u = 0; u * chunkValues < valid; ++u)
-        chunk(kb.addi(k, kb.index(u * chunkValues)), u, chunkValues);
-    });
-    if (g.k > full)
-      chunk(kb.index(full), 0, g.k - full);
-    // The offset's share: -128 times a row of B's scales times A's sums per
-    // group.
-    storeWithGroupShares(kb, g, n, aGroupSums, acc, unroll, [&](Value group, int64_t valid) {
-      return kb.mul(kb.loadVectorWidened(g.bScales, {n, group}, valid), kb.splat(-128.0));
+        for (int64_t i = 0; i < rows; ++i) {
+          Value m = kb.index(first + i);
+          Value dot = kb.dotInt8(splatInt(sumVector, 0), row,
+                                 kb.loadVector(aBytes, {m, col}, valid, zeroBytes));
+          Value aLanes = chunkBlockLanes(kb, inSecondBlock, aScales, m, col, blocks, kBlock, whole);
+          Value scales = kb.mul(bLanes, aLanes);
+          Value &sum = acc[i * unroll + u];
+          sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), dot), scales, sum);
+        }
+      };
+      sweepDepth(kb, full, unroll * chunkValues, acc, [&](Value k, int64_t valid) {
+        for (int64_t u = 0; u * chunkValues < valid; ++u)
+          chunk(kb.addi(k, kb.index(u * chunkValues)), u, chunkValues);
+      });
+      if (g.k > full)
+        chunk(kb.index(full), 0, g.k - full);
+      // The offset's share: -128 times a row of B's scales times A's sums per
+      // group.
+      storeWithGroupShares(
+          kb, g, n, first, rows, aGroupSums, acc, unroll, [&](Value group, int64_t valid) {
+            return kb.mul(kb.loadVectorWidened(g.bScales, {n, group}, valid), kb.splat(-128.0));
+          });
     });
   });
 }
@@ -1336,26 +1363,26 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
     g.a = kb.readBuffer(arith::ExtFOp::create(kb.builder(), kb.location(),
                                               aType.clone(kb.builder().getF32Type()), a));
   }
-  if (g.m <= kSkinnyRows && !g.transposeA) {
-    if (g.transposeB && hasIntegerDot(kb) && g.bits == 8 && g.scalesPerChannel())
+  // A B^T of few rows (decode steps, a prefill's logits) takes kernels that
+  // compute a row alike whatever the rows (xfmr::kSmallProductRows).
+  if (g.m <= kDotBlockRows && g.transposeB && !g.transposeA) {
+    if (hasIntegerDot(kb) && g.bits == 8 && g.scalesPerChannel())
       emitSkinnyGemmInt8Dot(kb, g);
-    else if (g.transposeB && hasIntegerDot(kb) && g.bits == 8 && !g.bMins && g.groupAxis == 1 &&
+    else if (hasIntegerDot(kb) && g.bits == 8 && !g.bMins && g.groupAxis == 1 &&
              (g.groupSize % 32 == 0 || (g.groupSize == 16 && g.k % 32 == 0)))
       emitSkinnyGemmInt8GroupDot(kb, g);
-    else if (g.transposeB && hasIntegerDot(kb) && g.bits == 4)
+    else if (hasIntegerDot(kb) && g.bits == 4)
       emitSkinnyGemmInt4Dot(kb, g);
-    else if (g.transposeB)
-      emitDotBlocksF32(kb, g);
     else
-      emitSkinnyGemmAlongK(kb, g);
+      emitDotBlocksF32(kb, g);
+    return kb.asTensor(g.c);
+  }
+  if (g.m <= kSkinnyRows && !g.transposeA) {
+    emitSkinnyGemmAlongK(kb, g);
     return kb.asTensor(g.c);
   }
   if (takesIntegerDot(kb, g)) {
     emitGemmIntegerDot(kb, g);
-    return kb.asTensor(g.c);
-  }
-  if (g.m <= kDotBlockRows && g.transposeB && !g.transposeA) {
-    emitDotBlocksF32(kb, g);
     return kb.asTensor(g.c);
   }
 

@@ -117,6 +117,7 @@
 // CHECK: PASS: skinny_kn
 // CHECK: PASS: skinny_nk
 // CHECK: PASS: skinny_tail
+// CHECK: PASS: skinny_rows
 // CHECK: PASS: square_rows
 // CHECK: PASS: gemm_kn
 // CHECK: PASS: gemm_nk
@@ -127,11 +128,11 @@ func.func @forward(%x: tensor<3x64xf32> {xfmr.input = "x"}, %xl: tensor<70x64xf3
                    %w_kn: tensor<64x96xf32> {xfmr.param = "w_kn"},
                    %w_nk: tensor<100x64xf32> {xfmr.param = "w_nk"}, %b: tensor<100xf32> {xfmr.param = "b"},
                    %sq: tensor<64x64xi8> {xfmr.input = "sq"}, %ss: tensor<64x1xf32> {xfmr.input = "ss"},
-                   %xlt: tensor<9x160xf32> {xfmr.input = "xlt"})
+                   %xs16: tensor<16x160xf32> {xfmr.input = "xs16"}, %xlt: tensor<17x160xf32> {xfmr.input = "xlt"})
     -> (tensor<3x96xf32> {xfmr.output = "skinny_kn"}, tensor<3x100xf32> {xfmr.output = "skinny_nk"},
         tensor<70x96xf32> {xfmr.output = "gemm_kn"}, tensor<70x100xf32> {xfmr.output = "gemm_nk"},
         tensor<3x64xf32> {xfmr.output = "square_rows"}, tensor<2x40xf32> {xfmr.output = "skinny_tail"},
-        tensor<9x40xf32> {xfmr.output = "gemm_tail"}) {
+        tensor<16x40xf32> {xfmr.output = "skinny_rows"}, tensor<17x40xf32> {xfmr.output = "gemm_tail"}) {
   %a = xfmr.matmul %x, %w_kn : (tensor<3x64xf32>, tensor<64x96xf32>) -> tensor<3x96xf32>
   %c = xfmr.linear %x, %w_nk, %b {transpose_weight} : (tensor<3x64xf32>, tensor<100x64xf32>, tensor<100xf32>) -> tensor<3x100xf32>
   %d = xfmr.matmul %xl, %w_kn : (tensor<70x64xf32>, tensor<64x96xf32>) -> tensor<70x96xf32>
@@ -140,6 +141,7 @@ func.func @forward(%x: tensor<3x64xf32> {xfmr.input = "x"}, %xl: tensor<70x64xf3
   %w = xfmr.dequantize %sq, %ss {axis = 1 : i64, group_size = 64 : i64} : (tensor<64x64xi8>, tensor<64x1xf32>) -> tensor<64x64xf32>
   %g = xfmr.matmul %x, %w : (tensor<3x64xf32>, tensor<64x64xf32>) -> tensor<3x64xf32>
   %h = xfmr.linear %xt, %w_tail {transpose_weight} : (tensor<2x160xf32>, tensor<40x160xf32>) -> tensor<2x40xf32>
-  %i = xfmr.linear %xlt, %w_tail {transpose_weight} : (tensor<9x160xf32>, tensor<40x160xf32>) -> tensor<9x40xf32>
-  return %a, %c, %d, %f, %g, %h, %i : tensor<3x96xf32>, tensor<3x100xf32>, tensor<70x96xf32>, tensor<70x100xf32>, tensor<3x64xf32>, tensor<2x40xf32>, tensor<9x40xf32>
+  %r = xfmr.linear %xs16, %w_tail {transpose_weight} : (tensor<16x160xf32>, tensor<40x160xf32>) -> tensor<16x40xf32>
+  %i = xfmr.linear %xlt, %w_tail {transpose_weight} : (tensor<17x160xf32>, tensor<40x160xf32>) -> tensor<17x40xf32>
+  return %a, %c, %d, %f, %g, %h, %r, %i : tensor<3x96xf32>, tensor<3x100xf32>, tensor<70x96xf32>, tensor<70x100xf32>, tensor<3x64xf32>, tensor<2x40xf32>, tensor<16x40xf32>, tensor<17x40xf32>
 }
