@@ -1150,7 +1150,7 @@ llvm::Expected<OwningOpRef<ModuleOp>> xfmr::buildModel(MLIRContext &context,
     StringRef name;
     int64_t batch;
   };
-  SmallVector<EntryToBuild, 4> entries;
+  SmallVector<EntryToBuild, 6> entries;
   if (!request.generate) {
     entries.push_back({request.training ? EntryKind::Loss : EntryKind::Forward, "", request.batch});
   } else {

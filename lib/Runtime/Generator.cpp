@@ -80,8 +80,11 @@ xfmr_generator::xfmr_generator(const char *encodeManifest, void (*encodeEntry)(v
 
 void xfmr_generator::addRowPrefill(const char *manifest, void (*function)(void **)) {
   // A batch of one reads its prompts through the prefill entry itself.
-  if (batch > 1)
-    prefillRows = bindRows(prefill, "prefill", manifest, function);
+  if (batch == 1)
+    return;
+  prefillRows = bindRows(prefill, "prefill", manifest, function);
+  if (prefillRows.size() != static_cast<size_t>(batch))
+    fail("corrupt model: the prefill_row entry reads more than one sequence");
   arenaBytes = activationBytes(entryManifests());
 }
 
@@ -89,7 +92,10 @@ void xfmr_generator::addRowDecode(const char *manifest, void (*function)(void **
   if (batch == 1)
     return;
   std::vector<Entry> rows = bindRows(decode, "decode", manifest, function);
-  (rows.size() == static_cast<size_t>(batch) ? decodeRows : decodeGroups) = std::move(rows);
+  if (rows.size() == static_cast<size_t>(batch))
+    decodeRows = std::move(rows);
+  else
+    decodeGroups = std::move(rows);
   arenaBytes = activationBytes(entryManifests());
 }
 
@@ -116,7 +122,9 @@ std::vector<xfmr::rt::Entry> xfmr_generator::bindRows(const Entry &whole, const 
     return arg.kind == ArgSpec::Kind::Input && !arg.shape.empty() &&
            (arg.name == "input_ids" || arg.name == "decoder_input_ids");
   });
-  int64_t count = ids == parsed.args.end() ? 0 : ids->shape[0];
+  if (ids == parsed.args.end())
+    fail("corrupt model: the " + name + " entry of fewer sequences has no input_ids");
+  int64_t count = ids->shape[0];
   if (count <= 0 || count >= batch || batch % count)
     fail("corrupt model: the " + name + " entry of " + std::to_string(count) +
          " sequences does not divide a batch of " + std::to_string(batch));
@@ -161,6 +169,7 @@ void xfmr_generator::bind(Entry &entry, std::optional<RowRange> rows) {
       if (crossAttention) {
         if (!cross.count(arg.name))
           corrupt("is no [batch, source, ...] output of the encode entry");
+        setRows(arg.shape[0], arg.name);
         break;
       }
       if (rows && !caches.count(arg.name))
@@ -185,6 +194,11 @@ void xfmr_generator::bind(Entry &entry, std::optional<RowRange> rows) {
     case ArgSpec::Kind::Output:
       if (rows && !arg.updates.empty() && !caches.count(arg.updates))
         corrupt("updates '" + arg.updates + "', which is no cache of the batch's entries");
+      if (!arg.updates.empty()) {
+        if (arg.shape.empty())
+          corrupt("must be a [batch, context, ...] cache");
+        setRows(arg.shape[0], arg.name);
+      }
       if (!arg.updates.empty() || (crossAttention && encoder))
         break;
       if (arg.name != "logits" || arg.shape.size() != 2)
@@ -737,7 +751,7 @@ public:
     if (generator.rowDecodeLimit())
       std::fprintf(stderr, "; a sequence decoding alone takes steps of its own");
     if (int64_t rows = generator.decodeGroupRows())
-      std::fprintf(stderr, ", sequences of one group of %" PRId64 " rows steps of the group's",
+      std::fprintf(stderr, "; sequences of one group of %" PRId64 " rows take steps of the group's",
                    rows);
     std::fprintf(stderr, "\n");
     if (tokenizer && !manifest.eosTokenIds.empty()) {

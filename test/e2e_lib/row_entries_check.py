@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Runs a generator compiled over a batch (with its prefill_row, decode_row
 and decode_group entries) on one prompt alone (read through prefill_row,
-stepped through decode_row), on three (stepped through decode_group) and on
-a whole batch of prompts (the batch's prefill and decode), and checks that
-each prompt's greedy tokens and every step's logits are the same bit for
-bit whichever entries computed them. Prints the decode calls of each run.
+stepped through decode_row), on three (stepped through the first group's
+decode_group), on eight whose last four take a step more (the second
+group's) and on a whole batch of prompts (the batch's prefill and decode),
+and checks that each prompt's greedy tokens and every step's logits are the
+same bit for bit whichever entries and rows computed them. Prints the
+decode calls of each run.
 
   row_entries_check.py GENERATOR WEIGHTS BATCH WORKDIR"""
 
@@ -38,18 +40,23 @@ def main():
     prompts = [rng.integers(1, 250, size=int(n)).tolist()
                for n in [40] + list(rng.integers(3, 50, size=batch - 1))]
     together = generate(generator, weights, prompts, os.path.join(workdir, "batch.safetensors"))
+    # Prompts of one chunk, then of two: the last four start (and end) a
+    # step later, that step theirs alone.
+    short = [i for i, p in enumerate(prompts) if len(p) <= 32][:4]
+    long = [i for i, p in enumerate(prompts) if len(p) > 32][:4]
     ok = True
-    for count in (1, 3):
-        run = generate(generator, weights, prompts[:count],
-                       os.path.join(workdir, f"first-{count}.safetensors"))
-        for i, (tokens, logits) in enumerate(run):
+    for chosen in ([0], [0, 1, 2], short + long):
+        run = generate(generator, weights, [prompts[i] for i in chosen],
+                       os.path.join(workdir, f"run-{len(chosen)}.safetensors"))
+        for row, (i, (tokens, logits)) in enumerate(zip(chosen, run)):
             same_tokens = np.array_equal(tokens, together[i][0])
             difference = float(np.abs(logits - together[i][1]).max())
             same = same_tokens and difference == 0
             ok &= same
-            print(f"{'PASS' if same else 'FAIL'}: sequence {i} generated among {count} and in a "
-                  f"batch of {batch}: tokens {'equal' if same_tokens else 'differ'}, "
-                  f"logits differ by at most {difference:g}")
+            print(f"{'PASS' if same else 'FAIL'}: prompt {i} generated in row {row} of "
+                  f"{len(chosen)} and in a batch of {batch}: tokens "
+                  f"{'equal' if same_tokens else 'differ'}, logits differ by at most "
+                  f"{difference:g}")
     return 0 if ok else 1
 
 

@@ -288,7 +288,8 @@ int64_t rowBands(int64_t m, int64_t columnChunks, int64_t minRows) {
   return 1;
 }
 
-/// Rows up to which a product counts as skinny, and the slabs K is cut into.
+/// Rows up to which a product with a B [K, N] counts as skinny, and the
+/// slabs K is cut into.
 constexpr int64_t kSkinnyRows = xfmr::kSkinnyProductRows;
 constexpr int64_t kSkinnySlabs = 16;
 
@@ -678,6 +679,7 @@ void sumGroupsOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Value aSc
 /// product of any number of rows (xfmr::kSmallProductRows), and a group's
 /// accumulators fit the registers.
 void forRowGroups(int64_t m, int64_t most, llvm::function_ref<void(int64_t, int64_t)> body) {
+  assert(most > 0 && "a group holds at least one row");
   int64_t groups = (m + most - 1) / most, rows = (m + groups - 1) / groups;
   for (int64_t first = 0; first < m; first += rows)
     body(first, std::min(rows, m - first));
@@ -699,7 +701,8 @@ void storeWithGroupShares(KernelBuilder &kb, const GemmOperands &g, Value n, int
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t u = 0; u < unroll; ++u)
       totals[i] = kb.add(totals[i], acc[i * unroll + u]);
-    storeFinished(kb, g, kb.reduceAdd(totals[i]), kb.index(first + i), n, 1, /*scalar=*/true);
+    storeFinished(kb, g, sumLanesInOrder(kb, totals[i]), kb.index(first + i), n, 1,
+                  /*scalar=*/true);
   }
 }
 
@@ -789,11 +792,11 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
   auto inSecondBlock = [](int64_t lane) { return lane % 8 >= 4; };
   // Two chains a row, in groups of rows whose chains fit the registers
   // beside the chunk's 8 temporaries (forRowGroups).
-  constexpr int64_t unroll = 2;
+  constexpr int64_t kUnroll = 2;
   kb.parallelFor(g.n, [&](Value n) {
-    forRowGroups(g.m, (kb.cpu().registers - 8) / unroll, [&](int64_t first, int64_t rows) {
+    forRowGroups(g.m, (kb.cpu().registers - 8) / kUnroll, [&](int64_t first, int64_t rows) {
       // Per row of the group and unrolled chunk, the scaled sums.
-      SmallVector<Value> acc(rows * unroll, kb.splat(0.0));
+      SmallVector<Value> acc(rows * kUnroll, kb.splat(0.0));
       auto chunk = [&](Value col, int64_t u, int64_t validBytes) {
         Value nibbles = loadNibbleBytes(kb, g, n, col, validBytes);
         bool whole = 2 * validBytes == chunkValues;
@@ -806,12 +809,12 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
               kb.dotInt8(splatInt(sumVector, 0), nibbles,
                          kb.loadVector(aBytes, {m, col}, -1, splatInt(bytesOf(chunkValues), 0)),
                          /*uBits=*/4);
-          Value &sum = acc[i * unroll + u];
+          Value &sum = acc[i * kUnroll + u];
           sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), dot),
                        kb.mul(scales, aLanes), sum);
         }
       };
-      sweepDepth(kb, full, unroll * chunkValues, acc, [&](Value k, int64_t valid) {
+      sweepDepth(kb, full, kUnroll * chunkValues, acc, [&](Value k, int64_t valid) {
         for (int64_t u = 0; u * chunkValues < valid; ++u)
           chunk(kb.addi(k, kb.index(u * chunkValues)), u, chunkValues / 2);
       });
@@ -820,7 +823,7 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
       // The offsets' share: a row of B's mins (or -8 times its scales) times
       // A's sums per group.
       storeWithGroupShares(
-          kb, g, n, first, rows, aGroupSums, acc, unroll, [&](Value group, int64_t valid) {
+          kb, g, n, first, rows, aGroupSums, acc, kUnroll, [&](Value group, int64_t valid) {
             return g.bMins
                        ? kb.loadVectorWidened(g.bMins, {n, group}, valid)
                        : kb.mul(kb.loadVectorWidened(g.bScales, {n, group}, valid), kb.splat(-8.0));
@@ -943,10 +946,10 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   int64_t full = g.k / chunkValues * chunkValues;
   // Two chains a row, in groups of rows whose chains fit the registers
   // beside the chunk's temporaries (forRowGroups).
-  constexpr int64_t unroll = 2;
+  constexpr int64_t kUnroll = 2;
   kb.parallelFor(g.n, [&](Value n) {
-    forRowGroups(g.m, (kb.cpu().registers - 4) / unroll - 1, [&](int64_t first, int64_t rows) {
-      SmallVector<Value> acc(rows * unroll, kb.splat(0.0));
+    forRowGroups(g.m, (kb.cpu().registers - 4) / kUnroll - 1, [&](int64_t first, int64_t rows) {
+      SmallVector<Value> acc(rows * kUnroll, kb.splat(0.0));
       auto chunk = [&](Value col, int64_t u, int64_t valid) {
         Value row = loadUnsignedBytes(kb, g, n, col, valid);
         bool whole = valid == chunkValues;
@@ -969,11 +972,11 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
                                  kb.loadVector(aBytes, {m, col}, valid, zeroBytes));
           Value aLanes = chunkBlockLanes(kb, inSecondBlock, aScales, m, col, blocks, kBlock, whole);
           Value scales = kb.mul(bLanes, aLanes);
-          Value &sum = acc[i * unroll + u];
+          Value &sum = acc[i * kUnroll + u];
           sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), dot), scales, sum);
         }
       };
-      sweepDepth(kb, full, unroll * chunkValues, acc, [&](Value k, int64_t valid) {
+      sweepDepth(kb, full, kUnroll * chunkValues, acc, [&](Value k, int64_t valid) {
         for (int64_t u = 0; u * chunkValues < valid; ++u)
           chunk(kb.addi(k, kb.index(u * chunkValues)), u, chunkValues);
       });
@@ -982,7 +985,7 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
       // The offset's share: -128 times a row of B's scales times A's sums per
       // group.
       storeWithGroupShares(
-          kb, g, n, first, rows, aGroupSums, acc, unroll, [&](Value group, int64_t valid) {
+          kb, g, n, first, rows, aGroupSums, acc, kUnroll, [&](Value group, int64_t valid) {
             return kb.mul(kb.loadVectorWidened(g.bScales, {n, group}, valid), kb.splat(-128.0));
           });
     });

@@ -1,11 +1,11 @@
 // A row of a product of up to 16 rows (a batch's decode step) computes as the same row alone
 // does (a one-sequence decode step), bit for bit: the CPU's dot-product kernel sums each output
 // in one order whatever the rows, for f32, bf16 (both factors bf16, as --dtype=bf16 stores
-// them: vdpbf16ps where the host has it), int8 and
-// 4-bit weights taken as floats (--int8-dot=false: the integer kernels of one row and of many
-// differ, and generators with integer weights have no one-sequence decode). Row 15 lies in the
-// last group of rows of the batch's product; 45 output columns end in a short block; the depths
-// (100, 200, 128) end in partial vectors.
+// them: vdpbf16ps where the host has it), int8 and 4-bit weights taken as floats
+// (--int8-dot=false), and, on hosts with an integer dot product, int8 and 4-bit weights on it
+// (activations rounded to int8 per row or block of 32; rows in groups, each with its own
+// chains). Row 15 lies in the last group of rows of the batch's product; 45 output columns end
+// in a short block; the depths (100, 200, 128) end in partial vectors.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python %testlib/ops.py generate row_invariance %t/inputs.safetensors
 // RUN: xfmrc %s --int8-dot=false -o %t/model
@@ -14,6 +14,7 @@
 // RUN: xfmrc %s --int8-dot=false --vector-lanes=16 -o %t/model16
 // RUN: %t/model16 --inputs=%t/inputs.safetensors --output=%t/outputs16.safetensors
 // RUN: %python %testlib/ops.py check row_invariance %t/inputs.safetensors %t/outputs16.safetensors | FileCheck %s
+// RUN: %if integer-dot %{ xfmrc %s -o %t/model-dot && %t/model-dot --inputs=%t/inputs.safetensors --output=%t/outputs-dot.safetensors && %python %testlib/ops.py check row_invariance %t/inputs.safetensors %t/outputs-dot.safetensors | FileCheck %s %}
 // CHECK: PASS: f32_alike: max error 0.00e+00
 // CHECK: PASS: bf16_alike: max error 0.00e+00
 // CHECK: PASS: int8_alike: max error 0.00e+00
