@@ -5,7 +5,9 @@
 // (--int8-dot=false), and, on hosts with an integer dot product, int8 and 4-bit weights on it
 // (activations rounded to int8 per row or block of 32; rows in groups, each with its own
 // chains). Row 15 lies in the last group of rows of the batch's product; 45 output columns end
-// in a short block; the depths (100, 200, 128) end in partial vectors.
+// in a short block; the depths (100, 200, 128) end in partial vectors. A depth of 610 at 16 rows
+// is swept in chunks of K (three, the last ending in a partial vector) over bands of blocks (two,
+// the second ending in the short block): the chunked product against float64 and its row alike.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python %testlib/ops.py generate row_invariance %t/inputs.safetensors
 // RUN: xfmrc %s --int8-dot=false -o %t/model
@@ -19,14 +21,18 @@
 // CHECK: PASS: bf16_alike: max error 0.00e+00
 // CHECK: PASS: int8_alike: max error 0.00e+00
 // CHECK: PASS: int4_alike: max error 0.00e+00
+// CHECK: PASS: chunked_alike: max error 0.00e+00
+// CHECK: PASS: chunked: max error
 
 func.func @forward(%x: tensor<16x100xf32> {xfmr.input = "x"}, %w: tensor<45x100xf32> {xfmr.input = "w"},
                    %xb: tensor<16x200xf32> {xfmr.input = "xb"}, %wb: tensor<45x200xf32> {xfmr.input = "wb"},
                    %q: tensor<45x100xi8> {xfmr.input = "q"}, %s: tensor<45x1xf32> {xfmr.input = "s"},
                    %x4: tensor<16x128xf32> {xfmr.input = "x4"}, %q4: tensor<45x64xi8> {xfmr.input = "q4"},
-                   %s4: tensor<45x4xf32> {xfmr.input = "s4"})
+                   %s4: tensor<45x4xf32> {xfmr.input = "s4"},
+                   %xc: tensor<16x610xf32> {xfmr.input = "xc"}, %wc: tensor<45x610xf32> {xfmr.input = "wc"})
     -> (tensor<1x45xf32> {xfmr.output = "f32_alike"}, tensor<1x45xf32> {xfmr.output = "bf16_alike"},
-        tensor<1x45xf32> {xfmr.output = "int8_alike"}, tensor<1x45xf32> {xfmr.output = "int4_alike"}) {
+        tensor<1x45xf32> {xfmr.output = "int8_alike"}, tensor<1x45xf32> {xfmr.output = "int4_alike"},
+        tensor<16x45xf32> {xfmr.output = "chunked"}, tensor<1x45xf32> {xfmr.output = "chunked_alike"}) {
   %f32_all = xfmr.linear %x, %w {transpose_weight} : (tensor<16x100xf32>, tensor<45x100xf32>) -> tensor<16x45xf32>
   %f32_row = tensor.extract_slice %x[15, 0] [1, 100] [1, 1] : tensor<16x100xf32> to tensor<1x100xf32>
   %f32_one = xfmr.linear %f32_row, %w {transpose_weight} : (tensor<1x100xf32>, tensor<45x100xf32>) -> tensor<1x45xf32>
@@ -54,5 +60,10 @@ func.func @forward(%x: tensor<16x100xf32> {xfmr.input = "x"}, %w: tensor<45x100x
   %int4_one = xfmr.linear %int4_row, %w4 {transpose_weight} : (tensor<1x128xf32>, tensor<45x128xf32>) -> tensor<1x45xf32>
   %int4_last = tensor.extract_slice %int4_all[15, 0] [1, 45] [1, 1] : tensor<16x45xf32> to tensor<1x45xf32>
   %int4_alike = xfmr.sub %int4_one, %int4_last : (tensor<1x45xf32>, tensor<1x45xf32>) -> tensor<1x45xf32>
-  return %f32_alike, %bf16_alike, %int8_alike, %int4_alike : tensor<1x45xf32>, tensor<1x45xf32>, tensor<1x45xf32>, tensor<1x45xf32>
+  %chunked = xfmr.linear %xc, %wc {transpose_weight} : (tensor<16x610xf32>, tensor<45x610xf32>) -> tensor<16x45xf32>
+  %chunked_row = tensor.extract_slice %xc[15, 0] [1, 610] [1, 1] : tensor<16x610xf32> to tensor<1x610xf32>
+  %chunked_one = xfmr.linear %chunked_row, %wc {transpose_weight} : (tensor<1x610xf32>, tensor<45x610xf32>) -> tensor<1x45xf32>
+  %chunked_last = tensor.extract_slice %chunked[15, 0] [1, 45] [1, 1] : tensor<16x45xf32> to tensor<1x45xf32>
+  %chunked_alike = xfmr.sub %chunked_one, %chunked_last : (tensor<1x45xf32>, tensor<1x45xf32>) -> tensor<1x45xf32>
+  return %f32_alike, %bf16_alike, %int8_alike, %int4_alike, %chunked, %chunked_alike : tensor<1x45xf32>, tensor<1x45xf32>, tensor<1x45xf32>, tensor<1x45xf32>, tensor<16x45xf32>, tensor<1x45xf32>
 }
