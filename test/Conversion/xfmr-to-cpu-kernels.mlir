@@ -137,6 +137,61 @@ func.func @dot_rows_nk(%x: tensor<2x84xf32>, %w: tensor<7x84xf32>) -> tensor<2x7
 
 // -----
 
+// 16 rows of A (three groups of 6, 5 and 5 rows; blocks of 2 weight rows, a
+// block's rows at least 4 times its columns) over a depth of 610: A's rows
+// are first copied to three contiguous chunks of 256 values (the last one
+// 98, ending in a masked vector); then a task sweeps a band of 16 blocks
+// (45 columns: 23 blocks, 2 bands) a chunk at a time, the accumulators
+// kept in a scratch buffer of 16 x 16 x 2 vectors between chunks; the last
+// chunk's sums are reduced and finished.
+// CHECK-LABEL: func @dot_rows_chunked
+// CHECK: %[[X:.*]] = bufferization.to_buffer %{{.*}} : tensor<16x610xf32>
+// CHECK: %[[CHUNKS:.*]] = memref.alloc() {{.*}} : memref<3x16x256xf32>
+// CHECK: scf.forall (%[[ROW:.*]]) in (16)
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c256
+// CHECK: vector.load %[[X]][%[[ROW]], %{{.*}}]
+// CHECK: vector.store %{{.*}}, %[[CHUNKS]][%{{.*}}, %[[ROW]], %{{.*}}]
+// CHECK: scf.for %{{.*}} = %c0 to %c96 step %c8
+// CHECK: vector.maskedstore %[[CHUNKS]][%{{.*}}, %[[ROW]], %c96]
+// CHECK: scf.forall (%{{.*}}) in (2)
+// CHECK: %[[ACC:.*]] = memref.alloc() {{.*}} : memref<512x8xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1
+// CHECK: vector.store %{{.*}}, %[[ACC]]
+// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c256
+// CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
+// CHECK-COUNT-12: vector.load %[[ACC]]
+// CHECK: scf.for %[[K:.*]] = %c0 to %c256 step %c8 iter_args
+// CHECK: memref.prefetch
+// CHECK: vector.load %[[CHUNKS]][%{{.*}}, %c0, %[[K]]]
+// CHECK-COUNT-12: vector.store %{{.*}}, %[[ACC]]
+// CHECK-NOT: memref.store
+// CHECK: scf.for %{{.*}} = %c0 to %c96 step %c8 iter_args
+// CHECK: vector.maskedload %[[CHUNKS]][%{{.*}}, %c0, %c96]
+// CHECK: vector.extract_strided_slice
+// CHECK: memref.store %{{.*}}, %{{.*}}[%c0, %{{.*}}] : memref<16x45xf32>
+func.func @dot_rows_chunked(%x: tensor<16x610xf32>, %w: tensor<45x610xf32>) -> tensor<16x45xf32> {
+  %y = xfmr.fused_linear %x, %w {transpose_weight} : (tensor<16x610xf32>, tensor<45x610xf32>) -> tensor<16x45xf32>
+  return %y : tensor<16x45xf32>
+}
+
+// -----
+
+// 8 rows (two groups of 4, blocks of 3 weight rows): A's reads do not
+// outweigh B's enough to pay for chunks; a task per block sweeps the whole
+// depth from A's rows as they are.
+// CHECK-LABEL: func @dot_rows_unchunked
+// CHECK: %[[X:.*]] = bufferization.to_buffer %{{.*}} : tensor<8x610xf32>
+// CHECK-NOT: memref.alloc() {{.*}} : memref<{{.*}}x8x{{.*}}xf32>
+// CHECK: scf.forall (%{{.*}}) in (15)
+// CHECK: scf.for %[[K:.*]] = %c0 to %c608 step %c8 iter_args
+// CHECK: vector.load %[[X]][%c0, %[[K]]]
+func.func @dot_rows_unchunked(%x: tensor<8x610xf32>, %w: tensor<45x610xf32>) -> tensor<8x45xf32> {
+  %y = xfmr.fused_linear %x, %w {transpose_weight} : (tensor<8x610xf32>, tensor<45x610xf32>) -> tensor<8x45xf32>
+  return %y : tensor<8x45xf32>
+}
+
+// -----
+
 // More rows than a group (a batched decode step): 14 rows in groups of
 // 5, 5 and 4, one after the other over the same block of the weight (AVX-512:
 // 5 x 5 accumulators), which the later groups find in cache; the groups

@@ -471,7 +471,7 @@ void emitDotBlocks(KernelBuilder &kb, const GemmOperands &g, int64_t width,
     });
   }
   kb.parallelFor(bands, [&](Value band) {
-    Value firstBlock = kb.muli(band, bandBlocks);
+    Value firstBlock = bandBlocks == 1 ? band : kb.muli(band, bandBlocks);
     // The band's accumulators between chunks, by block, row and column.
     Value scratch;
     if (chunks > 1) {
@@ -480,11 +480,11 @@ void emitDotBlocks(KernelBuilder &kb, const GemmOperands &g, int64_t width,
         kb.storeVector(kb.splat(0.0), scratch, {i, kb.index(0)});
       });
     }
-    // Block `inBand` of the band over K's [k0, k0 + depth): from zeros (a
+    // Block `inBand` of the band (from column n) over K's [k0, k0 + depth): from zeros (a
     // single chunk) or the scratch, to the scratch or (the last chunk)
     // finished into C.
-    auto sweep = [&](Value inBand, int64_t blockColumns, Value k0, int64_t depth, bool last) {
-      Value n = kb.muli(kb.addi(firstBlock, inBand), columns);
+    auto sweep = [&](Value inBand, Value n, int64_t blockColumns, Value k0, int64_t depth,
+                     bool last) {
       auto column = [&](int64_t c) { return kb.addi(n, kb.index(c)); };
       auto accIndex = [&](int64_t r, int64_t c) -> SmallVector<Value> {
         return {kb.addi(kb.muli(inBand, g.m * columns), kb.index(r * columns + c)), kb.index(0)};
@@ -497,7 +497,7 @@ void emitDotBlocks(KernelBuilder &kb, const GemmOperands &g, int64_t width,
           for (int64_t c = 0; c < blockColumns; ++c)
             acc.push_back(scratch ? kb.loadVector(scratch, accIndex(first + r, c)) : kb.splat(0.0));
         sweepDepth(kb, depth, width, acc, [&](Value step, int64_t valid) {
-          Value k = kb.addi(k0, step);
+          Value k = chunks == 1 ? step : kb.addi(k0, step);
           // Group j prefetches the next block's rows j, j + groups, ...
           for (int64_t c = group; prefetch && c < columns; c += groups)
             kb.prefetch(g.b, {kb.mini(column(columns + c), lastRow),
@@ -534,12 +534,13 @@ void emitDotBlocks(KernelBuilder &kb, const GemmOperands &g, int64_t width,
     // The band's blocks over one chunk; the last block of C may be short.
     auto sweepBand = [&](Value k0, int64_t depth, bool last) {
       auto sweepBlock = [&](Value inBand) {
+        Value block = bandBlocks == 1 ? band : kb.addi(firstBlock, inBand);
+        Value n = kb.muli(block, columns);
         if (tail == columns || blocks == 1)
-          return sweep(inBand, tail, k0, depth, last);
+          return sweep(inBand, n, tail, k0, depth, last);
         kb.ifThenElse(
-            kb.below(kb.addi(firstBlock, inBand), blocks - 1),
-            [&] { sweep(inBand, columns, k0, depth, last); },
-            [&] { sweep(inBand, tail, k0, depth, last); });
+            kb.below(block, blocks - 1), [&] { sweep(inBand, n, columns, k0, depth, last); },
+            [&] { sweep(inBand, n, tail, k0, depth, last); });
       };
       if (bandBlocks == 1)
         return sweepBlock(kb.index(0));
@@ -818,6 +819,65 @@ Value loadNibbleBytes(KernelBuilder &kb, const GemmOperands &g, Value n, Value c
   return vector::ShuffleOp::create(b, loc, low, high, indices);
 }
 
+/// A chunk of 4 x lanes values of a row of B as a grouped integer product
+/// reads it: its bytes as dotInt8 takes them (unsigned) and, per lane, the
+/// scale of the lane's group.
+struct IntegerChunkOfB {
+  Value bytes, scales;
+};
+
+/// The rows of a skinny product of B in groups with A quantized per block of
+/// 32: aBytes [M, K in whole chunks] (zeros past K, in the order of
+/// `loadChunk(n, col, valid)`'s bytes), aScales [M, K / 32], aGroupSums
+/// [M, groups of B]. Per row of B, in groups of rows whose two f32 chains a
+/// row fit the registers beside `temporaries` (forRowGroups), each chunk's
+/// exact dotInt8 (B's values of `uBits`) times B's lanes' scales times A's
+/// blocks' scales (chunkBlockLanes, lanes in a chunk's second block where
+/// `inSecondBlock(lane)`), then the offsets' share (storeWithGroupShares
+/// with `offsets`): a row sums alike in a product of any number of rows.
+void emitIntegerGroupRows(KernelBuilder &kb, const GemmOperands &g, int64_t uBits,
+                          int64_t temporaries, llvm::function_ref<bool(int64_t)> inSecondBlock,
+                          Value aBytes, Value aScales, Value aGroupSums,
+                          llvm::function_ref<IntegerChunkOfB(Value, Value, int64_t)> loadChunk,
+                          llvm::function_ref<Value(Value, Value, int64_t)> offsets) {
+  OpBuilder &b = kb.builder();
+  Location loc = kb.location();
+  int64_t lanes = kb.cpu().lanes, chunkValues = 4 * lanes, full = g.k / chunkValues * chunkValues;
+  auto sumVector = VectorType::get({lanes}, b.getI32Type());
+  Value zeroSums = splatInt(b, loc, sumVector, 0);
+  Value zeroBytes = splatInt(b, loc, VectorType::get({chunkValues}, b.getI8Type()), 0);
+  constexpr int64_t kUnroll = 2;
+  kb.parallelFor(g.n, [&](Value n) {
+    forRowGroups(
+        g.m, (kb.cpu().registers - temporaries) / kUnroll, [&](int64_t first, int64_t rows) {
+          SmallVector<Value> acc(rows * kUnroll, kb.splat(0.0));
+          auto chunk = [&](Value col, int64_t u, int64_t valid) {
+            IntegerChunkOfB chunkOfB = loadChunk(n, col, valid);
+            bool whole = valid == chunkValues;
+            for (int64_t i = 0; i < rows; ++i) {
+              Value m = kb.index(first + i);
+              Value dot = kb.dotInt8(zeroSums, chunkOfB.bytes,
+                                     kb.loadVector(aBytes, {m, col}, -1, zeroBytes), uBits);
+              Value aLanes =
+                  chunkBlockLanes(kb, inSecondBlock, aScales, m, col, g.k / 32, 32, whole);
+              Value &sum = acc[i * kUnroll + u];
+              sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), dot),
+                           kb.mul(chunkOfB.scales, aLanes), sum);
+            }
+          };
+          sweepDepth(kb, full, kUnroll * chunkValues, acc, [&](Value k, int64_t valid) {
+            for (int64_t u = 0; u * chunkValues < valid; ++u)
+              chunk(kb.addi(k, kb.index(u * chunkValues)), u, chunkValues);
+          });
+          if (g.k > full)
+            chunk(kb.index(full), 0, g.k - full);
+          storeWithGroupShares(
+              kb, g, n, first, rows, aGroupSums, acc, kUnroll,
+              [&](Value group, int64_t valid) { return offsets(n, group, valid); });
+        });
+  });
+}
+
 /// C = epilogue(A B^T) for a 4-bit B [N, K / 2] (groups of 32 or more) on
 /// targets with an int8 dot product: each row of A is quantized to int8 as
 /// llama.cpp's q8_0 (quantizeBlocksOfA, a scale per block of 32, as its q4
@@ -839,7 +899,6 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
   int64_t depth = (g.k + chunkValues - 1) / chunkValues * chunkValues;
   int64_t full = g.k / chunkValues * chunkValues;
   auto bytesOf = [&](int64_t count) { return VectorType::get({count}, b.getI8Type()); };
-  auto sumVector = VectorType::get({lanes}, b.getI32Type());
   auto splatInt = [&](VectorType type, int64_t value) { return ::splatInt(b, loc, type, value); };
 
   // A's rows as bytes in B's order (zeros past K), their scales, each
@@ -869,48 +928,22 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
     sumGroupsOfA(kb, g, row, aScales, aBlockSums, 32, aGroupSums);
   }
 
-  // With 16 lanes, lanes 4-7 and 12-15 belong to a chunk's second block.
+  // With 16 lanes, lanes 4-7 and 12-15 belong to a chunk's second block;
+  // a chunk's 8 temporaries.
   auto inSecondBlock = [](int64_t lane) { return lane % 8 >= 4; };
-  // Two chains a row, in groups of rows whose chains fit the registers
-  // beside the chunk's 8 temporaries (forRowGroups).
-  constexpr int64_t kUnroll = 2;
-  kb.parallelFor(g.n, [&](Value n) {
-    forRowGroups(g.m, (kb.cpu().registers - 8) / kUnroll, [&](int64_t first, int64_t rows) {
-      // Per row of the group and unrolled chunk, the scaled sums.
-      SmallVector<Value> acc(rows * kUnroll, kb.splat(0.0));
-      auto chunk = [&](Value col, int64_t u, int64_t validBytes) {
-        Value nibbles = loadNibbleBytes(kb, g, n, col, validBytes);
-        bool whole = 2 * validBytes == chunkValues;
-        Value scales =
-            chunkBlockLanes(kb, inSecondBlock, g.bScales, n, col, blocks, g.groupSize, whole);
-        for (int64_t i = 0; i < rows; ++i) {
-          Value m = kb.index(first + i);
-          Value aLanes = chunkBlockLanes(kb, inSecondBlock, aScales, m, col, blocks, 32, whole);
-          Value dot =
-              kb.dotInt8(splatInt(sumVector, 0), nibbles,
-                         kb.loadVector(aBytes, {m, col}, -1, splatInt(bytesOf(chunkValues), 0)),
-                         /*uBits=*/4);
-          Value &sum = acc[i * kUnroll + u];
-          sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), dot),
-                       kb.mul(scales, aLanes), sum);
-        }
-      };
-      sweepDepth(kb, full, kUnroll * chunkValues, acc, [&](Value k, int64_t valid) {
-        for (int64_t u = 0; u * chunkValues < valid; ++u)
-          chunk(kb.addi(k, kb.index(u * chunkValues)), u, chunkValues / 2);
-      });
-      if (depth > full)
-        chunk(kb.index(full), 0, (g.k - full) / 2);
+  emitIntegerGroupRows(
+      kb, g, /*uBits=*/4, /*temporaries=*/8, inSecondBlock, aBytes, aScales, aGroupSums,
+      [&](Value n, Value col, int64_t valid) -> IntegerChunkOfB {
+        return {loadNibbleBytes(kb, g, n, col, valid / 2),
+                chunkBlockLanes(kb, inSecondBlock, g.bScales, n, col, blocks, g.groupSize,
+                                valid == chunkValues)};
+      },
       // The offsets' share: a row of B's mins (or -8 times its scales) times
       // A's sums per group.
-      storeWithGroupShares(
-          kb, g, n, first, rows, aGroupSums, acc, kUnroll, [&](Value group, int64_t valid) {
-            return g.bMins
-                       ? kb.loadVectorWidened(g.bMins, {n, group}, valid)
+      [&](Value n, Value group, int64_t valid) {
+        return g.bMins ? kb.loadVectorWidened(g.bMins, {n, group}, valid)
                        : kb.mul(kb.loadVectorWidened(g.bScales, {n, group}, valid), kb.splat(-8.0));
-          });
-    });
-  });
+      });
 }
 
 /// C = epilogue(A B^T) for an int8 B [N, K] with a scale per output channel,
@@ -1000,18 +1033,21 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   constexpr int64_t kBlock = 32;
   int64_t lanes = kb.cpu().lanes, chunkValues = 4 * lanes, blocks = g.k / kBlock;
   auto bytesOf = [&](int64_t count) { return VectorType::get({count}, b.getI8Type()); };
-  auto sumVector = VectorType::get({lanes}, b.getI32Type());
   auto splatInt = [&](VectorType type, int64_t value) { return ::splatInt(b, loc, type, value); };
 
-  // A's rows as bytes, block by block, the blocks' scales, the sums of
+  // A's rows as bytes, block by block (zeros past K), the blocks' scales, the sums of
   // each span of integers (a group of 16, or a block), and A's sums per
   // group of B.
   int64_t span = std::min(g.groupSize, kBlock);
-  Value aBytes = kb.allocate({g.m, g.k}, b.getI8Type());
+  int64_t full = g.k / chunkValues * chunkValues;
+  int64_t depth = (g.k + chunkValues - 1) / chunkValues * chunkValues;
+  Value aBytes = kb.allocate({g.m, depth}, b.getI8Type());
   Value aScales = kb.allocate({g.m, blocks}, b.getF32Type());
   Value aSpanSums = kb.allocate({g.m, g.k / span}, b.getI32Type());
   Value aGroupSums = kb.allocate({g.m, groupVectors(g, lanes) * lanes}, b.getF32Type());
   for (int64_t m = 0; m < g.m; ++m) {
+    for (int64_t k = full; k < depth; k += lanes)
+      kb.storeVector(splatInt(bytesOf(lanes), 0), aBytes, {kb.index(m), kb.index(k)});
     quantizeBlocksOfA(
         kb, g, kb.index(m), aScales,
         [&](Value k, Value ints) {
@@ -1022,55 +1058,28 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
     sumGroupsOfA(kb, g, kb.index(m), aScales, aSpanSums, span, aGroupSums);
   }
 
+  // With 16 lanes, lanes 8-15 belong to a chunk's second block.
   auto inSecondBlock = [](int64_t lane) { return lane >= 8; };
-  Value zeroBytes = splatInt(bytesOf(chunkValues), 0);
-  int64_t full = g.k / chunkValues * chunkValues;
-  // Two chains a row, in groups of rows whose chains fit the registers
-  // beside the chunk's temporaries (forRowGroups).
-  constexpr int64_t kUnroll = 2;
-  kb.parallelFor(g.n, [&](Value n) {
-    forRowGroups(g.m, (kb.cpu().registers - 4) / kUnroll - 1, [&](int64_t first, int64_t rows) {
-      SmallVector<Value> acc(rows * kUnroll, kb.splat(0.0));
-      auto chunk = [&](Value col, int64_t u, int64_t valid) {
-        Value row = loadUnsignedBytes(kb, g, n, col, valid);
-        bool whole = valid == chunkValues;
-        Value bLanes;
-        if (g.groupSize == 16) {
-          // 4 lanes a group (clamped to the last past K).
-          SmallVector<Value> groupScales;
-          for (int64_t q = 0; q < chunkValues / 16; ++q) {
-            Value group = kb.mini(kb.addi(kb.divui(col, 16), kb.index(q)), kb.index(g.k / 16 - 1));
-            groupScales.append(4, kb.loadWidened(g.bScales, {n, group}));
-          }
-          bLanes = vector::FromElementsOp::create(b, loc, kb.vectorType(), groupScales);
-        } else {
-          bLanes =
-              chunkBlockLanes(kb, inSecondBlock, g.bScales, n, col, blocks, g.groupSize, whole);
+  emitIntegerGroupRows(
+      kb, g, /*uBits=*/8, /*temporaries=*/6, inSecondBlock, aBytes, aScales, aGroupSums,
+      [&](Value n, Value col, int64_t valid) -> IntegerChunkOfB {
+        Value bytes = loadUnsignedBytes(kb, g, n, col, valid);
+        if (g.groupSize != 16)
+          return {bytes, chunkBlockLanes(kb, inSecondBlock, g.bScales, n, col, blocks, g.groupSize,
+                                         valid == chunkValues)};
+        // 4 lanes a group (clamped to the last past K).
+        SmallVector<Value> groupScales;
+        for (int64_t q = 0; q < chunkValues / 16; ++q) {
+          Value group = kb.mini(kb.addi(kb.divui(col, 16), kb.index(q)), kb.index(g.k / 16 - 1));
+          groupScales.append(4, kb.loadWidened(g.bScales, {n, group}));
         }
-        for (int64_t i = 0; i < rows; ++i) {
-          Value m = kb.index(first + i);
-          Value dot = kb.dotInt8(splatInt(sumVector, 0), row,
-                                 kb.loadVector(aBytes, {m, col}, valid, zeroBytes));
-          Value aLanes = chunkBlockLanes(kb, inSecondBlock, aScales, m, col, blocks, kBlock, whole);
-          Value scales = kb.mul(bLanes, aLanes);
-          Value &sum = acc[i * kUnroll + u];
-          sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), dot), scales, sum);
-        }
-      };
-      sweepDepth(kb, full, kUnroll * chunkValues, acc, [&](Value k, int64_t valid) {
-        for (int64_t u = 0; u * chunkValues < valid; ++u)
-          chunk(kb.addi(k, kb.index(u * chunkValues)), u, chunkValues);
-      });
-      if (g.k > full)
-        chunk(kb.index(full), 0, g.k - full);
+        return {bytes, vector::FromElementsOp::create(b, loc, kb.vectorType(), groupScales)};
+      },
       // The offset's share: -128 times a row of B's scales times A's sums per
       // group.
-      storeWithGroupShares(
-          kb, g, n, first, rows, aGroupSums, acc, kUnroll, [&](Value group, int64_t valid) {
-            return kb.mul(kb.loadVectorWidened(g.bScales, {n, group}, valid), kb.splat(-128.0));
-          });
-    });
-  });
+      [&](Value n, Value group, int64_t valid) {
+        return kb.mul(kb.loadVectorWidened(g.bScales, {n, group}, valid), kb.splat(-128.0));
+      });
 }
 
 /// The GEMMs that pack B into lanes of several values (emitGemmIntegerDot,
