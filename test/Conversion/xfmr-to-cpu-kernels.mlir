@@ -140,10 +140,11 @@ func.func @dot_rows_nk(%x: tensor<2x84xf32>, %w: tensor<7x84xf32>) -> tensor<2x7
 // 16 rows of A (three groups of 6, 5 and 5 rows; blocks of 2 weight rows, a
 // block's rows at least 4 times its columns) over a depth of 610: A's rows
 // are first copied to three contiguous chunks of 256 values (the last one
-// 98, ending in a masked vector); then a task sweeps a band of 16 blocks
-// (45 columns: 23 blocks, 2 bands) a chunk at a time, the accumulators
-// kept in a scratch buffer of 16 x 16 x 2 vectors between chunks; the last
-// chunk's sums are reduced and finished.
+// 98, ending in a masked vector); then a task sweeps a band of 3 blocks
+// (45 columns: 23 blocks, at least 8 bands) a chunk at a time, the
+// accumulators kept in a scratch buffer of 3 x 16 x 2 vectors between
+// chunks; the last chunk's sums are reduced and finished. With 32
+// registers, blocks of 4 (12, in bands of 2) and vectors of 16.
 // CHECK-LABEL: func @dot_rows_chunked
 // CHECK: %[[X:.*]] = bufferization.to_buffer %{{.*}} : tensor<16x610xf32>
 // CHECK: %[[CHUNKS:.*]] = memref.alloc() {{.*}} : memref<3x16x256xf32>
@@ -153,9 +154,9 @@ func.func @dot_rows_nk(%x: tensor<2x84xf32>, %w: tensor<7x84xf32>) -> tensor<2x7
 // CHECK: vector.store %{{.*}}, %[[CHUNKS]][%{{.*}}, %[[ROW]], %{{.*}}]
 // CHECK: scf.for %{{.*}} = %c0 to %c96 step %c8
 // CHECK: vector.maskedstore %[[CHUNKS]][%{{.*}}, %[[ROW]], %c96]
-// CHECK: scf.forall (%{{.*}}) in (2)
-// CHECK: %[[ACC:.*]] = memref.alloc() {{.*}} : memref<512x8xf32>
-// CHECK: scf.for %{{.*}} = %c0 to %c512 step %c1
+// CHECK: scf.forall (%{{.*}}) in (8)
+// CHECK: %[[ACC:.*]] = memref.alloc() {{.*}} : memref<96x8xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c96 step %c1
 // CHECK: vector.store %{{.*}}, %[[ACC]]
 // CHECK: scf.for %{{.*}} = %c0 to %c512 step %c256
 // CHECK: scf.for %{{.*}} = %c0 to %{{.*}} step %c1
@@ -169,6 +170,14 @@ func.func @dot_rows_nk(%x: tensor<2x84xf32>, %w: tensor<7x84xf32>) -> tensor<2x7
 // CHECK: vector.maskedload %[[CHUNKS]][%{{.*}}, %c0, %c96]
 // CHECK: vector.extract_strided_slice
 // CHECK: memref.store %{{.*}}, %{{.*}}[%c0, %{{.*}}] : memref<16x45xf32>
+// WIDE-LABEL: func @dot_rows_chunked
+// WIDE: memref.alloc() {{.*}} : memref<3x16x256xf32>
+// WIDE: scf.forall (%{{.*}}) in (6)
+// WIDE: memref.alloc() {{.*}} : memref<128x16xf32>
+// WIDE: scf.for %{{.*}} = %c0 to %c512 step %c256
+// WIDE: scf.for %{{.*}} = %c0 to %c256 step %c16 iter_args({{.*}}) -> (vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>, vector<16xf32>)
+// WIDE: scf.for %{{.*}} = %c0 to %c96 step %c16 iter_args
+// WIDE: vector.maskedload
 func.func @dot_rows_chunked(%x: tensor<16x610xf32>, %w: tensor<45x610xf32>) -> tensor<16x45xf32> {
   %y = xfmr.fused_linear %x, %w {transpose_weight} : (tensor<16x610xf32>, tensor<45x610xf32>) -> tensor<16x45xf32>
   return %y : tensor<16x45xf32>
@@ -994,6 +1003,27 @@ func.func @bf16_dot_rows(%x: tensor<3x200xbf16>, %w: tensor<40x200xbf16>, %b: te
   %y = xfmr.fused_linear %xf, %wf bias(%b) {transpose_weight, activation = #xfmr.activation<gelu_tanh>}
        : (tensor<3x200xf32>, tensor<40x200xf32>, tensor<40xf32>) -> tensor<3x40xf32>
   return %y : tensor<3x40xf32>
+}
+
+// -----
+
+// 16 rows on vdpbf16ps: A's bf16 rows in chunks of 512 (16 KiB), three
+// over a depth of 1100 (the last 76, ending in a masked vector of 32).
+// BF16-LABEL: func @bf16_dot_rows_chunked
+// BF16: %[[CHUNKS:.*]] = memref.alloc() {{.*}} : memref<3x16x512xbf16>
+// BF16: vector.store %{{.*}}, %[[CHUNKS]]{{.*}} : memref<3x16x512xbf16>, vector<32xbf16>
+// BF16: memref.alloc() {{.*}} : memref<{{.*}}x16xf32>
+// BF16: scf.for %{{.*}} = %c0 to %c1024 step %c512
+// BF16: scf.for %{{.*}} = %c0 to %c512 step %c32 iter_args
+// BF16: vector.load %[[CHUNKS]]{{.*}} : memref<3x16x512xbf16>, vector<32xbf16>
+// BF16: func.call @llvm.x86.avx512bf16.dpbf16ps.512
+// BF16: scf.for %{{.*}} = %c0 to %c64 step %c32 iter_args
+// BF16: vector.maskedload %[[CHUNKS]][%{{.*}}, %{{.*}}, %c64]
+func.func @bf16_dot_rows_chunked(%x: tensor<16x1100xbf16>, %w: tensor<45x1100xbf16>) -> tensor<16x45xf32> {
+  %xf = arith.extf %x : tensor<16x1100xbf16> to tensor<16x1100xf32>
+  %wf = arith.extf %w : tensor<45x1100xbf16> to tensor<45x1100xf32>
+  %y = xfmr.fused_linear %xf, %wf {transpose_weight} : (tensor<16x1100xf32>, tensor<45x1100xf32>) -> tensor<16x45xf32>
+  return %y : tensor<16x45xf32>
 }
 
 // -----

@@ -395,6 +395,9 @@ constexpr int64_t kDotBlockColumns = 8;
 constexpr int64_t kDotChunkBytes = 16 * 1024;
 constexpr int64_t kDotBandBytes = 16 * 1024;
 constexpr int64_t kDotChunkRowsPerColumn = 4;
+/// Bands a chunked product keeps at least, where it has the blocks: work for
+/// the threads.
+constexpr int64_t kDotMinBands = 8;
 
 /// The sum of a vector's lanes by a halving tree, written out so that its
 /// order is the same wherever it appears (a reassociating reduction leaves
@@ -437,13 +440,17 @@ void emitDotBlocks(KernelBuilder &kb, const GemmOperands &g, int64_t width,
   // With one group nothing rereads the block while the next could arrive.
   bool prefetch = groups > 1;
   int64_t blocks = (g.n + columns - 1) / columns, tail = g.n - (blocks - 1) * columns;
-  int64_t rowBytes = cast<MemRefType>(g.a.getType()).getElementTypeBitWidth() / 8 * g.m;
+  // Bytes of A's rows at one position of K.
+  int64_t columnBytes = cast<MemRefType>(g.a.getType()).getElementTypeBitWidth() / 8 * g.m;
   bool chunked = g.m >= kDotChunkRowsPerColumn * columns;
-  int64_t chunk = chunked ? std::max(width, kDotChunkBytes / rowBytes / width * width) : g.k;
+  int64_t chunk = chunked ? std::max(width, kDotChunkBytes / columnBytes / width * width)
+                          : std::max<int64_t>(g.k, 1);
   int64_t chunks = (g.k + chunk - 1) / chunk;
   int64_t lanes = kb.cpu().lanes;
-  int64_t bandBlocks =
-      chunks > 1 ? std::max<int64_t>(1, kDotBandBytes / (g.m * columns * lanes * 4)) : 1;
+  int64_t bandBlocks = chunks > 1
+                           ? std::clamp<int64_t>(kDotBandBytes / (g.m * columns * lanes * 4), 1,
+                                                 (blocks + kDotMinBands - 1) / kDotMinBands)
+                           : 1;
   int64_t bands = (blocks + bandBlocks - 1) / bandBlocks;
   Value lastRow = kb.index(g.n - 1);
   int64_t lastChunk = (chunks - 1) * chunk;
@@ -819,6 +826,22 @@ Value loadNibbleBytes(KernelBuilder &kb, const GemmOperands &g, Value n, Value c
   return vector::ShuffleOp::create(b, loc, low, high, indices);
 }
 
+/// A's rows as bytes as emitIntegerGroupRows reads them: [M, K in whole
+/// chunks of 4 x lanes], zeros past K (written here; the caller writes the
+/// values).
+Value allocateBytesOfA(KernelBuilder &kb, const GemmOperands &g) {
+  OpBuilder &b = kb.builder();
+  int64_t lanes = kb.cpu().lanes, chunkValues = 4 * lanes;
+  int64_t full = g.k / chunkValues * chunkValues;
+  int64_t depth = (g.k + chunkValues - 1) / chunkValues * chunkValues;
+  Value aBytes = kb.allocate({g.m, depth}, b.getI8Type());
+  Value zeros = splatInt(b, kb.location(), VectorType::get({lanes}, b.getI8Type()), 0);
+  for (int64_t m = 0; m < g.m; ++m)
+    for (int64_t k = full; k < depth; k += lanes)
+      kb.storeVector(zeros, aBytes, {kb.index(m), kb.index(k)});
+  return aBytes;
+}
+
 /// A chunk of 4 x lanes values of a row of B as a grouped integer product
 /// reads it: its bytes as dotInt8 takes them (unsigned) and, per lane, the
 /// scale of the lane's group.
@@ -845,6 +868,7 @@ void emitIntegerGroupRows(KernelBuilder &kb, const GemmOperands &g, int64_t uBit
   int64_t lanes = kb.cpu().lanes, chunkValues = 4 * lanes, full = g.k / chunkValues * chunkValues;
   auto sumVector = VectorType::get({lanes}, b.getI32Type());
   Value zeroSums = splatInt(b, loc, sumVector, 0);
+  // A's bytes are loaded whole (allocateBytesOfA); the zeros give the type.
   Value zeroBytes = splatInt(b, loc, VectorType::get({chunkValues}, b.getI8Type()), 0);
   constexpr int64_t kUnroll = 2;
   kb.parallelFor(g.n, [&](Value n) {
@@ -896,23 +920,19 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   int64_t lanes = kb.cpu().lanes, chunkValues = 4 * lanes;
-  int64_t depth = (g.k + chunkValues - 1) / chunkValues * chunkValues;
-  int64_t full = g.k / chunkValues * chunkValues;
   auto bytesOf = [&](int64_t count) { return VectorType::get({count}, b.getI8Type()); };
   auto splatInt = [&](VectorType type, int64_t value) { return ::splatInt(b, loc, type, value); };
 
   // A's rows as bytes in B's order (zeros past K), their scales, each
   // block's sum of integers, and the sums of A's values per group of B
   // (zeros up to a whole vector of groups).
-  Value aBytes = kb.allocate({g.m, depth}, b.getI8Type());
+  Value aBytes = allocateBytesOfA(kb, g);
   int64_t blocks = g.k / 32;
   Value aScales = kb.allocate({g.m, blocks}, b.getF32Type());
   Value aBlockSums = kb.allocate({g.m, blocks}, b.getI32Type());
   Value aGroupSums = kb.allocate({g.m, groupVectors(g, lanes) * lanes}, b.getF32Type());
   for (int64_t m = 0; m < g.m; ++m) {
     Value row = kb.index(m);
-    for (int64_t k = full; k < depth; k += lanes)
-      kb.storeVector(splatInt(bytesOf(lanes), 0), aBytes, {row, kb.index(k)});
     // Value r of a chunk's block `block` (of 32) goes to block * 16 + r % 16,
     // in the chunk's second half if r >= 16.
     quantizeBlocksOfA(
@@ -928,8 +948,8 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
     sumGroupsOfA(kb, g, row, aScales, aBlockSums, 32, aGroupSums);
   }
 
-  // With 16 lanes, lanes 4-7 and 12-15 belong to a chunk's second block;
-  // a chunk's 8 temporaries.
+  // With 16 lanes, lanes 4-7 and 12-15 belong to a chunk's second block.
+  // A chunk's nibbles, their bytes and scales take 8 registers.
   auto inSecondBlock = [](int64_t lane) { return lane % 8 >= 4; };
   emitIntegerGroupRows(
       kb, g, /*uBits=*/4, /*temporaries=*/8, inSecondBlock, aBytes, aScales, aGroupSums,
@@ -1035,19 +1055,15 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   auto bytesOf = [&](int64_t count) { return VectorType::get({count}, b.getI8Type()); };
   auto splatInt = [&](VectorType type, int64_t value) { return ::splatInt(b, loc, type, value); };
 
-  // A's rows as bytes, block by block (zeros past K), the blocks' scales, the sums of
-  // each span of integers (a group of 16, or a block), and A's sums per
-  // group of B.
+  // A's rows as bytes (zeros past K), the blocks' scales, the sums of each
+  // span of integers (a group of 16, or a block), and A's sums per group of
+  // B.
   int64_t span = std::min(g.groupSize, kBlock);
-  int64_t full = g.k / chunkValues * chunkValues;
-  int64_t depth = (g.k + chunkValues - 1) / chunkValues * chunkValues;
-  Value aBytes = kb.allocate({g.m, depth}, b.getI8Type());
+  Value aBytes = allocateBytesOfA(kb, g);
   Value aScales = kb.allocate({g.m, blocks}, b.getF32Type());
   Value aSpanSums = kb.allocate({g.m, g.k / span}, b.getI32Type());
   Value aGroupSums = kb.allocate({g.m, groupVectors(g, lanes) * lanes}, b.getF32Type());
   for (int64_t m = 0; m < g.m; ++m) {
-    for (int64_t k = full; k < depth; k += lanes)
-      kb.storeVector(splatInt(bytesOf(lanes), 0), aBytes, {kb.index(m), kb.index(k)});
     quantizeBlocksOfA(
         kb, g, kb.index(m), aScales,
         [&](Value k, Value ints) {
@@ -1058,7 +1074,8 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
     sumGroupsOfA(kb, g, kb.index(m), aScales, aSpanSums, span, aGroupSums);
   }
 
-  // With 16 lanes, lanes 8-15 belong to a chunk's second block.
+  // With 16 lanes, lanes 8-15 belong to a chunk's second block. A chunk's
+  // bytes and scales take 6 registers.
   auto inSecondBlock = [](int64_t lane) { return lane >= 8; };
   emitIntegerGroupRows(
       kb, g, /*uBits=*/8, /*temporaries=*/6, inSecondBlock, aBytes, aScales, aGroupSums,

@@ -6,8 +6,8 @@
 // (activations rounded to int8 per row or block of 32; rows in groups, each with its own
 // chains). Row 15 lies in the last group of rows of the batch's product; 45 output columns end
 // in a short block; the depths (100, 200, 128) end in partial vectors. A depth of 610 at 16 rows
-// is swept in chunks of K (three, the last ending in a partial vector) over bands of blocks (two,
-// the second ending in the short block): the chunked product against float64 and its row alike.
+// is swept in chunks of K (three, the last ending in a partial vector) over bands of blocks (the
+// last ending in the short block): the chunked product against float64 and its row alike.
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python %testlib/ops.py generate row_invariance %t/inputs.safetensors
 // RUN: xfmrc %s --int8-dot=false -o %t/model
