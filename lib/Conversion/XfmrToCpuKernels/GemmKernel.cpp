@@ -921,7 +921,6 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
   Location loc = kb.location();
   int64_t lanes = kb.cpu().lanes, chunkValues = 4 * lanes;
   auto bytesOf = [&](int64_t count) { return VectorType::get({count}, b.getI8Type()); };
-  auto splatInt = [&](VectorType type, int64_t value) { return ::splatInt(b, loc, type, value); };
 
   // A's rows as bytes in B's order (zeros past K), their scales, each
   // block's sum of integers, and the sums of A's values per group of B
@@ -1053,7 +1052,6 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   constexpr int64_t kBlock = 32;
   int64_t lanes = kb.cpu().lanes, chunkValues = 4 * lanes, blocks = g.k / kBlock;
   auto bytesOf = [&](int64_t count) { return VectorType::get({count}, b.getI8Type()); };
-  auto splatInt = [&](VectorType type, int64_t value) { return ::splatInt(b, loc, type, value); };
 
   // A's rows as bytes (zeros past K), the blocks' scales, the sums of each
   // span of integers (a group of 16, or a block), and A's sums per group of
