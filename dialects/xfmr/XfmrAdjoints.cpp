@@ -355,6 +355,39 @@ LogicalResult FusedLinearOp::buildAdjoint(OpBuilder &b, ValueRange rg,
   return success();
 }
 
+LogicalResult GatedLinearOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
+  og.assign(getNumOperands(), Value());
+  Value g = rg[0];
+  if (!g)
+    return success();
+  Location loc = getLoc();
+  bool transposed = getTransposeWeight();
+  // The fused forward keeps neither product: recompute both.
+  Value gate = FusedLinearOp::create(b, loc, getInput(), getGate(), getGateBias(), Value(),
+                                     Activation::none, transposed);
+  Value up = FusedLinearOp::create(b, loc, getInput(), getUp(), getUpBias(), Value(),
+                                   Activation::none, transposed);
+  Value dUp = MulOp::create(b, loc, g, createActivation(b, loc, gate, getActivation()));
+  Value dGate = MulOp::create(b, loc, g, up);
+  if (getActivation() != Activation::none)
+    dGate = ActivationBackwardOp::create(b, loc, gate, dGate, getActivationAttr());
+  Value dxGate, dGateWeight, dGateBias, dxUp, dUpWeight, dUpBias;
+  linearAdjoint(b, loc, getInput(), getGate(), getGateBias(), transposed, dGate, dxGate,
+                dGateWeight, dGateBias);
+  linearAdjoint(b, loc, getInput(), getUp(), getUpBias(), transposed, dUp, dxUp, dUpWeight,
+                dUpBias);
+  // Operand order: input, gate, up, gate_bias?, up_bias?.
+  unsigned next = 0;
+  og[next++] = AddOp::create(b, loc, dxGate, dxUp);
+  og[next++] = dGateWeight;
+  og[next++] = dUpWeight;
+  if (getGateBias())
+    og[next++] = dGateBias;
+  if (getUpBias())
+    og[next++] = dUpBias;
+  return success();
+}
+
 LogicalResult SoftmaxOp::buildAdjoint(OpBuilder &b, ValueRange rg, SmallVectorImpl<Value> &og) {
   og.assign(1, Value());
   if (rg[0])

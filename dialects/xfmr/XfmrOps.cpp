@@ -55,6 +55,24 @@ FailureOr<SmallVector<int64_t>> xfmr::broadcastShapes(ArrayRef<int64_t> lhs,
   return result;
 }
 
+Value xfmr::createActivation(OpBuilder &b, Location loc, Value x, Activation activation) {
+  switch (activation) {
+  case Activation::none:
+    return x;
+  case Activation::relu:
+    return ReluOp::create(b, loc, x);
+  case Activation::gelu:
+    return GeluOp::create(b, loc, x, GeluApproximation::none);
+  case Activation::gelu_tanh:
+    return GeluOp::create(b, loc, x, GeluApproximation::tanh);
+  case Activation::silu:
+    return SiluOp::create(b, loc, x);
+  case Activation::tanh:
+    return TanhOp::create(b, loc, x);
+  }
+  llvm_unreachable("unknown activation");
+}
+
 //===----------------------------------------------------------------------===//
 // EmbeddingOp
 //===----------------------------------------------------------------------===//
@@ -167,7 +185,7 @@ LogicalResult LearnedPositionEncodingOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
-// LinearOp and FusedLinearOp
+// LinearOp, FusedLinearOp and GatedLinearOp
 //===----------------------------------------------------------------------===//
 
 /// Checks input [..., in] against weight ([in, out] or [out, in]) and bias
@@ -221,6 +239,30 @@ LogicalResult FusedLinearOp::inferReturnTypes(MLIRContext *, std::optional<Locat
   if (Value residual = adaptor.getResidual(); residual && residual.getType() != *type)
     return emitOptionalError(loc, "residual type ", residual.getType(),
                              " differs from the result type ", *type);
+  results.push_back(*type);
+  return success();
+}
+
+LogicalResult GatedLinearOp::inferReturnTypes(MLIRContext *, std::optional<Location> loc,
+                                              Adaptor adaptor, SmallVectorImpl<Type> &results) {
+  if (adaptor.getGate().getType() != adaptor.getUp().getType())
+    return emitOptionalError(loc, "gate type ", adaptor.getGate().getType(),
+                             " differs from up type ", adaptor.getUp().getType());
+  auto type = inferLinearType(loc, adaptor.getInput(), adaptor.getUp(), Value(),
+                              adaptor.getTransposeWeight());
+  if (failed(type))
+    return failure();
+  int64_t out = type->getShape().back();
+  for (auto [bias, name] :
+       {std::pair{adaptor.getGateBias(), "gate_bias"}, std::pair{adaptor.getUpBias(), "up_bias"}}) {
+    if (!bias)
+      continue;
+    auto biasType = tensorTypeOf(bias);
+    if (biasType.getRank() != 1 || biasType.getDimSize(0) != out ||
+        biasType.getElementType() != type->getElementType())
+      return emitOptionalError(loc, name, " must be [", out, "] of ", type->getElementType(),
+                               ", got ", biasType);
+  }
   results.push_back(*type);
   return success();
 }

@@ -850,6 +850,34 @@ def Xfmr_FusedLinearOp : Xfmr_Op<"fused_linear",
   }];
 }
 
+def Xfmr_GatedLinearOp : Xfmr_Op<"gated_linear",
+    [DeclareOpInterfaceMethods<Xfmr_DifferentiableOpInterface>, Pure, AttrSizedOperandSegments,
+     InferTypeOpAdaptor]> {
+  let summary = "gated MLP product: activation(x @ gate + b) * (x @ up + c)";
+  let description = [{
+    `result = activation(input @ gate + gate_bias) * (input @ up + up_bias)`,
+    the gated MLPs of SwiGLU (silu) and GeGLU (gelu_tanh). The CPU kernels
+    apply the activation in the gate product's epilogue and multiply each
+    output of up's by its gate in up's, with no elementwise pass between.
+    `gate` and `up` have one type and the layout of `linear`'s weight; the
+    biases [out] are optional.
+
+    ```mlir
+    %h = xfmr.gated_linear %x, %wg, %wu {activation = #xfmr.activation<silu>, transpose_weight}
+           : (tensor<2x8x64xf32>, tensor<256x64xf32>, tensor<256x64xf32>) -> tensor<2x8x256xf32>
+    ```
+  }];
+  let arguments = (ins Xfmr_FloatTensor:$input, Xfmr_FloatTensor:$gate, Xfmr_FloatTensor:$up,
+                   Optional<Xfmr_FloatTensor>:$gate_bias, Optional<Xfmr_FloatTensor>:$up_bias,
+                   DefaultValuedAttr<Xfmr_ActivationAttr, "Activation::none">:$activation,
+                   UnitAttr:$transpose_weight);
+  let results = (outs Xfmr_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $gate `,` $up (`gate_bias` `(` $gate_bias^ `)`)? (`up_bias` `(` $up_bias^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+}
+
 //===----------------------------------------------------------------------===//
 // Backward ops (what adjoints are built from)
 //===----------------------------------------------------------------------===//

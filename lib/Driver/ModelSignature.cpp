@@ -109,6 +109,9 @@ std::string initOf(Value arg) {
       return "zeros";
     if (auto linear = dyn_cast<FusedLinearOp>(user); linear && arg == linear.getBias())
       return "zeros";
+    if (auto gated = dyn_cast<GatedLinearOp>(user);
+        gated && (arg == gated.getGateBias() || arg == gated.getUpBias()))
+      return "zeros";
     if (auto mha = dyn_cast<MultiHeadAttentionOp>(user)) {
       if (arg == mha.getOutBias() || llvm::is_contained(mha.getInBiases(), arg))
         return "zeros";

@@ -550,21 +550,7 @@ Value GraphBuilder::dropout(Value x, double rate) {
 }
 
 Value GraphBuilder::activation(Value x, Activation activation) {
-  switch (activation) {
-  case Activation::none:
-    return x;
-  case Activation::relu:
-    return ReluOp::create(b, loc, x);
-  case Activation::gelu:
-    return GeluOp::create(b, loc, x, GeluApproximation::none);
-  case Activation::gelu_tanh:
-    return GeluOp::create(b, loc, x, GeluApproximation::tanh);
-  case Activation::silu:
-    return SiluOp::create(b, loc, x);
-  case Activation::tanh:
-    return TanhOp::create(b, loc, x);
-  }
-  llvm_unreachable("unknown activation");
+  return createActivation(b, loc, x, activation);
 }
 
 Value GraphBuilder::attention(const AttentionSpec &spec, StringRef group, int64_t layer) {

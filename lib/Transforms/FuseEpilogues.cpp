@@ -77,12 +77,59 @@ struct FuseMatmulEpilogue : OpRewritePattern<MatmulOp> {
   }
 };
 
+/// The input, weight, bias and activation of `value` when it is a product
+/// of a 2-D weight with at most a bias and an activation after it, used
+/// only by `user`.
+struct Product {
+  Value input, weight, bias;
+  bool transposeWeight;
+  Activation activation;
+};
+std::optional<Product> productOnlyFor(Value value, Operation *user) {
+  if (soleUser(value) != user)
+    return std::nullopt;
+  if (auto matmul = value.getDefiningOp<MatmulOp>();
+      matmul && !matmul.getTransposeLhs() &&
+      cast<RankedTensorType>(matmul.getRhs().getType()).getRank() == 2)
+    return Product{matmul.getLhs(), matmul.getRhs(), Value(), matmul.getTransposeRhs(),
+                   Activation::none};
+  if (auto linear = value.getDefiningOp<FusedLinearOp>(); linear && !linear.getResidual())
+    return Product{linear.getInput(), linear.getWeight(), linear.getBias(),
+                   linear.getTransposeWeight(), linear.getActivation()};
+  return std::nullopt;
+}
+
+/// activation(x W_gate + b) * (x W_up + c), both products of one input, into
+/// one xfmr.gated_linear (SwiGLU, GeGLU).
+struct FuseGatedProducts : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MulOp mul, PatternRewriter &rewriter) const override {
+    std::optional<Product> lhs = productOnlyFor(mul.getLhs(), mul);
+    std::optional<Product> rhs = productOnlyFor(mul.getRhs(), mul);
+    if (!lhs || !rhs)
+      return rewriter.notifyMatchFailure(mul, "not a product of two products");
+    // The gate is the activated one (the first, when neither is).
+    if (lhs->activation == Activation::none && rhs->activation != Activation::none)
+      std::swap(lhs, rhs);
+    const Product &gate = *lhs, &up = *rhs;
+    if (up.activation != Activation::none || gate.input != up.input ||
+        gate.transposeWeight != up.transposeWeight ||
+        gate.weight.getType() != up.weight.getType() || mul.getLhs().getType() != mul.getType() ||
+        mul.getRhs().getType() != mul.getType())
+      return rewriter.notifyMatchFailure(mul, "products that differ");
+    LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] gated product at " << mul.getLoc() << "\n");
+    rewriter.replaceOpWithNewOp<GatedLinearOp>(mul, gate.input, gate.weight, up.weight, gate.bias,
+                                               up.bias, gate.activation, gate.transposeWeight);
+    return success();
+  }
+};
+
 struct FuseEpiloguesPass : xfmr::impl::XfmrFuseEpiloguesBase<FuseEpiloguesPass> {
   void runOnOperation() override {
     LLVM_DEBUG(llvm::dbgs() << "[" DEBUG_TYPE "] on " << getOperation()->getName() << " at "
                             << getOperation()->getLoc() << "\n");
     RewritePatternSet patterns(&getContext());
-    patterns.add<FuseMatmulEpilogue>(&getContext());
+    patterns.add<FuseMatmulEpilogue, FuseGatedProducts>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

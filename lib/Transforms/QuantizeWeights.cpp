@@ -45,6 +45,11 @@ std::optional<int64_t> inputSideOfWeight(OpOperand &use, bool embeddings) {
     return linear.getTransposeWeight() ? 1 : 0;
   if (auto matmul = dyn_cast<MatmulOp>(user); matmul && &use == &matmul.getRhsMutable())
     return matmul.getTransposeRhs() ? 1 : 0;
+  if (auto linear = dyn_cast<FusedLinearOp>(user); linear && &use == &linear.getWeightMutable())
+    return linear.getTransposeWeight() ? 1 : 0;
+  if (auto gated = dyn_cast<GatedLinearOp>(user);
+      gated && (&use == &gated.getGateMutable() || &use == &gated.getUpMutable()))
+    return gated.getTransposeWeight() ? 1 : 0;
   if (auto attention = dyn_cast<MultiHeadAttentionOp>(user)) {
     bool weight = &use == &attention.getOutWeightMutable();
     for (OpOperand &in : attention.getInWeightsMutable())

@@ -185,6 +185,55 @@ func.func @dot_rows_chunked(%x: tensor<16x610xf32>, %w: tensor<45x610xf32>) -> t
 
 // -----
 
+// A gated MLP's product of one row (SwiGLU, a bias on up): the gate's dot
+// products, silu in their epilogue, into a buffer; then up's, each output
+// its sum plus its bias times its gate's.
+// CHECK-LABEL: func @gated_rows
+// CHECK: %[[WG:.*]] = bufferization.to_buffer %{{.*}} : tensor<10x64xf32>
+// CHECK: %[[GATE:.*]] = memref.alloc() {{.*}} : memref<1x10xf32>
+// CHECK: scf.forall
+// CHECK: vector.load %[[WG]]
+// CHECK: %[[G:.*]] = vector.extract %{{.*}}[0]
+// CHECK: math.exp
+// CHECK: %[[S:.*]] = arith.mulf %[[G]]
+// CHECK: memref.store %[[S]], %[[GATE]][
+// CHECK: %[[WU:.*]] = bufferization.to_buffer %{{.*}} : tensor<10x64xf32>
+// CHECK: %[[B:.*]] = bufferization.to_buffer %{{.*}} : tensor<10xf32>
+// CHECK: %[[OUT:.*]] = memref.alloc() {{.*}} : memref<1x10xf32>
+// CHECK: scf.forall
+// CHECK: vector.load %[[WU]]
+// CHECK: %[[U:.*]] = vector.extract %{{.*}}[0]
+// CHECK: memref.load %[[B]]
+// CHECK: %[[UB:.*]] = arith.addf %[[U]]
+// CHECK: %[[GN:.*]] = memref.load %[[GATE]][
+// CHECK: %[[H:.*]] = arith.mulf %[[UB]], %[[GN]]
+// CHECK: memref.store %[[H]], %[[OUT]][
+func.func @gated_rows(%x: tensor<1x64xf32>, %wg: tensor<10x64xf32>, %wu: tensor<10x64xf32>, %b: tensor<10xf32>) -> tensor<1x10xf32> {
+  %y = xfmr.gated_linear %x, %wg, %wu up_bias(%b) {activation = #xfmr.activation<silu>, transpose_weight} : (tensor<1x64xf32>, tensor<10x64xf32>, tensor<10x64xf32>, tensor<10xf32>) -> tensor<1x10xf32>
+  return %y : tensor<1x10xf32>
+}
+
+// -----
+
+// A gated GEMM: the gate's product, silu in its epilogue, into a buffer
+// that up's product then multiplies its outputs by in its own.
+// CHECK-LABEL: func @gated_gemm
+// CHECK: %[[GATE:.*]] = memref.alloc() {{.*}} : memref<40x16xf32>
+// CHECK: scf.forall
+// CHECK: math.exp
+// CHECK: vector.store %{{.*}}, %[[GATE]][
+// CHECK: %[[OUT:.*]] = memref.alloc() {{.*}} : memref<40x16xf32>
+// CHECK: scf.forall
+// CHECK: %[[GN:.*]] = vector.load %[[GATE]][
+// CHECK: %[[H:.*]] = arith.mulf %{{.*}}, %[[GN]]
+// CHECK: vector.store %[[H]], %[[OUT]][
+func.func @gated_gemm(%x: tensor<40x64xf32>, %wg: tensor<16x64xf32>, %wu: tensor<16x64xf32>) -> tensor<40x16xf32> {
+  %y = xfmr.gated_linear %x, %wg, %wu {activation = #xfmr.activation<silu>, transpose_weight} : (tensor<40x64xf32>, tensor<16x64xf32>, tensor<16x64xf32>) -> tensor<40x16xf32>
+  return %y : tensor<40x16xf32>
+}
+
+// -----
+
 // 8 rows (two groups of 4, blocks of 3 weight rows): A's reads do not
 // outweigh B's enough to pay for chunks; a task per block sweeps the whole
 // depth from A's rows as they are.

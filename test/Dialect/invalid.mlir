@@ -363,6 +363,33 @@ func.func @fused_linear_residual(%x: tensor<2x64xf32>, %w: tensor<64x32xf32>, %r
 
 // -----
 
+func.func @gated_linear_weights(%x: tensor<2x64xf32>, %wg: tensor<32x64xf32>, %wu: tensor<16x64xf32>) {
+  // expected-error @+2 {{gate type 'tensor<32x64xf32>' differs from up type 'tensor<16x64xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = xfmr.gated_linear %x, %wg, %wu {activation = #xfmr.activation<silu>, transpose_weight} : (tensor<2x64xf32>, tensor<32x64xf32>, tensor<16x64xf32>) -> tensor<2x32xf32>
+  return
+}
+
+// -----
+
+func.func @gated_linear_input(%x: tensor<2x48xf32>, %w: tensor<32x64xf32>) {
+  // expected-error @+2 {{linear input feature size 48 does not match weight [32, 64] ([out, in] layout)}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = xfmr.gated_linear %x, %w, %w {activation = #xfmr.activation<silu>, transpose_weight} : (tensor<2x48xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<2x32xf32>
+  return
+}
+
+// -----
+
+func.func @gated_linear_gate_bias(%x: tensor<2x64xf32>, %w: tensor<32x64xf32>, %b: tensor<64xf32>) {
+  // expected-error @+2 {{gate_bias must be [32] of 'f32', got 'tensor<64xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %y = xfmr.gated_linear %x, %w, %w gate_bias(%b) {activation = #xfmr.activation<silu>, transpose_weight} : (tensor<2x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<64xf32>) -> tensor<2x32xf32>
+  return
+}
+
+// -----
+
 func.func @softmax_backward_axis(%y: tensor<4x8xf32>) {
   // expected-error @+1 {{axis 2 is out of range for rank 2}}
   %0 = xfmr.softmax_backward %y, %y {axis = 2 : i64} : tensor<4x8xf32>

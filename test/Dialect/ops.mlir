@@ -113,6 +113,18 @@ func.func @fused(%q: tensor<2x8x4x16xf32>, %pm: tensor<2x8xi1>, %x: tensor<2x8x6
   return %z : tensor<2x8x64xf32>
 }
 
+// CHECK-LABEL: func @gated
+func.func @gated(%x: tensor<2x8x64xf32>, %wg: tensor<256x64xf32>, %wu: tensor<256x64xf32>,
+                 %b: tensor<256xf32>) -> (tensor<2x8x256xf32>, tensor<2x8x256xf32>) {
+  // CHECK: xfmr.gated_linear %{{.*}}, %{{.*}}, %{{.*}} {activation = #xfmr.activation<silu>, transpose_weight} : (tensor<2x8x64xf32>, tensor<256x64xf32>, tensor<256x64xf32>) -> tensor<2x8x256xf32>
+  %h = xfmr.gated_linear %x, %wg, %wu {activation = #xfmr.activation<silu>, transpose_weight}
+         : (tensor<2x8x64xf32>, tensor<256x64xf32>, tensor<256x64xf32>) -> tensor<2x8x256xf32>
+  // CHECK: xfmr.gated_linear %{{.*}}, %{{.*}}, %{{.*}} gate_bias(%{{.*}}) up_bias(%{{.*}}) {activation = #xfmr.activation<gelu_tanh>, transpose_weight}
+  %k = xfmr.gated_linear %x, %wg, %wu gate_bias(%b) up_bias(%b) {activation = #xfmr.activation<gelu_tanh>, transpose_weight}
+         : (tensor<2x8x64xf32>, tensor<256x64xf32>, tensor<256x64xf32>, tensor<256xf32>, tensor<256xf32>) -> tensor<2x8x256xf32>
+  return %h, %k : tensor<2x8x256xf32>, tensor<2x8x256xf32>
+}
+
 // The backward ops that adjoints are built from.
 // CHECK-LABEL: func @backward
 func.func @backward(%y: tensor<4x8xf32>, %dy: tensor<4x8xf32>, %g: tensor<8xf32>,

@@ -157,3 +157,27 @@ func.func @bf16_model(%x: tensor<4x64xbf16> {xfmr.input = "x"},
   %l = xfmr.matmul %x, %wte {transpose_rhs} : (tensor<4x64xbf16>, tensor<50x64xbf16>) -> tensor<4x50xbf16>
   return %h, %l : tensor<4x96xbf16>, tensor<4x50xbf16>
 }
+
+// -----
+
+// The weights of fused products written by hand (fused_linear; a gated
+// MLP's gate and up) are quantized as a linear's are.
+// CHECK-LABEL: func @fused_products
+// CHECK-SAME: tensor<32x64xi8> {xfmr.param = "mlp.gate_proj.weight", xfmr.quantized = {axis = 1 : i64, group_size = 64 : i64, part = "values"}}
+// CHECK-SAME: tensor<32x64xi8> {xfmr.param = "mlp.up_proj.weight", xfmr.quantized = {axis = 1 : i64, group_size = 64 : i64, part = "values"}}
+// CHECK-SAME: tensor<64x32xi8> {xfmr.param = "mlp.down_proj.weight", xfmr.quantized = {axis = 1 : i64, group_size = 32 : i64, part = "values"}}
+// CHECK-DAG: %[[G:.*]] = xfmr.dequantize {{.*}} -> tensor<32x64xf32>
+// CHECK-DAG: %[[U:.*]] = xfmr.dequantize {{.*}} -> tensor<32x64xf32>
+// CHECK-DAG: %[[D:.*]] = xfmr.dequantize {{.*}} -> tensor<64x32xf32>
+// CHECK: %[[H:.*]] = xfmr.gated_linear %{{.*}}, %[[G]], %[[U]]
+// CHECK: xfmr.fused_linear %[[H]], %[[D]]
+func.func @fused_products(%x: tensor<4x64xf32> {xfmr.input = "x"},
+                          %wg: tensor<32x64xf32> {xfmr.param = "mlp.gate_proj.weight"},
+                          %wu: tensor<32x64xf32> {xfmr.param = "mlp.up_proj.weight"},
+                          %wd: tensor<64x32xf32> {xfmr.param = "mlp.down_proj.weight"}) -> tensor<4x64xf32> {
+  %h = xfmr.gated_linear %x, %wg, %wu {activation = #xfmr.activation<silu>, transpose_weight}
+       : (tensor<4x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>) -> tensor<4x32xf32>
+  %y = xfmr.fused_linear %h, %wd residual(%x) {transpose_weight}
+       : (tensor<4x32xf32>, tensor<64x32xf32>, tensor<4x64xf32>) -> tensor<4x64xf32>
+  return %y : tensor<4x64xf32>
+}

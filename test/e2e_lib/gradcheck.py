@@ -75,7 +75,9 @@ def case_transformer():
                 w=randn(8, 12, scale=0.4), wt=randn(12, 8, scale=0.4), bias=randn(12, scale=0.2),
                 res=randn(2, 6, 12), targets=targets, logits=randn(2, 6, 11, scale=2.0),
                 r1=randn(2, 6, 8), r2=randn(2, 6, 8), r3=randn(2, 6, 12), r4=randn(2, 6, 12),
-                r5=randn(2, 6, 12), r6=randn(2, 6, 12))
+                r5=randn(2, 6, 12), r6=randn(2, 6, 12), wg=randn(12, 8, scale=0.4),
+                bg=randn(12, scale=0.2), r7=randn(2, 6, 12), wg2=randn(8, 12, scale=0.4),
+                r8=randn(2, 6, 12))
 
 
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("case_")}

@@ -555,6 +555,60 @@ def ref_row_invariance(x):
     return dict(alike, chunked=t(x["xc"]) @ t(x["wc"]).T)
 
 
+def gen_gated_linear():
+    """Gated products (xfmr.gated_linear): a decode step's row, a batch of
+    16 rows deep enough to be swept in chunks, a GEMM of 80 rows, a skinny
+    [K, N] product, int8 weights with a scale per channel, bf16 weights;
+    int8 weights in groups of 32 (5 and 40 rows) and 4-bit ones."""
+    def ints(*shape):
+        return RNG.integers(-127, 128, size=shape).astype(np.int8)
+    return dict(x1=randn(1, 200), wg1=randn(46, 200, scale=0.1), wu1=randn(46, 200, scale=0.1),
+                xc=randn(16, 610), wgc=randn(46, 610, scale=0.05), wuc=randn(46, 610, scale=0.05),
+                bgc=randn(46, scale=0.5), buc=randn(46, scale=0.5),
+                xp=randn(2, 40, 72), wgp=randn(136, 72, scale=0.2), wup=randn(136, 72, scale=0.2),
+                bgp=randn(136, scale=0.5), bup=randn(136, scale=0.5),
+                xk=randn(4, 72), wgk=randn(72, 132, scale=0.2), wuk=randn(72, 132, scale=0.2),
+                x8=randn(5, 100), qg=ints(46, 100), sg=randn(46, 1, scale=0.01),
+                qu=ints(46, 100), su=randn(46, 1, scale=0.01),
+                xb=randn(3, 200), wgb=randn(46, 200, scale=0.1), wub=randn(46, 200, scale=0.1),
+                xq=randn(5, 128), xqq=randn(40, 128), qg8=ints(46, 128),
+                sg8=randn(46, 4, scale=0.01), qu8=ints(46, 128), su8=randn(46, 4, scale=0.01),
+                qg4=ints(46, 64), sg4=randn(46, 4, scale=0.01), qu4=ints(46, 64),
+                su4=randn(46, 4, scale=0.01))
+
+
+def ref_gated_linear(x):
+    gelu = torch.nn.functional.gelu
+    silu = torch.nn.functional.silu
+
+    def gated(name, gate, up, act, gate_bias=None, up_bias=None):
+        X = t(x[name])
+        g, u = X @ t(x[gate]).T, X @ t(x[up]).T
+        if gate_bias:
+            g, u = g + t(x[gate_bias]), u + t(x[up_bias])
+        return act(g) * u
+
+    def tanh_gelu(v):
+        return gelu(v, approximate="tanh")
+
+    def bf16(name):
+        return torch.tensor(x[name]).to(torch.bfloat16).to(F64)
+
+    xk = t(x["xk"])
+    w8g, w8u = t(x["qg"]) * t(x["sg"]), t(x["qu"]) * t(x["su"])
+    return dict(one_row=gated("x1", "wg1", "wu1", silu),
+                batch_chunked=gated("xc", "wgc", "wuc", tanh_gelu, "bgc", "buc"),
+                batch_alike=torch.zeros(1, 46, dtype=F64),
+                gemm=gated("xp", "wgp", "wup", silu, "bgp", "bup"),
+                skinny_kn=gelu(xk @ t(x["wgk"])) * (xk @ t(x["wuk"])),
+                int8_rows=silu(t(x["x8"]) @ w8g.T) * (t(x["x8"]) @ w8u.T),
+                bf16_rows=(t(x["xb"]) @ bf16("wgb").T) * (t(x["xb"]) @ bf16("wub").T),
+                # Against the unfused products of the same kernels.
+                int8_groups_alike=torch.zeros(5, 46, dtype=F64),
+                int8_gemm_alike=torch.zeros(40, 46, dtype=F64),
+                int4_alike=torch.zeros(5, 46, dtype=F64))
+
+
 def gen_elementwise():
     targets = RNG.integers(0, 50, (3, 7)).astype(np.int32)
     targets[0, :3] = 3  # ignore_index
@@ -844,6 +898,14 @@ CASES = {"attention": (gen_attention, ref_attention),
          "normalization": (gen_normalization, ref_normalization),
          "linear": (gen_linear, ref_linear),
          "row_invariance": (gen_row_invariance, ref_row_invariance),
+         "gated_linear": (gen_gated_linear, ref_gated_linear),
+         # The GPU's products are not computed alike whatever the rows.
+         "gated_linear_gpu": (gen_gated_linear, ref_gated_linear),
+         # Integer dot products: only the comparisons with the unfused
+         # products (the activations are rounded to int8).
+         "gated_linear_dot": (gen_gated_linear,
+                              lambda x: {name: value for name, value in ref_gated_linear(x).items()
+                                         if name.endswith("_alike")}),
          "elementwise": (gen_elementwise, ref_elementwise),
          "low_precision": (gen_low_precision, ref_low_precision),
          "long_attention": (gen_long_attention, ref_long_attention),
@@ -887,7 +949,8 @@ CASE_TOLERANCE = {"low_precision": {"_bf16": 8e-3, "_f16": 1e-3}, "mma_gemm": {"
                   "cache_attention_bf16": {"": 8e-3},
                   "long_attention": {"": 8e-3}, "long_backward": {"": 8e-3},
                   "backward_bf16": {"": 8e-3}, "backward_f16": {"": 1e-3},
-                  "row_invariance": {"_alike": 0.0}}
+                  "row_invariance": {"_alike": 0.0}, "gated_linear": {"_alike": 0.0},
+                  "gated_linear_dot": {"_alike": 0.0}}
 
 
 def main():

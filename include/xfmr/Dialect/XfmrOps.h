@@ -47,6 +47,10 @@ namespace xfmr {
 mlir::FailureOr<llvm::SmallVector<int64_t>>
 broadcastShapes(llvm::ArrayRef<int64_t> lhs, llvm::ArrayRef<int64_t> rhs);
 
+/// `activation` applied to `x` as its xfmr op (x itself for none).
+mlir::Value createActivation(mlir::OpBuilder &b, mlir::Location loc, mlir::Value x,
+                             Activation activation);
+
 } // namespace xfmr
 
 #endif // XFMR_DIALECT_XFMROPS_H

@@ -147,14 +147,16 @@ def XfmrOutlineLayers : Pass<"xfmr-outline-layers", "::mlir::ModuleOp"> {
 }
 
 def XfmrFuseEpilogues : Pass<"xfmr-fuse-epilogues"> {
-  let summary = "Fuse bias, activation and residual add into the producing matmul";
+  let summary = "Fuse bias, activation, residual add and gating into the products";
   let description = [{
     Rewrites `matmul(x, w)` with a 2-D weight followed by any prefix of
     `add([out] bias)`, `gelu`/`relu`, `add(residual)` into one
     `xfmr.fused_linear`, whose lowering applies them to each output tile
     while it is in registers. Does nothing when the matmul's result (or an
     intermediate of the epilogue) has another use, for batched matmuls, or
-    when there is no epilogue to fuse.
+    when there is no epilogue to fuse. Then a gated MLP,
+    `mul(activation(x Wg + bg), x Wu + bu)` with both products of one input
+    (SwiGLU, GeGLU), becomes one `xfmr.gated_linear`.
   }];
 }
 

@@ -70,14 +70,16 @@ template <typename OpTy> struct KernelPattern : OpRewritePattern<OpTy> {
     return result;
   }
 
-  /// mixedFactors() of a product (lhs, rhs), except that for kernels that
-  /// take bf16 products, where both were widened from bf16, the lhs too is
-  /// given narrow (the GEMM kernel widens it where it takes no dot product).
-  SmallVector<Value> productFactors(Value lhs, Value rhs) const {
-    SmallVector<Value> result = mixedFactors({lhs, rhs});
+  /// mixedFactors() of a product's lhs and its weights, except that for
+  /// kernels that take bf16 products, where all were widened from bf16, the
+  /// lhs too is given narrow (the GEMM kernel widens it where it takes no dot
+  /// product).
+  SmallVector<Value> productFactors(ValueRange values) const {
+    SmallVector<Value> result = mixedFactors(values);
     auto widen = result[0].getDefiningOp<arith::ExtFOp>();
     if (kernels.takesBf16Products() && widen && getElementTypeOrSelf(widen.getIn()).isBF16() &&
-        getElementTypeOrSelf(result[1]).isBF16())
+        llvm::all_of(llvm::drop_begin(result),
+                     [](Value x) { return getElementTypeOrSelf(x).isBF16(); }))
       result[0] = widen.getIn();
     return result;
   }
@@ -150,12 +152,33 @@ struct FusedLinearKernel : KernelPattern<FusedLinearOp> {
     Value residual = narrowOperand(op.getResidual());
     if (residual)
       residual = asMatrix(rewriter, loc, residual);
-    SmallVector<Value> narrow = productFactors(op.getInput(), op.getWeight());
+    SmallVector<Value> narrow = productFactors({op.getInput(), op.getWeight()});
     auto [weight, transposeWeight] = storedWeight(narrow[1], op.getTransposeWeight());
     arith::TruncFOp round = roundingUse(op.getResult());
     Value c = kernels.gemm(kb, asMatrix(rewriter, loc, narrow[0]), /*transposeA=*/false, weight,
                            transposeWeight, narrowOperand(op.getBias()), residual,
                            op.getActivation(), resultType(op.getResult(), round));
+    replaceResult(rewriter, op.getResult(), round, c);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct GatedLinearKernel : KernelPattern<GatedLinearOp> {
+  using KernelPattern::KernelPattern;
+  LogicalResult matchAndRewrite(GatedLinearOp op, PatternRewriter &rewriter) const override {
+    if (!isF32(op.getInput()))
+      return rewriter.notifyMatchFailure(op, "the GEMM kernel is f32");
+    Location loc = op.getLoc();
+    KernelBuilder kb = builder(rewriter, op);
+    SmallVector<Value> narrow = productFactors({op.getInput(), op.getGate(), op.getUp()});
+    auto [gate, transposeGate] = storedWeight(narrow[1], op.getTransposeWeight());
+    auto [up, transposeUp] = storedWeight(narrow[2], op.getTransposeWeight());
+    arith::TruncFOp round = roundingUse(op.getResult());
+    Value c = kernels.gatedGemm(kb, asMatrix(rewriter, loc, narrow[0]), gate, transposeGate, up,
+                                transposeUp, narrowOperand(op.getGateBias()),
+                                narrowOperand(op.getUpBias()), op.getActivation(),
+                                resultType(op.getResult(), round));
     replaceResult(rewriter, op.getResult(), round, c);
     rewriter.eraseOp(op);
     return success();
@@ -171,7 +194,7 @@ struct MatmulKernel : KernelPattern<MatmulOp> {
       return rewriter.notifyMatchFailure(op, "not an f32 product of matrices or with a 2-D weight");
     Location loc = op.getLoc();
     KernelBuilder kb = builder(rewriter, op);
-    SmallVector<Value> narrow = productFactors(op.getLhs(), op.getRhs());
+    SmallVector<Value> narrow = productFactors({op.getLhs(), op.getRhs()});
     Value lhs = narrow[0];
     auto [rhs, transposeB] = storedWeight(narrow[1], op.getTransposeRhs());
     Value a = transposeA ? lhs : asMatrix(rewriter, loc, lhs);
@@ -372,12 +395,27 @@ struct CrossEntropyBackwardKernel : KernelPattern<CrossEntropyBackwardOp> {
 
 } // namespace
 
+Value KernelSet::gatedGemm(KernelBuilder &kb, Value a, Value gate, bool transposeGate, Value up,
+                           bool transposeUp, Value gateBias, Value upBias, Activation activation,
+                           Type resultType) const {
+  Type f32 = kb.builder().getF32Type();
+  Value gated =
+      gemm(kb, a, /*transposeA=*/false, gate, transposeGate, gateBias, Value(), activation, f32);
+  Value product = arith::MulFOp::create(
+      kb.builder(), kb.location(), gated,
+      gemm(kb, a, /*transposeA=*/false, up, transposeUp, upBias, Value(), Activation::none, f32));
+  if (resultType == f32)
+    return product;
+  auto type = cast<RankedTensorType>(product.getType()).clone(resultType);
+  return arith::TruncFOp::create(kb.builder(), kb.location(), type, product);
+}
+
 LogicalResult xfmr::kernels::applyKernelPatterns(Operation *root, const KernelSet &kernels) {
   RewritePatternSet patterns(root->getContext());
   patterns.add<CrossEntropyBackwardKernel, CrossEntropyKernel, FusedAttentionKernel,
                FusedAttentionBackwardKernel, FusedAddLayerNormKernel, FusedLinearKernel,
-               LayerNormBackwardKernel, LayerNormKernel, MatmulKernel, SoftmaxBackwardKernel,
-               SoftmaxKernel>(patterns.getContext(), kernels);
+               GatedLinearKernel, LayerNormBackwardKernel, LayerNormKernel, MatmulKernel,
+               SoftmaxBackwardKernel, SoftmaxKernel>(patterns.getContext(), kernels);
   // Kernels are built once; nothing they create is rewritten again.
   GreedyRewriteConfig config;
   config.setStrictness(GreedyRewriteStrictness::ExistingOps);

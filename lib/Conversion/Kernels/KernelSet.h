@@ -195,6 +195,13 @@ public:
   virtual mlir::Value gemm(KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Value b,
                            bool transposeB, mlir::Value bias, mlir::Value residual,
                            Activation activation, mlir::Type resultType) const = 0;
+  /// C = activation(A G + gateBias) * (A U + upBias) of `resultType`, a
+  /// gated MLP's products (each weight stored [K, N], or [N, K] when
+  /// transposed): by default two gemm()s whose f32 results are multiplied.
+  virtual mlir::Value gatedGemm(KernelBuilder &kb, mlir::Value a, mlir::Value gate,
+                                bool transposeGate, mlir::Value up, bool transposeUp,
+                                mlir::Value gateBias, mlir::Value upBias, Activation activation,
+                                mlir::Type resultType) const;
   /// The row kernels: results of `resultType` (and `sumType`), f32 unless
   /// handlesNarrowFloats().
   virtual mlir::Value softmaxRows(KernelBuilder &kb, mlir::Value x,

@@ -28,6 +28,12 @@ public:
     assert(resultType.isF32() && "the CPU kernels write f32");
     return emitGemm(kb, a, transposeA, b, transposeB, bias, residual, activation);
   }
+  Value gatedGemm(KernelBuilder &kb, Value a, Value gate, bool transposeGate, Value up,
+                  bool transposeUp, Value gateBias, Value upBias, Activation activation,
+                  Type resultType) const override {
+    assert(resultType.isF32() && "the CPU kernels write f32");
+    return emitGatedGemm(kb, a, gate, transposeGate, up, transposeUp, gateBias, upBias, activation);
+  }
   bool widensNarrowInputs() const override { return true; }
   bool takesBf16Products() const override { return cpu().bf16Dot; }
   Value softmaxRows(KernelBuilder &kb, Value x, Type resultType) const override {

@@ -52,6 +52,9 @@ constexpr int64_t kCacheLineBytes = 64;
 
 struct GemmOperands {
   Value a, b, c, bias, residual;
+  /// For the up product of a gated MLP: the activated gate [M, N] that
+  /// multiplies each output after its bias; null otherwise.
+  Value multiplier;
   /// For an int8 or 4-bit B (xfmr.dequantize, `bits`): its scales, one per
   /// `groupSize` values along dimension `groupAxis` of B's storage (and
   /// mins, for groups that have them); null otherwise.
@@ -190,6 +193,8 @@ void emitGemmTile(KernelBuilder &kb, const GemmOperands &g, Value row, int64_t r
       if (g.bias)
         value = kb.add(value, biasVectors[j]);
       value = lowering::buildActivation(b, kb.location(), g.activation, value);
+      if (g.multiplier)
+        value = kb.mul(value, kb.loadVector(g.multiplier, {rowIndex(i), column(j)}, valid(j)));
       if (g.residual)
         value = kb.add(value, kb.loadVector(g.residual, {rowIndex(i), column(j)}, valid(j)));
       kb.storeVector(value, g.c, {rowIndex(i), column(j)}, valid(j));
@@ -294,13 +299,16 @@ constexpr int64_t kSkinnyRows = xfmr::kSkinnyProductRows;
 constexpr int64_t kSkinnySlabs = 16;
 
 /// The epilogue of output element (m, n) on a vector of `valid` columns
-/// from n (or a scalar): bias, activation, residual, store.
+/// from n (or a scalar): bias, activation, multiplier, residual, store.
 void storeFinished(KernelBuilder &kb, const GemmOperands &g, Value value, Value m, Value n,
                    int64_t valid, bool scalar) {
   OpBuilder &b = kb.builder();
   if (g.bias)
     value = kb.add(value, scalar ? kb.load(g.bias, {n}) : kb.loadVector(g.bias, {n}, valid));
   value = lowering::buildActivation(b, kb.location(), g.activation, value);
+  if (g.multiplier)
+    value = kb.mul(value, scalar ? kb.load(g.multiplier, {m, n})
+                                 : kb.loadVector(g.multiplier, {m, n}, valid));
   if (g.residual)
     value = kb.add(value,
                    scalar ? kb.load(g.residual, {m, n}) : kb.loadVector(g.residual, {m, n}, valid));
@@ -1420,9 +1428,9 @@ void emitGemmBf16Dot(KernelBuilder &kb, const GemmOperands &g) {
   forPackedPanels(kb, g, kPanel, kTileRows, pack, tile);
 }
 
-} // namespace
-
-Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB,
+/// The operands of C = epilogue(A B): A, C and the epilogue's buffers, and
+/// B as the kernels read it.
+GemmOperands gemmOperands(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB,
                           Value bias, Value residual, Activation activation) {
   auto aType = cast<RankedTensorType>(a.getType());
   auto bType = cast<RankedTensorType>(b.getType());
@@ -1457,17 +1465,20 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
   g.bias = bias ? kb.readBuffer(bias) : Value();
   g.residual = residual ? kb.readBuffer(residual) : Value();
   g.c = kb.allocate({g.m, g.n}, kb.builder().getF32Type());
+  return g;
+}
+
+/// C = epilogue(A B) into g.c; `a` is A's tensor (bf16 ones are widened
+/// for the kernels that read f32).
+void emitProduct(KernelBuilder &kb, GemmOperands &g, Value a) {
   // A bf16 A (productFactors) is read as stored by the bf16 dot product's
   // GEMM, widened for the others.
+  auto aType = cast<RankedTensorType>(a.getType());
   if (aType.getElementType().isBF16()) {
-    if (g.m <= kDotBlockRows && g.transposeB && takesBf16Dot(kb, g)) {
-      emitDotBlocksBf16Dot(kb, g);
-      return kb.asTensor(g.c);
-    }
-    if (g.m > kSkinnyRows && takesBf16Dot(kb, g)) {
-      emitGemmBf16Dot(kb, g);
-      return kb.asTensor(g.c);
-    }
+    if (g.m <= kDotBlockRows && g.transposeB && takesBf16Dot(kb, g))
+      return emitDotBlocksBf16Dot(kb, g);
+    if (g.m > kSkinnyRows && takesBf16Dot(kb, g))
+      return emitGemmBf16Dot(kb, g);
     g.a = kb.readBuffer(arith::ExtFOp::create(kb.builder(), kb.location(),
                                               aType.clone(kb.builder().getF32Type()), a));
   }
@@ -1475,24 +1486,18 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
   // compute a row alike whatever the rows (xfmr::kSmallProductRows).
   if (g.m <= kDotBlockRows && g.transposeB && !g.transposeA) {
     if (hasIntegerDot(kb) && g.bits == 8 && g.scalesPerChannel())
-      emitSkinnyGemmInt8Dot(kb, g);
-    else if (hasIntegerDot(kb) && g.bits == 8 && !g.bMins && g.groupAxis == 1 &&
-             (g.groupSize % 32 == 0 || (g.groupSize == 16 && g.k % 32 == 0)))
-      emitSkinnyGemmInt8GroupDot(kb, g);
-    else if (hasIntegerDot(kb) && g.bits == 4)
-      emitSkinnyGemmInt4Dot(kb, g);
-    else
-      emitDotBlocksF32(kb, g);
-    return kb.asTensor(g.c);
+      return emitSkinnyGemmInt8Dot(kb, g);
+    if (hasIntegerDot(kb) && g.bits == 8 && !g.bMins && g.groupAxis == 1 &&
+        (g.groupSize % 32 == 0 || (g.groupSize == 16 && g.k % 32 == 0)))
+      return emitSkinnyGemmInt8GroupDot(kb, g);
+    if (hasIntegerDot(kb) && g.bits == 4)
+      return emitSkinnyGemmInt4Dot(kb, g);
+    return emitDotBlocksF32(kb, g);
   }
-  if (g.m <= kSkinnyRows && !g.transposeA) {
-    emitSkinnyGemmAlongK(kb, g);
-    return kb.asTensor(g.c);
-  }
-  if (takesIntegerDot(kb, g)) {
-    emitGemmIntegerDot(kb, g);
-    return kb.asTensor(g.c);
-  }
+  if (g.m <= kSkinnyRows && !g.transposeA)
+    return emitSkinnyGemmAlongK(kb, g);
+  if (takesIntegerDot(kb, g))
+    return emitGemmIntegerDot(kb, g);
 
   g.a = padAliasedRows(kb, g);
   // Column chunks: full panels, then the tail columns (masked vectors).
@@ -1556,5 +1561,30 @@ Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, 
                                     kb.index(panelChunks)),
               tailColumns);
   });
+}
+
+} // namespace
+
+Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB,
+                          Value bias, Value residual, Activation activation) {
+  GemmOperands g = gemmOperands(kb, a, transposeA, b, transposeB, bias, residual, activation);
+  emitProduct(kb, g, a);
+  return kb.asTensor(g.c);
+}
+
+Value xfmr::cpu::emitGatedGemm(KernelBuilder &kb, Value a, Value gate, bool transposeGate, Value up,
+                               bool transposeUp, Value gateBias, Value upBias,
+                               Activation activation) {
+  // The gate's product, activated in its epilogue, then up's, each output
+  // multiplied by its gate in its epilogue. (One sweep pairing blocks of
+  // the gate and up, each output finished from both, measured slower: two
+  // weight streams a block.)
+  GemmOperands gated =
+      gemmOperands(kb, a, /*transposeA=*/false, gate, transposeGate, gateBias, Value(), activation);
+  emitProduct(kb, gated, a);
+  GemmOperands g =
+      gemmOperands(kb, a, /*transposeA=*/false, up, transposeUp, upBias, Value(), Activation::none);
+  g.multiplier = gated.c;
+  emitProduct(kb, g, a);
   return kb.asTensor(g.c);
 }

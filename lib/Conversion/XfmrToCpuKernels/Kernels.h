@@ -34,6 +34,13 @@ mlir::Value emitGemm(KernelBuilder &kb, mlir::Value a, bool transposeA, mlir::Va
                      bool transposeB, mlir::Value bias, mlir::Value residual,
                      Activation activation);
 
+/// C = activation(A G + gateBias) * (A U + upBias), a gated MLP's products
+/// (G and U each stored [K, N], or [N, K] when transposed): the gate's
+/// product, then up's multiplied by it in its epilogue.
+mlir::Value emitGatedGemm(KernelBuilder &kb, mlir::Value a, mlir::Value gate, bool transposeGate,
+                          mlir::Value up, bool transposeUp, mlir::Value gateBias,
+                          mlir::Value upBias, Activation activation);
+
 /// Softmax of each row of `x` [rows, n]: one pass for a per-lane online max
 /// and sum, one for the output. Rows of only -inf give 0.
 mlir::Value emitSoftmaxRows(KernelBuilder &kb, mlir::Value x);

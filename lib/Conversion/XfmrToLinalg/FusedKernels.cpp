@@ -250,6 +250,37 @@ struct FusedLinearLowering : OpConversionPattern<FusedLinearOp> {
   }
 };
 
+struct GatedLinearLowering : OpConversionPattern<GatedLinearOp> {
+  using OpConversionPattern::OpConversionPattern;
+  LogicalResult matchAndRewrite(GatedLinearOp op, OpAdaptor adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    bool transposed = op.getTransposeWeight();
+    Value gate =
+        buildLinearProduct(rewriter, loc, adaptor.getInput(), adaptor.getGate(), transposed);
+    Value up = buildLinearProduct(rewriter, loc, adaptor.getInput(), adaptor.getUp(), transposed);
+    auto productType = tensorTypeOf(gate);
+    SmallVector<Value> inputs = {gate, up};
+    Value gateBias = adaptor.getGateBias(), upBias = adaptor.getUpBias();
+    if (gateBias)
+      inputs.push_back(gateBias);
+    if (upBias)
+      inputs.push_back(upBias);
+    Activation activation = op.getActivation();
+    Value result = broadcastGeneric(
+        rewriter, loc, productType, inputs, [&](OpBuilder &b, Location l, ValueRange args) {
+          Value g = args[0], u = args[1];
+          if (gateBias)
+            g = addValues(b, l, g, args[2]);
+          if (upBias)
+            u = addValues(b, l, u, args.back());
+          return arith::MulFOp::create(b, l, buildActivation(b, l, activation, g), u).getResult();
+        });
+    rewriter.replaceOp(op, reshapeTensor(rewriter, loc, result, op.getType()));
+    return success();
+  }
+};
+
 //===----------------------------------------------------------------------===//
 // Fused attention: the reference lowering
 //===----------------------------------------------------------------------===//
@@ -668,7 +699,7 @@ struct FusedAttentionBackwardLowering : OpConversionPattern<FusedAttentionBackwa
 } // namespace
 
 void lowering::populateFusedKernelLoweringPatterns(RewritePatternSet &patterns) {
-  patterns.add<SoftmaxLowering, LayerNormLowering, FusedAddLayerNormLowering,
-               FusedLinearLowering, FusedAttentionLowering, FusedAttentionBackwardLowering>(
+  patterns.add<SoftmaxLowering, LayerNormLowering, FusedAddLayerNormLowering, FusedLinearLowering,
+               GatedLinearLowering, FusedAttentionLowering, FusedAttentionBackwardLowering>(
       patterns.getContext());
 }
