@@ -609,20 +609,25 @@ func.func @cache_attention(%q: tensor<2x1x2x16xf32>, %k: tensor<2x256x2x16xf32>,
 
 // -----
 
-// Rotary embedding: the two rotated halves (features 0-1 and 2-3 of 6) are
-// sliced out, one generic with two results rotates them by the f32 angle
-// position * inv_freq (positions from the run-time start of each sequence),
-// and they are inserted back; features 4-5 pass through. The transpose
-// swaps the signs.
+// Rotary embedding: one generic over [batch, seq, 2] computes the cosines and
+// sines of the f32 angles position * inv_freq (positions from the run-time
+// start of each sequence), shared by the heads; the two rotated halves
+// (features 0-1 and 2-3 of 6) are sliced out, one generic with two results
+// rotates them, and they are inserted back; features 4-5 pass through.
+// CHECK-DAG: #[[ID4:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+// CHECK-DAG: #[[TOKEN:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
 // CHECK-LABEL: func @rotary
 // CHECK: %[[FREQ:.*]] = arith.constant dense<[1.000000e+00, 1.000000e-01]> : tensor<2xf32>
-// CHECK: %[[X1:.*]] = tensor.extract_slice %[[X:.*]][0, 0, 0, 0] [2, 3, 4, 2] [1, 1, 1, 1]
-// CHECK: %[[X2:.*]] = tensor.extract_slice %[[X]][0, 0, 0, 2] [2, 3, 4, 2] [1, 1, 1, 1]
-// CHECK: %[[ROT:.*]]:2 = linalg.generic {{.*}} ins(%[[X1]], %[[X2]] : {{.*}}) outs(
+// CHECK: %[[TABLE:.*]]:2 = linalg.generic {{.*}} outs({{.*}} : tensor<2x3x2xf32>, tensor<2x3x2xf32>)
 // CHECK: tensor.extract %{{.*}}[%{{.*}}] : tensor<2xi32>
 // CHECK: tensor.extract %[[FREQ]]
 // CHECK: math.cos
 // CHECK: math.sin
+// CHECK: %[[X1:.*]] = tensor.extract_slice %[[X:.*]][0, 0, 0, 0] [2, 3, 4, 2] [1, 1, 1, 1]
+// CHECK: %[[X2:.*]] = tensor.extract_slice %[[X]][0, 0, 0, 2] [2, 3, 4, 2] [1, 1, 1, 1]
+// CHECK: %[[ROT:.*]]:2 = linalg.generic {indexing_maps = [#[[ID4]], #[[ID4]], #[[TOKEN]], #[[TOKEN]], #[[ID4]], #[[ID4]]]
+// CHECK-SAME: ins(%[[X1]], %[[X2]], %[[TABLE]]#0, %[[TABLE]]#1 : {{.*}}) outs(
+// CHECK-NOT: math.cos
 // CHECK: arith.subf
 // CHECK: arith.addf
 // CHECK: %[[FIRST:.*]] = tensor.insert_slice %[[ROT]]#0 into %[[X]][0, 0, 0, 0] [2, 3, 4, 2]

@@ -497,10 +497,11 @@ struct LearnedPositionLowering : OpConversionPattern<LearnedPositionEncodingOp> 
   }
 };
 
-/// One generic over [batch, seq, heads, n] reads the two rotated halves
-/// (slices of the input) and writes both rotated halves, which are inserted
-/// into the input's features; sines and cosines are computed in f32 from the
-/// position and the frequency table fixed at compile time.
+/// A table of cosines and sines over [batch, seq, n], computed in f32 from
+/// the position and the frequency table fixed at compile time, then one
+/// generic over [batch, seq, heads, n] that reads the two rotated halves
+/// (slices of the input) and writes both, inserted into the input's
+/// features. The table shares each angle's cos and sin among the heads.
 struct RotaryEmbeddingLowering : OpConversionPattern<RotaryEmbeddingOp> {
   using OpConversionPattern::OpConversionPattern;
   LogicalResult matchAndRewrite(RotaryEmbeddingOp op, OpAdaptor adaptor,
@@ -509,16 +510,48 @@ struct RotaryEmbeddingLowering : OpConversionPattern<RotaryEmbeddingOp> {
     auto type = op.getType();
     Type elementType = type.getElementType();
     Type f32 = rewriter.getF32Type();
+    // Computed in f32, or f64 for f64 values; the angle is f32 as
+    // transformers forms it.
+    Type compute = elementType.getIntOrFloatBitWidth() > 32 ? elementType : f32;
     SmallVector<float> frequencies(op.getInvFreq().begin(), op.getInvFreq().end());
     int64_t half = static_cast<int64_t>(frequencies.size());
-    Value table = arith::ConstantOp::create(
-        rewriter, loc,
-        DenseElementsAttr::get(RankedTensorType::get({half}, f32), ArrayRef<float>(frequencies)));
     Value input = adaptor.getInput(), starts = adaptor.getPositions();
     double scaling = op.getAttentionScaling().convertToDouble();
     // The forward rotation subtracts the partner's term in the first half
     // and adds it in the second; its transpose the other way round.
     bool transpose = op.getTranspose();
+
+    SmallVector<int64_t> tableShape = {type.getDimSize(0), type.getDimSize(1), half};
+    auto tableType = RankedTensorType::get(tableShape, compute);
+    Value frequencyTable = arith::ConstantOp::create(
+        rewriter, loc,
+        DenseElementsAttr::get(RankedTensorType::get({half}, f32), ArrayRef<float>(frequencies)));
+    auto angles = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{tableType, tableType}, ValueRange{},
+        ValueRange{tensor::EmptyOp::create(rewriter, loc, tableShape, compute),
+                   tensor::EmptyOp::create(rewriter, loc, tableShape, compute)},
+        SmallVector<AffineMap>(2, AffineMap::getMultiDimIdentityMap(3, getContext())),
+        SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel),
+        [&](OpBuilder &b, Location l, ValueRange) {
+          Value position = linalg::IndexOp::create(b, l, 1);
+          if (starts)
+            position = arith::AddIOp::create(
+                b, l, position,
+                startPosition(b, l, starts, 0, std::numeric_limits<int32_t>::max()));
+          Value positionF32 = arith::SIToFPOp::create(
+              b, l, f32, arith::IndexCastOp::create(b, l, b.getI64Type(), position));
+          Value frequency = tensor::ExtractOp::create(b, l, frequencyTable,
+                                                      ValueRange{linalg::IndexOp::create(b, l, 2)});
+          Value angle = arith::MulFOp::create(b, l, positionF32, frequency);
+          if (compute != f32)
+            angle = arith::ExtFOp::create(b, l, compute, angle);
+          Value cosine = math::CosOp::create(b, l, angle), sine = math::SinOp::create(b, l, angle);
+          if (scaling != 1.0) {
+            cosine = arith::MulFOp::create(b, l, cosine, floatConstant(b, l, compute, scaling));
+            sine = arith::MulFOp::create(b, l, sine, floatConstant(b, l, compute, scaling));
+          }
+          linalg::YieldOp::create(b, l, ValueRange{cosine, sine});
+        });
 
     SmallVector<int64_t> halfShape(type.getShape());
     halfShape.back() = half;
@@ -535,37 +568,25 @@ struct RotaryEmbeddingLowering : OpConversionPattern<RotaryEmbeddingOp> {
                                                  sizes, strides);
     Value second = tensor::ExtractSliceOp::create(rewriter, loc, halfType, input, offsetsAt(half),
                                                   sizes, strides);
-    SmallVector<AffineMap> maps(4, AffineMap::getMultiDimIdentityMap(4, getContext()));
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(4, getContext());
+    AffineMap perToken = AffineMap::get(
+        4, 0, {rewriter.getAffineDimExpr(0), rewriter.getAffineDimExpr(1), rewriter.getAffineDimExpr(3)},
+        getContext());
     SmallVector<Value> inits = {tensor::EmptyOp::create(rewriter, loc, halfShape, elementType),
                                 tensor::EmptyOp::create(rewriter, loc, halfShape, elementType)};
     auto generic = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{halfType, halfType}, ValueRange{first, second}, inits, maps,
+        rewriter, loc, TypeRange{halfType, halfType},
+        ValueRange{first, second, angles.getResult(0), angles.getResult(1)}, inits,
+        SmallVector<AffineMap>{identity, identity, perToken, perToken, identity, identity},
         SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
         [&](OpBuilder &b, Location l, ValueRange args) {
-          // Computed in f32, or f64 for f64 values; the angle is f32 as
-          // transformers forms it.
-          Type compute = elementType.getIntOrFloatBitWidth() > 32 ? elementType : f32;
           auto widen = [&](Value x) -> Value {
             return x.getType() == compute ? x : arith::ExtFOp::create(b, l, compute, x).getResult();
           };
           auto narrow = [&](Value x) -> Value {
             return elementType == compute ? x : arith::TruncFOp::create(b, l, elementType, x);
           };
-          Value position = linalg::IndexOp::create(b, l, 1);
-          if (starts)
-            position = arith::AddIOp::create(
-                b, l, position,
-                startPosition(b, l, starts, 0, std::numeric_limits<int32_t>::max()));
-          Value positionF32 = arith::SIToFPOp::create(
-              b, l, f32, arith::IndexCastOp::create(b, l, b.getI64Type(), position));
-          Value frequency =
-              tensor::ExtractOp::create(b, l, table, ValueRange{linalg::IndexOp::create(b, l, 3)});
-          Value angle = widen(arith::MulFOp::create(b, l, positionF32, frequency));
-          Value cosine = math::CosOp::create(b, l, angle), sine = math::SinOp::create(b, l, angle);
-          if (scaling != 1.0) {
-            cosine = arith::MulFOp::create(b, l, cosine, floatConstant(b, l, compute, scaling));
-            sine = arith::MulFOp::create(b, l, sine, floatConstant(b, l, compute, scaling));
-          }
+          Value cosine = args[2], sine = args[3];
           Value x1 = widen(args[0]), x2 = widen(args[1]);
           Value x1c = arith::MulFOp::create(b, l, x1, cosine);
           Value x2c = arith::MulFOp::create(b, l, x2, cosine);
