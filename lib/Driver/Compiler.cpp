@@ -367,7 +367,11 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
                     ? host.checkFeatures("+avx512vnni")
                     : host.checkFeatures("+avxvnni") || host.checkFeatures("+avx512vnni,+avx512vl");
     bool multiplyAdd = host.checkFeatures(wide ? "+avx512bw" : "+avx2");
-    pipeline.int8Dot = !options.int8Dot ? "none" : vnni ? "vnni" : multiplyAdd ? "madd" : "none";
+    pipeline.int8Dot = !options.int8Dot          ? "none"
+                       : options.portableInt8Dot ? "portable"
+                       : vnni                    ? "vnni"
+                       : multiplyAdd             ? "madd"
+                                                 : "none";
     pipeline.bf16Dot = options.bf16Dot && wide && host.checkFeatures("+avx512bf16");
     buildCpuPipeline(pm, pipeline);
   }

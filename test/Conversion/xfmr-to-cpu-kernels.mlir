@@ -4,8 +4,9 @@
 // RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="int8-dot=madd" --split-input-file | FileCheck %s --check-prefix=MADD
 // RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="lanes=16 registers=32 int8-dot=madd" --split-input-file | FileCheck %s --check-prefix=MADD16
 // RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="int8-dot=vnni" --split-input-file | FileCheck %s --check-prefix=VNNI8
+// RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="lanes=16 registers=32 int8-dot=portable" --split-input-file | FileCheck %s --check-prefix=PORTABLE
 // RUN: not xfmr-opt %s --convert-xfmr-to-cpu-kernels="int8-dot=vpdpbusd" --split-input-file 2>&1 | FileCheck %s --check-prefix=BADDOT
-// BADDOT: error: int8-dot must be none, madd or vnni, got 'vpdpbusd'
+// BADDOT: error: int8-dot must be none, madd, vnni or portable, got 'vpdpbusd'
 // RUN: xfmr-opt %s --convert-xfmr-to-cpu-kernels="lanes=16 registers=32 bf16-dot=1" --split-input-file | FileCheck %s --check-prefix=BF16
 // RUN: not xfmr-opt %s --convert-xfmr-to-cpu-kernels="bf16-dot=1" --split-input-file 2>&1 | FileCheck %s --check-prefix=BF16LANES
 // BF16LANES: error: bf16-dot needs 16 lanes, got 8
@@ -550,12 +551,13 @@ func.func @int8_transposed_weight(%x: tensor<1x352xf32>, %q: tensor<40x352xi8>, 
 // An int8 weight in groups of 32 along its input side (GGUF's Q8_0): with
 // int8-dot, each block of 32 activations is quantized as llama.cpp's q8_0
 // (the values rounded at 127 / max |x|, the scale max |x| / 127 rounded to
-// f16), and each 64 bytes of a row, offset to unsigned bytes, are
-// multiplied by vpdpbusd, lanes 0-7 scaled by the first block's two scales,
-// 8-15 by the second's (each pair of scales one load and a shuffle); the
-// depth tail (160 = 128 + 32), a single block, selects its lanes' scales
-// and ends in a masked load. Without int8-dot the values
-// are converted in registers.
+// f16), A's block scales are spread to the lanes of each chunk of 64 values
+// once (lanes 0-7 the first block's, 8-15 the second's: a load of two and
+// a shuffle; the depth tail, 160 = 128 + 32, a single block, selects), and
+// each 64 bytes of a row of B, offset to unsigned bytes, are multiplied by
+// vpdpbusd and scaled by B's two scales (one load and a shuffle) times A's
+// spread ones; the tail ends in a masked load and selects its lanes'
+// scales. Without int8-dot the values are converted in registers.
 // CHECK-LABEL: func @int8_grouped_weight
 // CHECK-NOT: vpdpbusd
 // CHECK: arith.sitofp %{{.*}} : vector<8xi8> to vector<8xf32>
@@ -564,14 +566,17 @@ func.func @int8_transposed_weight(%x: tensor<1x352xf32>, %q: tensor<40x352xi8>, 
 // DOT: vector.reduction <maximumf>
 // DOT: arith.truncf %{{.*}} : f32 to f16
 // DOT: math.roundeven %{{.*}} : vector<16xf32>
+// DOT: %[[APAIR:.*]] = vector.load %{{.*}}[%c0, %{{.*}}] : memref<1x5xf32>, vector<2xf32>
+// DOT-NEXT: %[[ALANES:.*]] = vector.shuffle %[[APAIR]], %[[APAIR]] [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1] : vector<2xf32>, vector<2xf32>
+// DOT: vector.store %[[ALANES]], %[[SPREAD:[a-z0-9_]+]][%c0, %{{.*}}] : memref<1x48xf32>, vector<16xf32>
+// DOT: arith.select %{{.*}} : vector<16xi1>, vector<16xf32>
 // DOT: scf.forall (%[[N:.*]]) in (40)
 // DOT: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x160xi8, strided<[?, 1], offset: ?>>, vector<64xi8>
 // DOT: arith.xori %{{.*}} : vector<64xi8>
 // DOT: %[[BPAIR:.*]] = vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x5xf32, strided<[?, 1], offset: ?>>, vector<2xf32>
 // DOT: vector.shuffle %[[BPAIR]], %[[BPAIR]] [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1] : vector<2xf32>, vector<2xf32>
 // DOT: call @llvm.x86.avx512.vpdpbusd.512
-// DOT: %[[APAIR:.*]] = vector.load %{{.*}}[%c0, %{{.*}}] : memref<1x5xf32>, vector<2xf32>
-// DOT: vector.shuffle %[[APAIR]], %[[APAIR]] [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1] : vector<2xf32>, vector<2xf32>
+// DOT: vector.load %[[SPREAD]][%c0, %{{.*}}] : memref<1x48xf32>, vector<16xf32>
 // DOT-NOT: arith.select
 // DOT: vector.maskedload %{{.*}}[%[[N]], %{{.*}}], %{{.*}} : memref<40x160xi8, strided<[?, 1], offset: ?>>, vector<64xi1>, vector<64xi8> into vector<64xi8>
 // DOT: arith.select %{{.*}} : vector<16xi1>, vector<16xf32>
@@ -649,23 +654,55 @@ func.func @int4_weight_gemm(%x: tensor<20x160xf32>, %q: tensor<40x80xi8>, %s: te
 
 // -----
 
-// A decode step's 4-bit product with f16 scales (GGUF's Q4_0): each whole
-// chunk of 64 values loads its two blocks' f16 scales at once, widens them
-// and spreads them over the lanes of each block (lanes 4-7 and 12-15 sum
-// the second), A's scales likewise; the tail's single block selects. The
-// scales stay f16 in memory: no widened copy of them.
+// A decode step's 4-bit product with f16 scales (GGUF's Q4_0), 16 lanes:
+// A's block scales are spread to the lanes of each chunk of 128 values
+// (four blocks: lanes 4b to 4b + 3 sum block b) once, before the rows of B:
+// a load of four and a shuffle for the whole chunk, selects for the tail's
+// (160 = 128 + 32). Per row of B, a chunk's 64 bytes unpack to their low
+// nibbles and their high ones, two dot products summed in one vector; the
+// four blocks' f16 scales are loaded at once, widened and spread likewise;
+// the tail loads masked and selects. The scales stay f16 in memory: no
+// widened copy of them.
 // DOT-LABEL: func @int4_f16_scales_skinny
 // DOT-NOT: tensor<40x5xf32>
+// DOT: %[[ASCALES:.*]] = vector.load %{{.*}}[%c0, %{{.*}}] : memref<1x5xf32>, vector<4xf32>
+// DOT-NEXT: %[[ALANES:.*]] = vector.shuffle %[[ASCALES]], %[[ASCALES]] [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3] : vector<4xf32>, vector<4xf32>
+// DOT: vector.store %[[ALANES]], %[[SPREAD:[a-z0-9_]+]][%c0, %{{.*}}] : memref<1x32xf32>, vector<16xf32>
+// DOT-COUNT-3: arith.select %{{.*}} : vector<16xi1>, vector<16xf32>
 // DOT: scf.forall (%[[N:.*]]) in (40)
-// DOT: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x5xf16, strided<[?, 1], offset: ?>>, vector<2xf16>
-// DOT-NEXT: arith.extf %{{.*}} : vector<2xf16> to vector<2xf32>
-// DOT-NEXT: vector.shuffle %{{.*}}, %{{.*}} [0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1] : vector<2xf32>, vector<2xf32>
-// DOT: vector.load %{{.*}}[%c0, %{{.*}}] : memref<1x5xf32>, vector<2xf32>
-// DOT: vector.shuffle %{{.*}}, %{{.*}} [0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1] : vector<2xf32>, vector<2xf32>
-// DOT: call @llvm.x86.avx512.vpdpbusd.512
+// DOT: %[[BYTES:.*]] = vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x80xi8, strided<[?, 1], offset: ?>>, vector<64xi8>
+// DOT-NEXT: %[[LOW:.*]] = arith.andi %[[BYTES]], %{{.*}} : vector<64xi8>
+// DOT-NEXT: %[[SHIFTED:.*]] = arith.shrui %[[BYTES]], %{{.*}} : vector<64xi8>
+// DOT-NEXT: %[[HIGH:.*]] = arith.andi %[[SHIFTED]], %{{.*}} : vector<64xi8>
+// DOT: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x5xf16, strided<[?, 1], offset: ?>>, vector<4xf16>
+// DOT-NEXT: arith.extf %{{.*}} : vector<4xf16> to vector<4xf32>
+// DOT-NEXT: vector.shuffle %{{.*}}, %{{.*}} [0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3] : vector<4xf32>, vector<4xf32>
+// DOT: %[[FIRST:.*]] = func.call @llvm.x86.avx512.vpdpbusd.512(%{{.*}}, %[[LOW]], %{{.*}})
+// DOT-NEXT: func.call @llvm.x86.avx512.vpdpbusd.512(%[[FIRST]], %[[HIGH]], %{{.*}})
+// DOT: vector.load %[[SPREAD]][%c0, %{{.*}}] : memref<1x32xf32>, vector<16xf32>
 // DOT-NOT: arith.select
+// DOT: vector.maskedload %{{.*}}[%[[N]], %{{.*}}], %{{.*}} : memref<40x80xi8, strided<[?, 1], offset: ?>>, vector<64xi1>, vector<64xi8> into vector<64xi8>
 // DOT: memref.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x5xf16, strided<[?, 1], offset: ?>>
-// DOT: arith.select %{{.*}} : vector<16xi1>, vector<16xf32>
+// DOT-COUNT-3: arith.select %{{.*}} : vector<16xi1>, vector<16xf32>
+// With vpmaddubsw on 8 lanes (chunks of 64 values, two blocks), the two
+// products' 16-bit pair sums are added before one vpmaddwd widens them.
+// MADD-LABEL: func @int4_f16_scales_skinny
+// MADD: scf.forall
+// MADD: vector.load %{{.*}} : memref<40x5xf16, strided<[?, 1], offset: ?>>, vector<2xf16>
+// MADD: %[[LOWSUMS:.*]] = func.call @llvm.x86.avx2.pmadd.ub.sw
+// MADD-NEXT: %[[HIGHSUMS:.*]] = func.call @llvm.x86.avx2.pmadd.ub.sw
+// MADD-NEXT: %[[SUMS:.*]] = arith.addi %[[LOWSUMS]], %[[HIGHSUMS]] : vector<16xi16>
+// MADD-NEXT: func.call @llvm.x86.avx2.pmadd.wd(%[[SUMS]], %{{.*}}) : (vector<16xi16>, vector<16xi16>) -> vector<8xi32>
+// The portable integer dot product (int8-dot=portable) widens both operands
+// to i32, multiplies them and sums each lane's 4 products from strided
+// shuffles: no x86 intrinsic.
+// PORTABLE-LABEL: func @int4_f16_scales_skinny
+// PORTABLE-NOT: call @llvm.x86
+// PORTABLE: %[[U:.*]] = arith.extui %{{.*}} : vector<64xi8> to vector<64xi32>
+// PORTABLE-NEXT: %[[S:.*]] = arith.extsi %{{.*}} : vector<64xi8> to vector<64xi32>
+// PORTABLE-NEXT: %[[P:.*]] = arith.muli %[[U]], %[[S]] : vector<64xi32>
+// PORTABLE-NEXT: vector.shuffle %[[P]], %[[P]] [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60] : vector<64xi32>, vector<64xi32>
+// PORTABLE-NOT: call @llvm.x86
 func.func @int4_f16_scales_skinny(%x: tensor<1x160xf32>, %q: tensor<40x80xi8>, %s: tensor<40x5xf16>) -> tensor<1x40xf32> {
   %d = xfmr.dequantize %q, %s {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64}
          : (tensor<40x80xi8>, tensor<40x5xf16>) -> tensor<40x160xf32>

@@ -257,6 +257,11 @@ static cl::opt<bool>
             cl::desc("Products of bf16 factors (--dtype=bf16) take the target's bf16 dot product "
                      "(AVX-512 BF16) where it has one (default on)"),
             cl::init(true), cl::cat(category), cl::Hidden);
+static cl::opt<bool> portableInt8Dot(
+    "portable-int8-dot",
+    cl::desc("With --int8-dot: vpdpbusd's arithmetic in plain vector code instead of the "
+             "target's instructions, on any host and --vector-lanes (for testing)"),
+    cl::init(false), cl::cat(category), cl::Hidden);
 static cl::opt<bool> emulateGpuKernels(
     "emulate-gpu-kernels",
     cl::desc("Build the GPU kernels for the host, thread blocks run as loops (for testing)"),
@@ -460,6 +465,9 @@ int main(int argc, char **argv) {
     return fail("--vector-lanes must be 8 or 16, got " + Twine(vectorLanes));
   options.vectorLanes = vectorLanes;
   options.int8Dot = int8Dot;
+  if (portableInt8Dot && !int8Dot)
+    return fail("--portable-int8-dot needs --int8-dot");
+  options.portableInt8Dot = portableInt8Dot;
   options.bf16Dot = bf16Dot;
   if (emulateGpuKernels && target == xfmr::Target::Nvptx)
     return fail("--emulate-gpu-kernels applies to --target=host only");

@@ -150,7 +150,8 @@ def ConvertXfmrToCpuKernels : Pass<"convert-xfmr-to-cpu-kernels"> {
            "vector registers (16: AVX2, 32: AVX-512)">,
     Option<"int8Dot", "int8-dot", "std::string", /*default=*/"\"none\"",
            "The target's int8 dot product: none, madd (vpmaddubsw + vpmaddwd: AVX2, "
-           "AVX-512BW) or vnni (vpdpbusd: AVX-VNNI, AVX-512 VNNI)">,
+           "AVX-512BW), vnni (vpdpbusd: AVX-VNNI, AVX-512 VNNI) or portable (vpdpbusd's "
+           "arithmetic in plain vector ops, any target: tests)">,
     Option<"bf16Dot", "bf16-dot", "bool", /*default=*/"false",
            "With 16 lanes: the target has AVX-512 BF16's dot product (vdpbf16ps), which "
            "products of bf16 factors take (GEMMs, and decoding's rows against a B^T)">,

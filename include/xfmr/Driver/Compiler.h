@@ -131,6 +131,10 @@ struct CompileOptions {
   /// (AVX-512 VNNI, AVX-VNNI) or vpmaddubsw (AVX2, AVX-512BW; not in GEMMs
   /// of int8 weights, which stay f32).
   bool int8Dot = true;
+  /// With int8Dot: a portable integer dot product (plain vector arithmetic)
+  /// rather than the target's instructions, so the integer kernels run on
+  /// any host at any vector width (tests).
+  bool portableInt8Dot = false;
   /// CPU: products of bf16 factors take the target's bf16 dot product, where
   /// it has one (AVX-512 BF16).
   bool bf16Dot = true;

@@ -82,7 +82,8 @@ struct CpuPipelineOptions : FusionPipelineOptions<CpuPipelineOptions> {
       llvm::cl::init(false)};
   Option<std::string> int8Dot{
       *this, "int8-dot",
-      llvm::cl::desc("The target's int8 dot product: none, madd (AVX2, AVX-512BW) or vnni"),
+      llvm::cl::desc(
+          "The target's int8 dot product: none, madd (AVX2, AVX-512BW), vnni or portable"),
       llvm::cl::init("none")};
   BoolOption bf16Dot{*this, "bf16-dot",
                      llvm::cl::desc("The target has AVX-512 BF16's dot product (vdpbf16ps)"),

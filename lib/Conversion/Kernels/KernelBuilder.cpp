@@ -150,44 +150,83 @@ static Value callIntrinsic(OpBuilder &b, Location loc, StringRef name, Type resu
 }
 
 Value KernelBuilder::dotInt8(Value acc, Value u, Value s, int64_t uBits) {
+  return dotInt8(acc, ValueRange{u}, ValueRange{s}, uBits);
+}
+
+Value KernelBuilder::dotInt8(Value acc, ValueRange u, ValueRange s, int64_t uBits) {
   int64_t lanes = cast<VectorType>(acc.getType()).getNumElements();
-  assert(target.integerDot != IntegerDot::None && lanes == target.lanes &&
-         "an integer dot product of the target's width");
+  assert(target.integerDot != IntegerDot::None && lanes == target.lanes && u.size() == s.size() &&
+         "integer dot products of the target's width");
   bool wide = lanes == 16;
-  if (target.integerDot == IntegerDot::Vnni)
-    return callIntrinsic(b, loc,
-                         wide ? "llvm.x86.avx512.vpdpbusd.512" : "llvm.x86.avx512.vpdpbusd.256",
-                         acc.getType(), {acc, u, s});
+  if (target.integerDot == IntegerDot::Portable) {
+    // Each lane's 4 products, widened to i32, summed a stride at a time.
+    auto quads = VectorType::get({4 * lanes}, b.getI32Type());
+    for (auto [unsignedBytes, signedBytes] : llvm::zip_equal(u, s)) {
+      Value products =
+          arith::MulIOp::create(b, loc, arith::ExtUIOp::create(b, loc, quads, unsignedBytes),
+                                arith::ExtSIOp::create(b, loc, quads, signedBytes));
+      for (int64_t j = 0; j < 4; ++j) {
+        SmallVector<int64_t> stride;
+        for (int64_t lane = 0; lane < lanes; ++lane)
+          stride.push_back(4 * lane + j);
+        acc = arith::AddIOp::create(b, loc, acc,
+                                    vector::ShuffleOp::create(b, loc, products, products, stride));
+      }
+    }
+    return acc;
+  }
+  if (target.integerDot == IntegerDot::Vnni) {
+    for (auto [unsignedBytes, signedBytes] : llvm::zip_equal(u, s))
+      acc = callIntrinsic(b, loc,
+                          wide ? "llvm.x86.avx512.vpdpbusd.512" : "llvm.x86.avx512.vpdpbusd.256",
+                          acc.getType(), {acc, unsignedBytes, signedBytes});
+    return acc;
+  }
 
   // vpmaddubsw sums pairs of products to i16 with saturation, exact while
   // u < 128 (2 x 127 x -128 at least); 8-bit u is split into its low 7 bits
   // and its top bit (0 or 128: 2 x 128 x -128 = -2^15 at least), each pair
-  // sum then widened and summed in pairs by vpmaddwd.
+  // sum then widened and summed in pairs by vpmaddwd. Sums of 4-bit u's pair
+  // sums stay exact in i16 for up to 8 of them (8 x 2 x 15 x 128 < 2^15).
   auto pairs = VectorType::get({2 * lanes}, b.getI16Type());
-  auto multiplyAdd = [&](Value unsignedBytes) {
-    Value pairSums =
-        callIntrinsic(b, loc, wide ? "llvm.x86.avx512.pmaddubs.w.512" : "llvm.x86.avx2.pmadd.ub.sw",
-                      pairs, {unsignedBytes, s});
+  auto pairSums = [&](Value unsignedBytes, Value signedBytes) -> Value {
+    return callIntrinsic(b, loc,
+                         wide ? "llvm.x86.avx512.pmaddubs.w.512" : "llvm.x86.avx2.pmadd.ub.sw",
+                         pairs, {unsignedBytes, signedBytes});
+  };
+  auto widenAdd = [&](Value sums) {
     Value ones = arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(pairs, b.getIntegerAttr(b.getI16Type(), 1)));
     Value quads =
         callIntrinsic(b, loc, wide ? "llvm.x86.avx512.pmaddw.d.512" : "llvm.x86.avx2.pmadd.wd",
-                      acc.getType(), {pairSums, ones});
+                      acc.getType(), {sums, ones});
     acc = arith::AddIOp::create(b, loc, acc, quads);
   };
-  if (uBits < 8) {
-    multiplyAdd(u);
+  if (uBits <= 4 && u.size() <= 8) {
+    Value sums;
+    for (auto [unsignedBytes, signedBytes] : llvm::zip_equal(u, s)) {
+      Value next = pairSums(unsignedBytes, signedBytes);
+      sums = sums ? arith::AddIOp::create(b, loc, sums, next).getResult() : next;
+    }
+    widenAdd(sums);
     return acc;
   }
-  auto bytes = cast<VectorType>(u.getType());
-  auto mask = [&](int64_t bits) {
-    return arith::AndIOp::create(
-        b, loc, u,
-        arith::ConstantOp::create(
-            b, loc, DenseElementsAttr::get(bytes, b.getIntegerAttr(b.getI8Type(), bits))));
-  };
-  multiplyAdd(mask(0x7F));
-  multiplyAdd(mask(-128));
+  for (auto [unsignedBytes, signedBytes] : llvm::zip_equal(u, s)) {
+    if (uBits < 8) {
+      widenAdd(pairSums(unsignedBytes, signedBytes));
+      continue;
+    }
+    Value whole = unsignedBytes;
+    auto bytes = cast<VectorType>(whole.getType());
+    auto mask = [&](int64_t bits) {
+      return arith::AndIOp::create(
+          b, loc, whole,
+          arith::ConstantOp::create(
+              b, loc, DenseElementsAttr::get(bytes, b.getIntegerAttr(b.getI8Type(), bits))));
+    };
+    widenAdd(pairSums(mask(0x7F), signedBytes));
+    widenAdd(pairSums(mask(-128), signedBytes));
+  }
   return acc;
 }
 

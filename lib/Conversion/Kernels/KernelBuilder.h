@@ -33,6 +33,10 @@ enum class IntegerDot {
   MultiplyAdd,
   /// vpdpbusd (AVX-VNNI, AVX-512 VNNI).
   Vnni,
+  /// vpdpbusd's arithmetic in plain vector ops, on any target and lane
+  /// count: runs the integer kernels where the host lacks the instructions
+  /// (tests).
+  Portable,
 };
 
 /// What the generated code may assume about the vector unit.
@@ -107,6 +111,10 @@ public:
   /// i8> twice), exactly: vpdpbusd's arithmetic, for targets with an
   /// `integerDot`.
   mlir::Value dotInt8(mlir::Value acc, mlir::Value u, mlir::Value s, int64_t uBits = 8);
+  /// acc + the dot products of each pair (u[i], s[i]) as dotInt8's; with
+  /// vpmaddubsw and u of at most 4 bits, the pairs' 16-bit sums are summed
+  /// before they are widened (exact for up to 8 pairs).
+  mlir::Value dotInt8(mlir::Value acc, mlir::ValueRange u, mlir::ValueRange s, int64_t uBits);
   /// acc + the sums of each lane's 2 products of bf16 values of `x` and `y`
   /// (vector<16xf32>, vector<32xbf16> twice): AVX-512 BF16's vdpbf16ps,
   /// which treats denormal inputs and results as zeros; for targets with

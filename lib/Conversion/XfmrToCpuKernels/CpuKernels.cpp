@@ -84,9 +84,10 @@ struct ConvertXfmrToCpuKernelsPass
                                                .Case("none", IntegerDot::None)
                                                .Case("madd", IntegerDot::MultiplyAdd)
                                                .Case("vnni", IntegerDot::Vnni)
+                                               .Case("portable", IntegerDot::Portable)
                                                .Default(std::nullopt);
     if (!integerDot) {
-      getOperation()->emitError("int8-dot must be none, madd or vnni, got '")
+      getOperation()->emitError("int8-dot must be none, madd, vnni or portable, got '")
           << int8Dot.getValue() << "'";
       return signalPassFailure();
     }

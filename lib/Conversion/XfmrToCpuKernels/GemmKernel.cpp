@@ -607,17 +607,17 @@ Value splatInt(OpBuilder &b, Location loc, VectorType type, int64_t value) {
       b, loc, DenseElementsAttr::get(type, b.getIntegerAttr(type.getElementType(), value)));
 }
 
-/// Per lane of the chunk of an int8 dot product (4 values a lane) at `col`,
-/// row `row`'s entry of `buffer` (f32, f16 or bf16; one entry per `group`
-/// values along K, a multiple of 32) for the lane's block of 32, as f32. With
-/// 16 lanes a chunk spans two blocks, the lanes where `inSecond(lane)`
-/// summing the second (clamped to the last of `blocks`: a chunk past K
-/// reads zeros there); with 8, one. A whole chunk (`whole`) takes both
-/// blocks' entries in one load and a shuffle (groups of 32) or one entry
-/// (groups of a multiple of 64: the chunk lies in one); a tail loads,
+/// Per lane of a chunk of integer dot products (4 values a lane) at `col`
+/// spanning `chunkBlocks` blocks of 32, row `row`'s entry of `buffer` (f32,
+/// f16 or bf16; one entry per `group` values along K, a multiple of 32) for
+/// the lane's block, block `blockOfLane(lane)` of the chunk (clamped to the
+/// last of `blocks`: a chunk past K reads zeros there), as f32. A whole
+/// chunk (`whole`) takes its blocks' entries in one load and a shuffle
+/// (groups of 32) or one entry (the chunk lies in one group); a tail loads,
 /// widens and broadcasts each block's and selects.
-Value chunkBlockLanes(KernelBuilder &kb, llvm::function_ref<bool(int64_t)> inSecond, Value buffer,
-                      Value row, Value col, int64_t blocks, int64_t group, bool whole) {
+Value chunkBlockLanes(KernelBuilder &kb, llvm::function_ref<int64_t(int64_t)> blockOfLane,
+                      int64_t chunkBlocks, Value buffer, Value row, Value col, int64_t blocks,
+                      int64_t group, bool whole) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   int64_t lanes = kb.cpu().lanes;
@@ -625,30 +625,31 @@ Value chunkBlockLanes(KernelBuilder &kb, llvm::function_ref<bool(int64_t)> inSec
   auto entryOf = [&](Value block) {
     return kb.loadWidened(buffer, {row, kb.divui(kb.muli(block, 32), group)});
   };
-  if (4 * lanes == 32)
+  if (chunkBlocks == 1 || (whole && group % (32 * chunkBlocks) == 0))
     return kb.splat(entryOf(first));
-  assert(lanes == 16 && "a chunk spans one or two blocks");
-  if (whole && group % 64 == 0)
-    return kb.splat(entryOf(first));
-  SmallVector<int64_t> secondLanes;
-  for (int64_t lane = 0; lane < lanes; ++lane)
-    secondLanes.push_back(inSecond(lane) ? 1 : 0);
+  SmallVector<int64_t> laneBlocks = llvm::map_to_vector(llvm::seq<int64_t>(0, lanes), blockOfLane);
   if (whole && group == 32) {
-    // In bounds: a whole chunk's second block is a block of K.
+    // In bounds: a whole chunk's blocks are blocks of K.
     Type element = cast<MemRefType>(buffer.getType()).getElementType();
-    Value pair = vector::LoadOp::create(b, loc, VectorType::get({2}, element), buffer,
-                                        ValueRange{row, first});
+    Value entries = vector::LoadOp::create(b, loc, VectorType::get({chunkBlocks}, element), buffer,
+                                           ValueRange{row, first});
     if (!element.isF32())
-      pair = arith::ExtFOp::create(b, loc, VectorType::get({2}, b.getF32Type()), pair);
-    return vector::ShuffleOp::create(b, loc, pair, pair, secondLanes);
+      entries =
+          arith::ExtFOp::create(b, loc, VectorType::get({chunkBlocks}, b.getF32Type()), entries);
+    return vector::ShuffleOp::create(b, loc, entries, entries, laneBlocks);
   }
-  Value second = kb.mini(kb.addi(first, kb.index(1)), kb.index(blocks - 1));
-  Value inSecondMask = arith::ConstantOp::create(
-      b, loc,
-      DenseElementsAttr::get(
-          VectorType::get({lanes}, b.getI1Type()),
-          llvm::to_vector(llvm::map_range(secondLanes, [](int64_t lane) { return lane == 1; }))));
-  return kb.select(inSecondMask, kb.splat(entryOf(second)), kb.splat(entryOf(first)));
+  Value result = kb.splat(entryOf(first));
+  for (int64_t block = 1; block < chunkBlocks; ++block) {
+    Value inBlock = arith::ConstantOp::create(
+        b, loc,
+        DenseElementsAttr::get(VectorType::get({lanes}, b.getI1Type()),
+                               llvm::to_vector(llvm::map_range(laneBlocks, [&](int64_t laneBlock) {
+                                 return laneBlock == block;
+                               }))));
+    Value entry = entryOf(kb.mini(kb.addi(first, kb.index(block)), kb.index(blocks - 1)));
+    result = kb.select(inBlock, kb.splat(entry), result);
+  }
+  return result;
 }
 
 /// 127 / `largest` (the largest magnitude of values to quantize to int8),
@@ -834,12 +835,27 @@ Value loadNibbleBytes(KernelBuilder &kb, const GemmOperands &g, Value n, Value c
   return vector::ShuffleOp::create(b, loc, low, high, indices);
 }
 
-/// A's rows as bytes as emitIntegerGroupRows reads them: [M, K in whole
-/// chunks of 4 x lanes], zeros past K (written here; the caller writes the
-/// values).
-Value allocateBytesOfA(KernelBuilder &kb, const GemmOperands &g) {
+/// 8 x lanes values of row `n` of a 4-bit B from `col` (`validBytes` bytes,
+/// zeros past them) as two vectors of bytes: the low nibbles of its bytes,
+/// and their high ones.
+std::array<Value, 2> loadNibblePlanes(KernelBuilder &kb, const GemmOperands &g, Value n, Value col,
+                                      int64_t validBytes) {
   OpBuilder &b = kb.builder();
-  int64_t lanes = kb.cpu().lanes, chunkValues = 4 * lanes;
+  Location loc = kb.location();
+  auto type = VectorType::get({4 * kb.cpu().lanes}, b.getI8Type());
+  Value bytes = kb.loadVector(g.b, {n, kb.divui(col, 2)}, validBytes, splatInt(b, loc, type, 0));
+  Value mask = splatInt(b, loc, type, 0x0F);
+  return {arith::AndIOp::create(b, loc, bytes, mask),
+          arith::AndIOp::create(
+              b, loc, arith::ShRUIOp::create(b, loc, bytes, splatInt(b, loc, type, 4)), mask)};
+}
+
+/// A's rows as bytes as emitIntegerGroupRows reads them: [M, K in whole
+/// chunks of `chunkValues`], zeros past K (written here; the caller writes
+/// the values).
+Value allocateBytesOfA(KernelBuilder &kb, const GemmOperands &g, int64_t chunkValues) {
+  OpBuilder &b = kb.builder();
+  int64_t lanes = kb.cpu().lanes;
   int64_t full = g.k / chunkValues * chunkValues;
   int64_t depth = (g.k + chunkValues - 1) / chunkValues * chunkValues;
   Value aBytes = kb.allocate({g.m, depth}, b.getI8Type());
@@ -850,11 +866,22 @@ Value allocateBytesOfA(KernelBuilder &kb, const GemmOperands &g) {
   return aBytes;
 }
 
-/// A chunk of 4 x lanes values of a row of B as a grouped integer product
-/// reads it: its bytes as dotInt8 takes them (unsigned) and, per lane, the
-/// scale of the lane's group.
+/// A chunk of a row of B as a grouped integer product reads it: the bytes
+/// of its dot products as dotInt8 takes them (unsigned, 4 x lanes each) and,
+/// per lane, the scale of the lane's group.
 struct IntegerChunkOfB {
-  Value bytes, scales;
+  SmallVector<Value, 2> bytes;
+  Value scales;
+};
+
+/// How a grouped integer product lays out a chunk: `dots` dot products of
+/// 4 x lanes bytes, summed into one vector whose lane `lane` sums values of
+/// the chunk's block `blockOfLane(lane)` of 32.
+struct IntegerChunkLayout {
+  int64_t dots;
+  llvm::function_ref<int64_t(int64_t)> blockOfLane;
+
+  int64_t values(KernelBuilder &kb) const { return dots * 4 * kb.cpu().lanes; }
 };
 
 /// The rows of a skinny product of B in groups with A quantized per block of
@@ -863,21 +890,37 @@ struct IntegerChunkOfB {
 /// [M, groups of B]. Per row of B, in groups of rows whose two f32 chains a
 /// row fit the registers beside `temporaries` (forRowGroups), each chunk's
 /// exact dotInt8 (B's values of `uBits`) times B's lanes' scales times A's
-/// blocks' scales (chunkBlockLanes, lanes in a chunk's second block where
-/// `inSecondBlock(lane)`), then the offsets' share (storeWithGroupShares
-/// with `offsets`): a row sums alike in a product of any number of rows.
+/// blocks' scales (chunkBlockLanes), then the offsets' share
+/// (storeWithGroupShares with `offsets`): a row sums alike in a product of
+/// any number of rows.
 void emitIntegerGroupRows(KernelBuilder &kb, const GemmOperands &g, int64_t uBits,
-                          int64_t temporaries, llvm::function_ref<bool(int64_t)> inSecondBlock,
-                          Value aBytes, Value aScales, Value aGroupSums,
+                          int64_t temporaries, IntegerChunkLayout layout, Value aBytes,
+                          Value aScales, Value aGroupSums,
                           llvm::function_ref<IntegerChunkOfB(Value, Value, int64_t)> loadChunk,
                           llvm::function_ref<Value(Value, Value, int64_t)> offsets) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  int64_t lanes = kb.cpu().lanes, chunkValues = 4 * lanes, full = g.k / chunkValues * chunkValues;
+  int64_t lanes = kb.cpu().lanes, chunkValues = layout.values(kb),
+          full = g.k / chunkValues * chunkValues;
   auto sumVector = VectorType::get({lanes}, b.getI32Type());
   Value zeroSums = splatInt(b, loc, sumVector, 0);
   // A's bytes are loaded whole (allocateBytesOfA); the zeros give the type.
-  Value zeroBytes = splatInt(b, loc, VectorType::get({chunkValues}, b.getI8Type()), 0);
+  Value zeroBytes = splatInt(b, loc, VectorType::get({4 * lanes}, b.getI8Type()), 0);
+  // A's scales spread to the lanes of each chunk once, rather than per row
+  // of B.
+  int64_t chunks = (g.k + chunkValues - 1) / chunkValues, valuesPerLane = chunkValues / lanes;
+  Value aLaneScales = kb.allocate({g.m, chunks * lanes}, b.getF32Type());
+  auto spreadScales = [&](Value m, Value col, int64_t valid) {
+    kb.storeVector(chunkBlockLanes(kb, layout.blockOfLane, chunkValues / 32, aScales, m, col,
+                                   g.k / 32, 32, valid == chunkValues),
+                   aLaneScales, {m, kb.divui(col, valuesPerLane)});
+  };
+  for (int64_t m = 0; m < g.m; ++m) {
+    kb.forLoop(kb.index(0), kb.index(full), chunkValues,
+               [&](Value col) { spreadScales(kb.index(m), col, chunkValues); });
+    if (g.k > full)
+      spreadScales(kb.index(m), kb.index(full), g.k - full);
+  }
   constexpr int64_t kUnroll = 2;
   kb.parallelFor(g.n, [&](Value n) {
     forRowGroups(
@@ -885,13 +928,14 @@ void emitIntegerGroupRows(KernelBuilder &kb, const GemmOperands &g, int64_t uBit
           SmallVector<Value> acc(rows * kUnroll, kb.splat(0.0));
           auto chunk = [&](Value col, int64_t u, int64_t valid) {
             IntegerChunkOfB chunkOfB = loadChunk(n, col, valid);
-            bool whole = valid == chunkValues;
             for (int64_t i = 0; i < rows; ++i) {
               Value m = kb.index(first + i);
-              Value dot = kb.dotInt8(zeroSums, chunkOfB.bytes,
-                                     kb.loadVector(aBytes, {m, col}, -1, zeroBytes), uBits);
-              Value aLanes =
-                  chunkBlockLanes(kb, inSecondBlock, aScales, m, col, g.k / 32, 32, whole);
+              SmallVector<Value, 2> aChunk;
+              for (int64_t d = 0; d < layout.dots; ++d)
+                aChunk.push_back(kb.loadVector(aBytes, {m, kb.addi(col, kb.index(d * 4 * lanes))},
+                                               -1, zeroBytes));
+              Value dot = kb.dotInt8(zeroSums, chunkOfB.bytes, aChunk, uBits);
+              Value aLanes = kb.loadVector(aLaneScales, {m, kb.divui(col, valuesPerLane)});
               Value &sum = acc[i * kUnroll + u];
               sum = kb.fma(arith::SIToFPOp::create(b, loc, kb.vectorType(), dot),
                            kb.mul(chunkOfB.scales, aLanes), sum);
@@ -914,34 +958,38 @@ void emitIntegerGroupRows(KernelBuilder &kb, const GemmOperands &g, int64_t uBit
 /// targets with an int8 dot product: each row of A is quantized to int8 as
 /// llama.cpp's q8_0 (quantizeBlocksOfA, a scale per block of 32, as its q4
 /// products take it) and stored in the order B's bytes unpack to, a chunk
-/// of 4 x lanes values at a time: the low nibbles of its blocks of 32
-/// (values 0-15, and 32-47 with 16 lanes), then their high ones (16-31,
-/// 48-63). A dot product of the nibbles (unsigned) with those bytes sums 4
-/// products a lane (with 16 lanes, lanes 0-3 and 8-11 of the first block,
-/// 4-7 and 12-15 of the second); each lane is scaled by its blocks' scales
-/// (B's group's times A's block's) in f32. The nibbles' offset of 8
-/// (or the group's min) multiplies the sum of A's dequantized values over a
-/// group: sum (q - 8) s a = s dot(q, a) - 8 s sum(a), and sum (q s + min) a
-/// = s dot(q, a) + min sum(a), one dot product of a row of B's scales (or
-/// mins) with A's sums per group, apart from the chunks.
+/// of 8 x lanes values (lanes / 4 blocks) at a time: the first half of each
+/// block (values 0-15 of the first block, then of the second ...), then
+/// their second halves. Each vector of B's bytes makes two dot products,
+/// its low nibbles (the first halves) and its high ones, summed in one
+/// vector whose lanes 4b to 4b + 3 sum block b's products; each lane is
+/// scaled by its block's scales (B's group's times A's block's) in f32.
+/// The nibbles' offset of 8 (or the group's min) multiplies the sum of A's
+/// dequantized values over a group: sum (q - 8) s a = s dot(q, a) - 8 s
+/// sum(a), and sum (q s + min) a = s dot(q, a) + min sum(a), one dot
+/// product of a row of B's scales (or mins) with A's sums per group, apart
+/// from the chunks.
 void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  int64_t lanes = kb.cpu().lanes, chunkValues = 4 * lanes;
+  int64_t lanes = kb.cpu().lanes;
+  auto blockOfLane = [](int64_t lane) { return lane / 4; };
+  IntegerChunkLayout layout{/*dots=*/2, blockOfLane};
+  int64_t chunkValues = layout.values(kb), chunkBlocks = chunkValues / 32;
   auto bytesOf = [&](int64_t count) { return VectorType::get({count}, b.getI8Type()); };
 
   // A's rows as bytes in B's order (zeros past K), their scales, each
   // block's sum of integers, and the sums of A's values per group of B
   // (zeros up to a whole vector of groups).
-  Value aBytes = allocateBytesOfA(kb, g);
+  Value aBytes = allocateBytesOfA(kb, g, chunkValues);
   int64_t blocks = g.k / 32;
   Value aScales = kb.allocate({g.m, blocks}, b.getF32Type());
   Value aBlockSums = kb.allocate({g.m, blocks}, b.getI32Type());
   Value aGroupSums = kb.allocate({g.m, groupVectors(g, lanes) * lanes}, b.getF32Type());
   for (int64_t m = 0; m < g.m; ++m) {
     Value row = kb.index(m);
-    // Value r of a chunk's block `block` (of 32) goes to block * 16 + r % 16,
-    // in the chunk's second half if r >= 16.
+    // Value r of a chunk's block `block` goes to block * 16 + r % 16, in the
+    // chunk's second half if r >= 16.
     quantizeBlocksOfA(
         kb, g, row, aScales,
         [&](Value k, Value ints) {
@@ -955,15 +1003,14 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
     sumGroupsOfA(kb, g, row, aScales, aBlockSums, 32, aGroupSums);
   }
 
-  // With 16 lanes, lanes 4-7 and 12-15 belong to a chunk's second block.
-  // A chunk's nibbles, their bytes and scales take 8 registers.
-  auto inSecondBlock = [](int64_t lane) { return lane % 8 >= 4; };
+  // A chunk's bytes, nibbles and scales take 8 registers.
   emitIntegerGroupRows(
-      kb, g, /*uBits=*/4, /*temporaries=*/8, inSecondBlock, aBytes, aScales, aGroupSums,
+      kb, g, /*uBits=*/4, /*temporaries=*/8, layout, aBytes, aScales, aGroupSums,
       [&](Value n, Value col, int64_t valid) -> IntegerChunkOfB {
-        return {loadNibbleBytes(kb, g, n, col, valid / 2),
-                chunkBlockLanes(kb, inSecondBlock, g.bScales, n, col, blocks, g.groupSize,
-                                valid == chunkValues)};
+        auto [low, high] = loadNibblePlanes(kb, g, n, col, valid / 2);
+        return {{low, high},
+                chunkBlockLanes(kb, blockOfLane, chunkBlocks, g.bScales, n, col, blocks,
+                                g.groupSize, valid == chunkValues)};
       },
       // The offsets' share: a row of B's mins (or -8 times its scales) times
       // A's sums per group.
@@ -1065,7 +1112,7 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   // span of integers (a group of 16, or a block), and A's sums per group of
   // B.
   int64_t span = std::min(g.groupSize, kBlock);
-  Value aBytes = allocateBytesOfA(kb, g);
+  Value aBytes = allocateBytesOfA(kb, g, chunkValues);
   Value aScales = kb.allocate({g.m, blocks}, b.getF32Type());
   Value aSpanSums = kb.allocate({g.m, g.k / span}, b.getI32Type());
   Value aGroupSums = kb.allocate({g.m, groupVectors(g, lanes) * lanes}, b.getF32Type());
@@ -1082,21 +1129,23 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
 
   // With 16 lanes, lanes 8-15 belong to a chunk's second block. A chunk's
   // bytes and scales take 6 registers.
-  auto inSecondBlock = [](int64_t lane) { return lane >= 8; };
+  auto blockOfLane = [](int64_t lane) { return lane / 8; };
   emitIntegerGroupRows(
-      kb, g, /*uBits=*/8, /*temporaries=*/6, inSecondBlock, aBytes, aScales, aGroupSums,
+      kb, g, /*uBits=*/8, /*temporaries=*/6, IntegerChunkLayout{/*dots=*/1, blockOfLane}, aBytes,
+      aScales, aGroupSums,
       [&](Value n, Value col, int64_t valid) -> IntegerChunkOfB {
         Value bytes = loadUnsignedBytes(kb, g, n, col, valid);
         if (g.groupSize != 16)
-          return {bytes, chunkBlockLanes(kb, inSecondBlock, g.bScales, n, col, blocks, g.groupSize,
-                                         valid == chunkValues)};
+          return {{bytes},
+                  chunkBlockLanes(kb, blockOfLane, chunkValues / kBlock, g.bScales, n, col, blocks,
+                                  g.groupSize, valid == chunkValues)};
         // 4 lanes a group (clamped to the last past K).
         SmallVector<Value> groupScales;
         for (int64_t q = 0; q < chunkValues / 16; ++q) {
           Value group = kb.mini(kb.addi(kb.divui(col, 16), kb.index(q)), kb.index(g.k / 16 - 1));
           groupScales.append(4, kb.loadWidened(g.bScales, {n, group}));
         }
-        return {bytes, vector::FromElementsOp::create(b, loc, kb.vectorType(), groupScales)};
+        return {{bytes}, vector::FromElementsOp::create(b, loc, kb.vectorType(), groupScales)};
       },
       // The offset's share: -128 times a row of B's scales times A's sums per
       // group.
