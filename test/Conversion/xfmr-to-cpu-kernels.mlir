@@ -695,13 +695,21 @@ func.func @int4_weight_gemm(%x: tensor<20x160xf32>, %q: tensor<40x80xi8>, %s: te
 // MADD-NEXT: func.call @llvm.x86.avx2.pmadd.wd(%[[SUMS]], %{{.*}}) : (vector<16xi16>, vector<16xi16>) -> vector<8xi32>
 // The portable integer dot product (int8-dot=portable) widens both operands
 // to i32, multiplies them and sums each lane's 4 products from strided
-// shuffles: no x86 intrinsic.
+// shuffles: no x86 intrinsic. The high nibbles' product adds to the low
+// ones' sums.
 // PORTABLE-LABEL: func @int4_f16_scales_skinny
 // PORTABLE-NOT: call @llvm.x86
 // PORTABLE: %[[U:.*]] = arith.extui %{{.*}} : vector<64xi8> to vector<64xi32>
 // PORTABLE-NEXT: %[[S:.*]] = arith.extsi %{{.*}} : vector<64xi8> to vector<64xi32>
 // PORTABLE-NEXT: %[[P:.*]] = arith.muli %[[U]], %[[S]] : vector<64xi32>
 // PORTABLE-NEXT: vector.shuffle %[[P]], %[[P]] [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60] : vector<64xi32>, vector<64xi32>
+// PORTABLE-COUNT-3: vector.shuffle %[[P]], %[[P]]
+// PORTABLE: %[[LOWDOT:.*]] = arith.addi %{{.*}}, %{{.*}} : vector<16xi32>
+// PORTABLE-NEXT: %[[U2:.*]] = arith.extui %{{.*}} : vector<64xi8> to vector<64xi32>
+// PORTABLE-NEXT: %[[S2:.*]] = arith.extsi %{{.*}} : vector<64xi8> to vector<64xi32>
+// PORTABLE-NEXT: %[[P2:.*]] = arith.muli %[[U2]], %[[S2]] : vector<64xi32>
+// PORTABLE-NEXT: %[[Q2:.*]] = vector.shuffle %[[P2]], %[[P2]] [0, 4, 8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60]
+// PORTABLE-NEXT: arith.addi %[[LOWDOT]], %[[Q2]] : vector<16xi32>
 // PORTABLE-NOT: call @llvm.x86
 func.func @int4_f16_scales_skinny(%x: tensor<1x160xf32>, %q: tensor<40x80xi8>, %s: tensor<40x5xf16>) -> tensor<1x40xf32> {
   %d = xfmr.dequantize %q, %s {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64}
@@ -709,6 +717,24 @@ func.func @int4_f16_scales_skinny(%x: tensor<1x160xf32>, %q: tensor<40x80xi8>, %
   %w = xfmr.transpose %d {permutation = array<i64: 1, 0>} : (tensor<40x160xf32>) -> tensor<160x40xf32>
   %y = xfmr.fused_linear %x, %w : (tensor<1x160xf32>, tensor<160x40xf32>) -> tensor<1x40xf32>
   return %y : tensor<1x40xf32>
+}
+
+// -----
+
+// 4-bit groups of 64 on 16 lanes: a chunk of 128 values spans two groups,
+// whose scales are loaded at once and spread by a shuffle (no selects).
+// DOT-LABEL: func @int4_groups64_skinny
+// DOT: scf.forall (%[[N:.*]]) in (8)
+// DOT: vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<8x4xf32, strided<[?, 1], offset: ?>>, vector<2xf32>
+// DOT-NEXT: vector.shuffle %{{.*}}, %{{.*}} [0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1] : vector<2xf32>, vector<2xf32>
+// DOT-NOT: arith.select
+// DOT: return
+func.func @int4_groups64_skinny(%x: tensor<1x256xf32>, %q: tensor<8x128xi8>, %s: tensor<8x4xf32>) -> tensor<1x8xf32> {
+  %d = xfmr.dequantize %q, %s {axis = 1 : i64, bits = 4 : i64, group_size = 64 : i64}
+         : (tensor<8x128xi8>, tensor<8x4xf32>) -> tensor<8x256xf32>
+  %w = xfmr.transpose %d {permutation = array<i64: 1, 0>} : (tensor<8x256xf32>) -> tensor<256x8xf32>
+  %y = xfmr.fused_linear %x, %w : (tensor<1x256xf32>, tensor<256x8xf32>) -> tensor<1x8xf32>
+  return %y : tensor<1x8xf32>
 }
 
 // -----

@@ -612,9 +612,9 @@ Value splatInt(OpBuilder &b, Location loc, VectorType type, int64_t value) {
 /// f16 or bf16; one entry per `group` values along K, a multiple of 32) for
 /// the lane's block, block `blockOfLane(lane)` of the chunk (clamped to the
 /// last of `blocks`: a chunk past K reads zeros there), as f32. A whole
-/// chunk (`whole`) takes its blocks' entries in one load and a shuffle
-/// (groups of 32) or one entry (the chunk lies in one group); a tail loads,
-/// widens and broadcasts each block's and selects.
+/// chunk (`whole`) takes one entry (the chunk lies in one group) or its
+/// groups' entries in one load and a shuffle (groups dividing the chunk);
+/// a tail loads, widens and broadcasts each block's and selects.
 Value chunkBlockLanes(KernelBuilder &kb, llvm::function_ref<int64_t(int64_t)> blockOfLane,
                       int64_t chunkBlocks, Value buffer, Value row, Value col, int64_t blocks,
                       int64_t group, bool whole) {
@@ -628,15 +628,17 @@ Value chunkBlockLanes(KernelBuilder &kb, llvm::function_ref<int64_t(int64_t)> bl
   if (chunkBlocks == 1 || (whole && group % (32 * chunkBlocks) == 0))
     return kb.splat(entryOf(first));
   SmallVector<int64_t> laneBlocks = llvm::map_to_vector(llvm::seq<int64_t>(0, lanes), blockOfLane);
-  if (whole && group == 32) {
-    // In bounds: a whole chunk's blocks are blocks of K.
+  if (whole && (32 * chunkBlocks) % group == 0) {
+    // In bounds: a whole chunk's groups are groups of K.
+    int64_t groups = 32 * chunkBlocks / group;
     Type element = cast<MemRefType>(buffer.getType()).getElementType();
-    Value entries = vector::LoadOp::create(b, loc, VectorType::get({chunkBlocks}, element), buffer,
-                                           ValueRange{row, first});
+    Value entries = vector::LoadOp::create(b, loc, VectorType::get({groups}, element), buffer,
+                                           ValueRange{row, kb.divui(col, group)});
     if (!element.isF32())
-      entries =
-          arith::ExtFOp::create(b, loc, VectorType::get({chunkBlocks}, b.getF32Type()), entries);
-    return vector::ShuffleOp::create(b, loc, entries, entries, laneBlocks);
+      entries = arith::ExtFOp::create(b, loc, VectorType::get({groups}, b.getF32Type()), entries);
+    SmallVector<int64_t> laneGroups =
+        llvm::map_to_vector(laneBlocks, [&](int64_t laneBlock) { return laneBlock * 32 / group; });
+    return vector::ShuffleOp::create(b, loc, entries, entries, laneGroups);
   }
   Value result = kb.splat(entryOf(first));
   for (int64_t block = 1; block < chunkBlocks; ++block) {
@@ -816,38 +818,28 @@ Value loadUnsignedBytes(KernelBuilder &kb, const GemmOperands &g, Value n, Value
       splatInt(b, kb.location(), bytes, -128));
 }
 
-/// 4 x lanes values of row `n` of a 4-bit B from `col` (`validBytes` bytes,
-/// zeros past them) as bytes: the low nibbles of its bytes, then their high
-/// ones, or that concatenation shuffled by `order`.
-Value loadNibbleBytes(KernelBuilder &kb, const GemmOperands &g, Value n, Value col,
-                      int64_t validBytes, ArrayRef<int64_t> order = {}) {
-  OpBuilder &b = kb.builder();
-  Location loc = kb.location();
-  auto half = VectorType::get({2 * kb.cpu().lanes}, b.getI8Type());
-  Value bytes = kb.loadVector(g.b, {n, kb.divui(col, 2)}, validBytes, splatInt(b, loc, half, 0));
-  Value mask = splatInt(b, loc, half, 0x0F);
-  Value low = arith::AndIOp::create(b, loc, bytes, mask);
-  Value high = arith::AndIOp::create(
-      b, loc, arith::ShRUIOp::create(b, loc, bytes, splatInt(b, loc, half, 4)), mask);
-  SmallVector<int64_t> indices(order);
-  if (indices.empty())
-    indices = llvm::to_vector(llvm::seq<int64_t>(0, 2 * half.getNumElements()));
-  return vector::ShuffleOp::create(b, loc, low, high, indices);
-}
-
-/// 8 x lanes values of row `n` of a 4-bit B from `col` (`validBytes` bytes,
-/// zeros past them) as two vectors of bytes: the low nibbles of its bytes,
-/// and their high ones.
+/// 2 x `count` values of row `n` of a 4-bit B from `col` (`validBytes`
+/// bytes, zeros past them) as two vectors of `count` bytes: the low nibbles
+/// of its bytes, and their high ones.
 std::array<Value, 2> loadNibblePlanes(KernelBuilder &kb, const GemmOperands &g, Value n, Value col,
-                                      int64_t validBytes) {
+                                      int64_t count, int64_t validBytes) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
-  auto type = VectorType::get({4 * kb.cpu().lanes}, b.getI8Type());
+  auto type = VectorType::get({count}, b.getI8Type());
   Value bytes = kb.loadVector(g.b, {n, kb.divui(col, 2)}, validBytes, splatInt(b, loc, type, 0));
   Value mask = splatInt(b, loc, type, 0x0F);
   return {arith::AndIOp::create(b, loc, bytes, mask),
           arith::AndIOp::create(
               b, loc, arith::ShRUIOp::create(b, loc, bytes, splatInt(b, loc, type, 4)), mask)};
+}
+
+/// 4 x lanes values of row `n` of a 4-bit B from `col` (`validBytes` bytes,
+/// zeros past them) as bytes, the low nibbles of its bytes then their high
+/// ones, shuffled by `order`.
+Value loadNibbleBytes(KernelBuilder &kb, const GemmOperands &g, Value n, Value col,
+                      int64_t validBytes, ArrayRef<int64_t> order) {
+  auto [low, high] = loadNibblePlanes(kb, g, n, col, 2 * kb.cpu().lanes, validBytes);
+  return vector::ShuffleOp::create(kb.builder(), kb.location(), low, high, order);
 }
 
 /// A's rows as bytes as emitIntegerGroupRows reads them: [M, K in whole
@@ -889,8 +881,9 @@ struct IntegerChunkLayout {
 /// `loadChunk(n, col, valid)`'s bytes), aScales [M, K / 32], aGroupSums
 /// [M, groups of B]. Per row of B, in groups of rows whose two f32 chains a
 /// row fit the registers beside `temporaries` (forRowGroups), each chunk's
-/// exact dotInt8 (B's values of `uBits`) times B's lanes' scales times A's
-/// blocks' scales (chunkBlockLanes), then the offsets' share
+/// `layout.dots` exact dot products in one dotInt8 (B's values of `uBits`)
+/// times B's lanes' scales times A's blocks' (spread to the chunks' lanes by
+/// chunkBlockLanes once per product), then the offsets' share
 /// (storeWithGroupShares with `offsets`): a row sums alike in a product of
 /// any number of rows.
 void emitIntegerGroupRows(KernelBuilder &kb, const GemmOperands &g, int64_t uBits,
@@ -1007,7 +1000,7 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
   emitIntegerGroupRows(
       kb, g, /*uBits=*/4, /*temporaries=*/8, layout, aBytes, aScales, aGroupSums,
       [&](Value n, Value col, int64_t valid) -> IntegerChunkOfB {
-        auto [low, high] = loadNibblePlanes(kb, g, n, col, valid / 2);
+        auto [low, high] = loadNibblePlanes(kb, g, n, col, 4 * lanes, valid / 2);
         return {{low, high},
                 chunkBlockLanes(kb, blockOfLane, chunkBlocks, g.bScales, n, col, blocks,
                                 g.groupSize, valid == chunkValues)};
