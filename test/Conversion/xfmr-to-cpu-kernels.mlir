@@ -513,28 +513,38 @@ func.func @int8_weight(%x: tensor<1x64xf32>, %q: tensor<64x96xi8>, %s: tensor<1x
 // DOT: arith.subi
 // DOT: arith.sitofp %{{.*}} : i32 to f32
 // DOT-NOT: tensor<352x40xf32>
-// With AVX2's vpmaddubsw (int8-dot=madd, 8 lanes), which saturates sums of
-// two products past 2^15, the unsigned bytes are split into their low 7
-// bits and their top bit, each multiplied and widened (vpmaddwd) on its own.
+// With AVX2's vpmaddubsw (int8-dot=madd, 8 lanes), which multiplies
+// unsigned bytes by signed ones and saturates sums of two products past
+// 2^15, the weights stay signed (no offset, no sum of the activations):
+// |b| times the activations with b's sign (vpsignb), exact as they are
+// above -128, widened by vpmaddwd.
 // MADD: func.func private @llvm.x86.avx2.pmadd.wd(vector<16xi16>, vector<16xi16>) -> vector<8xi32>
 // MADD: func.func private @llvm.x86.avx2.pmadd.ub.sw(vector<32xi8>, vector<32xi8>) -> vector<16xi16>
+// MADD: func.func private @llvm.x86.avx2.psign.b(vector<32xi8>, vector<32xi8>) -> vector<32xi8>
 // MADD-LABEL: func @int8_transposed_weight
-// MADD: %[[LOW:.*]] = arith.constant dense<127> : vector<32xi8>
-// MADD: %[[TOP:.*]] = arith.constant dense<-128> : vector<32xi8>
+// MADD-NOT: arith.xori
 // MADD: scf.forall (%[[N:.*]]) in (40)
-// MADD: %[[B:.*]] = arith.xori %{{.*}}, %[[TOP]] : vector<32xi8>
-// MADD: %[[A:.*]] = vector.load %{{.*}} : memref<1x352xi8>, vector<32xi8>
-// MADD: %[[B7:.*]] = arith.andi %[[B]], %[[LOW]] : vector<32xi8>
-// MADD: %[[P7:.*]] = func.call @llvm.x86.avx2.pmadd.ub.sw(%[[B7]], %[[A]])
-// MADD: func.call @llvm.x86.avx2.pmadd.wd(%[[P7]],
-// MADD: %[[B8:.*]] = arith.andi %[[B]], %[[TOP]] : vector<32xi8>
-// MADD: %[[P8:.*]] = func.call @llvm.x86.avx2.pmadd.ub.sw(%[[B8]], %[[A]])
-// MADD: func.call @llvm.x86.avx2.pmadd.wd(%[[P8]],
+// MADD: %[[B:.*]] = vector.load %{{.*}}[%[[N]], %{{.*}}] : memref<40x352xi8, strided<[?, 1], offset: ?>>, vector<32xi8>
+// MADD-NEXT: %[[A:.*]] = vector.load %{{.*}} : memref<1x352xi8>, vector<32xi8>
+// MADD-NEXT: %[[MAGNITUDES:.*]] = math.absi %[[B]] : vector<32xi8>
+// MADD-NEXT: %[[SIGNED:.*]] = func.call @llvm.x86.avx2.psign.b(%[[A]], %[[B]])
+// MADD-NEXT: %[[PAIRS:.*]] = func.call @llvm.x86.avx2.pmadd.ub.sw(%[[MAGNITUDES]], %[[SIGNED]])
+// MADD-NEXT: func.call @llvm.x86.avx2.pmadd.wd(%[[PAIRS]],
+// MADD-NOT: arith.xori
+// MADD-NOT: arith.muli %{{.*}}, %c128_i32
+// MADD: arith.sitofp %{{.*}} : i32 to f32
 // MADD-NOT: vpdpbusd
-// The same on 16 lanes (AVX-512BW), and vpdpbusd on 8 (AVX-VNNI).
+// The same on 16 lanes (AVX-512BW, which lacks vpsignb: a select), and
+// vpdpbusd on 8 (AVX-VNNI).
 // MADD16-LABEL: func @int8_transposed_weight
-// MADD16: func.call @llvm.x86.avx512.pmaddubs.w.512(%{{.*}}, %{{.*}}) : (vector<64xi8>, vector<64xi8>) -> vector<32xi16>
-// MADD16: func.call @llvm.x86.avx512.pmaddw.d.512(%{{.*}}, %{{.*}}) : (vector<32xi16>, vector<32xi16>) -> vector<16xi32>
+// MADD16: %[[B:.*]] = vector.load %{{.*}} : memref<40x352xi8, strided<[?, 1], offset: ?>>, vector<64xi8>
+// MADD16-NEXT: %[[A:.*]] = vector.load %{{.*}} : memref<1x352xi8>, vector<64xi8>
+// MADD16-NEXT: %[[MAGNITUDES:.*]] = math.absi %[[B]] : vector<64xi8>
+// MADD16-NEXT: %[[NEGATIVE:.*]] = arith.cmpi slt, %[[B]], %[[ZEROS:.*]] : vector<64xi8>
+// MADD16-NEXT: %[[NEGATED:.*]] = arith.subi %[[ZEROS]], %[[A]] : vector<64xi8>
+// MADD16-NEXT: %[[SIGNED:.*]] = arith.select %[[NEGATIVE]], %[[NEGATED]], %[[A]] : vector<64xi1>, vector<64xi8>
+// MADD16-NEXT: %[[PAIRS:.*]] = func.call @llvm.x86.avx512.pmaddubs.w.512(%[[MAGNITUDES]], %[[SIGNED]]) : (vector<64xi8>, vector<64xi8>) -> vector<32xi16>
+// MADD16-NEXT: func.call @llvm.x86.avx512.pmaddw.d.512(%[[PAIRS]], %{{.*}}) : (vector<32xi16>, vector<32xi16>) -> vector<16xi32>
 // VNNI8-LABEL: func @int8_transposed_weight
 // VNNI8: arith.xori %{{.*}} : vector<32xi8>
 // VNNI8: func.call @llvm.x86.avx512.vpdpbusd.256(%{{.*}}, %{{.*}}, %{{.*}}) : (vector<8xi32>, vector<32xi8>, vector<32xi8>) -> vector<8xi32>
@@ -557,11 +567,15 @@ func.func @int8_transposed_weight(%x: tensor<1x352xf32>, %q: tensor<40x352xi8>, 
 // each 64 bytes of a row of B, offset to unsigned bytes, are multiplied by
 // vpdpbusd and scaled by B's two scales (one load and a shuffle) times A's
 // spread ones; the tail ends in a masked load and selects its lanes'
-// scales. Without int8-dot the values are converted in registers.
+// scales; the offset's share, -128 times B's scales times A's sums per
+// group, is added once per output. vpmaddubsw (int8-dot=madd) takes B's
+// bytes signed: neither the offset nor A's group sums. Without int8-dot the
+// values are converted in registers.
 // CHECK-LABEL: func @int8_grouped_weight
 // CHECK-NOT: vpdpbusd
 // CHECK: arith.sitofp %{{.*}} : vector<8xi8> to vector<8xf32>
 // DOT-LABEL: func @int8_grouped_weight
+// DOT: %[[OFFSET:.*]] = arith.constant dense<-1.280000e+02> : vector<16xf32>
 // DOT: scf.for %{{.*}} = %c0 to %c160 step %c32
 // DOT: vector.reduction <maximumf>
 // DOT: arith.truncf %{{.*}} : f32 to f16
@@ -580,7 +594,16 @@ func.func @int8_transposed_weight(%x: tensor<1x352xf32>, %q: tensor<40x352xi8>, 
 // DOT-NOT: arith.select
 // DOT: vector.maskedload %{{.*}}[%[[N]], %{{.*}}], %{{.*}} : memref<40x160xi8, strided<[?, 1], offset: ?>>, vector<64xi1>, vector<64xi8> into vector<64xi8>
 // DOT: arith.select %{{.*}} : vector<16xi1>, vector<16xf32>
+// DOT: arith.mulf %{{.*}}, %[[OFFSET]] : vector<16xf32>
 // DOT-NOT: tensor<160x40xf32>
+// MADD-LABEL: func @int8_grouped_weight
+// MADD-NOT: -1.280000e+02
+// MADD-NOT: memref<1x5xi32>
+// MADD-NOT: arith.xori
+// MADD: scf.forall
+// MADD: func.call @llvm.x86.avx2.psign.b
+// MADD-NOT: arith.xori
+// MADD: return
 func.func @int8_grouped_weight(%x: tensor<1x160xf32>, %q: tensor<40x160xi8>, %s: tensor<40x5xf32>) -> tensor<1x40xf32> {
   %d = xfmr.dequantize %q, %s {axis = 1 : i64, group_size = 32 : i64}
          : (tensor<40x160xi8>, tensor<40x5xf32>) -> tensor<40x160xf32>

@@ -17,8 +17,14 @@ llama.cpp (`llama_model_quantize`) to Q8_0, Q4_0 and Q4_K_M. For each file:
   --temp 0`) identical to llama.cpp's argmax decoding. The generator
   prefills 8 tokens a call, so that its Q8_0 products all take the
   activations as llama.cpp's q8_0 (the int8 dot products of skinny
-  products, up to 8 rows, on hosts with integer dot products): the near-ties of a
-  random model then fall alike.
+  products, up to 8 rows, on hosts with integer dot products). Even so the
+  two sum those products in different orders, and an activation on the edge
+  between two 8-bit levels may round to either; the logits then differ
+  within their bound, and where llama.cpp's two likeliest tokens are closer
+  than that, either is a right choice. So Q8_0's tokens may part at such a
+  near tie (llama.cpp's logits of its token and of xfmr's within the Q8_0
+  logits bound of each other); they are compared up to it, and F16's all
+  32 alike.
 
 Prints `PASS: <arch> <type> ...` lines. Runs in build/bench-venv (the
 benchmark peers: llama-cpp-python, transformers, gguf).
@@ -54,6 +60,8 @@ BOUNDS = {"F16": 2e-3, "Q8_0": 3e-2, "Q4_0": 5e-2, "Q4_K_M": 6e-2}
 # with xfmr's integer dot products.
 GREEDY_TYPES = ("F16", "Q8_0") if integer_dot() else ("F16",)
 STEPS, PROMPT = 32, 16
+# Types whose greedy tokens may part at a near tie of llama.cpp's logits.
+NEAR_TIE_TYPES = ("Q8_0",)
 
 
 def architectures(vocab, ids):
@@ -92,14 +100,16 @@ def llamacpp_logits(path, tokens):
 
 
 def llamacpp_greedy(path, tokens, steps):
+    """llama.cpp's argmax tokens and the logits each was chosen from."""
     model = llama(path)
     model.eval(tokens)
-    out = []
+    out, scores = [], []
     for _ in range(steps):
-        token = int(np.argmax(model.scores[model.n_tokens - 1]))
+        scores.append(np.array(model.scores[model.n_tokens - 1], dtype=np.float64))
+        token = int(np.argmax(scores[-1]))
         out.append(token)
         model.eval([token])
-    return out
+    return out, scores
 
 
 def xfmr_logits(args, path, tokens, workdir):
@@ -165,14 +175,24 @@ def run_arch(args, arch, processor):
         if name not in GREEDY_TYPES:
             continue
         ours = xfmr_greedy(args, path, tokens, STEPS, workdir)
-        theirs = llamacpp_greedy(path, tokens, STEPS)
-        same = ours == theirs
-        ok &= same
+        theirs, scores = llamacpp_greedy(path, tokens, STEPS)
+        if ours == theirs:
+            print(f"PASS: {arch} {name} greedy {STEPS} tokens identical", flush=True)
+            continue
         first = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b),
                      min(len(ours), len(theirs)))
-        print(f"{'PASS' if same else 'FAIL'}: {arch} {name} greedy {STEPS} tokens "
-              f"{'identical' if same else f'differ from step {first}: {ours} != {theirs}'}",
-              flush=True)
+        margin = bound = None
+        if name in NEAR_TIE_TYPES and first < min(len(ours), len(theirs)):
+            margin = scores[first][theirs[first]] - scores[first][ours[first]]
+            bound = BOUNDS[name] * np.max(np.abs(scores[first]))
+        if margin is not None and margin <= bound:
+            print(f"PASS: {arch} {name} greedy tokens identical for {first} steps, then a near "
+                  f"tie: llama.cpp's logits of its token {theirs[first]} and of {ours[first]} "
+                  f"differ by {margin:.3g} (limit {bound:.3g})", flush=True)
+            continue
+        ok = False
+        print(f"FAIL: {arch} {name} greedy {STEPS} tokens differ from step {first}: "
+              f"{ours} != {theirs}", flush=True)
     return ok
 
 

@@ -420,11 +420,16 @@ def gen_integer_groups():
     """Integer weights as inputs, in groups --weight-group-size does not
     make: int8 with a scale per 16 values along the input side (GGUF's
     Q6_K), and 4 bits with a scale and a min per 64 (a skinny product and a
-    GEMM each; the GEMMs with a column tail)."""
+    GEMM each; the GEMMs with a column tail). The int8 values span the
+    whole range, rows of B of -128 and 127 meeting a row of A whose values
+    all quantize to 127 in magnitude: the products' extremes."""
     levels = RNG.integers(0, 16, size=(40, 128))
     blocks = levels.reshape(40, -1, 2, 16)
-    return dict(x=randn(3, 96), xl=randn(70, 96),
-                q=RNG.integers(-32, 32, size=(40, 96)).astype(np.int8),
+    x = randn(3, 96)
+    x[0] = np.where(RNG.random(96) < 0.5, -1.0, 1.0).astype(np.float32)
+    q = RNG.integers(-128, 128, size=(40, 96)).astype(np.int8)
+    q[0], q[1] = -128, 127
+    return dict(x=x, xl=randn(70, 96), q=q,
                 s=randn(40, 6, scale=0.01),
                 x4=randn(3, 128), xl4=randn(20, 128), levels=levels.astype(np.int8),
                 q4=(blocks[:, :, 0] | blocks[:, :, 1] << 4).reshape(40, 64).astype(np.uint8)

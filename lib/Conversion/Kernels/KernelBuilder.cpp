@@ -183,11 +183,13 @@ Value KernelBuilder::dotInt8(Value acc, ValueRange u, ValueRange s, int64_t uBit
     return acc;
   }
 
-  // vpmaddubsw sums pairs of products to i16 with saturation, exact while
-  // u < 128 (2 x 127 x -128 at least); 8-bit u is split into its low 7 bits
-  // and its top bit (0 or 128: 2 x 128 x -128 = -2^15 at least), each pair
-  // sum then widened and summed in pairs by vpmaddwd. Sums of 4-bit u's pair
-  // sums stay exact in i16 for up to 8 of them (8 x 2 x 15 x 128 < 2^15).
+  // vpmaddubsw sums pairs of products of unsigned and signed bytes to i16
+  // with saturation, each pair sum then widened and summed in pairs by
+  // vpmaddwd. Unsigned u below 2^uBits < 128 is exact (2 x 127 x -128 at
+  // least); 8-bit u is signed (int8Offset() is 0) and multiplies as |u|
+  // times s with u's sign, exact as s > -128 (2 x 128 x 127 < 2^15). Sums of
+  // 4-bit u's pair sums stay exact in i16 for up to 8 of them
+  // (8 x 2 x 15 x 128 < 2^15).
   auto pairs = VectorType::get({2 * lanes}, b.getI16Type());
   auto pairSums = [&](Value unsignedBytes, Value signedBytes) -> Value {
     return callIntrinsic(b, loc,
@@ -211,21 +213,24 @@ Value KernelBuilder::dotInt8(Value acc, ValueRange u, ValueRange s, int64_t uBit
     widenAdd(sums);
     return acc;
   }
-  for (auto [unsignedBytes, signedBytes] : llvm::zip_equal(u, s)) {
+  // s with the sign of x (zero where x is: |x| is too): vpsignb on AVX2,
+  // which AVX-512 lacks.
+  auto withSignOf = [&](Value x, Value signedBytes) -> Value {
+    if (!wide)
+      return callIntrinsic(b, loc, "llvm.x86.avx2.psign.b", signedBytes.getType(),
+                           {signedBytes, x});
+    Value zeros = arith::ConstantOp::create(b, loc, b.getZeroAttr(signedBytes.getType()));
+    return arith::SelectOp::create(
+        b, loc, arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, x, zeros),
+        arith::SubIOp::create(b, loc, zeros, signedBytes), signedBytes);
+  };
+  for (auto [bBytes, signedBytes] : llvm::zip_equal(u, s)) {
     if (uBits < 8) {
-      widenAdd(pairSums(unsignedBytes, signedBytes));
+      widenAdd(pairSums(bBytes, signedBytes));
       continue;
     }
-    Value whole = unsignedBytes;
-    auto bytes = cast<VectorType>(whole.getType());
-    auto mask = [&](int64_t bits) {
-      return arith::AndIOp::create(
-          b, loc, whole,
-          arith::ConstantOp::create(
-              b, loc, DenseElementsAttr::get(bytes, b.getIntegerAttr(b.getI8Type(), bits))));
-    };
-    widenAdd(pairSums(mask(0x7F), signedBytes));
-    widenAdd(pairSums(mask(-128), signedBytes));
+    Value magnitudes = math::AbsIOp::create(b, loc, bBytes);
+    widenAdd(pairSums(magnitudes, withSignOf(bBytes, signedBytes)));
   }
   return acc;
 }

@@ -50,6 +50,12 @@ struct CpuTarget {
   /// Whether 16-lane vectors have a bf16 dot product (AVX-512 BF16).
   bool bf16Dot = false;
 
+  /// The offset dotInt8 takes int8 weights with: 128 where it multiplies
+  /// unsigned bytes by signed ones (vpdpbusd and its portable form), which
+  /// the callers undo with 128 times A's sums; 0 where it multiplies signed
+  /// bytes (vpmaddubsw, as |b| times a with b's sign).
+  int64_t int8Offset() const { return integerDot == IntegerDot::MultiplyAdd ? 0 : 128; }
+
   /// Rows of a register tile of 2 vectors per row, leaving registers for the
   /// two B vectors and the broadcast A value.
   int64_t tileRows() const { return (registers - 3) / 2; }
@@ -106,10 +112,11 @@ public:
   /// (as many as they have lanes, a power of 2): lanes * log2(lanes)
   /// two-source shuffles.
   llvm::SmallVector<mlir::Value> transpose(llvm::ArrayRef<mlir::Value> rows);
-  /// acc + the sums of each lane's 4 products of unsigned bytes `u` (below
-  /// 2^uBits) and signed bytes `s` (vector<lanes x i32>, vector<4 lanes x
-  /// i8> twice), exactly: vpdpbusd's arithmetic, for targets with an
-  /// `integerDot`.
+  /// acc + the sums of each lane's 4 products of B's bytes `u` and signed
+  /// bytes `s` above -128 (vector<lanes x i32>, vector<4 lanes x i8> twice),
+  /// exactly, for targets with an `integerDot`. With `uBits` < 8, u holds
+  /// unsigned values below 2^uBits; with 8, int8 weights plus the target's
+  /// int8Offset() (as bytes).
   mlir::Value dotInt8(mlir::Value acc, mlir::Value u, mlir::Value s, int64_t uBits = 8);
   /// acc + the dot products of each pair (u[i], s[i]) as dotInt8's; with
   /// vpmaddubsw and u of at most 4 bits, the pairs' 16-bit sums are summed

@@ -786,18 +786,20 @@ void forRowGroups(int64_t m, int64_t most, llvm::function_ref<void(int64_t, int6
 }
 
 /// Stores outputs (first + i, n), i < `rows`, of a skinny dot product: the
-/// sum of each one's `unroll` accumulators acc[i * unroll + u] and of its
-/// offsets' share, per lane `offsets(group, valid)` (a vector of row n of
-/// B's per-group values from `group`) times A's row's group sums.
+/// sum of each one's `unroll` accumulators acc[i * unroll + u] and, given
+/// `offsets`, of its offsets' share, per lane `offsets(group, valid)` (a
+/// vector of row n of B's per-group values from `group`) times A's row's
+/// group sums.
 void storeWithGroupShares(KernelBuilder &kb, const GemmOperands &g, Value n, int64_t first,
                           int64_t rows, Value aGroupSums, ArrayRef<Value> acc, int64_t unroll,
                           llvm::function_ref<Value(Value, int64_t)> offsets) {
   SmallVector<Value> totals(rows, kb.splat(0.0));
-  sweepDepth(kb, g.k / g.groupSize, kb.cpu().lanes, totals, [&](Value group, int64_t valid) {
-    Value row = offsets(group, valid);
-    for (int64_t i = 0; i < rows; ++i)
-      totals[i] = kb.fma(row, kb.loadVector(aGroupSums, {kb.index(first + i), group}), totals[i]);
-  });
+  if (offsets)
+    sweepDepth(kb, g.k / g.groupSize, kb.cpu().lanes, totals, [&](Value group, int64_t valid) {
+      Value row = offsets(group, valid);
+      for (int64_t i = 0; i < rows; ++i)
+        totals[i] = kb.fma(row, kb.loadVector(aGroupSums, {kb.index(first + i), group}), totals[i]);
+    });
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t u = 0; u < unroll; ++u)
       totals[i] = kb.add(totals[i], acc[i * unroll + u]);
@@ -807,15 +809,15 @@ void storeWithGroupShares(KernelBuilder &kb, const GemmOperands &g, Value n, int
 }
 
 /// Row `n` of an int8 B from `col`, `valid` of 4 x lanes bytes (zeros past
-/// them), offset by 128 to unsigned bytes: dotInt8 multiplies unsigned by
-/// signed.
-Value loadUnsignedBytes(KernelBuilder &kb, const GemmOperands &g, Value n, Value col,
-                        int64_t valid) {
+/// them), plus the target's int8Offset() as dotInt8 takes them.
+Value loadInt8Operand(KernelBuilder &kb, const GemmOperands &g, Value n, Value col, int64_t valid) {
   OpBuilder &b = kb.builder();
   auto bytes = VectorType::get({4 * kb.cpu().lanes}, b.getI8Type());
-  return arith::XOrIOp::create(
-      b, kb.location(), kb.loadVector(g.b, {n, col}, valid, splatInt(b, kb.location(), bytes, 0)),
-      splatInt(b, kb.location(), bytes, -128));
+  Value values = kb.loadVector(g.b, {n, col}, valid, splatInt(b, kb.location(), bytes, 0));
+  if (!kb.cpu().int8Offset())
+    return values;
+  assert(kb.cpu().int8Offset() == 128 && "offset to unsigned bytes");
+  return arith::XOrIOp::create(b, kb.location(), values, splatInt(b, kb.location(), bytes, -128));
 }
 
 /// 2 x `count` values of row `n` of a 4-bit B from `col` (`validBytes`
@@ -859,7 +861,7 @@ Value allocateBytesOfA(KernelBuilder &kb, const GemmOperands &g, int64_t chunkVa
 }
 
 /// A chunk of a row of B as a grouped integer product reads it: the bytes
-/// of its dot products as dotInt8 takes them (unsigned, 4 x lanes each) and,
+/// of its dot products as dotInt8 takes them (4 x lanes each) and,
 /// per lane, the scale of the lane's group.
 struct IntegerChunkOfB {
   SmallVector<Value, 2> bytes;
@@ -883,7 +885,7 @@ struct IntegerChunkLayout {
 /// row fit the registers beside `temporaries` (forRowGroups), each chunk's
 /// `layout.dots` exact dot products in one dotInt8 (B's values of `uBits`)
 /// times B's lanes' scales times A's blocks' (spread to the chunks' lanes by
-/// chunkBlockLanes once per product), then the offsets' share
+/// chunkBlockLanes once per product), then the offsets' share, if any
 /// (storeWithGroupShares with `offsets`): a row sums alike in a product of
 /// any number of rows.
 void emitIntegerGroupRows(KernelBuilder &kb, const GemmOperands &g, int64_t uBits,
@@ -940,9 +942,10 @@ void emitIntegerGroupRows(KernelBuilder &kb, const GemmOperands &g, int64_t uBit
           });
           if (g.k > full)
             chunk(kb.index(full), 0, g.k - full);
-          storeWithGroupShares(
-              kb, g, n, first, rows, aGroupSums, acc, kUnroll,
-              [&](Value group, int64_t valid) { return offsets(n, group, valid); });
+          auto rowOffsets = [&](Value group, int64_t valid) { return offsets(n, group, valid); };
+          storeWithGroupShares(kb, g, n, first, rows, aGroupSums, acc, kUnroll,
+                               offsets ? llvm::function_ref<Value(Value, int64_t)>(rowOffsets)
+                                       : nullptr);
         });
   });
 }
@@ -1016,9 +1019,9 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
 /// C = epilogue(A B^T) for an int8 B [N, K] with a scale per output channel,
 /// on targets with an int8 dot product, as llama.cpp's q8_0 products: each
 /// row of A is quantized to int8 with one scale (its largest magnitude over
-/// 127); B's bytes are offset by 128 to unsigned ones; an output is then a
-/// dot product of bytes (4 products summed a lane), minus 128 times the sum
-/// of A's row (once per product), times both scales.
+/// 127); an output is then a dot product of bytes (4 products summed a
+/// lane), minus the target's int8Offset() times the sum of A's row (once per
+/// product), times both scales.
 void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
@@ -1029,15 +1032,19 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
   auto splatInt = [&](VectorType type, int64_t value) { return ::splatInt(b, loc, type, value); };
   Value zeroBytes = splatInt(byteVector, 0);
 
-  // A's rows as bytes, their scales, and the sums of their integers.
+  // A's rows as bytes, their scales, and the sums of their integers where
+  // B's bytes are offset.
+  int64_t offset = kb.cpu().int8Offset();
   Value aBytes = kb.allocate({g.m, g.k}, b.getI8Type());
   Value aScales = kb.allocate({g.m}, b.getF32Type());
-  Value aSums = kb.allocate({g.m}, b.getI32Type());
+  Value aSums = offset ? kb.allocate({g.m}, b.getI32Type()) : Value();
   for (int64_t m = 0; m < g.m; ++m) {
     Value row = kb.index(m);
     quantizeRowOfA(kb, g, row, aScales, [&](Value k, int64_t valid, Value ints) {
       kb.storeVector(arith::TruncIOp::create(b, loc, laneBytes, ints), aBytes, {row, k}, valid);
     });
+    if (!offset)
+      continue;
     SmallVector<Value> sum = {splatInt(sumVector, 0)};
     sweepDepth(kb, g.k, bytes, sum, [&](Value k, int64_t valid) {
       sum[0] = kb.dotInt8(sum[0], splatInt(byteVector, 1),
@@ -1057,7 +1064,7 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
         for (int64_t u = 0; u * bytes < valid; ++u) {
           Value col = kb.addi(k, kb.index(u * bytes));
           int64_t vectorValid = std::min(bytes, valid - u * bytes);
-          Value row = loadUnsignedBytes(kb, g, n, col, vectorValid);
+          Value row = loadInt8Operand(kb, g, n, col, vectorValid);
           for (int64_t i = 0; i < rows; ++i)
             sums[i * unroll + u] = kb.dotInt8(
                 sums[i * unroll + u], row,
@@ -1066,15 +1073,17 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
       };
       sweepDepth(kb, g.k, unroll * bytes, sums, step);
       Value scale = kb.loadWidened(g.bScales, {n, kb.index(0)});
-      Value offset = arith::ConstantIntOp::create(b, loc, b.getI32Type(), 128);
       for (int64_t i = 0; i < rows; ++i) {
         Value m = kb.index(first + i);
         Value dot = sums[i * unroll];
         for (int64_t u = 1; u < unroll; ++u)
           dot = arith::AddIOp::create(b, loc, dot, sums[i * unroll + u]);
         dot = vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, dot);
-        dot = arith::SubIOp::create(b, loc, dot,
-                                    arith::MulIOp::create(b, loc, kb.load(aSums, {m}), offset));
+        if (offset)
+          dot = arith::SubIOp::create(
+              b, loc, dot,
+              arith::MulIOp::create(b, loc, kb.load(aSums, {m}),
+                                    arith::ConstantIntOp::create(b, loc, b.getI32Type(), offset)));
         Value sum = arith::SIToFPOp::create(b, loc, b.getF32Type(), dot);
         sum = kb.mul(sum, kb.mul(kb.load(aScales, {m}), scale));
         storeFinished(kb, g, sum, m, n, 1, /*scalar=*/true);
@@ -1088,9 +1097,10 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
 /// llama.cpp's q8_0 products compute it: each block of 32 values of a row of
 /// A is quantized to int8 (quantizeBlocksOfA: the scale d = its largest
 /// magnitude / 127, rounded to f16); the exact integer dot product of a
-/// block with B's, times both blocks' scales, is summed in f32. B's bytes are
-/// offset by 128 to unsigned ones, which -128 times a group's scale times
-/// A's sum over the group undoes once per output (storeWithGroupShares); a dot
+/// block with B's, times both blocks' scales, is summed in f32. Where
+/// dotInt8 takes B's bytes offset (int8Offset()), minus the offset times a
+/// group's scale times A's sum over the group undoes it once per output
+/// (storeWithGroupShares); a dot
 /// product of 4 x lanes bytes sums 4 products a lane (with 16 lanes, lanes
 /// 0-7 of the first block, 8-15 of the second; each 4 lanes of one group of
 /// 16).
@@ -1101,14 +1111,17 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   int64_t lanes = kb.cpu().lanes, chunkValues = 4 * lanes, blocks = g.k / kBlock;
   auto bytesOf = [&](int64_t count) { return VectorType::get({count}, b.getI8Type()); };
 
-  // A's rows as bytes (zeros past K), the blocks' scales, the sums of each
-  // span of integers (a group of 16, or a block), and A's sums per group of
-  // B.
-  int64_t span = std::min(g.groupSize, kBlock);
+  // A's rows as bytes (zeros past K), the blocks' scales and, where B's
+  // bytes are offset, the sums of each span of integers (a group of 16, or
+  // a block) and A's sums per group of B.
+  int64_t span = std::min(g.groupSize, kBlock), offset = kb.cpu().int8Offset();
   Value aBytes = allocateBytesOfA(kb, g, chunkValues);
   Value aScales = kb.allocate({g.m, blocks}, b.getF32Type());
-  Value aSpanSums = kb.allocate({g.m, g.k / span}, b.getI32Type());
-  Value aGroupSums = kb.allocate({g.m, groupVectors(g, lanes) * lanes}, b.getF32Type());
+  Value aSpanSums, aGroupSums;
+  if (offset) {
+    aSpanSums = kb.allocate({g.m, g.k / span}, b.getI32Type());
+    aGroupSums = kb.allocate({g.m, groupVectors(g, lanes) * lanes}, b.getF32Type());
+  }
   for (int64_t m = 0; m < g.m; ++m) {
     quantizeBlocksOfA(
         kb, g, kb.index(m), aScales,
@@ -1117,8 +1130,15 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
                          {kb.index(m), k});
         },
         aSpanSums, span);
-    sumGroupsOfA(kb, g, kb.index(m), aScales, aSpanSums, span, aGroupSums);
+    if (offset)
+      sumGroupsOfA(kb, g, kb.index(m), aScales, aSpanSums, span, aGroupSums);
   }
+  // The offset's share: minus the offset times a row of B's scales times A's
+  // sums per group.
+  auto offsetShares = [&](Value n, Value group, int64_t valid) {
+    return kb.mul(kb.loadVectorWidened(g.bScales, {n, group}, valid),
+                  kb.splat(-static_cast<double>(offset)));
+  };
 
   // With 16 lanes, lanes 8-15 belong to a chunk's second block. A chunk's
   // bytes and scales take 6 registers.
@@ -1127,7 +1147,7 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
       kb, g, /*uBits=*/8, /*temporaries=*/6, IntegerChunkLayout{/*dots=*/1, blockOfLane}, aBytes,
       aScales, aGroupSums,
       [&](Value n, Value col, int64_t valid) -> IntegerChunkOfB {
-        Value bytes = loadUnsignedBytes(kb, g, n, col, valid);
+        Value bytes = loadInt8Operand(kb, g, n, col, valid);
         if (g.groupSize != 16)
           return {{bytes},
                   chunkBlockLanes(kb, blockOfLane, chunkValues / kBlock, g.bScales, n, col, blocks,
@@ -1140,11 +1160,7 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
         }
         return {{bytes}, vector::FromElementsOp::create(b, loc, kb.vectorType(), groupScales)};
       },
-      // The offset's share: -128 times a row of B's scales times A's sums per
-      // group.
-      [&](Value n, Value group, int64_t valid) {
-        return kb.mul(kb.loadVectorWidened(g.bScales, {n, group}, valid), kb.splat(-128.0));
-      });
+      offset ? llvm::function_ref<Value(Value, Value, int64_t)>(offsetShares) : nullptr);
 }
 
 /// The GEMMs that pack B into lanes of several values (emitGemmIntegerDot,
@@ -1206,10 +1222,10 @@ bool hasIntegerDot(KernelBuilder &kb) { return kb.cpu().integerDot != IntegerDot
 
 /// Whether emitGemmIntegerDot takes a product: an int8 or 4-bit B^T with
 /// groups of a multiple of 32 along K (int8 also of 16, GGUF's Q6_K), on
-/// targets with an int8 dot product. Not int8 B on vpmaddubsw, whose two
-/// parts make 32 products cost 6 instructions, as many as f32 FMAs take
-/// for them in the f32 GEMM's larger tile: GPT-2's 128-token prompt ran at
-/// 914 tokens/s so against 1047 in f32 (AVX2), where 4-bit B ran at 1371.
+/// targets with an int8 dot product. Not int8 B on vpmaddubsw, whose 32
+/// products of signed bytes take 4 instructions a row of the tile (A's
+/// signs, vpmaddubsw, vpmaddwd, add), as many as f32 FMAs take for them in
+/// the f32 GEMM's larger tile.
 bool takesIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
   if (g.bits == 8 && kb.cpu().integerDot == IntegerDot::MultiplyAdd)
     return false;
@@ -1221,13 +1237,13 @@ bool takesIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
 /// a multiple, or 16) along K, on targets with an int8 dot product: the
 /// GEMM of prompts, as llama.cpp's q8_0 products compute it. A's rows are
 /// quantized per block of 32 (quantizeBlocksOfA) to signed bytes. Each
-/// parallel task packs a panel of 2 x lanes rows of B as unsigned bytes, 4
+/// parallel task packs a panel of 2 x lanes rows of B as dotInt8 takes them, 4
 /// consecutive values of a row per i32 lane ([K / 4][2 lanes]), with its
 /// groups' scales (and mins) per span of 32 values, or 16 for groups of 16
 /// ([K / span][2 lanes]); a register tile of up to 6 rows x 2 vectors of
 /// columns then sums each span in i32 on dotInt8 (A's 4 bytes broadcast) and adds it to
-/// f32 sums scaled by both scales. B's bytes are offset to be unsigned (int8
-/// by 128; 4 bits by 8 unless their groups have mins), which a span's sum
+/// f32 sums scaled by both scales. B's bytes are offset (int8 by the target's
+/// int8Offset(); 4 bits by 8 unless their groups have mins), which a span's sum
 /// undoes with that offset times the sum of A's span; a group's min adds
 /// min times A's span sum, scaled.
 void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
@@ -1240,7 +1256,7 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
   int64_t tileRows = std::min<int64_t>(6, (kb.cpu().registers - 4) / 4);
   int64_t span = std::min(g.groupSize, kBlock), spanQuads = span / 4;
   int64_t blocks = g.k / kBlock, spans = g.k / span, quads = g.k / 4;
-  int64_t offset = g.bits == 8 ? 128 : g.bMins ? 0 : 8;
+  int64_t offset = g.bits == 8 ? kb.cpu().int8Offset() : g.bMins ? 0 : 8;
   Type i8 = b.getI8Type(), i32 = b.getI32Type(), f32 = b.getF32Type();
   auto bytesOf = [&](int64_t count) { return VectorType::get({count}, i8); };
   auto quadVector = VectorType::get({lanes}, i32);
@@ -1267,12 +1283,12 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
   });
 
   // B's row `n` (clamped to the last), 4 x lanes values from `k` (`valid` of them)
-  // as unsigned bytes, 4 to an i32 lane.
+  // as dotInt8 takes them, 4 to an i32 lane.
   Value lastRow = kb.index(g.n - 1);
   auto rowQuads = [&](Value n, Value k, int64_t valid) {
     n = kb.mini(n, lastRow);
     if (g.bits == 8) {
-      return vector::BitCastOp::create(b, loc, quadVector, loadUnsignedBytes(kb, g, n, k, valid))
+      return vector::BitCastOp::create(b, loc, quadVector, loadInt8Operand(kb, g, n, k, valid))
           .getResult();
     }
     // Values 0-15 of a block of 32 are the low nibbles of its 16 bytes,
