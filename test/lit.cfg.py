@@ -53,7 +53,7 @@ except Exception:
 
 # The host's vector instructions, and what xfmrc's default (--int8-dot)
 # compiles integer products to on it: integer-dot where it takes integer dot
-# products (vpdpbusd, or vpmaddubsw, whose int8 GEMMs stay f32).
+# products (vpdpbusd, or vpmaddubsw).
 sys.path.insert(0, os.path.join(config.test_source_root, "e2e_lib"))
 import host_cpu  # noqa: E402
 
@@ -64,9 +64,6 @@ for flag, feature in (("avx2", "avx2"), ("avx512bw", "avx512bw"), ("avx512_vnni"
         config.available_features.add(feature)
 if host_cpu.integer_dot(flags):
     config.available_features.add("integer-dot")
-# The ops.py references of the default's integer products: NAME_dot or NAME_madd.
-config.substitutions.append(
-    ("%{dot-suffix}", "_madd" if host_cpu.integer_dot(flags) == "madd" else "_dot"))
 
 # Data-parallel training runs under Open MPI's mpirun (scripts/install-deps.sh
 # installs it); more processes than cores, and as root in CI containers.

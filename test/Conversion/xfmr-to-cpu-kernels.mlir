@@ -776,13 +776,19 @@ func.func @int4_groups64_skinny(%x: tensor<1x256xf32>, %q: tensor<8x128xi8>, %s:
 // DOT-NOT: call @llvm.x86.avx512.vpdpbusd.512
 // DOT: arith.muli %{{.*}}, %c128_i32 : i32
 // DOT: scf.yield
-// With vpmaddubsw (int8-dot=madd) the GEMM of an int8 weight stays f32: B
-// converted as it is packed, FMAs in the f32 tile.
+// With vpmaddubsw (int8-dot=madd) the same GEMM on 8 lanes, B's bytes
+// packed signed: no sums of A (no offset to undo), and each product |b|
+// times A's bytes with b's sign, in tiles of 3 rows.
 // MADD-LABEL: func @int8_groups16_gemm
-// MADD-NOT: call @llvm.x86
-// MADD: arith.sitofp %{{.*}} : vector<8xi8> to vector<8xf32>
-// MADD: vector.fma
-// MADD-NOT: call @llvm.x86
+// MADD-NOT: memref<20x4xi32>
+// MADD: memref.alloc() {{.*}} : memref<20x2xf32>
+// MADD-NOT: memref<20x4xi32>
+// MADD: scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
+// MADD: %[[MAGNITUDES:.*]] = math.absi %[[B:.*]] : vector<32xi8>
+// MADD-NEXT: %[[SIGNED:.*]] = func.call @llvm.x86.avx2.psign.b(%{{.*}}, %[[B]])
+// MADD-NEXT: func.call @llvm.x86.avx2.pmadd.ub.sw(%[[MAGNITUDES]], %[[SIGNED]])
+// MADD-NOT: %c128_i32
+// MADD: scf.yield
 // MADD-LABEL: func @int8_groups16_skinny
 // MADD: func.call @llvm.x86.avx2.pmadd.ub.sw
 func.func @int8_groups16_gemm(%x: tensor<20x64xf32>, %q: tensor<40x64xi8>, %s: tensor<40x4xf32>) -> tensor<20x40xf32> {

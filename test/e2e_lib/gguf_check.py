@@ -394,7 +394,7 @@ def run_case(args, case):
     ids, _ = padded(sources, seq_len, config.pad_token_id)
     with torch.no_grad():
         theirs = hf(input_ids=ids).logits
-    with torch.no_grad(), int8_activations(hf, kept, config, skinny=batch * seq_len <= 8):
+    with torch.no_grad(), int8_activations(hf, kept, config):
         theirs_int8 = hf(input_ids=ids).logits
     for int8_dot in (False, True):
         executable = os.path.join(workdir, "model")
@@ -430,13 +430,12 @@ def compare_positions(case, ours, theirs, valid):
 
 
 @contextlib.contextmanager
-def int8_activations(model, kept, config, skinny):
+def int8_activations(model, kept, config):
     """On hosts with an integer dot product, the inputs of `model`'s linear layers
     whose weights xfmr keeps (`kept`) as integer groups of 16 or 32 (or a
     multiple) quantized as its integer products take them, as llama.cpp's q8_0: per
     block of 32 in float32, rounded to even at 127 / the largest magnitude,
-    the scale largest / 127 rounded to float16. `skinny`: whether the
-    products have at most 8 rows (decode's kernels)."""
+    the scale largest / 127 rounded to float16."""
     def quantize(module, inputs):
         x = inputs[0]
         blocks = x.float().reshape(*x.shape[:-1], -1, 32)
@@ -460,10 +459,6 @@ def int8_activations(model, kept, config, skinny):
         # As the kernels choose (GemmKernel.cpp's takesIntegerDot): groups
         # of 16 (int8) or of a multiple of 32, a depth a multiple of 32.
         group = in_features // scales.shape[1] if scales is not None else 0
-        # int8 GEMMs stay f32 on vpmaddubsw; a decode step would not.
-        int8 = kept[short + ":values"].shape[1] == in_features if group else False
-        if integer_dot() == "madd" and int8 and not skinny:
-            continue
         if group and (group == 16 or group % 32 == 0) and in_features % 32 == 0:
             handles.append(module.register_forward_pre_hook(quantize))
     try:

@@ -407,9 +407,9 @@ def ref_int8_weights(x, group, scales_dtype=None, int8_dot=None):
     """int8_dot: the products take int8 activations (xfmrc --int8-dot on a
     host with an integer dot product): the skinny ones a scale per row where the
     weights have one per channel, the others (and all of grouped weights)
-    one per block of 32; but with "madd" (vpmaddubsw) the GEMMs f32 ones."""
+    one per block of 32."""
     skinny = (int8_block_activations if group else int8_activations) if int8_dot else t
-    gemm = int8_block_activations if int8_dot == "vnni" else t
+    gemm = int8_block_activations if int8_dot else t
     return ref_narrow_weights(x, int8_dequantized(x["w_kn"], 0, group, scales_dtype),
                               int8_dequantized(x["w_nk"], 1, group, scales_dtype),
                               int8_dequantized(x["w_tail"], 1, group, scales_dtype),
@@ -438,14 +438,12 @@ def gen_integer_groups():
 
 
 def ref_integer_groups(x, int8_dot=None):
-    """int8_dot: the products take int8 activations per block of 32, but
-    with "madd" (vpmaddubsw) the int8 GEMM f32 ones."""
+    """int8_dot: the products take int8 activations per block of 32."""
     activations = int8_block_activations if int8_dot else t
-    int8_gemm = int8_block_activations if int8_dot == "vnni" else t
     w = torch.tensor(x["q"].astype(np.float64)) * t(np.repeat(x["s"], 16, axis=1))
     w4 = (torch.tensor(x["levels"].astype(np.float64)) * t(np.repeat(x["s4"], 64, axis=1))
           + t(np.repeat(x["m4"], 64, axis=1)))
-    return dict(skinny_g16=activations(x["x"]) @ w.T, gemm_g16=int8_gemm(x["xl"]) @ w.T,
+    return dict(skinny_g16=activations(x["x"]) @ w.T, gemm_g16=activations(x["xl"]) @ w.T,
                 skinny_g64_mins=activations(x["x4"]) @ w4.T,
                 gemm_g64_mins=activations(x["xl4"]) @ w4.T)
 
@@ -917,9 +915,8 @@ CASES = {"attention": (gen_attention, ref_attention),
          "long_backward": (gen_long_backward, ref_long_backward),
          "mma_gemm": (gen_mma_gemm, ref_mma_gemm),
          "decoder": (gen_decoder, ref_decoder)}
-# The products of integer weights on integer dot products: NAME_dot with
-# vpdpbusd ("vnni": every product takes int8 activations), NAME_madd with
-# vpmaddubsw (int8 GEMMs keep f32 ones).
+# The products of integer weights on integer dot products (vpdpbusd or
+# vpmaddubsw: every product takes int8 activations): NAME_dot.
 DOT_CASES = {
     "int8_weights": (gen_int8_weights, lambda x, dot: ref_int8_weights(x, 0, int8_dot=dot)),
     "int8_weights_bf16_scales": (
@@ -939,8 +936,7 @@ DOT_CASES = {
         gen_int8_weights, lambda x, dot: ref_int4_weights(x, 32, True, torch.float16, int8_dot=dot)),
 }
 for name, (gen, ref) in DOT_CASES.items():
-    for suffix, dot in (("_dot", "vnni"), ("_madd", "madd")):
-        CASES[name + suffix] = (gen, lambda x, ref=ref, dot=dot: ref(x, dot))
+    CASES[name + "_dot"] = (gen, lambda x, ref=ref: ref(x, True))
 TOLERANCE = 2e-5
 # The reference stores the same roundings, so only values that land near a
 # rounding boundary may differ, by one unit in the last place: 2^-8 relative

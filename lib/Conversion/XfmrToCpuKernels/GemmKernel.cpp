@@ -1222,13 +1222,8 @@ bool hasIntegerDot(KernelBuilder &kb) { return kb.cpu().integerDot != IntegerDot
 
 /// Whether emitGemmIntegerDot takes a product: an int8 or 4-bit B^T with
 /// groups of a multiple of 32 along K (int8 also of 16, GGUF's Q6_K), on
-/// targets with an int8 dot product. Not int8 B on vpmaddubsw, whose 32
-/// products of signed bytes take 4 instructions a row of the tile (A's
-/// signs, vpmaddubsw, vpmaddwd, add), as many as f32 FMAs take for them in
-/// the f32 GEMM's larger tile.
+/// targets with an int8 dot product.
 bool takesIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
-  if (g.bits == 8 && kb.cpu().integerDot == IntegerDot::MultiplyAdd)
-    return false;
   return hasIntegerDot(kb) && g.transposeB && !g.transposeA && g.bScales && g.groupAxis == 1 &&
          (g.groupSize % 32 == 0 || (g.bits == 8 && g.groupSize == 16)) && g.k % 32 == 0;
 }
@@ -1266,10 +1261,10 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
   };
 
   // A's rows as signed bytes, 4 to an i32, with their blocks' scales and
-  // their spans' sums.
+  // their spans' sums where an offset or a min multiplies them.
   Value aQuads = kb.allocate({g.m, quads}, i32);
   Value aScales = kb.allocate({g.m, blocks}, f32);
-  Value aSums = kb.allocate({g.m, spans}, i32);
+  Value aSums = offset || g.bMins ? kb.allocate({g.m, spans}, i32) : Value();
   forEachRow(kb, g.m, g.k, [&](Value row) {
     quantizeBlocksOfA(
         kb, g, row, aScales,
@@ -1358,7 +1353,7 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
           Value block = kb.divui(kb.muli(at, span), kBlock);
           for (int64_t i = 0; i < rows; ++i) {
             Value aScale = kb.load(aScales, {rowIndex(i), block});
-            Value aSum = kb.load(aSums, {rowIndex(i), at});
+            Value aSum = aSums ? kb.load(aSums, {rowIndex(i), at}) : Value();
             Value correction, minWeight;
             if (offset)
               correction = vector::BroadcastOp::create(

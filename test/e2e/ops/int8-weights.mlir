@@ -15,35 +15,33 @@
 // RUN: %python %testlib/ops.py check int8_weights_32 %t/inputs.safetensors %t/outputs16.safetensors | FileCheck %s
 // With --int8-dot (the default) on a host with an integer dot product, products of weights in
 // groups of 32 take their activations as llama.cpp's q8_0 (a scale per block of 32, rounded to
-// f16), as the reference int8_weights_32_dot does (_madd where the host's is vpmaddubsw: its int8
-// GEMMs keep f32 activations; %{dot-suffix} names the host's); the f32-activation reference
-// rejects them.
+// f16), as the reference int8_weights_32_dot does; the f32-activation reference rejects them.
 // RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 -o %t/model32
 // RUN: %t/model32 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs32.safetensors
-// RUN: %if integer-dot %{ %python %testlib/ops.py check int8_weights_32%{dot-suffix} %t/inputs.safetensors %t/outputs32.safetensors | FileCheck %s %} %else %{ %python %testlib/ops.py check int8_weights_32 %t/inputs.safetensors %t/outputs32.safetensors | FileCheck %s %}
+// RUN: %if integer-dot %{ %python %testlib/ops.py check int8_weights_32_dot %t/inputs.safetensors %t/outputs32.safetensors | FileCheck %s %} %else %{ %python %testlib/ops.py check int8_weights_32 %t/inputs.safetensors %t/outputs32.safetensors | FileCheck %s %}
 // RUN: %if integer-dot %{ not %python %testlib/ops.py check int8_weights_32 %t/inputs.safetensors %t/outputs32.safetensors > /dev/null %}
 // bf16 scales (the values quantized with the rounded scales), 8 and 16 lanes.
 // RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 --weight-scales-dtype=bf16 -o %t/model-bf16-scales
 // RUN: %t/model-bf16-scales --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-bf16-scales.safetensors
-// RUN: %if integer-dot %{ %python %testlib/ops.py check int8_weights_32_bf16_scales%{dot-suffix} %t/inputs.safetensors %t/outputs-bf16-scales.safetensors | FileCheck %s %} %else %{ %python %testlib/ops.py check int8_weights_32_bf16_scales %t/inputs.safetensors %t/outputs-bf16-scales.safetensors | FileCheck %s %}
+// RUN: %if integer-dot %{ %python %testlib/ops.py check int8_weights_32_bf16_scales_dot %t/inputs.safetensors %t/outputs-bf16-scales.safetensors | FileCheck %s %} %else %{ %python %testlib/ops.py check int8_weights_32_bf16_scales %t/inputs.safetensors %t/outputs-bf16-scales.safetensors | FileCheck %s %}
 // RUN: xfmrc %s --weights-dtype=int8 --weight-group-size=32 --weight-scales-dtype=f16 -o %t/model-f16-scales
 // RUN: %t/model-f16-scales --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-f16-scales.safetensors
-// RUN: %if integer-dot %{ %python %testlib/ops.py check int8_weights_32_f16_scales%{dot-suffix} %t/inputs.safetensors %t/outputs-f16-scales.safetensors | FileCheck %s %} %else %{ %python %testlib/ops.py check int8_weights_32_f16_scales %t/inputs.safetensors %t/outputs-f16-scales.safetensors | FileCheck %s %}
-// RUN: %if integer-dot %{ not %python %testlib/ops.py check int8_weights_32_bf16_scales%{dot-suffix} %t/inputs.safetensors %t/outputs-f16-scales.safetensors > /dev/null %} %else %{ not %python %testlib/ops.py check int8_weights_32_bf16_scales %t/inputs.safetensors %t/outputs-f16-scales.safetensors > /dev/null %}
+// RUN: %if integer-dot %{ %python %testlib/ops.py check int8_weights_32_f16_scales_dot %t/inputs.safetensors %t/outputs-f16-scales.safetensors | FileCheck %s %} %else %{ %python %testlib/ops.py check int8_weights_32_f16_scales %t/inputs.safetensors %t/outputs-f16-scales.safetensors | FileCheck %s %}
+// RUN: %if integer-dot %{ not %python %testlib/ops.py check int8_weights_32_bf16_scales_dot %t/inputs.safetensors %t/outputs-f16-scales.safetensors > /dev/null %} %else %{ not %python %testlib/ops.py check int8_weights_32_bf16_scales %t/inputs.safetensors %t/outputs-f16-scales.safetensors > /dev/null %}
 // RUN: xfmrc %s --weights-dtype=int8 --weight-scales-dtype=bf16 --vector-lanes=16 --int8-dot=false -o %t/model-bf16-scales16
 // RUN: %t/model-bf16-scales16 --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-bf16-scales16.safetensors
 // RUN: %python %testlib/ops.py check int8_weights_bf16_scales %t/inputs.safetensors %t/outputs-bf16-scales16.safetensors | FileCheck %s
 // With --int8-dot (the default) on a host with an integer dot product, products of weights with a scale per
 // channel take their activations quantized to int8 (skinny ones a scale per row, GEMMs a scale
-// per block of 32), as the reference int8_weights_dot (or _madd) does; the f32-activation reference rejects
+// per block of 32), as the reference int8_weights_dot does; the f32-activation reference rejects
 // them.
 // RUN: %if integer-dot %{ xfmrc %s --weights-dtype=int8 -o %t/model-dot %}
 // RUN: %if integer-dot %{ %t/model-dot --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-dot.safetensors %}
-// RUN: %if integer-dot %{ %python %testlib/ops.py check int8_weights%{dot-suffix} %t/inputs.safetensors %t/outputs-dot.safetensors | FileCheck %s %}
+// RUN: %if integer-dot %{ %python %testlib/ops.py check int8_weights_dot %t/inputs.safetensors %t/outputs-dot.safetensors | FileCheck %s %}
 // RUN: %if integer-dot %{ not %python %testlib/ops.py check int8_weights %t/inputs.safetensors %t/outputs-dot.safetensors > /dev/null %}
 // RUN: %if integer-dot %{ xfmrc %s --weights-dtype=int8 --weight-scales-dtype=bf16 -o %t/model-dot-bf16-scales %}
 // RUN: %if integer-dot %{ %t/model-dot-bf16-scales --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-dot-bf16-scales.safetensors %}
-// RUN: %if integer-dot %{ %python %testlib/ops.py check int8_weights_bf16_scales%{dot-suffix} %t/inputs.safetensors %t/outputs-dot-bf16-scales.safetensors | FileCheck %s %}
+// RUN: %if integer-dot %{ %python %testlib/ops.py check int8_weights_bf16_scales_dot %t/inputs.safetensors %t/outputs-dot-bf16-scales.safetensors | FileCheck %s %}
 // Rounding the scales shows: the f32-scale reference rejects these outputs.
 // RUN: not %python %testlib/ops.py check int8_weights_32 %t/inputs.safetensors %t/outputs-bf16-scales.safetensors > /dev/null
 // The GPU kernels, their thread blocks run as loops on the CPU: skinny products read the int8
@@ -89,18 +87,18 @@
 // RUN: %python %testlib/ops.py check int4_weights_32_f16 %t/inputs.safetensors %t/outputs-gpu-int4-f16.safetensors | FileCheck %s
 // RUN: %if integer-dot %{ xfmrc %s --weights-dtype=int4 -o %t/model-int4-dot %}
 // RUN: %if integer-dot %{ %t/model-int4-dot --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4-dot.safetensors %}
-// RUN: %if integer-dot %{ %python %testlib/ops.py check int4_weights_32%{dot-suffix} %t/inputs.safetensors %t/outputs-int4-dot.safetensors | FileCheck %s %}
+// RUN: %if integer-dot %{ %python %testlib/ops.py check int4_weights_32_dot %t/inputs.safetensors %t/outputs-int4-dot.safetensors | FileCheck %s %}
 // RUN: %if integer-dot %{ not %python %testlib/ops.py check int4_weights_32 %t/inputs.safetensors %t/outputs-int4-dot.safetensors > /dev/null %}
 // RUN: %if integer-dot %{ xfmrc %s --weights-dtype=int4 --weight-mins -o %t/model-int4-mins-dot %}
 // RUN: %if integer-dot %{ %t/model-int4-mins-dot --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4-mins-dot.safetensors %}
-// RUN: %if integer-dot %{ %python %testlib/ops.py check int4_weights_32_mins%{dot-suffix} %t/inputs.safetensors %t/outputs-int4-mins-dot.safetensors | FileCheck %s %}
+// RUN: %if integer-dot %{ %python %testlib/ops.py check int4_weights_32_mins_dot %t/inputs.safetensors %t/outputs-int4-mins-dot.safetensors | FileCheck %s %}
 // RUN: %if integer-dot %{ xfmrc %s --weights-dtype=int4 --weight-scales-dtype=f16 -o %t/model-int4-f16-dot %}
 // RUN: %if integer-dot %{ %t/model-int4-f16-dot --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4-f16-dot.safetensors %}
-// RUN: %if integer-dot %{ %python %testlib/ops.py check int4_weights_32_f16%{dot-suffix} %t/inputs.safetensors %t/outputs-int4-f16-dot.safetensors | FileCheck %s %}
+// RUN: %if integer-dot %{ %python %testlib/ops.py check int4_weights_32_f16_dot %t/inputs.safetensors %t/outputs-int4-f16-dot.safetensors | FileCheck %s %}
 // RUN: %if integer-dot %{ xfmrc %s --weights-dtype=int4 --weight-mins --weight-scales-dtype=f16 -o %t/model-int4-mins-f16-dot %}
 // RUN: %if integer-dot %{ %t/model-int4-mins-f16-dot --inputs=%t/inputs.safetensors --weights=%t/inputs.safetensors --output=%t/outputs-int4-mins-f16-dot.safetensors %}
-// RUN: %if integer-dot %{ %python %testlib/ops.py check int4_weights_32_mins_f16%{dot-suffix} %t/inputs.safetensors %t/outputs-int4-mins-f16-dot.safetensors | FileCheck %s %}
-// RUN: %if integer-dot %{ not %python %testlib/ops.py check int4_weights_32_mins%{dot-suffix} %t/inputs.safetensors %t/outputs-int4-mins-f16-dot.safetensors > /dev/null %}
+// RUN: %if integer-dot %{ %python %testlib/ops.py check int4_weights_32_mins_f16_dot %t/inputs.safetensors %t/outputs-int4-mins-f16-dot.safetensors | FileCheck %s %}
+// RUN: %if integer-dot %{ not %python %testlib/ops.py check int4_weights_32_mins_dot %t/inputs.safetensors %t/outputs-int4-mins-f16-dot.safetensors > /dev/null %}
 // RUN: xfmrc %s --weights-dtype=int4 --weight-mins --emit=mlir -o - | FileCheck %s --check-prefix=INT4
 // INT4: tensor<96x32xi8> {xfmr.param = "w_kn", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "values", transposed}}
 // INT4-SAME: tensor<96x2xf32> {xfmr.param = "w_kn", xfmr.quantized = {axis = 1 : i64, bits = 4 : i64, group_size = 32 : i64, part = "scales", transposed}}

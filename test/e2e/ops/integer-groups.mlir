@@ -1,8 +1,8 @@
 // Integer weights in groups that --weight-group-size does not make, against float64 products of
 // the same values: int8 with a scale per 16 values along the input side (GGUF's Q6_K), and 4
 // bits with a scale and a min per 64. A skinny product and a GEMM each, which on a host with
-// an integer dot product take their activations as int8 blocks of 32 (the _dot reference; _madd
-// where vpmaddubsw leaves the int8 GEMM f32; the f32 one rejects them). The int8 skinny product's depth (96) ends in half a chunk of 64.
+// an integer dot product take their activations as int8 blocks of 32 (the _dot reference; the
+// f32 one rejects them). The int8 skinny product's depth (96) ends in half a chunk of 64.
 // REQUIRES: torch
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: %python %testlib/ops.py generate integer_groups %t/inputs.safetensors
@@ -11,7 +11,7 @@
 // RUN: %python %testlib/ops.py check integer_groups %t/inputs.safetensors %t/f32.safetensors | FileCheck %s
 // RUN: xfmrc %s -o %t/model
 // RUN: %t/model --inputs=%t/inputs.safetensors --output=%t/model.safetensors
-// RUN: %if integer-dot %{ %python %testlib/ops.py check integer_groups%{dot-suffix} %t/inputs.safetensors %t/model.safetensors | FileCheck %s %} %else %{ %python %testlib/ops.py check integer_groups %t/inputs.safetensors %t/model.safetensors | FileCheck %s %}
+// RUN: %if integer-dot %{ %python %testlib/ops.py check integer_groups_dot %t/inputs.safetensors %t/model.safetensors | FileCheck %s %} %else %{ %python %testlib/ops.py check integer_groups %t/inputs.safetensors %t/model.safetensors | FileCheck %s %}
 // RUN: %if integer-dot %{ not %python %testlib/ops.py check integer_groups %t/inputs.safetensors %t/model.safetensors > /dev/null %}
 // CHECK: PASS: skinny_g16
 // CHECK: PASS: gemm_g16
