@@ -1100,10 +1100,9 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
 /// block with B's, times both blocks' scales, is summed in f32. Where
 /// dotInt8 takes B's bytes offset (int8Offset()), minus the offset times a
 /// group's scale times A's sum over the group undoes it once per output
-/// (storeWithGroupShares); a dot
-/// product of 4 x lanes bytes sums 4 products a lane (with 16 lanes, lanes
-/// 0-7 of the first block, 8-15 of the second; each 4 lanes of one group of
-/// 16).
+/// (storeWithGroupShares); a dot product of 4 x lanes bytes sums 4 products
+/// a lane (with 16 lanes, lanes 0-7 of the first block, 8-15 of the second;
+/// each 4 lanes of one group of 16).
 void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
