@@ -289,7 +289,7 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
   if (options.emit == EmitKind::RandomWeights)
     return writeRandomWeights(entries.front(), options.outputPath, options.seed);
   if (options.emit == EmitKind::QuantizedWeights) {
-    const std::string &source = entries.front().info.defaultWeights;
+    const std::string &source = entries.front().manifest.defaultWeights;
     if (source.empty())
       return llvm::createStringError(options.inputPath +
                                      ": --quantize reads a checkpoint directory's weights, and "
@@ -297,7 +297,7 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
     std::vector<std::string> manifests;
     std::vector<const char *> texts;
     for (const ModelSignature &entry : entries)
-      manifests.push_back(buildManifest(entry));
+      manifests.push_back(rt::writeManifest(entry.manifest));
     for (const std::string &manifest : manifests)
       texts.push_back(manifest.c_str());
     char err[512];
@@ -315,7 +315,7 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
   // unless an entry calls them.
   llvm::StringMap<std::string> symbols;
   for (const ModelSignature &entry : entries)
-    symbols[entry.entryName] = prefix + "_" + entry.symbol;
+    symbols[entry.manifest.entry] = prefix + "_" + entry.symbol;
   for (auto func : llvm::make_early_inc_range((*module)->getOps<func::FuncOp>())) {
     auto it = symbols.find(func.getName());
     if (it != symbols.end())
@@ -378,7 +378,7 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
   if (failed(pm.run(**module)))
     return diagnostics.error("lowering " + options.inputPath + " failed");
   for (ModelSignature &entry : entries)
-    entry.arenas = arenasReachedFrom(**module, symbols[entry.entryName]);
+    entry.manifest.arenas = arenasReachedFrom(**module, symbols[entry.manifest.entry]);
   if (emitsKernelsOnly(options.emit))
     return writeKernels(**module, options.outputPath);
 
@@ -392,7 +392,7 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
   for (const ModelSignature &entry : entries) {
     std::string base = entry.symbol == "forward" ? prefix : prefix + "_" + entry.symbol;
     auto *manifestData =
-        llvm::ConstantDataArray::getString(llvmContext, buildManifest(entry), true);
+        llvm::ConstantDataArray::getString(llvmContext, rt::writeManifest(entry.manifest), true);
     new llvm::GlobalVariable(*llvmModule, manifestData->getType(), /*isConstant=*/true,
                              llvm::GlobalValue::ExternalLinkage, manifestData, base + "_manifest");
   }

@@ -14,7 +14,6 @@
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -33,24 +32,32 @@ std::string shapeString(ArrayRef<int64_t> shape) {
   return text + "]";
 }
 
-std::string dtypeName(Type type) {
+/// The runtime's dtype of tensors of `type`, or nullopt for types entries
+/// cannot take.
+std::optional<xfmr_dtype> dtypeOf(Type type) {
   if (type.isF32())
-    return "F32";
+    return XFMR_DTYPE_F32;
   if (type.isF64())
-    return "F64";
+    return XFMR_DTYPE_F64;
   if (type.isF16())
-    return "F16";
+    return XFMR_DTYPE_F16;
   if (type.isBF16())
-    return "BF16";
+    return XFMR_DTYPE_BF16;
   if (type.isInteger(64))
-    return "I64";
+    return XFMR_DTYPE_I64;
   if (type.isInteger(32))
-    return "I32";
+    return XFMR_DTYPE_I32;
   if (type.isInteger(8))
-    return "I8";
+    return XFMR_DTYPE_I8;
   if (type.isInteger(1))
-    return "BOOL";
-  return "";
+    return XFMR_DTYPE_BOOL;
+  return std::nullopt;
+}
+
+/// The safetensors spelling of `type` ("F32", ...), or "".
+std::string dtypeName(Type type) {
+  std::optional<xfmr_dtype> dtype = dtypeOf(type);
+  return dtype ? xfmr_dtype_name(*dtype) : "";
 }
 
 /// The vocabulary size an input of token ids indexes: the smallest table
@@ -121,7 +128,7 @@ std::string initOf(Value arg) {
 }
 
 LogicalResult describeEntry(func::FuncOp func, const llvm::StringMap<std::string> &inits,
-                            ModelSignature &signature) {
+                            rt::Manifest &manifest) {
   llvm::StringSet<> names;
   llvm::StringMap<Type> updatable;
   auto addName = [&](StringRef name) -> LogicalResult {
@@ -141,16 +148,16 @@ LogicalResult describeEntry(func::FuncOp func, const llvm::StringMap<std::string
       return signatureError(func, "argument " + Twine(index) +
                                       " needs exactly one of the attributes xfmr.input = "
                                       "\"<name>\" or xfmr.param = \"<weight name>\"");
-    if (!type || !type.hasStaticShape() || dtypeName(type.getElementType()).empty())
+    if (!type || !type.hasStaticShape() || !dtypeOf(type.getElementType()))
       return signatureError(func, "argument " + Twine(index) +
                                       " must be a statically shaped tensor of f32, f64, f16, "
                                       "bf16, i64, i32 or i1");
-    ModelArgument argument;
-    argument.kind = input   ? ModelArgument::Kind::Input
-                    : param ? ModelArgument::Kind::Param
-                            : ModelArgument::Kind::State;
+    rt::ArgSpec argument;
+    argument.kind = input   ? rt::ArgSpec::Kind::Input
+                    : param ? rt::ArgSpec::Kind::Param
+                            : rt::ArgSpec::Kind::State;
     argument.name = (input ? input : param ? param : state).getValue().str();
-    argument.dtype = dtypeName(type.getElementType());
+    argument.dtype = *dtypeOf(type.getElementType());
     argument.shape.assign(type.getShape().begin(), type.getShape().end());
     Type element = type.getElementType();
     auto quantized = func.getArgAttrOfType<DictionaryAttr>(index, "xfmr.quantized");
@@ -162,7 +169,7 @@ LogicalResult describeEntry(func::FuncOp func, const llvm::StringMap<std::string
       auto axis = quantized.getAs<IntegerAttr>("axis");
       auto group = quantized.getAs<IntegerAttr>("group_size");
       bool rounded = part && (element.isF32() || element.isBF16() || element.isF16()) &&
-                     part.getValue() == StringRef(argument.dtype).lower();
+                     part.getValue() == rt::floatPartName(argument.dtype);
       auto bits = quantized.getAs<IntegerAttr>("bits");
       bool scaleLike = part && (part.getValue() == "scales" || part.getValue() == "mins") &&
                        (element.isF32() || element.isBF16() || element.isF16());
@@ -176,10 +183,10 @@ LogicalResult describeEntry(func::FuncOp func, const llvm::StringMap<std::string
                                         "type (\"f32\", \"bf16\", \"f16\")");
       argument.bits = bits ? bits.getInt() : 8;
       argument.source = argument.name;
-      argument.quantizedTransposed = static_cast<bool>(quantized.get("transposed"));
+      argument.transposed = static_cast<bool>(quantized.get("transposed"));
       argument.quantizedPart = part.getValue().str();
-      argument.name += ":" + argument.quantizedPart + (argument.quantizedTransposed ? ".T" : "");
-      argument.quantizedAxis = rounded ? 0 : axis.getInt();
+      argument.name += ":" + argument.quantizedPart + (argument.transposed ? ".T" : "");
+      argument.axis = rounded ? 0 : axis.getInt();
       argument.groupSize = rounded ? 0 : group.getInt();
     } else if ((param || state) && !element.isF32() && !element.isBF16() && !element.isF16()) {
       return signatureError(func, (param ? "weight '" : "state '") + argument.name +
@@ -195,18 +202,18 @@ LogicalResult describeEntry(func::FuncOp func, const llvm::StringMap<std::string
       updatable[argument.name] = type;
     if (failed(addName(argument.name)))
       return failure();
-    signature.arguments.push_back(std::move(argument));
+    manifest.args.push_back(std::move(argument));
   }
   for (auto [index, type] : llvm::enumerate(func.getResultTypes())) {
     auto tensor = dyn_cast<RankedTensorType>(type);
-    if (!tensor || !tensor.hasStaticShape() || dtypeName(tensor.getElementType()).empty())
+    if (!tensor || !tensor.hasStaticShape() || !dtypeOf(tensor.getElementType()))
       return signatureError(func, "result " + Twine(index) +
                                       " must be a statically shaped tensor");
     auto name = func.getResultAttrOfType<StringAttr>(index, "xfmr.output");
-    ModelArgument argument;
-    argument.kind = ModelArgument::Kind::Output;
+    rt::ArgSpec argument;
+    argument.kind = rt::ArgSpec::Kind::Output;
     argument.name = name ? name.getValue().str() : "output" + std::to_string(index);
-    argument.dtype = dtypeName(tensor.getElementType());
+    argument.dtype = *dtypeOf(tensor.getElementType());
     argument.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
     if (auto updates = func.getResultAttrOfType<StringAttr>(index, "xfmr.updates")) {
       auto it = updatable.find(updates.getValue());
@@ -218,11 +225,11 @@ LogicalResult describeEntry(func::FuncOp func, const llvm::StringMap<std::string
     }
     if (failed(addName(argument.name)))
       return failure();
-    signature.arguments.push_back(std::move(argument));
+    manifest.args.push_back(std::move(argument));
   }
   if (func.getNumResults() == 0)
     return signatureError(func, "the entry function returns nothing");
-  signature.entryName = func.getName().str();
+  manifest.entry = func.getName().str();
   return success();
 }
 
@@ -503,9 +510,6 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
     func::FuncOp evaluation =
         options.mode == CompileMode::Train ? buildEvaluation(*entry) : func::FuncOp();
     PassManager pm(&context);
-    bool lossScaling = options.mode == CompileMode::Train && options.train.lossScale > 0;
-    buildGradientPipeline(pm, options.fusion, entry->getName(), options.gradientInputs,
-                          lossScaling);
     if (options.mode == CompileMode::Train) {
       const TrainOptions &t = options.train;
       XfmrTrainStepOptions step;
@@ -525,7 +529,9 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
       step.lossScaleGrowthInterval = t.lossScaleGrowthInterval;
       // The trainer runs on the host CPU, under mpirun or alone.
       step.dataParallel = options.target == Target::Host;
-      pm.addPass(createXfmrTrainStep(step));
+      buildTrainStepPipeline(pm, options.fusion, step, options.gradientInputs);
+    } else {
+      buildGradientPipeline(pm, options.fusion, entry->getName(), options.gradientInputs);
     }
     std::string name = entry->getName().str();
     if (failed(pm.run(*module)))
@@ -538,75 +544,24 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
   }
   for (auto [func, symbol] : described) {
     ModelSignature signature;
-    signature.info = info;
     signature.symbol = symbol.str();
-    if (symbol == "train_step")
-      signature.training = options.train;
-    if (failed(describeEntry(func, inits, signature)))
+    static_cast<ModelInfo &>(signature.manifest) = info;
+    if (symbol == "train_step") {
+      const TrainOptions &t = options.train;
+      signature.manifest.optimizer = t.optimizer;
+      signature.manifest.training = {{"lr", t.learningRate},
+                                     {"warmup_steps", t.warmupSteps},
+                                     {"steps", t.steps},
+                                     {"min_lr_ratio", t.minLrRatio},
+                                     {"weight_decay", t.weightDecay},
+                                     {"max_grad_norm", t.maxGradNorm},
+                                     {"loss_scale", t.lossScale}};
+    }
+    if (failed(describeEntry(func, inits, signature.manifest)))
       return diagnostics.error(path + ": unusable entry function");
     entries.push_back(std::move(signature));
   }
   return std::move(module);
-}
-
-std::string xfmr::buildManifest(const ModelSignature &signature) {
-  llvm::json::Array args;
-  for (const ModelArgument &argument : signature.arguments) {
-    static constexpr const char *kinds[] = {"input", "param", "output", "state"};
-    llvm::json::Object arg{{"kind", kinds[static_cast<int>(argument.kind)]},
-                           {"name", argument.name},
-                           {"dtype", argument.dtype},
-                           {"shape", llvm::json::Array(argument.shape)}};
-    if (argument.vocabSize)
-      arg["vocab_size"] = argument.vocabSize;
-    if (!argument.init.empty())
-      arg["init"] = argument.init;
-    if (!argument.updates.empty())
-      arg["updates"] = argument.updates;
-    if (!argument.quantizedPart.empty())
-      arg["quantized"] = llvm::json::Object{
-          {"source", argument.source},      {"part", argument.quantizedPart},
-          {"axis", argument.quantizedAxis}, {"group_size", argument.groupSize},
-          {"bits", argument.bits},          {"transposed", argument.quantizedTransposed}};
-    args.push_back(std::move(arg));
-  }
-  llvm::json::Object manifest{
-      {"format", 1},
-      {"model_type", signature.info.modelType},
-      {"entry", signature.entryName},
-      {"pad_token_id", signature.info.padTokenId},
-      {"weight_prefixes", llvm::json::Array(signature.info.weightPrefixes)},
-      {"default_weights", signature.info.defaultWeights},
-      {"bos_token_id", signature.info.bosTokenId},
-      {"causal_lm", signature.info.causalLanguageModel},
-      {"decoder_start_token_id", signature.info.decoderStartTokenId},
-      {"forced_bos_token_id", signature.info.forcedBosTokenId},
-      {"forced_eos_token_id", signature.info.forcedEosTokenId},
-      {"suppress_tokens", llvm::json::Array(signature.info.suppressedTokenIds)},
-      {"eos_token_ids", llvm::json::Array(signature.info.eosTokenIds)},
-      {"args", std::move(args)}};
-  if (!signature.arenas.empty()) {
-    llvm::json::Object arenas;
-    for (const auto &[function, bytes] : signature.arenas)
-      arenas[function] = bytes;
-    manifest["arenas"] = std::move(arenas);
-  }
-  if (const std::optional<TrainOptions> &t = signature.training)
-    manifest["training"] =
-        llvm::json::Object{{"optimizer", t->optimizer},       {"lr", t->learningRate},
-                           {"warmup_steps", t->warmupSteps},  {"steps", t->steps},
-                           {"min_lr_ratio", t->minLrRatio},   {"weight_decay", t->weightDecay},
-                           {"max_grad_norm", t->maxGradNorm}, {"loss_scale", t->lossScale}};
-  std::string text;
-  llvm::raw_string_ostream(text) << llvm::json::Value(std::move(manifest));
-  return text;
-}
-
-/// The xfmr_dtype enumerator (xfmr-rt/xfmr_runtime.h) of a safetensors dtype.
-static int dtypeEnum(StringRef dtype) {
-  static constexpr StringLiteral order[] = {"F32", "F64", "F16", "BF16", "I64",
-                                            "I32", "I16", "I8",  "U8",   "BOOL"};
-  return llvm::find(order, dtype) - std::begin(order);
 }
 
 /// `text` as a C string literal.
@@ -644,7 +599,8 @@ static void emitEntryDeclarations(llvm::raw_ostream &os, const ModelSignature &s
   std::string base = signature.symbol == "forward" ? prefix.str() : function;
   std::string upper = StringRef(cIdentifier(base)).upper();
   size_t counts[4] = {0, 0, 0, 0};
-  for (const ModelArgument &argument : signature.arguments)
+  const std::vector<rt::ArgSpec> &arguments = signature.manifest.args;
+  for (const rt::ArgSpec &argument : arguments)
     ++counts[static_cast<int>(argument.kind)];
   os << "#define " << upper << "_NUM_INPUTS " << counts[0] << "\n#define " << upper
      << "_NUM_PARAMS " << counts[1] << "\n#define " << upper << "_NUM_OUTPUTS " << counts[2]
@@ -652,21 +608,22 @@ static void emitEntryDeclarations(llvm::raw_ostream &os, const ModelSignature &s
   if (counts[3])
     os << "#define " << upper << "_NUM_STATES " << counts[3] << "\n";
   os << "\nvoid " << function << "(";
-  auto cType = [](const ModelArgument &argument) -> std::string {
-    std::string type = argument.dtype == "F32"    ? "float"
-                       : argument.dtype == "F64"  ? "double"
-                       : argument.dtype == "I64"  ? "int64_t"
-                       : argument.dtype == "I32"  ? "int32_t"
-                       : argument.dtype == "BOOL" ? "uint8_t"
-                                                  : "uint16_t";
-    return argument.kind == ModelArgument::Kind::Output ? type + " *" : "const " + type + " *";
+  auto cType = [](const rt::ArgSpec &argument) -> std::string {
+    std::string type = argument.dtype == XFMR_DTYPE_F32    ? "float"
+                       : argument.dtype == XFMR_DTYPE_F64  ? "double"
+                       : argument.dtype == XFMR_DTYPE_I64  ? "int64_t"
+                       : argument.dtype == XFMR_DTYPE_I32  ? "int32_t"
+                       : argument.dtype == XFMR_DTYPE_I8   ? "int8_t"
+                       : argument.dtype == XFMR_DTYPE_BOOL ? "uint8_t"
+                                                           : "uint16_t";
+    return argument.kind == rt::ArgSpec::Kind::Output ? type + " *" : "const " + type + " *";
   };
   static constexpr const char *kinds[] = {"input", "weight", "output", "state"};
-  for (auto [index, argument] : llvm::enumerate(signature.arguments)) {
-    os << (index ? ",\n    " : "\n    ") << cType(argument) << cIdentifier(argument.name)
-       << " /* " << kinds[static_cast<int>(argument.kind)] << " "
+  for (auto [index, argument] : llvm::enumerate(arguments)) {
+    os << (index ? ",\n    " : "\n    ") << cType(argument) << cIdentifier(argument.name) << " /* "
+       << kinds[static_cast<int>(argument.kind)] << " "
        << cString(StringRef(argument.name).contains("*/") ? "?" : argument.name) << " "
-       << argument.dtype << " [";
+       << xfmr_dtype_name(argument.dtype) << " [";
     llvm::interleaveComma(argument.shape, os);
     os << "]";
     if (argument.vocabSize)
@@ -681,27 +638,27 @@ static void emitEntryDeclarations(llvm::raw_ostream &os, const ModelSignature &s
   // Argument tables, so a caller can fill `args` of the packed call in a
   // loop (load weights by name, size buffers by shape).
   size_t maxRank = 1;
-  for (const ModelArgument &argument : signature.arguments)
+  for (const rt::ArgSpec &argument : arguments)
     maxRank = std::max(maxRank, argument.shape.size());
-  os << "#define " << upper << "_NUM_ARGS " << signature.arguments.size() << "\n"
+  os << "#define " << upper << "_NUM_ARGS " << arguments.size() << "\n"
      << "#define " << upper << "_MAX_RANK " << maxRank << "\n"
-     << "enum { " << upper << "_INPUT = 0, " << upper << "_WEIGHT = 1, " << upper
-     << "_OUTPUT = 2" << (counts[3] ? ", " + upper + "_STATE = 3" : "") << " };\n"
+     << "enum { " << upper << "_INPUT = 0, " << upper << "_WEIGHT = 1, " << upper << "_OUTPUT = 2"
+     << (counts[3] ? ", " + upper + "_STATE = 3" : "") << " };\n"
      << "static const char *const " << base << "_arg_names[] = {";
-  for (auto [index, argument] : llvm::enumerate(signature.arguments))
+  for (auto [index, argument] : llvm::enumerate(arguments))
     os << (index ? ", " : "") << cString(argument.name);
   os << "};\nstatic const int " << base << "_arg_kinds[] = {";
-  for (auto [index, argument] : llvm::enumerate(signature.arguments))
+  for (auto [index, argument] : llvm::enumerate(arguments))
     os << (index ? ", " : "") << static_cast<int>(argument.kind);
   os << "};\n/* Element types as xfmr_dtype values (xfmr-rt/xfmr_runtime.h). */\n"
      << "static const int " << base << "_arg_dtypes[] = {";
-  for (auto [index, argument] : llvm::enumerate(signature.arguments))
-    os << (index ? ", " : "") << dtypeEnum(argument.dtype);
+  for (auto [index, argument] : llvm::enumerate(arguments))
+    os << (index ? ", " : "") << static_cast<int>(argument.dtype);
   os << "};\nstatic const int " << base << "_arg_ranks[] = {";
-  for (auto [index, argument] : llvm::enumerate(signature.arguments))
+  for (auto [index, argument] : llvm::enumerate(arguments))
     os << (index ? ", " : "") << argument.shape.size();
   os << "};\nstatic const int64_t " << base << "_arg_shapes[][" << maxRank << "] = {";
-  for (auto [index, argument] : llvm::enumerate(signature.arguments)) {
+  for (auto [index, argument] : llvm::enumerate(arguments)) {
     os << (index ? ", {" : "{");
     llvm::interleaveComma(argument.shape, os);
     if (argument.shape.empty())
@@ -720,7 +677,7 @@ std::string xfmr::buildHeader(ArrayRef<ModelSignature> entries, StringRef prefix
   std::string upper = StringRef(cIdentifier(prefix)).upper();
   std::string text;
   llvm::raw_string_ostream os(text);
-  const ModelInfo &info = entries.front().info;
+  const ModelInfo &info = entries.front().manifest;
   os << "/* Generated by xfmrc from " << source << " ("
      << (info.modelType.empty() ? "xfmr IR" : info.modelType) << "). Do not edit.\n"
      << " *\n"

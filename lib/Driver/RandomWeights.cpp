@@ -14,8 +14,8 @@ llvm::Error xfmr::writeRandomWeights(const ModelSignature &signature, llvm::Stri
   std::normal_distribution<float> normal(0.0f, 0.02f);
   std::vector<std::vector<float>> data;
   std::vector<xfmr_tensor_ref> refs;
-  for (const ModelArgument &argument : signature.arguments) {
-    if (argument.kind != ModelArgument::Kind::Param)
+  for (const rt::ArgSpec &argument : signature.manifest.args) {
+    if (argument.kind != rt::ArgSpec::Kind::Param)
       continue;
     size_t count = 1;
     for (int64_t d : argument.shape)

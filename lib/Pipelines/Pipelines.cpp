@@ -45,6 +45,13 @@ void xfmr::buildGradientPipeline(OpPassManager &pm, const FusionOptions &fusion,
   pm.addPass(createXfmrAutodiff(autodiff));
 }
 
+void xfmr::buildTrainStepPipeline(OpPassManager &pm, const FusionOptions &fusion,
+                                  const XfmrTrainStepOptions &step,
+                                  ArrayRef<std::string> wrtInputs) {
+  buildGradientPipeline(pm, fusion, step.function, wrtInputs, step.lossScale > 0);
+  pm.addPass(createXfmrTrainStep(step));
+}
+
 void xfmr::buildLinalgBufferizationPipeline(OpPassManager &pm, bool fuseElementwise,
                                             bool distribute) {
   pm.addPass(createConvertXfmrToLinalg());

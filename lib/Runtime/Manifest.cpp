@@ -1,4 +1,4 @@
-//===- Manifest.cpp - a compiled entry's arguments ------------------------===//
+//===- Manifest.cpp - a compiled entry's manifest, written and read -------===//
 
 #include "Manifest.h"
 
@@ -30,6 +30,12 @@ std::string xfmr::rt::floatPartName(xfmr_dtype dtype) {
   }
 }
 
+static constexpr std::pair<const char *, ArgSpec::Kind> kArgKinds[] = {
+    {"input", ArgSpec::Kind::Input},
+    {"param", ArgSpec::Kind::Param},
+    {"output", ArgSpec::Kind::Output},
+    {"state", ArgSpec::Kind::State}};
+
 const ArgSpec *Manifest::find(const std::string &name, ArgSpec::Kind kind) const {
   for (const ArgSpec &arg : args)
     if (arg.kind == kind && arg.name == name)
@@ -37,14 +43,71 @@ const ArgSpec *Manifest::find(const std::string &name, ArgSpec::Kind kind) const
   return nullptr;
 }
 
-Manifest xfmr::rt::parseManifest(const char *text) {
-  std::string error;
+std::string xfmr::rt::writeManifest(const Manifest &manifest) {
+  Json args = Json::array();
+  for (const ArgSpec &spec : manifest.args) {
+    Json arg = {{"kind", kArgKinds[static_cast<int>(spec.kind)].first},
+                {"name", spec.name},
+                {"dtype", xfmr_dtype_name(spec.dtype)},
+                {"shape", spec.shape}};
+    if (spec.vocabSize)
+      arg["vocab_size"] = spec.vocabSize;
+    if (!spec.init.empty())
+      arg["init"] = spec.init;
+    if (!spec.updates.empty())
+      arg["updates"] = spec.updates;
+    if (!spec.quantizedPart.empty())
+      arg["quantized"] = {{"source", spec.source}, {"part", spec.quantizedPart},
+                          {"axis", spec.axis},     {"group_size", spec.groupSize},
+                          {"bits", spec.bits},     {"transposed", spec.transposed}};
+    args.push_back(std::move(arg));
+  }
+  Json json = {{"format", 1},
+               {"model_type", manifest.modelType},
+               {"architecture", manifest.architecture},
+               {"entry", manifest.entry},
+               {"pad_token_id", manifest.padTokenId},
+               {"weight_prefixes", manifest.weightPrefixes},
+               {"default_weights", manifest.defaultWeights},
+               {"bos_token_id", manifest.bosTokenId},
+               {"causal_lm", manifest.causalLanguageModel},
+               {"decoder_start_token_id", manifest.decoderStartTokenId},
+               {"forced_bos_token_id", manifest.forcedBosTokenId},
+               {"forced_eos_token_id", manifest.forcedEosTokenId},
+               {"suppress_tokens", manifest.suppressedTokenIds},
+               {"eos_token_ids", manifest.eosTokenIds},
+               {"args", std::move(args)}};
+  if (!manifest.arenas.empty())
+    json["arenas"] = manifest.arenas;
+  if (!manifest.optimizer.empty()) {
+    Json training = manifest.training;
+    training["optimizer"] = manifest.optimizer;
+    json["training"] = std::move(training);
+  }
+  // Names come from checkpoints: bytes that are not UTF-8 are replaced
+  // rather than thrown on.
+  return json.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::optional<Manifest> xfmr::rt::readManifest(std::string_view text, std::string &error) {
   std::optional<Json> json = parseJson(text, error);
-  if (!json || !json->is_object())
-    fail("corrupt model manifest: " + error);
+  if (!json)
+    return std::nullopt;
+  if (!json->is_object()) {
+    error = "not a JSON object";
+    return std::nullopt;
+  }
+  auto corrupt = [&](std::string why) -> std::optional<Manifest> {
+    error = std::move(why);
+    return std::nullopt;
+  };
   Manifest manifest;
   if (const Json *type = field(*json, "model_type"))
     manifest.modelType = textOf(*type);
+  if (const Json *architecture = field(*json, "architecture"))
+    manifest.architecture = textOf(*architecture);
+  if (const Json *entry = field(*json, "entry"))
+    manifest.entry = textOf(*entry);
   if (const Json *pad = field(*json, "pad_token_id"))
     manifest.padTokenId = asInt(*pad).value_or(0);
   if (const Json *prefixes = field(*json, "weight_prefixes")) {
@@ -83,12 +146,12 @@ Manifest xfmr::rt::parseManifest(const char *text) {
     for (const auto &[function, bytes] : members(*arenas)) {
       std::optional<int64_t> size = asInt(bytes);
       if (!size || *size < 0)
-        fail("corrupt model manifest: arena of '" + function + "' is not a size");
+        return corrupt("arena of '" + function + "' is not a size");
       manifest.arenas[function] = *size;
     }
   const Json *args = field(*json, "args");
   if (!args || !args->is_array())
-    fail("corrupt model manifest: no \"args\"");
+    return corrupt("no \"args\"");
   for (const Json &arg : elements(*args)) {
     ArgSpec spec;
     const Json *kind = field(arg, "kind");
@@ -96,21 +159,16 @@ Manifest xfmr::rt::parseManifest(const char *text) {
     const Json *dtype = field(arg, "dtype");
     const Json *shape = field(arg, "shape");
     if (!kind || !name || !dtype || !shape)
-      fail("corrupt model manifest: argument without kind/name/dtype/shape");
-    static constexpr std::pair<const char *, ArgSpec::Kind> kinds[] = {
-        {"input", ArgSpec::Kind::Input},
-        {"param", ArgSpec::Kind::Param},
-        {"output", ArgSpec::Kind::Output},
-        {"state", ArgSpec::Kind::State}};
-    auto known = std::find_if(std::begin(kinds), std::end(kinds),
+      return corrupt("argument without kind/name/dtype/shape");
+    auto known = std::find_if(std::begin(kArgKinds), std::end(kArgKinds),
                               [&](const auto &k) { return textOf(*kind) == k.first; });
-    if (known == std::end(kinds))
-      fail("corrupt model manifest: argument kind '" + textOf(*kind) + "'");
+    if (known == std::end(kArgKinds))
+      return corrupt("argument kind '" + textOf(*kind) + "'");
     spec.kind = known->second;
     spec.name = textOf(*name);
     std::optional<xfmr_dtype> parsed = parseDtype(textOf(*dtype));
     if (!parsed)
-      fail("corrupt model manifest: dtype " + textOf(*dtype));
+      return corrupt("dtype " + textOf(*dtype));
     spec.dtype = *parsed;
     for (const Json &dim : elements(*shape))
       spec.shape.push_back(asInt(dim).value_or(0));
@@ -138,7 +196,7 @@ Manifest xfmr::rt::parseManifest(const char *text) {
       if (!source || !part || spec.shape.size() != 2 || !packed ||
           !(rounded ||
             (groups && ((textOf(*part) == "values" && spec.dtype == XFMR_DTYPE_I8) || scaleLike))))
-        fail("corrupt model manifest: quantized argument '" + spec.name + "'");
+        return corrupt("quantized argument '" + spec.name + "'");
       spec.source = textOf(*source);
       spec.quantizedPart = textOf(*part);
       if (!rounded) {
@@ -151,4 +209,12 @@ Manifest xfmr::rt::parseManifest(const char *text) {
     manifest.args.push_back(std::move(spec));
   }
   return manifest;
+}
+
+Manifest xfmr::rt::parseManifest(const char *text) {
+  std::string error;
+  std::optional<Manifest> manifest = readManifest(text, error);
+  if (!manifest)
+    fail("corrupt model manifest: " + error);
+  return std::move(*manifest);
 }

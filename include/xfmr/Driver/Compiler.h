@@ -166,41 +166,12 @@ struct CompileOptions {
   std::string runtimeLibraryDir;
 };
 
-/// One argument or result of a model's entry function, as the runtime and a
-/// C caller see it.
-struct ModelArgument {
-  /// State: an optimizer state tensor of a training step.
-  enum class Kind { Input, Param, Output, State } kind;
-  std::string name;
-  std::string dtype; // safetensors spelling: F32, I32, ...
-  std::vector<int64_t> shape;
-  /// For token-id inputs: the embedding table size their ids index.
-  int64_t vocabSize = 0;
-  /// For weights: how a fresh model initialises them (normal, zeros, ones).
-  std::string init;
-  /// For outputs: the weight or state argument whose buffer the output may
-  /// overwrite (a training step's updates).
-  std::string updates;
-  /// For int8 weights (xfmr-quantize-weights): the checkpoint tensor they
-  /// quantize, which part they are ("values" or "scales"), the groups, and
-  /// whether the part is stored as the tensor's transpose.
-  std::string source, quantizedPart;
-  int64_t quantizedAxis = 0, groupSize = 0, bits = 8;
-  bool quantizedTransposed = false;
-};
-
+/// A compiled entry: its symbol is `<prefix>_<symbol>` (forward,
+/// train_step, evaluate, prefill, decode, ...), and its manifest describes
+/// its arguments to the runtime and to C callers.
 struct ModelSignature {
-  ModelInfo info;
-  std::string entryName;
-  /// The entry's symbol is `<prefix>_<symbol>`: forward, train_step,
-  /// evaluate, prefill, decode.
   std::string symbol = "forward";
-  std::vector<ModelArgument> arguments;
-  /// For a training step: its optimizer and schedule.
-  std::optional<TrainOptions> training;
-  /// The bytes of the arena (xfmr-plan-buffers) of each function the
-  /// compiled entry runs, by function name: its activations' memory.
-  std::map<std::string, int64_t> arenas;
+  rt::Manifest manifest;
 };
 
 /// Loads `options.inputPath` (.json config or .mlir), applies the
@@ -210,9 +181,6 @@ struct ModelSignature {
 llvm::Expected<mlir::OwningOpRef<mlir::ModuleOp>>
 loadModel(mlir::MLIRContext &context, const CompileOptions &options,
           std::vector<ModelSignature> &entries);
-
-/// The JSON manifest the runner reads.
-std::string buildManifest(const ModelSignature &signature);
 
 /// A C header declaring each entry (`<prefix>_forward` and friends).
 std::string buildHeader(llvm::ArrayRef<ModelSignature> entries, llvm::StringRef prefix,

@@ -3,6 +3,8 @@
 #ifndef XFMR_FRONTEND_MODELBUILDER_H
 #define XFMR_FRONTEND_MODELBUILDER_H
 
+#include "xfmr-rt/manifest.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
@@ -104,32 +106,9 @@ struct ModelSource {
 /// file and key.
 llvm::Expected<ModelSource> readModelSource(llvm::StringRef path);
 
-/// What the runtime needs beyond the entry function's signature.
-struct ModelInfo {
-  std::string modelType;
-  /// The Hugging Face class built (empty for the tutorial types).
-  std::string architecture;
-  int64_t padTokenId = 0;
-  /// Tried in order in front of each parameter name when looking it up in a
-  /// weights file (Hugging Face checkpoints of one architecture differ in
-  /// the head they were saved with).
-  std::vector<std::string> weightPrefixes{""};
-  /// Where the weights are when none are given: the checkpoint compiled.
-  std::string defaultWeights;
-  /// Special tokens (-1: none), for generation; an encoder-decoder's
-  /// decoder starts from decoderStartTokenId.
-  int64_t bosTokenId = -1, decoderStartTokenId = -1;
-  /// The tokens that end a sequence (Llama 3 lists several).
-  std::vector<int64_t> eosTokenIds;
-  /// generate()'s token rules, from generation_config.json (else the
-  /// config): the first and last token it forces (-1: none) and the
-  /// tokens it never generates (bad_words_ids of one token, suppress_tokens).
-  int64_t forcedBosTokenId = -1, forcedEosTokenId = -1;
-  std::vector<int64_t> suppressedTokenIds;
-  /// A causal language model: position t's logits predict token t + 1 (a
-  /// training file of plain ids trains it).
-  bool causalLanguageModel = false;
-};
+/// What the runtime needs beyond the entry functions' signatures: the
+/// metadata part of their manifests.
+using ModelInfo = rt::ModelMetadata;
 
 /// Builds `func.func @forward` (or, with `request.training`, `@loss`) from
 /// a Hugging Face style config: token inputs carry `xfmr.input = "<name>"`,

@@ -3,6 +3,8 @@
 #ifndef XFMR_PIPELINES_PIPELINES_H
 #define XFMR_PIPELINES_PIPELINES_H
 
+#include "xfmr/Transforms/Passes.h"
+
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
 
@@ -118,6 +120,13 @@ void buildXfmrFusionPipeline(mlir::OpPassManager &pm, const FusionOptions &fusio
 void buildGradientPipeline(mlir::OpPassManager &pm, const FusionOptions &fusion,
                            llvm::StringRef function, llvm::ArrayRef<std::string> wrtInputs,
                            bool lossScale = false);
+
+/// A training step of the loss `step.function`: its gradient
+/// (buildGradientPipeline; dynamically loss-scaled where `step.lossScale` >
+/// 0) and the optimizer's update around it (xfmr-train-step), `train_step`.
+void buildTrainStepPipeline(mlir::OpPassManager &pm, const FusionOptions &fusion,
+                            const XfmrTrainStepOptions &step,
+                            llvm::ArrayRef<std::string> wrtInputs);
 
 /// The xfmr ops a target has no kernels of -> linalg (convert-xfmr-to-linalg,
 /// elementwise ops, with `fuseElementwise` fused where a producer has one
