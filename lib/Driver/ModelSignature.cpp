@@ -414,6 +414,7 @@ xfmr::loadModel(MLIRContext &context, const CompileOptions &options,
     ModelRequest request = options.model;
     request.training = options.mode == CompileMode::Gradient || options.mode == CompileMode::Train;
     request.generate = options.mode == CompileMode::Generate;
+    request.fuseAttention = options.fusion.attention;
     auto built = buildModel(context, *source, request, info);
     if (!built)
       return built.takeError();

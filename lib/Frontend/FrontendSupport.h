@@ -210,11 +210,17 @@ public:
   bool wantsAttentions(int64_t layer) const {
     return request.allAttentions || llvm::is_contained(request.attentionLayers, layer);
   }
-  /// The probabilities of causal self-attention of split heads (as
-  /// causalSelfAttention takes them), [batch, heads, seq, seq], computed
-  /// unfused: what `output_attentions` returns.
-  mlir::Value causalAttentionProbabilities(mlir::Value q, mlir::Value k, mlir::Value paddingMask,
-                                           const ScoreOptions &options);
+  /// The attention probabilities of split heads (`q` [batch, queries,
+  /// heads, head_dim], `k` with a divisor of its heads), [batch, heads,
+  /// queries, keys], computed unfused: what `output_attentions` returns.
+  /// `paddingMask` ([batch, keys] i1) and `bias` (added to the scores) may
+  /// be null.
+  mlir::Value attentionProbabilities(mlir::Value q, mlir::Value k, mlir::Value paddingMask,
+                                     mlir::Value bias, const ScoreOptions &options, bool causal);
+  /// `probabilities` ([batch, heads, queries, keys]) times the split heads
+  /// `v`, merged to [batch, queries, heads * head_dim]: attention's unfused
+  /// second product.
+  mlir::Value weighValues(mlir::Value probabilities, mlir::Value v);
   /// Rotary position embedding of split heads (xfmr.rotary_embedding):
   /// positions from 0, or in a generation entry from each sequence's start.
   mlir::Value rotary(mlir::Value x, llvm::ArrayRef<double> inverseFrequencies, double scaling);

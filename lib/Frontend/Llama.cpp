@@ -375,7 +375,7 @@ public:
     Value attended = graph.causalSelfAttention(q, k, v, mask, scores, "attentions", layer);
     if (!graph.caching() && graph.wantsAttentions(layer))
       graph.output("attentions." + std::to_string(layer),
-                   graph.causalAttentionProbabilities(q, k, mask, scores));
+                   graph.attentionProbabilities(q, k, mask, Value(), scores, /*causal=*/true));
     return graph.linear(attended, prefix + ".o_proj", queryWidth, c.dModel, true, c.outputBias);
   }
 

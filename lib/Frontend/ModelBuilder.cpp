@@ -556,14 +556,19 @@ Value GraphBuilder::activation(Value x, Activation activation) {
 Value GraphBuilder::attention(const AttentionSpec &spec, StringRef group, int64_t layer) {
   if (caching() && !spec.keyValue)
     return cachedSelfAttention(spec, group, layer);
-  bool probabilities = request.allAttentions || llvm::is_contained(request.attentionLayers, layer);
-  auto op = MultiHeadAttentionOp::create(
-      b, loc, spec.query, spec.keyValue, spec.inWeights, spec.inBiases, spec.outWeight,
-      spec.outBias, spec.paddingMask, spec.bias, spec.heads, spec.causal, spec.torchLayout,
-      spec.scale ? b.getF64FloatAttr(*spec.scale) : FloatAttr(), probabilities);
-  if (probabilities)
-    output((group + "." + Twine(layer)).str(), op.getProbabilities());
-  return op.getResult();
+  SmallVector<Value, 3> qkv = projectHeads(spec, spec.keyValue);
+  ScoreOptions scores{spec.scale};
+  Value probabilities;
+  if (wantsAttentions(layer) || !request.fuseAttention)
+    probabilities =
+        attentionProbabilities(qkv[0], qkv[1], spec.paddingMask, spec.bias, scores, spec.causal);
+  if (wantsAttentions(layer))
+    output((group + "." + Twine(layer)).str(), probabilities);
+  Value merged = request.fuseAttention
+                     ? attendHeads(qkv[0], qkv[1], qkv[2], spec.paddingMask, spec.bias, scores,
+                                   spec.causal, Value(), Value())
+                     : weighValues(probabilities, qkv[2]);
+  return LinearOp::create(b, loc, merged, spec.outWeight, spec.outBias, spec.torchLayout);
 }
 
 Value GraphBuilder::splitHeads(Value x, int64_t heads) {
@@ -677,34 +682,46 @@ Value GraphBuilder::causalSelfAttention(Value q, Value k, Value v, Value padding
                                         int64_t layer) {
   if (caching())
     return attendOverCache(q, k, v, paddingMask, Value(), options, group, layer);
+  if (!request.fuseAttention)
+    return weighValues(attentionProbabilities(q, k, paddingMask, Value(), options, /*causal=*/true),
+                       v);
   return attendHeads(q, k, v, paddingMask, Value(), options, /*causal=*/true, Value(), Value());
 }
 
-Value GraphBuilder::causalAttentionProbabilities(Value q, Value k, Value paddingMask,
-                                                 const ScoreOptions &options) {
+static constexpr int64_t kToHeads[] = {0, 2, 1, 3};
+
+/// `x` [batch, seq, key heads, head_dim] with each head repeated for its
+/// group of query heads, to `heads`.
+static Value repeatHeads(OpBuilder &b, Location loc, Value x, int64_t heads) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t batch = type.getDimSize(0), seq = type.getDimSize(1), keyHeads = type.getDimSize(2);
+  int64_t headDim = type.getDimSize(3);
+  if (keyHeads == heads)
+    return x;
+  auto grouped = [&](int64_t groups) {
+    return type.clone({batch, seq, keyHeads, groups, headDim});
+  };
+  Value zeros = arith::ConstantOp::create(
+      b, loc,
+      DenseElementsAttr::get(grouped(heads / keyHeads), b.getFloatAttr(type.getElementType(), 0)));
+  return ReshapeOp::create(b, loc, type.clone({batch, seq, heads, headDim}),
+                           AddOp::create(b, loc, ReshapeOp::create(b, loc, grouped(1), x), zeros));
+}
+
+Value GraphBuilder::attentionProbabilities(Value q, Value k, Value paddingMask, Value bias,
+                                           const ScoreOptions &options, bool causal) {
   auto queryType = cast<RankedTensorType>(q.getType());
   auto keyType = cast<RankedTensorType>(k.getType());
-  int64_t batch = queryType.getDimSize(0), seq = queryType.getDimSize(1);
-  int64_t heads = queryType.getDimSize(2), keyHeads = keyType.getDimSize(2);
-  int64_t headDim = queryType.getDimSize(3);
+  int64_t batch = queryType.getDimSize(0), queries = queryType.getDimSize(1);
+  int64_t keys = keyType.getDimSize(1), headDim = queryType.getDimSize(3);
   auto constant = [&](double value) {
     auto type = RankedTensorType::get({}, elementType);
     return arith::ConstantOp::create(
         b, loc, DenseElementsAttr::get(type, b.getFloatAttr(elementType, value)));
   };
-  // Each key head repeated for its group of query heads.
-  if (keyHeads != heads) {
-    auto grouped = [&](int64_t groups) {
-      return RankedTensorType::get({batch, seq, keyHeads, groups, headDim}, elementType);
-    };
-    Value single = ReshapeOp::create(b, loc, grouped(1), k);
-    Value zeros = arith::ConstantOp::create(
-        b, loc, DenseElementsAttr::get(grouped(heads / keyHeads), b.getFloatAttr(elementType, 0)));
-    k = ReshapeOp::create(b, loc, queryType, AddOp::create(b, loc, single, zeros));
-  }
-  static constexpr int64_t toHeads[] = {0, 2, 1, 3};
-  Value scores = MatmulOp::create(b, loc, TransposeOp::create(b, loc, q, toHeads),
-                                  TransposeOp::create(b, loc, k, toHeads), /*transpose_rhs=*/true);
+  k = repeatHeads(b, loc, k, queryType.getDimSize(2));
+  Value scores = MatmulOp::create(b, loc, TransposeOp::create(b, loc, q, kToHeads),
+                                  TransposeOp::create(b, loc, k, kToHeads), /*transpose_rhs=*/true);
   double scale = options.scale ? *options.scale : 1.0 / std::sqrt(static_cast<double>(headDim));
   scores = MulOp::create(b, loc, scores, constant(scale));
   if (options.softcap)
@@ -712,24 +729,45 @@ Value GraphBuilder::causalAttentionProbabilities(Value q, Value k, Value padding
         b, loc,
         TanhOp::create(b, loc, MulOp::create(b, loc, scores, constant(1 / *options.softcap))),
         constant(*options.softcap));
-  // Key j is visible from query i when j <= i (and i - j < window: a
-  // constant band, which the frontend bounds in size).
-  auto squareType = RankedTensorType::get({seq, seq}, b.getI1Type());
   Value negInf = constant(-std::numeric_limits<double>::infinity());
-  Value keep = CausalMaskOp::create(b, loc, squareType);
-  if (options.window) {
-    SmallVector<bool> visible(seq * seq);
-    for (int64_t i = 0; i < seq; ++i)
-      for (int64_t j = 0; j < seq; ++j)
-        visible[i * seq + j] = j <= i && i - j < options.window;
-    keep = arith::ConstantOp::create(b, loc,
-                                     DenseElementsAttr::get(squareType, ArrayRef<bool>(visible)));
+  if (causal) {
+    // Key j is visible from query i when j <= i + keys - queries (and within
+    // the window: a constant band, which the frontend bounds in size).
+    auto visibleType = RankedTensorType::get({queries, keys}, b.getI1Type());
+    Value keep = CausalMaskOp::create(b, loc, visibleType);
+    if (options.window) {
+      SmallVector<bool> visible(queries * keys);
+      for (int64_t i = 0; i < queries; ++i)
+        for (int64_t j = 0; j < keys; ++j) {
+          int64_t position = i + keys - queries;
+          visible[i * keys + j] = j <= position && position - j < options.window;
+        }
+      keep = arith::ConstantOp::create(
+          b, loc, DenseElementsAttr::get(visibleType, ArrayRef<bool>(visible)));
+    }
+    scores = SelectOp::create(b, loc, keep, scores, negInf);
   }
-  scores = SelectOp::create(b, loc, keep, scores, negInf);
-  Value keys = ReshapeOp::create(b, loc, RankedTensorType::get({batch, 1, 1, seq}, b.getI1Type()),
-                                 paddingMask);
-  scores = SelectOp::create(b, loc, keys, scores, negInf);
+  if (paddingMask) {
+    Value keep = ReshapeOp::create(
+        b, loc, RankedTensorType::get({batch, 1, 1, keys}, b.getI1Type()), paddingMask);
+    scores = SelectOp::create(b, loc, keep, scores, negInf);
+  }
+  if (bias)
+    scores = AddOp::create(b, loc, scores, bias);
   return SoftmaxOp::create(b, loc, scores, /*axis=*/3);
+}
+
+Value GraphBuilder::weighValues(Value probabilities, Value v) {
+  auto probabilitiesType = cast<RankedTensorType>(probabilities.getType());
+  int64_t batch = probabilitiesType.getDimSize(0), heads = probabilitiesType.getDimSize(1);
+  int64_t queries = probabilitiesType.getDimSize(2);
+  int64_t headDim = cast<RankedTensorType>(v.getType()).getDimSize(3);
+  v = repeatHeads(b, loc, v, heads);
+  Value context = MatmulOp::create(b, loc, probabilities, TransposeOp::create(b, loc, v, kToHeads),
+                                   /*transpose_rhs=*/false);
+  return ReshapeOp::create(b, loc,
+                           RankedTensorType::get({batch, queries, heads * headDim}, elementType),
+                           TransposeOp::create(b, loc, context, kToHeads));
 }
 
 Value GraphBuilder::rotary(Value x, ArrayRef<double> inverseFrequencies, double scaling) {

@@ -271,7 +271,7 @@ def run_xfmr(args, directory, flags, tokens, workdir, batch, seq_len, decoder_le
     command = [args.xfmrc, directory, f"--batch={batch}", f"--seq-len={seq_len}", "-o", model]
     if decoder_len:
         command.append(f"--decoder-seq-len={decoder_len}")
-    subprocess.run(command + flags, check=True)
+    subprocess.run(command + flags + args.xfmrc_flag, check=True)
     output = os.path.join(workdir, "out.safetensors")
     # The executable's weights default to the checkpoint it was compiled from.
     subprocess.run([model, f"--input={tokens}", f"--output={output}"], check=True)
@@ -414,6 +414,9 @@ def main():
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--rel-tol", type=float, default=1e-4)
+    parser.add_argument("--xfmrc-flag", action="append", default=[],
+                        help="extra xfmrc flag for every case (repeatable), e.g. "
+                        "--fuse-attention=false")
     parser.add_argument("cases", nargs="+", choices=sorted(CASES) + sorted(SENTENCE_CASES))
     args = parser.parse_args()
     ok = True

@@ -54,6 +54,9 @@ struct ModelRequest {
   /// empty: the config's "architectures", else the family's default.
   std::string architecture;
   /// Layers whose attention probabilities become outputs, as
+  /// Attention as one fused_attention op; else its scores, softmax and
+  /// products as separate ops (--fuse-attention=false: the exact reference).
+  bool fuseAttention = true;
   /// `output_attentions` in transformers; `allAttentions` asks for all.
   std::vector<int64_t> attentionLayers;
   bool allAttentions = false;
