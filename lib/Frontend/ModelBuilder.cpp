@@ -557,18 +557,16 @@ Value GraphBuilder::attention(const AttentionSpec &spec, StringRef group, int64_
   if (caching() && !spec.keyValue)
     return cachedSelfAttention(spec, group, layer);
   SmallVector<Value, 3> qkv = projectHeads(spec, spec.keyValue);
-  ScoreOptions scores{spec.scale};
   Value probabilities;
   if (wantsAttentions(layer) || !request.fuseAttention)
-    probabilities =
-        attentionProbabilities(qkv[0], qkv[1], spec.paddingMask, spec.bias, scores, spec.causal);
+    probabilities = attentionProbabilities(qkv[0], qkv[1], spec.paddingMask, spec.bias,
+                                           ScoreOptions{spec.scale}, spec.causal);
   if (wantsAttentions(layer))
     output((group + "." + Twine(layer)).str(), probabilities);
-  Value merged = request.fuseAttention
-                     ? attendHeads(qkv[0], qkv[1], qkv[2], spec.paddingMask, spec.bias, scores,
-                                   spec.causal, Value(), Value())
-                     : weighValues(probabilities, qkv[2]);
-  return LinearOp::create(b, loc, merged, spec.outWeight, spec.outBias, spec.torchLayout);
+  if (request.fuseAttention)
+    return attendAndProject(spec, qkv[0], qkv[1], qkv[2], spec.paddingMask, Value(), Value());
+  return LinearOp::create(b, loc, weighValues(probabilities, qkv[2]), spec.outWeight, spec.outBias,
+                          spec.torchLayout);
 }
 
 Value GraphBuilder::splitHeads(Value x, int64_t heads) {
