@@ -37,7 +37,7 @@ template <typename OpTy> struct KernelPattern : OpRewritePattern<OpTy> {
   KernelPattern(MLIRContext *context, const KernelSet &kernels)
       : OpRewritePattern<OpTy>(context), kernels(kernels) {}
   KernelBuilder builder(PatternRewriter &rewriter, Operation *op) const {
-    return KernelBuilder(rewriter, op->getLoc(), kernels.cpu());
+    return KernelBuilder(rewriter, op->getLoc());
   }
 
   /// The factors of an f32 product (or q, k and v of an attention) as the

@@ -170,11 +170,7 @@ struct LayerNormGradients {
 /// for the CPU kernels of the same name.
 class KernelSet {
 public:
-  explicit KernelSet(const CpuTarget &target) : target(target) {}
   virtual ~KernelSet() = default;
-
-  /// The vector unit the kernels' KernelBuilder assumes.
-  const CpuTarget &cpu() const { return target; }
 
   /// Whether the kernels also take bf16 or f16 operands (computing in f32;
   /// gemm() accumulating bf16 or f16 products in f32) and write bf16 or f16
@@ -236,9 +232,6 @@ public:
                                                int64_t ignoreIndex) const {
     llvm_unreachable("no training row kernels");
   }
-
-private:
-  CpuTarget target;
 };
 
 /// Rewrites each f32 fused_linear, matmul with a 2-D weight, fused_attention

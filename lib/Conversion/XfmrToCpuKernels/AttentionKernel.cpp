@@ -70,7 +70,7 @@ constexpr double kLn2 = 0.6931471805599453;
 /// packing, masks and the register-tiled block products.
 class AttentionKernelBase {
 public:
-  AttentionKernelBase(KernelBuilder &kb, const AttentionOperands &in)
+  AttentionKernelBase(VectorBuilder &kb, const AttentionOperands &in)
       : kb(kb), b(kb.builder()), loc(kb.location()), in(in), lanes(kb.cpu().lanes) {
     auto q = cast<MemRefType>(in.q.getType());
     auto k = cast<MemRefType>(in.k.getType());
@@ -267,7 +267,7 @@ protected:
       body(kb.index(c), std::min(lanes, headDim - c));
   }
 
-  KernelBuilder &kb;
+  VectorBuilder &kb;
   OpBuilder &b;
   Location loc;
   const AttentionOperands &in;
@@ -674,10 +674,10 @@ private:
 
 } // namespace
 
-void xfmr::cpu::emitAttention(KernelBuilder &kb, const AttentionOperands &operands) {
+void xfmr::cpu::emitAttention(VectorBuilder &kb, const AttentionOperands &operands) {
   ForwardKernel(kb, operands).emit();
 }
 
-void xfmr::cpu::emitAttentionBackward(KernelBuilder &kb, const AttentionOperands &operands) {
+void xfmr::cpu::emitAttentionBackward(VectorBuilder &kb, const AttentionOperands &operands) {
   BackwardKernel(kb, operands).emit();
 }

@@ -20,54 +20,69 @@ using namespace xfmr::cpu;
 
 namespace {
 
+/// The vector kernels, built through a VectorBuilder of the target.
 class CpuKernelSet : public KernelSet {
 public:
-  using KernelSet::KernelSet;
+  explicit CpuKernelSet(const CpuTarget &target) : target(target) {}
+
   Value gemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB, Value bias,
              Value residual, Activation activation, Type resultType) const override {
     assert(resultType.isF32() && "the CPU kernels write f32");
-    return emitGemm(kb, a, transposeA, b, transposeB, bias, residual, activation);
+    VectorBuilder vb(kb, target);
+    return emitGemm(vb, a, transposeA, b, transposeB, bias, residual, activation);
   }
   Value gatedGemm(KernelBuilder &kb, Value a, Value gate, bool transposeGate, Value up,
                   bool transposeUp, Value gateBias, Value upBias, Activation activation,
                   Type resultType) const override {
     assert(resultType.isF32() && "the CPU kernels write f32");
-    return emitGatedGemm(kb, a, gate, transposeGate, up, transposeUp, gateBias, upBias, activation);
+    VectorBuilder vb(kb, target);
+    return emitGatedGemm(vb, a, gate, transposeGate, up, transposeUp, gateBias, upBias, activation);
   }
   bool widensNarrowInputs() const override { return true; }
-  bool takesBf16Products() const override { return cpu().bf16Dot; }
+  bool takesBf16Products() const override { return target.bf16Dot; }
   Value softmaxRows(KernelBuilder &kb, Value x, Type resultType) const override {
     assert(resultType.isF32() && "the CPU kernels write f32");
-    return emitSoftmaxRows(kb, x);
+    VectorBuilder vb(kb, target);
+    return emitSoftmaxRows(vb, x);
   }
   std::pair<Value, Value> layerNormRows(KernelBuilder &kb, Value x, Value residual, Value gamma,
                                         Value beta, double epsilon, Type sumType,
                                         Type resultType) const override {
     assert(sumType.isF32() && resultType.isF32() && "the CPU kernels write f32");
-    return emitLayerNormRows(kb, x, residual, gamma, beta, epsilon);
+    VectorBuilder vb(kb, target);
+    return emitLayerNormRows(vb, x, residual, gamma, beta, epsilon);
   }
   void attention(KernelBuilder &kb, const AttentionOperands &operands) const override {
-    emitAttention(kb, operands);
+    VectorBuilder vb(kb, target);
+    emitAttention(vb, operands);
   }
   void attentionBackward(KernelBuilder &kb, const AttentionOperands &operands) const override {
-    emitAttentionBackward(kb, operands);
+    VectorBuilder vb(kb, target);
+    emitAttentionBackward(vb, operands);
   }
   bool hasTrainingRowKernels() const override { return true; }
   Value softmaxBackwardRows(KernelBuilder &kb, Value y, Value grad) const override {
-    return emitSoftmaxBackwardRows(kb, y, grad);
+    VectorBuilder vb(kb, target);
+    return emitSoftmaxBackwardRows(vb, y, grad);
   }
   LayerNormGradients layerNormBackwardRows(KernelBuilder &kb, Value x, Value grad, Value gamma,
                                            double epsilon) const override {
-    return emitLayerNormBackwardRows(kb, x, grad, gamma, epsilon);
+    VectorBuilder vb(kb, target);
+    return emitLayerNormBackwardRows(vb, x, grad, gamma, epsilon);
   }
   Value crossEntropyRows(KernelBuilder &kb, Value logits, Value targets,
                          int64_t ignoreIndex) const override {
-    return emitCrossEntropyRows(kb, logits, targets, ignoreIndex);
+    VectorBuilder vb(kb, target);
+    return emitCrossEntropyRows(vb, logits, targets, ignoreIndex);
   }
   Value crossEntropyBackwardRows(KernelBuilder &kb, Value logits, Value targets, Value grad,
                                  int64_t ignoreIndex) const override {
-    return emitCrossEntropyBackwardRows(kb, logits, targets, grad, ignoreIndex);
+    VectorBuilder vb(kb, target);
+    return emitCrossEntropyBackwardRows(vb, logits, targets, grad, ignoreIndex);
   }
+
+private:
+  CpuTarget target;
 };
 
 struct ConvertXfmrToCpuKernelsPass

@@ -75,7 +75,7 @@ struct GemmOperands {
   /// `valid` lanes of B's storage from (row, col) along its rows, as f32:
   /// bf16 and f16 widened, int8 converted and (unless `unscaled`) scaled,
   /// in registers.
-  Value loadB(KernelBuilder &kb, Value row, Value col, int64_t valid = -1,
+  Value loadB(VectorBuilder &kb, Value row, Value col, int64_t valid = -1,
               bool unscaled = false) const {
     if (!bScales)
       return kb.loadVectorWidened(b, {row, col}, valid);
@@ -106,7 +106,7 @@ struct GemmOperands {
   /// from a byte column; a vector of up to 16 values aligned to its width
   /// lies in one half of a block of 32, the low nibbles of bytes (col / 32)
   /// * 16 + col % 16 on, or the high ones.
-  Value loadNibbles(KernelBuilder &kb, Value row, Value col,
+  Value loadNibbles(VectorBuilder &kb, Value row, Value col,
                     llvm::function_ref<Value(Value)> load) const {
     OpBuilder &builder = kb.builder();
     Location loc = kb.location();
@@ -137,7 +137,7 @@ struct GemmOperands {
   }
 
   /// B's storage at (row, col) as f32.
-  Value loadBScalar(KernelBuilder &kb, Value row, Value col) const {
+  Value loadBScalar(VectorBuilder &kb, Value row, Value col) const {
     if (!bScales)
       return kb.loadWidened(b, {row, col});
     if (bits == 4)
@@ -162,7 +162,7 @@ struct PanelSource {
 
 /// One register tile: rows [row, row + rows), `vectors` vectors of columns
 /// from `col`, the last holding `lastValid` valid lanes.
-void emitGemmTile(KernelBuilder &kb, const GemmOperands &g, Value row, int64_t rows, Value col,
+void emitGemmTile(VectorBuilder &kb, const GemmOperands &g, Value row, int64_t rows, Value col,
                   int64_t vectors, int64_t lastValid, PanelSource source) {
   int64_t lanes = kb.cpu().lanes;
   auto valid = [&](int64_t j) { return j + 1 == vectors ? lastValid : lanes; };
@@ -203,7 +203,7 @@ void emitGemmTile(KernelBuilder &kb, const GemmOperands &g, Value row, int64_t r
 
 /// The row tiles of rows [row, row + rows) of the columns
 /// [col, col + vectors * lanes).
-void emitGemmPanel(KernelBuilder &kb, const GemmOperands &g, Value row, int64_t rows, Value col,
+void emitGemmPanel(VectorBuilder &kb, const GemmOperands &g, Value row, int64_t rows, Value col,
                    int64_t vectors, int64_t lastValid, PanelSource source = {}) {
   kb.forRowTiles(row, rows, kb.cpu().tileRows(), [&](Value tileRow, int64_t tileRows) {
     emitGemmTile(kb, g, tileRow, tileRows, col, vectors, lastValid, source);
@@ -216,7 +216,7 @@ void emitGemmPanel(KernelBuilder &kb, const GemmOperands &g, Value row, int64_t 
 /// once, and rows that far apart share one L1 set, evicting each other at
 /// every k. The copy, one parallel pass over A, costs about 2% of such a
 /// product.
-Value padAliasedRows(KernelBuilder &kb, const GemmOperands &g) {
+Value padAliasedRows(VectorBuilder &kb, const GemmOperands &g) {
   Type element = cast<MemRefType>(g.a.getType()).getElementType();
   int64_t bytes = element.getIntOrFloatBitWidth() / 8;
   int64_t lanes = kb.cpu().lanes;
@@ -237,7 +237,7 @@ Value padAliasedRows(KernelBuilder &kb, const GemmOperands &g) {
 /// instead of one row stride (a new page, for wide weights) per k. A B
 /// stored [N, K] is transposed on the way, lanes x lanes at a time in
 /// registers.
-void packPanels(KernelBuilder &kb, const GemmOperands &g, Value packed, Value begin, Value end) {
+void packPanels(VectorBuilder &kb, const GemmOperands &g, Value packed, Value begin, Value end) {
   int64_t lanes = kb.cpu().lanes, panel = 2 * lanes;
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
@@ -272,7 +272,7 @@ void packPanels(KernelBuilder &kb, const GemmOperands &g, Value packed, Value be
 
 /// The last `tail` columns of a B stored [N, K], as packed[0][k][j] (0 past
 /// the tail).
-void packTail(KernelBuilder &kb, const GemmOperands &g, Value packed, int64_t tail) {
+void packTail(VectorBuilder &kb, const GemmOperands &g, Value packed, int64_t tail) {
   int64_t panel = 2 * kb.cpu().lanes;
   kb.forLoop(kb.index(0), kb.index(g.k), 1, [&](Value k) {
     for (int64_t j = 0; j < panel; ++j) {
@@ -300,7 +300,7 @@ constexpr int64_t kSkinnySlabs = 16;
 
 /// The epilogue of output element (m, n) on a vector of `valid` columns
 /// from n (or a scalar): bias, activation, multiplier, residual, store.
-void storeFinished(KernelBuilder &kb, const GemmOperands &g, Value value, Value m, Value n,
+void storeFinished(VectorBuilder &kb, const GemmOperands &g, Value value, Value m, Value n,
                    int64_t valid, bool scalar) {
   OpBuilder &b = kb.builder();
   if (g.bias)
@@ -320,7 +320,7 @@ void storeFinished(KernelBuilder &kb, const GemmOperands &g, Value value, Value 
 
 /// C = epilogue(A B) for B [K, N]: partial[s] = A[:, slab s] B[slab s, :],
 /// each slab of B read row after row, then C = sum over s of partial[s].
-void emitSkinnyGemmAlongK(KernelBuilder &kb, const GemmOperands &g) {
+void emitSkinnyGemmAlongK(VectorBuilder &kb, const GemmOperands &g) {
   int64_t lanes = kb.cpu().lanes;
   int64_t slabs = std::min(kSkinnySlabs, g.k);
   int64_t slabRows = (g.k + slabs - 1) / slabs;
@@ -374,7 +374,7 @@ void emitSkinnyGemmAlongK(KernelBuilder &kb, const GemmOperands &g) {
 /// Calls `step(k, valid)` for the columns [k, k + valid) of a sweep of
 /// [0, depth) `width` at a time, the accumulators `acc` (which `step`
 /// updates) carried through the loop of full steps, the tail step after it.
-void sweepDepth(KernelBuilder &kb, int64_t depth, int64_t width, SmallVector<Value> &acc,
+void sweepDepth(VectorBuilder &kb, int64_t depth, int64_t width, SmallVector<Value> &acc,
                 llvm::function_ref<void(Value, int64_t)> step) {
   int64_t full = depth / width * width;
   if (full)
@@ -410,7 +410,7 @@ constexpr int64_t kDotMinBands = 8;
 /// The sum of a vector's lanes by a halving tree, written out so that its
 /// order is the same wherever it appears (a reassociating reduction leaves
 /// the order to LLVM, which may combine it with its neighbours').
-Value sumLanesInOrder(KernelBuilder &kb, Value vector) {
+Value sumLanesInOrder(VectorBuilder &kb, Value vector) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   for (int64_t n = cast<VectorType>(vector.getType()).getNumElements(); n > 1; n /= 2) {
@@ -435,7 +435,7 @@ Value sumLanesInOrder(KernelBuilder &kb, Value vector) {
 /// vectors, in K's order whatever the chunks, whose lanes are then added
 /// (times B's scale where it has one per output channel) and finished by the
 /// epilogue: the same order for a row whatever the number of rows.
-void emitDotBlocks(KernelBuilder &kb, const GemmOperands &g, int64_t width,
+void emitDotBlocks(VectorBuilder &kb, const GemmOperands &g, int64_t width,
                    llvm::function_ref<Value(Value, Value, int64_t)> loadB,
                    llvm::function_ref<Value(Value, ValueRange, int64_t)> loadA,
                    llvm::function_ref<Value(Value, Value, Value)> multiplyAdd) {
@@ -571,7 +571,7 @@ void emitDotBlocks(KernelBuilder &kb, const GemmOperands &g, int64_t width,
 
 /// C = epilogue(A B^T) for B [N, K] in f32 (B widened, or int8 converted, in
 /// registers), a vector of lanes a step.
-void emitDotBlocksF32(KernelBuilder &kb, const GemmOperands &g) {
+void emitDotBlocksF32(VectorBuilder &kb, const GemmOperands &g) {
   emitDotBlocks(
       kb, g, kb.cpu().lanes,
       [&](Value n, Value col, int64_t valid) {
@@ -586,7 +586,7 @@ void emitDotBlocksF32(KernelBuilder &kb, const GemmOperands &g) {
 /// stored, 32 values a step on vdpbf16ps (a lane adds the products of two
 /// adjacent values: exact, as the f32 kernels' of widened values), where
 /// widening each value took two instructions more.
-void emitDotBlocksBf16Dot(KernelBuilder &kb, const GemmOperands &g) {
+void emitDotBlocksBf16Dot(VectorBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Type bf16 = b.getBF16Type();
   Value zeros = arith::ConstantOp::create(
@@ -615,7 +615,7 @@ Value splatInt(OpBuilder &b, Location loc, VectorType type, int64_t value) {
 /// chunk (`whole`) takes one entry (the chunk lies in one group) or its
 /// groups' entries in one load and a shuffle (groups dividing the chunk);
 /// a tail loads, widens and broadcasts each block's and selects.
-Value chunkBlockLanes(KernelBuilder &kb, llvm::function_ref<int64_t(int64_t)> blockOfLane,
+Value chunkBlockLanes(VectorBuilder &kb, llvm::function_ref<int64_t(int64_t)> blockOfLane,
                       int64_t chunkBlocks, Value buffer, Value row, Value col, int64_t blocks,
                       int64_t group, bool whole) {
   OpBuilder &b = kb.builder();
@@ -657,7 +657,7 @@ Value chunkBlockLanes(KernelBuilder &kb, llvm::function_ref<int64_t(int64_t)> bl
 /// 127 / `largest` (the largest magnitude of values to quantize to int8),
 /// or 0 where it is 0 or NaN: their values then round to 0, and the NaN
 /// reaches the outputs through the scale.
-Value inverseScale(KernelBuilder &kb, Value largest) {
+Value inverseScale(VectorBuilder &kb, Value largest) {
   OpBuilder &b = kb.builder();
   Value positive =
       arith::CmpFOp::create(b, kb.location(), arith::CmpFPredicate::OGT, largest, kb.f32(0.0));
@@ -669,7 +669,7 @@ Value inverseScale(KernelBuilder &kb, Value largest) {
 /// the outputs) stored at aScales[row], then `store(k, valid, ints)` for each
 /// vector of its values from k, rounded to the nearest multiple of the scale
 /// (as i32 lanes).
-void quantizeRowOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Value aScales,
+void quantizeRowOfA(VectorBuilder &kb, const GemmOperands &g, Value row, Value aScales,
                     llvm::function_ref<void(Value, int64_t, Value)> store) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
@@ -705,7 +705,7 @@ void quantizeRowOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Value a
 /// rounded to even at 127 / (largest magnitude) in f32 (as i32 lanes), as
 /// llama.cpp's x86 quantize_row_q8_0 rounds them; with `aSums`, the sum of
 /// each `sumSpan` of them (16 or 32) at aSums[row, k / sumSpan].
-void quantizeBlocksOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Value aScales,
+void quantizeBlocksOfA(VectorBuilder &kb, const GemmOperands &g, Value row, Value aScales,
                        llvm::function_ref<void(Value, Value)> store, Value aSums = {},
                        int64_t sumSpan = 32) {
   OpBuilder &b = kb.builder();
@@ -756,7 +756,7 @@ int64_t groupVectors(const GemmOperands &g, int64_t lanes) {
 /// aGroupSums[row, group] (zeros up to whole vectors of groups): each span's
 /// sum of integers (aSpanSums, spans of `span` values) times its block's
 /// scale. B's offsets and mins multiply these.
-void sumGroupsOfA(KernelBuilder &kb, const GemmOperands &g, Value row, Value aScales,
+void sumGroupsOfA(VectorBuilder &kb, const GemmOperands &g, Value row, Value aScales,
                   Value aSpanSums, int64_t span, Value aGroupSums) {
   OpBuilder &b = kb.builder();
   int64_t lanes = kb.cpu().lanes, spansPerGroup = g.groupSize / span;
@@ -790,7 +790,7 @@ void forRowGroups(int64_t m, int64_t most, llvm::function_ref<void(int64_t, int6
 /// `offsets`, of its offsets' share, per lane `offsets(group, valid)` (a
 /// vector of row n of B's per-group values from `group`) times A's row's
 /// group sums.
-void storeWithGroupShares(KernelBuilder &kb, const GemmOperands &g, Value n, int64_t first,
+void storeWithGroupShares(VectorBuilder &kb, const GemmOperands &g, Value n, int64_t first,
                           int64_t rows, Value aGroupSums, ArrayRef<Value> acc, int64_t unroll,
                           llvm::function_ref<Value(Value, int64_t)> offsets) {
   SmallVector<Value> totals(rows, kb.splat(0.0));
@@ -810,7 +810,7 @@ void storeWithGroupShares(KernelBuilder &kb, const GemmOperands &g, Value n, int
 
 /// Row `n` of an int8 B from `col`, `valid` of 4 x lanes bytes (zeros past
 /// them), plus the target's int8Offset() as dotInt8 takes them.
-Value loadInt8Operand(KernelBuilder &kb, const GemmOperands &g, Value n, Value col, int64_t valid) {
+Value loadInt8Operand(VectorBuilder &kb, const GemmOperands &g, Value n, Value col, int64_t valid) {
   OpBuilder &b = kb.builder();
   auto bytes = VectorType::get({4 * kb.cpu().lanes}, b.getI8Type());
   Value values = kb.loadVector(g.b, {n, col}, valid, splatInt(b, kb.location(), bytes, 0));
@@ -823,7 +823,7 @@ Value loadInt8Operand(KernelBuilder &kb, const GemmOperands &g, Value n, Value c
 /// 2 x `count` values of row `n` of a 4-bit B from `col` (`validBytes`
 /// bytes, zeros past them) as two vectors of `count` bytes: the low nibbles
 /// of its bytes, and their high ones.
-std::array<Value, 2> loadNibblePlanes(KernelBuilder &kb, const GemmOperands &g, Value n, Value col,
+std::array<Value, 2> loadNibblePlanes(VectorBuilder &kb, const GemmOperands &g, Value n, Value col,
                                       int64_t count, int64_t validBytes) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
@@ -838,7 +838,7 @@ std::array<Value, 2> loadNibblePlanes(KernelBuilder &kb, const GemmOperands &g, 
 /// 4 x lanes values of row `n` of a 4-bit B from `col` (`validBytes` bytes,
 /// zeros past them) as bytes, the low nibbles of its bytes then their high
 /// ones, shuffled by `order`.
-Value loadNibbleBytes(KernelBuilder &kb, const GemmOperands &g, Value n, Value col,
+Value loadNibbleBytes(VectorBuilder &kb, const GemmOperands &g, Value n, Value col,
                       int64_t validBytes, ArrayRef<int64_t> order) {
   auto [low, high] = loadNibblePlanes(kb, g, n, col, 2 * kb.cpu().lanes, validBytes);
   return vector::ShuffleOp::create(kb.builder(), kb.location(), low, high, order);
@@ -847,7 +847,7 @@ Value loadNibbleBytes(KernelBuilder &kb, const GemmOperands &g, Value n, Value c
 /// A's rows as bytes as emitIntegerGroupRows reads them: [M, K in whole
 /// chunks of `chunkValues`], zeros past K (written here; the caller writes
 /// the values).
-Value allocateBytesOfA(KernelBuilder &kb, const GemmOperands &g, int64_t chunkValues) {
+Value allocateBytesOfA(VectorBuilder &kb, const GemmOperands &g, int64_t chunkValues) {
   OpBuilder &b = kb.builder();
   int64_t lanes = kb.cpu().lanes;
   int64_t full = g.k / chunkValues * chunkValues;
@@ -875,7 +875,7 @@ struct IntegerChunkLayout {
   int64_t dots;
   llvm::function_ref<int64_t(int64_t)> blockOfLane;
 
-  int64_t values(KernelBuilder &kb) const { return dots * 4 * kb.cpu().lanes; }
+  int64_t values(VectorBuilder &kb) const { return dots * 4 * kb.cpu().lanes; }
 };
 
 /// The rows of a skinny product of B in groups with A quantized per block of
@@ -888,7 +888,7 @@ struct IntegerChunkLayout {
 /// chunkBlockLanes once per product), then the offsets' share, if any
 /// (storeWithGroupShares with `offsets`): a row sums alike in a product of
 /// any number of rows.
-void emitIntegerGroupRows(KernelBuilder &kb, const GemmOperands &g, int64_t uBits,
+void emitIntegerGroupRows(VectorBuilder &kb, const GemmOperands &g, int64_t uBits,
                           int64_t temporaries, IntegerChunkLayout layout, Value aBytes,
                           Value aScales, Value aGroupSums,
                           llvm::function_ref<IntegerChunkOfB(Value, Value, int64_t)> loadChunk,
@@ -965,7 +965,7 @@ void emitIntegerGroupRows(KernelBuilder &kb, const GemmOperands &g, int64_t uBit
 /// sum(a), and sum (q s + min) a = s dot(q, a) + min sum(a), one dot
 /// product of a row of B's scales (or mins) with A's sums per group, apart
 /// from the chunks.
-void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
+void emitSkinnyGemmInt4Dot(VectorBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   int64_t lanes = kb.cpu().lanes;
@@ -1022,7 +1022,7 @@ void emitSkinnyGemmInt4Dot(KernelBuilder &kb, const GemmOperands &g) {
 /// 127); an output is then a dot product of bytes (4 products summed a
 /// lane), minus the target's int8Offset() times the sum of A's row (once per
 /// product), times both scales.
-void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
+void emitSkinnyGemmInt8Dot(VectorBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   int64_t lanes = kb.cpu().lanes, bytes = 4 * lanes;
@@ -1103,7 +1103,7 @@ void emitSkinnyGemmInt8Dot(KernelBuilder &kb, const GemmOperands &g) {
 /// (storeWithGroupShares); a dot product of 4 x lanes bytes sums 4 products
 /// a lane (with 16 lanes, lanes 0-7 of the first block, 8-15 of the second;
 /// each 4 lanes of one group of 16).
-void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
+void emitSkinnyGemmInt8GroupDot(VectorBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   constexpr int64_t kBlock = 32;
@@ -1169,7 +1169,7 @@ void emitSkinnyGemmInt8GroupDot(KernelBuilder &kb, const GemmOperands &g) {
 /// register tile of up to `tileRows` rows of the band the sums that
 /// `tile(row, rows, first)` returns (2 vectors of columns a row), finished
 /// by the epilogue.
-void forPackedPanels(KernelBuilder &kb, const GemmOperands &g, int64_t panelColumns,
+void forPackedPanels(VectorBuilder &kb, const GemmOperands &g, int64_t panelColumns,
                      int64_t tileRows, llvm::function_ref<void(Value, int64_t)> pack,
                      llvm::function_ref<SmallVector<Value>(Value, int64_t, Value)> tile) {
   int64_t lanes = kb.cpu().lanes;
@@ -1202,7 +1202,7 @@ void forPackedPanels(KernelBuilder &kb, const GemmOperands &g, int64_t panelColu
 /// `row(r)` for rows r of [0, 2 lanes), each lane `perLane` values of B
 /// along K from `k` (`valid` of them): packed[k / perLane + q][r] = lane q
 /// of row r, for the lanes that hold values.
-void packTransposed(KernelBuilder &kb, llvm::function_ref<Value(int64_t)> row, Value packed,
+void packTransposed(VectorBuilder &kb, llvm::function_ref<Value(int64_t)> row, Value packed,
                     Value k, int64_t perLane, int64_t valid) {
   int64_t lanes = kb.cpu().lanes;
   for (int64_t half = 0; half < 2; ++half) {
@@ -1217,12 +1217,12 @@ void packTransposed(KernelBuilder &kb, llvm::function_ref<Value(int64_t)> row, V
 }
 
 /// Whether the target has an integer dot product (dotInt8).
-bool hasIntegerDot(KernelBuilder &kb) { return kb.cpu().integerDot != IntegerDot::None; }
+bool hasIntegerDot(VectorBuilder &kb) { return kb.cpu().integerDot != IntegerDot::None; }
 
 /// Whether emitGemmIntegerDot takes a product: an int8 or 4-bit B^T with
 /// groups of a multiple of 32 along K (int8 also of 16, GGUF's Q6_K), on
 /// targets with an int8 dot product.
-bool takesIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
+bool takesIntegerDot(VectorBuilder &kb, const GemmOperands &g) {
   return hasIntegerDot(kb) && g.transposeB && !g.transposeA && g.bScales && g.groupAxis == 1 &&
          (g.groupSize % 32 == 0 || (g.bits == 8 && g.groupSize == 16)) && g.k % 32 == 0;
 }
@@ -1240,7 +1240,7 @@ bool takesIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
 /// int8Offset(); 4 bits by 8 unless their groups have mins), which a span's sum
 /// undoes with that offset times the sum of A's span; a group's min adds
 /// min times A's span sum, scaled.
-void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
+void emitGemmIntegerDot(VectorBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   constexpr int64_t kBlock = 32;
@@ -1381,7 +1381,7 @@ void emitGemmIntegerDot(KernelBuilder &kb, const GemmOperands &g) {
 
 /// Whether emitGemmBf16Dot takes a product: bf16 A and B (neither
 /// transposed A nor scales), a depth of whole pairs, on AVX-512 BF16.
-bool takesBf16Dot(KernelBuilder &kb, const GemmOperands &g) {
+bool takesBf16Dot(VectorBuilder &kb, const GemmOperands &g) {
   auto elementOf = [](Value buffer) { return cast<MemRefType>(buffer.getType()).getElementType(); };
   return kb.cpu().bf16Dot && !g.transposeA && !g.bScales && elementOf(g.a).isBF16() &&
          elementOf(g.b).isBF16() && g.k % 2 == 0;
@@ -1396,7 +1396,7 @@ bool takesBf16Dot(KernelBuilder &kb, const GemmOperands &g) {
 /// [K, N], rows k and k + 1 interleaved. A register tile of 6 rows x 2
 /// vectors of columns accumulates over all of K, a pair of A's row
 /// broadcast per step, and the epilogue is applied to it.
-void emitGemmBf16Dot(KernelBuilder &kb, const GemmOperands &g) {
+void emitGemmBf16Dot(VectorBuilder &kb, const GemmOperands &g) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
   // Panels of 32 columns; B^T packed 32 values (16 pairs) of K at a time.
@@ -1482,7 +1482,7 @@ void emitGemmBf16Dot(KernelBuilder &kb, const GemmOperands &g) {
 
 /// The operands of C = epilogue(A B): A, C and the epilogue's buffers, and
 /// B as the kernels read it.
-GemmOperands gemmOperands(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB,
+GemmOperands gemmOperands(VectorBuilder &kb, Value a, bool transposeA, Value b, bool transposeB,
                           Value bias, Value residual, Activation activation) {
   auto aType = cast<RankedTensorType>(a.getType());
   auto bType = cast<RankedTensorType>(b.getType());
@@ -1522,7 +1522,7 @@ GemmOperands gemmOperands(KernelBuilder &kb, Value a, bool transposeA, Value b, 
 
 /// C = epilogue(A B) into g.c; `a` is A's tensor (bf16 ones are widened
 /// for the kernels that read f32).
-void emitProduct(KernelBuilder &kb, GemmOperands &g, Value a) {
+void emitProduct(VectorBuilder &kb, GemmOperands &g, Value a) {
   // A bf16 A (productFactors) is read as stored by the bf16 dot product's
   // GEMM, widened for the others.
   auto aType = cast<RankedTensorType>(a.getType());
@@ -1617,14 +1617,14 @@ void emitProduct(KernelBuilder &kb, GemmOperands &g, Value a) {
 
 } // namespace
 
-Value xfmr::cpu::emitGemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB,
+Value xfmr::cpu::emitGemm(VectorBuilder &kb, Value a, bool transposeA, Value b, bool transposeB,
                           Value bias, Value residual, Activation activation) {
   GemmOperands g = gemmOperands(kb, a, transposeA, b, transposeB, bias, residual, activation);
   emitProduct(kb, g, a);
   return kb.asTensor(g.c);
 }
 
-Value xfmr::cpu::emitGatedGemm(KernelBuilder &kb, Value a, Value gate, bool transposeGate, Value up,
+Value xfmr::cpu::emitGatedGemm(VectorBuilder &kb, Value a, Value gate, bool transposeGate, Value up,
                                bool transposeUp, Value gateBias, Value upBias,
                                Activation activation) {
   // The gate's product, activated in its epilogue, then up's, each output

@@ -22,7 +22,7 @@ int64_t rowsPerChunk(int64_t rows, int64_t width) {
 }
 
 /// Calls body(column, valid) for the vectors covering [0, width).
-void forEachVector(KernelBuilder &kb, int64_t width, function_ref<void(Value, int64_t)> body) {
+void forEachVector(VectorBuilder &kb, int64_t width, function_ref<void(Value, int64_t)> body) {
   int64_t lanes = kb.cpu().lanes;
   int64_t full = width / lanes * lanes;
   if (full > 0)
@@ -34,7 +34,7 @@ void forEachVector(KernelBuilder &kb, int64_t width, function_ref<void(Value, in
 /// The sums over a row of `width` of the vectors `terms(c, valid)` gives for
 /// the columns [c, c + valid) (zero in the lanes past `valid`): one running
 /// vector per term, added up across lanes at the end.
-SmallVector<Value> sumRow(KernelBuilder &kb, int64_t width, int64_t count,
+SmallVector<Value> sumRow(VectorBuilder &kb, int64_t width, int64_t count,
                           function_ref<SmallVector<Value>(Value, int64_t)> terms) {
   int64_t lanes = kb.cpu().lanes;
   int64_t full = width / lanes * lanes;
@@ -54,7 +54,7 @@ SmallVector<Value> sumRow(KernelBuilder &kb, int64_t width, int64_t count,
 }
 
 /// Calls body(c, valid) for the vectors covering [0, width), in parallel.
-void forEachVectorInParallel(KernelBuilder &kb, int64_t width,
+void forEachVectorInParallel(VectorBuilder &kb, int64_t width,
                              function_ref<void(Value, int64_t)> body) {
   int64_t lanes = kb.cpu().lanes;
   int64_t vectors = (width + lanes - 1) / lanes, tail = width - (vectors - 1) * lanes;
@@ -70,7 +70,7 @@ void forEachVectorInParallel(KernelBuilder &kb, int64_t width,
 /// The max of row `row` of `in` [rows, width] and the sum of e^(x - max)
 /// over it, in one sweep: per lane a running max and sum (the sum rescaled
 /// as the max grows), the lanes combined at the end.
-std::pair<Value, Value> rowMaxAndExpSum(KernelBuilder &kb, Value in, Value row, int64_t width) {
+std::pair<Value, Value> rowMaxAndExpSum(VectorBuilder &kb, Value in, Value row, int64_t width) {
   int64_t lanes = kb.cpu().lanes;
   Value max = kb.splat(kNegInf), sum = kb.splat(0.0);
   int64_t full = width / lanes * lanes;
@@ -98,7 +98,7 @@ std::pair<Value, Value> rowMaxAndExpSum(KernelBuilder &kb, Value in, Value row, 
 
 /// Whether each target of `targets` [rows] counts (is not `ignoreIndex`),
 /// and the target as an index (0 where it does not count).
-std::pair<Value, Value> countedTarget(KernelBuilder &kb, Value targets, Value row,
+std::pair<Value, Value> countedTarget(VectorBuilder &kb, Value targets, Value row,
                                       int64_t ignoreIndex) {
   OpBuilder &b = kb.builder();
   Location loc = kb.location();
@@ -114,7 +114,7 @@ std::pair<Value, Value> countedTarget(KernelBuilder &kb, Value targets, Value ro
 
 /// max(the number of targets that count, 1), as an f32, summed serially
 /// (one compare a row).
-Value countedRows(KernelBuilder &kb, Value targets, int64_t rows, int64_t ignoreIndex) {
+Value countedRows(VectorBuilder &kb, Value targets, int64_t rows, int64_t ignoreIndex) {
   Value count =
       kb.forLoop(kb.index(0), kb.index(rows), 1, ValueRange{kb.f32(0.0)},
                  [&](Value row, ValueRange carried) -> SmallVector<Value> {
@@ -126,7 +126,7 @@ Value countedRows(KernelBuilder &kb, Value targets, int64_t rows, int64_t ignore
 
 } // namespace
 
-void xfmr::cpu::forEachRow(KernelBuilder &kb, int64_t rows, int64_t width,
+void xfmr::cpu::forEachRow(VectorBuilder &kb, int64_t rows, int64_t width,
                            function_ref<void(Value)> body) {
   int64_t chunk = rowsPerChunk(rows, width);
   kb.parallelFor((rows + chunk - 1) / chunk, [&](Value c) {
@@ -136,7 +136,7 @@ void xfmr::cpu::forEachRow(KernelBuilder &kb, int64_t rows, int64_t width,
   });
 }
 
-Value xfmr::cpu::emitSoftmaxRows(KernelBuilder &kb, Value x) {
+Value xfmr::cpu::emitSoftmaxRows(VectorBuilder &kb, Value x) {
   auto type = cast<RankedTensorType>(x.getType());
   int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
   Value in = kb.readBuffer(x);
@@ -154,7 +154,7 @@ Value xfmr::cpu::emitSoftmaxRows(KernelBuilder &kb, Value x) {
   return kb.asTensor(out);
 }
 
-std::pair<Value, Value> xfmr::cpu::emitLayerNormRows(KernelBuilder &kb, Value x, Value residual,
+std::pair<Value, Value> xfmr::cpu::emitLayerNormRows(VectorBuilder &kb, Value x, Value residual,
                                                      Value gamma, Value beta, double epsilon) {
   auto type = cast<RankedTensorType>(x.getType());
   int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
@@ -245,7 +245,7 @@ std::pair<Value, Value> xfmr::cpu::emitLayerNormRows(KernelBuilder &kb, Value x,
   return {residual ? kb.asTensor(sumOut) : Value(), kb.asTensor(out)};
 }
 
-Value xfmr::cpu::emitSoftmaxBackwardRows(KernelBuilder &kb, Value y, Value grad) {
+Value xfmr::cpu::emitSoftmaxBackwardRows(VectorBuilder &kb, Value y, Value grad) {
   auto type = cast<RankedTensorType>(y.getType());
   int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
   Value output = kb.readBuffer(y), g = kb.readBuffer(grad);
@@ -264,7 +264,7 @@ Value xfmr::cpu::emitSoftmaxBackwardRows(KernelBuilder &kb, Value y, Value grad)
   return kb.asTensor(result);
 }
 
-LayerNormGradients xfmr::cpu::emitLayerNormBackwardRows(KernelBuilder &kb, Value x, Value grad,
+LayerNormGradients xfmr::cpu::emitLayerNormBackwardRows(VectorBuilder &kb, Value x, Value grad,
                                                         Value gamma, double epsilon) {
   auto type = cast<RankedTensorType>(x.getType());
   int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
@@ -335,7 +335,7 @@ LayerNormGradients xfmr::cpu::emitLayerNormBackwardRows(KernelBuilder &kb, Value
   return {kb.asTensor(dx), kb.asTensor(dGamma), kb.asTensor(dBeta)};
 }
 
-Value xfmr::cpu::emitCrossEntropyRows(KernelBuilder &kb, Value logits, Value targets,
+Value xfmr::cpu::emitCrossEntropyRows(VectorBuilder &kb, Value logits, Value targets,
                                       int64_t ignoreIndex) {
   auto type = cast<RankedTensorType>(logits.getType());
   int64_t rows = type.getDimSize(0), width = type.getDimSize(1);
@@ -356,7 +356,7 @@ Value xfmr::cpu::emitCrossEntropyRows(KernelBuilder &kb, Value logits, Value tar
   return kb.asTensor(result);
 }
 
-Value xfmr::cpu::emitCrossEntropyBackwardRows(KernelBuilder &kb, Value logits, Value targets,
+Value xfmr::cpu::emitCrossEntropyBackwardRows(VectorBuilder &kb, Value logits, Value targets,
                                               Value grad, int64_t ignoreIndex) {
   auto type = cast<RankedTensorType>(logits.getType());
   int64_t rows = type.getDimSize(0), width = type.getDimSize(1);

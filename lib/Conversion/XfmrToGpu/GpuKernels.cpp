@@ -24,10 +24,8 @@ namespace {
 
 class GpuKernelSet : public KernelSet {
 public:
-  /// The kernels are scalar per thread: the CPU target's vector shape is
-  /// never used.
   GpuKernelSet(xfmr::gpu::Emulation emulate, bool warpgroupMma)
-      : KernelSet(CpuTarget{}), emulate(emulate), warpgroupMma(warpgroupMma) {}
+      : emulate(emulate), warpgroupMma(warpgroupMma) {}
 
   bool handlesNarrowFloats() const override { return true; }
   Value gemm(KernelBuilder &kb, Value a, bool transposeA, Value b, bool transposeB, Value bias,
