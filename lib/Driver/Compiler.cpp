@@ -347,16 +347,16 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
     pipeline.toolkit = options.cudaRoot;
     buildGpuPipeline(pm, pipeline);
   } else {
-    // Vector code for the widest unit the target has.
-    CpuPipelineOptions pipeline;
+    // Vector code for the widest unit the target has. (The CPU pipeline's
+    // options, and the GPU's where its kernels are emulated.)
+    GpuEmulationPipelineOptions pipeline;
     pipeline.setFusion(options.fusion);
     pipeline.openmp = options.openmp;
     // An executable calls each entry once at a time; an object's users may not.
     pipeline.globalArena = options.emit == EmitKind::Executable;
     pipeline.overlapAllReduce = options.train.overlapAllReduce;
-    pipeline.emulateGpuKernels = options.emulateGpuKernels;
-    pipeline.reverseGpuThreads = options.reverseGpuThreads;
-    pipeline.emulatedChip = options.gpuArch;
+    pipeline.chip = options.gpuArch;
+    pipeline.reverseThreads = options.reverseGpuThreads;
     const llvm::MCSubtargetInfo &host = *(*machine)->getMCSubtargetInfo();
     bool wide = options.vectorLanes ? options.vectorLanes == 16 : host.checkFeatures("+avx512f");
     pipeline.vectorLanes = wide ? 16 : 8;
@@ -373,7 +373,10 @@ llvm::Error xfmr::compileModel(const CompileOptions &options) {
                        : multiplyAdd             ? "madd"
                                                  : "none";
     pipeline.bf16Dot = options.bf16Dot && wide && host.checkFeatures("+avx512bf16");
-    buildCpuPipeline(pm, pipeline);
+    if (options.emulateGpuKernels)
+      buildGpuEmulationPipeline(pm, pipeline);
+    else
+      buildCpuPipeline(pm, pipeline);
   }
   if (failed(pm.run(**module)))
     return diagnostics.error("lowering " + options.inputPath + " failed");

@@ -12,26 +12,18 @@
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
+using namespace xfmr;
 
-void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
+/// The CPU pipeline, whose fused ops are rewritten into kernels by
+/// `addKernels`.
+static void buildHostPipeline(OpPassManager &pm, const CpuPipelineOptions &options,
+                              llvm::function_ref<void(OpPassManager &)> addKernels) {
   // One function per distinct layer first: everything below runs once per
   // body, however deep the model.
   pm.addPass(createXfmrOutlineLayers({/*copies=*/!options.layerBodies}));
   buildXfmrFusionPipeline(pm, options.fusion());
   pm.addPass(createXfmrComputeInF32());
-  if (options.emulateGpuKernels) {
-    ConvertXfmrToGpuKernelsOptions emulation;
-    emulation.emulateThreads = true;
-    emulation.reverseThreads = options.reverseGpuThreads;
-    emulation.warpgroupMma = hasWarpgroupMma(options.emulatedChip);
-    pm.addPass(createConvertXfmrToGpuKernels(emulation));
-  }
-  ConvertXfmrToCpuKernelsOptions kernels;
-  kernels.lanes = options.vectorLanes;
-  kernels.registers = options.vectorRegisters;
-  kernels.int8Dot = options.int8Dot;
-  kernels.bf16Dot = options.bf16Dot;
-  pm.addPass(createConvertXfmrToCpuKernels(kernels));
+  addKernels(pm);
   if (options.overlapAllReduce)
     pm.addPass(createXfmrOverlapAllReduce());
   buildLinalgBufferizationPipeline(pm, options.fuseElementwise, /*distribute=*/options.openmp);
@@ -55,3 +47,28 @@ void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options
   buildHostToLLVMPipeline(pm, /*gpu=*/false);
 }
 
+static void addCpuKernels(OpPassManager &pm, const CpuPipelineOptions &options) {
+  ConvertXfmrToCpuKernelsOptions kernels;
+  kernels.lanes = options.vectorLanes;
+  kernels.registers = options.vectorRegisters;
+  kernels.int8Dot = options.int8Dot;
+  kernels.bf16Dot = options.bf16Dot;
+  pm.addPass(createConvertXfmrToCpuKernels(kernels));
+}
+
+void xfmr::buildCpuPipeline(OpPassManager &pm, const CpuPipelineOptions &options) {
+  buildHostPipeline(pm, options, [&](OpPassManager &pm) { addCpuKernels(pm, options); });
+}
+
+void xfmr::buildGpuEmulationPipeline(OpPassManager &pm,
+                                     const GpuEmulationPipelineOptions &options) {
+  buildHostPipeline(pm, options, [&](OpPassManager &pm) {
+    ConvertXfmrToGpuKernelsOptions emulation;
+    emulation.emulateThreads = true;
+    emulation.reverseThreads = options.reverseThreads;
+    emulation.warpgroupMma = hasWarpgroupMma(options.chip);
+    pm.addPass(createConvertXfmrToGpuKernels(emulation));
+    // The CPU's kernels for the ops the GPU has none of.
+    addCpuKernels(pm, options);
+  });
+}

@@ -136,6 +136,11 @@ void xfmr::registerPipelines() {
   PassPipelineRegistration<CpuPipelineOptions>(
       "xfmr-cpu-pipeline", "Lower xfmr IR on tensors to the LLVM dialect for the host CPU",
       buildCpuPipeline);
+  PassPipelineRegistration<GpuEmulationPipelineOptions>(
+      "xfmr-gpu-emulation-pipeline",
+      "Lower xfmr IR on tensors to the LLVM dialect for the host CPU through the GPU's kernels, "
+      "their thread blocks run as CPU loops (for testing)",
+      buildGpuEmulationPipeline);
   PassPipelineRegistration<GpuPipelineOptions>(
       "xfmr-gpu-pipeline",
       "Lower xfmr IR on tensors to host LLVM dialect code launching NVPTX kernels",

@@ -54,21 +54,9 @@ struct FusionPipelineOptions : mlir::PassPipelineOptions<Derived> {
 struct CpuPipelineOptions : FusionPipelineOptions<CpuPipelineOptions> {
   BoolOption openmp{*this, "openmp", llvm::cl::desc("Run parallel loops on OpenMP threads"),
                     llvm::cl::init(true)};
-  Option<int64_t> vectorLanes{*this, "lanes",
-                              llvm::cl::desc("f32 lanes per vector register (8: AVX2, 16: AVX-512)"),
-                              llvm::cl::init(8)};
-  BoolOption emulateGpuKernels{
-      *this, "emulate-gpu-kernels",
-      llvm::cl::desc("Build the GPU kernels, their thread blocks run as CPU loops (for testing)"),
-      llvm::cl::init(false)};
-  BoolOption reverseGpuThreads{
-      *this, "reverse-gpu-threads",
-      llvm::cl::desc("With emulate-gpu-kernels, run each phase's threads last to first"),
-      llvm::cl::init(false)};
-  Option<std::string> emulatedChip{
-      *this, "emulated-chip",
-      llvm::cl::desc("With emulate-gpu-kernels, the GPU architecture whose kernels to build"),
-      llvm::cl::init("sm_90")};
+  Option<int64_t> vectorLanes{
+      *this, "lanes", llvm::cl::desc("f32 lanes per vector register (8: AVX2, 16: AVX-512)"),
+      llvm::cl::init(8)};
   Option<int64_t> vectorRegisters{*this, "registers",
                                   llvm::cl::desc("Vector registers (16: AVX2, 32: AVX-512)"),
                                   llvm::cl::init(16)};
@@ -90,6 +78,16 @@ struct CpuPipelineOptions : FusionPipelineOptions<CpuPipelineOptions> {
   BoolOption bf16Dot{*this, "bf16-dot",
                      llvm::cl::desc("The target has AVX-512 BF16's dot product (vdpbf16ps)"),
                      llvm::cl::init(false)};
+};
+
+/// The CPU pipeline's options and the GPU whose kernels to emulate.
+struct GpuEmulationPipelineOptions : CpuPipelineOptions {
+  Option<std::string> chip{*this, "chip",
+                           llvm::cl::desc("The GPU architecture whose kernels to build"),
+                           llvm::cl::init("sm_90")};
+  BoolOption reverseThreads{*this, "reverse-threads",
+                            llvm::cl::desc("Run each phase's threads last to first"),
+                            llvm::cl::init(false)};
 };
 
 struct GpuPipelineOptions : FusionPipelineOptions<GpuPipelineOptions> {
@@ -148,6 +146,14 @@ void buildHostToLLVMPipeline(mlir::OpPassManager &pm, bool gpu);
 /// convention and get `<name>_packed(void **)` wrappers.
 void buildCpuPipeline(mlir::OpPassManager &pm, const CpuPipelineOptions &options);
 
+/// The CPU pipeline with the GPU's kernels for `options.chip` built first
+/// (convert-xfmr-to-gpu-kernels{emulate-threads}), their thread blocks run
+/// as CPU loops, each phase's threads in turn: the GPU kernels' arithmetic,
+/// memory accesses and barriers tested on a machine without a GPU. With
+/// `reverseThreads`, the threads of each phase run last to first, so that
+/// a missing barrier changes the results.
+void buildGpuEmulationPipeline(mlir::OpPassManager &pm, const GpuEmulationPipelineOptions &options);
+
 /// xfmr IR on tensors -> host LLVM dialect plus one `gpu.binary` of NVPTX
 /// kernels: the same fusion, lowering and bufferization as for the CPU,
 /// buffers in CUDA managed memory, linalg ops as parallel loops tiled into
@@ -161,7 +167,8 @@ void buildGpuPipeline(mlir::OpPassManager &pm, const GpuPipelineOptions &options
 /// architecture that has them (sm_90 code must also run on later GPUs).
 bool hasWarpgroupMma(llvm::StringRef chip);
 
-/// Registers `xfmr-cpu-pipeline` and `xfmr-gpu-pipeline` for xfmr-opt.
+/// Registers `xfmr-cpu-pipeline`, `xfmr-gpu-emulation-pipeline` and
+/// `xfmr-gpu-pipeline` for xfmr-opt.
 void registerPipelines();
 
 } // namespace xfmr
