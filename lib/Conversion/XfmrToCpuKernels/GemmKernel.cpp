@@ -154,6 +154,29 @@ struct GemmOperands {
   }
 };
 
+/// The epilogue of output element (m, n) on a vector of `valid` columns
+/// from n (or a scalar): bias, activation, multiplier, residual, store.
+/// `bias` is the bias at n where the caller has loaded it already.
+void storeFinished(VectorBuilder &kb, const GemmOperands &g, Value value, Value m, Value n,
+                   int64_t valid, bool scalar, Value bias = {}) {
+  OpBuilder &b = kb.builder();
+  if (g.bias && !bias)
+    bias = scalar ? kb.load(g.bias, {n}) : kb.loadVector(g.bias, {n}, valid);
+  if (bias)
+    value = kb.add(value, bias);
+  value = lowering::buildActivation(b, kb.location(), g.activation, value);
+  if (g.multiplier)
+    value = kb.mul(value, scalar ? kb.load(g.multiplier, {m, n})
+                                 : kb.loadVector(g.multiplier, {m, n}, valid));
+  if (g.residual)
+    value = kb.add(value,
+                   scalar ? kb.load(g.residual, {m, n}) : kb.loadVector(g.residual, {m, n}, valid));
+  if (scalar)
+    kb.store(value, g.c, {m, n});
+  else
+    kb.storeVector(value, g.c, {m, n}, valid);
+}
+
 /// Where a tile reads B: the weight itself (`packed` null), or a packed
 /// panel `packed[panel][k][0 .. 2 * lanes)` whose rows are contiguous.
 struct PanelSource {
@@ -183,22 +206,14 @@ void emitGemmTile(VectorBuilder &kb, const GemmOperands &g, Value row, int64_t r
         return g.loadB(kb, k, column(j), valid(j));
       });
 
-  OpBuilder &b = kb.builder();
-  SmallVector<Value> biasVectors;
+  // The bias vectors are loaded once for all the tile's rows.
+  SmallVector<Value> biasVectors(vectors);
   for (int64_t j = 0; g.bias && j < vectors; ++j)
-    biasVectors.push_back(kb.loadVector(g.bias, {column(j)}, valid(j)));
+    biasVectors[j] = kb.loadVector(g.bias, {column(j)}, valid(j));
   for (int64_t i = 0; i < rows; ++i)
-    for (int64_t j = 0; j < vectors; ++j) {
-      Value value = tile.at(i, j);
-      if (g.bias)
-        value = kb.add(value, biasVectors[j]);
-      value = lowering::buildActivation(b, kb.location(), g.activation, value);
-      if (g.multiplier)
-        value = kb.mul(value, kb.loadVector(g.multiplier, {rowIndex(i), column(j)}, valid(j)));
-      if (g.residual)
-        value = kb.add(value, kb.loadVector(g.residual, {rowIndex(i), column(j)}, valid(j)));
-      kb.storeVector(value, g.c, {rowIndex(i), column(j)}, valid(j));
-    }
+    for (int64_t j = 0; j < vectors; ++j)
+      storeFinished(kb, g, tile.at(i, j), rowIndex(i), column(j), valid(j), /*scalar=*/false,
+                    biasVectors[j]);
 }
 
 /// The row tiles of rows [row, row + rows) of the columns
@@ -297,26 +312,6 @@ int64_t rowBands(int64_t m, int64_t columnChunks, int64_t minRows) {
 /// slabs K is cut into.
 constexpr int64_t kSkinnyRows = xfmr::kSkinnyProductRows;
 constexpr int64_t kSkinnySlabs = 16;
-
-/// The epilogue of output element (m, n) on a vector of `valid` columns
-/// from n (or a scalar): bias, activation, multiplier, residual, store.
-void storeFinished(VectorBuilder &kb, const GemmOperands &g, Value value, Value m, Value n,
-                   int64_t valid, bool scalar) {
-  OpBuilder &b = kb.builder();
-  if (g.bias)
-    value = kb.add(value, scalar ? kb.load(g.bias, {n}) : kb.loadVector(g.bias, {n}, valid));
-  value = lowering::buildActivation(b, kb.location(), g.activation, value);
-  if (g.multiplier)
-    value = kb.mul(value, scalar ? kb.load(g.multiplier, {m, n})
-                                 : kb.loadVector(g.multiplier, {m, n}, valid));
-  if (g.residual)
-    value = kb.add(value,
-                   scalar ? kb.load(g.residual, {m, n}) : kb.loadVector(g.residual, {m, n}, valid));
-  if (scalar)
-    kb.store(value, g.c, {m, n});
-  else
-    kb.storeVector(value, g.c, {m, n}, valid);
-}
 
 /// C = epilogue(A B) for B [K, N]: partial[s] = A[:, slab s] B[slab s, :],
 /// each slab of B read row after row, then C = sum over s of partial[s].
