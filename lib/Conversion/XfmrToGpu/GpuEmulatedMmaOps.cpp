@@ -258,7 +258,9 @@ namespace xfmr::gpu {
 
 class EmulatedGemmOps : public GemmTensorCoreOps {
 public:
-  using GemmTensorCoreOps::GemmTensorCoreOps;
+  EmulatedGemmOps(kernels::KernelBuilder &kb, MmaBuilder &mma, AsyncOrderChecker &asyncOrder,
+                  bool warpgroupMma)
+      : GemmTensorCoreOps(kb, mma), asyncOrder(asyncOrder), warpgroupMma(warpgroupMma) {}
 
   /// The MMA type's bits: x86 code generation lowers bf16 vectors passed
   /// between blocks through conversions (to a libgcc function ours lacks).
@@ -287,27 +289,27 @@ public:
                             llvm::Align(2 * MmaBuilder::kVector));
   }
 
-  void commitCopies(Value t) override { k.asyncOrder.commitCopies(t); }
-  void waitForCopies(Value t, int64_t pending) override { k.asyncOrder.waitForCopies(t, pending); }
+  void commitCopies(Value t) override { asyncOrder.commitCopies(t); }
+  void waitForCopies(Value t, int64_t pending) override { asyncOrder.waitForCopies(t, pending); }
 
   /// As mma.sync (copies, then MMAs completing as issued), or as warpgroup
   /// MMAs (issued, copies while they run, one group left in flight).
-  SmallVector<Value> multiplyStage(Value t, const MmaGemmKernel::Lane &lane, Value aTiles,
-                                   Value bTiles, Value buffer, ArrayRef<Value> sums,
+  SmallVector<Value> multiplyStage(Value t, const MmaGemmKernel::Stage &stage, ArrayRef<Value> sums,
                                    function_ref<void()> copyNext) override {
-    if (!k.warpgroupMma)
+    if (!warpgroupMma)
       copyNext();
-    SmallVector<Value> result = multiply(t, lane, aTiles, bTiles, buffer, sums);
-    if (k.warpgroupMma)
+    SmallVector<Value> result = multiply(t, stage, sums);
+    if (warpgroupMma)
       copyNext();
-    k.asyncOrder.waitForMmas(t, /*pending=*/k.warpgroupMma ? 1 : 0);
+    asyncOrder.waitForMmas(t, /*pending=*/warpgroupMma ? 1 : 0);
     return result;
   }
 
-  void waitForLastStage() override {
-    if (k.warpgroupMma)
-      k.block.phase([&](Value t) { k.asyncOrder.waitForMmas(t, /*pending=*/0); },
-                    /*barrier=*/false);
+  void waitForLastStage(ThreadBlockBuilder &block, function_ref<SmallVector<Value>(Value)>,
+                        function_ref<void(Value, ArrayRef<Value>)>) override {
+    if (warpgroupMma)
+      block.phase([&](Value t) { asyncOrder.waitForMmas(t, /*pending=*/0); },
+                  /*barrier=*/false);
   }
 
 private:
@@ -316,44 +318,47 @@ private:
   /// Emulating warpgroup MMAs, a step (16 of K) at a time, the factors read
   /// through the step's descriptors (describedElement) - so that the
   /// descriptors are checked on the CPU too.
-  SmallVector<Value> multiply(Value t, const MmaGemmKernel::Lane &lane, Value aTiles, Value bTiles,
-                              Value buffer, ArrayRef<Value> sums) {
+  SmallVector<Value> multiply(Value t, const MmaGemmKernel::Stage &stage, ArrayRef<Value> sums) {
+    Value aTiles = stage.aTiles, bTiles = stage.bTiles, buffer = stage.buffer;
     for (Value tiles : {aTiles, bTiles})
-      k.asyncOrder.noteMmaRead(t, tiles, buffer);
-    k.asyncOrder.commitMmas(t);
+      asyncOrder.noteMmaRead(t, tiles, buffer);
+    asyncOrder.commitMmas(t);
     SmallVector<int64_t> rowTiles;
     SmallVector<Value> rows, cols;
-    k.forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
-      rowTiles.push_back(mi);
-      rows.push_back(k.accumulatorRow(lane, k.warpgroupMma ? 0 : mi, r));
-      cols.push_back(k.accumulatorCol(lane, ni, r));
-    });
+    for (int64_t mi = 0; mi < stage.tilesM; ++mi)
+      for (int64_t ni = 0; ni < stage.tilesN; ++ni)
+        for (int64_t r = 0; r < kAccumulators; ++r) {
+          rowTiles.push_back(mi);
+          rows.push_back(stage.accumulatorRow(warpgroupMma ? 0 : mi, r));
+          cols.push_back(stage.accumulatorCol(ni, r));
+        }
     OpBuilder &b = kb.builder();
     auto widen = [&](Value bits) {
       Value x = arith::BitcastOp::create(b, kb.location(), mma.narrowType(), bits);
       return arith::ExtFOp::create(b, kb.location(), b.getF32Type(), x);
     };
     SmallVector<Value> result(sums);
-    int64_t stepDepth = k.warpgroupMma ? MmaBuilder::kK : MmaGemmKernel::kDepth;
+    int64_t stepDepth = warpgroupMma ? MmaBuilder::kK : MmaGemmKernel::kDepth;
     for (int64_t k0 = 0; k0 < MmaGemmKernel::kDepth; k0 += stepDepth) {
       SmallVector<MmaBuilder::DescribedTile> aDescribed;
       std::optional<MmaBuilder::DescribedTile> bDescribed;
-      if (k.warpgroupMma) {
-        for (int64_t mi = 0; mi < k.tilesM; ++mi)
-          aDescribed.push_back(mma.describedTile(
-              aTiles, k.lhs.operand(kb, mma, aTiles, buffer, mi * MmaBuilder::kWarpgroupRows, k0)));
-        bDescribed = mma.describedTile(bTiles, k.rhs.operand(kb, mma, bTiles, buffer, 0, k0));
+      if (warpgroupMma) {
+        for (int64_t mi = 0; mi < stage.tilesM; ++mi)
+          aDescribed.push_back(
+              mma.describedTile(aTiles, stage.lhs.operand(kb, mma, aTiles, buffer,
+                                                          mi * MmaBuilder::kWarpgroupRows, k0)));
+        bDescribed = mma.describedTile(bTiles, stage.rhs.operand(kb, mma, bTiles, buffer, 0, k0));
       }
       ValueRange updated = kb.forLoop(
           kb.index(0), kb.index(stepDepth), 1, result, [&](Value kIndex, ValueRange carried) {
             SmallVector<Value> next;
             for (auto [i, sum] : llvm::enumerate(carried)) {
-              Value x = widen(k.warpgroupMma
+              Value x = widen(warpgroupMma
                                   ? mma.describedElement(aDescribed[rowTiles[i]], rows[i], kIndex)
-                                  : kb.load(aTiles, k.lhs.atMnK(mma, buffer, rows[i], kIndex)));
-              Value y = widen(k.warpgroupMma
+                                  : kb.load(aTiles, stage.lhs.atMnK(mma, buffer, rows[i], kIndex)));
+              Value y = widen(warpgroupMma
                                   ? mma.describedElement(*bDescribed, cols[i], kIndex)
-                                  : kb.load(bTiles, k.rhs.atMnK(mma, buffer, cols[i], kIndex)));
+                                  : kb.load(bTiles, stage.rhs.atMnK(mma, buffer, cols[i], kIndex)));
               next.push_back(kb.fma(x, y, sum));
             }
             return next;
@@ -362,10 +367,16 @@ private:
     }
     return result;
   }
+
+  AsyncOrderChecker &asyncOrder;
+  bool warpgroupMma;
 };
 
 } // namespace xfmr::gpu
 
-std::unique_ptr<GemmTensorCoreOps> xfmr::gpu::createEmulatedGemmOps(MmaGemmKernel &kernel) {
-  return std::make_unique<EmulatedGemmOps>(kernel);
+std::unique_ptr<GemmTensorCoreOps> xfmr::gpu::createEmulatedGemmOps(kernels::KernelBuilder &kb,
+                                                                    MmaBuilder &mma,
+                                                                    AsyncOrderChecker &asyncOrder,
+                                                                    bool warpgroupMma) {
+  return std::make_unique<EmulatedGemmOps>(kb, mma, asyncOrder, warpgroupMma);
 }

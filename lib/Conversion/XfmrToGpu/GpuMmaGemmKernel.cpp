@@ -102,9 +102,10 @@ MmaGemmKernel::MmaGemmKernel(KernelBuilder &kb, Emulation emulate, const GemmPro
       mma(kb, cast<MemRefType>(p.lhs.getType()).getElementType(), emulate != Emulation::None),
       lhs(p.lhs, p.transposeA, tile, warpgroupMma), rhs(p.rhs, !p.transposeB, tile, warpgroupMma),
       asyncOrder(kb, block, /*enabled=*/emulate != Emulation::None),
-      tensorCores(emulate != Emulation::None ? createEmulatedGemmOps(*this)
-                  : warpgroupMma             ? createWarpgroupGemmOps(*this)
-                                             : createMmaSyncGemmOps(*this)) {
+      tensorCores(emulate != Emulation::None
+                      ? createEmulatedGemmOps(kb, mma, asyncOrder, warpgroupMma)
+                  : warpgroupMma ? createWarpgroupGemmOps(kb, mma)
+                                 : createMmaSyncGemmOps(kb, mma)) {
   assert(slots(lhs) * threads * kVector == lhs.rows * lhs.cols && "whole vectors per thread");
 }
 
@@ -222,12 +223,17 @@ void MmaGemmKernel::emitBlock(Value row0, Value col0, Value aTiles, Value bTiles
             SmallVector<Value> sums = loadSums(t);
             Lane lane = laneOf(t);
             Value buffer = kb.remui(stage, kStages);
-            storeSums(t,
-                      tensorCores->multiplyStage(t, lane, aTiles, bTiles, buffer, sums, copyNext));
+            auto row = [&](int64_t mi, int64_t r) { return accumulatorRow(lane, mi, r); };
+            auto col = [&](int64_t ni, int64_t r) { return accumulatorCol(lane, ni, r); };
+            Stage stageTiles{lhs,  rhs,    aTiles, bTiles, buffer, lane,
+                             tile, tilesM, tilesN, row,    col};
+            storeSums(t, tensorCores->multiplyStage(t, stageTiles, sums, copyNext));
           },
           /*barrier=*/false);
     });
-    tensorCores->waitForLastStage();
+    tensorCores->waitForLastStage(
+        block, [&](Value t) { return loadSums(t); },
+        [&](Value t, ArrayRef<Value> sums) { storeSums(t, sums); });
   };
   if (readsVectors(lhs) && readsVectors(rhs))
     kb.ifThenElse(

@@ -31,12 +31,6 @@ public:
 
   mlir::Value emit();
 
-private:
-  friend class GemmTensorCoreOps;
-  friend class MmaSyncGemmOps;
-  friend class WarpgroupGemmOps;
-  friend class EmulatedGemmOps;
-
   /// K of a stage.
   static constexpr int64_t kDepth = 32;
   /// Shared buffers of each factor: copies run kStages - 1 stages ahead
@@ -84,6 +78,25 @@ private:
     mlir::Value warpRow, warpCol, lane, group, inGroup;
   };
 
+  /// One stage of a block's products, as the hardware's operations
+  /// (GemmTensorCoreOps) are given it.
+  struct Stage {
+    const Factor &lhs, &rhs;
+    /// The shared tiles of A and B, and the buffer of them the stage is in.
+    mlir::Value aTiles, bTiles, buffer;
+    /// The thread's place.
+    const Lane &lane;
+    /// The block tile's rows (and columns) and a warp's MMA tiles along M
+    /// and N: the thread's sums are its accumulators r of MMA tiles
+    /// (mi, ni), in (mi, ni, r) order.
+    int64_t tile, tilesM, tilesN;
+    /// Row and column of the block tile of accumulator r of MMA tile mi
+    /// (ni).
+    llvm::function_ref<mlir::Value(int64_t mi, int64_t r)> accumulatorRow;
+    llvm::function_ref<mlir::Value(int64_t ni, int64_t r)> accumulatorCol;
+  };
+
+private:
   int64_t slots(const Factor &f) const { return f.rows * f.cols / kVector / threads; }
   Lane laneOf(mlir::Value t);
   /// Row and column of the block tile of accumulator r of MMA tile (mi, ni).
@@ -134,7 +147,7 @@ private:
 /// GPU of either generation.
 class GemmTensorCoreOps {
 public:
-  explicit GemmTensorCoreOps(MmaGemmKernel &kernel) : k(kernel), kb(kernel.kb), mma(kernel.mma) {}
+  GemmTensorCoreOps(kernels::KernelBuilder &kb, MmaBuilder &mma) : kb(kb), mma(mma) {}
   virtual ~GemmTensorCoreOps() = default;
 
   /// The element type of the shared tiles: the MMA's on a GPU, as its
@@ -153,28 +166,39 @@ public:
   /// After a barrier, orders the block's writes to shared memory before
   /// the MMAs that read it: needed by warpgroup MMAs (the async proxy).
   virtual void fenceShared() {}
-  /// A stage's products from buffer `buffer` added to thread t's `sums`;
-  /// `copyNext` builds the copies of a later stage, before the MMAs or
-  /// while they run. The buffer of the stage before is free after the
-  /// next barrier.
-  virtual llvm::SmallVector<mlir::Value>
-  multiplyStage(mlir::Value t, const MmaGemmKernel::Lane &lane, mlir::Value aTiles,
-                mlir::Value bTiles, mlir::Value buffer, llvm::ArrayRef<mlir::Value> sums,
-                llvm::function_ref<void()> copyNext) = 0;
-  /// After the last stage: waits for the MMAs still in flight, if any.
-  virtual void waitForLastStage() {}
+  /// A stage's products added to thread t's `sums`; `copyNext` builds the
+  /// copies of a later stage, before the MMAs or while they run. The buffer
+  /// of the stage before is free after the next barrier.
+  virtual llvm::SmallVector<mlir::Value> multiplyStage(mlir::Value t,
+                                                       const MmaGemmKernel::Stage &stage,
+                                                       llvm::ArrayRef<mlir::Value> sums,
+                                                       llvm::function_ref<void()> copyNext) = 0;
+  /// After the last stage: waits for the MMAs still in flight, if any, in
+  /// a phase of `block`, whose thread t's sums `loadSums` and `storeSums`
+  /// read and write.
+  virtual void
+  waitForLastStage(ThreadBlockBuilder &block,
+                   llvm::function_ref<llvm::SmallVector<mlir::Value>(mlir::Value t)> loadSums,
+                   llvm::function_ref<void(mlir::Value t, llvm::ArrayRef<mlir::Value>)> storeSums) {
+  }
 
 protected:
   static constexpr int64_t kAccumulators = MmaGemmKernel::kAccumulators;
 
-  MmaGemmKernel &k;
   kernels::KernelBuilder &kb;
   MmaBuilder &mma;
 };
 
-std::unique_ptr<GemmTensorCoreOps> createMmaSyncGemmOps(MmaGemmKernel &kernel);
-std::unique_ptr<GemmTensorCoreOps> createWarpgroupGemmOps(MmaGemmKernel &kernel);
-std::unique_ptr<GemmTensorCoreOps> createEmulatedGemmOps(MmaGemmKernel &kernel);
+std::unique_ptr<GemmTensorCoreOps> createMmaSyncGemmOps(kernels::KernelBuilder &kb,
+                                                        MmaBuilder &mma);
+std::unique_ptr<GemmTensorCoreOps> createWarpgroupGemmOps(kernels::KernelBuilder &kb,
+                                                          MmaBuilder &mma);
+/// The emulation of mma.sync or, with `warpgroupMma`, of warpgroup MMAs,
+/// reporting the copies and MMAs to `asyncOrder`.
+std::unique_ptr<GemmTensorCoreOps> createEmulatedGemmOps(kernels::KernelBuilder &kb,
+                                                         MmaBuilder &mma,
+                                                         AsyncOrderChecker &asyncOrder,
+                                                         bool warpgroupMma);
 
 } // namespace xfmr::gpu
 

@@ -113,10 +113,10 @@ class MmaSyncGemmOps : public GemmTensorCoreOps {
 public:
   using GemmTensorCoreOps::GemmTensorCoreOps;
 
-  SmallVector<Value> multiplyStage(Value t, const MmaGemmKernel::Lane &lane, Value aTiles,
-                                   Value bTiles, Value buffer, ArrayRef<Value> sums,
+  SmallVector<Value> multiplyStage(Value t, const MmaGemmKernel::Stage &stage, ArrayRef<Value> sums,
                                    function_ref<void()> copyNext) override {
     copyNext();
+    const MmaGemmKernel::Lane &lane = stage.lane;
     SmallVector<Value> result(sums);
     auto low = [&](Value i) { return kb.muli(kb.remui(i, 2), 8); };
     auto high = [&](Value i) { return kb.muli(kb.divui(i, 2), 8); };
@@ -124,21 +124,21 @@ public:
       Value k0 = kb.index(step * MmaBuilder::kK);
       // A registers 0-3: rows 0-7 and 8-15 at K 0-7, then at K 8-15.
       SmallVector<SmallVector<Value>> aFragments, bFragments;
-      for (int64_t mi = 0; mi < k.tilesM; ++mi)
-        aFragments.push_back(fragments(lane, k.lhs, aTiles, buffer,
+      for (int64_t mi = 0; mi < stage.tilesM; ++mi)
+        aFragments.push_back(fragments(lane, stage.lhs, stage.aTiles, stage.buffer,
                                        kb.addi(lane.warpRow, kb.index(mi * MmaBuilder::kM)), k0,
                                        low, high));
       // B registers 0-1 of a column tile: K 0-7, 8-15; two tiles per load.
-      for (int64_t ni = 0; ni < k.tilesN; ni += 2) {
+      for (int64_t ni = 0; ni < stage.tilesN; ni += 2) {
         SmallVector<Value> words =
-            fragments(lane, k.rhs, bTiles, buffer,
+            fragments(lane, stage.rhs, stage.bTiles, stage.buffer,
                       kb.addi(lane.warpCol, kb.index(ni * MmaBuilder::kN)), k0, high, low);
         bFragments.push_back({words[0], words[1]});
         bFragments.push_back({words[2], words[3]});
       }
-      for (int64_t mi = 0; mi < k.tilesM; ++mi) {
-        for (int64_t ni = 0; ni < k.tilesN; ++ni) {
-          int64_t first = (mi * k.tilesN + ni) * kAccumulators;
+      for (int64_t mi = 0; mi < stage.tilesM; ++mi) {
+        for (int64_t ni = 0; ni < stage.tilesN; ++ni) {
+          int64_t first = (mi * stage.tilesN + ni) * kAccumulators;
           SmallVector<Value> updated = mma.multiply(
               aFragments[mi], bFragments[ni], ArrayRef<Value>(result).slice(first, kAccumulators));
           llvm::copy(updated, result.begin() + first);
@@ -173,6 +173,7 @@ std::unique_ptr<TensorCoreOps> xfmr::gpu::createMmaSyncOps(MmaAttentionKernelBas
   return std::make_unique<MmaSyncOps>(kernel);
 }
 
-std::unique_ptr<GemmTensorCoreOps> xfmr::gpu::createMmaSyncGemmOps(MmaGemmKernel &kernel) {
-  return std::make_unique<MmaSyncGemmOps>(kernel);
+std::unique_ptr<GemmTensorCoreOps> xfmr::gpu::createMmaSyncGemmOps(kernels::KernelBuilder &kb,
+                                                                   MmaBuilder &mma) {
+  return std::make_unique<MmaSyncGemmOps>(kb, mma);
 }

@@ -104,18 +104,19 @@ public:
 
   /// One MMA per half of the block tile and 16 of K; the accumulators
   /// returned are those of MMAs still in flight.
-  SmallVector<Value> multiplyStage(Value t, const MmaGemmKernel::Lane &lane, Value aTiles,
-                                   Value bTiles, Value buffer, ArrayRef<Value> sums,
+  SmallVector<Value> multiplyStage(Value t, const MmaGemmKernel::Stage &stage, ArrayRef<Value> sums,
                                    function_ref<void()> copyNext) override {
     SmallVector<Value> result = mma.fenceForWarpgroupMma(sums);
-    int64_t half = k.tilesN * kAccumulators;
+    int64_t half = stage.tilesN * kAccumulators;
     for (int64_t step = 0; step < MmaGemmKernel::kDepth / MmaBuilder::kK; ++step) {
       int64_t k0 = step * MmaBuilder::kK;
-      MmaBuilder::SharedOperand bOperand = k.rhs.operand(kb, mma, bTiles, buffer, 0, k0);
-      for (int64_t mi = 0; mi < k.tilesM; ++mi) {
+      MmaBuilder::SharedOperand bOperand =
+          stage.rhs.operand(kb, mma, stage.bTiles, stage.buffer, 0, k0);
+      for (int64_t mi = 0; mi < stage.tilesM; ++mi) {
         SmallVector<Value> updated = mma.warpgroupMultiply(
-            k.lhs.operand(kb, mma, aTiles, buffer, mi * MmaBuilder::kWarpgroupRows, k0), bOperand,
-            ArrayRef<Value>(result).slice(mi * half, half), k.tile);
+            stage.lhs.operand(kb, mma, stage.aTiles, stage.buffer, mi * MmaBuilder::kWarpgroupRows,
+                              k0),
+            bOperand, ArrayRef<Value>(result).slice(mi * half, half), stage.tile);
         llvm::copy(updated, result.begin() + mi * half);
       }
     }
@@ -129,9 +130,10 @@ public:
 
   void fenceShared() override { mma.fenceSharedForWarpgroupMma(); }
 
-  void waitForLastStage() override {
-    k.block.phase([&](Value t) { k.storeSums(t, mma.waitForWarpgroupMma(k.loadSums(t))); },
-                  /*barrier=*/false);
+  void waitForLastStage(ThreadBlockBuilder &block, function_ref<SmallVector<Value>(Value)> loadSums,
+                        function_ref<void(Value, ArrayRef<Value>)> storeSums) override {
+    block.phase([&](Value t) { storeSums(t, mma.waitForWarpgroupMma(loadSums(t))); },
+                /*barrier=*/false);
   }
 };
 
@@ -141,6 +143,7 @@ std::unique_ptr<TensorCoreOps> xfmr::gpu::createWarpgroupMmaOps(MmaAttentionKern
   return std::make_unique<WarpgroupMmaOps>(kernel);
 }
 
-std::unique_ptr<GemmTensorCoreOps> xfmr::gpu::createWarpgroupGemmOps(MmaGemmKernel &kernel) {
-  return std::make_unique<WarpgroupGemmOps>(kernel);
+std::unique_ptr<GemmTensorCoreOps> xfmr::gpu::createWarpgroupGemmOps(kernels::KernelBuilder &kb,
+                                                                     MmaBuilder &mma) {
+  return std::make_unique<WarpgroupGemmOps>(kb, mma);
 }
