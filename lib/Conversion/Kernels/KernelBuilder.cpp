@@ -3,7 +3,6 @@
 #include "KernelBuilder.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 
 using namespace mlir;

@@ -6,8 +6,8 @@
 // splits are read in place), results leave through a fresh buffer and
 // `bufferization.to_tensor`. KernelBuilder wraps the OpBuilder calls such
 // code needs on any target: scalar and vector arithmetic, memory, loops.
-// What a target's vector unit adds is the target's builder's (the CPU's
-// VectorBuilder; the GPU's ThreadBlockBuilder).
+// What a target adds is its own builder's: the CPU's vector unit
+// (VectorBuilder), the GPU's threads and barriers (ThreadBlockBuilder).
 //
 //===----------------------------------------------------------------------===//
 
