@@ -325,13 +325,12 @@ private:
     asyncOrder.commitMmas(t);
     SmallVector<int64_t> rowTiles;
     SmallVector<Value> rows, cols;
-    for (int64_t mi = 0; mi < stage.tilesM; ++mi)
-      for (int64_t ni = 0; ni < stage.tilesN; ++ni)
-        for (int64_t r = 0; r < kAccumulators; ++r) {
+    MmaGemmKernel::forEachAccumulator(
+        stage.tilesM, stage.tilesN, [&](int64_t mi, int64_t ni, int64_t r) {
           rowTiles.push_back(mi);
           rows.push_back(stage.accumulatorRow(warpgroupMma ? 0 : mi, r));
           cols.push_back(stage.accumulatorCol(ni, r));
-        }
+        });
     OpBuilder &b = kb.builder();
     auto widen = [&](Value bits) {
       Value x = arith::BitcastOp::create(b, kb.location(), mma.narrowType(), bits);

@@ -142,7 +142,8 @@ Value MmaGemmKernel::accumulatorCol(const Lane &lane, int64_t ni, int64_t r) {
   return kb.addi(lane.warpCol, kb.addi(mma.accumulatorCol(lane.inGroup, r), kb.index(ni * kMmaN)));
 }
 
-void MmaGemmKernel::forEachAccumulator(function_ref<void(int64_t, int64_t, int64_t)> body) {
+void MmaGemmKernel::forEachAccumulator(int64_t tilesM, int64_t tilesN,
+                                       function_ref<void(int64_t, int64_t, int64_t)> body) {
   for (int64_t mi = 0; mi < tilesM; ++mi)
     for (int64_t ni = 0; ni < tilesN; ++ni)
       for (int64_t r = 0; r < kAccumulators; ++r)
@@ -155,7 +156,7 @@ SmallVector<Value> MmaGemmKernel::accumulatorAt(Value t, int64_t mi, int64_t ni,
 
 SmallVector<Value> MmaGemmKernel::loadSums(Value t) {
   SmallVector<Value> sums;
-  forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
+  forEachAccumulator(tilesM, tilesN, [&](int64_t mi, int64_t ni, int64_t r) {
     sums.push_back(kb.load(accumulators, accumulatorAt(t, mi, ni, r)));
   });
   return sums;
@@ -163,7 +164,7 @@ SmallVector<Value> MmaGemmKernel::loadSums(Value t) {
 
 void MmaGemmKernel::storeSums(Value t, ArrayRef<Value> sums) {
   int64_t i = 0;
-  forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
+  forEachAccumulator(tilesM, tilesN, [&](int64_t mi, int64_t ni, int64_t r) {
     kb.store(sums[i++], accumulators, accumulatorAt(t, mi, ni, r));
   });
 }
@@ -203,7 +204,7 @@ void MmaGemmKernel::emitBlock(Value row0, Value col0, Value aTiles, Value bTiles
   auto pipeline = [&](bool vectors) {
     block.phase(
         [&](Value t) {
-          forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
+          forEachAccumulator(tilesM, tilesN, [&](int64_t mi, int64_t ni, int64_t r) {
             kb.store(kb.f32(0.0), accumulators, accumulatorAt(t, mi, ni, r));
           });
           for (int64_t stage = 0; stage < lookahead; ++stage)
@@ -247,7 +248,7 @@ void MmaGemmKernel::emitBlock(Value row0, Value col0, Value aTiles, Value bTiles
       [&](Value t) {
         Lane lane = laneOf(t);
         // Accumulators r and r + 1 are neighbours in a row.
-        forEachAccumulator([&](int64_t mi, int64_t ni, int64_t r) {
+        forEachAccumulator(tilesM, tilesN, [&](int64_t mi, int64_t ni, int64_t r) {
           if (r % 2 != 0)
             return;
           Value row = kb.addi(row0, accumulatorRow(lane, mi, r));

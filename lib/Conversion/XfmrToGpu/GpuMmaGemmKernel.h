@@ -88,7 +88,7 @@ public:
     const Lane &lane;
     /// The block tile's rows (and columns) and a warp's MMA tiles along M
     /// and N: the thread's sums are its accumulators r of MMA tiles
-    /// (mi, ni), in (mi, ni, r) order.
+    /// (mi, ni), in forEachAccumulator's order.
     int64_t tile, tilesM, tilesN;
     /// Row and column of the block tile of accumulator r of MMA tile mi
     /// (ni).
@@ -96,13 +96,17 @@ public:
     llvm::function_ref<mlir::Value(int64_t ni, int64_t r)> accumulatorCol;
   };
 
+  /// Calls body(mi, ni, r) for a thread's accumulators r of MMA tiles
+  /// (mi, ni), in the order of its sums.
+  static void forEachAccumulator(int64_t tilesM, int64_t tilesN,
+                                 llvm::function_ref<void(int64_t, int64_t, int64_t)> body);
+
 private:
   int64_t slots(const Factor &f) const { return f.rows * f.cols / kVector / threads; }
   Lane laneOf(mlir::Value t);
   /// Row and column of the block tile of accumulator r of MMA tile (mi, ni).
   mlir::Value accumulatorRow(const Lane &lane, int64_t mi, int64_t r);
   mlir::Value accumulatorCol(const Lane &lane, int64_t ni, int64_t r);
-  void forEachAccumulator(llvm::function_ref<void(int64_t, int64_t, int64_t)> body);
   /// The indices of thread t's accumulator r of MMA tile (mi, ni).
   llvm::SmallVector<mlir::Value> accumulatorAt(mlir::Value t, int64_t mi, int64_t ni, int64_t r);
   /// Thread t's accumulators, in forEachAccumulator's order.
